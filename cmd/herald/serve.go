@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/server"
+)
+
+// runServe runs the server until SIGINT or SIGTERM, then shuts down: it stops
+// accepting requests, lets publishes in progress commit, gives attempts in
+// flight --shutdown-grace to finish (the rest are attempted again after
+// restart), flushes the store and exits 0.
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "address the API listens on")
+	data := fs.String("data", "./herald-data", "directory of the embedded store")
+	storeKind := fs.String("store", "sqlite", "store: sqlite (embedded, in --data)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	dedup := fs.Duration("dedup-retention", 7*24*time.Hour, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
+	epConc := fs.Int("endpoint-max-concurrency", 64, "attempts in flight per endpoint (URL) at most")
+	maxInFlight := fs.Int("max-in-flight", 1024, "attempts in flight across all endpoints at most")
+	window := fs.Int("window", 10000, "deliveries held in memory per source (publish fast path, due loader) at most")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: herald serve [flags]\n\nEvery flag can also be set in the environment as HERALD_<FLAG>, e.g. HERALD_ADDR.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "herald serve:", err)
+		return 2
+	}
+	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "herald serve:", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	srv, err := server.New(ctx, server.Config{
+		DataDir: *data, Store: *storeKind, Logger: logger, Version: version, DedupRetention: *dedup,
+		Dispatch: dispatch.Config{
+			EndpointConcurrency: *epConc, MaxInFlight: *maxInFlight,
+			FreshWindow: *window, LoadWindow: *window,
+		},
+	})
+	if err != nil {
+		logger.Error("starting", "err", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		logger.Error("listening", "addr", *addr, "err", err)
+		_ = srv.Close(context.Background())
+		return 1
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	if *pprofAddr != "" {
+		go servePprof(*pprofAddr, logger)
+	}
+	srv.Start()
+	logger.Info("herald listening", "addr", ln.Addr().String(), "store", *storeKind, "data", *data, "version", version)
+	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	code := 0
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-serveErr:
+		logger.Error("http server", "err", err)
+		code = 1
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		logger.Warn("closing HTTP connections", "err", err)
+	}
+	if err := srv.Close(shutCtx); err != nil {
+		logger.Error("closing the store", "err", err)
+		code = 1
+	}
+	logger.Info("stopped")
+	return code
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func servePprof(addr string, logger *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	logger.Info("pprof listening", "addr", addr)
+	if err := (&http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe(); err != nil {
+		logger.Warn("pprof server", "err", err)
+	}
+}

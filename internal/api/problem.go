@@ -1,0 +1,68 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Problem is an RFC 9457 problem document. Validation problems name the
+// offending field in Field (a JSON path such as "retry_policy.max_attempts",
+// "events[2].source" or a query parameter's name).
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Field  string `json:"field,omitempty"`
+}
+
+// Problem types.
+const (
+	probValidation  = "urn:herald:problem:validation"
+	probNotFound    = "urn:herald:problem:not-found"
+	probConflict    = "urn:herald:problem:conflict"
+	probTooLarge    = "urn:herald:problem:payload-too-large"
+	probMediaType   = "urn:herald:problem:unsupported-media-type"
+	probUnavailable = "urn:herald:problem:unavailable"
+	probInternal    = "urn:herald:problem:internal"
+)
+
+func writeProblem(w http.ResponseWriter, p Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// invalid answers 400 naming the field.
+func invalid(w http.ResponseWriter, field, detail string) {
+	writeProblem(w, Problem{Type: probValidation, Title: "Invalid request", Status: http.StatusBadRequest, Field: field, Detail: detail})
+}
+
+func notFound(w http.ResponseWriter, what string) {
+	writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: what + " not found"})
+}
+
+func conflict(w http.ResponseWriter, field, detail string) {
+	writeProblem(w, Problem{Type: probConflict, Title: "Conflict", Status: http.StatusConflict, Field: field, Detail: detail})
+}
+
+func unavailable(w http.ResponseWriter, detail string) {
+	writeProblem(w, Problem{Type: probUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable, Detail: detail})
+}
+
+func internalError(w http.ResponseWriter) {
+	writeProblem(w, Problem{Type: probInternal, Title: "Internal error", Status: http.StatusInternalServerError, Detail: "see the server log"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+// list is the shape of every list response.
+type list[T any] struct {
+	Data       []T    `json:"data"`
+	NextCursor string `json:"next_cursor"`
+}

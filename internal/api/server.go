@@ -1,0 +1,150 @@
+// Package api is Herald's HTTP API (DESIGN §5): subscriptions, publishing,
+// the delivery log, dead letters and redelivery, health and metrics. Every
+// error is an RFC 9457 problem document naming the bad field, and a request
+// that fails validation changes nothing.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Server holds what the handlers need.
+type Server struct {
+	Store    store.Store
+	Catalog  *catalog.Catalog
+	Ingester *ingest.Ingester
+	Engine   *dispatch.Engine
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// Registry serves /metrics; the server adds its own collectors to it.
+	Registry *prometheus.Registry
+	Version  string
+
+	published *prometheus.CounterVec
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Clock == nil {
+		s.Clock = clock.Real{}
+	}
+	if s.Registry == nil {
+		s.Registry = prometheus.NewRegistry()
+	}
+	s.registerMetrics()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/subscriptions", s.createSubscription)
+	mux.HandleFunc("GET /v1/subscriptions", s.listSubscriptions)
+	mux.HandleFunc("GET /v1/subscriptions/{id}", s.getSubscription)
+	mux.HandleFunc("PATCH /v1/subscriptions/{id}", s.updateSubscription)
+	mux.HandleFunc("DELETE /v1/subscriptions/{id}", s.deleteSubscription)
+	mux.HandleFunc("POST /v1/events", s.publish)
+	mux.HandleFunc("GET /v1/deliveries", s.listDeliveries)
+	mux.HandleFunc("GET /v1/deliveries/{id}", s.getDelivery)
+	mux.HandleFunc("GET /v1/deliveries/{id}/attempts", s.listAttempts)
+	mux.HandleFunc("POST /v1/deliveries/{id}/redeliver", s.redeliver)
+	mux.HandleFunc("GET /v1/dead-letters", s.listDeadLetters)
+	mux.HandleFunc("POST /v1/dead-letters/redrive", s.redrive)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: "no route " + r.Method + " " + r.URL.Path})
+	})
+	return s.recoverer(mux)
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.Store.Ping(ctx); err != nil {
+		unavailable(w, "store: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// recoverer turns a handler panic into a 500 problem and a log line.
+func (s *Server) recoverer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Logger.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				internalError(w)
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// storeError answers for an error from the store.
+func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		notFound(w, what)
+	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		unavailable(w, "the store is not available")
+	case errors.Is(err, context.Canceled):
+		// The client went away.
+	default:
+		s.Logger.Error("store error", "method", r.Method, "path", r.URL.Path, "err", err)
+		internalError(w)
+	}
+}
+
+// page reads limit (1..1000, default 100) and cursor.
+func page(w http.ResponseWriter, r *http.Request) (store.Page, bool) {
+	p := store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: 100}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			invalid(w, "limit", "limit must be a whole number from 1 to 1000")
+			return p, false
+		}
+		p.Limit = n
+	}
+	return p, true
+}
+
+func (s *Server) registerMetrics() {
+	s.published = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_events_published_total",
+		Help: "Events accepted by POST /v1/events, by whether they were duplicates.",
+	}, []string{"duplicate"})
+	s.Registry.MustRegister(s.published)
+	s.Registry.MustRegister(newPendingCollector(s.Store))
+	if s.Engine != nil {
+		s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "herald_dispatch_in_flight",
+			Help: "Delivery attempts in flight in this process.",
+		}, func() float64 { return float64(s.Engine.Stats().InFlight) }))
+		s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "herald_dispatch_held",
+			Help: "Deliveries held in memory by this process (fast path and loader window).",
+		}, func() float64 { st := s.Engine.Stats(); return float64(st.FreshHeld + st.LoadHeld) }))
+	}
+}

@@ -1,0 +1,157 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// run performs one held delivery's attempt and records its outcome. It runs
+// on its own goroutine (at most MaxInFlight). The endpoint's concurrency
+// slot is given back as soon as the HTTP exchange ends, before the outcome's
+// group commit; the delivery's memory place only after it.
+func (e *Engine) run(l *lane, it *item) {
+	defer e.attempts.Done()
+	c := it.c
+	sub := e.cfg.Catalog.Get(c.SubscriptionID)
+	var out store.Outcome
+	recorded := true
+	switch {
+	case sub == nil:
+		// Deleted after the delivery was claimed: the store already marked it
+		// dropped; give the lease back and let the delete stand.
+		recorded = false
+		e.endAttempt(l)
+		e.release(c.ID)
+	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
+		// Held past its time to live (a late claim): no attempt.
+		e.endAttempt(l)
+		out = e.expire(sub, c)
+	default:
+		var ok bool
+		out, ok = e.attempt(sub, c)
+		e.endAttempt(l)
+		if !ok {
+			// Abandoned at shutdown: unrecorded, attempted again later.
+			recorded = false
+			e.release(c.ID)
+		}
+	}
+	if recorded {
+		if err := e.record(out); err != nil {
+			e.cfg.Logger.Error("recording attempt outcome", "delivery", c.ID, "err", err)
+		}
+	}
+
+	e.mu.Lock()
+	if recorded && out.Status == store.StatusPending {
+		l.nextDue = earlier(l.nextDue, out.NextAttemptAt)
+		l.hinted = earlier(l.hinted, out.NextAttemptAt)
+	}
+	e.finish(l, it)
+	e.mu.Unlock()
+	if recorded && out.Status == store.StatusPending {
+		e.wake()
+	}
+}
+
+// attempt sends the delivery and decides what follows. ok is false when the
+// attempt was abandoned because the engine is stopping.
+func (e *Engine) attempt(sub *catalog.Entry, c store.Claimed) (store.Outcome, bool) {
+	started := e.cfg.Clock.Now()
+	res := e.send(e.attemptsCtx, sub, c, started)
+	if e.attemptsCtx.Err() != nil {
+		return store.Outcome{}, false
+	}
+	now := e.cfg.Clock.Now()
+	e.cfg.Metrics.observe(res)
+
+	out := store.Outcome{
+		Attempt: store.AttemptRecord{
+			DeliveryID:   c.ID,
+			Number:       c.Attempts + 1,
+			StartedAt:    started,
+			Duration:     res.duration,
+			StatusCode:   res.status,
+			Outcome:      res.outcome,
+			Error:        res.err,
+			ResponseBody: res.body,
+		},
+		Attempts:       c.Attempts + 1,
+		RoundAttempts:  c.RoundAttempts + 1,
+		FirstFailure:   c.FirstFailure,
+		LastStatusCode: res.status,
+		LastOutcome:    res.outcome,
+	}
+	v := retry.Verdict{Kind: retry.Delivered}
+	if res.err != "" || !sub.Policy.Success(res.status) {
+		v = sub.Policy.Decide(retry.Attempt{
+			Number:       out.RoundAttempts,
+			StatusCode:   res.status,
+			RetryAfter:   res.retryAfter(now),
+			Start:        c.RoundStart,
+			FirstFailure: c.FirstFailure,
+			Now:          now,
+		}, e.cfg.Rand)
+		if out.FirstFailure.IsZero() {
+			out.FirstFailure = now
+		}
+	}
+	applyVerdict(&out, v, sub, now)
+	return out, true
+}
+
+// expire ends a delivery whose time to live passed before its attempt.
+func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
+	out := store.Outcome{
+		Attempts:       c.Attempts,
+		RoundAttempts:  c.RoundAttempts,
+		FirstFailure:   c.FirstFailure,
+		LastStatusCode: c.LastStatusCode,
+		LastOutcome:    c.LastOutcome,
+		Attempt:        store.AttemptRecord{DeliveryID: c.ID}, // Number 0: nothing to log
+	}
+	applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, e.cfg.Clock.Now())
+	return out
+}
+
+// applyVerdict writes the policy's verdict into the outcome: delivered,
+// pending with a next attempt, or ended (dead-lettered, or dropped when the
+// subscription does not keep dead letters; the reason is kept either way).
+func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now time.Time) {
+	switch v.Kind {
+	case retry.Delivered:
+		out.Status = store.StatusDelivered
+		out.DeliveredAt = now
+	case retry.Retry:
+		out.Status = store.StatusPending
+		out.NextAttemptAt = v.At
+	default:
+		out.Status = store.StatusDropped
+		if sub.DeadLetter {
+			out.Status = store.StatusDeadLettered
+		}
+		out.DeadLetterReason = v.Reason
+	}
+}
+
+func (e *Engine) record(out store.Outcome) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := e.cfg.Store.Record(ctx, []store.Outcome{out})
+	if err == nil {
+		e.cfg.Metrics.ended(out)
+	}
+	return err
+}
+
+func (e *Engine) release(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.cfg.Store.Release(ctx, []string{id}); err != nil {
+		e.cfg.Logger.Warn("releasing delivery", "delivery", id, "err", err)
+	}
+}

@@ -1,0 +1,271 @@
+// Package dispatch moves due deliveries from the store to subscribers'
+// endpoints and records what happened.
+//
+// Shape (DESIGN §4): deliveries reach memory two ways — fresh ones straight
+// from the publish path after their commit (Reserve/Offer), and everything
+// else through the due-window loader, which leases due deliveries from the
+// store endpoint by endpoint. Each endpoint has a lane with two queues, fresh
+// and retry; the dispatcher serves endpoints round-robin and, within an
+// endpoint, fresh before retry, never running more than the endpoint's
+// concurrency limit at once. Each attempt's outcome goes through the
+// subscription's retry policy and is group-committed by the store.
+//
+// Bounds: at most Config.FreshWindow deliveries taken from the publish path
+// and Config.LoadWindow taken by the loader are held in memory (the loader
+// takes at most Config.EndpointWindow per endpoint), and at most
+// Config.MaxInFlight attempts run at once. Everything else waits in the store.
+//
+// Lock order: Engine.mu is the only lock; no store or network call is made
+// while holding it.
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Config configures an Engine. Zero values take the defaults noted.
+type Config struct {
+	Store   store.Store
+	Catalog *catalog.Catalog
+	Clock   clock.Clock  // default clock.Real{}
+	Logger  *slog.Logger // default discards
+	Metrics *Metrics     // default: a Metrics on a private registry
+	// Owner names this process in leases (default "herald").
+	Owner string
+	// Lease is how long a claimed delivery stays leased (default 5m). One
+	// SQLite process never loses its leases; on a shared database another
+	// node may take over a delivery whose lease expired.
+	Lease time.Duration
+	// FreshWindow bounds deliveries held from the publish path (default 10,000).
+	FreshWindow int
+	// LoadWindow bounds deliveries held from the loader (default 10,000).
+	LoadWindow int
+	// EndpointWindow bounds loader-held deliveries per endpoint (default 512).
+	EndpointWindow int
+	// EndpointConcurrency is the in-flight limit per endpoint (default 64).
+	EndpointConcurrency int
+	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
+	MaxInFlight int
+	// PollInterval is the longest the loader sleeps without looking at the
+	// store (default 1s); RefreshInterval is how often it rescans every
+	// endpoint for due work (default 30s).
+	PollInterval    time.Duration
+	RefreshInterval time.Duration
+	// Client sends the attempts (default NewHTTPClient()).
+	Client *http.Client
+	// UserAgent is sent with every attempt (default "Herald").
+	UserAgent string
+	// Rand returns numbers in [0,1) for jitter (default math/rand/v2).
+	Rand func() float64
+}
+
+func (c *Config) setDefaults() {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	if c.Owner == "" {
+		c.Owner = "herald"
+	}
+	if c.Lease <= 0 {
+		c.Lease = 5 * time.Minute
+	}
+	if c.FreshWindow <= 0 {
+		c.FreshWindow = 10_000
+	}
+	if c.LoadWindow <= 0 {
+		c.LoadWindow = 10_000
+	}
+	if c.EndpointWindow <= 0 {
+		c.EndpointWindow = 512
+	}
+	if c.EndpointConcurrency <= 0 {
+		c.EndpointConcurrency = 64
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 1024
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.RefreshInterval <= 0 {
+		c.RefreshInterval = 30 * time.Second
+	}
+	if c.Client == nil {
+		c.Client = NewHTTPClient()
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "Herald"
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+}
+
+// Engine is the dispatcher. Create it with New, then Start; Stop ends it.
+type Engine struct {
+	cfg Config
+
+	mu        sync.Mutex
+	lanes     map[string]*lane
+	ready     ring // endpoints with queued work and a free concurrency slot
+	inFlight  int
+	freshHeld int // reserved or held from the publish path
+	loadHeld  int // held from the loader
+	stopping  bool
+
+	kick        chan struct{} // wakes the loader; capacity 1
+	attemptsCtx context.Context
+	cancel      context.CancelFunc // cancels attempts still running at a hard stop
+	loaderDone  chan struct{}
+	attempts    sync.WaitGroup
+}
+
+// New returns an engine that has not started.
+func New(cfg Config) *Engine {
+	cfg.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Engine{
+		cfg:         cfg,
+		lanes:       map[string]*lane{},
+		kick:        make(chan struct{}, 1),
+		attemptsCtx: ctx,
+		cancel:      cancel,
+		loaderDone:  make(chan struct{}),
+	}
+}
+
+// Start starts the loader. Deliveries offered before Start are dispatched
+// at once regardless.
+func (e *Engine) Start() {
+	go e.loader()
+}
+
+// Stop stops taking new work, waits for attempts in flight until ctx ends,
+// then abandons the rest (their deliveries stay leased to this process and are
+// released below, so they are attempted again: at-least-once), and releases
+// every delivery held in memory but not yet attempted.
+func (e *Engine) Stop(ctx context.Context) {
+	e.mu.Lock()
+	if e.stopping {
+		e.mu.Unlock()
+		return
+	}
+	e.stopping = true
+	e.mu.Unlock()
+	e.wake()
+	<-e.loaderDone
+
+	done := make(chan struct{})
+	go func() { e.attempts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.cancel()
+		<-done
+	}
+
+	e.mu.Lock()
+	var ids []string
+	for _, l := range e.lanes {
+		for _, q := range []*deque{&l.fresh, &l.retry} {
+			for q.len() > 0 {
+				ids = append(ids, q.pop().c.ID)
+			}
+		}
+	}
+	e.mu.Unlock()
+	if len(ids) > 0 {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.cfg.Store.Release(rctx, ids); err != nil {
+			e.cfg.Logger.Warn("releasing held deliveries", "count", len(ids), "err", err)
+		}
+	}
+}
+
+// Reserve asks for up to n places for fresh deliveries from the publish path
+// and returns how many it grants. The publisher writes that many deliveries
+// leased to this process and then hands them over with Offer; the rest it
+// writes unleased for the loader. Unreserve returns places not used.
+func (e *Engine) Reserve(n int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping {
+		return 0
+	}
+	free := e.cfg.FreshWindow - e.freshHeld
+	if n > free {
+		n = free
+	}
+	if n < 0 {
+		n = 0
+	}
+	e.freshHeld += n
+	return n
+}
+
+// Unreserve gives back n places taken by Reserve and not offered.
+func (e *Engine) Unreserve(n int) {
+	e.mu.Lock()
+	e.freshHeld -= n
+	e.mu.Unlock()
+}
+
+// Offer hands over committed deliveries leased to this process, for which
+// places were reserved.
+func (e *Engine) Offer(cs []store.Claimed) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range cs {
+		e.enqueue(&item{c: cs[i], fromPublish: true})
+	}
+	e.pump()
+}
+
+// Hint tells the loader that an endpoint has a delivery due at `at` (after a
+// redeliver or redrive through the API, for example).
+func (e *Engine) Hint(endpointID string, at time.Time) {
+	e.mu.Lock()
+	l := e.laneFor(endpointID)
+	lowered := l.nextDue.IsZero() || at.Before(l.nextDue)
+	l.nextDue = earlier(l.nextDue, at)
+	l.hinted = earlier(l.hinted, at)
+	e.mu.Unlock()
+	if lowered {
+		e.wake()
+	}
+}
+
+// Stats is a snapshot of the engine's memory use, for metrics and tests.
+type Stats struct {
+	FreshHeld, LoadHeld, InFlight, Endpoints int
+}
+
+// Stats returns the current counts.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Stats{FreshHeld: e.freshHeld, LoadHeld: e.loadHeld, InFlight: e.inFlight, Endpoints: len(e.lanes)}
+}
+
+func (e *Engine) wake() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}

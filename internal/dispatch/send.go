@@ -1,0 +1,143 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// MaxLoggedBody is how much of a response body the attempt log keeps.
+const MaxLoggedBody = 4 << 10
+
+// maxDrainedBody is how much of a response body is read (and discarded past
+// MaxLoggedBody) so the connection can be reused; larger bodies close it.
+const maxDrainedBody = 64 << 10
+
+// DefaultTimeout is an attempt's deadline when the subscription sets none.
+const DefaultTimeout = 30 * time.Second
+
+// NewHTTPClient returns the client attempts are sent with: no redirects
+// followed (a 3xx is the attempt's answer, and a failure), no proxy, bounded
+// dial and TLS handshake times, and enough idle connections per host for the
+// per-endpoint concurrency. Each attempt's overall deadline comes from its
+// subscription's timeout.
+func NewHTTPClient() *http.Client {
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: 0, // the attempt's context deadline governs
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// result is what one HTTP attempt produced.
+type result struct {
+	status     int    // 0 without a response
+	outcome    string // http_NNN, timeout, connection_refused, ...
+	err        string // transport error text; "" when a response arrived
+	body       []byte // first MaxLoggedBody bytes of the response
+	retryAfter func(now time.Time) time.Duration
+	duration   time.Duration
+}
+
+// send makes one attempt: POST the event to the subscription's URL with the
+// delivery headers of DESIGN §5, within the subscription's timeout.
+func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, now time.Time) result {
+	timeout := sub.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	begin := time.Now()
+	res := result{retryAfter: func(time.Time) time.Duration { return 0 }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(c.Payload))
+	if err != nil {
+		res.outcome, res.err = "request_error", err.Error()
+		return res
+	}
+	h := req.Header
+	for k, v := range sub.Headers {
+		h.Set(k, v)
+	}
+	h.Set("Content-Type", "application/cloudevents+json")
+	h.Set("User-Agent", e.cfg.UserAgent)
+	h.Set("Webhook-Id", c.ID)
+	h.Set("Webhook-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("Herald-Delivery-Attempt", strconv.Itoa(c.Attempts+1))
+	h.Set("Herald-Subscription", sub.ID)
+
+	resp, err := e.cfg.Client.Do(req)
+	if err != nil {
+		res.duration = time.Since(begin)
+		res.outcome, res.err = classifyError(err), err.Error()
+		return res
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxLoggedBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainedBody))
+	resp.Body.Close()
+	res.duration = time.Since(begin)
+	res.status = resp.StatusCode
+	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
+	res.body = body
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		res.retryAfter = func(now time.Time) time.Duration {
+			d, _ := retry.ParseRetryAfter(ra, now)
+			return d
+		}
+	}
+	return res
+}
+
+// classifyError names a transport failure: timeout, connection_refused,
+// connection_reset, dns_error, tls_error, or network_error for the rest.
+func classifyError(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &dnsErr):
+		return "dns_error"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection_refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection_reset"
+	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert),
+		errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalid):
+		return "tls_error"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	}
+	return "network_error"
+}

@@ -1,0 +1,330 @@
+package event
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Media types of the publish formats.
+const (
+	mediaStructured = "application/cloudevents+json"
+	mediaBatch      = "application/cloudevents-batch+json"
+	mediaJSON       = "application/json"
+)
+
+// Parse reads the events of a publish request from its headers and body.
+//
+// The format is chosen as the CloudEvents HTTP binding says, content type
+// first (its parameters, such as charset, are ignored):
+//
+//   - application/cloudevents+json: one event in structured mode (a JSON
+//     object);
+//   - application/cloudevents-batch+json: a JSON array of structured events;
+//   - any other request with a ce-specversion header: one event in binary
+//     mode (see below);
+//   - application/json: one structured event, or an array of them.
+//
+// Any other content type, or none, gives an error wrapping
+// ErrUnsupportedMediaType; a body over MaxBodyBytes gives one wrapping
+// ErrBodyTooLarge.
+//
+// In binary mode the ce-* headers carry the attributes (ce-id, ce-source,
+// ce-type, ce-subject, ce-time, ce-dataschema; any other ce-NAME is the
+// extension NAME, its value a string). Header values are percent-decoded as
+// the HTTP binding requires and must then be valid UTF-8; a repeated ce-*
+// header is an error, as are ce-datacontenttype and ce-data. The Content-Type
+// header, verbatim, is the datacontenttype. The body is the data: for a JSON
+// content type (application/json, text/json, or any */*+json) it must be valid
+// JSON and becomes Data; otherwise it becomes DataBase64. An empty body, or
+// JSON null, means no data.
+//
+// Every event must pass Validate; in addition an optional attribute that is
+// present must not be an empty string, time must be RFC 3339, and attribute
+// values must have the right JSON types (strings for the context attributes;
+// string, number or boolean for extensions). A JSON null value means the
+// attribute is absent. Members with names that are not valid attribute names,
+// and repeated members, are errors. An array must hold 1 to MaxBatchEvents
+// objects. One bad event rejects the whole request; the error is a
+// *FieldError naming the first bad field found and the event's index.
+func Parse(h http.Header, body []byte) ([]Event, error) {
+	if len(body) > MaxBodyBytes {
+		return nil, &FieldError{
+			Field:  "body",
+			Detail: fmt.Sprintf("%d bytes exceeds the limit of %d", len(body), MaxBodyBytes),
+			Index:  -1,
+			err:    ErrBodyTooLarge,
+		}
+	}
+	ct := h.Get("Content-Type")
+	mt := mediaType(ct)
+	switch {
+	case mt == mediaStructured:
+		return parseJSON(body, true, false)
+	case mt == mediaBatch:
+		return parseJSON(body, false, true)
+	case strings.HasPrefix(mt, "application/cloudevents"):
+		// Structured mode in a format Herald does not read; the binding
+		// gives the content type precedence over ce-* headers.
+	case hasSpecVersionHeader(h):
+		e, fe := parseBinary(h, ct, mt, body)
+		if fe != nil {
+			fe.Index = 0
+			return nil, fe
+		}
+		return []Event{e}, nil
+	case mt == mediaJSON:
+		return parseJSON(body, true, true)
+	}
+	detail := "content type " + quote(ct) + " is not a publish format; use application/cloudevents+json, " +
+		"application/cloudevents-batch+json, application/json, or binary mode (ce-* headers)"
+	if ct == "" {
+		detail = "missing; use application/cloudevents+json, application/cloudevents-batch+json, " +
+			"application/json, or binary mode (ce-* headers)"
+	}
+	return nil, &FieldError{Field: "content-type", Detail: detail, Index: -1, err: ErrUnsupportedMediaType}
+}
+
+// mediaType returns the lowercased media type of a Content-Type value,
+// without parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// isJSONMediaType reports whether mt (as mediaType returns it) denotes JSON.
+func isJSONMediaType(mt string) bool {
+	return mt == "application/json" || mt == "text/json" ||
+		(strings.HasSuffix(mt, "+json") && strings.Contains(mt, "/"))
+}
+
+// bodyError returns a FieldError about the body as a whole.
+func bodyError(detail string) *FieldError {
+	return &FieldError{Field: "body", Detail: detail, Index: -1}
+}
+
+// parseJSON parses a structured-mode body: an object if allowObject, an
+// array of objects if allowArray.
+func parseJSON(body []byte, allowObject, allowArray bool) ([]Event, error) {
+	if !utf8.Valid(body) {
+		return nil, bodyError("not valid UTF-8")
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, bodyError("empty; expected a JSON event")
+	}
+	switch trimmed[0] {
+	case '{':
+		if !allowObject {
+			return nil, bodyError("must be a JSON array of events")
+		}
+		if err := checkJSON(body); err != nil {
+			return nil, err
+		}
+		e, fe := parseObject(body, "")
+		if fe != nil {
+			fe.Index = 0
+			return nil, fe
+		}
+		return []Event{e}, nil
+	case '[':
+		if !allowArray {
+			return nil, bodyError("must be one JSON object; send a batch as application/cloudevents-batch+json")
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(body, &items); err != nil {
+			return nil, bodyError("not valid JSON: " + err.Error())
+		}
+		if len(items) == 0 {
+			return nil, bodyError("the batch holds no events")
+		}
+		if len(items) > MaxBatchEvents {
+			return nil, bodyError(fmt.Sprintf("the batch holds %d events; the limit is %d", len(items), MaxBatchEvents))
+		}
+		events := make([]Event, len(items))
+		for i, raw := range items {
+			prefix := "events[" + strconv.Itoa(i) + "]"
+			if raw[0] != '{' {
+				return nil, &FieldError{Field: prefix, Detail: "must be a JSON object", Index: i}
+			}
+			e, fe := parseObject(raw, prefix+".")
+			if fe != nil {
+				fe.Index = i
+				return nil, fe
+			}
+			events[i] = e
+		}
+		return events, nil
+	}
+	if err := checkJSON(body); err != nil {
+		return nil, err
+	}
+	switch {
+	case allowObject && allowArray:
+		return nil, bodyError("must be a JSON object or an array of objects")
+	case allowArray:
+		return nil, bodyError("must be a JSON array of events")
+	default:
+		return nil, bodyError("must be a JSON object")
+	}
+}
+
+// checkJSON reports a body that is not one valid JSON value.
+func checkJSON(body []byte) *FieldError {
+	if json.Valid(body) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(body, &v)
+	if err == nil { // cannot happen; keep a useful message anyway
+		return bodyError("not valid JSON")
+	}
+	return bodyError("not valid JSON: " + err.Error())
+}
+
+// parseObject decodes one structured-mode event from raw, a valid JSON
+// object, naming fields with prefix.
+func parseObject(raw []byte, prefix string) (Event, *FieldError) {
+	var e Event
+	field := func(attr string) string { return prefix + attr }
+	bad := func(attr, detail string) (Event, *FieldError) {
+		if len(attr) > 64 {
+			attr = attr[:64] + "..."
+		}
+		f := field(attr)
+		if attr == "" {
+			f = strings.TrimSuffix(prefix, ".")
+			if f == "" {
+				f = "body"
+			}
+		}
+		return Event{}, &FieldError{Field: f, Detail: detail}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil { // '{'
+		return bad("", "not valid JSON: "+err.Error())
+	}
+	seen := make(map[string]bool, 8)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad("", "not valid JSON: "+err.Error())
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return bad(key, "not valid JSON: "+err.Error())
+		}
+		if seen[key] {
+			return bad(key, "repeated member")
+		}
+		seen[key] = true
+		if string(val) == "null" {
+			continue // JSON null: the attribute is absent
+		}
+		switch key {
+		case attrSpecVersion, attrID, attrSource, attrType:
+			s, ok := jsonString(val)
+			if !ok {
+				return bad(key, "must be a string")
+			}
+			switch key {
+			case attrSpecVersion:
+				e.SpecVersion = s
+			case attrID:
+				e.ID = s
+			case attrSource:
+				e.Source = s
+			case attrType:
+				e.Type = s
+			}
+		case attrSubject, attrDataContentType, attrDataSchema, attrTime:
+			s, ok := jsonString(val)
+			if !ok {
+				return bad(key, "must be a string")
+			}
+			if s == "" {
+				return bad(key, "must not be empty when present")
+			}
+			switch key {
+			case attrSubject:
+				e.Subject = s
+			case attrDataContentType:
+				e.DataContentType = s
+			case attrDataSchema:
+				e.DataSchema = s
+			case attrTime:
+				t, d := parseTime(s)
+				if d != "" {
+					return bad(key, d)
+				}
+				e.Time = t
+			}
+		case memberData:
+			var buf bytes.Buffer
+			buf.Grow(len(val))
+			if err := json.Compact(&buf, val); err != nil {
+				return bad(key, "not valid JSON: "+err.Error())
+			}
+			e.Data = buf.Bytes()
+		case memberDataBase64:
+			s, ok := jsonString(val)
+			if !ok {
+				return bad(key, "must be a base64 string")
+			}
+			b, err := base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				return bad(key, "not valid base64: "+err.Error())
+			}
+			e.DataBase64 = base64.StdEncoding.EncodeToString(b)
+		default:
+			if d := checkExtensionName(key); d != "" {
+				return bad(key, d)
+			}
+			var v any
+			switch val[0] {
+			case '"':
+				v, _ = jsonString(val)
+			case 't':
+				v = true
+			case 'f':
+				v = false
+			case '{', '[':
+				return bad(key, "extension values must be a string, number or boolean")
+			default:
+				v = json.Number(val)
+			}
+			if e.Extensions == nil {
+				e.Extensions = make(map[string]any)
+			}
+			e.Extensions[key] = v
+		}
+	}
+	if fe := e.validate(field); fe != nil {
+		return Event{}, fe
+	}
+	return e, nil
+}
+
+// jsonString decodes val if it is a JSON string.
+func jsonString(val json.RawMessage) (string, bool) {
+	if len(val) == 0 || val[0] != '"' {
+		return "", false
+	}
+	// Fast path: no escapes to undo (val is valid JSON, so the only quote
+	// is the closing one, and control characters cannot occur).
+	if inner := val[1 : len(val)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(val, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}

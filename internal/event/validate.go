@@ -1,0 +1,239 @@
+package event
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"mime"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Validate checks the event against CloudEvents 1.0 and Herald's limits:
+//
+//   - specversion is "1.0"; id, source and type are non-empty;
+//   - every string is valid UTF-8;
+//   - source is a URI-reference and dataschema, when set, an absolute URI
+//     (both as url.Parse understands them);
+//   - datacontenttype, when set, is a media type ("type/subtype" with
+//     optional parameters);
+//   - time, when set, lies in years 0000 to 9999 (what RFC 3339 can write);
+//   - data and data_base64 are not both set; data is valid JSON;
+//     data_base64 is padded standard base64 in canonical form;
+//   - extension names are 1 to 20 characters of a-z and 0-9, none of them a
+//     context attribute or "data"; extension values are strings, booleans,
+//     json.Number values or finite Go numbers.
+//
+// The error is a *FieldError naming the attribute, with Index -1.
+func (e Event) Validate() error {
+	if fe := e.validate(plainName); fe != nil {
+		fe.Index = -1
+		return fe
+	}
+	return nil
+}
+
+// plainName names an attribute by itself, as Validate reports it.
+func plainName(attr string) string { return attr }
+
+// validate checks the event, naming a bad attribute with name(attr). The
+// returned error's Index is left for the caller to set. The order of checks
+// is fixed, so the same bad event always reports the same field.
+func (e *Event) validate(name func(attr string) string) *FieldError {
+	bad := func(attr, detail string) *FieldError {
+		return &FieldError{Field: name(attr), Detail: detail}
+	}
+	switch e.SpecVersion {
+	case SpecVersion:
+	case "":
+		return bad(attrSpecVersion, "required")
+	default:
+		return bad(attrSpecVersion, `must be "1.0", got `+quote(e.SpecVersion))
+	}
+	required := []struct{ attr, v string }{
+		{attrID, e.ID}, {attrSource, e.Source}, {attrType, e.Type},
+	}
+	for _, r := range required {
+		if r.v == "" {
+			return bad(r.attr, "required")
+		}
+	}
+	strs := []struct{ attr, v string }{
+		{attrID, e.ID}, {attrSource, e.Source}, {attrType, e.Type}, {attrSubject, e.Subject},
+		{attrDataContentType, e.DataContentType}, {attrDataSchema, e.DataSchema},
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s.v) {
+			return bad(s.attr, "not valid UTF-8")
+		}
+	}
+	if _, err := url.Parse(e.Source); err != nil {
+		return bad(attrSource, "must be a URI-reference: "+urlErr(err))
+	}
+	if e.DataContentType != "" {
+		if d := checkMediaType(e.DataContentType); d != "" {
+			return bad(attrDataContentType, d)
+		}
+	}
+	if e.DataSchema != "" {
+		u, err := url.Parse(e.DataSchema)
+		if err != nil {
+			return bad(attrDataSchema, "must be an absolute URI: "+urlErr(err))
+		}
+		if !u.IsAbs() {
+			return bad(attrDataSchema, "must be an absolute URI (with a scheme)")
+		}
+	}
+	if !e.Time.IsZero() {
+		if y := e.Time.Year(); y < 0 || y > 9999 {
+			return bad(attrTime, "year must be between 0000 and 9999")
+		}
+	}
+	if len(e.Extensions) > 0 {
+		names := sortedKeys(e.Extensions)
+		for _, n := range names {
+			if d := checkExtensionName(n); d != "" {
+				return bad(n, d)
+			}
+			if d := checkExtensionValue(e.Extensions[n]); d != "" {
+				return bad(n, d)
+			}
+		}
+	}
+	if len(e.Data) > 0 && e.DataBase64 != "" {
+		return bad(memberDataBase64, "data and data_base64 are mutually exclusive")
+	}
+	if len(e.Data) > 0 && (!json.Valid(e.Data) || !utf8.Valid(e.Data)) {
+		return bad(memberData, "not valid JSON")
+	}
+	if e.DataBase64 != "" {
+		raw, err := base64.StdEncoding.DecodeString(e.DataBase64)
+		if err != nil {
+			return bad(memberDataBase64, "not valid base64: "+err.Error())
+		}
+		if base64.StdEncoding.EncodeToString(raw) != e.DataBase64 {
+			return bad(memberDataBase64, "not canonical padded standard base64")
+		}
+	}
+	return nil
+}
+
+// reserved are the names an extension may not take: the context attributes
+// and the JSON members that carry data.
+var reserved = map[string]bool{
+	attrSpecVersion: true, attrID: true, attrSource: true, attrType: true,
+	attrSubject: true, attrDataContentType: true, attrDataSchema: true,
+	attrTime: true, memberData: true, memberDataBase64: true,
+}
+
+// checkExtensionName returns why name is not a valid extension attribute
+// name, or "".
+func checkExtensionName(name string) string {
+	if name == "" {
+		return "attribute name must not be empty"
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return "attribute names may hold only lowercase letters a-z and digits 0-9"
+		}
+	}
+	if len(name) > MaxExtensionNameLen {
+		return "attribute names may be at most 20 characters long"
+	}
+	if reserved[name] {
+		return "reserved attribute name"
+	}
+	return ""
+}
+
+// checkExtensionValue returns why v is not a valid extension value, or "".
+func checkExtensionValue(v any) string {
+	const kinds = "extension values must be a string, number or boolean"
+	switch v := v.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			return "not valid UTF-8"
+		}
+	case bool:
+	case json.Number:
+		if !isJSONNumber(string(v)) {
+			return "not a valid JSON number"
+		}
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+	case float32:
+		if math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) {
+			return "number must be finite"
+		}
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return "number must be finite"
+		}
+	default:
+		return kinds
+	}
+	return ""
+}
+
+// isJSONNumber reports whether s is exactly one JSON number.
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	return json.Valid([]byte(s))
+}
+
+// checkMediaType returns why s is not a media type, or "".
+func checkMediaType(s string) string {
+	mt, _, err := mime.ParseMediaType(s)
+	if err != nil || !strings.Contains(mt, "/") {
+		return "must be a media type such as application/json"
+	}
+	return ""
+}
+
+// parseTime parses an RFC 3339 timestamp and normalises its location (UTC for
+// a zero offset, a nameless fixed zone otherwise) so that formatting and
+// parsing again yields an identical time.Time.
+func parseTime(s string) (time.Time, string) {
+	const detail = "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z"
+	// time.Parse also accepts a comma before fractional seconds; RFC 3339
+	// does not.
+	if strings.ContainsRune(s, ',') {
+		return time.Time{}, detail
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, detail
+	}
+	return normalizeTime(t), ""
+}
+
+// normalizeTime gives t a location that survives a Format/Parse round trip.
+func normalizeTime(t time.Time) time.Time {
+	_, off := t.Zone()
+	if off == 0 || off%60 != 0 {
+		return t.UTC()
+	}
+	return t.In(time.FixedZone("", off))
+}
+
+// urlErr returns the reason inside a url.Parse error, without the quoted
+// input that url.Error repeats.
+func urlErr(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// quote quotes s for an error detail, shortening it past 64 bytes.
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,51 @@
+package retry
+
+import "time"
+
+// Dead-letter reasons, as Event Grid names them (S11).
+const (
+	ReasonMaxAttempts = "MaxDeliveryAttemptsExceeded"
+	ReasonTTL         = "TimeToLiveExceeded"
+	ReasonNoRetry     = "NonRetriableStatus"
+)
+
+// Attempt describes a delivery attempt that has just ended, as Decide needs it.
+type Attempt struct {
+	// Number is the 1-based number of this attempt within the current attempt
+	// budget (a redeliver starts a new budget at 1).
+	Number int
+	// StatusCode is the HTTP status, or 0 when there was no response.
+	StatusCode int
+	// RetryAfter is the receiver's Retry-After, already converted to a delay
+	// from Now (0 when absent). Decide honours it only on 429 and 503.
+	RetryAfter time.Duration
+	// Start is when the budget's clock started: the publish time, or the time
+	// of the redeliver that opened this budget. The TTL counts from it.
+	Start time.Time
+	// FirstFailure is when the first failed attempt of this budget ended
+	// (t0 of the Workfront and SAP formulas). Zero when this attempt is the
+	// first failure; Decide then uses Now.
+	FirstFailure time.Time
+	// Now is when the outcome was observed.
+	Now time.Time
+}
+
+// Kind is what happens to a delivery after an attempt.
+type Kind int
+
+const (
+	// Delivered: the attempt succeeded.
+	Delivered Kind = iota
+	// Retry: attempt again at Verdict.At.
+	Retry
+	// DeadLetter: stop; Verdict.Reason says why. Whether the delivery is then
+	// dead-lettered or dropped is the subscription's choice, not the policy's.
+	DeadLetter
+)
+
+// Verdict is Decide's answer.
+type Verdict struct {
+	Kind   Kind
+	At     time.Time // when Kind == Retry
+	Reason string    // when Kind == DeadLetter
+}

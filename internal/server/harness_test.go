@@ -1,0 +1,251 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/server"
+)
+
+// start is the fake clock's starting time in engine tests.
+var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// bundle is one Herald process on a fake clock and a real SQLite file, with
+// its API on a real loopback HTTP server.
+type bundle struct {
+	t   *testing.T
+	clk *clock.Fake
+	srv *server.Server
+	api *httptest.Server
+}
+
+func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
+	t.Helper()
+	clk := clock.NewFake(start)
+	cfg := server.Config{
+		DataDir: t.TempDir(),
+		Clock:   clk,
+		Version: "test",
+		Dispatch: dispatch.Config{
+			Rand: func() float64 { return 0.5 }, // no jitter
+		},
+	}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	srv, err := server.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	api := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		api.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &bundle{t: t, clk: clk, srv: srv, api: api}
+}
+
+// do sends a JSON request to the API and decodes the answer into out (when
+// not nil). It returns the status code and the raw body.
+func (b *bundle) do(method, path string, in any, out any) (int, []byte) {
+	b.t.Helper()
+	var body io.Reader
+	if in != nil {
+		raw, ok := in.([]byte)
+		if !ok {
+			var err error
+			raw, err = json.Marshal(in)
+			if err != nil {
+				b.t.Fatal(err)
+			}
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, b.api.URL+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			b.t.Fatalf("%s %s: decoding %s: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode, raw
+}
+
+// subscribe creates a subscription and returns its ID.
+func (b *bundle) subscribe(body map[string]any) string {
+	b.t.Helper()
+	var sub struct{ ID string }
+	if code, raw := b.do("POST", "/v1/subscriptions", body, &sub); code != http.StatusCreated {
+		b.t.Fatalf("create subscription: %d %s", code, raw)
+	}
+	return sub.ID
+}
+
+// publish publishes one CloudEvent with this id and type.
+func (b *bundle) publish(id, typ string) {
+	b.t.Helper()
+	ev := map[string]any{"specversion": "1.0", "id": id, "source": "/test", "type": typ, "data": map[string]any{"n": id}}
+	if code, raw := b.do("POST", "/v1/events", ev, nil); code != http.StatusAccepted {
+		b.t.Fatalf("publish: %d %s", code, raw)
+	}
+}
+
+// delivery is the API's delivery resource, as tests read it.
+type delivery struct {
+	ID               string     `json:"id"`
+	SubscriptionID   string     `json:"subscription_id"`
+	EventID          string     `json:"event_id"`
+	Status           string     `json:"status"`
+	Attempts         int        `json:"attempts"`
+	NextAttemptAt    *time.Time `json:"next_attempt_at"`
+	LastStatusCode   *int       `json:"last_status_code"`
+	LastOutcome      *string    `json:"last_outcome"`
+	DeadLetterReason *string    `json:"dead_letter_reason"`
+}
+
+type attempt struct {
+	Number       int       `json:"number"`
+	StartedAt    time.Time `json:"started_at"`
+	StatusCode   *int      `json:"status_code"`
+	Outcome      string    `json:"outcome"`
+	Error        *string   `json:"error"`
+	ResponseBody string    `json:"response_body"`
+}
+
+// deliveries lists a subscription's deliveries.
+func (b *bundle) deliveries(subID string) []delivery {
+	b.t.Helper()
+	var out struct{ Data []delivery }
+	if code, raw := b.do("GET", "/v1/deliveries?limit=1000&subscription_id="+subID, nil, &out); code != 200 {
+		b.t.Fatalf("list deliveries: %d %s", code, raw)
+	}
+	return out.Data
+}
+
+// only returns the single delivery of a subscription.
+func (b *bundle) only(subID string) delivery {
+	b.t.Helper()
+	ds := b.deliveries(subID)
+	if len(ds) != 1 {
+		b.t.Fatalf("want 1 delivery, have %d", len(ds))
+	}
+	return ds[0]
+}
+
+func (b *bundle) attempts(deliveryID string) []attempt {
+	b.t.Helper()
+	var out struct{ Data []attempt }
+	if code, raw := b.do("GET", "/v1/deliveries/"+deliveryID+"/attempts?limit=1000", nil, &out); code != 200 {
+		b.t.Fatalf("list attempts: %d %s", code, raw)
+	}
+	return out.Data
+}
+
+// waitDelivery waits until the subscription's single delivery satisfies ok
+// (checked on a short ticker) and returns it.
+func (b *bundle) waitDelivery(subID string, what string, ok func(delivery) bool) delivery {
+	b.t.Helper()
+	var last delivery
+	eventually(b.t, what, func() bool {
+		ds := b.deliveries(subID)
+		if len(ds) != 1 {
+			return false
+		}
+		last = ds[0]
+		return ok(last)
+	})
+	return last
+}
+
+// eventually waits for cond, checking it every few milliseconds, and fails
+// the test after 90 seconds (generous: CI runs packages side by side under
+// the race detector).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// receiver is a real HTTP endpoint on loopback that records what it gets
+// and answers as told.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []received
+	answer func(n int, r *http.Request, w http.ResponseWriter) // n is 1-based
+}
+
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T, answer func(n int, r *http.Request, w http.ResponseWriter)) *receiver {
+	rc := &receiver{answer: answer}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body})
+		n := len(rc.got)
+		rc.mu.Unlock()
+		rc.answer(n, r, w)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// status answers every request with code.
+func status(code int) func(int, *http.Request, http.ResponseWriter) {
+	return func(_ int, _ *http.Request, w http.ResponseWriter) { w.WriteHeader(code) }
+}
+
+func (rc *receiver) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.got)
+}
+
+func (rc *receiver) request(i int) received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.got[i]
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+var _ = fmt.Sprintf

@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// publishBatch publishes n events of one type as CloudEvents batches of 100.
+func (b *bundle) publishBatch(prefix, typ string, n int) {
+	b.t.Helper()
+	for i := 0; i < n; i += 100 {
+		var evs []map[string]any
+		for j := i; j < i+100 && j < n; j++ {
+			evs = append(evs, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("%s-%d", prefix, j), "source": "/test", "type": typ})
+		}
+		raw, _ := json.Marshal(evs)
+		req, _ := http.NewRequest("POST", b.api.URL+"/v1/events", bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/cloudevents-batch+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			b.t.Fatalf("publish batch: %d", resp.StatusCode)
+		}
+	}
+}
+
+// TestFreshNotBehindRetries: with 10,000 retries due for one endpoint (and
+// that endpoint hanging), a fresh event for another endpoint is delivered at
+// once (DESIGN §4 invariant 5, S3).
+func TestFreshNotBehindRetries(t *testing.T) {
+	b := setup(t)
+	var hanging atomic.Bool
+	gate := make(chan struct{})
+	slow := newReceiver(t, func(_ int, r *http.Request, w http.ResponseWriter) {
+		if hanging.Load() {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	fast := newReceiver(t, status(http.StatusOK))
+	b.subscribe(map[string]any{"name": "slow", "url": slow.URL, "event_types": []string{"a"}, "retry_policy": map[string]any{"jitter": 0}})
+	fastSub := b.subscribe(map[string]any{"name": "fast", "url": fast.URL, "event_types": []string{"b"}})
+
+	const n = 10_000
+	b.publishBatch("a", "a", n)
+	eventually(t, "10,000 first attempts", func() bool {
+		_, retry, err := b.srv.Store.CountPending(context.Background())
+		return err == nil && retry == n
+	})
+
+	hanging.Store(true)
+	b.clk.Advance(10 * time.Second) // every retry is now due
+	const limit = 64                // the endpoint's concurrency
+	eventually(t, "the slow endpoint's slots full", func() bool { return slow.count() == n+limit })
+
+	b.publish("b-1", "b")
+	d := b.waitDelivery(fastSub, "fresh delivery to the healthy endpoint", func(d delivery) bool { return d.Status == "delivered" })
+	if d.Attempts != 1 {
+		t.Fatalf("fresh delivery: %+v", d)
+	}
+	if got := slow.count(); got != n+limit {
+		t.Fatalf("the slow endpoint got %d requests; its retries should still be waiting at %d", got, n+limit)
+	}
+	_, retry, _ := b.srv.Store.CountPending(context.Background())
+	if retry < n-limit {
+		t.Fatalf("only %d retries still pending; the fresh delivery should not have waited for them", retry)
+	}
+	st := b.srv.Engine.Stats()
+	if st.LoadHeld > 512 {
+		t.Fatalf("the loader holds %d deliveries of one endpoint, over its per-endpoint window", st.LoadHeld)
+	}
+
+	close(gate)
+	eventually(t, "the backlog to drain", func() bool {
+		fresh, retry, err := b.srv.Store.CountPending(context.Background())
+		return err == nil && fresh == 0 && retry == 0
+	})
+}

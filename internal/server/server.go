@@ -1,0 +1,193 @@
+// Package server assembles one Herald process: the store, the subscription
+// catalog, the dispatcher, the publish path and the HTTP API, with the
+// background work that keeps them current (catalog reload, retention
+// clean-up). cmd/herald's serve command runs it; engine tests build it on a
+// fake clock.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlite"
+)
+
+// Config configures a Server. Zero values take the defaults noted.
+type Config struct {
+	// DataDir holds the embedded store's files (default "./herald-data").
+	DataDir string
+	// Store is "sqlite" (default) or a postgres:// URL (not yet supported).
+	Store   string
+	Clock   clock.Clock  // default clock.Real{}
+	Logger  *slog.Logger // default discards
+	Version string
+	// DedupRetention is how long a published (source, id) is remembered for
+	// duplicate detection; finished events older than this are deleted
+	// (default 7 days).
+	DedupRetention time.Duration
+	// CatalogReload is how often subscriptions are re-read from the store
+	// (default 10s).
+	CatalogReload time.Duration
+	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
+	// are filled in by New.
+	Dispatch dispatch.Config
+}
+
+// Server is one running Herald process.
+type Server struct {
+	cfg      Config
+	Store    store.Store
+	Catalog  *catalog.Catalog
+	Engine   *dispatch.Engine
+	Ingester *ingest.Ingester
+	API      *api.Server
+	Registry *prometheus.Registry
+
+	handler   http.Handler
+	stop      chan struct{}
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New opens the store and builds the process; Start begins dispatching.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = "./herald-data"
+	}
+	if cfg.Store == "" {
+		cfg.Store = "sqlite"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DedupRetention <= 0 {
+		cfg.DedupRetention = 7 * 24 * time.Hour
+	}
+	if cfg.CatalogReload <= 0 {
+		cfg.CatalogReload = 10 * time.Second
+	}
+
+	var st store.Store
+	switch {
+	case cfg.Store == "sqlite":
+		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("opening the SQLite store: %w", err)
+		}
+		st = s
+	case strings.HasPrefix(cfg.Store, "postgres://"), strings.HasPrefix(cfg.Store, "postgresql://"):
+		return nil, errors.New("the PostgreSQL store is not built yet; use --store sqlite")
+	default:
+		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", cfg.Store)
+	}
+
+	cat := catalog.New()
+	if err := cat.Reload(ctx, st); err != nil {
+		cfg.Logger.Warn("loading subscriptions", "err", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	dc := cfg.Dispatch
+	dc.Store, dc.Catalog, dc.Clock, dc.Logger = st, cat, cfg.Clock, cfg.Logger
+	dc.Metrics = dispatch.NewMetrics(reg)
+	if dc.UserAgent == "" {
+		dc.UserAgent = "Herald/" + cfg.Version
+	}
+	if dc.Lease <= 0 {
+		dc.Lease = 5 * time.Minute
+	}
+	eng := dispatch.New(dc)
+	in := &ingest.Ingester{Store: st, Catalog: cat, Engine: eng, Clock: cfg.Clock, Owner: dc.Owner, Lease: dc.Lease}
+	if in.Owner == "" {
+		in.Owner = "herald"
+	}
+	a := &api.Server{Store: st, Catalog: cat, Ingester: in, Engine: eng, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg, Version: cfg.Version}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, API: a, Registry: reg, stop: make(chan struct{})}
+	s.handler = a.Handler()
+	return s, nil
+}
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start begins dispatching and the background work.
+func (s *Server) Start() {
+	s.Engine.Start()
+	s.bg.Add(1)
+	go s.background()
+}
+
+// Close stops dispatching (attempts in flight get until ctx ends to finish;
+// the rest are given back to the store), stops the background work and
+// closes the store. Stop the HTTP server first so no publish is in progress.
+func (s *Server) Close(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.bg.Wait()
+		s.Engine.Stop(ctx)
+		err = s.Store.Close()
+	})
+	return err
+}
+
+// background reloads the catalog and deletes old finished events on the
+// configured intervals (read from the injected clock).
+func (s *Server) background() {
+	defer s.bg.Done()
+	const cleanupEvery = time.Minute
+	nextCleanup := s.cfg.Clock.Now().Add(cleanupEvery)
+	for {
+		t := s.cfg.Clock.NewTimer(s.cfg.CatalogReload)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := s.Catalog.Reload(ctx, s.Store); err != nil {
+			s.cfg.Logger.Warn("reloading subscriptions", "err", err)
+		}
+		if now := s.cfg.Clock.Now(); !now.Before(nextCleanup) {
+			nextCleanup = now.Add(cleanupEvery)
+			// At most 100 × 1,000 events per round keeps each round short.
+			for i := 0; i < 100; i++ {
+				n, err := s.Store.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), 1000)
+				if err != nil {
+					s.cfg.Logger.Warn("deleting old events", "err", err)
+					break
+				}
+				if n < 1000 {
+					break
+				}
+			}
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,18 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+)
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// EndpointID returns the stable ID of the endpoint for a delivery URL:
+// "ep_" followed by 20 base32 characters of the URL's SHA-256. Subscriptions
+// that share a URL share an endpoint, and every node computes the same ID
+// without asking the database.
+func EndpointID(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return "ep_" + strings.ToLower(idEncoding.EncodeToString(sum[:]))[:20]
+}

@@ -1,0 +1,175 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+const (
+	deliveryStateSQL = `SELECT status, lease_until FROM deliveries WHERE id = ?`
+
+	// restartSQL opens a fresh attempt budget. Attempts (the lifetime count)
+	// and the last_* fields stay: the delivery keeps its history, and with
+	// attempts > 0 it is due in the retry lane. dead_letter_reason and
+	// delivered_at are cleared, since the delivery is pending again.
+	restartSet = `status = 'pending', round_attempts = 0, round_start = ?, first_failure = 0,
+	next_attempt_at = ?, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0`
+
+	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = ?`
+
+	redriveAllSQL = `UPDATE deliveries SET ` + restartSet + `
+WHERE subscription_id = ? AND status = 'dead_lettered' RETURNING endpoint_id`
+	redriveOneSQL = `UPDATE deliveries SET ` + restartSet + `
+WHERE id = ? AND subscription_id = ? AND status = 'dead_lettered' RETURNING endpoint_id`
+
+	// cleanupSQL: old events none of whose deliveries may still be attempted
+	// (an event without deliveries qualifies). Oldest first.
+	cleanupSQL = `SELECT e.seq FROM events AS e INDEXED BY events_published
+WHERE e.published_at < ? AND NOT EXISTS (
+	SELECT 1 FROM deliveries AS d WHERE d.event_seq = e.seq
+	AND d.status NOT IN ('delivered', 'dead_lettered', 'dropped'))
+ORDER BY e.published_at LIMIT ?`
+	cleanupAttemptsSQL   = `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_seq = ?)`
+	cleanupDeliveriesSQL = `DELETE FROM deliveries WHERE event_seq = ?`
+	cleanupEventSQL      = `DELETE FROM events WHERE seq = ?`
+)
+
+// Redeliver implements store.DeliveryStore. The delivery becomes pending,
+// due at now, unleased, with RoundAttempts 0, RoundStart now, FirstFailure
+// cleared, and DeadLetterReason and DeliveredAt cleared; Attempts and the
+// Last* fields are kept (so a delivery attempted before is due in the retry
+// lane).
+func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
+	at := ms(now)
+	var d store.Delivery
+	err := s.write(ctx, func(w *writer) error {
+		var status string
+		var lease int64
+		if err := w.scanRow(deliveryStateSQL, []any{id}, &status, &lease); err != nil {
+			if isNoRows(err) {
+				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
+			}
+			return err
+		}
+		if store.Status(status) == store.StatusPending && lease != 0 {
+			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
+		}
+		if _, err := w.exec(redeliverSQL, at, at, id); err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		dd, err := scanDelivery(w.row(getDeliverySQL, id))
+		if err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		d = dd
+		return nil
+	})
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	return d, nil
+}
+
+// Redrive implements store.DeliveryStore. IDs that do not name a
+// dead-lettered delivery of the subscription are ignored. ErrNotFound when
+// the subscription does not exist. Endpoints are returned once each, in the
+// order first met. Redriving all of a subscription is one write.
+func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
+	at := ms(now)
+	var res store.RedriveResult
+	err := s.write(ctx, func(w *writer) error {
+		res = store.RedriveResult{}
+		var one int
+		if err := w.scanRow(subscriptionExistsSQL, []any{subscriptionID}, &one); err != nil {
+			if isNoRows(err) {
+				return fmt.Errorf("subscription %s: %w", subscriptionID, store.ErrNotFound)
+			}
+			return err
+		}
+		seen := map[string]bool{}
+		collect := func(query string, args ...any) error {
+			rows, err := w.query(query, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var ep string
+				if err := rows.Scan(&ep); err != nil {
+					return err
+				}
+				res.Count++
+				if !seen[ep] {
+					seen[ep] = true
+					res.Endpoints = append(res.Endpoints, ep)
+				}
+			}
+			return rows.Err()
+		}
+		if len(ids) == 0 {
+			if err := collect(redriveAllSQL, at, at, subscriptionID); err != nil {
+				return fmt.Errorf("redrive %s: %w", subscriptionID, err)
+			}
+			return nil
+		}
+		for _, id := range ids {
+			if err := collect(redriveOneSQL, at, at, id, subscriptionID); err != nil {
+				return fmt.Errorf("redrive %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.RedriveResult{}, err
+	}
+	return res, nil
+}
+
+// Cleanup implements store.DeliveryStore, oldest events first. A limit of
+// zero or less deletes nothing. An event counts as finished when none of
+// its deliveries is pending or queued.
+func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		if s.closed.Load() {
+			return 0, store.ErrClosed
+		}
+		return 0, nil
+	}
+	cutoff := ms(before)
+	var n int
+	err := s.write(ctx, func(w *writer) error {
+		n = 0
+		rows, err := w.query(cleanupSQL, cutoff, limit)
+		if err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		var seqs []int64
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				rows.Close()
+				return err
+			}
+			seqs = append(seqs, seq)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		for _, seq := range seqs {
+			for _, q := range []string{cleanupAttemptsSQL, cleanupDeliveriesSQL, cleanupEventSQL} {
+				if _, err := w.exec(q, seq); err != nil {
+					return fmt.Errorf("cleanup event %d: %w", seq, err)
+				}
+			}
+		}
+		n = len(seqs)
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,196 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// The two lanes of the due loader. Each condition repeats the WHERE clause of
+// its partial index in 0001_init.sql word for word: SQLite uses a partial
+// index only when the query implies its condition, and INDEXED BY makes a
+// query that stops doing so fail instead of silently scanning the table.
+const (
+	freshLane = `d.status = 'pending' AND d.lease_until = 0 AND d.attempts = 0`
+	retryLane = `d.status = 'pending' AND d.lease_until = 0 AND d.attempts > 0`
+
+	claimFreshSQL = `SELECT ` + deliveryCols + `, e.payload
+FROM deliveries AS d INDEXED BY deliveries_fresh CROSS JOIN events AS e ON e.seq = d.event_seq
+WHERE d.endpoint_id = ? AND ` + freshLane + ` AND d.next_attempt_at <= ?
+ORDER BY d.next_attempt_at LIMIT ?`
+
+	claimRetrySQL = `SELECT ` + deliveryCols + `, e.payload
+FROM deliveries AS d INDEXED BY deliveries_retry CROSS JOIN events AS e ON e.seq = d.event_seq
+WHERE d.endpoint_id = ? AND ` + retryLane + ` AND d.next_attempt_at <= ?
+ORDER BY d.next_attempt_at LIMIT ?`
+
+	leaseSQL = `UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?`
+
+	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_until <> 0`
+
+	// nextDueSQL: one MIN per lane, each a single seek on (endpoint_id, next_attempt_at).
+	nextDueSQL = `SELECT MIN(at) FROM (
+SELECT MIN(d.next_attempt_at) AS at FROM deliveries AS d INDEXED BY deliveries_fresh
+	WHERE d.endpoint_id = ?1 AND ` + freshLane + `
+UNION ALL
+SELECT MIN(d.next_attempt_at) FROM deliveries AS d INDEXED BY deliveries_retry
+	WHERE d.endpoint_id = ?1 AND ` + retryLane + `)`
+
+	// dueEndpointsSQL walks each lane's index from one endpoint to the next
+	// (a skip scan: one seek per endpoint, however many deliveries each has)
+	// and takes each endpoint's first, hence earliest, entry.
+	dueEndpointsSQL = `WITH RECURSIVE
+fresh(ep) AS (
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d INDEXED BY deliveries_fresh WHERE ` + freshLane + `)
+	UNION ALL
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d INDEXED BY deliveries_fresh
+		WHERE ` + freshLane + ` AND d.endpoint_id > fresh.ep)
+	FROM fresh WHERE fresh.ep IS NOT NULL
+),
+retry(ep) AS (
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d INDEXED BY deliveries_retry WHERE ` + retryLane + `)
+	UNION ALL
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d INDEXED BY deliveries_retry
+		WHERE ` + retryLane + ` AND d.endpoint_id > retry.ep)
+	FROM retry WHERE retry.ep IS NOT NULL
+)
+SELECT ep, MIN(at) FROM (
+	SELECT fresh.ep AS ep, (SELECT MIN(d.next_attempt_at) FROM deliveries AS d INDEXED BY deliveries_fresh
+		WHERE d.endpoint_id = fresh.ep AND ` + freshLane + `) AS at
+	FROM fresh WHERE fresh.ep IS NOT NULL
+	UNION ALL
+	SELECT retry.ep, (SELECT MIN(d.next_attempt_at) FROM deliveries AS d INDEXED BY deliveries_retry
+		WHERE d.endpoint_id = retry.ep AND ` + retryLane + `)
+	FROM retry WHERE retry.ep IS NOT NULL
+) GROUP BY ep ORDER BY ep`
+
+	// countPendingSQL counts each lane's unleased deliveries in its partial
+	// index and adds the leased ones (few) from deliveries_leased.
+	countPendingSQL = `SELECT
+	(SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_fresh WHERE ` + freshLane + `)
+	+ (SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_leased
+		WHERE d.status = 'pending' AND d.attempts = 0 AND d.lease_until > 0),
+	(SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_retry WHERE ` + retryLane + `)
+	+ (SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_leased
+		WHERE d.status = 'pending' AND d.attempts > 0 AND d.lease_until > 0)`
+)
+
+// ClaimDue implements store.DeliveryStore. It runs on the writer (it writes
+// leases) and costs one index range scan per lane plus one update per
+// claimed delivery. A limit of zero or less claims nothing. See the package
+// documentation for how long a lease lasts in this store.
+func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
+	if limit <= 0 {
+		if s.closed.Load() {
+			return nil, store.ErrClosed
+		}
+		return nil, nil
+	}
+	until := leaseUntil(lease)
+	at := ms(now)
+	var out []store.Claimed
+	err := s.write(ctx, func(w *writer) error {
+		out = out[:0]
+		for _, q := range []string{claimFreshSQL, claimRetrySQL} {
+			if len(out) >= limit {
+				break
+			}
+			rows, err := w.query(q, endpointID, at, limit-len(out))
+			if err != nil {
+				return fmt.Errorf("claim due: %w", err)
+			}
+			for rows.Next() {
+				var c store.Claimed
+				d, err := scanDelivery(rows, &c.Payload)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("claim due: %w", err)
+				}
+				c.Delivery = d
+				out = append(out, c)
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("claim due: %w", err)
+			}
+		}
+		for _, c := range out {
+			if _, err := w.exec(leaseSQL, lease.Owner, until, c.ID); err != nil {
+				return fmt.Errorf("lease %s: %w", c.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Release implements store.DeliveryStore. Unknown IDs and deliveries that
+// hold no lease are ignored.
+func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
+	if len(deliveryIDs) == 0 {
+		if s.closed.Load() {
+			return store.ErrClosed
+		}
+		return nil
+	}
+	return s.write(ctx, func(w *writer) error {
+		for _, id := range deliveryIDs {
+			if _, err := w.exec(releaseSQL, id); err != nil {
+				return fmt.Errorf("release %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+}
+
+// NextDue implements store.DeliveryStore with two index seeks.
+func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool, error) {
+	var at sql.NullInt64
+	if err := s.readRow(ctx, nextDueSQL, endpointID).Scan(&at); err != nil {
+		return time.Time{}, false, s.readErr(err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMS(at.Int64), true, nil
+}
+
+// DueEndpoints implements store.DeliveryStore, in endpoint ID order. It
+// costs a few index seeks per endpoint that has pending unleased deliveries,
+// independent of how many deliveries each has.
+func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
+	rows, err := s.readQuery(ctx, dueEndpointsSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.EndpointDue
+	for rows.Next() {
+		var e store.EndpointDue
+		var at int64
+		if err := rows.Scan(&e.EndpointID, &at); err != nil {
+			return nil, s.readErr(err)
+		}
+		e.NextDue = fromMS(at)
+		out = append(out, e)
+	}
+	return out, s.readErr(rows.Err())
+}
+
+// CountPending implements store.DeliveryStore: pending deliveries, leased or
+// not, by lane (fresh: no attempt yet; retry: at least one). It counts index
+// entries, so it takes time proportional to the backlog.
+func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error) {
+	if err := s.readRow(ctx, countPendingSQL).Scan(&fresh, &retry); err != nil {
+		return 0, 0, s.readErr(err)
+	}
+	return fresh, retry, nil
+}

@@ -1,0 +1,87 @@
+package sqlite
+
+import (
+	"math"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// ms stores t as Unix milliseconds; the zero time is 0. Precision below a
+// millisecond is dropped, and the instant 1970-01-01T00:00:00Z itself reads
+// back as the zero time.
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMS is the inverse of ms; times come back in UTC.
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// leaseUntil is the lease_until value for l. A lease must be non-zero to
+// count as held, so a zero (or pre-1970) Until is stored as "held until
+// released".
+func leaseUntil(l store.Lease) int64 {
+	v := ms(l.Until)
+	if v <= 0 {
+		return math.MaxInt64
+	}
+	return v
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// deliveryCols selects a store.Delivery from deliveries d joined with events e;
+// scanDelivery reads them in this order.
+const deliveryCols = `d.id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at`
+
+func deliveryDest(d *store.Delivery, times *[6]int64) []any {
+	return []any{&d.ID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &d.Status,
+		&d.Attempts, &d.RoundAttempts, &times[0], &times[1], &times[2], &times[3],
+		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &times[4], &times[5]}
+}
+
+func deliveryTimes(d *store.Delivery, times *[6]int64) {
+	d.RoundStart = fromMS(times[0])
+	d.FirstFailure = fromMS(times[1])
+	d.NextAttemptAt = fromMS(times[2])
+	d.LastAttemptAt = fromMS(times[3])
+	d.CreatedAt = fromMS(times[4])
+	d.DeliveredAt = fromMS(times[5])
+}
+
+// scanDelivery reads deliveryCols followed by extra destinations.
+func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
+	var d store.Delivery
+	var times [6]int64
+	if err := s.Scan(append(deliveryDest(&d, &times), extra...)...); err != nil {
+		return store.Delivery{}, err
+	}
+	deliveryTimes(&d, &times)
+	return d, nil
+}
+
+// eventCols selects a store.StoredEvent from events e.
+const eventCols = `e.seq, e.id, e.source, e.type, e.subject, e.payload, e.published_at`
+
+func scanEvent(s scanner) (store.StoredEvent, error) {
+	var e store.StoredEvent
+	var at int64
+	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
+		return store.StoredEvent{}, err
+	}
+	e.PublishedAt = fromMS(at)
+	return e, nil
+}

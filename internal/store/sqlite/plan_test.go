@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// plan returns EXPLAIN QUERY PLAN's detail lines for q.
+func plan(t *testing.T, s *Store, q string) string {
+	t.Helper()
+	args := make([]any, strings.Count(q, "?"))
+	for i := range args {
+		args[i] = "x"
+	}
+	if strings.Contains(q, "?1") {
+		args = args[:1]
+	}
+	rows, err := s.readDB.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", firstLine(q), err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fullScan matches a plan step that reads a whole table or index.
+var fullScan = regexp.MustCompile(`(?m)^SCAN (d|e|deliveries|events|attempts)\b`)
+
+// TestQueryPlans pins the plan of every query that must stay an index seek
+// however many deliveries are stored (1,000,000 pending retries included).
+func TestQueryPlans(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
+	for _, tc := range []struct {
+		name string
+		q    string
+		want []string // substrings of the plan
+		scan bool     // a full scan is expected (and fine)
+	}{
+		{"ClaimDue fresh", claimFreshSQL, []string{"SEARCH d USING INDEX deliveries_fresh (endpoint_id=? AND next_attempt_at<?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
+		{"ClaimDue retry", claimRetrySQL, []string{"SEARCH d USING INDEX deliveries_retry (endpoint_id=? AND next_attempt_at<?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
+		{"NextDue", nextDueSQL, []string{"SEARCH d USING COVERING INDEX deliveries_fresh (endpoint_id=?)", "SEARCH d USING COVERING INDEX deliveries_retry (endpoint_id=?)"}, false},
+		{"DueEndpoints", dueEndpointsSQL, []string{
+			"SEARCH d USING COVERING INDEX deliveries_fresh (endpoint_id>?)", "SEARCH d USING COVERING INDEX deliveries_fresh (endpoint_id=?)",
+			"SEARCH d USING COVERING INDEX deliveries_retry (endpoint_id>?)", "SEARCH d USING COVERING INDEX deliveries_retry (endpoint_id=?)"}, false},
+		// Counting reads each lane's index, never the table.
+		{"CountPending", countPendingSQL, []string{"SCAN d USING COVERING INDEX deliveries_fresh", "SCAN d USING COVERING INDEX deliveries_retry",
+			"SEARCH d USING COVERING INDEX deliveries_leased"}, true},
+		{"Release", releaseSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Record", recordStateSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"GetDelivery", getDeliverySQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
+		{"ListAttempts", listAttemptsSQL, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
+		{"Redrive", redriveAllSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		{"Cleanup", cleanupSQL, []string{"SEARCH e USING COVERING INDEX events_published (published_at<?)", "SEARCH d USING INDEX deliveries_event (event_seq=?)"}, false},
+		{"Cleanup attempts", cleanupAttemptsSQL, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (delivery_id=?)"}, false},
+		{"Duplicate lookup", eventSeqSQL, []string{"SEARCH events USING COVERING INDEX sqlite_autoindex_events_1 (id=? AND source=?)"}, false},
+	} {
+		p := plan(t, s, tc.q)
+		for _, w := range tc.want {
+			if !strings.Contains(p, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", tc.name, w, p)
+			}
+		}
+		if !tc.scan && fullScan.MatchString(p) {
+			t.Errorf("%s: full scan:\n%s", tc.name, p)
+		}
+		if strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
+			t.Errorf("%s: sorts:\n%s", tc.name, p)
+		}
+	}
+
+	// Every combination of delivery filters, with and without a cursor.
+	conds := []string{"d.subscription_id = ?", "d.status = ?", "e.id = ?", "d.id < ?"}
+	for mask := 0; mask < 1<<len(conds); mask++ {
+		var where []string
+		for i, c := range conds {
+			if mask&(1<<i) != 0 {
+				where = append(where, c)
+			}
+		}
+		byEvent := mask&4 != 0
+		p := plan(t, s, listDeliveriesSQL(where, false, byEvent))
+		name := fmt.Sprintf("ListDeliveries %v", where)
+		switch {
+		case byEvent:
+			// The events with that id, then their few deliveries, sorted.
+			if !strings.Contains(p, "SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=?)") ||
+				!strings.Contains(p, "SEARCH d USING INDEX deliveries_event (event_seq=?") {
+				t.Errorf("%s:\n%s", name, p)
+			}
+		case len(where) == 0:
+			// Newest first in primary-key order, stopping at the limit.
+			if p != "SCAN d\nSEARCH e USING INTEGER PRIMARY KEY (rowid=?)" {
+				t.Errorf("%s:\n%s", name, p)
+			}
+		default:
+			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+				t.Errorf("%s:\n%s", name, p)
+			}
+		}
+	}
+	for _, where := range [][]string{{"d.status = 'dead_lettered'"}, {"d.status = 'dead_lettered'", "d.subscription_id = ?"}} {
+		p := plan(t, s, listDeliveriesSQL(append(where, "d.id < ?"), true, false))
+		if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("ListDeadLetters %v:\n%s", where, p)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+const (
+	insertEventSQL = `INSERT INTO events (id, source, type, subject, published_at, payload)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (id, source) DO NOTHING`
+
+	eventSeqSQL = `SELECT seq FROM events WHERE id = ? AND source = ?`
+
+	insertDeliverySQL = `INSERT INTO deliveries
+(id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
+VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
+)
+
+// Publish implements store.DeliveryStore. The whole call is one request of
+// a group commit: its events and deliveries are committed together or not at
+// all (a delivery ID that already exists fails the call). Each event is
+// inserted with ON CONFLICT (id, source) DO NOTHING; an event that was not
+// inserted is a duplicate, reported with the stored event's sequence, and
+// none of its deliveries is written. This holds within one call and within
+// one batch too: the second occurrence of an event is the duplicate.
+// Deliveries are written pending, due at PublishedAt (which is also their
+// round start and creation time), leased to lease when Claimed.
+func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease store.Lease) ([]store.PublishResult, error) {
+	if len(events) == 0 {
+		if s.closed.Load() {
+			return nil, store.ErrClosed
+		}
+		return []store.PublishResult{}, nil
+	}
+	until := leaseUntil(lease)
+	results := make([]store.PublishResult, len(events))
+	err := s.write(ctx, func(w *writer) error {
+		for i := range events {
+			ev := &events[i]
+			payload := ev.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			at := ms(ev.PublishedAt)
+			res, err := w.exec(insertEventSQL, ev.ID, ev.Source, ev.Type, ev.Subject, at, payload)
+			if err != nil {
+				return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				var seq int64
+				if err := w.scanRow(eventSeqSQL, []any{ev.ID, ev.Source}, &seq); err != nil {
+					return fmt.Errorf("look up duplicate event %q from %q: %w", ev.ID, ev.Source, err)
+				}
+				results[i] = store.PublishResult{Seq: seq, Duplicate: true}
+				continue
+			}
+			seq, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			results[i] = store.PublishResult{Seq: seq}
+			for _, d := range ev.Deliveries {
+				owner, lu := "", int64(0)
+				if d.Claimed {
+					owner, lu = lease.Owner, until
+				}
+				if _, err := w.exec(insertDeliverySQL, d.ID, d.SubscriptionID, d.EndpointID, seq, at, at, at, owner, lu); err != nil {
+					return fmt.Errorf("insert delivery %q: %w", d.ID, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}

@@ -1,0 +1,340 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestReopen checks that everything committed is there after Close and
+// Open, that leases of the previous run are cleared, and that the schema is
+// not applied twice.
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "nested", "dir", "herald.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	lease := store.Lease{Owner: "run-1", Until: now.Add(time.Hour)}
+
+	s := open(t, path)
+	url := "https://a.example/hook"
+	sub := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: store.EndpointID(url),
+		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	var evs []store.NewEvent
+	var dlv []string
+	for i := 0; i < 3; i++ {
+		id := ids.New("dlv_", now.Add(time.Duration(i)*time.Millisecond))
+		dlv = append(dlv, id)
+		evs = append(evs, store.NewEvent{ID: "e" + string(rune('0'+i)), Source: "/s", Type: "t", Payload: []byte(`{}`),
+			PublishedAt: now, Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Claimed: i == 0}}})
+	}
+	res, err := s.Publish(ctx, evs, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ClaimDue(ctx, sub.EndpointID, now, 1, lease); err != nil || len(got) != 1 || got[0].ID != dlv[1] {
+		t.Fatalf("ClaimDue = %v, %v", got, err)
+	}
+	out := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
+		Outcome: "http_500", ResponseBody: []byte("oops")},
+		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
+		LastStatusCode: 500, LastOutcome: "http_500"}
+	if err := s.Record(ctx, []store.Outcome{out}); err != nil {
+		t.Fatal(err)
+	}
+	// Lease dlv[2] too: after the restart, all three must be claimable.
+	if got, err := s.ClaimDue(ctx, sub.EndpointID, now, 10, lease); err != nil || len(got) != 1 || got[0].ID != dlv[2] {
+		t.Fatalf("ClaimDue = %v, %v", got, err)
+	}
+	before := map[string]store.Delivery{}
+	for _, id := range dlv {
+		if before[id], err = s.GetDelivery(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := s.NextDue(ctx, sub.EndpointID); !ok {
+		// dlv[1] is due again at +1m.
+		t.Fatal("retry not due")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, path)
+	gotSub, err := s.GetSubscription(ctx, sub.ID)
+	if err != nil || gotSub.Name != "a" || gotSub.URL != url {
+		t.Fatalf("subscription after reopen: %+v, %v", gotSub, err)
+	}
+	for i, id := range dlv {
+		d, err := s.GetDelivery(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != before[id] {
+			t.Fatalf("delivery %s changed across reopen:\n%+v\n%+v", id, d, before[id])
+		}
+		e, err := s.GetEvent(ctx, res[i].Seq)
+		if err != nil || e.ID != evs[i].ID {
+			t.Fatalf("event %d after reopen: %+v, %v", res[i].Seq, e, err)
+		}
+	}
+	as, _, err := s.ListAttempts(ctx, dlv[1], store.Page{})
+	if err != nil || len(as) != 1 || string(as[0].ResponseBody) != "oops" {
+		t.Fatalf("attempts after reopen: %+v, %v", as, err)
+	}
+	// Leases of the previous run are void.
+	got, err := s.ClaimDue(ctx, sub.EndpointID, now.Add(time.Minute), 10, store.Lease{Owner: "run-2", Until: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimed []string
+	for _, c := range got {
+		claimed = append(claimed, c.ID)
+	}
+	if want := []string{dlv[0], dlv[2], dlv[1]}; strings.Join(claimed, ",") != strings.Join(want, ",") {
+		t.Fatalf("claimed after reopen %v, want %v (fresh, then the retry)", claimed, want)
+	}
+	if dup, err := s.Publish(ctx, evs[:1], lease); err != nil || !dup[0].Duplicate || dup[0].Seq != res[0].Seq {
+		t.Fatalf("republish after reopen = %+v, %v; want duplicate", dup, err)
+	}
+	var versions int
+	if err := s.readRow(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&versions); err != nil || versions != SchemaVersion() {
+		t.Fatalf("schema_version rows = %d, %v; want %d", versions, err, SchemaVersion())
+	}
+}
+
+// TestOneStorePerFile checks that a second Open of the same file fails while
+// the first store is open, and succeeds after Close.
+func TestOneStorePerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s := open(t, path)
+	if s2, err := Open(context.Background(), path, Options{}); err == nil {
+		s2.Close()
+		t.Fatal("second Open of the same file succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, path)
+}
+
+func TestOpenRejectsNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "herald.db")
+	s := open(t, path)
+	err := s.write(context.Background(), func(w *writer) error {
+		_, err := w.exec(`INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'future', 0)`, SchemaVersion()+1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s2, err := Open(context.Background(), path, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Fatalf("Open(newer schema) = %v, want an error", err)
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	for _, p := range []string{"", ":memory:", "file:x.db", filepath.Join(t.TempDir(), "a?b.db")} {
+		if s, err := Open(context.Background(), p, Options{}); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", p)
+		}
+	}
+	// A parent that is a file.
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(context.Background(), filepath.Join(f, "herald.db"), Options{}); err == nil {
+		s.Close()
+		t.Error("Open under a file succeeded")
+	}
+}
+
+// waitQueued waits until n requests wait in the writer's queue.
+func waitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(s.w.reqs) < n; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests queued, want %d", len(s.w.reqs), n)
+		}
+	}
+}
+
+// holdWriter keeps the writer busy until the returned function is called,
+// so that requests made meanwhile queue up into one batch.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	hold, done := make(chan struct{}), make(chan struct{})
+	go s.write(context.Background(), func(w *writer) error { close(hold); <-done; return nil })
+	<-hold
+	return func() { close(done) }
+}
+
+// TestGroupCommit checks that concurrent Publish calls share one commit.
+func TestGroupCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
+	ctx := context.Background()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	release := holdWriter(t, s)
+	before := s.Stats()
+	const n = 50
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		ev := store.NewEvent{ID: ids.New("evt_", now), Source: "/s", Type: "t", Payload: []byte("{}"), PublishedAt: now,
+			Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", now), SubscriptionID: "sub_x", EndpointID: "ep_x"}}}
+		go func() {
+			_, err := s.Publish(ctx, []store.NewEvent{ev}, store.Lease{})
+			errs <- err
+		}()
+	}
+	waitQueued(t, s, n)
+	release()
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := s.Stats()
+	// The held request's commit, then one for all 50.
+	if commits, reqs := after.Commits-before.Commits, after.Requests-before.Requests; commits != 2 || reqs != n+1 {
+		t.Fatalf("%d requests took %d commits; want %d in 2", reqs, commits, n+1)
+	}
+	if fresh, _, err := s.CountPending(ctx); err != nil || fresh != n {
+		t.Fatalf("CountPending = %d, %v; want %d", fresh, err, n)
+	}
+}
+
+// TestBatchIsolation checks the writer's savepoints: in one batch, a request
+// that fails is rolled back alone and the others commit.
+func TestBatchIsolation(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
+	ctx := context.Background()
+	release := holdWriter(t, s)
+	boom := errors.New("boom")
+	results := make(chan error, 3)
+	queued := func(i int, fail bool) {
+		results <- s.write(ctx, func(w *writer) error {
+			if _, err := w.exec(`INSERT INTO endpoints (id, url, created_at) VALUES (?, 'u', 0)`, "ep_"+string(rune('a'+i))); err != nil {
+				return err
+			}
+			if fail {
+				return boom
+			}
+			return nil
+		})
+	}
+	go queued(0, false)
+	go queued(1, true)
+	go queued(2, false)
+	waitQueued(t, s, 3)
+	release()
+	var failed int
+	for i := 0; i < 3; i++ {
+		if err := <-results; errors.Is(err, boom) {
+			failed++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d requests failed, want 1", failed)
+	}
+	var n int
+	if err := s.readRow(ctx, `SELECT COUNT(*) FROM endpoints`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("endpoints = %d, %v; want 2 (the failed request rolled back alone)", n, err)
+	}
+}
+
+// TestBatchAbortRetriesOthers checks the path where one request's failure
+// ends the whole transaction (as SQLite does on a full disk or an I/O
+// error): that request fails, and the others run again and commit.
+func TestBatchAbortRetriesOthers(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"),
+		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	release := holdWriter(t, s)
+	boom := errors.New("boom")
+	results := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			results <- s.write(ctx, func(w *writer) error {
+				if _, err := w.exec(`INSERT INTO endpoints (id, url, created_at) VALUES (?, 'u', 0)`, "ep_"+string(rune('a'+i))); err != nil {
+					return err
+				}
+				if i == 1 {
+					if _, err := w.exec("ROLLBACK"); err != nil {
+						return err
+					}
+					return boom
+				}
+				return nil
+			})
+		}()
+	}
+	waitQueued(t, s, 3)
+	release()
+	var failed int
+	for i := 0; i < 3; i++ {
+		if err := <-results; errors.Is(err, boom) {
+			failed++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d requests failed, want 1", failed)
+	}
+	if !strings.Contains(logs.String(), "write batch aborted") {
+		t.Fatalf("the batch was not aborted and retried; log:\n%s", logs.String())
+	}
+	var got string
+	if err := s.readRow(ctx, `SELECT group_concat(id, ',') FROM (SELECT id FROM endpoints ORDER BY id)`).Scan(&got); err != nil || got != "ep_a,ep_c" {
+		t.Fatalf("endpoints = %q, %v; want ep_a,ep_c", got, err)
+	}
+	// The writer is still healthy.
+	if err := s.write(ctx, func(w *writer) error { _, err := w.exec(`DELETE FROM endpoints`); return err }); err != nil {
+		t.Fatal(err)
+	}
+}

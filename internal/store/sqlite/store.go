@@ -1,0 +1,363 @@
+// Package sqlite is Herald's embedded store: store.Store on one SQLite file,
+// through modernc.org/sqlite (pure Go, no cgo).
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=FULL, so a commit returns
+// only once the WAL is fsynced. Publish, Record and every other write return
+// only after their own data is committed.
+//
+// # Writes: one writer, group commit
+//
+// One goroutine owns the single write connection. Write methods queue a
+// request on a bounded channel (Options.QueueSize) and wait; the writer runs
+// every request already queued, up to Options.MaxBatch, in one transaction
+// with one commit (see writer.go). A request that fails is rolled back alone
+// (each runs in its own SAVEPOINT). Statements are prepared once on the write
+// connection and reused. Reads (Get*, List*, NextDue, DueEndpoints,
+// CountPending) use a separate pool of query-only connections and never wait
+// for the writer; in WAL mode they see the last committed state.
+//
+// # One process per file
+//
+// A database file belongs to one process at a time: Open takes an exclusive
+// lock on "<path>.lock" (advisory flock on Unix) and fails while another Store
+// holds it. Because of that, a lease in this store never expires by time: it
+// lasts until Record, Release, Redeliver, DeleteSubscription or Redrive ends
+// it, and Open clears every lease left by a previous run (that process is
+// gone, so its in-memory work is void and at-least-once delivery requires the
+// deliveries to be claimable again).
+//
+// # Limits
+//
+// Times are kept to the millisecond (attempt durations to the microsecond,
+// subscription timeouts to the millisecond). CountPending counts index
+// entries and takes time proportional to the number of pending deliveries
+// (tens of milliseconds per million). DeleteSubscription and Redrive change
+// all the rows they concern in one write, which holds the writer for as long
+// (about a second per 100,000 deliveries).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Options tunes a Store. The zero value is ready to use.
+type Options struct {
+	// Logger receives warnings (aborted write batches, leases cleared at
+	// Open). Nil discards them.
+	Logger *slog.Logger
+	// MaxBatch caps how many write requests share one transaction.
+	// Default 512.
+	MaxBatch int
+	// QueueSize is the capacity of the write queue; writers block (or give up
+	// with their context) while it is full. Default 4096.
+	QueueSize int
+	// ReadConns is the size of the read connection pool. Default
+	// max(4, GOMAXPROCS).
+	ReadConns int
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// connection before failing. Default 5s.
+	BusyTimeout time.Duration
+	// CacheKiB is the page cache of the write connection in KiB; each read
+	// connection gets a quarter of it. Default 32768 (32 MiB).
+	CacheKiB int
+}
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 512
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 4096
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.CacheKiB <= 0 {
+		o.CacheKiB = 32 << 10
+	}
+}
+
+// Store is store.Store on one SQLite file. Create it with Open.
+type Store struct {
+	path string
+	log  *slog.Logger
+
+	writeDB *sql.DB
+	readDB  *sql.DB
+	w       *writer
+	lock    *os.File
+
+	// mu orders Close against write: write holds it shared while queueing,
+	// Close exclusively while marking the store closed, so no request is
+	// queued after the writer's channel is closed.
+	mu     sync.RWMutex
+	closed atomic.Bool
+
+	readMu    sync.Mutex
+	readStmts map[string]*sql.Stmt
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it and its parent directory if needed) the database
+// at path, applies the embedded schema migrations, clears every lease left by
+// a previous run, and starts the writer. Close releases it.
+func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
+	opts.setDefaults()
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || path == ":memory:" {
+		return nil, fmt.Errorf("sqlite store: %q is not a plain file path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
+	s := &Store{path: path, log: opts.Logger, readStmts: map[string]*sql.Stmt{}}
+	defer func() {
+		if err != nil {
+			s.release()
+		}
+	}()
+	if s.lock, err = lockFile(path + ".lock"); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+
+	busy := opts.BusyTimeout.Milliseconds()
+	s.writeDB, err = sql.Open("sqlite", dsn(path,
+		fmt.Sprintf("busy_timeout(%d)", busy),
+		"journal_mode(wal)",
+		"synchronous(full)",
+		"foreign_keys(off)",
+		"temp_store(memory)",
+		"journal_size_limit(67108864)",
+		fmt.Sprintf("cache_size(-%d)", opts.CacheKiB),
+	))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.writeDB.SetMaxOpenConns(1)
+	s.writeDB.SetMaxIdleConns(1)
+	s.writeDB.SetConnMaxLifetime(0)
+	s.writeDB.SetConnMaxIdleTime(0)
+	conn, err := s.writeDB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.w = &writer{
+		conn:     conn,
+		log:      s.log,
+		reqs:     make(chan *request, opts.QueueSize),
+		maxBatch: opts.MaxBatch,
+		exited:   make(chan struct{}),
+		stmts:    map[string]*sql.Stmt{},
+	}
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return nil, fmt.Errorf("sqlite store %s: journal mode is %q, not WAL (is the file system local?)", path, mode)
+	}
+	from, to, err := migrate(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if from != to {
+		s.log.Info("sqlite schema migrated", "path", path, "from", from, "to", to)
+	}
+	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_until > 0`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: clear leases: %w", path, err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		s.log.Info("cleared leases of the previous run", "path", path, "deliveries", n)
+	}
+
+	s.readDB, err = sql.Open("sqlite", dsn(path,
+		fmt.Sprintf("busy_timeout(%d)", busy),
+		"temp_store(memory)",
+		fmt.Sprintf("cache_size(-%d)", max(opts.CacheKiB/4, 2048)),
+		"query_only(1)",
+	))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	s.readDB.SetMaxOpenConns(opts.ReadConns)
+	s.readDB.SetMaxIdleConns(opts.ReadConns)
+	s.readDB.SetConnMaxIdleTime(0)
+	if err := s.readDB.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	go s.w.run()
+	return s, nil
+}
+
+func dsn(path string, pragmas ...string) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	return path + "?" + q.Encode()
+}
+
+// Stats describes the writer's work since Open.
+type Stats struct {
+	// Commits is the number of write transactions committed.
+	Commits int64
+	// Requests is the number of write calls answered (committed or failed).
+	// Requests / Commits is the mean group-commit batch size.
+	Requests int64
+}
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.w.commits.Load(), Requests: s.w.served.Load()}
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Ping reports whether the store can serve requests: ErrClosed after Close,
+// else whether a read connection answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	var one int
+	return s.readErr(s.readRow(ctx, `SELECT 1`).Scan(&one))
+}
+
+// Close stops accepting calls, waits for queued writes to commit, and
+// closes the database. Later calls return store.ErrClosed; Close itself may
+// be called again and returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed.Store(true)
+	s.mu.Unlock()
+	close(s.w.reqs) // no write can be queueing now: they check closed under mu
+	<-s.w.exited
+	return s.release()
+}
+
+// release closes whatever Open got, in reverse order.
+func (s *Store) release() error {
+	var errs []error
+	s.readMu.Lock()
+	for _, st := range s.readStmts {
+		errs = append(errs, st.Close())
+	}
+	s.readStmts = map[string]*sql.Stmt{}
+	s.readMu.Unlock()
+	if s.readDB != nil {
+		errs = append(errs, s.readDB.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.conn.Close())
+	}
+	if s.writeDB != nil {
+		errs = append(errs, s.writeDB.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, unlockFile(s.lock))
+	}
+	return errors.Join(errs...)
+}
+
+// readStmt returns query prepared on the read pool, cached for reuse.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if st, ok := s.readStmts[query]; ok {
+		return st, nil
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	st, err := s.readDB.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, s.readErr(fmt.Errorf("prepare %q: %w", firstLine(query), err))
+	}
+	s.readStmts[query] = st
+	return st, nil
+}
+
+// readQuery runs a query on the read pool.
+func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	return rows, s.readErr(err)
+}
+
+// row is a single-row result whose Scan reports ErrClosed after Close.
+type row struct {
+	r   *sql.Row
+	err error
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.r.Scan(dest...)
+}
+
+func (s *Store) readRow(ctx context.Context, query string, args ...any) row {
+	if s.closed.Load() {
+		return row{err: store.ErrClosed}
+	}
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return row{err: err}
+	}
+	return row{r: st.QueryRowContext(ctx, args...)}
+}
+
+// readErr turns the errors of a pool closed under a running read into
+// ErrClosed.
+func (s *Store) readErr(err error) error {
+	if err != nil && s.closed.Load() && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
+	}
+	return err
+}
+
+func firstLine(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.IndexByte(q, '\n'); i >= 0 {
+		return q[:i] + " …"
+	}
+	return q
+}

@@ -1,0 +1,305 @@
+// Package store defines what Herald keeps durably and the one interface every
+// storage backend implements: the embedded SQLite store (store/sqlite) and,
+// for several processes sharing one database, PostgreSQL. The conformance
+// suite in store/storetest runs against each implementation.
+//
+// Writes on the hot path (Publish and Record) are group-committed by the
+// implementation: many concurrent callers share one transaction, and each call
+// returns only after its own data is durably committed.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors every implementation returns (wrapped or not; test with errors.Is).
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrNameTaken = errors.New("name already taken")
+	ErrConflict  = errors.New("conflict with the resource's current state")
+	ErrClosed    = errors.New("store closed")
+)
+
+// Store is Herald's durable state. All methods are safe for concurrent use.
+type Store interface {
+	SubscriptionStore
+	DeliveryStore
+	// Ping reports whether the store can serve requests (for /readyz).
+	Ping(ctx context.Context) error
+	// Close flushes pending group commits and releases resources.
+	Close() error
+}
+
+// SubscriptionStore keeps subscriptions and the endpoints (URLs) they use.
+type SubscriptionStore interface {
+	// CreateSubscription inserts s (ID, CreatedAt, UpdatedAt already set) and
+	// the endpoint row for s.URL if it is new. ErrNameTaken when the name is used.
+	CreateSubscription(ctx context.Context, s Subscription) error
+	// GetSubscription returns one subscription or ErrNotFound.
+	GetSubscription(ctx context.Context, id string) (Subscription, error)
+	// ListSubscriptions returns subscriptions in ID order after the cursor.
+	ListSubscriptions(ctx context.Context, p Page) ([]Subscription, string, error)
+	// AllSubscriptions returns every subscription (for the in-memory matcher).
+	AllSubscriptions(ctx context.Context) ([]Subscription, error)
+	// UpdateSubscription replaces the stored subscription with the same ID
+	// (and creates the endpoint row for a new URL). ErrNotFound, ErrNameTaken.
+	UpdateSubscription(ctx context.Context, s Subscription) error
+	// DeleteSubscription removes the subscription. Its deliveries stay in the
+	// log; those still pending or queued end as dropped with reason
+	// ReasonSubscriptionDeleted. ErrNotFound when absent.
+	DeleteSubscription(ctx context.Context, id string, now time.Time) error
+}
+
+// DeliveryStore keeps events, deliveries and the attempt log.
+type DeliveryStore interface {
+	// Publish durably inserts events and, for each event that is not a
+	// duplicate, its deliveries, in one group commit. An event whose
+	// (source, id) is already stored is a duplicate: nothing of it is written
+	// and its result says Duplicate. Deliveries with Claimed set are written
+	// leased to lease (the caller holds them in memory); the others are
+	// written unleased for the due loader. Results are in input order.
+	Publish(ctx context.Context, events []NewEvent, lease Lease) ([]PublishResult, error)
+
+	// ClaimDue leases up to limit pending, unleased deliveries of one endpoint
+	// whose next attempt is at or before now: first-attempt ("fresh")
+	// deliveries first, then retries, each in next_attempt_at order. The
+	// returned deliveries carry their event payload.
+	ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease Lease) ([]Claimed, error)
+	// DueEndpoints returns, for every endpoint with pending unleased
+	// deliveries, the earliest next_attempt_at among them.
+	DueEndpoints(ctx context.Context) ([]EndpointDue, error)
+	// NextDue returns the earliest next_attempt_at among one endpoint's pending
+	// unleased deliveries; ok is false when it has none.
+	NextDue(ctx context.Context, endpointID string) (at time.Time, ok bool, err error)
+	// Release clears the lease of deliveries that were claimed but will not be
+	// attempted by this process (shutdown, or the subscription went away
+	// before the attempt), leaving them due for any claimer.
+	Release(ctx context.Context, deliveryIDs []string) error
+
+	// Record durably applies attempt outcomes in one group commit: it appends
+	// each attempt to the log, writes the delivery's new state and clears its
+	// lease. An outcome for a delivery that is no longer pending (dropped or
+	// redelivered meanwhile) still logs the attempt but leaves the state alone.
+	Record(ctx context.Context, outcomes []Outcome) error
+
+	// GetDelivery returns one delivery or ErrNotFound.
+	GetDelivery(ctx context.Context, id string) (Delivery, error)
+	// ListDeliveries returns deliveries matching f, newest first.
+	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
+	// ListAttempts returns a delivery's attempts, oldest first.
+	ListAttempts(ctx context.Context, deliveryID string, p Page) ([]AttemptRecord, string, error)
+	// ListDeadLetters returns dead-lettered deliveries with their events,
+	// newest first.
+	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, string, error)
+	// GetEvent returns a stored event's payload by its store sequence.
+	GetEvent(ctx context.Context, seq int64) (StoredEvent, error)
+
+	// Redeliver makes one delivery due at now with a fresh attempt budget
+	// (RoundAttempts 0, RoundStart now, FirstFailure cleared), whatever its
+	// status. ErrNotFound; ErrConflict when it is pending and leased (an
+	// attempt is in progress).
+	Redeliver(ctx context.Context, id string, now time.Time) (Delivery, error)
+	// Redrive does what Redeliver does to the dead-lettered deliveries of a
+	// subscription (all of them, or only ids) and returns how many it moved
+	// and the endpoints they belong to.
+	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (RedriveResult, error)
+
+	// Cleanup deletes events published before `before` whose deliveries are
+	// all finished (delivered, dead-lettered or dropped), with those
+	// deliveries and their attempts, at most limit events per call. It
+	// returns how many events it deleted.
+	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
+	// CountPending returns the number of pending deliveries by lane.
+	CountPending(ctx context.Context) (fresh, retry int64, err error)
+}
+
+// ReasonSubscriptionDeleted ends pending deliveries of a deleted subscription.
+const ReasonSubscriptionDeleted = "SubscriptionDeleted"
+
+// Status of a delivery.
+type Status string
+
+const (
+	StatusPending      Status = "pending"
+	StatusDelivered    Status = "delivered"
+	StatusDeadLettered Status = "dead_lettered"
+	StatusDropped      Status = "dropped"
+	StatusQueued       Status = "queued"
+)
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusDelivered, StatusDeadLettered, StatusDropped, StatusQueued:
+		return true
+	}
+	return false
+}
+
+// Final reports whether a delivery in this status will not be attempted again
+// without an API call.
+func (s Status) Final() bool {
+	return s == StatusDelivered || s == StatusDeadLettered || s == StatusDropped
+}
+
+// Subscription is a subscriber's endpoint and what it wants delivered.
+type Subscription struct {
+	ID                string
+	Name              string
+	URL               string
+	EndpointID        string // EndpointID(URL)
+	EventTypes        []string
+	SubjectBeginsWith string
+	SubjectEndsWith   string
+	// RetryPolicy is the user's retry.Spec as JSON, kept as written.
+	RetryPolicy []byte
+	Timeout     time.Duration
+	Headers     map[string]string
+	DeadLetter  bool
+	State       string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Page asks for one page of a list.
+type Page struct {
+	Cursor string
+	Limit  int
+}
+
+// Lease marks deliveries as held by one process until a time.
+type Lease struct {
+	Owner string
+	Until time.Time
+}
+
+// NewEvent is an event to publish with the deliveries it fans out to.
+type NewEvent struct {
+	ID          string // CloudEvents id
+	Source      string
+	Type        string
+	Subject     string
+	Payload     []byte // the event as CloudEvents structured-mode JSON
+	PublishedAt time.Time
+	Deliveries  []NewDelivery
+}
+
+// NewDelivery is one (event, subscription) pair to deliver.
+type NewDelivery struct {
+	ID             string
+	SubscriptionID string
+	EndpointID     string
+	Claimed        bool // written leased to the Publish lease
+}
+
+// PublishResult says what Publish did with one event.
+type PublishResult struct {
+	Seq       int64 // the stored event's sequence (the existing one for a duplicate)
+	Duplicate bool
+}
+
+// StoredEvent is an event as stored.
+type StoredEvent struct {
+	Seq         int64
+	ID          string
+	Source      string
+	Type        string
+	Subject     string
+	Payload     []byte
+	PublishedAt time.Time
+}
+
+// Delivery is the state of one event's delivery to one subscription.
+type Delivery struct {
+	ID             string
+	SubscriptionID string
+	EndpointID     string
+	EventSeq       int64
+	EventID        string
+	EventSource    string
+	Status         Status
+	// Attempts counts every attempt ever made; RoundAttempts only those of
+	// the current attempt budget (reset by a redeliver or redrive).
+	Attempts      int
+	RoundAttempts int
+	// RoundStart is when the current budget began: the publish time, or the
+	// last redeliver. The policy's TTL counts from it.
+	RoundStart time.Time
+	// FirstFailure is when the budget's first failed attempt ended (zero
+	// before any failure): t0 of the Workfront and SAP schedules.
+	FirstFailure     time.Time
+	NextAttemptAt    time.Time // meaningful while pending
+	LastAttemptAt    time.Time
+	LastStatusCode   int
+	LastOutcome      string
+	DeadLetterReason string
+	CreatedAt        time.Time // the event's publish time
+	DeliveredAt      time.Time
+}
+
+// Claimed is a leased delivery with what is needed to attempt it.
+type Claimed struct {
+	Delivery
+	Payload []byte
+}
+
+// EndpointDue is an endpoint's earliest due delivery.
+type EndpointDue struct {
+	EndpointID string
+	NextDue    time.Time
+}
+
+// Outcome is the result of one attempt and the delivery's state after it.
+type Outcome struct {
+	Attempt AttemptRecord
+	// The delivery's state after the attempt.
+	Status           Status
+	Attempts         int
+	RoundAttempts    int
+	FirstFailure     time.Time
+	NextAttemptAt    time.Time
+	LastStatusCode   int
+	LastOutcome      string
+	DeadLetterReason string
+	DeliveredAt      time.Time
+}
+
+// AttemptRecord is one row of the attempt log.
+type AttemptRecord struct {
+	DeliveryID   string
+	Number       int // 1-based over the delivery's whole life
+	StartedAt    time.Time
+	Duration     time.Duration
+	StatusCode   int
+	Outcome      string // "http_503", "timeout", "connection_refused", ...
+	Error        string
+	ResponseBody []byte // at most the first 4 KiB
+}
+
+// DeliveryFilter selects deliveries; empty fields match everything.
+type DeliveryFilter struct {
+	SubscriptionID string
+	Status         Status
+	EventID        string // the CloudEvents id
+	Page
+}
+
+// DeadLetterFilter selects dead-lettered deliveries.
+type DeadLetterFilter struct {
+	SubscriptionID string
+	Page
+}
+
+// DeadLetter is a dead-lettered delivery with its event.
+type DeadLetter struct {
+	Delivery
+	Event StoredEvent
+}
+
+// RedriveResult says what Redrive moved.
+type RedriveResult struct {
+	Count     int
+	Endpoints []string
+}

@@ -1,0 +1,176 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+var redeliverTests = []test{
+	{"DeadLetteredGetsFreshBudget", testRedeliverDeadLettered},
+	{"Delivered", testRedeliverDelivered},
+	{"ConflictWhenLeased", testRedeliverConflict},
+	{"NotFound", testRedeliverNotFound},
+	{"RedriveAll", testRedriveAll},
+	{"RedriveIDs", testRedriveIDs},
+	{"RedriveUnknownSubscription", testRedriveUnknown},
+}
+
+// deadAfterTwo makes a delivery to sub that failed twice and was then
+// dead-lettered; published at `at`.
+func (b *bundle) deadAfterTwo(sub store.Subscription, at time.Time) string {
+	b.t.Helper()
+	ev, _ := b.claimOne(sub, at)
+	id := ev.Deliveries[0].ID
+	b.record(failed(id, 1, at, at.Add(time.Second), at.Add(time.Minute)))
+	if got := claimedIDs(b.claim(sub.EndpointID, at.Add(time.Minute), 100)); len(got) != 1 || got[0] != id {
+		b.t.Fatalf("deadAfterTwo: claimed %v, want only %s (make other due deliveries after)", got, id)
+	}
+	b.record(deadLettered(id, 2, at.Add(time.Minute), at.Add(time.Second)))
+	return id
+}
+
+func testRedeliverDeadLettered(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	id := b.deadAfterTwo(a, b.now)
+	before := b.get(id)
+	now := b.at(time.Hour)
+	got, err := b.s.Redeliver(b.ctx, id, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := before
+	want.Status = store.StatusPending
+	want.RoundAttempts = 0
+	want.RoundStart = now
+	want.FirstFailure = time.Time{}
+	want.NextAttemptAt = now
+	want.DeadLetterReason = ""
+	equal(t, "redelivered", got, want)
+	equal(t, "stored", b.get(id), want)
+	if got.Attempts != 2 || got.LastStatusCode != 400 {
+		t.Fatalf("lifetime attempts and last outcome must stay: %+v", got)
+	}
+	if c := b.claim(a.EndpointID, now.Add(-time.Millisecond), 10); len(c) != 0 {
+		t.Fatalf("due before now: %v", claimedIDs(c))
+	}
+	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, now, 10)), []string{id})
+}
+
+func testRedeliverDelivered(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, _ := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	b.record(succeeded(id, 1, b.at(time.Second)))
+	now := b.at(time.Hour)
+	got, err := b.s.Redeliver(b.ctx, id, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.StatusPending || !got.NextAttemptAt.Equal(now) || !got.RoundStart.Equal(now) ||
+		got.RoundAttempts != 0 || got.Attempts != 1 || !got.DeliveredAt.IsZero() {
+		t.Fatalf("redelivered %+v", got)
+	}
+	// A pending, unleased delivery may be redelivered too: a new budget.
+	later := b.at(2 * time.Hour)
+	got, err = b.s.Redeliver(b.ctx, id, later)
+	if err != nil || !got.RoundStart.Equal(later) || !got.NextAttemptAt.Equal(later) {
+		t.Fatalf("redeliver pending = %+v, %v", got, err)
+	}
+}
+
+func testRedeliverConflict(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, _ := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	before := b.get(id)
+	if _, err := b.s.Redeliver(b.ctx, id, b.at(time.Hour)); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Redeliver(leased) = %v, want ErrConflict", err)
+	}
+	equal(t, "unchanged", b.get(id), before)
+	// Once the attempt is recorded it may be redelivered.
+	b.record(failed(id, 1, b.now, b.at(time.Second), b.at(time.Minute)))
+	if _, err := b.s.Redeliver(b.ctx, id, b.at(time.Hour)); err != nil {
+		t.Fatalf("Redeliver after Record: %v", err)
+	}
+}
+
+func testRedeliverNotFound(t *testing.T, b *bundle) {
+	if _, err := b.s.Redeliver(b.ctx, "dlv_unknown", b.now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Redeliver(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testRedriveAll(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	d1 := b.deadAfterTwo(a, b.now)
+	d2 := b.deadAfterTwo(a, b.at(time.Second))
+	d3 := b.deadAfterTwo(a, b.at(2*time.Second))
+	other := b.deadAfterTwo(c, b.now)
+	ok, _ := b.claimOne(a, b.now)
+	delivered := ok.Deliveries[0].ID
+	b.record(succeeded(delivered, 1, b.now))
+	pending := b.deliver(a, b.now)
+
+	now := b.at(time.Hour)
+	res, err := b.s.Redrive(b.ctx, a.ID, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "redrive result", res, store.RedriveResult{Count: 3, Endpoints: []string{a.EndpointID}})
+	for _, id := range []string{d1, d2, d3} {
+		d := b.get(id)
+		if d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) || !d.RoundStart.Equal(now) ||
+			d.RoundAttempts != 0 || !d.FirstFailure.IsZero() || d.Attempts != 2 || d.DeadLetterReason != "" {
+			t.Fatalf("redriven %+v", d)
+		}
+	}
+	if d := b.get(other); d.Status != store.StatusDeadLettered {
+		t.Fatalf("other subscription's dead letter moved: %+v", d)
+	}
+	if d := b.get(delivered); d.Status != store.StatusDelivered {
+		t.Fatalf("delivered moved: %+v", d)
+	}
+	if d := b.get(pending); !d.NextAttemptAt.Equal(b.now) {
+		t.Fatalf("pending moved: %+v", d)
+	}
+	got := b.claim(a.EndpointID, now, 10)
+	equal(t, "claimed", sortedCopy(claimedIDs(got)), sortedCopy([]string{pending, d1, d2, d3}))
+	res, err = b.s.Redrive(b.ctx, a.ID, nil, now)
+	if err != nil || res.Count != 0 || len(res.Endpoints) != 0 {
+		t.Fatalf("second redrive = %+v, %v; want nothing moved", res, err)
+	}
+}
+
+func testRedriveIDs(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	d1 := b.deadAfterTwo(a, b.now)
+	d2 := b.deadAfterTwo(a, b.now)
+	other := b.deadAfterTwo(c, b.now)
+	pending := b.deliver(a, b.now)
+	now := b.at(time.Hour)
+	res, err := b.s.Redrive(b.ctx, a.ID, []string{d2, other, pending, "dlv_unknown"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "redrive result", res, store.RedriveResult{Count: 1, Endpoints: []string{a.EndpointID}})
+	if d := b.get(d2); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) {
+		t.Fatalf("redriven %+v", d)
+	}
+	for _, id := range []string{d1, other} {
+		if d := b.get(id); d.Status != store.StatusDeadLettered {
+			t.Fatalf("%s moved: %+v", id, d)
+		}
+	}
+	if d := b.get(pending); !d.RoundStart.Equal(b.now) {
+		t.Fatalf("pending moved: %+v", d)
+	}
+}
+
+func testRedriveUnknown(t *testing.T, b *bundle) {
+	if _, err := b.s.Redrive(b.ctx, "sub_unknown", nil, b.now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Redrive(unknown subscription) = %v, want ErrNotFound", err)
+	}
+}

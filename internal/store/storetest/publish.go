@@ -1,0 +1,176 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+var publishTests = []test{
+	{"StoresEventsAndDeliveries", testPublishStores},
+	{"DuplicateAcrossCalls", testPublishDuplicateAcrossCalls},
+	{"DuplicateWithinCall", testPublishDuplicateWithinCall},
+	{"SameIDOtherSourceIsNew", testPublishSameIDOtherSource},
+	{"ClaimedAreLeased", testPublishClaimed},
+	{"Empty", testPublishEmpty},
+	{"CanceledBeforeQueueing", testPublishCanceled},
+}
+
+func testPublishStores(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	ev1 := b.event(b.at(time.Second), a, c)
+	ev2 := b.event(b.at(2 * time.Second)) // no deliveries
+	res := b.publish(ev1, ev2)
+	if res[0].Duplicate || res[1].Duplicate {
+		t.Fatalf("results %+v: want no duplicates", res)
+	}
+	if res[0].Seq <= 0 || res[1].Seq <= res[0].Seq {
+		t.Fatalf("results %+v: want positive, increasing sequences", res)
+	}
+	for i, ev := range []store.NewEvent{ev1, ev2} {
+		got, err := b.s.GetEvent(b.ctx, res[i].Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "event", got, store.StoredEvent{
+			Seq: res[i].Seq, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			Payload: ev.Payload, PublishedAt: ev.PublishedAt,
+		})
+	}
+	for i := range ev1.Deliveries {
+		equal(t, "delivery", b.get(ev1.Deliveries[i].ID), pendingDelivery(ev1, i, res[0].Seq))
+	}
+	if _, err := b.s.GetEvent(b.ctx, res[1].Seq+1000); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEvent(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := b.s.GetDelivery(b.ctx, "dlv_unknown"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetDelivery(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testPublishDuplicateAcrossCalls(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev := b.event(b.now, a)
+	first := b.publish(ev)[0]
+
+	again := ev
+	again.Payload = []byte(`{"changed":true}`)
+	again.PublishedAt = b.at(time.Minute)
+	again.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: a.ID, EndpointID: a.EndpointID}}
+	fresh := b.event(b.at(time.Minute), a)
+	res := b.publish(again, fresh)
+
+	equal(t, "duplicate result", res[0], store.PublishResult{Seq: first.Seq, Duplicate: true})
+	if res[1].Duplicate || res[1].Seq <= first.Seq {
+		t.Fatalf("new event after a duplicate: %+v", res[1])
+	}
+	if _, err := b.s.GetDelivery(b.ctx, again.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("duplicate's delivery was written (err %v)", err)
+	}
+	stored, err := b.s.GetEvent(b.ctx, first.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(stored.Payload) != string(ev.Payload) || !stored.PublishedAt.Equal(ev.PublishedAt) {
+		t.Fatalf("duplicate changed the stored event: %+v", stored)
+	}
+	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{SubscriptionID: a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "deliveries", deliveryIDs(ds), []string{fresh.Deliveries[0].ID, ev.Deliveries[0].ID})
+}
+
+func testPublishDuplicateWithinCall(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev := b.event(b.now, a)
+	dup := ev
+	dup.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: a.ID, EndpointID: a.EndpointID}}
+	other := b.event(b.now, a)
+	res := b.publish(ev, dup, other)
+	if res[0].Duplicate || res[2].Duplicate {
+		t.Fatalf("results %+v: only the second occurrence is a duplicate", res)
+	}
+	equal(t, "second occurrence", res[1], store.PublishResult{Seq: res[0].Seq, Duplicate: true})
+	if res[2].Seq == res[0].Seq {
+		t.Fatalf("distinct events share seq %d", res[0].Seq)
+	}
+	if _, err := b.s.GetDelivery(b.ctx, dup.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("duplicate's delivery was written (err %v)", err)
+	}
+	b.get(ev.Deliveries[0].ID)
+	b.get(other.Deliveries[0].ID)
+}
+
+func testPublishSameIDOtherSource(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev := b.event(b.now, a)
+	other := ev
+	other.Source = "/other"
+	other.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: a.ID, EndpointID: a.EndpointID}}
+	res := b.publish(ev, other)
+	if res[0].Duplicate || res[1].Duplicate || res[0].Seq == res[1].Seq {
+		t.Fatalf("(id, source) identifies an event; got %+v", res)
+	}
+	equal(t, "delivery", b.get(other.Deliveries[0].ID), pendingDelivery(other, 0, res[1].Seq))
+}
+
+func testPublishClaimed(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	ev := b.event(b.now, a, c)
+	ev.Deliveries[0].Claimed = true
+	seq := b.publish(ev)[0].Seq
+	claimedID, freeID := ev.Deliveries[0].ID, ev.Deliveries[1].ID
+
+	// The claimed delivery is leased: no claimer gets it, no due time shows it.
+	if got := b.claim(a.EndpointID, b.at(time.Hour), 10); len(got) != 0 {
+		t.Fatalf("ClaimDue returned leased deliveries %v", claimedIDs(got))
+	}
+	if _, ok, err := b.s.NextDue(b.ctx, a.EndpointID); err != nil || ok {
+		t.Fatalf("NextDue(leased only) = ok %v, err %v; want none", ok, err)
+	}
+	due, err := b.s.DueEndpoints(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "due endpoints", due, []store.EndpointDue{{EndpointID: c.EndpointID, NextDue: b.now}})
+	// It is still pending, and counted.
+	equal(t, "claimed delivery", b.get(claimedID), pendingDelivery(ev, 0, seq))
+	fresh, retry, err := b.s.CountPending(b.ctx)
+	if err != nil || fresh != 2 || retry != 0 {
+		t.Fatalf("CountPending = %d, %d, %v; want 2, 0", fresh, retry, err)
+	}
+	// The unclaimed one is due for the loader.
+	equal(t, "claimed", claimedIDs(b.claim(c.EndpointID, b.now, 10)), []string{freeID})
+	// Released, the claimed one becomes due too.
+	if err := b.s.Release(b.ctx, []string{claimedID}); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "claimed after release", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{claimedID})
+}
+
+func testPublishEmpty(t *testing.T, b *bundle) {
+	res, err := b.s.Publish(b.ctx, nil, b.lease)
+	if err != nil || len(res) != 0 {
+		t.Fatalf("Publish(nil) = %v, %v; want no results", res, err)
+	}
+}
+
+func testPublishCanceled(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev := b.event(b.now, a)
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	if _, err := b.s.Publish(ctx, []store.NewEvent{ev}, b.lease); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Publish(canceled) = %v, want context.Canceled", err)
+	}
+	if _, err := b.s.GetDelivery(b.ctx, ev.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("canceled publish wrote its delivery (err %v)", err)
+	}
+	if res := b.publish(ev); res[0].Duplicate {
+		t.Fatal("canceled publish stored its event")
+	}
+}

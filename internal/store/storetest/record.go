@@ -1,0 +1,190 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+var recordTests = []test{
+	{"Success", testRecordSuccess},
+	{"Retry", testRecordRetry},
+	{"DeadLetter", testRecordDeadLetter},
+	{"DroppedStaysDropped", testRecordDropped},
+	{"SameAttemptNumberReplaces", testRecordReplace},
+	{"ManyOutcomesOneCall", testRecordMany},
+}
+
+// claimOne publishes a delivery to sub at `at` and claims it.
+func (b *bundle) claimOne(sub store.Subscription, at time.Time) (store.NewEvent, int64) {
+	b.t.Helper()
+	ev := b.event(at, sub)
+	ev.Deliveries[0].Claimed = true
+	seq := b.publish(ev)[0].Seq
+	return ev, seq
+}
+
+func attempts(t *testing.T, b *bundle, id string) []store.AttemptRecord {
+	t.Helper()
+	as, next, err := b.s.ListAttempts(b.ctx, id, store.Page{Limit: 1000})
+	if err != nil || next != "" {
+		t.Fatalf("ListAttempts(%s) = next %q, %v", id, next, err)
+	}
+	return as
+}
+
+func testRecordSuccess(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, seq := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	o := succeeded(id, 1, b.at(time.Second))
+	b.record(o)
+
+	want := pendingDelivery(ev, 0, seq)
+	want.Status = store.StatusDelivered
+	want.Attempts, want.RoundAttempts = 1, 1
+	want.LastAttemptAt = b.at(time.Second)
+	want.LastStatusCode, want.LastOutcome = 200, "http_200"
+	want.DeliveredAt = b.at(time.Second + 1234*time.Millisecond)
+	want.NextAttemptAt = time.Time{}
+	got := b.get(id)
+	want.NextAttemptAt = got.NextAttemptAt // not meaningful once finished
+	equal(t, "delivery", got, want)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+	if _, ok, _ := b.s.NextDue(b.ctx, a.EndpointID); ok {
+		t.Fatal("a delivered delivery is still due")
+	}
+}
+
+func testRecordRetry(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, seq := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	o1 := failed(id, 1, b.at(time.Second), b.at(3*time.Second), b.at(time.Minute))
+	b.record(o1)
+
+	want := pendingDelivery(ev, 0, seq)
+	want.Attempts, want.RoundAttempts = 1, 1
+	want.FirstFailure = b.at(3 * time.Second)
+	want.NextAttemptAt = b.at(time.Minute)
+	want.LastAttemptAt = b.at(time.Second)
+	want.LastStatusCode, want.LastOutcome = 503, "http_503"
+	equal(t, "after attempt 1", b.get(id), want)
+	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh != 0 || retry != 1 {
+		t.Fatalf("CountPending = %d, %d, %v; want 0, 1", fresh, retry, err)
+	}
+	// The lease is gone: due again at the retry time, not before.
+	if got := b.claim(a.EndpointID, b.at(time.Minute-time.Millisecond), 10); len(got) != 0 {
+		t.Fatalf("claimed before the retry time: %v", claimedIDs(got))
+	}
+	equal(t, "claimed at retry time", claimedIDs(b.claim(a.EndpointID, b.at(time.Minute), 10)), []string{id})
+
+	o2 := failed(id, 2, b.at(time.Minute), b.at(3*time.Second), b.at(10*time.Minute))
+	o2.Attempt.StatusCode, o2.Attempt.Outcome, o2.Attempt.Error, o2.Attempt.ResponseBody = 0, "timeout", "context deadline exceeded", nil
+	o2.LastStatusCode, o2.LastOutcome = 0, "timeout"
+	b.record(o2)
+	want.Attempts, want.RoundAttempts = 2, 2
+	want.NextAttemptAt = b.at(10 * time.Minute)
+	want.LastAttemptAt = b.at(time.Minute)
+	want.LastStatusCode, want.LastOutcome = 0, "timeout"
+	equal(t, "after attempt 2", b.get(id), want)
+
+	got := attempts(t, b, id)
+	if len(got) != 2 || len(got[1].ResponseBody) != 0 {
+		t.Fatalf("attempt log %+v", got)
+	}
+	got[1].ResponseBody = nil
+	equal(t, "attempt log", got, []store.AttemptRecord{o1.Attempt, o2.Attempt})
+}
+
+func testRecordDeadLetter(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, seq := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	o := deadLettered(id, 1, b.at(time.Second), b.at(2*time.Second))
+	b.record(o)
+	want := pendingDelivery(ev, 0, seq)
+	want.Status = store.StatusDeadLettered
+	want.Attempts, want.RoundAttempts = 1, 1
+	want.FirstFailure = b.at(2 * time.Second)
+	want.LastAttemptAt = b.at(time.Second)
+	want.LastStatusCode, want.LastOutcome = 400, "http_400"
+	want.DeadLetterReason = "NonRetriableStatus"
+	got := b.get(id)
+	want.NextAttemptAt = got.NextAttemptAt
+	equal(t, "delivery", got, want)
+
+	dls, next, err := b.s.ListDeadLetters(b.ctx, store.DeadLetterFilter{SubscriptionID: a.ID})
+	if err != nil || next != "" {
+		t.Fatalf("ListDeadLetters: next %q, %v", next, err)
+	}
+	equal(t, "dead letters", dls, []store.DeadLetter{{Delivery: want, Event: store.StoredEvent{
+		Seq: seq, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+		Payload: ev.Payload, PublishedAt: ev.PublishedAt,
+	}}})
+	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh+retry != 0 {
+		t.Fatalf("CountPending = %d, %d, %v; want 0, 0", fresh, retry, err)
+	}
+}
+
+func testRecordDropped(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, _ := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	if err := b.s.DeleteSubscription(b.ctx, a.ID, b.at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	before := b.get(id)
+	if before.Status != store.StatusDropped || before.DeadLetterReason != store.ReasonSubscriptionDeleted {
+		t.Fatalf("after delete: %+v", before)
+	}
+	o := succeeded(id, 1, b.at(2*time.Second))
+	b.record(o)
+	equal(t, "dropped delivery after Record", b.get(id), before)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+}
+
+func testRecordReplace(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, _ := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	first := failed(id, 1, b.at(time.Second), b.at(2*time.Second), b.at(time.Minute))
+	b.record(first)
+	b.claim(a.EndpointID, b.at(time.Minute), 1)
+	again := succeeded(id, 1, b.at(time.Minute))
+	b.record(again)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{again.Attempt})
+	if d := b.get(id); d.Status != store.StatusDelivered || d.Attempts != 1 {
+		t.Fatalf("delivery %+v", d)
+	}
+}
+
+func testRecordMany(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ev, _ := b.claimOne(a, b.now)
+		ids = append(ids, ev.Deliveries[0].ID)
+	}
+	b.record(
+		succeeded(ids[0], 1, b.at(time.Second)),
+		failed(ids[1], 1, b.at(time.Second), b.at(2*time.Second), b.at(time.Minute)),
+		deadLettered(ids[2], 1, b.at(time.Second), b.at(2*time.Second)),
+	)
+	for i, want := range []store.Status{store.StatusDelivered, store.StatusPending, store.StatusDeadLettered} {
+		if got := b.get(ids[i]).Status; got != want {
+			t.Fatalf("delivery %d: status %s, want %s", i, got, want)
+		}
+		if n := len(attempts(t, b, ids[i])); n != 1 {
+			t.Fatalf("delivery %d: %d attempts logged, want 1", i, n)
+		}
+	}
+	if err := b.s.Record(b.ctx, nil); err != nil {
+		t.Fatalf("Record(nil): %v", err)
+	}
+	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_unknown", store.Page{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ListAttempts(unknown) = %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,222 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+var subscriptionTests = []test{
+	{"CreateGetRoundTrip", testSubscriptionRoundTrip},
+	{"NameTaken", testSubscriptionNameTaken},
+	{"Update", testSubscriptionUpdate},
+	{"NotFound", testSubscriptionNotFound},
+	{"ListAndAll", testSubscriptionList},
+	{"DeleteDropsPendingAndQueued", testSubscriptionDelete},
+}
+
+func fullSubscription(b *bundle) store.Subscription {
+	url := "https://hooks.example.com/billing?x=1"
+	return store.Subscription{
+		ID:                b.id("sub_"),
+		Name:              "billing",
+		URL:               url,
+		EndpointID:        store.EndpointID(url),
+		EventTypes:        []string{"invoice.paid", "invoice.voided"},
+		SubjectBeginsWith: "invoices/",
+		SubjectEndsWith:   ".json",
+		RetryPolicy:       []byte(`{"preset": "workfront",  "max_attempts": 12}`),
+		Timeout:           2500 * time.Millisecond,
+		Headers:           map[string]string{"X-Api-Key": "secret", "X-Tenant": "t-1"},
+		DeadLetter:        true,
+		State:             "active",
+		CreatedAt:         b.now,
+		UpdatedAt:         b.at(time.Second),
+	}
+}
+
+func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
+	s := fullSubscription(b)
+	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.s.GetSubscription(b.ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "subscription", got, s) // RetryPolicy byte for byte, as written
+
+	// Empty lists and maps read back empty.
+	bare := store.Subscription{ID: b.id("sub_"), Name: "bare", URL: "https://bare.example/",
+		EndpointID: store.EndpointID("https://bare.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
+	if err := b.s.CreateSubscription(b.ctx, bare); err != nil {
+		t.Fatal(err)
+	}
+	got, err = b.s.GetSubscription(b.ctx, bare.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.EventTypes) != 0 || len(got.Headers) != 0 || len(got.RetryPolicy) != 0 || got.DeadLetter || got.Timeout != 0 {
+		t.Fatalf("bare subscription read back as %+v", got)
+	}
+	got.EventTypes, got.Headers, got.RetryPolicy = nil, nil, nil
+	equal(t, "bare subscription", got, bare)
+}
+
+func testSubscriptionNameTaken(t *testing.T, b *bundle) {
+	s := fullSubscription(b)
+	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	other := fullSubscription(b)
+	if err := b.s.CreateSubscription(b.ctx, other); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("CreateSubscription(same name) = %v, want ErrNameTaken", err)
+	}
+	if _, err := b.s.GetSubscription(b.ctx, other.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("refused subscription was stored (err %v)", err)
+	}
+	other.Name = "other"
+	if err := b.s.CreateSubscription(b.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Name = s.Name
+	if err := b.s.UpdateSubscription(b.ctx, other); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("UpdateSubscription(taken name) = %v, want ErrNameTaken", err)
+	}
+	if got, _ := b.s.GetSubscription(b.ctx, other.ID); got.Name != "other" {
+		t.Fatalf("refused update was stored: %+v", got)
+	}
+}
+
+func testSubscriptionUpdate(t *testing.T, b *bundle) {
+	s := fullSubscription(b)
+	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// Keeping its own name is fine; every field is replaced.
+	s.URL = "https://new.example/hook"
+	s.EndpointID = store.EndpointID(s.URL)
+	s.EventTypes = []string{"task.updated"}
+	s.SubjectBeginsWith, s.SubjectEndsWith = "tasks/", ""
+	s.RetryPolicy = []byte(`{"preset":"sap"}`)
+	s.Timeout = 10 * time.Second
+	s.Headers = map[string]string{"A": "b"}
+	s.DeadLetter = false
+	s.State = "deactivated"
+	s.UpdatedAt = b.at(time.Hour)
+	if err := b.s.UpdateSubscription(b.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.s.GetSubscription(b.ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "updated", got, s)
+	// Deliveries to the new URL work at once.
+	d := b.deliver(got, b.now)
+	equal(t, "claimed on the new endpoint", claimedIDs(b.claim(s.EndpointID, b.now, 10)), []string{d})
+}
+
+func testSubscriptionNotFound(t *testing.T, b *bundle) {
+	if _, err := b.s.GetSubscription(b.ctx, "sub_unknown"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetSubscription = %v, want ErrNotFound", err)
+	}
+	s := fullSubscription(b)
+	if err := b.s.UpdateSubscription(b.ctx, s); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("UpdateSubscription = %v, want ErrNotFound", err)
+	}
+	if err := b.s.DeleteSubscription(b.ctx, s.ID, b.now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("DeleteSubscription = %v, want ErrNotFound", err)
+	}
+}
+
+func testSubscriptionList(t *testing.T, b *bundle) {
+	var want []string
+	for i := 0; i < 7; i++ {
+		want = append(want, b.sub("https://example.com/"+string(rune('a'+i))).ID)
+	}
+	for _, limit := range []int{1, 3, 7, 8} {
+		got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
+			ss, next, err := b.s.ListSubscriptions(b.ctx, p)
+			var ids []string
+			for _, s := range ss {
+				ids = append(ids, s.ID)
+			}
+			return ids, next, err
+		})
+		equal(t, "listed", got, want)
+	}
+	all, err := b.s.AllSubscriptions(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range all {
+		ids = append(ids, s.ID)
+	}
+	equal(t, "all", sortedCopy(ids), want)
+	first, err := b.s.GetSubscription(b.ctx, want[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if s.ID == first.ID {
+			equal(t, "AllSubscriptions item", s, first)
+		}
+	}
+}
+
+func testSubscriptionDelete(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	dead := b.deadAfterTwo(a, b.now)
+	pending := b.deliver(a, b.now)
+	lev, _ := b.claimOne(a, b.now)
+	leased := lev.Deliveries[0].ID
+	qev, _ := b.claimOne(a, b.now)
+	queued := qev.Deliveries[0].ID
+	q := failed(queued, 1, b.now, b.now, time.Time{})
+	q.Status = store.StatusQueued
+	b.record(q)
+	dev, _ := b.claimOne(a, b.now)
+	delivered := dev.Deliveries[0].ID
+	b.record(succeeded(delivered, 1, b.now))
+	keep := b.deliver(c, b.now)
+
+	before := map[string]store.Delivery{}
+	for _, id := range []string{pending, leased, queued, delivered, dead, keep} {
+		before[id] = b.get(id)
+	}
+	if err := b.s.DeleteSubscription(b.ctx, a.ID, b.at(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.GetSubscription(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetSubscription after delete = %v", err)
+	}
+	for _, id := range []string{pending, leased, queued} {
+		want := before[id]
+		want.Status, want.DeadLetterReason = store.StatusDropped, store.ReasonSubscriptionDeleted
+		got := b.get(id)
+		want.NextAttemptAt = got.NextAttemptAt
+		equal(t, "dropped", got, want)
+	}
+	for _, id := range []string{delivered, dead, keep} {
+		equal(t, "untouched", b.get(id), before[id])
+	}
+	if _, ok, err := b.s.NextDue(b.ctx, a.EndpointID); err != nil || ok {
+		t.Fatalf("deleted subscription's endpoint still due (ok %v, err %v)", ok, err)
+	}
+	if got := b.claim(a.EndpointID, b.at(10*time.Hour), 10); len(got) != 0 {
+		t.Fatalf("claimed dropped deliveries %v", claimedIDs(got))
+	}
+	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh != 1 || retry != 0 {
+		t.Fatalf("CountPending = %d, %d, %v; want 1 (subscription c), 0", fresh, retry, err)
+	}
+	// The name is free again.
+	again := a
+	again.ID = b.id("sub_")
+	if err := b.s.CreateSubscription(b.ctx, again); err != nil {
+		t.Fatalf("reusing a deleted subscription's name: %v", err)
+	}
+}
