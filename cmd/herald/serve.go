@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/server"
 )
 
@@ -37,6 +38,18 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	window := fs.Int("window", 10000, "deliveries held in memory per source (publish fast path, due loader) at most")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
+	hc := health.DefaultConfig()
+	fs.DurationVar(&hc.Window, "health-window", hc.Window, "rolling window of the endpoint failure-rate rule")
+	fs.IntVar(&hc.MinAttempts, "health-min-attempts", hc.MinAttempts, "the failure-rate rule needs more attempts than this in the window")
+	fs.Float64Var(&hc.FailureRate, "health-failure-rate", hc.FailureRate, "an endpoint is disabled when its failure rate in the window is above this (0..1)")
+	fs.Int64Var(&hc.DisableConsecutive, "health-disable-consecutive", hc.DisableConsecutive, "an endpoint is disabled at this many consecutive failures")
+	fs.Int64Var(&hc.FreezeStaleConsecutive, "health-freeze-stale-consecutive", hc.FreezeStaleConsecutive, "an endpoint is frozen above this many consecutive failures when its last success is older than --health-freeze-stale-after")
+	fs.DurationVar(&hc.FreezeStaleAfter, "health-freeze-stale-after", hc.FreezeStaleAfter, "see --health-freeze-stale-consecutive")
+	fs.Int64Var(&hc.FreezeConsecutive, "health-freeze-consecutive", hc.FreezeConsecutive, "an endpoint is frozen at this many consecutive failures")
+	fs.DurationVar(&hc.ProbeInterval, "health-probe-interval", hc.ProbeInterval, "a disabled endpoint gets one probe delivery this often")
+	fs.Int64Var(&hc.ProbationAfter, "probation-after", hc.ProbationAfter, "an endpoint goes on probation (delayed delivery) at this many consecutive failures; 0 turns probation off")
+	fs.DurationVar(&hc.ProbationInitial, "probation-initial", hc.ProbationInitial, "first probation cool-down; it doubles after each failed probe")
+	fs.DurationVar(&hc.ProbationMax, "probation-max", hc.ProbationMax, "longest probation cool-down")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: herald serve [flags]\n\nEvery flag can also be set in the environment as HERALD_<FLAG>, e.g. HERALD_ADDR.\n\n")
 		fs.PrintDefaults()
@@ -48,6 +61,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "herald serve:", err)
+		return 2
+	}
+	if err := checkHealthConfig(hc); err != nil {
 		fmt.Fprintln(stderr, "herald serve:", err)
 		return 2
 	}
@@ -63,7 +80,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	srv, err := server.New(ctx, server.Config{
 		DataDir: *data, Store: *storeKind, Logger: logger, Version: version, DedupRetention: *dedup,
 		Dispatch: dispatch.Config{
-			EndpointConcurrency: *epConc, MaxInFlight: *maxInFlight,
+			EndpointConcurrency: *epConc, MaxInFlight: *maxInFlight, Health: hc,
 			FreshWindow: *window, LoadWindow: *window,
 		},
 	})
@@ -88,7 +105,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if *pprofAddr != "" {
 		go servePprof(*pprofAddr, logger)
 	}
-	srv.Start()
+	if err := srv.Start(ctx); err != nil {
+		logger.Error("starting", "err", err)
+		_ = srv.Close(context.Background())
+		return 1
+	}
 	logger.Info("herald listening", "addr", ln.Addr().String(), "store", *storeKind, "data", *data, "version", version)
 	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
 
@@ -141,4 +162,25 @@ func servePprof(addr string, logger *slog.Logger) {
 	if err := (&http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe(); err != nil {
 		logger.Warn("pprof server", "err", err)
 	}
+}
+
+// checkHealthConfig rejects thresholds that make no sense.
+func checkHealthConfig(c health.Config) error {
+	switch {
+	case c.Window < time.Minute:
+		return fmt.Errorf("--health-window must be at least 1m")
+	case c.MinAttempts < 1:
+		return fmt.Errorf("--health-min-attempts must be at least 1")
+	case c.FailureRate <= 0 || c.FailureRate > 1:
+		return fmt.Errorf("--health-failure-rate must be above 0 and at most 1")
+	case c.DisableConsecutive < 1 || c.FreezeStaleConsecutive < 1 || c.FreezeConsecutive < 1:
+		return fmt.Errorf("the --health-*-consecutive thresholds must be at least 1")
+	case c.FreezeStaleAfter <= 0 || c.ProbeInterval <= 0:
+		return fmt.Errorf("--health-freeze-stale-after and --health-probe-interval must be positive")
+	case c.ProbationAfter < 0:
+		return fmt.Errorf("--probation-after must be 0 (off) or more")
+	case c.ProbationInitial <= 0 || c.ProbationMax < c.ProbationInitial:
+		return fmt.Errorf("--probation-initial must be positive and at most --probation-max")
+	}
+	return nil
 }

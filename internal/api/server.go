@@ -33,6 +33,9 @@ type Server struct {
 	// Registry serves /metrics; the server adds its own collectors to it.
 	Registry *prometheus.Registry
 	Version  string
+	// HealthWindow is the rolling window of the endpoint failure-rate rule,
+	// for the window counts the endpoint resource shows (default 1h).
+	HealthWindow time.Duration
 
 	published *prometheus.CounterVec
 }
@@ -48,31 +51,54 @@ func (s *Server) Handler() http.Handler {
 	if s.Registry == nil {
 		s.Registry = prometheus.NewRegistry()
 	}
+	if s.HealthWindow <= 0 {
+		s.HealthWindow = time.Hour
+	}
 	s.registerMetrics()
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/subscriptions", s.createSubscription)
-	mux.HandleFunc("GET /v1/subscriptions", s.listSubscriptions)
-	mux.HandleFunc("GET /v1/subscriptions/{id}", s.getSubscription)
-	mux.HandleFunc("PATCH /v1/subscriptions/{id}", s.updateSubscription)
-	mux.HandleFunc("DELETE /v1/subscriptions/{id}", s.deleteSubscription)
-	mux.HandleFunc("POST /v1/events", s.publish)
-	mux.HandleFunc("GET /v1/deliveries", s.listDeliveries)
-	mux.HandleFunc("GET /v1/deliveries/{id}", s.getDelivery)
-	mux.HandleFunc("GET /v1/deliveries/{id}/attempts", s.listAttempts)
-	mux.HandleFunc("POST /v1/deliveries/{id}/redeliver", s.redeliver)
-	mux.HandleFunc("GET /v1/dead-letters", s.listDeadLetters)
-	mux.HandleFunc("POST /v1/dead-letters/redrive", s.redrive)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
-	})
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /openapi.yaml", serveOpenAPI)
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern, rt.handler)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: "no route " + r.Method + " " + r.URL.Path})
 	})
 	return s.recoverer(mux)
+}
+
+// route is one operation of the API: a ServeMux pattern and its handler.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// routes returns every operation Handler serves, in registration order. The
+// OpenAPI document (openapi.yaml) describes each one; openapi_test.go checks
+// that it does.
+func (s *Server) routes() []route {
+	return []route{
+		{"POST /v1/subscriptions", http.HandlerFunc(s.createSubscription)},
+		{"GET /v1/subscriptions", http.HandlerFunc(s.listSubscriptions)},
+		{"GET /v1/subscriptions/{id}", http.HandlerFunc(s.getSubscription)},
+		{"PATCH /v1/subscriptions/{id}", http.HandlerFunc(s.updateSubscription)},
+		{"DELETE /v1/subscriptions/{id}", http.HandlerFunc(s.deleteSubscription)},
+		{"POST /v1/events", http.HandlerFunc(s.publish)},
+		{"GET /v1/deliveries", http.HandlerFunc(s.listDeliveries)},
+		{"GET /v1/deliveries/{id}", http.HandlerFunc(s.getDelivery)},
+		{"GET /v1/deliveries/{id}/attempts", http.HandlerFunc(s.listAttempts)},
+		{"POST /v1/deliveries/{id}/redeliver", http.HandlerFunc(s.redeliver)},
+		{"GET /v1/dead-letters", http.HandlerFunc(s.listDeadLetters)},
+		{"POST /v1/dead-letters/redrive", http.HandlerFunc(s.redrive)},
+		{"GET /v1/endpoints", http.HandlerFunc(s.listEndpoints)},
+		{"GET /v1/endpoints/{id}", http.HandlerFunc(s.getEndpoint)},
+		{"POST /v1/endpoints/{id}/enable", http.HandlerFunc(s.enableEndpoint)},
+		{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
+		})},
+		{"GET /readyz", http.HandlerFunc(s.ready)},
+		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})},
+		{"GET /openapi.yaml", http.HandlerFunc(serveOpenAPI)},
+	}
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
@@ -106,6 +132,8 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		notFound(w, what)
+	case errors.Is(err, store.ErrInvalidCursor):
+		invalid(w, "cursor", "not a cursor this list returned")
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		unavailable(w, "the store is not available")
 	case errors.Is(err, context.Canceled):
@@ -138,13 +166,6 @@ func (s *Server) registerMetrics() {
 	s.Registry.MustRegister(s.published)
 	s.Registry.MustRegister(newPendingCollector(s.Store))
 	if s.Engine != nil {
-		s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "herald_dispatch_in_flight",
-			Help: "Delivery attempts in flight in this process.",
-		}, func() float64 { return float64(s.Engine.Stats().InFlight) }))
-		s.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "herald_dispatch_held",
-			Help: "Deliveries held in memory by this process (fast path and loader window).",
-		}, func() float64 { st := s.Engine.Stats(); return float64(st.FreshHeld + st.LoadHeld) }))
+		s.Registry.MustRegister(s.Engine.Collector())
 	}
 }

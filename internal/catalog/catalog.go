@@ -47,11 +47,19 @@ func NewEntry(s store.Subscription) (*Entry, error) {
 	return e, nil
 }
 
+// OperationalPrefix starts the types of Herald's own operational events,
+// which a subscription receives only when it lists them.
+const OperationalPrefix = "herald."
+
 // Matches reports whether an event of this type and subject goes to the
-// subscription: its type is listed (or the list is empty) and its subject
-// begins and ends as required. Only active subscriptions match.
+// subscription: its type is listed (or the list is empty and the type is not
+// an operational herald.* type) and its subject begins and ends as required.
+// Only active subscriptions match.
 func (e *Entry) Matches(typ, subject string) bool {
 	if e.State != "active" {
+		return false
+	}
+	if e.types == nil && strings.HasPrefix(typ, OperationalPrefix) {
 		return false
 	}
 	if e.types != nil && !e.types[typ] {

@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -24,25 +26,40 @@ func (e *Engine) run(l *lane, it *item) {
 		// Deleted after the delivery was claimed: the store already marked it
 		// dropped; give the lease back and let the delete stand.
 		recorded = false
-		e.endAttempt(l)
-		e.release(c.ID)
+		e.endAttempt(l, nil)
+		e.releaseIDs([]string{c.ID})
 	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
-		// Held past its time to live (a late claim): no attempt.
-		e.endAttempt(l)
+		// Held past its time to live (behind a closed circuit, or a late
+		// claim): no attempt.
+		e.endAttempt(l, nil)
 		out = e.expire(sub, c)
 	default:
 		var ok bool
 		out, ok = e.attempt(sub, c)
-		e.endAttempt(l)
 		if !ok {
 			// Abandoned at shutdown: unrecorded, attempted again later.
 			recorded = false
-			e.release(c.ID)
+			e.endAttempt(l, nil)
+			e.releaseIDs([]string{c.ID})
+			break
 		}
+		e.mu.Lock()
+		if l.ep.URL == "" {
+			l.ep.URL = sub.URL
+		}
+		e.mu.Unlock()
+		e.endAttempt(l, &health.Outcome{
+			At:      e.cfg.Clock.Now(),
+			Success: out.Status == store.StatusDelivered,
+			Gone:    out.LastStatusCode == http.StatusGone,
+			Probe:   it.probe,
+		})
 	}
 	if recorded {
 		if err := e.record(out); err != nil {
 			e.cfg.Logger.Error("recording attempt outcome", "delivery", c.ID, "err", err)
+		} else if out.Status == store.StatusDeadLettered && e.cfg.Notifier != nil {
+			e.cfg.Notifier.DeliveryDeadLettered(c, sub, out)
 		}
 	}
 
@@ -51,9 +68,12 @@ func (e *Engine) run(l *lane, it *item) {
 		l.nextDue = earlier(l.nextDue, out.NextAttemptAt)
 		l.hinted = earlier(l.hinted, out.NextAttemptAt)
 	}
-	e.finish(l, it)
+	e.forget(l, it)
+	// The loader claims a closed circuit's probes one at a time: let it look
+	// for the next as soon as this one is done.
+	gated := e.cfg.Health.Gate(&l.ep.Health, e.cfg.Clock.Now()) != health.Open
 	e.mu.Unlock()
-	if recorded && out.Status == store.StatusPending {
+	if gated || (recorded && out.Status == store.StatusPending) {
 		e.wake()
 	}
 }
@@ -112,7 +132,8 @@ func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
 		FirstFailure:   c.FirstFailure,
 		LastStatusCode: c.LastStatusCode,
 		LastOutcome:    c.LastOutcome,
-		Attempt:        store.AttemptRecord{DeliveryID: c.ID}, // Number 0: nothing to log
+		// Number 0: nothing to log; the last attempt time stays.
+		Attempt: store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
 	}
 	applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, e.cfg.Clock.Now())
 	return out
@@ -148,10 +169,11 @@ func (e *Engine) record(out store.Outcome) error {
 	return err
 }
 
-func (e *Engine) release(id string) {
+// releaseIDs gives deliveries back to the store, unattempted.
+func (e *Engine) releaseIDs(ids []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.cfg.Store.Release(ctx, []string{id}); err != nil {
-		e.cfg.Logger.Warn("releasing delivery", "delivery", id, "err", err)
+	if err := e.cfg.Store.Release(ctx, ids); err != nil {
+		e.cfg.Logger.Warn("releasing deliveries", "count", len(ids), "err", err)
 	}
 }

@@ -21,6 +21,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -51,8 +53,18 @@ type Config struct {
 	LoadWindow int
 	// EndpointWindow bounds loader-held deliveries per endpoint (default 512).
 	EndpointWindow int
-	// EndpointConcurrency is the in-flight limit per endpoint (default 64).
+	// EndpointConcurrency is the most attempts in flight per endpoint
+	// (default 64); InitialConcurrency is where an endpoint's adaptive limit
+	// starts (default 8, at most EndpointConcurrency).
 	EndpointConcurrency int
+	InitialConcurrency  int
+	// Health holds the circuit thresholds (default health.DefaultConfig()).
+	Health health.Config
+	// Notifier hears of circuit transitions and dead letters (optional).
+	Notifier Notifier
+	// FlushInterval is how often changed endpoint health is saved (default
+	// 1s; a state change is saved at once).
+	FlushInterval time.Duration
 	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
 	MaxInFlight int
 	// PollInterval is the longest the loader sleeps without looking at the
@@ -96,6 +108,18 @@ func (c *Config) setDefaults() {
 	if c.EndpointConcurrency <= 0 {
 		c.EndpointConcurrency = 64
 	}
+	if c.InitialConcurrency <= 0 {
+		c.InitialConcurrency = 8
+	}
+	if c.InitialConcurrency > c.EndpointConcurrency {
+		c.InitialConcurrency = c.EndpointConcurrency
+	}
+	if c.Health == (health.Config{}) {
+		c.Health = health.DefaultConfig()
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = time.Second
+	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024
 	}
@@ -127,8 +151,11 @@ type Engine struct {
 	freshHeld int // reserved or held from the publish path
 	loadHeld  int // held from the loader
 	stopping  bool
+	started   bool
 
 	kick        chan struct{} // wakes the loader; capacity 1
+	flushKick   chan struct{} // wakes the health flusher; capacity 1
+	flusherDone chan struct{}
 	attemptsCtx context.Context
 	cancel      context.CancelFunc // cancels attempts still running at a hard stop
 	loaderDone  chan struct{}
@@ -143,16 +170,43 @@ func New(cfg Config) *Engine {
 		cfg:         cfg,
 		lanes:       map[string]*lane{},
 		kick:        make(chan struct{}, 1),
+		flushKick:   make(chan struct{}, 1),
+		flusherDone: make(chan struct{}),
 		attemptsCtx: ctx,
 		cancel:      cancel,
 		loaderDone:  make(chan struct{}),
 	}
 }
 
-// Start starts the loader. Deliveries offered before Start are dispatched
-// at once regardless.
-func (e *Engine) Start() {
+// Notifier hears what the operators may want to know. Calls are made
+// outside the engine's lock and must not block for long.
+type Notifier interface {
+	// EndpointChanged reports a circuit transition; ep is the endpoint after it.
+	EndpointChanged(ep store.Endpoint, tr health.Transition)
+	// DeliveryDeadLettered reports a delivery that was dead-lettered.
+	DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome)
+}
+
+// Start loads every endpoint's health and starts the loader and the health
+// flusher.
+func (e *Engine) Start(ctx context.Context) error {
+	eps, err := e.cfg.Store.AllEndpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("loading endpoint health: %w", err)
+	}
+	e.mu.Lock()
+	for _, ep := range eps {
+		l := e.laneFor(ep.ID)
+		l.ep = ep
+		if l.ep.Health.State == "" {
+			l.ep.Health.State = health.Enabled
+		}
+	}
+	e.started = true
+	e.mu.Unlock()
 	go e.loader()
+	go e.flusher()
+	return nil
 }
 
 // Stop stops taking new work, waits for attempts in flight until ctx ends,
@@ -166,9 +220,14 @@ func (e *Engine) Stop(ctx context.Context) {
 		return
 	}
 	e.stopping = true
+	started := e.started
 	e.mu.Unlock()
-	e.wake()
-	<-e.loaderDone
+	if started {
+		e.wake()
+		<-e.loaderDone
+		e.flushSoon()
+		<-e.flusherDone
+	}
 
 	done := make(chan struct{})
 	go func() { e.attempts.Wait(); close(done) }()
@@ -190,33 +249,35 @@ func (e *Engine) Stop(ctx context.Context) {
 	}
 	e.mu.Unlock()
 	if len(ids) > 0 {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.cfg.Store.Release(rctx, ids); err != nil {
-			e.cfg.Logger.Warn("releasing held deliveries", "count", len(ids), "err", err)
-		}
+		e.releaseIDs(ids)
 	}
+	e.flush()
 }
 
-// Reserve asks for up to n places for fresh deliveries from the publish path
-// and returns how many it grants. The publisher writes that many deliveries
-// leased to this process and then hands them over with Offer; the rest it
-// writes unleased for the loader. Unreserve returns places not used.
-func (e *Engine) Reserve(n int) int {
+// Reserve asks for places for fresh deliveries from the publish path, one
+// per endpoint ID given (repeats allowed), and says which it grants: while
+// the fast path has room, and only for endpoints whose circuit is open. The
+// publisher writes granted deliveries leased to this process and hands them
+// over with Offer; the rest it writes unleased, for the loader. Unreserve
+// returns places not used.
+func (e *Engine) Reserve(endpointIDs []string) []bool {
+	granted := make([]bool, len(endpointIDs))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopping {
-		return 0
+		return granted
 	}
-	free := e.cfg.FreshWindow - e.freshHeld
-	if n > free {
-		n = free
+	for i, id := range endpointIDs {
+		if e.freshHeld >= e.cfg.FreshWindow {
+			break
+		}
+		if l := e.lanes[id]; l != nil && l.ep.Health.State != health.Enabled {
+			continue
+		}
+		granted[i] = true
+		e.freshHeld++
 	}
-	if n < 0 {
-		n = 0
-	}
-	e.freshHeld += n
-	return n
+	return granted
 }
 
 // Unreserve gives back n places taken by Reserve and not offered.

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"time"
 
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -10,29 +11,41 @@ import (
 type item struct {
 	c           store.Claimed
 	fromPublish bool // counts against FreshWindow, else LoadWindow
+	probe       bool // sent as a probe of a closed circuit
 }
 
-// lane is one endpoint's queues and counters. Guarded by Engine.mu.
+// lane is one endpoint's queues, counters, circuit health and adaptive
+// concurrency limit. Lanes live as long as the engine: there is one per
+// endpoint (distinct subscription URL). Guarded by Engine.mu.
 type lane struct {
 	id       string
 	fresh    deque // first attempts
 	retry    deque // later attempts
 	inFlight int
-	limit    int
-	held     int       // held in memory from either source, until recorded
-	loaded   int       // of which taken by the loader (or reserved for it)
-	nextDue  time.Time // earliest unleased due delivery in the store; zero: none known
-	hinted   time.Time // earliest hint received since the loader's last claim began
-	inReady  bool
+	// limit is the adaptive in-flight limit (Pub/Sub push slow start): it
+	// starts at Config.InitialConcurrency, grows by one with each success
+	// and halves with each failure, within [1, EndpointConcurrency].
+	limit   int
+	held    int       // held in memory from either source, until recorded
+	loaded  int       // of which taken by the loader (or reserved for it)
+	nextDue time.Time // earliest unleased due delivery in the store; zero: none known
+	hinted  time.Time // earliest hint received since the loader's last claim began
+	inReady bool
+	// ep is the endpoint with its circuit health; dirty when it changed
+	// since it was last saved.
+	ep    store.Endpoint
+	dirty bool
 }
 
 func (l *lane) queued() int { return l.fresh.len() + l.retry.len() }
 
-// laneFor returns the endpoint's lane, creating it. Caller holds e.mu.
+// laneFor returns the endpoint's lane, creating it with fresh health.
+// Caller holds e.mu.
 func (e *Engine) laneFor(id string) *lane {
 	l := e.lanes[id]
 	if l == nil {
-		l = &lane{id: id, limit: e.cfg.EndpointConcurrency}
+		l = &lane{id: id, limit: e.cfg.InitialConcurrency, ep: store.Endpoint{ID: id}}
+		l.ep.Health.State = health.Enabled
 		e.lanes[id] = l
 	}
 	return l
@@ -53,66 +66,142 @@ func (e *Engine) enqueue(it *item) {
 	e.markReady(l)
 }
 
+// markReady puts a lane with queued work in the ready ring. Whether it may
+// start an attempt is decided when pump takes it. Caller holds e.mu.
 func (e *Engine) markReady(l *lane) {
-	if !l.inReady && l.queued() > 0 && l.inFlight < l.limit {
+	if !l.inReady && l.queued() > 0 {
 		l.inReady = true
 		e.ready.push(l)
 	}
 }
 
+// canStart reports whether the lane may start an attempt now: within its
+// limit when its circuit is open, one probe at a time when a probe is due,
+// nothing otherwise. Caller holds e.mu.
+func (e *Engine) canStart(l *lane, now time.Time) bool {
+	switch e.cfg.Health.Gate(&l.ep.Health, now) {
+	case health.Open:
+		return l.inFlight < l.limit
+	case health.ProbeNow:
+		return l.inFlight == 0
+	}
+	return false
+}
+
 // pump starts attempts while there is a ready endpoint and a free global
 // slot: one attempt per endpoint per turn, round-robin, fresh before retry.
-// Caller holds e.mu.
+// A lane that cannot start now leaves the ring; it is put back when one of
+// its attempts ends or the loader sees its probe come due. Caller holds e.mu.
 func (e *Engine) pump() {
+	if e.ready.len() == 0 {
+		return
+	}
+	now := e.cfg.Clock.Now()
 	for !e.stopping && e.inFlight < e.cfg.MaxInFlight && e.ready.len() > 0 {
 		l := e.ready.pop()
 		l.inReady = false
+		if l.queued() == 0 || !e.canStart(l, now) {
+			continue
+		}
+		probe := e.cfg.Health.Gate(&l.ep.Health, now) == health.ProbeNow
 		var it *item
 		if l.fresh.len() > 0 {
 			it = l.fresh.pop()
-		} else if l.retry.len() > 0 {
-			it = l.retry.pop()
 		} else {
-			continue
+			it = l.retry.pop()
 		}
+		it.probe = probe
 		l.inFlight++
 		e.inFlight++
-		e.markReady(l)
+		if e.canStart(l, now) {
+			e.markReady(l)
+		}
 		e.attempts.Add(1)
 		go e.run(l, it)
 	}
 }
 
 // endAttempt gives back the endpoint's and the global concurrency slot of
-// an attempt whose HTTP exchange ended.
-func (e *Engine) endAttempt(l *lane) {
+// an attempt whose HTTP exchange ended, and applies what the attempt said
+// about the endpoint's health (obs nil: nothing, e.g. no attempt was made).
+func (e *Engine) endAttempt(l *lane, obs *health.Outcome) {
+	var released []string
+	var tr health.Transition
+	var snap store.Endpoint
 	e.mu.Lock()
 	l.inFlight--
 	e.inFlight--
+	if obs != nil {
+		tr = e.cfg.Health.Observe(&l.ep.Health, *obs)
+		l.ep.UpdatedAt = obs.At
+		l.dirty = true
+		if obs.Success {
+			if l.limit < e.cfg.EndpointConcurrency {
+				l.limit++
+			}
+		} else if l.limit > 1 {
+			l.limit /= 2
+		}
+		if tr.Changed() {
+			e.cfg.Metrics.transition(tr)
+			snap = l.ep
+			released = e.onTransition(l, tr, obs.At)
+		}
+	}
 	e.markReady(l)
 	e.pump()
 	e.mu.Unlock()
+
+	if tr.Changed() {
+		e.flushSoon()
+		if e.cfg.Notifier != nil {
+			e.cfg.Notifier.EndpointChanged(snap, tr)
+		}
+	}
+	if len(released) > 0 {
+		e.releaseIDs(released)
+	}
 }
 
-// finish gives back a delivery's memory place once its outcome is recorded
-// (or it was given back to the store). Caller holds e.mu.
-func (e *Engine) finish(l *lane, it *item) {
+// onTransition reacts to a change of circuit state. Leaving enabled, the
+// lane gives its queued deliveries back to the store (they wait there, not in
+// memory, until a probe succeeds) and returns their IDs for release; coming
+// back to enabled, the loader is asked to claim the backlog. Caller holds e.mu.
+func (e *Engine) onTransition(l *lane, tr health.Transition, now time.Time) []string {
+	if tr.To == health.Enabled {
+		l.nextDue = earlier(l.nextDue, now)
+		e.wake()
+		return nil
+	}
+	var ids []string
+	for _, q := range []*deque{&l.fresh, &l.retry} {
+		for q.len() > 0 {
+			it := q.pop()
+			ids = append(ids, it.c.ID)
+			e.forget(l, it)
+		}
+	}
+	if len(ids) > 0 {
+		l.nextDue = earlier(l.nextDue, now)
+	}
+	e.wake() // the loader sleeps until the next probe
+	return ids
+}
+
+// forget gives back a held delivery's memory place: once its outcome is
+// recorded, or when it goes back to the store. Caller holds e.mu.
+func (e *Engine) forget(l *lane, it *item) {
 	l.held--
 	if it.fromPublish {
 		e.freshHeld--
-	} else {
-		l.loaded--
-		e.loadHeld--
-		// Refill at half empty: wake the loader when this endpoint has more
-		// due work waiting in the store, or the whole window drained to half.
-		if (!l.nextDue.IsZero() && l.loaded == e.cfg.EndpointWindow/2) || e.loadHeld == e.cfg.LoadWindow/2 {
-			e.wake()
-		}
+		return
 	}
-	// A lane with nothing held, reserved or known due is forgotten; it is
-	// made again when work for its endpoint appears.
-	if l.held == 0 && l.loaded == 0 && l.nextDue.IsZero() && l.hinted.IsZero() {
-		delete(e.lanes, l.id)
+	l.loaded--
+	e.loadHeld--
+	// Refill at half empty: wake the loader when this endpoint has more due
+	// work waiting in the store, or the whole window drained to half.
+	if (!l.nextDue.IsZero() && l.loaded == e.cfg.EndpointWindow/2) || e.loadHeld == e.cfg.LoadWindow/2 {
+		e.wake()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -37,11 +38,25 @@ func (e *Engine) loader() {
 			wake = nextRefresh
 		}
 		e.mu.Lock()
+		now = e.cfg.Clock.Now()
 		for _, l := range e.lanes {
-			if !l.nextDue.IsZero() && l.nextDue.Before(wake) && l.loaded < e.cfg.EndpointWindow {
-				wake = l.nextDue
+			if l.nextDue.IsZero() && l.queued() == 0 {
+				continue // nothing to send there
+			}
+			switch e.cfg.Health.Gate(&l.ep.Health, now) {
+			case health.Open:
+				if !l.nextDue.IsZero() && l.nextDue.Before(wake) && l.loaded < e.cfg.EndpointWindow {
+					wake = l.nextDue
+				}
+			case health.ProbeNow:
+				e.markReady(l) // a held delivery may go as the probe
+			case health.Closed:
+				if !l.ep.Health.NextProbeAt.IsZero() && l.ep.Health.NextProbeAt.Before(wake) {
+					wake = l.ep.Health.NextProbeAt // frozen: zero, never
+				}
 			}
 		}
+		e.pump()
 		e.mu.Unlock()
 		d := wake.Sub(e.cfg.Clock.Now())
 		if d <= 0 {
@@ -95,6 +110,16 @@ func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 			continue
 		}
 		n := e.cfg.EndpointWindow - l.loaded
+		switch e.cfg.Health.Gate(&l.ep.Health, now) {
+		case health.Closed:
+			continue
+		case health.ProbeNow:
+			// One probe: the oldest due delivery, if none is held already.
+			if l.queued() > 0 || l.inFlight > 0 {
+				continue
+			}
+			n = 1
+		}
 		if n > room {
 			n = room
 		}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -11,6 +12,7 @@ type Metrics struct {
 	attempts *prometheus.CounterVec   // by outcome
 	finished *prometheus.CounterVec   // deliveries reaching a final status, by status
 	latency  *prometheus.HistogramVec // attempt duration, by outcome class
+	changes  *prometheus.CounterVec   // circuit transitions, by from and to
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: a
@@ -34,7 +36,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.attempts, m.finished, m.latency)
+	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_endpoint_transitions_total",
+		Help: "Endpoint circuit state changes, by previous and new state.",
+	}, []string{"from", "to"})
+	reg.MustRegister(m.attempts, m.finished, m.latency, m.changes)
 	return m
 }
 
@@ -51,4 +57,50 @@ func (m *Metrics) ended(out store.Outcome) {
 	if out.Status.Final() {
 		m.finished.WithLabelValues(string(out.Status)).Inc()
 	}
+}
+
+func (m *Metrics) transition(tr health.Transition) {
+	m.changes.WithLabelValues(string(tr.From), string(tr.To)).Inc()
+}
+
+// Collector returns a Prometheus collector of the engine's per-endpoint
+// gauges: endpoints by circuit state, and each endpoint's adaptive
+// concurrency limit and attempts in flight (labelled by endpoint ID, so one
+// series per distinct subscription URL).
+func (e *Engine) Collector() prometheus.Collector { return engineCollector{e} }
+
+var (
+	endpointsDesc = prometheus.NewDesc("herald_endpoints", "Endpoints by circuit state.", []string{"state"}, nil)
+	limitDesc     = prometheus.NewDesc("herald_endpoint_concurrency_limit", "An endpoint's adaptive in-flight limit.", []string{"endpoint"}, nil)
+	inFlightDesc  = prometheus.NewDesc("herald_endpoint_in_flight", "Attempts in flight to an endpoint.", []string{"endpoint"}, nil)
+	heldDesc      = prometheus.NewDesc("herald_dispatch_held", "Deliveries held in memory, by where they came from (publish fast path or due loader).", []string{"source"}, nil)
+	inFlightAll   = prometheus.NewDesc("herald_dispatch_in_flight", "Delivery attempts in flight in this process.", nil, nil)
+)
+
+type engineCollector struct{ e *Engine }
+
+func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- endpointsDesc
+	ch <- limitDesc
+	ch <- inFlightDesc
+	ch <- heldDesc
+	ch <- inFlightAll
+}
+
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	states := map[health.State]int{health.Enabled: 0, health.Probation: 0, health.Disabled: 0, health.Frozen: 0}
+	for _, l := range e.lanes {
+		states[l.ep.Health.State]++
+		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(l.limit), l.id)
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(l.inFlight), l.id)
+	}
+	for st, n := range states {
+		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, float64(n), string(st))
+	}
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(e.freshHeld), "publish")
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(e.loadHeld), "loader")
+	ch <- prometheus.MustNewConstMetric(inFlightAll, prometheus.GaugeValue, float64(e.inFlight))
 }

@@ -62,25 +62,35 @@ func (in *Ingester) Publish(ctx context.Context, evs []event.Event) ([]Result, e
 		news[i] = ne
 	}
 
-	granted := 0
-	if in.Engine != nil {
-		granted = in.Engine.Reserve(total)
-	}
-	left := granted
-	for i := range news {
-		for j := range news[i].Deliveries {
-			if left == 0 {
-				break
+	// Ask the dispatcher which deliveries it takes straight from here.
+	var granted []bool
+	if in.Engine != nil && total > 0 {
+		eps := make([]string, 0, total)
+		for _, ne := range news {
+			for _, d := range ne.Deliveries {
+				eps = append(eps, d.EndpointID)
 			}
-			news[i].Deliveries[j].Claimed = true
-			left--
+		}
+		granted = in.Engine.Reserve(eps)
+		k := 0
+		for i := range news {
+			for j := range news[i].Deliveries {
+				news[i].Deliveries[j].Claimed = granted[k]
+				k++
+			}
 		}
 	}
 
 	res, err := in.Store.Publish(ctx, news, store.Lease{Owner: in.Owner, Until: now.Add(in.Lease)})
 	if err != nil {
-		if granted > 0 {
-			in.Engine.Unreserve(granted)
+		n := 0
+		for _, g := range granted {
+			if g {
+				n++
+			}
+		}
+		if n > 0 {
+			in.Engine.Unreserve(n)
 		}
 		return nil, err
 	}

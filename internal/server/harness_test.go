@@ -47,7 +47,9 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Start()
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	api := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		api.Close()

@@ -24,7 +24,10 @@ import (
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
@@ -61,6 +64,8 @@ type Server struct {
 	Registry *prometheus.Registry
 
 	handler   http.Handler
+	ops       *opevents.Publisher
+	opsCancel context.CancelFunc
 	stop      chan struct{}
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -114,6 +119,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 	dc := cfg.Dispatch
 	dc.Store, dc.Catalog, dc.Clock, dc.Logger = st, cat, cfg.Clock, cfg.Logger
+	if dc.Health == (health.Config{}) {
+		dc.Health = health.DefaultConfig()
+	}
 	dc.Metrics = dispatch.NewMetrics(reg)
 	if dc.UserAgent == "" {
 		dc.UserAgent = "Herald/" + cfg.Version
@@ -121,13 +129,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if dc.Lease <= 0 {
 		dc.Lease = 5 * time.Minute
 	}
-	eng := dispatch.New(dc)
-	in := &ingest.Ingester{Store: st, Catalog: cat, Engine: eng, Clock: cfg.Clock, Owner: dc.Owner, Lease: dc.Lease}
+	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, Owner: dc.Owner, Lease: dc.Lease}
 	if in.Owner == "" {
 		in.Owner = "herald"
 	}
-	a := &api.Server{Store: st, Catalog: cat, Ingester: in, Engine: eng, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg, Version: cfg.Version}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, API: a, Registry: reg, stop: make(chan struct{})}
+	ops := opevents.New(func(ctx context.Context, evs []event.Event) error {
+		_, err := in.Publish(ctx, evs)
+		return err
+	}, cfg.Clock, cfg.Logger, reg)
+	dc.Notifier = ops
+	eng := dispatch.New(dc)
+	in.Engine = eng
+	a := &api.Server{Store: st, Catalog: cat, Ingester: in, Engine: eng, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg, Version: cfg.Version, HealthWindow: dc.Health.Window}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
 	s.handler = a.Handler()
 	return s, nil
 }
@@ -136,10 +150,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Start begins dispatching and the background work.
-func (s *Server) Start() {
-	s.Engine.Start()
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Engine.Start(ctx); err != nil {
+		return err
+	}
+	opsCtx, cancel := context.WithCancel(context.Background())
+	s.opsCancel = cancel
+	go s.ops.Run(opsCtx)
 	s.bg.Add(1)
 	go s.background()
+	return nil
 }
 
 // Close stops dispatching (attempts in flight get until ctx ends to finish;
@@ -151,6 +171,12 @@ func (s *Server) Close(ctx context.Context) error {
 		close(s.stop)
 		s.bg.Wait()
 		s.Engine.Stop(ctx)
+		if s.opsCancel != nil {
+			// Operational events from the last attempts are published before
+			// the store closes.
+			s.opsCancel()
+			<-s.ops.Done()
+		}
 		err = s.Store.Close()
 	})
 	return err

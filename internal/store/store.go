@@ -26,6 +26,7 @@ var (
 type Store interface {
 	SubscriptionStore
 	DeliveryStore
+	EndpointStore
 	// Ping reports whether the store can serve requests (for /readyz).
 	Ping(ctx context.Context) error
 	// Close flushes pending group commits and releases resources.
@@ -252,6 +253,9 @@ type EndpointDue struct {
 }
 
 // Outcome is the result of one attempt and the delivery's state after it.
+// An Attempt.Number of 0 means no attempt was made (the delivery expired
+// while held): nothing is logged, and Attempt.StartedAt must carry the
+// delivery's previous LastAttemptAt, which the state update writes back.
 type Outcome struct {
 	Attempt AttemptRecord
 	// The delivery's state after the attempt.
@@ -264,6 +268,12 @@ type Outcome struct {
 	LastOutcome      string
 	DeadLetterReason string
 	DeliveredAt      time.Time
+	// LeaseOwner, when not empty, guards the state change: it is applied
+	// only if the delivery is still pending and still leased by this owner
+	// (its lease owner equals LeaseOwner). A process whose lease expired and
+	// was taken over by another then only logs its attempt and leaves the
+	// new owner's state alone. When empty, any pending delivery is updated.
+	LeaseOwner string
 }
 
 // AttemptRecord is one row of the attempt log.

@@ -32,6 +32,8 @@ WHERE e.published_at < ? AND NOT EXISTS (
 	SELECT 1 FROM deliveries AS d WHERE d.event_seq = e.seq
 	AND d.status NOT IN ('delivered', 'dead_lettered', 'dropped'))
 ORDER BY e.published_at LIMIT ?`
+	unfinishedSQL = `SELECT 1 FROM deliveries
+WHERE event_seq = ? AND status NOT IN ('delivered', 'dead_lettered', 'dropped') LIMIT 1`
 	cleanupAttemptsSQL   = `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_seq = ?)`
 	cleanupDeliveriesSQL = `DELETE FROM deliveries WHERE event_seq = ?`
 	cleanupEventSQL      = `DELETE FROM events WHERE seq = ?`
@@ -130,7 +132,10 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 
 // Cleanup implements store.DeliveryStore, oldest events first. A limit of
 // zero or less deletes nothing. An event counts as finished when none of
-// its deliveries is pending or queued.
+// its deliveries is pending or queued. The search for candidates runs on a
+// read connection, so that a long stretch of old unfinished events (a large
+// retry backlog) does not hold the writer; the writer then checks each
+// candidate again and deletes it.
 func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		if s.closed.Load() {
@@ -138,38 +143,48 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		}
 		return 0, nil
 	}
-	cutoff := ms(before)
+	rows, err := s.readQuery(ctx, cleanupSQL, ms(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("cleanup: %w", err)
+	}
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
+			return 0, s.readErr(err)
+		}
+		seqs = append(seqs, seq)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("cleanup: %w", s.readErr(err))
+	}
+	if len(seqs) == 0 {
+		return 0, nil
+	}
 	var n int
-	err := s.write(ctx, func(w *writer) error {
+	err = s.write(ctx, func(w *writer) error {
 		n = 0
-		rows, err := w.query(cleanupSQL, cutoff, limit)
-		if err != nil {
-			return fmt.Errorf("cleanup: %w", err)
-		}
-		var seqs []int64
-		for rows.Next() {
-			var seq int64
-			if err := rows.Scan(&seq); err != nil {
-				rows.Close()
-				return err
-			}
-			seqs = append(seqs, seq)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("cleanup: %w", err)
-		}
 		for _, seq := range seqs {
+			var one int
+			switch err := w.scanRow(unfinishedSQL, []any{seq}, &one); {
+			case err == nil:
+				continue // a delivery was redelivered meanwhile
+			case !isNoRows(err):
+				return fmt.Errorf("cleanup event %d: %w", seq, err)
+			}
 			for _, q := range []string{cleanupAttemptsSQL, cleanupDeliveriesSQL, cleanupEventSQL} {
 				if _, err := w.exec(q, seq); err != nil {
 					return fmt.Errorf("cleanup event %d: %w", seq, err)
 				}
 			}
+			n++
 		}
-		n = len(seqs)
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }

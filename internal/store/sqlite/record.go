@@ -22,14 +22,15 @@ ON CONFLICT (delivery_id, number) DO UPDATE SET
 	status = ?, attempts = ?, round_attempts = ?, first_failure = ?, next_attempt_at = ?,
 	last_attempt_at = ?, last_status_code = ?, last_outcome = ?, dead_letter_reason = ?,
 	delivered_at = ?, lease_owner = '', lease_until = 0
-WHERE id = ? AND status = 'pending'`
+WHERE id = ? AND status = 'pending' AND (? = '' OR lease_owner = ?)`
 
 	deliveryExistsSQL = `SELECT 1 FROM deliveries WHERE id = ?`
 )
 
 // Record implements store.DeliveryStore. For each outcome, in order, it
-// writes the delivery's new state if the delivery is still pending
-// (LastAttemptAt becomes the attempt's start, the lease is cleared) and
+// writes the delivery's new state if the delivery is still pending, and
+// leased to o.LeaseOwner when that is set (LastAttemptAt becomes the
+// attempt's start, the lease is cleared), and
 // appends the attempt to the log, replacing a logged attempt with the same
 // number. An outcome for a delivery that no longer exists is skipped with a
 // warning. An outcome with an invalid status or no delivery ID fails the
@@ -55,7 +56,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			n, err := w.execN(recordStateSQL,
 				string(o.Status), o.Attempts, o.RoundAttempts, ms(o.FirstFailure), ms(o.NextAttemptAt),
 				ms(a.StartedAt), o.LastStatusCode, o.LastOutcome, o.DeadLetterReason,
-				ms(o.DeliveredAt), a.DeliveryID)
+				ms(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner)
 			if err != nil {
 				return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 			}
@@ -68,6 +69,9 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 					}
 					return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 				}
+			}
+			if a.Number == 0 {
+				continue // no attempt was made (expired while held): nothing to log
 			}
 			if _, err := w.exec(insertAttemptSQL, a.DeliveryID, a.Number, ms(a.StartedAt), a.Duration.Microseconds(),
 				a.StatusCode, a.Outcome, a.Error, a.ResponseBody); err != nil {

@@ -338,3 +338,30 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPragmas checks the settings durability depends on (DESIGN §4
+// invariant 1) on the write connection, and that readers cannot write.
+func TestPragmas(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
+	ctx := context.Background()
+	var mode string
+	var sync, busy int
+	err := s.write(ctx, func(w *writer) error {
+		if err := w.scanRow(`PRAGMA journal_mode`, nil, &mode); err != nil {
+			return err
+		}
+		if err := w.scanRow(`PRAGMA synchronous`, nil, &sync); err != nil {
+			return err
+		}
+		return w.scanRow(`PRAGMA busy_timeout`, nil, &busy)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" || sync != 2 || busy != 5000 {
+		t.Fatalf("journal_mode %q, synchronous %d, busy_timeout %d; want wal, 2 (FULL), 5000", mode, sync, busy)
+	}
+	if _, err := s.readDB.ExecContext(ctx, `DELETE FROM endpoints`); err == nil {
+		t.Fatal("a read connection could write")
+	}
+}

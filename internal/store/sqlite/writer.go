@@ -171,34 +171,32 @@ func (w *writer) commit(batch []*request) []*request {
 
 	live := batch[:0:0] // requests whose writes are in the transaction
 	for i, r := range batch {
-		if _, err := w.exec("SAVEPOINT req"); err != nil {
-			w.rollback()
-			w.answerAll(batch[i:], fmt.Errorf("savepoint: %w", err))
-			return live // their writes were rolled back: run them again
-		}
-		if r.err = w.call(r); r.err == nil {
-			if _, err := w.exec("RELEASE req"); err != nil {
-				w.rollback()
-				w.answerAll(batch[i:], fmt.Errorf("release savepoint: %w", err))
-				return live
+		var err error
+		if _, err = w.exec("SAVEPOINT req"); err != nil {
+			r.err = fmt.Errorf("savepoint: %w", err)
+		} else if r.err = w.call(r); r.err == nil {
+			if _, err = w.exec("RELEASE req"); err == nil {
+				live = append(live, r)
+				continue
 			}
-			live = append(live, r)
-			continue
-		}
-		if _, err := w.exec("ROLLBACK TO req"); err == nil {
-			if _, err := w.exec("RELEASE req"); err == nil {
+			r.err = fmt.Errorf("release savepoint: %w", err)
+		} else if _, err = w.exec("ROLLBACK TO req"); err == nil {
+			if _, err = w.exec("RELEASE req"); err == nil {
 				w.served.Add(1)
 				close(r.done) // failed alone; the rest of the batch goes on
 				continue
 			}
 		}
-		// r's failure aborted the whole transaction: answer r, and run every
-		// other request of the batch again.
-		w.log.Warn("write batch aborted; retrying the other requests", "error", r.err, "retrying", len(batch)-1)
+		// The transaction is no longer usable (SQLite rolls it back by
+		// itself on a full disk, an I/O error or lack of memory): answer r,
+		// and run every other request of the batch again in a new one. Each
+		// round settles at least r, so this ends.
+		again := append(live, batch[i+1:]...)
+		w.log.Warn("write batch aborted; retrying the other requests", "error", r.err, "retrying", len(again))
 		w.rollback()
 		w.served.Add(1)
 		close(r.done)
-		return append(live, batch[i+1:]...)
+		return again
 	}
 	if _, err := w.exec("COMMIT"); err != nil {
 		w.rollback()

@@ -15,6 +15,8 @@ var recordTests = []test{
 	{"DroppedStaysDropped", testRecordDropped},
 	{"SameAttemptNumberReplaces", testRecordReplace},
 	{"ManyOutcomesOneCall", testRecordMany},
+	{"StaleLeaseOwnerOnlyLogs", testRecordStaleOwner},
+	{"LeaseOwnerAfterRelease", testRecordOwnerReleased},
 }
 
 // claimOne publishes a delivery to sub at `at` and claims it.
@@ -187,4 +189,81 @@ func testRecordMany(t *testing.T, b *bundle) {
 	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_unknown", store.Page{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ListAttempts(unknown) = %v, want ErrNotFound", err)
 	}
+}
+
+// testRecordStaleOwner: an outcome whose LeaseOwner no longer holds the
+// delivery's lease logs its attempt and leaves the state alone; the owner's
+// own outcome is applied, and an empty LeaseOwner applies to any pending
+// delivery.
+func testRecordStaleOwner(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, seq := b.claimOne(a, b.now) // leased to node-a by Publish
+	id := ev.Deliveries[0].ID
+	before := b.get(id)
+
+	stale := succeeded(id, 1, b.at(time.Second))
+	stale.LeaseOwner = "node-b"
+	b.record(stale)
+	equal(t, "delivery after a stale owner's Record", b.get(id), before)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{stale.Attempt})
+	// Still leased: no claimer gets it.
+	if got := b.claim(a.EndpointID, b.at(time.Hour), 10); len(got) != 0 {
+		t.Fatalf("a stale owner's Record released the lease: claimed %v", claimedIDs(got))
+	}
+
+	own := failed(id, 2, b.at(time.Minute), b.at(time.Minute+time.Second), b.at(2*time.Minute))
+	own.LeaseOwner = b.lease.Owner
+	b.record(own)
+	want := pendingDelivery(ev, 0, seq)
+	want.Attempts, want.RoundAttempts = 2, 2
+	want.FirstFailure = b.at(time.Minute + time.Second)
+	want.NextAttemptAt = b.at(2 * time.Minute)
+	want.LastAttemptAt = b.at(time.Minute)
+	want.LastStatusCode, want.LastOutcome = 503, "http_503"
+	equal(t, "delivery after the owner's Record", b.get(id), want)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{stale.Attempt, own.Attempt})
+
+	// Claimed again by ClaimDue: the same guard holds for that lease.
+	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, b.at(2*time.Minute), 10)), []string{id})
+	stale = succeeded(id, 3, b.at(2*time.Minute))
+	stale.LeaseOwner = "node-b"
+	b.record(stale)
+	if d := b.get(id); d.Status != store.StatusPending || d.Attempts != 2 {
+		t.Fatalf("stale owner changed the state: %+v", d)
+	}
+	own = succeeded(id, 3, b.at(2*time.Minute))
+	own.LeaseOwner = b.lease.Owner
+	b.record(own)
+	if d := b.get(id); d.Status != store.StatusDelivered || d.Attempts != 3 {
+		t.Fatalf("owner's success not applied: %+v", d)
+	}
+	if n := len(attempts(t, b, id)); n != 3 {
+		t.Fatalf("%d attempts logged, want 3 (the newest report of attempt 3 replaces the stale one)", n)
+	}
+
+	// Without LeaseOwner any pending delivery is updated, leased or not.
+	ev2, _ := b.claimOne(a, b.now)
+	id2 := ev2.Deliveries[0].ID
+	b.record(succeeded(id2, 1, b.at(time.Second)))
+	if d := b.get(id2); d.Status != store.StatusDelivered {
+		t.Fatalf("Record without LeaseOwner not applied: %+v", d)
+	}
+}
+
+// testRecordOwnerReleased: once the lease is released the former owner no
+// longer holds it, so its outcome only logs the attempt.
+func testRecordOwnerReleased(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, _ := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	if err := b.s.Release(b.ctx, []string{id}); err != nil {
+		t.Fatal(err)
+	}
+	before := b.get(id)
+	o := succeeded(id, 1, b.at(time.Second))
+	o.LeaseOwner = b.lease.Owner
+	b.record(o)
+	equal(t, "released delivery after Record", b.get(id), before)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+	equal(t, "still due", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{id})
 }

@@ -10,10 +10,24 @@
 -- claim.go (SQLite only uses a partial index when the query's WHERE clause
 -- repeats its condition with the same constants): change both together.
 
+-- An endpoint's circuit health (internal/health) is kept in the columns
+-- after url; health_window is the rolling window's non-empty slices as JSON
+-- [[slice, attempts, failures], ...].
 CREATE TABLE endpoints (
-    id         TEXT PRIMARY KEY,
-    url        TEXT NOT NULL,
-    created_at INTEGER NOT NULL
+    id                   TEXT PRIMARY KEY,
+    url                  TEXT NOT NULL,
+    state                TEXT NOT NULL DEFAULT 'enabled',
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    health_window        TEXT NOT NULL DEFAULT '[]',
+    first_attempt_at     INTEGER NOT NULL DEFAULT 0,
+    last_success_at      INTEGER NOT NULL DEFAULT 0,
+    last_failure_at      INTEGER NOT NULL DEFAULT 0,
+    disabled_at          INTEGER NOT NULL DEFAULT 0,
+    frozen_at            INTEGER NOT NULL DEFAULT 0,
+    next_probe_at        INTEGER NOT NULL DEFAULT 0,
+    probation_delay_ms   INTEGER NOT NULL DEFAULT 0,
+    created_at           INTEGER NOT NULL,
+    updated_at           INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 CREATE TABLE subscriptions (

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// endpointJSON is the endpoint resource: a delivery URL and its circuit.
+type endpointJSON struct {
+	ID                  string     `json:"id"`
+	URL                 string     `json:"url"`
+	State               string     `json:"state"`
+	ConsecutiveFailures int64      `json:"consecutive_failures"`
+	WindowAttempts      int64      `json:"window_attempts"`
+	WindowFailures      int64      `json:"window_failures"`
+	LastSuccessAt       *time.Time `json:"last_success_at"`
+	LastFailureAt       *time.Time `json:"last_failure_at"`
+	DisabledAt          *time.Time `json:"disabled_at"`
+	FrozenAt            *time.Time `json:"frozen_at"`
+	NextProbeAt         *time.Time `json:"next_probe_at"`
+	ProbationDelay      *string    `json:"probation_delay"`
+	ConcurrencyLimit    *int       `json:"concurrency_limit"`
+	InFlight            int        `json:"in_flight"`
+	CreatedAt           time.Time  `json:"created_at"`
+	UpdatedAt           *time.Time `json:"updated_at"`
+}
+
+// endpointView returns the endpoint as the dispatcher sees it now when it
+// knows it (its health is saved every second), else as stored.
+func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
+	var limit *int
+	inFlight := 0
+	if s.Engine != nil {
+		if live, l, n, ok := s.Engine.Endpoint(ep.ID); ok {
+			url, created := ep.URL, ep.CreatedAt
+			ep = live
+			ep.URL, ep.CreatedAt = url, created
+			limit, inFlight = &l, n
+		}
+	}
+	h := ep.Health
+	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
+	out := endpointJSON{
+		ID: ep.ID, URL: ep.URL, State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
+		WindowAttempts: attempts, WindowFailures: failures,
+		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
+		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),
+		ConcurrencyLimit: limit, InFlight: inFlight, CreatedAt: ep.CreatedAt.UTC(), UpdatedAt: optTime(ep.UpdatedAt),
+	}
+	if out.State == "" {
+		out.State = "enabled"
+	}
+	if h.ProbationDelay > 0 {
+		d := h.ProbationDelay.String()
+		out.ProbationDelay = &d
+	}
+	return out
+}
+
+func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	p, ok := page(w, r)
+	if !ok {
+		return
+	}
+	eps, next, err := s.Store.ListEndpoints(r.Context(), p)
+	if err != nil {
+		s.storeError(w, r, err, "endpoint")
+		return
+	}
+	out := list[endpointJSON]{Data: make([]endpointJSON, 0, len(eps)), NextCursor: next}
+	for _, ep := range eps {
+		out.Data = append(out.Data, s.endpointView(ep))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
+	ep, err := s.Store.GetEndpoint(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "endpoint")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.endpointView(ep))
+}
+
+// enableEndpoint re-enables a disabled, frozen or probation endpoint and
+// resets its counters; its held deliveries flow again.
+func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ep, err := s.Store.GetEndpoint(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err, "endpoint")
+		return
+	}
+	if s.Engine != nil {
+		if _, err := s.Engine.Enable(r.Context(), id); err != nil {
+			s.storeError(w, r, err, "endpoint")
+			return
+		}
+	}
+	if ep, err = s.Store.GetEndpoint(r.Context(), id); err != nil {
+		s.storeError(w, r, err, "endpoint")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.endpointView(ep))
+}

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/store/sqlite"
+)
+
+// testServer is a Server on a fresh SQLite store in t.TempDir(), with its
+// handler built.
+type testServer struct {
+	srv     *Server
+	handler http.Handler
+}
+
+func setupServer(t *testing.T) testServer {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatalf("sqlite.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
+	srv := &Server{Store: st, Catalog: catalog.New(), Version: "test"}
+	return testServer{srv: srv, handler: srv.Handler()}
+}
+
+// httpMethods are the operation keys of an OpenAPI path item.
+var httpMethods = map[string]bool{
+	"get": true, "put": true, "post": true, "delete": true,
+	"options": true, "head": true, "patch": true, "trace": true,
+}
+
+// documentedOperations reads the "METHOD /path" of every operation in the
+// document's paths object from the YAML text, without a YAML parser: under
+// the top-level "paths:" key, a path is a key indented by two spaces that
+// starts with "/", and an operation a method key indented by four spaces
+// under it.
+func documentedOperations(t *testing.T, doc []byte) []string {
+	t.Helper()
+	var ops []string
+	inPaths := false
+	path := ""
+	sc := bufio.NewScanner(bytes.NewReader(doc))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), " \t\r")
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		indent := len(line) - len(trimmed)
+		if indent == 0 {
+			inPaths = line == "paths:"
+			path = ""
+			continue
+		}
+		if !inPaths {
+			continue
+		}
+		key, rest, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			continue
+		}
+		key = strings.Trim(key, `'"`)
+		block := strings.TrimSpace(rest) == "" || strings.HasPrefix(strings.TrimSpace(rest), "#")
+		switch {
+		case indent == 2:
+			if !strings.HasPrefix(key, "/") || !block {
+				t.Fatalf("openapi.yaml:%d: want a path key such as \"  /v1/events:\", got %q", n, line)
+			}
+			path = key
+		case indent == 4 && httpMethods[key]:
+			if !block {
+				t.Fatalf("openapi.yaml:%d: want an operation object under %q, got %q", n, key, line)
+			}
+			ops = append(ops, strings.ToUpper(key)+" "+path)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+// TestOpenAPIDocumentsEveryRoute checks that the OpenAPI document describes
+// exactly the operations Handler serves: every route pattern has a path and
+// method in the document, and every documented operation reaches a route's
+// handler rather than the catch-all 404.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	ts := setupServer(t)
+
+	if !bytes.HasPrefix(openAPI, []byte("openapi: 3.1.")) {
+		t.Fatalf("openapi.yaml does not start with \"openapi: 3.1.\"")
+	}
+	ops := documentedOperations(t, openAPI)
+	if len(ops) == 0 {
+		t.Fatal("found no operations under paths: in openapi.yaml")
+	}
+	documented := map[string]bool{}
+	for _, op := range ops {
+		if documented[op] {
+			t.Errorf("openapi.yaml describes %s twice", op)
+		}
+		documented[op] = true
+	}
+
+	registered := map[string]bool{}
+	for _, rt := range ts.srv.routes() {
+		method, path, ok := strings.Cut(rt.pattern, " ")
+		if !ok || method == "" || !strings.HasPrefix(path, "/") {
+			t.Errorf("route %q has no method: every route must name one", rt.pattern)
+			continue
+		}
+		registered[rt.pattern] = true
+		if !documented[rt.pattern] {
+			t.Errorf("route %q is not in openapi.yaml (want path %s with method %s)", rt.pattern, path, strings.ToLower(method))
+		}
+	}
+	for _, op := range ops {
+		if !registered[op] {
+			t.Errorf("openapi.yaml describes %s, which no route serves", op)
+		}
+	}
+
+	// Send each documented operation through the handler (path parameters
+	// filled with an id that does not exist, no body): it must be answered
+	// by its route, not by the catch-all.
+	for _, op := range ops {
+		method, path, _ := strings.Cut(op, " ")
+		target := path
+		for strings.Contains(target, "{") {
+			i := strings.Index(target, "{")
+			j := strings.Index(target[i:], "}")
+			if j < 0 {
+				t.Fatalf("unbalanced braces in path %q", path)
+			}
+			target = target[:i] + "x_missing" + target[i+j+1:]
+		}
+		rec := httptest.NewRecorder()
+		ts.handler.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+		if rec.Code == http.StatusNotFound {
+			var p Problem
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err == nil && strings.HasPrefix(p.Detail, "no route ") {
+				t.Errorf("%s %s fell through to the catch-all: %s", method, target, p.Detail)
+			}
+		}
+		if rec.Code == http.StatusInternalServerError {
+			t.Errorf("%s %s answered 500: %s", method, target, rec.Body.String())
+		}
+	}
+}
+
+// TestOpenAPIServed checks that GET /openapi.yaml answers the embedded
+// document as application/yaml.
+func TestOpenAPIServed(t *testing.T) {
+	ts := setupServer(t)
+	srv := httptest.NewServer(ts.handler)
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL + "/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /openapi.yaml: status %d, want 200; body %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/yaml" {
+		t.Errorf("GET /openapi.yaml: Content-Type %q, want application/yaml", ct)
+	}
+	if !bytes.Equal(body, openAPI) {
+		t.Errorf("GET /openapi.yaml: body (%d bytes) is not the embedded document (%d bytes)", len(body), len(openAPI))
+	}
+}

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Scenarios lists the scenarios in the order "all" runs them.
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog"}
+
+// scenarioInfo describes each scenario for usage text.
+var scenarioInfo = map[string]string{
+	"steady-batch":  "100 events a request to --endpoints endpoints, as fast as --publishers go",
+	"steady-single": "one event a request from --single-publishers concurrent publishers",
+	"latency":       "--rate events/s offered (one a request) for --duration; publish→receipt p99",
+	"fanout":        "each event to --fanout subscriptions (one endpoint each), 100 a request",
+	"failing":       "--rate events/s offered; --fail-share of the endpoints answer 503 for --fail-for, then recover",
+	"blackhole":     "--blackhole-share of the endpoints never answer; healthy throughput vs. a normal phase",
+	"backlog":       "--backlog deliveries pending retry hours away, then fresh traffic: memory and latency vs. before",
+}
+
+// ScenarioHelp returns one line per scenario for usage text.
+func ScenarioHelp() string {
+	var b strings.Builder
+	for _, s := range Scenarios {
+		fmt.Fprintf(&b, "  %-14s %s\n", s, scenarioInfo[s])
+	}
+	return b.String()
+}
+
+// Sizes are the scenarios' sizes. DefaultSizes keeps each scenario under a
+// minute on a 2-core machine (backlog excepted: see its flag).
+type Sizes struct {
+	Endpoints    int     // endpoints (one subscription each) in the steady, latency and failing scenarios
+	PayloadBytes int     // size of each event's data
+	Events       int     // steady-batch: events
+	Batch        int     // events a request in the batch scenarios
+	Publishers   int     // concurrent publishers in the batch scenarios
+	SingleEvents int     // steady-single: events
+	SinglePubs   int     // steady-single: concurrent publishers
+	Rate         float64 // latency, failing, backlog: events/s offered
+	Duration     time.Duration
+	RateWorkers  int // publishers serving the offered rate
+	FanoutEvents int
+	Fanout       int
+	FailShare    float64
+	FailFor      time.Duration
+	FailDuration time.Duration // failing: how long the rate is offered
+	BHEvents     int           // blackhole: events per phase
+	BHEndpoints  int
+	BHShare      float64
+	BHTimeout    time.Duration
+	Backlog      int // backlog: deliveries pending retry
+	BacklogEPs   int // backlog: endpoints the backlog is spread over
+	BacklogRetry time.Duration
+	BacklogFresh time.Duration // backlog: how long each fresh-traffic phase lasts
+}
+
+// DefaultSizes returns the sizes `herald bench` uses without flags.
+func DefaultSizes() Sizes {
+	return Sizes{
+		Endpoints:    10,
+		PayloadBytes: 512,
+		Events:       100_000,
+		Batch:        100,
+		Publishers:   4,
+		SingleEvents: 40_000,
+		SinglePubs:   32,
+		Rate:         2000,
+		Duration:     20 * time.Second,
+		RateWorkers:  64,
+		FanoutEvents: 10_000,
+		Fanout:       20,
+		FailShare:    0.2,
+		FailFor:      10 * time.Second,
+		FailDuration: 20 * time.Second,
+		BHEvents:     150_000,
+		BHEndpoints:  20,
+		BHShare:      0.1,
+		BHTimeout:    5 * time.Second,
+		Backlog:      1_000_000,
+		BacklogEPs:   10,
+		BacklogRetry: 6 * time.Hour,
+		BacklogFresh: 10 * time.Second,
+	}
+}
+
+func (s Sizes) check() error {
+	var bad []string
+	pos := func(name string, v int) {
+		if v <= 0 {
+			bad = append(bad, fmt.Sprintf("%s must be positive (got %d)", name, v))
+		}
+	}
+	pos("--endpoints", s.Endpoints)
+	pos("--events", s.Events)
+	pos("--publishers", s.Publishers)
+	pos("--single-events", s.SingleEvents)
+	pos("--single-publishers", s.SinglePubs)
+	pos("--rate-workers", s.RateWorkers)
+	pos("--fanout-events", s.FanoutEvents)
+	pos("--fanout", s.Fanout)
+	pos("--blackhole-events", s.BHEvents)
+	pos("--blackhole-endpoints", s.BHEndpoints)
+	pos("--backlog", s.Backlog)
+	pos("--backlog-endpoints", s.BacklogEPs)
+	if s.Batch < 1 || s.Batch > 1000 {
+		bad = append(bad, fmt.Sprintf("--batch must be from 1 to 1000 (got %d)", s.Batch))
+	}
+	if s.PayloadBytes < 0 || s.PayloadBytes > 64<<10 {
+		bad = append(bad, "--payload must be from 0 to 65536 bytes")
+	}
+	if s.Rate <= 0 {
+		bad = append(bad, "--rate must be positive")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--duration", s.Duration}, {"--fail-duration", s.FailDuration}, {"--backlog-fresh", s.BacklogFresh}, {"--backlog-retry", s.BacklogRetry}} {
+		if d.v <= 0 {
+			bad = append(bad, d.name+" must be positive")
+		}
+	}
+	if s.FailFor < 0 {
+		bad = append(bad, "--fail-for must not be negative")
+	}
+	if s.BHTimeout < 100*time.Millisecond || s.BHTimeout > 5*time.Minute {
+		bad = append(bad, "--blackhole-timeout must be from 100ms to 5m")
+	}
+	if s.FailShare <= 0 || s.FailShare >= 1 {
+		bad = append(bad, "--fail-share must be between 0 and 1")
+	}
+	if s.BHShare <= 0 || s.BHShare >= 1 {
+		bad = append(bad, "--blackhole-share must be between 0 and 1")
+	}
+	if s.Endpoints > 1000 || s.Fanout > 1000 || s.BHEndpoints > 1000 || s.BacklogEPs > 1000 {
+		bad = append(bad, "at most 1000 endpoints")
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Config is one `herald bench` run.
+type Config struct {
+	// Herald is the herald binary run as `Herald serve`.
+	Herald string
+	// Scenarios to run, in order.
+	Scenarios []string
+	Sizes     Sizes
+	// Timeout bounds each scenario; 0 takes each scenario's default.
+	Timeout time.Duration
+	// ServeArgs are more flags for `herald serve`.
+	ServeArgs []string
+	// Pprof, when set, is passed to `herald serve --pprof`.
+	Pprof string
+	// Keep leaves each scenario's directory (store and server log).
+	Keep bool
+	// TempDir is where scenario directories are made (default os.TempDir()).
+	TempDir string
+	// Progress receives the progress line and notes (nil: none); ProgressTTY
+	// rewrites the line in place.
+	Progress    io.Writer
+	ProgressTTY bool
+}
+
+// ParseScenarios turns "all" or a comma-separated list into scenario names.
+func ParseScenarios(s string) ([]string, error) {
+	if s == "all" || s == "" {
+		return slices.Clone(Scenarios), nil
+	}
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(Scenarios, name) {
+			return nil, fmt.Errorf("unknown scenario %q (want all or one of %s)", name, strings.Join(Scenarios, ", "))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// defaultTimeout is each scenario's deadline unless Config.Timeout is set.
+func defaultTimeout(name string, s Sizes) time.Duration {
+	switch name {
+	case "backlog":
+		// Building the backlog dominates: allow 2,500 deliveries/s at worst.
+		return 3*time.Minute + time.Duration(s.Backlog/2500)*time.Second
+	case "latency":
+		return 2*time.Minute + 2*s.Duration
+	case "failing":
+		return 2*time.Minute + 2*s.FailDuration
+	}
+	return 3 * time.Minute
+}

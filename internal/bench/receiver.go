@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Receiver behaviours.
+const (
+	modeOK        int32 = iota // answer 200
+	modeFail                   // answer 503 (not counted as a receipt)
+	modeFailFirst              // answer 500 to first attempts (counted), 200 to retries
+)
+
+// track counts one receiver's receipts of one phase's events: event ids are
+// prefix + N with N in [0, n). Each id is counted once; repeats are
+// duplicates (allowed by at-least-once delivery, but worth reporting).
+type track struct {
+	prefix string
+	seen   []uint64 // bit N: event N arrived
+	lat    *recorder
+	unique atomic.Int64
+	dups   atomic.Int64
+	first  atomic.Int64 // UnixNano of the first receipt
+	last   atomic.Int64 // UnixNano of the last receipt
+}
+
+func newTrack(prefix string, n int, lat *recorder) *track {
+	return &track{prefix: prefix, seen: make([]uint64, (n+63)/64), lat: lat}
+}
+
+// mark counts event n received at now (UnixNano), sent at sent (UnixNano,
+// 0 if unknown). It reports false for an id out of range.
+func (t *track) mark(n int, now, sent int64) bool {
+	if n < 0 || n/64 >= len(t.seen) {
+		return false
+	}
+	bit := uint64(1) << (n % 64)
+	if atomic.OrUint64(&t.seen[n/64], bit)&bit != 0 {
+		t.dups.Add(1)
+		return true
+	}
+	t.unique.Add(1)
+	t.first.CompareAndSwap(0, now)
+	for {
+		l := t.last.Load()
+		if now <= l || t.last.CompareAndSwap(l, now) {
+			break
+		}
+	}
+	if sent > 0 && t.lat != nil {
+		t.lat.add(time.Duration(now - sent))
+	}
+	return true
+}
+
+// Receiver is one webhook endpoint: an HTTP server on loopback (or, for a
+// black hole, a listener that accepts connections and never answers).
+type Receiver struct {
+	URL       string
+	blackhole bool
+
+	mode atomic.Int32
+	cur  atomic.Pointer[track]
+
+	requests atomic.Int64 // every request (or, for a black hole, connection)
+	failed   atomic.Int64 // answered with an error status
+	retried  atomic.Int64 // later attempts answered 200 in modeFailFirst
+	stale    atomic.Int64 // events of no current phase
+
+	ln   net.Listener
+	srv  *http.Server
+	mu   sync.Mutex
+	conn map[net.Conn]struct{} // a black hole's held connections
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// startReceiver listens on 127.0.0.1:0 and serves until close.
+func startReceiver(path string, blackhole bool) (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{URL: "http://" + ln.Addr().String() + path, blackhole: blackhole, ln: ln, done: make(chan struct{})}
+	if blackhole {
+		r.conn = map[net.Conn]struct{}{}
+		r.wg.Add(1)
+		go r.holdAll()
+		return r, nil
+	}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		_ = r.srv.Serve(ln)
+	}()
+	return r, nil
+}
+
+// holdAll accepts connections, reads and discards what arrives, and never
+// writes: a peer that never answers.
+func (r *Receiver) holdAll() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		r.requests.Add(1)
+		r.mu.Lock()
+		select {
+		case <-r.done:
+			r.mu.Unlock()
+			c.Close()
+			return
+		default:
+		}
+		r.conn[c] = struct{}{}
+		r.mu.Unlock()
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			_, _ = io.Copy(io.Discard, c) // until either side closes
+			r.mu.Lock()
+			delete(r.conn, c)
+			r.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// ServeHTTP answers one delivery attempt.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, err := buf.ReadFrom(io.LimitReader(req.Body, 4<<20))
+	now := time.Now().UnixNano()
+	r.requests.Add(1)
+	defer bodyPool.Put(buf)
+	if err != nil {
+		r.failed.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	switch r.mode.Load() {
+	case modeFail:
+		r.failed.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	case modeFailFirst:
+		if req.Header.Get("Herald-Delivery-Attempt") != "1" {
+			r.retried.Add(1)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		r.record(buf.Bytes(), now)
+		r.failed.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	r.record(buf.Bytes(), now)
+	w.WriteHeader(http.StatusOK)
+}
+
+func (r *Receiver) record(body []byte, now int64) {
+	id, sent := parseDelivered(body)
+	t := r.cur.Load()
+	if t == nil || len(id) <= len(t.prefix) || string(id[:len(t.prefix)]) != t.prefix {
+		r.stale.Add(1)
+		return
+	}
+	n, err := strconv.Atoi(string(id[len(t.prefix):]))
+	if err != nil || !t.mark(n, now, sent) {
+		r.stale.Add(1)
+	}
+}
+
+// setTrack makes t the phase whose events are counted.
+func (r *Receiver) setTrack(t *track) { r.cur.Store(t) }
+
+// close stops the receiver, closing connections it holds.
+func (r *Receiver) close() {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	r.mu.Lock()
+	close(r.done)
+	for c := range r.conn {
+		c.Close()
+	}
+	r.mu.Unlock()
+	if r.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = r.srv.Shutdown(ctx)
+		cancel()
+		_ = r.srv.Close()
+	} else {
+		r.ln.Close()
+	}
+	r.wg.Wait()
+}
+
+var (
+	idKey   = []byte(`"id":"`)
+	sentKey = []byte(`"benchsent":"`)
+)
+
+// parseDelivered finds the event id and the benchsent attribute in a
+// delivered CloudEvent (structured mode, as Herald writes it: attributes
+// before data, compact). It scans instead of decoding so that receivers cost
+// the machine little; the bench's own events carry no such keys in data.
+func parseDelivered(body []byte) (id []byte, sent int64) {
+	id = stringAfter(body, idKey)
+	if s := stringAfter(body, sentKey); s != nil {
+		sent, _ = strconv.ParseInt(string(s), 10, 64)
+	}
+	return id, sent
+}
+
+// stringAfter returns the JSON string (without escapes, as the bench writes
+// them) that follows key in b, or nil.
+func stringAfter(b, key []byte) []byte {
+	i := bytes.Index(b, key)
+	if i < 0 {
+		return nil
+	}
+	b = b[i+len(key):]
+	j := bytes.IndexByte(b, '"')
+	if j < 0 {
+		return nil
+	}
+	return b[:j]
+}

@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the outcome of a `herald bench` run.
+type Report struct {
+	Machine Machine   `json:"machine"`
+	Sizes   Sizes     `json:"sizes"`
+	Started time.Time `json:"started"`
+	Results []Result  `json:"results"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	MemoryMiB int64  `json:"memory_mib"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Kernel    string `json:"kernel,omitempty"`
+}
+
+// Result is one scenario's outcome.
+type Result struct {
+	Scenario string `json:"scenario"`
+	OK       bool   `json:"ok"`
+	Error    string `json:"error,omitempty"`
+	// Phases are the scenario's measured stretches (one for most).
+	Phases []PhaseResult `json:"phases"`
+	// ServeFlags are the flags given to herald serve beyond --addr, --data
+	// and --log-level.
+	ServeFlags []string `json:"serve_flags,omitempty"`
+	// PeakRSSMiB is the server's peak resident memory (VmHWM) over the whole
+	// scenario, start-up included.
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// CPUSeconds is the server's CPU time (user + system) from the first
+	// subscription to the end of the scenario.
+	CPUSeconds float64 `json:"server_cpu_seconds"`
+	// BenchCPUSeconds is this process's CPU time over the scenario: the load
+	// generator and receivers share the machine with the server.
+	BenchCPUSeconds float64    `json:"bench_cpu_seconds"`
+	Seconds         float64    `json:"seconds"`
+	LoadStart       [3]float64 `json:"loadavg_start"`
+	LoadEnd         [3]float64 `json:"loadavg_end"`
+	Figures         []Figure   `json:"figures,omitempty"`
+	Budget          []Check    `json:"budget,omitempty"`
+}
+
+// PhaseResult is one measured stretch of a scenario.
+type PhaseResult struct {
+	Name string `json:"name,omitempty"`
+	// Events is the number of events accepted (202) and EventsPerSec their
+	// rate from the first publish request to the last answer.
+	Events         int64   `json:"events"`
+	EventsPerSec   float64 `json:"events_per_sec"`
+	PublishSeconds float64 `json:"publish_seconds"`
+	// Deliveries is the number of distinct (endpoint, event) receipts
+	// counted, of Expected; DeliveriesPerSec their rate from the first
+	// publish request to the last receipt.
+	Deliveries       int64   `json:"deliveries"`
+	Expected         int64   `json:"expected"`
+	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
+	DeliverSeconds   float64 `json:"deliver_seconds"`
+	// Duplicates are receipts of an event the endpoint already had.
+	Duplicates int64   `json:"duplicates"`
+	Latency    Latency `json:"latency"`
+	// PeakRSSMiB is the largest server VmRSS sampled during the phase.
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// CPUSeconds is the server's CPU time during the phase; CPUPer1000 the
+	// same per 1,000 deliveries counted.
+	CPUSeconds float64 `json:"server_cpu_seconds"`
+	CPUPer1000 float64 `json:"server_cpu_seconds_per_1000"`
+	// SettleSeconds is how long after the last receipt the server still
+	// listed a pending delivery (its outcomes being committed).
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
+	// Load1 is the machine's 1-minute load average when the phase began.
+	Load1 float64 `json:"loadavg1"`
+}
+
+// Figure is a scenario-specific measurement.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit,omitempty"`
+}
+
+// Check is one budget line of DESIGN §6 against its measurement.
+type Check struct {
+	Line     string `json:"line"`
+	Budget   string `json:"budget"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+func (r *Result) figure(name string, v float64, unit string) {
+	r.Figures = append(r.Figures, Figure{name, v, unit})
+}
+
+func (r *Result) check(line, budget, measured string, met bool) {
+	r.Budget = append(r.Budget, Check{line, budget, measured, met})
+}
+
+// OK reports whether every scenario finished.
+func (rep *Report) OK() bool {
+	for _, r := range rep.Results {
+		if !r.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTable writes the report for a terminal: one row per scenario phase,
+// then each scenario's figures, budget lines and errors.
+func (rep *Report) WriteTable(w io.Writer) error {
+	m := rep.Machine
+	fmt.Fprintf(w, "herald bench — %d CPUs, %s MiB, %s, %s %s\n\n", m.CPUs, thousands(float64(m.MemoryMiB)), m.GoVersion, m.OS, m.Kernel)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tevents/s\tdeliveries\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tRSS MiB\tCPU s/1k\tload\t")
+	for _, r := range rep.Results {
+		if len(r.Phases) == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t%.2f\t\n", r.Scenario, mibCell(r.PeakRSSMiB), r.LoadStart[0])
+		}
+		for _, p := range r.Phases {
+			name := r.Scenario
+			if p.Name != "" {
+				name += "/" + p.Name
+			}
+			evs := "-"
+			if p.Events > 0 {
+				evs = thousands(p.EventsPerSec)
+			}
+			dels := thousands(float64(p.Deliveries))
+			if p.Deliveries != p.Expected {
+				dels += "/" + thousands(float64(p.Expected))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t\n", name, evs, dels, thousands(p.DeliveriesPerSec),
+				msCell(p.Latency.P50ms), msCell(p.Latency.P90ms), msCell(p.Latency.P99ms), msCell(p.Latency.MaxMs),
+				mibCell(p.PeakRSSMiB), cpuCell(p.CPUPer1000), p.Load1)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "\n%s: ", r.Scenario)
+		if r.OK {
+			fmt.Fprintf(w, "ok in %.1fs", r.Seconds)
+		} else {
+			fmt.Fprintf(w, "FAILED after %.1fs", r.Seconds)
+		}
+		fmt.Fprintf(w, "; server peak RSS %.0f MiB, server CPU %.1fs, bench CPU %.1fs, load %.2f → %.2f\n",
+			r.PeakRSSMiB, r.CPUSeconds, r.BenchCPUSeconds, r.LoadStart[0], r.LoadEnd[0])
+		if len(r.ServeFlags) > 0 {
+			fmt.Fprintf(w, "  herald serve %s\n", strings.Join(r.ServeFlags, " "))
+		}
+		for _, f := range r.Figures {
+			fmt.Fprintf(w, "  %s: %s %s\n", f.Name, formatValue(f.Value), f.Unit)
+		}
+		for _, c := range r.Budget {
+			verdict := "MET"
+			if !c.Met {
+				verdict = "MISSED"
+			}
+			fmt.Fprintf(w, "  budget %s: %s — %s: %s\n", verdict, c.Line, c.Budget, c.Measured)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", strings.ReplaceAll(r.Error, "\n", "\n    "))
+		}
+	}
+	return nil
+}
+
+// thousands formats v rounded to an integer with comma separators.
+func thousands(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	n := int64(math.Round(v))
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func formatValue(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return thousands(v)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func msCell(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return thousands(v)
+}
+
+func mibCell(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+func cpuCell(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// fmtMs formats a duration in milliseconds.
+func fmtMs(d time.Duration) string {
+	return strconv.FormatFloat(ms(d), 'f', 1, 64) + " ms"
+}

@@ -1,0 +1,197 @@
+// Package opevents publishes Herald's operational events into its own
+// pipeline as CloudEvents with source "/herald", so operators subscribe to
+// them like to any event type (S11's dead-letter notification, and the
+// endpoint circuit's transitions):
+//
+//	herald.endpoint.probation   herald.endpoint.disabled
+//	herald.endpoint.frozen      herald.endpoint.enabled
+//	herald.delivery.dead_lettered
+//
+// A subscription receives them only when it lists their types: an empty
+// event_types ("everything") does not include herald.* types.
+//
+// Events are queued (bounded: QueueSize) and published in batches by one
+// goroutine, so the dispatcher never waits for them. When the queue is full
+// an event is dropped, logged and counted. No dead-letter event is made for
+// a delivery of an operational event, so a failing operator endpoint cannot
+// feed itself.
+package opevents
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Source is the CloudEvents source of every operational event.
+const Source = "/herald"
+
+// Event types.
+const (
+	TypeProbation    = "herald.endpoint.probation"
+	TypeDisabled     = "herald.endpoint.disabled"
+	TypeFrozen       = "herald.endpoint.frozen"
+	TypeEnabled      = "herald.endpoint.enabled"
+	TypeDeadLettered = "herald.delivery.dead_lettered"
+)
+
+// QueueSize bounds the events waiting to be published.
+const QueueSize = 10_000
+
+// PublishFunc publishes events durably (the ingest path).
+type PublishFunc func(ctx context.Context, evs []event.Event) error
+
+// Publisher turns engine notifications into CloudEvents and publishes them.
+type Publisher struct {
+	publish PublishFunc
+	clock   clock.Clock
+	log     *slog.Logger
+	queue   chan event.Event
+	done    chan struct{}
+	dropped prometheus.Counter
+}
+
+// New returns a publisher; Run must be started to drain it.
+func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Publisher {
+	p := &Publisher{
+		publish: publish, clock: clk, log: log,
+		queue: make(chan event.Event, QueueSize),
+		done:  make(chan struct{}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_operational_events_dropped_total",
+			Help: "Operational events dropped because their queue was full.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(p.dropped)
+	}
+	return p
+}
+
+// Run publishes queued events until ctx ends, then publishes what is left
+// (within 10 s) and returns.
+func (p *Publisher) Run(ctx context.Context) {
+	defer close(p.done)
+	for {
+		select {
+		case ev := <-p.queue:
+			p.flush(ev)
+		case <-ctx.Done():
+			for {
+				select {
+				case ev := <-p.queue:
+					p.flush(ev)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// Done is closed when Run has returned.
+func (p *Publisher) Done() <-chan struct{} { return p.done }
+
+// flush publishes ev and whatever else is queued, up to 100 at a time.
+func (p *Publisher) flush(first event.Event) {
+	batch := []event.Event{first}
+	for len(batch) < 100 {
+		select {
+		case ev := <-p.queue:
+			batch = append(batch, ev)
+			continue
+		default:
+		}
+		break
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.publish(ctx, batch); err != nil {
+		p.log.Error("publishing operational events", "count", len(batch), "err", err)
+	}
+}
+
+func (p *Publisher) enqueue(typ, subject string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		p.log.Error("encoding operational event", "type", typ, "err", err)
+		return
+	}
+	now := p.clock.Now()
+	ev := event.Event{
+		SpecVersion: event.SpecVersion, ID: ids.New("evt_", now), Source: Source, Type: typ,
+		Subject: subject, Time: now.UTC(), DataContentType: "application/json", Data: raw,
+	}
+	select {
+	case p.queue <- ev:
+	default:
+		p.dropped.Inc()
+		p.log.Warn("operational event queue full; event dropped", "type", typ, "subject", subject)
+	}
+}
+
+// EndpointData is the data of the herald.endpoint.* events.
+type EndpointData struct {
+	EndpointID          string    `json:"endpoint_id"`
+	URL                 string    `json:"url"`
+	State               string    `json:"state"`
+	PreviousState       string    `json:"previous_state"`
+	Reason              string    `json:"reason"`
+	ConsecutiveFailures int64     `json:"consecutive_failures"`
+	LastSuccessAt       time.Time `json:"last_success_at,omitzero"`
+	LastFailureAt       time.Time `json:"last_failure_at,omitzero"`
+	NextProbeAt         time.Time `json:"next_probe_at,omitzero"`
+}
+
+// EndpointChanged implements dispatch.Notifier.
+func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
+	typ := map[health.State]string{
+		health.Probation: TypeProbation, health.Disabled: TypeDisabled,
+		health.Frozen: TypeFrozen, health.Enabled: TypeEnabled,
+	}[tr.To]
+	if typ == "" {
+		return
+	}
+	h := ep.Health
+	p.enqueue(typ, ep.URL, EndpointData{
+		EndpointID: ep.ID, URL: ep.URL, State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
+		ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt.UTC(), LastFailureAt: h.LastFailureAt.UTC(),
+		NextProbeAt: h.NextProbeAt.UTC(),
+	})
+}
+
+// DeadLetterData is the data of herald.delivery.dead_lettered.
+type DeadLetterData struct {
+	DeliveryID       string `json:"delivery_id"`
+	SubscriptionID   string `json:"subscription_id"`
+	SubscriptionName string `json:"subscription_name"`
+	EndpointID       string `json:"endpoint_id"`
+	URL              string `json:"url"`
+	EventID          string `json:"event_id"`
+	EventSource      string `json:"event_source"`
+	Reason           string `json:"dead_letter_reason"`
+	Attempts         int    `json:"delivery_attempts"`
+	LastOutcome      string `json:"last_delivery_outcome"`
+}
+
+// DeliveryDeadLettered implements dispatch.Notifier.
+func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome) {
+	if c.EventSource == Source {
+		return // never about an operational event itself
+	}
+	p.enqueue(TypeDeadLettered, c.ID, DeadLetterData{
+		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: sub.URL,
+		EventID: c.EventID, EventSource: c.EventSource, Reason: out.DeadLetterReason,
+		Attempts: out.Attempts, LastOutcome: out.LastOutcome,
+	})
+}

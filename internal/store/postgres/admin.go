@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+const (
+	deliveryStateSQL = `SELECT status, lease_until FROM deliveries WHERE id = $1 FOR UPDATE`
+
+	// restartSet opens a fresh attempt budget. Attempts (the lifetime count)
+	// and the last_* fields stay: the delivery keeps its history, and with
+	// attempts > 0 it is due in the retry lane. dead_letter_reason and
+	// delivered_at are cleared, since the delivery is pending again.
+	restartSet = `status = 'pending', round_attempts = 0, round_start = $1, first_failure = 0,
+	next_attempt_at = $1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0`
+
+	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = $2`
+
+	redriveAllSQL = `UPDATE deliveries SET ` + restartSet + `
+WHERE subscription_id = $2 AND status = 'dead_lettered' RETURNING id, endpoint_id`
+	redriveIDsSQL = `UPDATE deliveries SET ` + restartSet + `
+WHERE id = ANY($3) AND subscription_id = $2 AND status = 'dead_lettered' RETURNING id, endpoint_id`
+
+	// cleanupSQL: old events none of whose deliveries may still be attempted
+	// (an event without deliveries qualifies). Oldest first.
+	cleanupSQL = `SELECT e.seq FROM events AS e
+WHERE e.published_at < $1 AND NOT EXISTS (
+	SELECT 1 FROM deliveries AS d WHERE d.event_seq = e.seq
+	AND d.status NOT IN ('delivered', 'dead_lettered', 'dropped'))
+ORDER BY e.published_at LIMIT $2`
+
+	// cleanupLockSQL locks the candidates' deliveries (so none can be
+	// redelivered until the transaction ends) and returns the candidates
+	// that are still finished.
+	cleanupLockSQL = `WITH locked AS (
+	SELECT d.event_seq, d.status FROM deliveries AS d WHERE d.event_seq = ANY($1) FOR UPDATE
+)
+SELECT c.seq FROM unnest($1::int8[]) AS c(seq)
+WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
+	AND l.status NOT IN ('delivered', 'dead_lettered', 'dropped'))`
+	cleanupAttemptsSQL   = `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_seq = ANY($1))`
+	cleanupDeliveriesSQL = `DELETE FROM deliveries WHERE event_seq = ANY($1)`
+	cleanupEventsSQL     = `DELETE FROM events WHERE seq = ANY($1)`
+)
+
+// Redeliver implements store.DeliveryStore. The delivery becomes pending,
+// due at now, unleased, with RoundAttempts 0, RoundStart now, FirstFailure
+// cleared, and DeadLetterReason and DeliveredAt cleared; Attempts and the
+// Last* fields are kept (so a delivery attempted before is due in the retry
+// lane). ErrConflict when it is pending and its lease has not expired by
+// now; a delivery whose lease expired is redelivered.
+func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
+	at := ms(now)
+	var d store.Delivery
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var status string
+		var lease int64
+		if err := tx.QueryRow(ctx, deliveryStateSQL, id).Scan(&status, &lease); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
+			}
+			return err
+		}
+		if store.Status(status) == store.StatusPending && lease != 0 && lease >= at {
+			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
+		}
+		if _, err := tx.Exec(ctx, redeliverSQL, at, id); err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		dd, err := scanDelivery(tx.QueryRow(ctx, getDeliverySQL, id))
+		if err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		d = dd
+		return nil
+	})
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	return d, nil
+}
+
+// Redrive implements store.DeliveryStore in one transaction. IDs that do
+// not name a dead-lettered delivery of the subscription are ignored.
+// ErrNotFound when the subscription does not exist. Endpoints are returned
+// once each: for ids, in the order of ids; for all, in no particular order.
+func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
+	at := ms(now)
+	var res store.RedriveResult
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		res = store.RedriveResult{}
+		var one int
+		if err := tx.QueryRow(ctx, subscriptionExistsSQL, subscriptionID).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("subscription %s: %w", subscriptionID, store.ErrNotFound)
+			}
+			return err
+		}
+		var rows pgx.Rows
+		var err error
+		if len(ids) == 0 {
+			rows, err = tx.Query(ctx, redriveAllSQL, at, subscriptionID)
+		} else {
+			rows, err = tx.Query(ctx, redriveIDsSQL, at, subscriptionID, ids)
+		}
+		if err != nil {
+			return fmt.Errorf("redrive %s: %w", subscriptionID, err)
+		}
+		moved := map[string]string{} // delivery → endpoint
+		var order []string
+		for rows.Next() {
+			var id, ep string
+			if err := rows.Scan(&id, &ep); err != nil {
+				rows.Close()
+				return err
+			}
+			moved[id] = ep
+			order = append(order, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("redrive %s: %w", subscriptionID, err)
+		}
+		if len(ids) > 0 {
+			order = ids
+		}
+		seen := map[string]bool{}
+		for _, id := range order {
+			ep, ok := moved[id]
+			if !ok {
+				continue
+			}
+			delete(moved, id) // an ID given twice counts once
+			res.Count++
+			if !seen[ep] {
+				seen[ep] = true
+				res.Endpoints = append(res.Endpoints, ep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.RedriveResult{}, err
+	}
+	return res, nil
+}
+
+// Cleanup implements store.DeliveryStore, oldest events first. A limit of
+// zero or less deletes nothing. An event counts as finished when none of
+// its deliveries is pending or queued. Candidates are found first; then one
+// transaction locks their deliveries, checks them again (one may have been
+// redelivered meanwhile) and deletes the attempts, deliveries and events of
+// those still finished. Nodes may run it at the same time: each event is
+// deleted, and counted, once.
+func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, nil
+	}
+	seqs, err := queryAll(ctx, s, func(sc scanner) (int64, error) {
+		var seq int64
+		err := sc.Scan(&seq)
+		return seq, err
+	}, cleanupSQL, ms(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("cleanup: %w", err)
+	}
+	if len(seqs) == 0 {
+		return 0, nil
+	}
+	var n int
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		rows, err := tx.Query(ctx, cleanupLockSQL, seqs)
+		if err != nil {
+			return err
+		}
+		done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		for _, q := range []string{cleanupAttemptsSQL, cleanupDeliveriesSQL} {
+			if _, err := tx.Exec(ctx, q, done); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, cleanupEventsSQL, done)
+		if err != nil {
+			return err
+		}
+		n = int(tag.RowsAffected())
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cleanup: %w", err)
+	}
+	return n, nil
+}

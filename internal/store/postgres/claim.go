@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// The two lanes of the due loader. Each condition repeats the WHERE clause
+// of its partial index in 0001_init.sql (deliveries_fresh, deliveries_retry)
+// so the planner can use it; a delivery is available when it holds no lease
+// or its lease expired before now. Leased deliveries stay in the lane
+// indexes (so that leasing and releasing change no index) and are skipped by
+// a filter on lease_until: there are few of them, the nodes' in-memory windows.
+const (
+	freshLane = `d.status = 'pending' AND d.attempts = 0`
+	retryLane = `d.status = 'pending' AND d.attempts > 0`
+
+	// claimSQL: each lane's candidates in due order, locked with FOR UPDATE
+	// SKIP LOCKED so that concurrent claimers (any node) skip each other's
+	// rows instead of waiting or sharing them. The CTEs are evaluated lazily
+	// under the LIMIT of pick: the retry lane is read (and its rows locked)
+	// only for what the fresh lane leaves of the limit. A row whose lease
+	// another claimer took in the meantime fails the re-check of the WHERE
+	// clause after locking and is left out.
+	claimSQL = `WITH fresh AS (
+	SELECT d.id FROM deliveries AS d
+	WHERE d.endpoint_id = $1 AND ` + freshLane + ` AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+	ORDER BY d.next_attempt_at, d.id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), retry AS (
+	SELECT d.id FROM deliveries AS d
+	WHERE d.endpoint_id = $1 AND ` + retryLane + ` AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+	ORDER BY d.next_attempt_at, d.id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), pick AS (
+	(SELECT id FROM fresh) UNION ALL (SELECT id FROM retry) LIMIT $3
+)
+UPDATE deliveries AS d SET lease_owner = $4, lease_until = $5
+FROM pick, events AS e
+WHERE d.id = pick.id AND e.seq = d.event_seq
+RETURNING ` + deliveryCols + `, e.payload`
+
+	// releaseSQL clears leases; it is a HOT update (no index changes).
+	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE id = ANY($1) AND lease_until <> 0`
+
+	// extendSQL moves the lease of deliveries the owner still holds.
+	extendSQL = `UPDATE deliveries SET lease_until = $3
+WHERE id = ANY($1) AND status = 'pending' AND lease_owner = $2 AND lease_until <> 0
+RETURNING id`
+
+	// nextDueSQL: the first available entry of each lane: an index range
+	// scan from the endpoint's earliest entry that stops at the first one
+	// not leased.
+	nextDueSQL = `SELECT LEAST(
+	(SELECT d.next_attempt_at FROM deliveries AS d
+		WHERE d.endpoint_id = $1 AND ` + freshLane + ` AND (d.lease_until = 0 OR d.lease_until < $2)
+		ORDER BY d.next_attempt_at LIMIT 1),
+	(SELECT d.next_attempt_at FROM deliveries AS d
+		WHERE d.endpoint_id = $1 AND ` + retryLane + ` AND (d.lease_until = 0 OR d.lease_until < $2)
+		ORDER BY d.next_attempt_at LIMIT 1))`
+
+	// dueEndpointsSQL walks each lane's index from one endpoint to the next
+	// (a skip scan written as a recursive CTE: one seek per endpoint,
+	// however many deliveries each has), then takes each endpoint's earliest
+	// available entry as in nextDueSQL. An endpoint whose pending
+	// deliveries are all leased is left out.
+	dueEndpointsSQL = `WITH RECURSIVE
+fresh(ep) AS (
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE ` + freshLane + `)
+	UNION ALL
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE ` + freshLane + ` AND d.endpoint_id > fresh.ep)
+	FROM fresh WHERE fresh.ep IS NOT NULL
+),
+retry(ep) AS (
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE ` + retryLane + `)
+	UNION ALL
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE ` + retryLane + ` AND d.endpoint_id > retry.ep)
+	FROM retry WHERE retry.ep IS NOT NULL
+),
+eps(ep) AS (
+	SELECT ep FROM fresh WHERE ep IS NOT NULL
+	UNION
+	SELECT ep FROM retry WHERE ep IS NOT NULL
+)
+SELECT ep, at FROM (
+	SELECT eps.ep, LEAST(
+		(SELECT d.next_attempt_at FROM deliveries AS d
+			WHERE d.endpoint_id = eps.ep AND ` + freshLane + ` AND (d.lease_until = 0 OR d.lease_until < $1)
+			ORDER BY d.next_attempt_at LIMIT 1),
+		(SELECT d.next_attempt_at FROM deliveries AS d
+			WHERE d.endpoint_id = eps.ep AND ` + retryLane + ` AND (d.lease_until = 0 OR d.lease_until < $1)
+			ORDER BY d.next_attempt_at LIMIT 1)) AS at
+	FROM eps
+) AS x WHERE at IS NOT NULL ORDER BY ep`
+
+	// countPendingSQL counts each lane's partial index (leased or not).
+	countPendingSQL = `SELECT
+	(SELECT COUNT(*) FROM deliveries AS d WHERE ` + freshLane + `),
+	(SELECT COUNT(*) FROM deliveries AS d WHERE ` + retryLane + `)`
+)
+
+// ClaimDue implements store.DeliveryStore in one statement (its own
+// transaction): it leases to lease up to limit pending deliveries of the
+// endpoint that are due at now and hold no lease, or hold one that expired
+// before now (lease_until < now: the holder is presumed dead, or too late),
+// fresh ones first, then retries, each in next_attempt_at order (then ID).
+// Concurrent claimers, on this node or others, never get the same delivery:
+// candidates are locked with FOR UPDATE SKIP LOCKED. A limit of zero or less
+// claims nothing.
+func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []store.Claimed
+	err := s.retrying(ctx, func() error {
+		var err error
+		out, err = queryAll(ctx, s, func(sc scanner) (store.Claimed, error) {
+			var c store.Claimed
+			d, err := scanDelivery(sc, &c.Payload)
+			c.Delivery = d
+			return c, err
+		}, claimSQL, endpointID, ms(now), limit, lease.Owner, leaseUntil(lease))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due: %w", err)
+	}
+	// UPDATE ... RETURNING has no order: put them in claim order.
+	slices.SortFunc(out, func(a, b store.Claimed) int {
+		return cmp.Or(
+			cmp.Compare(min(a.Attempts, 1), min(b.Attempts, 1)),
+			a.NextAttemptAt.Compare(b.NextAttemptAt),
+			cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// retrying runs fn again after a deadlock or serialization failure.
+func (s *Store) retrying(ctx context.Context, fn func() error) error {
+	for try := 0; ; try++ {
+		err := fn()
+		if err == nil || try >= maxRetries || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		s.retried.Add(1)
+		backoff(try)
+	}
+}
+
+// Release implements store.DeliveryStore in one statement. Unknown IDs and
+// deliveries that hold no lease are ignored. It does not check the owner:
+// release only what this node holds (see ExtendLeases for how to learn
+// whether it still holds a delivery).
+func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if len(deliveryIDs) == 0 {
+		return nil
+	}
+	err := s.retrying(ctx, func() error {
+		_, err := s.pool.Exec(ctx, releaseSQL, deliveryIDs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release: %w", s.err(err))
+	}
+	return nil
+}
+
+// ExtendLeases moves to lease.Until the lease of each of deliveryIDs that is
+// still pending and leased to lease.Owner (expired or not, as long as no
+// other node took it over), and returns the IDs it extended, in no
+// particular order. A node holding deliveries longer than its lease (queued
+// behind a slow endpoint) calls it periodically with the IDs it holds and
+// drops, without attempting them, those missing from the answer: another
+// node has them, or they were dropped, redelivered or finished meanwhile.
+// It is not part of store.Store: a SQLite lease never expires.
+func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if len(deliveryIDs) == 0 {
+		return nil, nil
+	}
+	var kept []string
+	err := s.retrying(ctx, func() error {
+		var err error
+		kept, err = queryAll(ctx, s, func(sc scanner) (string, error) {
+			var id string
+			err := sc.Scan(&id)
+			return id, err
+		}, extendSQL, deliveryIDs, lease.Owner, leaseUntil(lease))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("extend leases: %w", err)
+	}
+	return kept, nil
+}
+
+// NextDue implements store.DeliveryStore with one index range scan per lane.
+// Deliveries whose lease expired by Options.Clock count as due (at their
+// next_attempt_at); unexpired leases do not.
+func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool, error) {
+	if err := s.checkOpen(); err != nil {
+		return time.Time{}, false, err
+	}
+	var at *int64
+	if err := s.pool.QueryRow(ctx, nextDueSQL, endpointID, ms(s.clock.Now())).Scan(&at); err != nil {
+		return time.Time{}, false, s.err(err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return fromMS(*at), true, nil
+}
+
+// DueEndpoints implements store.DeliveryStore, in endpoint ID order. It
+// costs a few index seeks per endpoint that has pending deliveries,
+// independent of how many deliveries each has. Leases are judged as in
+// NextDue.
+func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
+	return queryAll(ctx, s, func(sc scanner) (store.EndpointDue, error) {
+		var e store.EndpointDue
+		var at int64
+		err := sc.Scan(&e.EndpointID, &at)
+		e.NextDue = fromMS(at)
+		return e, err
+	}, dueEndpointsSQL, ms(s.clock.Now()))
+}
+
+// CountPending implements store.DeliveryStore: pending deliveries, leased or
+// not, by lane (fresh: no attempt yet; retry: at least one). It counts the
+// lane indexes' entries, so it takes time proportional to the backlog.
+func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, 0, err
+	}
+	if err := s.pool.QueryRow(ctx, countPendingSQL).Scan(&fresh, &retry); err != nil {
+		return 0, 0, s.err(err)
+	}
+	return fresh, retry, nil
+}

@@ -1,0 +1,95 @@
+package postgres
+
+import (
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// ms stores t as Unix milliseconds; the zero time is 0. Precision below a
+// millisecond is dropped, and the instant 1970-01-01T00:00:00Z itself reads
+// back as the zero time (exactly as in the SQLite store).
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMS is the inverse of ms; times come back in UTC.
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// leaseUntil is the lease_until value for l. A lease must be non-zero to
+// count as held, so a zero (or pre-1970) Until is stored as "held until
+// released": such a lease never expires, not even when its node dies.
+func leaseUntil(l store.Lease) int64 {
+	v := ms(l.Until)
+	if v <= 0 {
+		return math.MaxInt64
+	}
+	return v
+}
+
+// cleanText makes s storable in a PostgreSQL text column, which holds only
+// valid UTF-8 without NUL bytes: invalid sequences become U+FFFD and NUL
+// bytes are removed. It is applied to the free-form diagnostics of an
+// attempt (its error and outcome strings), never to identifiers.
+func cleanText(s string) string {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+// scanner is pgx.Row or pgx.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// deliveryCols selects a store.Delivery from deliveries d joined with events
+// e; scanDelivery reads them in this order.
+const deliveryCols = `d.id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at`
+
+// scanDelivery reads deliveryCols followed by extra destinations.
+func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
+	var d store.Delivery
+	var status string
+	var t [6]int64
+	dest := []any{&d.ID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &status,
+		&d.Attempts, &d.RoundAttempts, &t[0], &t[1], &t[2], &t[3],
+		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &t[4], &t[5]}
+	if err := s.Scan(append(dest, extra...)...); err != nil {
+		return store.Delivery{}, err
+	}
+	d.Status = store.Status(status)
+	d.RoundStart = fromMS(t[0])
+	d.FirstFailure = fromMS(t[1])
+	d.NextAttemptAt = fromMS(t[2])
+	d.LastAttemptAt = fromMS(t[3])
+	d.CreatedAt = fromMS(t[4])
+	d.DeliveredAt = fromMS(t[5])
+	return d, nil
+}
+
+// eventCols selects a store.StoredEvent from events e.
+const eventCols = `e.seq, e.id, e.source, e.type, e.subject, e.payload, e.published_at`
+
+func scanEvent(s scanner) (store.StoredEvent, error) {
+	var e store.StoredEvent
+	var at int64
+	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
+		return store.StoredEvent{}, err
+	}
+	e.PublishedAt = fromMS(at)
+	return e, nil
+}

@@ -1,0 +1,648 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/storetest"
+)
+
+// testURL returns HERALD_TEST_POSTGRES_URL. When it is unset the test is
+// skipped, except under CI (CI=true), where PostgreSQL tests must run.
+func testURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("HERALD_TEST_POSTGRES_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("HERALD_TEST_POSTGRES_URL is unset: PostgreSQL tests must run under CI")
+		}
+		t.Skip("HERALD_TEST_POSTGRES_URL is unset: PostgreSQL tests skipped")
+	}
+	return u
+}
+
+// freshSchema creates an empty schema herald_test_<random>, drops it when
+// the test ends, and returns a URL whose search_path selects it.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	base := testURL(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "herald_test_" + hex.EncodeToString(b[:])
+	admin := func(sql string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := admin("CREATE SCHEMA " + name); err != nil {
+		t.Fatalf("create test schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := admin("DROP SCHEMA " + name + " CASCADE"); err != nil {
+			t.Errorf("drop test schema %s: %v", name, err)
+		}
+	})
+	return withSearchPath(t, base, name)
+}
+
+func withSearchPath(t testing.TB, base, schema string) string {
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatalf("HERALD_TEST_POSTGRES_URL: %v", err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return base + " search_path=" + schema // keyword/value form
+}
+
+// openAt opens a Store on dbURL, closed when the test ends.
+func openAt(t testing.TB, dbURL string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dbURL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openAt(t, freshSchema(t), Options{})
+	})
+}
+
+// TestConcurrentOpen starts several nodes at once on a fresh schema: the
+// migration lock makes exactly one of them apply each migration, and every
+// node ends up with a working store.
+func TestConcurrentOpen(t *testing.T) {
+	dbURL := freshSchema(t)
+	const nodes = 6
+	stores := make([]*Store, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			stores[i], errs[i] = Open(context.Background(), dbURL, Options{})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = stores[i].Close() })
+	}
+	var n, maxV int
+	if err := stores[0].pool.QueryRow(context.Background(), `SELECT count(*), max(version) FROM schema_version`).Scan(&n, &maxV); err != nil {
+		t.Fatal(err)
+	}
+	if n != SchemaVersion() || maxV != SchemaVersion() {
+		t.Fatalf("schema_version has %d rows up to %d; want %d", n, maxV, SchemaVersion())
+	}
+	for i, s := range stores {
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatalf("node %d: Ping: %v", i, err)
+		}
+	}
+	// Migrate alone is a no-op on an up-to-date schema.
+	if err := Migrate(context.Background(), dbURL, nil); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+}
+
+// TestMigrateRefusesNewerSchema: a schema written by a newer build is not
+// used.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	dbURL := freshSchema(t)
+	if err := Migrate(context.Background(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := openAt(t, dbURL, Options{})
+	if _, err := s.pool.Exec(context.Background(), `INSERT INTO schema_version VALUES ($1, 'future.sql', 0)`, SchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), dbURL, Options{})
+	if err == nil || !strings.Contains(err.Error(), "newer than this build") {
+		t.Fatalf("Open on a newer schema = %v, want refusal", err)
+	}
+}
+
+// fixture is a subscription on a shared schema and helpers to publish to it.
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+	sub store.Subscription
+	now time.Time
+	n   int
+}
+
+var t0 = time.Date(2031, time.June, 7, 8, 9, 10, 0, time.UTC)
+
+func newFixture(t *testing.T, s *Store) *fixture {
+	f := &fixture{t: t, ctx: context.Background(), now: t0}
+	u := "https://a.example/hook"
+	f.sub = store.Subscription{ID: ids.New("sub_", t0), Name: "a", URL: u, EndpointID: store.EndpointID(u),
+		EventTypes: []string{"x"}, State: "active", CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateSubscription(f.ctx, f.sub); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// events returns n events with one delivery each to the fixture's
+// subscription, published at `at`.
+func (f *fixture) events(n int, at time.Time) []store.NewEvent {
+	evs := make([]store.NewEvent, n)
+	for i := range evs {
+		f.n++
+		evs[i] = store.NewEvent{ID: fmt.Sprintf("evt-%d", f.n), Source: "/test", Type: "x",
+			Payload: []byte(`{"n":1}`), PublishedAt: at,
+			Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", at), SubscriptionID: f.sub.ID, EndpointID: f.sub.EndpointID}}}
+	}
+	return evs
+}
+
+func (f *fixture) publish(s *Store, evs []store.NewEvent, lease store.Lease) []store.PublishResult {
+	f.t.Helper()
+	res, err := s.Publish(f.ctx, evs, lease)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
+}
+
+func claimIDs(cs []store.Claimed) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// TestLeaseExpiryTakeover: node A claims with a lease until t+30s; node B
+// claiming at t+31s takes the delivery over; A's late outcome, recorded with
+// its LeaseOwner, is logged but leaves B's state alone, and B's applies.
+func TestLeaseExpiryTakeover(t *testing.T) {
+	dbURL := freshSchema(t)
+	clk := clock.NewFake(t0)
+	a := openAt(t, dbURL, Options{Clock: clk})
+	b := openAt(t, dbURL, Options{Clock: clk})
+	f := newFixture(t, a)
+	evs := f.events(1, t0)
+	f.publish(a, evs, store.Lease{})
+	id := evs[0].Deliveries[0].ID
+	ep := f.sub.EndpointID
+
+	leaseA := store.Lease{Owner: "node-a", Until: t0.Add(30 * time.Second)}
+	got, err := a.ClaimDue(f.ctx, ep, t0, 10, leaseA)
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Fatalf("A's claim = %v, %v", claimIDs(got), err)
+	}
+	// Before the lease ends (and at its last millisecond) B gets nothing,
+	// and the delivery is not due.
+	for _, at := range []time.Time{t0.Add(10 * time.Second), t0.Add(30 * time.Second)} {
+		clk.Set(at)
+		leaseB := store.Lease{Owner: "node-b", Until: at.Add(30 * time.Second)}
+		if got, err := b.ClaimDue(f.ctx, ep, at, 10, leaseB); err != nil || len(got) != 0 {
+			t.Fatalf("B's claim at %v = %v, %v; want nothing while A's lease holds", at, claimIDs(got), err)
+		}
+		if _, ok, err := b.NextDue(f.ctx, ep); err != nil || ok {
+			t.Fatalf("NextDue at %v = ok %v, %v; want none while leased", at, ok, err)
+		}
+		if _, err := b.Redeliver(f.ctx, id, at); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("Redeliver while leased = %v, want ErrConflict", err)
+		}
+	}
+	// Expired: due again for the loader, at its original due time.
+	clk.Set(t0.Add(31 * time.Second))
+	if at, ok, err := b.NextDue(f.ctx, ep); err != nil || !ok || !at.Equal(t0) {
+		t.Fatalf("NextDue after expiry = %v, %v, %v; want %v", at, ok, err, t0)
+	}
+	due, err := b.DueEndpoints(f.ctx)
+	if err != nil || len(due) != 1 || due[0].EndpointID != ep || !due[0].NextDue.Equal(t0) {
+		t.Fatalf("DueEndpoints after expiry = %+v, %v", due, err)
+	}
+	now := t0.Add(31 * time.Second)
+	leaseB := store.Lease{Owner: "node-b", Until: now.Add(30 * time.Second)}
+	got, err = b.ClaimDue(f.ctx, ep, now, 10, leaseB)
+	if err != nil || len(got) != 1 || got[0].ID != id || got[0].Attempts != 0 {
+		t.Fatalf("B's takeover = %+v, %v", got, err)
+	}
+	if _, ok, _ := b.NextDue(f.ctx, ep); ok {
+		t.Fatal("due while B holds the lease")
+	}
+
+	// A finishes late: its outcome is logged, the state stays B's.
+	late := store.Outcome{
+		Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: t0.Add(time.Second),
+			Duration: 29 * time.Second, StatusCode: 200, Outcome: "http_200"},
+		Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
+		DeliveredAt: t0.Add(30 * time.Second), LeaseOwner: "node-a",
+	}
+	if err := a.Record(f.ctx, []store.Outcome{late}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.GetDelivery(f.ctx, id)
+	if err != nil || d.Status != store.StatusPending || d.Attempts != 0 {
+		t.Fatalf("after A's stale Record: %+v, %v", d, err)
+	}
+	if _, err := b.Redeliver(f.ctx, id, now); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("B's lease was cleared by A's stale Record (Redeliver = %v)", err)
+	}
+	// B's own outcome applies (its attempt is number 2).
+	mine := late
+	mine.Attempt.Number, mine.Attempt.StartedAt, mine.Attempts, mine.RoundAttempts = 2, now, 2, 2
+	mine.DeliveredAt, mine.LeaseOwner = now.Add(time.Second), "node-b"
+	if err := b.Record(f.ctx, []store.Outcome{mine}); err != nil {
+		t.Fatal(err)
+	}
+	d, err = a.GetDelivery(f.ctx, id)
+	if err != nil || d.Status != store.StatusDelivered || d.Attempts != 2 || !d.LastAttemptAt.Equal(now) {
+		t.Fatalf("after B's Record: %+v, %v", d, err)
+	}
+	as, _, err := a.ListAttempts(f.ctx, id, store.Page{})
+	if err != nil || len(as) != 2 {
+		t.Fatalf("attempt log %+v, %v; want both attempts", as, err)
+	}
+}
+
+// TestTwoNodesClaimDisjoint: two stores (two pools: two nodes), several
+// claimers each, claim from one endpoint at once; no delivery is claimed
+// twice and every one is claimed. Claimers also release some of what they
+// claimed, which others then claim again: a delivery may go to several
+// claimers over time, never to two at once.
+func TestTwoNodesClaimDisjoint(t *testing.T) {
+	dbURL := freshSchema(t)
+	nodes := []*Store{openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})}
+	f := newFixture(t, nodes[0])
+	ep := f.sub.EndpointID
+	const rounds, perRound, claimers = 5, 600, 3
+	for round := range rounds {
+		var all []string
+		var evs []store.NewEvent
+		for range perRound / 100 {
+			batch := f.events(100, t0.Add(time.Duration(round)*time.Second))
+			evs = append(evs, batch...)
+		}
+		// Half fresh, half retries.
+		for i := range evs {
+			all = append(all, evs[i].Deliveries[0].ID)
+			evs[i].Deliveries[0].Claimed = i%2 == 1
+		}
+		f.publish(nodes[round%2], evs, store.Lease{Owner: "setup", Until: t0.Add(time.Hour)})
+		var outs []store.Outcome
+		for i := 1; i < len(evs); i += 2 {
+			outs = append(outs, store.Outcome{
+				Attempt: store.AttemptRecord{DeliveryID: evs[i].Deliveries[0].ID, Number: 1, StartedAt: t0, StatusCode: 500, Outcome: "http_500"},
+				Status:  store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0,
+			})
+		}
+		if err := nodes[0].Record(f.ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+
+		var mu sync.Mutex
+		holder := map[string]string{} // delivery → claimer holding it now
+		claimed := map[string]bool{}  // ever claimed and kept
+		var wg sync.WaitGroup
+		errc := make(chan error, 2*claimers)
+		now := t0.Add(time.Hour)
+		for n, s := range nodes {
+			for c := range claimers {
+				me := fmt.Sprintf("node%d-claimer%d", n, c)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					lease := store.Lease{Owner: me, Until: now.Add(time.Hour)}
+					for k := 0; ; k++ {
+						got, err := s.ClaimDue(f.ctx, ep, now, 1+(k*7+c)%25, lease)
+						if err != nil {
+							errc <- err
+							return
+						}
+						if len(got) == 0 {
+							return
+						}
+						var release []string
+						mu.Lock()
+						for i, cl := range got {
+							if h, ok := holder[cl.ID]; ok {
+								mu.Unlock()
+								errc <- fmt.Errorf("%s claimed %s, held by %s", me, cl.ID, h)
+								return
+							}
+							if i%5 == 4 {
+								release = append(release, cl.ID) // give some back
+								continue
+							}
+							holder[cl.ID] = me
+							claimed[cl.ID] = true
+						}
+						mu.Unlock()
+						if len(release) > 0 {
+							if err := s.Release(f.ctx, release); err != nil {
+								errc <- err
+								return
+							}
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		if len(claimed) != len(all) {
+			t.Fatalf("round %d: %d deliveries claimed, want %d", round, len(claimed), len(all))
+		}
+		// Finish them so the next round starts from an empty endpoint.
+		var done []store.Outcome
+		for _, id := range all {
+			done = append(done, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: now},
+				Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
+		}
+		if err := nodes[1].Record(f.ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		if fresh, retry, err := nodes[1].CountPending(f.ctx); err != nil || fresh+retry != 0 {
+			t.Fatalf("round %d: %d+%d still pending (%v)", round, fresh, retry, err)
+		}
+	}
+}
+
+// TestDedupAcrossNodes: two nodes publish the same events at the same time;
+// each event is stored once: exactly one of its publishes is not a
+// duplicate, both report the same sequence, and only that one's deliveries
+// exist.
+func TestDedupAcrossNodes(t *testing.T) {
+	dbURL := freshSchema(t)
+	nodes := []*Store{openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})}
+	f := newFixture(t, nodes[0])
+	const events, callers = 300, 4
+	base := f.events(events, t0)
+	results := make([][]store.PublishResult, 2*callers)
+	copies := make([][]store.NewEvent, 2*callers)
+	var wg sync.WaitGroup
+	errc := make(chan error, 2*callers)
+	for c := range copies {
+		// Each caller publishes every event with its own delivery IDs, in
+		// its own order (reversed for odd callers), in calls of 10.
+		evs := make([]store.NewEvent, events)
+		for i := range evs {
+			j := i
+			if c%2 == 1 {
+				j = events - 1 - i
+			}
+			evs[i] = base[j]
+			evs[i].Deliveries = []store.NewDelivery{{ID: ids.New("dlv_", t0), SubscriptionID: f.sub.ID, EndpointID: f.sub.EndpointID}}
+		}
+		copies[c] = evs
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := nodes[c%2]
+			for i := 0; i < events; i += 10 {
+				res, err := s.Publish(f.ctx, evs[i:i+10], store.Lease{})
+				if err != nil {
+					errc <- err
+					return
+				}
+				results[c] = append(results[c], res...)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	type first struct {
+		seq    int64
+		stored int
+		dlv    string
+	}
+	byEvent := map[string]*first{}
+	for c, evs := range copies {
+		for i, ev := range evs {
+			r := results[c][i]
+			fe := byEvent[ev.ID]
+			if fe == nil {
+				fe = &first{seq: r.Seq}
+				byEvent[ev.ID] = fe
+			}
+			if r.Seq != fe.seq {
+				t.Fatalf("event %s: sequences %d and %d", ev.ID, r.Seq, fe.seq)
+			}
+			if !r.Duplicate {
+				fe.stored++
+				fe.dlv = ev.Deliveries[0].ID
+			}
+			_, err := nodes[0].GetDelivery(f.ctx, ev.Deliveries[0].ID)
+			if r.Duplicate != errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("event %s: duplicate %v but delivery lookup %v", ev.ID, r.Duplicate, err)
+			}
+		}
+	}
+	for id, fe := range byEvent {
+		if fe.stored != 1 {
+			t.Fatalf("event %s stored by %d publishes, want exactly 1", id, fe.stored)
+		}
+	}
+	if fresh, _, err := nodes[1].CountPending(f.ctx); err != nil || fresh != events {
+		t.Fatalf("CountPending = %d, %v; want %d", fresh, err, events)
+	}
+}
+
+// TestExtendLeases: only the owner's pending leases are extended; a lease
+// taken over by another node is reported lost.
+func TestExtendLeases(t *testing.T) {
+	dbURL := freshSchema(t)
+	s := openAt(t, dbURL, Options{})
+	f := newFixture(t, s)
+	evs := f.events(3, t0)
+	f.publish(s, evs, store.Lease{})
+	ep := f.sub.EndpointID
+	a := store.Lease{Owner: "node-a", Until: t0.Add(30 * time.Second)}
+	got, err := s.ClaimDue(f.ctx, ep, t0, 3, a)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claim = %v, %v", claimIDs(got), err)
+	}
+	all := claimIDs(got)
+	// Delivery 0 is taken over by node-b after expiry; 1 is finished.
+	b := store.Lease{Owner: "node-b", Until: t0.Add(2 * time.Minute)}
+	if err := s.Release(f.ctx, all[1:]); err != nil { // let only all[0] stay leased to A...
+		t.Fatal(err)
+	}
+	if _, err := s.ClaimDue(f.ctx, ep, t0.Add(31*time.Second), 3, a); err != nil { // ...A claims 1 and 2 back
+		t.Fatal(err)
+	}
+	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(31*time.Second), 1, b); err != nil || len(got) != 1 || got[0].ID != all[0] {
+		t.Fatalf("takeover = %v, %v", claimIDs(got), err)
+	}
+	if err := s.Record(f.ctx, []store.Outcome{{Attempt: store.AttemptRecord{DeliveryID: all[1], Number: 1, StartedAt: t0},
+		Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: t0, LeaseOwner: "node-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.ExtendLeases(f.ctx, append(all, "dlv_unknown"), store.Lease{Owner: "node-a", Until: t0.Add(5 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || kept[0] != all[2] {
+		t.Fatalf("ExtendLeases kept %v, want only %s", kept, all[2])
+	}
+	// The extended lease holds past its first expiry.
+	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(4*time.Minute), 3, b); err != nil || len(got) != 1 || got[0].ID != all[0] {
+		t.Fatalf("claim at +4m = %v, %v; want only %s (b's expired lease)", claimIDs(got), err, all[0])
+	}
+}
+
+// TestBatchIsolation: a Publish that fails (a delivery ID that exists) in
+// a group commit fails alone; the calls sharing its batch succeed.
+func TestBatchIsolation(t *testing.T) {
+	dbURL := freshSchema(t)
+	s := openAt(t, dbURL, Options{Writers: 1})
+	f := newFixture(t, s)
+	taken := f.events(1, t0)
+	f.publish(s, taken, store.Lease{})
+	const calls = 64
+	var wg sync.WaitGroup
+	errs := make([]error, calls)
+	evs := make([][]store.NewEvent, calls)
+	for i := range calls {
+		evs[i] = f.events(5, t0)
+		if i%16 == 7 {
+			evs[i][2].Deliveries[0].ID = taken[0].Deliveries[0].ID
+		}
+	}
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Publish(f.ctx, evs[i], store.Lease{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		bad := i%16 == 7
+		if bad != (err != nil) {
+			t.Fatalf("call %d: err %v, want failure %v", i, err, bad)
+		}
+		for _, ev := range evs[i] {
+			_, gerr := s.GetDelivery(f.ctx, ev.Deliveries[0].ID)
+			if bad && ev.Deliveries[0].ID != taken[0].Deliveries[0].ID && !errors.Is(gerr, store.ErrNotFound) {
+				t.Fatalf("failed call %d wrote delivery %s", i, ev.Deliveries[0].ID)
+			}
+			if !bad && gerr != nil {
+				t.Fatalf("call %d: delivery %s: %v", i, ev.Deliveries[0].ID, gerr)
+			}
+		}
+	}
+	st := s.Stats()
+	t.Logf("stats: %+v", st)
+	if st.Requests < calls {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestRecordSameDeliveryTwiceInOneBatch: outcomes for one delivery in one
+// call apply in order, as if recorded one by one.
+func TestRecordSameDeliveryTwiceInOneBatch(t *testing.T) {
+	s := openAt(t, freshSchema(t), Options{})
+	f := newFixture(t, s)
+	evs := f.events(1, t0)
+	f.publish(s, evs, store.Lease{})
+	id := evs[0].Deliveries[0].ID
+	fail := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: t0, StatusCode: 500, Outcome: "http_500",
+		Error: "bad \xff byte and a NUL \x00"},
+		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0.Add(time.Minute)}
+	ok := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: t0.Add(time.Minute), StatusCode: 200},
+		Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, FirstFailure: t0, DeliveredAt: t0.Add(time.Minute)}
+	late := fail
+	late.Attempt.Number = 3
+	if err := s.Record(f.ctx, []store.Outcome{fail, ok, late, {Attempt: store.AttemptRecord{DeliveryID: "dlv_gone", Number: 1}, Status: store.StatusDelivered}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.GetDelivery(f.ctx, id)
+	if err != nil || d.Status != store.StatusDelivered || d.Attempts != 2 {
+		t.Fatalf("delivery %+v, %v; want delivered after 2 attempts", d, err)
+	}
+	as, _, err := s.ListAttempts(f.ctx, id, store.Page{})
+	if err != nil || len(as) != 3 {
+		t.Fatalf("attempts %+v, %v", as, err)
+	}
+	if as[0].Error != "bad \uFFFD byte and a NUL " {
+		t.Fatalf("attempt error stored as %q", as[0].Error)
+	}
+}
+
+// TestDueWithExpiredLeases checks DueEndpoints, NextDue and CountPending
+// against leases judged by Options.Clock.
+func TestDueWithExpiredLeases(t *testing.T) {
+	clk := clock.NewFake(t0)
+	s := openAt(t, freshSchema(t), Options{Clock: clk})
+	f := newFixture(t, s)
+	held := f.events(2, t0)
+	for i := range held {
+		held[i].Deliveries[0].Claimed = true
+	}
+	f.publish(s, held[:1], store.Lease{Owner: "x", Until: t0.Add(time.Minute)})
+	f.publish(s, held[1:], store.Lease{Owner: "x", Until: t0.Add(2 * time.Minute)})
+	f.publish(s, f.events(1, t0.Add(time.Hour)), store.Lease{})
+	ep := f.sub.EndpointID
+	check := func(want time.Time) {
+		t.Helper()
+		at, ok, err := s.NextDue(f.ctx, ep)
+		if err != nil || !ok || !at.Equal(want) {
+			t.Fatalf("NextDue at %v = %v, %v, %v; want %v", clk.Now(), at, ok, err, want)
+		}
+		due, err := s.DueEndpoints(f.ctx)
+		if err != nil || len(due) != 1 || !due[0].NextDue.Equal(want) {
+			t.Fatalf("DueEndpoints at %v = %+v, %v; want %v", clk.Now(), due, err, want)
+		}
+	}
+	check(t0.Add(time.Hour))
+	clk.Set(t0.Add(time.Minute + time.Millisecond))
+	check(t0)
+	if fresh, retry, err := s.CountPending(f.ctx); err != nil || fresh != 3 || retry != 0 {
+		t.Fatalf("CountPending = %d, %d, %v", fresh, retry, err)
+	}
+	got, err := s.ClaimDue(f.ctx, ep, clk.Now(), 10, store.Lease{Owner: "y", Until: clk.Now().Add(time.Minute)})
+	if err != nil || len(got) != 1 || got[0].ID != held[0].Deliveries[0].ID {
+		t.Fatalf("claim = %v, %v; want the expired one only", claimIDs(got), err)
+	}
+	check(t0.Add(time.Hour))
+}

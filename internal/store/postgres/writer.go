@@ -1,0 +1,477 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Group commit. Publish, Record and SaveHealth calls become requests on a bounded queue.
+// Each of Options.Writers goroutines takes the first waiting request, then
+// every other one already queued (up to MaxBatch requests and MaxBatchRows
+// rows), and writes them all in one transaction with set-based statements
+// (publishBatch, recordBatch), so one commit (one WAL flush) and a handful
+// of round trips serve the whole batch.
+//
+// Failures:
+//   - a deadlock or serialization failure rolls the transaction back; it
+//     runs again (a few times) as it was;
+//   - any other error from PostgreSQL during the statements means some
+//     request's data was refused (a duplicate delivery ID, text that is not
+//     UTF-8, ...): the batch is rolled back and each request runs again in a
+//     transaction of its own, so only the faulty one fails;
+//   - a lost connection fails the batch's requests with the error; when it
+//     happens during COMMIT the outcome is unknown and nothing is retried
+//     (a retried Publish would report its own events as duplicates).
+//
+// Callers wait for their request's answer, which comes only after COMMIT
+// returns. Once queued, a request runs whatever happens to its caller's
+// context.
+
+// request is one Publish or Record call. The writer (re)assigns results on
+// every run, since a batch may run more than once.
+type request struct {
+	events   []store.NewEvent
+	lease    store.Lease
+	results  []store.PublishResult
+	outcomes []store.Outcome
+	health   []healthRow
+
+	err  error
+	done chan struct{}
+}
+
+func (r *request) rows() int { return len(r.events) + len(r.outcomes) + len(r.health) }
+
+// write queues r and waits for its answer. It gives up with ctx's error only
+// while waiting for room in the queue.
+func (s *Store) write(ctx context.Context, r *request) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.done = make(chan struct{})
+	s.mu.RLock()
+	if s.closed.Load() {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	<-r.done
+	return r.err
+}
+
+func (s *Store) writer() {
+	defer s.writers.Done()
+	batch := make([]*request, 0, s.opts.MaxBatch)
+	for r := range s.reqs {
+		batch = append(batch[:0], r)
+		rows := r.rows()
+	fill:
+		for len(batch) < s.opts.MaxBatch && rows < s.opts.MaxBatchRows {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+				rows += r.rows()
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+		clear(batch) // let the answered requests be collected
+	}
+}
+
+// commit runs batch in one transaction and answers every request.
+func (s *Store) commit(batch []*request) {
+	err := s.runRetrying(batch)
+	var be *batchError
+	if err == nil || len(batch) == 1 || !errors.As(err, &be) || !be.isolate {
+		s.answer(batch, err)
+		return
+	}
+	s.isolated.Add(1)
+	s.log.Warn("write batch failed; running its calls one by one", "error", err, "calls", len(batch))
+	for _, r := range batch {
+		s.answer([]*request{r}, s.runRetrying([]*request{r}))
+	}
+}
+
+func (s *Store) answer(rs []*request, err error) {
+	if err == nil {
+		s.commits.Add(1)
+	}
+	s.served.Add(int64(len(rs)))
+	for _, r := range rs {
+		r.err = err
+		if be := (*batchError)(nil); errors.As(err, &be) {
+			r.err = be.err
+		}
+		close(r.done)
+	}
+}
+
+// batchError is a failed batch: isolate says the transaction was certainly
+// rolled back because PostgreSQL refused a statement, so running its
+// requests one by one is safe and may let most of them succeed.
+type batchError struct {
+	err     error
+	isolate bool
+}
+
+func (e *batchError) Error() string { return e.err.Error() }
+func (e *batchError) Unwrap() error { return e.err }
+
+// runRetrying runs batch, again after deadlocks and serialization failures.
+func (s *Store) runRetrying(batch []*request) error {
+	for try := 0; ; try++ {
+		err := s.run(batch)
+		if err == nil || try >= maxRetries || !retryable(err) {
+			return err
+		}
+		s.retried.Add(1)
+		backoff(try)
+	}
+}
+
+// run writes batch in one transaction.
+func (s *Store) run(batch []*request) (err error) {
+	ctx := context.Background()
+	if t := s.opts.StatementTimeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*t)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic in store write", "panic", p, "stack", string(debug.Stack()))
+			err = &batchError{err: fmt.Errorf("store write panicked: %v", p), isolate: true}
+		}
+	}()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.err(fmt.Errorf("begin: %w", err))
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.Background())
+		}
+	}()
+	if err := s.publishBatch(ctx, tx, batch); err != nil {
+		return stmtError(err)
+	}
+	if err := s.recordBatch(ctx, tx, batch); err != nil {
+		return stmtError(err)
+	}
+	if err := healthBatch(ctx, tx, batch); err != nil {
+		return stmtError(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return stmtError(fmt.Errorf("commit: %w", err)) // refused: rolled back
+		}
+		return s.err(fmt.Errorf("commit (outcome unknown): %w", err))
+	}
+	return nil
+}
+
+// stmtError classifies an error met before COMMIT.
+func stmtError(err error) error {
+	if retryable(err) {
+		return err
+	}
+	var pe *pgconn.PgError
+	return &batchError{err: err, isolate: errors.As(err, &pe)}
+}
+
+// evKey identifies an event: (id, source).
+type evKey struct{ id, source string }
+
+const publishSQL = `WITH ev AS (
+	INSERT INTO events (id, source, type, subject, published_at, payload)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::bytea[])
+	ON CONFLICT (id, source) DO NOTHING
+	RETURNING seq, id, source, published_at
+), dl AS (
+	INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status,
+		round_start, next_attempt_at, created_at, lease_owner, lease_until)
+	SELECT n.id, n.subscription_id, n.endpoint_id, ev.seq, 'pending',
+		ev.published_at, ev.published_at, ev.published_at, n.lease_owner, n.lease_until
+	FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int8[])
+		AS n(id, subscription_id, endpoint_id, event_id, event_source, lease_owner, lease_until)
+	JOIN ev ON ev.id = n.event_id AND ev.source = n.event_source
+)
+SELECT seq, id, source FROM ev`
+
+// existingSeqSQL finds the events a batch did not insert: they were stored
+// before, or by a transaction that committed while the insert waited.
+const existingSeqSQL = `SELECT e.seq, e.id, e.source FROM events AS e
+JOIN unnest($1::text[], $2::text[]) AS k(id, source) ON e.id = k.id AND e.source = k.source`
+
+// publishBatch writes the events of every Publish request in batch with
+// their deliveries in two statements, and fills in the requests' results.
+// Within the batch the first occurrence of an event is the one stored; later
+// occurrences, in the same call or another, are duplicates of it.
+func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
+	var (
+		slots                       = map[evKey]int{}
+		eID, eSrc, eType, eSubj     []string
+		eAt                         []int64
+		ePayload                    [][]byte
+		dID, dSub, dEp, dEvID, dEvS []string
+		dOwner                      []string
+		dUntil                      []int64
+		have                        bool
+	)
+	for _, r := range batch {
+		if len(r.events) == 0 {
+			continue
+		}
+		have = true
+		until := leaseUntil(r.lease)
+		for i := range r.events {
+			ev := &r.events[i]
+			k := evKey{ev.ID, ev.Source}
+			if _, ok := slots[k]; ok {
+				continue
+			}
+			slots[k] = len(eID)
+			payload := ev.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			eID, eSrc, eType, eSubj = append(eID, ev.ID), append(eSrc, ev.Source), append(eType, ev.Type), append(eSubj, ev.Subject)
+			eAt, ePayload = append(eAt, ms(ev.PublishedAt)), append(ePayload, payload)
+			for _, d := range ev.Deliveries {
+				owner, lu := "", int64(0)
+				if d.Claimed {
+					owner, lu = r.lease.Owner, until
+				}
+				dID, dSub, dEp = append(dID, d.ID), append(dSub, d.SubscriptionID), append(dEp, d.EndpointID)
+				dEvID, dEvS = append(dEvID, ev.ID), append(dEvS, ev.Source)
+				dOwner, dUntil = append(dOwner, owner), append(dUntil, lu)
+			}
+		}
+	}
+	if !have {
+		return nil
+	}
+	seqs := make([]int64, len(eID))
+	inserted := make([]bool, len(eID))
+	found := 0
+	scan := func(rows pgx.Rows, ins bool) error {
+		defer rows.Close()
+		for rows.Next() {
+			var seq int64
+			var k evKey
+			if err := rows.Scan(&seq, &k.id, &k.source); err != nil {
+				return err
+			}
+			if slot, ok := slots[k]; ok && seqs[slot] == 0 {
+				seqs[slot], inserted[slot] = seq, ins
+				found++
+			}
+		}
+		return rows.Err()
+	}
+	rows, err := tx.Query(ctx, publishSQL, eID, eSrc, eType, eSubj, eAt, ePayload,
+		dID, dSub, dEp, dEvID, dEvS, dOwner, dUntil)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if err := scan(rows, true); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if found < len(eID) {
+		var mID, mSrc []string
+		for i := range eID {
+			if seqs[i] == 0 {
+				mID, mSrc = append(mID, eID[i]), append(mSrc, eSrc[i])
+			}
+		}
+		rows, err := tx.Query(ctx, existingSeqSQL, mID, mSrc)
+		if err != nil {
+			return fmt.Errorf("publish: look up duplicates: %w", err)
+		}
+		if err := scan(rows, false); err != nil {
+			return fmt.Errorf("publish: look up duplicates: %w", err)
+		}
+		if found < len(eID) {
+			// The stored duplicate was deleted (Cleanup) between the two
+			// statements: run the batch again.
+			return errRetry
+		}
+	}
+	first := make([]bool, len(eID))
+	for _, r := range batch {
+		if len(r.events) == 0 {
+			continue
+		}
+		r.results = make([]store.PublishResult, len(r.events))
+		for i := range r.events {
+			slot := slots[evKey{r.events[i].ID, r.events[i].Source}]
+			dup := !inserted[slot] || first[slot]
+			first[slot] = true
+			r.results[i] = store.PublishResult{Seq: seqs[slot], Duplicate: dup}
+		}
+	}
+	return nil
+}
+
+const recordSQL = `WITH u AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int8[], $6::int8[], $7::int8[],
+		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[],
+		$13::int4[], $14::int8[], $15::int4[], $16::text[], $17::text[], $18::bytea[])
+	AS u(id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
+		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner,
+		number, duration_us, status_code, outcome, error, response_body)
+), upd AS (
+	UPDATE deliveries AS d SET
+		status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
+		first_failure = u.first_failure, next_attempt_at = u.next_attempt_at,
+		last_attempt_at = u.started_at, last_status_code = u.last_status_code,
+		last_outcome = u.last_outcome, dead_letter_reason = u.dead_letter_reason,
+		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0
+	FROM u
+	WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
+	RETURNING d.id
+), att AS (
+	INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
+	SELECT u.id, u.number, u.started_at, u.duration_us, u.status_code, u.outcome, u.error, u.response_body
+	FROM u
+	WHERE u.number <> 0 AND EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)
+	ON CONFLICT (delivery_id, number) DO UPDATE SET
+		started_at = excluded.started_at, duration_us = excluded.duration_us,
+		status_code = excluded.status_code, outcome = excluded.outcome,
+		error = excluded.error, response_body = excluded.response_body
+)
+SELECT u.id, u.number FROM u WHERE NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)`
+
+// recordBatch applies the outcomes of every Record request in batch, in
+// order. Outcomes go in rounds in which each delivery appears once (a
+// statement cannot change a row twice); a delivery's later outcome goes in a
+// later round, which sees the earlier one's effect, as if applied one by one.
+func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
+	var rounds [][]*store.Outcome
+	last := map[string]int{} // delivery ID → the last round holding it
+	for _, r := range batch {
+		for i := range r.outcomes {
+			o := &r.outcomes[i]
+			n := 0
+			if prev, ok := last[o.Attempt.DeliveryID]; ok {
+				n = prev + 1
+			}
+			last[o.Attempt.DeliveryID] = n
+			if n == len(rounds) {
+				rounds = append(rounds, nil)
+			}
+			rounds[n] = append(rounds[n], o)
+		}
+	}
+	for _, round := range rounds {
+		if err := s.recordRound(ctx, tx, round); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome) error {
+	n := len(os)
+	var (
+		id, status, lastOutcome, reason, owner, outcome, errText = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts, roundAttempts, lastCode, number, code          = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+		firstFailure, next, started, delivered, durUS            = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		body                                                     = make([][]byte, n)
+	)
+	for i, o := range os {
+		a := &o.Attempt
+		id[i], status[i] = a.DeliveryID, string(o.Status)
+		attempts[i], roundAttempts[i] = int32(o.Attempts), int32(o.RoundAttempts)
+		firstFailure[i], next[i], started[i] = ms(o.FirstFailure), ms(o.NextAttemptAt), ms(a.StartedAt)
+		lastCode[i], lastOutcome[i], reason[i] = int32(o.LastStatusCode), cleanText(o.LastOutcome), cleanText(o.DeadLetterReason)
+		delivered[i], owner[i] = ms(o.DeliveredAt), o.LeaseOwner
+		number[i], durUS[i], code[i] = int32(a.Number), a.Duration.Microseconds(), int32(a.StatusCode)
+		outcome[i], errText[i], body[i] = cleanText(a.Outcome), cleanText(a.Error), a.ResponseBody
+	}
+	rows, err := tx.Query(ctx, recordSQL, id, status, attempts, roundAttempts, firstFailure, next, started,
+		lastCode, lastOutcome, reason, delivered, owner, number, durUS, code, outcome, errText, body)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var missing string
+		var num int32
+		if err := rows.Scan(&missing, &num); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		s.log.Warn("record: no such delivery; attempt not logged", "delivery", missing, "attempt", num)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
+}
+
+// Publish implements store.DeliveryStore. The call is one request of a
+// group commit: its events and deliveries are committed together or not at
+// all (a delivery ID that already exists fails the call). Events are
+// inserted with ON CONFLICT (id, source) DO NOTHING, so an event stored
+// before, or by another node at the same time, is reported as a duplicate
+// with the stored event's sequence and none of its deliveries is written.
+// This holds within one call and within one batch too: the second
+// occurrence of an event is the duplicate. Sequences increase in input order
+// within a call. Deliveries are written pending, due at PublishedAt (also
+// their round start and creation time), leased to lease when Claimed.
+func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease store.Lease) ([]store.PublishResult, error) {
+	if len(events) == 0 {
+		if err := s.checkOpen(); err != nil {
+			return nil, err
+		}
+		return []store.PublishResult{}, nil
+	}
+	r := &request{events: events, lease: lease}
+	if err := s.write(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.results, nil
+}
+
+// Record implements store.DeliveryStore. For each outcome, in order, it
+// writes the delivery's new state if the delivery is still pending (and,
+// when o.LeaseOwner is set, still leased by that owner): LastAttemptAt
+// becomes the attempt's start and the lease is cleared. It appends the
+// attempt to the log unless Attempt.Number is 0, replacing a logged attempt
+// with the same number. An outcome for a delivery that no longer exists is
+// skipped with a warning. An outcome with an invalid status or no delivery
+// ID fails the call before anything is written.
+func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
+	if len(outcomes) == 0 {
+		return s.checkOpen()
+	}
+	for i, o := range outcomes {
+		if o.Attempt.DeliveryID == "" {
+			return fmt.Errorf("record: outcome %d has no delivery ID", i)
+		}
+		if !o.Status.Valid() {
+			return fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
+		}
+	}
+	return s.write(ctx, &request{outcomes: outcomes})
+}
