@@ -24,22 +24,29 @@ const (
 // duplicates (allowed by at-least-once delivery, but worth reporting).
 type track struct {
 	prefix string
+	n      int      // events in the phase
 	seen   []uint64 // bit N: event N arrived
 	lat    *recorder
-	unique atomic.Int64
-	dups   atomic.Int64
-	first  atomic.Int64 // UnixNano of the first receipt
-	last   atomic.Int64 // UnixNano of the last receipt
+	// With split set, events sent after split (UnixNano, 0: not yet) go to
+	// latAfter instead of lat, and lastBefore is the last receipt of an
+	// event sent before it.
+	split      *atomic.Int64
+	latAfter   *recorder
+	lastBefore atomic.Int64
+	unique     atomic.Int64
+	dups       atomic.Int64
+	first      atomic.Int64 // UnixNano of the first receipt
+	last       atomic.Int64 // UnixNano of the last receipt
 }
 
 func newTrack(prefix string, n int, lat *recorder) *track {
-	return &track{prefix: prefix, seen: make([]uint64, (n+63)/64), lat: lat}
+	return &track{prefix: prefix, n: n, seen: make([]uint64, (n+63)/64), lat: lat}
 }
 
 // mark counts event n received at now (UnixNano), sent at sent (UnixNano,
 // 0 if unknown). It reports false for an id out of range.
 func (t *track) mark(n int, now, sent int64) bool {
-	if n < 0 || n/64 >= len(t.seen) {
+	if n < 0 || n >= t.n {
 		return false
 	}
 	bit := uint64(1) << (n % 64)
@@ -55,8 +62,21 @@ func (t *track) mark(n int, now, sent int64) bool {
 			break
 		}
 	}
-	if sent > 0 && t.lat != nil {
-		t.lat.add(time.Duration(now - sent))
+	lat := t.lat
+	if t.split != nil {
+		if at := t.split.Load(); at != 0 && sent > at {
+			lat = t.latAfter
+		} else {
+			for {
+				l := t.lastBefore.Load()
+				if now <= l || t.lastBefore.CompareAndSwap(l, now) {
+					break
+				}
+			}
+		}
+	}
+	if sent > 0 && lat != nil {
+		lat.add(time.Duration(now - sent))
 	}
 	return true
 }

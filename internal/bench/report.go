@@ -130,11 +130,19 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 func (rep *Report) WriteTable(w io.Writer) error {
 	m := rep.Machine
 	fmt.Fprintf(w, "herald bench — %d CPUs, %s MiB, %s, %s %s\n\n", m.CPUs, thousands(float64(m.MemoryMiB)), m.GoVersion, m.OS, m.Kernel)
+	width := len("scenario")
+	for _, r := range rep.Results {
+		width = max(width, len(r.Scenario))
+		for _, p := range r.Phases {
+			width = max(width, len(r.Scenario)+1+len(p.Name))
+		}
+	}
+	left := func(s string) string { return s + strings.Repeat(" ", width-len(s)) }
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tevents/s\tdeliveries\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tRSS MiB\tCPU s/1k\tload\t")
+	fmt.Fprintln(tw, left("scenario")+"\tevents/s\tdeliveries\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tRSS MiB\tCPU s/1k\tload\t")
 	for _, r := range rep.Results {
 		if len(r.Phases) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t%.2f\t\n", r.Scenario, mibCell(r.PeakRSSMiB), r.LoadStart[0])
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t%.2f\t\n", left(r.Scenario), mibCell(r.PeakRSSMiB), r.LoadStart[0])
 		}
 		for _, p := range r.Phases {
 			name := r.Scenario
@@ -149,7 +157,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			if p.Deliveries != p.Expected {
 				dels += "/" + thousands(float64(p.Expected))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t\n", name, evs, dels, thousands(p.DeliveriesPerSec),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t\n", left(name), evs, dels, thousands(p.DeliveriesPerSec),
 				msCell(p.Latency.P50ms), msCell(p.Latency.P90ms), msCell(p.Latency.P99ms), msCell(p.Latency.MaxMs),
 				mibCell(p.PeakRSSMiB), cpuCell(p.CPUPer1000), p.Load1)
 		}

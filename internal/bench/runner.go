@@ -221,6 +221,10 @@ type phase struct {
 	// during runs alongside the load (failing: recovery), with the load's
 	// start time.
 	during func(ctx context.Context, start time.Time)
+	// split, when set, divides each receiver's latencies at the time it
+	// holds: those of events sent later go to latAfter[r].
+	split    *atomic.Int64
+	latAfter map[*Receiver]*recorder
 }
 
 // phaseRun is what a phase produced.
@@ -244,6 +248,9 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 			lat = &recorder{}
 		}
 		t := newTrack(p.load.prefix, p.load.events, lat)
+		if p.split != nil {
+			t.split, t.latAfter = p.split, p.latAfter[r]
+		}
 		pr.tracks[r] = t
 		r.setTrack(t)
 		expected += int64(n)

@@ -384,3 +384,24 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 		}
 	}
 }
+
+// terminate sends SIGTERM and waits (within timeout) for the process to
+// exit; it returns the exit code.
+func (h *herald) terminate(timeout time.Duration) int {
+	h.t.Helper()
+	h.killed = true // cleanup must not SIGKILL an exited process
+	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		h.t.Fatalf("%s: SIGTERM: %v", h.name, err)
+	}
+	select {
+	case <-h.exited:
+	case <-time.After(timeout):
+		_ = h.cmd.Process.Signal(syscall.SIGKILL)
+		<-h.exited
+		h.t.Fatalf("%s: did not exit within %s of SIGTERM", h.name, timeout)
+	}
+	if h.client != nil {
+		h.client.CloseIdleConnections()
+	}
+	return h.cmd.ProcessState.ExitCode()
+}
