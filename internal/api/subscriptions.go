@@ -71,7 +71,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	now := s.Clock.Now()
+	now := s.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
 	sub := store.Subscription{
 		ID: ids.New("sub_", now), State: "active", DeadLetter: true,
 		Timeout: defaultSubscriptionTimeout, CreatedAt: now, UpdatedAt: now,
@@ -118,7 +118,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sub.UpdatedAt = s.Clock.Now()
+	sub.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
 	e.UpdatedAt = sub.UpdatedAt
 	if err := s.Store.UpdateSubscription(r.Context(), sub); err != nil {
 		if errors.Is(err, store.ErrNameTaken) {

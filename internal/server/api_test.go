@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
 
@@ -195,14 +194,7 @@ func TestMatchingByTypeAndSubject(t *testing.T) {
 
 func TestRedeliverAndRedrive(t *testing.T) {
 	b := setup(t)
-	var ok atomic.Bool
-	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
-		if ok.Load() {
-			w.WriteHeader(200)
-			return
-		}
-		w.WriteHeader(404)
-	})
+	rc, failing := switchable(t, http.StatusNotFound, true)
 	sub := b.subscribe(map[string]any{"name": "r", "url": rc.URL})
 	b.publish("e1", "t")
 	b.publish("e2", "t")
@@ -228,7 +220,7 @@ func TestRedeliverAndRedrive(t *testing.T) {
 		t.Fatalf("dead letter fields: %+v", x)
 	}
 
-	ok.Store(true)
+	failing.Store(false)
 	var one delivery
 	if code, raw := b.do("POST", "/v1/deliveries/"+x.ID+"/redeliver", nil, &one); code != http.StatusAccepted {
 		t.Fatalf("redeliver: %d %s", code, raw)

@@ -79,15 +79,7 @@ func TestDisabledEndpointProbesEveryIntervalThenBacklogFlows(t *testing.T) {
 	cfg.DisableConsecutive = 3
 	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
 	ops := b.opsReceiver("herald.endpoint.disabled", "herald.endpoint.enabled")
-	var failing atomic.Bool
-	failing.Store(true)
-	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc, failing := switchable(t, http.StatusServiceUnavailable, true)
 	sub := b.subscribe(map[string]any{"name": "flaky", "url": rc.URL, "event_types": []string{"t"},
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "ttl": "24h"}})
 	ep := b.endpointOf(sub)
@@ -153,15 +145,7 @@ func TestFrozenEndpointWaitsForTheAPI(t *testing.T) {
 	cfg.ProbationAfter = 0
 	cfg.FreezeConsecutive = 4
 	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
-	var failing atomic.Bool
-	failing.Store(true)
-	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc, failing := switchable(t, http.StatusInternalServerError, true)
 	sub := b.subscribe(map[string]any{"name": "dead", "url": rc.URL,
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1m"}, "ttl": "720h"}})
 	ep := b.endpointOf(sub)
@@ -196,15 +180,7 @@ func TestProbationDoublesOnFailedProbes(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 2
 	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
-	var failing atomic.Bool
-	failing.Store(true)
-	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc, failing := switchable(t, http.StatusInternalServerError, true)
 	sub := b.subscribe(map[string]any{"name": "p", "url": rc.URL,
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "ttl": "1h"}})
 	ep := b.endpointOf(sub)
@@ -301,14 +277,7 @@ func TestCatchAllSubscriptionGetsNoOperationalEvents(t *testing.T) {
 
 func TestAdaptiveConcurrency(t *testing.T) {
 	b := setup(t)
-	var failing atomic.Bool
-	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc, failing := switchable(t, http.StatusInternalServerError, false)
 	sub := b.subscribe(map[string]any{"name": "a", "url": rc.URL})
 	ep := b.endpointOf(sub)
 	if e := b.endpoint(ep); e.ConcurrencyLimit != nil && *e.ConcurrencyLimit != 8 {
@@ -334,15 +303,7 @@ func TestAdaptiveConcurrency(t *testing.T) {
 func TestTTLRunsWhileDisabled(t *testing.T) {
 	cfg := health.DefaultConfig()
 	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
-	var failing atomic.Bool
-	failing.Store(true)
-	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusGone)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc, failing := switchable(t, http.StatusGone, true)
 	sub := b.subscribe(map[string]any{"name": "ttl", "url": rc.URL, "event_types": []string{"t"},
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "ttl": "15m"}})
 	ep := b.endpointOf(sub)
@@ -386,4 +347,19 @@ func TestHealthSurvivesRestart(t *testing.T) {
 	if e := b2.endpoint(ep); e.State != "disabled" || e.ConsecutiveFailures != 1 || !e.NextProbeAt.Equal(start.Add(10*time.Minute)) {
 		t.Fatalf("after restart: %+v", e)
 	}
+}
+
+// switchable is a receiver that answers failCode while failing is set, and
+// 200 otherwise.
+func switchable(t *testing.T, failCode int, failNow bool) (*receiver, *atomic.Bool) {
+	failing := new(atomic.Bool)
+	failing.Store(failNow)
+	rc := newReceiver(t, func(_ int, _ *http.Request, w http.ResponseWriter) {
+		if failing.Load() {
+			w.WriteHeader(failCode)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	return rc, failing
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBenchUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-h"}, 0, "steady-batch"},
+		{[]string{"--scenario", "nope"}, 2, `unknown scenario "nope"`},
+		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"--batch", "0", "--herald", "/nonexistent/herald"}, 2, "herald binary"},
+		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := benchMain(context.Background(), tt.args, &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("herald bench %v: exit %d, stderr:\n%s\nwant exit %d and %q", tt.args, code, stderr.String(), tt.code, tt.want)
+		}
+	}
+}
+
+// TestBenchSteadyBatch builds herald and runs a tiny steady-batch against
+// it. It asserts what was counted, never how fast.
+func TestBenchSteadyBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "herald")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := benchMain(ctx, []string{"--herald", bin, "--scenario", "steady-batch", "--events", "1500", "--endpoints", "3",
+		"--batch", "50", "--publishers", "2", "--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep struct {
+		Results []struct {
+			Scenario string `json:"scenario"`
+			OK       bool   `json:"ok"`
+			Phases   []struct {
+				Events     int64 `json:"events"`
+				Deliveries int64 `json:"deliveries"`
+				Expected   int64 `json:"expected"`
+				Latency    struct {
+					Count int64 `json:"count"`
+				} `json:"latency"`
+			} `json:"phases"`
+			PeakRSS float64 `json:"peak_rss_mib"`
+			Budget  []struct {
+				Line string `json:"line"`
+			} `json:"budget"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 1 || !rep.Results[0].OK || len(rep.Results[0].Phases) != 1 {
+		t.Fatalf("report: %s", stdout.String())
+	}
+	r := rep.Results[0]
+	p := r.Phases[0]
+	if p.Events != 1500 || p.Deliveries != 1500 || p.Expected != 1500 || p.Latency.Count != 1500 {
+		t.Errorf("events %d deliveries %d/%d latencies %d, want 1500 each", p.Events, p.Deliveries, p.Expected, p.Latency.Count)
+	}
+	if len(r.Budget) != 1 {
+		t.Errorf("budget lines: %+v", r.Budget)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "herald-bench-*")); len(matches) != 0 {
+		t.Errorf("scenario directory left behind: %v", matches)
+	}
+}
