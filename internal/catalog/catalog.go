@@ -77,8 +77,10 @@ type Catalog struct {
 }
 
 type snapshot struct {
-	byID map[string]*Entry
-	list []*Entry // sorted by ID
+	byID   map[string]*Entry
+	list   []*Entry            // sorted by ID
+	byType map[string][]*Entry // entries that list the type, by ID
+	any    []*Entry            // entries with no type list, by ID
 }
 
 // New returns an empty catalog.
@@ -154,12 +156,17 @@ func (c *Catalog) Remove(id string) {
 // Get returns the entry for a subscription ID, or nil.
 func (c *Catalog) Get(id string) *Entry { return c.current.Load().byID[id] }
 
-// Match returns the entries an event of this type and subject goes to, in ID order.
+// Match returns the entries an event of this type and subject goes to: those
+// listing the type, then those taking every type. Its cost grows with the
+// number of candidate subscriptions for the type, not with all of them.
 func (c *Catalog) Match(typ, subject string) []*Entry {
+	snap := c.current.Load()
 	var out []*Entry
-	for _, e := range c.current.Load().list {
-		if e.Matches(typ, subject) {
-			out = append(out, e)
+	for _, group := range [][]*Entry{snap.byType[typ], snap.any} {
+		for _, e := range group {
+			if e.Matches(typ, subject) {
+				out = append(out, e)
+			}
 		}
 	}
 	return out
@@ -168,10 +175,21 @@ func (c *Catalog) Match(typ, subject string) []*Entry {
 // Len returns the number of entries.
 func (c *Catalog) Len() int { return len(c.current.Load().list) }
 
+// sort rebuilds the ordered list and the type index from byID.
 func (s *snapshot) sort() {
 	s.list = s.list[:0]
 	for _, e := range s.byID {
 		s.list = append(s.list, e)
 	}
 	sort.Slice(s.list, func(i, j int) bool { return s.list[i].ID < s.list[j].ID })
+	s.byType, s.any = map[string][]*Entry{}, nil
+	for _, e := range s.list {
+		if len(e.EventTypes) == 0 {
+			s.any = append(s.any, e)
+			continue
+		}
+		for _, t := range e.EventTypes {
+			s.byType[t] = append(s.byType[t], e)
+		}
+	}
 }
