@@ -129,6 +129,17 @@ func TestParseLoadavgAndMeminfo(t *testing.T) {
 	}
 }
 
+func TestParseCPUBusy(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	d, err := ParseCPUBusy([]byte("cpu  100 5 50 9000 30 2 3 10 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"))
+	if err != nil || d != 1700*time.Millisecond {
+		t.Errorf("ParseCPUBusy = %v, %v; want 1.7s (170 ticks)", d, err)
+	}
+	if _, err := ParseCPUBusy([]byte("intr 1 2 3\n")); err == nil {
+		t.Error("ParseCPUBusy of another line: no error")
+	}
+}
+
 func TestParsePending(t *testing.T) {
 	text := `# HELP herald_deliveries_pending Pending deliveries in the store by lane.
 # TYPE herald_deliveries_pending gauge
@@ -345,6 +356,9 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"duration": "20s"`) || !strings.Contains(b.String(), `"batch": 100`) {
+		t.Errorf("sizes not in the JSON:\n%s", b.String())
 	}
 	r := back.Results[0]
 	if back.Machine.CPUs != 2 || r.Scenario != "steady-batch" || !r.OK || r.Phases[0].DeliveriesPerSec != 9672.4 ||

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -34,29 +35,43 @@ func ScenarioHelp() string {
 // Sizes are the scenarios' sizes. DefaultSizes keeps each scenario under a
 // minute on a 2-core machine (backlog excepted: see its flag).
 type Sizes struct {
-	Endpoints    int     // endpoints (one subscription each) in the steady, latency and failing scenarios
-	PayloadBytes int     // size of each event's data
-	Events       int     // steady-batch: events
-	Batch        int     // events a request in the batch scenarios
-	Publishers   int     // concurrent publishers in the batch scenarios
-	SingleEvents int     // steady-single: events
-	SinglePubs   int     // steady-single: concurrent publishers
-	Rate         float64 // latency, failing, backlog: events/s offered
-	Duration     time.Duration
-	RateWorkers  int // publishers serving the offered rate
-	FanoutEvents int
-	Fanout       int
-	FailShare    float64
-	FailFor      time.Duration
-	FailDuration time.Duration // failing: how long the rate is offered
-	BHEvents     int           // blackhole: events per phase
-	BHEndpoints  int
-	BHShare      float64
-	BHTimeout    time.Duration
-	Backlog      int // backlog: deliveries pending retry
-	BacklogEPs   int // backlog: endpoints the backlog is spread over
-	BacklogRetry time.Duration
-	BacklogFresh time.Duration // backlog: how long each fresh-traffic phase lasts
+	Endpoints    int           `json:"endpoints"`     // endpoints (one subscription each) in the steady, latency, failing and backlog scenarios
+	PayloadBytes int           `json:"payload_bytes"` // size of each event's data
+	Events       int           `json:"events"`        // steady-batch: events
+	Batch        int           `json:"batch"`         // events a request in the batch scenarios
+	Publishers   int           `json:"publishers"`    // concurrent publishers in the batch scenarios
+	SingleEvents int           `json:"single_events"` // steady-single: events
+	SinglePubs   int           `json:"single_publishers"`
+	Rate         float64       `json:"rate"` // latency, failing, backlog: events/s offered
+	Duration     time.Duration `json:"-"`    // latency: how long
+	RateWorkers  int           `json:"rate_workers"`
+	FanoutEvents int           `json:"fanout_events"`
+	Fanout       int           `json:"fanout"`
+	FailShare    float64       `json:"fail_share"`
+	FailFor      time.Duration `json:"-"`
+	FailDuration time.Duration `json:"-"`                // failing: how long the rate is offered
+	BHEvents     int           `json:"blackhole_events"` // blackhole: events per phase
+	BHEndpoints  int           `json:"blackhole_endpoints"`
+	BHShare      float64       `json:"blackhole_share"`
+	BHTimeout    time.Duration `json:"-"`
+	Backlog      int           `json:"backlog"`           // backlog: deliveries pending retry
+	BacklogEPs   int           `json:"backlog_endpoints"` // backlog: endpoints the backlog is spread over
+	BacklogRetry time.Duration `json:"-"`
+	BacklogFresh time.Duration `json:"-"` // backlog: how long each fresh-traffic phase lasts
+}
+
+// MarshalJSON writes the sizes with durations as Go duration strings.
+func (s Sizes) MarshalJSON() ([]byte, error) {
+	type plain Sizes
+	return json.Marshal(struct {
+		plain
+		Duration     string `json:"duration"`
+		FailFor      string `json:"fail_for"`
+		FailDuration string `json:"fail_duration"`
+		BHTimeout    string `json:"blackhole_timeout"`
+		BacklogRetry string `json:"backlog_retry"`
+		BacklogFresh string `json:"backlog_fresh"`
+	}{plain(s), s.Duration.String(), s.FailFor.String(), s.FailDuration.String(), s.BHTimeout.String(), s.BacklogRetry.String(), s.BacklogFresh.String()})
 }
 
 // DefaultSizes returns the sizes `herald bench` uses without flags.

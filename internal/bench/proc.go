@@ -166,3 +166,33 @@ func kernel() string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// ParseCPUBusy returns the machine's busy CPU time (user, nice, system,
+// irq, softirq and steal; not idle or iowait) from the first line of
+// /proc/stat. Guest time is already inside user and nice.
+func ParseCPUBusy(data []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %v", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / ClockTicks, nil
+}
+
+// machineBusy reads the machine's busy CPU time; 0 when unavailable.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	d, _ := ParseCPUBusy(b)
+	return d
+}

@@ -46,12 +46,16 @@ type Result struct {
 	CPUSeconds float64 `json:"server_cpu_seconds"`
 	// BenchCPUSeconds is this process's CPU time over the scenario: the load
 	// generator and receivers share the machine with the server.
-	BenchCPUSeconds float64    `json:"bench_cpu_seconds"`
-	Seconds         float64    `json:"seconds"`
-	LoadStart       [3]float64 `json:"loadavg_start"`
-	LoadEnd         [3]float64 `json:"loadavg_end"`
-	Figures         []Figure   `json:"figures,omitempty"`
-	Budget          []Check    `json:"budget,omitempty"`
+	BenchCPUSeconds float64 `json:"bench_cpu_seconds"`
+	Seconds         float64 `json:"seconds"`
+	// OtherCPUCores is the CPU time other processes used during the
+	// scenario, in cores (machine busy time minus server and bench, per
+	// second of wall time): the noise in the figures.
+	OtherCPUCores float64    `json:"other_cpu_cores"`
+	LoadStart     [3]float64 `json:"loadavg_start"`
+	LoadEnd       [3]float64 `json:"loadavg_end"`
+	Figures       []Figure   `json:"figures,omitempty"`
+	Budget        []Check    `json:"budget,omitempty"`
 }
 
 // PhaseResult is one measured stretch of a scenario.
@@ -172,8 +176,8 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "FAILED after %.1fs", r.Seconds)
 		}
-		fmt.Fprintf(w, "; server peak RSS %.0f MiB, server CPU %.1fs, bench CPU %.1fs, load %.2f → %.2f\n",
-			r.PeakRSSMiB, r.CPUSeconds, r.BenchCPUSeconds, r.LoadStart[0], r.LoadEnd[0])
+		fmt.Fprintf(w, "; server peak RSS %.0f MiB, server CPU %.1fs, bench CPU %.1fs, other processes %.2f cores, load %.2f → %.2f\n",
+			r.PeakRSSMiB, r.CPUSeconds, r.BenchCPUSeconds, r.OtherCPUCores, r.LoadStart[0], r.LoadEnd[0])
 		if len(r.ServeFlags) > 0 {
 			fmt.Fprintf(w, "  herald serve %s\n", strings.Join(r.ServeFlags, " "))
 		}

@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if !res.OK {
 			status = "FAILED: " + firstLineOf(res.Error)
 		}
-		prog.printf("%s: %s (%.1fs, load %.2f → %.2f)\n", name, status, res.Seconds, res.LoadStart[0], res.LoadEnd[0])
+		prog.printf("%s: %s (%.1fs, load %.2f → %.2f, other processes %.2f cores)\n", name, status, res.Seconds, res.LoadStart[0], res.LoadEnd[0], res.OtherCPUCores)
 	}
 	return rep, nil
 }
@@ -100,6 +100,8 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	res.LoadStart = loadavg()
 	start := time.Now()
 	benchCPU0 := procCPU(0)
+	busy0 := machineBusy()
+	var serverCPU time.Duration
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = defaultTimeout(name, cfg.Sizes)
@@ -113,7 +115,14 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 		e.close()
 		res.Seconds = time.Since(start).Seconds()
 		res.LoadEnd = loadavg()
-		res.BenchCPUSeconds = (procCPU(0) - benchCPU0).Seconds()
+		bench := procCPU(0) - benchCPU0
+		res.BenchCPUSeconds = bench.Seconds()
+		if secs := time.Since(start).Seconds(); secs > 0 && busy0 > 0 {
+			// Whatever else ran on the machine meanwhile: the figures are
+			// only as good as this is small.
+			others := machineBusy() - busy0 - bench - serverCPU
+			res.OtherCPUCores = max(others.Seconds(), 0) / secs
+		}
 		if res.Error == "" {
 			res.OK = true
 		}
@@ -152,7 +161,8 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 
 	err = scenarioFuncs[name](ctx, e, &res)
 
-	res.CPUSeconds = (procCPU(srv.pid) - cpu0).Seconds()
+	serverCPU = procCPU(srv.pid) - cpu0
+	res.CPUSeconds = serverCPU.Seconds()
 	res.PeakRSSMiB = mib(procMem(srv.pid).Peak)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {

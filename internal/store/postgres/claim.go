@@ -50,6 +50,10 @@ RETURNING ` + deliveryCols + `, e.payload`
 	// releaseSQL clears leases; it is a HOT update (no index changes).
 	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE id = ANY($1) AND lease_until <> 0`
 
+	// releaseOwnedSQL clears only the leases owner still holds.
+	releaseOwnedSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0
+WHERE id = ANY($1) AND lease_owner = $2 AND lease_until <> 0`
+
 	// extendSQL moves the lease of deliveries the owner still holds.
 	extendSQL = `UPDATE deliveries SET lease_until = $3
 WHERE id = ANY($1) AND status = 'pending' AND lease_owner = $2 AND lease_until <> 0
@@ -159,8 +163,8 @@ func (s *Store) retrying(ctx context.Context, fn func() error) error {
 
 // Release implements store.DeliveryStore in one statement. Unknown IDs and
 // deliveries that hold no lease are ignored. It does not check the owner:
-// release only what this node holds (see ExtendLeases for how to learn
-// whether it still holds a delivery).
+// a lease that expired and was taken over by another node is cleared too;
+// ReleaseOwned does not do that.
 func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -170,6 +174,28 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
 	}
 	err := s.retrying(ctx, func() error {
 		_, err := s.pool.Exec(ctx, releaseSQL, deliveryIDs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release: %w", s.err(err))
+	}
+	return nil
+}
+
+// ReleaseOwned is Release limited to the leases owner still holds: a
+// delivery whose lease expired and was taken over by another node keeps the
+// new holder's lease. It is not part of store.Store (whose Release takes no
+// owner); a node that may have held deliveries past their lease should
+// release with it.
+func (s *Store) ReleaseOwned(ctx context.Context, deliveryIDs []string, owner string) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if len(deliveryIDs) == 0 {
+		return nil
+	}
+	err := s.retrying(ctx, func() error {
+		_, err := s.pool.Exec(ctx, releaseOwnedSQL, deliveryIDs, owner)
 		return err
 	})
 	if err != nil {

@@ -485,6 +485,13 @@ func TestDedupAcrossNodes(t *testing.T) {
 	if fresh, _, err := nodes[1].CountPending(f.ctx); err != nil || fresh != events {
 		t.Fatalf("CountPending = %d, %v; want %d", fresh, err, events)
 	}
+	// Inserting in key order keeps concurrent publishes of the same events
+	// from deadlocking (each deadlock would cost deadlock_timeout, 1s).
+	for i, s := range nodes {
+		if st := s.Stats(); st.Retried != 0 || st.Isolated != 0 {
+			t.Errorf("node %d: %+v; want no retried or isolated batches", i, st)
+		}
+	}
 }
 
 // TestExtendLeases: only the owner's pending leases are extended; a lease
@@ -523,6 +530,16 @@ func TestExtendLeases(t *testing.T) {
 	}
 	if len(kept) != 1 || kept[0] != all[2] {
 		t.Fatalf("ExtendLeases kept %v, want only %s", kept, all[2])
+	}
+	// A release by the former owner leaves node-b's lease alone.
+	if err := s.ReleaseOwned(f.ctx, all, "node-a"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(32*time.Second), 3, a); err != nil || len(got) != 1 || got[0].ID != all[2] {
+		t.Fatalf("claim after ReleaseOwned = %v, %v; want only %s", claimIDs(got), err, all[2])
+	}
+	if kept, err = s.ExtendLeases(f.ctx, all[2:], store.Lease{Owner: "node-a", Until: t0.Add(5 * time.Minute)}); err != nil || len(kept) != 1 {
+		t.Fatalf("ExtendLeases = %v, %v", kept, err)
 	}
 	// The extended lease holds past its first expiry.
 	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(4*time.Minute), 3, b); err != nil || len(got) != 1 || got[0].ID != all[0] {
@@ -645,4 +662,79 @@ func TestDueWithExpiredLeases(t *testing.T) {
 		t.Fatalf("claim = %v, %v; want the expired one only", claimIDs(got), err)
 	}
 	check(t0.Add(time.Hour))
+}
+
+// TestPublishSeqInputOrder: sequences follow input order within a call even
+// though rows are inserted in (id, source) order.
+func TestPublishSeqInputOrder(t *testing.T) {
+	s := openAt(t, freshSchema(t), Options{})
+	f := newFixture(t, s)
+	evs := f.events(200, t0)
+	for i := range evs {
+		evs[i].ID = fmt.Sprintf("z-%03d", 199-i) // reverse lexical order
+	}
+	evs[150].ID, evs[150].Source = evs[20].ID, evs[20].Source // a duplicate within the call
+	evs[150].Deliveries = nil
+	res := f.publish(s, evs, store.Lease{})
+	var last int64
+	for i, r := range res {
+		if i == 150 {
+			if !r.Duplicate || r.Seq != res[20].Seq {
+				t.Fatalf("duplicate within the call: %+v, want seq %d", r, res[20].Seq)
+			}
+			continue
+		}
+		if r.Duplicate || r.Seq <= last {
+			t.Fatalf("result %d = %+v after seq %d: want new, increasing sequences", i, r, last)
+		}
+		last = r.Seq
+		e, err := s.GetEvent(f.ctx, r.Seq)
+		if err != nil || e.ID != evs[i].ID {
+			t.Fatalf("event %d: %+v, %v", r.Seq, e, err)
+		}
+	}
+}
+
+// TestOppositeOrderPublishNoDeadlock: two nodes publish the same events at
+// once in opposite orders, round after round. Each event is stored once,
+// and no transaction deadlocks.
+func TestOppositeOrderPublishNoDeadlock(t *testing.T) {
+	dbURL := freshSchema(t)
+	nodes := []*Store{openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})}
+	f := newFixture(t, nodes[0])
+	for round := range 30 {
+		evs := f.events(50, t0)
+		rev := make([]store.NewEvent, len(evs))
+		for i := range evs {
+			rev[len(evs)-1-i] = evs[i]
+			rev[len(evs)-1-i].Deliveries = []store.NewDelivery{{ID: ids.New("dlv_", t0), SubscriptionID: f.sub.ID, EndpointID: f.sub.EndpointID}}
+		}
+		var wg sync.WaitGroup
+		res := make([][]store.PublishResult, 2)
+		errs := make([]error, 2)
+		for n, in := range [][]store.NewEvent{evs, rev} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[n], errs[n] = nodes[n].Publish(f.ctx, in, store.Lease{})
+			}()
+		}
+		wg.Wait()
+		for n, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d node %d: %v", round, n, err)
+			}
+		}
+		for i := range evs {
+			a, b := res[0][i], res[1][len(evs)-1-i]
+			if a.Seq != b.Seq || a.Duplicate == b.Duplicate {
+				t.Fatalf("round %d event %d: %+v and %+v; want one original, same seq", round, i, a, b)
+			}
+		}
+	}
+	for i, s := range nodes {
+		if st := s.Stats(); st.Retried != 0 {
+			t.Errorf("node %d: %+v; want no retried batches", i, st)
+		}
+	}
 }

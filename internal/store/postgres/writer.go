@@ -202,9 +202,20 @@ func stmtError(err error) error {
 // evKey identifies an event: (id, source).
 type evKey struct{ id, source string }
 
-const publishSQL = `WITH ev AS (
-	INSERT INTO events (id, source, type, subject, published_at, payload)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::bytea[])
+// publishSQL inserts one batch's events and their deliveries. Sequences are
+// drawn in input order (input), but rows are inserted in (id, source) order:
+// a batch that waits for another's uncommitted event with the same key
+// (another node publishing it at the same time) then always waits for a
+// larger key than any it holds, so such waits never form a deadlock.
+const publishSQL = `WITH input AS MATERIALIZED (
+	SELECT nextval('events_seq_seq') AS seq, u.*
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::bytea[]) WITH ORDINALITY
+		AS u(id, source, type, subject, published_at, payload, ord)
+	ORDER BY u.ord
+), ev AS (
+	INSERT INTO events (seq, id, source, type, subject, published_at, payload) OVERRIDING SYSTEM VALUE
+	SELECT seq, id, source, type, subject, published_at, payload FROM input
+	ORDER BY id COLLATE "C", source COLLATE "C"
 	ON CONFLICT (id, source) DO NOTHING
 	RETURNING seq, id, source, published_at
 ), dl AS (

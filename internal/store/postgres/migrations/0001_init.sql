@@ -54,11 +54,12 @@ CREATE TABLE subscriptions (
 );
 
 -- An identity sequence never goes back, so a seq is never reused, even after
--- Cleanup deletes the newest events. UNIQUE (id, source) rather than
+-- Cleanup deletes the newest events. Publish draws from events_seq_seq
+-- itself (to number a batch in input order while inserting it in key order). UNIQUE (id, source) rather than
 -- (source, id): the same uniqueness, and the index also serves lookups by the
 -- CloudEvents id alone (delivery search).
 CREATE TABLE events (
-    seq          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    seq          bigint GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME events_seq_seq) PRIMARY KEY,
     id           text COLLATE "C" NOT NULL,
     source       text COLLATE "C" NOT NULL,
     type         text NOT NULL,
