@@ -46,10 +46,12 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	s := bench.DefaultSizes()
 	scenario := fs.String("scenario", "all", "scenario to run: a name, a comma-separated list, or all")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
+	jsonFile := fs.String("json-file", "", "also write the JSON report to this `file`")
 	herald := fs.String("herald", "", "herald binary to run as the server (default: this executable)")
 	keep := fs.Bool("keep", false, "keep each scenario's directory (store and server log) and print its path")
 	pprofAddr := fs.String("pprof", "", "pass --pprof `ADDR` to herald serve (profile it while a scenario runs)")
 	serveFlags := fs.String("serve-flags", "", "more flags for herald serve, space-separated (e.g. \"--window 20000\")")
+	serveEnv := fs.String("serve-env", "", "more environment for herald serve, space-separated KEY=VALUE (e.g. \"GOGC=400\")")
 	timeout := fs.Duration("timeout", 0, "deadline of each scenario (default: per scenario, from its sizes)")
 	tmp := fs.String("tmp", "", "directory for the scenario directories (default: the system's temporary directory)")
 	noProgress := fs.Bool("quiet", false, "print no progress line")
@@ -96,6 +98,12 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "herald bench: --scenario:", err)
 		return 2
 	}
+	for _, kv := range strings.Fields(*serveEnv) {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			fmt.Fprintf(stderr, "herald bench: --serve-env: %q is not KEY=VALUE\n", kv)
+			return 2
+		}
+	}
 	bin := *herald
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -105,7 +113,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cfg := bench.Config{
 		Herald: bin, Scenarios: names, Sizes: s, Timeout: *timeout,
-		ServeArgs: strings.Fields(*serveFlags), Pprof: *pprofAddr, Keep: *keep, TempDir: *tmp,
+		ServeArgs: strings.Fields(*serveFlags), ServeEnv: strings.Fields(*serveEnv), Pprof: *pprofAddr, Keep: *keep, TempDir: *tmp,
 	}
 	if !*noProgress {
 		cfg.Progress = stderr
@@ -121,6 +129,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		err = rep.WriteTable(stdout)
 	}
+	if err == nil && *jsonFile != "" {
+		err = writeJSONFile(*jsonFile, rep)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "herald bench:", err)
 		return 1
@@ -129,6 +140,18 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+func writeJSONFile(path string, rep *bench.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -22,6 +22,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--batch", "0", "--herald", "/nonexistent/herald"}, 2, "herald binary"},
 		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
+		{[]string{"--serve-env", "GOGC"}, 2, `"GOGC" is not KEY=VALUE`},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

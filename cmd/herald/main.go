@@ -4,6 +4,7 @@
 //	herald serve      run the server (embedded SQLite store by default)
 //	herald policy     print a retry preset's timetable
 //	herald sink       a local receiver that prints what arrives
+//	herald migrate    apply the PostgreSQL schema migrations
 //	herald version    print the version
 package main
 
@@ -23,6 +24,7 @@ Usage:
   herald policy show NAME [--json] print a retry preset's timetable
   herald policy list              list the retry presets
   herald sink [flags]             run a local webhook receiver that prints what arrives
+  herald migrate --store URL      apply the PostgreSQL schema migrations and exit
   herald version                  print the version
 `
 
@@ -42,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPolicy(args[1:], stdout, stderr)
 	case "sink":
 		return runSink(args[1:], stdout, stderr)
+	case "migrate":
+		return runMigrate(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "herald", version)
 		return 0

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,7 +30,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address the API listens on")
 	data := fs.String("data", "./herald-data", "directory of the embedded store")
-	storeKind := fs.String("store", "sqlite", "store: sqlite (embedded, in --data)")
+	storeKind := fs.String("store", "sqlite", "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
+	dbConns := fs.Int("db-max-conns", 0, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
+	dbTimeout := fs.Duration("db-statement-timeout", 60*time.Second, "PostgreSQL statement timeout")
+	nodeID := fs.String("node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	dedup := fs.Duration("dedup-retention", 7*24*time.Hour, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
@@ -79,9 +83,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 	srv, err := server.New(ctx, server.Config{
 		DataDir: *data, Store: *storeKind, Logger: logger, Version: version, DedupRetention: *dedup,
+		DBMaxConns: *dbConns, DBStatementTimeout: *dbTimeout,
 		Dispatch: dispatch.Config{
 			EndpointConcurrency: *epConc, MaxInFlight: *maxInFlight, Health: hc,
-			FreshWindow: *window, LoadWindow: *window,
+			FreshWindow: *window, LoadWindow: *window, Owner: *nodeID,
 		},
 	})
 	if err != nil {
@@ -110,7 +115,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		_ = srv.Close(context.Background())
 		return 1
 	}
-	logger.Info("herald listening", "addr", ln.Addr().String(), "store", *storeKind, "data", *data, "version", version)
+	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(*storeKind), "data", *data,
+		"node", srv.Engine.Owner(), "version", version)
 	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
 
 	serveErr := make(chan error, 1)
@@ -183,4 +189,13 @@ func checkHealthConfig(c health.Config) error {
 		return fmt.Errorf("--probation-initial must be positive and at most --probation-max")
 	}
 	return nil
+}
+
+// storeName is the store for logs: a PostgreSQL URL without its password.
+func storeName(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
+	}
+	return u.Redacted()
 }

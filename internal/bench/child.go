@@ -39,9 +39,10 @@ type server struct {
 
 // startServer starts `bin serve` on 127.0.0.1:0 with its store in dir/data,
 // reads the address it prints ("herald listening on http://ADDR") and waits
-// until /readyz answers 200. extra are more serve flags. On error the
+// until /readyz answers 200. extra are more serve flags, env more
+// environment variables. On error the
 // process, if started, is killed.
-func startServer(ctx context.Context, bin, dir string, extra []string) (_ *server, err error) {
+func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *server, err error) {
 	logPath := filepath.Join(dir, "herald.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -51,6 +52,9 @@ func startServer(ctx context.Context, bin, dir string, extra []string) (_ *serve
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = childAttr()
 	stdout, err := cmd.StdoutPipe()

@@ -171,6 +171,9 @@ type Config struct {
 	Timeout time.Duration
 	// ServeArgs are more flags for `herald serve`.
 	ServeArgs []string
+	// ServeEnv are KEY=VALUE pairs added to the server's environment
+	// (GOGC=400, GOMAXPROCS=1, ...).
+	ServeEnv []string
 	// Pprof, when set, is passed to `herald serve --pprof`.
 	Pprof string
 	// Keep leaves each scenario's directory (store and server log).

@@ -38,6 +38,8 @@ type Result struct {
 	// ServeFlags are the flags given to herald serve beyond --addr, --data
 	// and --log-level.
 	ServeFlags []string `json:"serve_flags,omitempty"`
+	// ServeEnv are the variables added to its environment.
+	ServeEnv []string `json:"serve_env,omitempty"`
 	// PeakRSSMiB is the server's peak resident memory (VmHWM) over the whole
 	// scenario, start-up included.
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
@@ -178,8 +180,8 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "; server peak RSS %.0f MiB, server CPU %.1fs, bench CPU %.1fs, other processes %.2f cores, load %.2f → %.2f\n",
 			r.PeakRSSMiB, r.CPUSeconds, r.BenchCPUSeconds, r.OtherCPUCores, r.LoadStart[0], r.LoadEnd[0])
-		if len(r.ServeFlags) > 0 {
-			fmt.Fprintf(w, "  herald serve %s\n", strings.Join(r.ServeFlags, " "))
+		if len(r.ServeFlags) > 0 || len(r.ServeEnv) > 0 {
+			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(strings.Join(r.ServeEnv, " ")+" herald serve "+strings.Join(r.ServeFlags, " ")))
 		}
 		for _, f := range r.Figures {
 			fmt.Fprintf(w, "  %s: %s %s\n", f.Name, formatValue(f.Value), f.Unit)

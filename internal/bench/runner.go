@@ -148,8 +148,9 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 		extra = append(extra, "--pprof", cfg.Pprof)
 	}
 	res.ServeFlags = extra
+	res.ServeEnv = cfg.ServeEnv
 	prog.set(func() string { return name + ": starting herald serve" })
-	srv, err := startServer(ctx, cfg.Herald, dir, extra)
+	srv, err := startServer(ctx, cfg.Herald, dir, extra, cfg.ServeEnv)
 	if err != nil {
 		res.Error = err.Error()
 		return res

@@ -30,9 +30,12 @@ func (e *Engine) run(l *lane, it *item) {
 		e.releaseIDs([]string{c.ID})
 	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
 		// Held past its time to live (behind a closed circuit, or a late
-		// claim): no attempt.
+		// claim): no attempt. A probe that sends nothing is given back.
 		e.endAttempt(l, nil)
 		out = e.expire(sub, c)
+		if it.probe {
+			e.returnProbe(l)
+		}
 	default:
 		var ok bool
 		out, ok = e.attempt(sub, c)
@@ -69,6 +72,7 @@ func (e *Engine) run(l *lane, it *item) {
 		l.hinted = earlier(l.hinted, out.NextAttemptAt)
 	}
 	e.forget(l, it)
+	delete(e.running, c.ID)
 	// The loader claims a closed circuit's probes one at a time: let it look
 	// for the next as soon as this one is done.
 	gated := e.cfg.Health.Gate(&l.ep.Health, e.cfg.Clock.Now()) != health.Open
@@ -162,6 +166,7 @@ func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now t
 func (e *Engine) record(out store.Outcome) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	out.LeaseOwner = e.cfg.Owner
 	err := e.cfg.Store.Record(ctx, []store.Outcome{out})
 	if err == nil {
 		e.cfg.Metrics.ended(out)
@@ -173,7 +178,7 @@ func (e *Engine) record(out store.Outcome) error {
 func (e *Engine) releaseIDs(ids []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.cfg.Store.Release(ctx, ids); err != nil {
+	if err := e.cfg.Store.Release(ctx, ids, e.cfg.Owner); err != nil {
 		e.cfg.Logger.Warn("releasing deliveries", "count", len(ids), "err", err)
 	}
 }

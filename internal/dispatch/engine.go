@@ -41,11 +41,14 @@ type Config struct {
 	Clock   clock.Clock  // default clock.Real{}
 	Logger  *slog.Logger // default discards
 	Metrics *Metrics     // default: a Metrics on a private registry
-	// Owner names this process in leases (default "herald").
+	// Owner names this process in leases; it must be unique among the
+	// processes sharing a store (default: host name, process ID and a random
+	// suffix).
 	Owner string
-	// Lease is how long a claimed delivery stays leased (default 5m). One
-	// SQLite process never loses its leases; on a shared database another
-	// node may take over a delivery whose lease expired.
+	// Lease is how long a claimed delivery stays leased (default 30s). The
+	// engine renews the leases of everything it holds every Lease/3; on a
+	// shared database another node takes over a delivery whose lease
+	// expired (SQLite leases never expire: one process owns the file).
 	Lease time.Duration
 	// FreshWindow bounds deliveries held from the publish path (default 10,000).
 	FreshWindow int
@@ -62,8 +65,9 @@ type Config struct {
 	Health health.Config
 	// Notifier hears of circuit transitions and dead letters (optional).
 	Notifier Notifier
-	// FlushInterval is how often changed endpoint health is saved (default
-	// 1s; a state change is saved at once).
+	// FlushInterval is how often this node's endpoint outcomes are merged
+	// into the store and other nodes' changes adopted (default 1s; a local
+	// state change is merged at once).
 	FlushInterval time.Duration
 	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
 	MaxInFlight int
@@ -91,10 +95,10 @@ func (c *Config) setDefaults() {
 		c.Metrics = NewMetrics(nil)
 	}
 	if c.Owner == "" {
-		c.Owner = "herald"
+		c.Owner = DefaultOwner()
 	}
 	if c.Lease <= 0 {
-		c.Lease = 5 * time.Minute
+		c.Lease = 30 * time.Second
 	}
 	if c.FreshWindow <= 0 {
 		c.FreshWindow = 10_000
@@ -146,7 +150,8 @@ type Engine struct {
 
 	mu        sync.Mutex
 	lanes     map[string]*lane
-	ready     ring // endpoints with queued work and a free concurrency slot
+	running   map[string]struct{} // IDs of deliveries in their attempt
+	ready     ring                // endpoints with queued work and a free concurrency slot
 	inFlight  int
 	freshHeld int // reserved or held from the publish path
 	loadHeld  int // held from the loader
@@ -156,6 +161,8 @@ type Engine struct {
 	kick        chan struct{} // wakes the loader; capacity 1
 	flushKick   chan struct{} // wakes the health flusher; capacity 1
 	flusherDone chan struct{}
+	keeperStop  chan struct{}
+	keeperDone  chan struct{}
 	attemptsCtx context.Context
 	cancel      context.CancelFunc // cancels attempts still running at a hard stop
 	loaderDone  chan struct{}
@@ -169,9 +176,12 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		cfg:         cfg,
 		lanes:       map[string]*lane{},
+		running:     map[string]struct{}{},
 		kick:        make(chan struct{}, 1),
 		flushKick:   make(chan struct{}, 1),
 		flusherDone: make(chan struct{}),
+		keeperStop:  make(chan struct{}),
+		keeperDone:  make(chan struct{}),
 		attemptsCtx: ctx,
 		cancel:      cancel,
 		loaderDone:  make(chan struct{}),
@@ -196,16 +206,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.mu.Lock()
 	for _, ep := range eps {
-		l := e.laneFor(ep.ID)
-		l.ep = ep
-		if l.ep.Health.State == "" {
-			l.ep.Health.State = health.Enabled
-		}
+		e.adopt(e.laneFor(ep.ID), ep)
 	}
 	e.started = true
 	e.mu.Unlock()
 	go e.loader()
 	go e.flusher()
+	go e.leaseKeeper()
 	return nil
 }
 
@@ -227,6 +234,8 @@ func (e *Engine) Stop(ctx context.Context) {
 		<-e.loaderDone
 		e.flushSoon()
 		<-e.flusherDone
+		close(e.keeperStop)
+		<-e.keeperDone
 	}
 
 	done := make(chan struct{})
@@ -311,6 +320,9 @@ func (e *Engine) Hint(endpointID string, at time.Time) {
 		e.wake()
 	}
 }
+
+// Owner is this engine's lease owner (its node name).
+func (e *Engine) Owner() string { return e.cfg.Owner }
 
 // Stats is a snapshot of the engine's memory use, for metrics and tests.
 type Stats struct {

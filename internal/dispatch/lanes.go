@@ -31,10 +31,15 @@ type lane struct {
 	nextDue time.Time // earliest unleased due delivery in the store; zero: none known
 	hinted  time.Time // earliest hint received since the loader's last claim began
 	inReady bool
-	// ep is the endpoint with its circuit health; dirty when it changed
-	// since it was last saved.
-	ep    store.Endpoint
-	dirty bool
+	// ep is the endpoint with this node's view of its circuit health: the
+	// stored health as of synced, plus the outcomes in pending, which the
+	// flusher merges into the store next.
+	ep      store.Endpoint
+	synced  time.Time
+	pending []health.Outcome
+	// probeHold is the stored next-probe time this node set when it last
+	// took a probe (TakeProbe).
+	probeHold time.Time
 }
 
 func (l *lane) queued() int { return l.fresh.len() + l.retry.len() }
@@ -111,6 +116,7 @@ func (e *Engine) pump() {
 			it = l.retry.pop()
 		}
 		it.probe = probe
+		e.running[it.c.ID] = struct{}{}
 		l.inFlight++
 		e.inFlight++
 		if e.canStart(l, now) {
@@ -123,18 +129,21 @@ func (e *Engine) pump() {
 
 // endAttempt gives back the endpoint's and the global concurrency slot of
 // an attempt whose HTTP exchange ended, and applies what the attempt said
-// about the endpoint's health (obs nil: nothing, e.g. no attempt was made).
+// about the endpoint's health to this node's view (obs nil: nothing, e.g.
+// no attempt was made); the outcome is queued for the flusher to merge into
+// the store.
 func (e *Engine) endAttempt(l *lane, obs *health.Outcome) {
 	var released []string
-	var tr health.Transition
-	var snap store.Endpoint
+	var changed bool
 	e.mu.Lock()
 	l.inFlight--
 	e.inFlight--
 	if obs != nil {
-		tr = e.cfg.Health.Observe(&l.ep.Health, *obs)
-		l.ep.UpdatedAt = obs.At
-		l.dirty = true
+		tr := e.cfg.Health.Observe(&l.ep.Health, *obs)
+		l.pending = append(l.pending, *obs)
+		if n := len(l.pending); n > 2*maxQueuedOutcomes {
+			l.pending = append(l.pending[:0], l.pending[n-maxQueuedOutcomes:]...)
+		}
 		if obs.Success {
 			if l.limit < e.cfg.EndpointConcurrency {
 				l.limit++
@@ -142,21 +151,19 @@ func (e *Engine) endAttempt(l *lane, obs *health.Outcome) {
 		} else if l.limit > 1 {
 			l.limit /= 2
 		}
-		if tr.Changed() {
-			e.cfg.Metrics.transition(tr)
-			snap = l.ep
+		if changed = tr.Changed(); changed {
 			released = e.onTransition(l, tr, obs.At)
 		}
+		// A probe's outcome replaces the probe hold in the store: merge it
+		// at once so the next probe is taken on time, here or elsewhere.
+		changed = changed || obs.Probe || len(l.pending) >= maxQueuedOutcomes
 	}
 	e.markReady(l)
 	e.pump()
 	e.mu.Unlock()
 
-	if tr.Changed() {
-		e.flushSoon()
-		if e.cfg.Notifier != nil {
-			e.cfg.Notifier.EndpointChanged(snap, tr)
-		}
+	if changed {
+		e.flushSoon() // share the change with the other nodes now
 	}
 	if len(released) > 0 {
 		e.releaseIDs(released)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
-	"github.com/herald-events/herald/internal/store"
 )
 
 // loader is the due-window loader: it leases due deliveries from the store,
@@ -96,8 +95,9 @@ func (e *Engine) refresh(ctx context.Context) {
 // has room, while the window has room.
 func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 	type want struct {
-		id string
-		n  int
+		id    string
+		n     int
+		probe bool
 	}
 	e.mu.Lock()
 	room := e.cfg.LoadWindow - e.loadHeld
@@ -110,6 +110,7 @@ func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 			continue
 		}
 		n := e.cfg.EndpointWindow - l.loaded
+		probe := false
 		switch e.cfg.Health.Gate(&l.ep.Health, now) {
 		case health.Closed:
 			continue
@@ -118,7 +119,7 @@ func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 			if l.queued() > 0 || l.inFlight > 0 {
 				continue
 			}
-			n = 1
+			n, probe = 1, true
 		}
 		if n > room {
 			n = room
@@ -130,12 +131,20 @@ func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 		e.loadHeld += n // reserve the places while claiming
 		l.loaded += n
 		l.hinted = time.Time{}
-		wants = append(wants, want{id, n})
+		wants = append(wants, want{id, n, probe})
 	}
 	e.mu.Unlock()
 
 	lease := e.lease(now)
 	for _, w := range wants {
+		if w.probe && !e.takeProbe(ctx, w.id, now) {
+			e.mu.Lock()
+			l := e.laneFor(w.id)
+			e.loadHeld -= w.n
+			l.loaded -= w.n
+			e.mu.Unlock()
+			continue
+		}
 		cs, err := e.cfg.Store.ClaimDue(ctx, w.id, now, w.n, lease)
 		if err != nil {
 			e.cfg.Logger.Warn("claiming due deliveries", "endpoint", w.id, "err", err)
@@ -176,14 +185,58 @@ func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 	}
 }
 
-func (e *Engine) lease(now time.Time) store.Lease {
-	return store.Lease{Owner: e.cfg.Owner, Until: now.Add(e.cfg.Lease)}
-}
-
 // earlier returns the earlier of two times, where zero means "none".
 func earlier(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
 	}
 	return a
+}
+
+// probeHold is how long a node that took a probe keeps the others from
+// taking the next: longer than any attempt (timeouts are at most 5 minutes).
+// The probe's outcome, once merged, sets the real next probe time.
+const probeHold = 6 * time.Minute
+
+// takeProbe asks the store for the right to send the endpoint's probe now.
+// When another node has it (or the store fails), this node's view waits a
+// FlushInterval, by which time the stored health has been adopted.
+func (e *Engine) takeProbe(ctx context.Context, endpointID string, now time.Time) bool {
+	hold := now.Add(probeHold)
+	ok, err := e.cfg.Store.TakeProbe(ctx, endpointID, now, hold)
+	if err != nil {
+		e.cfg.Logger.Warn("taking a probe", "endpoint", endpointID, "err", err)
+	}
+	if ok && err == nil {
+		e.mu.Lock()
+		e.laneFor(endpointID).probeHold = hold
+		e.mu.Unlock()
+		return true
+	}
+	e.mu.Lock()
+	h := &e.laneFor(endpointID).ep.Health
+	if !h.NextProbeAt.After(now) {
+		h.NextProbeAt = now.Add(e.cfg.FlushInterval)
+	}
+	e.mu.Unlock()
+	return false
+}
+
+// returnProbe gives back a probe that sent nothing (its delivery's ttl had
+// passed): the stored next probe time goes back from the hold to now, so
+// this node (or another) takes the next probe at once.
+func (e *Engine) returnProbe(l *lane) {
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	hold := l.probeHold
+	if l.ep.Health.NextProbeAt.After(now) || l.ep.Health.NextProbeAt.IsZero() {
+		e.mu.Unlock()
+		return // an outcome or another node moved it meanwhile
+	}
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.cfg.Store.TakeProbe(ctx, l.id, hold, now); err != nil {
+		e.cfg.Logger.Warn("giving back a probe", "endpoint", l.id, "err", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
 
 // start is the fake clock's starting time in engine tests.
@@ -24,6 +26,7 @@ var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // its API on a real loopback HTTP server.
 type bundle struct {
 	t   *testing.T
+	cfg server.Config
 	clk *clock.Fake
 	srv *server.Server
 	api *httptest.Server
@@ -39,6 +42,11 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		Dispatch: dispatch.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
 		},
+	}
+	if os.Getenv("HERALD_TEST_STORE") == "postgres" {
+		// The engine tests run on both stores: CI runs this package a second
+		// time with HERALD_TEST_STORE=postgres.
+		cfg.Store = pgtest.SchemaURL(t)
 	}
 	for _, f := range tune {
 		f(&cfg)
@@ -59,7 +67,7 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return &bundle{t: t, clk: clk, srv: srv, api: api}
+	return &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api}
 }
 
 // do sends a JSON request to the API and decodes the answer into out (when

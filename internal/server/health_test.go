@@ -42,13 +42,13 @@ func (b *bundle) endpointOf(subID string) string {
 }
 
 // settle waits until the engine has no attempt in flight and its periodic
-// goroutines (loader, health flusher, background) have all gone back to
+// goroutines (loader, health flusher, lease keeper, background) have all gone back to
 // sleep on the fake clock, so that whatever the last clock move allowed has
 // happened.
 func (b *bundle) settle() {
 	b.t.Helper()
 	eventually(b.t, "the engine to settle", func() bool {
-		return b.srv.Engine.Stats().InFlight == 0 && b.clk.Timers() >= 3
+		return b.srv.Engine.Stats().InFlight == 0 && b.clk.Timers() >= 4
 	})
 }
 
@@ -343,7 +343,7 @@ func TestHealthSurvivesRestart(t *testing.T) {
 	if err := b.srv.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	b2 := setup(t, func(c *server.Config) { c.DataDir = dir })
+	b2 := setup(t, func(c *server.Config) { c.DataDir, c.Store = dir, b.cfg.Store })
 	if e := b2.endpoint(ep); e.State != "disabled" || e.ConsecutiveFailures != 1 || !e.NextProbeAt.Equal(start.Add(10*time.Minute)) {
 		t.Fatalf("after restart: %+v", e)
 	}

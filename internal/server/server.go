@@ -7,7 +7,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -29,6 +28,7 @@ import (
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
@@ -36,17 +36,22 @@ import (
 type Config struct {
 	// DataDir holds the embedded store's files (default "./herald-data").
 	DataDir string
-	// Store is "sqlite" (default) or a postgres:// URL (not yet supported).
-	Store   string
-	Clock   clock.Clock  // default clock.Real{}
-	Logger  *slog.Logger // default discards
-	Version string
+	// Store is "sqlite" (default) or a postgres:// URL; any number of
+	// processes may share one PostgreSQL database.
+	Store string
+	// DBMaxConns and DBStatementTimeout tune the PostgreSQL pool (zero:
+	// the store's defaults).
+	DBMaxConns         int
+	DBStatementTimeout time.Duration
+	Clock              clock.Clock  // default clock.Real{}
+	Logger             *slog.Logger // default discards
+	Version            string
 	// DedupRetention is how long a published (source, id) is remembered for
 	// duplicate detection; finished events older than this are deleted
 	// (default 7 days).
 	DedupRetention time.Duration
 	// CatalogReload is how often subscriptions are re-read from the store
-	// (default 10s).
+	// (default 10s on SQLite, 2s on PostgreSQL, where other nodes change them).
 	CatalogReload time.Duration
 	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
 	// are filled in by New.
@@ -88,8 +93,22 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DedupRetention <= 0 {
 		cfg.DedupRetention = 7 * 24 * time.Hour
 	}
+	shared := strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://")
 	if cfg.CatalogReload <= 0 {
 		cfg.CatalogReload = 10 * time.Second
+		if shared {
+			cfg.CatalogReload = 2 * time.Second
+		}
+	}
+	if shared && cfg.Dispatch.RefreshInterval <= 0 {
+		// Find deliveries whose lease a dead node left to expire soon.
+		cfg.Dispatch.RefreshInterval = 5 * time.Second
+	}
+	if cfg.Dispatch.Owner == "" {
+		cfg.Dispatch.Owner = dispatch.DefaultOwner()
+	}
+	if cfg.Dispatch.Lease <= 0 {
+		cfg.Dispatch.Lease = 30 * time.Second
 	}
 
 	var st store.Store
@@ -103,8 +122,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
 		st = s
-	case strings.HasPrefix(cfg.Store, "postgres://"), strings.HasPrefix(cfg.Store, "postgresql://"):
-		return nil, errors.New("the PostgreSQL store is not built yet; use --store sqlite")
+	case shared:
+		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
+			Logger: cfg.Logger, Clock: cfg.Clock,
+			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening the PostgreSQL store: %w", err)
+		}
+		st = s
 	default:
 		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", cfg.Store)
 	}
@@ -126,13 +152,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if dc.UserAgent == "" {
 		dc.UserAgent = "Herald/" + cfg.Version
 	}
-	if dc.Lease <= 0 {
-		dc.Lease = 5 * time.Minute
-	}
 	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, Owner: dc.Owner, Lease: dc.Lease}
-	if in.Owner == "" {
-		in.Owner = "herald"
-	}
 	ops := opevents.New(func(ctx context.Context, evs []event.Event) error {
 		_, err := in.Publish(ctx, evs)
 		return err
@@ -200,7 +220,7 @@ func (s *Server) background() {
 		if err := s.Catalog.Reload(ctx, s.Store); err != nil {
 			s.cfg.Logger.Warn("reloading subscriptions", "err", err)
 		}
-		if now := s.cfg.Clock.Now(); !now.Before(nextCleanup) {
+		if now := s.cfg.Clock.Now(); !now.Before(nextCleanup) && s.lead(ctx, "cleanup", now, 2*cleanupEvery) {
 			nextCleanup = now.Add(cleanupEvery)
 			// At most 100 × 1,000 events per round keeps each round short.
 			for i := 0; i < 100; i++ {
@@ -216,4 +236,15 @@ func (s *Server) background() {
 		}
 		cancel()
 	}
+}
+
+// lead reports whether this process holds the named cluster-wide role for
+// the next term (taking it if it is free), so that periodic work runs on one
+// node only.
+func (s *Server) lead(ctx context.Context, role string, now time.Time, term time.Duration) bool {
+	ok, err := s.Store.TryLead(ctx, role, s.cfg.Dispatch.Owner, now, now.Add(term))
+	if err != nil {
+		s.cfg.Logger.Warn("taking a cluster role", "role", role, "err", err)
+	}
+	return ok && err == nil
 }

@@ -17,9 +17,24 @@ type EndpointStore interface {
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).
 	AllEndpoints(ctx context.Context) ([]Endpoint, error)
-	// SaveHealth writes the health (and UpdatedAt) of existing endpoints,
-	// group-committed; unknown IDs are ignored.
-	SaveHealth(ctx context.Context, eps []Endpoint) error
+	// ModifyEndpoints reads the endpoints with these IDs (unknown IDs are
+	// skipped), locked against other writers (another node's
+	// ModifyEndpoints or TakeProbe waits), calls fn with them, and writes
+	// back the Health and UpdatedAt fn leaves, all in one transaction. It
+	// returns the endpoints as written. An error from fn writes nothing and
+	// is returned. fn must not call the store. fn is called even when no ID
+	// is known (with no endpoints). When the transaction must run again (a
+	// deadlock, or a shared write batch aborted by another request), fn is
+	// called again with the endpoints read anew and only its last call's
+	// changes are written: fn must only change eps and set (not accumulate)
+	// whatever it hands back to its caller.
+	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*Endpoint) error) ([]Endpoint, error)
+	// TakeProbe claims the right to send an endpoint's next probe: if its
+	// Health.NextProbeAt is set and not after now, it moves NextProbeAt to
+	// hold and reports true; otherwise it changes nothing and reports false.
+	// Of several nodes racing for one probe, exactly one wins (given a hold
+	// after now).
+	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
 }
 
 // Endpoint is a delivery URL and its circuit state. Subscriptions that share

@@ -74,10 +74,23 @@ type DeliveryStore interface {
 	// NextDue returns the earliest next_attempt_at among one endpoint's pending
 	// unleased deliveries; ok is false when it has none.
 	NextDue(ctx context.Context, endpointID string) (at time.Time, ok bool, err error)
-	// Release clears the lease of deliveries that were claimed but will not be
-	// attempted by this process (shutdown, or the subscription went away
-	// before the attempt), leaving them due for any claimer.
-	Release(ctx context.Context, deliveryIDs []string) error
+	// Release clears the lease of those deliveries still leased to owner
+	// that were claimed but will not be attempted by it (shutdown, a closed
+	// circuit, the subscription went away), leaving them due for any
+	// claimer. Deliveries leased to another owner (taken over) are left alone.
+	Release(ctx context.Context, deliveryIDs []string, owner string) error
+	// ExtendLeases moves the lease of those deliveries still pending and
+	// leased to lease.Owner to lease.Until, and returns their IDs (in any
+	// order). A delivery not returned is no longer this owner's: its holder
+	// must not attempt it. Stores whose leases never expire (SQLite) still
+	// report ownership.
+	ExtendLeases(ctx context.Context, deliveryIDs []string, lease Lease) ([]string, error)
+	// TryLead makes owner the holder of the named cluster-wide role until
+	// `until` if nobody holds it or its holder's term ended before now (or
+	// owner already holds it), and reports whether owner holds it. Periodic
+	// work that must run once across nodes (retention clean-up) runs on the
+	// holder.
+	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
 
 	// Record durably applies attempt outcomes in one group commit: it appends
 	// each attempt to the log, writes the delivery's new state and clears its

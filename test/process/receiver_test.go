@@ -45,6 +45,12 @@ type distinctWaiter struct {
 // newReceiver starts a receiver. With gated it holds every push until open
 // is called. It is closed at cleanup, and any malformed push fails the test.
 func newReceiver(t testing.TB, delay time.Duration, gated bool) *receiver {
+	return newWrappedReceiver(t, delay, gated, nil)
+}
+
+// newWrappedReceiver is newReceiver with its handler passed through wrap
+// (when not nil), for tests that observe the pushes around the receiver.
+func newWrappedReceiver(t testing.TB, delay time.Duration, gated bool, wrap func(http.Handler) http.Handler) *receiver {
 	r := &receiver{
 		t: t, delay: delay, gate: make(chan struct{}),
 		counts: map[string]int{}, webhookIDs: map[string]string{},
@@ -52,7 +58,11 @@ func newReceiver(t testing.TB, delay time.Duration, gated bool) *receiver {
 	if !gated {
 		r.open()
 	}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	var h http.Handler = http.HandlerFunc(r.serve)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	r.srv = httptest.NewServer(h)
 	t.Cleanup(func() {
 		r.open()
 		r.srv.Close()

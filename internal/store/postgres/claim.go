@@ -47,11 +47,9 @@ FROM pick, events AS e
 WHERE d.id = pick.id AND e.seq = d.event_seq
 RETURNING ` + deliveryCols + `, e.payload`
 
-	// releaseSQL clears leases; it is a HOT update (no index changes).
-	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE id = ANY($1) AND lease_until <> 0`
-
-	// releaseOwnedSQL clears only the leases owner still holds.
-	releaseOwnedSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0
+	// releaseSQL clears the leases owner still holds; it is a HOT update (no
+	// index changes).
+	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0
 WHERE id = ANY($1) AND lease_owner = $2 AND lease_until <> 0`
 
 	// extendSQL moves the lease of deliveries the owner still holds.
@@ -161,11 +159,12 @@ func (s *Store) retrying(ctx context.Context, fn func() error) error {
 	}
 }
 
-// Release implements store.DeliveryStore in one statement. Unknown IDs and
-// deliveries that hold no lease are ignored. It does not check the owner:
-// a lease that expired and was taken over by another node is cleared too;
-// ReleaseOwned does not do that.
-func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
+// Release implements store.DeliveryStore in one statement: it clears the
+// lease of each of deliveryIDs that owner still holds, expired or not.
+// Unknown IDs, deliveries that hold no lease and deliveries whose lease
+// expired and was taken over by another node (which keeps it) are left
+// alone.
+func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -173,7 +172,7 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
 		return nil
 	}
 	err := s.retrying(ctx, func() error {
-		_, err := s.pool.Exec(ctx, releaseSQL, deliveryIDs)
+		_, err := s.pool.Exec(ctx, releaseSQL, deliveryIDs, owner)
 		return err
 	})
 	if err != nil {
@@ -182,36 +181,14 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
 	return nil
 }
 
-// ReleaseOwned is Release limited to the leases owner still holds: a
-// delivery whose lease expired and was taken over by another node keeps the
-// new holder's lease. It is not part of store.Store (whose Release takes no
-// owner); a node that may have held deliveries past their lease should
-// release with it.
-func (s *Store) ReleaseOwned(ctx context.Context, deliveryIDs []string, owner string) error {
-	if err := s.checkOpen(); err != nil {
-		return err
-	}
-	if len(deliveryIDs) == 0 {
-		return nil
-	}
-	err := s.retrying(ctx, func() error {
-		_, err := s.pool.Exec(ctx, releaseOwnedSQL, deliveryIDs, owner)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("release: %w", s.err(err))
-	}
-	return nil
-}
-
-// ExtendLeases moves to lease.Until the lease of each of deliveryIDs that is
-// still pending and leased to lease.Owner (expired or not, as long as no
-// other node took it over), and returns the IDs it extended, in no
-// particular order. A node holding deliveries longer than its lease (queued
-// behind a slow endpoint) calls it periodically with the IDs it holds and
-// drops, without attempting them, those missing from the answer: another
-// node has them, or they were dropped, redelivered or finished meanwhile.
-// It is not part of store.Store: a SQLite lease never expires.
+// ExtendLeases implements store.DeliveryStore in one statement: it moves to
+// lease.Until the lease of each of deliveryIDs that is still pending and
+// leased to lease.Owner (expired or not, as long as no other node took it
+// over), and returns the IDs it extended, each once, in no particular
+// order. A node holding deliveries longer than its lease (queued behind a
+// slow endpoint) calls it periodically with the IDs it holds and drops,
+// without attempting them, those missing from the answer: another node has
+// them, or they were dropped, redelivered or finished meanwhile.
 func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,8 +23,13 @@ const (
 	listEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id > $1 ORDER BY id LIMIT $2`
 	allEndpointsSQL  = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
 
-	// saveHealthSQL writes one group commit's health rows; unknown IDs
-	// match nothing.
+	// lockEndpointsSQL reads endpoints for ModifyEndpoints, locked until the
+	// transaction ends; in ID order, so that concurrent callers lock
+	// overlapping sets in the same order and never deadlock.
+	lockEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ANY($1) ORDER BY id FOR UPDATE`
+
+	// saveHealthSQL writes the health of the endpoints ModifyEndpoints
+	// locked, and returns them as stored.
 	saveHealthSQL = `UPDATE endpoints AS e SET
 	state = u.state, consecutive_failures = u.consecutive_failures, health_window = u.health_window,
 	first_attempt_at = u.first_attempt_at, last_success_at = u.last_success_at,
@@ -32,7 +39,15 @@ FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::int8
 	$8::int8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[])
 	AS u(id, state, consecutive_failures, health_window, first_attempt_at, last_success_at, last_failure_at,
 	disabled_at, frozen_at, next_probe_at, probation_delay_ms, updated_at)
-WHERE e.id = u.id`
+WHERE e.id = u.id
+RETURNING e.id, e.url, e.state, e.consecutive_failures, e.health_window, e.first_attempt_at, e.last_success_at,
+	e.last_failure_at, e.disabled_at, e.frozen_at, e.next_probe_at, e.probation_delay_ms, e.created_at, e.updated_at`
+
+	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
+	// A concurrent caller waits for the row and re-checks the condition on
+	// the updated version, so only one of them changes it.
+	takeProbeSQL = `UPDATE endpoints SET next_probe_at = $3
+WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 )
 
 func scanEndpoint(sc scanner) (store.Endpoint, error) {
@@ -55,49 +70,35 @@ func scanEndpoint(sc scanner) (store.Endpoint, error) {
 	return e, nil
 }
 
-// healthRow is one endpoint's health as SaveHealth writes it.
+// healthRow is one endpoint's health as saveHealthSQL writes it.
 type healthRow struct {
 	id, state, window                                                   string
 	failures, first, success, failure, disabled, frozen, probe, delayMS int64
 	updated                                                             int64
 }
 
-func newHealthRow(e *store.Endpoint) (healthRow, error) {
+// newHealthRow is e's Health and UpdatedAt, for the endpoint id.
+func newHealthRow(id string, e *store.Endpoint) (healthRow, error) {
 	h := &e.Health
 	window, err := json.Marshal(h.Window)
 	if err != nil {
-		return healthRow{}, fmt.Errorf("endpoint %s: health window: %w", e.ID, err)
+		return healthRow{}, fmt.Errorf("endpoint %s: health window: %w", id, err)
 	}
 	state := h.State
 	if state == "" {
 		state = health.Enabled
 	}
 	return healthRow{
-		id: e.ID, state: string(state), window: string(window), failures: h.ConsecutiveFailures,
+		id: id, state: string(state), window: string(window), failures: h.ConsecutiveFailures,
 		first: ms(h.FirstAttemptAt), success: ms(h.LastSuccessAt), failure: ms(h.LastFailureAt),
 		disabled: ms(h.DisabledAt), frozen: ms(h.FrozenAt), probe: ms(h.NextProbeAt),
 		delayMS: h.ProbationDelay.Milliseconds(), updated: ms(e.UpdatedAt),
 	}, nil
 }
 
-// healthBatch writes the health rows of every SaveHealth request in batch
-// in one statement; of several rows for one endpoint the last one wins.
-func healthBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
-	idx := map[string]int{}
-	var rows []healthRow
-	for _, r := range batch {
-		for _, h := range r.health {
-			if i, ok := idx[h.id]; ok {
-				rows[i] = h
-				continue
-			}
-			idx[h.id] = len(rows)
-			rows = append(rows, h)
-		}
-	}
-	if len(rows) == 0 {
-		return nil
-	}
+// saveHealth writes rows (distinct endpoints) in one statement and returns
+// the endpoints as stored, in ID order.
+func saveHealth(ctx context.Context, tx pgx.Tx, rows []healthRow) ([]store.Endpoint, error) {
 	n := len(rows)
 	id, state, window := make([]string, n), make([]string, n), make([]string, n)
 	var cols [9][]int64
@@ -110,11 +111,18 @@ func healthBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
 			cols[j][i] = v
 		}
 	}
-	if _, err := tx.Exec(ctx, saveHealthSQL, id, state, cols[0], window, cols[1], cols[2], cols[3],
-		cols[4], cols[5], cols[6], cols[7], cols[8]); err != nil {
-		return fmt.Errorf("save endpoint health: %w", err)
+	res, err := tx.Query(ctx, saveHealthSQL, id, state, cols[0], window, cols[1], cols[2], cols[3],
+		cols[4], cols[5], cols[6], cols[7], cols[8])
+	if err != nil {
+		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
-	return nil
+	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (store.Endpoint, error) { return scanEndpoint(r) })
+	if err != nil {
+		return nil, fmt.Errorf("save endpoint health: %w", err)
+	}
+	// UPDATE ... RETURNING has no order.
+	slices.SortFunc(out, func(a, b store.Endpoint) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // GetEndpoint implements store.EndpointStore.
@@ -146,21 +154,74 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return queryAll(ctx, s, scanEndpoint, allEndpointsSQL)
 }
 
-// SaveHealth implements store.EndpointStore: one request of a group commit
-// (with Publish and Record), written with one UPDATE per batch. Health is
-// shared: the last write of an endpoint's health wins, whichever node made
-// it.
-func (s *Store) SaveHealth(ctx context.Context, eps []store.Endpoint) error {
-	if len(eps) == 0 {
-		return s.checkOpen()
+// ModifyEndpoints implements store.EndpointStore in one transaction: it
+// reads the endpoints with SELECT ... FOR UPDATE (in ID order), so another
+// node's ModifyEndpoints or TakeProbe on any of them waits until this one
+// commits, calls fn, and writes back the Health and UpdatedAt fn leaves in
+// one statement. Endpoints are passed to fn and returned in ID order, each
+// once however often its ID is given; fn's changes to ID, URL and CreatedAt
+// are ignored. When no ID is known fn is still called (with no endpoints)
+// and nothing is written. fn runs while the rows are locked and a pooled
+// connection is held: it must be quick. If the transaction is rolled back by
+// a deadlock or a serialization failure it runs again, calling fn again with
+// the endpoints read anew; only the last call's result is written.
+func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error) {
+	if ids == nil {
+		ids = []string{} // a NULL array would match nothing too, but say what is meant
 	}
-	rows := make([]healthRow, len(eps))
-	for i := range eps {
-		r, err := newHealthRow(&eps[i])
+	var out []store.Endpoint
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		rows, err := tx.Query(ctx, lockEndpointsSQL, ids)
 		if err != nil {
+			return fmt.Errorf("read endpoints: %w", err)
+		}
+		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return scanEndpoint(r) })
+		if err != nil {
+			return fmt.Errorf("read endpoints: %w", err)
+		}
+		eps := make([]*store.Endpoint, len(read))
+		for i := range read {
+			e := read[i]
+			eps[i] = &e
+		}
+		if err := fn(eps); err != nil {
 			return err
 		}
-		rows[i] = r
+		if len(eps) == 0 {
+			return nil
+		}
+		hs := make([]healthRow, len(eps))
+		for i, e := range eps {
+			if hs[i], err = newHealthRow(read[i].ID, e); err != nil {
+				return err
+			}
+		}
+		out, err = saveHealth(ctx, tx, hs)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return s.write(ctx, &request{health: rows})
+	return out, nil
+}
+
+// TakeProbe implements store.EndpointStore with one conditional UPDATE (its
+// own transaction). Of concurrent callers for a due probe, on any nodes
+// (with hold after now), exactly one changes the row and reports true. An
+// unknown endpoint reports false.
+func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
+	if err := s.checkOpen(); err != nil {
+		return false, err
+	}
+	var took bool
+	err := s.retrying(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, takeProbeSQL, endpointID, ms(now), ms(hold))
+		took = err == nil && tag.RowsAffected() > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("take probe of %s: %w", endpointID, s.err(err))
+	}
+	return took, nil
 }

@@ -76,8 +76,7 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
 		{"DueEndpoints", dueEndpointsSQL, []any{now},
 			[]string{"Index Only Scan using deliveries_fresh", "Index Only Scan using deliveries_retry", "Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
-		{"Release", releaseSQL, []any{[]string{"dlv_1", "dlv_2"}}, []string{"Index Scan using deliveries_pkey"}},
-		{"ReleaseOwned", releaseOwnedSQL, []any{[]string{"dlv_1", "dlv_2"}, "node"}, []string{"Index Scan using deliveries_pkey"}},
+		{"Release", releaseSQL, []any{[]string{"dlv_1", "dlv_2"}, "node"}, []string{"Index Scan using deliveries_pkey"}},
 		{"ExtendLeases", extendSQL, []any{[]string{"dlv_1", "dlv_2"}, "node", lease}, []string{"Index Scan using deliveries_pkey"}},
 	} {
 		for _, mode := range []string{"auto", "force_generic_plan"} {

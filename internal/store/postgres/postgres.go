@@ -15,8 +15,8 @@
 // # Durability and group commit
 //
 // Every write returns only after its transaction commits (with the server's
-// default synchronous_commit = on, after the WAL is flushed). Publish,
-// Record and SaveHealth, the hot path, are group-committed (DESIGN §4 invariant 7): calls
+// default synchronous_commit = on, after the WAL is flushed). Publish and
+// Record, the hot path, are group-committed (DESIGN §4 invariant 7): calls
 // queue on a bounded channel and Options.Writers goroutines each take every
 // request already queued (up to Options.MaxBatch requests) and write them
 // all in one transaction with set-based statements: one multi-row INSERT of
@@ -40,16 +40,26 @@
 // candidates with FOR UPDATE SKIP LOCKED, so concurrent claimers on any
 // number of nodes never get the same delivery and a dead node's work is
 // taken over once its leases expire. A holder must therefore finish (Record
-// or Release) before its lease ends, or extend it with ExtendLeases, and
-// should give back with ReleaseOwned what it may have held past its lease;
-// clocks of the nodes must agree to well within a lease. Leases left by an
-// earlier run of a node are not cleared at Open: they expire like any other.
-// A zero Lease.Until is stored as "never expires", as in SQLite; nodes
-// should not use it.
+// or Release) before its lease ends, or extend it with ExtendLeases (which
+// also tells it which deliveries it still holds); Release gives back only
+// the leases its owner still holds. Clocks of the nodes must agree to well
+// within a lease. Leases left by an earlier run of a node are not cleared
+// at Open: they expire like any other. A zero Lease.Until is stored as
+// "never expires", as in SQLite; nodes should not use it.
 //
 // Record with Outcome.LeaseOwner set changes the state only while that
 // owner still holds the lease, so a node whose lease expired and was taken
 // over cannot overwrite the new holder's state; its attempt is still logged.
+//
+// # Shared endpoint health and roles
+//
+// Endpoint health is shared by the nodes. ModifyEndpoints is a
+// read-modify-write under row locks (SELECT ... FOR UPDATE in ID order, one
+// transaction), so concurrent changes from several nodes never get lost;
+// TakeProbe is one conditional UPDATE, so exactly one node sends a due
+// probe. TryLead keeps cluster-wide roles in the leaders table with one
+// atomic upsert; a role's term is judged by the caller's now, so here too
+// the clocks must agree.
 //
 // ClaimDue and Redeliver compare leases with the now they are given.
 // DueEndpoints and NextDue take no time, so they compare with

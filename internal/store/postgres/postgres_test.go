@@ -372,7 +372,7 @@ func TestTwoNodesClaimDisjoint(t *testing.T) {
 						}
 						mu.Unlock()
 						if len(release) > 0 {
-							if err := s.Release(f.ctx, release); err != nil {
+							if err := s.Release(f.ctx, release, me); err != nil {
 								errc <- err
 								return
 							}
@@ -511,7 +511,7 @@ func TestExtendLeases(t *testing.T) {
 	all := claimIDs(got)
 	// Delivery 0 is taken over by node-b after expiry; 1 is finished.
 	b := store.Lease{Owner: "node-b", Until: t0.Add(2 * time.Minute)}
-	if err := s.Release(f.ctx, all[1:]); err != nil { // let only all[0] stay leased to A...
+	if err := s.Release(f.ctx, all[1:], "node-a"); err != nil { // let only all[0] stay leased to A...
 		t.Fatal(err)
 	}
 	if _, err := s.ClaimDue(f.ctx, ep, t0.Add(31*time.Second), 3, a); err != nil { // ...A claims 1 and 2 back
@@ -532,11 +532,11 @@ func TestExtendLeases(t *testing.T) {
 		t.Fatalf("ExtendLeases kept %v, want only %s", kept, all[2])
 	}
 	// A release by the former owner leaves node-b's lease alone.
-	if err := s.ReleaseOwned(f.ctx, all, "node-a"); err != nil {
+	if err := s.Release(f.ctx, all, "node-a"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(32*time.Second), 3, a); err != nil || len(got) != 1 || got[0].ID != all[2] {
-		t.Fatalf("claim after ReleaseOwned = %v, %v; want only %s", claimIDs(got), err, all[2])
+		t.Fatalf("claim after Release = %v, %v; want only %s", claimIDs(got), err, all[2])
 	}
 	if kept, err = s.ExtendLeases(f.ctx, all[2:], store.Lease{Owner: "node-a", Until: t0.Add(5 * time.Minute)}); err != nil || len(kept) != 1 {
 		t.Fatalf("ExtendLeases = %v, %v", kept, err)

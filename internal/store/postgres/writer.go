@@ -12,7 +12,7 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// Group commit. Publish, Record and SaveHealth calls become requests on a bounded queue.
+// Group commit. Publish and Record calls become requests on a bounded queue.
 // Each of Options.Writers goroutines takes the first waiting request, then
 // every other one already queued (up to MaxBatch requests and MaxBatchRows
 // rows), and writes them all in one transaction with set-based statements
@@ -41,13 +41,12 @@ type request struct {
 	lease    store.Lease
 	results  []store.PublishResult
 	outcomes []store.Outcome
-	health   []healthRow
 
 	err  error
 	done chan struct{}
 }
 
-func (r *request) rows() int { return len(r.events) + len(r.outcomes) + len(r.health) }
+func (r *request) rows() int { return len(r.events) + len(r.outcomes) }
 
 // write queues r and waits for its answer. It gives up with ctx's error only
 // while waiting for room in the queue.
@@ -175,9 +174,6 @@ func (s *Store) run(batch []*request) (err error) {
 		return stmtError(err)
 	}
 	if err := s.recordBatch(ctx, tx, batch); err != nil {
-		return stmtError(err)
-	}
-	if err := healthBatch(ctx, tx, batch); err != nil {
 		return stmtError(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

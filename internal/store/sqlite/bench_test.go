@@ -157,7 +157,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 			for j, c := range cs {
 				ids[j] = c.ID
 			}
-			if err := s.Release(ctx, ids); err != nil {
+			if err := s.Release(ctx, ids, lease.Owner); err != nil {
 				b.Fatal(err)
 			}
 		}

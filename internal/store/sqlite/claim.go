@@ -29,7 +29,13 @@ ORDER BY d.next_attempt_at LIMIT ?`
 
 	leaseSQL = `UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?`
 
-	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE id = ? AND lease_until <> 0`
+	// releaseSQL clears a lease only while owner holds it.
+	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0
+WHERE id = ? AND lease_owner = ? AND lease_until <> 0`
+
+	// extendSQL moves the lease of a pending delivery the owner holds.
+	extendSQL = `UPDATE deliveries SET lease_until = ?
+WHERE id = ? AND status = 'pending' AND lease_owner = ? AND lease_until <> 0`
 
 	// nextDueSQL: one MIN per lane, each a single seek on (endpoint_id, next_attempt_at).
 	nextDueSQL = `SELECT MIN(at) FROM (
@@ -132,9 +138,10 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 	return out, nil
 }
 
-// Release implements store.DeliveryStore. Unknown IDs and deliveries that
-// hold no lease are ignored.
-func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
+// Release implements store.DeliveryStore: it clears the lease of each of
+// deliveryIDs that owner still holds. Unknown IDs, deliveries that hold no
+// lease and deliveries leased to another owner are left alone.
+func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string) error {
 	if len(deliveryIDs) == 0 {
 		if s.closed.Load() {
 			return store.ErrClosed
@@ -143,12 +150,51 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string) error {
 	}
 	return s.write(ctx, func(w *writer) error {
 		for _, id := range deliveryIDs {
-			if _, err := w.exec(releaseSQL, id); err != nil {
+			if _, err := w.exec(releaseSQL, id, owner); err != nil {
 				return fmt.Errorf("release %s: %w", id, err)
 			}
 		}
 		return nil
 	})
+}
+
+// ExtendLeases implements store.DeliveryStore. A lease in this store never
+// expires (see the package documentation), so only ownership matters: the
+// answer holds the IDs (each once, in input order) of the deliveries still
+// pending and leased to lease.Owner, whose lease_until becomes lease.Until;
+// the others (unknown, finished, released, redelivered, leased to another
+// owner) are left out and unchanged.
+func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
+	if len(deliveryIDs) == 0 {
+		if s.closed.Load() {
+			return nil, store.ErrClosed
+		}
+		return nil, nil
+	}
+	until := leaseUntil(lease)
+	var kept []string
+	err := s.write(ctx, func(w *writer) error {
+		kept = kept[:0]
+		seen := make(map[string]bool, len(deliveryIDs))
+		for _, id := range deliveryIDs {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			n, err := w.execN(extendSQL, until, id, lease.Owner)
+			if err != nil {
+				return fmt.Errorf("extend lease %s: %w", id, err)
+			}
+			if n > 0 {
+				kept = append(kept, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return kept, nil
 }
 
 // NextDue implements store.DeliveryStore with two index seeks.

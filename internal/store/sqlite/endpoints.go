@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
@@ -18,10 +19,17 @@ const (
 	listEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id > ? ORDER BY id LIMIT ?`
 	allEndpointsSQL  = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
 
+	// saveHealthSQL writes one endpoint's health and returns the row as
+	// stored.
 	saveHealthSQL = `UPDATE endpoints SET state = ?, consecutive_failures = ?, health_window = ?,
 	first_attempt_at = ?, last_success_at = ?, last_failure_at = ?, disabled_at = ?, frozen_at = ?,
 	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?
-WHERE id = ?`
+WHERE id = ?
+RETURNING ` + endpointCols
+
+	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
+	takeProbeSQL = `UPDATE endpoints SET next_probe_at = ?
+WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 )
 
 func scanEndpoint(sc scanner) (store.Endpoint, error) {
@@ -44,11 +52,13 @@ func scanEndpoint(sc scanner) (store.Endpoint, error) {
 	return e, nil
 }
 
-func healthArgs(e *store.Endpoint) ([]any, error) {
+// healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
+// the endpoint id.
+func healthArgs(id string, e *store.Endpoint) ([]any, error) {
 	h := &e.Health
 	window, err := json.Marshal(h.Window)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("endpoint %s: health window: %w", id, err)
 	}
 	state := h.State
 	if state == "" {
@@ -56,7 +66,7 @@ func healthArgs(e *store.Endpoint) ([]any, error) {
 	}
 	return []any{string(state), h.ConsecutiveFailures, string(window), ms(h.FirstAttemptAt), ms(h.LastSuccessAt),
 		ms(h.LastFailureAt), ms(h.DisabledAt), ms(h.FrozenAt), ms(h.NextProbeAt), h.ProbationDelay.Milliseconds(),
-		ms(e.UpdatedAt), e.ID}, nil
+		ms(e.UpdatedAt), id}, nil
 }
 
 // GetEndpoint implements store.EndpointStore.
@@ -109,22 +119,76 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, s.readErr(rows.Err())
 }
 
-// SaveHealth implements store.EndpointStore.
-func (s *Store) SaveHealth(ctx context.Context, eps []store.Endpoint) error {
-	args := make([][]any, len(eps))
-	for i := range eps {
-		a, err := healthArgs(&eps[i])
-		if err != nil {
+// ModifyEndpoints implements store.EndpointStore. It runs as one request of
+// the single writer, which serialises it with every other write (this
+// process is the only one writing the file): the endpoints are read, fn is
+// called and its Health and UpdatedAt written back in one transaction, in
+// which fn runs on the writer goroutine, so it must be quick. Endpoints are
+// read, passed to fn and returned in ID order, each once however often its
+// ID is given; fn's changes to ID, URL and CreatedAt are ignored. When no ID
+// is known fn is still called (with no endpoints) and nothing is written. In
+// the rare case that another request's failure aborts the shared
+// transaction (a full disk, an I/O error), the request runs again: fn is then
+// called again with the endpoints read anew, and only that call's result is
+// written.
+func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error) {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var out []store.Endpoint
+	err := s.write(ctx, func(w *writer) error {
+		out = nil
+		var eps []*store.Endpoint
+		var found []string // the IDs as read, whatever fn does to eps
+		for _, id := range ids {
+			e, err := scanEndpoint(w.row(getEndpointSQL, id))
+			if isNoRows(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read endpoint %s: %w", id, err)
+			}
+			eps = append(eps, &e)
+			found = append(found, id)
+		}
+		if err := fn(eps); err != nil {
 			return err
 		}
-		args[i] = a
-	}
-	return s.write(ctx, func(w *writer) error {
-		for _, a := range args {
-			if _, err := w.exec(saveHealthSQL, a...); err != nil {
-				return fmt.Errorf("save endpoint health: %w", err)
+		for i, e := range eps {
+			args, err := healthArgs(found[i], e)
+			if err != nil {
+				return err
 			}
+			written, err := scanEndpoint(w.row(saveHealthSQL, args...))
+			if err != nil {
+				return fmt.Errorf("save endpoint %s health: %w", found[i], err)
+			}
+			out = append(out, written)
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TakeProbe implements store.EndpointStore with one conditional update on
+// the writer. Writes are serialised, so of concurrent calls for a due probe
+// (with hold after now) exactly one sees it due. An unknown endpoint reports
+// false.
+func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
+	var took bool
+	err := s.write(ctx, func(w *writer) error {
+		n, err := w.execN(takeProbeSQL, ms(hold), endpointID, ms(now))
+		if err != nil {
+			return fmt.Errorf("take probe of %s: %w", endpointID, err)
+		}
+		took = n > 0
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return took, nil
 }

@@ -59,6 +59,8 @@ func TestQueryPlans(t *testing.T) {
 		{"CountPending", countPendingSQL, []string{"SCAN d USING COVERING INDEX deliveries_fresh", "SCAN d USING COVERING INDEX deliveries_retry",
 			"SEARCH d USING COVERING INDEX deliveries_leased"}, true},
 		{"Release", releaseSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"ExtendLeases", extendSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"TakeProbe", takeProbeSQL, []string{"SEARCH endpoints USING PRIMARY KEY (id=?)"}, false},
 		{"Record", recordStateSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
 		{"GetDelivery", getDeliverySQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
 		{"ListAttempts", listAttemptsSQL, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},

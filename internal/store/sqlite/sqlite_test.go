@@ -365,3 +365,39 @@ func TestPragmas(t *testing.T) {
 		t.Fatal("a read connection could write")
 	}
 }
+
+// TestExtendLeasesWritesUntil: a lease never expires in this store, but
+// ExtendLeases still moves lease_until (and only for the owner's pending
+// deliveries).
+func TestExtendLeasesWritesUntil(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
+	ctx := context.Background()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	var evs []store.NewEvent
+	var dlv []string
+	for i := range 2 {
+		id := ids.New("dlv_", now.Add(time.Duration(i)*time.Millisecond))
+		dlv = append(dlv, id)
+		evs = append(evs, store.NewEvent{ID: "e" + string(rune('0'+i)), Source: "/s", Type: "t", Payload: []byte(`{}`),
+			PublishedAt: now, Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: "sub_x", EndpointID: "ep_x", Claimed: true}}})
+	}
+	if _, err := s.Publish(ctx, evs[:1], store.Lease{Owner: "a", Until: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish(ctx, evs[1:], store.Lease{Owner: "b", Until: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.ExtendLeases(ctx, []string{dlv[0], dlv[1], dlv[0]}, store.Lease{Owner: "a", Until: now.Add(time.Hour)})
+	if err != nil || len(kept) != 1 || kept[0] != dlv[0] {
+		t.Fatalf("ExtendLeases = %v, %v; want [%s]", kept, err, dlv[0])
+	}
+	for i, want := range []time.Time{now.Add(time.Hour), now.Add(time.Minute)} {
+		var until int64
+		if err := s.readRow(ctx, `SELECT lease_until FROM deliveries WHERE id = ?`, dlv[i]).Scan(&until); err != nil {
+			t.Fatal(err)
+		}
+		if until != want.UnixMilli() {
+			t.Errorf("delivery %d: lease_until %v, want %v", i, time.UnixMilli(until).UTC(), want)
+		}
+	}
+}

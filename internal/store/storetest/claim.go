@@ -16,6 +16,9 @@ var claimTests = []test{
 	{"CarriesEvent", testClaimCarriesEvent},
 	{"DueEndpointsAndNextDue", testDueEndpoints},
 	{"Release", testRelease},
+	{"ReleaseOtherOwner", testReleaseOtherOwner},
+	{"ExtendLeases", testExtendLeases},
+	{"ExtendLeasesMovesLease", testExtendLeasesMoves},
 	{"CountPendingByLane", testCountPending},
 }
 
@@ -181,19 +184,19 @@ func testRelease(t *testing.T, b *bundle) {
 	d1 := b.deliver(a, b.now)
 	d2 := b.deliver(a, b.at(time.Second))
 	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, b.at(time.Second), 10)), []string{d1, d2})
-	if err := b.s.Release(b.ctx, []string{d2, "dlv_unknown"}); err != nil {
+	if err := b.s.Release(b.ctx, []string{d2, "dlv_unknown"}, b.lease.Owner); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	if at, ok, err := b.s.NextDue(b.ctx, a.EndpointID); err != nil || !ok || !at.Equal(b.at(time.Second)) {
 		t.Fatalf("NextDue after release = %v, %v, %v; want +1s", at, ok, err)
 	}
 	equal(t, "claimed after release", claimedIDs(b.claim(a.EndpointID, b.at(time.Second), 10)), []string{d2})
-	if err := b.s.Release(b.ctx, nil); err != nil {
+	if err := b.s.Release(b.ctx, nil, b.lease.Owner); err != nil {
 		t.Fatalf("Release(nil): %v", err)
 	}
 	// Releasing a delivery that holds no lease changes nothing.
 	d3 := b.deliver(a, b.at(time.Minute))
-	if err := b.s.Release(b.ctx, []string{d3}); err != nil {
+	if err := b.s.Release(b.ctx, []string{d3}, b.lease.Owner); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, b.at(time.Minute), 10)), []string{d3})
@@ -225,4 +228,93 @@ func testCountPending(t *testing.T, b *bundle) {
 	queued.Status = store.StatusQueued
 	b.record(queued)
 	count(2, 1)
+}
+
+// testReleaseOtherOwner: Release by an owner that does not hold the lease
+// (it was taken over) leaves the holder's lease alone.
+func testReleaseOtherOwner(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	d := b.deliver(a, b.now)
+	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{d})
+	if err := b.s.Release(b.ctx, []string{d}, "node-b"); err != nil {
+		t.Fatalf("Release by another owner: %v", err)
+	}
+	if _, ok, err := b.s.NextDue(b.ctx, a.EndpointID); err != nil || ok {
+		t.Fatalf("NextDue after another owner's Release = ok %v, err %v; want still leased", ok, err)
+	}
+	other := store.Lease{Owner: "node-b", Until: b.lease.Until}
+	if got, err := b.s.ClaimDue(b.ctx, a.EndpointID, b.at(time.Minute), 10, other); err != nil || len(got) != 0 {
+		t.Fatalf("claimed %v (err %v) after another owner's Release; want still leased", claimedIDs(got), err)
+	}
+	// The holder's own outcome still applies: it holds the lease.
+	if kept, err := b.s.ExtendLeases(b.ctx, []string{d}, b.lease); err != nil || len(kept) != 1 {
+		t.Fatalf("ExtendLeases by the holder = %v, %v; want it still held", kept, err)
+	}
+	// The holder's Release frees it.
+	if err := b.s.Release(b.ctx, []string{d}, b.lease.Owner); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "claimed after the holder's release", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{d})
+}
+
+// testExtendLeases: ExtendLeases reports (and extends) only the deliveries
+// still pending and leased to its owner.
+func testExtendLeases(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	mine1 := b.deliver(a, b.now)
+	mine2 := b.deliver(a, b.now)
+	released := b.deliver(a, b.now)
+	delivered := b.deliver(a, b.now)
+	unleased := b.deliver(a, b.at(time.Hour)) // not due: never claimed
+	equal(t, "claimed", sortedCopy(claimedIDs(b.claim(a.EndpointID, b.now, 10))),
+		sortedCopy([]string{mine1, mine2, released, delivered}))
+	if err := b.s.Release(b.ctx, []string{released}, b.lease.Owner); err != nil {
+		t.Fatal(err)
+	}
+	b.record(succeeded(delivered, 1, b.now))
+	// Leased to another owner from the start.
+	ev := b.event(b.now, a)
+	ev.Deliveries[0].Claimed = true
+	if _, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, store.Lease{Owner: "node-b", Until: b.lease.Until}); err != nil {
+		t.Fatal(err)
+	}
+	others := ev.Deliveries[0].ID
+
+	longer := store.Lease{Owner: b.lease.Owner, Until: b.lease.Until.Add(time.Hour)}
+	kept, err := b.s.ExtendLeases(b.ctx, []string{mine1, released, delivered, others, unleased, "dlv_unknown", mine2}, longer)
+	if err != nil {
+		t.Fatalf("ExtendLeases: %v", err)
+	}
+	equal(t, "kept", sortedCopy(kept), sortedCopy([]string{mine1, mine2}))
+	// Nothing changed hands: the kept ones are still leased (nobody claims
+	// them), the released one is due, the other owner's is still its.
+	equal(t, "claim after extend", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{released})
+	if kept, err := b.s.ExtendLeases(b.ctx, []string{others}, store.Lease{Owner: "node-b", Until: b.lease.Until}); err != nil || len(kept) != 1 || kept[0] != others {
+		t.Fatalf("ExtendLeases by node-b = %v, %v; want [%s]", kept, err, others)
+	}
+	if d := b.get(delivered); d.Status != store.StatusDelivered {
+		t.Fatalf("ExtendLeases changed a delivered delivery: %+v", d)
+	}
+	if kept, err := b.s.ExtendLeases(b.ctx, nil, longer); err != nil || len(kept) != 0 {
+		t.Fatalf("ExtendLeases(nil) = %v, %v; want nothing", kept, err)
+	}
+}
+
+// testExtendLeasesMoves: an extended lease holds until its new Until. A
+// claim made after the old Until (but before the new one) gets nothing,
+// whether the store's leases expire by time or not.
+func testExtendLeasesMoves(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	d := b.deliver(a, b.now)
+	short := store.Lease{Owner: b.lease.Owner, Until: b.at(time.Minute)}
+	if got, err := b.s.ClaimDue(b.ctx, a.EndpointID, b.now, 10, short); err != nil || len(got) != 1 {
+		t.Fatalf("claim = %v, %v", claimedIDs(got), err)
+	}
+	if kept, err := b.s.ExtendLeases(b.ctx, []string{d}, b.lease); err != nil || len(kept) != 1 || kept[0] != d {
+		t.Fatalf("ExtendLeases = %v, %v; want [%s]", kept, err, d)
+	}
+	other := store.Lease{Owner: "node-b", Until: b.lease.Until}
+	if got, err := b.s.ClaimDue(b.ctx, a.EndpointID, b.at(time.Hour), 10, other); err != nil || len(got) != 0 {
+		t.Fatalf("claimed %v (err %v) past the old lease; want the extended lease to hold", claimedIDs(got), err)
+	}
 }

@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"reflect"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,55 @@ var endpointTests = []test{
 	{"new endpoints are enabled", testEndpointDefaults},
 	{"health round-trips", testHealthRoundTrip},
 	{"list pages and unknown IDs", testEndpointList},
+	{"ModifyEndpoints sees current health", testModifySeesCurrent},
+	{"ModifyEndpoints error writes nothing", testModifyError},
+	{"ModifyEndpoints skips unknown IDs", testModifyUnknown},
+	{"ModifyEndpoints serialises concurrent calls", testModifyConcurrent},
+	{"TakeProbe", testTakeProbe},
+	{"TakeProbe race has one winner", testTakeProbeRace},
+}
+
+// modify calls ModifyEndpoints and fails the test on error.
+func (b *bundle) modify(ids []string, fn func(eps []*store.Endpoint) error) []store.Endpoint {
+	b.t.Helper()
+	out, err := b.s.ModifyEndpoints(b.ctx, ids, fn)
+	if err != nil {
+		b.t.Fatalf("ModifyEndpoints(%v): %v", ids, err)
+	}
+	return out
+}
+
+// setHealth writes h (and UpdatedAt b.now) to endpoint id.
+func (b *bundle) setHealth(id string, h health.Health) {
+	b.t.Helper()
+	out := b.modify([]string{id}, func(eps []*store.Endpoint) error {
+		for _, e := range eps {
+			e.Health, e.UpdatedAt = h, b.now
+		}
+		return nil
+	})
+	if len(out) != 1 {
+		b.t.Fatalf("setHealth(%s): wrote %d endpoints", id, len(out))
+	}
+}
+
+// endpointIDs returns the IDs of eps (fn's argument), in order. fn may run
+// on another goroutine than the test's: it must not fail the test itself.
+func endpointIDs(eps []*store.Endpoint) []string {
+	out := []string{}
+	for _, e := range eps {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func (b *bundle) endpoint(id string) store.Endpoint {
+	b.t.Helper()
+	e, err := b.s.GetEndpoint(b.ctx, id)
+	if err != nil {
+		b.t.Fatalf("GetEndpoint(%s): %v", id, err)
+	}
+	return e
 }
 
 func testEndpointDefaults(t *testing.T, b *bundle) {
@@ -48,21 +99,25 @@ func sampleHealth(b *bundle) health.Health {
 func testHealthRoundTrip(t *testing.T, b *bundle) {
 	sub := b.sub("https://a.example/hook")
 	h := sampleHealth(b)
-	if err := b.s.SaveHealth(b.ctx, []store.Endpoint{{ID: sub.EndpointID, Health: h, UpdatedAt: b.now}, {ID: "ep_unknown", Health: h}}); err != nil {
-		t.Fatal(err)
-	}
-	e, err := b.s.GetEndpoint(b.ctx, sub.EndpointID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var seen []string
+	out := b.modify([]string{sub.EndpointID, "ep_unknown"}, func(eps []*store.Endpoint) error {
+		seen = endpointIDs(eps)
+		for _, e := range eps {
+			e.Health, e.UpdatedAt = h, b.now
+		}
+		return nil
+	})
+	equal(t, "endpoints given to fn", seen, []string{sub.EndpointID})
+	e := b.endpoint(sub.EndpointID)
 	if !reflect.DeepEqual(norm(e.Health), norm(h)) || !e.UpdatedAt.Equal(b.now) || e.URL != sub.URL {
 		t.Fatalf("health round trip:\n got %+v\nwant %+v", e.Health, h)
 	}
+	equal(t, "ModifyEndpoints result", out, []store.Endpoint{e})
 	if a, f := e.Health.Window.Counts(time.Hour, b.now); a != 3 || f != 2 {
 		t.Fatalf("window counts %d/%d, want 2/3", f, a)
 	}
 	if _, err := b.s.GetEndpoint(b.ctx, "ep_unknown"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("SaveHealth created an unknown endpoint: %v", err)
+		t.Fatalf("ModifyEndpoints created an unknown endpoint: %v", err)
 	}
 }
 
@@ -95,5 +150,220 @@ func testEndpointList(t *testing.T, b *bundle) {
 	}
 	if _, err := b.s.GetEndpoint(b.ctx, "ep_nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetEndpoint(unknown): %v", err)
+	}
+}
+
+// testModifySeesCurrent: fn gets the endpoints as stored, what it leaves is
+// written and returned as written, and another endpoint is untouched.
+func testModifySeesCurrent(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	h := sampleHealth(b)
+	b.setHealth(a.EndpointID, h)
+	before := map[string]store.Endpoint{a.EndpointID: b.endpoint(a.EndpointID), c.EndpointID: b.endpoint(c.EndpointID)}
+	later := b.at(time.Minute)
+	calls := 0
+	given := map[string]store.Endpoint{}
+	out := b.modify([]string{c.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+		calls++
+		for _, e := range eps {
+			given[e.ID] = *e
+			if e.ID == a.EndpointID {
+				e.Health.ConsecutiveFailures++
+				e.Health.State = health.Disabled
+				e.Health.NextProbeAt = b.at(10 * time.Minute)
+				e.UpdatedAt = later
+			}
+		}
+		return nil
+	})
+	if calls != 1 {
+		t.Fatalf("fn called %d times, want 1", calls)
+	}
+	equal(t, "endpoints given to fn", given, before)
+	want := before[a.EndpointID]
+	want.Health.ConsecutiveFailures = h.ConsecutiveFailures + 1
+	want.Health.State = health.Disabled
+	want.Health.NextProbeAt = b.at(10 * time.Minute)
+	want.UpdatedAt = later
+	equal(t, "modified endpoint", b.endpoint(a.EndpointID), want)
+	equal(t, "untouched endpoint", b.endpoint(c.EndpointID), before[c.EndpointID])
+	if len(out) != 2 {
+		t.Fatalf("ModifyEndpoints returned %d endpoints, want 2", len(out))
+	}
+	for _, e := range out {
+		equal(t, "returned endpoint "+e.ID, e, b.endpoint(e.ID))
+	}
+}
+
+var errBoom = errors.New("boom")
+
+// testModifyError: an error from fn is returned and nothing of what fn did
+// is written.
+func testModifyError(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	b.setHealth(a.EndpointID, sampleHealth(b))
+	before := []store.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}
+	out, err := b.s.ModifyEndpoints(b.ctx, []string{a.EndpointID, c.EndpointID}, func(eps []*store.Endpoint) error {
+		for _, e := range eps {
+			e.Health = health.Health{State: health.Frozen, ConsecutiveFailures: 99}
+			e.UpdatedAt = b.at(time.Hour)
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) || out != nil {
+		t.Fatalf("ModifyEndpoints with failing fn = %v, %v; want nil, errBoom", out, err)
+	}
+	equal(t, "endpoints after failed fn", []store.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}, before)
+}
+
+// testModifyUnknown: unknown IDs are skipped, a repeated ID is given once,
+// and with no known ID fn gets nothing and nothing is written.
+func testModifyUnknown(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	var seen []string
+	out := b.modify([]string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+		seen = endpointIDs(eps)
+		for _, e := range eps {
+			e.Health.ConsecutiveFailures = 7
+		}
+		return nil
+	})
+	equal(t, "endpoints given to fn", seen, []string{a.EndpointID})
+	if len(out) != 1 || out[0].ID != a.EndpointID || out[0].Health.ConsecutiveFailures != 7 {
+		t.Fatalf("ModifyEndpoints returned %+v", out)
+	}
+	for _, ids := range [][]string{{"ep_unknown", "ep_nope"}, nil} {
+		seen = nil
+		out = b.modify(ids, func(eps []*store.Endpoint) error {
+			seen = endpointIDs(eps)
+			return nil
+		})
+		equal(t, "endpoints given to fn", seen, []string{})
+		if len(out) != 0 {
+			t.Fatalf("ModifyEndpoints(%v) returned %+v", ids, out)
+		}
+	}
+	if _, err := b.s.GetEndpoint(b.ctx, "ep_unknown"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ModifyEndpoints created an unknown endpoint: %v", err)
+	}
+	if e := b.endpoint(a.EndpointID); e.Health.ConsecutiveFailures != 7 {
+		t.Fatalf("endpoint %+v", e)
+	}
+}
+
+// testModifyConcurrent: two goroutines each add 1 to a counter 50 times
+// with read-modify-write calls; with the endpoints locked no increment is
+// lost. A second endpoint in every call overlaps the two callers' sets.
+func testModifyConcurrent(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	const workers, perWorker = 2, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		ids := []string{a.EndpointID, c.EndpointID}
+		if w%2 == 1 {
+			ids = []string{c.EndpointID, a.EndpointID} // the other order
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWorker {
+				_, err := b.s.ModifyEndpoints(b.ctx, ids, func(eps []*store.Endpoint) error {
+					for _, e := range eps {
+						n := e.Health.ConsecutiveFailures
+						runtime.Gosched() // widen the window a missing lock would leave
+						e.Health.ConsecutiveFailures = n + 1
+					}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.EndpointID, c.EndpointID} {
+		if got := b.endpoint(id).Health.ConsecutiveFailures; got != workers*perWorker {
+			t.Fatalf("endpoint %s counter = %d, want %d (lost updates)", id, got, workers*perWorker)
+		}
+	}
+}
+
+func (b *bundle) takeProbe(id string, now, hold time.Time, want bool) {
+	b.t.Helper()
+	got, err := b.s.TakeProbe(b.ctx, id, now, hold)
+	if err != nil || got != want {
+		b.t.Fatalf("TakeProbe(%s, now %v, hold %v) = %v, %v; want %v", id, now, hold, got, err, want)
+	}
+}
+
+func testTakeProbe(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	h := sampleHealth(b) // NextProbeAt +20s
+	b.setHealth(a.EndpointID, h)
+	before := b.endpoint(a.EndpointID)
+	// Not due yet.
+	b.takeProbe(a.EndpointID, b.at(20*time.Second-time.Millisecond), b.at(time.Minute), false)
+	equal(t, "endpoint after a refused TakeProbe", b.endpoint(a.EndpointID), before)
+	// Due (at its very time): taken, and moved to hold; nothing else changes.
+	hold := b.at(80 * time.Second)
+	b.takeProbe(a.EndpointID, b.at(20*time.Second), hold, true)
+	want := before
+	want.Health.NextProbeAt = hold
+	equal(t, "endpoint after TakeProbe", b.endpoint(a.EndpointID), want)
+	// Held: not due again until hold.
+	b.takeProbe(a.EndpointID, b.at(30*time.Second), b.at(90*time.Second), false)
+	b.takeProbe(a.EndpointID, hold, b.at(140*time.Second), true)
+	// No probe time set (a new endpoint): never due.
+	b.takeProbe(c.EndpointID, b.at(time.Hour), b.at(2*time.Hour), false)
+	if e := b.endpoint(c.EndpointID); !e.Health.NextProbeAt.IsZero() {
+		t.Fatalf("TakeProbe set the probe time of an endpoint without one: %+v", e.Health)
+	}
+	// Unknown endpoint.
+	b.takeProbe("ep_unknown", b.at(time.Hour), b.at(2*time.Hour), false)
+}
+
+// testTakeProbeRace: of 20 concurrent callers for one due probe exactly one
+// gets it.
+func testTakeProbeRace(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	h := sampleHealth(b)
+	h.NextProbeAt = b.now
+	b.setHealth(a.EndpointID, h)
+	const racers = 20
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	won := make([]bool, racers)
+	errs := make([]error, racers)
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			won[i], errs[i] = b.s.TakeProbe(b.ctx, a.EndpointID, b.at(time.Second), b.at(time.Minute))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winners := 0
+	for i := range racers {
+		if errs[i] != nil {
+			t.Fatalf("racer %d: %v", i, errs[i])
+		}
+		if won[i] {
+			winners++
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d racers took the probe, want exactly 1", winners)
+	}
+	if e := b.endpoint(a.EndpointID); !e.Health.NextProbeAt.Equal(b.at(time.Minute)) {
+		t.Fatalf("NextProbeAt = %v, want the hold %v", e.Health.NextProbeAt, b.at(time.Minute))
 	}
 }

@@ -146,7 +146,7 @@ func testPublishClaimed(t *testing.T, b *bundle) {
 	// The unclaimed one is due for the loader.
 	equal(t, "claimed", claimedIDs(b.claim(c.EndpointID, b.now, 10)), []string{freeID})
 	// Released, the claimed one becomes due too.
-	if err := b.s.Release(b.ctx, []string{claimedID}); err != nil {
+	if err := b.s.Release(b.ctx, []string{claimedID}, b.lease.Owner); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "claimed after release", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{claimedID})

@@ -256,7 +256,7 @@ func testRecordOwnerReleased(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	ev, _ := b.claimOne(a, b.now)
 	id := ev.Deliveries[0].ID
-	if err := b.s.Release(b.ctx, []string{id}); err != nil {
+	if err := b.s.Release(b.ctx, []string{id}, b.lease.Owner); err != nil {
 		t.Fatal(err)
 	}
 	before := b.get(id)

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Cleanup", cleanupTests},
 		{"Lifecycle", lifecycleTests},
 		{"Endpoints", endpointTests},
+		{"Leaders", leaderTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -115,3 +115,11 @@ CREATE TABLE attempts (
     response_body bytea,
     PRIMARY KEY (delivery_id, number)
 );
+
+-- Cluster-wide roles (TryLead): the node holding each one and the end of its
+-- term (Unix ms). A role whose until lies before now is free for any node.
+CREATE TABLE leaders (
+    name  text COLLATE "C" PRIMARY KEY,
+    owner text NOT NULL,
+    until bigint NOT NULL
+);

@@ -116,3 +116,13 @@ CREATE TABLE attempts (
     response_body BLOB,
     PRIMARY KEY (delivery_id, number)
 );
+
+-- Cluster-wide roles (TryLead): who holds each one and until when (Unix ms).
+-- A role whose until lies before now is free for anyone to take. With one
+-- process per file it always goes to this process, but the row keeps the
+-- contract identical to the PostgreSQL store's.
+CREATE TABLE leaders (
+    name  TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    until INTEGER NOT NULL
+) WITHOUT ROWID;
