@@ -5,6 +5,7 @@
 //	herald policy     print a retry preset's timetable
 //	herald sink       a local receiver that prints what arrives
 //	herald migrate    apply the PostgreSQL schema migrations
+//	herald bench      end-to-end benchmarks
 //	herald version    print the version
 package main
 
@@ -25,6 +26,7 @@ Usage:
   herald policy list              list the retry presets
   herald sink [flags]             run a local webhook receiver that prints what arrives
   herald migrate --store URL      apply the PostgreSQL schema migrations and exit
+  herald bench [flags]            run end-to-end benchmarks against the real binary
   herald version                  print the version
 `
 
@@ -46,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSink(args[1:], stdout, stderr)
 	case "migrate":
 		return runMigrate(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "herald", version)
 		return 0

@@ -75,7 +75,7 @@ func (e *Engine) run(l *lane, it *item) {
 	delete(e.running, c.ID)
 	// The loader claims a closed circuit's probes one at a time: let it look
 	// for the next as soon as this one is done.
-	gated := e.cfg.Health.Gate(&l.ep.Health, e.cfg.Clock.Now()) != health.Open
+	gated := e.gate(l, e.cfg.Clock.Now()) != health.Open
 	e.mu.Unlock()
 	if gated || (recorded && out.Status == store.StatusPending) {
 		e.wake()

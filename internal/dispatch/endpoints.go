@@ -40,7 +40,7 @@ func (e *Engine) Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l := e.lanes[id]
-	if l == nil {
+	if l == nil || !l.known {
 		return store.Endpoint{}, 0, 0, false
 	}
 	return l.ep, l.limit, l.inFlight, true
@@ -113,11 +113,16 @@ func (e *Engine) adopt(l *lane, ep store.Endpoint) []string {
 		l.ep.CreatedAt = created
 	}
 	l.synced = ep.UpdatedAt
+	wasKnown := l.known
+	l.known = true
 	for _, o := range l.pending {
 		e.cfg.Health.Observe(&l.ep.Health, o)
 	}
 	if after := l.ep.Health.State; after != before {
 		return e.onTransition(l, health.Transition{From: before, To: after}, e.cfg.Clock.Now())
+	}
+	if !wasKnown {
+		e.wake() // deliveries held back until now may go
 	}
 	return nil
 }
@@ -143,7 +148,9 @@ func (e *Engine) flusher() {
 			t.Stop()
 		}
 		e.flush()
-		e.sync()
+		if e.cfg.Shared {
+			e.sync()
+		}
 		e.mu.Lock()
 		stopping := e.stopping
 		e.mu.Unlock()
@@ -231,7 +238,7 @@ func (e *Engine) sync() {
 	e.mu.Lock()
 	for _, ep := range eps {
 		l := e.laneFor(ep.ID)
-		if len(l.pending) == 0 && ep.UpdatedAt.After(l.synced) {
+		if !l.known || len(l.pending) == 0 && ep.UpdatedAt.After(l.synced) {
 			released = append(released, e.adopt(l, ep)...)
 		}
 	}

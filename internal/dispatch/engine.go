@@ -65,6 +65,10 @@ type Config struct {
 	Health health.Config
 	// Notifier hears of circuit transitions and dead letters (optional).
 	Notifier Notifier
+	// Shared says other processes use the same store (PostgreSQL): then
+	// every FlushInterval the engine also adopts endpoint health they
+	// changed. One SQLite process owns its store and skips that read.
+	Shared bool
 	// FlushInterval is how often this node's endpoint outcomes are merged
 	// into the store and other nodes' changes adopted (default 1s; a local
 	// state change is merged at once).
@@ -280,7 +284,7 @@ func (e *Engine) Reserve(endpointIDs []string) []bool {
 		if e.freshHeld >= e.cfg.FreshWindow {
 			break
 		}
-		if l := e.lanes[id]; l != nil && l.ep.Health.State != health.Enabled {
+		if l := e.lanes[id]; l == nil && e.cfg.Shared || l != nil && (!l.known || l.ep.Health.State != health.Enabled) {
 			continue
 		}
 		granted[i] = true

@@ -40,6 +40,9 @@ type lane struct {
 	// probeHold is the stored next-probe time this node set when it last
 	// took a probe (TakeProbe).
 	probeHold time.Time
+	// known is false while a lane of a shared store has not yet read its
+	// endpoint's stored health; until then nothing is sent there.
+	known bool
 }
 
 func (l *lane) queued() int { return l.fresh.len() + l.retry.len() }
@@ -49,9 +52,15 @@ func (l *lane) queued() int { return l.fresh.len() + l.retry.len() }
 func (e *Engine) laneFor(id string) *lane {
 	l := e.lanes[id]
 	if l == nil {
-		l = &lane{id: id, limit: e.cfg.InitialConcurrency, ep: store.Endpoint{ID: id}}
+		// On a store of its own the engine has seen every outcome of a new
+		// endpoint: its health is the fresh one. On a shared store another
+		// node may have judged it already: read it first (the next sync).
+		l = &lane{id: id, limit: e.cfg.InitialConcurrency, ep: store.Endpoint{ID: id}, known: !e.cfg.Shared}
 		l.ep.Health.State = health.Enabled
 		e.lanes[id] = l
+		if !l.known {
+			e.flushSoon()
+		}
 	}
 	return l
 }
@@ -84,7 +93,7 @@ func (e *Engine) markReady(l *lane) {
 // limit when its circuit is open, one probe at a time when a probe is due,
 // nothing otherwise. Caller holds e.mu.
 func (e *Engine) canStart(l *lane, now time.Time) bool {
-	switch e.cfg.Health.Gate(&l.ep.Health, now) {
+	switch e.gate(l, now) {
 	case health.Open:
 		return l.inFlight < l.limit
 	case health.ProbeNow:
@@ -108,7 +117,7 @@ func (e *Engine) pump() {
 		if l.queued() == 0 || !e.canStart(l, now) {
 			continue
 		}
-		probe := e.cfg.Health.Gate(&l.ep.Health, now) == health.ProbeNow
+		probe := e.gate(l, now) == health.ProbeNow
 		var it *item
 		if l.fresh.len() > 0 {
 			it = l.fresh.pop()
@@ -240,3 +249,12 @@ type (
 	deque = fifo[*item]
 	ring  = fifo[*lane]
 )
+
+// gate is the lane's circuit gate at now; closed while its health is unknown.
+// Caller holds e.mu.
+func (e *Engine) gate(l *lane, now time.Time) health.Gate {
+	if !l.known {
+		return health.Closed
+	}
+	return e.cfg.Health.Gate(&l.ep.Health, now)
+}

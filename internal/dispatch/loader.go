@@ -42,7 +42,7 @@ func (e *Engine) loader() {
 			if l.nextDue.IsZero() && l.queued() == 0 {
 				continue // nothing to send there
 			}
-			switch e.cfg.Health.Gate(&l.ep.Health, now) {
+			switch e.gate(l, now) {
 			case health.Open:
 				if !l.nextDue.IsZero() && l.nextDue.Before(wake) && l.loaded < e.cfg.EndpointWindow {
 					wake = l.nextDue
@@ -111,7 +111,7 @@ func (e *Engine) loadDue(ctx context.Context, now time.Time) {
 		}
 		n := e.cfg.EndpointWindow - l.loaded
 		probe := false
-		switch e.cfg.Health.Gate(&l.ep.Health, now) {
+		switch e.gate(l, now) {
 		case health.Closed:
 			continue
 		case health.ProbeNow:

@@ -104,6 +104,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// Find deliveries whose lease a dead node left to expire soon.
 		cfg.Dispatch.RefreshInterval = 5 * time.Second
 	}
+	cfg.Dispatch.Shared = shared
 	if cfg.Dispatch.Owner == "" {
 		cfg.Dispatch.Owner = dispatch.DefaultOwner()
 	}
