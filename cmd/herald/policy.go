@@ -139,7 +139,7 @@ func writeTimetable(w io.Writer, p retry.Policy, rows []retry.Row) {
 	}
 	ttl := "none"
 	if p.TTL > 0 {
-		ttl = policyDuration(p.TTL)
+		ttl = retry.Human(p.TTL)
 	}
 	success := "any 2xx"
 	if p.SuccessCodes != nil {
@@ -191,10 +191,10 @@ func policyNotes(p retry.Policy) string {
 		slices.Sort(codes)
 		var parts []string
 		for _, c := range codes {
-			parts = append(parts, fmt.Sprintf("%d ≥ %s", c, policyDuration(p.MinDelays[c])))
+			parts = append(parts, fmt.Sprintf("%d ≥ %s", c, retry.Human(p.MinDelays[c])))
 		}
 		if p.MinDelay > 0 {
-			parts = append(parts, "others ≥ "+policyDuration(p.MinDelay))
+			parts = append(parts, "others ≥ "+retry.Human(p.MinDelay))
 		}
 		notes = append(notes, "minimum delay "+strings.Join(parts, ", "))
 	}
@@ -204,20 +204,7 @@ func policyNotes(p retry.Policy) string {
 // policyCell formats seconds as a duration and as seconds: "1m24.8s (84.8 s)".
 func policyCell(secs float64) string {
 	d := time.Duration(secs*float64(time.Second) + 0.5)
-	return fmt.Sprintf("%s (%s s)", policyDuration(d), strconv.FormatFloat(secs, 'f', -1, 64))
-}
-
-// policyDuration formats a duration without trailing zero units: "24h", "10m",
-// "48h13m5.6s".
-func policyDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
+	return fmt.Sprintf("%s (%s s)", retry.Human(d), strconv.FormatFloat(secs, 'f', -1, 64))
 }
 
 // policyCodes writes status codes with runs collapsed: "200-204", "400,401,403".

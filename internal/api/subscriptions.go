@@ -92,11 +92,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.Store.CreateSubscription(r.Context(), sub); err != nil {
-		if errors.Is(err, store.ErrNameTaken) {
-			conflict(w, "name", "a subscription named "+sub.Name+" already exists")
-			return
-		}
-		s.storeError(w, r, err, "subscription")
+		s.subscriptionError(w, r, err, sub.Name)
 		return
 	}
 	s.Catalog.Put(e)
@@ -121,11 +117,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 	sub.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
 	e.UpdatedAt = sub.UpdatedAt
 	if err := s.Store.UpdateSubscription(r.Context(), sub); err != nil {
-		if errors.Is(err, store.ErrNameTaken) {
-			conflict(w, "name", "a subscription named "+sub.Name+" already exists")
-			return
-		}
-		s.storeError(w, r, err, "subscription")
+		s.subscriptionError(w, r, err, sub.Name)
 		return
 	}
 	s.Catalog.Put(e)
@@ -256,4 +248,14 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 		return nil, false
 	}
 	return e, true
+}
+
+// subscriptionError answers for a failed subscription write: 409 naming the
+// field for a name in use, else as storeError does.
+func (s *Server) subscriptionError(w http.ResponseWriter, r *http.Request, err error, name string) {
+	if errors.Is(err, store.ErrNameTaken) {
+		conflict(w, "name", "a subscription named "+name+" already exists")
+		return
+	}
+	s.storeError(w, r, err, "subscription")
 }

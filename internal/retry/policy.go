@@ -130,7 +130,7 @@ func Resolve(s Spec) (Policy, error) {
 	if s.TTL != nil {
 		d := s.TTL.D()
 		if d < def.minTTL || d > def.maxTTL {
-			return Policy{}, fieldErr("ttl", "must be %s..%s for preset %s, got %s", human(def.minTTL), human(def.maxTTL), name, d)
+			return Policy{}, fieldErr("ttl", "must be %s..%s for preset %s, got %s", Human(def.minTTL), Human(def.maxTTL), name, d)
 		}
 		p.TTL = d
 	}
@@ -200,7 +200,7 @@ func resolveDelays(in []Duration) (Schedule, error) {
 	steps := make([]time.Duration, len(in))
 	for i, d := range in {
 		if d.D() < 0 || d.D() > maxDelay {
-			return Schedule{}, fieldErr(fmt.Sprintf("delays[%d]", i), "must be 0..%s, got %s", human(maxDelay), d.D())
+			return Schedule{}, fieldErr(fmt.Sprintf("delays[%d]", i), "must be 0..%s, got %s", Human(maxDelay), d.D())
 		}
 		steps[i] = d.D()
 	}
@@ -211,11 +211,11 @@ func resolveBackoff(b Backoff) (Schedule, error) {
 	init, mult, mx := b.Initial.D(), b.Multiplier, b.Max.D()
 	switch {
 	case init <= 0 || init > maxDelay:
-		return Schedule{}, fieldErr("backoff.initial", "must be more than 0 and at most %s, got %s", human(maxDelay), init)
+		return Schedule{}, fieldErr("backoff.initial", "must be more than 0 and at most %s, got %s", Human(maxDelay), init)
 	case math.IsNaN(mult) || math.IsInf(mult, 0) || mult < 1:
 		return Schedule{}, fieldErr("backoff.multiplier", "must be at least 1, got %g", mult)
 	case mx < init || mx > maxDelay:
-		return Schedule{}, fieldErr("backoff.max", "must be between initial (%s) and %s, got %s", init, human(maxDelay), mx)
+		return Schedule{}, fieldErr("backoff.max", "must be between initial (%s) and %s, got %s", init, Human(maxDelay), mx)
 	}
 	return Schedule{Backoff: &Exponential{Initial: init, Multiplier: mult, Max: mx}}, nil
 }
@@ -252,9 +252,9 @@ func fieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
-// human formats a duration without trailing zero units: "24h", "10m",
+// Human formats a duration without trailing zero units: "24h", "10m",
 // "1m24.8s".
-func human(d time.Duration) string {
+func Human(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]
