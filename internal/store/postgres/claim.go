@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -172,7 +174,7 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string)
 		return nil
 	}
 	err := s.retrying(ctx, func() error {
-		_, err := s.pool.Exec(ctx, releaseSQL, deliveryIDs, owner)
+		_, err := s.exec(ctx, releaseSQL, deliveryIDs, owner)
 		return err
 	})
 	if err != nil {
@@ -219,8 +221,11 @@ func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool
 	if err := s.checkOpen(); err != nil {
 		return time.Time{}, false, err
 	}
-	var at *int64
-	if err := s.pool.QueryRow(ctx, nextDueSQL, endpointID, ms(s.clock.Now())).Scan(&at); err != nil {
+	at, err := queryRow(ctx, s, func(sc scanner) (at *int64, err error) {
+		err = sc.Scan(&at)
+		return
+	}, nextDueSQL, endpointID, ms(s.clock.Now()))
+	if err != nil {
 		return time.Time{}, false, s.err(err)
 	}
 	if at == nil {
@@ -250,7 +255,10 @@ func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error
 	if err := s.checkOpen(); err != nil {
 		return 0, 0, err
 	}
-	if err := s.pool.QueryRow(ctx, countPendingSQL).Scan(&fresh, &retry); err != nil {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, countPendingSQL).Scan(&fresh, &retry)
+	})
+	if err != nil {
 		return 0, 0, s.err(err)
 	}
 	return fresh, retry, nil

@@ -130,7 +130,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 	if err := s.checkOpen(); err != nil {
 		return store.Endpoint{}, err
 	}
-	e, err := scanEndpoint(s.pool.QueryRow(ctx, getEndpointSQL, id))
+	e, err := queryRow(ctx, s, scanEndpoint, getEndpointSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
 	}
@@ -216,7 +216,7 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 	}
 	var took bool
 	err := s.retrying(ctx, func() error {
-		tag, err := s.pool.Exec(ctx, takeProbeSQL, endpointID, ms(now), ms(hold))
+		tag, err := s.exec(ctx, takeProbeSQL, endpointID, ms(now), ms(hold))
 		took = err == nil && tag.RowsAffected() > 0
 		return err
 	})

@@ -29,8 +29,10 @@ func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time
 	}
 	var won bool
 	err := s.retrying(ctx, func() error {
-		var got string
-		err := s.pool.QueryRow(ctx, tryLeadSQL, name, owner, ms(now), ms(until)).Scan(&got)
+		got, err := queryRow(ctx, s, func(sc scanner) (got string, err error) {
+			err = sc.Scan(&got)
+			return
+		}, tryLeadSQL, name, owner, ms(now), ms(until))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			won = false

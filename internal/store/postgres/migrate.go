@@ -82,90 +82,127 @@ func Migrate(ctx context.Context, url string, logger *slog.Logger) error {
 }
 
 // migrateConfig connects with cfg on a connection of its own, applies the
-// migrations and disconnects.
+// migrations and disconnects. The connection gets cfg's start-up parameters
+// only: no statement timeout among them (migrate sets none, per
+// transaction, instead).
 func migrateConfig(ctx context.Context, cfg *pgx.ConnConfig, logger *slog.Logger) error {
-	cfg = cfg.Copy()
-	// Schema changes may take long on a large database: no statement
-	// timeout for this connection; ctx bounds the wait.
-	if cfg.RuntimeParams == nil {
-		cfg.RuntimeParams = map[string]string{}
-	}
-	cfg.RuntimeParams["statement_timeout"] = "0"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("postgres store: connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	from, to, err := migrate(ctx, conn)
+	ms, err := loadMigrations()
 	if err != nil {
 		return fmt.Errorf("postgres store: %w", err)
 	}
-	if from != to {
-		logger.Info("postgres schema migrated", "from", from, "to", to)
+	from, to, applied, err := migrate(ctx, conn, ms)
+	if err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	if applied > 0 {
+		logger.Info("postgres schema migrated", "from", from, "to", to, "applied", applied)
 	}
 	return nil
 }
 
+// migrateTx begins each migration transaction. Schema changes may take long
+// on a large database, so no statement timeout holds in it (ctx bounds the
+// wait), whatever the URL or the role sets. It is SET LOCAL, as in the
+// store's own transactions, so that nothing outlives the transaction on a
+// server connection that a bouncer shares (see the package comment).
+var migrateTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL statement_timeout = 0"}
+
+// migrateLockSQL takes the migration lock of a schema: a transaction-level
+// advisory lock, released when its transaction ends. The key is the one the
+// session-level lock of earlier builds used, so that such a build and this
+// one exclude each other while they migrate.
+const migrateLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('herald.migrate:' || current_schema(), 0))`
+
 // migrate brings the schema that conn's search_path selects up to the newest
-// embedded version, under a session advisory lock keyed by the schema's name,
-// so that nodes starting together apply each migration once (the others wait,
-// then find it applied) while other schemas of the same database migrate
-// independently. The schema_version table has one row per applied
-// migration. A schema whose version is newer than this build knows is
-// refused rather than used.
-func migrate(ctx context.Context, conn *pgx.Conn) (from, to int, err error) {
-	ms, err := loadMigrations()
-	if err != nil {
-		return 0, 0, err
-	}
-	var schema *string
-	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return 0, 0, fmt.Errorf("read current schema: %w", err)
-	}
-	if schema == nil {
-		return 0, 0, errors.New("no schema selected: the search_path names no existing schema")
-	}
-	const lockSQL = `SELECT pg_advisory_lock(hashtextextended('herald.migrate:' || $1, 0))`
-	if _, err := conn.Exec(ctx, lockSQL, *schema); err != nil {
-		return 0, 0, fmt.Errorf("take the migration lock: %w", err)
-	}
-	defer func() {
-		// A failed unlock is harmless: the lock goes with the session,
-		// which the caller closes.
-		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtextextended('herald.migrate:' || $1, 0))`, *schema)
-	}()
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-		version    integer PRIMARY KEY,
-		name       text NOT NULL,
-		applied_at bigint NOT NULL)`); err != nil {
-		return 0, 0, fmt.Errorf("create schema_version: %w", err)
-	}
-	var cur int
-	if err := conn.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&cur); err != nil {
-		return 0, 0, fmt.Errorf("read schema version: %w", err)
-	}
-	if cur > len(ms) {
-		return cur, cur, fmt.Errorf("database schema version %d is newer than this build's %d", cur, len(ms))
-	}
-	for _, m := range ms[cur:] {
-		if err := applyMigration(ctx, conn, m); err != nil {
-			return cur, m.version - 1, err
+// version of ms (the embedded migrations, from loadMigrations), one
+// migration per transaction. Each transaction first
+// takes the schema's migration lock (migrateLockSQL), then reads the
+// schema_version table (one row per applied migration; created if missing)
+// and applies the next migration, if any, with its schema_version row. So
+// nodes starting together apply each migration exactly once (the others wait
+// for the lock, then find it applied), schemas of one database migrate
+// independently, and since the lock ends with its transaction no lock is
+// left behind when a bouncer in transaction pool mode runs successive
+// transactions on different server connections. Every statement runs in
+// such a transaction, none on the bare session, and in exec mode (unnamed
+// prepared statements), whatever the URL's default_query_exec_mode: the
+// statements run once each, and pgx's statement cache does not outlive a
+// transaction behind a transaction-pooling bouncer. A schema whose version
+// is newer than this build knows is refused rather than used. It returns
+// the version found first, the version left, and how many migrations this
+// call applied (with concurrent callers, others may have applied some of
+// those between from and to).
+func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) (from, to, applied int, err error) {
+	for first := true; ; first = false {
+		var cur int
+		err := pgx.BeginTxFunc(ctx, conn, migrateTx, func(tx pgx.Tx) error {
+			var err error
+			if cur, err = lockedVersion(ctx, tx); err != nil {
+				return err
+			}
+			if cur >= len(ms) {
+				return nil
+			}
+			return applyMigration(ctx, tx, ms[cur])
+		})
+		if first {
+			from = cur
+		}
+		if err != nil {
+			return from, cur, applied, err
+		}
+		if cur > len(ms) {
+			return from, cur, applied, fmt.Errorf("database schema version %d is newer than this build's %d", cur, len(ms))
+		}
+		if cur == len(ms) {
+			return from, cur, applied, nil
+		}
+		applied++
+		if cur+1 == len(ms) {
+			return from, cur + 1, applied, nil
 		}
 	}
-	return cur, len(ms), nil
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		// Simple protocol: a migration file holds several statements.
-		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
-			m.version, m.name, time.Now().UnixMilli())
-		return err
-	})
-	if err != nil {
+// lockedVersion takes the migration lock of tx's schema and returns the
+// schema's version, creating the schema_version table if it is missing.
+func lockedVersion(ctx context.Context, tx pgx.Tx) (int, error) {
+	var schema *string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`, pgx.QueryExecModeExec).Scan(&schema); err != nil {
+		return 0, fmt.Errorf("read current schema: %w", err)
+	}
+	if schema == nil {
+		return 0, errors.New("no schema selected: the search_path names no existing schema")
+	}
+	if _, err := tx.Exec(ctx, migrateLockSQL, pgx.QueryExecModeExec); err != nil {
+		return 0, fmt.Errorf("take the migration lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at bigint NOT NULL)`, pgx.QueryExecModeExec); err != nil {
+		return 0, fmt.Errorf("create schema_version: %w", err)
+	}
+	var cur int
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`, pgx.QueryExecModeExec).Scan(&cur); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return cur, nil
+}
+
+// applyMigration runs m and records it in schema_version, in tx.
+func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
+	// Simple protocol: a migration file holds several statements.
+	if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
+		pgx.QueryExecModeExec, m.version, m.name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	return nil

@@ -5,12 +5,36 @@
 // # Schema and migrations
 //
 // The schema is embedded (migrations/*.sql) and applied by Open, or by
-// Migrate alone, under a session advisory lock keyed by the schema's name:
-// nodes that start together apply each migration exactly once. The
-// schema_version table records what was applied; a schema newer than this
-// build is refused. Everything lives in the first schema of the connection's
-// search_path, so several deployments (or tests) can share one database in
-// separate schemas: put `search_path=NAME` in the URL's query.
+// Migrate alone, each migration in a transaction that first takes a
+// transaction-level advisory lock keyed by the schema's name: nodes that
+// start together apply each migration exactly once, and the lock goes with
+// the transaction, so none is left behind on a pooled server connection.
+// The schema_version table records what was applied; a schema newer than
+// this build is refused. Everything lives in the first schema of the
+// connection's search_path, so several deployments (or tests) can share one
+// database in separate schemas: put `search_path=NAME` in the URL's query
+// (a start-up parameter, which PgBouncer refuses unless it is listed in its
+// ignore_startup_parameters, and then drops: behind PgBouncer set it on the
+// role instead, ALTER ROLE ... SET search_path = NAME).
+//
+// # Statement timeout and connection poolers
+//
+// Options.StatementTimeout is set with SET LOCAL statement_timeout at the
+// start of every transaction the store runs, and every statement the store
+// runs is in such a transaction (single statements too: they are wrapped in
+// one). It is neither a start-up parameter, which PgBouncer refuses
+// ("unsupported startup parameter: statement_timeout"), nor a session SET on
+// each new connection (pgxpool's AfterConnect): behind a bouncer in
+// transaction pool mode a client connection's transactions each run on
+// whichever server connection is free, so a session setting would be made on
+// one server connection, stay there for that connection's other clients
+// (such as a migration, which wants none), and be missing from the other
+// server connections this store's later transactions run on. A transaction
+// is what every pool mode keeps on one server connection, and SET LOCAL lasts
+// exactly until its end, so the timeout holds in every pool mode and without
+// a bouncer alike. BEGIN and the SET LOCAL go in one simple-protocol query,
+// so a transaction costs no extra round trip for it; a single statement costs
+// two more (BEGIN, COMMIT) than it would on its own.
 //
 // # Durability and group commit
 //
@@ -79,7 +103,8 @@
 // (BenchmarkBacklog1M; plans pinned by TestQueryPlans), ClaimDue and NextDue
 // are index range scans of the lane indexes that also step over the
 // endpoint's leased deliveries (bounded by the nodes' in-memory windows):
-// about 2 ms to claim and release 100, 0.06 ms for NextDue; DueEndpoints
+// about 2 ms to claim and release 100, 0.2 ms for NextDue (half of it the
+// round trips of its own transaction's BEGIN and COMMIT); DueEndpoints
 // costs a few index seeks per endpoint with pending deliveries (16 ms for
 // 1,000); CountPending counts the whole backlog (about 70 ms).
 // DeleteSubscription and Redrive change all their rows in one statement.
@@ -117,10 +142,11 @@ type Options struct {
 	// MaxConns is the size of the connection pool. Default
 	// max(8, 2×GOMAXPROCS), and always at least Writers+2.
 	MaxConns int
-	// StatementTimeout bounds every statement on the pool's connections
-	// (the server's statement_timeout; it overrides one given in the URL).
-	// Default 60s; negative leaves the URL's or the server's setting.
-	// Migrations run without it.
+	// StatementTimeout bounds every statement the store runs (the server's
+	// statement_timeout, set with SET LOCAL in each of its transactions; it
+	// overrides one given in the URL or set on the role). Default 60s;
+	// negative leaves the URL's, the role's or the server's setting.
+	// Migrations run without a timeout.
 	StatementTimeout time.Duration
 	// Writers is the number of group-commit transactions that may be in
 	// flight at once. Default 2.
@@ -171,6 +197,10 @@ type Store struct {
 	clock clock.Clock
 	opts  Options
 
+	// txOpts begins every transaction: BEGIN and SET LOCAL
+	// statement_timeout in one query (see the package comment).
+	txOpts pgx.TxOptions
+
 	reqs    chan *request
 	writers sync.WaitGroup
 
@@ -195,20 +225,12 @@ var _ store.Store = (*Store)(nil)
 // releases it. Leases left by earlier runs are kept: they expire by time.
 func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 	opts.setDefaults()
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url, opts)
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: %w", err)
-	}
-	cfg.MaxConns = int32(opts.MaxConns)
-	rp := cfg.ConnConfig.RuntimeParams
-	if _, ok := rp["application_name"]; !ok {
-		rp["application_name"] = "herald"
+		return nil, err
 	}
 	if err := migrateConfig(ctx, cfg.ConnConfig, opts.Logger); err != nil {
 		return nil, err
-	}
-	if opts.StatementTimeout > 0 {
-		rp["statement_timeout"] = strconv.FormatInt(max(opts.StatementTimeout.Milliseconds(), 1), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -219,17 +241,47 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	s := &Store{
-		pool:  pool,
-		log:   opts.Logger,
-		clock: opts.Clock,
-		opts:  opts,
-		reqs:  make(chan *request, opts.QueueSize),
+		pool:   pool,
+		log:    opts.Logger,
+		clock:  opts.Clock,
+		opts:   opts,
+		txOpts: pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
+		reqs:   make(chan *request, opts.QueueSize),
 	}
 	s.writers.Add(opts.Writers)
 	for range opts.Writers {
 		go s.writer()
 	}
 	return s, nil
+}
+
+// poolConfig parses url and applies opts (with defaults set) to the pool's
+// configuration. The connections' start-up parameters are the URL's (pgx
+// sends its unknown query parameters, such as search_path, as such) plus
+// application_name=herald unless the URL names one; nothing else, so that a
+// bouncer accepts them: the statement timeout is set per transaction.
+func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	cfg.MaxConns = int32(opts.MaxConns)
+	rp := cfg.ConnConfig.RuntimeParams
+	if _, ok := rp["application_name"]; !ok {
+		rp["application_name"] = "herald"
+	}
+	return cfg, nil
+}
+
+// beginSQL returns the query that begins each of the store's transactions:
+// BEGIN and, for a positive timeout, SET LOCAL statement_timeout (whole
+// milliseconds, at least 1), sent together as one simple-protocol query
+// (pgx sends a query without arguments so), in one round trip.
+func beginSQL(timeout time.Duration) string {
+	if timeout <= 0 {
+		return "BEGIN"
+	}
+	return "BEGIN; SET LOCAL statement_timeout = " + strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
 }
 
 // Stats describes the group-commit writers' work since Open.
@@ -299,20 +351,53 @@ func (s *Store) err(err error) error {
 	return err
 }
 
-// inTx runs fn in a transaction on the pool and commits it, retrying the
-// whole transaction a few times on a deadlock or serialization failure.
+// inTx runs fn in a transaction on the pool (see tx) and commits it,
+// retrying the whole transaction a few times on a deadlock or serialization
+// failure.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
 	for try := 0; ; try++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := s.tx(ctx, fn)
 		if err == nil || try >= maxRetries || !retryable(err) {
 			return s.err(err)
 		}
 		s.retried.Add(1)
 		backoff(try)
 	}
+}
+
+// tx runs fn in a transaction on the pool, begun with the statement timeout
+// in force, and commits it if fn returns nil (else rolls it back and returns
+// fn's error). It does not retry. Every statement of the store runs in such
+// a transaction (the writers begin theirs the same way): a statement run on
+// the pool outside one would run without the timeout.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn)
+}
+
+// queryRow runs one query in its own transaction (see tx) and scans its
+// row with scan, which gets pgx.ErrNoRows when there is none.
+func queryRow[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) (T, error) {
+	var v T
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		v, err = scan(tx.QueryRow(ctx, query, args...))
+		return err
+	})
+	return v, err
+}
+
+// exec runs one statement in its own transaction (see tx).
+func (s *Store) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		tag, err = tx.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
 }
 
 const maxRetries = 8

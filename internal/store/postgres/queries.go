@@ -25,25 +25,30 @@ FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1`
 FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3`
 )
 
-// queryAll runs a query on the pool and scans every row with scan.
+// queryAll runs a query in its own transaction (see Store.tx) and scans
+// every row with scan.
 func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, s.err(err)
-	}
-	defer rows.Close()
-	out := []T{}
-	for rows.Next() {
-		v, err := scan(rows)
+	var out []T
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, args...)
 		if err != nil {
-			return nil, s.err(err)
+			return err
 		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		out = []T{}
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, s.err(err)
 	}
 	return out, nil
@@ -64,7 +69,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, err
 	if err := s.checkOpen(); err != nil {
 		return store.Delivery{}, err
 	}
-	d, err := scanDelivery(s.pool.QueryRow(ctx, getDeliverySQL, id))
+	d, err := queryRow(ctx, s, func(sc scanner) (store.Delivery, error) { return scanDelivery(sc) }, getDeliverySQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Delivery{}, fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 	}
@@ -76,7 +81,7 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 	if err := s.checkOpen(); err != nil {
 		return store.StoredEvent{}, err
 	}
-	e, err := scanEvent(s.pool.QueryRow(ctx, getEventSQL, seq))
+	e, err := queryRow(ctx, s, scanEvent, getEventSQL, seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.StoredEvent{}, fmt.Errorf("event %d: %w", seq, store.ErrNotFound)
 	}
@@ -206,8 +211,11 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 		return nil, "", err
 	}
 	if len(out) == 0 {
-		var one int
-		if err := s.pool.QueryRow(ctx, deliveryExistsSQL, deliveryID).Scan(&one); err != nil {
+		_, err := queryRow(ctx, s, func(sc scanner) (one int, err error) {
+			err = sc.Scan(&one)
+			return
+		}, deliveryExistsSQL, deliveryID)
+		if err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil, "", fmt.Errorf("delivery %s: %w", deliveryID, store.ErrNotFound)
 			}

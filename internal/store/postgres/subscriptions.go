@@ -127,7 +127,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 	if err := s.checkOpen(); err != nil {
 		return store.Subscription{}, err
 	}
-	sub, err := scanSubscription(s.pool.QueryRow(ctx, getSubscriptionSQL, id))
+	sub, err := queryRow(ctx, s, scanSubscription, getSubscriptionSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}

@@ -161,7 +161,7 @@ func (s *Store) run(batch []*request) (err error) {
 			err = &batchError{err: fmt.Errorf("store write panicked: %v", p), isolate: true}
 		}
 	}()
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, s.txOpts)
 	if err != nil {
 		return s.err(fmt.Errorf("begin: %w", err))
 	}
