@@ -33,6 +33,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	storeKind := fs.String("store", "sqlite", "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
 	dbConns := fs.Int("db-max-conns", 0, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
 	dbTimeout := fs.Duration("db-statement-timeout", 60*time.Second, "PostgreSQL statement timeout")
+	lease := fs.Duration("lease", 30*time.Second, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
 	nodeID := fs.String("node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -68,6 +69,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "herald serve:", err)
 		return 2
 	}
+	if *lease < 3*time.Second {
+		fmt.Fprintln(stderr, "herald serve: --lease must be at least 3s")
+		return 2
+	}
 	if err := checkHealthConfig(hc); err != nil {
 		fmt.Fprintln(stderr, "herald serve:", err)
 		return 2
@@ -86,7 +91,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		DBMaxConns: *dbConns, DBStatementTimeout: *dbTimeout,
 		Dispatch: dispatch.Config{
 			EndpointConcurrency: *epConc, MaxInFlight: *maxInFlight, Health: hc,
-			FreshWindow: *window, LoadWindow: *window, Owner: *nodeID,
+			FreshWindow: *window, LoadWindow: *window, Owner: *nodeID, Lease: *lease,
 		},
 	})
 	if err != nil {

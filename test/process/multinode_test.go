@@ -388,7 +388,9 @@ func TestThreeNodesSurviveOneSIGKILL(t *testing.T) {
 	rcv := newWrappedReceiver(t, 5*time.Millisecond, false, tr.wrap)
 	// --window 1000: a node holds at most 1,000 fresh deliveries from its
 	// publishes; the rest wait in the store for any node's due loader.
-	flags := []string{"--endpoint-max-concurrency", strconv.Itoa(concurrency), "--window", "1000"}
+	// A short lease: the survivors take over node 2's deliveries 5 s after
+	// the kill instead of 30 s.
+	flags := []string{"--endpoint-max-concurrency", strconv.Itoa(concurrency), "--window", "1000", "--lease", "5s"}
 	n1 := startNode(t, "node-1", dbURL, flags...)
 	// Created before the other nodes start, so that they load it at start
 	// rather than at their next catalog reload.
