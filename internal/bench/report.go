@@ -163,7 +163,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			if p.Deliveries != p.Expected {
 				dels += "/" + thousands(float64(p.Expected))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t\n", left(name), evs, dels, thousands(p.DeliveriesPerSec),
+			rate := "-"
+			if p.DeliveriesPerSec > 0 {
+				rate = thousands(p.DeliveriesPerSec)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t\n", left(name), evs, dels, rate,
 				msCell(p.Latency.P50ms), msCell(p.Latency.P90ms), msCell(p.Latency.P99ms), msCell(p.Latency.MaxMs),
 				mibCell(p.PeakRSSMiB), cpuCell(p.CPUPer1000), p.Load1)
 		}

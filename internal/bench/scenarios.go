@@ -399,18 +399,28 @@ func (e *env) warmup(ctx context.Context, rs []*Receiver) error {
 	return err
 }
 
+// settleStall is how long settleBacklog waits without the fresh-lane count
+// going down before it reports the backlog stuck.
+const settleStall = 60 * time.Second
+
 // settleBacklog waits until the server's pending-deliveries gauge shows no
 // delivery waiting for a first attempt and at least want waiting for a
 // retry, so that the next phase meets the backlog at rest, not the tail of
 // its outcomes being committed. Without the gauge it waits a few seconds.
+// When the fresh lane stops going down for settleStall it fails: deliveries
+// are pending that the server does not attempt.
 func (e *env) settleBacklog(ctx context.Context, want int64) (time.Duration, error) {
 	start := time.Now()
+	var fresh, retry int64
 	e.prog.set(func() string {
 		return fmt.Sprintf("%s: waiting for the backlog to be recorded  %.0fs", e.name, time.Since(start).Seconds())
 	})
 	defer e.prog.set(nil)
+	lowest, lowestAt := int64(-1), time.Now()
 	for {
-		fresh, retry, ok, err := e.api.pendingByLane(ctx)
+		var ok bool
+		var err error
+		fresh, retry, ok, err = e.api.pendingByLane(ctx)
 		if err != nil {
 			return time.Since(start), fmt.Errorf("reading /metrics: %w", err)
 		}
@@ -424,6 +434,12 @@ func (e *env) settleBacklog(ctx context.Context, want int64) (time.Duration, err
 		}
 		if fresh == 0 && retry >= want {
 			return time.Since(start), nil
+		}
+		if lowest < 0 || fresh < lowest {
+			lowest, lowestAt = fresh, time.Now()
+		}
+		if time.Since(lowestAt) > settleStall {
+			return time.Since(start), fmt.Errorf("backlog stuck: %d deliveries pending a first attempt (and %d a retry) for %s without progress; the server holds them leased or does not load them", fresh, retry, settleStall)
 		}
 		select {
 		case <-time.After(time.Second):
