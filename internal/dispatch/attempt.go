@@ -163,15 +163,64 @@ func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now t
 	}
 }
 
+// record writes an outcome through the recorder and waits for its commit.
 func (e *Engine) record(out store.Outcome) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	out.LeaseOwner = e.cfg.Owner
-	err := e.cfg.Store.Record(ctx, []store.Outcome{out})
+	done := make(chan error, 1)
+	e.recordQueue <- recordReq{out: out, done: done}
+	err := <-done
 	if err == nil {
 		e.cfg.Metrics.ended(out)
 	}
 	return err
+}
+
+// recordQueueSize bounds outcomes waiting for the recorder; maxRecordBatch
+// bounds one Store.Record call.
+const (
+	recordQueueSize = 4096
+	maxRecordBatch  = 512
+)
+
+// recordReq is one outcome waiting to be written.
+type recordReq struct {
+	out  store.Outcome
+	done chan<- error
+}
+
+// recorder writes outcomes in batches: it takes every outcome waiting (up
+// to maxRecordBatch) into one Store.Record call, so a busy engine makes one
+// store request per batch, not one per attempt. It ends when recordQueue is
+// closed and drained.
+func (e *Engine) recorder() {
+	defer close(e.recorderDone)
+	batch := make([]recordReq, 0, maxRecordBatch)
+	outs := make([]store.Outcome, 0, maxRecordBatch)
+	for req := range e.recordQueue {
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < maxRecordBatch {
+			select {
+			case r, ok := <-e.recordQueue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		outs = outs[:0]
+		for _, r := range batch {
+			outs = append(outs, r.out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := e.cfg.Store.Record(ctx, outs)
+		cancel()
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
 }
 
 // releaseIDs gives deliveries back to the store, unattempted.

@@ -167,29 +167,37 @@ type Engine struct {
 	flusherDone chan struct{}
 	keeperStop  chan struct{}
 	keeperDone  chan struct{}
-	attemptsCtx context.Context
-	cancel      context.CancelFunc // cancels attempts still running at a hard stop
-	loaderDone  chan struct{}
-	attempts    sync.WaitGroup
+	// recordQueue feeds the recorder, which writes outcomes in batches.
+	recordQueue  chan recordReq
+	recorderDone chan struct{}
+	attemptsCtx  context.Context
+	cancel       context.CancelFunc // cancels attempts still running at a hard stop
+	loaderDone   chan struct{}
+	attempts     sync.WaitGroup
 }
 
-// New returns an engine that has not started.
+// New returns an engine that has not started. Its recorder runs from now
+// until Stop.
 func New(cfg Config) *Engine {
 	cfg.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Engine{
-		cfg:         cfg,
-		lanes:       map[string]*lane{},
-		running:     map[string]struct{}{},
-		kick:        make(chan struct{}, 1),
-		flushKick:   make(chan struct{}, 1),
-		flusherDone: make(chan struct{}),
-		keeperStop:  make(chan struct{}),
-		keeperDone:  make(chan struct{}),
-		attemptsCtx: ctx,
-		cancel:      cancel,
-		loaderDone:  make(chan struct{}),
+	e := &Engine{
+		cfg:          cfg,
+		lanes:        map[string]*lane{},
+		running:      map[string]struct{}{},
+		kick:         make(chan struct{}, 1),
+		flushKick:    make(chan struct{}, 1),
+		flusherDone:  make(chan struct{}),
+		keeperStop:   make(chan struct{}),
+		keeperDone:   make(chan struct{}),
+		recordQueue:  make(chan recordReq, recordQueueSize),
+		recorderDone: make(chan struct{}),
+		attemptsCtx:  ctx,
+		cancel:       cancel,
+		loaderDone:   make(chan struct{}),
 	}
+	go e.recorder()
+	return e
 }
 
 // Notifier hears what the operators may want to know. Calls are made
@@ -216,7 +224,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Unlock()
 	go e.loader()
 	go e.flusher()
-	go e.leaseKeeper()
+	if e.cfg.Shared {
+		go e.leaseKeeper()
+	} else {
+		close(e.keeperDone)
+	}
 	return nil
 }
 
@@ -250,6 +262,8 @@ func (e *Engine) Stop(ctx context.Context) {
 		e.cancel()
 		<-done
 	}
+	close(e.recordQueue) // every attempt has recorded its outcome
+	<-e.recorderDone
 
 	e.mu.Lock()
 	var ids []string
@@ -280,13 +294,26 @@ func (e *Engine) Reserve(endpointIDs []string) []bool {
 	if e.stopping {
 		return granted
 	}
+	inCall := map[string]int{}
 	for i, id := range endpointIDs {
 		if e.freshHeld >= e.cfg.FreshWindow {
 			break
 		}
-		if l := e.lanes[id]; l == nil && e.cfg.Shared || l != nil && (!l.known || l.ep.Health.State != health.Enabled) {
+		l := e.lanes[id]
+		if l == nil && e.cfg.Shared || l != nil && (!l.known || l.ep.Health.State != health.Enabled) {
 			continue
 		}
+		// One endpoint may not fill the shared fast path: past
+		// EndpointWindow queued first attempts (a slow or dead endpoint),
+		// its new deliveries wait in the store.
+		queued := inCall[id]
+		if l != nil {
+			queued += l.fresh.len()
+		}
+		if queued >= e.cfg.EndpointWindow {
+			continue
+		}
+		inCall[id]++
 		granted[i] = true
 		e.freshHeld++
 	}

@@ -28,7 +28,8 @@ const leaseChunk = 1000
 
 // leaseKeeper renews, every Lease/3, the lease of every delivery this engine
 // holds (queued or in flight), so that no other node takes them over while
-// this one is alive. A queued delivery whose lease could not be renewed
+// this one is alive. It runs only on a shared store: SQLite leases never
+// expire. A queued delivery whose lease could not be renewed
 // because another node owns it now is dropped from memory unattempted (the
 // owner attempts it); one in flight finishes, and its Record, guarded by the
 // owner, changes nothing.
@@ -64,6 +65,10 @@ func (e *Engine) renewLeases() {
 		return
 	}
 	lease := e.lease(e.cfg.Clock.Now())
+	asked := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		asked[id] = true
+	}
 	kept := make(map[string]bool, len(ids))
 	for start := 0; start < len(ids); start += leaseChunk {
 		chunk := ids[start:min(start+leaseChunk, len(ids))]
@@ -90,7 +95,9 @@ func (e *Engine) renewLeases() {
 			var keep []*item
 			for q.len() > 0 {
 				it := q.pop()
-				if kept[it.c.ID] {
+				// Only what was asked about can have been lost: deliveries
+				// queued since the snapshot were not.
+				if !asked[it.c.ID] || kept[it.c.ID] {
 					keep = append(keep, it)
 					continue
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,13 +43,18 @@ func (b *bundle) endpointOf(subID string) string {
 }
 
 // settle waits until the engine has no attempt in flight and its periodic
-// goroutines (loader, health flusher, lease keeper, background) have all gone back to
+// goroutines (loader, health flusher, background, and on PostgreSQL the
+// lease keeper) have all gone back to
 // sleep on the fake clock, so that whatever the last clock move allowed has
 // happened.
 func (b *bundle) settle() {
 	b.t.Helper()
+	sleepers := 3 // loader, health flusher, background
+	if strings.HasPrefix(b.cfg.Store, "postgres") {
+		sleepers++ // the lease keeper
+	}
 	eventually(b.t, "the engine to settle", func() bool {
-		return b.srv.Engine.Stats().InFlight == 0 && b.clk.Timers() >= 4
+		return b.srv.Engine.Stats().InFlight == 0 && b.clk.Timers() >= sleepers
 	})
 }
 
