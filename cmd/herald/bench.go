@@ -50,6 +50,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	herald := fs.String("herald", "", "herald binary to run as the server (default: this executable)")
 	keep := fs.Bool("keep", false, "keep each scenario's directory (store and server log) and print its path")
 	pprofAddr := fs.String("pprof", "", "pass --pprof `ADDR` to herald serve (profile it while a scenario runs)")
+	storeFlag := fs.String("store", "sqlite", "herald serve's store: sqlite, or a postgres:// URL (each scenario gets a fresh schema in that database)")
 	serveFlags := fs.String("serve-flags", "", "more flags for herald serve, space-separated (e.g. \"--window 20000\")")
 	serveEnv := fs.String("serve-env", "", "more environment for herald serve, space-separated KEY=VALUE (e.g. \"GOGC=400\")")
 	timeout := fs.Duration("timeout", 0, "deadline of each scenario (default: per scenario, from its sizes)")
@@ -113,7 +114,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cfg := bench.Config{
 		Herald: bin, Scenarios: names, Sizes: s, Timeout: *timeout,
-		ServeArgs: strings.Fields(*serveFlags), ServeEnv: strings.Fields(*serveEnv), Pprof: *pprofAddr, Keep: *keep, TempDir: *tmp,
+		Store: *storeFlag, ServeArgs: strings.Fields(*serveFlags), ServeEnv: strings.Fields(*serveEnv), Pprof: *pprofAddr, Keep: *keep, TempDir: *tmp,
 	}
 	if !*noProgress {
 		cfg.Progress = stderr

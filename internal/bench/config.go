@@ -169,6 +169,10 @@ type Config struct {
 	Sizes     Sizes
 	// Timeout bounds each scenario; 0 takes each scenario's default.
 	Timeout time.Duration
+	// Store is herald serve's --store: "" or "sqlite" for the embedded store,
+	// or a postgres:// URL, in whose database each scenario gets a fresh
+	// schema (dropped afterwards unless Keep).
+	Store string
 	// ServeArgs are more flags for `herald serve`.
 	ServeArgs []string
 	// ServeEnv are KEY=VALUE pairs added to the server's environment

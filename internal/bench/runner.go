@@ -110,9 +110,13 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	defer cancel()
 
 	e := &env{cfg: cfg, name: name, prog: prog}
+	var dropSchema func() // after the server is gone
 	defer func() {
 		prog.set(nil)
 		e.close()
+		if dropSchema != nil {
+			dropSchema()
+		}
 		res.Seconds = time.Since(start).Seconds()
 		res.LoadEnd = loadavg()
 		bench := procCPU(0) - benchCPU0
@@ -142,6 +146,17 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 		// scenario measures what the budget line names: a million
 		// deliveries pending retry. (Flags the binary lacks are left out.)
 		extra = append(extra, supported(cfg.Herald, relaxedHealth)...)
+	}
+	if isPostgres(cfg.Store) {
+		schemaURL, drop, err := freshSchema(ctx, cfg.Store)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		if !cfg.Keep {
+			dropSchema = drop
+		}
+		extra = append(extra, "--store", schemaURL)
 	}
 	extra = append(extra, cfg.ServeArgs...)
 	if cfg.Pprof != "" {

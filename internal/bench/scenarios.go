@@ -19,6 +19,7 @@ const (
 // Budget lines of DESIGN §6.
 const (
 	budgetBatch     = 10_000.0 // deliveries/s, 100 events a request
+	budgetPostgres  = 5_000.0  // deliveries/s, 100 events a request, PostgreSQL
 	budgetSingle    = 4_000.0  // deliveries/s, one event a request
 	budgetP99       = 50 * time.Millisecond
 	budgetHealthy   = 0.80 // blackhole: healthy throughput vs. normal
@@ -80,6 +81,10 @@ func steady(ctx context.Context, e *env, res *Result, events, batch, pubs int, l
 
 func steadyBatch(ctx context.Context, e *env, res *Result) error {
 	s := e.cfg.Sizes
+	if isPostgres(e.cfg.Store) {
+		return steady(ctx, e, res, s.Events, s.Batch, s.Publishers,
+			"durable deliveries/s on the PostgreSQL store", budgetPostgres)
+	}
 	return steady(ctx, e, res, s.Events, s.Batch, s.Publishers,
 		"durable deliveries/s, embedded store, publishing 100 events a request", budgetBatch)
 }
