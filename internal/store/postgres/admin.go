@@ -57,7 +57,7 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 // lane). ErrConflict when it is pending and its lease has not expired by
 // now; a delivery whose lease expired is redelivered.
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
-	at := ms(now)
+	at := store.UnixMS(now)
 	var d store.Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var status string
@@ -92,7 +92,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 // ErrNotFound when the subscription does not exist. Endpoints are returned
 // once each: for ids, in the order of ids; for all, in no particular order.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
-	at := ms(now)
+	at := store.UnixMS(now)
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res = store.RedriveResult{}
@@ -170,7 +170,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		var seq int64
 		err := sc.Scan(&seq)
 		return seq, err
-	}, cleanupSQL, ms(before), limit)
+	}, cleanupSQL, store.UnixMS(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cleanup: %w", err)
 	}

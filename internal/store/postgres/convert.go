@@ -1,42 +1,11 @@
 package postgres
 
 import (
-	"math"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/herald-events/herald/internal/store"
 )
-
-// ms stores t as Unix milliseconds; the zero time is 0. Precision below a
-// millisecond is dropped, and the instant 1970-01-01T00:00:00Z itself reads
-// back as the zero time (exactly as in the SQLite store).
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMS is the inverse of ms; times come back in UTC.
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
-// leaseUntil is the lease_until value for l. A lease must be non-zero to
-// count as held, so a zero (or pre-1970) Until is stored as "held until
-// released": such a lease never expires, not even when its node dies.
-func leaseUntil(l store.Lease) int64 {
-	v := ms(l.Until)
-	if v <= 0 {
-		return math.MaxInt64
-	}
-	return v
-}
 
 // cleanText makes s storable in a PostgreSQL text column, which holds only
 // valid UTF-8 without NUL bytes: invalid sequences become U+FFFD and NUL
@@ -72,12 +41,12 @@ func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
 		return store.Delivery{}, err
 	}
 	d.Status = store.Status(status)
-	d.RoundStart = fromMS(t[0])
-	d.FirstFailure = fromMS(t[1])
-	d.NextAttemptAt = fromMS(t[2])
-	d.LastAttemptAt = fromMS(t[3])
-	d.CreatedAt = fromMS(t[4])
-	d.DeliveredAt = fromMS(t[5])
+	d.RoundStart = store.FromUnixMS(t[0])
+	d.FirstFailure = store.FromUnixMS(t[1])
+	d.NextAttemptAt = store.FromUnixMS(t[2])
+	d.LastAttemptAt = store.FromUnixMS(t[3])
+	d.CreatedAt = store.FromUnixMS(t[4])
+	d.DeliveredAt = store.FromUnixMS(t[5])
 	return d, nil
 }
 
@@ -90,6 +59,6 @@ func scanEvent(s scanner) (store.StoredEvent, error) {
 	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
 		return store.StoredEvent{}, err
 	}
-	e.PublishedAt = fromMS(at)
+	e.PublishedAt = store.FromUnixMS(at)
 	return e, nil
 }

@@ -63,10 +63,10 @@ func scanEndpoint(sc scanner) (store.Endpoint, error) {
 		return store.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
 	}
 	h.State = health.State(state)
-	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = fromMS(first), fromMS(success), fromMS(failure)
-	h.DisabledAt, h.FrozenAt, h.NextProbeAt = fromMS(disabled), fromMS(frozen), fromMS(probe)
+	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = store.FromUnixMS(first), store.FromUnixMS(success), store.FromUnixMS(failure)
+	h.DisabledAt, h.FrozenAt, h.NextProbeAt = store.FromUnixMS(disabled), store.FromUnixMS(frozen), store.FromUnixMS(probe)
 	h.ProbationDelay = time.Duration(delay) * time.Millisecond
-	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
+	e.CreatedAt, e.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
 	return e, nil
 }
 
@@ -90,9 +90,9 @@ func newHealthRow(id string, e *store.Endpoint) (healthRow, error) {
 	}
 	return healthRow{
 		id: id, state: string(state), window: string(window), failures: h.ConsecutiveFailures,
-		first: ms(h.FirstAttemptAt), success: ms(h.LastSuccessAt), failure: ms(h.LastFailureAt),
-		disabled: ms(h.DisabledAt), frozen: ms(h.FrozenAt), probe: ms(h.NextProbeAt),
-		delayMS: h.ProbationDelay.Milliseconds(), updated: ms(e.UpdatedAt),
+		first: store.UnixMS(h.FirstAttemptAt), success: store.UnixMS(h.LastSuccessAt), failure: store.UnixMS(h.LastFailureAt),
+		disabled: store.UnixMS(h.DisabledAt), frozen: store.UnixMS(h.FrozenAt), probe: store.UnixMS(h.NextProbeAt),
+		delayMS: h.ProbationDelay.Milliseconds(), updated: store.UnixMS(e.UpdatedAt),
 	}, nil
 }
 
@@ -145,7 +145,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, size, func(e store.Endpoint) string { return e.ID })
+	out, next := store.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
 	return out, next, nil
 }
 
@@ -216,7 +216,7 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 	}
 	var took bool
 	err := s.retrying(ctx, func() error {
-		tag, err := s.exec(ctx, takeProbeSQL, endpointID, ms(now), ms(hold))
+		tag, err := s.exec(ctx, takeProbeSQL, endpointID, store.UnixMS(now), store.UnixMS(hold))
 		took = err == nil && tag.RowsAffected() > 0
 		return err
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -32,7 +33,7 @@ func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time
 		got, err := queryRow(ctx, s, func(sc scanner) (got string, err error) {
 			err = sc.Scan(&got)
 			return
-		}, tryLeadSQL, name, owner, ms(now), ms(until))
+		}, tryLeadSQL, name, owner, store.UnixMS(now), store.UnixMS(until))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			won = false

@@ -54,16 +54,6 @@ func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error
 	return out, nil
 }
 
-// page trims rows fetched with limit size+1 to size and returns the cursor of
-// the next page: the key of the last row kept, or "" when there is no more.
-func page[T any](rows []T, size int, key func(T) string) ([]T, string) {
-	if len(rows) <= size {
-		return rows, ""
-	}
-	rows = rows[:size]
-	return rows, key(rows[size-1])
-}
-
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
 	if err := s.checkOpen(); err != nil {
@@ -174,13 +164,13 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 			return r, err
 		}
 		r.Delivery = d
-		r.event.PublishedAt = fromMS(published)
+		r.event.PublishedAt = store.FromUnixMS(published)
 		return r, nil
 	}, q, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, size, func(r deliveryWithEvent) string { return r.ID })
+	out, next := store.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
 	return out, next, nil
 }
 
@@ -203,7 +193,7 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 		if err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody); err != nil {
 			return a, err
 		}
-		a.StartedAt = fromMS(started)
+		a.StartedAt = store.FromUnixMS(started)
 		a.Duration = time.Duration(us) * time.Microsecond
 		return a, nil
 	}, listAttemptsSQL, deliveryID, after, size+1)
@@ -222,6 +212,6 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 			return nil, "", s.err(err)
 		}
 	}
-	out, next := page(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+	out, next := store.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	return out, next, nil
 }

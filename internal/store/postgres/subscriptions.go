@@ -54,7 +54,7 @@ func subscriptionArgs(s *store.Subscription) ([]any, error) {
 	}
 	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
-		ms(s.CreatedAt), ms(s.UpdatedAt), s.ID}, nil
+		store.UnixMS(s.CreatedAt), store.UnixMS(s.UpdatedAt), s.ID}, nil
 }
 
 func scanSubscription(sc scanner) (store.Subscription, error) {
@@ -72,7 +72,7 @@ func scanSubscription(sc scanner) (store.Subscription, error) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
 	}
 	s.Timeout = time.Duration(timeout) * time.Millisecond
-	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)
+	s.CreatedAt, s.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
 	return s, nil
 }
 
@@ -116,7 +116,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 func insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
-	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, ms(sub.UpdatedAt)); err != nil {
+	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, store.UnixMS(sub.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
 	}
 	return nil
@@ -142,7 +142,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := page(out, size, func(s store.Subscription) string { return s.ID })
+	out, next := store.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
 	return out, next, nil
 }
 

@@ -250,7 +250,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 			continue
 		}
 		have = true
-		until := leaseUntil(r.lease)
+		until := store.LeaseUntilMS(r.lease)
 		for i := range r.events {
 			ev := &r.events[i]
 			k := evKey{ev.ID, ev.Source}
@@ -263,7 +263,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 				payload = []byte{}
 			}
 			eID, eSrc, eType, eSubj = append(eID, ev.ID), append(eSrc, ev.Source), append(eType, ev.Type), append(eSubj, ev.Subject)
-			eAt, ePayload = append(eAt, ms(ev.PublishedAt)), append(ePayload, payload)
+			eAt, ePayload = append(eAt, store.UnixMS(ev.PublishedAt)), append(ePayload, payload)
 			for _, d := range ev.Deliveries {
 				owner, lu := "", int64(0)
 				if d.Claimed {
@@ -410,9 +410,9 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 		a := &o.Attempt
 		id[i], status[i] = a.DeliveryID, string(o.Status)
 		attempts[i], roundAttempts[i] = int32(o.Attempts), int32(o.RoundAttempts)
-		firstFailure[i], next[i], started[i] = ms(o.FirstFailure), ms(o.NextAttemptAt), ms(a.StartedAt)
+		firstFailure[i], next[i], started[i] = store.UnixMS(o.FirstFailure), store.UnixMS(o.NextAttemptAt), store.UnixMS(a.StartedAt)
 		lastCode[i], lastOutcome[i], reason[i] = int32(o.LastStatusCode), cleanText(o.LastOutcome), cleanText(o.DeadLetterReason)
-		delivered[i], owner[i] = ms(o.DeliveredAt), o.LeaseOwner
+		delivered[i], owner[i] = store.UnixMS(o.DeliveredAt), o.LeaseOwner
 		number[i], durUS[i], code[i] = int32(a.Number), a.Duration.Microseconds(), int32(a.StatusCode)
 		outcome[i], errText[i], body[i] = cleanText(a.Outcome), cleanText(a.Error), a.ResponseBody
 	}

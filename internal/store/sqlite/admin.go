@@ -45,7 +45,7 @@ WHERE event_seq = ? AND status NOT IN ('delivered', 'dead_lettered', 'dropped') 
 // Last* fields are kept (so a delivery attempted before is due in the retry
 // lane).
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
-	at := ms(now)
+	at := store.UnixMS(now)
 	var d store.Delivery
 	err := s.write(ctx, func(w *writer) error {
 		var status string
@@ -80,7 +80,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 // the subscription does not exist. Endpoints are returned once each, in the
 // order first met. Redriving all of a subscription is one write.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
-	at := ms(now)
+	at := store.UnixMS(now)
 	var res store.RedriveResult
 	err := s.write(ctx, func(w *writer) error {
 		res = store.RedriveResult{}
@@ -143,7 +143,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		}
 		return 0, nil
 	}
-	rows, err := s.readQuery(ctx, cleanupSQL, ms(before), limit)
+	rows, err := s.readQuery(ctx, cleanupSQL, store.UnixMS(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cleanup: %w", err)
 	}

@@ -95,8 +95,8 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 		}
 		return nil, nil
 	}
-	until := leaseUntil(lease)
-	at := ms(now)
+	until := store.LeaseUntilMS(lease)
+	at := store.UnixMS(now)
 	var out []store.Claimed
 	err := s.write(ctx, func(w *writer) error {
 		out = out[:0]
@@ -171,7 +171,7 @@ func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease st
 		}
 		return nil, nil
 	}
-	until := leaseUntil(lease)
+	until := store.LeaseUntilMS(lease)
 	var kept []string
 	err := s.write(ctx, func(w *writer) error {
 		kept = kept[:0]
@@ -206,7 +206,7 @@ func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool
 	if !at.Valid {
 		return time.Time{}, false, nil
 	}
-	return fromMS(at.Int64), true, nil
+	return store.FromUnixMS(at.Int64), true, nil
 }
 
 // DueEndpoints implements store.DeliveryStore, in endpoint ID order. It
@@ -225,7 +225,7 @@ func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 		if err := rows.Scan(&e.EndpointID, &at); err != nil {
 			return nil, s.readErr(err)
 		}
-		e.NextDue = fromMS(at)
+		e.NextDue = store.FromUnixMS(at)
 		out = append(out, e)
 	}
 	return out, s.readErr(rows.Err())

@@ -1,40 +1,8 @@
 package sqlite
 
 import (
-	"math"
-	"time"
-
 	"github.com/herald-events/herald/internal/store"
 )
-
-// ms stores t as Unix milliseconds; the zero time is 0. Precision below a
-// millisecond is dropped, and the instant 1970-01-01T00:00:00Z itself reads
-// back as the zero time.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMS is the inverse of ms; times come back in UTC.
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
-// leaseUntil is the lease_until value for l. A lease must be non-zero to
-// count as held, so a zero (or pre-1970) Until is stored as "held until
-// released".
-func leaseUntil(l store.Lease) int64 {
-	v := ms(l.Until)
-	if v <= 0 {
-		return math.MaxInt64
-	}
-	return v
-}
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface {
@@ -54,12 +22,12 @@ func deliveryDest(d *store.Delivery, times *[6]int64) []any {
 }
 
 func deliveryTimes(d *store.Delivery, times *[6]int64) {
-	d.RoundStart = fromMS(times[0])
-	d.FirstFailure = fromMS(times[1])
-	d.NextAttemptAt = fromMS(times[2])
-	d.LastAttemptAt = fromMS(times[3])
-	d.CreatedAt = fromMS(times[4])
-	d.DeliveredAt = fromMS(times[5])
+	d.RoundStart = store.FromUnixMS(times[0])
+	d.FirstFailure = store.FromUnixMS(times[1])
+	d.NextAttemptAt = store.FromUnixMS(times[2])
+	d.LastAttemptAt = store.FromUnixMS(times[3])
+	d.CreatedAt = store.FromUnixMS(times[4])
+	d.DeliveredAt = store.FromUnixMS(times[5])
 }
 
 // scanDelivery reads deliveryCols followed by extra destinations.
@@ -82,6 +50,6 @@ func scanEvent(s scanner) (store.StoredEvent, error) {
 	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
 		return store.StoredEvent{}, err
 	}
-	e.PublishedAt = fromMS(at)
+	e.PublishedAt = store.FromUnixMS(at)
 	return e, nil
 }

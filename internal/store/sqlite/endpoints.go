@@ -45,10 +45,10 @@ func scanEndpoint(sc scanner) (store.Endpoint, error) {
 		return store.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
 	}
 	h.State = health.State(state)
-	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = fromMS(first), fromMS(success), fromMS(failure)
-	h.DisabledAt, h.FrozenAt, h.NextProbeAt = fromMS(disabled), fromMS(frozen), fromMS(probe)
+	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = store.FromUnixMS(first), store.FromUnixMS(success), store.FromUnixMS(failure)
+	h.DisabledAt, h.FrozenAt, h.NextProbeAt = store.FromUnixMS(disabled), store.FromUnixMS(frozen), store.FromUnixMS(probe)
 	h.ProbationDelay = time.Duration(delay) * time.Millisecond
-	e.CreatedAt, e.UpdatedAt = fromMS(created), fromMS(updated)
+	e.CreatedAt, e.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
 	return e, nil
 }
 
@@ -64,9 +64,9 @@ func healthArgs(id string, e *store.Endpoint) ([]any, error) {
 	if state == "" {
 		state = health.Enabled
 	}
-	return []any{string(state), h.ConsecutiveFailures, string(window), ms(h.FirstAttemptAt), ms(h.LastSuccessAt),
-		ms(h.LastFailureAt), ms(h.DisabledAt), ms(h.FrozenAt), ms(h.NextProbeAt), h.ProbationDelay.Milliseconds(),
-		ms(e.UpdatedAt), id}, nil
+	return []any{string(state), h.ConsecutiveFailures, string(window), store.UnixMS(h.FirstAttemptAt), store.UnixMS(h.LastSuccessAt),
+		store.UnixMS(h.LastFailureAt), store.UnixMS(h.DisabledAt), store.UnixMS(h.FrozenAt), store.UnixMS(h.NextProbeAt), h.ProbationDelay.Milliseconds(),
+		store.UnixMS(e.UpdatedAt), id}, nil
 }
 
 // GetEndpoint implements store.EndpointStore.
@@ -97,7 +97,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	if err := rows.Err(); err != nil {
 		return nil, "", s.readErr(err)
 	}
-	out, next := page(out, size, func(e store.Endpoint) string { return e.ID })
+	out, next := store.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
 	return out, next, nil
 }
 
@@ -180,7 +180,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	var took bool
 	err := s.write(ctx, func(w *writer) error {
-		n, err := w.execN(takeProbeSQL, ms(hold), endpointID, ms(now))
+		n, err := w.execN(takeProbeSQL, store.UnixMS(hold), endpointID, store.UnixMS(now))
 		if err != nil {
 			return fmt.Errorf("take probe of %s: %w", endpointID, err)
 		}

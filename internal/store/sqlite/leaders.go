@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/herald-events/herald/internal/store"
 )
 
 // tryLeadSQL takes the role when nobody holds it, when its term ended
@@ -19,7 +21,7 @@ WHERE leaders.until < ?4 OR leaders.owner = excluded.owner`
 func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	var won bool
 	err := s.write(ctx, func(w *writer) error {
-		n, err := w.execN(tryLeadSQL, name, owner, ms(until), ms(now))
+		n, err := w.execN(tryLeadSQL, name, owner, store.UnixMS(until), store.UnixMS(now))
 		if err != nil {
 			return fmt.Errorf("try lead %s: %w", name, err)
 		}

@@ -35,7 +35,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease stor
 		}
 		return []store.PublishResult{}, nil
 	}
-	until := leaseUntil(lease)
+	until := store.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
 	err := s.write(ctx, func(w *writer) error {
 		for i := range events {
@@ -44,7 +44,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease stor
 			if payload == nil {
 				payload = []byte{}
 			}
-			at := ms(ev.PublishedAt)
+			at := store.UnixMS(ev.PublishedAt)
 			res, err := w.exec(insertEventSQL, ev.ID, ev.Source, ev.Type, ev.Subject, at, payload)
 			if err != nil {
 				return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)

@@ -51,7 +51,7 @@ func subscriptionArgs(s *store.Subscription) ([]any, error) {
 	}
 	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
-		ms(s.CreatedAt), ms(s.UpdatedAt)}, nil
+		store.UnixMS(s.CreatedAt), store.UnixMS(s.UpdatedAt)}, nil
 }
 
 func scanSubscription(sc scanner) (store.Subscription, error) {
@@ -69,7 +69,7 @@ func scanSubscription(sc scanner) (store.Subscription, error) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
 	}
 	s.Timeout = time.Duration(timeout) * time.Millisecond
-	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)
+	s.CreatedAt, s.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
 	return s, nil
 }
 
@@ -104,7 +104,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 func insertEndpoint(w *writer, sub *store.Subscription) error {
-	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, ms(sub.UpdatedAt)); err != nil {
+	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, store.UnixMS(sub.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
 	}
 	return nil
@@ -139,7 +139,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	if err := rows.Err(); err != nil {
 		return nil, "", s.readErr(err)
 	}
-	out, next := page(out, size, func(s store.Subscription) string { return s.ID })
+	out, next := store.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
 	return out, next, nil
 }
 
@@ -209,14 +209,4 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		}
 		return nil
 	})
-}
-
-// page trims rows fetched with limit size+1 to size and returns the cursor of
-// the next page: the key of the last row kept, or "" when there is no more.
-func page[T any](rows []T, size int, key func(T) string) ([]T, string) {
-	if len(rows) <= size {
-		return rows, ""
-	}
-	rows = rows[:size]
-	return rows, key(rows[size-1])
 }
