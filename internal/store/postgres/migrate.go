@@ -6,54 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema step. Files are named NNNN_name.sql and
-// applied in version order, each in its own transaction.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+// migration is one embedded schema step.
+type migration = store.Migration
 
 func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %q: name must start with a positive version number and '_'", name)
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", name))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %q: versions must run 1, 2, 3, … without gaps", m.name)
-		}
-	}
-	return ms, nil
+	return store.LoadMigrations(migrationFiles, "migrations")
 }
 
 // SchemaVersion is the schema version this build writes: the number of its
@@ -198,12 +165,12 @@ func lockedVersion(ctx context.Context, tx pgx.Tx) (int, error) {
 // applyMigration runs m and records it in schema_version, in tx.
 func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
 	// Simple protocol: a migration file holds several statements.
-	if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+	if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
-		pgx.QueryExecModeExec, m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+		pgx.QueryExecModeExec, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	return nil
 }

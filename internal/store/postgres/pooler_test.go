@@ -277,10 +277,10 @@ func TestConcurrentMigrateSteps(t *testing.T) {
 	ctx := context.Background()
 	dbURL := freshSchema(t)
 	ms := []migration{
-		{1, "0001_a.sql", `CREATE TABLE a (n int); INSERT INTO a VALUES (1)`},
-		{2, "0002_b.sql", `CREATE TABLE b (n int); INSERT INTO a VALUES (2)`},
-		{3, "0003_c.sql", `CREATE TABLE c (n int); INSERT INTO a VALUES (3); SELECT pg_sleep(0.05)`},
-		{4, "0004_d.sql", `CREATE TABLE d (n int); INSERT INTO a VALUES (4)`},
+		{Version: 1, Name: "0001_a.sql", SQL: `CREATE TABLE a (n int); INSERT INTO a VALUES (1)`},
+		{Version: 2, Name: "0002_b.sql", SQL: `CREATE TABLE b (n int); INSERT INTO a VALUES (2)`},
+		{Version: 3, Name: "0003_c.sql", SQL: `CREATE TABLE c (n int); INSERT INTO a VALUES (3); SELECT pg_sleep(0.05)`},
+		{Version: 4, Name: "0004_d.sql", SQL: `CREATE TABLE d (n int); INSERT INTO a VALUES (4)`},
 	}
 	const sessions = 6
 	applied := make([]int, sessions)

@@ -5,51 +5,19 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/herald-events/herald/internal/store"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema step. Files are named NNNN_name.sql and
-// applied in version order, each in its own transaction.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+// migration is one embedded schema step.
+type migration = store.Migration
 
 func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %q: name must start with a positive version number and '_'", name)
-		}
-		b, err := migrationFiles.ReadFile(path.Join("migrations", name))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %q: versions must run 1, 2, 3, … without gaps", m.name)
-		}
-	}
-	return ms, nil
+	return store.LoadMigrations(migrationFiles, "migrations")
 }
 
 // SchemaVersion is the schema version this build writes: the number of its
@@ -85,7 +53,7 @@ func migrate(ctx context.Context, conn *sql.Conn) (from, to int, err error) {
 	}
 	for _, m := range ms[cur:] {
 		if err := applyMigration(ctx, conn, m); err != nil {
-			return cur, m.version - 1, err
+			return cur, m.Version - 1, err
 		}
 	}
 	return cur, len(ms), nil
@@ -93,22 +61,22 @@ func migrate(ctx context.Context, conn *sql.Conn) (from, to int, err error) {
 
 func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	defer func() {
 		if err != nil {
 			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 		}
 	}()
-	if _, err := conn.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+	if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("migration %s: commit: %w", m.name, err)
+		return fmt.Errorf("migration %s: commit: %w", m.Name, err)
 	}
 	return nil
 }
