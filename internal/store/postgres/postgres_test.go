@@ -2,82 +2,28 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"github.com/herald-events/herald/internal/store/storetest"
 )
 
-// testURL returns HERALD_TEST_POSTGRES_URL. When it is unset the test is
-// skipped, except under CI (CI=true), where PostgreSQL tests must run.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("HERALD_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("HERALD_TEST_POSTGRES_URL is unset: PostgreSQL tests must run under CI")
-		}
-		t.Skip("HERALD_TEST_POSTGRES_URL is unset: PostgreSQL tests skipped")
-	}
-	return u
-}
-
-// freshSchema creates an empty schema herald_test_<random>, drops it when
-// the test ends, and returns a URL whose search_path selects it.
-func freshSchema(t testing.TB) string {
-	t.Helper()
-	base := testURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "herald_test_" + hex.EncodeToString(b[:])
-	admin := func(sql string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	if err := admin("CREATE SCHEMA " + name); err != nil {
-		t.Fatalf("create test schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := admin("DROP SCHEMA " + name + " CASCADE"); err != nil {
-			t.Errorf("drop test schema %s: %v", name, err)
-		}
-	})
-	return withSearchPath(t, base, name)
-}
-
-func withSearchPath(t testing.TB, base, schema string) string {
-	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatalf("HERALD_TEST_POSTGRES_URL: %v", err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return base + " search_path=" + schema // keyword/value form
-}
+// testURL, freshSchema and withSearchPath are pgtest's: the shared way
+// tests get a PostgreSQL database (skipped without HERALD_TEST_POSTGRES_URL
+// outside CI).
+var (
+	testURL        = pgtest.BaseURL
+	freshSchema    = pgtest.SchemaURL
+	withSearchPath = pgtest.WithSearchPath
+)
 
 // openAt opens a Store on dbURL, closed when the test ends.
 func openAt(t testing.TB, dbURL string, opts Options) *Store {
