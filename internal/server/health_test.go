@@ -42,10 +42,10 @@ func (b *bundle) endpointOf(subID string) string {
 	return sub.EndpointID
 }
 
-// settle waits until the engine has no attempt in flight and its periodic
-// goroutines (loader, health flusher, background, and on PostgreSQL the
-// lease keeper) have all gone back to
-// sleep on the fake clock, so that whatever the last clock move allowed has
+// settle waits until the engine has no attempt in flight or waiting for its
+// outcome's commit, and its periodic goroutines (loader, health flusher,
+// background, and on PostgreSQL the lease keeper) have all gone back to sleep
+// on the fake clock, so that whatever the last clock move allowed has
 // happened.
 func (b *bundle) settle() {
 	b.t.Helper()
@@ -54,7 +54,9 @@ func (b *bundle) settle() {
 		sleepers++ // the lease keeper
 	}
 	eventually(b.t, "the engine to settle", func() bool {
-		return b.srv.Engine.Stats().InFlight == 0 && b.clk.Timers() >= sleepers
+		st := b.srv.Engine.Stats()
+		// Held counts a delivery until its outcome is committed.
+		return st.InFlight == 0 && st.FreshHeld+st.LoadHeld == 0 && b.clk.Timers() >= sleepers
 	})
 }
 
