@@ -19,9 +19,7 @@ func cleanText(s string) string {
 }
 
 // scanner is pgx.Row or pgx.Rows.
-type scanner interface {
-	Scan(dest ...any) error
-}
+type scanner = store.RowScanner
 
 // deliveryCols selects a store.Delivery from deliveries d joined with events
 // e; scanDelivery reads them in this order.

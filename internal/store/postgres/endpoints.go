@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -50,55 +48,9 @@ RETURNING e.id, e.url, e.state, e.consecutive_failures, e.health_window, e.first
 WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 )
 
-func scanEndpoint(sc scanner) (store.Endpoint, error) {
-	var e store.Endpoint
-	h := &e.Health
-	var state, window string
-	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
-	if err := sc.Scan(&e.ID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
-		&failure, &disabled, &frozen, &probe, &delay, &created, &updated); err != nil {
-		return store.Endpoint{}, err
-	}
-	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
-		return store.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
-	}
-	h.State = health.State(state)
-	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = store.FromUnixMS(first), store.FromUnixMS(success), store.FromUnixMS(failure)
-	h.DisabledAt, h.FrozenAt, h.NextProbeAt = store.FromUnixMS(disabled), store.FromUnixMS(frozen), store.FromUnixMS(probe)
-	h.ProbationDelay = time.Duration(delay) * time.Millisecond
-	e.CreatedAt, e.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
-	return e, nil
-}
-
-// healthRow is one endpoint's health as saveHealthSQL writes it.
-type healthRow struct {
-	id, state, window                                                   string
-	failures, first, success, failure, disabled, frozen, probe, delayMS int64
-	updated                                                             int64
-}
-
-// newHealthRow is e's Health and UpdatedAt, for the endpoint id.
-func newHealthRow(id string, e *store.Endpoint) (healthRow, error) {
-	h := &e.Health
-	window, err := json.Marshal(h.Window)
-	if err != nil {
-		return healthRow{}, fmt.Errorf("endpoint %s: health window: %w", id, err)
-	}
-	state := h.State
-	if state == "" {
-		state = health.Enabled
-	}
-	return healthRow{
-		id: id, state: string(state), window: string(window), failures: h.ConsecutiveFailures,
-		first: store.UnixMS(h.FirstAttemptAt), success: store.UnixMS(h.LastSuccessAt), failure: store.UnixMS(h.LastFailureAt),
-		disabled: store.UnixMS(h.DisabledAt), frozen: store.UnixMS(h.FrozenAt), probe: store.UnixMS(h.NextProbeAt),
-		delayMS: h.ProbationDelay.Milliseconds(), updated: store.UnixMS(e.UpdatedAt),
-	}, nil
-}
-
 // saveHealth writes rows (distinct endpoints) in one statement and returns
 // the endpoints as stored, in ID order.
-func saveHealth(ctx context.Context, tx pgx.Tx, rows []healthRow) ([]store.Endpoint, error) {
+func saveHealth(ctx context.Context, tx pgx.Tx, rows []store.HealthRow) ([]store.Endpoint, error) {
 	n := len(rows)
 	id, state, window := make([]string, n), make([]string, n), make([]string, n)
 	var cols [9][]int64
@@ -106,8 +58,8 @@ func saveHealth(ctx context.Context, tx pgx.Tx, rows []healthRow) ([]store.Endpo
 		cols[i] = make([]int64, n)
 	}
 	for i, h := range rows {
-		id[i], state[i], window[i] = h.id, h.state, h.window
-		for j, v := range []int64{h.failures, h.first, h.success, h.failure, h.disabled, h.frozen, h.probe, h.delayMS, h.updated} {
+		id[i], state[i], window[i] = h.ID, h.State, h.Window
+		for j, v := range []int64{h.Failures, h.First, h.Success, h.Failure, h.Disabled, h.Frozen, h.Probe, h.DelayMS, h.Updated} {
 			cols[j][i] = v
 		}
 	}
@@ -116,7 +68,7 @@ func saveHealth(ctx context.Context, tx pgx.Tx, rows []healthRow) ([]store.Endpo
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
-	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (store.Endpoint, error) { return scanEndpoint(r) })
+	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (store.Endpoint, error) { return store.ScanEndpoint(r) })
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
@@ -130,7 +82,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 	if err := s.checkOpen(); err != nil {
 		return store.Endpoint{}, err
 	}
-	e, err := queryRow(ctx, s, scanEndpoint, getEndpointSQL, id)
+	e, err := queryRow(ctx, s, store.ScanEndpoint, getEndpointSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
 	}
@@ -141,7 +93,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 // the last ID of the previous page.
 func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
 	size := p.Size()
-	out, err := queryAll(ctx, s, scanEndpoint, listEndpointsSQL, p.Cursor, size+1)
+	out, err := queryAll(ctx, s, store.ScanEndpoint, listEndpointsSQL, p.Cursor, size+1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -151,7 +103,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 
 // AllEndpoints implements store.EndpointStore, in ID order.
 func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
-	return queryAll(ctx, s, scanEndpoint, allEndpointsSQL)
+	return queryAll(ctx, s, store.ScanEndpoint, allEndpointsSQL)
 }
 
 // ModifyEndpoints implements store.EndpointStore in one transaction: it
@@ -176,7 +128,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
 		}
-		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return scanEndpoint(r) })
+		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return store.ScanEndpoint(r) })
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
 		}
@@ -191,9 +143,9 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if len(eps) == 0 {
 			return nil
 		}
-		hs := make([]healthRow, len(eps))
+		hs := make([]store.HealthRow, len(eps))
 		for i, e := range eps {
-			if hs[i], err = newHealthRow(read[i].ID, e); err != nil {
+			if hs[i], err = store.NewHealthRow(read[i].ID, e); err != nil {
 				return err
 			}
 		}

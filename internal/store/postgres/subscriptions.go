@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -37,44 +36,6 @@ WHERE id = $14`
 WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
 	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = $1`
 )
-
-// subscriptionArgs returns s's columns in subscriptionCols order after the
-// ID, with the ID last ($14).
-func subscriptionArgs(s *store.Subscription) ([]any, error) {
-	types, err := json.Marshal(s.EventTypes)
-	if err != nil {
-		return nil, err
-	}
-	headers, err := json.Marshal(s.Headers)
-	if err != nil {
-		return nil, err
-	}
-	if s.EndpointID == "" {
-		s.EndpointID = store.EndpointID(s.URL)
-	}
-	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
-		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
-		store.UnixMS(s.CreatedAt), store.UnixMS(s.UpdatedAt), s.ID}, nil
-}
-
-func scanSubscription(sc scanner) (store.Subscription, error) {
-	var s store.Subscription
-	var types, headers string
-	var timeout, created, updated int64
-	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated); err != nil {
-		return store.Subscription{}, err
-	}
-	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
-	}
-	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
-	}
-	s.Timeout = time.Duration(timeout) * time.Millisecond
-	s.CreatedAt, s.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
-	return s, nil
-}
 
 // isUnique reports whether err violates the unique constraint named c.
 func isUnique(err error, c string) bool {
@@ -127,7 +88,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 	if err := s.checkOpen(); err != nil {
 		return store.Subscription{}, err
 	}
-	sub, err := queryRow(ctx, s, scanSubscription, getSubscriptionSQL, id)
+	sub, err := queryRow(ctx, s, store.ScanSubscription, getSubscriptionSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
@@ -138,7 +99,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 // last ID of the previous page.
 func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error) {
 	size := p.Size()
-	out, err := queryAll(ctx, s, scanSubscription, listSubscriptionsSQL, p.Cursor, size+1)
+	out, err := queryAll(ctx, s, store.ScanSubscription, listSubscriptionsSQL, p.Cursor, size+1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -148,7 +109,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 
 // AllSubscriptions implements store.SubscriptionStore, in ID order.
 func (s *Store) AllSubscriptions(ctx context.Context) ([]store.Subscription, error) {
-	return queryAll(ctx, s, scanSubscription, allSubscriptionsSQL)
+	return queryAll(ctx, s, store.ScanSubscription, allSubscriptionsSQL)
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
@@ -202,4 +163,11 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		}
 		return nil
 	})
+}
+
+// subscriptionArgs returns s's columns in subscriptionCols order after the
+// ID, followed by the ID.
+func subscriptionArgs(s *store.Subscription) ([]any, error) {
+	v, err := store.SubscriptionValues(s)
+	return append(v, s.ID), err
 }

@@ -5,9 +5,7 @@ import (
 )
 
 // scanner is *sql.Row or *sql.Rows.
-type scanner interface {
-	Scan(dest ...any) error
-}
+type scanner = store.RowScanner
 
 // deliveryCols selects a store.Delivery from deliveries d joined with events e;
 // scanDelivery reads them in this order.

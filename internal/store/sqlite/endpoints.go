@@ -2,12 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -32,46 +30,9 @@ RETURNING ` + endpointCols
 WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 )
 
-func scanEndpoint(sc scanner) (store.Endpoint, error) {
-	var e store.Endpoint
-	var h = &e.Health
-	var state, window string
-	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
-	if err := sc.Scan(&e.ID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
-		&failure, &disabled, &frozen, &probe, &delay, &created, &updated); err != nil {
-		return store.Endpoint{}, err
-	}
-	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
-		return store.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
-	}
-	h.State = health.State(state)
-	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = store.FromUnixMS(first), store.FromUnixMS(success), store.FromUnixMS(failure)
-	h.DisabledAt, h.FrozenAt, h.NextProbeAt = store.FromUnixMS(disabled), store.FromUnixMS(frozen), store.FromUnixMS(probe)
-	h.ProbationDelay = time.Duration(delay) * time.Millisecond
-	e.CreatedAt, e.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
-	return e, nil
-}
-
-// healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
-// the endpoint id.
-func healthArgs(id string, e *store.Endpoint) ([]any, error) {
-	h := &e.Health
-	window, err := json.Marshal(h.Window)
-	if err != nil {
-		return nil, fmt.Errorf("endpoint %s: health window: %w", id, err)
-	}
-	state := h.State
-	if state == "" {
-		state = health.Enabled
-	}
-	return []any{string(state), h.ConsecutiveFailures, string(window), store.UnixMS(h.FirstAttemptAt), store.UnixMS(h.LastSuccessAt),
-		store.UnixMS(h.LastFailureAt), store.UnixMS(h.DisabledAt), store.UnixMS(h.FrozenAt), store.UnixMS(h.NextProbeAt), h.ProbationDelay.Milliseconds(),
-		store.UnixMS(e.UpdatedAt), id}, nil
-}
-
 // GetEndpoint implements store.EndpointStore.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	e, err := scanEndpoint(s.readRow(ctx, getEndpointSQL, id))
+	e, err := store.ScanEndpoint(s.readRow(ctx, getEndpointSQL, id))
 	if isNoRows(err) {
 		return store.Endpoint{}, store.ErrNotFound
 	}
@@ -88,7 +49,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	defer rows.Close()
 	var out []store.Endpoint
 	for rows.Next() {
-		e, err := scanEndpoint(rows)
+		e, err := store.ScanEndpoint(rows)
 		if err != nil {
 			return nil, "", err
 		}
@@ -110,7 +71,7 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	defer rows.Close()
 	var out []store.Endpoint
 	for rows.Next() {
-		e, err := scanEndpoint(rows)
+		e, err := store.ScanEndpoint(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +102,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		var eps []*store.Endpoint
 		var found []string // the IDs as read, whatever fn does to eps
 		for _, id := range ids {
-			e, err := scanEndpoint(w.row(getEndpointSQL, id))
+			e, err := store.ScanEndpoint(w.row(getEndpointSQL, id))
 			if isNoRows(err) {
 				continue
 			}
@@ -159,7 +120,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 			if err != nil {
 				return err
 			}
-			written, err := scanEndpoint(w.row(saveHealthSQL, args...))
+			written, err := store.ScanEndpoint(w.row(saveHealthSQL, args...))
 			if err != nil {
 				return fmt.Errorf("save endpoint %s health: %w", found[i], err)
 			}
@@ -191,4 +152,15 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 		return false, err
 	}
 	return took, nil
+}
+
+// healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
+// the endpoint id.
+func healthArgs(id string, e *store.Endpoint) ([]any, error) {
+	r, err := store.NewHealthRow(id, e)
+	if err != nil {
+		return nil, err
+	}
+	return []any{r.State, r.Failures, r.Window, r.First, r.Success, r.Failure, r.Disabled, r.Frozen,
+		r.Probe, r.DelayMS, r.Updated, r.ID}, nil
 }

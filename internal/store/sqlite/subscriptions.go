@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -35,49 +34,11 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued')`
 	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ?`
 )
 
-// subscriptionArgs returns s's columns in subscriptionCols order, without
-// the ID.
-func subscriptionArgs(s *store.Subscription) ([]any, error) {
-	types, err := json.Marshal(s.EventTypes)
-	if err != nil {
-		return nil, err
-	}
-	headers, err := json.Marshal(s.Headers)
-	if err != nil {
-		return nil, err
-	}
-	if s.EndpointID == "" {
-		s.EndpointID = store.EndpointID(s.URL)
-	}
-	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
-		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
-		store.UnixMS(s.CreatedAt), store.UnixMS(s.UpdatedAt)}, nil
-}
-
-func scanSubscription(sc scanner) (store.Subscription, error) {
-	var s store.Subscription
-	var types, headers string
-	var timeout, created, updated int64
-	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated); err != nil {
-		return store.Subscription{}, err
-	}
-	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
-	}
-	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
-	}
-	s.Timeout = time.Duration(timeout) * time.Millisecond
-	s.CreatedAt, s.UpdatedAt = store.FromUnixMS(created), store.FromUnixMS(updated)
-	return s, nil
-}
-
 // CreateSubscription implements store.SubscriptionStore. An empty
 // EndpointID is filled in as store.EndpointID(URL). The subscription's
 // Timeout is kept to the millisecond. ErrConflict when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := subscriptionArgs(&sub)
+	args, err := store.SubscriptionValues(&sub)
 	if err != nil {
 		return err
 	}
@@ -112,7 +73,7 @@ func insertEndpoint(w *writer, sub *store.Subscription) error {
 
 // GetSubscription implements store.SubscriptionStore.
 func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscription, error) {
-	sub, err := scanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
+	sub, err := store.ScanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
 	if isNoRows(err) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
@@ -130,7 +91,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	defer rows.Close()
 	out := []store.Subscription{}
 	for rows.Next() {
-		sub, err := scanSubscription(rows)
+		sub, err := store.ScanSubscription(rows)
 		if err != nil {
 			return nil, "", s.readErr(err)
 		}
@@ -152,7 +113,7 @@ func (s *Store) AllSubscriptions(ctx context.Context) ([]store.Subscription, err
 	defer rows.Close()
 	out := []store.Subscription{}
 	for rows.Next() {
-		sub, err := scanSubscription(rows)
+		sub, err := store.ScanSubscription(rows)
 		if err != nil {
 			return nil, s.readErr(err)
 		}
@@ -165,7 +126,7 @@ func (s *Store) AllSubscriptions(ctx context.Context) ([]store.Subscription, err
 // CreatedAt included, takes sub's value. Deliveries already made keep the
 // endpoint they were made for.
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := subscriptionArgs(&sub)
+	args, err := store.SubscriptionValues(&sub)
 	if err != nil {
 		return err
 	}

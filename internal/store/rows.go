@@ -1,0 +1,110 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/herald-events/herald/internal/health"
+)
+
+// Row codecs the SQL stores share: both keep subscriptions and endpoints in
+// the same columns, in the same order (times as Unix milliseconds, lists and
+// maps as JSON text).
+
+// RowScanner is a database row: *sql.Row, *sql.Rows, pgx.Row.
+type RowScanner interface {
+	Scan(dest ...any) error
+}
+
+// ScanSubscription reads the columns id, name, url, endpoint_id,
+// event_types, subject_begins_with, subject_ends_with, retry_policy,
+// timeout_ms, headers, dead_letter, state, created_at, updated_at.
+func ScanSubscription(sc RowScanner) (Subscription, error) {
+	var s Subscription
+	var types, headers string
+	var timeout, created, updated int64
+	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
+		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated); err != nil {
+		return Subscription{}, err
+	}
+	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
+		return Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
+	}
+	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
+		return Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
+	}
+	s.Timeout = time.Duration(timeout) * time.Millisecond
+	s.CreatedAt, s.UpdatedAt = FromUnixMS(created), FromUnixMS(updated)
+	return s, nil
+}
+
+// SubscriptionValues returns s's columns in ScanSubscription's order without
+// the ID (name … updated_at). An empty EndpointID is filled in from the URL.
+func SubscriptionValues(s *Subscription) ([]any, error) {
+	types, err := json.Marshal(s.EventTypes)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := json.Marshal(s.Headers)
+	if err != nil {
+		return nil, err
+	}
+	if s.EndpointID == "" {
+		s.EndpointID = EndpointID(s.URL)
+	}
+	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
+		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
+		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
+}
+
+// ScanEndpoint reads the columns id, url, state, consecutive_failures,
+// health_window, first_attempt_at, last_success_at, last_failure_at,
+// disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
+// updated_at.
+func ScanEndpoint(sc RowScanner) (Endpoint, error) {
+	var e Endpoint
+	h := &e.Health
+	var state, window string
+	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
+	if err := sc.Scan(&e.ID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
+		&failure, &disabled, &frozen, &probe, &delay, &created, &updated); err != nil {
+		return Endpoint{}, err
+	}
+	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
+	}
+	h.State = health.State(state)
+	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = FromUnixMS(first), FromUnixMS(success), FromUnixMS(failure)
+	h.DisabledAt, h.FrozenAt, h.NextProbeAt = FromUnixMS(disabled), FromUnixMS(frozen), FromUnixMS(probe)
+	h.ProbationDelay = time.Duration(delay) * time.Millisecond
+	e.CreatedAt, e.UpdatedAt = FromUnixMS(created), FromUnixMS(updated)
+	return e, nil
+}
+
+// HealthRow is an endpoint's health as the health columns hold it.
+type HealthRow struct {
+	ID, State, Window                                                   string
+	Failures, First, Success, Failure, Disabled, Frozen, Probe, DelayMS int64
+	Updated                                                             int64
+}
+
+// NewHealthRow encodes e's Health and UpdatedAt for the endpoint id. An
+// empty state is stored as enabled.
+func NewHealthRow(id string, e *Endpoint) (HealthRow, error) {
+	h := &e.Health
+	window, err := json.Marshal(h.Window)
+	if err != nil {
+		return HealthRow{}, fmt.Errorf("endpoint %s: health window: %w", id, err)
+	}
+	state := h.State
+	if state == "" {
+		state = health.Enabled
+	}
+	return HealthRow{
+		ID: id, State: string(state), Window: string(window), Failures: h.ConsecutiveFailures,
+		First: UnixMS(h.FirstAttemptAt), Success: UnixMS(h.LastSuccessAt), Failure: UnixMS(h.LastFailureAt),
+		Disabled: UnixMS(h.DisabledAt), Frozen: UnixMS(h.FrozenAt), Probe: UnixMS(h.NextProbeAt),
+		DelayMS: h.ProbationDelay.Milliseconds(), Updated: UnixMS(e.UpdatedAt),
+	}, nil
+}
