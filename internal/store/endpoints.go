@@ -17,6 +17,11 @@ type EndpointStore interface {
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).
 	AllEndpoints(ctx context.Context) ([]Endpoint, error)
+	// EndpointChanges returns the endpoints whose health was written
+	// (ModifyEndpoints, TakeProbe) after endpoint version since, and the
+	// version they bring the reader to. Versions are committed in order,
+	// so a reader that asks again from the returned version misses none.
+	EndpointChanges(ctx context.Context, since int64) ([]Endpoint, int64, error)
 	// ModifyEndpoints reads the endpoints with these IDs (unknown IDs are
 	// skipped), locked against other writers (another node's
 	// ModifyEndpoints or TakeProbe waits), calls fn with them, and writes
@@ -45,4 +50,7 @@ type Endpoint struct {
 	Health    health.Health
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Version is the endpoint version of its last health write (read only:
+	// the store assigns it; see EndpointChanges).
+	Version int64
 }

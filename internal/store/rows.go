@@ -19,13 +19,13 @@ type RowScanner interface {
 
 // ScanSubscription reads the columns id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
-// timeout_ms, headers, dead_letter, state, created_at, updated_at.
+// timeout_ms, headers, dead_letter, state, created_at, updated_at, version.
 func ScanSubscription(sc RowScanner) (Subscription, error) {
 	var s Subscription
 	var types, headers string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated); err != nil {
+		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated, &s.Version); err != nil {
 		return Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -40,7 +40,7 @@ func ScanSubscription(sc RowScanner) (Subscription, error) {
 }
 
 // SubscriptionValues returns s's columns in ScanSubscription's order without
-// the ID (name … updated_at). An empty EndpointID is filled in from the URL.
+// the ID and the version (name … updated_at). An empty EndpointID is filled in from the URL.
 func SubscriptionValues(s *Subscription) ([]any, error) {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
@@ -61,14 +61,14 @@ func SubscriptionValues(s *Subscription) ([]any, error) {
 // ScanEndpoint reads the columns id, url, state, consecutive_failures,
 // health_window, first_attempt_at, last_success_at, last_failure_at,
 // disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
-// updated_at.
+// updated_at, version.
 func ScanEndpoint(sc RowScanner) (Endpoint, error) {
 	var e Endpoint
 	h := &e.Health
 	var state, window string
 	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
 	if err := sc.Scan(&e.ID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
-		&failure, &disabled, &frozen, &probe, &delay, &created, &updated); err != nil {
+		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version); err != nil {
 		return Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -20,17 +21,49 @@ var (
 	ErrNameTaken = errors.New("name already taken")
 	ErrConflict  = errors.New("conflict with the resource's current state")
 	ErrClosed    = errors.New("store closed")
+	// ErrSubscriptionDeleted: the delivery's subscription no longer exists,
+	// so it cannot be made pending again.
+	ErrSubscriptionDeleted = errors.New("the subscription was deleted")
+	// ErrStaleCatalog: a Publish was matched against subscriptions that have
+	// changed since (see PublishOptions). The call wrote nothing; a
+	// *StaleCatalogError says the catalog version to catch up to.
+	ErrStaleCatalog = errors.New("subscriptions changed since the events were matched")
 )
+
+// StaleCatalogError is the ErrStaleCatalog a Publish returns, with the
+// catalog version it found.
+type StaleCatalogError struct{ Version int64 }
+
+func (e *StaleCatalogError) Error() string {
+	return fmt.Sprintf("%v (catalog version %d)", ErrStaleCatalog, e.Version)
+}
+
+// Is makes errors.Is(err, ErrStaleCatalog) true.
+func (e *StaleCatalogError) Is(target error) bool { return target == ErrStaleCatalog }
 
 // Store is Herald's durable state. All methods are safe for concurrent use.
 type Store interface {
 	SubscriptionStore
 	DeliveryStore
 	EndpointStore
+	// Capabilities says how the store may be used.
+	Capabilities() Capabilities
 	// Ping reports whether the store can serve requests (for /readyz).
 	Ping(ctx context.Context) error
 	// Close flushes pending group commits and releases resources.
 	Close() error
+}
+
+// Capabilities says what a store can do that changes how Herald runs on it.
+type Capabilities struct {
+	// Shared: several processes may use the store at once (PostgreSQL).
+	// Each then learns of the others' changes through the store.
+	Shared bool
+	// LeasesExpire: a lease ends at its Until time and another process may
+	// then claim the delivery, so holders must renew their leases. When
+	// false (SQLite: one process owns the file) a lease lasts until it is
+	// released, recorded, or the store is opened again.
+	LeasesExpire bool
 }
 
 // SubscriptionStore keeps subscriptions and the endpoints (URLs) they use.
@@ -42,14 +75,21 @@ type SubscriptionStore interface {
 	GetSubscription(ctx context.Context, id string) (Subscription, error)
 	// ListSubscriptions returns subscriptions in ID order after the cursor.
 	ListSubscriptions(ctx context.Context, p Page) ([]Subscription, string, error)
-	// AllSubscriptions returns every subscription (for the in-memory matcher).
-	AllSubscriptions(ctx context.Context) ([]Subscription, error)
+	// SubscriptionChanges returns, read in one snapshot, the subscriptions
+	// created or changed and the IDs of those deleted after catalog version
+	// since, with the version they bring the reader to. Every subscription
+	// write (create, update, delete) advances the catalog version by one in
+	// its own transaction. A reader whose since is older than the deletions
+	// the store still remembers (or 0) gets Full changes: every subscription.
+	SubscriptionChanges(ctx context.Context, since int64) (CatalogChanges, error)
 	// UpdateSubscription replaces the stored subscription with the same ID
 	// (and creates the endpoint row for a new URL). ErrNotFound, ErrNameTaken.
 	UpdateSubscription(ctx context.Context, s Subscription) error
 	// DeleteSubscription removes the subscription. Its deliveries stay in the
 	// log; those still pending or queued end as dropped with reason
-	// ReasonSubscriptionDeleted. ErrNotFound when absent.
+	// ReasonSubscriptionDeleted, in the same transaction, and no Publish
+	// committed after it writes a delivery for it (see PublishOptions).
+	// ErrNotFound when absent.
 	DeleteSubscription(ctx context.Context, id string, now time.Time) error
 }
 
@@ -59,9 +99,11 @@ type DeliveryStore interface {
 	// duplicate, its deliveries, in one group commit. An event whose
 	// (source, id) is already stored is a duplicate: nothing of it is written
 	// and its result says Duplicate. Deliveries with Claimed set are written
-	// leased to lease (the caller holds them in memory); the others are
-	// written unleased for the due loader. Results are in input order.
-	Publish(ctx context.Context, events []NewEvent, lease Lease) ([]PublishResult, error)
+	// leased to opts.Lease (the caller holds them in memory); the others are
+	// written unleased for the due loader. Results are in input order. When
+	// opts guards the match (see PublishOptions) and the guard fails, the
+	// call writes nothing and returns a *StaleCatalogError.
+	Publish(ctx context.Context, events []NewEvent, opts PublishOptions) ([]PublishResult, error)
 
 	// ClaimDue leases up to limit pending, unleased deliveries of one endpoint
 	// whose next attempt is at or before now: first-attempt ("fresh")
@@ -113,7 +155,8 @@ type DeliveryStore interface {
 	// Redeliver makes one delivery due at now with a fresh attempt budget
 	// (RoundAttempts 0, RoundStart now, FirstFailure cleared), whatever its
 	// status. ErrNotFound; ErrConflict when it is pending and leased (an
-	// attempt is in progress).
+	// attempt is in progress); ErrSubscriptionDeleted when its subscription
+	// no longer exists (nothing changes).
 	Redeliver(ctx context.Context, id string, now time.Time) (Delivery, error)
 	// Redrive does what Redeliver does to the dead-lettered deliveries of a
 	// subscription (all of them, or only ids) and returns how many it moved
@@ -175,6 +218,20 @@ type Subscription struct {
 	State       string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Version is the catalog version its last write set (read only: the
+	// store assigns it).
+	Version int64
+}
+
+// CatalogChanges is what SubscriptionChanges read.
+type CatalogChanges struct {
+	// Version is the catalog version the changes bring the reader to.
+	Version int64
+	// Full: Changed holds every subscription and Deleted is empty; the
+	// reader replaces what it has.
+	Full    bool
+	Changed []Subscription
+	Deleted []string
 }
 
 // Page asks for one page of a list.
@@ -187,6 +244,25 @@ type Page struct {
 type Lease struct {
 	Owner string
 	Until time.Time
+}
+
+// PublishOptions are a Publish call's lease and its guard against
+// subscription changes. The caller matched the events against its copy of
+// the subscriptions, at catalog version CatalogVersion; the guard makes the
+// store refuse the call, with a *StaleCatalogError naming the stored
+// catalog version, when that match may be out of date:
+//   - CatalogVersion > 0: refused when the stored catalog version is newer
+//     (a subscription was created, changed or deleted since the match);
+//   - CatalogVersion == 0 and RequireSubscriptions: refused when a
+//     delivery names a subscription that does not exist;
+//   - neither: not guarded (tests and tools).
+//
+// The check is made inside the write transaction, ordered with every
+// subscription write, at the cost of one read per group commit.
+type PublishOptions struct {
+	Lease                Lease
+	CatalogVersion       int64
+	RequireSubscriptions bool
 }
 
 // NewEvent is an event to publish with the deliveries it fans out to.

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	deliveryStateSQL = `SELECT status, lease_until FROM deliveries WHERE id = $1 FOR UPDATE`
+	deliveryStateSQL = `SELECT status, lease_until, subscription_id FROM deliveries WHERE id = $1 FOR UPDATE`
 
 	// restartSet opens a fresh attempt budget. Attempts (the lifetime count)
 	// and the last_* fields stay: the delivery keeps its history, and with
@@ -48,6 +48,13 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 	cleanupAttemptsSQL   = `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_seq = ANY($1))`
 	cleanupDeliveriesSQL = `DELETE FROM deliveries WHERE event_seq = ANY($1)`
 	cleanupEventsSQL     = `DELETE FROM events WHERE seq = ANY($1)`
+
+	// Tombstones of subscriptions deleted before the retention are
+	// forgotten; catalog_pruned then tells a reader older than them to read
+	// every subscription.
+	oldTombstonesSQL  = `SELECT COALESCE(MAX(version), 0) FROM subscription_tombstones WHERE deleted_at < $1`
+	pruneCatalogSQL   = `UPDATE counters SET value = GREATEST(value, $1) WHERE name = 'catalog_pruned'`
+	pruneTombstoneSQL = `DELETE FROM subscription_tombstones WHERE deleted_at < $1 AND version <= $2`
 )
 
 // Redeliver implements store.DeliveryStore. The delivery becomes pending,
@@ -55,17 +62,26 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 // cleared, and DeadLetterReason and DeliveredAt cleared; Attempts and the
 // Last* fields are kept (so a delivery attempted before is due in the retry
 // lane). ErrConflict when it is pending and its lease has not expired by
-// now; a delivery whose lease expired is redelivered.
+// now; a delivery whose lease expired is redelivered. ErrSubscriptionDeleted
+// when its subscription is gone (the subscription row is locked in share
+// mode until the change commits, so a delete cannot slip in between).
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
 	at := store.UnixMS(now)
 	var d store.Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var status string
+		var status, sub string
 		var lease int64
-		if err := tx.QueryRow(ctx, deliveryStateSQL, id).Scan(&status, &lease); err != nil {
+		if err := tx.QueryRow(ctx, deliveryStateSQL, id).Scan(&status, &lease, &sub); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 			}
+			return err
+		}
+		var one int
+		switch err := tx.QueryRow(ctx, subscriptionExistsSQL, sub).Scan(&one); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("delivery %s: %w", id, store.ErrSubscriptionDeleted)
+		case err != nil:
 			return err
 		}
 		if store.Status(status) == store.StatusPending && lease != 0 && lease >= at {
@@ -152,7 +168,8 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 	return res, nil
 }
 
-// Cleanup implements store.DeliveryStore, oldest events first. A limit of
+// Cleanup implements store.DeliveryStore, oldest events first, and forgets
+// the tombstones of subscriptions deleted before `before`. A limit of
 // zero or less deletes nothing. An event counts as finished when none of
 // its deliveries is pending or queued. Candidates are found first; then one
 // transaction locks their deliveries, checks them again (one may have been
@@ -165,6 +182,9 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 	}
 	if limit <= 0 {
 		return 0, nil
+	}
+	if err := s.pruneTombstones(ctx, before); err != nil {
+		return 0, err
 	}
 	seqs, err := queryAll(ctx, s, func(sc scanner) (int64, error) {
 		var seq int64
@@ -207,4 +227,28 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		return 0, fmt.Errorf("cleanup: %w", err)
 	}
 	return n, nil
+}
+
+// pruneTombstones deletes the tombstones of subscriptions deleted before
+// `before`, remembering the newest version deleted in catalog_pruned.
+func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
+	upto, err := queryRow(ctx, s, func(sc scanner) (int64, error) {
+		var v int64
+		return v, sc.Scan(&v)
+	}, oldTombstonesSQL, store.UnixMS(before))
+	if err != nil {
+		return fmt.Errorf("cleanup: %w", s.err(err))
+	}
+	if upto == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, pruneCatalogSQL, upto); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		if _, err := tx.Exec(ctx, pruneTombstoneSQL, store.UnixMS(before), upto); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		return nil
+	})
 }

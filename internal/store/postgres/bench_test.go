@@ -55,7 +55,7 @@ func BenchmarkPublish100(b *testing.B) {
 		for b.Loop() {
 			seq++
 			evs := benchEvents(fmt.Sprintf("s%d", seq), 100, sub, time.Now())
-			if _, err := s.Publish(ctx, evs, store.Lease{}); err != nil {
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,7 +70,7 @@ func BenchmarkPublish100(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				evs := benchEvents(fmt.Sprintf("p%d", seq.Add(1)), 100, sub, time.Now())
-				if _, err := s.Publish(ctx, evs, store.Lease{}); err != nil {
+				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -93,7 +93,7 @@ func BenchmarkPublish1(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			evs := benchEvents(fmt.Sprintf("o%d", seq.Add(1)), 1, sub, time.Now())
-			if _, err := s.Publish(ctx, evs, store.Lease{}); err != nil {
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -117,7 +117,7 @@ func BenchmarkRecord1(b *testing.B) {
 			evs[j].Deliveries[0].Claimed = true
 			all = append(all, evs[j].Deliveries[0].ID)
 		}
-		if _, err := s.Publish(ctx, evs, store.Lease{Owner: "bench", Until: now.Add(time.Hour)}); err != nil {
+		if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: store.Lease{Owner: "bench", Until: now.Add(time.Hour)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -217,7 +217,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 		start := time.Now()
 		for b.Loop() {
 			seq++
-			if _, err := s.Publish(ctx, benchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.Lease{}); err != nil {
+			if _, err := s.Publish(ctx, benchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -15,11 +15,18 @@ import (
 
 const (
 	endpointCols = `id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
-	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at`
+	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
 
 	getEndpointSQL   = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = $1`
 	listEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id > $1 ORDER BY id LIMIT $2`
 	allEndpointsSQL  = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
+
+	// Every health write first takes the next endpoints version, locking
+	// the counter's row until it commits (so versions commit in order and an
+	// incremental reader misses none), and stores it on the rows it writes.
+	bumpEndpointsSQL    = `UPDATE counters SET value = value + 1 WHERE name = 'endpoints' RETURNING value`
+	endpointsVersionSQL = `SELECT value FROM counters WHERE name = 'endpoints'`
+	changedEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE version > $1 ORDER BY id`
 
 	// lockEndpointsSQL reads endpoints for ModifyEndpoints, locked until the
 	// transaction ends; in ID order, so that concurrent callers lock
@@ -32,25 +39,27 @@ const (
 	state = u.state, consecutive_failures = u.consecutive_failures, health_window = u.health_window,
 	first_attempt_at = u.first_attempt_at, last_success_at = u.last_success_at,
 	last_failure_at = u.last_failure_at, disabled_at = u.disabled_at, frozen_at = u.frozen_at,
-	next_probe_at = u.next_probe_at, probation_delay_ms = u.probation_delay_ms, updated_at = u.updated_at
+	next_probe_at = u.next_probe_at, probation_delay_ms = u.probation_delay_ms, updated_at = u.updated_at,
+	version = $13
 FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::int8[], $7::int8[],
 	$8::int8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[])
 	AS u(id, state, consecutive_failures, health_window, first_attempt_at, last_success_at, last_failure_at,
 	disabled_at, frozen_at, next_probe_at, probation_delay_ms, updated_at)
 WHERE e.id = u.id
 RETURNING e.id, e.url, e.state, e.consecutive_failures, e.health_window, e.first_attempt_at, e.last_success_at,
-	e.last_failure_at, e.disabled_at, e.frozen_at, e.next_probe_at, e.probation_delay_ms, e.created_at, e.updated_at`
+	e.last_failure_at, e.disabled_at, e.frozen_at, e.next_probe_at, e.probation_delay_ms, e.created_at, e.updated_at,
+	e.version`
 
 	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
 	// A concurrent caller waits for the row and re-checks the condition on
 	// the updated version, so only one of them changes it.
-	takeProbeSQL = `UPDATE endpoints SET next_probe_at = $3
+	takeProbeSQL = `UPDATE endpoints SET next_probe_at = $3, version = $4
 WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 )
 
-// saveHealth writes rows (distinct endpoints) in one statement and returns
-// the endpoints as stored, in ID order.
-func saveHealth(ctx context.Context, tx pgx.Tx, rows []store.HealthRow) ([]store.Endpoint, error) {
+// saveHealth writes rows (distinct endpoints) at endpoints version v in one
+// statement and returns the endpoints as stored, in ID order.
+func saveHealth(ctx context.Context, tx pgx.Tx, rows []store.HealthRow, v int64) ([]store.Endpoint, error) {
 	n := len(rows)
 	id, state, window := make([]string, n), make([]string, n), make([]string, n)
 	var cols [9][]int64
@@ -64,7 +73,7 @@ func saveHealth(ctx context.Context, tx pgx.Tx, rows []store.HealthRow) ([]store
 		}
 	}
 	res, err := tx.Query(ctx, saveHealthSQL, id, state, cols[0], window, cols[1], cols[2], cols[3],
-		cols[4], cols[5], cols[6], cols[7], cols[8])
+		cols[4], cols[5], cols[6], cols[7], cols[8], v)
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
@@ -106,6 +115,41 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return queryAll(ctx, s, store.ScanEndpoint, allEndpointsSQL)
 }
 
+// EndpointChanges implements store.EndpointStore in one snapshot.
+func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error) {
+	var out []store.Endpoint
+	var v int64
+	err := s.snapshot(ctx, func(tx pgx.Tx) error {
+		out = nil
+		if err := tx.QueryRow(ctx, endpointsVersionSQL).Scan(&v); err != nil {
+			return err
+		}
+		if since >= v {
+			return nil
+		}
+		rows, err := tx.Query(ctx, changedEndpointsSQL, since)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return store.ScanEndpoint(r) })
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("endpoint changes: %w", err)
+	}
+	return out, v, nil
+}
+
+// bumpEndpoints takes the next endpoints version in tx (locking the
+// counter until tx ends) and tells the other nodes when tx commits.
+func (s *Store) bumpEndpoints(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var v int64
+	if err := tx.QueryRow(ctx, bumpEndpointsSQL).Scan(&v); err != nil {
+		return 0, fmt.Errorf("advance the endpoints version: %w", err)
+	}
+	return v, s.notify(ctx, tx, changedEndpoints)
+}
+
 // ModifyEndpoints implements store.EndpointStore in one transaction: it
 // reads the endpoints with SELECT ... FOR UPDATE (in ID order), so another
 // node's ModifyEndpoints or TakeProbe on any of them waits until this one
@@ -124,6 +168,13 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 	var out []store.Endpoint
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out = nil
+		var v int64
+		if len(ids) > 0 {
+			var err error
+			if v, err = s.bumpEndpoints(ctx, tx); err != nil {
+				return err
+			}
+		}
 		rows, err := tx.Query(ctx, lockEndpointsSQL, ids)
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
@@ -149,7 +200,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 				return err
 			}
 		}
-		out, err = saveHealth(ctx, tx, hs)
+		out, err = saveHealth(ctx, tx, hs, v)
 		return err
 	})
 	if err != nil {
@@ -158,8 +209,8 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 	return out, nil
 }
 
-// TakeProbe implements store.EndpointStore with one conditional UPDATE (its
-// own transaction). Of concurrent callers for a due probe, on any nodes
+// TakeProbe implements store.EndpointStore with one conditional UPDATE in a
+// transaction that first takes the next endpoints version. Of concurrent callers for a due probe, on any nodes
 // (with hold after now), exactly one changes the row and reports true. An
 // unknown endpoint reports false.
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
@@ -167,8 +218,12 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 		return false, err
 	}
 	var took bool
-	err := s.retrying(ctx, func() error {
-		tag, err := s.exec(ctx, takeProbeSQL, endpointID, store.UnixMS(now), store.UnixMS(hold))
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		v, err := s.bumpEndpoints(ctx, tx)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, takeProbeSQL, endpointID, store.UnixMS(now), store.UnixMS(hold), v)
 		took = err == nil && tag.RowsAffected() > 0
 		return err
 	})

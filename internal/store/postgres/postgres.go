@@ -118,6 +118,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,6 +201,13 @@ type Store struct {
 	// txOpts begins every transaction: BEGIN and SET LOCAL
 	// statement_timeout in one query (see the package comment).
 	txOpts pgx.TxOptions
+	// snapOpts begins a read-only REPEATABLE READ transaction: its queries
+	// read one snapshot.
+	snapOpts pgx.TxOptions
+	// notify names this store's schema on the change channel (see
+	// changes.go); feed tells the process of other nodes' changes.
+	schema string
+	feed   *changeFeed
 
 	reqs    chan *request
 	writers sync.WaitGroup
@@ -246,8 +254,15 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		clock:  opts.Clock,
 		opts:   opts,
 		txOpts: pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
-		reqs:   make(chan *request, opts.QueueSize),
+		snapOpts: pgx.TxOptions{BeginQuery: strings.Replace(beginSQL(opts.StatementTimeout),
+			"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)},
+		reqs: make(chan *request, opts.QueueSize),
 	}
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: read the current schema: %w", err)
+	}
+	s.feed = startChangeFeed(cfg.ConnConfig.Copy(), s.schema, opts.Logger)
 	s.writers.Add(opts.Writers)
 	for range opts.Writers {
 		go s.writer()
@@ -308,6 +323,21 @@ func (s *Store) Stats() Stats {
 // Pool returns the connection pool (for metrics and administration).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// Capabilities implements store.Store: nodes share the database, and a
+// lease expires by time.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Shared: true, LeasesExpire: true}
+}
+
+// snapshot runs fn in a read-only transaction whose queries all read one
+// snapshot of the database.
+func (s *Store) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.err(pgx.BeginTxFunc(ctx, s.pool, s.snapOpts, fn))
+}
+
 // Ping reports whether the store can serve requests: ErrClosed after Close,
 // else whether a connection answers.
 func (s *Store) Ping(ctx context.Context) error {
@@ -330,6 +360,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.reqs) // no write can be queueing now: they check closed under mu
 	s.writers.Wait()
+	s.feed.stop()
 	s.pool.Close()
 	return nil
 }

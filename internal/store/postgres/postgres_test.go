@@ -142,7 +142,7 @@ func (f *fixture) events(n int, at time.Time) []store.NewEvent {
 
 func (f *fixture) publish(s *Store, evs []store.NewEvent, lease store.Lease) []store.PublishResult {
 	f.t.Helper()
-	res, err := s.Publish(f.ctx, evs, lease)
+	res, err := s.Publish(f.ctx, evs, store.PublishOptions{Lease: lease})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestDedupAcrossNodes(t *testing.T) {
 			defer wg.Done()
 			s := nodes[c%2]
 			for i := 0; i < events; i += 10 {
-				res, err := s.Publish(f.ctx, evs[i:i+10], store.Lease{})
+				res, err := s.Publish(f.ctx, evs[i:i+10], store.PublishOptions{})
 				if err != nil {
 					errc <- err
 					return
@@ -515,7 +515,7 @@ func TestBatchIsolation(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.Publish(f.ctx, evs[i], store.Lease{})
+			_, errs[i] = s.Publish(f.ctx, evs[i], store.PublishOptions{})
 		}()
 	}
 	wg.Wait()
@@ -662,7 +662,7 @@ func TestOppositeOrderPublishNoDeadlock(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[n], errs[n] = nodes[n].Publish(f.ctx, in, store.Lease{})
+				res[n], errs[n] = nodes[n].Publish(f.ctx, in, store.PublishOptions{})
 			}()
 		}
 		wg.Wait()

@@ -13,21 +13,36 @@ import (
 
 const (
 	subscriptionCols = `id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
-	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at`
+	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES ($14, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+VALUES ($14, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)`
 
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = $1, url = $2, endpoint_id = $3, event_types = $4, subject_begins_with = $5, subject_ends_with = $6,
-	retry_policy = $7, timeout_ms = $8, headers = $9, dead_letter = $10, state = $11, created_at = $12, updated_at = $13
+	retry_policy = $7, timeout_ms = $8, headers = $9, dead_letter = $10, state = $11, created_at = $12, updated_at = $13,
+	version = $15
 WHERE id = $14`
 
+	// bumpCatalogSQL advances the catalog version and locks its row until
+	// the transaction ends; every subscription write runs it first. A
+	// publish batch reads the row FOR SHARE (catalogShareSQL), so the two
+	// exclude each other.
+	bumpCatalogSQL   = `UPDATE counters SET value = value + 1 WHERE name = 'catalog' RETURNING value`
+	catalogShareSQL  = `SELECT value FROM counters WHERE name = 'catalog' FOR SHARE`
+	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
+	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
+	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > $1 ORDER BY id`
+	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > $1 ORDER BY id`
+	tombstoneSQL     = `INSERT INTO subscription_tombstones (id, version, deleted_at) VALUES ($1, $2, $3)
+ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded.deleted_at`
+
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE name = $1`
-	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1`
+	// subscriptionExistsSQL locks the row in share mode: a delete waits
+	// until the caller's transaction ends, and so sees what it changed.
+	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = $1`
 	listSubscriptionsSQL  = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id > $1 ORDER BY id LIMIT $2`
-	allSubscriptionsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions ORDER BY id`
 
 	insertEndpointSQL = `INSERT INTO endpoints (id, url, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`
 
@@ -60,7 +75,11 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		if _, err := tx.Exec(ctx, insertSubscriptionSQL, args...); err != nil {
+		v, err := s.bumpCatalog(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, insertSubscriptionSQL, append(args, v)...); err != nil {
 			return err
 		}
 		return insertEndpoint(ctx, tx, &sub)
@@ -107,9 +126,56 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	return out, next, nil
 }
 
-// AllSubscriptions implements store.SubscriptionStore, in ID order.
-func (s *Store) AllSubscriptions(ctx context.Context) ([]store.Subscription, error) {
-	return queryAll(ctx, s, store.ScanSubscription, allSubscriptionsSQL)
+// SubscriptionChanges implements store.SubscriptionStore in one read-only
+// REPEATABLE READ transaction (one snapshot).
+func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error) {
+	var out store.CatalogChanges
+	err := s.snapshot(ctx, func(tx pgx.Tx) error {
+		out = store.CatalogChanges{}
+		var pruned int64
+		if err := tx.QueryRow(ctx, catalogSQL).Scan(&out.Version); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, catalogPrunedSQL).Scan(&pruned); err != nil {
+			return err
+		}
+		if since >= out.Version {
+			return nil
+		}
+		if since <= 0 || since < pruned {
+			out.Full, since = true, 0
+		}
+		rows, err := tx.Query(ctx, changedSubsSQL, since)
+		if err != nil {
+			return err
+		}
+		out.Changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Subscription, error) {
+			return store.ScanSubscription(r)
+		})
+		if err != nil || out.Full {
+			return err
+		}
+		rows, err = tx.Query(ctx, tombstonesSQL, since)
+		if err != nil {
+			return err
+		}
+		out.Deleted, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return store.CatalogChanges{}, fmt.Errorf("subscription changes: %w", err)
+	}
+	return out, nil
+}
+
+// bumpCatalog advances the catalog version in tx (locking its row until tx
+// ends), tells the other nodes when tx commits, and returns the version.
+func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var v int64
+	if err := tx.QueryRow(ctx, bumpCatalogSQL).Scan(&v); err != nil {
+		return 0, fmt.Errorf("advance the catalog version: %w", err)
+	}
+	return v, s.notify(ctx, tx, changedCatalog)
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
@@ -128,7 +194,11 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		case err != nil && !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		tag, err := tx.Exec(ctx, updateSubscriptionSQL, args...)
+		v, err := s.bumpCatalog(ctx, tx)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, updateSubscriptionSQL, append(args, v)...)
 		if err != nil {
 			return err
 		}
@@ -146,17 +216,25 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 // DeleteSubscription implements store.SubscriptionStore. Its pending and
 // queued deliveries become dropped with reason ReasonSubscriptionDeleted and
 // lose their leases, in the same transaction; a later Record for one of
-// them logs the attempt only. now is not stored: a delivery keeps no time of
-// being dropped.
+// them logs the attempt only. now is the tombstone's time (clean-up forgets
+// it after the dedup retention); a delivery keeps no time of being dropped.
+// The catalog row lock taken first waits for publish batches in progress,
+// so the drop sees every delivery they wrote.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
-	_ = now
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		v, err := s.bumpCatalog(ctx, tx)
+		if err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, deleteSubscriptionSQL, id)
 		if err != nil {
 			return fmt.Errorf("delete subscription %s: %w", id, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, tombstoneSQL, id, v, store.UnixMS(now)); err != nil {
+			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
 		}
 		if _, err := tx.Exec(ctx, dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)

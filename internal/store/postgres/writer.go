@@ -38,9 +38,13 @@ import (
 // every run, since a batch may run more than once.
 type request struct {
 	events   []store.NewEvent
-	lease    store.Lease
+	opts     store.PublishOptions
 	results  []store.PublishResult
 	outcomes []store.Outcome
+	// refused is the guard's verdict on a Publish (a *StaleCatalogError),
+	// set anew on every run: such a request writes nothing and is answered
+	// with it while the rest of its batch commits.
+	refused error
 
 	err  error
 	done chan struct{}
@@ -120,6 +124,9 @@ func (s *Store) answer(rs []*request, err error) {
 		if be := (*batchError)(nil); errors.As(err, &be) {
 			r.err = be.err
 		}
+		if err == nil {
+			r.err = r.refused
+		}
 		close(r.done)
 	}
 }
@@ -170,6 +177,9 @@ func (s *Store) run(batch []*request) (err error) {
 			_ = tx.Rollback(context.Background())
 		}
 	}()
+	if err := s.guardBatch(ctx, tx, batch); err != nil {
+		return stmtError(err)
+	}
 	if err := s.publishBatch(ctx, tx, batch); err != nil {
 		return stmtError(err)
 	}
@@ -230,6 +240,76 @@ SELECT seq, id, source FROM ev`
 const existingSeqSQL = `SELECT e.seq, e.id, e.source FROM events AS e
 JOIN unnest($1::text[], $2::text[]) AS k(id, source) ON e.id = k.id AND e.source = k.source`
 
+// guardBatch checks the guard of every Publish request in batch (see
+// store.PublishOptions) and marks those refused. When the batch publishes
+// anything it first reads the catalog version FOR SHARE, once for the
+// batch: no subscription write can commit until this transaction ends, so
+// the check holds at commit, and a delete that follows sees every delivery
+// written here.
+func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
+	var need []string // subscriptions that must exist
+	publishing := false
+	for _, r := range batch {
+		r.refused = nil
+		if len(r.events) == 0 {
+			continue
+		}
+		publishing = true
+		if r.opts.CatalogVersion == 0 && r.opts.RequireSubscriptions {
+			for i := range r.events {
+				for _, d := range r.events[i].Deliveries {
+					need = append(need, d.SubscriptionID)
+				}
+			}
+		}
+	}
+	if !publishing {
+		return nil
+	}
+	var v int64
+	if err := tx.QueryRow(ctx, catalogShareSQL).Scan(&v); err != nil {
+		return fmt.Errorf("read the catalog version: %w", err)
+	}
+	present := map[string]bool{}
+	if len(need) > 0 {
+		rows, err := tx.Query(ctx, presentSubscriptionsSQL, need)
+		if err != nil {
+			return fmt.Errorf("check subscriptions: %w", err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("check subscriptions: %w", err)
+		}
+		for _, id := range ids {
+			present[id] = true
+		}
+	}
+	for _, r := range batch {
+		if len(r.events) == 0 {
+			continue
+		}
+		switch {
+		case r.opts.CatalogVersion > 0:
+			if v > r.opts.CatalogVersion {
+				r.refused = &store.StaleCatalogError{Version: v}
+			}
+		case r.opts.RequireSubscriptions:
+		check:
+			for i := range r.events {
+				for _, d := range r.events[i].Deliveries {
+					if !present[d.SubscriptionID] {
+						r.refused = &store.StaleCatalogError{Version: v}
+						break check
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+const presentSubscriptionsSQL = `SELECT id FROM subscriptions WHERE id = ANY($1)`
+
 // publishBatch writes the events of every Publish request in batch with
 // their deliveries in two statements, and fills in the requests' results.
 // Within the batch the first occurrence of an event is the one stored; later
@@ -246,11 +326,11 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		have                        bool
 	)
 	for _, r := range batch {
-		if len(r.events) == 0 {
+		if len(r.events) == 0 || r.refused != nil {
 			continue
 		}
 		have = true
-		until := store.LeaseUntilMS(r.lease)
+		until := store.LeaseUntilMS(r.opts.Lease)
 		for i := range r.events {
 			ev := &r.events[i]
 			k := evKey{ev.ID, ev.Source}
@@ -267,7 +347,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 			for _, d := range ev.Deliveries {
 				owner, lu := "", int64(0)
 				if d.Claimed {
-					owner, lu = r.lease.Owner, until
+					owner, lu = r.opts.Lease.Owner, until
 				}
 				dID, dSub, dEp = append(dID, d.ID), append(dSub, d.SubscriptionID), append(dEp, d.EndpointID)
 				dEvID, dEvS = append(dEvID, ev.ID), append(dEvS, ev.Source)
@@ -326,7 +406,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 	}
 	first := make([]bool, len(eID))
 	for _, r := range batch {
-		if len(r.events) == 0 {
+		if len(r.events) == 0 || r.refused != nil {
 			continue
 		}
 		r.results = make([]store.PublishResult, len(r.events))
@@ -445,15 +525,16 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 // This holds within one call and within one batch too: the second
 // occurrence of an event is the duplicate. Sequences increase in input order
 // within a call. Deliveries are written pending, due at PublishedAt (also
-// their round start and creation time), leased to lease when Claimed.
-func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease store.Lease) ([]store.PublishResult, error) {
+// their round start and creation time), leased to opts.Lease when Claimed.
+// The guard of opts is checked in the batch's transaction (guardBatch).
+func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {
 		if err := s.checkOpen(); err != nil {
 			return nil, err
 		}
 		return []store.PublishResult{}, nil
 	}
-	r := &request{events: events, lease: lease}
+	r := &request{events: events, opts: opts}
 	if err := s.write(ctx, r); err != nil {
 		return nil, err
 	}

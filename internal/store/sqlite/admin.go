@@ -9,7 +9,8 @@ import (
 )
 
 const (
-	deliveryStateSQL = `SELECT status, lease_until FROM deliveries WHERE id = ?`
+	deliveryStateSQL = `SELECT d.status, d.lease_until, s.id IS NOT NULL FROM deliveries AS d
+LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WHERE d.id = ?`
 
 	// restartSQL opens a fresh attempt budget. Attempts (the lifetime count)
 	// and the last_* fields stay: the delivery keeps its history, and with
@@ -37,24 +38,35 @@ WHERE event_seq = ? AND status NOT IN ('delivered', 'dead_lettered', 'dropped') 
 	cleanupAttemptsSQL   = `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE event_seq = ?)`
 	cleanupDeliveriesSQL = `DELETE FROM deliveries WHERE event_seq = ?`
 	cleanupEventSQL      = `DELETE FROM events WHERE seq = ?`
+
+	// Tombstones of subscriptions deleted before the retention are
+	// forgotten; catalog_pruned then tells a reader older than them to read
+	// every subscription.
+	oldTombstonesSQL  = `SELECT COALESCE(MAX(version), 0) FROM subscription_tombstones WHERE deleted_at < ?`
+	pruneCatalogSQL   = `UPDATE counters SET value = MAX(value, ?) WHERE name = 'catalog_pruned'`
+	pruneTombstoneSQL = `DELETE FROM subscription_tombstones WHERE deleted_at < ? AND version <= ?`
 )
 
 // Redeliver implements store.DeliveryStore. The delivery becomes pending,
 // due at now, unleased, with RoundAttempts 0, RoundStart now, FirstFailure
 // cleared, and DeadLetterReason and DeliveredAt cleared; Attempts and the
 // Last* fields are kept (so a delivery attempted before is due in the retry
-// lane).
+// lane). ErrSubscriptionDeleted when its subscription is gone.
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
 	at := store.UnixMS(now)
 	var d store.Delivery
 	err := s.write(ctx, func(w *writer) error {
 		var status string
 		var lease int64
-		if err := w.scanRow(deliveryStateSQL, []any{id}, &status, &lease); err != nil {
+		var subscribed bool
+		if err := w.scanRow(deliveryStateSQL, []any{id}, &status, &lease, &subscribed); err != nil {
 			if isNoRows(err) {
 				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 			}
 			return err
+		}
+		if !subscribed {
+			return fmt.Errorf("delivery %s: %w", id, store.ErrSubscriptionDeleted)
 		}
 		if store.Status(status) == store.StatusPending && lease != 0 {
 			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
@@ -130,7 +142,8 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 	return res, nil
 }
 
-// Cleanup implements store.DeliveryStore, oldest events first. A limit of
+// Cleanup implements store.DeliveryStore, oldest events first, and forgets
+// the tombstones of subscriptions deleted before `before`. A limit of
 // zero or less deletes nothing. An event counts as finished when none of
 // its deliveries is pending or queued. The search for candidates runs on a
 // read connection, so that a long stretch of old unfinished events (a large
@@ -142,6 +155,9 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 			return 0, store.ErrClosed
 		}
 		return 0, nil
+	}
+	if err := s.pruneTombstones(ctx, before); err != nil {
+		return 0, err
 	}
 	rows, err := s.readQuery(ctx, cleanupSQL, store.UnixMS(before), limit)
 	if err != nil {
@@ -187,4 +203,25 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		return 0, err
 	}
 	return n, nil
+}
+
+// pruneTombstones deletes the tombstones of subscriptions deleted before
+// `before`, remembering the newest version deleted in catalog_pruned.
+func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
+	var upto int64
+	if err := s.readRow(ctx, oldTombstonesSQL, store.UnixMS(before)).Scan(&upto); err != nil {
+		return fmt.Errorf("cleanup: %w", s.readErr(err))
+	}
+	if upto == 0 {
+		return nil
+	}
+	return s.write(ctx, func(w *writer) error {
+		if _, err := w.exec(pruneCatalogSQL, upto); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		if _, err := w.exec(pruneTombstoneSQL, store.UnixMS(before), upto); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		return nil
+	})
 }

@@ -58,7 +58,7 @@ func BenchmarkPublish100(b *testing.B) {
 		for b.Loop() {
 			seq++
 			evs := benchEvents(fmt.Sprintf("s%d", seq), 100, sub, time.Now())
-			if _, err := s.Publish(ctx, evs, store.Lease{}); err != nil {
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -74,7 +74,7 @@ func BenchmarkPublish100(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				evs := benchEvents(fmt.Sprintf("p%d", seq.Add(1)), 100, sub, time.Now())
-				if _, err := s.Publish(ctx, evs, store.Lease{}); err != nil {
+				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -96,7 +96,7 @@ func BenchmarkPublish1(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			evs := benchEvents(fmt.Sprintf("o%d", seq.Add(1)), 1, sub, time.Now())
-			if _, err := s.Publish(ctx, evs, store.Lease{}); err != nil {
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -191,7 +191,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 		start := time.Now()
 		for b.Loop() {
 			seq++
-			if _, err := s.Publish(ctx, benchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.Lease{}); err != nil {
+			if _, err := s.Publish(ctx, benchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

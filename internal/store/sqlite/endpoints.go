@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -11,22 +12,28 @@ import (
 
 const (
 	endpointCols = `id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
-	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at`
+	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
 
 	getEndpointSQL   = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ?`
 	listEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id > ? ORDER BY id LIMIT ?`
 	allEndpointsSQL  = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
 
+	// Every health write takes the next endpoints version (bumpEndpointsSQL)
+	// and stores it on the rows it writes.
+	bumpEndpointsSQL    = `UPDATE counters SET value = value + 1 WHERE name = 'endpoints' RETURNING value`
+	endpointsVersionSQL = `SELECT value FROM counters WHERE name = 'endpoints'`
+	changedEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE version > ? ORDER BY id`
+
 	// saveHealthSQL writes one endpoint's health and returns the row as
 	// stored.
 	saveHealthSQL = `UPDATE endpoints SET state = ?, consecutive_failures = ?, health_window = ?,
 	first_attempt_at = ?, last_success_at = ?, last_failure_at = ?, disabled_at = ?, frozen_at = ?,
-	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?
+	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?, version = ?
 WHERE id = ?
 RETURNING ` + endpointCols
 
 	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
-	takeProbeSQL = `UPDATE endpoints SET next_probe_at = ?
+	takeProbeSQL = `UPDATE endpoints SET next_probe_at = ?, version = ?
 WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 )
 
@@ -80,6 +87,38 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, s.readErr(rows.Err())
 }
 
+// EndpointChanges implements store.EndpointStore, in one read snapshot.
+func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error) {
+	var out []store.Endpoint
+	var v int64
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		if err := tx.QueryRowContext(ctx, endpointsVersionSQL).Scan(&v); err != nil {
+			return err
+		}
+		if since >= v {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, changedEndpointsSQL, since)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := store.ScanEndpoint(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("endpoint changes: %w", s.readErr(err))
+	}
+	return out, v, nil
+}
+
 // ModifyEndpoints implements store.EndpointStore. It runs as one request of
 // the single writer, which serialises it with every other write (this
 // process is the only one writing the file): the endpoints are read, fn is
@@ -115,8 +154,15 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if err := fn(eps); err != nil {
 			return err
 		}
+		if len(eps) == 0 {
+			return nil
+		}
+		var v int64
+		if err := w.scanRow(bumpEndpointsSQL, nil, &v); err != nil {
+			return fmt.Errorf("advance the endpoints version: %w", err)
+		}
 		for i, e := range eps {
-			args, err := healthArgs(found[i], e)
+			args, err := healthArgs(found[i], e, v)
 			if err != nil {
 				return err
 			}
@@ -141,11 +187,20 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	var took bool
 	err := s.write(ctx, func(w *writer) error {
-		n, err := w.execN(takeProbeSQL, store.UnixMS(hold), endpointID, store.UnixMS(now))
+		var v int64
+		if err := w.scanRow(endpointsVersionSQL, nil, &v); err != nil {
+			return fmt.Errorf("take probe of %s: %w", endpointID, err)
+		}
+		n, err := w.execN(takeProbeSQL, store.UnixMS(hold), v+1, endpointID, store.UnixMS(now))
 		if err != nil {
 			return fmt.Errorf("take probe of %s: %w", endpointID, err)
 		}
 		took = n > 0
+		if took {
+			if _, err := w.exec(bumpEndpointsSQL); err != nil {
+				return fmt.Errorf("take probe of %s: %w", endpointID, err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -155,12 +210,12 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 }
 
 // healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
-// the endpoint id.
-func healthArgs(id string, e *store.Endpoint) ([]any, error) {
+// the endpoint id, written at endpoints version v.
+func healthArgs(id string, e *store.Endpoint, v int64) ([]any, error) {
 	r, err := store.NewHealthRow(id, e)
 	if err != nil {
 		return nil, err
 	}
 	return []any{r.State, r.Failures, r.Window, r.First, r.Success, r.Failure, r.Disabled, r.Frozen,
-		r.Probe, r.DelayMS, r.Updated, r.ID}, nil
+		r.Probe, r.DelayMS, r.Updated, v, r.ID}, nil
 }

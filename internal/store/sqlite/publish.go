@@ -14,6 +14,8 @@ ON CONFLICT (id, source) DO NOTHING`
 
 	eventSeqSQL = `SELECT seq FROM events WHERE id = ? AND source = ?`
 
+	subscriptionPresentSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
+
 	insertDeliverySQL = `INSERT INTO deliveries
 (id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
 VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
@@ -27,17 +29,24 @@ VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
 // none of its deliveries is written. This holds within one call and within
 // one batch too: the second occurrence of an event is the duplicate.
 // Deliveries are written pending, due at PublishedAt (which is also their
-// round start and creation time), leased to lease when Claimed.
-func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease store.Lease) ([]store.PublishResult, error) {
+// round start and creation time), leased to opts.Lease when Claimed. The
+// guard of opts is checked first, on the single writer, so it is ordered
+// with every subscription write; the catalog version is read once per
+// transaction.
+func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {
 		if s.closed.Load() {
 			return nil, store.ErrClosed
 		}
 		return []store.PublishResult{}, nil
 	}
+	lease := opts.Lease
 	until := store.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
 	err := s.write(ctx, func(w *writer) error {
+		if err := w.checkCatalog(events, opts); err != nil {
+			return err
+		}
 		for i := range events {
 			ev := &events[i]
 			payload := ev.Payload
@@ -82,4 +91,41 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, lease stor
 		return nil, err
 	}
 	return results, nil
+}
+
+// checkCatalog applies a Publish's guard (store.PublishOptions) in the
+// write transaction.
+func (w *writer) checkCatalog(events []store.NewEvent, opts store.PublishOptions) error {
+	switch {
+	case opts.CatalogVersion > 0:
+		v, err := w.currentCatalog()
+		if err != nil {
+			return err
+		}
+		if v > opts.CatalogVersion {
+			return &store.StaleCatalogError{Version: v}
+		}
+	case opts.RequireSubscriptions:
+		seen := map[string]bool{}
+		for i := range events {
+			for _, d := range events[i].Deliveries {
+				if seen[d.SubscriptionID] {
+					continue
+				}
+				seen[d.SubscriptionID] = true
+				var one int
+				switch err := w.scanRow(subscriptionPresentSQL, []any{d.SubscriptionID}, &one); {
+				case isNoRows(err):
+					v, err := w.currentCatalog()
+					if err != nil {
+						return err
+					}
+					return &store.StaleCatalogError{Version: v}
+				case err != nil:
+					return fmt.Errorf("check subscription %s: %w", d.SubscriptionID, err)
+				}
+			}
+		}
+	}
+	return nil
 }

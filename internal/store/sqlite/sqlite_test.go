@@ -61,7 +61,7 @@ func TestReopen(t *testing.T) {
 		evs = append(evs, store.NewEvent{ID: "e" + string(rune('0'+i)), Source: "/s", Type: "t", Payload: []byte(`{}`),
 			PublishedAt: now, Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Claimed: i == 0}}})
 	}
-	res, err := s.Publish(ctx, evs, lease)
+	res, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestReopen(t *testing.T) {
 	if want := []string{dlv[0], dlv[2], dlv[1]}; strings.Join(claimed, ",") != strings.Join(want, ",") {
 		t.Fatalf("claimed after reopen %v, want %v (fresh, then the retry)", claimed, want)
 	}
-	if dup, err := s.Publish(ctx, evs[:1], lease); err != nil || !dup[0].Duplicate || dup[0].Seq != res[0].Seq {
+	if dup, err := s.Publish(ctx, evs[:1], store.PublishOptions{Lease: lease}); err != nil || !dup[0].Duplicate || dup[0].Seq != res[0].Seq {
 		t.Fatalf("republish after reopen = %+v, %v; want duplicate", dup, err)
 	}
 	var versions int
@@ -220,7 +220,7 @@ func TestGroupCommit(t *testing.T) {
 		ev := store.NewEvent{ID: ids.New("evt_", now), Source: "/s", Type: "t", Payload: []byte("{}"), PublishedAt: now,
 			Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", now), SubscriptionID: "sub_x", EndpointID: "ep_x"}}}
 		go func() {
-			_, err := s.Publish(ctx, []store.NewEvent{ev}, store.Lease{})
+			_, err := s.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{})
 			errs <- err
 		}()
 	}
@@ -381,10 +381,10 @@ func TestExtendLeasesWritesUntil(t *testing.T) {
 		evs = append(evs, store.NewEvent{ID: "e" + string(rune('0'+i)), Source: "/s", Type: "t", Payload: []byte(`{}`),
 			PublishedAt: now, Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: "sub_x", EndpointID: "ep_x", Claimed: true}}})
 	}
-	if _, err := s.Publish(ctx, evs[:1], store.Lease{Owner: "a", Until: now.Add(time.Minute)}); err != nil {
+	if _, err := s.Publish(ctx, evs[:1], store.PublishOptions{Lease: store.Lease{Owner: "a", Until: now.Add(time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Publish(ctx, evs[1:], store.Lease{Owner: "b", Until: now.Add(time.Minute)}); err != nil {
+	if _, err := s.Publish(ctx, evs[1:], store.PublishOptions{Lease: store.Lease{Owner: "b", Until: now.Add(time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	kept, err := s.ExtendLeases(ctx, []string{dlv[0], dlv[1], dlv[0]}, store.Lease{Owner: "a", Until: now.Add(time.Hour)})

@@ -313,6 +313,24 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// readTx runs fn in a read-only transaction on the read pool: every query
+// in it reads the same snapshot of the database.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.readErr(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
+
+// Capabilities implements store.Store: one process owns the file, so
+// nothing is shared and leases last until released.
+func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{} }
+
 // readQuery runs a query on the read pool.
 func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if s.closed.Load() {

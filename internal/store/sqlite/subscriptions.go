@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -10,21 +11,30 @@ import (
 
 const (
 	subscriptionCols = `id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
-	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at`
+	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
-	retry_policy = ?, timeout_ms = ?, headers = ?, dead_letter = ?, state = ?, created_at = ?, updated_at = ?
+	retry_policy = ?, timeout_ms = ?, headers = ?, dead_letter = ?, state = ?, created_at = ?, updated_at = ?,
+	version = ?
 WHERE id = ?`
+
+	// bumpCatalogSQL advances the catalog version; every subscription write
+	// runs it first, and stores the value it returns on what it wrote.
+	bumpCatalogSQL   = `UPDATE counters SET value = value + 1 WHERE name = 'catalog' RETURNING value`
+	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
+	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
+	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > ? ORDER BY id`
+	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > ? ORDER BY id`
+	tombstoneSQL     = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
 
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE name = ?`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
 	listSubscriptionsSQL  = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id > ? ORDER BY id LIMIT ?`
-	allSubscriptionsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions ORDER BY id`
 
 	insertEndpointSQL = `INSERT OR IGNORE INTO endpoints (id, url, created_at) VALUES (?, ?, ?)`
 
@@ -57,7 +67,11 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		case !isNoRows(err):
 			return err
 		}
-		if _, err := w.exec(insertSubscriptionSQL, append([]any{sub.ID}, args...)...); err != nil {
+		v, err := w.bumpCatalog()
+		if err != nil {
+			return err
+		}
+		if _, err := w.exec(insertSubscriptionSQL, append(append([]any{sub.ID}, args...), v)...); err != nil {
 			return fmt.Errorf("insert subscription %s: %w", sub.ID, err)
 		}
 		return insertEndpoint(w, &sub)
@@ -104,22 +118,84 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	return out, next, nil
 }
 
-// AllSubscriptions implements store.SubscriptionStore, in ID order.
-func (s *Store) AllSubscriptions(ctx context.Context) ([]store.Subscription, error) {
-	rows, err := s.readQuery(ctx, allSubscriptionsSQL)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []store.Subscription{}
-	for rows.Next() {
-		sub, err := store.ScanSubscription(rows)
-		if err != nil {
-			return nil, s.readErr(err)
+// SubscriptionChanges implements store.SubscriptionStore. It reads in one
+// read transaction (one WAL snapshot) on a read connection.
+func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error) {
+	var out store.CatalogChanges
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		out = store.CatalogChanges{}
+		var pruned int64
+		if err := tx.QueryRowContext(ctx, catalogSQL).Scan(&out.Version); err != nil {
+			return err
 		}
-		out = append(out, sub)
+		if err := tx.QueryRowContext(ctx, catalogPrunedSQL).Scan(&pruned); err != nil {
+			return err
+		}
+		if since >= out.Version {
+			return nil
+		}
+		if since <= 0 || since < pruned {
+			out.Full, since = true, 0
+		}
+		rows, err := tx.QueryContext(ctx, changedSubsSQL, since)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			sub, err := store.ScanSubscription(rows)
+			if err != nil {
+				return err
+			}
+			out.Changed = append(out.Changed, sub)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if out.Full {
+			return nil
+		}
+		ids, err := tx.QueryContext(ctx, tombstonesSQL, since)
+		if err != nil {
+			return err
+		}
+		defer ids.Close()
+		for ids.Next() {
+			var id string
+			if err := ids.Scan(&id); err != nil {
+				return err
+			}
+			out.Deleted = append(out.Deleted, id)
+		}
+		return ids.Err()
+	})
+	if err != nil {
+		return store.CatalogChanges{}, fmt.Errorf("subscription changes: %w", s.readErr(err))
 	}
-	return out, s.readErr(rows.Err())
+	return out, nil
+}
+
+// bumpCatalog advances the catalog version in the write transaction and
+// returns it; the writer's cached version follows.
+func (w *writer) bumpCatalog() (int64, error) {
+	var v int64
+	if err := w.scanRow(bumpCatalogSQL, nil, &v); err != nil {
+		return 0, fmt.Errorf("advance the catalog version: %w", err)
+	}
+	w.catalogVersion = v
+	return v, nil
+}
+
+// currentCatalog returns the catalog version as of the write transaction,
+// read once per transaction.
+func (w *writer) currentCatalog() (int64, error) {
+	if w.catalogVersion == 0 {
+		if err := w.scanRow(catalogSQL, nil, &w.catalogVersion); err != nil {
+			w.catalogVersion = 0
+			return 0, fmt.Errorf("read the catalog version: %w", err)
+		}
+	}
+	return w.catalogVersion, nil
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
@@ -138,7 +214,11 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		case err != nil && !isNoRows(err):
 			return err
 		}
-		n, err := w.execN(updateSubscriptionSQL, append(args, sub.ID)...)
+		v, err := w.bumpCatalog()
+		if err != nil {
+			return err
+		}
+		n, err := w.execN(updateSubscriptionSQL, append(args, v, sub.ID)...)
 		if err != nil {
 			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 		}
@@ -153,17 +233,24 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 // queued deliveries become dropped with reason ReasonSubscriptionDeleted and
 // lose their leases; a later Record for one of them logs the attempt only.
 // All of it is one write: a subscription with a large backlog holds the
-// writer while its deliveries are updated. now is not stored: a delivery
-// keeps no time of being dropped.
+// writer while its deliveries are updated. now is the tombstone's time
+// (clean-up forgets it after the dedup retention); a delivery keeps no time
+// of being dropped.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
-	_ = now
 	return s.write(ctx, func(w *writer) error {
+		v, err := w.bumpCatalog()
+		if err != nil {
+			return err
+		}
 		n, err := w.execN(deleteSubscriptionSQL, id)
 		if err != nil {
 			return fmt.Errorf("delete subscription %s: %w", id, err)
 		}
 		if n == 0 {
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		}
+		if _, err := w.exec(tombstoneSQL, id, v, store.UnixMS(now)); err != nil {
+			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
 		}
 		if _, err := w.exec(dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)

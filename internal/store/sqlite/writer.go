@@ -44,6 +44,9 @@ type writer struct {
 	maxBatch int
 	exited   chan struct{}
 	stmts    map[string]*sql.Stmt // prepared on conn; used by the writer goroutine only
+	// catalogVersion caches the catalog version within one transaction
+	// (0: not read yet); see currentCatalog.
+	catalogVersion int64
 
 	commits atomic.Int64 // transactions committed (for tests and Stats)
 	served  atomic.Int64 // requests answered
@@ -145,6 +148,7 @@ func (w *writer) run() {
 // It returns the requests that must run again in a new transaction because
 // another request's failure aborted this one.
 func (w *writer) commit(batch []*request) []*request {
+	w.catalogVersion = 0
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		w.answerAll(batch, fmt.Errorf("begin: %w", err))
 		return nil
@@ -180,7 +184,7 @@ func (w *writer) commit(batch []*request) []*request {
 				continue
 			}
 			r.err = fmt.Errorf("release savepoint: %w", err)
-		} else if _, err = w.exec("ROLLBACK TO req"); err == nil {
+		} else if _, err = w.rollbackTo(); err == nil {
 			if _, err = w.exec("RELEASE req"); err == nil {
 				w.served.Add(1)
 				close(r.done) // failed alone; the rest of the batch goes on
@@ -218,6 +222,13 @@ func (w *writer) call(r *request) (err error) {
 		}
 	}()
 	return r.fn(w)
+}
+
+// rollbackTo undoes the current request's writes (its savepoint); the
+// catalog version it may have advanced is read again when next needed.
+func (w *writer) rollbackTo() (sql.Result, error) {
+	w.catalogVersion = 0
+	return w.exec("ROLLBACK TO req")
 }
 
 func (w *writer) rollback() {

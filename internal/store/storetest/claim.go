@@ -275,7 +275,7 @@ func testExtendLeases(t *testing.T, b *bundle) {
 	// Leased to another owner from the start.
 	ev := b.event(b.now, a)
 	ev.Deliveries[0].Claimed = true
-	if _, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, store.Lease{Owner: "node-b", Until: b.lease.Until}); err != nil {
+	if _, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, store.PublishOptions{Lease: store.Lease{Owner: "node-b", Until: b.lease.Until}}); err != nil {
 		t.Fatal(err)
 	}
 	others := ev.Deliveries[0].ID

@@ -185,8 +185,17 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 	want.Health.State = health.Disabled
 	want.Health.NextProbeAt = b.at(10 * time.Minute)
 	want.UpdatedAt = later
-	equal(t, "modified endpoint", b.endpoint(a.EndpointID), want)
-	equal(t, "untouched endpoint", b.endpoint(c.EndpointID), before[c.EndpointID])
+	modified := b.endpoint(a.EndpointID)
+	if modified.Version <= want.Version {
+		t.Fatalf("endpoint version after ModifyEndpoints %d, before %d: want it to advance", modified.Version, want.Version)
+	}
+	want.Version = modified.Version
+	equal(t, "modified endpoint", modified, want)
+	// Written back as fn left it: only its version moves.
+	untouched := b.endpoint(c.EndpointID)
+	wantC := before[c.EndpointID]
+	wantC.Version = untouched.Version
+	equal(t, "untouched endpoint", untouched, wantC)
 	if len(out) != 2 {
 		t.Fatalf("ModifyEndpoints returned %d endpoints, want 2", len(out))
 	}
@@ -316,7 +325,12 @@ func testTakeProbe(t *testing.T, b *bundle) {
 	b.takeProbe(a.EndpointID, b.at(20*time.Second), hold, true)
 	want := before
 	want.Health.NextProbeAt = hold
-	equal(t, "endpoint after TakeProbe", b.endpoint(a.EndpointID), want)
+	taken := b.endpoint(a.EndpointID)
+	if taken.Version <= before.Version {
+		t.Fatalf("endpoint version after TakeProbe %d, before %d: want it to advance", taken.Version, before.Version)
+	}
+	want.Version = taken.Version
+	equal(t, "endpoint after TakeProbe", taken, want)
 	// Held: not due again until hold.
 	b.takeProbe(a.EndpointID, b.at(30*time.Second), b.at(90*time.Second), false)
 	b.takeProbe(a.EndpointID, hold, b.at(140*time.Second), true)

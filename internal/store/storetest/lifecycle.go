@@ -39,14 +39,14 @@ func testConcurrentPublish(t *testing.T, b *bundle) {
 		go func() {
 			defer wg.Done()
 			for _, ev := range events[w] {
-				res, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, b.lease)
+				res, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, store.PublishOptions{Lease: b.lease})
 				if err != nil {
 					errs[w] = err
 					return
 				}
 				results[w] = append(results[w], res[0])
 			}
-			res, err := b.s.Publish(b.ctx, []store.NewEvent{shared}, b.lease)
+			res, err := b.s.Publish(b.ctx, []store.NewEvent{shared}, store.PublishOptions{Lease: b.lease})
 			if err != nil {
 				errs[w] = err
 				return
@@ -111,7 +111,7 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			if _, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, b.lease); err != nil {
+			if _, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, store.PublishOptions{Lease: b.lease}); err != nil {
 				errs <- err
 				return
 			}
@@ -143,9 +143,9 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 	if err != nil || len(ds) != n {
 		t.Fatalf("delivered: %d, %v; want %d", len(ds), err, n)
 	}
-	subs, err := b.s.AllSubscriptions(b.ctx)
-	if err != nil || len(subs) != 3 {
-		t.Fatalf("subscriptions: %d, %v; want 3 (a, taken-0, taken-1)", len(subs), err)
+	all, err := b.s.SubscriptionChanges(b.ctx, 0)
+	if err != nil || len(all.Changed) != 3 {
+		t.Fatalf("subscriptions: %d, %v; want 3 (a, taken-0, taken-1)", len(all.Changed), err)
 	}
 }
 
@@ -162,7 +162,7 @@ func testClosed(t *testing.T, b *bundle) {
 		t.Fatalf("Close: %v", err)
 	}
 	calls := map[string]error{}
-	_, calls["Publish"] = b.s.Publish(b.ctx, []store.NewEvent{b.event(b.now, a)}, b.lease)
+	_, calls["Publish"] = b.s.Publish(b.ctx, []store.NewEvent{b.event(b.now, a)}, store.PublishOptions{Lease: b.lease})
 	calls["Record"] = b.s.Record(b.ctx, []store.Outcome{succeeded(id, 1, b.now)})
 	_, calls["ClaimDue"] = b.s.ClaimDue(b.ctx, a.EndpointID, b.now, 10, b.lease)
 	calls["Release"] = b.s.Release(b.ctx, []string{id}, b.lease.Owner)

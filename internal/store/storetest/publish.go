@@ -153,7 +153,7 @@ func testPublishClaimed(t *testing.T, b *bundle) {
 }
 
 func testPublishEmpty(t *testing.T, b *bundle) {
-	res, err := b.s.Publish(b.ctx, nil, b.lease)
+	res, err := b.s.Publish(b.ctx, nil, store.PublishOptions{Lease: b.lease})
 	if err != nil || len(res) != 0 {
 		t.Fatalf("Publish(nil) = %v, %v; want no results", res, err)
 	}
@@ -164,7 +164,7 @@ func testPublishCanceled(t *testing.T, b *bundle) {
 	ev := b.event(b.now, a)
 	ctx, cancel := context.WithCancel(b.ctx)
 	cancel()
-	if _, err := b.s.Publish(ctx, []store.NewEvent{ev}, b.lease); !errors.Is(err, context.Canceled) {
+	if _, err := b.s.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{Lease: b.lease}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Publish(canceled) = %v, want context.Canceled", err)
 	}
 	if _, err := b.s.GetDelivery(b.ctx, ev.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {

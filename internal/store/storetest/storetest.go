@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Lifecycle", lifecycleTests},
 		{"Endpoints", endpointTests},
 		{"Leaders", leaderTests},
+		{"Catalog", catalogTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -149,7 +150,7 @@ func (b *bundle) event(at time.Time, subs ...store.Subscription) store.NewEvent 
 // publish publishes events and fails the test on error.
 func (b *bundle) publish(events ...store.NewEvent) []store.PublishResult {
 	b.t.Helper()
-	res, err := b.s.Publish(b.ctx, events, b.lease)
+	res, err := b.s.Publish(b.ctx, events, store.PublishOptions{Lease: b.lease})
 	if err != nil {
 		b.t.Fatalf("Publish: %v", err)
 	}

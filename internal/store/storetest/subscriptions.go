@@ -46,6 +46,10 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.Version <= 0 {
+		t.Fatalf("created subscription has version %d, want > 0", got.Version)
+	}
+	s.Version = got.Version // assigned by the store
 	equal(t, "subscription", got, s) // RetryPolicy byte for byte, as written
 
 	// Empty lists and maps read back empty.
@@ -62,6 +66,7 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 		t.Fatalf("bare subscription read back as %+v", got)
 	}
 	got.EventTypes, got.Headers, got.RetryPolicy = nil, nil, nil
+	bare.Version = got.Version
 	equal(t, "bare subscription", got, bare)
 }
 
@@ -106,6 +111,10 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	s.DeadLetter = false
 	s.State = "deactivated"
 	s.UpdatedAt = b.at(time.Hour)
+	before, err := b.s.GetSubscription(b.ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.s.UpdateSubscription(b.ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +122,10 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.Version <= before.Version {
+		t.Fatalf("version after update %d, before %d: want it to advance", got.Version, before.Version)
+	}
+	s.Version = got.Version
 	equal(t, "updated", got, s)
 	// Deliveries to the new URL work at once.
 	d := b.deliver(got, b.now)
@@ -148,10 +161,11 @@ func testSubscriptionList(t *testing.T, b *bundle) {
 		})
 		equal(t, "listed", got, want)
 	}
-	all, err := b.s.AllSubscriptions(b.ctx)
-	if err != nil {
-		t.Fatal(err)
+	changes, err := b.s.SubscriptionChanges(b.ctx, 0)
+	if err != nil || !changes.Full {
+		t.Fatalf("SubscriptionChanges(0): full %v, %v; want every subscription", changes.Full, err)
 	}
+	all := changes.Changed
 	var ids []string
 	for _, s := range all {
 		ids = append(ids, s.ID)
@@ -163,7 +177,7 @@ func testSubscriptionList(t *testing.T, b *bundle) {
 	}
 	for _, s := range all {
 		if s.ID == first.ID {
-			equal(t, "AllSubscriptions item", s, first)
+			equal(t, "SubscriptionChanges item", s, first)
 		}
 	}
 }

@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// V1Data is written, with plain SQL both stores accept, into a database at
+// schema version 1 (the first release's): one endpoint, a live subscription
+// with a pending and a delivered delivery, and a pending delivery of a
+// subscription that was deleted while a publish raced it (the first
+// release could leave such a delivery pending for ever). CheckUpgradeFromV1
+// then checks the store opened on it.
+const V1Data = `
+INSERT INTO endpoints (id, url, created_at) VALUES ('ep_v1', 'https://v1.example/hook', 1767603600000);
+INSERT INTO subscriptions (id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at)
+VALUES ('sub_v1', 'v1', 'https://v1.example/hook', 'ep_v1', '["invoice.paid"]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{"X-Api-Key":"k"}', true, 'active', 1767603600000, 1767603600000);
+INSERT INTO events (id, source, type, subject, published_at, payload)
+VALUES ('e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('e2', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e2"}');
+INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at)
+VALUES ('dlv_v1_pending', 'sub_v1', 'ep_v1', (SELECT seq FROM events WHERE id = 'e1'), 'pending',
+	1767603600000, 1767603600000, 1767603600000),
+       ('dlv_v1_orphan', 'sub_gone', 'ep_v1', (SELECT seq FROM events WHERE id = 'e2'), 'pending',
+	1767603600000, 1767603600000, 1767603600000);
+INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, delivered_at)
+VALUES ('dlv_v1_done', 'sub_v1', 'ep_v1', (SELECT seq FROM events WHERE id = 'e2'), 'delivered', 1,
+	1767603600000, 1767603600000, 1767603600000, 1767603601000);
+`
+
+// CheckUpgradeFromV1 checks a store opened on a version-1 database holding
+// V1Data: everything is still there and works, and the orphaned pending
+// delivery ended as dropped.
+func CheckUpgradeFromV1(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	sub, err := s.GetSubscription(ctx, "sub_v1")
+	if err != nil || sub.Name != "v1" || sub.Headers["X-Api-Key"] != "k" || sub.Version <= 0 {
+		t.Fatalf("subscription after the upgrade: %+v, %v", sub, err)
+	}
+	changes, err := s.SubscriptionChanges(ctx, 0)
+	if err != nil || len(changes.Changed) != 1 || changes.Changed[0].ID != "sub_v1" {
+		t.Fatalf("SubscriptionChanges(0) after the upgrade: %+v, %v", changes, err)
+	}
+	for id, want := range map[string]store.Status{
+		"dlv_v1_pending": store.StatusPending, "dlv_v1_done": store.StatusDelivered, "dlv_v1_orphan": store.StatusDropped,
+	} {
+		d, err := s.GetDelivery(ctx, id)
+		if err != nil || d.Status != want {
+			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s", id, d, err, want)
+		}
+	}
+	if d, _ := s.GetDelivery(ctx, "dlv_v1_orphan"); d.DeadLetterReason != store.ReasonSubscriptionDeleted {
+		t.Fatalf("orphaned delivery's reason %q, want %q", d.DeadLetterReason, store.ReasonSubscriptionDeleted)
+	}
+	// The pending delivery is claimable and recordable as before.
+	now := time.UnixMilli(1767603700000).UTC()
+	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
+	cs, err := s.ClaimDue(ctx, "ep_v1", now, 10, lease)
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v1_pending" || string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v1_pending", 1, now)}); err != nil {
+		t.Fatal(err)
+	}
+	// Writes advance the versions from where the upgrade put them.
+	sub.EventTypes = []string{"invoice.voided"}
+	if err := s.UpdateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.SubscriptionChanges(ctx, changes.Version)
+	if err != nil || len(next.Changed) != 1 || next.Version != changes.Version+1 {
+		t.Fatalf("changes after an update: %+v, %v", next, err)
+	}
+	if _, err := s.Publish(ctx, []store.NewEvent{{ID: "e1", Source: "/billing", Type: "invoice.paid", PublishedAt: now}},
+		store.PublishOptions{CatalogVersion: next.Version}); err != nil {
+		t.Fatalf("Publish after the upgrade: %v", err)
+	}
+	eps, v, err := s.EndpointChanges(ctx, 0)
+	if err != nil || v <= 0 || len(eps) != 1 {
+		t.Fatalf("EndpointChanges(0) after the upgrade: %+v, %d, %v", eps, v, err)
+	}
+	if _, err := s.Redeliver(ctx, "dlv_v1_orphan", now); !errors.Is(err, store.ErrSubscriptionDeleted) {
+		t.Fatalf("Redeliver of the orphan: %v; want ErrSubscriptionDeleted", err)
+	}
+}
