@@ -26,24 +26,125 @@ import (
 // flight --shutdown-grace to finish (the rest are attempted again after
 // restart), flushes the store and exits 0.
 func runServe(args []string, stdout, stderr io.Writer) int {
+	fs, o := newServeFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "herald serve:", err)
+		return 2
+	}
+	if o.lease < 3*time.Second {
+		fmt.Fprintln(stderr, "herald serve: --lease must be at least 3s")
+		return 2
+	}
+	if err := checkHealthConfig(o.health); err != nil {
+		fmt.Fprintln(stderr, "herald serve:", err)
+		return 2
+	}
+	logger, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "herald serve:", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	srv, err := server.New(ctx, server.Config{
+		DataDir: o.data, Store: o.storeKind, Logger: logger, Version: version, DedupRetention: o.dedup,
+		DBMaxConns: o.dbConns, DBStatementTimeout: o.dbTimeout,
+		Dispatch: dispatch.Config{
+			EndpointConcurrency: o.epConc, MaxInFlight: o.maxInFlight, Health: o.health,
+			FreshWindow: o.window, LoadWindow: o.window, Owner: o.nodeID, Lease: o.lease,
+		},
+	})
+	if err != nil {
+		logger.Error("starting", "err", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		logger.Error("listening", "addr", o.addr, "err", err)
+		_ = srv.Close(context.Background())
+		return 1
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	if o.pprofAddr != "" {
+		go servePprof(o.pprofAddr, logger)
+	}
+	if err := srv.Start(ctx); err != nil {
+		logger.Error("starting", "err", err)
+		_ = srv.Close(context.Background())
+		return 1
+	}
+	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(o.storeKind), "data", o.data,
+		"node", srv.Engine.Owner(), "version", version)
+	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	code := 0
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-serveErr:
+		logger.Error("http server", "err", err)
+		code = 1
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		logger.Warn("closing HTTP connections", "err", err)
+	}
+	if err := srv.Close(shutCtx); err != nil {
+		logger.Error("closing the store", "err", err)
+		code = 1
+	}
+	logger.Info("stopped")
+	return code
+}
+
+// serveOptions holds the values of herald serve's flags.
+type serveOptions struct {
+	addr, data, storeKind, nodeID, logFormat, logLevel, pprofAddr string
+	dbConns, epConc, maxInFlight, window                          int
+	dbTimeout, lease, dedup, grace                                time.Duration
+	health                                                        health.Config
+}
+
+// newServeFlags returns herald serve's flag set, writing usage and errors to
+// stderr, and the options its flags set.
+func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
+	o := &serveOptions{health: health.DefaultConfig()}
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "address the API listens on")
-	data := fs.String("data", "./herald-data", "directory of the embedded store")
-	storeKind := fs.String("store", "sqlite", "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
-	dbConns := fs.Int("db-max-conns", 0, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
-	dbTimeout := fs.Duration("db-statement-timeout", 60*time.Second, "PostgreSQL statement timeout")
-	lease := fs.Duration("lease", 30*time.Second, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
-	nodeID := fs.String("node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
-	logFormat := fs.String("log-format", "text", "log format: text or json")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	dedup := fs.Duration("dedup-retention", 7*24*time.Hour, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
-	epConc := fs.Int("endpoint-max-concurrency", 64, "attempts in flight per endpoint (URL) at most")
-	maxInFlight := fs.Int("max-in-flight", 1024, "attempts in flight across all endpoints at most")
-	window := fs.Int("window", 10000, "deliveries held in memory per source (publish fast path, due loader) at most")
-	grace := fs.Duration("shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
-	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
-	hc := health.DefaultConfig()
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address the API listens on")
+	fs.StringVar(&o.data, "data", "./herald-data", "directory of the embedded store")
+	fs.StringVar(&o.storeKind, "store", "sqlite", "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
+	fs.IntVar(&o.dbConns, "db-max-conns", 0, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
+	fs.DurationVar(&o.dbTimeout, "db-statement-timeout", 60*time.Second, "PostgreSQL statement timeout")
+	fs.DurationVar(&o.lease, "lease", 30*time.Second, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
+	fs.StringVar(&o.nodeID, "node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&o.dedup, "dedup-retention", 7*24*time.Hour, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
+	fs.IntVar(&o.epConc, "endpoint-max-concurrency", 64, "attempts in flight per endpoint (URL) at most")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "attempts in flight across all endpoints at most")
+	fs.IntVar(&o.window, "window", 10000, "deliveries held in memory per source (publish fast path, due loader) at most")
+	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
+	hc := &o.health
 	fs.DurationVar(&hc.Window, "health-window", hc.Window, "rolling window of the endpoint failure-rate rule")
 	fs.IntVar(&hc.MinAttempts, "health-min-attempts", hc.MinAttempts, "the failure-rate rule needs more attempts than this in the window")
 	fs.Float64Var(&hc.FailureRate, "health-failure-rate", hc.FailureRate, "an endpoint is disabled when its failure rate in the window is above this (0..1)")
@@ -59,92 +160,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: herald serve [flags]\n\nEvery flag can also be set in the environment as HERALD_<FLAG>, e.g. HERALD_ADDR.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if err := applyEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "herald serve:", err)
-		return 2
-	}
-	if *lease < 3*time.Second {
-		fmt.Fprintln(stderr, "herald serve: --lease must be at least 3s")
-		return 2
-	}
-	if err := checkHealthConfig(hc); err != nil {
-		fmt.Fprintln(stderr, "herald serve:", err)
-		return 2
-	}
-	logger, err := newLogger(stderr, *logFormat, *logLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, "herald serve:", err)
-		return 2
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	srv, err := server.New(ctx, server.Config{
-		DataDir: *data, Store: *storeKind, Logger: logger, Version: version, DedupRetention: *dedup,
-		DBMaxConns: *dbConns, DBStatementTimeout: *dbTimeout,
-		Dispatch: dispatch.Config{
-			EndpointConcurrency: *epConc, MaxInFlight: *maxInFlight, Health: hc,
-			FreshWindow: *window, LoadWindow: *window, Owner: *nodeID, Lease: *lease,
-		},
-	})
-	if err != nil {
-		logger.Error("starting", "err", err)
-		return 1
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		logger.Error("listening", "addr", *addr, "err", err)
-		_ = srv.Close(context.Background())
-		return 1
-	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
-	if *pprofAddr != "" {
-		go servePprof(*pprofAddr, logger)
-	}
-	if err := srv.Start(ctx); err != nil {
-		logger.Error("starting", "err", err)
-		_ = srv.Close(context.Background())
-		return 1
-	}
-	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(*storeKind), "data", *data,
-		"node", srv.Engine.Owner(), "version", version)
-	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
-
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-	code := 0
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-serveErr:
-		logger.Error("http server", "err", err)
-		code = 1
-	}
-	shutCtx, cancel := context.WithTimeout(context.Background(), *grace)
-	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil {
-		logger.Warn("closing HTTP connections", "err", err)
-	}
-	if err := srv.Close(shutCtx); err != nil {
-		logger.Error("closing the store", "err", err)
-		code = 1
-	}
-	logger.Info("stopped")
-	return code
+	return fs, o
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestReadmeDocumentsServeFlags checks that the README's configuration
+// section names every herald serve flag (--name) and its environment
+// variable (HERALD_NAME, see applyEnv).
+func TestReadmeDocumentsServeFlags(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(b), "## Configuration")
+	if section == "" {
+		t.Fatal("README.md has no \"## Configuration\" section")
+	}
+	fs, _ := newServeFlags(io.Discard)
+	var missing []string
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		for _, name := range []string{"--" + f.Name, envName(f.Name)} {
+			// The name must stand alone: --window is not --health-window,
+			// HERALD_WINDOW is not HERALD_HEALTH_WINDOW.
+			re := regexp.MustCompile(`(^|[^A-Za-z0-9_-])` + regexp.QuoteMeta(name) + `($|[^A-Za-z0-9_-])`)
+			if !re.MatchString(section) {
+				missing = append(missing, name)
+			}
+		}
+	})
+	if n == 0 {
+		t.Fatal("herald serve has no flags")
+	}
+	if len(missing) > 0 {
+		t.Errorf("README.md's configuration section does not mention %d of herald serve's %d flags and environment variables:\n  %s",
+			len(missing), 2*n, strings.Join(missing, "\n  "))
+	}
+}
+
+// readmeSection returns the text from the heading line to the next heading of
+// the same or a higher level (outside code blocks), or "" when the heading is
+// absent.
+func readmeSection(doc, heading string) string {
+	lines := strings.Split(doc, "\n")
+	level := strings.Count(strings.Fields(heading)[0], "#")
+	start, fenced := -1, false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+		}
+		if fenced {
+			continue // a "# comment" in a code block is not a heading
+		}
+		if start < 0 {
+			if strings.TrimSpace(l) == heading {
+				start = i
+			}
+			continue
+		}
+		if h := strings.Fields(l); len(h) > 0 && strings.Trim(h[0], "#") == "" && len(h[0]) <= level {
+			return strings.Join(lines[start:i], "\n")
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	return strings.Join(lines[start:], "\n")
+}

@@ -1,0 +1,443 @@
+package health
+
+// Data-driven tests of the circuit state machine, in the style of
+// cockroachdb/datadriven (as pebble uses it): each file in testdata/ is a
+// sequence of cases
+//
+//	command arg=value flag ...
+//	----
+//	expected output
+//
+// separated by blank lines; lines starting with # are comments. All cases of
+// a file run in order against one endpoint (Health) and one Config, so a file
+// reads as a story. Times are offsets from a fixed start, written "+90s".
+//
+// Commands:
+//
+//	config [name=value ...]   Config = DefaultConfig() with the named fields
+//	                          overridden (names as the serve flags without
+//	                          --health-: window, min-attempts, failure-rate,
+//	                          disable-consecutive, freeze-stale-consecutive,
+//	                          freeze-stale-after, freeze-consecutive,
+//	                          probe-interval, probation-after,
+//	                          probation-initial, probation-max); starts a new
+//	                          endpoint at +0s. Prints the whole config.
+//	reset                     a new endpoint at +0s, same config.
+//	observe at=+T ok|fail [probe] [gone]
+//	                          one outcome; prints the transition and the state.
+//	observe-n n=N at=+T step=D ok|fail|pattern=SFF.. [probe] [gone]
+//	                          N outcomes at T, T+D, ...; a pattern of S
+//	                          (success) and F (failure) repeats. Prints every
+//	                          state change ("#i at=+T: from -> to (reason)",
+//	                          i counting from 1) or "no change", then the state.
+//	gate at=+T                what the dispatcher may send at T.
+//	enable                    re-enable through the API; transition and state.
+//	state [at=+T]             the state (window counted at T, default: the
+//	                          time of the last command that had one).
+//
+// The state line is
+//
+//	STATE consecutive=N window-attempts=N window-failures=N
+//	      [next-probe=+T] [delay=D] [last-success=+T]
+//
+// Run with -rewrite to replace every expected output by the actual one, then
+// review the diff against the rules (DESIGN §2 S2, S10) before committing:
+//
+//	go test ./internal/health -run DataDriven -rewrite
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testdata/ with the actual ones")
+
+// ddStart is the fixed start. It is on a minute boundary, so the window's
+// one-minute slices begin at +0s, +1m, ...
+var ddStart = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func TestDataDriven(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no files in testdata/")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) { runDataFile(t, path) })
+	}
+}
+
+// ddCase is one command and its expected output; a chunk with no command is
+// text kept verbatim (comments and blank lines).
+type ddCase struct {
+	line     int      // line number of the command
+	verbatim []string // comments and blank lines, when cmd is empty
+	cmd      string
+	input    []string // lines between the command and ----, kept for rewriting
+	want     []string
+	got      string
+}
+
+func parseDataFile(t *testing.T, path string) []*ddCase {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var out []*ddCase
+	for i := 0; i < len(lines); {
+		l := lines[i]
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			if n := len(out); n > 0 && out[n-1].cmd == "" {
+				out[n-1].verbatim = append(out[n-1].verbatim, l)
+			} else {
+				out = append(out, &ddCase{verbatim: []string{l}})
+			}
+			i++
+			continue
+		}
+		c := &ddCase{line: i + 1, cmd: l}
+		i++
+		for ; i < len(lines) && lines[i] != "----"; i++ {
+			c.input = append(c.input, lines[i])
+		}
+		if i == len(lines) {
+			t.Fatalf("%s:%d: %q has no ----", path, c.line, c.cmd)
+		}
+		i++ // ----
+		for ; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+			c.want = append(c.want, lines[i])
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func runDataFile(t *testing.T, path string) {
+	cases := parseDataFile(t, path)
+	r := &ddRunner{c: DefaultConfig(), h: &Health{}, now: ddStart}
+	for _, c := range cases {
+		if c.cmd == "" {
+			continue
+		}
+		got, err := r.do(c.cmd)
+		if err != nil {
+			t.Fatalf("%s:%d: %s: %v", path, c.line, c.cmd, err)
+		}
+		if strings.Contains(got, "\n\n") {
+			t.Fatalf("%s:%d: output has a blank line, which the file format cannot hold:\n%s", path, c.line, got)
+		}
+		c.got = got
+		if want := strings.Join(c.want, "\n"); !*rewrite && got != want {
+			t.Errorf("%s:%d: %s\n--- want\n%s\n--- got\n%s", path, c.line, c.cmd, want, got)
+		}
+	}
+	if !*rewrite {
+		return
+	}
+	var b strings.Builder
+	for _, c := range cases {
+		if c.cmd == "" {
+			for _, l := range c.verbatim {
+				b.WriteString(l + "\n")
+			}
+			continue
+		}
+		b.WriteString(c.cmd + "\n")
+		for _, l := range c.input {
+			b.WriteString(l + "\n")
+		}
+		b.WriteString("----\n")
+		if c.got != "" {
+			b.WriteString(c.got + "\n")
+		}
+		// The blank line that ended the case is in the next, verbatim chunk.
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ddRunner holds a file's config, endpoint and clock.
+type ddRunner struct {
+	c   Config
+	h   *Health
+	now time.Time
+}
+
+type ddArgs struct {
+	kv    map[string]string
+	flags map[string]bool
+	used  map[string]bool
+}
+
+func parseArgs(fields []string) ddArgs {
+	a := ddArgs{kv: map[string]string{}, flags: map[string]bool{}, used: map[string]bool{}}
+	for _, f := range fields {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			a.kv[k] = v
+		} else {
+			a.flags[f] = true
+		}
+	}
+	return a
+}
+
+func (a ddArgs) flag(name string) bool { a.used[name] = true; return a.flags[name] }
+
+func (a ddArgs) value(name string) (string, bool) {
+	a.used[name] = true
+	v, ok := a.kv[name]
+	return v, ok
+}
+
+// unused reports an argument no command looked at (a typo).
+func (a ddArgs) unused() error {
+	for k := range a.kv {
+		if !a.used[k] {
+			return fmt.Errorf("unknown argument %s=", k)
+		}
+	}
+	for k := range a.flags {
+		if !a.used[k] {
+			return fmt.Errorf("unknown argument %s", k)
+		}
+	}
+	return nil
+}
+
+func (a ddArgs) offset(name string, required bool, def time.Time) (time.Time, error) {
+	v, ok := a.value(name)
+	if !ok {
+		if required {
+			return time.Time{}, fmt.Errorf("%s= is required", name)
+		}
+		return def, nil
+	}
+	if !strings.HasPrefix(v, "+") {
+		return time.Time{}, fmt.Errorf("%s=%s: want an offset from the start, +DURATION", name, v)
+	}
+	d, err := time.ParseDuration(v[1:])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s=%s: %v", name, v, err)
+	}
+	return ddStart.Add(d), nil
+}
+
+// outcome reads ok|fail [probe] [gone].
+func (a ddArgs) outcome() (Outcome, error) {
+	ok, fail := a.flag("ok"), a.flag("fail")
+	if ok == fail {
+		return Outcome{}, fmt.Errorf("want exactly one of ok and fail")
+	}
+	o := Outcome{Success: ok, Probe: a.flag("probe"), Gone: a.flag("gone")}
+	if o.Gone && o.Success {
+		return Outcome{}, fmt.Errorf("gone is a failure")
+	}
+	return o, nil
+}
+
+func (r *ddRunner) do(line string) (string, error) {
+	fields := strings.Fields(line)
+	cmd, a := fields[0], parseArgs(fields[1:])
+	var out string
+	var err error
+	switch cmd {
+	case "config":
+		out, err = r.config(a)
+	case "reset":
+		r.h, r.now = &Health{}, ddStart
+		out = r.dump()
+	case "observe":
+		out, err = r.observe(a)
+	case "observe-n":
+		out, err = r.observeN(a)
+	case "gate":
+		out, err = r.gate(a)
+	case "enable":
+		out = fmtTransition(r.c.Enable(r.h)) + "\n" + r.dump()
+	case "state":
+		r.now, err = a.offset("at", false, r.now)
+		out = r.dump()
+	default:
+		return "", fmt.Errorf("unknown command %q", cmd)
+	}
+	if err != nil {
+		return "", err
+	}
+	return out, a.unused()
+}
+
+func (r *ddRunner) config(a ddArgs) (string, error) {
+	c := DefaultConfig()
+	for k, v := range a.kv {
+		a.used[k] = true
+		var err error
+		switch k {
+		case "window":
+			c.Window, err = time.ParseDuration(v)
+		case "min-attempts":
+			c.MinAttempts, err = strconv.Atoi(v)
+		case "failure-rate":
+			c.FailureRate, err = strconv.ParseFloat(v, 64)
+		case "disable-consecutive":
+			c.DisableConsecutive, err = strconv.ParseInt(v, 10, 64)
+		case "freeze-stale-consecutive":
+			c.FreezeStaleConsecutive, err = strconv.ParseInt(v, 10, 64)
+		case "freeze-stale-after":
+			c.FreezeStaleAfter, err = time.ParseDuration(v)
+		case "freeze-consecutive":
+			c.FreezeConsecutive, err = strconv.ParseInt(v, 10, 64)
+		case "probe-interval":
+			c.ProbeInterval, err = time.ParseDuration(v)
+		case "probation-after":
+			c.ProbationAfter, err = strconv.ParseInt(v, 10, 64)
+		case "probation-initial":
+			c.ProbationInitial, err = time.ParseDuration(v)
+		case "probation-max":
+			c.ProbationMax, err = time.ParseDuration(v)
+		default:
+			return "", fmt.Errorf("unknown config field %q", k)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+	r.c, r.h, r.now = c, &Health{}, ddStart
+	return fmt.Sprintf("window=%s min-attempts=%d failure-rate=%g disable-consecutive=%d\n"+
+		"freeze-stale-consecutive=%d freeze-stale-after=%s freeze-consecutive=%d\n"+
+		"probe-interval=%s probation-after=%d probation-initial=%s probation-max=%s",
+		fmtDur(c.Window), c.MinAttempts, c.FailureRate, c.DisableConsecutive,
+		c.FreezeStaleConsecutive, fmtDur(c.FreezeStaleAfter), c.FreezeConsecutive,
+		fmtDur(c.ProbeInterval), c.ProbationAfter, fmtDur(c.ProbationInitial), fmtDur(c.ProbationMax)), nil
+}
+
+func (r *ddRunner) observe(a ddArgs) (string, error) {
+	at, err := a.offset("at", true, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	o, err := a.outcome()
+	if err != nil {
+		return "", err
+	}
+	o.At, r.now = at, at
+	return fmtTransition(r.c.Observe(r.h, o)) + "\n" + r.dump(), nil
+}
+
+func (r *ddRunner) observeN(a ddArgs) (string, error) {
+	v, _ := a.value("n")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return "", fmt.Errorf("n=%q: want a positive count", v)
+	}
+	at, err := a.offset("at", true, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	v, _ = a.value("step")
+	step, err := time.ParseDuration(v)
+	if err != nil {
+		return "", fmt.Errorf("step=%q: %v", v, err)
+	}
+	var o Outcome
+	pattern, hasPattern := a.value("pattern")
+	if hasPattern {
+		if strings.Trim(pattern, "SF") != "" || pattern == "" || a.flags["ok"] || a.flags["fail"] {
+			return "", fmt.Errorf("pattern=%q: want S and F only, and no ok or fail", pattern)
+		}
+		o = Outcome{Probe: a.flag("probe"), Gone: a.flag("gone")}
+	} else if o, err = a.outcome(); err != nil {
+		return "", err
+	}
+	var changes []string
+	for i := 0; i < n; i++ {
+		if hasPattern {
+			o.Success = pattern[i%len(pattern)] == 'S'
+			if o.Success && o.Gone {
+				return "", fmt.Errorf("gone is a failure")
+			}
+		}
+		o.At = at.Add(time.Duration(i) * step)
+		if tr := r.c.Observe(r.h, o); tr.Changed() {
+			changes = append(changes, fmt.Sprintf("#%d at=%s: %s", i+1, fmtAt(o.At), fmtTransition(tr)))
+		}
+	}
+	r.now = o.At
+	if len(changes) == 0 {
+		changes = []string{"no change"}
+	}
+	return strings.Join(changes, "\n") + "\n" + r.dump(), nil
+}
+
+func (r *ddRunner) gate(a ddArgs) (string, error) {
+	at, err := a.offset("at", true, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	r.now = at
+	switch g := r.c.Gate(r.h, at); g {
+	case Open:
+		return "open", nil
+	case ProbeNow:
+		return "probe-now", nil
+	case Closed:
+		if r.h.NextProbeAt.IsZero() {
+			return "closed (no probe: until enable)", nil
+		}
+		return "closed (next probe at " + fmtAt(r.h.NextProbeAt) + ")", nil
+	default:
+		return "", fmt.Errorf("unknown gate %d", g)
+	}
+}
+
+func (r *ddRunner) dump() string {
+	h := r.h
+	state := h.State
+	if state == "" {
+		state = Enabled
+	}
+	attempts, failures := h.Window.Counts(r.c.Window, r.now)
+	s := fmt.Sprintf("%s consecutive=%d window-attempts=%d window-failures=%d",
+		state, h.ConsecutiveFailures, attempts, failures)
+	if !h.NextProbeAt.IsZero() {
+		s += " next-probe=" + fmtAt(h.NextProbeAt)
+	}
+	if h.ProbationDelay != 0 {
+		s += " delay=" + fmtDur(h.ProbationDelay)
+	}
+	if !h.LastSuccessAt.IsZero() {
+		s += " last-success=" + fmtAt(h.LastSuccessAt)
+	}
+	return s
+}
+
+func fmtTransition(tr Transition) string {
+	if !tr.Changed() {
+		return "no change"
+	}
+	return fmt.Sprintf("%s -> %s (%s)", tr.From, tr.To, tr.Reason)
+}
+
+func fmtAt(t time.Time) string { return "+" + fmtDur(t.Sub(ddStart)) }
+
+// fmtDur is time.Duration.String without trailing zero units: 1h, 5m, 72h0m0.001s.
+func fmtDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
