@@ -136,7 +136,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 
 // redeliver makes a delivery due now with a fresh attempt budget.
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Store.Redeliver(r.Context(), r.PathValue("id"), s.Clock.Now())
+	d, err := s.Control.Redeliver(r.Context(), r.PathValue("id"))
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			conflict(w, "", "an attempt of this delivery is in progress; try again when it ends")
@@ -144,9 +144,6 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		}
 		s.storeError(w, r, err, "delivery")
 		return
-	}
-	if s.Engine != nil {
-		s.Engine.Hint(d.EndpointID, d.NextAttemptAt)
 	}
 	writeJSON(w, http.StatusAccepted, toDeliveryJSON(d))
 }
@@ -205,24 +202,14 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "ids", "at most 1000 ids per request")
 		return
 	}
-	if _, err := s.Store.GetSubscription(r.Context(), in.SubscriptionID); err != nil {
+	n, err := s.Control.Redrive(r.Context(), in.SubscriptionID, in.IDs)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			invalid(w, "subscription_id", "no subscription "+in.SubscriptionID)
 			return
 		}
-		s.storeError(w, r, err, "subscription")
-		return
-	}
-	now := s.Clock.Now()
-	res, err := s.Store.Redrive(r.Context(), in.SubscriptionID, in.IDs, now)
-	if err != nil {
 		s.storeError(w, r, err, "dead letter")
 		return
 	}
-	if s.Engine != nil {
-		for _, ep := range res.Endpoints {
-			s.Engine.Hint(ep, now)
-		}
-	}
-	writeJSON(w, http.StatusAccepted, map[string]int{"redriven": res.Count})
+	writeJSON(w, http.StatusAccepted, map[string]int{"redriven": n})
 }

@@ -32,13 +32,11 @@ type endpointJSON struct {
 func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
 	var limit *int
 	inFlight := 0
-	if s.Engine != nil {
-		if live, l, n, ok := s.Engine.Endpoint(ep.ID); ok {
-			url, created := ep.URL, ep.CreatedAt
-			ep = live
-			ep.URL, ep.CreatedAt = url, created
-			limit, inFlight = &l, n
-		}
+	if live, l, n, ok := s.Live.Endpoint(ep.ID); ok {
+		url, created := ep.URL, ep.CreatedAt
+		ep = live
+		ep.URL, ep.CreatedAt = url, created
+		limit, inFlight = &l, n
 	}
 	h := ep.Health
 	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
@@ -88,19 +86,8 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 // enableEndpoint re-enables a disabled, frozen or probation endpoint and
 // resets its counters; its held deliveries flow again.
 func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	ep, err := s.Store.GetEndpoint(r.Context(), id)
+	ep, err := s.Control.EnableEndpoint(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.storeError(w, r, err, "endpoint")
-		return
-	}
-	if s.Engine != nil {
-		if _, err := s.Engine.Enable(r.Context(), id); err != nil {
-			s.storeError(w, r, err, "endpoint")
-			return
-		}
-	}
-	if ep, err = s.Store.GetEndpoint(r.Context(), id); err != nil {
 		s.storeError(w, r, err, "endpoint")
 		return
 	}

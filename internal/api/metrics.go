@@ -7,13 +7,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/herald-events/herald/internal/store"
 )
 
 // pendingCollector reports pending deliveries by lane from the store. The
 // count is cached for pendingCacheFor so frequent scrapes cost one query.
 type pendingCollector struct {
-	store store.DeliveryStore
+	store interface {
+		CountPending(ctx context.Context) (fresh, retry int64, err error)
+	}
 	desc  *prometheus.Desc
 
 	mu           sync.Mutex
@@ -24,7 +25,7 @@ type pendingCollector struct {
 
 const pendingCacheFor = 5 * time.Second
 
-func newPendingCollector(s store.DeliveryStore) *pendingCollector {
+func newPendingCollector(s Store) *pendingCollector {
 	return &pendingCollector{
 		store: s,
 		desc: prometheus.NewDesc("herald_deliveries_pending",

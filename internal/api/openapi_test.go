@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,6 +14,10 @@ import (
 	"testing"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/control"
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
@@ -34,7 +39,17 @@ func setupServer(t *testing.T) testServer {
 			t.Errorf("closing the store: %v", err)
 		}
 	})
-	srv := &Server{Store: st, Catalog: catalog.New(), Version: "test"}
+	cat := catalog.New(st)
+	eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat})
+	t.Cleanup(func() { eng.Stop(context.Background()) })
+	clk := clock.Real{}
+	srv := &Server{
+		Store:     st,
+		Control:   &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
+		Publisher: &ingest.Ingester{Store: st, Catalog: cat, Dispatch: eng, Clock: clk},
+		Live:      eng,
+		Version:   "test",
+	}
 	return testServer{srv: srv, handler: srv.Handler()}
 }
 

@@ -15,20 +15,47 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
-	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/control"
+	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/store"
 )
 
+// Store is what the API reads from the store directly; changes go through
+// the control plane (control.Service).
+type Store interface {
+	Ping(ctx context.Context) error
+	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
+	ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error)
+	GetDelivery(ctx context.Context, id string) (store.Delivery, error)
+	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error)
+	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error)
+	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
+	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error)
+	CountPending(ctx context.Context) (fresh, retry int64, err error)
+}
+
+// Publisher is the publish path (ingest).
+type Publisher interface {
+	Publish(ctx context.Context, evs []event.Event) ([]ingest.Result, error)
+}
+
+// LiveEndpoints is the dispatcher's view of the endpoints it holds: health
+// ahead of the store's by up to a second, the adaptive concurrency limit and
+// the attempts in flight.
+type LiveEndpoints interface {
+	Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool)
+}
+
 // Server holds what the handlers need.
 type Server struct {
-	Store    store.Store
-	Catalog  *catalog.Catalog
-	Ingester *ingest.Ingester
-	Engine   *dispatch.Engine
-	Clock    clock.Clock
+	Store     Store
+	Control   *control.Service
+	Publisher Publisher
+	Live      LiveEndpoints
+	Clock     clock.Clock
 	Logger   *slog.Logger
 	// Registry serves /metrics; the server adds its own collectors to it.
 	Registry *prometheus.Registry
@@ -132,6 +159,8 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		notFound(w, what)
+	case errors.Is(err, store.ErrSubscriptionDeleted):
+		conflict(w, "", "the "+what+"'s subscription was deleted; it cannot be delivered again")
 	case errors.Is(err, store.ErrInvalidCursor):
 		invalid(w, "cursor", "not a cursor this list returned")
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
@@ -165,7 +194,4 @@ func (s *Server) registerMetrics() {
 	}, []string{"duplicate"})
 	s.Registry.MustRegister(s.published)
 	s.Registry.MustRegister(newPendingCollector(s.Store))
-	if s.Engine != nil {
-		s.Registry.MustRegister(s.Engine.Collector())
-	}
 }

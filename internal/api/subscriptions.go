@@ -87,15 +87,16 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if in.RetryPolicy == nil {
 		in.RetryPolicy = json.RawMessage(`{"preset":"eventgrid"}`)
 	}
-	e, ok := applyInput(w, &sub, in)
-	if !ok {
+	if !applyInput(w, &sub, in) {
 		return
 	}
-	if err := s.Store.CreateSubscription(r.Context(), sub); err != nil {
+	if err := s.Control.CreateSubscription(r.Context(), sub); err != nil {
 		s.subscriptionError(w, r, err, sub.Name)
 		return
 	}
-	s.Catalog.Put(e)
+	if created, err := s.Store.GetSubscription(r.Context(), sub.ID); err == nil {
+		sub = created
+	}
 	w.Header().Set("Location", "/v1/subscriptions/"+sub.ID)
 	writeJSON(w, http.StatusCreated, toSubscriptionJSON(sub))
 }
@@ -105,23 +106,23 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	sub, err := s.Store.GetSubscription(r.Context(), r.PathValue("id"))
-	if err != nil {
+	answered := false
+	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *store.Subscription) error {
+		if !applyInput(w, sub, in) {
+			answered = true
+			return errInvalidInput
+		}
+		return nil
+	})
+	switch {
+	case answered:
+	case errors.Is(err, store.ErrNameTaken) && in.Name != nil:
+		s.subscriptionError(w, r, err, *in.Name)
+	case err != nil:
 		s.storeError(w, r, err, "subscription")
-		return
+	default:
+		writeJSON(w, http.StatusOK, toSubscriptionJSON(sub))
 	}
-	e, ok := applyInput(w, &sub, in)
-	if !ok {
-		return
-	}
-	sub.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
-	e.UpdatedAt = sub.UpdatedAt
-	if err := s.Store.UpdateSubscription(r.Context(), sub); err != nil {
-		s.subscriptionError(w, r, err, sub.Name)
-		return
-	}
-	s.Catalog.Put(e)
-	writeJSON(w, http.StatusOK, toSubscriptionJSON(sub))
 }
 
 func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) {
@@ -153,29 +154,31 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 // deleteSubscription removes a subscription; its pending deliveries end as
 // dropped (reason SubscriptionDeleted) and stay in the delivery log.
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := s.Store.DeleteSubscription(r.Context(), id, s.Clock.Now()); err != nil {
+	if err := s.Control.DeleteSubscription(r.Context(), r.PathValue("id")); err != nil {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
-	s.Catalog.Remove(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// errInvalidInput aborts a change whose input applyInput refused (and
+// answered).
+var errInvalidInput = errors.New("invalid input")
+
 // applyInput validates in and writes it over sub; on a problem it answers
 // and returns false, leaving nothing changed in the store.
-func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionInput) (*catalog.Entry, bool) {
+func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionInput) bool {
 	if in.Name != nil {
 		if msg := checkName(*in.Name); msg != "" {
 			invalid(w, "name", msg)
-			return nil, false
+			return false
 		}
 		sub.Name = *in.Name
 	}
 	if in.URL != nil {
 		if msg := checkURL(*in.URL); msg != "" {
 			invalid(w, "url", msg)
-			return nil, false
+			return false
 		}
 		sub.URL = *in.URL
 		sub.EndpointID = store.EndpointID(sub.URL)
@@ -183,21 +186,21 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 	if in.EventTypes != nil {
 		if field, msg := checkEventTypes(*in.EventTypes); msg != "" {
 			invalid(w, field, msg)
-			return nil, false
+			return false
 		}
 		sub.EventTypes = *in.EventTypes
 	}
 	if in.SubjectBeginsWith != nil {
 		if len(*in.SubjectBeginsWith) > maxSubjectFilter {
 			invalid(w, "subject_begins_with", "at most 1024 bytes")
-			return nil, false
+			return false
 		}
 		sub.SubjectBeginsWith = *in.SubjectBeginsWith
 	}
 	if in.SubjectEndsWith != nil {
 		if len(*in.SubjectEndsWith) > maxSubjectFilter {
 			invalid(w, "subject_ends_with", "at most 1024 bytes")
-			return nil, false
+			return false
 		}
 		sub.SubjectEndsWith = *in.SubjectEndsWith
 	}
@@ -205,14 +208,14 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 		d, msg := checkTimeout(*in.Timeout)
 		if msg != "" {
 			invalid(w, "timeout", msg)
-			return nil, false
+			return false
 		}
 		sub.Timeout = d
 	}
 	if in.Headers != nil {
 		if field, msg := checkHeaders(*in.Headers); msg != "" {
 			invalid(w, field, msg)
-			return nil, false
+			return false
 		}
 		sub.Headers = *in.Headers
 	}
@@ -229,7 +232,7 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 				field = ""
 			}
 			invalid(w, strings.TrimSuffix("retry_policy."+field, "."), detail)
-			return nil, false
+			return false
 		}
 		if spec.Preset == "" {
 			spec.Preset = "eventgrid"
@@ -237,17 +240,16 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 		b, _ := json.Marshal(spec)
 		sub.RetryPolicy = b
 	}
-	e, err := catalog.NewEntry(*sub)
-	if err != nil {
+	if _, err := catalog.NewEntry(*sub); err != nil {
 		var fe *retry.FieldError
 		if errors.As(err, &fe) {
 			invalid(w, "retry_policy."+fe.Field, fe.Detail)
 		} else {
 			invalid(w, "retry_policy", err.Error())
 		}
-		return nil, false
+		return false
 	}
-	return e, true
+	return true
 }
 
 // subscriptionError answers for a failed subscription write: 409 naming the

@@ -1,8 +1,13 @@
 // Package catalog is the in-memory view of subscriptions that the publish
 // path matches events against and the dispatcher reads delivery settings
-// from. The store is the source of truth: the API writes there first and then
-// updates the catalog, and Reload rebuilds it from the store (at start, and
-// periodically so that changes made through another node are seen).
+// from. The store is the source of truth and the only way in: every
+// subscription write advances the store's catalog version, and Sync brings
+// the catalog up to the store's version by reading only what changed since
+// its own (store.SubscriptionStore.SubscriptionChanges). A snapshot carries
+// the version it reflects, which the publish path hands to the store so
+// that a publish matched against an older view is refused and matched again
+// (store.PublishOptions): no node ever commits a publish matched against
+// subscriptions older than the ones its commit sees.
 package catalog
 
 import (
@@ -68,101 +73,105 @@ func (e *Entry) Matches(typ, subject string) bool {
 	return strings.HasPrefix(subject, e.SubjectBeginsWith) && strings.HasSuffix(subject, e.SubjectEndsWith)
 }
 
+// Source is where the catalog reads subscription changes: the store.
+type Source interface {
+	SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error)
+}
+
 // Catalog holds the current entries. It is safe for concurrent use; readers
 // get a consistent snapshot without waiting for writers.
 type Catalog struct {
-	mu      sync.Mutex // serialises writers
-	gen     uint64     // bumped by Put and Remove; guarded by mu
-	current atomic.Pointer[snapshot]
+	src     Source
+	mu      sync.Mutex // serialises Sync
+	current atomic.Pointer[Snapshot]
 }
 
-type snapshot struct {
-	byID   map[string]*Entry
-	list   []*Entry            // sorted by ID
-	byType map[string][]*Entry // entries that list the type, by ID
-	any    []*Entry            // entries with no type list, by ID
+// Snapshot is the catalog at one version. It never changes.
+type Snapshot struct {
+	// Version is the store's catalog version this snapshot reflects (0:
+	// never synced).
+	Version int64
+	byID    map[string]*Entry
+	byType  map[string][]*Entry // entries that list the type, by ID
+	any     []*Entry            // entries with no type list, by ID
 }
 
-// New returns an empty catalog.
-func New() *Catalog {
-	c := &Catalog{}
-	c.current.Store(&snapshot{byID: map[string]*Entry{}})
+// New returns an empty catalog that reads from src; call Sync to load it.
+func New(src Source) *Catalog {
+	c := &Catalog{src: src}
+	c.current.Store(&Snapshot{byID: map[string]*Entry{}})
 	return c
 }
 
-// Reload replaces the catalog with the store's subscriptions. A subscription
-// whose stored policy no longer resolves is skipped and reported in the error
-// (the others are loaded). If Put or Remove ran while the store was being
-// read, the read may predate their write, so it is discarded; the next
-// Reload catches up.
-func (c *Catalog) Reload(ctx context.Context, s store.SubscriptionStore) error {
+// Snapshot returns the current snapshot.
+func (c *Catalog) Snapshot() *Snapshot { return c.current.Load() }
+
+// Version is the store catalog version the current snapshot reflects.
+func (c *Catalog) Version() int64 { return c.current.Load().Version }
+
+// Sync reads what changed in the store since the catalog's version and
+// makes it current. A subscription whose stored policy no longer resolves
+// is left out and reported in the error (the others are applied). Calls are
+// serialised; one that finds nothing new costs one small read.
+func (c *Catalog) Sync(ctx context.Context) error {
 	c.mu.Lock()
-	gen := c.gen
-	c.mu.Unlock()
-	subs, err := s.AllSubscriptions(ctx)
+	defer c.mu.Unlock()
+	old := c.current.Load()
+	ch, err := c.src.SubscriptionChanges(ctx, old.Version)
 	if err != nil {
 		return err
 	}
-	next := &snapshot{byID: make(map[string]*Entry, len(subs))}
+	if ch.Version <= old.Version {
+		return nil
+	}
+	next := &Snapshot{Version: ch.Version, byID: make(map[string]*Entry, len(old.byID)+len(ch.Changed))}
+	if !ch.Full {
+		for id, e := range old.byID {
+			next.byID[id] = e
+		}
+	}
+	for _, id := range ch.Deleted {
+		delete(next.byID, id)
+	}
 	var bad error
-	for _, sub := range subs {
+	for _, sub := range ch.Changed {
 		e, err := NewEntry(sub)
 		if err != nil {
+			delete(next.byID, sub.ID)
 			bad = err
 			continue
 		}
 		next.byID[e.ID] = e
 	}
-	next.sort()
-	c.mu.Lock()
-	if c.gen == gen {
-		c.current.Store(next)
-	}
-	c.mu.Unlock()
+	next.index()
+	c.current.Store(next)
 	return bad
 }
 
-// Put adds or replaces one entry.
-func (c *Catalog) Put(e *Entry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	old := c.current.Load()
-	next := &snapshot{byID: make(map[string]*Entry, len(old.byID)+1)}
-	for id, x := range old.byID {
-		next.byID[id] = x
+// SyncTo syncs when the catalog is older than version v.
+func (c *Catalog) SyncTo(ctx context.Context, v int64) error {
+	if c.Version() >= v {
+		return nil
 	}
-	next.byID[e.ID] = e
-	next.sort()
-	c.current.Store(next)
+	return c.Sync(ctx)
 }
 
-// Remove deletes one entry.
-func (c *Catalog) Remove(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen++
-	old := c.current.Load()
-	next := &snapshot{byID: make(map[string]*Entry, len(old.byID))}
-	for k, x := range old.byID {
-		if k != id {
-			next.byID[k] = x
-		}
-	}
-	next.sort()
-	c.current.Store(next)
-}
-
-// Get returns the entry for a subscription ID, or nil.
+// Get returns the entry for a subscription ID in the current snapshot, or nil.
 func (c *Catalog) Get(id string) *Entry { return c.current.Load().byID[id] }
 
+// Len returns the number of entries.
+func (c *Catalog) Len() int { return len(c.current.Load().byID) }
+
+// Get returns the entry for a subscription ID, or nil.
+func (s *Snapshot) Get(id string) *Entry { return s.byID[id] }
+
 // Match returns the entries an event of this type and subject goes to: those
-// listing the type, then those taking every type. Its cost grows with the
-// number of candidate subscriptions for the type, not with all of them.
-func (c *Catalog) Match(typ, subject string) []*Entry {
-	snap := c.current.Load()
+// listing the type, then those taking every type, each group in ID order.
+// Its cost grows with the number of candidate subscriptions for the type,
+// not with all of them.
+func (s *Snapshot) Match(typ, subject string) []*Entry {
 	var out []*Entry
-	for _, group := range [][]*Entry{snap.byType[typ], snap.any} {
+	for _, group := range [][]*Entry{s.byType[typ], s.any} {
 		for _, e := range group {
 			if e.Matches(typ, subject) {
 				out = append(out, e)
@@ -172,18 +181,15 @@ func (c *Catalog) Match(typ, subject string) []*Entry {
 	return out
 }
 
-// Len returns the number of entries.
-func (c *Catalog) Len() int { return len(c.current.Load().list) }
-
-// sort rebuilds the ordered list and the type index from byID.
-func (s *snapshot) sort() {
-	s.list = s.list[:0]
+// index builds the type index from byID.
+func (s *Snapshot) index() {
+	list := make([]*Entry, 0, len(s.byID))
 	for _, e := range s.byID {
-		s.list = append(s.list, e)
+		list = append(list, e)
 	}
-	sort.Slice(s.list, func(i, j int) bool { return s.list[i].ID < s.list[j].ID })
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 	s.byType, s.any = map[string][]*Entry{}, nil
-	for _, e := range s.list {
+	for _, e := range list {
 		if len(e.EventTypes) == 0 {
 			s.any = append(s.any, e)
 			continue

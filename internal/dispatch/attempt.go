@@ -11,84 +11,141 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// run performs one held delivery's attempt and records its outcome. It runs
-// on its own goroutine (at most MaxInFlight). The endpoint's concurrency
-// slot is given back as soon as the HTTP exchange ends, before the outcome's
-// group commit; the delivery's memory place only after it.
+// run performs one held delivery's attempt and hands its outcome to the
+// recorder. It runs on its own goroutine (at most MaxInFlight). The
+// endpoint's concurrency slot is given back as soon as the HTTP exchange
+// ends, before the outcome's group commit; the delivery's memory place only
+// once the outcome is written (recorded).
 func (e *Engine) run(l *lane, it *item) {
 	defer e.attempts.Done()
 	c := it.c
-	sub := e.cfg.Catalog.Get(c.SubscriptionID)
+	// Registered before the catalog is read: see StopSubscription.
+	ctx, cancel := context.WithCancel(e.attemptsCtx)
+	reg := e.running.add(c.SubscriptionID, cancel)
+	defer cancel()
+	sub := e.subscription(c.SubscriptionID)
 	var out store.Outcome
-	recorded := true
+	var obs *health.Outcome
 	switch {
 	case sub == nil:
-		// Deleted after the delivery was claimed: the store already marked it
-		// dropped; give the lease back and let the delete stand.
-		recorded = false
-		e.endAttempt(l, nil)
-		e.releaseIDs([]string{c.ID})
+		// Deleted: the delete dropped the delivery in the store; this
+		// records that (again) and gives back its lease, sending nothing.
+		out = dropped(c)
 	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
 		// Held past its time to live (behind a closed circuit, or a late
 		// claim): no attempt. A probe that sends nothing is given back.
-		e.endAttempt(l, nil)
 		out = e.expire(sub, c)
 		if it.probe {
 			e.returnProbe(l)
 		}
 	default:
 		var ok bool
-		out, ok = e.attempt(sub, c)
+		out, obs, ok = e.attempt(ctx, sub, c)
 		if !ok {
-			// Abandoned at shutdown: unrecorded, attempted again later.
-			recorded = false
-			e.endAttempt(l, nil)
+			// Cut short: the engine is stopping, or the subscription was
+			// deleted. Nothing is recorded; the delivery goes back to the
+			// store (attempted again later, or already dropped).
+			e.running.remove(c.SubscriptionID, reg)
+			e.afterExchange(l, nil, "")
 			e.releaseIDs([]string{c.ID})
-			break
+			e.sched.finished(l, it, time.Time{}, e.cfg.Clock.Now())
+			return
 		}
-		e.mu.Lock()
-		if l.ep.URL == "" {
-			l.ep.URL = sub.URL
-		}
-		e.mu.Unlock()
-		e.endAttempt(l, &health.Outcome{
-			At:      e.cfg.Clock.Now(),
-			Success: out.Status == store.StatusDelivered,
-			Gone:    out.LastStatusCode == http.StatusGone,
-			Probe:   it.probe,
-		})
-	}
-	if recorded {
-		if err := e.record(out); err != nil {
-			e.cfg.Logger.Error("recording attempt outcome", "delivery", c.ID, "err", err)
-		} else if out.Status == store.StatusDeadLettered && e.cfg.Notifier != nil {
-			e.cfg.Notifier.DeliveryDeadLettered(c, sub, out)
+		if obs != nil {
+			obs.Probe = it.probe
 		}
 	}
+	e.running.remove(c.SubscriptionID, reg)
+	url := ""
+	if sub != nil {
+		url = sub.URL
+	}
+	e.afterExchange(l, obs, url)
+	out.LeaseOwner = e.cfg.Owner
+	e.rec.add(recordReq{out: out, done: func(err error) { e.recorded(l, it, sub, out, err) }})
+}
 
-	e.mu.Lock()
-	if recorded && out.Status == store.StatusPending {
-		l.nextDue = earlier(l.nextDue, out.NextAttemptAt)
-		l.hinted = earlier(l.hinted, out.NextAttemptAt)
+// afterExchange tells the scheduler an attempt's HTTP exchange is over
+// (obs: what it said of the endpoint's health, nil for nothing) and does
+// what it asks: start attempts, merge health, release deliveries, wake the
+// loader.
+func (e *Engine) afterExchange(l *lane, obs *health.Outcome, url string) {
+	en := e.sched.attemptEnded(l, obs, url, e.cfg.Clock.Now())
+	e.launch(en.starts)
+	if en.tr.Changed() {
+		e.log.Info("endpoint circuit changed here; merging", "endpoint", l.id, "from", en.tr.From, "to", en.tr.To, "reason", en.tr.Reason)
 	}
-	e.forget(l, it)
-	delete(e.running, c.ID)
-	// The loader claims a closed circuit's probes one at a time: let it look
-	// for the next as soon as this one is done.
-	gated := e.gate(l, e.cfg.Clock.Now()) != health.Open
-	e.mu.Unlock()
-	if gated || (recorded && out.Status == store.StatusPending) {
-		e.wake()
+	if en.flush {
+		e.health.kick() // share the change with the other nodes now
+	}
+	if len(en.released) > 0 {
+		e.releaseIDs(en.released)
+	}
+	if en.wake {
+		e.loader.kick()
+	}
+}
+
+// recorded ends a delivery's time in memory once its outcome is written
+// (err nil), or given up at stop (then the delivery is given back to the
+// store, to be attempted again). It runs on the recorder's goroutine.
+func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outcome, err error) {
+	var next time.Time
+	switch {
+	case err != nil:
+		e.log.Error("recording an attempt outcome failed; the delivery will be attempted again", "delivery", it.c.ID, "err", err)
+		e.releaseIDs([]string{it.c.ID})
+	default:
+		e.cfg.Metrics.ended(out)
+		if out.Status == store.StatusPending {
+			next = out.NextAttemptAt
+		}
+		if out.Status == store.StatusDeadLettered && e.cfg.Notifier != nil && sub != nil {
+			e.cfg.Notifier.DeliveryDeadLettered(it.c, sub, out)
+		}
+	}
+	if e.sched.finished(l, it, next, e.cfg.Clock.Now()) {
+		e.loader.kick()
+	}
+}
+
+// subscription returns the catalog's entry for a subscription, syncing the
+// catalog first when it does not know it (it may have been created since
+// the last sync); nil when it does not exist.
+func (e *Engine) subscription(id string) *catalog.Entry {
+	if sub := e.cfg.Catalog.Get(id); sub != nil {
+		return sub
+	}
+	ctx, cancel := e.storeCtx()
+	defer cancel()
+	if err := e.cfg.Catalog.Sync(ctx); err != nil {
+		e.log.Warn("reading subscription changes", "err", err)
+	}
+	return e.cfg.Catalog.Get(id)
+}
+
+// dropped is the outcome of a held delivery whose subscription no longer
+// exists: dropped, reason SubscriptionDeleted, no attempt logged.
+func dropped(c store.Claimed) store.Outcome {
+	return store.Outcome{
+		Attempt:          store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
+		Status:           store.StatusDropped,
+		Attempts:         c.Attempts,
+		RoundAttempts:    c.RoundAttempts,
+		FirstFailure:     c.FirstFailure,
+		LastStatusCode:   c.LastStatusCode,
+		LastOutcome:      c.LastOutcome,
+		DeadLetterReason: store.ReasonSubscriptionDeleted,
 	}
 }
 
 // attempt sends the delivery and decides what follows. ok is false when the
 // attempt was abandoned because the engine is stopping.
-func (e *Engine) attempt(sub *catalog.Entry, c store.Claimed) (store.Outcome, bool) {
+func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, c store.Claimed) (store.Outcome, *health.Outcome, bool) {
 	started := e.cfg.Clock.Now()
-	res := e.send(e.attemptsCtx, sub, c, started)
-	if e.attemptsCtx.Err() != nil {
-		return store.Outcome{}, false
+	res := e.send(ctx, sub, c, started)
+	if ctx.Err() != nil {
+		return store.Outcome{}, nil, false
 	}
 	now := e.cfg.Clock.Now()
 	e.cfg.Metrics.observe(res)
@@ -125,7 +182,23 @@ func (e *Engine) attempt(sub *catalog.Entry, c store.Claimed) (store.Outcome, bo
 		}
 	}
 	applyVerdict(&out, v, sub, now)
-	return out, true
+	return out, healthOf(sub, res, now), true
+}
+
+// healthOf is what an attempt says about its endpoint's health, which every
+// subscription sharing the URL shares. The endpoint is healthy when it
+// answered 2xx, or a status this subscription's policy takes as success.
+// An attempt that failed before anything was sent (a request Herald could
+// not build: request_error), and nothing else, says nothing about it.
+// Everything else is a failure: a status the subscription does not accept
+// from an endpoint that did not answer 2xx, a timeout, a refused or reset
+// connection, a DNS or TLS error.
+func healthOf(sub *catalog.Entry, res result, now time.Time) *health.Outcome {
+	if res.outcome == outcomeRequestError {
+		return nil
+	}
+	ok := res.status != 0 && (res.status/100 == 2 || sub.Policy.Success(res.status))
+	return &health.Outcome{At: now, Success: ok, Gone: res.status == http.StatusGone}
 }
 
 // expire ends a delivery whose time to live passed before its attempt.
@@ -160,74 +233,5 @@ func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now t
 			out.Status = store.StatusDeadLettered
 		}
 		out.DeadLetterReason = v.Reason
-	}
-}
-
-// record writes an outcome through the recorder and waits for its commit.
-func (e *Engine) record(out store.Outcome) error {
-	out.LeaseOwner = e.cfg.Owner
-	done := make(chan error, 1)
-	e.recordQueue <- recordReq{out: out, done: done}
-	err := <-done
-	if err == nil {
-		e.cfg.Metrics.ended(out)
-	}
-	return err
-}
-
-// recordQueueSize bounds outcomes waiting for the recorder; maxRecordBatch
-// bounds one Store.Record call.
-const (
-	recordQueueSize = 4096
-	maxRecordBatch  = 512
-)
-
-// recordReq is one outcome waiting to be written.
-type recordReq struct {
-	out  store.Outcome
-	done chan<- error
-}
-
-// recorder writes outcomes in batches: it takes every outcome waiting (up
-// to maxRecordBatch) into one Store.Record call, so a busy engine makes one
-// store request per batch, not one per attempt. It ends when recordQueue is
-// closed and drained.
-func (e *Engine) recorder() {
-	defer close(e.recorderDone)
-	batch := make([]recordReq, 0, maxRecordBatch)
-	outs := make([]store.Outcome, 0, maxRecordBatch)
-	for req := range e.recordQueue {
-		batch = append(batch[:0], req)
-	fill:
-		for len(batch) < maxRecordBatch {
-			select {
-			case r, ok := <-e.recordQueue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		outs = outs[:0]
-		for _, r := range batch {
-			outs = append(outs, r.out)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := e.cfg.Store.Record(ctx, outs)
-		cancel()
-		for _, r := range batch {
-			r.done <- err
-		}
-	}
-}
-
-// releaseIDs gives deliveries back to the store, unattempted.
-func (e *Engine) releaseIDs(ids []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.cfg.Store.Release(ctx, ids, e.cfg.Owner); err != nil {
-		e.cfg.Logger.Warn("releasing deliveries", "count", len(ids), "err", err)
 	}
 }

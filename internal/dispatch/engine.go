@@ -1,26 +1,34 @@
 // Package dispatch moves due deliveries from the store to subscribers'
 // endpoints and records what happened.
 //
-// Shape (DESIGN §4): deliveries reach memory two ways — fresh ones straight
-// from the publish path after their commit (Reserve/Offer), and everything
-// else through the due-window loader, which leases due deliveries from the
-// store endpoint by endpoint. Each endpoint has a lane with two queues, fresh
-// and retry; the dispatcher serves endpoints round-robin and, within an
-// endpoint, fresh before retry, never running more than the endpoint's
-// concurrency limit at once. Each attempt's outcome goes through the
-// subscription's retry policy and is group-committed by the store.
+// Deliveries reach memory two ways: fresh ones straight from the publish
+// path after their commit (Admit, then Admission.Commit), and everything
+// else through the due loader (loader.go), which leases due deliveries from
+// the store endpoint by endpoint. The scheduler (sched.go) keeps one lane
+// per endpoint with two queues, fresh and retry, serves lanes round-robin
+// and, within a lane, fresh before retry, never running more than the
+// endpoint's concurrency limit at once. Each attempt (attempt.go, send.go)
+// goes through the subscription's retry policy; its outcome is written by
+// the recorder (recorder.go) in batches. Background services share one
+// shape (loop.go): the loader, the health sync (health.go: endpoint health
+// merged with the store and the other nodes), and on stores whose leases
+// expire the lease keeper (leases.go).
 //
 // Bounds: at most Config.FreshWindow deliveries taken from the publish path
 // and Config.LoadWindow taken by the loader are held in memory (the loader
 // takes at most Config.EndpointWindow per endpoint), and at most
-// Config.MaxInFlight attempts run at once. Everything else waits in the store.
+// Config.MaxInFlight attempts run at once. Everything else waits in the
+// store. Lanes idle for ten minutes are dropped.
 //
-// Lock order: Engine.mu is the only lock; no store or network call is made
-// while holding it.
+// Lock order: the scheduler's mutex and the attempt registry's mutex are
+// leaves: nothing else is locked, and no store, network or blocking channel
+// call is made, while either is held. Catalog.Sync's mutex is never taken
+// under them.
 package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -34,10 +42,33 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
+// Store is what the engine needs of the store.
+type Store interface {
+	Capabilities() store.Capabilities
+	ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error)
+	DueEndpoints(ctx context.Context) ([]store.EndpointDue, error)
+	NextDue(ctx context.Context, endpointID string) (time.Time, bool, error)
+	Release(ctx context.Context, deliveryIDs []string, owner string) error
+	ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error)
+	Record(ctx context.Context, outcomes []store.Outcome) error
+	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error)
+	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error)
+	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
+}
+
+// Subscriptions is the engine's view of the subscriptions: the catalog.
+type Subscriptions interface {
+	Get(id string) *catalog.Entry
+	// Sync catches up with the store (a delivery whose subscription is not
+	// known may be for one created since the last sync).
+	Sync(ctx context.Context) error
+}
+
 // Config configures an Engine. Zero values take the defaults noted.
 type Config struct {
-	Store   store.Store
-	Catalog *catalog.Catalog
+	Store   Store
+	Catalog Subscriptions
 	Clock   clock.Clock  // default clock.Real{}
 	Logger  *slog.Logger // default discards
 	Metrics *Metrics     // default: a Metrics on a private registry
@@ -65,14 +96,13 @@ type Config struct {
 	Health health.Config
 	// Notifier hears of circuit transitions and dead letters (optional).
 	Notifier Notifier
-	// Shared says other processes use the same store (PostgreSQL): then
-	// every FlushInterval the engine also adopts endpoint health they
-	// changed. One SQLite process owns its store and skips that read.
-	Shared bool
 	// FlushInterval is how often this node's endpoint outcomes are merged
-	// into the store and other nodes' changes adopted (default 1s; a local
-	// state change is merged at once).
+	// into the store and, on a shared store, other nodes' changes adopted
+	// (default 1s; a local state change is merged at once, and a change
+	// announced by the store is adopted at once: HealthChanged).
 	FlushInterval time.Duration
+	// StoreTimeout bounds each store call the engine makes (default 30s).
+	StoreTimeout time.Duration
 	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
 	MaxInFlight int
 	// PollInterval is the longest the loader sleeps without looking at the
@@ -128,6 +158,9 @@ func (c *Config) setDefaults() {
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = time.Second
 	}
+	if c.StoreTimeout <= 0 {
+		c.StoreTimeout = 30 * time.Second
+	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024
 	}
@@ -150,30 +183,25 @@ func (c *Config) setDefaults() {
 
 // Engine is the dispatcher. Create it with New, then Start; Stop ends it.
 type Engine struct {
-	cfg Config
+	cfg   Config
+	caps  store.Capabilities
+	log   *slog.Logger
+	sched *scheduler
+	rec   *recorder
+	// Background services (loop.go). keeper runs only on stores whose
+	// leases expire.
+	loader, health, keeper *loop
+	loadState              loaderState // the loader's, used by its goroutine only
+	healthState            healthState // the health sync's, used by its goroutine only
+	running                attemptSet
 
-	mu        sync.Mutex
-	lanes     map[string]*lane
-	running   map[string]struct{} // IDs of deliveries in their attempt
-	ready     ring                // endpoints with queued work and a free concurrency slot
-	inFlight  int
-	freshHeld int // reserved or held from the publish path
-	loadHeld  int // held from the loader
-	stopping  bool
-	started   bool
+	startMu sync.Mutex // orders Start and Stop
+	started bool
+	stopped bool
 
-	kick        chan struct{} // wakes the loader; capacity 1
-	flushKick   chan struct{} // wakes the health flusher; capacity 1
-	flusherDone chan struct{}
-	keeperStop  chan struct{}
-	keeperDone  chan struct{}
-	// recordQueue feeds the recorder, which writes outcomes in batches.
-	recordQueue  chan recordReq
-	recorderDone chan struct{}
-	attemptsCtx  context.Context
-	cancel       context.CancelFunc // cancels attempts still running at a hard stop
-	loaderDone   chan struct{}
-	attempts     sync.WaitGroup
+	attemptsCtx context.Context
+	cancel      context.CancelFunc // cancels attempts still running at a hard stop
+	attempts    sync.WaitGroup
 }
 
 // New returns an engine that has not started. Its recorder runs from now
@@ -181,27 +209,29 @@ type Engine struct {
 func New(cfg Config) *Engine {
 	cfg.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
+	log := cfg.Logger.With("component", "dispatch")
 	e := &Engine{
-		cfg:          cfg,
-		lanes:        map[string]*lane{},
-		running:      map[string]struct{}{},
-		kick:         make(chan struct{}, 1),
-		flushKick:    make(chan struct{}, 1),
-		flusherDone:  make(chan struct{}),
-		keeperStop:   make(chan struct{}),
-		keeperDone:   make(chan struct{}),
-		recordQueue:  make(chan recordReq, recordQueueSize),
-		recorderDone: make(chan struct{}),
-		attemptsCtx:  ctx,
-		cancel:       cancel,
-		loaderDone:   make(chan struct{}),
+		cfg:  cfg,
+		caps: cfg.Store.Capabilities(),
+		log:  log,
+		sched: newScheduler(schedConfig{
+			FreshWindow: cfg.FreshWindow, LoadWindow: cfg.LoadWindow, EndpointWindow: cfg.EndpointWindow,
+			EndpointConcurrency: cfg.EndpointConcurrency, InitialConcurrency: cfg.InitialConcurrency,
+			MaxInFlight: cfg.MaxInFlight, Health: cfg.Health,
+		}),
+		attemptsCtx: ctx,
+		cancel:      cancel,
 	}
-	go e.recorder()
+	e.running.init()
+	e.rec = newRecorder(cfg.Store.Record, cfg.Clock, cfg.Logger.With("component", "recorder"), cfg.StoreTimeout)
+	e.loader = newLoop(cfg.Clock, e.loadRound)
+	e.health = newLoop(cfg.Clock, e.healthRound)
+	e.keeper = newLoop(cfg.Clock, e.renewLeases)
 	return e
 }
 
 // Notifier hears what the operators may want to know. Calls are made
-// outside the engine's lock and must not block for long.
+// outside the engine's locks and must not block for long.
 type Notifier interface {
 	// EndpointChanged reports a circuit transition; ep is the endpoint after it.
 	EndpointChanged(ep store.Endpoint, tr health.Transition)
@@ -209,50 +239,51 @@ type Notifier interface {
 	DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome)
 }
 
-// Start loads every endpoint's health and starts the loader and the health
-// flusher.
+// Start loads every endpoint's health and starts the background services.
 func (e *Engine) Start(ctx context.Context) error {
-	eps, err := e.cfg.Store.AllEndpoints(ctx)
+	eps, v, err := e.cfg.Store.EndpointChanges(ctx, 0)
 	if err != nil {
 		return fmt.Errorf("loading endpoint health: %w", err)
 	}
-	e.mu.Lock()
-	for _, ep := range eps {
-		e.adopt(e.laneFor(ep.ID), ep)
+	e.healthState.version = v
+	e.startMu.Lock()
+	defer e.startMu.Unlock()
+	if e.stopped {
+		return errors.New("dispatch: Start after Stop")
 	}
+	s := e.sched
+	s.mu.Lock()
+	for _, ep := range eps {
+		s.adopt(s.laneFor(ep.ID), ep, e.cfg.Clock.Now())
+	}
+	s.mu.Unlock()
 	e.started = true
-	e.mu.Unlock()
-	go e.loader()
-	go e.flusher()
-	if e.cfg.Shared {
-		go e.leaseKeeper()
-	} else {
-		close(e.keeperDone)
+	e.loader.start()
+	e.health.start()
+	if e.caps.LeasesExpire {
+		e.keeper.start()
 	}
 	return nil
 }
 
 // Stop stops taking new work, waits for attempts in flight until ctx ends,
-// then abandons the rest (their deliveries stay leased to this process and are
-// released below, so they are attempted again: at-least-once), and releases
-// every delivery held in memory but not yet attempted.
+// then abandons the rest (their deliveries stay leased to this process and
+// are released below, so they are attempted again: at-least-once), writes
+// every outcome, gives back every delivery held in memory but not yet
+// attempted, and saves endpoint health.
 func (e *Engine) Stop(ctx context.Context) {
-	e.mu.Lock()
-	if e.stopping {
-		e.mu.Unlock()
+	e.startMu.Lock()
+	if e.stopped {
+		e.startMu.Unlock()
 		return
 	}
-	e.stopping = true
+	e.stopped = true
 	started := e.started
-	e.mu.Unlock()
-	if started {
-		e.wake()
-		<-e.loaderDone
-		e.flushSoon()
-		<-e.flusherDone
-		close(e.keeperStop)
-		<-e.keeperDone
-	}
+	e.startMu.Unlock()
+
+	e.sched.stop()
+	e.loader.stop(started)
+	e.keeper.stop(started && e.caps.LeasesExpire)
 
 	done := make(chan struct{})
 	go func() { e.attempts.Wait(); close(done) }()
@@ -262,114 +293,57 @@ func (e *Engine) Stop(ctx context.Context) {
 		e.cancel()
 		<-done
 	}
-	close(e.recordQueue) // every attempt has recorded its outcome
-	<-e.recorderDone
-
-	e.mu.Lock()
-	var ids []string
-	for _, l := range e.lanes {
-		for _, q := range []*deque{&l.fresh, &l.retry} {
-			for q.len() > 0 {
-				ids = append(ids, q.pop().c.ID)
-			}
-		}
-	}
-	e.mu.Unlock()
-	if len(ids) > 0 {
+	e.rec.stop(ctx) // every attempt has queued its outcome
+	e.health.stop(started)
+	if ids := e.sched.drain(); len(ids) > 0 {
 		e.releaseIDs(ids)
 	}
 	e.flush()
 }
 
-// Reserve asks for places for fresh deliveries from the publish path, one
-// per endpoint ID given (repeats allowed), and says which it grants: while
-// the fast path has room, and only for endpoints whose circuit is open. The
-// publisher writes granted deliveries leased to this process and hands them
-// over with Offer; the rest it writes unleased, for the loader. Unreserve
-// returns places not used.
-func (e *Engine) Reserve(endpointIDs []string) []bool {
-	granted := make([]bool, len(endpointIDs))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopping {
-		return granted
+// launch runs the attempts the scheduler started.
+func (e *Engine) launch(starts []start) {
+	for _, st := range starts {
+		e.attempts.Add(1)
+		go e.run(st.l, st.it)
 	}
-	inCall := map[string]int{}
-	for i, id := range endpointIDs {
-		if e.freshHeld >= e.cfg.FreshWindow {
-			break
-		}
-		l := e.lanes[id]
-		if l == nil && e.cfg.Shared || l != nil && (!l.known || l.ep.Health.State != health.Enabled) {
-			continue
-		}
-		// One endpoint may not fill the shared fast path: past
-		// EndpointWindow queued first attempts (a slow or dead endpoint),
-		// its new deliveries wait in the store.
-		queued := inCall[id]
-		if l != nil {
-			queued += l.fresh.len()
-		}
-		if queued >= e.cfg.EndpointWindow {
-			continue
-		}
-		inCall[id]++
-		granted[i] = true
-		e.freshHeld++
-	}
-	return granted
 }
 
-// Unreserve gives back n places taken by Reserve and not offered.
-func (e *Engine) Unreserve(n int) {
-	e.mu.Lock()
-	e.freshHeld -= n
-	e.mu.Unlock()
-}
-
-// Offer hands over committed deliveries leased to this process, for which
-// places were reserved.
-func (e *Engine) Offer(cs []store.Claimed) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i := range cs {
-		e.enqueue(&item{c: cs[i], fromPublish: true})
+// Released tells the engine that deliveries of an endpoint were made due at
+// `at` by an operator (a redeliver or redrive through the API): the loader
+// looks for them at once. An operator's action is also the sign that the
+// endpoint is fixed: when its circuit is in probation or disabled, the
+// first delivery released goes now, as its probe, without waiting for the
+// cool-down (a frozen endpoint still waits for Enable).
+func (e *Engine) Released(ctx context.Context, endpointID string, at time.Time) error {
+	err := e.probeNow(ctx, endpointID)
+	if e.sched.hint(endpointID, at) || err == nil {
+		e.loader.kick()
 	}
-	e.pump()
-}
-
-// Hint tells the loader that an endpoint has a delivery due at `at` (after a
-// redeliver or redrive through the API, for example).
-func (e *Engine) Hint(endpointID string, at time.Time) {
-	e.mu.Lock()
-	l := e.laneFor(endpointID)
-	lowered := l.nextDue.IsZero() || at.Before(l.nextDue)
-	l.nextDue = earlier(l.nextDue, at)
-	l.hinted = earlier(l.hinted, at)
-	e.mu.Unlock()
-	if lowered {
-		e.wake()
-	}
+	return err
 }
 
 // Owner is this engine's lease owner (its node name).
 func (e *Engine) Owner() string { return e.cfg.Owner }
 
-// Stats is a snapshot of the engine's memory use, for metrics and tests.
-type Stats struct {
-	FreshHeld, LoadHeld, InFlight, Endpoints int
-}
-
 // Stats returns the current counts.
-func (e *Engine) Stats() Stats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return Stats{FreshHeld: e.freshHeld, LoadHeld: e.loadHeld, InFlight: e.inFlight, Endpoints: len(e.lanes)}
+func (e *Engine) Stats() Stats { return e.sched.stats() }
+
+// lease returns a lease from now for this engine.
+func (e *Engine) lease(now time.Time) store.Lease {
+	return store.Lease{Owner: e.cfg.Owner, Until: now.Add(e.cfg.Lease)}
 }
 
-func (e *Engine) wake() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
+// storeCtx bounds one store call.
+func (e *Engine) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.cfg.StoreTimeout)
+}
+
+// releaseIDs gives deliveries back to the store, unattempted.
+func (e *Engine) releaseIDs(ids []string) {
+	ctx, cancel := e.storeCtx()
+	defer cancel()
+	if err := e.cfg.Store.Release(ctx, ids, e.cfg.Owner); err != nil {
+		e.log.Warn("releasing deliveries", "count", len(ids), "err", err)
 	}
 }

@@ -63,44 +63,48 @@ func (m *Metrics) transition(tr health.Transition) {
 	m.changes.WithLabelValues(string(tr.From), string(tr.To)).Inc()
 }
 
-// Collector returns a Prometheus collector of the engine's per-endpoint
-// gauges: endpoints by circuit state, and each endpoint's adaptive
-// concurrency limit and attempts in flight (labelled by endpoint ID, so one
-// series per distinct subscription URL).
+// Collector returns a Prometheus collector of the engine's gauges:
+// endpoints by circuit state (as this node sees the endpoints it holds),
+// the deliveries held in memory by source, attempts in flight and lanes in
+// memory. There is no series per endpoint: a user with many endpoints
+// would get as many series; an endpoint's concurrency limit and attempts in
+// flight are in its API resource (GET /v1/endpoints/{id}).
 func (e *Engine) Collector() prometheus.Collector { return engineCollector{e} }
 
 var (
-	endpointsDesc = prometheus.NewDesc("herald_endpoints", "Endpoints by circuit state.", []string{"state"}, nil)
-	limitDesc     = prometheus.NewDesc("herald_endpoint_concurrency_limit", "An endpoint's adaptive in-flight limit.", []string{"endpoint"}, nil)
-	inFlightDesc  = prometheus.NewDesc("herald_endpoint_in_flight", "Attempts in flight to an endpoint.", []string{"endpoint"}, nil)
+	endpointsDesc = prometheus.NewDesc("herald_endpoints", "Endpoints held in this process's memory, by circuit state.", []string{"state"}, nil)
 	heldDesc      = prometheus.NewDesc("herald_dispatch_held", "Deliveries held in memory, by where they came from (publish fast path or due loader).", []string{"source"}, nil)
 	inFlightAll   = prometheus.NewDesc("herald_dispatch_in_flight", "Delivery attempts in flight in this process.", nil, nil)
+	lanesDesc     = prometheus.NewDesc("herald_dispatch_lanes", "Endpoints with a lane in this process's memory (idle lanes are dropped after ten minutes).", nil, nil)
 )
 
 type engineCollector struct{ e *Engine }
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- endpointsDesc
-	ch <- limitDesc
-	ch <- inFlightDesc
 	ch <- heldDesc
 	ch <- inFlightAll
+	ch <- lanesDesc
 }
 
+// Collect copies the counts under the scheduler's lock and sends them after
+// releasing it: a slow scrape never holds up the lanes.
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
-	e := c.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	s := c.e.sched
 	states := map[health.State]int{health.Enabled: 0, health.Probation: 0, health.Disabled: 0, health.Frozen: 0}
-	for _, l := range e.lanes {
-		states[l.ep.Health.State]++
-		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(l.limit), l.id)
-		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(l.inFlight), l.id)
+	s.mu.Lock()
+	for _, l := range s.lanes {
+		if l.known {
+			states[l.ep.Health.State]++
+		}
 	}
+	fresh, loaded, inFlight, lanes := s.freshHeld, s.loadHeld, s.inFlight, len(s.lanes)
+	s.mu.Unlock()
 	for st, n := range states {
 		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, float64(n), string(st))
 	}
-	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(e.freshHeld), "publish")
-	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(e.loadHeld), "loader")
-	ch <- prometheus.MustNewConstMetric(inFlightAll, prometheus.GaugeValue, float64(e.inFlight))
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(fresh), "publish")
+	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(loaded), "loader")
+	ch <- prometheus.MustNewConstMetric(inFlightAll, prometheus.GaugeValue, float64(inFlight))
+	ch <- prometheus.MustNewConstMetric(lanesDesc, prometheus.GaugeValue, float64(lanes))
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -77,7 +78,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, 
 	res := result{retryAfter: func(time.Time) time.Duration { return 0 }}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(c.Payload))
 	if err != nil {
-		res.outcome, res.err = "request_error", err.Error()
+		res.outcome, res.err = outcomeRequestError, err.Error()
 		return res
 	}
 	h := req.Header
@@ -113,9 +114,19 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, 
 	return res
 }
 
-// classifyError names a transport failure: timeout, connection_refused,
-// connection_reset, dns_error, tls_error, or network_error for the rest.
+// outcomeRequestError is the outcome of an attempt Herald could not make:
+// the request could not be built or was refused by the HTTP client before
+// anything was sent (a header value it cannot send, for example).
+const outcomeRequestError = "request_error"
+
+// classifyError names a transport failure: request_error (nothing was
+// sent), timeout, connection_refused, connection_reset, dns_error,
+// tls_error, or network_error for the rest.
 func classifyError(err error) string {
+	// net/http checks header names and values before it dials.
+	if msg := err.Error(); strings.Contains(msg, "net/http: invalid header ") {
+		return outcomeRequestError
+	}
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	var recErr tls.RecordHeaderError

@@ -198,8 +198,12 @@ func (c Config) disableReason(h *Health, o Outcome) string {
 		return itoa(h.ConsecutiveFailures) + " consecutive failures"
 	}
 	attempts, failures := h.Window.Counts(c.Window, o.At)
-	if attempts > int64(c.MinAttempts) && float64(failures) > c.FailureRate*float64(attempts) {
-		return "failure rate " + itoa(failures*100/attempts) + "% over " + itoa(attempts) + " attempts"
+	// The quotient is rounded once, to the same double as the rate when the
+	// two are equal (119/170 and 0.7): exactly the rate is not over it, as
+	// the product (0.7 × 170 = 118.99999999999999) would wrongly say.
+	if attempts > int64(c.MinAttempts) && float64(failures)/float64(attempts) > c.FailureRate {
+		return "failure rate " + strconv.FormatFloat(100*float64(failures)/float64(attempts), 'f', 1, 64) +
+			"% over " + itoa(attempts) + " attempts"
 	}
 	return ""
 }

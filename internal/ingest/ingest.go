@@ -6,6 +6,8 @@ package ingest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
@@ -16,14 +18,28 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
+// Store is what the publish path needs of the store.
+type Store interface {
+	Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error)
+}
+
+// Dispatcher takes fresh deliveries straight from the publish path.
+type Dispatcher interface {
+	Admit(endpointIDs []string, now time.Time) *dispatch.Admission
+}
+
+// Catalog is the view of subscriptions events are matched against.
+type Catalog interface {
+	Snapshot() *catalog.Snapshot
+	Sync(ctx context.Context) error
+}
+
 // Ingester publishes events. It is safe for concurrent use.
 type Ingester struct {
-	Store   store.DeliveryStore
-	Catalog *catalog.Catalog
-	Engine  *dispatch.Engine
-	Clock   clock.Clock
-	Owner   string        // lease owner of fast-path deliveries
-	Lease   time.Duration // lease length of fast-path deliveries
+	Store    Store
+	Catalog  Catalog
+	Dispatch Dispatcher
+	Clock    clock.Clock
 }
 
 // Result is what happened to one published event.
@@ -34,89 +50,114 @@ type Result struct {
 	Deliveries int    `json:"deliveries"`
 }
 
+// maxMatchTries bounds how often one publish is matched again because the
+// subscriptions changed under it. The second try cannot be refused for a
+// newer catalog, only for a subscription it matched being deleted since
+// (each such retry drops one), so in practice two tries suffice.
+const maxMatchTries = 5
+
 // Publish durably stores events and their deliveries and returns when they
-// are committed. Events are matched against the catalog as it is now; an
-// event that matches nothing is still stored (and deduplicated). A duplicate
+// are committed. Events are matched against the subscriptions as of a
+// catalog version, and the store refuses the commit when a subscription was
+// created, changed or deleted since (on any node): then the catalog catches
+// up and the events are matched again. So a publish that starts after a
+// subscription change was answered, anywhere, is matched against it, and
+// no delivery is ever written for a subscription already deleted. An event
+// that matches nothing is still stored (and deduplicated). A duplicate
 // (source, id) makes no deliveries.
 func (in *Ingester) Publish(ctx context.Context, evs []event.Event) ([]Result, error) {
 	now := in.Clock.Now()
 	news := make([]store.NewEvent, len(evs))
-	total := 0
 	for i, ev := range evs {
 		payload, err := ev.Marshal()
 		if err != nil {
 			return nil, err
 		}
-		ne := store.NewEvent{
+		news[i] = store.NewEvent{
 			ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: payload, PublishedAt: now,
 		}
-		for _, sub := range in.Catalog.Match(ev.Type, ev.Subject) {
+	}
+	var opts store.PublishOptions
+	for try := 1; ; try++ {
+		snap := in.Catalog.Snapshot()
+		if snap.Version == 0 { // never loaded (the store was down at start)
+			if err := in.Catalog.Sync(ctx); err != nil {
+				return nil, fmt.Errorf("reading subscriptions: %w", err)
+			}
+			snap = in.Catalog.Snapshot()
+		}
+		if try == 1 {
+			opts.CatalogVersion = snap.Version
+		} else {
+			// The catalog caught up with the version the refusal named,
+			// which postdates this call's start: what it now says is
+			// current enough. Only a deletion since must still refuse.
+			opts.CatalogVersion, opts.RequireSubscriptions = 0, true
+		}
+		adm := in.fanOut(news, snap, now)
+		opts.Lease = adm.Lease()
+		res, err := in.Store.Publish(ctx, news, opts)
+		if errors.Is(err, store.ErrStaleCatalog) && try < maxMatchTries {
+			adm.Abort()
+			if err := in.Catalog.Sync(ctx); err != nil {
+				return nil, fmt.Errorf("reading subscription changes: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			adm.Abort()
+			return nil, err
+		}
+		return in.commit(adm, news, res, now), nil
+	}
+}
+
+// fanOut gives each event one new delivery per matching subscription of
+// snap, and asks the dispatcher which it takes from memory.
+func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now time.Time) *dispatch.Admission {
+	var eps []string
+	for i := range news {
+		ne := &news[i]
+		ne.Deliveries = ne.Deliveries[:0]
+		for _, sub := range snap.Match(ne.Type, ne.Subject) {
 			ne.Deliveries = append(ne.Deliveries, store.NewDelivery{
 				ID:             ids.New("dlv_", now),
 				SubscriptionID: sub.ID,
 				EndpointID:     sub.EndpointID,
 			})
-		}
-		total += len(ne.Deliveries)
-		news[i] = ne
-	}
-
-	// Ask the dispatcher which deliveries it takes straight from here.
-	var granted []bool
-	if in.Engine != nil && total > 0 {
-		eps := make([]string, 0, total)
-		for _, ne := range news {
-			for _, d := range ne.Deliveries {
-				eps = append(eps, d.EndpointID)
-			}
-		}
-		granted = in.Engine.Reserve(eps)
-		k := 0
-		for i := range news {
-			for j := range news[i].Deliveries {
-				news[i].Deliveries[j].Claimed = granted[k]
-				k++
-			}
+			eps = append(eps, sub.EndpointID)
 		}
 	}
-
-	res, err := in.Store.Publish(ctx, news, store.Lease{Owner: in.Owner, Until: now.Add(in.Lease)})
-	if err != nil {
-		n := 0
-		for _, g := range granted {
-			if g {
-				n++
-			}
+	adm := in.Dispatch.Admit(eps, now)
+	k := 0
+	for i := range news {
+		for j := range news[i].Deliveries {
+			news[i].Deliveries[j].Claimed = adm.Granted(k)
+			k++
 		}
-		if n > 0 {
-			in.Engine.Unreserve(n)
-		}
-		return nil, err
 	}
+	return adm
+}
 
+// commit hands the committed deliveries to the dispatcher and builds the
+// answer.
+func (in *Ingester) commit(adm *dispatch.Admission, news []store.NewEvent, res []store.PublishResult, now time.Time) []Result {
 	out := make([]Result, len(news))
-	var offer []store.Claimed
+	var held []store.Claimed
+	var unheld []string
 	for i, ne := range news {
 		out[i] = Result{ID: ne.ID, Source: ne.Source, Duplicate: res[i].Duplicate}
 		if res[i].Duplicate {
-			for _, d := range ne.Deliveries {
-				if d.Claimed {
-					in.Engine.Unreserve(1)
-				}
-			}
 			continue
 		}
 		out[i].Deliveries = len(ne.Deliveries)
 		for _, d := range ne.Deliveries {
 			if !d.Claimed {
-				// Over the fast path's bound: the loader picks it up.
-				if in.Engine != nil {
-					in.Engine.Hint(d.EndpointID, now)
-				}
+				unheld = append(unheld, d.EndpointID) // over the fast path's bound: the loader picks it up
 				continue
 			}
-			offer = append(offer, store.Claimed{
+			held = append(held, store.Claimed{
 				Delivery: store.Delivery{
 					ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 					EventSeq: res[i].Seq, EventID: ne.ID, EventSource: ne.Source,
@@ -126,8 +167,6 @@ func (in *Ingester) Publish(ctx context.Context, evs []event.Event) ([]Result, e
 			})
 		}
 	}
-	if len(offer) > 0 {
-		in.Engine.Offer(offer)
-	}
-	return out, nil
+	adm.Commit(held, unheld, now)
+	return out
 }

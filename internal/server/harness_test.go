@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -47,6 +48,10 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		// The engine tests run on both stores: CI runs this package a second
 		// time with HERALD_TEST_STORE=postgres.
 		cfg.Store = pgtest.SchemaURL(t)
+	}
+	if os.Getenv("HERALD_TEST_LOG") != "" {
+		// The process's log on stderr, to see why a test hangs.
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	for _, f := range tune {
 		f(&cfg)

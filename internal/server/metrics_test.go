@@ -39,11 +39,17 @@ func TestMetricsExposeTheEngine(t *testing.T) {
 		`herald_deliveries_pending{lane="fresh"} 0`,
 		`herald_attempt_duration_seconds_count{result="response"} 2`,
 		`herald_endpoints{state="enabled"} 2`,
-		`herald_endpoint_concurrency_limit{endpoint=`,
 		`herald_dispatch_in_flight 0`,
+		`herald_dispatch_lanes 2`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// No series per endpoint: their number would grow with the endpoints.
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, `endpoint="`) {
+			t.Errorf("/metrics has a series per endpoint: %s", line)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/health"
@@ -50,8 +51,12 @@ type Config struct {
 	// duplicate detection; finished events older than this are deleted
 	// (default 7 days).
 	DedupRetention time.Duration
-	// CatalogReload is how often subscriptions are re-read from the store
-	// (default 10s on SQLite, 2s on PostgreSQL, where other nodes change them).
+	// CatalogReload is how often the catalog reads subscription changes
+	// from the store when nothing announced one (default 10s; the read
+	// costs one small query when nothing changed). On PostgreSQL other
+	// nodes' changes are announced with LISTEN/NOTIFY and read at once; a
+	// publish never depends on either, since the store refuses one matched
+	// against an older catalog.
 	CatalogReload time.Duration
 	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
 	// are filled in by New.
@@ -65,6 +70,7 @@ type Server struct {
 	Catalog  *catalog.Catalog
 	Engine   *dispatch.Engine
 	Ingester *ingest.Ingester
+	Control  *control.Service
 	API      *api.Server
 	Registry *prometheus.Registry
 
@@ -93,18 +99,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DedupRetention <= 0 {
 		cfg.DedupRetention = 7 * 24 * time.Hour
 	}
-	shared := strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://")
 	if cfg.CatalogReload <= 0 {
 		cfg.CatalogReload = 10 * time.Second
-		if shared {
-			cfg.CatalogReload = 2 * time.Second
-		}
 	}
-	if shared && cfg.Dispatch.RefreshInterval <= 0 {
-		// Find deliveries whose lease a dead node left to expire soon.
-		cfg.Dispatch.RefreshInterval = 5 * time.Second
-	}
-	cfg.Dispatch.Shared = shared
 	if cfg.Dispatch.Owner == "" {
 		cfg.Dispatch.Owner = dispatch.DefaultOwner()
 	}
@@ -123,7 +120,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
 		st = s
-	case shared:
+	case strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://"):
 		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
 			Logger: cfg.Logger, Clock: cfg.Clock,
 			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout,
@@ -136,8 +133,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", cfg.Store)
 	}
 
-	cat := catalog.New()
-	if err := cat.Reload(ctx, st); err != nil {
+	if st.Capabilities().LeasesExpire && cfg.Dispatch.RefreshInterval <= 0 {
+		// Find deliveries whose lease a dead node left to expire soon.
+		cfg.Dispatch.RefreshInterval = 5 * time.Second
+	}
+
+	cat := catalog.New(st)
+	if err := cat.Sync(ctx); err != nil {
 		cfg.Logger.Warn("loading subscriptions", "err", err)
 	}
 
@@ -153,16 +155,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if dc.UserAgent == "" {
 		dc.UserAgent = "Herald/" + cfg.Version
 	}
-	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, Owner: dc.Owner, Lease: dc.Lease}
+	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock}
 	ops := opevents.New(func(ctx context.Context, evs []event.Event) error {
 		_, err := in.Publish(ctx, evs)
 		return err
-	}, cfg.Clock, cfg.Logger, reg)
+	}, cfg.Clock, cfg.Logger.With("component", "opevents"), reg)
 	dc.Notifier = ops
 	eng := dispatch.New(dc)
-	in.Engine = eng
-	a := &api.Server{Store: st, Catalog: cat, Ingester: in, Engine: eng, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg, Version: cfg.Version, HealthWindow: dc.Health.Window}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	in.Dispatch = eng
+	reg.MustRegister(eng.Collector())
+	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control")}
+	a := &api.Server{Store: st, Control: ctl, Publisher: in, Live: eng, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: dc.Health.Window}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
 	s.handler = a.Handler()
 	return s, nil
 }
@@ -203,23 +208,43 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
-// background reloads the catalog and deletes old finished events on the
-// configured intervals (read from the injected clock).
+// changeFeed is implemented by stores that announce other processes'
+// writes (PostgreSQL, with LISTEN/NOTIFY).
+type changeFeed interface {
+	SubscriptionsChanged() <-chan struct{}
+	EndpointsChanged() <-chan struct{}
+}
+
+// background keeps the catalog current (at once when the store announces a
+// change, else every CatalogReload), passes endpoint health announcements
+// to the engine, and deletes old finished events once a minute on one node
+// (times read from the injected clock).
 func (s *Server) background() {
 	defer s.bg.Done()
+	log := s.cfg.Logger.With("component", "background")
 	const cleanupEvery = time.Minute
 	nextCleanup := s.cfg.Clock.Now().Add(cleanupEvery)
+	var subsChanged, healthChanged <-chan struct{}
+	if f, ok := s.Store.(changeFeed); ok {
+		subsChanged, healthChanged = f.SubscriptionsChanged(), f.EndpointsChanged()
+	}
 	for {
 		t := s.cfg.Clock.NewTimer(s.cfg.CatalogReload)
 		select {
 		case <-s.stop:
 			t.Stop()
 			return
+		case <-healthChanged:
+			t.Stop()
+			s.Engine.HealthChanged()
+			continue
+		case <-subsChanged:
+			t.Stop()
 		case <-t.C():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := s.Catalog.Reload(ctx, s.Store); err != nil {
-			s.cfg.Logger.Warn("reloading subscriptions", "err", err)
+		if err := s.Catalog.Sync(ctx); err != nil {
+			log.Warn("reading subscription changes", "err", err)
 		}
 		if now := s.cfg.Clock.Now(); !now.Before(nextCleanup) && s.lead(ctx, "cleanup", now, 2*cleanupEvery) {
 			nextCleanup = now.Add(cleanupEvery)
@@ -227,7 +252,7 @@ func (s *Server) background() {
 			for i := 0; i < 100; i++ {
 				n, err := s.Store.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), 1000)
 				if err != nil {
-					s.cfg.Logger.Warn("deleting old events", "err", err)
+					log.Warn("deleting old events", "err", err)
 					break
 				}
 				if n < 1000 {

@@ -17,10 +17,12 @@ type EndpointStore interface {
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).
 	AllEndpoints(ctx context.Context) ([]Endpoint, error)
-	// EndpointChanges returns the endpoints whose health was written
-	// (ModifyEndpoints, TakeProbe) after endpoint version since, and the
-	// version they bring the reader to. Versions are committed in order,
-	// so a reader that asks again from the returned version misses none.
+	// EndpointChanges returns the endpoints whose health ModifyEndpoints
+	// wrote after endpoint version since, and the version they bring the
+	// reader to. Versions are committed in order, so a reader that asks
+	// again from the returned version misses none. TakeProbe's hold is not
+	// a change: it is the taker's business, and the others learn of the
+	// probe from TakeProbe itself (they lose it) and from its outcome.
 	EndpointChanges(ctx context.Context, since int64) ([]Endpoint, int64, error)
 	// ModifyEndpoints reads the endpoints with these IDs (unknown IDs are
 	// skipped), locked against other writers (another node's

@@ -53,7 +53,7 @@ RETURNING e.id, e.url, e.state, e.consecutive_failures, e.health_window, e.first
 	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
 	// A concurrent caller waits for the row and re-checks the condition on
 	// the updated version, so only one of them changes it.
-	takeProbeSQL = `UPDATE endpoints SET next_probe_at = $3, version = $4
+	takeProbeSQL = `UPDATE endpoints SET next_probe_at = $3
 WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 )
 
@@ -209,8 +209,8 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 	return out, nil
 }
 
-// TakeProbe implements store.EndpointStore with one conditional UPDATE in a
-// transaction that first takes the next endpoints version. Of concurrent callers for a due probe, on any nodes
+// TakeProbe implements store.EndpointStore with one conditional UPDATE (its
+// own transaction). It does not change the endpoint's version. Of concurrent callers for a due probe, on any nodes
 // (with hold after now), exactly one changes the row and reports true. An
 // unknown endpoint reports false.
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
@@ -218,12 +218,8 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 		return false, err
 	}
 	var took bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		v, err := s.bumpEndpoints(ctx, tx)
-		if err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, takeProbeSQL, endpointID, store.UnixMS(now), store.UnixMS(hold), v)
+	err := s.retrying(ctx, func() error {
+		tag, err := s.exec(ctx, takeProbeSQL, endpointID, store.UnixMS(now), store.UnixMS(hold))
 		took = err == nil && tag.RowsAffected() > 0
 		return err
 	})

@@ -33,7 +33,7 @@ WHERE id = ?
 RETURNING ` + endpointCols
 
 	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
-	takeProbeSQL = `UPDATE endpoints SET next_probe_at = ?, version = ?
+	takeProbeSQL = `UPDATE endpoints SET next_probe_at = ?
 WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 )
 
@@ -187,20 +187,11 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	var took bool
 	err := s.write(ctx, func(w *writer) error {
-		var v int64
-		if err := w.scanRow(endpointsVersionSQL, nil, &v); err != nil {
-			return fmt.Errorf("take probe of %s: %w", endpointID, err)
-		}
-		n, err := w.execN(takeProbeSQL, store.UnixMS(hold), v+1, endpointID, store.UnixMS(now))
+		n, err := w.execN(takeProbeSQL, store.UnixMS(hold), endpointID, store.UnixMS(now))
 		if err != nil {
 			return fmt.Errorf("take probe of %s: %w", endpointID, err)
 		}
 		took = n > 0
-		if took {
-			if _, err := w.exec(bumpEndpointsSQL); err != nil {
-				return fmt.Errorf("take probe of %s: %w", endpointID, err)
-			}
-		}
 		return nil
 	})
 	if err != nil {

@@ -325,12 +325,7 @@ func testTakeProbe(t *testing.T, b *bundle) {
 	b.takeProbe(a.EndpointID, b.at(20*time.Second), hold, true)
 	want := before
 	want.Health.NextProbeAt = hold
-	taken := b.endpoint(a.EndpointID)
-	if taken.Version <= before.Version {
-		t.Fatalf("endpoint version after TakeProbe %d, before %d: want it to advance", taken.Version, before.Version)
-	}
-	want.Version = taken.Version
-	equal(t, "endpoint after TakeProbe", taken, want)
+	equal(t, "endpoint after TakeProbe", b.endpoint(a.EndpointID), want) // its version too
 	// Held: not due again until hold.
 	b.takeProbe(a.EndpointID, b.at(30*time.Second), b.at(90*time.Second), false)
 	b.takeProbe(a.EndpointID, hold, b.at(140*time.Second), true)

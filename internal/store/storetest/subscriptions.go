@@ -49,7 +49,7 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	if got.Version <= 0 {
 		t.Fatalf("created subscription has version %d, want > 0", got.Version)
 	}
-	s.Version = got.Version // assigned by the store
+	s.Version = got.Version          // assigned by the store
 	equal(t, "subscription", got, s) // RetryPolicy byte for byte, as written
 
 	// Empty lists and maps read back empty.

@@ -1,0 +1,162 @@
+// Package control is Herald's control plane: the changes an operator or a
+// subscriber makes through the API, with everything each one must set in
+// motion. A subscription write goes to the store and the catalog catches up
+// before the call returns (so this node matches the next publish against
+// it at once; other nodes are held to it by the publish guard, see
+// ingest). Deleting a subscription also cuts its attempts in progress
+// short. Redeliver, redrive and enable release deliveries to the
+// dispatcher, and an endpoint in probation or disabled is probed at once.
+// The API's handlers translate HTTP to these calls and back; the rules live
+// here.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Store is what the control plane needs of the store.
+type Store interface {
+	CreateSubscription(ctx context.Context, s store.Subscription) error
+	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
+	UpdateSubscription(ctx context.Context, s store.Subscription) error
+	DeleteSubscription(ctx context.Context, id string, now time.Time) error
+	Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error)
+	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
+	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+}
+
+// Catalog is the in-memory view of the subscriptions.
+type Catalog interface {
+	Sync(ctx context.Context) error
+}
+
+// Dispatcher is the engine, as the control plane drives it.
+type Dispatcher interface {
+	// Released: deliveries of the endpoint were made due at `at`; an
+	// endpoint in probation or disabled is probed at once.
+	Released(ctx context.Context, endpointID string, at time.Time) error
+	// Enable re-enables an endpoint and resets its counters.
+	Enable(ctx context.Context, id string) (store.Endpoint, error)
+	// StopSubscription cuts short a subscription's attempts in progress.
+	StopSubscription(ctx context.Context, subscriptionID string) error
+}
+
+// Service carries out control-plane calls. It is safe for concurrent use.
+type Service struct {
+	Store    Store
+	Catalog  Catalog
+	Dispatch Dispatcher
+	Clock    clock.Clock
+	Logger   *slog.Logger
+}
+
+// syncCatalog brings this node's catalog up to the write just committed. A
+// failure is logged, not returned: the write stands, and a publish matched
+// against the older view is refused by the store and matched again.
+func (s *Service) syncCatalog(ctx context.Context) {
+	if err := s.Catalog.Sync(ctx); err != nil {
+		s.Logger.Warn("reading subscription changes after a write", "err", err)
+	}
+}
+
+// CreateSubscription stores sub (validated by the caller) and makes it
+// current on this node before returning. store.ErrNameTaken when the name
+// is used.
+func (s *Service) CreateSubscription(ctx context.Context, sub store.Subscription) error {
+	if err := s.Store.CreateSubscription(ctx, sub); err != nil {
+		return err
+	}
+	s.syncCatalog(ctx)
+	return nil
+}
+
+// UpdateSubscription reads the subscription, lets change modify it (an
+// error from change is returned and nothing is written), stores it with
+// UpdatedAt now, and makes it current on this node before returning.
+func (s *Service) UpdateSubscription(ctx context.Context, id string, change func(*store.Subscription) error) (store.Subscription, error) {
+	sub, err := s.Store.GetSubscription(ctx, id)
+	if err != nil {
+		return store.Subscription{}, err
+	}
+	if err := change(&sub); err != nil {
+		return store.Subscription{}, err
+	}
+	sub.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
+	if err := s.Store.UpdateSubscription(ctx, sub); err != nil {
+		return store.Subscription{}, err
+	}
+	s.syncCatalog(ctx)
+	return s.Store.GetSubscription(ctx, id)
+}
+
+// DeleteSubscription deletes a subscription: its pending deliveries end as
+// dropped, this node's catalog forgets it, and its attempts in progress here
+// are cut short, so that once this returns nothing more is sent for it
+// from this node (other nodes stop when they learn of the deletion, at
+// once on PostgreSQL with LISTEN, and none of them sends a delivery
+// published after it).
+func (s *Service) DeleteSubscription(ctx context.Context, id string) error {
+	if err := s.Store.DeleteSubscription(ctx, id, s.Clock.Now()); err != nil {
+		return err
+	}
+	s.syncCatalog(ctx)
+	if err := s.Dispatch.StopSubscription(ctx, id); err != nil {
+		return fmt.Errorf("stopping the attempts of subscription %s: %w", id, err)
+	}
+	return nil
+}
+
+// Redeliver makes one delivery due now with a fresh attempt budget and
+// tells the dispatcher (see Dispatcher.Released). store.ErrNotFound;
+// store.ErrConflict while an attempt is in progress;
+// store.ErrSubscriptionDeleted when its subscription is gone (nothing
+// changes).
+func (s *Service) Redeliver(ctx context.Context, id string) (store.Delivery, error) {
+	d, err := s.Store.Redeliver(ctx, id, s.Clock.Now())
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	s.released(ctx, d.EndpointID, d.NextAttemptAt)
+	return d, nil
+}
+
+// Redrive moves a subscription's dead letters (all, or only ids) back to
+// pending with a fresh budget and tells the dispatcher of each endpoint.
+// store.ErrNotFound when the subscription does not exist.
+func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []string) (int, error) {
+	now := s.Clock.Now()
+	res, err := s.Store.Redrive(ctx, subscriptionID, ids, now)
+	if err != nil {
+		return 0, err
+	}
+	for _, ep := range res.Endpoints {
+		s.released(ctx, ep, now)
+	}
+	return res.Count, nil
+}
+
+// released tells the dispatcher; the change is committed whatever happens
+// here (the loader finds the deliveries on its next scan), so a failure to
+// open the circuit at once is logged.
+func (s *Service) released(ctx context.Context, endpointID string, at time.Time) {
+	if err := s.Dispatch.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
+		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint", endpointID, "err", err)
+	}
+}
+
+// EnableEndpoint re-enables a disabled, frozen or probation endpoint and
+// resets its counters; its held deliveries flow again on every node.
+// store.ErrNotFound when it does not exist.
+func (s *Service) EnableEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+	if _, err := s.Store.GetEndpoint(ctx, id); err != nil {
+		return store.Endpoint{}, err
+	}
+	return s.Dispatch.Enable(ctx, id)
+}
