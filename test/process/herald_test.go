@@ -259,13 +259,24 @@ func (h *herald) do(ctx context.Context, method, path, contentType string, body 
 // retry policy (every 200 ms, no attempt limit, 1 h TTL) and returns its id.
 func (h *herald) createSubscription(t testing.TB, name, url string) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{
+	return h.createSubscriptionWith(t, name, url, nil)
+}
+
+// createSubscriptionWith is createSubscription with the fields of extra
+// (e.g. "event_types") added to, or replacing, those of the request.
+func (h *herald) createSubscriptionWith(t testing.TB, name, url string, extra map[string]any) string {
+	t.Helper()
+	fields := map[string]any{
 		"name": name,
 		"url":  url,
 		"retry_policy": map[string]any{
 			"preset": "custom", "delays": []string{"200ms"}, "max_attempts": 0, "ttl": "1h",
 		},
-	})
+	}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	body, _ := json.Marshal(fields)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var sub struct {
@@ -273,7 +284,7 @@ func (h *herald) createSubscription(t testing.TB, name, url string) string {
 	}
 	code, err := h.do(ctx, http.MethodPost, "/v1/subscriptions", "application/json", body, &sub)
 	if err != nil || code != http.StatusCreated || sub.ID == "" {
-		t.Fatalf("creating subscription: status %d, id %q, err %v", code, sub.ID, err)
+		t.Fatalf("%s: creating subscription: status %d, id %q, err %v", h.name, code, sub.ID, err)
 	}
 	return sub.ID
 }
@@ -332,42 +343,70 @@ func (h *herald) publish(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// deliveryCount counts the subscription's deliveries with status by paging
-// through GET /v1/deliveries.
-func (h *herald) deliveryCount(ctx context.Context, subID, status string) (int, error) {
-	n, cursor := 0, ""
+// delivery is the part of a delivery resource the tests read.
+type delivery struct {
+	ID             string `json:"id"`
+	SubscriptionID string `json:"subscription_id"`
+	EventID        string `json:"event_id"`
+	Status         string `json:"status"`
+	Attempts       int    `json:"attempts"`
+	NextAttemptAt  string `json:"next_attempt_at"`
+}
+
+// deliveries lists every delivery matching filter (subscription_id, status,
+// event_id) by paging through GET /v1/deliveries. A list filtered by status
+// must hold only that status.
+func (h *herald) deliveries(ctx context.Context, filter url.Values) ([]delivery, error) {
+	var out []delivery
+	cursor := ""
 	for {
-		q := url.Values{"subscription_id": {subID}, "status": {status}, "limit": {"1000"}}
+		q := url.Values{"limit": {"1000"}}
+		for k, v := range filter {
+			q[k] = v
+		}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
 		var page struct {
-			Data []struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
-			} `json:"data"`
-			NextCursor string `json:"next_cursor"`
+			Data       []delivery `json:"data"`
+			NextCursor string     `json:"next_cursor"`
 		}
 		if _, err := h.do(ctx, http.MethodGet, "/v1/deliveries?"+q.Encode(), "", nil, &page); err != nil {
-			return n, err
+			return out, err
 		}
-		for _, d := range page.Data {
-			if d.Status != status {
-				return n, fmt.Errorf("delivery %s has status %q in a list filtered by status=%s", d.ID, d.Status, status)
+		if status := filter.Get("status"); status != "" {
+			for _, d := range page.Data {
+				if d.Status != status {
+					return out, fmt.Errorf("delivery %s has status %q in a list filtered by status=%s", d.ID, d.Status, status)
+				}
 			}
 		}
-		n += len(page.Data)
+		out = append(out, page.Data...)
 		if page.NextCursor == "" {
-			return n, nil
+			return out, nil
 		}
 		cursor = page.NextCursor
 	}
+}
+
+// deliveryCount counts the subscription's deliveries with status.
+func (h *herald) deliveryCount(ctx context.Context, subID, status string) (int, error) {
+	ds, err := h.deliveries(ctx, url.Values{"subscription_id": {subID}, "status": {status}})
+	return len(ds), err
 }
 
 // waitFor polls cond every 25 ms until it returns true or timeout passes;
 // then it fails the test with what and the last message cond gave.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	if ok, msg := poll(timeout, cond); !ok {
+		t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, msg)
+	}
+}
+
+// poll is waitFor that returns instead of failing: whether cond became true
+// within timeout, and the last message it gave.
+func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(25 * time.Millisecond)
@@ -375,11 +414,11 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 	for {
 		ok, msg := cond()
 		if ok {
-			return
+			return true, msg
 		}
 		select {
 		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, msg)
+			return false, msg
 		case <-tick.C:
 		}
 	}

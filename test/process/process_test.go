@@ -3,6 +3,8 @@ package process
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,12 +17,11 @@ import (
 // among them.
 var serveFlags = []string{"--endpoint-max-concurrency", "8"}
 
-// checkSettled waits until the subscription has no pending delivery (so
-// nothing is in flight or due), then checks that Herald records exactly
-// wantDelivered deliveries as delivered.
-func checkSettled(t *testing.T, h *herald, subID string, wantDelivered int) {
+// waitNonePending waits until the subscription has no pending delivery:
+// nothing due, in flight, or pushed with its outcome not yet committed.
+func waitNonePending(t *testing.T, h *herald, subID string, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "no pending deliveries", func() (bool, string) {
+	waitFor(t, timeout, "no pending deliveries", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		n, err := h.deliveryCount(ctx, subID, "pending")
@@ -29,14 +30,62 @@ func checkSettled(t *testing.T, h *herald, subID string, wantDelivered int) {
 		}
 		return n == 0, fmt.Sprintf("%d pending", n)
 	})
+}
+
+// checkSettled waits until the subscription (the only one rcv serves) has
+// no pending delivery and only then reads both sides: the events of Herald's
+// delivered deliveries must be exactly the distinct events the receiver
+// answered 200, read after that point (deliveries of publishes whose answer
+// the test never saw may still be arriving until then), one delivery each,
+// and must include every event of want.
+func checkSettled(t *testing.T, h *herald, subID string, rcv *receiver, want []string) {
+	t.Helper()
+	waitNonePending(t, h, subID, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := h.deliveryCount(ctx, subID, "delivered")
+	ds, err := h.deliveries(ctx, url.Values{"subscription_id": {subID}, "status": {"delivered"}})
 	if err != nil {
-		t.Fatalf("counting delivered deliveries: %v", err)
+		t.Fatalf("listing delivered deliveries: %v", err)
 	}
-	if n != wantDelivered {
-		t.Errorf("Herald lists %d deliveries as delivered, want %d", n, wantDelivered)
+	got := rcv.received() // read after nothing is pending: final
+	delivered := make(map[string]bool, len(ds))
+	var twice, notReceived, notDelivered, missing []string
+	for _, d := range ds {
+		if delivered[d.EventID] {
+			twice = append(twice, d.EventID)
+		}
+		delivered[d.EventID] = true
+		if !got[d.EventID] {
+			notReceived = append(notReceived, d.EventID)
+		}
+	}
+	for id := range got {
+		if !delivered[id] {
+			notDelivered = append(notDelivered, id)
+		}
+	}
+	for _, id := range want {
+		if !delivered[id] {
+			missing = append(missing, id)
+		}
+	}
+	for _, l := range [][]string{twice, notReceived, notDelivered, missing} {
+		sort.Strings(l)
+	}
+	if len(ds) != len(got) {
+		t.Errorf("Herald lists %d deliveries as delivered, want %d: the distinct events the receiver got once nothing was pending", len(ds), len(got))
+	}
+	if len(twice) > 0 {
+		t.Errorf("%d events have more than one delivered delivery, e.g. %v", len(twice), head(twice, 5))
+	}
+	if len(notReceived) > 0 {
+		t.Errorf("%d events Herald lists as delivered never reached the receiver, e.g. %v", len(notReceived), head(notReceived, 5))
+	}
+	if len(notDelivered) > 0 {
+		t.Errorf("%d events the receiver got are not delivered in Herald's list, e.g. %v", len(notDelivered), head(notDelivered, 5))
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d events that must be delivered are not in Herald's delivered list, e.g. %v", len(missing), len(want), head(missing, 5))
 	}
 }
 
@@ -86,6 +135,9 @@ func TestSIGKILLMidDeliveryLosesNothing(t *testing.T) {
 	}
 	beforeKill := rcv.stats()
 	h1.kill()
+	// Pushes the receiver was still handling end, received or aborted,
+	// before their count is read.
+	rcv.waitIdle(t, 5*time.Second)
 	atKill := rcv.stats()
 	t.Logf("SIGKILL after %d of %d events arrived (%d pushes in flight at the receiver just before)", atKill.Distinct, total, beforeKill.InFlight)
 	if atKill.Distinct >= total {
@@ -99,7 +151,7 @@ func TestSIGKILLMidDeliveryLosesNothing(t *testing.T) {
 		return len(m) == 0, fmt.Sprintf("%d of %d events never arrived, e.g. %v", len(m), total, head(m, 5))
 	})
 	t.Logf("all %d events arrived %s after the restart", total, time.Since(restart).Round(time.Millisecond))
-	checkSettled(t, h2, subID, total)
+	checkSettled(t, h2, subID, rcv, ids)
 	if u := rcv.unexpected(known); len(u) > 0 {
 		t.Errorf("the receiver got %d events never published, e.g. %v", len(u), head(u, 5))
 	}
@@ -185,6 +237,7 @@ func TestAcknowledgedPublishSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("the publishers did not stop within 20s of the SIGKILL")
 	}
 
+	rcv.waitIdle(t, 5*time.Second)
 	var acked, unacked []string
 	known := map[string]bool{}
 	for p, o := range outcomes {
@@ -217,8 +270,10 @@ func TestAcknowledgedPublishSurvivesSIGKILL(t *testing.T) {
 	t.Logf("all %d acknowledged events arrived %s after the restart", len(acked), time.Since(restart).Round(time.Millisecond))
 	// Once nothing is pending, Herald's delivered deliveries must be exactly
 	// the events the receiver got: the acknowledged ones and those of the
-	// unanswered publishes that were committed before the SIGKILL.
-	checkSettled(t, h2, subID, rcv.stats().Distinct)
+	// unanswered publishes that were committed before the SIGKILL. Both are
+	// read only after that point: deliveries of committed-but-unanswered
+	// publishes may still be arriving until then.
+	checkSettled(t, h2, subID, rcv, acked)
 	if u := rcv.unexpected(known); len(u) > 0 {
 		t.Errorf("the receiver got %d events never published, e.g. %v", len(u), head(u, 5))
 	}

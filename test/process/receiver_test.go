@@ -222,6 +222,28 @@ func (r *receiver) missing(want []string) []string {
 	return out
 }
 
+// received returns the distinct event ids received so far.
+func (r *receiver) received() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]bool, len(r.counts))
+	for id := range r.counts {
+		out[id] = true
+	}
+	return out
+}
+
+// waitIdle waits until no push is open at the receiver: after a sender's
+// death, its pushes still in the handler end (received or aborted) before
+// the test reads counts that must include them.
+func (r *receiver) waitIdle(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "the receiver to have no push open", func() (bool, string) {
+		n := r.stats().InFlight
+		return n == 0, fmt.Sprintf("%d pushes open", n)
+	})
+}
+
 // receivedCount returns how many of ids were received at least once.
 func (r *receiver) receivedCount(ids []string) int {
 	return len(ids) - len(r.missing(ids))
@@ -242,7 +264,7 @@ func (r *receiver) unexpected(known map[string]bool) []string {
 }
 
 // head returns at most n of ids, for messages.
-func head(ids []string, n int) []string {
+func head[T any](ids []T, n int) []T {
 	if len(ids) > n {
 		return ids[:n]
 	}

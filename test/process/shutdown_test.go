@@ -47,6 +47,9 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 	if !strings.Contains(string(log), "stopped") {
 		t.Fatalf("no clean stop in the log:\n%s", log)
 	}
+	// A push cut off by the exit ends at the receiver a moment later: wait
+	// for every push to end before counting the aborted ones.
+	rcv.waitIdle(t, 5*time.Second)
 	atStop := rcv.stats()
 	if atStop.Aborted != 0 {
 		t.Errorf("%d pushes were cut off: attempts in flight should have finished", atStop.Aborted)
@@ -57,7 +60,7 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 		m := rcv.missing(ids)
 		return len(m) == 0, fmt.Sprintf("%d missing", len(m))
 	})
-	checkSettled(t, h2, subID, total)
+	checkSettled(t, h2, subID, rcv, ids)
 	st := rcv.stats()
 	t.Logf("stopped after %d of %d; %d duplicate receipts", atStop.Distinct, total, st.Duplicates)
 	if st.Duplicates != 0 {
