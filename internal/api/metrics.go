@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 )
 
 // pendingCollector reports pending deliveries by lane from the store. The
@@ -15,7 +14,7 @@ type pendingCollector struct {
 	store interface {
 		CountPending(ctx context.Context) (fresh, retry int64, err error)
 	}
-	desc  *prometheus.Desc
+	desc *prometheus.Desc
 
 	mu           sync.Mutex
 	at           time.Time

@@ -56,7 +56,7 @@ type Server struct {
 	Publisher Publisher
 	Live      LiveEndpoints
 	Clock     clock.Clock
-	Logger   *slog.Logger
+	Logger    *slog.Logger
 	// Registry serves /metrics; the server adds its own collectors to it.
 	Registry *prometheus.Registry
 	Version  string

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-
 )
 
 // DefaultOwner names this process uniquely for leases: host name, process
