@@ -1,0 +1,198 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/postgres"
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
+	"github.com/herald-events/herald/internal/store/sqlite"
+)
+
+// stores opens a fresh store of each kind for a test.
+var stores = []struct {
+	name string
+	open func(t *testing.T, clk clock.Clock) store.Store
+}{
+	{"sqlite", func(t *testing.T, _ clock.Clock) store.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+	{"postgres", func(t *testing.T, clk clock.Clock) store.Store {
+		s, err := postgres.Open(context.Background(), pgtest.SchemaURL(t), postgres.Options{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+// failingRecords is a real store whose Record fails while fail is above
+// zero (each failure counts it down).
+type failingRecords struct {
+	store.Store
+	fail  atomic.Int64
+	calls atomic.Int64
+}
+
+func (f *failingRecords) Record(ctx context.Context, outs []store.Outcome) error {
+	f.calls.Add(1)
+	if f.fail.Add(-1) >= 0 {
+		return errors.New("injected: the disk is full")
+	}
+	return f.Store.Record(ctx, outs)
+}
+
+var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// TestFailedOutcomeWriteKeepsTheDeliveryDeliverable: when writing an
+// attempt's outcome fails, the engine keeps the delivery and writes the
+// outcome again (on its clock) until it succeeds: the delivery ends
+// delivered, and its lease is given back.
+func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
+	for _, sk := range stores {
+		t.Run(sk.name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			st := &failingRecords{Store: sk.open(t, clk)}
+			t.Cleanup(func() { _ = st.Store.Close() })
+			st.fail.Store(3)
+			var got atomic.Int64
+			rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { got.Add(1) }))
+			t.Cleanup(rc.Close)
+			ctx := context.Background()
+			sub := store.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
+				RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: start, UpdatedAt: start}
+			if err := st.CreateSubscription(ctx, sub); err != nil {
+				t.Fatal(err)
+			}
+			sub.EndpointID = store.EndpointID(sub.URL)
+			cat := catalog.New(st)
+			if err := cat.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ev := store.NewEvent{ID: "e1", Source: "/t", Type: "t", Payload: []byte(`{}`), PublishedAt: start,
+				Deliveries: []store.NewDelivery{{ID: "dlv_1", SubscriptionID: sub.ID, EndpointID: sub.EndpointID}}}
+			if _, err := st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat, Clock: clk, Lease: time.Hour})
+			if err := eng.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stopped := sync.OnceFunc(func() { eng.Stop(ctx) })
+			t.Cleanup(stopped)
+
+			// Each failed write is tried again after 1 s, 2 s, 4 s of the
+			// engine's clock: move it on while waiting.
+			waitFor(t, "the outcome written", func() bool {
+				d, err := st.GetDelivery(ctx, "dlv_1")
+				if err == nil && d.Status == store.StatusDelivered {
+					return true
+				}
+				if st.calls.Load() > 0 {
+					clk.Advance(250 * time.Millisecond)
+				}
+				return false
+			})
+			if n := st.calls.Load(); n != 4 {
+				t.Fatalf("Record called %d times, want 4 (three failures, then the write)", n)
+			}
+			if elapsed := clk.Now().Sub(start); elapsed < 7*time.Second {
+				t.Fatalf("written %v after the start, want at least 7s (1 + 2 + 4 s of pauses)", elapsed)
+			}
+			if n := got.Load(); n != 1 {
+				t.Fatalf("the receiver got %d requests, want 1 (the write was retried, not the attempt)", n)
+			}
+			waitFor(t, "the delivery's memory place given back", func() bool {
+				s := eng.Stats()
+				return s.LoadHeld+s.FreshHeld+s.InFlight == 0
+			})
+			stopped()
+			// Nothing is left leased: a new claim finds nothing, and the
+			// delivery is not pending.
+			cs, err := st.ClaimDue(ctx, sub.EndpointID, start.Add(time.Hour), 10, store.Lease{Owner: "other", Until: start.Add(2 * time.Hour)})
+			if err != nil || len(cs) != 0 {
+				t.Fatalf("claim after: %v, %v", cs, err)
+			}
+		})
+	}
+}
+
+// TestOutcomeGivenUpAtStopIsAttemptedAgain: when the outcome still cannot
+// be written at shutdown, the delivery is given back to the store and the
+// next process attempts it (at-least-once).
+func TestOutcomeGivenUpAtStopIsAttemptedAgain(t *testing.T) {
+	for _, sk := range stores {
+		t.Run(sk.name, func(t *testing.T) {
+			clk := clock.NewFake(start)
+			st := &failingRecords{Store: sk.open(t, clk)}
+			t.Cleanup(func() { _ = st.Store.Close() })
+			st.fail.Store(1 << 40)
+			var got atomic.Int64
+			rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { got.Add(1) }))
+			t.Cleanup(rc.Close)
+			ctx := context.Background()
+			sub := store.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
+				RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: start, UpdatedAt: start}
+			if err := st.CreateSubscription(ctx, sub); err != nil {
+				t.Fatal(err)
+			}
+			sub.EndpointID = store.EndpointID(sub.URL)
+			cat := catalog.New(st)
+			if err := cat.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ev := store.NewEvent{ID: "e1", Source: "/t", Type: "t", Payload: []byte(`{}`), PublishedAt: start,
+				Deliveries: []store.NewDelivery{{ID: "dlv_1", SubscriptionID: sub.ID, EndpointID: sub.EndpointID}}}
+			if _, err := st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat, Clock: clk, Lease: time.Hour})
+			if err := eng.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "a failed write", func() bool { return st.calls.Load() > 0 })
+			stopCtx, cancel := context.WithCancel(ctx)
+			cancel() // no grace: give up at once
+			eng.Stop(stopCtx)
+			d, err := st.GetDelivery(ctx, "dlv_1")
+			if err != nil || d.Status != store.StatusPending {
+				t.Fatalf("after the stop: %+v, %v; want pending", d, err)
+			}
+			// A new process (another owner) may claim it at once.
+			cs, err := st.ClaimDue(ctx, sub.EndpointID, start, 10, store.Lease{Owner: "next", Until: start.Add(time.Hour)})
+			if err != nil || len(cs) != 1 {
+				t.Fatalf("claim by the next process: %d, %v; want the delivery", len(cs), err)
+			}
+		})
+	}
+}
+
+// waitFor waits for cond, checking every few milliseconds, for up to a
+// minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
