@@ -16,9 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-events/herald/internal/dispatch"
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/store/postgres"
 )
 
 // runServe runs the server until SIGINT or SIGTERM, then shuts down: it stops
@@ -37,11 +36,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "herald serve:", err)
 		return 2
 	}
-	if o.lease < 3*time.Second {
-		fmt.Fprintln(stderr, "herald serve: --lease must be at least 3s")
-		return 2
-	}
-	if err := checkHealthConfig(o.health); err != nil {
+	cfg := o.server
+	cfg.Dispatch.FreshWindow, cfg.Dispatch.LoadWindow = o.window, o.window
+	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "herald serve:", err)
 		return 2
 	}
@@ -54,14 +51,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	srv, err := server.New(ctx, server.Config{
-		DataDir: o.data, Store: o.storeKind, Logger: logger, Version: version, DedupRetention: o.dedup,
-		DBMaxConns: o.dbConns, DBStatementTimeout: o.dbTimeout,
-		Dispatch: dispatch.Config{
-			EndpointConcurrency: o.epConc, MaxInFlight: o.maxInFlight, Health: o.health,
-			FreshWindow: o.window, LoadWindow: o.window, Owner: o.nodeID, Lease: o.lease,
-		},
-	})
+	cfg.Logger, cfg.Version = logger, version
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		logger.Error("starting", "err", err)
 		return 1
@@ -88,7 +79,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		_ = srv.Close(context.Background())
 		return 1
 	}
-	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(o.storeKind), "data", o.data,
+	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "data", cfg.DataDir,
 		"node", srv.Engine.Owner(), "version", version)
 	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
 
@@ -115,36 +106,40 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// serveOptions holds the values of herald serve's flags.
+// serveOptions holds the values of herald serve's flags: the server's
+// configuration, and what only the command uses.
 type serveOptions struct {
-	addr, data, storeKind, nodeID, logFormat, logLevel, pprofAddr string
-	dbConns, epConc, maxInFlight, window                          int
-	dbTimeout, lease, dedup, grace                                time.Duration
-	health                                                        health.Config
+	server                               server.Config
+	window                               int // both of the dispatcher's windows
+	addr, logFormat, logLevel, pprofAddr string
+	grace                                time.Duration
 }
 
 // newServeFlags returns herald serve's flag set, writing usage and errors to
-// stderr, and the options its flags set.
+// stderr, and the options its flags set. The server's flags default to
+// server.DefaultConfig(); the command's own are set here.
 func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
-	o := &serveOptions{health: health.DefaultConfig()}
+	o := &serveOptions{server: server.DefaultConfig()}
+	sc, dc := &o.server, &o.server.Dispatch
+	o.window = dc.FreshWindow
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address the API listens on")
-	fs.StringVar(&o.data, "data", "./herald-data", "directory of the embedded store")
-	fs.StringVar(&o.storeKind, "store", "sqlite", "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
-	fs.IntVar(&o.dbConns, "db-max-conns", 0, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
-	fs.DurationVar(&o.dbTimeout, "db-statement-timeout", 60*time.Second, "PostgreSQL statement timeout")
-	fs.DurationVar(&o.lease, "lease", 30*time.Second, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
-	fs.StringVar(&o.nodeID, "node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
+	fs.StringVar(&sc.DataDir, "data", sc.DataDir, "directory of the embedded store")
+	fs.StringVar(&sc.Store, "store", sc.Store, "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
+	fs.IntVar(&sc.DBMaxConns, "db-max-conns", sc.DBMaxConns, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
+	fs.DurationVar(&sc.DBStatementTimeout, "db-statement-timeout", postgres.DefaultStatementTimeout, "PostgreSQL statement timeout")
+	fs.DurationVar(&dc.Lease, "lease", dc.Lease, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
+	fs.StringVar(&dc.Owner, "node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&o.dedup, "dedup-retention", 7*24*time.Hour, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
-	fs.IntVar(&o.epConc, "endpoint-max-concurrency", 64, "attempts in flight per endpoint (URL) at most")
-	fs.IntVar(&o.maxInFlight, "max-in-flight", 1024, "attempts in flight across all endpoints at most")
-	fs.IntVar(&o.window, "window", 10000, "deliveries held in memory per source (publish fast path, due loader) at most")
+	fs.DurationVar(&sc.DedupRetention, "dedup-retention", sc.DedupRetention, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
+	fs.IntVar(&dc.EndpointConcurrency, "endpoint-max-concurrency", dc.EndpointConcurrency, "attempts in flight per endpoint (URL) at most")
+	fs.IntVar(&dc.MaxInFlight, "max-in-flight", dc.MaxInFlight, "attempts in flight across all endpoints at most")
+	fs.IntVar(&o.window, "window", o.window, "deliveries held in memory per source (publish fast path, due loader) at most")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
-	hc := &o.health
+	hc := &dc.Health
 	fs.DurationVar(&hc.Window, "health-window", hc.Window, "rolling window of the endpoint failure-rate rule")
 	fs.IntVar(&hc.MinAttempts, "health-min-attempts", hc.MinAttempts, "the failure-rate rule needs more attempts than this in the window")
 	fs.Float64Var(&hc.FailureRate, "health-failure-rate", hc.FailureRate, "an endpoint is disabled when its failure rate in the window is above this (0..1)")
@@ -189,27 +184,6 @@ func servePprof(addr string, logger *slog.Logger) {
 	if err := (&http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe(); err != nil {
 		logger.Warn("pprof server", "err", err)
 	}
-}
-
-// checkHealthConfig rejects thresholds that make no sense.
-func checkHealthConfig(c health.Config) error {
-	switch {
-	case c.Window < time.Minute:
-		return fmt.Errorf("--health-window must be at least 1m")
-	case c.MinAttempts < 1:
-		return fmt.Errorf("--health-min-attempts must be at least 1")
-	case c.FailureRate <= 0 || c.FailureRate > 1:
-		return fmt.Errorf("--health-failure-rate must be above 0 and at most 1")
-	case c.DisableConsecutive < 1 || c.FreezeStaleConsecutive < 1 || c.FreezeConsecutive < 1:
-		return fmt.Errorf("the --health-*-consecutive thresholds must be at least 1")
-	case c.FreezeStaleAfter <= 0 || c.ProbeInterval <= 0:
-		return fmt.Errorf("--health-freeze-stale-after and --health-probe-interval must be positive")
-	case c.ProbationAfter < 0:
-		return fmt.Errorf("--probation-after must be 0 (off) or more")
-	case c.ProbationInitial <= 0 || c.ProbationMax < c.ProbationInitial:
-		return fmt.Errorf("--probation-initial must be positive and at most --probation-max")
-	}
-	return nil
 }
 
 // storeName is the store for logs: a PostgreSQL URL without its password.

@@ -31,13 +31,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
-	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -63,122 +60,6 @@ type Subscriptions interface {
 	// Sync catches up with the store (a delivery whose subscription is not
 	// known may be for one created since the last sync).
 	Sync(ctx context.Context) error
-}
-
-// Config configures an Engine. Zero values take the defaults noted.
-type Config struct {
-	Store   Store
-	Catalog Subscriptions
-	Clock   clock.Clock  // default clock.Real{}
-	Logger  *slog.Logger // default discards
-	Metrics *Metrics     // default: a Metrics on a private registry
-	// Owner names this process in leases; it must be unique among the
-	// processes sharing a store (default: host name, process ID and a random
-	// suffix).
-	Owner string
-	// Lease is how long a claimed delivery stays leased (default 30s). The
-	// engine renews the leases of everything it holds every Lease/3; on a
-	// shared database another node takes over a delivery whose lease
-	// expired (SQLite leases never expire: one process owns the file).
-	Lease time.Duration
-	// FreshWindow bounds deliveries held from the publish path (default 10,000).
-	FreshWindow int
-	// LoadWindow bounds deliveries held from the loader (default 10,000).
-	LoadWindow int
-	// EndpointWindow bounds loader-held deliveries per endpoint (default 512).
-	EndpointWindow int
-	// EndpointConcurrency is the most attempts in flight per endpoint
-	// (default 64); InitialConcurrency is where an endpoint's adaptive limit
-	// starts (default 8, at most EndpointConcurrency).
-	EndpointConcurrency int
-	InitialConcurrency  int
-	// Health holds the circuit thresholds (default health.DefaultConfig()).
-	Health health.Config
-	// Notifier hears of circuit transitions and dead letters (optional).
-	Notifier Notifier
-	// FlushInterval is how often this node's endpoint outcomes are merged
-	// into the store and, on a shared store, other nodes' changes adopted
-	// (default 1s; a local state change is merged at once, and a change
-	// announced by the store is adopted at once: HealthChanged).
-	FlushInterval time.Duration
-	// StoreTimeout bounds each store call the engine makes (default 30s).
-	StoreTimeout time.Duration
-	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
-	MaxInFlight int
-	// PollInterval is the longest the loader sleeps without looking at the
-	// store (default 1s); RefreshInterval is how often it rescans every
-	// endpoint for due work (default 30s).
-	PollInterval    time.Duration
-	RefreshInterval time.Duration
-	// Client sends the attempts (default NewHTTPClient()).
-	Client *http.Client
-	// UserAgent is sent with every attempt (default "Herald").
-	UserAgent string
-	// Rand returns numbers in [0,1) for jitter (default math/rand/v2).
-	Rand func() float64
-}
-
-func (c *Config) setDefaults() {
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Metrics == nil {
-		c.Metrics = NewMetrics(nil)
-	}
-	if c.Owner == "" {
-		c.Owner = DefaultOwner()
-	}
-	if c.Lease <= 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.FreshWindow <= 0 {
-		c.FreshWindow = 10_000
-	}
-	if c.LoadWindow <= 0 {
-		c.LoadWindow = 10_000
-	}
-	if c.EndpointWindow <= 0 {
-		c.EndpointWindow = 512
-	}
-	if c.EndpointConcurrency <= 0 {
-		c.EndpointConcurrency = 64
-	}
-	if c.InitialConcurrency <= 0 {
-		c.InitialConcurrency = 8
-	}
-	if c.InitialConcurrency > c.EndpointConcurrency {
-		c.InitialConcurrency = c.EndpointConcurrency
-	}
-	if c.Health == (health.Config{}) {
-		c.Health = health.DefaultConfig()
-	}
-	if c.FlushInterval <= 0 {
-		c.FlushInterval = time.Second
-	}
-	if c.StoreTimeout <= 0 {
-		c.StoreTimeout = 30 * time.Second
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 1024
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
-	}
-	if c.RefreshInterval <= 0 {
-		c.RefreshInterval = 30 * time.Second
-	}
-	if c.Client == nil {
-		c.Client = NewHTTPClient()
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = "Herald"
-	}
-	if c.Rand == nil {
-		c.Rand = rand.Float64
-	}
 }
 
 // Engine is the dispatcher. Create it with New, then Start; Stop ends it.
@@ -207,7 +88,7 @@ type Engine struct {
 // New returns an engine that has not started. Its recorder runs from now
 // until Stop.
 func New(cfg Config) *Engine {
-	cfg.setDefaults()
+	cfg.setDefaults(cfg.Store.Capabilities())
 	ctx, cancel := context.WithCancel(context.Background())
 	log := cfg.Logger.With("component", "dispatch")
 	e := &Engine{
@@ -322,6 +203,9 @@ func (e *Engine) Released(ctx context.Context, endpointID string, at time.Time) 
 	}
 	return err
 }
+
+// Config returns the engine's configuration, defaults filled in.
+func (e *Engine) Config() Config { return e.cfg }
 
 // Owner is this engine's lease owner (its node name).
 func (e *Engine) Owner() string { return e.cfg.Owner }

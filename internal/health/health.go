@@ -22,6 +22,7 @@
 package health
 
 import (
+	"errors"
 	"strconv"
 	"time"
 )
@@ -66,6 +67,28 @@ func DefaultConfig() Config {
 		ProbationInitial:       10 * time.Second,
 		ProbationMax:           5 * time.Minute,
 	}
+}
+
+// Validate reports the first threshold that makes no sense, naming it as
+// herald serve's flag does.
+func (c Config) Validate() error {
+	switch {
+	case c.Window < time.Minute:
+		return errors.New("--health-window must be at least 1m")
+	case c.MinAttempts < 1:
+		return errors.New("--health-min-attempts must be at least 1")
+	case c.FailureRate <= 0 || c.FailureRate > 1:
+		return errors.New("--health-failure-rate must be above 0 and at most 1")
+	case c.DisableConsecutive < 1 || c.FreezeStaleConsecutive < 1 || c.FreezeConsecutive < 1:
+		return errors.New("the --health-*-consecutive thresholds must be at least 1")
+	case c.FreezeStaleAfter <= 0 || c.ProbeInterval <= 0:
+		return errors.New("--health-freeze-stale-after and --health-probe-interval must be positive")
+	case c.ProbationAfter < 0:
+		return errors.New("--probation-after must be 0 (off) or more")
+	case c.ProbationInitial <= 0 || c.ProbationMax < c.ProbationInitial:
+		return errors.New("--probation-initial must be positive and at most --probation-max")
+	}
+	return nil
 }
 
 // Health is one endpoint's circuit state and counters.

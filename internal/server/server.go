@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,7 +26,6 @@ import (
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/store"
@@ -33,7 +33,8 @@ import (
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
-// Config configures a Server. Zero values take the defaults noted.
+// Config configures a Server. A zero field takes its value from
+// DefaultConfig; Validate says whether the result makes sense.
 type Config struct {
 	// DataDir holds the embedded store's files (default "./herald-data").
 	DataDir string
@@ -63,6 +64,62 @@ type Config struct {
 	Dispatch dispatch.Config
 }
 
+// DefaultConfig returns a server's defaults, the dispatcher's included: the
+// one place they are set (herald serve's flags take theirs from here).
+func DefaultConfig() Config {
+	return Config{
+		DataDir:        "./herald-data",
+		Store:          "sqlite",
+		DedupRetention: 7 * 24 * time.Hour,
+		CatalogReload:  10 * time.Second,
+		Dispatch:       dispatch.DefaultConfig(),
+	}
+}
+
+// Validate reports the first setting that makes no sense, naming it as
+// herald serve's flag does.
+func (c Config) Validate() error {
+	switch {
+	case c.Store != "sqlite" && !isPostgresURL(c.Store):
+		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", c.Store)
+	case c.DedupRetention < time.Minute:
+		return errors.New("--dedup-retention must be at least 1m")
+	case c.DBMaxConns < 0:
+		return errors.New("--db-max-conns must be 0 (the default) or more")
+	}
+	return c.Dispatch.Validate()
+}
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// setDefaults fills zero fields from DefaultConfig.
+func (c *Config) setDefaults() {
+	d := DefaultConfig()
+	if c.DataDir == "" {
+		c.DataDir = d.DataDir
+	}
+	if c.Store == "" {
+		c.Store = d.Store
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.DedupRetention <= 0 {
+		c.DedupRetention = d.DedupRetention
+	}
+	if c.CatalogReload <= 0 {
+		c.CatalogReload = d.CatalogReload
+	}
+	if c.Dispatch.Owner == "" {
+		c.Dispatch.Owner = dispatch.DefaultOwner()
+	}
+}
+
 // Server is one running Herald process.
 type Server struct {
 	cfg      Config
@@ -84,30 +141,7 @@ type Server struct {
 
 // New opens the store and builds the process; Start begins dispatching.
 func New(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.DataDir == "" {
-		cfg.DataDir = "./herald-data"
-	}
-	if cfg.Store == "" {
-		cfg.Store = "sqlite"
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.DedupRetention <= 0 {
-		cfg.DedupRetention = 7 * 24 * time.Hour
-	}
-	if cfg.CatalogReload <= 0 {
-		cfg.CatalogReload = 10 * time.Second
-	}
-	if cfg.Dispatch.Owner == "" {
-		cfg.Dispatch.Owner = dispatch.DefaultOwner()
-	}
-	if cfg.Dispatch.Lease <= 0 {
-		cfg.Dispatch.Lease = 30 * time.Second
-	}
+	cfg.setDefaults()
 
 	var st store.Store
 	switch {
@@ -120,7 +154,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
 		st = s
-	case strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://"):
+	case isPostgresURL(cfg.Store):
 		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
 			Logger: cfg.Logger, Clock: cfg.Clock,
 			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout,
@@ -133,11 +167,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", cfg.Store)
 	}
 
-	if st.Capabilities().LeasesExpire && cfg.Dispatch.RefreshInterval <= 0 {
-		// Find deliveries whose lease a dead node left to expire soon.
-		cfg.Dispatch.RefreshInterval = 5 * time.Second
-	}
-
 	cat := catalog.New(st)
 	if err := cat.Sync(ctx); err != nil {
 		cfg.Logger.Warn("loading subscriptions", "err", err)
@@ -148,9 +177,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 	dc := cfg.Dispatch
 	dc.Store, dc.Catalog, dc.Clock, dc.Logger = st, cat, cfg.Clock, cfg.Logger
-	if dc.Health == (health.Config{}) {
-		dc.Health = health.DefaultConfig()
-	}
 	dc.Metrics = dispatch.NewMetrics(reg)
 	if dc.UserAgent == "" {
 		dc.UserAgent = "Herald/" + cfg.Version
@@ -166,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	reg.MustRegister(eng.Collector())
 	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control")}
 	a := &api.Server{Store: st, Control: ctl, Publisher: in, Live: eng, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: dc.Health.Window}
+		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
 	s.handler = a.Handler()
 	return s, nil

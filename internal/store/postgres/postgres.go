@@ -131,6 +131,9 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
+// DefaultStatementTimeout is Options.StatementTimeout's default.
+const DefaultStatementTimeout = 60 * time.Second
+
 // Options tunes a Store. The zero value is ready to use.
 type Options struct {
 	// Logger receives warnings (isolated or retried write batches, outcomes
@@ -178,7 +181,7 @@ func (o *Options) setDefaults() {
 	}
 	o.MaxConns = max(o.MaxConns, o.Writers+2)
 	if o.StatementTimeout == 0 {
-		o.StatementTimeout = 60 * time.Second
+		o.StatementTimeout = DefaultStatementTimeout
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256

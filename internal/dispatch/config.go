@@ -1,0 +1,176 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Config configures an Engine. A zero field takes its value from
+// DefaultConfig (Clock, Logger, Metrics, Owner, Client and Rand from
+// setDefaults); Validate says whether the result makes sense.
+type Config struct {
+	Store   Store
+	Catalog Subscriptions
+	Clock   clock.Clock  // default clock.Real{}
+	Logger  *slog.Logger // default discards
+	Metrics *Metrics     // default: a Metrics on a private registry
+	// Owner names this process in leases; it must be unique among the
+	// processes sharing a store (default: host name, process ID and a random
+	// suffix).
+	Owner string
+	// Lease is how long a claimed delivery stays leased (default 30s). The
+	// engine renews the leases of everything it holds every Lease/3; on a
+	// shared database another node takes over a delivery whose lease
+	// expired (SQLite leases never expire: one process owns the file).
+	Lease time.Duration
+	// FreshWindow bounds deliveries held from the publish path (default 10,000).
+	FreshWindow int
+	// LoadWindow bounds deliveries held from the loader (default 10,000).
+	LoadWindow int
+	// EndpointWindow bounds loader-held deliveries per endpoint (default 512).
+	EndpointWindow int
+	// EndpointConcurrency is the most attempts in flight per endpoint
+	// (default 64); InitialConcurrency is where an endpoint's adaptive limit
+	// starts (default 8, at most EndpointConcurrency).
+	EndpointConcurrency int
+	InitialConcurrency  int
+	// Health holds the circuit thresholds (default health.DefaultConfig()).
+	Health health.Config
+	// Notifier hears of circuit transitions and dead letters (optional).
+	Notifier Notifier
+	// FlushInterval is how often this node's endpoint outcomes are merged
+	// into the store and, on a shared store, other nodes' changes adopted
+	// (default 1s; a local state change is merged at once, and a change
+	// announced by the store is adopted at once: HealthChanged).
+	FlushInterval time.Duration
+	// StoreTimeout bounds each store call the engine makes (default 30s).
+	StoreTimeout time.Duration
+	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
+	MaxInFlight int
+	// PollInterval is the longest the loader sleeps without looking at the
+	// store (default 1s); RefreshInterval is how often it rescans every
+	// endpoint for due work (default DefaultRefreshInterval, or
+	// ExpiringLeasesRefreshInterval on a store whose leases expire).
+	PollInterval    time.Duration
+	RefreshInterval time.Duration
+	// Client sends the attempts (default NewHTTPClient()).
+	Client *http.Client
+	// UserAgent is sent with every attempt (default "Herald").
+	UserAgent string
+	// Rand returns numbers in [0,1) for jitter (default math/rand/v2).
+	Rand func() float64
+}
+
+// Defaults of the fields DefaultConfig leaves zero, and of RefreshInterval,
+// which depends on the store.
+const (
+	// DefaultRefreshInterval is the loader's full rescan period.
+	DefaultRefreshInterval = 30 * time.Second
+	// ExpiringLeasesRefreshInterval is the rescan period on a store whose
+	// leases expire (PostgreSQL): a dead node's deliveries are found soon
+	// after their leases end.
+	ExpiringLeasesRefreshInterval = 5 * time.Second
+)
+
+// DefaultConfig returns the engine's defaults: the one place they are set
+// (herald serve's flags take theirs from here).
+func DefaultConfig() Config {
+	return Config{
+		Lease:               30 * time.Second,
+		FreshWindow:         10_000,
+		LoadWindow:          10_000,
+		EndpointWindow:      512,
+		EndpointConcurrency: 64,
+		InitialConcurrency:  8,
+		Health:              health.DefaultConfig(),
+		FlushInterval:       time.Second,
+		StoreTimeout:        30 * time.Second,
+		MaxInFlight:         1024,
+		PollInterval:        time.Second,
+		UserAgent:           "Herald",
+	}
+}
+
+// MinLease is the shortest Lease: leases are renewed every third of it.
+const MinLease = 3 * time.Second
+
+// Validate reports the first setting that makes no sense, naming it as
+// herald serve's flag does.
+func (c Config) Validate() error {
+	switch {
+	case c.Lease < MinLease:
+		return fmt.Errorf("--lease must be at least %v", MinLease)
+	case c.FreshWindow < 1 || c.LoadWindow < 1 || c.EndpointWindow < 1:
+		return errors.New("--window must be at least 1")
+	case c.EndpointConcurrency < 1:
+		return errors.New("--endpoint-max-concurrency must be at least 1")
+	case c.InitialConcurrency < 1:
+		return errors.New("the initial endpoint concurrency must be at least 1")
+	case c.MaxInFlight < 1:
+		return errors.New("--max-in-flight must be at least 1")
+	case c.FlushInterval <= 0 || c.StoreTimeout <= 0 || c.PollInterval <= 0 || c.RefreshInterval < 0:
+		return errors.New("the engine's intervals and store timeout must be positive")
+	}
+	return c.Health.Validate()
+}
+
+// setDefaults fills zero fields from DefaultConfig and the rest; caps says
+// what the store can do.
+func (c *Config) setDefaults(caps store.Capabilities) {
+	d := DefaultConfig()
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	if c.Owner == "" {
+		c.Owner = DefaultOwner()
+	}
+	setZero(&c.Lease, d.Lease)
+	setZero(&c.FreshWindow, d.FreshWindow)
+	setZero(&c.LoadWindow, d.LoadWindow)
+	setZero(&c.EndpointWindow, d.EndpointWindow)
+	setZero(&c.EndpointConcurrency, d.EndpointConcurrency)
+	setZero(&c.InitialConcurrency, d.InitialConcurrency)
+	c.InitialConcurrency = min(c.InitialConcurrency, c.EndpointConcurrency)
+	if c.Health == (health.Config{}) {
+		c.Health = d.Health
+	}
+	setZero(&c.FlushInterval, d.FlushInterval)
+	setZero(&c.StoreTimeout, d.StoreTimeout)
+	setZero(&c.MaxInFlight, d.MaxInFlight)
+	setZero(&c.PollInterval, d.PollInterval)
+	if c.RefreshInterval <= 0 {
+		c.RefreshInterval = DefaultRefreshInterval
+		if caps.LeasesExpire {
+			c.RefreshInterval = ExpiringLeasesRefreshInterval
+		}
+	}
+	if c.Client == nil {
+		c.Client = NewHTTPClient()
+	}
+	setZero(&c.UserAgent, d.UserAgent)
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+}
+
+// setZero sets *p to v when *p is its zero value (or negative).
+func setZero[T int | time.Duration | string](p *T, v T) {
+	var zero T
+	if *p <= zero {
+		*p = v
+	}
+}
