@@ -21,11 +21,11 @@ Measures Herald end to end, the way a user would: each scenario starts its own
 receivers on loopback, subscribes them through the API, publishes CloudEvents
 over HTTP like a client, waits until every delivery has arrived, and reports
 events accepted/s, deliveries/s, publish→receipt latency (p50, p90, p99, max),
-the server's peak RSS and its CPU seconds per 1,000 deliveries, with the
-performance budget (DESIGN §6) each scenario measures. A progress line goes to
-stderr while it runs. The exit status is 1 when a scenario failed (did not
-finish by its deadline, or the server died); a missed budget is reported, not
-an error.
+the server's peak RSS and its CPU seconds per 1,000 deliveries, with the lines
+of the performance budget in docs/benchmarks.md that each scenario measures.
+A progress line goes to stderr while it runs. The exit status is 1 when a
+scenario failed (did not finish by its deadline, or the server died); a missed
+budget is reported, not an error.
 
 Scenarios (--scenario takes one, a comma-separated list, or all):
 %s

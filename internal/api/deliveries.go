@@ -149,7 +149,8 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 }
 
 // deadLetterJSON is a dead-lettered delivery with Event Grid's dead-letter
-// fields (S11) and the event itself.
+// fields (reason, attempts, last outcome, publish and last attempt times)
+// and the event itself.
 type deadLetterJSON struct {
 	deliveryJSON
 	DeliveryAttempts        int             `json:"delivery_attempts"`

@@ -10,7 +10,8 @@ import (
 	"github.com/herald-events/herald/internal/ingest"
 )
 
-// publish accepts one or many CloudEvents (DESIGN §5) and answers 202 once
+// publish accepts one or many CloudEvents (structured, batch, binary or
+// plain JSON; see openapi.yaml) and answers 202 once
 // they and their deliveries are durably committed. A batch with one bad event
 // is rejected whole; bodies over 1 MiB get 413.
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {

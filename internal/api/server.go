@@ -1,7 +1,7 @@
-// Package api is Herald's HTTP API (DESIGN §5): subscriptions, publishing,
-// the delivery log, dead letters and redelivery, health and metrics. Every
-// error is an RFC 9457 problem document naming the bad field, and a request
-// that fails validation changes nothing.
+// Package api is Herald's HTTP API, described in openapi.yaml beside this
+// file: subscriptions, publishing, the delivery log, dead letters and
+// redelivery, health and metrics. Every error is an RFC 9457 problem document
+// naming the bad field, and a request that fails validation changes nothing.
 package api
 
 import (

@@ -20,11 +20,11 @@ const (
 	maxEventTypes              = 100
 	maxEventTypeLen            = 256
 	maxSubjectFilter           = 1024
-	maxHeaders                 = 10   // S13
-	maxHeaderValue             = 4096 // S13
+	maxHeaders                 = 10   // Event Grid's limit on custom delivery headers
+	maxHeaderValue             = 4096 // Event Grid's limit on a header value, in bytes
 	minTimeout                 = 100 * time.Millisecond
 	maxTimeout                 = 5 * time.Minute
-	defaultSubscriptionTimeout = 30 * time.Second // S8's response timeout
+	defaultSubscriptionTimeout = 30 * time.Second // Event Grid's response timeout
 	maxJSONBody                = 1 << 20
 )
 

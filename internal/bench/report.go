@@ -98,7 +98,8 @@ type Figure struct {
 	Unit  string  `json:"unit,omitempty"`
 }
 
-// Check is one budget line of DESIGN §6 against its measurement.
+// Check is one line of the performance budget (docs/benchmarks.md) against
+// its measurement.
 type Check struct {
 	Line     string `json:"line"`
 	Budget   string `json:"budget"`

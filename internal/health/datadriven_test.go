@@ -41,7 +41,8 @@ package health
 //	      [next-probe=+T] [delay=D] [last-success=+T]
 //
 // Run with -rewrite to replace every expected output by the actual one, then
-// review the diff against the rules (DESIGN §2 S2, S10) before committing:
+// review the diff against the state rules in health.go's package comment
+// before committing:
 //
 //	go test ./internal/health -run DataDriven -rewrite
 

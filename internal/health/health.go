@@ -2,18 +2,19 @@
 // the outcomes of delivery attempts to one URL into the endpoint's state,
 // and tells the dispatcher what it may send there.
 //
-// States (DESIGN §2 S2, S10; §3):
+// States (Workfront's disabled/frozen URL circuit and Event Grid's delayed
+// delivery, combined):
 //
 //   - enabled: deliveries flow, up to the endpoint's concurrency.
-//   - probation (Event Grid's delayed delivery, S10): after ProbationAfter
+//   - probation (Event Grid's delayed delivery): after ProbationAfter
 //     consecutive failures, new and retried deliveries wait a cool-down that
 //     starts at ProbationInitial and doubles after each failed probe up to
 //     ProbationMax; when it ends one probe is sent; a success ends probation.
-//   - disabled (Workfront, S2): more than MinAttempts attempts in the rolling
+//   - disabled (Workfront): more than MinAttempts attempts in the rolling
 //     Window with a failure rate over FailureRate, or DisableConsecutive
 //     consecutive failures, or a 410 Gone. Only one probe every ProbeInterval;
 //     a success re-enables the endpoint.
-//   - frozen (Workfront, S2): more than FreezeStaleConsecutive consecutive
+//   - frozen (Workfront): more than FreezeStaleConsecutive consecutive
 //     failures with the last success (or, with none, the first attempt) older
 //     than FreezeStaleAfter, or FreezeConsecutive consecutive failures.
 //     Nothing is sent until Enable (the API), which also resets the counters.
@@ -37,7 +38,8 @@ const (
 	Frozen    State = "frozen"
 )
 
-// Config holds the thresholds. Defaults (DefaultConfig) are the seeds' numbers.
+// Config holds the thresholds. Defaults (DefaultConfig) are Workfront's and
+// Event Grid's numbers where they give one.
 type Config struct {
 	Window                 time.Duration // rolling window of the failure-rate rule
 	MinAttempts            int           // the rate rule needs more attempts than this in the window

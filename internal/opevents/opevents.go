@@ -1,7 +1,7 @@
 // Package opevents publishes Herald's operational events into its own
 // pipeline as CloudEvents with source "/herald", so operators subscribe to
-// them like to any event type (S11's dead-letter notification, and the
-// endpoint circuit's transitions):
+// them like to any event type (the notice of dead-lettered events that Event
+// Grid users get by subscribing, and the endpoint circuit's transitions):
 //
 //	herald.endpoint.probation   herald.endpoint.disabled
 //	herald.endpoint.frozen      herald.endpoint.enabled

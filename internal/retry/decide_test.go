@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// eventGridGaps are S8's first ten gaps.
+// eventGridGaps are Event Grid's first ten gaps (the last, 12 h, repeats).
 var eventGridGaps = []time.Duration{
 	10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 10 * time.Minute,
 	30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,

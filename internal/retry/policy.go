@@ -1,9 +1,10 @@
 // Package retry holds Herald's retry policies: the named presets that
-// reproduce each seed service (eventgrid, workfront, workfront-legacy,
-// pubsub, sap), custom policies, and Decide, which turns the outcome of one
-// attempt into a verdict: delivered, retry at a time, or dead-letter with a
-// reason. Everything here is a pure function of (policy, attempt, outcome,
-// time): no clock, no I/O, randomness only through the rnd argument.
+// reproduce the documented policy of each service (eventgrid, workfront,
+// workfront-legacy, pubsub, sap), custom policies, and Decide, which turns
+// the outcome of one attempt into a verdict: delivered, retry at a time, or
+// dead-letter with a reason. Everything here is a pure function of (policy,
+// attempt, outcome, time): no clock, no I/O, randomness only through the rnd
+// argument.
 package retry
 
 import (

@@ -14,12 +14,12 @@ const (
 	DefaultPreset = PresetEventGrid
 )
 
-// maxOverrideTTL bounds a ttl override on presets whose seed sets no TTL
+// maxOverrideTTL bounds a ttl override on presets whose service sets no TTL
 // range (workfront, workfront-legacy, sap, custom): 30 days.
 const maxOverrideTTL = 30 * 24 * time.Hour
 
 // presetNames is the stable order Presets returns: the default first, then
-// the seeds in the design's order, custom last.
+// the other services' presets, custom last.
 var presetNames = []string{
 	PresetEventGrid, PresetWorkfront, PresetWorkfrontLegacy, PresetPubSub, PresetSAP, PresetCustom,
 }
@@ -77,7 +77,7 @@ func lookupPreset(name string) (preset, bool) {
 	return preset{}, false
 }
 
-// eventGrid is Azure Event Grid's policy (S8, S9): gaps of 10 s, 30 s, 1 min,
+// eventGrid is Azure Event Grid's policy: gaps of 10 s, 30 s, 1 min,
 // 5 min, 10 min, 30 min, 1 h, 3 h, 6 h, then 12 h repeating, with a small
 // random jitter (±5 % of each gap); at most 30 attempts and a 24 h TTL,
 // whichever comes first. Only 200..204 are success; 400, 401, 403, 404 and
@@ -110,16 +110,17 @@ func eventGrid() preset {
 // workfrontUnit is the Workfront formula's factor: 84,800 ms.
 const workfrontUnit = 84800 * time.Millisecond
 
-// workfront is Adobe Workfront's policy (S1): retry k (k = 1..11) at
+// workfront is Adobe Workfront's policy: retry k (k = 1..11) at
 // t0 + (2^k − 1) × 84.8 s, t0 being the end of the first failed attempt, so a
 // late attempt does not push later ones back. Any 2xx is success and no code
 // is exempt from retry.
 //
-// The seed says retries go on "for up to 48 hours" but also places retry 11
-// at about 48.2 h (173,585.6 s). A hard 48 h TTL would forbid the retry the
-// same seed promises, so the preset has no TTL (0) and the 12-attempt cap
-// (first attempt + 11 retries) ends it. A user who wants the 48 h bound can
-// set ttl: "48h", which then ends the schedule before retry 11.
+// Workfront's documentation says retries go on "for up to 48 hours" but
+// also places retry 11 at about 48.2 h (173,585.6 s). A hard 48 h TTL would
+// forbid the retry the same document promises, so the preset has no TTL (0)
+// and the 12-attempt cap (first attempt + 11 retries) ends it. A user who
+// wants the 48 h bound can set ttl: "48h", which then ends the schedule
+// before retry 11.
 func workfront() preset {
 	steps := make([]time.Duration, 11)
 	for k := 1; k <= 11; k++ {
@@ -137,7 +138,7 @@ func workfront() preset {
 	}
 }
 
-// workfrontLegacy is Workfront's older policy (S4): a retry every 10 min
+// workfrontLegacy is Workfront's older policy: a retry every 10 min
 // after the previous failure, at most 12 retries (13 attempts, ≥ 2 h), then
 // permanent failure. Any 2xx is success; no code is exempt.
 func workfrontLegacy() preset {
@@ -153,7 +154,7 @@ func workfrontLegacy() preset {
 	}
 }
 
-// pubSub is Google Pub/Sub push as Eventarc uses it (S5): exponential
+// pubSub is Google Pub/Sub push as Eventarc uses it: exponential
 // backoff from 10 s, doubling, capped at 600 s; 24 h retention (the TTL).
 // By default only the TTL bounds it; max_attempts, when set, is Pub/Sub's
 // dead-letter after N delivery attempts and must be 5..100 (0 keeps the
@@ -171,10 +172,10 @@ func pubSub() preset {
 	}
 }
 
-// sap is SAP Open Connectors' retry mode (S14): retry k (k = 1..5) at
+// sap is SAP Open Connectors' retry mode: retry k (k = 1..5) at
 // t0 + 2^(3k) s — 8 s, 64 s, 512 s, 4,096 s and 32,768 s (≈ 9.1 h) after the
 // end of the first failed attempt; 6 attempts in all. Any 2xx is success.
-// The seed's queue mode (deactivate and queue for pull) is not part of the
+// SAP's queue mode (deactivate and queue for pull) is not part of the
 // policy: when the last retry fails the verdict is an ordinary dead-letter.
 func sap() preset {
 	steps := make([]time.Duration, 5)

@@ -44,7 +44,8 @@ func failAll(t *testing.T, p Policy, code int, late time.Duration, rnd func() fl
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// workfrontOffsets are S1's retry times: (2^k − 1) × 84.8 s for k = 1..11.
+// workfrontOffsets are Workfront's retry times: (2^k − 1) × 84.8 s for
+// k = 1..11.
 var workfrontOffsets = []time.Duration{
 	ms(84_800), ms(254_400), ms(593_600), ms(1_272_000), ms(2_628_800), ms(5_342_400),
 	ms(10_769_600), ms(21_624_000), ms(43_332_800), ms(86_750_400), ms(173_585_600),

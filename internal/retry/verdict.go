@@ -2,7 +2,8 @@ package retry
 
 import "time"
 
-// Dead-letter reasons, as Event Grid names them (S11).
+// Dead-letter reasons (a dead letter's dead_letter_reason), as Event Grid
+// names them.
 const (
 	ReasonMaxAttempts = "MaxDeliveryAttemptsExceeded"
 	ReasonTTL         = "TimeToLiveExceeded"

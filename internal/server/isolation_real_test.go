@@ -17,7 +17,8 @@ import (
 // request, never answers), one answers 503 to everything, one is healthy.
 // Every event goes to all three. The healthy endpoint's publish→receipt p99
 // stays under 200 ms: the others cost it nothing beyond their own
-// concurrency (issue 3, DESIGN §4 invariant 5).
+// concurrency (a slow or dead endpoint takes no more than its own
+// concurrency from the others).
 func TestIsolationOnTheWallClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends real traffic for a few seconds")

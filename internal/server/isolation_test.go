@@ -38,7 +38,8 @@ func (b *bundle) publishBatch(prefix, typ string, n int) {
 
 // TestFreshNotBehindRetries: with 10,000 retries due for one endpoint (and
 // that endpoint hanging), a fresh event for another endpoint is delivered at
-// once (DESIGN §4 invariant 5, S3).
+// once (fresh deliveries never wait behind retries: retries have a queue
+// of their own, so fresh traffic flows while a subset fails).
 func TestFreshNotBehindRetries(t *testing.T) {
 	// The circuit would (rightly) disable an endpoint that failed 10,000
 	// times; keep it open so the retries really are due.

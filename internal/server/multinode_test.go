@@ -11,8 +11,8 @@ import (
 
 // TestHealthIsSharedAcrossNodes: two processes on one PostgreSQL database.
 // A 410 seen by node A disables the endpoint on node B within one flush
-// interval (issue 5: "a state change on one node governs all nodes within
-// 2 s"), the operational event is emitted once, and enabling it through
+// interval (a state change on one node governs all nodes within 2 s), the
+// operational event is emitted once, and enabling it through
 // node B re-enables it on A.
 func TestHealthIsSharedAcrossNodes(t *testing.T) {
 	url := pgtest.SchemaURL(t)

@@ -35,8 +35,9 @@ func TestWorkfront48HourScheduleOnFakeClock(t *testing.T) {
 	sub := b.subscribe(map[string]any{"name": "wf", "url": rc.URL, "retry_policy": map[string]any{"preset": "workfront"}})
 	b.publish("evt-1", "task.updated")
 
-	// S1: retry k at t0 + (2^k − 1) × 84.8 s; t0 is the first failure (the
-	// fake clock does not move during an attempt, so t0 = start).
+	// Workfront's schedule: retry k at t0 + (2^k − 1) × 84.8 s; t0 is the
+	// first failure (the fake clock does not move during an attempt, so
+	// t0 = start).
 	d := b.stepRetries(sub, 11, func(k int) time.Duration {
 		return time.Duration((1<<k)-1) * 84800 * time.Millisecond
 	})
@@ -104,8 +105,10 @@ func TestDeadLetterOffDrops(t *testing.T) {
 	}
 }
 
-// TestEventGridStatusRules checks S9 code by code: which codes succeed, which
-// dead-letter at once, and the minimum delay of the others.
+// TestEventGridStatusRules checks Event Grid's status-code rules code by
+// code: which codes succeed (200..204), which dead-letter at once (400, 401,
+// 403, 404, 413), and the minimum delay of the others (408 ≥ 2 min,
+// 503 ≥ 30 s, any other ≥ 10 s).
 func TestEventGridStatusRules(t *testing.T) {
 	cases := []struct {
 		code     int

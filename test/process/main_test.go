@@ -1,4 +1,4 @@
-// Package process holds Herald's process tests (DESIGN §7): they build the
+// Package process holds Herald's process tests: they build the
 // herald binary, run it as a child process on a loopback port with its
 // embedded store in a temporary directory, SIGKILL it under load, start it
 // again on the same directory and count what reaches a real HTTP receiver.

@@ -25,8 +25,11 @@ import (
 )
 
 // The tests in this file run several herald processes on one PostgreSQL
-// schema (issue 5, DESIGN §4). They need HERALD_TEST_POSTGRES_URL; without
-// it pgtest skips them (and fails them under CI=true).
+// schema, splitting the work between them (nodes claim due deliveries with a
+// lease; a dead node's leases expire and the others take its work; endpoint
+// health is shared through the database). They need
+// HERALD_TEST_POSTGRES_URL; without it pgtest skips them (and fails them
+// under CI=true).
 
 // startNode starts `herald serve` on the shared store dbURL with the node id
 // name (which is also the name its leases carry in the database) and a data
@@ -386,7 +389,8 @@ func heldBy(dbURL, owner string) ([]string, error) {
 // publishes 10,000 events across them, SIGKILLs node 2 while publishing and
 // delivering go on, and requires every event to arrive at least once: node
 // 2's deliveries are taken over by the survivors when its leases expire
-// (issue 5; DESIGN §4 invariants 2 and 3). The duplicates are counted and
+// (no accepted delivery vanishes, and after a crash every one not known to
+// be finished is attempted again). The duplicates are counted and
 // must be exactly the deliveries node 2 had in flight: pushed, outcome not
 // yet recorded.
 func TestThreeNodesSurviveOneSIGKILL(t *testing.T) {
@@ -660,7 +664,8 @@ func TestThreeNodesSurviveOneSIGKILL(t *testing.T) {
 
 // TestTwoNodesNeverAttemptTheSameDeliveryAtOnce publishes 2,000 events to
 // two nodes on one database and requires that no delivery is ever pushed by
-// both at once, nor twice at all while both are alive (issue 5).
+// both at once, nor twice at all while both are alive (a lease gives each
+// due delivery to one node).
 func TestTwoNodesNeverAttemptTheSameDeliveryAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test: builds and runs the herald binary")
@@ -791,7 +796,7 @@ func TestTwoNodesNeverAttemptTheSameDeliveryAtOnce(t *testing.T) {
 // TestDedupAcrossNodes publishes each of 50 events to two nodes at the same
 // moment, twice to each, and requires exactly one of the four answers to
 // say it is new and exactly one delivery per event: the (source, id) dedup
-// holds across nodes (issue 5, point 3).
+// holds across nodes, not just within one.
 func TestDedupAcrossNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test: builds and runs the herald binary")

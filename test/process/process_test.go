@@ -92,7 +92,8 @@ func checkSettled(t *testing.T, h *herald, subID string, rcv *receiver, want []s
 // TestSIGKILLMidDeliveryLosesNothing publishes 2,000 events, SIGKILLs Herald
 // while their deliveries are arriving at the receiver, starts it again on the
 // same data directory and requires every event to arrive at least once
-// (DESIGN §4 invariants 2 and 3). Duplicates are allowed and logged.
+// (no accepted delivery vanishes in a crash, and every one not known to be
+// finished is attempted again). Duplicates are allowed and logged.
 func TestSIGKILLMidDeliveryLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test: builds and runs the herald binary")
@@ -163,7 +164,8 @@ func TestSIGKILLMidDeliveryLosesNothing(t *testing.T) {
 // TestAcknowledgedPublishSurvivesSIGKILL publishes small batches from a few
 // goroutines without pause, SIGKILLs Herald while they publish, starts it
 // again and requires every event whose publish was answered 202 to arrive
-// (DESIGN §4 invariant 1). Events whose publish got no answer may or may not
+// (a publish is answered 2xx only once the event and all its deliveries are
+// committed durably). Events whose publish got no answer may or may not
 // arrive; how many did is logged.
 func TestAcknowledgedPublishSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {

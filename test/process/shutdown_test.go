@@ -12,7 +12,8 @@ import (
 // TestSIGTERMShutsDownCleanly: SIGTERM while deliveries are in flight makes
 // Herald stop accepting, let the attempts in flight finish, release the rest,
 // and exit 0; after a restart every event is delivered and none was left
-// leased (issue 2, point 2).
+// leased (a clean stop hands its unattempted work back at once instead of
+// leaving it behind a lease).
 func TestSIGTERMShutsDownCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test: builds and runs the herald binary")

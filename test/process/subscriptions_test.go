@@ -19,8 +19,10 @@ import (
 
 // The tests in this file change subscriptions while events are published:
 // a publish that starts after a create, change or delete has been answered,
-// on any node, is matched against the new state (DESIGN §9.1), and a delete
-// leaves none of the subscription's deliveries pending (§4 invariant 2).
+// on any node, is matched against the new state (no node keeps matching
+// against a stale catalog), and a delete leaves none of the subscription's
+// deliveries pending (every delivery ends delivered, dead-lettered or
+// dropped; none waits forever).
 
 // stepTally is what the publishes of one node in one step were answered.
 type stepTally struct {
@@ -83,8 +85,8 @@ func publishStep(t *testing.T, nodes []*herald, typ, prefix string, perNode, bat
 // TestSubscriptionChangesSeenAtOnceOnEveryNode runs three nodes on one
 // database and changes a subscription through node-A; publishes through
 // every node that start right after the change was answered must be matched
-// against the new state (DESIGN §9.1): (a) after the create, every event of
-// its type makes a delivery and is delivered; (b) after a change adding an
+// against the new state: (a) after the create, every event of its type
+// makes a delivery and is delivered; (b) after a change adding an
 // event type, every event of the new type too; (c) after the delete, no
 // event makes a delivery, none is stored for it, none reaches the receiver.
 func TestSubscriptionChangesSeenAtOnceOnEveryNode(t *testing.T) {
@@ -446,7 +448,7 @@ func TestDeleteRacingPublishesLeavesNothingPending(t *testing.T) {
 		}
 
 		// Publishes answered before the DELETE was sent made a delivery;
-		// those that started after its 204 must make none (§9.1); those in
+		// those that started after its 204 must make none; those in
 		// between may go either way.
 		var before, overlap, overlapWith, later, beforeWithout, laterWith int
 		for _, p := range pubs {
