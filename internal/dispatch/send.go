@@ -65,7 +65,10 @@ type result struct {
 }
 
 // send makes one attempt: POST the event to the subscription's URL with the
-// delivery headers of DESIGN §5, within the subscription's timeout.
+// delivery headers (content-type application/cloudevents+json, user-agent,
+// webhook-id: the delivery id, webhook-timestamp, herald-delivery-attempt,
+// herald-subscription, and the subscription's own), within the
+// subscription's timeout.
 func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, now time.Time) result {
 	timeout := sub.Timeout
 	if timeout <= 0 {
