@@ -206,7 +206,8 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	n, err := s.Control.Redrive(r.Context(), in.SubscriptionID, in.IDs)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			invalid(w, "subscription_id", "no subscription "+in.SubscriptionID)
+			writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound,
+				Field: "subscription_id", Detail: "no subscription " + in.SubscriptionID + " (a deleted subscription's dead letters cannot be redriven)"})
 			return
 		}
 		s.storeError(w, r, err, "dead letter")

@@ -144,7 +144,9 @@ func TestRedeliverOfADeletedSubscriptionChangesNothing(t *testing.T) {
 	if after.Status != "delivered" {
 		t.Fatalf("after a refused redeliver: %s", after.Status)
 	}
-	problemOf(t, b, "POST", "/v1/dead-letters/redrive", map[string]any{"subscription_id": sub}, http.StatusBadRequest)
+	if p := problemOf(t, b, "POST", "/v1/dead-letters/redrive", map[string]any{"subscription_id": sub}, http.StatusNotFound); p["field"] != "subscription_id" {
+		t.Fatalf("redrive of a deleted subscription: %v; want field subscription_id", p)
+	}
 }
 
 // TestChangesRacingPublishes (run with -race): publishers and two PATCH

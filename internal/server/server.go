@@ -149,14 +149,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger})
+		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store")})
 		if err != nil {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
 		st = s
 	case isPostgresURL(cfg.Store):
 		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
-			Logger: cfg.Logger, Clock: cfg.Clock,
+			Logger: cfg.Logger.With("component", "store"), Clock: cfg.Clock,
 			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout,
 		})
 		if err != nil {
@@ -234,6 +234,12 @@ func (s *Server) Close(ctx context.Context) error {
 	return err
 }
 
+// maintenance is what the background work needs of the store.
+type maintenance interface {
+	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
+	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
+}
+
 // changeFeed is implemented by stores that announce other processes'
 // writes (PostgreSQL, with LISTEN/NOTIFY).
 type changeFeed interface {
@@ -248,6 +254,7 @@ type changeFeed interface {
 func (s *Server) background() {
 	defer s.bg.Done()
 	log := s.cfg.Logger.With("component", "background")
+	var st maintenance = s.Store
 	const cleanupEvery = time.Minute
 	nextCleanup := s.cfg.Clock.Now().Add(cleanupEvery)
 	var subsChanged, healthChanged <-chan struct{}
@@ -276,7 +283,7 @@ func (s *Server) background() {
 			nextCleanup = now.Add(cleanupEvery)
 			// At most 100 × 1,000 events per round keeps each round short.
 			for i := 0; i < 100; i++ {
-				n, err := s.Store.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), 1000)
+				n, err := st.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), 1000)
 				if err != nil {
 					log.Warn("deleting old events", "err", err)
 					break
@@ -294,7 +301,8 @@ func (s *Server) background() {
 // the next term (taking it if it is free), so that periodic work runs on one
 // node only.
 func (s *Server) lead(ctx context.Context, role string, now time.Time, term time.Duration) bool {
-	ok, err := s.Store.TryLead(ctx, role, s.cfg.Dispatch.Owner, now, now.Add(term))
+	var st maintenance = s.Store
+	ok, err := st.TryLead(ctx, role, s.cfg.Dispatch.Owner, now, now.Add(term))
 	if err != nil {
 		s.cfg.Logger.Warn("taking a cluster role", "role", role, "err", err)
 	}
