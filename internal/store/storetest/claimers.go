@@ -29,7 +29,7 @@ func testConcurrentClaimsDisjoint(t *testing.T, b *bundle) {
 // database must hold no pending deliveries.
 func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 	t.Helper()
-	const rounds, perRound, claimers = 3, 600, 3
+	const rounds, perRound, claimers = 3, 400, 3
 	ctx := context.Background()
 	at := base
 	url := "https://claimers.example/hook"
