@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -66,7 +67,7 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 // when its subscription is gone (the subscription row is locked in share
 // mode until the change commits, so a delete cannot slip in between).
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
-	at := store.UnixMS(now)
+	at := sqlrow.UnixMS(now)
 	var d store.Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var status, sub string
@@ -108,7 +109,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 // ErrNotFound when the subscription does not exist. Endpoints are returned
 // once each: for ids, in the order of ids; for all, in no particular order.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
-	at := store.UnixMS(now)
+	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res = store.RedriveResult{}
@@ -190,7 +191,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		var seq int64
 		err := sc.Scan(&seq)
 		return seq, err
-	}, cleanupSQL, store.UnixMS(before), limit)
+	}, cleanupSQL, sqlrow.UnixMS(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cleanup: %w", err)
 	}
@@ -235,7 +236,7 @@ func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
 	upto, err := queryRow(ctx, s, func(sc scanner) (int64, error) {
 		var v int64
 		return v, sc.Scan(&v)
-	}, oldTombstonesSQL, store.UnixMS(before))
+	}, oldTombstonesSQL, sqlrow.UnixMS(before))
 	if err != nil {
 		return fmt.Errorf("cleanup: %w", s.err(err))
 	}
@@ -246,7 +247,7 @@ func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
 		if _, err := tx.Exec(ctx, pruneCatalogSQL, upto); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
-		if _, err := tx.Exec(ctx, pruneTombstoneSQL, store.UnixMS(before), upto); err != nil {
+		if _, err := tx.Exec(ctx, pruneTombstoneSQL, sqlrow.UnixMS(before), upto); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
 		return nil

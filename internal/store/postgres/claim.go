@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // The two lanes of the due loader. Each condition repeats the WHERE clause
@@ -133,7 +134,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 			d, err := scanDelivery(sc, &c.Payload)
 			c.Delivery = d
 			return c, err
-		}, claimSQL, endpointID, store.UnixMS(now), limit, lease.Owner, store.LeaseUntilMS(lease))
+		}, claimSQL, endpointID, sqlrow.UnixMS(now), limit, lease.Owner, sqlrow.LeaseUntilMS(lease))
 		return err
 	})
 	if err != nil {
@@ -205,7 +206,7 @@ func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease st
 			var id string
 			err := sc.Scan(&id)
 			return id, err
-		}, extendSQL, deliveryIDs, lease.Owner, store.LeaseUntilMS(lease))
+		}, extendSQL, deliveryIDs, lease.Owner, sqlrow.LeaseUntilMS(lease))
 		return err
 	})
 	if err != nil {
@@ -224,14 +225,14 @@ func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool
 	at, err := queryRow(ctx, s, func(sc scanner) (at *int64, err error) {
 		err = sc.Scan(&at)
 		return
-	}, nextDueSQL, endpointID, store.UnixMS(s.clock.Now()))
+	}, nextDueSQL, endpointID, sqlrow.UnixMS(s.clock.Now()))
 	if err != nil {
 		return time.Time{}, false, s.err(err)
 	}
 	if at == nil {
 		return time.Time{}, false, nil
 	}
-	return store.FromUnixMS(*at), true, nil
+	return sqlrow.FromUnixMS(*at), true, nil
 }
 
 // DueEndpoints implements store.DeliveryStore, in endpoint ID order. It
@@ -243,9 +244,9 @@ func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 		var e store.EndpointDue
 		var at int64
 		err := sc.Scan(&e.EndpointID, &at)
-		e.NextDue = store.FromUnixMS(at)
+		e.NextDue = sqlrow.FromUnixMS(at)
 		return e, err
-	}, dueEndpointsSQL, store.UnixMS(s.clock.Now()))
+	}, dueEndpointsSQL, sqlrow.UnixMS(s.clock.Now()))
 }
 
 // CountPending implements store.DeliveryStore: pending deliveries, leased or

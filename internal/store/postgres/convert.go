@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // cleanText makes s storable in a PostgreSQL text column, which holds only
@@ -19,7 +20,7 @@ func cleanText(s string) string {
 }
 
 // scanner is pgx.Row or pgx.Rows.
-type scanner = store.RowScanner
+type scanner = sqlrow.RowScanner
 
 // deliveryCols selects a store.Delivery from deliveries d joined with events
 // e; scanDelivery reads them in this order.
@@ -39,12 +40,12 @@ func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
 		return store.Delivery{}, err
 	}
 	d.Status = store.Status(status)
-	d.RoundStart = store.FromUnixMS(t[0])
-	d.FirstFailure = store.FromUnixMS(t[1])
-	d.NextAttemptAt = store.FromUnixMS(t[2])
-	d.LastAttemptAt = store.FromUnixMS(t[3])
-	d.CreatedAt = store.FromUnixMS(t[4])
-	d.DeliveredAt = store.FromUnixMS(t[5])
+	d.RoundStart = sqlrow.FromUnixMS(t[0])
+	d.FirstFailure = sqlrow.FromUnixMS(t[1])
+	d.NextAttemptAt = sqlrow.FromUnixMS(t[2])
+	d.LastAttemptAt = sqlrow.FromUnixMS(t[3])
+	d.CreatedAt = sqlrow.FromUnixMS(t[4])
+	d.DeliveredAt = sqlrow.FromUnixMS(t[5])
 	return d, nil
 }
 
@@ -57,6 +58,6 @@ func scanEvent(s scanner) (store.StoredEvent, error) {
 	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
 		return store.StoredEvent{}, err
 	}
-	e.PublishedAt = store.FromUnixMS(at)
+	e.PublishedAt = sqlrow.FromUnixMS(at)
 	return e, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -59,7 +60,7 @@ WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 
 // saveHealth writes rows (distinct endpoints) at endpoints version v in one
 // statement and returns the endpoints as stored, in ID order.
-func saveHealth(ctx context.Context, tx pgx.Tx, rows []store.HealthRow, v int64) ([]store.Endpoint, error) {
+func saveHealth(ctx context.Context, tx pgx.Tx, rows []sqlrow.HealthRow, v int64) ([]store.Endpoint, error) {
 	n := len(rows)
 	id, state, window := make([]string, n), make([]string, n), make([]string, n)
 	var cols [9][]int64
@@ -77,7 +78,7 @@ func saveHealth(ctx context.Context, tx pgx.Tx, rows []store.HealthRow, v int64)
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
-	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (store.Endpoint, error) { return store.ScanEndpoint(r) })
+	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (store.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
@@ -91,7 +92,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 	if err := s.checkOpen(); err != nil {
 		return store.Endpoint{}, err
 	}
-	e, err := queryRow(ctx, s, store.ScanEndpoint, getEndpointSQL, id)
+	e, err := queryRow(ctx, s, sqlrow.ScanEndpoint, getEndpointSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
 	}
@@ -102,17 +103,17 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 // the last ID of the previous page.
 func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
 	size := p.Size()
-	out, err := queryAll(ctx, s, store.ScanEndpoint, listEndpointsSQL, p.Cursor, size+1)
+	out, err := queryAll(ctx, s, sqlrow.ScanEndpoint, listEndpointsSQL, p.Cursor, size+1)
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := store.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
+	out, next := sqlrow.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
 	return out, next, nil
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.
 func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
-	return queryAll(ctx, s, store.ScanEndpoint, allEndpointsSQL)
+	return queryAll(ctx, s, sqlrow.ScanEndpoint, allEndpointsSQL)
 }
 
 // EndpointChanges implements store.EndpointStore in one snapshot.
@@ -131,7 +132,7 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpo
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return store.ScanEndpoint(r) })
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
 		return err
 	})
 	if err != nil {
@@ -179,7 +180,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
 		}
-		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return store.ScanEndpoint(r) })
+		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
 		}
@@ -194,9 +195,9 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if len(eps) == 0 {
 			return nil
 		}
-		hs := make([]store.HealthRow, len(eps))
+		hs := make([]sqlrow.HealthRow, len(eps))
 		for i, e := range eps {
-			if hs[i], err = store.NewHealthRow(read[i].ID, e); err != nil {
+			if hs[i], err = sqlrow.NewHealthRow(read[i].ID, e); err != nil {
 				return err
 			}
 		}
@@ -219,7 +220,7 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 	}
 	var took bool
 	err := s.retrying(ctx, func() error {
-		tag, err := s.exec(ctx, takeProbeSQL, endpointID, store.UnixMS(now), store.UnixMS(hold))
+		tag, err := s.exec(ctx, takeProbeSQL, endpointID, sqlrow.UnixMS(now), sqlrow.UnixMS(hold))
 		took = err == nil && tag.RowsAffected() > 0
 		return err
 	})

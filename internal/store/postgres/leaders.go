@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -33,7 +33,7 @@ func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time
 		got, err := queryRow(ctx, s, func(sc scanner) (got string, err error) {
 			err = sc.Scan(&got)
 			return
-		}, tryLeadSQL, name, owner, store.UnixMS(now), store.UnixMS(until))
+		}, tryLeadSQL, name, owner, sqlrow.UnixMS(now), sqlrow.UnixMS(until))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			won = false

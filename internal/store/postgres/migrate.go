@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/migrate"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -17,10 +17,10 @@ import (
 var migrationFiles embed.FS
 
 // migration is one embedded schema step.
-type migration = store.Migration
+type migration = migrate.Migration
 
 func loadMigrations() ([]migration, error) {
-	return store.LoadMigrations(migrationFiles, "migrations")
+	return migrate.LoadMigrations(migrationFiles, "migrations")
 }
 
 // SchemaVersion is the schema version this build writes: the number of its
@@ -62,7 +62,7 @@ func migrateConfig(ctx context.Context, cfg *pgx.ConnConfig, logger *slog.Logger
 	if err != nil {
 		return fmt.Errorf("postgres store: %w", err)
 	}
-	from, to, applied, err := migrate(ctx, conn, ms)
+	from, to, applied, err := runMigrations(ctx, conn, ms)
 	if err != nil {
 		return fmt.Errorf("postgres store: %w", err)
 	}
@@ -85,7 +85,7 @@ var migrateTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL statement_timeout = 
 // one exclude each other while they migrate.
 const migrateLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('herald.migrate:' || current_schema(), 0))`
 
-// migrate brings the schema that conn's search_path selects up to the newest
+// runMigrations brings the schema that conn's search_path selects up to the newest
 // version of ms (the embedded migrations, from loadMigrations), one
 // migration per transaction. Each transaction first
 // takes the schema's migration lock (migrateLockSQL), then reads the
@@ -104,7 +104,7 @@ const migrateLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended('herald.mi
 // the version found first, the version left, and how many migrations this
 // call applied (with concurrent callers, others may have applied some of
 // those between from and to).
-func migrate(ctx context.Context, conn *pgx.Conn, ms []migration) (from, to, applied int, err error) {
+func runMigrations(ctx context.Context, conn *pgx.Conn, ms []migration) (from, to, applied int, err error) {
 	for first := true; ; first = false {
 		var cur int
 		err := pgx.BeginTxFunc(ctx, conn, migrateTx, func(tx pgx.Tx) error {

@@ -207,7 +207,7 @@ func TestMigrateOnlyInTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // a fresh schema, then an up-to-date one
-		if _, _, _, err := migrate(ctx, conn, ms); err != nil {
+		if _, _, _, err := runMigrations(ctx, conn, ms); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -297,7 +297,7 @@ func TestConcurrentMigrateSteps(t *testing.T) {
 			defer conn.Close(ctx)
 			<-start
 			var to int
-			_, to, applied[i], errs[i] = migrate(ctx, conn, ms)
+			_, to, applied[i], errs[i] = runMigrations(ctx, conn, ms)
 			if errs[i] == nil && to != len(ms) {
 				errs[i] = fmt.Errorf("left version %d, want %d", to, len(ms))
 			}

@@ -244,110 +244,11 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 	}
 }
 
-// TestTwoNodesClaimDisjoint: two stores (two pools: two nodes), several
-// claimers each, claim from one endpoint at once; no delivery is claimed
-// twice and every one is claimed. Claimers also release some of what they
-// claimed, which others then claim again: a delivery may go to several
-// claimers over time, never to two at once.
+// TestTwoNodesClaimDisjoint: the conformance suite's concurrent claimers,
+// on two stores (two pools: two nodes) sharing one schema.
 func TestTwoNodesClaimDisjoint(t *testing.T) {
 	dbURL := freshSchema(t)
-	nodes := []*Store{openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})}
-	f := newFixture(t, nodes[0])
-	ep := f.sub.EndpointID
-	const rounds, perRound, claimers = 5, 600, 3
-	for round := range rounds {
-		var all []string
-		var evs []store.NewEvent
-		for range perRound / 100 {
-			batch := f.events(100, t0.Add(time.Duration(round)*time.Second))
-			evs = append(evs, batch...)
-		}
-		// Half fresh, half retries.
-		for i := range evs {
-			all = append(all, evs[i].Deliveries[0].ID)
-			evs[i].Deliveries[0].Claimed = i%2 == 1
-		}
-		f.publish(nodes[round%2], evs, store.Lease{Owner: "setup", Until: t0.Add(time.Hour)})
-		var outs []store.Outcome
-		for i := 1; i < len(evs); i += 2 {
-			outs = append(outs, store.Outcome{
-				Attempt: store.AttemptRecord{DeliveryID: evs[i].Deliveries[0].ID, Number: 1, StartedAt: t0, StatusCode: 500, Outcome: "http_500"},
-				Status:  store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0,
-			})
-		}
-		if err := nodes[0].Record(f.ctx, outs); err != nil {
-			t.Fatal(err)
-		}
-
-		var mu sync.Mutex
-		holder := map[string]string{} // delivery → claimer holding it now
-		claimed := map[string]bool{}  // ever claimed and kept
-		var wg sync.WaitGroup
-		errc := make(chan error, 2*claimers)
-		now := t0.Add(time.Hour)
-		for n, s := range nodes {
-			for c := range claimers {
-				me := fmt.Sprintf("node%d-claimer%d", n, c)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					lease := store.Lease{Owner: me, Until: now.Add(time.Hour)}
-					for k := 0; ; k++ {
-						got, err := s.ClaimDue(f.ctx, ep, now, 1+(k*7+c)%25, lease)
-						if err != nil {
-							errc <- err
-							return
-						}
-						if len(got) == 0 {
-							return
-						}
-						var release []string
-						mu.Lock()
-						for i, cl := range got {
-							if h, ok := holder[cl.ID]; ok {
-								mu.Unlock()
-								errc <- fmt.Errorf("%s claimed %s, held by %s", me, cl.ID, h)
-								return
-							}
-							if i%5 == 4 {
-								release = append(release, cl.ID) // give some back
-								continue
-							}
-							holder[cl.ID] = me
-							claimed[cl.ID] = true
-						}
-						mu.Unlock()
-						if len(release) > 0 {
-							if err := s.Release(f.ctx, release, me); err != nil {
-								errc <- err
-								return
-							}
-						}
-					}
-				}()
-			}
-		}
-		wg.Wait()
-		close(errc)
-		for err := range errc {
-			t.Fatal(err)
-		}
-		if len(claimed) != len(all) {
-			t.Fatalf("round %d: %d deliveries claimed, want %d", round, len(claimed), len(all))
-		}
-		// Finish them so the next round starts from an empty endpoint.
-		var done []store.Outcome
-		for _, id := range all {
-			done = append(done, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: now},
-				Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
-		}
-		if err := nodes[1].Record(f.ctx, done); err != nil {
-			t.Fatal(err)
-		}
-		if fresh, retry, err := nodes[1].CountPending(f.ctx); err != nil || fresh+retry != 0 {
-			t.Fatalf("round %d: %d+%d still pending (%v)", round, fresh, retry, err)
-		}
-	}
+	storetest.CheckClaimsDisjoint(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
 }
 
 // TestDedupAcrossNodes: two nodes publish the same events at the same time;
@@ -493,82 +394,32 @@ func TestExtendLeases(t *testing.T) {
 	}
 }
 
-// TestBatchIsolation: a Publish that fails (a delivery ID that exists) in
-// a group commit fails alone; the calls sharing its batch succeed.
-func TestBatchIsolation(t *testing.T) {
-	dbURL := freshSchema(t)
-	s := openAt(t, dbURL, Options{Writers: 1})
-	f := newFixture(t, s)
-	taken := f.events(1, t0)
-	f.publish(s, taken, store.Lease{})
-	const calls = 64
-	var wg sync.WaitGroup
-	errs := make([]error, calls)
-	evs := make([][]store.NewEvent, calls)
-	for i := range calls {
-		evs[i] = f.events(5, t0)
-		if i%16 == 7 {
-			evs[i][2].Deliveries[0].ID = taken[0].Deliveries[0].ID
-		}
-	}
-	for i := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = s.Publish(f.ctx, evs[i], store.PublishOptions{})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		bad := i%16 == 7
-		if bad != (err != nil) {
-			t.Fatalf("call %d: err %v, want failure %v", i, err, bad)
-		}
-		for _, ev := range evs[i] {
-			_, gerr := s.GetDelivery(f.ctx, ev.Deliveries[0].ID)
-			if bad && ev.Deliveries[0].ID != taken[0].Deliveries[0].ID && !errors.Is(gerr, store.ErrNotFound) {
-				t.Fatalf("failed call %d wrote delivery %s", i, ev.Deliveries[0].ID)
-			}
-			if !bad && gerr != nil {
-				t.Fatalf("call %d: delivery %s: %v", i, ev.Deliveries[0].ID, gerr)
-			}
-		}
-	}
-	st := s.Stats()
-	t.Logf("stats: %+v", st)
-	if st.Requests < calls {
-		t.Fatalf("stats %+v", st)
-	}
-}
-
-// TestRecordSameDeliveryTwiceInOneBatch: outcomes for one delivery in one
-// call apply in order, as if recorded one by one.
-func TestRecordSameDeliveryTwiceInOneBatch(t *testing.T) {
+// TestRecordCleansText: PostgreSQL text holds only valid UTF-8 without
+// NUL bytes, so an attempt's free-form diagnostics (error, outcome) are
+// stored with invalid sequences replaced by U+FFFD and NULs removed (the
+// SQLite store keeps them byte for byte).
+func TestRecordCleansText(t *testing.T) {
 	s := openAt(t, freshSchema(t), Options{})
 	f := newFixture(t, s)
 	evs := f.events(1, t0)
 	f.publish(s, evs, store.Lease{})
 	id := evs[0].Deliveries[0].ID
-	fail := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: t0, StatusCode: 500, Outcome: "http_500",
-		Error: "bad \xff byte and a NUL \x00"},
-		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0.Add(time.Minute)}
-	ok := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: t0.Add(time.Minute), StatusCode: 200},
-		Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, FirstFailure: t0, DeliveredAt: t0.Add(time.Minute)}
-	late := fail
-	late.Attempt.Number = 3
-	if err := s.Record(f.ctx, []store.Outcome{fail, ok, late, {Attempt: store.AttemptRecord{DeliveryID: "dlv_gone", Number: 1}, Status: store.StatusDelivered}}); err != nil {
+	o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: t0, StatusCode: 500,
+		Outcome: "http_500\xff", Error: "bad \xff byte and a NUL \x00"},
+		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0.Add(time.Minute),
+		LastOutcome: "http\x00_500"}
+	if err := s.Record(f.ctx, []store.Outcome{o}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := s.GetDelivery(f.ctx, id)
-	if err != nil || d.Status != store.StatusDelivered || d.Attempts != 2 {
-		t.Fatalf("delivery %+v, %v; want delivered after 2 attempts", d, err)
-	}
 	as, _, err := s.ListAttempts(f.ctx, id, store.Page{})
-	if err != nil || len(as) != 3 {
+	if err != nil || len(as) != 1 {
 		t.Fatalf("attempts %+v, %v", as, err)
 	}
-	if as[0].Error != "bad \uFFFD byte and a NUL " {
-		t.Fatalf("attempt error stored as %q", as[0].Error)
+	if as[0].Error != "bad \uFFFD byte and a NUL " || as[0].Outcome != "http_500\uFFFD" {
+		t.Fatalf("attempt error stored as %q, outcome %q", as[0].Error, as[0].Outcome)
+	}
+	if d, err := s.GetDelivery(f.ctx, id); err != nil || d.LastOutcome != "http_500" {
+		t.Fatalf("last outcome stored as %q (%v)", d.LastOutcome, err)
 	}
 }
 
@@ -608,37 +459,6 @@ func TestDueWithExpiredLeases(t *testing.T) {
 		t.Fatalf("claim = %v, %v; want the expired one only", claimIDs(got), err)
 	}
 	check(t0.Add(time.Hour))
-}
-
-// TestPublishSeqInputOrder: sequences follow input order within a call even
-// though rows are inserted in (id, source) order.
-func TestPublishSeqInputOrder(t *testing.T) {
-	s := openAt(t, freshSchema(t), Options{})
-	f := newFixture(t, s)
-	evs := f.events(200, t0)
-	for i := range evs {
-		evs[i].ID = fmt.Sprintf("z-%03d", 199-i) // reverse lexical order
-	}
-	evs[150].ID, evs[150].Source = evs[20].ID, evs[20].Source // a duplicate within the call
-	evs[150].Deliveries = nil
-	res := f.publish(s, evs, store.Lease{})
-	var last int64
-	for i, r := range res {
-		if i == 150 {
-			if !r.Duplicate || r.Seq != res[20].Seq {
-				t.Fatalf("duplicate within the call: %+v, want seq %d", r, res[20].Seq)
-			}
-			continue
-		}
-		if r.Duplicate || r.Seq <= last {
-			t.Fatalf("result %d = %+v after seq %d: want new, increasing sequences", i, r, last)
-		}
-		last = r.Seq
-		e, err := s.GetEvent(f.ctx, r.Seq)
-		if err != nil || e.ID != evs[i].ID {
-			t.Fatalf("event %d: %+v, %v", r.Seq, e, err)
-		}
-	}
 }
 
 // TestOppositeOrderPublishNoDeadlock: two nodes publish the same events at

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -164,13 +165,13 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 			return r, err
 		}
 		r.Delivery = d
-		r.event.PublishedAt = store.FromUnixMS(published)
+		r.event.PublishedAt = sqlrow.FromUnixMS(published)
 		return r, nil
 	}, q, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := store.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
+	out, next := sqlrow.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
 	return out, next, nil
 }
 
@@ -193,7 +194,7 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 		if err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody); err != nil {
 			return a, err
 		}
-		a.StartedAt = store.FromUnixMS(started)
+		a.StartedAt = sqlrow.FromUnixMS(started)
 		a.Duration = time.Duration(us) * time.Microsecond
 		return a, nil
 	}, listAttemptsSQL, deliveryID, after, size+1)
@@ -212,6 +213,6 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 			return nil, "", s.err(err)
 		}
 	}
-	out, next := store.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+	out, next := sqlrow.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	return out, next, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -96,7 +97,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 func insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
-	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, store.UnixMS(sub.UpdatedAt)); err != nil {
+	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
 	}
 	return nil
@@ -107,7 +108,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 	if err := s.checkOpen(); err != nil {
 		return store.Subscription{}, err
 	}
-	sub, err := queryRow(ctx, s, store.ScanSubscription, getSubscriptionSQL, id)
+	sub, err := queryRow(ctx, s, sqlrow.ScanSubscription, getSubscriptionSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
@@ -118,11 +119,11 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 // last ID of the previous page.
 func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error) {
 	size := p.Size()
-	out, err := queryAll(ctx, s, store.ScanSubscription, listSubscriptionsSQL, p.Cursor, size+1)
+	out, err := queryAll(ctx, s, sqlrow.ScanSubscription, listSubscriptionsSQL, p.Cursor, size+1)
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := store.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
+	out, next := sqlrow.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
 	return out, next, nil
 }
 
@@ -150,7 +151,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 			return err
 		}
 		out.Changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Subscription, error) {
-			return store.ScanSubscription(r)
+			return sqlrow.ScanSubscription(r)
 		})
 		if err != nil || out.Full {
 			return err
@@ -233,7 +234,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 		}
-		if _, err := tx.Exec(ctx, tombstoneSQL, id, v, store.UnixMS(now)); err != nil {
+		if _, err := tx.Exec(ctx, tombstoneSQL, id, v, sqlrow.UnixMS(now)); err != nil {
 			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
 		}
 		if _, err := tx.Exec(ctx, dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
@@ -246,6 +247,6 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 // subscriptionArgs returns s's columns in subscriptionCols order after the
 // ID, followed by the ID.
 func subscriptionArgs(s *store.Subscription) ([]any, error) {
-	v, err := store.SubscriptionValues(s)
+	v, err := sqlrow.SubscriptionValues(s)
 	return append(v, s.ID), err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // Group commit. Publish and Record calls become requests on a bounded queue.
@@ -330,7 +331,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 			continue
 		}
 		have = true
-		until := store.LeaseUntilMS(r.opts.Lease)
+		until := sqlrow.LeaseUntilMS(r.opts.Lease)
 		for i := range r.events {
 			ev := &r.events[i]
 			k := evKey{ev.ID, ev.Source}
@@ -343,7 +344,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 				payload = []byte{}
 			}
 			eID, eSrc, eType, eSubj = append(eID, ev.ID), append(eSrc, ev.Source), append(eType, ev.Type), append(eSubj, ev.Subject)
-			eAt, ePayload = append(eAt, store.UnixMS(ev.PublishedAt)), append(ePayload, payload)
+			eAt, ePayload = append(eAt, sqlrow.UnixMS(ev.PublishedAt)), append(ePayload, payload)
 			for _, d := range ev.Deliveries {
 				owner, lu := "", int64(0)
 				if d.Claimed {
@@ -490,9 +491,9 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 		a := &o.Attempt
 		id[i], status[i] = a.DeliveryID, string(o.Status)
 		attempts[i], roundAttempts[i] = int32(o.Attempts), int32(o.RoundAttempts)
-		firstFailure[i], next[i], started[i] = store.UnixMS(o.FirstFailure), store.UnixMS(o.NextAttemptAt), store.UnixMS(a.StartedAt)
+		firstFailure[i], next[i], started[i] = sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt), sqlrow.UnixMS(a.StartedAt)
 		lastCode[i], lastOutcome[i], reason[i] = int32(o.LastStatusCode), cleanText(o.LastOutcome), cleanText(o.DeadLetterReason)
-		delivered[i], owner[i] = store.UnixMS(o.DeliveredAt), o.LeaseOwner
+		delivered[i], owner[i] = sqlrow.UnixMS(o.DeliveredAt), o.LeaseOwner
 		number[i], durUS[i], code[i] = int32(a.Number), a.Duration.Microseconds(), int32(a.StatusCode)
 		outcome[i], errText[i], body[i] = cleanText(a.Outcome), cleanText(a.Error), a.ResponseBody
 	}

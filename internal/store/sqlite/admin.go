@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -53,7 +54,7 @@ WHERE event_seq = ? AND status NOT IN ('delivered', 'dead_lettered', 'dropped') 
 // Last* fields are kept (so a delivery attempted before is due in the retry
 // lane). ErrSubscriptionDeleted when its subscription is gone.
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
-	at := store.UnixMS(now)
+	at := sqlrow.UnixMS(now)
 	var d store.Delivery
 	err := s.write(ctx, func(w *writer) error {
 		var status string
@@ -92,7 +93,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 // the subscription does not exist. Endpoints are returned once each, in the
 // order first met. Redriving all of a subscription is one write.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
-	at := store.UnixMS(now)
+	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.write(ctx, func(w *writer) error {
 		res = store.RedriveResult{}
@@ -159,7 +160,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 	if err := s.pruneTombstones(ctx, before); err != nil {
 		return 0, err
 	}
-	rows, err := s.readQuery(ctx, cleanupSQL, store.UnixMS(before), limit)
+	rows, err := s.readQuery(ctx, cleanupSQL, sqlrow.UnixMS(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("cleanup: %w", err)
 	}
@@ -209,7 +210,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 // `before`, remembering the newest version deleted in catalog_pruned.
 func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
 	var upto int64
-	if err := s.readRow(ctx, oldTombstonesSQL, store.UnixMS(before)).Scan(&upto); err != nil {
+	if err := s.readRow(ctx, oldTombstonesSQL, sqlrow.UnixMS(before)).Scan(&upto); err != nil {
 		return fmt.Errorf("cleanup: %w", s.readErr(err))
 	}
 	if upto == 0 {
@@ -219,7 +220,7 @@ func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
 		if _, err := w.exec(pruneCatalogSQL, upto); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
-		if _, err := w.exec(pruneTombstoneSQL, store.UnixMS(before), upto); err != nil {
+		if _, err := w.exec(pruneTombstoneSQL, sqlrow.UnixMS(before), upto); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
 		return nil

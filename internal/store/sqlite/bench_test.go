@@ -4,105 +4,29 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/storetest"
 )
 
-// benchEvents returns n events of one delivery each, with a 1 KiB payload.
-func benchEvents(prefix string, n int, sub store.Subscription, now time.Time) []store.NewEvent {
-	payload := make([]byte, 1024)
-	for i := range payload {
-		payload[i] = 'x'
-	}
-	evs := make([]store.NewEvent, n)
-	for i := range evs {
-		evs[i] = store.NewEvent{
-			ID: fmt.Sprintf("%s-%d", prefix, i), Source: "bench", Type: "bench.event",
-			Payload: payload, PublishedAt: now,
-			Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID}},
-		}
-	}
-	return evs
-}
-
-func benchStore(b *testing.B) (*Store, store.Subscription) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	now := time.Now()
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: "bench", URL: "http://127.0.0.1:1/hook",
-		EndpointID: store.EndpointID("http://127.0.0.1:1/hook"), CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateSubscription(ctx, sub); err != nil {
-		b.Fatal(err)
-	}
-	return s, sub
-}
-
-// BenchmarkPublish100 publishes 100 events with one delivery each per
-// operation, from one goroutine (one commit per call) and from many (calls
-// share commits), and reports durable deliveries per second.
-func BenchmarkPublish100(b *testing.B) {
-	b.Run("serial", func(b *testing.B) {
-		s, sub := benchStore(b)
-		ctx := context.Background()
-		var seq int
-		b.ResetTimer()
-		start := time.Now()
-		for b.Loop() {
-			seq++
-			evs := benchEvents(fmt.Sprintf("s%d", seq), 100, sub, time.Now())
-			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
-				b.Fatal(err)
+// BenchmarkStore runs the benchmarks every store shares (storetest.Bench).
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, storetest.BenchStore{
+		Open: func(tb testing.TB) store.Store {
+			s, err := Open(context.Background(), filepath.Join(tb.TempDir(), "bench.db"), Options{})
+			if err != nil {
+				tb.Fatal(err)
 			}
-		}
-		b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "deliveries/s")
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+		Commits: func(s store.Store) (calls, commits int64) {
+			st := s.(*Store).Stats()
+			return st.Requests, st.Commits
+		},
 	})
-	b.Run("parallel", func(b *testing.B) {
-		s, sub := benchStore(b)
-		ctx := context.Background()
-		var seq atomic.Int64
-		b.SetParallelism(8)
-		b.ResetTimer()
-		start := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				evs := benchEvents(fmt.Sprintf("p%d", seq.Add(1)), 100, sub, time.Now())
-				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "deliveries/s")
-	})
-}
-
-// BenchmarkPublish1 publishes one event with one delivery per operation from
-// many goroutines: group commit makes them share transactions.
-func BenchmarkPublish1(b *testing.B) {
-	s, sub := benchStore(b)
-	ctx := context.Background()
-	var seq atomic.Int64
-	b.SetParallelism(64)
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			evs := benchEvents(fmt.Sprintf("o%d", seq.Add(1)), 1, sub, time.Now())
-			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
 }
 
 // BenchmarkBacklog1M measures the due loader's queries with 1,000,000
@@ -191,7 +115,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 		start := time.Now()
 		for b.Loop() {
 			seq++
-			if _, err := s.Publish(ctx, benchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
+			if _, err := s.Publish(ctx, storetest.BenchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // The two lanes of the due loader. Each condition repeats the WHERE clause of
@@ -95,8 +96,8 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 		}
 		return nil, nil
 	}
-	until := store.LeaseUntilMS(lease)
-	at := store.UnixMS(now)
+	until := sqlrow.LeaseUntilMS(lease)
+	at := sqlrow.UnixMS(now)
 	var out []store.Claimed
 	err := s.write(ctx, func(w *writer) error {
 		out = out[:0]
@@ -171,7 +172,7 @@ func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease st
 		}
 		return nil, nil
 	}
-	until := store.LeaseUntilMS(lease)
+	until := sqlrow.LeaseUntilMS(lease)
 	var kept []string
 	err := s.write(ctx, func(w *writer) error {
 		kept = kept[:0]
@@ -206,7 +207,7 @@ func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool
 	if !at.Valid {
 		return time.Time{}, false, nil
 	}
-	return store.FromUnixMS(at.Int64), true, nil
+	return sqlrow.FromUnixMS(at.Int64), true, nil
 }
 
 // DueEndpoints implements store.DeliveryStore, in endpoint ID order. It
@@ -225,7 +226,7 @@ func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 		if err := rows.Scan(&e.EndpointID, &at); err != nil {
 			return nil, s.readErr(err)
 		}
-		e.NextDue = store.FromUnixMS(at)
+		e.NextDue = sqlrow.FromUnixMS(at)
 		out = append(out, e)
 	}
 	return out, s.readErr(rows.Err())

@@ -2,10 +2,11 @@ package sqlite
 
 import (
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // scanner is *sql.Row or *sql.Rows.
-type scanner = store.RowScanner
+type scanner = sqlrow.RowScanner
 
 // deliveryCols selects a store.Delivery from deliveries d joined with events e;
 // scanDelivery reads them in this order.
@@ -20,12 +21,12 @@ func deliveryDest(d *store.Delivery, times *[6]int64) []any {
 }
 
 func deliveryTimes(d *store.Delivery, times *[6]int64) {
-	d.RoundStart = store.FromUnixMS(times[0])
-	d.FirstFailure = store.FromUnixMS(times[1])
-	d.NextAttemptAt = store.FromUnixMS(times[2])
-	d.LastAttemptAt = store.FromUnixMS(times[3])
-	d.CreatedAt = store.FromUnixMS(times[4])
-	d.DeliveredAt = store.FromUnixMS(times[5])
+	d.RoundStart = sqlrow.FromUnixMS(times[0])
+	d.FirstFailure = sqlrow.FromUnixMS(times[1])
+	d.NextAttemptAt = sqlrow.FromUnixMS(times[2])
+	d.LastAttemptAt = sqlrow.FromUnixMS(times[3])
+	d.CreatedAt = sqlrow.FromUnixMS(times[4])
+	d.DeliveredAt = sqlrow.FromUnixMS(times[5])
 }
 
 // scanDelivery reads deliveryCols followed by extra destinations.
@@ -48,6 +49,6 @@ func scanEvent(s scanner) (store.StoredEvent, error) {
 	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
 		return store.StoredEvent{}, err
 	}
-	e.PublishedAt = store.FromUnixMS(at)
+	e.PublishedAt = sqlrow.FromUnixMS(at)
 	return e, nil
 }

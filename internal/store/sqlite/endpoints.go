@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -39,7 +40,7 @@ WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 
 // GetEndpoint implements store.EndpointStore.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	e, err := store.ScanEndpoint(s.readRow(ctx, getEndpointSQL, id))
+	e, err := sqlrow.ScanEndpoint(s.readRow(ctx, getEndpointSQL, id))
 	if isNoRows(err) {
 		return store.Endpoint{}, store.ErrNotFound
 	}
@@ -56,7 +57,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	defer rows.Close()
 	var out []store.Endpoint
 	for rows.Next() {
-		e, err := store.ScanEndpoint(rows)
+		e, err := sqlrow.ScanEndpoint(rows)
 		if err != nil {
 			return nil, "", err
 		}
@@ -65,7 +66,7 @@ func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoi
 	if err := rows.Err(); err != nil {
 		return nil, "", s.readErr(err)
 	}
-	out, next := store.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
+	out, next := sqlrow.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
 	return out, next, nil
 }
 
@@ -78,7 +79,7 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	defer rows.Close()
 	var out []store.Endpoint
 	for rows.Next() {
-		e, err := store.ScanEndpoint(rows)
+		e, err := sqlrow.ScanEndpoint(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +106,7 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpo
 		}
 		defer rows.Close()
 		for rows.Next() {
-			e, err := store.ScanEndpoint(rows)
+			e, err := sqlrow.ScanEndpoint(rows)
 			if err != nil {
 				return err
 			}
@@ -141,7 +142,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		var eps []*store.Endpoint
 		var found []string // the IDs as read, whatever fn does to eps
 		for _, id := range ids {
-			e, err := store.ScanEndpoint(w.row(getEndpointSQL, id))
+			e, err := sqlrow.ScanEndpoint(w.row(getEndpointSQL, id))
 			if isNoRows(err) {
 				continue
 			}
@@ -166,7 +167,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 			if err != nil {
 				return err
 			}
-			written, err := store.ScanEndpoint(w.row(saveHealthSQL, args...))
+			written, err := sqlrow.ScanEndpoint(w.row(saveHealthSQL, args...))
 			if err != nil {
 				return fmt.Errorf("save endpoint %s health: %w", found[i], err)
 			}
@@ -187,7 +188,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	var took bool
 	err := s.write(ctx, func(w *writer) error {
-		n, err := w.execN(takeProbeSQL, store.UnixMS(hold), endpointID, store.UnixMS(now))
+		n, err := w.execN(takeProbeSQL, sqlrow.UnixMS(hold), endpointID, sqlrow.UnixMS(now))
 		if err != nil {
 			return fmt.Errorf("take probe of %s: %w", endpointID, err)
 		}
@@ -203,7 +204,7 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 // healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
 // the endpoint id, written at endpoints version v.
 func healthArgs(id string, e *store.Endpoint, v int64) ([]any, error) {
-	r, err := store.NewHealthRow(id, e)
+	r, err := sqlrow.NewHealthRow(id, e)
 	if err != nil {
 		return nil, err
 	}

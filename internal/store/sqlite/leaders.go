@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // tryLeadSQL takes the role when nobody holds it, when its term ended
@@ -21,7 +21,7 @@ WHERE leaders.until < ?4 OR leaders.owner = excluded.owner`
 func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	var won bool
 	err := s.write(ctx, func(w *writer) error {
-		n, err := w.execN(tryLeadSQL, name, owner, store.UnixMS(until), store.UnixMS(now))
+		n, err := w.execN(tryLeadSQL, name, owner, sqlrow.UnixMS(until), sqlrow.UnixMS(now))
 		if err != nil {
 			return fmt.Errorf("try lead %s: %w", name, err)
 		}

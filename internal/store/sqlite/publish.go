@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -41,7 +42,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 		return []store.PublishResult{}, nil
 	}
 	lease := opts.Lease
-	until := store.LeaseUntilMS(lease)
+	until := sqlrow.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
 	err := s.write(ctx, func(w *writer) error {
 		if err := w.checkCatalog(events, opts); err != nil {
@@ -53,7 +54,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 			if payload == nil {
 				payload = []byte{}
 			}
-			at := store.UnixMS(ev.PublishedAt)
+			at := sqlrow.UnixMS(ev.PublishedAt)
 			res, err := w.exec(insertEventSQL, ev.ID, ev.Source, ev.Type, ev.Subject, at, payload)
 			if err != nil {
 				return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)

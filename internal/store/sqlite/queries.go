@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -137,13 +138,13 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 			return nil, "", s.readErr(err)
 		}
 		r.Delivery = d
-		r.event.PublishedAt = store.FromUnixMS(published)
+		r.event.PublishedAt = sqlrow.FromUnixMS(published)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", s.readErr(err)
 	}
-	out, next := store.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
+	out, next := sqlrow.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
 	return out, next, nil
 }
 
@@ -172,7 +173,7 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 		if err := rows.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody); err != nil {
 			return nil, "", s.readErr(err)
 		}
-		a.StartedAt = store.FromUnixMS(started)
+		a.StartedAt = sqlrow.FromUnixMS(started)
 		a.Duration = time.Duration(us) * time.Microsecond
 		out = append(out, a)
 	}
@@ -188,6 +189,6 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 			return nil, "", s.readErr(err)
 		}
 	}
-	out, next := store.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+	out, next := sqlrow.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	return out, next, nil
 }

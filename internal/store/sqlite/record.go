@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -54,9 +55,9 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		for _, o := range outcomes {
 			a := &o.Attempt
 			n, err := w.execN(recordStateSQL,
-				string(o.Status), o.Attempts, o.RoundAttempts, store.UnixMS(o.FirstFailure), store.UnixMS(o.NextAttemptAt),
-				store.UnixMS(a.StartedAt), o.LastStatusCode, o.LastOutcome, o.DeadLetterReason,
-				store.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner)
+				string(o.Status), o.Attempts, o.RoundAttempts, sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt),
+				sqlrow.UnixMS(a.StartedAt), o.LastStatusCode, o.LastOutcome, o.DeadLetterReason,
+				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner)
 			if err != nil {
 				return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 			}
@@ -73,7 +74,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			if a.Number == 0 {
 				continue // no attempt was made (expired while held): nothing to log
 			}
-			if _, err := w.exec(insertAttemptSQL, a.DeliveryID, a.Number, store.UnixMS(a.StartedAt), a.Duration.Microseconds(),
+			if _, err := w.exec(insertAttemptSQL, a.DeliveryID, a.Number, sqlrow.UnixMS(a.StartedAt), a.Duration.Microseconds(),
 				a.StatusCode, a.Outcome, a.Error, a.ResponseBody); err != nil {
 				return fmt.Errorf("record attempt %d of %s: %w", a.Number, a.DeliveryID, err)
 			}

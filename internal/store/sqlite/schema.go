@@ -7,17 +7,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/migrate"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // migration is one embedded schema step.
-type migration = store.Migration
+type migration = migrate.Migration
 
 func loadMigrations() ([]migration, error) {
-	return store.LoadMigrations(migrationFiles, "migrations")
+	return migrate.LoadMigrations(migrationFiles, "migrations")
 }
 
 // SchemaVersion is the schema version this build writes: the number of its
@@ -30,10 +30,10 @@ func SchemaVersion() int {
 	return len(ms)
 }
 
-// migrate brings the database on conn up to the newest embedded schema. The
+// runMigrations brings the database on conn up to the newest embedded schema. The
 // schema_version table has one row per applied migration. A database whose
 // version is newer than this build knows is refused rather than used.
-func migrate(ctx context.Context, conn *sql.Conn) (from, to int, err error) {
+func runMigrations(ctx context.Context, conn *sql.Conn) (from, to int, err error) {
 	ms, err := loadMigrations()
 	if err != nil {
 		return 0, 0, err

@@ -241,47 +241,6 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestBatchIsolation checks the writer's savepoints: in one batch, a request
-// that fails is rolled back alone and the others commit.
-func TestBatchIsolation(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
-	ctx := context.Background()
-	release := holdWriter(t, s)
-	boom := errors.New("boom")
-	results := make(chan error, 3)
-	queued := func(i int, fail bool) {
-		results <- s.write(ctx, func(w *writer) error {
-			if _, err := w.exec(`INSERT INTO endpoints (id, url, created_at) VALUES (?, 'u', 0)`, "ep_"+string(rune('a'+i))); err != nil {
-				return err
-			}
-			if fail {
-				return boom
-			}
-			return nil
-		})
-	}
-	go queued(0, false)
-	go queued(1, true)
-	go queued(2, false)
-	waitQueued(t, s, 3)
-	release()
-	var failed int
-	for i := 0; i < 3; i++ {
-		if err := <-results; errors.Is(err, boom) {
-			failed++
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if failed != 1 {
-		t.Fatalf("%d requests failed, want 1", failed)
-	}
-	var n int
-	if err := s.readRow(ctx, `SELECT COUNT(*) FROM endpoints`).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("endpoints = %d, %v; want 2 (the failed request rolled back alone)", n, err)
-	}
-}
-
 // TestBatchAbortRetriesOthers checks the path where one request's failure
 // ends the whole transaction (as SQLite does on a full disk or an I/O
 // error): that request fails, and the others run again and commit.

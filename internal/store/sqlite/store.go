@@ -186,7 +186,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if !strings.EqualFold(mode, "wal") {
 		return nil, fmt.Errorf("sqlite store %s: journal mode is %q, not WAL (is the file system local?)", path, mode)
 	}
-	from, to, err := migrate(ctx, conn)
+	from, to, err := runMigrations(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 const (
@@ -48,7 +49,7 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued')`
 // EndpointID is filled in as store.EndpointID(URL). The subscription's
 // Timeout is kept to the millisecond. ErrConflict when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := store.SubscriptionValues(&sub)
+	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 func insertEndpoint(w *writer, sub *store.Subscription) error {
-	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, store.UnixMS(sub.UpdatedAt)); err != nil {
+	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
 	}
 	return nil
@@ -87,7 +88,7 @@ func insertEndpoint(w *writer, sub *store.Subscription) error {
 
 // GetSubscription implements store.SubscriptionStore.
 func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscription, error) {
-	sub, err := store.ScanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
+	sub, err := sqlrow.ScanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
 	if isNoRows(err) {
 		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
@@ -105,7 +106,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	defer rows.Close()
 	out := []store.Subscription{}
 	for rows.Next() {
-		sub, err := store.ScanSubscription(rows)
+		sub, err := sqlrow.ScanSubscription(rows)
 		if err != nil {
 			return nil, "", s.readErr(err)
 		}
@@ -114,7 +115,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Su
 	if err := rows.Err(); err != nil {
 		return nil, "", s.readErr(err)
 	}
-	out, next := store.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
+	out, next := sqlrow.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
 	return out, next, nil
 }
 
@@ -143,7 +144,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		}
 		defer rows.Close()
 		for rows.Next() {
-			sub, err := store.ScanSubscription(rows)
+			sub, err := sqlrow.ScanSubscription(rows)
 			if err != nil {
 				return err
 			}
@@ -202,7 +203,7 @@ func (w *writer) currentCatalog() (int64, error) {
 // CreatedAt included, takes sub's value. Deliveries already made keep the
 // endpoint they were made for.
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := store.SubscriptionValues(&sub)
+	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if n == 0 {
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 		}
-		if _, err := w.exec(tombstoneSQL, id, v, store.UnixMS(now)); err != nil {
+		if _, err := w.exec(tombstoneSQL, id, v, sqlrow.UnixMS(now)); err != nil {
 			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
 		}
 		if _, err := w.exec(dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {

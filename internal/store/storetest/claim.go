@@ -20,6 +20,7 @@ var claimTests = []test{
 	{"ExtendLeases", testExtendLeases},
 	{"ExtendLeasesMovesLease", testExtendLeasesMoves},
 	{"CountPendingByLane", testCountPending},
+	{"ConcurrentClaimsDisjoint", testConcurrentClaimsDisjoint},
 }
 
 // retrying makes a delivery to sub, published at `published`, whose first

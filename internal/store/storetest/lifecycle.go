@@ -13,6 +13,7 @@ import (
 var lifecycleTests = []test{
 	{"ConcurrentPublish", testConcurrentPublish},
 	{"ConcurrentMixedWrites", testConcurrentMixed},
+	{"FailedPublishFailsAlone", testFailedPublishFailsAlone},
 	{"Ping", testPing},
 	{"Closed", testClosed},
 }
@@ -147,6 +148,84 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 	if err != nil || len(all.Changed) != 3 {
 		t.Fatalf("subscriptions: %d, %v; want 3 (a, taken-0, taken-1)", len(all.Changed), err)
 	}
+}
+
+// testFailedPublishFailsAlone: of many Publish calls made at once (which
+// the store groups into shared commits), those that fail (one of their
+// deliveries has an ID already stored) fail alone: they write nothing, and
+// every other call commits all it publishes.
+func testFailedPublishFailsAlone(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	taken := b.event(b.now, a)
+	b.publish(taken)
+	takenID := taken.Deliveries[0].ID
+	const rounds, calls, perCall = 3, 48, 5
+	bad := func(i int) bool { return i%12 == 5 }
+	good := 1
+	for round := range rounds {
+		evs := make([][]store.NewEvent, calls)
+		for i := range evs {
+			for range perCall {
+				evs[i] = append(evs[i], b.event(b.now, a))
+			}
+			if bad(i) {
+				evs[i][2].Deliveries[0].ID = takenID
+			}
+		}
+		results := make([][]store.PublishResult, calls)
+		errs := make([]error, calls)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range evs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i], errs[i] = b.s.Publish(b.ctx, evs[i], store.PublishOptions{Lease: b.lease})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i := range evs {
+			if !bad(i) {
+				if errs[i] != nil {
+					t.Fatalf("round %d: call %d failed with the bad ones: %v", round, i, errs[i])
+				}
+				for j, ev := range evs[i] {
+					if r := results[i][j]; r.Duplicate {
+						t.Fatalf("round %d: call %d event %d: %+v, want stored", round, i, j, r)
+					}
+					equal(t, "delivery", b.get(ev.Deliveries[0].ID), pendingDelivery(ev, 0, results[i][j].Seq))
+				}
+				good += perCall
+				continue
+			}
+			if errs[i] == nil {
+				t.Fatalf("round %d: call %d published a delivery ID already stored without error", round, i)
+			}
+			for j, ev := range evs[i] {
+				if j == 2 {
+					continue
+				}
+				if _, err := b.s.GetDelivery(b.ctx, ev.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("round %d: failed call %d wrote delivery %s (err %v)", round, i, ev.Deliveries[0].ID, err)
+				}
+			}
+			// Its events were not stored either: published again (with a
+			// new delivery ID for the bad one), none is a duplicate.
+			evs[i][2].Deliveries[0].ID = b.id("dlv_")
+			for j, r := range b.publish(evs[i]...) {
+				if r.Duplicate {
+					t.Fatalf("round %d: failed call %d stored event %d", round, i, j)
+				}
+			}
+			good += perCall
+		}
+	}
+	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh != int64(good) || retry != 0 {
+		t.Fatalf("CountPending = %d, %d, %v; want %d, 0", fresh, retry, err, good)
+	}
+	equal(t, "the taken delivery", b.get(takenID).EventID, taken.ID)
 }
 
 func testPing(t *testing.T, b *bundle) {

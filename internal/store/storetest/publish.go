@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ var publishTests = []test{
 	{"DuplicateWithinCall", testPublishDuplicateWithinCall},
 	{"SameIDOtherSourceIsNew", testPublishSameIDOtherSource},
 	{"ClaimedAreLeased", testPublishClaimed},
+	{"SequencesInInputOrder", testPublishSeqInputOrder},
 	{"Empty", testPublishEmpty},
 	{"CanceledBeforeQueueing", testPublishCanceled},
 }
@@ -172,5 +174,36 @@ func testPublishCanceled(t *testing.T, b *bundle) {
 	}
 	if res := b.publish(ev); res[0].Duplicate {
 		t.Fatal("canceled publish stored its event")
+	}
+}
+
+// testPublishSeqInputOrder: sequences increase in input order within a
+// call, whatever the order of the events' keys; a duplicate within the call
+// reports the first occurrence's sequence.
+func testPublishSeqInputOrder(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	evs := make([]store.NewEvent, 200)
+	for i := range evs {
+		evs[i] = b.event(b.now, a)
+		evs[i].ID = fmt.Sprintf("z-%03d", len(evs)-1-i) // reverse lexical order
+	}
+	evs[150].ID, evs[150].Source = evs[20].ID, evs[20].Source
+	evs[150].Deliveries = nil
+	res := b.publish(evs...)
+	var last int64
+	for i, r := range res {
+		if i == 150 {
+			equal(t, "duplicate within the call", r, store.PublishResult{Seq: res[20].Seq, Duplicate: true})
+			continue
+		}
+		if r.Duplicate || r.Seq <= last {
+			t.Fatalf("result %d = %+v after seq %d: want new, increasing sequences", i, r, last)
+		}
+		last = r.Seq
+		e, err := b.s.GetEvent(b.ctx, r.Seq)
+		if err != nil || e.ID != evs[i].ID {
+			t.Fatalf("event %d: %+v, %v; want %s", r.Seq, e, err, evs[i].ID)
+		}
+		equal(t, "delivery", b.get(evs[i].Deliveries[0].ID), pendingDelivery(evs[i], 0, r.Seq))
 	}
 }

@@ -17,6 +17,8 @@ var recordTests = []test{
 	{"ManyOutcomesOneCall", testRecordMany},
 	{"StaleLeaseOwnerOnlyLogs", testRecordStaleOwner},
 	{"LeaseOwnerAfterRelease", testRecordOwnerReleased},
+	{"SameDeliveryTwiceInOneCall", testRecordSameDeliveryTwice},
+	{"InvalidOutcomeWritesNothing", testRecordInvalid},
 }
 
 // claimOne publishes a delivery to sub at `at` and claims it.
@@ -266,4 +268,87 @@ func testRecordOwnerReleased(t *testing.T, b *bundle) {
 	equal(t, "released delivery after Record", b.get(id), before)
 	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
 	equal(t, "still due", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{id})
+}
+
+// testRecordSameDeliveryTwice: outcomes for one delivery in one call are
+// applied in order, as if recorded one call each: a later outcome sees the
+// state (and the cleared lease) an earlier one left. An outcome for a
+// delivery that does not exist is skipped.
+func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, seq := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	other, _ := b.claimOne(a, b.now)
+	oid := other.Deliveries[0].ID
+	guarded, _ := b.claimOne(a, b.now)
+	gid := guarded.Deliveries[0].ID
+
+	fail := failed(id, 1, b.now, b.at(time.Second), b.at(time.Minute))
+	ok := succeeded(id, 2, b.at(time.Minute))
+	ok.FirstFailure = b.at(time.Second)
+	late := failed(id, 3, b.at(2*time.Minute), b.at(time.Second), b.at(3*time.Minute)) // delivered by then: only logged
+	// The owner's first outcome clears its lease, so its second one, guarded
+	// by that lease, no longer applies.
+	gFail := failed(gid, 1, b.now, b.at(time.Second), b.at(time.Minute))
+	gFail.LeaseOwner = b.lease.Owner
+	gOK := succeeded(gid, 2, b.at(time.Minute))
+	gOK.LeaseOwner = b.lease.Owner
+	b.record(fail, gFail, succeeded(oid, 1, b.now), ok, succeeded("dlv_gone", 1, b.now), gOK, late)
+
+	want := pendingDelivery(ev, 0, seq)
+	want.Status = store.StatusDelivered
+	want.Attempts, want.RoundAttempts = 2, 2
+	want.FirstFailure = b.at(time.Second)
+	want.LastAttemptAt = b.at(time.Minute)
+	want.LastStatusCode, want.LastOutcome = 200, "http_200"
+	want.DeliveredAt = ok.DeliveredAt
+	got := b.get(id)
+	want.NextAttemptAt = got.NextAttemptAt // not meaningful once finished
+	equal(t, "delivery", got, want)
+	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{fail.Attempt, ok.Attempt, late.Attempt})
+
+	if d := b.get(oid); d.Status != store.StatusDelivered {
+		t.Fatalf("the other delivery: %+v", d)
+	}
+	if d := b.get(gid); d.Status != store.StatusPending || d.Attempts != 1 || !d.NextAttemptAt.Equal(b.at(time.Minute)) {
+		t.Fatalf("guarded delivery %+v; want its first outcome only (the second's lease was gone)", d)
+	}
+	equal(t, "guarded attempt log", attempts(t, b, gid), []store.AttemptRecord{gFail.Attempt, gOK.Attempt})
+	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_gone", store.Page{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ListAttempts(dlv_gone) = %v, want ErrNotFound", err)
+	}
+}
+
+// testRecordInvalid: a call with an outcome that has no delivery ID or an
+// invalid status fails, and writes nothing, not even its valid outcomes.
+func testRecordInvalid(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	ev, _ := b.claimOne(a, b.now)
+	id := ev.Deliveries[0].ID
+	before := b.get(id)
+	valid := succeeded(id, 1, b.now)
+	noID := succeeded("", 1, b.now)
+	bogus := succeeded(id, 2, b.now)
+	bogus.Status = "bogus"
+	empty := failed(id, 2, b.now, b.now, b.at(time.Minute))
+	empty.Status = ""
+	for name, bad := range map[string]store.Outcome{"no delivery ID": noID, "invalid status": bogus, "empty status": empty} {
+		for _, outs := range [][]store.Outcome{{valid, bad}, {bad, valid}, {bad}} {
+			if err := b.s.Record(b.ctx, outs); err == nil {
+				t.Fatalf("Record with an outcome with %s (%d outcomes) succeeded", name, len(outs))
+			}
+			equal(t, "delivery after a refused Record", b.get(id), before)
+			if as := attempts(t, b, id); len(as) != 0 {
+				t.Fatalf("a refused Record (%s) logged %+v", name, as)
+			}
+		}
+	}
+	// Still leased, and a valid call applies.
+	if got := b.claim(a.EndpointID, b.at(time.Hour), 10); len(got) != 0 {
+		t.Fatalf("a refused Record released the lease: claimed %v", claimedIDs(got))
+	}
+	b.record(valid)
+	if d := b.get(id); d.Status != store.StatusDelivered {
+		t.Fatalf("after a valid Record: %+v", d)
+	}
 }

@@ -13,6 +13,9 @@
 // microsecond precision), and leases are always given an Until far beyond
 // every time the suite passes as now, so a backend whose leases expire by time
 // behaves like one whose leases do not.
+//
+// Bench is the matching set of benchmarks, run from each implementation's
+// bench_test.go.
 package storetest
 
 import (

@@ -1,4 +1,6 @@
-package store
+// Package migrate loads the schema migrations of an SQL store
+// (store/sqlite, store/postgres) from its embedded files.
+package migrate
 
 import (
 	"fmt"

@@ -1,11 +1,14 @@
-package store
+// Package sqlrow is how both SQL stores (store/sqlite and store/postgres)
+// keep values in columns and rows: times as Unix milliseconds, leases,
+// pages, and the subscription and endpoint row codecs.
+package sqlrow
 
 import (
 	"math"
 	"time"
-)
 
-// Helpers the SQL stores share for how they keep values in columns.
+	"github.com/herald-events/herald/internal/store"
+)
 
 // UnixMS stores t as Unix milliseconds; the zero time is 0. Precision below
 // a millisecond is dropped, and the instant 1970-01-01T00:00:00Z itself
@@ -28,7 +31,7 @@ func FromUnixMS(v int64) time.Time {
 // LeaseUntilMS is the lease_until column value for l. A lease must be
 // non-zero to count as held, so a zero (or pre-1970) Until is stored as
 // "held until released": such a lease never expires.
-func LeaseUntilMS(l Lease) int64 {
+func LeaseUntilMS(l store.Lease) int64 {
 	v := UnixMS(l.Until)
 	if v <= 0 {
 		return math.MaxInt64

@@ -1,4 +1,4 @@
-package store
+package sqlrow
 
 import (
 	"encoding/json"
@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/store"
 )
 
-// Row codecs the SQL stores share: both keep subscriptions and endpoints in
+// Row codecs: both SQL stores keep subscriptions and endpoints in
 // the same columns, in the same order (times as Unix milliseconds, lists and
 // maps as JSON text).
 
@@ -20,19 +21,19 @@ type RowScanner interface {
 // ScanSubscription reads the columns id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
 // timeout_ms, headers, dead_letter, state, created_at, updated_at, version.
-func ScanSubscription(sc RowScanner) (Subscription, error) {
-	var s Subscription
+func ScanSubscription(sc RowScanner) (store.Subscription, error) {
+	var s store.Subscription
 	var types, headers string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
 		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated, &s.Version); err != nil {
-		return Subscription{}, err
+		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
-		return Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
+		return store.Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
-		return Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
+		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
 	}
 	s.Timeout = time.Duration(timeout) * time.Millisecond
 	s.CreatedAt, s.UpdatedAt = FromUnixMS(created), FromUnixMS(updated)
@@ -41,7 +42,7 @@ func ScanSubscription(sc RowScanner) (Subscription, error) {
 
 // SubscriptionValues returns s's columns in ScanSubscription's order without
 // the ID and the version (name … updated_at). An empty EndpointID is filled in from the URL.
-func SubscriptionValues(s *Subscription) ([]any, error) {
+func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func SubscriptionValues(s *Subscription) ([]any, error) {
 		return nil, err
 	}
 	if s.EndpointID == "" {
-		s.EndpointID = EndpointID(s.URL)
+		s.EndpointID = store.EndpointID(s.URL)
 	}
 	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
@@ -62,17 +63,17 @@ func SubscriptionValues(s *Subscription) ([]any, error) {
 // health_window, first_attempt_at, last_success_at, last_failure_at,
 // disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
 // updated_at, version.
-func ScanEndpoint(sc RowScanner) (Endpoint, error) {
-	var e Endpoint
+func ScanEndpoint(sc RowScanner) (store.Endpoint, error) {
+	var e store.Endpoint
 	h := &e.Health
 	var state, window string
 	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
 	if err := sc.Scan(&e.ID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
 		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version); err != nil {
-		return Endpoint{}, err
+		return store.Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
+		return store.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
 	}
 	h.State = health.State(state)
 	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = FromUnixMS(first), FromUnixMS(success), FromUnixMS(failure)
@@ -91,7 +92,7 @@ type HealthRow struct {
 
 // NewHealthRow encodes e's Health and UpdatedAt for the endpoint id. An
 // empty state is stored as enabled.
-func NewHealthRow(id string, e *Endpoint) (HealthRow, error) {
+func NewHealthRow(id string, e *store.Endpoint) (HealthRow, error) {
 	h := &e.Health
 	window, err := json.Marshal(h.Window)
 	if err != nil {

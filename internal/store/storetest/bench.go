@@ -1,0 +1,370 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// BenchStore is a backend under Bench.
+type BenchStore struct {
+	// Open returns a new, empty store for tb, closed when tb ends.
+	Open func(tb testing.TB) store.Store
+	// Commits, when set, returns the store's group-commit counters: write
+	// calls answered and transactions committed. The benchmarks of
+	// concurrent writers then also report calls/commit.
+	Commits func(s store.Store) (calls, commits int64)
+}
+
+// Bench runs the benchmarks every store shares, as sub-benchmarks of b,
+// each on a store of its own:
+//
+//   - Publish100/serial, Publish100/parallel: Publish calls of 100 events
+//     (one delivery each, 1 KiB payloads) from one goroutine (a commit per
+//     call) and from 8 per CPU (calls share group commits); deliveries/s.
+//   - Publish1: calls of one event from 64 goroutines per CPU; deliveries/s.
+//   - Record1: calls of one outcome from 64 goroutines per CPU, as the
+//     dispatcher makes after each attempt; outcomes/s.
+//   - ClaimRecord100: the due loader's claim of 100 fresh deliveries of one
+//     endpoint and the Record of their 100 outcomes (the publish that makes
+//     them due is not timed); deliveries/s.
+//   - Lookups/...: the reads the API serves, on a store of 10,000
+//     deliveries (delivered, retrying, dead-lettered and leased) to 10
+//     subscriptions.
+//
+// A backend runs it from its bench_test.go:
+//
+//	func BenchmarkStore(b *testing.B) {
+//		storetest.Bench(b, storetest.BenchStore{Open: openFresh})
+//	}
+func Bench(b *testing.B, bs BenchStore) {
+	b.Run("Publish100", func(b *testing.B) {
+		b.Run("serial", func(b *testing.B) {
+			s, sub := benchSetup(b, bs)
+			ctx := context.Background()
+			var seq int
+			for b.Loop() {
+				seq++
+				evs := BenchEvents(fmt.Sprintf("s%d", seq), 100, sub, time.Now())
+				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+		b.Run("parallel", func(b *testing.B) {
+			s, sub := benchSetup(b, bs)
+			ctx := context.Background()
+			var seq atomic.Int64
+			calls, commits := bs.counts(s)
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					evs := BenchEvents(fmt.Sprintf("p%d", seq.Add(1)), 100, sub, time.Now())
+					if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
+			bs.reportBatching(b, s, calls, commits)
+		})
+	})
+	b.Run("Publish1", func(b *testing.B) {
+		s, sub := benchSetup(b, bs)
+		ctx := context.Background()
+		var seq atomic.Int64
+		calls, commits := bs.counts(s)
+		b.SetParallelism(64)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				evs := BenchEvents(fmt.Sprintf("o%d", seq.Add(1)), 1, sub, time.Now())
+				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+		bs.reportBatching(b, s, calls, commits)
+	})
+	b.Run("Record1", func(b *testing.B) {
+		s, sub := benchSetup(b, bs)
+		ctx := context.Background()
+		now := time.Now()
+		lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
+		var all []string
+		for i := range 200 {
+			evs := BenchEvents(fmt.Sprintf("r%d", i), 100, sub, now)
+			for j := range evs {
+				evs[j].Deliveries[0].Claimed = true
+				all = append(all, evs[j].Deliveries[0].ID)
+			}
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var seq atomic.Int64
+		calls, commits := bs.counts(s)
+		b.SetParallelism(64)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				n := seq.Add(1)
+				o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: all[int(n)%len(all)], Number: int(n), StartedAt: now,
+					Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503"},
+					Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute)}
+				if err := s.Record(ctx, []store.Outcome{o}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "outcomes/s")
+		bs.reportBatching(b, s, calls, commits)
+	})
+	b.Run("ClaimRecord100", func(b *testing.B) {
+		s, sub := benchSetup(b, bs)
+		ctx := context.Background()
+		now := time.Now()
+		lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
+		outs := make([]store.Outcome, 100)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if _, err := s.Publish(ctx, BenchEvents(fmt.Sprintf("c%d", i), 100, sub, now), store.PublishOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			cs, err := s.ClaimDue(ctx, sub.EndpointID, now, 100, lease)
+			if err != nil || len(cs) != 100 {
+				b.Fatalf("claimed %d, %v; want 100", len(cs), err)
+			}
+			for j, c := range cs {
+				outs[j] = store.Outcome{Attempt: store.AttemptRecord{DeliveryID: c.ID, Number: 1, StartedAt: now,
+					Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
+					Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
+					DeliveredAt: now, LeaseOwner: lease.Owner}
+			}
+			if err := s.Record(ctx, outs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
+	})
+	b.Run("Lookups", func(b *testing.B) { benchLookups(b, bs) })
+}
+
+// BenchEvents returns n events published at `at`, with IDs prefix-0 … and
+// a 1 KiB payload, each with one delivery to sub.
+func BenchEvents(prefix string, n int, sub store.Subscription, at time.Time) []store.NewEvent {
+	payload := make([]byte, 1024)
+	for i := range payload {
+		payload[i] = 'x'
+	}
+	evs := make([]store.NewEvent, n)
+	for i := range evs {
+		evs[i] = store.NewEvent{
+			ID: fmt.Sprintf("%s-%d", prefix, i), Source: "bench", Type: "bench.event",
+			Payload: payload, PublishedAt: at,
+			Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", at), SubscriptionID: sub.ID, EndpointID: sub.EndpointID}},
+		}
+	}
+	return evs
+}
+
+// benchSetup opens a store for b with one subscription.
+func benchSetup(b *testing.B, bs BenchStore) (store.Store, store.Subscription) {
+	b.Helper()
+	s := bs.Open(b)
+	return s, benchSub(b, s, 0)
+}
+
+// benchSub creates subscription number i (its own URL, so its own endpoint).
+func benchSub(b *testing.B, s store.Store, i int) store.Subscription {
+	b.Helper()
+	now := time.Now()
+	url := fmt.Sprintf("http://127.0.0.1:1/hook/%d", i)
+	sub := store.Subscription{ID: ids.New("sub_", now), Name: fmt.Sprintf("bench-%d", i), URL: url,
+		EndpointID: store.EndpointID(url), EventTypes: []string{"bench.event"}, State: "active",
+		CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSubscription(context.Background(), sub); err != nil {
+		b.Fatal(err)
+	}
+	return sub
+}
+
+func (bs BenchStore) counts(s store.Store) (calls, commits int64) {
+	if bs.Commits == nil {
+		return 0, 0
+	}
+	return bs.Commits(s)
+}
+
+// reportBatching reports the mean group-commit batch since the counts
+// calls0 and commits0.
+func (bs BenchStore) reportBatching(b *testing.B, s store.Store, calls0, commits0 int64) {
+	if bs.Commits == nil {
+		return
+	}
+	calls, commits := bs.Commits(s)
+	b.ReportMetric(float64(calls-calls0)/float64(max(commits-commits0, 1)), "calls/commit")
+}
+
+// benchLookups measures the reads the API serves on a store of 10,000
+// deliveries to 10 subscriptions: a quarter each delivered, retrying (one
+// failed attempt), dead-lettered and still leased.
+func benchLookups(b *testing.B, bs BenchStore) {
+	const subs, calls, perCall = 10, 100, 100
+	ctx := context.Background()
+	s := bs.Open(b)
+	var sus []store.Subscription
+	for i := range subs {
+		sus = append(sus, benchSub(b, s, i))
+	}
+	now := time.Now()
+	lease := store.Lease{Owner: "bench", Until: now.Add(24 * time.Hour)}
+	var (
+		dlv, attempted, events []string
+		seqs                   []int64
+	)
+	for c := range calls {
+		evs := BenchEvents(fmt.Sprintf("l%d", c), perCall, sus[c%subs], now)
+		for i := range evs {
+			evs[i].Deliveries[0].Claimed = true
+		}
+		res, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var outs []store.Outcome
+		for i, ev := range evs {
+			id := ev.Deliveries[0].ID
+			dlv, events, seqs = append(dlv, id), append(events, ev.ID), append(seqs, res[i].Seq)
+			o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: now,
+				Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503", ResponseBody: []byte("busy")},
+				Attempts: 1, RoundAttempts: 1, FirstFailure: now, LastStatusCode: 503, LastOutcome: "http_503"}
+			switch i % 4 {
+			case 0:
+				o.Attempt.StatusCode, o.Attempt.Outcome = 200, "http_200"
+				o.Status, o.FirstFailure, o.LastStatusCode, o.LastOutcome, o.DeliveredAt = store.StatusDelivered, time.Time{}, 200, "http_200", now
+			case 1:
+				o.Status, o.NextAttemptAt = store.StatusPending, now.Add(time.Hour)
+			case 2:
+				o.Status, o.DeadLetterReason = store.StatusDeadLettered, "MaxAttemptsExceeded"
+			default:
+				continue // leased, no attempt yet
+			}
+			outs = append(outs, o)
+			attempted = append(attempted, id)
+		}
+		if err := s.Record(ctx, outs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	check := func(b *testing.B, n int, err error) {
+		if err != nil || n == 0 {
+			b.Fatalf("got %d, %v", n, err)
+		}
+	}
+	page := store.Page{Limit: 100}
+	b.Run("GetDelivery", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			_, err := s.GetDelivery(ctx, dlv[i%len(dlv)])
+			check(b, 1, err)
+			i++
+		}
+	})
+	b.Run("GetEvent", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			_, err := s.GetEvent(ctx, seqs[i%len(seqs)])
+			check(b, 1, err)
+			i++
+		}
+	})
+	b.Run("ListDeliveries/subscription", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{SubscriptionID: sus[i%subs].ID, Page: page})
+			check(b, len(ds), err)
+			i++
+		}
+	})
+	b.Run("ListDeliveries/status", func(b *testing.B) {
+		i := 0
+		statuses := []store.Status{store.StatusDelivered, store.StatusPending, store.StatusDeadLettered}
+		for b.Loop() {
+			ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{Status: statuses[i%len(statuses)], Page: page})
+			check(b, len(ds), err)
+			i++
+		}
+	})
+	b.Run("ListDeliveries/event", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EventID: events[i%len(events)], Page: page})
+			check(b, len(ds), err)
+			i++
+		}
+	})
+	b.Run("ListAttempts", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			as, _, err := s.ListAttempts(ctx, attempted[i%len(attempted)], page)
+			check(b, len(as), err)
+			i++
+		}
+	})
+	b.Run("ListDeadLetters", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			dls, _, err := s.ListDeadLetters(ctx, store.DeadLetterFilter{SubscriptionID: sus[i%subs].ID, Page: page})
+			check(b, len(dls), err)
+			i++
+		}
+	})
+	b.Run("GetSubscription", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			_, err := s.GetSubscription(ctx, sus[i%subs].ID)
+			check(b, 1, err)
+			i++
+		}
+	})
+	b.Run("ListSubscriptions", func(b *testing.B) {
+		for b.Loop() {
+			ss, _, err := s.ListSubscriptions(ctx, page)
+			check(b, len(ss), err)
+		}
+	})
+	b.Run("GetEndpoint", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			_, err := s.GetEndpoint(ctx, sus[i%subs].EndpointID)
+			check(b, 1, err)
+			i++
+		}
+	})
+	b.Run("ListEndpoints", func(b *testing.B) {
+		for b.Loop() {
+			eps, _, err := s.ListEndpoints(ctx, page)
+			check(b, len(eps), err)
+		}
+	})
+	b.Run("CountPending", func(b *testing.B) {
+		for b.Loop() {
+			fresh, retry, err := s.CountPending(ctx)
+			check(b, int(fresh+retry), err)
+		}
+	})
+}
