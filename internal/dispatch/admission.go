@@ -18,7 +18,8 @@ import (
 type Admission struct {
 	e       *Engine
 	granted []bool
-	n       int // places granted and not yet returned
+	lanes   []*lane // the lane of each granted place (reserved on it until Commit or Abort)
+	n       int     // places granted
 	lease   store.Lease
 	once    sync.Once
 }
@@ -37,7 +38,6 @@ func (e *Engine) Admit(endpointIDs []string, now time.Time) *Admission {
 	unknown := false
 	s.mu.Lock()
 	if !s.stopping {
-		inCall := map[string]int{}
 		for i, id := range endpointIDs {
 			if s.freshHeld >= s.cfg.FreshWindow {
 				break
@@ -50,11 +50,14 @@ func (e *Engine) Admit(endpointIDs []string, now time.Time) *Admission {
 			if !l.known || l.ep.Health.State != health.Enabled {
 				continue
 			}
-			if inCall[id]+l.fresh.len() >= s.cfg.EndpointWindow {
+			// Places granted to other publishes not yet committed count.
+			if l.fresh.len()+l.reserved >= s.cfg.EndpointWindow {
 				continue
 			}
-			inCall[id]++
+			l.reserved++
+			l.idleSince = time.Time{}
 			a.granted[i] = true
+			a.lanes = append(a.lanes, l)
 			a.n++
 			s.freshHeld++
 		}
@@ -76,26 +79,17 @@ func (a *Admission) Lease() store.Lease { return a.lease }
 // Commit hands over the committed deliveries that were granted places
 // (held, leased to this process) and tells the loader of those written
 // unleased (the endpoints in unheld, due at `at`). Places granted for
-// deliveries not written (their event was a duplicate) are given back.
+// deliveries not written (their event was a duplicate) are given back, and
+// so are deliveries whose endpoint's circuit closed since Admit: they go
+// back to the store, to wait there.
 func (a *Admission) Commit(held []store.Claimed, unheld []string, at time.Time) {
 	a.once.Do(func() {
 		e := a.e
 		s := e.sched
-		var starts []start
-		s.mu.Lock()
-		s.freshHeld -= a.n - len(held)
-		now := e.cfg.Clock.Now()
-		for i := range held {
-			s.enqueue(&item{c: held[i], fromPublish: true})
-		}
-		starts = s.pump(now, nil)
-		s.mu.Unlock()
+		starts, released, wake := s.commit(a, held, unheld, at, e.cfg.Clock.Now())
 		e.launch(starts)
-		wake := false
-		for _, ep := range unheld {
-			if s.hint(ep, at) {
-				wake = true
-			}
+		if len(released) > 0 {
+			e.releaseIDs(released)
 		}
 		if wake {
 			e.loader.kick()
@@ -103,11 +97,41 @@ func (a *Admission) Commit(held []store.Claimed, unheld []string, at time.Time) 
 	})
 }
 
+// commit is Commit's work on the scheduler: the attempts to start, the
+// deliveries to give back to the store, and whether to wake the loader.
+func (s *scheduler) commit(a *Admission, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, released []string, wake bool) {
+	s.mu.Lock()
+	for _, l := range a.lanes {
+		l.reserved--
+	}
+	s.freshHeld -= a.n - len(held)
+	for i := range held {
+		it := &item{c: held[i], fromPublish: true}
+		if s.closedTo(s.laneFor(it.c.EndpointID), it, now) {
+			released = append(released, it.c.ID)
+			wake = true
+			continue
+		}
+		s.enqueue(it)
+	}
+	starts = s.pump(now, nil)
+	s.mu.Unlock()
+	for _, ep := range unheld {
+		if s.hint(ep, at) {
+			wake = true
+		}
+	}
+	return starts, released, wake
+}
+
 // Abort gives back every place granted: nothing was written.
 func (a *Admission) Abort() {
 	a.once.Do(func() {
 		s := a.e.sched
 		s.mu.Lock()
+		for _, l := range a.lanes {
+			l.reserved--
+		}
 		s.freshHeld -= a.n
 		s.mu.Unlock()
 	})

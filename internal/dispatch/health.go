@@ -184,10 +184,12 @@ func (s *scheduler) adopt(l *lane, ep store.Endpoint, now time.Time) []string {
 	for _, o := range l.pending {
 		s.cfg.Health.Observe(&l.ep.Health, o)
 	}
+	var released []string
 	if after := l.ep.Health.State; after != before {
-		return s.onTransition(l, health.Transition{From: before, To: after}, now)
+		released = s.onTransition(l, health.Transition{From: before, To: after}, now)
 	}
-	return nil
+	s.markReady(l) // a lane waiting for its health may start now
+	return released
 }
 
 // flush merges every lane's queued outcomes into the stored health. On

@@ -139,8 +139,10 @@ func (s *scheduler) wants(now time.Time) (ws []claimWant, unknown bool) {
 
 // claimed takes in what the loader claimed for w (cs; err when the claim
 // failed; next and more: the endpoint's next due time in the store), gives
-// back the places not used and returns the attempts to start.
-func (s *scheduler) claimed(w claimWant, cs []store.Claimed, err error, next time.Time, more bool, now time.Time) []start {
+// back the places not used and returns the attempts to start and the
+// deliveries to give back to the store (the endpoint's circuit closed while
+// they were claimed).
+func (s *scheduler) claimed(w claimWant, cs []store.Claimed, err error, next time.Time, more bool, now time.Time) ([]start, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.laneFor(w.id)
@@ -160,11 +162,17 @@ func (s *scheduler) claimed(w claimWant, cs []store.Claimed, err error, next tim
 	// A hint that arrived while claiming may name a delivery the queries
 	// did not yet see.
 	l.nextDue = earlier(l.nextDue, l.hinted)
+	var released []string
 	for i := range cs {
+		it := &item{c: cs[i], probe: w.probe}
+		if s.closedTo(l, it, now) {
+			released = append(released, it.c.ID)
+			continue
+		}
 		l.loaded-- // enqueue counts it again
-		s.enqueue(&item{c: cs[i]})
+		s.enqueue(it)
 	}
-	return s.pump(now, nil)
+	return s.pump(now, nil), released
 }
 
 // loadDue claims due deliveries for every endpoint that wants them.
@@ -193,7 +201,11 @@ func (e *Engine) loadDue(now time.Time) {
 			}
 		}
 		cancel()
-		e.launch(e.sched.claimed(w, cs, err, next, more, now))
+		starts, released := e.sched.claimed(w, cs, err, next, more, now)
+		e.launch(starts)
+		if len(released) > 0 {
+			e.releaseIDs(released)
+		}
 	}
 }
 

@@ -37,12 +37,13 @@ type lane struct {
 	// limit is the adaptive in-flight limit (Pub/Sub push slow start): it
 	// starts at InitialConcurrency, grows by one with each success and
 	// halves with each failure, within [1, EndpointConcurrency].
-	limit   int
-	held    int       // held in memory from either source, until recorded
-	loaded  int       // of which taken by the loader (or reserved for it)
-	nextDue time.Time // earliest unleased due delivery in the store; zero: none known
-	hinted  time.Time // earliest hint received since the loader's last claim began
-	inReady bool
+	limit    int
+	held     int       // held in memory from either source, until recorded
+	loaded   int       // of which taken by the loader (or reserved for it)
+	reserved int       // fast-path places granted by Admit, not yet committed or aborted
+	nextDue  time.Time // earliest unleased due delivery in the store; zero: none known
+	hinted   time.Time // earliest hint received since the loader's last claim began
+	inReady  bool
 	// ep is the endpoint with this node's view of its circuit health: the
 	// stored health as of synced (its version), plus the outcomes in
 	// pending, which the health sync merges into the store next.
@@ -66,7 +67,8 @@ func (l *lane) queued() int { return l.fresh.len() + l.retry.len() }
 // idle reports whether the lane holds nothing this node must remember
 // beyond what the store has.
 func (l *lane) idle() bool {
-	return l.held == 0 && l.loaded == 0 && l.inFlight == 0 && len(l.pending) == 0 && l.queued() == 0 && l.nextDue.IsZero()
+	return l.held == 0 && l.loaded == 0 && l.reserved == 0 && l.inFlight == 0 && len(l.pending) == 0 &&
+		l.queued() == 0 && l.nextDue.IsZero()
 }
 
 // laneIdleTTL is how long an idle lane stays in memory: one that is used
@@ -142,9 +144,29 @@ func (s *scheduler) markReady(l *lane) {
 	}
 }
 
+// closedTo reports whether a delivery arriving in the lane (from a commit
+// or a claim begun before the circuit closed) must go back to the store
+// instead, as a lane leaving enabled gives back what it holds; if so it
+// gives back its memory place (the caller releases it in the store). A
+// probe claimed for a lane whose probe is due stays. Caller holds s.mu.
+func (s *scheduler) closedTo(l *lane, it *item, now time.Time) bool {
+	if !l.known || l.ep.Health.State == health.Enabled || it.probe {
+		return false
+	}
+	if it.fromPublish {
+		s.freshHeld--
+	} else {
+		l.loaded--
+		s.loadHeld--
+	}
+	l.nextDue = earlier(l.nextDue, now)
+	return true
+}
+
 // enqueue adds a held delivery to its lane. Caller holds s.mu.
 func (s *scheduler) enqueue(it *item) {
 	l := s.laneFor(it.c.EndpointID)
+	l.idleSince = time.Time{}
 	if it.c.Attempts == 0 {
 		l.fresh.push(it)
 	} else {
@@ -303,8 +325,8 @@ func (s *scheduler) finished(l *lane, it *item, next time.Time, now time.Time) (
 	if s.gate(l, now) != health.Open {
 		wake = true
 	}
-	if l.idle() && l.idleSince.IsZero() {
-		l.idleSince = now
+	if l.idle() {
+		l.idleSince = now // idle from its last finish, however busy before
 	}
 	return wake
 }

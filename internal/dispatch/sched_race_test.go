@@ -139,7 +139,12 @@ func TestSchedulerConcurrent(t *testing.T) {
 					}
 				}
 				t0 := now()
-				starts, _ := commitAdmission(a, held, unheld, t0, t0)
+				starts, released, _ := commitAdmission(a, held, unheld, t0, t0)
+				for _, id := range released {
+					if err := led.release(id); err != nil {
+						t.Error(err)
+					}
+				}
 				launch(starts)
 				runtime.Gosched() // let the attempts run: fewer refusals
 			}
@@ -164,7 +169,13 @@ func TestSchedulerConcurrent(t *testing.T) {
 						cs = append(cs, newClaimed(w.id, rand.IntN(2)))
 					}
 				}
-				launch(s.claimed(w, cs, err, now().Add(time.Millisecond), rand.IntN(2) == 0, now()))
+				starts, released := s.claimed(w, cs, err, now().Add(time.Millisecond), rand.IntN(2) == 0, now())
+				for _, id := range released {
+					if err := led.release(id); err != nil {
+						t.Error(err)
+					}
+				}
+				launch(starts)
 			}
 			// loadRound's pass: lanes whose probe is due go back in the ring.
 			t1 := now()

@@ -94,13 +94,6 @@ package dispatch
 // of what the lanes and pending admissions and claims hold, no bound is
 // exceeded, the ready ring holds each lane at most once.
 //
-// Files named sched_bug_* show behaviour that is wrong against the rules:
-// their expected outputs are the correct ones. They run, and their
-// differences are logged, but they do not fail the test (the bugs are
-// reported, not fixed, on this branch) unless -sched-bugs is given; a bug
-// file that passes fails the test, so that it is renamed once fixed. They
-// are never rewritten.
-//
 // Run with -rewrite to replace every expected output by the actual one, then
 // review the diff against the rules (the doc comments of sched.go, DESIGN §4
 // invariant 5) before committing:
@@ -124,8 +117,7 @@ import (
 )
 
 var (
-	rewrite   = flag.Bool("rewrite", false, "rewrite the expected outputs of testdata/sched* with the actual ones")
-	schedBugs = flag.Bool("sched-bugs", false, "fail on the differences of testdata/sched_bug_* files")
+	rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testdata/sched* with the actual ones")
 )
 
 var ddStart = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -191,7 +183,6 @@ func parseDataFile(t *testing.T, path string) []*ddCase {
 }
 
 func runSchedFile(t *testing.T, path string) {
-	bugFile := strings.HasPrefix(filepath.Base(path), "sched_bug_")
 	cases := parseDataFile(t, path)
 	r := newSchedRunner(defaultSchedTestConfig())
 	var diffs []string
@@ -214,22 +205,12 @@ func runSchedFile(t *testing.T, path string) {
 			diffs = append(diffs, fmt.Sprintf("%s:%d: %s\n--- want\n%s\n--- got\n%s", path, c.line, c.cmd, want, got))
 		}
 	}
-	switch {
-	case bugFile && len(diffs) == 0:
-		t.Errorf("%s: the known bug it shows is fixed: rename the file (sched_bug_ -> sched_) and update its comments", path)
-	case bugFile && !*schedBugs:
-		for _, d := range diffs {
-			t.Log(d)
-		}
-		t.Skipf("%s: known bug (reported, not fixed here); run with -sched-bugs to fail on it", path)
-	case *rewrite && !bugFile:
-		// Rewritten below.
-	default:
+	if !*rewrite {
 		for _, d := range diffs {
 			t.Error(d)
 		}
 	}
-	if !*rewrite || bugFile {
+	if !*rewrite {
 		return
 	}
 	var b strings.Builder
@@ -375,27 +356,14 @@ func newSchedRunner(cfg schedConfig) *schedRunner {
 	}
 }
 
-// commitAdmission is Admission.Commit without launching the attempts or
-// kicking the loader (which need a running engine): it returns the attempts
-// to start and whether the loader is to be woken. Keep it in step with
-// admission.go.
-func commitAdmission(a *Admission, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, wake bool) {
+// commitAdmission is Admission.Commit without launching the attempts,
+// releasing in the store or kicking the loader (which need a running
+// engine): it returns what Commit would act on.
+func commitAdmission(a *Admission, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, released []string, wake bool) {
 	a.once.Do(func() {
-		s := a.e.sched
-		s.mu.Lock()
-		s.freshHeld -= a.n - len(held)
-		for i := range held {
-			s.enqueue(&item{c: held[i], fromPublish: true})
-		}
-		starts = s.pump(now, nil)
-		s.mu.Unlock()
-		for _, ep := range unheld {
-			if s.hint(ep, at) {
-				wake = true
-			}
-		}
+		starts, released, wake = a.e.sched.commit(a, held, unheld, at, now)
 	})
-	return starts, wake
+	return starts, released, wake
 }
 
 func (r *schedRunner) do(line string) (string, error) {
@@ -634,8 +602,9 @@ func (r *schedRunner) admName(a ddArgs) string {
 
 // admitReasons works out by the documented rule of Engine.Admit (a place
 // while the fast path has room, the lane is known and enabled, and it has
-// fewer than EndpointWindow first attempts queued, counting the places of
-// this call) which of eps are to be refused, and why ("" for a grant).
+// fewer than EndpointWindow first attempts queued or granted to admissions
+// not yet committed, this one's included) which of eps are to be refused,
+// and why ("" for a grant).
 // Caller holds s.mu; call it before Admit.
 func (r *schedRunner) admitReasons(eps []string) []string {
 	s := r.s
@@ -653,7 +622,7 @@ func (r *schedRunner) admitReasons(eps []string) []string {
 			reasons[i] = "unknown lane"
 		case l.ep.Health.State != health.Enabled:
 			reasons[i] = "circuit " + string(l.ep.Health.State)
-		case inCall[id]+l.fresh.len() >= s.cfg.EndpointWindow:
+		case inCall[id]+l.fresh.len()+l.reserved >= s.cfg.EndpointWindow:
 			reasons[i] = "endpoint window full"
 		default:
 			held++
@@ -734,8 +703,14 @@ func (r *schedRunner) commitWith(adm *schedAdm, ids []string) (string, error) {
 	if k < len(ids) {
 		return "", fmt.Errorf("%d IDs for %d granted places", len(ids), k)
 	}
-	starts, wake := commitAdmission(adm.a, held, unheld, r.now, r.now)
+	starts, released, wake := commitAdmission(adm.a, held, unheld, r.now, r.now)
 	out := ""
+	if len(released) > 0 {
+		out += "released: " + list(released) + "\n"
+		if err := r.released(released); err != nil {
+			return "", err
+		}
+	}
 	if len(unheld) > 0 {
 		out = "unheld: " + list(unheld)
 		if wake {
@@ -896,10 +871,16 @@ func (r *schedRunner) claim(a ddArgs) (string, error) {
 		cs = append(cs, c)
 	}
 	delete(r.wants, lane)
-	starts := r.s.claimed(w, cs, cerr, next, !next.IsZero(), r.now)
+	starts, released := r.s.claimed(w, cs, cerr, next, !next.IsZero(), r.now)
 	out, err := r.started(starts)
 	if err != nil {
 		return "", err
+	}
+	if len(released) > 0 {
+		out = "released: " + list(released) + "\n" + out
+		if err := r.released(released); err != nil {
+			return "", err
+		}
 	}
 	r.s.mu.Lock()
 	nd := r.s.laneFor(lane).nextDue

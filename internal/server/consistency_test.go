@@ -84,6 +84,7 @@ func TestRedriveProbesAtOnce(t *testing.T) {
 	b.publish("e1", "t")
 	b.publish("e2", "t")
 	eventually(t, "e1 and e2 attempted once", func() bool { return rc.count() == 2 })
+	b.settle() // both retries scheduled
 	b.clk.Set(start.Add(time.Second))
 	eventually(t, "both dead-lettered", func() bool {
 		for _, d := range b.deliveries(sub) {

@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkStore runs the benchmarks every store shares (storetest.Bench).
-// Publish100 reports durable deliveries/s (DESIGN §6: at least 5,000 on
-// PostgreSQL).
+// Publish100 reports durable deliveries/s (the budget in docs/benchmarks.md:
+// at least 5,000 on PostgreSQL).
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, storetest.BenchStore{
 		Open: func(tb testing.TB) store.Store { return openAt(tb, freshSchema(tb), Options{}) },
@@ -27,7 +27,7 @@ func BenchmarkStore(b *testing.B) {
 
 // BenchmarkBacklog1M measures the due loader's queries with 1,000,000
 // pending retries spread over 1,000 endpoints (plus 1,000 fresh deliveries),
-// the DESIGN §6 backlog. Filling the schema takes about a minute.
+// the backlog of the budget in docs/benchmarks.md. Filling the schema takes about a minute.
 func BenchmarkBacklog1M(b *testing.B) {
 	ctx := context.Background()
 	dbURL := freshSchema(b)

@@ -40,7 +40,7 @@
 //
 // Every write returns only after its transaction commits (with the server's
 // default synchronous_commit = on, after the WAL is flushed). Publish and
-// Record, the hot path, are group-committed (DESIGN §4 invariant 7): calls
+// Record, the hot path, are group-committed (no transaction per delivery on the hot path): calls
 // queue on a bounded channel and Options.Writers goroutines each take every
 // request already queued (up to Options.MaxBatch requests) and write them
 // all in one transaction with set-based statements: one multi-row INSERT of

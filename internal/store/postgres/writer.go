@@ -109,7 +109,7 @@ func (s *Store) commit(batch []*request) {
 		return
 	}
 	s.isolated.Add(1)
-	s.log.Warn("write batch failed; running its calls one by one", "error", err, "calls", len(batch))
+	s.log.Warn("write batch failed; running its calls one by one", "err", err, "calls", len(batch))
 	for _, r := range batch {
 		s.answer([]*request{r}, s.runRetrying([]*request{r}))
 	}

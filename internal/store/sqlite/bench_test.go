@@ -31,7 +31,7 @@ func BenchmarkStore(b *testing.B) {
 
 // BenchmarkBacklog1M measures the due loader's queries with 1,000,000
 // pending retries spread over 1,000 endpoints (plus 1,000 fresh deliveries),
-// the DESIGN §6 backlog. Filling the database takes about a minute.
+// the backlog of the budget in docs/benchmarks.md. Filling the database takes about a minute.
 func BenchmarkBacklog1M(b *testing.B) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(b.TempDir(), "backlog.db"), Options{})

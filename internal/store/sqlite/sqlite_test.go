@@ -298,8 +298,8 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 	}
 }
 
-// TestPragmas checks the settings durability depends on (DESIGN §4
-// invariant 1) on the write connection, and that readers cannot write.
+// TestPragmas checks the settings durability depends on (a publish is
+// answered only once it is on disk) on the write connection, and that readers cannot write.
 func TestPragmas(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
 	ctx := context.Background()

@@ -17,7 +17,7 @@ import (
 // method of Store becomes a request on a bounded queue; the writer takes the
 // first waiting request, then every other one already queued (up to
 // Options.MaxBatch), runs them all in one transaction and commits once, so
-// one fsync serves the whole batch (group commit, DESIGN §4 invariant 7).
+// one fsync serves the whole batch (group commit).
 // Each request runs inside its own SAVEPOINT: a request that fails is rolled
 // back alone and answered with its error while the rest of the batch commits.
 // A failure that aborts the whole transaction (SQLite does that on I/O
@@ -196,7 +196,7 @@ func (w *writer) commit(batch []*request) []*request {
 		// and run every other request of the batch again in a new one. Each
 		// round settles at least r, so this ends.
 		again := append(live, batch[i+1:]...)
-		w.log.Warn("write batch aborted; retrying the other requests", "error", r.err, "retrying", len(again))
+		w.log.Warn("write batch aborted; retrying the other requests", "err", r.err, "retrying", len(again))
 		w.rollback()
 		w.served.Add(1)
 		close(r.done)
@@ -233,7 +233,7 @@ func (w *writer) rollbackTo() (sql.Result, error) {
 
 func (w *writer) rollback() {
 	if _, err := w.exec("ROLLBACK"); err != nil && !isNoTransaction(err) {
-		w.log.Warn("rollback failed", "error", err)
+		w.log.Warn("rollback failed", "err", err)
 	}
 }
 

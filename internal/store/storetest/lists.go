@@ -210,7 +210,7 @@ func testListDeadLetters(t *testing.T, b *bundle) {
 				ids = append(ids, dl.ID)
 				if dl.Status != store.StatusDeadLettered || dl.Event.Seq != dl.EventSeq || dl.Event.ID != dl.EventID ||
 					len(dl.Event.Payload) == 0 || dl.Attempts != 2 || dl.DeadLetterReason == "" || dl.LastAttemptAt.IsZero() {
-					return nil, "", fmt.Errorf("dead letter without its S11 fields or event: %+v", dl)
+					return nil, "", fmt.Errorf("dead letter without its dead-letter fields or event: %+v", dl)
 				}
 			}
 			return ids, next, err
