@@ -59,6 +59,47 @@ func (f *failingRecords) Record(ctx context.Context, outs []store.Outcome) error
 
 var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
+// recordFixture is a started engine on a real store whose Record fails the
+// given number of times, with one subscription to a real receiver and one
+// pending delivery (dlv_1) of it.
+type recordFixture struct {
+	clk *clock.Fake
+	st  *failingRecords
+	got atomic.Int64 // requests the receiver got
+	sub store.Subscription
+	eng *dispatch.Engine
+}
+
+func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Store, failures int64) *recordFixture {
+	f := &recordFixture{clk: clock.NewFake(start)}
+	f.st = &failingRecords{Store: open(t, f.clk)}
+	t.Cleanup(func() { _ = f.st.Store.Close() })
+	f.st.fail.Store(failures)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { f.got.Add(1) }))
+	t.Cleanup(rc.Close)
+	ctx := context.Background()
+	f.sub = store.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
+		RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: start, UpdatedAt: start}
+	if err := f.st.CreateSubscription(ctx, f.sub); err != nil {
+		t.Fatal(err)
+	}
+	f.sub.EndpointID = store.EndpointID(f.sub.URL)
+	cat := catalog.New(f.st)
+	if err := cat.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev := store.NewEvent{ID: "e1", Source: "/t", Type: "t", Payload: []byte(`{}`), PublishedAt: start,
+		Deliveries: []store.NewDelivery{{ID: "dlv_1", SubscriptionID: f.sub.ID, EndpointID: f.sub.EndpointID}}}
+	if _, err := f.st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eng = dispatch.New(dispatch.Config{Store: f.st, Catalog: cat, Clock: f.clk, Lease: time.Hour})
+	if err := f.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestFailedOutcomeWriteKeepsTheDeliveryDeliverable: when writing an
 // attempt's outcome fails, the engine keeps the delivery and writes the
 // outcome again (on its clock) until it succeeds: the delivery ends
@@ -66,33 +107,8 @@ var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
 	for _, sk := range stores {
 		t.Run(sk.name, func(t *testing.T) {
-			clk := clock.NewFake(start)
-			st := &failingRecords{Store: sk.open(t, clk)}
-			t.Cleanup(func() { _ = st.Store.Close() })
-			st.fail.Store(3)
-			var got atomic.Int64
-			rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { got.Add(1) }))
-			t.Cleanup(rc.Close)
-			ctx := context.Background()
-			sub := store.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
-				RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: start, UpdatedAt: start}
-			if err := st.CreateSubscription(ctx, sub); err != nil {
-				t.Fatal(err)
-			}
-			sub.EndpointID = store.EndpointID(sub.URL)
-			cat := catalog.New(st)
-			if err := cat.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			ev := store.NewEvent{ID: "e1", Source: "/t", Type: "t", Payload: []byte(`{}`), PublishedAt: start,
-				Deliveries: []store.NewDelivery{{ID: "dlv_1", SubscriptionID: sub.ID, EndpointID: sub.EndpointID}}}
-			if _, err := st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat, Clock: clk, Lease: time.Hour})
-			if err := eng.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f := newRecordFixture(t, sk.open, 3)
+			clk, st, got, sub, eng, ctx := f.clk, f.st, &f.got, f.sub, f.eng, context.Background()
 			stopped := sync.OnceFunc(func() { eng.Stop(ctx) })
 			t.Cleanup(stopped)
 
@@ -138,33 +154,8 @@ func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
 func TestOutcomeGivenUpAtStopIsAttemptedAgain(t *testing.T) {
 	for _, sk := range stores {
 		t.Run(sk.name, func(t *testing.T) {
-			clk := clock.NewFake(start)
-			st := &failingRecords{Store: sk.open(t, clk)}
-			t.Cleanup(func() { _ = st.Store.Close() })
-			st.fail.Store(1 << 40)
-			var got atomic.Int64
-			rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { got.Add(1) }))
-			t.Cleanup(rc.Close)
-			ctx := context.Background()
-			sub := store.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
-				RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: start, UpdatedAt: start}
-			if err := st.CreateSubscription(ctx, sub); err != nil {
-				t.Fatal(err)
-			}
-			sub.EndpointID = store.EndpointID(sub.URL)
-			cat := catalog.New(st)
-			if err := cat.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			ev := store.NewEvent{ID: "e1", Source: "/t", Type: "t", Payload: []byte(`{}`), PublishedAt: start,
-				Deliveries: []store.NewDelivery{{ID: "dlv_1", SubscriptionID: sub.ID, EndpointID: sub.EndpointID}}}
-			if _, err := st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat, Clock: clk, Lease: time.Hour})
-			if err := eng.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f := newRecordFixture(t, sk.open, 1<<40)
+			st, sub, eng, ctx := f.st, f.sub, f.eng, context.Background()
 			waitFor(t, "a failed write", func() bool { return st.calls.Load() > 0 })
 			stopCtx, cancel := context.WithCancel(ctx)
 			cancel() // no grace: give up at once

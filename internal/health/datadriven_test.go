@@ -47,17 +47,14 @@ package health
 //	go test ./internal/health -run DataDriven -rewrite
 
 import (
-	"flag"
 	"fmt"
-	"os"
+	"github.com/herald-events/herald/internal/datadriven"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testdata/ with the actual ones")
 
 // ddStart is the fixed start. It is on a minute boundary, so the window's
 // one-minute slices begin at +0s, +1m, ...
@@ -76,96 +73,9 @@ func TestDataDriven(t *testing.T) {
 	}
 }
 
-// ddCase is one command and its expected output; a chunk with no command is
-// text kept verbatim (comments and blank lines).
-type ddCase struct {
-	line     int      // line number of the command
-	verbatim []string // comments and blank lines, when cmd is empty
-	cmd      string
-	input    []string // lines between the command and ----, kept for rewriting
-	want     []string
-	got      string
-}
-
-func parseDataFile(t *testing.T, path string) []*ddCase {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	var out []*ddCase
-	for i := 0; i < len(lines); {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			if n := len(out); n > 0 && out[n-1].cmd == "" {
-				out[n-1].verbatim = append(out[n-1].verbatim, l)
-			} else {
-				out = append(out, &ddCase{verbatim: []string{l}})
-			}
-			i++
-			continue
-		}
-		c := &ddCase{line: i + 1, cmd: l}
-		i++
-		for ; i < len(lines) && lines[i] != "----"; i++ {
-			c.input = append(c.input, lines[i])
-		}
-		if i == len(lines) {
-			t.Fatalf("%s:%d: %q has no ----", path, c.line, c.cmd)
-		}
-		i++ // ----
-		for ; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			c.want = append(c.want, lines[i])
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
 func runDataFile(t *testing.T, path string) {
-	cases := parseDataFile(t, path)
 	r := &ddRunner{c: DefaultConfig(), h: &Health{}, now: ddStart}
-	for _, c := range cases {
-		if c.cmd == "" {
-			continue
-		}
-		got, err := r.do(c.cmd)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", path, c.line, c.cmd, err)
-		}
-		if strings.Contains(got, "\n\n") {
-			t.Fatalf("%s:%d: output has a blank line, which the file format cannot hold:\n%s", path, c.line, got)
-		}
-		c.got = got
-		if want := strings.Join(c.want, "\n"); !*rewrite && got != want {
-			t.Errorf("%s:%d: %s\n--- want\n%s\n--- got\n%s", path, c.line, c.cmd, want, got)
-		}
-	}
-	if !*rewrite {
-		return
-	}
-	var b strings.Builder
-	for _, c := range cases {
-		if c.cmd == "" {
-			for _, l := range c.verbatim {
-				b.WriteString(l + "\n")
-			}
-			continue
-		}
-		b.WriteString(c.cmd + "\n")
-		for _, l := range c.input {
-			b.WriteString(l + "\n")
-		}
-		b.WriteString("----\n")
-		if c.got != "" {
-			b.WriteString(c.got + "\n")
-		}
-		// The blank line that ended the case is in the next, verbatim chunk.
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	datadriven.RunFile(t, path, func(c *datadriven.Case) (string, error) { return r.do(c.Cmd) })
 }
 
 // ddRunner holds a file's config, endpoint and clock.

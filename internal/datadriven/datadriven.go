@@ -1,0 +1,123 @@
+// Package datadriven runs tests written as data files, in the style of
+// cockroachdb/pebble's datadriven: a file is a sequence of commands, each
+// followed by a line "----" and the output it must produce, up to a blank
+// line. Lines starting with "#" and blank lines between cases are comments.
+// Lines between a command and its "----" are the command's input, kept as
+// written. A test run with Rewrite set writes the actual outputs back into
+// the file instead of comparing (review the diff before committing it: a
+// data file must state the rules, not whatever the code does).
+//
+//	observe at=+1s fail
+//	----
+//	enabled -> probation (10 consecutive failures)
+package datadriven
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Rewrite is the -rewrite flag of the test binaries that import this
+// package.
+var Rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of the testdata files with the actual ones")
+
+// Case is one command of a file.
+type Case struct {
+	Line  int    // the command's line number
+	Cmd   string // the command line
+	Input []string
+	want  []string
+	got   string
+	text  []string // comments and blank lines kept verbatim, when Cmd is ""
+}
+
+// RunFile runs every command of the file at path through do, in order, and
+// fails the test for each output that differs from the file's (or, with
+// -rewrite, writes the outputs back). An error from do stops the file. An
+// output may not hold a blank line, which the format cannot represent.
+func RunFile(t *testing.T, path string, do func(c *Case) (string, error)) {
+	t.Helper()
+	cases := parse(t, path)
+	for _, c := range cases {
+		if c.Cmd == "" {
+			continue
+		}
+		got, err := do(c)
+		if err != nil {
+			t.Fatalf("%s:%d: %s: %v", path, c.Line, c.Cmd, err)
+		}
+		if strings.Contains(got, "\n\n") {
+			t.Fatalf("%s:%d: output has a blank line, which the file format cannot hold:\n%s", path, c.Line, got)
+		}
+		c.got = got
+		if want := strings.Join(c.want, "\n"); got != want && !*Rewrite {
+			t.Errorf("%s:%d: %s\n--- want\n%s\n--- got\n%s", path, c.Line, c.Cmd, want, got)
+		}
+	}
+	if *Rewrite {
+		write(t, path, cases)
+	}
+}
+
+func parse(t *testing.T, path string) []*Case {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var out []*Case
+	for i := 0; i < len(lines); {
+		l := lines[i]
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			if n := len(out); n > 0 && out[n-1].Cmd == "" {
+				out[n-1].text = append(out[n-1].text, l)
+			} else {
+				out = append(out, &Case{text: []string{l}})
+			}
+			i++
+			continue
+		}
+		c := &Case{Line: i + 1, Cmd: l}
+		i++
+		for ; i < len(lines) && lines[i] != "----"; i++ {
+			c.Input = append(c.Input, lines[i])
+		}
+		if i == len(lines) {
+			t.Fatalf("%s:%d: %q has no ----", path, c.Line, c.Cmd)
+		}
+		i++ // ----
+		for ; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+			c.want = append(c.want, lines[i])
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func write(t *testing.T, path string, cases []*Case) {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range cases {
+		if c.Cmd == "" {
+			for _, l := range c.text {
+				fmt.Fprintln(&b, l)
+			}
+			continue
+		}
+		fmt.Fprintln(&b, c.Cmd)
+		for _, l := range c.Input {
+			fmt.Fprintln(&b, l)
+		}
+		fmt.Fprintln(&b, "----")
+		if c.got != "" {
+			fmt.Fprintln(&b, c.got)
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
