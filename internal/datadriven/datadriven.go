@@ -16,8 +16,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Rewrite is the -rewrite flag of the test binaries that import this
@@ -120,4 +123,98 @@ func write(t *testing.T, path string, cases []*Case) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Args are a command's arguments: name=value pairs, flags (the names the
+// command declares), and positional arguments (everything else, in order).
+// Reading an argument marks it used; Unused reports the ones no reader
+// asked for, which are typos.
+type Args struct {
+	kv    map[string]string
+	flags map[string]bool
+	Pos   []string
+	used  map[string]bool
+}
+
+// ParseArgs splits fields; flags names the words that are flags.
+func ParseArgs(fields []string, flags ...string) Args {
+	a := Args{kv: map[string]string{}, flags: map[string]bool{}, used: map[string]bool{}}
+	for _, f := range fields {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			a.kv[k] = v
+		} else if slices.Contains(flags, f) {
+			a.flags[f] = true
+		} else {
+			a.Pos = append(a.Pos, f)
+		}
+	}
+	return a
+}
+
+// Flag reports whether the flag was given.
+func (a Args) Flag(name string) bool { a.used[name] = true; return a.flags[name] }
+
+// Value returns the value of name=value, if given.
+func (a Args) Value(name string) (string, bool) {
+	a.used[name] = true
+	v, ok := a.kv[name]
+	return v, ok
+}
+
+// Names returns the names of the name=value arguments, sorted.
+func (a Args) Names() []string {
+	names := make([]string, 0, len(a.kv))
+	for k := range a.kv {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Unused reports an argument no reader asked for.
+func (a Args) Unused() error {
+	for k := range a.kv {
+		if !a.used[k] {
+			return fmt.Errorf("unknown argument %s=", k)
+		}
+	}
+	for k := range a.flags {
+		if !a.used[k] {
+			return fmt.Errorf("unknown argument %s", k)
+		}
+	}
+	return nil
+}
+
+// Offset reads name=+DURATION as a time after start; without the argument
+// it is def, or an error when required.
+func (a Args) Offset(name string, start time.Time, required bool, def time.Time) (time.Time, error) {
+	v, ok := a.Value(name)
+	if !ok {
+		if required {
+			return time.Time{}, fmt.Errorf("%s= is required", name)
+		}
+		return def, nil
+	}
+	if !strings.HasPrefix(v, "+") {
+		return time.Time{}, fmt.Errorf("%s=%s: want an offset from the start, +DURATION", name, v)
+	}
+	d, err := time.ParseDuration(v[1:])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s=%s: %v", name, v, err)
+	}
+	return start.Add(d), nil
+}
+
+// Int reads name=N; without the argument it is def.
+func (a Args) Int(name string, def int) (int, error) {
+	v, ok := a.Value(name)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%s: %v", name, v, err)
+	}
+	return n, nil
 }

@@ -144,82 +144,6 @@ func runSchedFile(t *testing.T, path string) {
 	})
 }
 
-type ddArgs struct {
-	kv    map[string]string
-	flags map[string]bool
-	pos   []string // arguments that are neither name=value nor a known flag
-	used  map[string]bool
-}
-
-// parseArgs splits fields into name=value pairs, the flags named in flags,
-// and positional arguments (everything else, in order).
-func parseArgs(fields []string, flags ...string) ddArgs {
-	a := ddArgs{kv: map[string]string{}, flags: map[string]bool{}, used: map[string]bool{}}
-	for _, f := range fields {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			a.kv[k] = v
-		} else if slices.Contains(flags, f) {
-			a.flags[f] = true
-		} else {
-			a.pos = append(a.pos, f)
-		}
-	}
-	return a
-}
-
-func (a ddArgs) flag(name string) bool { a.used[name] = true; return a.flags[name] }
-
-func (a ddArgs) value(name string) (string, bool) {
-	a.used[name] = true
-	v, ok := a.kv[name]
-	return v, ok
-}
-
-// unused reports an argument no command looked at (a typo).
-func (a ddArgs) unused() error {
-	for k := range a.kv {
-		if !a.used[k] {
-			return fmt.Errorf("unknown argument %s=", k)
-		}
-	}
-	for k := range a.flags {
-		if !a.used[k] {
-			return fmt.Errorf("unknown argument %s", k)
-		}
-	}
-	return nil
-}
-
-func (a ddArgs) offset(name string, required bool, def time.Time) (time.Time, error) {
-	v, ok := a.value(name)
-	if !ok {
-		if required {
-			return time.Time{}, fmt.Errorf("%s= is required", name)
-		}
-		return def, nil
-	}
-	if !strings.HasPrefix(v, "+") {
-		return time.Time{}, fmt.Errorf("%s=%s: want an offset from the start, +DURATION", name, v)
-	}
-	d, err := time.ParseDuration(v[1:])
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s=%s: %v", name, v, err)
-	}
-	return ddStart.Add(d), nil
-}
-
-func (a ddArgs) integer(name string, def int) (int, error) {
-	v, ok := a.value(name)
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%s: %v", name, v, err)
-	}
-	return n, nil
-}
-
 // --- The runner.
 
 func defaultSchedTestConfig() schedConfig {
@@ -278,10 +202,10 @@ func commitAdmission(a *Admission, held []store.Claimed, unheld []string, at, no
 func (r *schedRunner) do(line string) (string, error) {
 	fields := strings.Fields(line)
 	cmd := fields[0]
-	a := parseArgs(fields[1:], "ok", "fail", "gone", "none", "err")
+	a := datadriven.ParseArgs(fields[1:], "ok", "fail", "gone", "none", "err")
 	var err error
 	if cmd != "config" && cmd != "reset" {
-		if r.now, err = a.offset("at", false, r.now); err != nil {
+		if r.now, err = a.Offset("at", ddStart, false, r.now); err != nil {
 			return "", err
 		}
 	}
@@ -327,7 +251,7 @@ func (r *schedRunner) do(line string) (string, error) {
 		out, err = r.started(starts)
 	case "ready":
 		r.s.mu.Lock()
-		for _, id := range a.pos {
+		for _, id := range a.Pos {
 			l := r.s.lanes[id]
 			if l == nil {
 				r.s.mu.Unlock()
@@ -375,10 +299,10 @@ func (r *schedRunner) do(line string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(a.pos) > 0 && !takesPositional[cmd] {
-		return "", fmt.Errorf("unexpected arguments %v", a.pos)
+	if len(a.Pos) > 0 && !takesPositional[cmd] {
+		return "", fmt.Errorf("unexpected arguments %v", a.Pos)
 	}
-	return out, a.unused()
+	return out, a.Unused()
 }
 
 // takesPositional names the commands that take arguments other than
@@ -388,15 +312,15 @@ var takesPositional = map[string]bool{
 	"hint": true, "claim": true, "ready": true, "end": true, "finish": true,
 }
 
-func (r *schedRunner) config(a ddArgs) (string, error) {
+func (r *schedRunner) config(a datadriven.Args) (string, error) {
 	c := defaultSchedTestConfig()
 	ints := map[string]*int{
 		"fresh-window": &c.FreshWindow, "load-window": &c.LoadWindow, "endpoint-window": &c.EndpointWindow,
 		"max-in-flight": &c.MaxInFlight, "initial-concurrency": &c.InitialConcurrency,
 		"endpoint-concurrency": &c.EndpointConcurrency,
 	}
-	for k, v := range a.kv {
-		a.used[k] = true
+	for _, k := range a.Names() {
+		v, _ := a.Value(k)
 		var err error
 		if p := ints[k]; p != nil {
 			*p, err = strconv.Atoi(v)
@@ -420,8 +344,8 @@ func (r *schedRunner) config(a ddArgs) (string, error) {
 			return "", fmt.Errorf("%s=%s: %v", k, v, err)
 		}
 	}
-	if len(a.pos) > 0 {
-		return "", fmt.Errorf("unexpected arguments %v", a.pos)
+	if len(a.Pos) > 0 {
+		return "", fmt.Errorf("unexpected arguments %v", a.Pos)
 	}
 	*r = *newSchedRunner(c)
 	h := c.Health
@@ -455,12 +379,12 @@ func (r *schedRunner) adoptAll(eps []store.Endpoint) (string, error) {
 	return out + st, err
 }
 
-func (r *schedRunner) known(a ddArgs) (string, error) {
-	if len(a.pos) == 0 {
+func (r *schedRunner) known(a datadriven.Args) (string, error) {
+	if len(a.Pos) == 0 {
 		return "", errors.New("known: want lanes")
 	}
 	var eps []store.Endpoint
-	for _, id := range a.pos {
+	for _, id := range a.Pos {
 		ep := store.Endpoint{ID: id}
 		ep.Health.State = health.Enabled
 		eps = append(eps, ep)
@@ -468,27 +392,27 @@ func (r *schedRunner) known(a ddArgs) (string, error) {
 	return r.adoptAll(eps)
 }
 
-func (r *schedRunner) health(a ddArgs) (string, error) {
-	if len(a.pos) != 1 {
+func (r *schedRunner) health(a datadriven.Args) (string, error) {
+	if len(a.Pos) != 1 {
 		return "", errors.New("health: want one lane")
 	}
-	id := a.pos[0]
+	id := a.Pos[0]
 	ep := store.Endpoint{ID: id}
-	st, ok := a.value("state")
+	st, ok := a.Value("state")
 	if !ok {
 		return "", errors.New("health: state= is required")
 	}
 	ep.Health.State = health.State(st)
 	var err error
-	if ep.Health.NextProbeAt, err = a.offset("next-probe", false, time.Time{}); err != nil {
+	if ep.Health.NextProbeAt, err = a.Offset("next-probe", ddStart, false, time.Time{}); err != nil {
 		return "", err
 	}
-	if v, ok := a.value("delay"); ok {
+	if v, ok := a.Value("delay"); ok {
 		if ep.Health.ProbationDelay, err = time.ParseDuration(v); err != nil {
 			return "", err
 		}
 	}
-	n, err := a.integer("consecutive", 0)
+	n, err := a.Int("consecutive", 0)
 	if err != nil {
 		return "", err
 	}
@@ -502,8 +426,8 @@ func (r *schedRunner) health(a ddArgs) (string, error) {
 	return r.adoptAll([]store.Endpoint{ep})
 }
 
-func (r *schedRunner) admName(a ddArgs) string {
-	if v, ok := a.value("as"); ok {
+func (r *schedRunner) admName(a datadriven.Args) string {
+	if v, ok := a.Value("as"); ok {
 		return v
 	}
 	return "_"
@@ -562,12 +486,12 @@ func (r *schedRunner) admitNow(eps []string, label func(i int) string) (*Admissi
 	return adm, lines
 }
 
-func (r *schedRunner) admit(a ddArgs) (string, error) {
+func (r *schedRunner) admit(a datadriven.Args) (string, error) {
 	name := r.admName(a)
 	if r.adms[name] != nil {
 		return "", fmt.Errorf("admission %q is pending", name)
 	}
-	eps := a.pos
+	eps := a.Pos
 	adm, lines := r.admitNow(eps, func(i int) string { return fmt.Sprintf("#%d %s", i+1, eps[i]) })
 	r.adms[name] = &schedAdm{a: adm, eps: eps}
 	g := make([]string, len(eps))
@@ -631,14 +555,14 @@ func (r *schedRunner) commitWith(adm *schedAdm, ids []string) (string, error) {
 	return out + st, err
 }
 
-func (r *schedRunner) commit(a ddArgs) (string, error) {
+func (r *schedRunner) commit(a datadriven.Args) (string, error) {
 	name := r.admName(a)
 	adm := r.adms[name]
 	if adm == nil {
 		return "", fmt.Errorf("no pending admission %q", name)
 	}
 	delete(r.adms, name)
-	ids := a.pos
+	ids := a.Pos
 	return r.commitWith(adm, ids)
 }
 
@@ -650,9 +574,9 @@ func splitDelivery(s string) (id, lane string, err error) {
 	return id, lane, nil
 }
 
-func (r *schedRunner) offer(a ddArgs) (string, error) {
+func (r *schedRunner) offer(a datadriven.Args) (string, error) {
 	var ids, eps []string
-	for _, p := range a.pos {
+	for _, p := range a.Pos {
 		id, lane, err := splitDelivery(p)
 		if err != nil {
 			return "", err
@@ -673,12 +597,12 @@ func (r *schedRunner) offer(a ddArgs) (string, error) {
 	return strings.Join(append(lines, out), "\n"), nil
 }
 
-func (r *schedRunner) load(a ddArgs) (string, error) {
-	if len(a.pos) < 2 {
+func (r *schedRunner) load(a datadriven.Args) (string, error) {
+	if len(a.Pos) < 2 {
 		return "", errors.New("load: want a lane and IDs")
 	}
-	lane, ids := a.pos[0], a.pos[1:]
-	attempts, err := a.integer("attempts", 1)
+	lane, ids := a.Pos[0], a.Pos[1:]
+	attempts, err := a.Int("attempts", 1)
 	if err != nil {
 		return "", err
 	}
@@ -708,12 +632,12 @@ func (r *schedRunner) load(a ddArgs) (string, error) {
 	return r.started(starts)
 }
 
-func (r *schedRunner) hint(a ddArgs) (string, error) {
-	if len(a.pos) != 1 {
+func (r *schedRunner) hint(a datadriven.Args) (string, error) {
+	if len(a.Pos) != 1 {
 		return "", errors.New("hint: want one lane")
 	}
-	lane := a.pos[0]
-	due, err := a.offset("due", true, time.Time{})
+	lane := a.Pos[0]
+	due, err := a.Offset("due", ddStart, true, time.Time{})
 	if err != nil {
 		return "", err
 	}
@@ -723,7 +647,7 @@ func (r *schedRunner) hint(a ddArgs) (string, error) {
 	return "not lowered", nil
 }
 
-func (r *schedRunner) doWants(a ddArgs) (string, error) {
+func (r *schedRunner) doWants(a datadriven.Args) (string, error) {
 	if len(r.wants) > 0 {
 		return "", fmt.Errorf("claims reserved and not claimed: %v", r.wants)
 	}
@@ -747,11 +671,11 @@ func (r *schedRunner) doWants(a ddArgs) (string, error) {
 	return strings.Join(lines, "\n"), nil
 }
 
-func (r *schedRunner) claim(a ddArgs) (string, error) {
-	if len(a.pos) < 1 {
+func (r *schedRunner) claim(a datadriven.Args) (string, error) {
+	if len(a.Pos) < 1 {
 		return "", errors.New("claim: want a lane")
 	}
-	lane, ids := a.pos[0], a.pos[1:]
+	lane, ids := a.Pos[0], a.Pos[1:]
 	w, ok := r.wants[lane]
 	if !ok {
 		return "", fmt.Errorf("no claim reserved for %s", lane)
@@ -759,15 +683,15 @@ func (r *schedRunner) claim(a ddArgs) (string, error) {
 	if len(ids) > w.n {
 		return "", fmt.Errorf("%d deliveries for a claim of %d", len(ids), w.n)
 	}
-	attempts, err := a.integer("attempts", 1)
+	attempts, err := a.Int("attempts", 1)
 	if err != nil {
 		return "", err
 	}
 	var cerr error
-	if a.flag("err") {
+	if a.Flag("err") {
 		cerr = errors.New("store failed")
 	}
-	next, err := a.offset("next", false, time.Time{})
+	next, err := a.Offset("next", ddStart, false, time.Time{})
 	if err != nil {
 		return "", err
 	}
@@ -797,11 +721,11 @@ func (r *schedRunner) claim(a ddArgs) (string, error) {
 	return out + "\nnext-due: " + fmtAtOrNone(nd), nil
 }
 
-func (r *schedRunner) runOf(a ddArgs) (*schedRun, string, error) {
-	if len(a.pos) != 1 {
+func (r *schedRunner) runOf(a datadriven.Args) (*schedRun, string, error) {
+	if len(a.Pos) != 1 {
 		return nil, "", errors.New("want one delivery ID")
 	}
-	id := a.pos[0]
+	id := a.Pos[0]
 	run := r.runs[id]
 	if run == nil {
 		return nil, "", fmt.Errorf("%s is not running", id)
@@ -809,7 +733,7 @@ func (r *schedRunner) runOf(a ddArgs) (*schedRun, string, error) {
 	return run, id, nil
 }
 
-func (r *schedRunner) end(a ddArgs) (string, error) {
+func (r *schedRunner) end(a datadriven.Args) (string, error) {
 	run, id, err := r.runOf(a)
 	if err != nil {
 		return "", err
@@ -818,7 +742,7 @@ func (r *schedRunner) end(a ddArgs) (string, error) {
 		return "", fmt.Errorf("%s already ended", id)
 	}
 	var obs *health.Outcome
-	switch ok, fail, gone, none := a.flag("ok"), a.flag("fail"), a.flag("gone"), a.flag("none"); {
+	switch ok, fail, gone, none := a.Flag("ok"), a.Flag("fail"), a.Flag("gone"), a.Flag("none"); {
 	case ok && !fail && !gone && !none:
 		obs = &health.Outcome{Success: true}
 	case fail && !ok && !gone && !none:
@@ -860,7 +784,7 @@ func (r *schedRunner) end(a ddArgs) (string, error) {
 	return strings.Join(append(lines, st), "\n"), err
 }
 
-func (r *schedRunner) finish(a ddArgs) (string, error) {
+func (r *schedRunner) finish(a datadriven.Args) (string, error) {
 	run, id, err := r.runOf(a)
 	if err != nil {
 		return "", err
@@ -868,7 +792,7 @@ func (r *schedRunner) finish(a ddArgs) (string, error) {
 	if !run.ended {
 		return "", fmt.Errorf("%s: finish before end", id)
 	}
-	next, err := a.offset("next", false, time.Time{})
+	next, err := a.Offset("next", ddStart, false, time.Time{})
 	if err != nil {
 		return "", err
 	}

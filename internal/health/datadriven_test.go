@@ -85,72 +85,13 @@ type ddRunner struct {
 	now time.Time
 }
 
-type ddArgs struct {
-	kv    map[string]string
-	flags map[string]bool
-	used  map[string]bool
-}
-
-func parseArgs(fields []string) ddArgs {
-	a := ddArgs{kv: map[string]string{}, flags: map[string]bool{}, used: map[string]bool{}}
-	for _, f := range fields {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			a.kv[k] = v
-		} else {
-			a.flags[f] = true
-		}
-	}
-	return a
-}
-
-func (a ddArgs) flag(name string) bool { a.used[name] = true; return a.flags[name] }
-
-func (a ddArgs) value(name string) (string, bool) {
-	a.used[name] = true
-	v, ok := a.kv[name]
-	return v, ok
-}
-
-// unused reports an argument no command looked at (a typo).
-func (a ddArgs) unused() error {
-	for k := range a.kv {
-		if !a.used[k] {
-			return fmt.Errorf("unknown argument %s=", k)
-		}
-	}
-	for k := range a.flags {
-		if !a.used[k] {
-			return fmt.Errorf("unknown argument %s", k)
-		}
-	}
-	return nil
-}
-
-func (a ddArgs) offset(name string, required bool, def time.Time) (time.Time, error) {
-	v, ok := a.value(name)
-	if !ok {
-		if required {
-			return time.Time{}, fmt.Errorf("%s= is required", name)
-		}
-		return def, nil
-	}
-	if !strings.HasPrefix(v, "+") {
-		return time.Time{}, fmt.Errorf("%s=%s: want an offset from the start, +DURATION", name, v)
-	}
-	d, err := time.ParseDuration(v[1:])
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s=%s: %v", name, v, err)
-	}
-	return ddStart.Add(d), nil
-}
-
 // outcome reads ok|fail [probe] [gone].
-func (a ddArgs) outcome() (Outcome, error) {
-	ok, fail := a.flag("ok"), a.flag("fail")
+func outcome(a datadriven.Args) (Outcome, error) {
+	ok, fail := a.Flag("ok"), a.Flag("fail")
 	if ok == fail {
 		return Outcome{}, fmt.Errorf("want exactly one of ok and fail")
 	}
-	o := Outcome{Success: ok, Probe: a.flag("probe"), Gone: a.flag("gone")}
+	o := Outcome{Success: ok, Probe: a.Flag("probe"), Gone: a.Flag("gone")}
 	if o.Gone && o.Success {
 		return Outcome{}, fmt.Errorf("gone is a failure")
 	}
@@ -159,7 +100,10 @@ func (a ddArgs) outcome() (Outcome, error) {
 
 func (r *ddRunner) do(line string) (string, error) {
 	fields := strings.Fields(line)
-	cmd, a := fields[0], parseArgs(fields[1:])
+	cmd, a := fields[0], datadriven.ParseArgs(fields[1:], "ok", "fail", "probe", "gone")
+	if len(a.Pos) > 0 {
+		return "", fmt.Errorf("unknown argument %s", a.Pos[0])
+	}
 	var out string
 	var err error
 	switch cmd {
@@ -177,7 +121,7 @@ func (r *ddRunner) do(line string) (string, error) {
 	case "enable":
 		out = fmtTransition(r.c.Enable(r.h)) + "\n" + r.dump()
 	case "state":
-		r.now, err = a.offset("at", false, r.now)
+		r.now, err = a.Offset("at", ddStart, false, r.now)
 		out = r.dump()
 	default:
 		return "", fmt.Errorf("unknown command %q", cmd)
@@ -185,13 +129,13 @@ func (r *ddRunner) do(line string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return out, a.unused()
+	return out, a.Unused()
 }
 
-func (r *ddRunner) config(a ddArgs) (string, error) {
+func (r *ddRunner) config(a datadriven.Args) (string, error) {
 	c := DefaultConfig()
-	for k, v := range a.kv {
-		a.used[k] = true
+	for _, k := range a.Names() {
+		v, _ := a.Value(k)
 		var err error
 		switch k {
 		case "window":
@@ -232,12 +176,12 @@ func (r *ddRunner) config(a ddArgs) (string, error) {
 		fmtDur(c.ProbeInterval), c.ProbationAfter, fmtDur(c.ProbationInitial), fmtDur(c.ProbationMax)), nil
 }
 
-func (r *ddRunner) observe(a ddArgs) (string, error) {
-	at, err := a.offset("at", true, time.Time{})
+func (r *ddRunner) observe(a datadriven.Args) (string, error) {
+	at, err := a.Offset("at", ddStart, true, time.Time{})
 	if err != nil {
 		return "", err
 	}
-	o, err := a.outcome()
+	o, err := outcome(a)
 	if err != nil {
 		return "", err
 	}
@@ -245,29 +189,29 @@ func (r *ddRunner) observe(a ddArgs) (string, error) {
 	return fmtTransition(r.c.Observe(r.h, o)) + "\n" + r.dump(), nil
 }
 
-func (r *ddRunner) observeN(a ddArgs) (string, error) {
-	v, _ := a.value("n")
+func (r *ddRunner) observeN(a datadriven.Args) (string, error) {
+	v, _ := a.Value("n")
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
 		return "", fmt.Errorf("n=%q: want a positive count", v)
 	}
-	at, err := a.offset("at", true, time.Time{})
+	at, err := a.Offset("at", ddStart, true, time.Time{})
 	if err != nil {
 		return "", err
 	}
-	v, _ = a.value("step")
+	v, _ = a.Value("step")
 	step, err := time.ParseDuration(v)
 	if err != nil {
 		return "", fmt.Errorf("step=%q: %v", v, err)
 	}
 	var o Outcome
-	pattern, hasPattern := a.value("pattern")
+	pattern, hasPattern := a.Value("pattern")
 	if hasPattern {
-		if strings.Trim(pattern, "SF") != "" || pattern == "" || a.flags["ok"] || a.flags["fail"] {
+		if strings.Trim(pattern, "SF") != "" || pattern == "" || a.Flag("ok") || a.Flag("fail") {
 			return "", fmt.Errorf("pattern=%q: want S and F only, and no ok or fail", pattern)
 		}
-		o = Outcome{Probe: a.flag("probe"), Gone: a.flag("gone")}
-	} else if o, err = a.outcome(); err != nil {
+		o = Outcome{Probe: a.Flag("probe"), Gone: a.Flag("gone")}
+	} else if o, err = outcome(a); err != nil {
 		return "", err
 	}
 	var changes []string
@@ -290,8 +234,8 @@ func (r *ddRunner) observeN(a ddArgs) (string, error) {
 	return strings.Join(changes, "\n") + "\n" + r.dump(), nil
 }
 
-func (r *ddRunner) gate(a ddArgs) (string, error) {
-	at, err := a.offset("at", true, time.Time{})
+func (r *ddRunner) gate(a datadriven.Args) (string, error) {
+	at, err := a.Offset("at", ddStart, true, time.Time{})
 	if err != nil {
 		return "", err
 	}
