@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,4 +218,21 @@ func (a Args) Int(name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s=%s: %v", name, v, err)
 	}
 	return n, nil
+}
+
+// Walk runs fn as a subtest, named after the file, for each file matching
+// pattern (a filepath.Glob pattern, such as "testdata/sched*"); no file is
+// an error.
+func Walk(t *testing.T, pattern string, fn func(t *testing.T, path string)) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no files match %s", pattern)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) { fn(t, path) })
+	}
 }

@@ -103,7 +103,6 @@ package dispatch
 import (
 	"errors"
 	"fmt"
-	"github.com/herald-events/herald/internal/datadriven"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -111,6 +110,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/datadriven"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -118,16 +118,7 @@ import (
 var ddStart = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func TestSchedDataDriven(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "sched*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no testdata/sched* files")
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) { runSchedFile(t, path) })
-	}
+	datadriven.Walk(t, filepath.Join("testdata", "sched*"), runSchedFile)
 }
 
 func runSchedFile(t *testing.T, path string) {

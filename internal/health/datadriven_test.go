@@ -48,12 +48,13 @@ package health
 
 import (
 	"fmt"
-	"github.com/herald-events/herald/internal/datadriven"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/datadriven"
 )
 
 // ddStart is the fixed start. It is on a minute boundary, so the window's
@@ -61,16 +62,7 @@ import (
 var ddStart = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func TestDataDriven(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no files in testdata/")
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) { runDataFile(t, path) })
-	}
+	datadriven.Walk(t, filepath.Join("testdata", "*"), runDataFile)
 }
 
 func runDataFile(t *testing.T, path string) {
