@@ -17,7 +17,7 @@ import (
 // ends, before the outcome's group commit; the delivery's memory place only
 // once the outcome is written (recorded).
 func (e *Engine) run(l *lane, it *item) {
-	defer e.attempts.Done()
+	defer e.sched.attempts.Done()
 	c := it.c
 	// Registered before the catalog is read: see StopSubscription.
 	ctx, cancel := context.WithCancel(e.attemptsCtx)
@@ -30,7 +30,11 @@ func (e *Engine) run(l *lane, it *item) {
 	case sub == nil:
 		// Deleted: the delete dropped the delivery in the store; this
 		// records that (again) and gives back its lease, sending nothing.
+		// A probe that sends nothing is given back.
 		out = dropped(c)
+		if it.probe {
+			e.returnProbe(l)
+		}
 	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
 		// Held past its time to live (behind a closed circuit, or a late
 		// claim): no attempt. A probe that sends nothing is given back.
@@ -48,6 +52,9 @@ func (e *Engine) run(l *lane, it *item) {
 			e.running.remove(c.SubscriptionID, reg)
 			e.afterExchange(l, nil, "")
 			e.releaseIDs([]string{c.ID})
+			if it.probe {
+				e.returnProbe(l)
+			}
 			e.sched.finished(l, it, time.Time{}, e.cfg.Clock.Now())
 			return
 		}

@@ -82,7 +82,6 @@ type Engine struct {
 
 	attemptsCtx context.Context
 	cancel      context.CancelFunc // cancels attempts still running at a hard stop
-	attempts    sync.WaitGroup
 }
 
 // New returns an engine that has not started. Its recorder runs from now
@@ -167,7 +166,7 @@ func (e *Engine) Stop(ctx context.Context) {
 	e.keeper.stop(started && e.caps.LeasesExpire)
 
 	done := make(chan struct{})
-	go func() { e.attempts.Wait(); close(done) }()
+	go func() { e.sched.attempts.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -182,10 +181,10 @@ func (e *Engine) Stop(ctx context.Context) {
 	e.flush()
 }
 
-// launch runs the attempts the scheduler started.
+// launch runs the attempts the scheduler started (pump counted each in
+// scheduler.attempts).
 func (e *Engine) launch(starts []start) {
 	for _, st := range starts {
-		e.attempts.Add(1)
 		go e.run(st.l, st.it)
 	}
 }

@@ -87,11 +87,15 @@ type schedConfig struct {
 type scheduler struct {
 	cfg schedConfig
 
-	mu        sync.Mutex
-	lanes     map[string]*lane
-	running   map[string]*item // deliveries in their attempt, by ID
-	ready     ring             // lanes with queued work that may start one
-	inFlight  int
+	mu       sync.Mutex
+	lanes    map[string]*lane
+	running  map[string]*item // deliveries in their attempt, by ID
+	ready    ring             // lanes with queued work that may start one
+	inFlight int
+	// attempts counts the attempts started by pump and not yet ended; it is
+	// added to under mu, before stop sets stopping, so the engine's Stop
+	// can wait for it without racing a late start.
+	attempts  sync.WaitGroup
 	freshHeld int // reserved or held from the publish path
 	loadHeld  int // held from the loader (or reserved by it)
 	stopping  bool
@@ -209,6 +213,7 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		s.running[it.c.ID] = it
 		l.inFlight++
 		s.inFlight++
+		s.attempts.Add(1)
 		if s.canStart(l, now) {
 			s.markReady(l)
 		}
