@@ -165,6 +165,10 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 		invalid(w, "cursor", "not a cursor this list returned")
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		unavailable(w, "the store is not available")
+	case errors.Is(err, store.ErrStaleCatalog):
+		// A publish re-matched several times while subscriptions kept
+		// changing under it: nothing was written.
+		unavailable(w, "subscriptions changed while the events were matched; nothing was stored, publish again")
 	case errors.Is(err, context.Canceled):
 		// The client went away.
 	default:
