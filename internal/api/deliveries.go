@@ -211,7 +211,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := list[deadLetterJSON]{Data: make([]deadLetterJSON, 0, len(dls)), NextCursor: next}
-	circuit := s.circuits(r.Context()) // not used: dead letters are not pending
+	circuit := s.circuits(r.Context()) // read for pending deliveries only, which dead letters are not
 	for _, dl := range dls {
 		ev := json.RawMessage(dl.Event.Payload)
 		if !json.Valid(ev) {

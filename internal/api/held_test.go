@@ -54,7 +54,7 @@ func TestHeldDeliveryReadsTheStoredCircuit(t *testing.T) {
 		t.Fatalf("%d deliveries", len(page.Data))
 	}
 	d := page.Data[0]
-	if d["next_attempt_at"] != probe.Format(TimeFormat) || d["held_by"] != "endpoint_disabled" {
-		t.Fatalf("next_attempt_at %v held_by %v, want %s and endpoint_disabled", d["next_attempt_at"], d["held_by"], probe.Format(TimeFormat))
+	if d["next_attempt_at"] != probe.Format(timeFormat) || d["held_by"] != "endpoint_disabled" {
+		t.Fatalf("next_attempt_at %v held_by %v, want %s and endpoint_disabled", d["next_attempt_at"], d["held_by"], probe.Format(timeFormat))
 	}
 }

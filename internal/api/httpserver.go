@@ -112,6 +112,9 @@ func netHTTPAnswer(p []byte) (status int, detail string, ok bool) {
 		return 0, "", false
 	}
 	line, rest, _ := bytes.Cut(p[len(proto):], []byte("\r\n"))
+	if len(line) < 3 {
+		return 0, "", false
+	}
 	status, err := strconv.Atoi(string(line[:3]))
 	if err != nil || status < 400 {
 		return 0, "", false

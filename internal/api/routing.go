@@ -16,15 +16,15 @@ const (
 	probHeaderTooLarge = "urn:herald:problem:header-too-large"
 )
 
-// body is what a route takes as its request body. For a route that changes
+// bodyKind is what a route takes as its request body. For a route that changes
 // something (any method but GET and HEAD) it decides the Content-Types the
 // route accepts; see guard.
-type body int
+type bodyKind int
 
 const (
 	// noBody: a read, or a change that reads no body (DELETE, redeliver,
 	// enable). A change accepts no Content-Type or application/json.
-	noBody body = iota
+	noBody bodyKind = iota
 	// jsonBody: one JSON object; application/json only.
 	jsonBody
 	// eventsBody: POST /v1/events, whose formats event.Parse checks (its

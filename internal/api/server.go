@@ -98,7 +98,7 @@ func (s *Server) Handler() http.Handler {
 type route struct {
 	pattern string
 	handler http.Handler
-	body    body
+	body    bodyKind
 }
 
 // routes returns every operation Handler serves, in registration order. The

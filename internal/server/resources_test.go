@@ -136,20 +136,9 @@ func TestRedriveIDs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := setup(t)
 			rc, failing := switchable(t, http.StatusNotFound, true)
-			sub := b.subscribe(map[string]any{"name": "r", "url": rc.URL})
-			b.publish("e1", "t")
-			b.publish("e2", "t")
-			eventually(t, "two dead letters", func() bool {
-				n := 0
-				for _, d := range b.deliveries(sub) {
-					if d.Status == "dead_lettered" {
-						n++
-					}
-				}
-				return n == 2
-			})
+			sub, ds := b.deadLetters(rc, 2)
 			failing.Store(false)
-			first := b.deliveries(sub)[0].ID
+			first := ds[0].ID
 			before := b.state()
 
 			in := map[string]any{"subscription_id": sub}
