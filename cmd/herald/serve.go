@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/server"
 	"github.com/herald-events/herald/internal/store/postgres"
 )
@@ -63,14 +64,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		_ = srv.Close(context.Background())
 		return 1
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-	}
+	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger)
 	if o.pprofAddr != "" {
 		go servePprof(o.pprofAddr, logger)
 	}

@@ -1,39 +1,34 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
 // deliveryJSON is the delivery resource. Times that have not happened are null.
 type deliveryJSON struct {
-	ID               string     `json:"id"`
-	SubscriptionID   string     `json:"subscription_id"`
-	EndpointID       string     `json:"endpoint_id"`
-	EventID          string     `json:"event_id"`
-	EventSource      string     `json:"event_source"`
-	Status           string     `json:"status"`
-	Attempts         int        `json:"attempts"`
-	NextAttemptAt    *time.Time `json:"next_attempt_at"`
-	LastAttemptAt    *time.Time `json:"last_attempt_at"`
-	LastStatusCode   *int       `json:"last_status_code"`
-	LastOutcome      *string    `json:"last_outcome"`
-	DeadLetterReason *string    `json:"dead_letter_reason"`
-	CreatedAt        time.Time  `json:"created_at"`
-	DeliveredAt      *time.Time `json:"delivered_at"`
-}
-
-func optTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+	ID               string  `json:"id"`
+	SubscriptionID   string  `json:"subscription_id"`
+	EndpointID       string  `json:"endpoint_id"`
+	EventID          string  `json:"event_id"`
+	EventSource      string  `json:"event_source"`
+	Status           string  `json:"status"`
+	Attempts         int     `json:"attempts"`
+	NextAttemptAt    *Time   `json:"next_attempt_at"`
+	HeldBy           *string `json:"held_by"`
+	LastAttemptAt    *Time   `json:"last_attempt_at"`
+	LastStatusCode   *int    `json:"last_status_code"`
+	LastOutcome      *string `json:"last_outcome"`
+	DeadLetterReason *string `json:"dead_letter_reason"`
+	CreatedAt        Time    `json:"created_at"`
+	DeliveredAt      *Time   `json:"delivered_at"`
 }
 
 func optString(s string) *string {
@@ -43,16 +38,60 @@ func optString(s string) *string {
 	return &s
 }
 
-func toDeliveryJSON(d store.Delivery) deliveryJSON {
+// circuitOf looks up an endpoint's circuit; ok is false when the endpoint
+// cannot be read.
+type circuitOf func(endpointID string) (h health.Health, ok bool)
+
+// circuits returns the circuit lookup of one response: each endpoint is read
+// once, from the dispatcher's live view when it holds the endpoint, else
+// from the store.
+func (s *Server) circuits(ctx context.Context) circuitOf {
+	type entry struct {
+		h  health.Health
+		ok bool
+	}
+	seen := map[string]entry{}
+	return func(id string) (health.Health, bool) {
+		e, done := seen[id]
+		if !done {
+			if ep, _, _, ok := s.Live.Endpoint(id); ok {
+				e = entry{ep.Health, true}
+			} else if ep, err := s.Store.GetEndpoint(ctx, id); err == nil {
+				e = entry{ep.Health, true}
+			}
+			seen[id] = e
+		}
+		return e.h, e.ok
+	}
+}
+
+// toDeliveryJSON returns the delivery resource. A pending delivery's
+// next_attempt_at is when it can go: its own due time, unless its
+// endpoint's circuit holds it. In probation or disabled, nothing goes
+// before the endpoint's next probe, so it is the later of the two; frozen,
+// nothing goes until the endpoint is enabled, so it is unknown (null).
+// held_by is "endpoint_" and the circuit's state whenever it is not
+// enabled (endpoint_probation, endpoint_disabled, endpoint_frozen).
+func toDeliveryJSON(d store.Delivery, circuit circuitOf) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 		EventID: d.EventID, EventSource: d.EventSource, Status: string(d.Status),
 		Attempts: d.Attempts, LastAttemptAt: optTime(d.LastAttemptAt),
 		LastOutcome: optString(d.LastOutcome), DeadLetterReason: optString(d.DeadLetterReason),
-		CreatedAt: d.CreatedAt.UTC(), DeliveredAt: optTime(d.DeliveredAt),
+		CreatedAt: timestamp(d.CreatedAt), DeliveredAt: optTime(d.DeliveredAt),
 	}
 	if d.Status == store.StatusPending {
-		out.NextAttemptAt = optTime(d.NextAttemptAt)
+		next := d.NextAttemptAt
+		if h, ok := circuit(d.EndpointID); ok && h.State != "" && h.State != health.Enabled {
+			out.HeldBy = optString("endpoint_" + string(h.State))
+			switch {
+			case h.State == health.Frozen:
+				next = time.Time{}
+			case h.NextProbeAt.After(next):
+				next = h.NextProbeAt
+			}
+		}
+		out.NextAttemptAt = optTime(next)
 	}
 	if d.LastStatusCode != 0 {
 		c := d.LastStatusCode
@@ -78,8 +117,9 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := list[deliveryJSON]{Data: make([]deliveryJSON, 0, len(ds)), NextCursor: next}
+	circuit := s.circuits(r.Context())
 	for _, d := range ds {
-		out.Data = append(out.Data, toDeliveryJSON(d))
+		out.Data = append(out.Data, toDeliveryJSON(d, circuit))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -90,18 +130,18 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	writeJSON(w, http.StatusOK, toDeliveryJSON(d))
+	writeJSON(w, http.StatusOK, toDeliveryJSON(d, s.circuits(r.Context())))
 }
 
 // attemptJSON is one row of a delivery's attempt log.
 type attemptJSON struct {
-	Number       int       `json:"number"`
-	StartedAt    time.Time `json:"started_at"`
-	DurationMS   float64   `json:"duration_ms"`
-	StatusCode   *int      `json:"status_code"`
-	Outcome      string    `json:"outcome"`
-	Error        *string   `json:"error"`
-	ResponseBody string    `json:"response_body"`
+	Number       int     `json:"number"`
+	StartedAt    Time    `json:"started_at"`
+	DurationMS   float64 `json:"duration_ms"`
+	StatusCode   *int    `json:"status_code"`
+	Outcome      string  `json:"outcome"`
+	Error        *string `json:"error"`
+	ResponseBody string  `json:"response_body"`
 }
 
 func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +162,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 	out := list[attemptJSON]{Data: make([]attemptJSON, 0, len(as)), NextCursor: next}
 	for _, a := range as {
 		j := attemptJSON{
-			Number: a.Number, StartedAt: a.StartedAt.UTC(), DurationMS: float64(a.Duration.Microseconds()) / 1000,
+			Number: a.Number, StartedAt: timestamp(a.StartedAt), DurationMS: float64(a.Duration.Microseconds()) / 1000,
 			Outcome: a.Outcome, Error: optString(a.Error), ResponseBody: strings.ToValidUTF8(string(a.ResponseBody), "\uFFFD"),
 		}
 		if a.StatusCode != 0 {
@@ -145,7 +185,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, toDeliveryJSON(d))
+	writeJSON(w, http.StatusAccepted, toDeliveryJSON(d, s.circuits(r.Context())))
 }
 
 // deadLetterJSON is a dead-lettered delivery with Event Grid's dead-letter
@@ -155,8 +195,8 @@ type deadLetterJSON struct {
 	deliveryJSON
 	DeliveryAttempts        int             `json:"delivery_attempts"`
 	LastDeliveryOutcome     string          `json:"last_delivery_outcome"`
-	PublishTime             time.Time       `json:"publish_time"`
-	LastDeliveryAttemptTime *time.Time      `json:"last_delivery_attempt_time"`
+	PublishTime             Time            `json:"publish_time"`
+	LastDeliveryAttemptTime *Time           `json:"last_delivery_attempt_time"`
 	Event                   json.RawMessage `json:"event"`
 }
 
@@ -171,22 +211,24 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := list[deadLetterJSON]{Data: make([]deadLetterJSON, 0, len(dls)), NextCursor: next}
+	circuit := s.circuits(r.Context()) // read for pending deliveries only, which dead letters are not
 	for _, dl := range dls {
 		ev := json.RawMessage(dl.Event.Payload)
 		if !json.Valid(ev) {
 			ev = json.RawMessage("null")
 		}
 		out.Data = append(out.Data, deadLetterJSON{
-			deliveryJSON: toDeliveryJSON(dl.Delivery), DeliveryAttempts: dl.Attempts,
-			LastDeliveryOutcome: dl.LastOutcome, PublishTime: dl.Event.PublishedAt.UTC(),
+			deliveryJSON: toDeliveryJSON(dl.Delivery, circuit), DeliveryAttempts: dl.Attempts,
+			LastDeliveryOutcome: dl.LastOutcome, PublishTime: timestamp(dl.Event.PublishedAt),
 			LastDeliveryAttemptTime: optTime(dl.LastAttemptAt), Event: ev,
 		})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// redrive moves a subscription's dead letters (all, or the ids listed) back
-// to pending with a fresh attempt budget.
+// redrive moves a subscription's dead letters back to pending with a fresh
+// attempt budget: all of them when ids is absent or null, only those listed
+// otherwise, so an empty list redrives none.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		SubscriptionID string   `json:"subscription_id"`
@@ -203,7 +245,14 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "ids", "at most 1000 ids per request")
 		return
 	}
-	n, err := s.Control.Redrive(r.Context(), in.SubscriptionID, in.IDs)
+	var n int
+	var err error
+	if in.IDs != nil && len(in.IDs) == 0 {
+		// Nothing to move; the control plane reads no ids as all of them.
+		_, err = s.Store.GetSubscription(r.Context(), in.SubscriptionID)
+	} else {
+		n, err = s.Control.Redrive(r.Context(), in.SubscriptionID, in.IDs)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound,

@@ -2,29 +2,28 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/herald-events/herald/internal/store"
 )
 
 // endpointJSON is the endpoint resource: a delivery URL and its circuit.
 type endpointJSON struct {
-	ID                  string     `json:"id"`
-	URL                 string     `json:"url"`
-	State               string     `json:"state"`
-	ConsecutiveFailures int64      `json:"consecutive_failures"`
-	WindowAttempts      int64      `json:"window_attempts"`
-	WindowFailures      int64      `json:"window_failures"`
-	LastSuccessAt       *time.Time `json:"last_success_at"`
-	LastFailureAt       *time.Time `json:"last_failure_at"`
-	DisabledAt          *time.Time `json:"disabled_at"`
-	FrozenAt            *time.Time `json:"frozen_at"`
-	NextProbeAt         *time.Time `json:"next_probe_at"`
-	ProbationDelay      *string    `json:"probation_delay"`
-	ConcurrencyLimit    *int       `json:"concurrency_limit"`
-	InFlight            int        `json:"in_flight"`
-	CreatedAt           time.Time  `json:"created_at"`
-	UpdatedAt           *time.Time `json:"updated_at"`
+	ID                  string  `json:"id"`
+	URL                 string  `json:"url"`
+	State               string  `json:"state"`
+	ConsecutiveFailures int64   `json:"consecutive_failures"`
+	WindowAttempts      int64   `json:"window_attempts"`
+	WindowFailures      int64   `json:"window_failures"`
+	LastSuccessAt       *Time   `json:"last_success_at"`
+	LastFailureAt       *Time   `json:"last_failure_at"`
+	DisabledAt          *Time   `json:"disabled_at"`
+	FrozenAt            *Time   `json:"frozen_at"`
+	NextProbeAt         *Time   `json:"next_probe_at"`
+	ProbationDelay      *string `json:"probation_delay"`
+	ConcurrencyLimit    *int    `json:"concurrency_limit"`
+	InFlight            int     `json:"in_flight"`
+	CreatedAt           Time    `json:"created_at"`
+	UpdatedAt           *Time   `json:"updated_at"`
 }
 
 // endpointView returns the endpoint as the dispatcher sees it now when it
@@ -45,7 +44,7 @@ func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
 		WindowAttempts: attempts, WindowFailures: failures,
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),
-		ConcurrencyLimit: limit, InFlight: inFlight, CreatedAt: ep.CreatedAt.UTC(), UpdatedAt: optTime(ep.UpdatedAt),
+		ConcurrencyLimit: limit, InFlight: inFlight, CreatedAt: timestamp(ep.CreatedAt), UpdatedAt: optTime(ep.UpdatedAt),
 	}
 	if out.State == "" {
 		out.State = "enabled"

@@ -83,20 +83,22 @@ func (s *Server) Handler() http.Handler {
 	}
 	s.registerMetrics()
 
+	routes := s.routes()
 	mux := http.NewServeMux()
-	for _, rt := range s.routes() {
-		mux.Handle(rt.pattern, rt.handler)
+	for _, rt := range routes {
+		mux.Handle(rt.pattern, guard(rt))
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: "no route " + r.Method + " " + r.URL.Path})
-	})
-	return s.recoverer(mux)
+	mux.Handle("/", noRoute(routes))
+	return s.logRequests(s.recoverer(cleanPathsOnly(mux)))
 }
 
-// route is one operation of the API: a ServeMux pattern and its handler.
+// route is one operation of the API: a ServeMux pattern, its handler, and
+// the request body it takes, which decides the Content-Types it accepts
+// (see guard).
 type route struct {
 	pattern string
 	handler http.Handler
+	body    bodyKind
 }
 
 // routes returns every operation Handler serves, in registration order. The
@@ -104,27 +106,27 @@ type route struct {
 // that it does.
 func (s *Server) routes() []route {
 	return []route{
-		{"POST /v1/subscriptions", http.HandlerFunc(s.createSubscription)},
-		{"GET /v1/subscriptions", http.HandlerFunc(s.listSubscriptions)},
-		{"GET /v1/subscriptions/{id}", http.HandlerFunc(s.getSubscription)},
-		{"PATCH /v1/subscriptions/{id}", http.HandlerFunc(s.updateSubscription)},
-		{"DELETE /v1/subscriptions/{id}", http.HandlerFunc(s.deleteSubscription)},
-		{"POST /v1/events", http.HandlerFunc(s.publish)},
-		{"GET /v1/deliveries", http.HandlerFunc(s.listDeliveries)},
-		{"GET /v1/deliveries/{id}", http.HandlerFunc(s.getDelivery)},
-		{"GET /v1/deliveries/{id}/attempts", http.HandlerFunc(s.listAttempts)},
-		{"POST /v1/deliveries/{id}/redeliver", http.HandlerFunc(s.redeliver)},
-		{"GET /v1/dead-letters", http.HandlerFunc(s.listDeadLetters)},
-		{"POST /v1/dead-letters/redrive", http.HandlerFunc(s.redrive)},
-		{"GET /v1/endpoints", http.HandlerFunc(s.listEndpoints)},
-		{"GET /v1/endpoints/{id}", http.HandlerFunc(s.getEndpoint)},
-		{"POST /v1/endpoints/{id}/enable", http.HandlerFunc(s.enableEndpoint)},
+		{"POST /v1/subscriptions", http.HandlerFunc(s.createSubscription), jsonBody},
+		{"GET /v1/subscriptions", http.HandlerFunc(s.listSubscriptions), noBody},
+		{"GET /v1/subscriptions/{id}", http.HandlerFunc(s.getSubscription), noBody},
+		{"PATCH /v1/subscriptions/{id}", http.HandlerFunc(s.updateSubscription), jsonBody},
+		{"DELETE /v1/subscriptions/{id}", http.HandlerFunc(s.deleteSubscription), noBody},
+		{"POST /v1/events", http.HandlerFunc(s.publish), eventsBody},
+		{"GET /v1/deliveries", http.HandlerFunc(s.listDeliveries), noBody},
+		{"GET /v1/deliveries/{id}", http.HandlerFunc(s.getDelivery), noBody},
+		{"GET /v1/deliveries/{id}/attempts", http.HandlerFunc(s.listAttempts), noBody},
+		{"POST /v1/deliveries/{id}/redeliver", http.HandlerFunc(s.redeliver), noBody},
+		{"GET /v1/dead-letters", http.HandlerFunc(s.listDeadLetters), noBody},
+		{"POST /v1/dead-letters/redrive", http.HandlerFunc(s.redrive), jsonBody},
+		{"GET /v1/endpoints", http.HandlerFunc(s.listEndpoints), noBody},
+		{"GET /v1/endpoints/{id}", http.HandlerFunc(s.getEndpoint), noBody},
+		{"POST /v1/endpoints/{id}/enable", http.HandlerFunc(s.enableEndpoint), noBody},
 		{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
-		})},
-		{"GET /readyz", http.HandlerFunc(s.ready)},
-		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})},
-		{"GET /openapi.yaml", http.HandlerFunc(serveOpenAPI)},
+		}), noBody},
+		{"GET /readyz", http.HandlerFunc(s.ready), noBody},
+		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}), noBody},
+		{"GET /openapi.yaml", http.HandlerFunc(serveOpenAPI), noBody},
 	}
 }
 

@@ -28,8 +28,8 @@ type subscriptionJSON struct {
 	DeadLetter        bool              `json:"dead_letter"`
 	State             string            `json:"state"`
 	EndpointID        string            `json:"endpoint_id"`
-	CreatedAt         time.Time         `json:"created_at"`
-	UpdatedAt         time.Time         `json:"updated_at"`
+	CreatedAt         Time              `json:"created_at"`
+	UpdatedAt         Time              `json:"updated_at"`
 }
 
 func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
@@ -38,7 +38,7 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
 		DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
-		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
+		CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
 		out.EventTypes = []string{}
