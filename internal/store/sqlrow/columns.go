@@ -1,6 +1,6 @@
 // Package sqlrow is how both SQL stores (store/sqlite and store/postgres)
 // keep values in columns and rows: times as Unix milliseconds, leases,
-// pages, and the subscription and endpoint row codecs.
+// the sizes of list items, and the subscription and endpoint row codecs.
 package sqlrow
 
 import (
@@ -39,13 +39,23 @@ func LeaseUntilMS(l store.Lease) int64 {
 	return v
 }
 
-// TrimPage trims rows fetched with limit size+1 to size and returns the
-// cursor of the next page: the key of the last row kept, or "" when there
-// is no more.
-func TrimPage[T any](rows []T, size int, key func(T) string) ([]T, string) {
-	if len(rows) <= size {
-		return rows, ""
-	}
-	rows = rows[:size]
-	return rows, key(rows[size-1])
-}
+// Item sizes: SQL expressions, the same in both stores, for the bytes of a
+// list item's variable-length fields (store.MaxPageBytes). They use only
+// octet_length, which reads a value's length without its content.
+const (
+	// DeliveryBytes: a delivery's event id and source (deliveries d joined
+	// with events e); its other fields are short.
+	DeliveryBytes = `octet_length(e.id) + octet_length(e.source)`
+	// DeadLetterBytes: a dead letter's event: id, source, type, subject and
+	// payload.
+	DeadLetterBytes = DeliveryBytes + ` + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)`
+	// AttemptBytes: an attempt's error and response body.
+	AttemptBytes = `octet_length(error) + coalesce(octet_length(response_body), 0)`
+	// SubscriptionBytes: a subscription's name, URL, event types, subject
+	// filters, retry policy and headers.
+	SubscriptionBytes = `octet_length(name) + octet_length(url) + octet_length(event_types) +
+	octet_length(subject_begins_with) + octet_length(subject_ends_with) +
+	coalesce(octet_length(retry_policy), 0) + octet_length(headers)`
+	// EndpointBytes: an endpoint's URL and health window.
+	EndpointBytes = `octet_length(url) + octet_length(health_window)`
+)
