@@ -77,11 +77,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	out := list[deliveryJSON]{Data: make([]deliveryJSON, 0, len(ds)), NextCursor: next}
-	for _, d := range ds {
-		out.Data = append(out.Data, toDeliveryJSON(d))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, ds, next, toDeliveryJSON)
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -119,8 +115,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	out := list[attemptJSON]{Data: make([]attemptJSON, 0, len(as)), NextCursor: next}
-	for _, a := range as {
+	writeList(w, as, next, func(a store.AttemptRecord) attemptJSON {
 		j := attemptJSON{
 			Number: a.Number, StartedAt: a.StartedAt.UTC(), DurationMS: float64(a.Duration.Microseconds()) / 1000,
 			Outcome: a.Outcome, Error: optString(a.Error), ResponseBody: strings.ToValidUTF8(string(a.ResponseBody), "\uFFFD"),
@@ -129,9 +124,8 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 			c := a.StatusCode
 			j.StatusCode = &c
 		}
-		out.Data = append(out.Data, j)
-	}
-	writeJSON(w, http.StatusOK, out)
+		return j
+	})
 }
 
 // redeliver makes a delivery due now with a fresh attempt budget.
@@ -170,19 +164,17 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "dead letter")
 		return
 	}
-	out := list[deadLetterJSON]{Data: make([]deadLetterJSON, 0, len(dls)), NextCursor: next}
-	for _, dl := range dls {
+	writeList(w, dls, next, func(dl store.DeadLetter) deadLetterJSON {
 		ev := json.RawMessage(dl.Event.Payload)
 		if !json.Valid(ev) {
 			ev = json.RawMessage("null")
 		}
-		out.Data = append(out.Data, deadLetterJSON{
+		return deadLetterJSON{
 			deliveryJSON: toDeliveryJSON(dl.Delivery), DeliveryAttempts: dl.Attempts,
 			LastDeliveryOutcome: dl.LastOutcome, PublishTime: dl.Event.PublishedAt.UTC(),
 			LastDeliveryAttemptTime: optTime(dl.LastAttemptAt), Event: ev,
-		})
-	}
-	writeJSON(w, http.StatusOK, out)
+		}
+	})
 }
 
 // redrive moves a subscription's dead letters (all, or the ids listed) back
