@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,8 +20,6 @@ FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1`
 	getEventSQL = `SELECT ` + eventCols + ` FROM events AS e WHERE e.seq = $1`
 
 	deliveryExistsSQL = `SELECT 1 FROM deliveries WHERE id = $1`
-
-	attemptCols = `delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body`
 )
 
 // queryAll runs a query in its own transaction (see Store.tx) and scans
@@ -122,19 +119,13 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]store.DeadLetter, len(ds))
-	for i, d := range ds {
-		out[i] = store.DeadLetter{Delivery: d.Delivery, Event: d.event}
-	}
-	return out, next, nil
+	return ds, next, nil
 }
 
-type deliveryWithEvent struct {
-	store.Delivery
-	event store.StoredEvent
-}
-
-func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent bool) ([]deliveryWithEvent, string, error) {
+// listDeliveries reads a page of the deliveries matching every condition in
+// where, newest first, with their events when withEvent (else each Event is
+// empty).
+func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent bool) ([]store.DeadLetter, string, error) {
 	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -152,20 +143,7 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 		cols, bytes = cols+", "+eventCols, sqlrow.DeadLetterBytes
 	}
 	return readPage(ctx, s, p, `SELECT `+bytes+from, `SELECT `+cols+from, args,
-		func(sc scanner) (deliveryWithEvent, error) {
-			var r deliveryWithEvent
-			var extra []any
-			var published int64
-			if withEvent {
-				e := &r.event
-				extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
-			}
-			d, err := scanDelivery(sc, extra...)
-			r.Delivery = d
-			r.event.PublishedAt = sqlrow.FromUnixMS(published)
-			return r, err
-		},
-		func(r deliveryWithEvent) string { return r.ID })
+		sqlrow.ScanListed(scanDelivery, withEvent), func(d store.DeadLetter) string { return d.ID })
 }
 
 // readPage reads one page of a list in one snapshot: first the sizes of
@@ -218,16 +196,8 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 	if err != nil {
 		return nil, "", err
 	}
-	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(attemptCols), []any{deliveryID, after},
-		func(sc scanner) (store.AttemptRecord, error) {
-			var a store.AttemptRecord
-			var started, us int64
-			err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody)
-			a.StartedAt = sqlrow.FromUnixMS(started)
-			a.Duration = time.Duration(us) * time.Microsecond
-			return a, err
-		},
-		func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(sqlrow.AttemptCols), []any{deliveryID, after},
+		sqlrow.ScanAttempt, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	if err != nil {
 		return nil, "", err
 	}

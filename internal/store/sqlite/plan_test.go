@@ -65,7 +65,7 @@ func TestQueryPlans(t *testing.T) {
 		{"TakeProbe", takeProbeSQL, []string{"SEARCH endpoints USING PRIMARY KEY (id=?)"}, false},
 		{"Record", recordStateSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
 		{"GetDelivery", getDeliverySQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
-		{"ListAttempts", listAttemptsSQL(attemptCols), []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
+		{"ListAttempts", listAttemptsSQL(sqlrow.AttemptCols), []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
 		{"ListAttempts sizes", listAttemptsSQL(sqlrow.AttemptBytes), []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
 		{"ListSubscriptions", listByIDSQL("subscriptions", subscriptionCols), []string{"SEARCH subscriptions USING PRIMARY KEY (id>?)"}, false},
 		{"ListSubscriptions sizes", listByIDSQL("subscriptions", sqlrow.SubscriptionBytes), []string{"SEARCH subscriptions USING PRIMARY KEY (id>?)"}, false},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -17,8 +16,6 @@ const (
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = ?`
 
 	getEventSQL = `SELECT ` + eventCols + ` FROM events AS e WHERE e.seq = ?`
-
-	attemptCols = `delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body`
 )
 
 // listAttemptsSQL selects cols of a delivery's attempts after a number, in
@@ -91,11 +88,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]store.DeadLetter, len(ds))
-	for i, d := range ds {
-		out[i] = store.DeadLetter{Delivery: d.Delivery, Event: d.event}
-	}
-	return out, next, nil
+	return ds, next, nil
 }
 
 // listDeliveriesSQL selects cols of the deliveries matching every condition
@@ -115,12 +108,10 @@ func listDeliveriesSQL(cols string, where []string, byEvent bool) string {
 	return q + ` ORDER BY d.id DESC LIMIT ?`
 }
 
-type deliveryWithEvent struct {
-	store.Delivery
-	event store.StoredEvent
-}
-
-func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent, byEvent bool) ([]deliveryWithEvent, string, error) {
+// listDeliveries reads a page of the deliveries matching every condition in
+// where, newest first, with their events when withEvent (else each Event is
+// empty).
+func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent, byEvent bool) ([]store.DeadLetter, string, error) {
 	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -132,20 +123,7 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 		cols, bytes = cols+", "+eventCols, sqlrow.DeadLetterBytes
 	}
 	return readPage(ctx, s, p, listDeliveriesSQL(bytes, where, byEvent), listDeliveriesSQL(cols, where, byEvent), args,
-		func(sc scanner) (deliveryWithEvent, error) {
-			var r deliveryWithEvent
-			var extra []any
-			var published int64
-			if withEvent {
-				e := &r.event
-				extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
-			}
-			d, err := scanDelivery(sc, extra...)
-			r.Delivery = d
-			r.event.PublishedAt = sqlrow.FromUnixMS(published)
-			return r, err
-		},
-		func(r deliveryWithEvent) string { return r.ID })
+		sqlrow.ScanListed(scanDelivery, withEvent), func(d store.DeadLetter) string { return d.ID })
 }
 
 // readPage reads one page of a list in one snapshot: first the sizes of
@@ -209,16 +187,8 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 	if err != nil {
 		return nil, "", err
 	}
-	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(attemptCols), []any{deliveryID, after},
-		func(sc scanner) (store.AttemptRecord, error) {
-			var a store.AttemptRecord
-			var started, us int64
-			err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody)
-			a.StartedAt = sqlrow.FromUnixMS(started)
-			a.Duration = time.Duration(us) * time.Microsecond
-			return a, err
-		},
-		func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(sqlrow.AttemptCols), []any{deliveryID, after},
+		sqlrow.ScanAttempt, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	if err != nil {
 		return nil, "", err
 	}

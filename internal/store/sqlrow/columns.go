@@ -39,6 +39,40 @@ func LeaseUntilMS(l store.Lease) int64 {
 	return v
 }
 
+// AttemptCols selects a store.AttemptRecord from attempts; ScanAttempt
+// reads them in this order.
+const AttemptCols = `delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body`
+
+// ScanAttempt reads AttemptCols.
+func ScanAttempt(sc RowScanner) (store.AttemptRecord, error) {
+	var a store.AttemptRecord
+	var started, us int64
+	err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody)
+	a.StartedAt = FromUnixMS(started)
+	a.Duration = time.Duration(us) * time.Microsecond
+	return a, err
+}
+
+// ScanListed returns the scan of a listed delivery: a store's delivery
+// columns, read by scanDelivery (which reads extra destinations after
+// them), then, withEvent, its event's: e.seq, e.id, e.source, e.type,
+// e.subject, e.payload, e.published_at.
+func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (store.Delivery, error), withEvent bool) func(RowScanner) (store.DeadLetter, error) {
+	return func(sc RowScanner) (store.DeadLetter, error) {
+		var r store.DeadLetter
+		var extra []any
+		var published int64
+		if withEvent {
+			e := &r.Event
+			extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
+		}
+		d, err := scanDelivery(sc, extra...)
+		r.Delivery = d
+		r.Event.PublishedAt = FromUnixMS(published)
+		return r, err
+	}
+}
+
 // Item sizes: SQL expressions, the same in both stores, for the bytes of a
 // list item's variable-length fields (store.MaxPageBytes). They use only
 // octet_length, which reads a value's length without its content.
