@@ -116,12 +116,8 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	out := list[deliveryJSON]{Data: make([]deliveryJSON, 0, len(ds)), NextCursor: next}
 	circuit := s.circuits(r.Context())
-	for _, d := range ds {
-		out.Data = append(out.Data, toDeliveryJSON(d, circuit))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, ds, next, func(d store.Delivery) deliveryJSON { return toDeliveryJSON(d, circuit) })
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -159,8 +155,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	out := list[attemptJSON]{Data: make([]attemptJSON, 0, len(as)), NextCursor: next}
-	for _, a := range as {
+	writeList(w, as, next, func(a store.AttemptRecord) attemptJSON {
 		j := attemptJSON{
 			Number: a.Number, StartedAt: timestamp(a.StartedAt), DurationMS: float64(a.Duration.Microseconds()) / 1000,
 			Outcome: a.Outcome, Error: optString(a.Error), ResponseBody: strings.ToValidUTF8(string(a.ResponseBody), "\uFFFD"),
@@ -169,9 +164,8 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 			c := a.StatusCode
 			j.StatusCode = &c
 		}
-		out.Data = append(out.Data, j)
-	}
-	writeJSON(w, http.StatusOK, out)
+		return j
+	})
 }
 
 // redeliver makes a delivery due now with a fresh attempt budget.
@@ -210,20 +204,18 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "dead letter")
 		return
 	}
-	out := list[deadLetterJSON]{Data: make([]deadLetterJSON, 0, len(dls)), NextCursor: next}
 	circuit := s.circuits(r.Context()) // read for pending deliveries only, which dead letters are not
-	for _, dl := range dls {
+	writeList(w, dls, next, func(dl store.DeadLetter) deadLetterJSON {
 		ev := json.RawMessage(dl.Event.Payload)
 		if !json.Valid(ev) {
 			ev = json.RawMessage("null")
 		}
-		out.Data = append(out.Data, deadLetterJSON{
+		return deadLetterJSON{
 			deliveryJSON: toDeliveryJSON(dl.Delivery, circuit), DeliveryAttempts: dl.Attempts,
 			LastDeliveryOutcome: dl.LastOutcome, PublishTime: timestamp(dl.Event.PublishedAt),
 			LastDeliveryAttemptTime: optTime(dl.LastAttemptAt), Event: ev,
-		})
-	}
-	writeJSON(w, http.StatusOK, out)
+		}
+	})
 }
 
 // redrive moves a subscription's dead letters back to pending with a fresh

@@ -66,11 +66,7 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "endpoint")
 		return
 	}
-	out := list[endpointJSON]{Data: make([]endpointJSON, 0, len(eps)), NextCursor: next}
-	for _, ep := range eps {
-		out.Data = append(out.Data, s.endpointView(ep))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, eps, next, s.endpointView)
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {

@@ -48,7 +48,9 @@ func TestHeldDeliveryReadsTheStoredCircuit(t *testing.T) {
 	if _, _, _, ok := ts.srv.Live.Endpoint(sub.EndpointID); ok {
 		t.Fatal("the dispatcher holds the endpoint; the test needs one it does not")
 	}
-	var page list[map[string]any]
+	var page struct {
+		Data []map[string]any `json:"data"`
+	}
 	call("GET", "/v1/deliveries", "", &page)
 	if len(page.Data) != 1 {
 		t.Fatalf("%d deliveries", len(page.Data))

@@ -60,9 +60,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	_ = enc.Encode(v)
 }
-
-// list is the shape of every list response.
-type list[T any] struct {
-	Data       []T    `json:"data"`
-	NextCursor string `json:"next_cursor"`
-}

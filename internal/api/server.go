@@ -179,13 +179,15 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 	}
 }
 
-// page reads limit (1..1000, default 100) and cursor.
+// page reads limit (1..store.MaxLimit, default store.DefaultLimit) and
+// cursor. The list checks the cursor: one it did not give is a
+// store.ErrInvalidCursor error, which storeError answers 400 naming cursor.
 func page(w http.ResponseWriter, r *http.Request) (store.Page, bool) {
-	p := store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: 100}
+	p := store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: store.DefaultLimit}
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			invalid(w, "limit", "limit must be a whole number from 1 to 1000")
+		if err != nil || n < 1 || n > store.MaxLimit {
+			invalid(w, "limit", "limit must be a whole number from 1 to "+strconv.Itoa(store.MaxLimit))
 			return p, false
 		}
 		p.Limit = n

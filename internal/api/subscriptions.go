@@ -144,11 +144,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
-	out := list[subscriptionJSON]{Data: make([]subscriptionJSON, 0, len(subs)), NextCursor: next}
-	for _, sub := range subs {
-		out.Data = append(out.Data, toSubscriptionJSON(sub))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, subs, next, toSubscriptionJSON)
 }
 
 // deleteSubscription removes a subscription; its pending deliveries end as

@@ -6,7 +6,11 @@ import (
 	"strings"
 )
 
-var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+// idAlphabet is the ID alphabet: Crockford's base32 in lower case, as
+// internal/ids writes it.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+var idEncoding = base32.NewEncoding(idAlphabet).WithPadding(base32.NoPadding)
 
 // EndpointID returns the stable ID of the endpoint for a delivery URL:
 // "ep_" followed by 20 base32 characters of the URL's SHA-256. Subscriptions

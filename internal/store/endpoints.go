@@ -12,7 +12,9 @@ import (
 type EndpointStore interface {
 	// GetEndpoint returns one endpoint or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
-	// ListEndpoints returns endpoints in ID order after the cursor.
+	// ListEndpoints returns a page of endpoints in ID order after the cursor
+	// (EndpointCursor). An item's bytes (MaxPageBytes): its URL and health
+	// window.
 	ListEndpoints(ctx context.Context, p Page) ([]Endpoint, string, error)
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).

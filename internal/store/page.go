@@ -1,6 +1,11 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // ErrInvalidCursor is returned by a list method given a cursor it did not
 // produce.
@@ -12,6 +17,16 @@ const (
 	MaxLimit     = 1000
 )
 
+// MaxPageBytes bounds a page in bytes as Size bounds it in items: a page ends
+// after the item that brings its items' bytes to MaxPageBytes or more (with a
+// cursor to the rest), so an item larger than the bound still comes, alone
+// on its page. An item's bytes are those of its variable-length fields as
+// stored, the fields that can make an item large: each list method names
+// them. A list method reads the sizes of the next items first and then only
+// the items its page holds, so a page never takes more memory than the
+// bound plus one item.
+const MaxPageBytes = 4 << 20
+
 // Size returns the number of items a list returns for p: DefaultLimit when
 // p.Limit is zero or negative, at most MaxLimit.
 func (p Page) Size() int {
@@ -22,4 +37,60 @@ func (p Page) Size() int {
 		return MaxLimit
 	}
 	return p.Limit
+}
+
+// Len returns how many items the page holds, given the byte sizes of the
+// items after its cursor in list order (up to Size()+1 of them; a list
+// has more after the page when Len is less than len(sizes)): at most
+// Size(), ending after the item that brings the total to MaxPageBytes or
+// more.
+func (p Page) Len(sizes []int64) int {
+	n, total := 0, int64(0)
+	for n < len(sizes) && n < p.Size() && total < MaxPageBytes {
+		total += sizes[n]
+		n++
+	}
+	return n
+}
+
+// IDCursor is the format of the cursors of lists in ID order: the ID of
+// the last item of the page before, Prefix followed by Len characters of
+// the ID alphabet (internal/ids, EndpointID).
+type IDCursor struct {
+	Prefix string
+	Len    int
+}
+
+// The cursors of the lists in ID order.
+var (
+	DeliveryCursor     = IDCursor{Prefix: "dlv_", Len: 26}
+	SubscriptionCursor = IDCursor{Prefix: "sub_", Len: 26}
+	EndpointCursor     = IDCursor{Prefix: "ep_", Len: 20}
+)
+
+// Check returns an ErrInvalidCursor error unless cursor is empty (the first
+// page) or has the format.
+func (f IDCursor) Check(cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(cursor, f.Prefix)
+	if !ok || len(rest) != f.Len || strings.Trim(rest, idAlphabet) != "" {
+		return fmt.Errorf("cursor %q is not an id %s…: %w", cursor, f.Prefix, ErrInvalidCursor)
+	}
+	return nil
+}
+
+// NumberCursor reads the cursor of a list in the order of a number (a
+// delivery's attempts): the number of the last item of the page before, a
+// whole number from 0 to 2^31−1; 0 for the first page ("").
+func NumberCursor(cursor string) (int, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(cursor, 10, 32)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != cursor {
+		return 0, fmt.Errorf("cursor %q is not a whole number: %w", cursor, ErrInvalidCursor)
+	}
+	return int(n), nil
 }

@@ -73,7 +73,9 @@ type SubscriptionStore interface {
 	CreateSubscription(ctx context.Context, s Subscription) error
 	// GetSubscription returns one subscription or ErrNotFound.
 	GetSubscription(ctx context.Context, id string) (Subscription, error)
-	// ListSubscriptions returns subscriptions in ID order after the cursor.
+	// ListSubscriptions returns a page of subscriptions in ID order after the
+	// cursor (SubscriptionCursor). An item's bytes (MaxPageBytes): its name,
+	// URL, event types, subject filters, retry policy and headers.
 	ListSubscriptions(ctx context.Context, p Page) ([]Subscription, string, error)
 	// SubscriptionChanges returns, read in one snapshot, the subscriptions
 	// created or changed and the IDs of those deleted after catalog version
@@ -142,12 +144,17 @@ type DeliveryStore interface {
 
 	// GetDelivery returns one delivery or ErrNotFound.
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
-	// ListDeliveries returns deliveries matching f, newest first.
+	// ListDeliveries returns a page of the deliveries matching f, newest
+	// first (DeliveryCursor). An item's bytes (MaxPageBytes): its event's id
+	// and source.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
-	// ListAttempts returns a delivery's attempts, oldest first.
+	// ListAttempts returns a page of a delivery's attempts, oldest first
+	// (NumberCursor). An item's bytes (MaxPageBytes): its error and
+	// response body.
 	ListAttempts(ctx context.Context, deliveryID string, p Page) ([]AttemptRecord, string, error)
-	// ListDeadLetters returns dead-lettered deliveries with their events,
-	// newest first.
+	// ListDeadLetters returns a page of dead-lettered deliveries with their
+	// events, newest first (DeliveryCursor). An item's bytes
+	// (MaxPageBytes): its event's id, source, type, subject and payload.
 	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, string, error)
 	// GetEvent returns a stored event's payload by its store sequence.
 	GetEvent(ctx context.Context, seq int64) (StoredEvent, error)
@@ -234,7 +241,11 @@ type CatalogChanges struct {
 	Deleted []string
 }
 
-// Page asks for one page of a list.
+// Page asks for one page of a list: the items after Cursor (the last item
+// of the page before; "" for the first), at most Size() of them and
+// MaxPageBytes of them (see Len). A list method returns the page and the
+// cursor of the next, "" when none follows; a cursor not in the list's
+// format (IDCursor, NumberCursor) is an ErrInvalidCursor error.
 type Page struct {
 	Cursor string
 	Limit  int

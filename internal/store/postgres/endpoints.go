@@ -18,9 +18,8 @@ const (
 	endpointCols = `id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
 	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
 
-	getEndpointSQL   = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = $1`
-	listEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id > $1 ORDER BY id LIMIT $2`
-	allEndpointsSQL  = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
+	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = $1`
+	allEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
 
 	// Every health write first takes the next endpoints version, locking
 	// the counter's row until it commits (so versions commit in order and an
@@ -102,13 +101,11 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page.
 func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
-	size := p.Size()
-	out, err := queryAll(ctx, s, sqlrow.ScanEndpoint, listEndpointsSQL, p.Cursor, size+1)
-	if err != nil {
+	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	out, next := sqlrow.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
-	return out, next, nil
+	return readPage(ctx, s, p, listByIDSQL("endpoints", sqlrow.EndpointBytes), listByIDSQL("endpoints", endpointCols),
+		[]any{p.Cursor}, sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.

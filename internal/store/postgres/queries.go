@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,9 +20,6 @@ FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1`
 	getEventSQL = `SELECT ` + eventCols + ` FROM events AS e WHERE e.seq = $1`
 
 	deliveryExistsSQL = `SELECT 1 FROM deliveries WHERE id = $1`
-
-	listAttemptsSQL = `SELECT delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body
-FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3`
 )
 
 // queryAll runs a query in its own transaction (see Store.tx) and scans
@@ -123,81 +119,85 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]store.DeadLetter, len(ds))
-	for i, d := range ds {
-		out[i] = store.DeadLetter{Delivery: d.Delivery, Event: d.event}
+	return ds, next, nil
+}
+
+// listDeliveries reads a page of the deliveries matching every condition in
+// where, newest first, with their events when withEvent (else each Event is
+// empty).
+func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent bool) ([]store.DeadLetter, string, error) {
+	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
+		return nil, "", err
 	}
-	return out, next, nil
-}
-
-type deliveryWithEvent struct {
-	store.Delivery
-	event store.StoredEvent
-}
-
-func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent bool) ([]deliveryWithEvent, string, error) {
-	size := p.Size()
 	if p.Cursor != "" {
 		args = append(args, p.Cursor)
 		where = append(where, fmt.Sprintf("d.id < $%d", len(args)))
 	}
-	cols := deliveryCols
-	if withEvent {
-		cols += ", " + eventCols
-	}
-	q := `SELECT ` + cols + ` FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq`
+	from := ` FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq`
 	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+		from += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	args = append(args, size+1)
-	q += fmt.Sprintf(` ORDER BY d.id DESC LIMIT $%d`, len(args))
+	from += fmt.Sprintf(` ORDER BY d.id DESC LIMIT $%d`, len(args)+1)
+	cols, bytes := deliveryCols, sqlrow.DeliveryBytes
+	if withEvent {
+		cols, bytes = cols+", "+eventCols, sqlrow.DeadLetterBytes
+	}
+	return readPage(ctx, s, p, `SELECT `+bytes+from, `SELECT `+cols+from, args,
+		sqlrow.ScanListed(scanDelivery, withEvent), func(d store.DeadLetter) string { return d.ID })
+}
 
-	out, err := queryAll(ctx, s, func(sc scanner) (deliveryWithEvent, error) {
-		var r deliveryWithEvent
-		var extra []any
-		var published int64
-		if withEvent {
-			e := &r.event
-			extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
-		}
-		d, err := scanDelivery(sc, extra...)
+// readPage reads one page of a list in one snapshot: first the sizes of
+// the items after the cursor (sizesSQL selects one size per item, the
+// list's conditions and order, with a LIMIT parameter after args) to find
+// where the page ends (store.Page.Len), then only the items the page holds
+// (rowsSQL: the same with the columns scan reads), so that it never reads
+// more than a page's bytes. key gives an item's cursor.
+func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rowsSQL string, args []any,
+	scan func(scanner) (T, error), key func(T) string) ([]T, string, error) {
+	var out []T
+	var next string
+	err := s.snapshot(ctx, func(tx pgx.Tx) error {
+		out, next = []T{}, ""
+		rows, err := tx.Query(ctx, sizesSQL, append(args[:len(args):len(args)], p.Size()+1)...)
 		if err != nil {
-			return r, err
+			return err
 		}
-		r.Delivery = d
-		r.event.PublishedAt = sqlrow.FromUnixMS(published)
-		return r, nil
-	}, q, args...)
+		sizes, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		n := p.Len(sizes)
+		if n == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, rowsSQL, append(args[:len(args):len(args)], n)...)
+		if err != nil {
+			return err
+		}
+		if out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) }); err != nil {
+			return err
+		}
+		if n < len(sizes) && len(out) > 0 {
+			next = key(out[len(out)-1])
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	out, next := sqlrow.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
 	return out, next, nil
 }
 
 // ListAttempts implements store.DeliveryStore: oldest first; the cursor is
-// the last attempt number of the previous page (ErrInvalidCursor when it is
-// not a number). ErrNotFound when the delivery does not exist.
+// the last attempt number of the previous page (store.NumberCursor).
+// ErrNotFound when the delivery does not exist.
 func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error) {
-	after := 0
-	if p.Cursor != "" {
-		n, err := strconv.Atoi(p.Cursor)
-		if err != nil || n < 0 || n > 1<<31-1 {
-			return nil, "", fmt.Errorf("attempts cursor %q: %w", p.Cursor, store.ErrInvalidCursor)
-		}
-		after = n
+	after, err := store.NumberCursor(p.Cursor)
+	if err != nil {
+		return nil, "", err
 	}
-	size := p.Size()
-	out, err := queryAll(ctx, s, func(sc scanner) (store.AttemptRecord, error) {
-		var a store.AttemptRecord
-		var started, us int64
-		if err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody); err != nil {
-			return a, err
-		}
-		a.StartedAt = sqlrow.FromUnixMS(started)
-		a.Duration = time.Duration(us) * time.Microsecond
-		return a, nil
-	}, listAttemptsSQL, deliveryID, after, size+1)
+	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(sqlrow.AttemptCols), []any{deliveryID, after},
+		sqlrow.ScanAttempt, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	if err != nil {
 		return nil, "", err
 	}
@@ -213,6 +213,17 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 			return nil, "", s.err(err)
 		}
 	}
-	out, next := sqlrow.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	return out, next, nil
+}
+
+// listAttemptsSQL selects cols of a delivery's attempts after a number, in
+// number order, with a LIMIT parameter last.
+func listAttemptsSQL(cols string) string {
+	return `SELECT ` + cols + ` FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3`
+}
+
+// listByIDSQL selects cols of the rows of table after an ID, in ID order,
+// with a LIMIT parameter last.
+func listByIDSQL(table, cols string) string {
+	return `SELECT ` + cols + ` FROM ` + table + ` WHERE id > $1 ORDER BY id LIMIT $2`
 }

@@ -43,7 +43,6 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded
 	// until the caller's transaction ends, and so sees what it changed.
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = $1`
-	listSubscriptionsSQL  = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id > $1 ORDER BY id LIMIT $2`
 
 	insertEndpointSQL = `INSERT INTO endpoints (id, url, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`
 
@@ -118,13 +117,11 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page.
 func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error) {
-	size := p.Size()
-	out, err := queryAll(ctx, s, sqlrow.ScanSubscription, listSubscriptionsSQL, p.Cursor, size+1)
-	if err != nil {
+	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	out, next := sqlrow.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
-	return out, next, nil
+	return readPage(ctx, s, p, listByIDSQL("subscriptions", sqlrow.SubscriptionBytes), listByIDSQL("subscriptions", subscriptionCols),
+		[]any{p.Cursor}, sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
 }
 
 // SubscriptionChanges implements store.SubscriptionStore in one read-only

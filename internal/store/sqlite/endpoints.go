@@ -15,9 +15,8 @@ const (
 	endpointCols = `id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
 	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
 
-	getEndpointSQL   = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ?`
-	listEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints WHERE id > ? ORDER BY id LIMIT ?`
-	allEndpointsSQL  = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
+	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ?`
+	allEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
 
 	// Every health write takes the next endpoints version (bumpEndpointsSQL)
 	// and stores it on the rows it writes.
@@ -47,27 +46,14 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 	return e, s.readErr(err)
 }
 
-// ListEndpoints implements store.EndpointStore.
+// ListEndpoints implements store.EndpointStore: in ID order; the cursor is
+// the last ID of the previous page.
 func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
-	size := p.Size()
-	rows, err := s.readQuery(ctx, listEndpointsSQL, p.Cursor, size+1)
-	if err != nil {
+	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	defer rows.Close()
-	var out []store.Endpoint
-	for rows.Next() {
-		e, err := sqlrow.ScanEndpoint(rows)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", s.readErr(err)
-	}
-	out, next := sqlrow.TrimPage(out, size, func(e store.Endpoint) string { return e.ID })
-	return out, next, nil
+	return readPage(ctx, s, p, listByIDSQL("endpoints", sqlrow.EndpointBytes), listByIDSQL("endpoints", endpointCols),
+		[]any{p.Cursor}, sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore.

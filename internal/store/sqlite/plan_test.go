@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // plan returns EXPLAIN QUERY PLAN's detail lines for q.
@@ -63,7 +65,12 @@ func TestQueryPlans(t *testing.T) {
 		{"TakeProbe", takeProbeSQL, []string{"SEARCH endpoints USING PRIMARY KEY (id=?)"}, false},
 		{"Record", recordStateSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
 		{"GetDelivery", getDeliverySQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
-		{"ListAttempts", listAttemptsSQL, []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
+		{"ListAttempts", listAttemptsSQL(sqlrow.AttemptCols), []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
+		{"ListAttempts sizes", listAttemptsSQL(sqlrow.AttemptBytes), []string{"SEARCH attempts USING INDEX sqlite_autoindex_attempts_1 (delivery_id=? AND number>?)"}, false},
+		{"ListSubscriptions", listByIDSQL("subscriptions", subscriptionCols), []string{"SEARCH subscriptions USING PRIMARY KEY (id>?)"}, false},
+		{"ListSubscriptions sizes", listByIDSQL("subscriptions", sqlrow.SubscriptionBytes), []string{"SEARCH subscriptions USING PRIMARY KEY (id>?)"}, false},
+		{"ListEndpoints", listByIDSQL("endpoints", endpointCols), []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}, false},
+		{"ListEndpoints sizes", listByIDSQL("endpoints", sqlrow.EndpointBytes), []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}, false},
 		{"Redrive", redriveAllSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
 		{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
 		{"Cleanup", cleanupSQL, []string{"SEARCH e USING COVERING INDEX events_published (published_at<?)", "SEARCH d USING INDEX deliveries_event (event_seq=?)"}, false},
@@ -85,9 +92,10 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 
-	// Every combination of delivery filters, with and without a cursor.
+	// Every combination of delivery filters, with and without a cursor, for
+	// the sizes and for the rows of a page.
 	conds := []string{"d.subscription_id = ?", "d.status = ?", "e.id = ?", "d.id < ?"}
-	for mask := 0; mask < 1<<len(conds); mask++ {
+	for mask := 0; mask < 2<<len(conds); mask++ {
 		var where []string
 		for i, c := range conds {
 			if mask&(1<<i) != 0 {
@@ -95,13 +103,18 @@ func TestQueryPlans(t *testing.T) {
 			}
 		}
 		byEvent := mask&4 != 0
-		p := plan(t, s, listDeliveriesSQL(where, false, byEvent))
-		name := fmt.Sprintf("ListDeliveries %v", where)
+		cols := deliveryCols
+		if mask&(1<<len(conds)) != 0 {
+			cols = sqlrow.DeliveryBytes
+		}
+		p := plan(t, s, listDeliveriesSQL(cols, where, byEvent))
+		name := fmt.Sprintf("ListDeliveries %v (%s)", where, firstLine(cols))
 		switch {
 		case byEvent:
-			// The events with that id, then their few deliveries, sorted.
+			// The events with that id, then their few deliveries (only
+			// the index for the sizes), sorted.
 			if !strings.Contains(p, "SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=?)") ||
-				!strings.Contains(p, "SEARCH d USING INDEX deliveries_event (event_seq=?") {
+				!regexp.MustCompile(`SEARCH d USING (COVERING )?INDEX deliveries_event \(event_seq=\?`).MatchString(p) {
 				t.Errorf("%s:\n%s", name, p)
 			}
 		case len(where) == 0:
@@ -116,9 +129,11 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 	for _, where := range [][]string{{"d.status = 'dead_lettered'"}, {"d.status = 'dead_lettered'", "d.subscription_id = ?"}} {
-		p := plan(t, s, listDeliveriesSQL(append(where, "d.id < ?"), true, false))
-		if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
-			t.Errorf("ListDeadLetters %v:\n%s", where, p)
+		for _, cols := range []string{deliveryCols + ", " + eventCols, sqlrow.DeadLetterBytes} {
+			p := plan(t, s, listDeliveriesSQL(cols, append(where, "d.id < ?"), false))
+			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+				t.Errorf("ListDeadLetters %v (%s):\n%s", where, firstLine(cols), p)
+			}
 		}
 	}
 }

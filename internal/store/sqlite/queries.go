@@ -2,10 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -16,10 +16,19 @@ const (
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = ?`
 
 	getEventSQL = `SELECT ` + eventCols + ` FROM events AS e WHERE e.seq = ?`
-
-	listAttemptsSQL = `SELECT delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body
-FROM attempts WHERE delivery_id = ? AND number > ? ORDER BY number LIMIT ?`
 )
+
+// listAttemptsSQL selects cols of a delivery's attempts after a number, in
+// number order, with a LIMIT parameter last.
+func listAttemptsSQL(cols string) string {
+	return `SELECT ` + cols + ` FROM attempts WHERE delivery_id = ? AND number > ? ORDER BY number LIMIT ?`
+}
+
+// listByIDSQL selects cols of the rows of table after an ID, in ID order,
+// with a LIMIT parameter last.
+func listByIDSQL(table, cols string) string {
+	return `SELECT ` + cols + ` FROM ` + table + ` WHERE id > ? ORDER BY id LIMIT ?`
+}
 
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
@@ -79,23 +88,16 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]store.DeadLetter, len(ds))
-	for i, d := range ds {
-		out[i] = store.DeadLetter{Delivery: d.Delivery, Event: d.event}
-	}
-	return out, next, nil
+	return ds, next, nil
 }
 
-// listDeliveriesSQL selects deliveries matching every condition in where,
-// newest first, with a LIMIT parameter last. byEvent says where filters on
-// the event's id (e.id): the events with that id, then their deliveries, is
-// then always the cheapest way (an event has few deliveries), which the
-// planner cannot know without statistics, so CROSS JOIN fixes the order.
-func listDeliveriesSQL(where []string, withEvent, byEvent bool) string {
-	cols := deliveryCols
-	if withEvent {
-		cols += ", " + eventCols
-	}
+// listDeliveriesSQL selects cols of the deliveries matching every condition
+// in where, newest first, with a LIMIT parameter last. byEvent says where
+// filters on the event's id (e.id): the events with that id, then their
+// deliveries, is then always the cheapest way (an event has few
+// deliveries), which the planner cannot know without statistics, so CROSS
+// JOIN fixes the order.
+func listDeliveriesSQL(cols string, where []string, byEvent bool) string {
 	q := `SELECT ` + cols + ` FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq`
 	if byEvent {
 		q = `SELECT ` + cols + ` FROM events AS e CROSS JOIN deliveries AS d INDEXED BY deliveries_event ON d.event_seq = e.seq`
@@ -106,79 +108,89 @@ func listDeliveriesSQL(where []string, withEvent, byEvent bool) string {
 	return q + ` ORDER BY d.id DESC LIMIT ?`
 }
 
-type deliveryWithEvent struct {
-	store.Delivery
-	event store.StoredEvent
-}
-
-func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent, byEvent bool) ([]deliveryWithEvent, string, error) {
-	size := p.Size()
+// listDeliveries reads a page of the deliveries matching every condition in
+// where, newest first, with their events when withEvent (else each Event is
+// empty).
+func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent, byEvent bool) ([]store.DeadLetter, string, error) {
+	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
+		return nil, "", err
+	}
 	if p.Cursor != "" {
 		where, args = append(where, "d.id < ?"), append(args, p.Cursor)
 	}
-	q := listDeliveriesSQL(where, withEvent, byEvent)
-	args = append(args, size+1)
+	cols, bytes := deliveryCols, sqlrow.DeliveryBytes
+	if withEvent {
+		cols, bytes = cols+", "+eventCols, sqlrow.DeadLetterBytes
+	}
+	return readPage(ctx, s, p, listDeliveriesSQL(bytes, where, byEvent), listDeliveriesSQL(cols, where, byEvent), args,
+		sqlrow.ScanListed(scanDelivery, withEvent), func(d store.DeadLetter) string { return d.ID })
+}
 
-	rows, err := s.readQuery(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	defer rows.Close()
-	out := []deliveryWithEvent{}
-	for rows.Next() {
-		var r deliveryWithEvent
-		var extra []any
-		var published int64
-		if withEvent {
-			e := &r.event
-			extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
-		}
-		d, err := scanDelivery(rows, extra...)
+// readPage reads one page of a list in one snapshot: first the sizes of
+// the items after the cursor (sizesSQL selects one size per item, the
+// list's conditions and order, with a LIMIT parameter last) to find where
+// the page ends (store.Page.Len), then only the items the page holds
+// (rowsSQL: the same with the columns scan reads), so that it never reads
+// more than a page's bytes. key gives an item's cursor.
+func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rowsSQL string, args []any,
+	scan func(scanner) (T, error), key func(T) string) ([]T, string, error) {
+	out, next := []T{}, ""
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		sizes, err := queryRows(ctx, tx, func(sc scanner) (n int64, err error) {
+			err = sc.Scan(&n)
+			return
+		}, sizesSQL, append(args[:len(args):len(args)], p.Size()+1)...)
 		if err != nil {
-			return nil, "", s.readErr(err)
+			return err
 		}
-		r.Delivery = d
-		r.event.PublishedAt = sqlrow.FromUnixMS(published)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		n := p.Len(sizes)
+		if n == 0 {
+			return nil
+		}
+		if out, err = queryRows(ctx, tx, scan, rowsSQL, append(args[:len(args):len(args)], n)...); err != nil {
+			return err
+		}
+		if n < len(sizes) && len(out) > 0 {
+			next = key(out[len(out)-1])
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, "", s.readErr(err)
 	}
-	out, next := sqlrow.TrimPage(out, size, func(r deliveryWithEvent) string { return r.ID })
 	return out, next, nil
 }
 
-// ListAttempts implements store.DeliveryStore: oldest first; the cursor is
-// the last attempt number of the previous page (ErrInvalidCursor when it is
-// not a number). ErrNotFound when the delivery does not exist.
-func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error) {
-	after := 0
-	if p.Cursor != "" {
-		n, err := strconv.Atoi(p.Cursor)
-		if err != nil || n < 0 {
-			return nil, "", fmt.Errorf("attempts cursor %q: %w", p.Cursor, store.ErrInvalidCursor)
-		}
-		after = n
+// queryRows runs query in tx and scans every row with scan.
+func queryRows[T any](ctx context.Context, tx *sql.Tx, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
-	size := p.Size()
-	rows, err := s.readQuery(ctx, listAttemptsSQL, deliveryID, after, size+1)
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// ListAttempts implements store.DeliveryStore: oldest first; the cursor is
+// the last attempt number of the previous page (store.NumberCursor).
+// ErrNotFound when the delivery does not exist.
+func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error) {
+	after, err := store.NumberCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	defer rows.Close()
-	out := []store.AttemptRecord{}
-	for rows.Next() {
-		var a store.AttemptRecord
-		var started, us int64
-		if err := rows.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody); err != nil {
-			return nil, "", s.readErr(err)
-		}
-		a.StartedAt = sqlrow.FromUnixMS(started)
-		a.Duration = time.Duration(us) * time.Microsecond
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", s.readErr(err)
+	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(sqlrow.AttemptCols), []any{deliveryID, after},
+		sqlrow.ScanAttempt, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+	if err != nil {
+		return nil, "", err
 	}
 	if len(out) == 0 {
 		var one int
@@ -189,6 +201,5 @@ func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Pag
 			return nil, "", s.readErr(err)
 		}
 	}
-	out, next := sqlrow.TrimPage(out, size, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
 	return out, next, nil
 }

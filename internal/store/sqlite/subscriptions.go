@@ -35,7 +35,6 @@ WHERE id = ?`
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE name = ?`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
-	listSubscriptionsSQL  = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id > ? ORDER BY id LIMIT ?`
 
 	insertEndpointSQL = `INSERT OR IGNORE INTO endpoints (id, url, created_at) VALUES (?, ?, ?)`
 
@@ -98,25 +97,11 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page.
 func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error) {
-	size := p.Size()
-	rows, err := s.readQuery(ctx, listSubscriptionsSQL, p.Cursor, size+1)
-	if err != nil {
+	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	defer rows.Close()
-	out := []store.Subscription{}
-	for rows.Next() {
-		sub, err := sqlrow.ScanSubscription(rows)
-		if err != nil {
-			return nil, "", s.readErr(err)
-		}
-		out = append(out, sub)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", s.readErr(err)
-	}
-	out, next := sqlrow.TrimPage(out, size, func(s store.Subscription) string { return s.ID })
-	return out, next, nil
+	return readPage(ctx, s, p, listByIDSQL("subscriptions", sqlrow.SubscriptionBytes), listByIDSQL("subscriptions", subscriptionCols),
+		[]any{p.Cursor}, sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
 }
 
 // SubscriptionChanges implements store.SubscriptionStore. It reads in one

@@ -1,6 +1,6 @@
 // Package sqlrow is how both SQL stores (store/sqlite and store/postgres)
 // keep values in columns and rows: times as Unix milliseconds, leases,
-// pages, and the subscription and endpoint row codecs.
+// the sizes of list items, and the subscription and endpoint row codecs.
 package sqlrow
 
 import (
@@ -39,13 +39,57 @@ func LeaseUntilMS(l store.Lease) int64 {
 	return v
 }
 
-// TrimPage trims rows fetched with limit size+1 to size and returns the
-// cursor of the next page: the key of the last row kept, or "" when there
-// is no more.
-func TrimPage[T any](rows []T, size int, key func(T) string) ([]T, string) {
-	if len(rows) <= size {
-		return rows, ""
-	}
-	rows = rows[:size]
-	return rows, key(rows[size-1])
+// AttemptCols selects a store.AttemptRecord from attempts; ScanAttempt
+// reads them in this order.
+const AttemptCols = `delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body`
+
+// ScanAttempt reads AttemptCols.
+func ScanAttempt(sc RowScanner) (store.AttemptRecord, error) {
+	var a store.AttemptRecord
+	var started, us int64
+	err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody)
+	a.StartedAt = FromUnixMS(started)
+	a.Duration = time.Duration(us) * time.Microsecond
+	return a, err
 }
+
+// ScanListed returns the scan of a listed delivery: a store's delivery
+// columns, read by scanDelivery (which reads extra destinations after
+// them), then, withEvent, its event's: e.seq, e.id, e.source, e.type,
+// e.subject, e.payload, e.published_at.
+func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (store.Delivery, error), withEvent bool) func(RowScanner) (store.DeadLetter, error) {
+	return func(sc RowScanner) (store.DeadLetter, error) {
+		var r store.DeadLetter
+		var extra []any
+		var published int64
+		if withEvent {
+			e := &r.Event
+			extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
+		}
+		d, err := scanDelivery(sc, extra...)
+		r.Delivery = d
+		r.Event.PublishedAt = FromUnixMS(published)
+		return r, err
+	}
+}
+
+// Item sizes: SQL expressions, the same in both stores, for the bytes of a
+// list item's variable-length fields (store.MaxPageBytes). They use only
+// octet_length, which reads a value's length without its content.
+const (
+	// DeliveryBytes: a delivery's event id and source (deliveries d joined
+	// with events e); its other fields are short.
+	DeliveryBytes = `octet_length(e.id) + octet_length(e.source)`
+	// DeadLetterBytes: a dead letter's event: id, source, type, subject and
+	// payload.
+	DeadLetterBytes = DeliveryBytes + ` + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)`
+	// AttemptBytes: an attempt's error and response body.
+	AttemptBytes = `octet_length(error) + coalesce(octet_length(response_body), 0)`
+	// SubscriptionBytes: a subscription's name, URL, event types, subject
+	// filters, retry policy and headers.
+	SubscriptionBytes = `octet_length(name) + octet_length(url) + octet_length(event_types) +
+	octet_length(subject_begins_with) + octet_length(subject_ends_with) +
+	coalesce(octet_length(retry_policy), 0) + octet_length(headers)`
+	// EndpointBytes: an endpoint's URL and health window.
+	EndpointBytes = `octet_length(url) + octet_length(health_window)`
+)

@@ -16,13 +16,29 @@ var listTests = []test{
 	{"DeliveriesLimitClamp", testListDeliveriesClamp},
 	{"AttemptsPagination", testListAttempts},
 	{"DeadLetters", testListDeadLetters},
+	{"DeadLettersBytes", testListDeadLettersBytes},
+	{"DeliveriesBytes", testListDeliveriesBytes},
+	{"AttemptsBytes", testListAttemptsBytes},
+	{"SubscriptionsBytes", testListSubscriptionsBytes},
+	{"EndpointsBytes", testListEndpointsBytes},
+	{"InvalidCursors", testListInvalidCursors},
 }
 
 // allPages lists with limit until the cursor is "", checking that every page
 // but the last is full and the last is not empty (unless the list is).
 func allPages(t *testing.T, limit int, list func(store.Page) ([]string, string, error)) []string {
 	t.Helper()
-	var all []string
+	return boundedPages(t, limit, list, func(string) int64 { return 0 })
+}
+
+// boundedPages lists with limit until the cursor is "", checking every page
+// against the page rule (store.MaxPageBytes), given each item's bytes: no
+// item comes after the page's items reach MaxPageBytes; a page with a
+// cursor is full or reaches MaxPageBytes; a cursor is followed by a page that
+// is not empty.
+func boundedPages[T any](t *testing.T, limit int, list func(store.Page) ([]T, string, error), bytes func(T) int64) []T {
+	t.Helper()
+	var all []T
 	cursor := ""
 	for pages := 0; ; pages++ {
 		if pages > 1000 {
@@ -32,15 +48,25 @@ func allPages(t *testing.T, limit int, list func(store.Page) ([]string, string, 
 		if err != nil {
 			t.Fatalf("page %d: %v", pages, err)
 		}
+		if len(got) > limit {
+			t.Fatalf("page %d has %d items, over the limit of %d", pages, len(got), limit)
+		}
+		var total int64
+		for i, v := range got {
+			if total >= store.MaxPageBytes {
+				t.Fatalf("page %d: item %d comes after %d bytes; the page should have ended at %d", pages, i, total, store.MaxPageBytes)
+			}
+			total += bytes(v)
+		}
+		if len(got) == 0 && pages > 0 {
+			t.Fatalf("page %d is empty: the previous page should have had no cursor", pages)
+		}
 		all = append(all, got...)
 		if next == "" {
-			if len(got) == 0 && pages > 0 {
-				t.Fatalf("page %d is empty: the previous page should have had no cursor", pages)
-			}
 			return all
 		}
-		if len(got) != limit {
-			t.Fatalf("page %d has %d items and a cursor; want full pages of %d", pages, len(got), limit)
+		if len(got) != limit && total < store.MaxPageBytes {
+			t.Fatalf("page %d has %d items of %d bytes and a cursor; want %d items or %d bytes", pages, len(got), total, limit, store.MaxPageBytes)
 		}
 		cursor = next
 	}
