@@ -301,8 +301,11 @@ func shorten(s string) string {
 }
 
 // joinPath names the member name of the object at path, shortening a
-// long name.
+// long name and writing an empty one as "".
 func joinPath(path, name string) string {
+	if name == "" {
+		name = `""`
+	}
 	if path == "" {
 		return shorten(name)
 	}
@@ -491,6 +494,7 @@ func (p *jsonParser) value(path string, depth int) *jsonValue {
 			if bytes.HasPrefix(p.data[p.pos:], []byte(lit.text)) {
 				p.pos += len(lit.text)
 				v = &jsonValue{kind: lit.kind, text: lit.text}
+				break
 			}
 		}
 		if v == nil {
