@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/retry"
 )
 
@@ -26,7 +27,7 @@ const (
 	maxNameLen                 = 200
 	maxURLLen                  = 2048
 	maxEventTypes              = 100
-	maxEventTypeLen            = 256 // event.MaxTypeLen: every listable type can be published
+	maxEventTypeLen            = event.MaxTypeLen // every type a subscription lists can be published
 	maxSubjectFilter           = 1024
 	maxHeaders                 = 10   // Event Grid's limit on custom delivery headers
 	maxHeaderName              = 256  // bytes
@@ -827,44 +828,49 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *inputError {
 			return mismatch("true or false")
 		}
 		v.SetBool(j.text == "true")
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if j.kind != jsonNumber {
-			return mismatch("a whole number")
-		}
-		n, err := strconv.ParseInt(j.text, 10, t.Bits())
-		if err != nil {
-			return numberError(field, j.text, err, "a whole number")
-		}
-		v.SetInt(n)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if j.kind != jsonNumber {
-			return mismatch("a whole number, 0 or more")
-		}
-		n, err := strconv.ParseUint(j.text, 10, t.Bits())
-		if err != nil {
-			return numberError(field, j.text, err, "a whole number, 0 or more")
-		}
-		v.SetUint(n)
-	case reflect.Float32, reflect.Float64:
-		if j.kind != jsonNumber {
-			return mismatch("a number")
-		}
-		f, err := strconv.ParseFloat(j.text, t.Bits())
-		if err != nil {
-			return numberError(field, j.text, err, "a number")
-		}
-		v.SetFloat(f)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return setNumber(j, v, field)
 	default:
 		panic("decodeJSON: unsupported type " + t.String())
 	}
 	return nil
 }
 
-func numberError(field, text string, err error, want string) *inputError {
-	if errors.Is(err, strconv.ErrRange) {
-		return badInput(field, "%s is out of range", shorten(text))
+// setNumber stores j in v, a number of any size, whole or not, signed or
+// not, as strconv reads it.
+func setNumber(j *jsonValue, v reflect.Value, field string) *inputError {
+	bits := v.Type().Bits()
+	want, parse := "a number", func() error {
+		f, err := strconv.ParseFloat(j.text, bits)
+		v.SetFloat(f)
+		return err
 	}
-	return badInput(field, "must be %s, not %s", want, shorten(text))
+	switch {
+	case v.CanInt():
+		want, parse = "a whole number", func() error {
+			n, err := strconv.ParseInt(j.text, 10, bits)
+			v.SetInt(n)
+			return err
+		}
+	case v.CanUint():
+		want, parse = "a whole number, 0 or more", func() error {
+			n, err := strconv.ParseUint(j.text, 10, bits)
+			v.SetUint(n)
+			return err
+		}
+	}
+	if j.kind != jsonNumber {
+		return badInput(field, "must be %s, not %s", want, j.kind)
+	}
+	if err := parse(); err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return badInput(field, "%s is out of range", shorten(j.text))
+		}
+		return badInput(field, "must be %s, not %s", want, shorten(j.text))
+	}
+	return nil
 }
 
 func unknownField(field, name string, known []string) *inputError {
