@@ -1,11 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
@@ -34,7 +33,7 @@ type subscriptionJSON struct {
 
 func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 	out := subscriptionJSON{
-		ID: s.ID, Name: s.Name, URL: s.URL, EventTypes: s.EventTypes,
+		ID: s.ID, Name: s.Name, URL: redactURL(s.URL), EventTypes: s.EventTypes,
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
 		DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
@@ -52,8 +51,10 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 	return out
 }
 
-// subscriptionInput is a create or update request. Absent fields are nil:
-// on create they take defaults, on update they keep the stored value.
+// subscriptionInput is a create or update request, read with decodeBody.
+// Absent (or null) fields are nil: on create they take defaults, on update
+// they keep the stored value. RetryPolicy is the policy as sent: null resets
+// it to {"preset":"eventgrid"}.
 type subscriptionInput struct {
 	Name              *string            `json:"name"`
 	URL               *string            `json:"url"`
@@ -87,7 +88,8 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	if in.RetryPolicy == nil {
 		in.RetryPolicy = json.RawMessage(`{"preset":"eventgrid"}`)
 	}
-	if !applyInput(w, &sub, in) {
+	if err := applyInput(&sub, in); err != nil {
+		invalid(w, err.Field, err.Detail)
 		return
 	}
 	if err := s.Control.CreateSubscription(r.Context(), sub); err != nil {
@@ -106,18 +108,20 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	answered := false
+	var name string
 	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *store.Subscription) error {
-		if !applyInput(w, sub, in) {
-			answered = true
-			return errInvalidInput
+		if err := applyInput(sub, in); err != nil {
+			return err
 		}
+		name = sub.Name
 		return nil
 	})
+	var ie *inputError
 	switch {
-	case answered:
-	case errors.Is(err, store.ErrNameTaken) && in.Name != nil:
-		s.subscriptionError(w, r, err, *in.Name)
+	case errors.As(err, &ie):
+		invalid(w, ie.Field, ie.Detail)
+	case errors.Is(err, store.ErrNameTaken):
+		s.subscriptionError(w, r, err, name)
 	case err != nil:
 		s.storeError(w, r, err, "subscription")
 	default:
@@ -157,61 +161,51 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// errInvalidInput aborts a change whose input applyInput refused (and
-// answered).
-var errInvalidInput = errors.New("invalid input")
-
-// applyInput validates in and writes it over sub; on a problem it answers
-// and returns false, leaving nothing changed in the store.
-func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionInput) bool {
+// applyInput validates in and writes it over sub. On a problem it returns
+// an *inputError naming the field; sub may then be half changed and must not
+// be stored.
+func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 	if in.Name != nil {
-		if msg := checkName(*in.Name); msg != "" {
-			invalid(w, "name", msg)
-			return false
+		if err := checkText("name", *in.Name, maxNameLen, true); err != nil {
+			return err
 		}
 		sub.Name = *in.Name
 	}
 	if in.URL != nil {
-		if msg := checkURL(*in.URL); msg != "" {
-			invalid(w, "url", msg)
-			return false
+		if err := checkURL(*in.URL); err != nil {
+			return err
 		}
 		sub.URL = *in.URL
 		sub.EndpointID = store.EndpointID(sub.URL)
 	}
 	if in.EventTypes != nil {
-		if field, msg := checkEventTypes(*in.EventTypes); msg != "" {
-			invalid(w, field, msg)
-			return false
+		if err := checkEventTypes(*in.EventTypes); err != nil {
+			return err
 		}
 		sub.EventTypes = *in.EventTypes
 	}
 	if in.SubjectBeginsWith != nil {
-		if len(*in.SubjectBeginsWith) > maxSubjectFilter {
-			invalid(w, "subject_begins_with", "at most 1024 bytes")
-			return false
+		if err := checkText("subject_begins_with", *in.SubjectBeginsWith, maxSubjectFilter, false); err != nil {
+			return err
 		}
 		sub.SubjectBeginsWith = *in.SubjectBeginsWith
 	}
 	if in.SubjectEndsWith != nil {
-		if len(*in.SubjectEndsWith) > maxSubjectFilter {
-			invalid(w, "subject_ends_with", "at most 1024 bytes")
-			return false
+		if err := checkText("subject_ends_with", *in.SubjectEndsWith, maxSubjectFilter, false); err != nil {
+			return err
 		}
 		sub.SubjectEndsWith = *in.SubjectEndsWith
 	}
 	if in.Timeout != nil {
-		d, msg := checkTimeout(*in.Timeout)
-		if msg != "" {
-			invalid(w, "timeout", msg)
-			return false
+		d, err := checkTimeout(*in.Timeout)
+		if err != nil {
+			return err
 		}
 		sub.Timeout = d
 	}
 	if in.Headers != nil {
-		if field, msg := checkHeaders(*in.Headers); msg != "" {
-			invalid(w, field, msg)
-			return false
+		if err := checkHeaders(*in.Headers); err != nil {
+			return err
 		}
 		sub.Headers = *in.Headers
 	}
@@ -219,16 +213,11 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 		sub.DeadLetter = *in.DeadLetter
 	}
 	if in.RetryPolicy != nil {
+		// The raw policy passed decodeBody's checks of the JSON itself;
+		// this binds it to the policy's fields.
 		var spec retry.Spec
-		dec := json.NewDecoder(bytes.NewReader(in.RetryPolicy))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&spec); err != nil {
-			field, detail := jsonErrorField(err)
-			if field == "body" {
-				field = ""
-			}
-			invalid(w, strings.TrimSuffix("retry_policy."+field, "."), detail)
-			return false
+		if err := decodeJSON(in.RetryPolicy, "retry_policy", &spec); err != nil {
+			return err
 		}
 		if spec.Preset == "" {
 			spec.Preset = "eventgrid"
@@ -239,20 +228,19 @@ func applyInput(w http.ResponseWriter, sub *store.Subscription, in subscriptionI
 	if _, err := catalog.NewEntry(*sub); err != nil {
 		var fe *retry.FieldError
 		if errors.As(err, &fe) {
-			invalid(w, "retry_policy."+fe.Field, fe.Detail)
-		} else {
-			invalid(w, "retry_policy", err.Error())
+			return badInput("retry_policy."+fe.Field, "%s", fe.Detail)
 		}
-		return false
+		return badInput("retry_policy", "%s", err.Error())
 	}
-	return true
+	return nil
 }
 
 // subscriptionError answers for a failed subscription write: 409 naming the
-// field for a name in use, else as storeError does.
+// field for a name in use (name, quoted so that any name shows), else as
+// storeError does.
 func (s *Server) subscriptionError(w http.ResponseWriter, r *http.Request, err error, name string) {
 	if errors.Is(err, store.ErrNameTaken) {
-		conflict(w, "name", "a subscription named "+name+" already exists")
+		conflict(w, "name", "a subscription named "+strconv.Quote(name)+" already exists")
 		return
 	}
 	s.storeError(w, r, err, "subscription")

@@ -31,6 +31,20 @@ const MaxBatchEvents = 1000
 // MaxExtensionNameLen is the longest extension attribute name accepted.
 const MaxExtensionNameLen = 20
 
+// Limits on attribute values, in bytes of UTF-8. An event id and source
+// together stay well inside what a database index entry may hold.
+const (
+	MaxIDLen              = 512
+	MaxSourceLen          = 1024
+	MaxTypeLen            = 256
+	MaxSubjectLen         = 2048
+	MaxDataContentTypeLen = 256
+	MaxDataSchemaLen      = 2048
+	// MaxExtensionValueLen bounds an extension's string value, or the text
+	// of its number.
+	MaxExtensionValueLen = 1024
+)
+
 // SpecVersion is the only CloudEvents specversion Herald accepts and writes.
 const SpecVersion = "1.0"
 

@@ -40,6 +40,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("", binaryHeaders, []byte(""))
 	f.Add("text/plain", "", []byte("hello"))
 	f.Add(mediaBatch, "", []byte(`[]`))
+	f.Add(mediaStructured, "", []byte(`{"specversion":"1.0","id":"a\u0000","source":"s","type":"t\u001b[2J","subject":"\ud83d\ude00\uffff","x":"\u0085"}`))
+	f.Add("text/plain", binaryHeaders+"\nce-subject: %00%7F%C2%85", []byte("x"))
 	f.Fuzz(func(t *testing.T, contentType, headers string, body []byte) {
 		events, err := Parse(fuzzHeader(contentType, headers), body)
 		if err != nil {

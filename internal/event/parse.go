@@ -230,9 +230,9 @@ func parseObject(raw []byte, prefix string) (Event, *FieldError) {
 		}
 		switch key {
 		case attrSpecVersion, attrID, attrSource, attrType:
-			s, ok := jsonString(val)
-			if !ok {
-				return bad(key, "must be a string")
+			s, d := jsonString(val)
+			if d != "" {
+				return bad(key, d)
 			}
 			switch key {
 			case attrSpecVersion:
@@ -245,9 +245,9 @@ func parseObject(raw []byte, prefix string) (Event, *FieldError) {
 				e.Type = s
 			}
 		case attrSubject, attrDataContentType, attrDataSchema, attrTime:
-			s, ok := jsonString(val)
-			if !ok {
-				return bad(key, "must be a string")
+			s, d := jsonString(val)
+			if d != "" {
+				return bad(key, d)
 			}
 			if s == "" {
 				return bad(key, "must not be empty when present")
@@ -274,9 +274,12 @@ func parseObject(raw []byte, prefix string) (Event, *FieldError) {
 			}
 			e.Data = buf.Bytes()
 		case memberDataBase64:
-			s, ok := jsonString(val)
-			if !ok {
-				return bad(key, "must be a base64 string")
+			s, d := jsonString(val)
+			if d == notString {
+				d = "must be a base64 string"
+			}
+			if d != "" {
+				return bad(key, d)
 			}
 			b, err := base64.StdEncoding.DecodeString(s)
 			if err != nil {
@@ -290,7 +293,11 @@ func parseObject(raw []byte, prefix string) (Event, *FieldError) {
 			var v any
 			switch val[0] {
 			case '"':
-				v, _ = jsonString(val)
+				s, d := jsonString(val)
+				if d != "" {
+					return bad(key, d)
+				}
+				v = s
 			case 't':
 				v = true
 			case 'f':
@@ -312,19 +319,75 @@ func parseObject(raw []byte, prefix string) (Event, *FieldError) {
 	return e, nil
 }
 
-// jsonString decodes val if it is a JSON string.
-func jsonString(val json.RawMessage) (string, bool) {
+// notString is jsonString's detail for a value that is not a JSON string.
+const notString = "must be a string"
+
+// jsonString decodes val if it is a JSON string; otherwise, or when it holds
+// a \u escape of a surrogate that is not half of a pair (which CloudEvents
+// forbids, and encoding/json would silently turn into U+FFFD), it returns a
+// detail saying why not.
+func jsonString(val json.RawMessage) (string, string) {
 	if len(val) == 0 || val[0] != '"' {
-		return "", false
+		return "", notString
 	}
 	// Fast path: no escapes to undo (val is valid JSON, so the only quote
 	// is the closing one, and control characters cannot occur).
 	if inner := val[1 : len(val)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), true
+		return string(inner), ""
+	}
+	if r, ok := unpairedSurrogate(val); ok {
+		return "", fmt.Sprintf("must not contain an unpaired surrogate (\\u%04X)", r)
 	}
 	var s string
 	if err := json.Unmarshal(val, &s); err != nil {
-		return "", false
+		return "", notString
 	}
-	return s, true
+	return s, ""
+}
+
+// unpairedSurrogate returns the first \u escape in the valid JSON string
+// literal lit that names a surrogate code point not paired as UTF-16
+// requires.
+func unpairedSurrogate(lit []byte) (rune, bool) {
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character: a \\ is skipped whole
+		if lit[i] != 'u' {
+			continue
+		}
+		r := hex4(lit[i+1 : i+5])
+		i += 4
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return r, true
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+6 < len(lit) && lit[i+1] == '\\' && lit[i+2] == 'u' {
+				if lo := hex4(lit[i+3 : i+7]); lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 6
+					continue
+				}
+			}
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// hex4 reads four hexadecimal digits (valid JSON guarantees them).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
 }

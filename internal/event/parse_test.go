@@ -316,6 +316,24 @@ func TestParseErrors(t *testing.T) {
 		{"long extension", structured, `{` + ok + `,"abcdefghijklmnopqrstu":"x"}`, "abcdefghijklmnopqrstu", 0, "20"},
 		{"object extension", structured, `{` + ok + `,"ext":{"a":1}}`, "ext", 0, "string, number or boolean"},
 		{"array extension", structured, `{` + ok + `,"ext":[1]}`, "ext", 0, "string, number or boolean"},
+		{"nul in id", structured, `{"specversion":"1.0","id":"a\u0000","source":"s","type":"t"}`, "id", 0, "control characters"},
+		{"escape in type", structured, `{"specversion":"1.0","id":"1","source":"s","type":"t\u001b[31m"}`, "type", 0, "control characters"},
+		{"del in source", structured, `{"specversion":"1.0","id":"1","source":"/s\u007f","type":"t"}`, "source", 0, "control characters"},
+		{"newline in subject", structured, `{` + ok + `,"subject":"a\nb"}`, "subject", 0, "control characters"},
+		{"control in extension", structured, `{` + ok + `,"ext":"\u0007"}`, "ext", 0, "control characters"},
+		{"noncharacter in subject", structured, `{` + ok + `,"subject":"\ufdd0"}`, "subject", 0, "noncharacter"},
+		{"lone high surrogate", structured, `{"specversion":"1.0","id":"\ud800x","source":"s","type":"t"}`, "id", 0, "unpaired surrogate"},
+		{"lone low surrogate", structured, `{` + ok + `,"ext":"\udead"}`, "ext", 0, "unpaired surrogate"},
+		{"reversed pair", structured, `{` + ok + `,"subject":"\udc00\ud800"}`, "subject", 0, "unpaired surrogate"},
+		{"id too long", structured, `{"specversion":"1.0","id":"` + strings.Repeat("i", MaxIDLen+1) + `","source":"s","type":"t"}`, "id", 0, "at most 512 bytes"},
+		{"source too long", structured, `{"specversion":"1.0","id":"1","source":"/` + strings.Repeat("s", MaxSourceLen) + `","type":"t"}`, "source", 0, "at most 1024 bytes"},
+		{"type too long", structured, `{"specversion":"1.0","id":"1","source":"s","type":"` + strings.Repeat("t", MaxTypeLen+1) + `"}`, "type", 0, "at most 256 bytes"},
+		{"subject too long", structured, `{` + ok + `,"subject":"` + strings.Repeat("s", MaxSubjectLen+1) + `"}`, "subject", 0, "at most 2048 bytes"},
+		{"extension too long", structured, `{` + ok + `,"ext":"` + strings.Repeat("x", MaxExtensionValueLen+1) + `"}`, "ext", 0, "at most 1024 bytes"},
+		{"extension number too long", structured, `{` + ok + `,"ext":1` + strings.Repeat("0", MaxExtensionValueLen) + `}`, "ext", 0, "at most 1024"},
+		{"binary nul in id", bin("text/plain", "ce-id", "a%00"), "x", "ce-id", 0, "control characters"},
+		{"binary escape in extension", bin("text/plain", "ce-ext", "%1B[2J"), "x", "ce-ext", 0, "control characters"},
+		{"binary long type", bin("text/plain", "ce-type", strings.Repeat("t", MaxTypeLen+1)), "x", "ce-type", 0, "at most 256 bytes"},
 		{"repeated member", structured, `{` + ok + `,"id":"2"}`, "id", 0, "repeated"},
 		{"second event bad", header(mediaBatch), `[{` + ok + `},{"specversion":"1.0","id":"2","type":"t"}]`, "events[1].source", 1, "required"},
 		{"batch element not object", header(mediaJSON), `[{` + ok + `},{` + ok + `},"x"]`, "events[2]", 2, "JSON object"},
@@ -384,6 +402,12 @@ func TestValidateAndMarshalRejectInvalid(t *testing.T) {
 		{"nil extension", func(e *Event) { e.Extensions = map[string]any{"x": nil} }, "x"},
 		{"bad number", func(e *Event) { e.Extensions = map[string]any{"x": json.Number("1e")} }, "x"},
 		{"invalid utf8", func(e *Event) { e.Type = "\xff" }, "type"},
+		{"control character", func(e *Event) { e.Subject = "a\x1b[2Jb" }, "subject"},
+		{"C1 control", func(e *Event) { e.ID = "a\u0085" }, "id"},
+		{"noncharacter", func(e *Event) { e.Type = "t\uFFFE" }, "type"},
+		{"long id", func(e *Event) { e.ID = strings.Repeat("i", MaxIDLen+1) }, "id"},
+		{"long extension", func(e *Event) { e.Extensions = map[string]any{"x": strings.Repeat("v", MaxExtensionValueLen+1)} }, "x"},
+		{"control in extension", func(e *Event) { e.Extensions = map[string]any{"x": "\x00"} }, "x"},
 		{"year 10000", func(e *Event) { e.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, "time"},
 		{"wrong specversion", func(e *Event) { e.SpecVersion = "0.3" }, "specversion"},
 	}
@@ -405,7 +429,7 @@ func TestValidateAndMarshalRejectInvalid(t *testing.T) {
 
 func TestMarshalConstructedEvent(t *testing.T) {
 	e := Event{
-		ID: "1", Source: "s", Type: "t", Subject: "a\"b\\c\n\x01</script>",
+		ID: "1", Source: "s", Type: "t", Subject: "a\"b\\c\u00e9</script>",
 		Time:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("odd", 90)),
 		Extensions: map[string]any{"n": 7, "f": 2.5, "b": false},
 	}
@@ -413,7 +437,7 @@ func TestMarshalConstructedEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"specversion":"1.0","id":"1","source":"s","type":"t","subject":"a\"b\\c\n\u0001</script>",` +
+	const want = `{"specversion":"1.0","id":"1","source":"s","type":"t","subject":"a\"b\\cé</script>",` +
 		`"time":"2026-01-02T03:02:35Z","b":false,"f":2.5,"n":7}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)

@@ -3,19 +3,27 @@ package event
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"mime"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Validate checks the event against CloudEvents 1.0 and Herald's limits:
 //
 //   - specversion is "1.0"; id, source and type are non-empty;
-//   - every string is valid UTF-8;
+//   - every string is valid UTF-8 without the characters CloudEvents
+//     forbids: control characters (U+0000 to U+001F and U+007F to U+009F)
+//     and Unicode noncharacters;
+//   - id, source, type, subject, datacontenttype, dataschema and extension
+//     values are no longer than MaxIDLen, MaxSourceLen, MaxTypeLen,
+//     MaxSubjectLen, MaxDataContentTypeLen, MaxDataSchemaLen and
+//     MaxExtensionValueLen bytes;
 //   - source is a URI-reference and dataschema, when set, an absolute URI
 //     (both as url.Parse understands them);
 //   - datacontenttype, when set, is a media type ("type/subtype" with
@@ -61,13 +69,17 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 			return bad(r.attr, "required")
 		}
 	}
-	strs := []struct{ attr, v string }{
-		{attrID, e.ID}, {attrSource, e.Source}, {attrType, e.Type}, {attrSubject, e.Subject},
-		{attrDataContentType, e.DataContentType}, {attrDataSchema, e.DataSchema},
+	strs := []struct {
+		attr, v string
+		max     int
+	}{
+		{attrID, e.ID, MaxIDLen}, {attrSource, e.Source, MaxSourceLen}, {attrType, e.Type, MaxTypeLen},
+		{attrSubject, e.Subject, MaxSubjectLen}, {attrDataContentType, e.DataContentType, MaxDataContentTypeLen},
+		{attrDataSchema, e.DataSchema, MaxDataSchemaLen},
 	}
 	for _, s := range strs {
-		if !utf8.ValidString(s.v) {
-			return bad(s.attr, "not valid UTF-8")
+		if d := checkString(s.v, s.max); d != "" {
+			return bad(s.attr, d)
 		}
 	}
 	if _, err := url.Parse(e.Source); err != nil {
@@ -155,11 +167,12 @@ func checkExtensionValue(v any) string {
 	const kinds = "extension values must be a string, number or boolean"
 	switch v := v.(type) {
 	case string:
-		if !utf8.ValidString(v) {
-			return "not valid UTF-8"
-		}
+		return checkString(v, MaxExtensionValueLen)
 	case bool:
 	case json.Number:
+		if len(v) > MaxExtensionValueLen {
+			return fmt.Sprintf("a number must be at most %d characters long", MaxExtensionValueLen)
+		}
 		if !isJSONNumber(string(v)) {
 			return "not a valid JSON number"
 		}
@@ -176,6 +189,36 @@ func checkExtensionValue(v any) string {
 		return kinds
 	}
 	return ""
+}
+
+// checkString returns why s is not an attribute value CloudEvents allows, in
+// at most max bytes, or "". CloudEvents forbids control characters
+// (U+0000 to U+001F, U+007F to U+009F), noncharacters and unpaired
+// surrogates (which valid UTF-8 cannot hold).
+func checkString(s string, max int) string {
+	if len(s) > max {
+		return fmt.Sprintf("must be at most %d bytes, got %d", max, len(s))
+	}
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return "not valid UTF-8"
+			}
+		case unicode.IsControl(r):
+			return fmt.Sprintf("must not contain control characters (found %U)", r)
+		case isNonCharacter(r):
+			return fmt.Sprintf("must not contain Unicode noncharacters (found %U)", r)
+		}
+	}
+	return ""
+}
+
+// isNonCharacter reports whether r is one of the 66 code points Unicode
+// reserves as noncharacters: U+FDD0 to U+FDEF and the last two of every
+// plane.
+func isNonCharacter(r rune) bool {
+	return (r >= 0xFDD0 && r <= 0xFDEF) || r&0xFFFE == 0xFFFE
 }
 
 // isJSONNumber reports whether s is exactly one JSON number.

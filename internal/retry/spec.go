@@ -2,7 +2,10 @@ package retry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -40,23 +43,57 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// UnmarshalJSON reads a Go duration string or a number of seconds.
+// UnmarshalJSON reads a Go duration string or a number of seconds. A value
+// past what a time.Duration holds (about 292 years) is an error saying so.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("%q is not a duration such as \"90s\" or \"10m\"", s)
+		v, msg := ParseDuration(s)
+		if msg != "" {
+			return errors.New(msg)
 		}
 		*d = Duration(v)
 		return nil
 	}
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
-		return fmt.Errorf("want a duration string such as \"90s\"")
+		return errors.New(`must be a duration such as "90s" or a number of seconds`)
 	}
-	*d = Duration(secs * float64(time.Second))
+	ns := secs * float64(time.Second)
+	if ns >= maxDurationNS || ns <= -maxDurationNS {
+		return fmt.Errorf("%s seconds is out of range: %s", b, durationLimit)
+	}
+	*d = Duration(ns)
 	return nil
+}
+
+// maxDurationNS is 2^63 nanoseconds as a float64: the first float64 value a
+// time.Duration cannot hold.
+const maxDurationNS = float64(1 << 63)
+
+// durationLimit says how long a time.Duration can be.
+const durationLimit = "a duration must be shorter than 2562047h (about 292 years)"
+
+// durationSyntax matches what time.ParseDuration reads.
+var durationSyntax = regexp.MustCompile(`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`)
+
+// ParseDuration parses a Go duration string as time.ParseDuration does. On a
+// problem it returns a message in plain words that quotes s (shortened past
+// 64 bytes) and tells a value too large to hold from one that is not a
+// duration at all.
+func ParseDuration(s string) (time.Duration, string) {
+	d, err := time.ParseDuration(s)
+	if err == nil {
+		return d, ""
+	}
+	q := s
+	if len(q) > 64 {
+		q = strings.ToValidUTF8(q[:64], "") + "..."
+	}
+	if durationSyntax.MatchString(s) {
+		return 0, fmt.Sprintf("%q is out of range: %s", q, durationLimit)
+	}
+	return 0, fmt.Sprintf("%q is not a duration such as \"90s\" or \"10m\"", q)
 }
 
 // FieldError is a validation error that names the offending field with a
