@@ -31,22 +31,6 @@ type refusal struct {
 // client.
 var goWording = []string{"json:", "JSON struct", "want a JSON", "Go struct", "unmarshal", "time: ", "strconv.", "reflect", "-2562047h"}
 
-// state is everything a refused request must leave unchanged: the
-// subscriptions, endpoints, deliveries and dead letters, as the API lists
-// them.
-func (b *bundle) state() string {
-	b.t.Helper()
-	var sb strings.Builder
-	for _, path := range []string{"/v1/subscriptions", "/v1/endpoints", "/v1/deliveries", "/v1/dead-letters"} {
-		code, raw := b.do("GET", path+"?limit=1000", nil, nil)
-		if code != http.StatusOK {
-			b.t.Fatalf("GET %s: %d %s", path, code, raw)
-		}
-		sb.Write(raw)
-	}
-	return sb.String()
-}
-
 // refuseAll sends each request and checks its refusal and that the state did
 // not change.
 func (b *bundle) refuseAll(t *testing.T, cases []refusal) {
