@@ -216,7 +216,7 @@ func checkApply(t *testing.T, in subscriptionInput) {
 	if _, err := checkTransport.RoundTrip(req); !errors.Is(err, errNoDial) {
 		t.Fatalf("accepted url %q and headers %q, which net/http refuses: %v", sub.URL, sub.Headers, err)
 	}
-	if pw, ok := req.URL.User.Password(); ok && pw != "xxxxx" && strings.Contains(redactURL(sub.URL), ":"+pw+"@") {
-		t.Fatalf("redactURL(%q) = %q shows the password", sub.URL, redactURL(sub.URL))
+	if pw, ok := req.URL.User.Password(); ok && pw != "xxxxx" && strings.Contains(store.RedactedURL(sub.URL), ":"+pw+"@") {
+		t.Fatalf("store.RedactedURL(%q) = %q shows the password", sub.URL, store.RedactedURL(sub.URL))
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
 	h := ep.Health
 	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
 	out := endpointJSON{
-		ID: ep.ID, URL: redactURL(ep.URL), State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
+		ID: ep.ID, URL: store.RedactedURL(ep.URL), State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
 		WindowAttempts: attempts, WindowFailures: failures,
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),

@@ -33,7 +33,7 @@ type subscriptionJSON struct {
 
 func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 	out := subscriptionJSON{
-		ID: s.ID, Name: s.Name, URL: redactURL(s.URL), EventTypes: s.EventTypes,
+		ID: s.ID, Name: s.Name, URL: store.RedactedURL(s.URL), EventTypes: s.EventTypes,
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
 		DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,

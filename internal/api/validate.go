@@ -176,20 +176,6 @@ func checkHost(host string) string {
 	return ""
 }
 
-// redactURL returns s with the password of its userinfo, if any, replaced
-// by "xxxxx" (as url.URL.Redacted does), for API answers and logs: the
-// stored URL keeps the password and attempts send it.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); !ok {
-		return s
-	}
-	return u.Redacted()
-}
-
 func checkEventTypes(ts []string) *inputError {
 	if len(ts) > maxEventTypes {
 		return badInput("event_types", "must list at most %d event types, got %d", maxEventTypes, len(ts))

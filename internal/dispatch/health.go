@@ -157,7 +157,7 @@ func (e *Engine) nextVersion(prev time.Time) time.Time {
 // report tells the log, the metrics and the notifier of a state change
 // found in the store.
 func (e *Engine) report(ep store.Endpoint, tr health.Transition) {
-	e.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", ep.URL,
+	e.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", store.RedactedURL(ep.URL),
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
 	e.cfg.Metrics.transition(tr)
 	if e.cfg.Notifier != nil {

@@ -163,8 +163,8 @@ func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
 		return
 	}
 	h := ep.Health
-	p.enqueue(typ, ep.URL, EndpointData{
-		EndpointID: ep.ID, URL: ep.URL, State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
+	p.enqueue(typ, store.RedactedURL(ep.URL), EndpointData{
+		EndpointID: ep.ID, URL: store.RedactedURL(ep.URL), State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
 		ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt.UTC(), LastFailureAt: h.LastFailureAt.UTC(),
 		NextProbeAt: h.NextProbeAt.UTC(),
 	})
@@ -190,7 +190,7 @@ func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, ou
 		return // never about an operational event itself
 	}
 	p.enqueue(TypeDeadLettered, c.ID, DeadLetterData{
-		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: sub.URL,
+		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: store.RedactedURL(sub.URL),
 		EventID: c.EventID, EventSource: c.EventSource, Reason: out.DeadLetterReason,
 		Attempts: out.Attempts, LastOutcome: out.LastOutcome,
 	})

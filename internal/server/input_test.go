@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/herald-events/herald/internal/server"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -477,6 +479,35 @@ func TestInputURLPasswordRedacted(t *testing.T) {
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:s3cret"))
 	if got := rc.request(0).header.Get("Authorization"); got != want {
 		t.Fatalf("Authorization %q, want %q", got, want)
+	}
+}
+
+// TestURLPasswordNotInLogsOrOperationalEvents: the circuit's log line and
+// the operational events name the URL without its password.
+func TestURLPasswordNotInLogsOrOperationalEvents(t *testing.T) {
+	logs := &logBuffer{}
+	b := setup(t, func(c *server.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	ops := b.opsReceiver("herald.endpoint.disabled", "herald.delivery.dead_lettered")
+	// 410 disables the endpoint at once; 404 dead-letters at once.
+	gone := newReceiver(t, status(http.StatusGone))
+	missing := newReceiver(t, status(http.StatusNotFound))
+	for name, rc := range map[string]*receiver{"gone": gone, "missing": missing} {
+		b.subscribe(map[string]any{"name": name, "url": strings.Replace(rc.URL, "http://", "http://admin:s3cret@", 1) + "/hook"})
+	}
+	b.publish("e1", "t")
+	eventually(t, "the disabled and dead-lettered events", func() bool { return ops.count() == 2 })
+	b.settle()
+	for i, ev := range opsEvents(t, ops) {
+		raw, _ := json.Marshal(ev)
+		if strings.Contains(string(raw), "s3cret") || !strings.Contains(string(raw), "admin:xxxxx@") {
+			t.Errorf("operational event %d: %s; want the url with its password as xxxxx", i, raw)
+		}
+	}
+	if strings.Contains(logs.String(), "s3cret") {
+		t.Errorf("the log shows the password:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "admin:xxxxx@") {
+		t.Errorf("the log does not name the endpoint's url:\n%s", logs)
 	}
 }
 
