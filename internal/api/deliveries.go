@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -236,6 +237,12 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	if len(in.IDs) > 1000 {
 		invalid(w, "ids", "at most 1000 ids per request")
 		return
+	}
+	for i, id := range in.IDs {
+		if store.DeliveryCursor.Check(id) != nil || id == "" {
+			invalid(w, fmt.Sprintf("ids[%d]", i), "must be a delivery id (dlv_ and 26 characters)")
+			return
+		}
 	}
 	var n int
 	var err error

@@ -1,11 +1,15 @@
 package api
 
 import (
+	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Problem types of the HTTP layer (beside problem.go's).
@@ -121,6 +125,37 @@ func cleanPathsOnly(h http.Handler) http.Handler {
 		if clean != p {
 			notRouted(w, r, " (paths are not cleaned: without its doubled slash or dot segment this one is "+clean+")")
 			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// maxQueryValue bounds a query parameter's value; the longest a list filter
+// takes is an event id (512 bytes).
+const maxQueryValue = 1024
+
+// checkQuery answers 400 naming the parameter for a query string that is
+// not valid form encoding, or a parameter value that is not valid UTF-8,
+// holds a control character or is over maxQueryValue bytes: no handler
+// sees such a value.
+func checkQuery(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			invalid(w, "query", "the query string is not valid form encoding")
+			return
+		}
+		for name, vs := range q {
+			for _, v := range vs {
+				switch {
+				case len(v) > maxQueryValue:
+					invalid(w, name, fmt.Sprintf("must be at most %d bytes", maxQueryValue))
+					return
+				case !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl):
+					invalid(w, name, "must be UTF-8 text without control characters")
+					return
+				}
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

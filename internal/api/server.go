@@ -89,7 +89,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.pattern, guard(rt))
 	}
 	mux.Handle("/", noRoute(routes))
-	return s.logRequests(s.recoverer(cleanPathsOnly(mux)))
+	return s.logRequests(s.recoverer(cleanPathsOnly(checkQuery(mux))))
 }
 
 // route is one operation of the API: a ServeMux pattern, its handler, and

@@ -576,3 +576,32 @@ func TestInputFieldPathsAndMessages(t *testing.T) {
 			code: http.StatusConflict, field: "name", detail: `a subscription named "billing" already exists`},
 	})
 }
+
+// TestInputQueryParameters: a query parameter value that is not text (a
+// control character, invalid UTF-8) or too long is refused on every route
+// that reads one, naming the parameter; and redrive ids must be delivery
+// ids.
+func TestInputQueryParameters(t *testing.T) {
+	b := setup(t)
+	rc := newReceiver(t, status(http.StatusOK))
+	sub := b.subscribe(map[string]any{"name": "q", "url": rc.URL})
+	long := strings.Repeat("a", 1025)
+	var cases []refusal
+	for _, route := range []string{"/v1/subscriptions", "/v1/deliveries", "/v1/dead-letters", "/v1/endpoints",
+		"/v1/subscriptions/" + sub, "/v1/deliveries/dlv_00000000000000000000000000/attempts"} {
+		for _, param := range []string{"subscription_id", "event_id", "cursor", "status", "limit"} {
+			cases = append(cases,
+				refusal{name: route + " " + param + " control", method: "GET", path: route + "?" + param + "=a%00b", field: param, detail: "control"},
+				refusal{name: route + " " + param + " not utf-8", method: "GET", path: route + "?" + param + "=%ff", field: param, detail: "UTF-8"},
+				refusal{name: route + " " + param + " long", method: "GET", path: route + "?" + param + "=" + long, field: param, detail: "at most 1024 bytes"},
+			)
+		}
+		cases = append(cases, refusal{name: route + " bad encoding", method: "GET", path: route + "?a=%zz", field: "query"})
+	}
+	for i, id := range []string{"", "x", "dlv_short", "sub_00000000000000000000000000", "dlv_0000000000000000000000000\u0000"} {
+		body, _ := json.Marshal(map[string]any{"subscription_id": sub, "ids": []string{"dlv_00000000000000000000000000", id}})
+		cases = append(cases, refusal{name: fmt.Sprintf("redrive id %d", i), method: "POST", path: "/v1/dead-letters/redrive",
+			body: string(body), field: "ids[1]"})
+	}
+	b.refuseAll(t, cases)
+}
