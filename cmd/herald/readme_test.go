@@ -44,6 +44,35 @@ func TestReadmeDocumentsServeFlags(t *testing.T) {
 	}
 }
 
+// TestReadmeDocumentsCommands checks that the README's commands section
+// names every command, and every flag of those whose flags it lists (all
+// but serve's, under Configuration, and bench's, in docs/benchmarks.md).
+func TestReadmeDocumentsCommands(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(b), "## Commands")
+	if section == "" {
+		t.Fatal("README.md has no \"## Commands\" section")
+	}
+	for name := range commands {
+		if !strings.Contains(section, "`herald "+name) {
+			t.Errorf("README.md's commands section lacks herald %s", name)
+		}
+	}
+	for name, c := range commandsUnderTest(t) {
+		if name == "serve" || name == "bench" {
+			continue
+		}
+		c.flags(io.Discard).VisitAll(func(f *flag.Flag) {
+			if !strings.Contains(section, "--"+f.Name) {
+				t.Errorf("README.md's commands section lacks herald %s --%s", name, f.Name)
+			}
+		})
+	}
+}
+
 // readmeSection returns the text from the heading line to the next heading of
 // the same or a higher level (outside code blocks), or "" when the heading is
 // absent.
