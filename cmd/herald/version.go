@@ -22,7 +22,7 @@ type buildInfo struct {
 	Version  string `json:"version"`
 	Go       string `json:"go"`
 	Revision string `json:"revision,omitempty"`
-	Time     string `json:"time,omitempty"`  // the commit's time, RFC 3339
+	Time     string `json:"time,omitempty"`     // the commit's time, RFC 3339
 	Modified *bool  `json:"modified,omitempty"` // the checkout had uncommitted changes
 }
 
