@@ -13,14 +13,7 @@ import (
 // section names every herald serve flag (--name) and its environment
 // variable (HERALD_NAME, see applyEnv).
 func TestReadmeDocumentsServeFlags(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := readmeSection(string(b), "## Configuration")
-	if section == "" {
-		t.Fatal("README.md has no \"## Configuration\" section")
-	}
+	section := readmeSectionT(t, "## Configuration")
 	fs, _ := newServeFlags(io.Discard)
 	var missing []string
 	n := 0
@@ -48,14 +41,7 @@ func TestReadmeDocumentsServeFlags(t *testing.T) {
 // names every command, and every flag of those whose flags it lists (all
 // but serve's, under Configuration, and bench's, in docs/benchmarks.md).
 func TestReadmeDocumentsCommands(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := readmeSection(string(b), "## Commands")
-	if section == "" {
-		t.Fatal("README.md has no \"## Commands\" section")
-	}
+	section := readmeSectionT(t, "## Commands")
 	for name := range commands {
 		if !strings.Contains(section, "`herald "+name) {
 			t.Errorf("README.md's commands section lacks herald %s", name)
@@ -71,6 +57,21 @@ func TestReadmeDocumentsCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readmeSectionT returns the README's section under heading, failing the
+// test when there is none.
+func readmeSectionT(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(b), heading)
+	if section == "" {
+		t.Fatalf("README.md has no %q section", heading)
+	}
+	return section
 }
 
 // readmeSection returns the text from the heading line to the next heading of

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/migrate"
 	"github.com/herald-events/herald/internal/store/storetest"
 )
@@ -46,14 +47,8 @@ func openUpgraded(t *testing.T, version int, data string) *Store {
 	return s
 }
 
-// TestUpgradeFromV1 opens a data file written by the first release's schema
-// and checks that everything in it is kept and works.
-func TestUpgradeFromV1(t *testing.T) {
-	storetest.CheckUpgradeFromV1(t, openUpgraded(t, 1, storetest.V1Data))
-}
-
-// TestUpgradeFromV2 opens a data file at schema version 2, with endpoints
-// left behind, and checks that those go and the rest is kept.
-func TestUpgradeFromV2(t *testing.T) {
-	storetest.CheckUpgradeFromV2(t, openUpgraded(t, 2, storetest.V2Data))
+// TestUpgrade opens databases written at each earlier schema version and
+// checks that everything in them is kept and works.
+func TestUpgrade(t *testing.T) {
+	storetest.RunUpgrades(t, func(t *testing.T, version int, data string) store.Store { return openUpgraded(t, version, data) })
 }

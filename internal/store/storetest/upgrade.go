@@ -3,12 +3,26 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
+
+// RunUpgrades runs every upgrade check: open must return a store opened by
+// this build on a database written at the given earlier schema version (its
+// migrations applied as that release did) holding data.
+func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string) store.Store) {
+	for _, u := range []struct {
+		version int
+		data    string
+		check   func(*testing.T, store.Store)
+	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}} {
+		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
+	}
+}
 
 // V1Data is written, with plain SQL both stores accept, into a database at
 // schema version 1 (the first release's): one endpoint, a live subscription
