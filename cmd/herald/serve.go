@@ -147,7 +147,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&sc.DBMaxConns, "db-max-conns", sc.DBMaxConns, fmt.Sprintf("PostgreSQL connection pool size: 0 for max(8, 2×CPUs), or at least %d", postgres.MinMaxConns))
 	fs.DurationVar(&sc.DBStatementTimeout, "db-statement-timeout", postgres.DefaultStatementTimeout, "PostgreSQL statement timeout")
 	fs.DurationVar(&dc.Lease, "lease", dc.Lease, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
-	fs.StringVar(&dc.Owner, "node-id", dc.Owner, "this process's name in leases, unique among nodes sharing a database (the default is the host name, the process ID and a random suffix)")
+	fs.StringVar(&dc.Owner, "node-id", dc.Owner, "this process's name in leases, unique among nodes sharing a database; unless given, the host name, the process ID and a random suffix")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&sc.DedupRetention, "dedup-retention", sc.DedupRetention, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
