@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/herald-events/herald/internal/bench"
 )
@@ -32,30 +32,34 @@ Scenarios (--scenario takes one, a comma-separated list, or all):
 Flags:
 `
 
-// runBench implements `herald bench`. It returns 0 when every scenario
-// finished, 1 when one failed, 2 on a usage error.
-func runBench(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return benchMain(ctx, args, stdout, stderr)
+// benchOptions are herald bench's flags.
+type benchOptions struct {
+	sizes                                 bench.Sizes
+	scenario, jsonFile, herald, pprofAddr string
+	store, serveFlags, serveEnv, tmp      string
+	asJSON, keep, quiet                   bool
+	timeout                               time.Duration
 }
 
-func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// newBenchFlags returns herald bench's flag set, writing usage and errors
+// to stderr, and the options its flags set.
+func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs := flag.NewFlagSet("herald bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	s := bench.DefaultSizes()
-	scenario := fs.String("scenario", "all", "scenario to run: a name, a comma-separated list, or all")
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
-	jsonFile := fs.String("json-file", "", "also write the JSON report to this `file`")
-	herald := fs.String("herald", "", "herald binary to run as the server (default: this executable)")
-	keep := fs.Bool("keep", false, "keep each scenario's directory (store and server log) and print its path")
-	pprofAddr := fs.String("pprof", "", "pass --pprof `ADDR` to herald serve (profile it while a scenario runs)")
-	storeFlag := fs.String("store", "sqlite", "herald serve's store: sqlite, or a postgres:// URL (each scenario gets a fresh schema in that database)")
-	serveFlags := fs.String("serve-flags", "", "more flags for herald serve, space-separated (e.g. \"--window 20000\")")
-	serveEnv := fs.String("serve-env", "", "more environment for herald serve, space-separated KEY=VALUE (e.g. \"GOGC=400\")")
-	timeout := fs.Duration("timeout", 0, "deadline of each scenario (default: per scenario, from its sizes)")
-	tmp := fs.String("tmp", "", "directory for the scenario directories (default: the system's temporary directory)")
-	noProgress := fs.Bool("quiet", false, "print no progress line")
+	o := &benchOptions{sizes: bench.DefaultSizes()}
+	s := &o.sizes
+	fs.StringVar(&o.scenario, "scenario", "all", "scenario to run: a name, a comma-separated list, or all")
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON instead of a table")
+	fs.StringVar(&o.jsonFile, "json-file", "", "also write the JSON report to this `file`")
+	fs.StringVar(&o.herald, "herald", "", "herald binary to run as the server (default: this executable)")
+	fs.BoolVar(&o.keep, "keep", false, "keep each scenario's directory (store and server log) and print its path")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "pass --pprof `ADDR` to herald serve (profile it while a scenario runs)")
+	fs.StringVar(&o.store, "store", "sqlite", "herald serve's store: sqlite, or a postgres:// URL (each scenario gets a fresh schema in that database)")
+	fs.StringVar(&o.serveFlags, "serve-flags", "", "more flags for herald serve, space-separated (e.g. \"--window 20000\")")
+	fs.StringVar(&o.serveEnv, "serve-env", "", "more environment for herald serve, space-separated KEY=VALUE (e.g. \"GOGC=400\")")
+	fs.DurationVar(&o.timeout, "timeout", 0, "deadline of each scenario (default: per scenario, from its sizes)")
+	fs.StringVar(&o.tmp, "tmp", "", "directory for the scenario directories (default: the system's temporary directory)")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no progress line")
 
 	fs.IntVar(&s.Endpoints, "endpoints", s.Endpoints, "endpoints (one subscription each) in steady-*, latency, failing and backlog")
 	fs.IntVar(&s.PayloadBytes, "payload", s.PayloadBytes, "bytes of data in each event")
@@ -64,17 +68,17 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&s.Publishers, "publishers", s.Publishers, "concurrent publishers of batches")
 	fs.IntVar(&s.SingleEvents, "single-events", s.SingleEvents, "steady-single: events to publish")
 	fs.IntVar(&s.SinglePubs, "single-publishers", s.SinglePubs, "steady-single: concurrent publishers")
-	fs.Float64Var(&s.Rate, "rate", s.Rate, "latency, failing, backlog: events/s offered (one event a request)")
+	floatVar(fs, &s.Rate, "rate", "latency, failing, backlog: events/s offered (one event a request)")
 	fs.DurationVar(&s.Duration, "duration", s.Duration, "latency: how long the rate is offered")
 	fs.IntVar(&s.RateWorkers, "rate-workers", s.RateWorkers, "concurrent publishers serving an offered rate")
 	fs.IntVar(&s.FanoutEvents, "fanout-events", s.FanoutEvents, "fanout: events to publish")
 	fs.IntVar(&s.Fanout, "fanout", s.Fanout, "fanout: subscriptions (endpoints) each event goes to")
-	fs.Float64Var(&s.FailShare, "fail-share", s.FailShare, "failing: share of endpoints answering 503")
+	floatVar(fs, &s.FailShare, "fail-share", "failing: share of endpoints answering 503")
 	fs.DurationVar(&s.FailFor, "fail-for", s.FailFor, "failing: how long they answer 503 before recovering")
 	fs.DurationVar(&s.FailDuration, "fail-duration", s.FailDuration, "failing: how long the rate is offered")
 	fs.IntVar(&s.BHEvents, "blackhole-events", s.BHEvents, "blackhole: events in each of its two phases")
 	fs.IntVar(&s.BHEndpoints, "blackhole-endpoints", s.BHEndpoints, "blackhole: endpoints")
-	fs.Float64Var(&s.BHShare, "blackhole-share", s.BHShare, "blackhole: share of endpoints that never answer")
+	floatVar(fs, &s.BHShare, "blackhole-share", "blackhole: share of endpoints that never answer")
 	fs.DurationVar(&s.BHTimeout, "blackhole-timeout", s.BHTimeout, "blackhole: the subscriptions' attempt timeout")
 	fs.IntVar(&s.Backlog, "backlog", s.Backlog, "backlog: deliveries left pending retry")
 	fs.IntVar(&s.BacklogEPs, "backlog-endpoints", s.BacklogEPs, "backlog: endpoints the backlog is spread over (each backlog event goes to all)")
@@ -84,28 +88,76 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, benchUsage, bench.ScenarioHelp())
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	return fs, o
+}
+
+// check reports the first bad option that bench.Run does not check itself
+// (it checks the sizes).
+func (o *benchOptions) check() error {
+	if o.store != "sqlite" && !strings.HasPrefix(o.store, "postgres://") && !strings.HasPrefix(o.store, "postgresql://") {
+		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", o.store)
+	}
+	if o.timeout < 0 {
+		return fmt.Errorf("--timeout %v: must not be negative", o.timeout)
+	}
+	if o.pprofAddr != "" {
+		if err := checkAddr("--pprof", o.pprofAddr); err != nil {
+			return err
 		}
-		return 2
+	}
+	for _, kv := range strings.Fields(o.serveEnv) {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("--serve-env: %q is not KEY=VALUE", kv)
+		}
+	}
+	// The server's flags are checked as herald serve would (its
+	// environment aside).
+	fs, so := newServeFlags(io.Discard)
+	if err := fs.Parse(strings.Fields(o.serveFlags)); err != nil {
+		return fmt.Errorf("--serve-flags: %v", err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "herald bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return fmt.Errorf("--serve-flags: unexpected argument %q", fs.Arg(0))
 	}
-	names, err := bench.ParseScenarios(*scenario)
-	if err != nil {
-		fmt.Fprintln(stderr, "herald bench: --scenario:", err)
-		return 2
+	if _, err := so.config(); err != nil {
+		return fmt.Errorf("--serve-flags: %v", err)
 	}
-	for _, kv := range strings.Fields(*serveEnv) {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			fmt.Fprintf(stderr, "herald bench: --serve-env: %q is not KEY=VALUE\n", kv)
-			return 2
+	if o.herald != "" {
+		if _, err := os.Stat(o.herald); err != nil {
+			return fmt.Errorf("--herald: %v", err)
 		}
 	}
-	bin := *herald
+	if o.tmp != "" {
+		if st, err := os.Stat(o.tmp); err != nil || !st.IsDir() {
+			return fmt.Errorf("--tmp %s: not a directory", o.tmp)
+		}
+	}
+	if o.jsonFile != "" {
+		if st, err := os.Stat(filepath.Dir(o.jsonFile)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--json-file %s: its directory does not exist", o.jsonFile)
+		}
+	}
+	return nil
+}
+
+// benchMain implements `herald bench`. It returns 0 when every scenario
+// finished, 1 when one failed, 2 on a usage error.
+func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, o := newBenchFlags(stderr)
+	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
+	}
+	names, err := bench.ParseScenarios(o.scenario)
+	if err == nil && strings.TrimSpace(o.scenario) == "" {
+		err = errors.New("want a scenario name, a comma-separated list, or all")
+	}
+	if err != nil {
+		return usageError(stderr, fs.Name(), fmt.Errorf("--scenario: %v", err), nil)
+	}
+	if err := o.check(); err != nil {
+		return usageError(stderr, fs.Name(), err, nil)
+	}
+	bin := o.herald
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
 			fmt.Fprintln(stderr, "herald bench: finding this executable (use --herald):", err)
@@ -113,10 +165,10 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg := bench.Config{
-		Herald: bin, Scenarios: names, Sizes: s, Timeout: *timeout,
-		Store: *storeFlag, ServeArgs: strings.Fields(*serveFlags), ServeEnv: strings.Fields(*serveEnv), Pprof: *pprofAddr, Keep: *keep, TempDir: *tmp,
+		Herald: bin, Scenarios: names, Sizes: o.sizes, Timeout: o.timeout,
+		Store: o.store, ServeArgs: strings.Fields(o.serveFlags), ServeEnv: strings.Fields(o.serveEnv), Pprof: o.pprofAddr, Keep: o.keep, TempDir: o.tmp,
 	}
-	if !*noProgress {
+	if !o.quiet {
 		cfg.Progress = stderr
 		cfg.ProgressTTY = isTerminal(stderr)
 	}
@@ -125,13 +177,13 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "herald bench:", err)
 		return 2
 	}
-	if *asJSON {
+	if o.asJSON {
 		err = rep.WriteJSON(stdout)
 	} else {
 		err = rep.WriteTable(stdout)
 	}
-	if err == nil && *jsonFile != "" {
-		err = writeJSONFile(*jsonFile, rep)
+	if err == nil && o.jsonFile != "" {
+		err = writeJSONFile(o.jsonFile, rep)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "herald bench:", err)

@@ -20,7 +20,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"-h"}, 0, "steady-batch"},
 		{[]string{"--scenario", "nope"}, 2, `unknown scenario "nope"`},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
-		{[]string{"--batch", "0", "--herald", "/nonexistent/herald"}, 2, "herald binary"},
+		{[]string{"--batch", "0", "--herald", "/nonexistent/herald"}, 2, "--herald"},
 		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"--serve-env", "GOGC"}, 2, `"GOGC" is not KEY=VALUE`},
 	}

@@ -2,61 +2,89 @@
 // inspector, a local webhook receiver and the benchmark.
 //
 //	herald serve      run the server (embedded SQLite store by default)
-//	herald policy     print a retry preset's timetable
 //	herald sink       a local receiver that prints what arrives
+//	herald policy     print a retry preset's timetable
 //	herald migrate    apply the PostgreSQL schema migrations
 //	herald bench      end-to-end benchmarks
-//	herald version    print the version
+//	herald version    print the version and what it was built from
+//
+// Every command refuses a bad flag value or a stray argument with exit
+// status 2 before it starts anything.
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 const usage = `Herald — durable event subscriptions and webhook delivery.
 
 Usage:
-  herald serve [flags]            run the server (herald serve -h lists flags)
-  herald policy show NAME [--json] print a retry preset's timetable
-  herald policy list              list the retry presets
-  herald sink [flags]             run a local webhook receiver that prints what arrives
-  herald migrate --store URL      apply the PostgreSQL schema migrations and exit
-  herald bench [flags]            run end-to-end benchmarks against the real binary
-  herald version                  print the version
+  herald serve [--addr HOST:PORT] [--data DIR] [--store sqlite|postgres://URL] [flags]
+      run the server; every flag is also an environment variable HERALD_<FLAG>
+      (herald serve -h lists all of them)
+  herald sink [--addr HOST:PORT] [--status CODE] [--fail-first N] [--delay D] [--quiet]
+      run a local webhook receiver that prints what arrives
+  herald policy list
+      list the retry presets
+  herald policy show NAME [--json] [--spec JSON]
+      print a retry preset's timetable; --spec applies retry_policy overrides
+  herald migrate --store postgres://URL [--timeout D]
+      apply the PostgreSQL schema migrations and exit
+  herald bench [--scenario NAME|all] [--json] [--store sqlite|postgres://URL] [flags]
+      run end-to-end benchmarks against the real binary (herald bench -h)
+  herald version [--json]
+      print the version and the source it was built from
+  herald help [COMMAND]
+      print this, or COMMAND's flags
 `
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+// commands are herald's commands by name; each returns the exit status.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"serve":   runServe,
+	"sink":    runSink,
+	"policy":  runPolicy,
+	"migrate": runMigrate,
+	"bench":   benchMain,
+	"version": runVersion,
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command args name until it is done or ctx ends (SIGINT or
+// SIGTERM), and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	switch args[0] {
-	case "serve":
-		return runServe(args[1:], stdout, stderr)
-	case "policy":
-		return runPolicy(args[1:], stdout, stderr)
-	case "sink":
-		return runSink(args[1:], stdout, stderr)
-	case "migrate":
-		return runMigrate(args[1:], stdout, stderr)
-	case "bench":
-		return runBench(args[1:], stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "herald", version)
-		return 0
+	name, rest := args[0], args[1:]
+	switch name {
+	case "--version", "-v":
+		name = "version"
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		switch {
+		case len(rest) == 0:
+			fmt.Fprint(stdout, usage)
+			return 0
+		case len(rest) == 1 && commands[rest[0]] != nil:
+			return commands[rest[0]](ctx, []string{"-h"}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "herald help: want one command name, not %q\n\n%s", rest, usage)
+		return 2
 	}
-	fmt.Fprintf(stderr, "herald: unknown command %q\n\n%s", args[0], usage)
+	if cmd := commands[name]; cmd != nil {
+		return cmd(ctx, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "herald: unknown command %q\n\n%s", name, usage)
 	return 2
 }

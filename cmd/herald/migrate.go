@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/herald-events/herald/internal/store/postgres"
@@ -19,31 +16,18 @@ import (
 // runMigrate applies the PostgreSQL schema migrations and exits, for
 // deployments that migrate before rolling out nodes (`herald serve` also
 // applies them at start, under an advisory lock).
-func runMigrate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("herald migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	storeURL := fs.String("store", "", "the postgres:// URL to migrate (also HERALD_STORE)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: herald migrate --store postgres://...\n\nApplies the embedded PostgreSQL schema migrations (the SQLite store migrates itself at start).\n\n")
-		fs.PrintDefaults()
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, storeURL, timeout := newMigrateFlags(stderr)
+	fromEnv, code, ok := parseFlags(fs, args, stderr, true)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	switch {
+	case !strings.HasPrefix(*storeURL, "postgres://") && !strings.HasPrefix(*storeURL, "postgresql://"):
+		return usageError(stderr, fs.Name(), errors.New("--store must be a postgres:// URL"), fromEnv)
+	case *timeout <= 0:
+		return usageError(stderr, fs.Name(), fmt.Errorf("--timeout %v: must be positive", *timeout), fromEnv)
 	}
-	if err := applyEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "herald migrate:", err)
-		return 2
-	}
-	if !strings.HasPrefix(*storeURL, "postgres://") && !strings.HasPrefix(*storeURL, "postgresql://") {
-		fmt.Fprintln(stderr, "herald migrate: --store must be a postgres:// URL")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
@@ -53,4 +37,16 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "schema at version %d\n", postgres.SchemaVersion())
 	return 0
+}
+
+func newMigrateFlags(stderr io.Writer) (fs *flag.FlagSet, storeURL *string, timeout *time.Duration) {
+	fs = flag.NewFlagSet("herald migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storeURL = fs.String("store", "", "the postgres:// URL to migrate (also HERALD_STORE)")
+	timeout = fs.Duration("timeout", 5*time.Minute, "give up after this long (also HERALD_TIMEOUT)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: herald migrate --store postgres://... [--timeout D]\n\nApplies the embedded PostgreSQL schema migrations (the SQLite store migrates itself at start).\n\n")
+		fs.PrintDefaults()
+	}
+	return fs, storeURL, timeout
 }

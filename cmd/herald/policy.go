@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,22 +25,26 @@ show prints one row per attempt: attempt 1 is the first delivery, attempt k+1
 is retry k; offsets count from attempt 1, as if every attempt failed at once
 with no response. Jitter and Retry-After are not applied. --spec takes a
 retry_policy as JSON ({"max_attempts":5,"ttl":"2h"}) whose overrides apply to
-NAME; "custom" needs one ({"delays":["10s","1m"],"ttl":"1h"}).
+NAME; "custom" needs one ({"delays":["10s","1m"],"ttl":"1h"}). --json prints
+the policy (max_attempts, ttl_seconds, jitter, codes, minimum delays), its
+rows and how it ends (ends_after_attempt, end_reason) as one JSON object.
 `
 
 // runPolicy implements `herald policy list` and `herald policy show`. It
 // returns the exit status: 0 on success, 2 on a usage error (unknown
-// subcommand, bad flag, unknown preset, invalid --spec).
-func runPolicy(args []string, stdout, stderr io.Writer) int {
+// subcommand, bad flag, stray argument, unknown preset, invalid --spec).
+func runPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, policyUsage)
 		return 2
 	}
 	switch args[0] {
 	case "list":
-		if len(args) > 1 {
-			fmt.Fprintf(stderr, "herald policy list: unexpected argument %q\n", args[1])
-			return 2
+		fs := flag.NewFlagSet("herald policy list", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
+		if _, code, ok := parseFlags(fs, args[1:], stderr, false); !ok {
+			return code
 		}
 		return policyList(stdout)
 	case "show":
@@ -66,14 +71,19 @@ func policyList(stdout io.Writer) int {
 	return 0
 }
 
-// policyShow prints NAME's timetable as a table, or as a JSON array of
-// retry.Row with --json. Flags may come before or after NAME.
-func policyShow(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("herald policy show", flag.ContinueOnError)
+func newPolicyShowFlags(stderr io.Writer) (fs *flag.FlagSet, asJSON *bool, spec *string) {
+	fs = flag.NewFlagSet("herald policy show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
-	asJSON := fs.Bool("json", false, "print the timetable as a JSON array of rows")
-	specJSON := fs.String("spec", "", "retry_policy overrides as JSON")
+	asJSON = fs.Bool("json", false, "print the policy and its timetable as JSON")
+	spec = fs.String("spec", "", "retry_policy overrides as JSON")
+	return fs, asJSON, spec
+}
+
+// policyShow prints NAME's timetable as a table, or as JSON (policyJSON)
+// with --json. Flags may come before or after NAME.
+func policyShow(args []string, stdout, stderr io.Writer) int {
+	fs, asJSON, specJSON := newPolicyShowFlags(stderr)
 	var names []string
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
@@ -110,7 +120,11 @@ func policyShow(args []string, stdout, stderr io.Writer) int {
 	spec.Preset = name
 	p, err := retry.Resolve(spec)
 	if err != nil {
-		fmt.Fprintf(stderr, "herald policy show: %v\n", err)
+		msg := err.Error()
+		if *specJSON != "" {
+			msg = "--spec: " + msg
+		}
+		fmt.Fprintf(stderr, "herald policy show: %s\n", msg)
 		if name == retry.PresetCustom && *specJSON == "" {
 			fmt.Fprintln(stderr, `a custom policy needs --spec, for example --spec '{"delays":["10s","1m"],"ttl":"1h"}'`)
 		}
@@ -121,7 +135,7 @@ func policyShow(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
+		if err := enc.Encode(newPolicyJSON(p, rows)); err != nil {
 			fmt.Fprintf(stderr, "herald policy show: %v\n", err)
 			return 1
 		}
@@ -129,6 +143,67 @@ func policyShow(args []string, stdout, stderr io.Writer) int {
 	}
 	writeTimetable(stdout, p, rows)
 	return 0
+}
+
+// policyJSON is `herald policy show --json`: what the text output says, with
+// times in seconds.
+type policyJSON struct {
+	Preset string `json:"preset"`
+	// MaxAttempts counts every attempt, the first included; 0: unlimited
+	// (the ttl bounds the policy).
+	MaxAttempts int `json:"max_attempts"`
+	// TTLSeconds is how long after publish a retry may happen; 0: none.
+	TTLSeconds float64 `json:"ttl_seconds"`
+	// Jitter is the ± fraction added to each gap at random (not in rows).
+	Jitter float64 `json:"jitter"`
+	// Anchored: retries are placed from the first failure.
+	Anchored bool `json:"anchored"`
+	// SuccessCodes are the codes that count as delivered; null: any 2xx.
+	SuccessCodes []int `json:"success_codes"`
+	NoRetryCodes []int `json:"no_retry_codes"`
+	// MinDelaySeconds is the least delay after a failure with this status
+	// code ("0": a transport failure and any code not listed).
+	MinDelaySeconds map[string]float64 `json:"min_delay_seconds,omitempty"`
+	Rows            []retry.Row        `json:"rows"`
+	// The end: after attempt EndsAfterAttempt fails, the delivery ends with
+	// EndReason; when Truncated the table was cut first.
+	EndsAfterAttempt int    `json:"ends_after_attempt"`
+	EndReason        string `json:"end_reason,omitempty"`
+	Truncated        bool   `json:"truncated,omitempty"`
+}
+
+func newPolicyJSON(p retry.Policy, rows []retry.Row) policyJSON {
+	out := policyJSON{
+		Preset: p.Preset, MaxAttempts: p.MaxAttempts, TTLSeconds: p.TTL.Seconds(), Jitter: p.Jitter,
+		Anchored: p.Schedule.Anchored, SuccessCodes: p.SuccessCodes, NoRetryCodes: p.NoRetryCodes, Rows: rows,
+	}
+	if out.NoRetryCodes == nil {
+		out.NoRetryCodes = []int{}
+	}
+	if len(p.MinDelays) > 0 || p.MinDelay > 0 {
+		out.MinDelaySeconds = map[string]float64{}
+		for c, d := range p.MinDelays {
+			out.MinDelaySeconds[strconv.Itoa(c)] = d.Seconds()
+		}
+		if p.MinDelay > 0 {
+			out.MinDelaySeconds["0"] = p.MinDelay.Seconds()
+		}
+	}
+	out.EndsAfterAttempt, out.EndReason, out.Truncated = policyEnd(p, rows)
+	return out
+}
+
+// policyEnd says how the timetable ends: after which attempt the delivery
+// ends and why, or that the table was cut at retry.MaxTimetableRows.
+func policyEnd(p retry.Policy, rows []retry.Row) (lastAttempt int, reason string, cut bool) {
+	last := rows[len(rows)-1].Attempt
+	switch {
+	case len(rows) == retry.MaxTimetableRows:
+		return last, "", true
+	case p.MaxAttempts > 0 && last >= p.MaxAttempts:
+		return last, retry.ReasonMaxAttempts, false
+	}
+	return last, retry.ReasonTTL, false
 }
 
 // writeTimetable prints the header lines and the table.
@@ -162,14 +237,13 @@ func writeTimetable(w io.Writer, p retry.Policy, rows []retry.Row) {
 	}
 	tw.Flush()
 
-	last := rows[len(rows)-1]
-	switch {
-	case len(rows) == retry.MaxTimetableRows:
+	switch last, reason, cut := policyEnd(p, rows); {
+	case cut:
 		fmt.Fprintf(w, "(cut at %d rows)\n", retry.MaxTimetableRows)
-	case p.MaxAttempts > 0 && last.Attempt >= p.MaxAttempts:
-		fmt.Fprintf(w, "after attempt %d fails: %s\n", last.Attempt, retry.ReasonMaxAttempts)
+	case reason == retry.ReasonTTL:
+		fmt.Fprintf(w, "after attempt %d fails: %s (the next retry would pass the ttl)\n", last, reason)
 	default:
-		fmt.Fprintf(w, "after attempt %d fails: %s (the next retry would pass the ttl)\n", last.Attempt, retry.ReasonTTL)
+		fmt.Fprintf(w, "after attempt %d fails: %s\n", last, reason)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 func runPolicyT(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = runPolicy(args, &out, &errOut)
+	code = runPolicy(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -73,23 +74,46 @@ func TestPolicyShowJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var rows []retry.Row
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var got policyJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
 	want := []float64{0, 8, 64, 512, 4096, 32768}
-	if len(rows) != len(want) {
-		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	if len(got.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got.Rows), len(want))
 	}
 	for i, w := range want {
-		if rows[i].Attempt != i+1 || math.Abs(rows[i].OffsetSeconds-w) > 1e-9 {
-			t.Errorf("row %d = %+v, want offset %g", i, rows[i], w)
+		if got.Rows[i].Attempt != i+1 || math.Abs(got.Rows[i].OffsetSeconds-w) > 1e-9 {
+			t.Errorf("row %d = %+v, want offset %g", i, got.Rows[i], w)
 		}
+	}
+	// How it ends, as the text output says.
+	if got.Preset != "sap" || got.MaxAttempts != 6 || got.EndsAfterAttempt != 6 || got.EndReason != retry.ReasonMaxAttempts || got.Truncated {
+		t.Errorf("sap: %+v", got)
 	}
 	// And precede it; field names are snake_case.
 	code, out, _ = runPolicyT(t, "show", "--json", "workfront")
 	if code != 0 || !strings.Contains(out, `"offset_seconds": 173585.6`) || !strings.Contains(out, `"delay_seconds": 84.8`) {
 		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	// Event Grid: ttl, jitter, success and no-retry codes, minimum delays.
+	code, out, _ = runPolicyT(t, "show", "eventgrid", "--json")
+	got = policyJSON{}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v:\n%s", code, err, out)
+	}
+	if got.TTLSeconds != 86400 || got.Jitter != 0.05 || got.MaxAttempts != 30 || len(got.SuccessCodes) == 0 ||
+		len(got.NoRetryCodes) == 0 || got.MinDelaySeconds["408"] != 120 || got.MinDelaySeconds["0"] != 10 ||
+		got.EndReason == "" || got.EndsAfterAttempt != got.Rows[len(got.Rows)-1].Attempt {
+		t.Errorf("eventgrid: %+v", got)
+	}
+	// The text output's first and last lines say the same.
+	_, text, _ := runPolicyT(t, "show", "eventgrid")
+	for _, want := range []string{"max attempts 30", "ttl 24h", "jitter ±5%",
+		"after attempt " + strconv.Itoa(got.EndsAfterAttempt) + " fails: " + got.EndReason} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text output lacks %q:\n%s", want, text)
+		}
 	}
 }
 
@@ -98,19 +122,19 @@ func TestPolicyShowSpec(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	var rows []retry.Row
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var got policyJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 || math.Abs(rows[3].OffsetSeconds-2.1) > 1e-9 {
-		t.Errorf("rows %+v", rows)
+	if rows := got.Rows; len(rows) != 4 || math.Abs(rows[3].OffsetSeconds-2.1) > 1e-9 || got.MaxAttempts != 4 || got.SuccessCodes != nil {
+		t.Errorf("custom: %+v", got)
 	}
 	code, _, errOut = runPolicyT(t, "show", "custom")
 	if code != 2 || !strings.Contains(errOut, "delays") || !strings.Contains(errOut, "--spec") {
 		t.Errorf("custom without spec: exit %d, stderr %q", code, errOut)
 	}
 	code, _, errOut = runPolicyT(t, "show", "eventgrid", "--spec", `{"max_attempts":31}`)
-	if code != 2 || !strings.Contains(errOut, "max_attempts") {
+	if code != 2 || !strings.Contains(errOut, "--spec") || !strings.Contains(errOut, "max_attempts") {
 		t.Errorf("bad spec: exit %d, stderr %q", code, errOut)
 	}
 }

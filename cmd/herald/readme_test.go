@@ -13,14 +13,7 @@ import (
 // section names every herald serve flag (--name) and its environment
 // variable (HERALD_NAME, see applyEnv).
 func TestReadmeDocumentsServeFlags(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := readmeSection(string(b), "## Configuration")
-	if section == "" {
-		t.Fatal("README.md has no \"## Configuration\" section")
-	}
+	section := readmeSectionT(t, "## Configuration")
 	fs, _ := newServeFlags(io.Discard)
 	var missing []string
 	n := 0
@@ -42,6 +35,43 @@ func TestReadmeDocumentsServeFlags(t *testing.T) {
 		t.Errorf("README.md's configuration section does not mention %d of herald serve's %d flags and environment variables:\n  %s",
 			len(missing), 2*n, strings.Join(missing, "\n  "))
 	}
+}
+
+// TestReadmeDocumentsCommands checks that the README's commands section
+// names every command, and every flag of those whose flags it lists (all
+// but serve's, under Configuration, and bench's, in docs/benchmarks.md).
+func TestReadmeDocumentsCommands(t *testing.T) {
+	section := readmeSectionT(t, "## Commands")
+	for name := range commands {
+		if !strings.Contains(section, "`herald "+name) {
+			t.Errorf("README.md's commands section lacks herald %s", name)
+		}
+	}
+	for name, c := range commandsUnderTest(t) {
+		if name == "serve" || name == "bench" {
+			continue
+		}
+		c.flags(io.Discard).VisitAll(func(f *flag.Flag) {
+			if !strings.Contains(section, "--"+f.Name) {
+				t.Errorf("README.md's commands section lacks herald %s --%s", name, f.Name)
+			}
+		})
+	}
+}
+
+// readmeSectionT returns the README's section under heading, failing the
+// test when there is none.
+func readmeSectionT(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := readmeSection(string(b), heading)
+	if section == "" {
+		t.Fatalf("README.md has no %q section", heading)
+	}
+	return section
 }
 
 // readmeSection returns the text from the heading line to the next heading of

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,48 +10,36 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/server"
 	"github.com/herald-events/herald/internal/store/postgres"
 )
 
-// runServe runs the server until SIGINT or SIGTERM, then shuts down: it stops
-// accepting requests, lets publishes in progress commit, gives attempts in
-// flight --shutdown-grace to finish (the rest are attempted again after
-// restart), flushes the store and exits 0.
-func runServe(args []string, stdout, stderr io.Writer) int {
+// runServe runs the server until ctx ends (SIGINT or SIGTERM), then shuts
+// down: it stops accepting requests, lets publishes in progress commit,
+// gives attempts in flight --shutdown-grace to finish (the rest are
+// attempted again after restart), flushes the store and exits 0. Every
+// setting is checked before anything starts: a bad one exits 2.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := newServeFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	fromEnv, code, ok := parseFlags(fs, args, stderr, true)
+	if !ok {
+		return code
 	}
-	if err := applyEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "herald serve:", err)
-		return 2
-	}
-	cfg := o.server
-	cfg.Dispatch.FreshWindow, cfg.Dispatch.LoadWindow = o.window, o.window
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "herald serve:", err)
-		return 2
+	cfg, err := o.config()
+	if err != nil {
+		return usageError(stderr, fs.Name(), err, fromEnv)
 	}
 	logger, err := newLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {
-		fmt.Fprintln(stderr, "herald serve:", err)
-		return 2
+		return usageError(stderr, fs.Name(), err, fromEnv)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	cfg.Logger, cfg.Version = logger, version
+	build := currentBuild()
+	cfg.Logger, cfg.Version = logger, build.short()
 	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		logger.Error("starting", "err", err)
@@ -66,7 +53,13 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger)
 	if o.pprofAddr != "" {
-		go servePprof(o.pprofAddr, logger)
+		pln, err := net.Listen("tcp", o.pprofAddr)
+		if err != nil {
+			logger.Error("listening", "pprof", o.pprofAddr, "err", err)
+			_ = srv.Close(context.Background())
+			return 1
+		}
+		go servePprof(pln, logger)
 	}
 	if err := srv.Start(ctx); err != nil {
 		logger.Error("starting", "err", err)
@@ -74,12 +67,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "data", cfg.DataDir,
-		"node", srv.Engine.Owner(), "version", version)
+		"node", srv.Engine.Owner(), "version", build.Version, "revision", build.Revision)
 	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
-	code := 0
+	code = 0
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
@@ -109,22 +102,46 @@ type serveOptions struct {
 	grace                                time.Duration
 }
 
+// config returns the server's configuration from the flags as given, or
+// the first bad value among them (the server's, checked by
+// server.Config.Validate, and the command's own).
+func (o *serveOptions) config() (server.Config, error) {
+	cfg := o.server
+	cfg.Dispatch.FreshWindow, cfg.Dispatch.LoadWindow = o.window, o.window
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if err := checkAddr("--addr", o.addr); err != nil {
+		return cfg, err
+	}
+	if o.pprofAddr != "" {
+		if err := checkAddr("--pprof", o.pprofAddr); err != nil {
+			return cfg, err
+		}
+	}
+	if o.grace <= 0 {
+		return cfg, fmt.Errorf("--shutdown-grace %v: must be positive", o.grace)
+	}
+	return cfg, nil
+}
+
 // newServeFlags returns herald serve's flag set, writing usage and errors to
 // stderr, and the options its flags set. The server's flags default to
-// server.DefaultConfig(); the command's own are set here.
+// server.DefaultConfig() (the node's name to dispatch.DefaultOwner()); the
+// command's own are set here.
 func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	o := &serveOptions{server: server.DefaultConfig()}
 	sc, dc := &o.server, &o.server.Dispatch
-	o.window = dc.FreshWindow
+	o.window, dc.Owner = dc.FreshWindow, dispatch.DefaultOwner()
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address the API listens on")
 	fs.StringVar(&sc.DataDir, "data", sc.DataDir, "directory of the embedded store")
 	fs.StringVar(&sc.Store, "store", sc.Store, "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
-	fs.IntVar(&sc.DBMaxConns, "db-max-conns", sc.DBMaxConns, "PostgreSQL connection pool size (0: max(8, 2×CPUs))")
+	fs.IntVar(&sc.DBMaxConns, "db-max-conns", sc.DBMaxConns, fmt.Sprintf("PostgreSQL connection pool size: 0 for max(8, 2×CPUs), or at least %d", postgres.MinMaxConns))
 	fs.DurationVar(&sc.DBStatementTimeout, "db-statement-timeout", postgres.DefaultStatementTimeout, "PostgreSQL statement timeout")
 	fs.DurationVar(&dc.Lease, "lease", dc.Lease, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
-	fs.StringVar(&dc.Owner, "node-id", "", "this process's name in leases, unique among nodes sharing a database (default: host-pid-random)")
+	fs.StringVar(&dc.Owner, "node-id", dc.Owner, "this process's name in leases, unique among nodes sharing a database; unless given, the host name, the process ID and a random suffix")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&sc.DedupRetention, "dedup-retention", sc.DedupRetention, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
@@ -136,7 +153,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	hc := &dc.Health
 	fs.DurationVar(&hc.Window, "health-window", hc.Window, "rolling window of the endpoint failure-rate rule")
 	fs.IntVar(&hc.MinAttempts, "health-min-attempts", hc.MinAttempts, "the failure-rate rule needs more attempts than this in the window")
-	fs.Float64Var(&hc.FailureRate, "health-failure-rate", hc.FailureRate, "an endpoint is disabled when its failure rate in the window is above this (0..1)")
+	floatVar(fs, &hc.FailureRate, "health-failure-rate", "an endpoint is disabled when its failure rate in the window is above this `fraction` (above 0, at most 1)")
 	fs.Int64Var(&hc.DisableConsecutive, "health-disable-consecutive", hc.DisableConsecutive, "an endpoint is disabled at this many consecutive failures")
 	fs.Int64Var(&hc.FreezeStaleConsecutive, "health-freeze-stale-consecutive", hc.FreezeStaleConsecutive, "an endpoint is frozen above this many consecutive failures when its last success is older than --health-freeze-stale-after")
 	fs.DurationVar(&hc.FreezeStaleAfter, "health-freeze-stale-after", hc.FreezeStaleAfter, "see --health-freeze-stale-consecutive")
@@ -167,15 +184,15 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func servePprof(addr string, logger *slog.Logger) {
+func servePprof(ln net.Listener, logger *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	logger.Info("pprof listening", "addr", addr)
-	if err := (&http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe(); err != nil {
+	logger.Info("pprof listening", "addr", ln.Addr().String())
+	if err := (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln); err != nil {
 		logger.Warn("pprof server", "err", err)
 	}
 }

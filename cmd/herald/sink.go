@@ -9,13 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -63,22 +60,21 @@ type sinkConfig struct {
 	Quiet     bool          // count requests without printing them
 }
 
-// runSink implements `herald sink`: it listens until SIGINT or SIGTERM, then
-// prints the summary. It returns 0 on a clean stop, 1 when it cannot listen,
-// and 2 on a usage error.
-func runSink(args []string, stdout, stderr io.Writer) int {
+// runSink implements `herald sink`: it listens until ctx ends (SIGINT or
+// SIGTERM), then prints the summary. It returns 0 on a clean stop, 1 when
+// it cannot listen, and 2 on a usage error.
+func runSink(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, code, ok := parseSinkFlags(args, stderr)
 	if !ok {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return serveSink(ctx, cfg, stdout, stderr, nil)
 }
 
-// parseSinkFlags parses the flags of herald sink. When ok is false the caller
-// exits with code (0 for -h, 2 for a usage error).
-func parseSinkFlags(args []string, stderr io.Writer) (cfg sinkConfig, code int, ok bool) {
+// newSinkFlags returns herald sink's flag set, writing usage and errors to
+// stderr, and the configuration its flags set.
+func newSinkFlags(stderr io.Writer) (*flag.FlagSet, *sinkConfig) {
+	cfg := &sinkConfig{}
 	fs := flag.NewFlagSet("herald sink", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "address to listen on (port 0 picks a free port)")
@@ -90,26 +86,30 @@ func parseSinkFlags(args []string, stderr io.Writer) (cfg sinkConfig, code int, 
 		fmt.Fprint(stderr, sinkUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, 0, false
-		}
-		return cfg, 2, false
+	return fs, cfg
+}
+
+// parseSinkFlags parses the flags of herald sink. When ok is false the caller
+// exits with code (0 for -h, 2 for a usage error).
+func parseSinkFlags(args []string, stderr io.Writer) (cfg sinkConfig, code int, ok bool) {
+	fs, c := newSinkFlags(stderr)
+	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return *c, code, false
 	}
-	var problem string
+	cfg = *c
+	var err error
 	switch {
-	case fs.NArg() > 0:
-		problem = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
 	case cfg.Status < 200 || cfg.Status > 599:
-		problem = fmt.Sprintf("--status %d: must be between 200 and 599", cfg.Status)
+		err = fmt.Errorf("--status %d: must be between 200 and 599", cfg.Status)
 	case cfg.FailFirst < 0:
-		problem = fmt.Sprintf("--fail-first %d: must not be negative", cfg.FailFirst)
+		err = fmt.Errorf("--fail-first %d: must not be negative", cfg.FailFirst)
 	case cfg.Delay < 0:
-		problem = fmt.Sprintf("--delay %s: must not be negative", cfg.Delay)
+		err = fmt.Errorf("--delay %s: must not be negative", cfg.Delay)
+	default:
+		err = checkAddr("--addr", cfg.Addr)
 	}
-	if problem != "" {
-		fmt.Fprintf(stderr, "herald sink: %s\n", problem)
-		return cfg, 2, false
+	if err != nil {
+		return cfg, usageError(stderr, fs.Name(), err, nil), false
 	}
 	return cfg, 0, true
 }

@@ -180,7 +180,7 @@ func TestSinkDelayEndsWhenClientLeaves(t *testing.T) {
 
 func TestSinkFlags(t *testing.T) {
 	var stderr strings.Builder
-	if code := runSink([]string{"-h"}, &strings.Builder{}, &stderr); code != 0 {
+	if code := runSink(context.Background(), []string{"-h"}, &strings.Builder{}, &stderr); code != 0 {
 		t.Fatalf("-h: exit %d", code)
 	}
 	for _, flag := range []string{"-addr", "-status", "-fail-first", "-delay", "-quiet", "10 MiB", "2 KiB"} {
@@ -193,7 +193,7 @@ func TestSinkFlags(t *testing.T) {
 		{"--delay", "soon"}, {"extra"},
 	} {
 		stderr.Reset()
-		if code := runSink(args, &strings.Builder{}, &stderr); code != 2 {
+		if code := runSink(context.Background(), args, &strings.Builder{}, &stderr); code != 2 {
 			t.Fatalf("%v: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
 	}

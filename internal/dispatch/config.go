@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/health"
@@ -103,24 +105,47 @@ func DefaultConfig() Config {
 const MinLease = 3 * time.Second
 
 // Validate reports the first setting that makes no sense, naming it as
-// herald serve's flag does.
+// herald serve's flag does. It checks the settings as given, before New
+// fills zero fields (setDefaults, for programmatic callers): a zero or
+// negative value that New would silently replace is refused here, and so is
+// an empty Owner (give DefaultOwner() for the default name).
 func (c Config) Validate() error {
 	switch {
+	case c.Owner == "":
+		return errors.New("--node-id must not be empty")
+	case len(c.Owner) > maxOwner || strings.ContainsFunc(c.Owner, func(r rune) bool { return !unicode.IsPrint(r) }):
+		return fmt.Errorf("--node-id %q: want at most %d printable characters", c.Owner, maxOwner)
 	case c.Lease < MinLease:
-		return fmt.Errorf("--lease must be at least %v", MinLease)
+		return fmt.Errorf("--lease %v: must be at least %v", c.Lease, MinLease)
 	case c.FreshWindow < 1 || c.LoadWindow < 1 || c.EndpointWindow < 1:
 		return errors.New("--window must be at least 1")
 	case c.EndpointConcurrency < 1:
-		return errors.New("--endpoint-max-concurrency must be at least 1")
+		return fmt.Errorf("--endpoint-max-concurrency %d: must be at least 1", c.EndpointConcurrency)
 	case c.InitialConcurrency < 1:
 		return errors.New("the initial endpoint concurrency must be at least 1")
 	case c.MaxInFlight < 1:
-		return errors.New("--max-in-flight must be at least 1")
+		return fmt.Errorf("--max-in-flight %d: must be at least 1", c.MaxInFlight)
 	case c.FlushInterval <= 0 || c.StoreTimeout <= 0 || c.PollInterval <= 0 || c.RefreshInterval < 0:
 		return errors.New("the engine's intervals and store timeout must be positive")
 	}
+	// health.Config.Validate names these three together; each is its own flag.
+	for _, t := range []struct {
+		flag string
+		v    int64
+	}{
+		{"--health-disable-consecutive", c.Health.DisableConsecutive},
+		{"--health-freeze-stale-consecutive", c.Health.FreezeStaleConsecutive},
+		{"--health-freeze-consecutive", c.Health.FreezeConsecutive},
+	} {
+		if t.v < 1 {
+			return fmt.Errorf("%s %d: must be at least 1", t.flag, t.v)
+		}
+	}
 	return c.Health.Validate()
 }
+
+// maxOwner is the longest Owner Validate accepts.
+const maxOwner = 200
 
 // setDefaults fills zero fields from DefaultConfig and the rest; caps says
 // what the store can do.

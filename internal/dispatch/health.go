@@ -22,11 +22,13 @@ import (
 //     merged. A state change found by that replay is the one reported
 //     (operational event, metric, log), so it is reported once in the
 //     cluster.
-//   - On a shared store the same round reads the endpoints whose stored
-//     health changed since the version it last read (EndpointChanges) and
-//     adopts them, so a change made by another node (or by the API there)
-//     governs here at once when the store announces it (HealthChanged) and
-//     within a FlushInterval otherwise.
+//   - The same round reads the endpoints whose stored health changed since
+//     the version it last read (EndpointChanges) and adopts them, so a
+//     change made by another node (or by the API there) governs here at
+//     once when the store announces it (HealthChanged) and within a
+//     FlushInterval otherwise. On a store of its own this finds the rows
+//     made anew: an endpoint deleted with its last subscription and
+//     subscribed again starts from fresh health, here too.
 //   - A lane new to this engine (an endpoint first used since the start, or
 //     one dropped after ten idle minutes) sends nothing until the round has
 //     read its stored health.
@@ -47,9 +49,7 @@ type healthState struct {
 func (e *Engine) healthRound() time.Duration {
 	e.flush()
 	e.readUnknown()
-	if e.caps.Shared {
-		e.adoptChanges()
-	}
+	e.adoptChanges()
 	if n := e.sched.evictIdle(e.cfg.Clock.Now()); n > 0 {
 		e.log.Debug("idle lanes dropped", "count", n)
 	}
@@ -287,9 +287,9 @@ func (e *Engine) readUnknown() {
 		cancel()
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			// Deliveries of a URL whose endpoint row is gone (it cannot
-			// be: rows are never deleted) would wait here for ever; send
-			// with fresh health instead.
+			// The endpoint row is deleted with the last subscription
+			// using it; a delivery of it held here (its subscription
+			// deleted meanwhile) must not wait for ever: fresh health.
 			ep = store.Endpoint{ID: id}
 			ep.Health.State = health.Enabled
 		case err != nil:

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,15 +78,30 @@ func DefaultConfig() Config {
 }
 
 // Validate reports the first setting that makes no sense, naming it as
-// herald serve's flag does.
+// herald serve's flag does. It checks the settings as given, before New
+// fills zero fields from DefaultConfig (which it leaves to programmatic
+// callers): a zero or negative value that New would silently replace is
+// refused here, and so is an empty Dispatch.Owner (see dispatch.Config).
 func (c Config) Validate() error {
 	switch {
 	case c.Store != "sqlite" && !isPostgresURL(c.Store):
 		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", c.Store)
+	case c.DataDir == "":
+		return errors.New("--data must name a directory")
 	case c.DedupRetention < time.Minute:
-		return errors.New("--dedup-retention must be at least 1m")
-	case c.DBMaxConns < 0:
-		return errors.New("--db-max-conns must be 0 (the default) or more")
+		return fmt.Errorf("--dedup-retention %v: must be at least 1m", c.DedupRetention)
+	case c.DBMaxConns < 0 || c.DBMaxConns > 0 && c.DBMaxConns < postgres.MinMaxConns:
+		return fmt.Errorf("--db-max-conns %d: must be 0 (max(8, 2×CPUs)) or at least %d", c.DBMaxConns, postgres.MinMaxConns)
+	case c.DBStatementTimeout <= 0:
+		return fmt.Errorf("--db-statement-timeout %v: must be positive", c.DBStatementTimeout)
+	case c.CatalogReload <= 0:
+		return errors.New("the catalog reload interval must be positive")
+	}
+	if isPostgresURL(c.Store) {
+		if _, err := url.Parse(c.Store); err != nil {
+			// The URL may hold a password: name the error, not the URL.
+			return fmt.Errorf("--store: not a URL: %v", errors.Unwrap(err))
+		}
 	}
 	return c.Dispatch.Validate()
 }

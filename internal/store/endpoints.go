@@ -8,7 +8,13 @@ import (
 )
 
 // EndpointStore keeps the endpoints (delivery URLs) and their circuit
-// health. Endpoint rows are created with the subscriptions that use them.
+// health. An endpoint row lives while a subscription uses its URL: it is
+// created with the first such subscription, with fresh health at a new
+// endpoint version (so that a reader still holding the health of an
+// earlier row with the same ID learns of the new one from
+// EndpointChanges), and deleted with the last (see SubscriptionStore).
+// Deliveries still to be attempted always belong to their subscription's
+// endpoint; finished ones may name an endpoint that is gone.
 type EndpointStore interface {
 	// GetEndpoint returns one endpoint or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)

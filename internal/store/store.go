@@ -69,7 +69,8 @@ type Capabilities struct {
 // SubscriptionStore keeps subscriptions and the endpoints (URLs) they use.
 type SubscriptionStore interface {
 	// CreateSubscription inserts s (ID, CreatedAt, UpdatedAt already set) and
-	// the endpoint row for s.URL if it is new. ErrNameTaken when the name is used.
+	// the endpoint row for s.URL if it is new (with fresh health, at a new
+	// endpoint version: see EndpointStore). ErrNameTaken when the name is used.
 	CreateSubscription(ctx context.Context, s Subscription) error
 	// GetSubscription returns one subscription or ErrNotFound.
 	GetSubscription(ctx context.Context, id string) (Subscription, error)
@@ -84,14 +85,19 @@ type SubscriptionStore interface {
 	// its own transaction. A reader whose since is older than the deletions
 	// the store still remembers (or 0) gets Full changes: every subscription.
 	SubscriptionChanges(ctx context.Context, since int64) (CatalogChanges, error)
-	// UpdateSubscription replaces the stored subscription with the same ID
-	// (and creates the endpoint row for a new URL). ErrNotFound, ErrNameTaken.
+	// UpdateSubscription replaces the stored subscription with the same ID.
+	// When the URL changes, in the same transaction: the new URL's endpoint
+	// row is created if it is new, the subscription's deliveries still to
+	// be attempted (pending or queued) move to it (finished ones keep the
+	// endpoint they were made for), and the old URL's endpoint row is
+	// deleted if no subscription uses it any more. ErrNotFound, ErrNameTaken.
 	UpdateSubscription(ctx context.Context, s Subscription) error
 	// DeleteSubscription removes the subscription. Its deliveries stay in the
 	// log; those still pending or queued end as dropped with reason
 	// ReasonSubscriptionDeleted, in the same transaction, and no Publish
-	// committed after it writes a delivery for it (see PublishOptions).
-	// ErrNotFound when absent.
+	// committed after it writes a delivery for it (see PublishOptions). Its
+	// endpoint's row is deleted in the same transaction if no other
+	// subscription uses it. ErrNotFound when absent.
 	DeleteSubscription(ctx context.Context, id string, now time.Time) error
 }
 
@@ -161,13 +167,14 @@ type DeliveryStore interface {
 
 	// Redeliver makes one delivery due at now with a fresh attempt budget
 	// (RoundAttempts 0, RoundStart now, FirstFailure cleared), whatever its
-	// status. ErrNotFound; ErrConflict when it is pending and leased (an
+	// status, on its subscription's current endpoint (the subscription may
+	// have moved to another URL since the delivery was made). ErrNotFound; ErrConflict when it is pending and leased (an
 	// attempt is in progress); ErrSubscriptionDeleted when its subscription
 	// no longer exists (nothing changes).
 	Redeliver(ctx context.Context, id string, now time.Time) (Delivery, error)
 	// Redrive does what Redeliver does to the dead-lettered deliveries of a
 	// subscription (all of them, or only ids) and returns how many it moved
-	// and the endpoints they belong to.
+	// and the endpoint they now belong to (the subscription's).
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (RedriveResult, error)
 
 	// Cleanup deletes events published before `before` whose deliveries are

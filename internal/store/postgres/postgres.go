@@ -134,6 +134,13 @@ import (
 // DefaultStatementTimeout is Options.StatementTimeout's default.
 const DefaultStatementTimeout = 60 * time.Second
 
+// defaultWriters is Options.Writers' default.
+const defaultWriters = 2
+
+// MinMaxConns is the smallest pool the default Writers leave room in: a
+// smaller MaxConns is raised to it.
+const MinMaxConns = defaultWriters + 2
+
 // Options tunes a Store. The zero value is ready to use.
 type Options struct {
 	// Logger receives warnings (isolated or retried write batches, outcomes
@@ -174,7 +181,7 @@ func (o *Options) setDefaults() {
 		o.Clock = clock.Real{}
 	}
 	if o.Writers <= 0 {
-		o.Writers = 2
+		o.Writers = defaultWriters
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = max(8, 2*runtime.GOMAXPROCS(0))

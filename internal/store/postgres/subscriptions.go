@@ -44,12 +44,29 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = $1`
 
-	insertEndpointSQL = `INSERT INTO endpoints (id, url, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`
+	// An endpoint row lives while a subscription uses its URL: a
+	// subscription write creates it (at a new endpoints version, so that a
+	// node holding the health of an earlier row with that ID adopts the
+	// fresh one) and deletes it with the last subscription that used it.
+	// Subscription writes are serialised by the catalog row lock, so no
+	// other one creates or deletes an endpoint row meanwhile; one that
+	// creates a row takes the endpoints counter before any endpoint row,
+	// in ModifyEndpoints' order.
+	endpointExistsSQL       = `SELECT 1 FROM endpoints WHERE id = $1`
+	insertEndpointSQL       = `INSERT INTO endpoints (id, url, created_at, version) VALUES ($1, $2, $3, $4)`
+	deleteUnusedEndpointSQL = `DELETE FROM endpoints WHERE id = $1
+AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = $1)`
+	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = $1`
+	// moveDeliveriesSQL gives a subscription's deliveries still to be
+	// attempted its new endpoint: they are sent to its new URL, behind that
+	// URL's circuit.
+	moveDeliveriesSQL = `UPDATE deliveries SET endpoint_id = $1
+WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = $1,
 	lease_owner = '', lease_until = 0
 WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
-	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = $1`
+	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = $1 RETURNING endpoint_id`
 )
 
 // isUnique reports whether err violates the unique constraint named c.
@@ -82,7 +99,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		if _, err := tx.Exec(ctx, insertSubscriptionSQL, append(args, v)...); err != nil {
 			return err
 		}
-		return insertEndpoint(ctx, tx, &sub)
+		return s.insertEndpoint(ctx, tx, &sub)
 	})
 	switch {
 	case isUnique(err, "subscriptions_name_key"): // created meanwhile
@@ -95,9 +112,30 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 	return err
 }
 
-func insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
-	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt)); err != nil {
+// insertEndpoint creates the endpoint row of sub's URL unless it exists.
+func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
+	var one int
+	switch err := tx.QueryRow(ctx, endpointExistsSQL, sub.EndpointID).Scan(&one); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read endpoint %s: %w", sub.EndpointID, err)
+	}
+	v, err := s.bumpEndpoints(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
+	}
+	return nil
+}
+
+// deleteUnusedEndpoint deletes the endpoint's row if no subscription uses
+// it any more.
+func deleteUnusedEndpoint(ctx context.Context, tx pgx.Tx, id string) error {
+	if _, err := tx.Exec(ctx, deleteUnusedEndpointSQL, id); err != nil {
+		return fmt.Errorf("delete unused endpoint %s: %w", id, err)
 	}
 	return nil
 }
@@ -177,8 +215,10 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
-// CreatedAt included, takes sub's value. Deliveries already made keep the
-// endpoint they were made for.
+// CreatedAt included, takes sub's value. When the URL changes, the
+// deliveries still to be attempted move to the new URL's endpoint, finished
+// ones keep theirs, and the old endpoint's row goes if no subscription uses
+// it any more.
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := subscriptionArgs(&sub)
 	if err != nil {
@@ -196,14 +236,23 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, updateSubscriptionSQL, append(args, v)...)
-		if err != nil {
+		var old string
+		switch err := tx.QueryRow(ctx, subscriptionEndpointSQL, sub.ID).Scan(&old); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+		case err != nil:
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+		if _, err := tx.Exec(ctx, updateSubscriptionSQL, append(args, v)...); err != nil {
+			return err
 		}
-		return insertEndpoint(ctx, tx, &sub)
+		if err := s.insertEndpoint(ctx, tx, &sub); err != nil || old == sub.EndpointID {
+			return err
+		}
+		if _, err := tx.Exec(ctx, moveDeliveriesSQL, sub.EndpointID, sub.ID); err != nil {
+			return fmt.Errorf("move the deliveries of subscription %s: %w", sub.ID, err)
+		}
+		return deleteUnusedEndpoint(ctx, tx, old)
 	})
 	if isUnique(err, "subscriptions_name_key") {
 		return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
@@ -217,19 +266,20 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 // them logs the attempt only. now is the tombstone's time (clean-up forgets
 // it after the dedup retention); a delivery keeps no time of being dropped.
 // The catalog row lock taken first waits for publish batches in progress,
-// so the drop sees every delivery they wrote.
+// so the drop sees every delivery they wrote. The endpoint's row goes too if
+// no other subscription uses it.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		v, err := s.bumpCatalog(ctx, tx)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, deleteSubscriptionSQL, id)
-		if err != nil {
-			return fmt.Errorf("delete subscription %s: %w", id, err)
-		}
-		if tag.RowsAffected() == 0 {
+		var endpoint string
+		switch err := tx.QueryRow(ctx, deleteSubscriptionSQL, id).Scan(&endpoint); {
+		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("delete subscription %s: %w", id, err)
 		}
 		if _, err := tx.Exec(ctx, tombstoneSQL, id, v, sqlrow.UnixMS(now)); err != nil {
 			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
@@ -237,7 +287,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if _, err := tx.Exec(ctx, dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)
 		}
-		return nil
+		return deleteUnusedEndpoint(ctx, tx, endpoint)
 	})
 }
 

@@ -2,38 +2,41 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/migrate"
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"github.com/herald-events/herald/internal/store/storetest"
 )
 
-// TestUpgradeFromV1 opens a schema written by the first release (its
-// migration applied as that release did) and checks that everything in it
-// is kept and works.
-func TestUpgradeFromV1(t *testing.T) {
+// openUpgraded writes a fresh schema at an earlier schema version (its
+// migrations applied as that release did) holding data, and opens it with
+// this build.
+func openUpgraded(t *testing.T, version int, data string) *postgres.Store {
+	t.Helper()
 	url := pgtest.SchemaURL(t)
-	v1, err := os.ReadFile("migrations/0001_init.sql")
+	ms, err := migrate.LoadMigrations(os.DirFS("."), "migrations")
 	if err != nil {
 		t.Fatal(err)
+	}
+	qs := []string{`CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`}
+	for _, m := range ms[:version] {
+		qs = append(qs, m.SQL, fmt.Sprintf(`INSERT INTO schema_version VALUES (%d, '%s', 0)`, m.Version, m.Name))
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		string(v1),
-		`CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`,
-		`INSERT INTO schema_version VALUES (1, '0001_init.sql', 0)`,
-		storetest.V1Data,
-	} {
+	for _, q := range append(qs, data) {
 		if _, err := conn.Exec(ctx, q, pgx.QueryExecModeSimpleProtocol); err != nil {
-			t.Fatalf("writing the version-1 schema: %v", err)
+			t.Fatalf("writing the version-%d schema: %v", version, err)
 		}
 	}
 	conn.Close(ctx)
@@ -41,6 +44,12 @@ func TestUpgradeFromV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	storetest.CheckUpgradeFromV1(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestUpgrade opens databases written at each earlier schema version and
+// checks that everything in them is kept and works.
+func TestUpgrade(t *testing.T) {
+	storetest.RunUpgrades(t, func(t *testing.T, version int, data string) store.Store { return openUpgraded(t, version, data) })
 }

@@ -16,9 +16,12 @@ LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WHERE d.id = ?`
 	// restartSQL opens a fresh attempt budget. Attempts (the lifetime count)
 	// and the last_* fields stay: the delivery keeps its history, and with
 	// attempts > 0 it is due in the retry lane. dead_letter_reason and
-	// delivered_at are cleared, since the delivery is pending again.
+	// delivered_at are cleared, since the delivery is pending again. It
+	// goes to its subscription's endpoint: the one it was made for, or, if
+	// the subscription has moved to another URL since, that URL's.
 	restartSet = `status = 'pending', round_attempts = 0, round_start = ?, first_failure = 0,
-	next_attempt_at = ?, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0`
+	next_attempt_at = ?, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	endpoint_id = (SELECT s.endpoint_id FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
 
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = ?`
 

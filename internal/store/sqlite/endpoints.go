@@ -144,9 +144,9 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if len(eps) == 0 {
 			return nil
 		}
-		var v int64
-		if err := w.scanRow(bumpEndpointsSQL, nil, &v); err != nil {
-			return fmt.Errorf("advance the endpoints version: %w", err)
+		v, err := w.bumpEndpoints()
+		if err != nil {
+			return err
 		}
 		for i, e := range eps {
 			args, err := healthArgs(found[i], e, v)
@@ -165,6 +165,15 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		return nil, err
 	}
 	return out, nil
+}
+
+// bumpEndpoints takes the next endpoints version in the write transaction.
+func (w *writer) bumpEndpoints() (int64, error) {
+	var v int64
+	if err := w.scanRow(bumpEndpointsSQL, nil, &v); err != nil {
+		return 0, fmt.Errorf("advance the endpoints version: %w", err)
+	}
+	return v, nil
 }
 
 // TakeProbe implements store.EndpointStore with one conditional update on

@@ -73,6 +73,8 @@ func TestQueryPlans(t *testing.T) {
 		{"ListEndpoints sizes", listByIDSQL("endpoints", sqlrow.EndpointBytes), []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}, false},
 		{"Redrive", redriveAllSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
 		{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		{"Subscription move", moveDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		{"Unused endpoint", deleteUnusedEndpointSQL, []string{"SEARCH endpoints USING PRIMARY KEY (id=?)", "SEARCH subscriptions USING COVERING INDEX subscriptions_endpoint (endpoint_id=?)"}, false},
 		{"Cleanup", cleanupSQL, []string{"SEARCH e USING COVERING INDEX events_published (published_at<?)", "SEARCH d USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup recheck", unfinishedSQL, []string{"SEARCH deliveries USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup attempts", cleanupAttemptsSQL, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (delivery_id=?)"}, false},

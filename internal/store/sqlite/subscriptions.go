@@ -36,12 +36,25 @@ WHERE id = ?`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
 
-	insertEndpointSQL = `INSERT OR IGNORE INTO endpoints (id, url, created_at) VALUES (?, ?, ?)`
+	// An endpoint row lives while a subscription uses its URL: a
+	// subscription write creates it (at a new endpoints version, so that a
+	// reader holding the health of an earlier row with that ID adopts the
+	// fresh one) and deletes it with the last subscription that used it.
+	endpointExistsSQL       = `SELECT 1 FROM endpoints WHERE id = ?`
+	insertEndpointSQL       = `INSERT INTO endpoints (id, url, created_at, version) VALUES (?, ?, ?, ?)`
+	deleteUnusedEndpointSQL = `DELETE FROM endpoints WHERE id = ?1
+AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = ?1)`
+	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = ?`
+	// moveDeliveriesSQL gives a subscription's deliveries still to be
+	// attempted its new endpoint: they are sent to its new URL, behind that
+	// URL's circuit.
+	moveDeliveriesSQL = `UPDATE deliveries SET endpoint_id = ?
+WHERE subscription_id = ? AND status IN ('pending', 'queued')`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?,
 	lease_owner = '', lease_until = 0
 WHERE subscription_id = ? AND status IN ('pending', 'queued')`
-	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ?`
+	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ? RETURNING endpoint_id`
 )
 
 // CreateSubscription implements store.SubscriptionStore. An empty
@@ -78,9 +91,30 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 	})
 }
 
+// insertEndpoint creates the endpoint row of sub's URL unless it exists.
 func insertEndpoint(w *writer, sub *store.Subscription) error {
-	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt)); err != nil {
+	var one int
+	switch err := w.scanRow(endpointExistsSQL, []any{sub.EndpointID}, &one); {
+	case err == nil:
+		return nil
+	case !isNoRows(err):
+		return fmt.Errorf("read endpoint %s: %w", sub.EndpointID, err)
+	}
+	v, err := w.bumpEndpoints()
+	if err != nil {
+		return err
+	}
+	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
+	}
+	return nil
+}
+
+// deleteUnusedEndpoint deletes the endpoint's row if no subscription uses
+// it any more.
+func deleteUnusedEndpoint(w *writer, id string) error {
+	if _, err := w.exec(deleteUnusedEndpointSQL, id); err != nil {
+		return fmt.Errorf("delete unused endpoint %s: %w", id, err)
 	}
 	return nil
 }
@@ -185,8 +219,10 @@ func (w *writer) currentCatalog() (int64, error) {
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
-// CreatedAt included, takes sub's value. Deliveries already made keep the
-// endpoint they were made for.
+// CreatedAt included, takes sub's value. When the URL changes, the
+// deliveries still to be attempted move to the new URL's endpoint, finished
+// ones keep theirs, and the old endpoint's row goes if no subscription uses
+// it any more.
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
@@ -200,18 +236,27 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		case err != nil && !isNoRows(err):
 			return err
 		}
+		var old string
+		switch err := w.scanRow(subscriptionEndpointSQL, []any{sub.ID}, &old); {
+		case isNoRows(err):
+			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+		case err != nil:
+			return err
+		}
 		v, err := w.bumpCatalog()
 		if err != nil {
 			return err
 		}
-		n, err := w.execN(updateSubscriptionSQL, append(args, v, sub.ID)...)
-		if err != nil {
+		if _, err := w.exec(updateSubscriptionSQL, append(args, v, sub.ID)...); err != nil {
 			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 		}
-		if n == 0 {
-			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+		if err := insertEndpoint(w, &sub); err != nil || old == sub.EndpointID {
+			return err
 		}
-		return insertEndpoint(w, &sub)
+		if _, err := w.exec(moveDeliveriesSQL, sub.EndpointID, sub.ID); err != nil {
+			return fmt.Errorf("move the deliveries of subscription %s: %w", sub.ID, err)
+		}
+		return deleteUnusedEndpoint(w, old)
 	})
 }
 
@@ -221,19 +266,20 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 // All of it is one write: a subscription with a large backlog holds the
 // writer while its deliveries are updated. now is the tombstone's time
 // (clean-up forgets it after the dedup retention); a delivery keeps no time
-// of being dropped.
+// of being dropped. The endpoint's row goes too if no other subscription
+// uses it.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
 	return s.write(ctx, func(w *writer) error {
 		v, err := w.bumpCatalog()
 		if err != nil {
 			return err
 		}
-		n, err := w.execN(deleteSubscriptionSQL, id)
-		if err != nil {
-			return fmt.Errorf("delete subscription %s: %w", id, err)
-		}
-		if n == 0 {
+		var endpoint string
+		switch err := w.scanRow(deleteSubscriptionSQL, []any{id}, &endpoint); {
+		case isNoRows(err):
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("delete subscription %s: %w", id, err)
 		}
 		if _, err := w.exec(tombstoneSQL, id, v, sqlrow.UnixMS(now)); err != nil {
 			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
@@ -241,6 +287,6 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if _, err := w.exec(dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)
 		}
-		return nil
+		return deleteUnusedEndpoint(w, endpoint)
 	})
 }

@@ -3,34 +3,37 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/migrate"
 	"github.com/herald-events/herald/internal/store/storetest"
 )
 
-// TestUpgradeFromV1 opens a data file written by the first release's schema
-// (its migration applied as that release did) and checks that everything in
-// it is kept and works.
-func TestUpgradeFromV1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "herald.db")
-	v1, err := os.ReadFile("migrations/0001_init.sql")
+// openUpgraded writes a data file at an earlier schema version (its
+// migrations applied as that release did) holding data, and opens it with
+// this build.
+func openUpgraded(t *testing.T, version int, data string) *Store {
+	t.Helper()
+	ms, err := migrate.LoadMigrations(os.DirFS("."), "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}
+	qs := []string{`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms[:version] {
+		qs = append(qs, m.SQL, fmt.Sprintf(`INSERT INTO schema_version VALUES (%d, '%s', 0)`, m.Version, m.Name))
+	}
+	path := filepath.Join(t.TempDir(), "herald.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		string(v1),
-		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
-		`INSERT INTO schema_version VALUES (1, '0001_init.sql', 0)`,
-		storetest.V1Data,
-	} {
+	for _, q := range append(qs, data) {
 		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("writing the version-1 database: %v", err)
+			t.Fatalf("writing the version-%d database: %v", version, err)
 		}
 	}
 	if err := db.Close(); err != nil {
@@ -40,6 +43,12 @@ func TestUpgradeFromV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	storetest.CheckUpgradeFromV1(t, s)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestUpgrade opens databases written at each earlier schema version and
+// checks that everything in them is kept and works.
+func TestUpgrade(t *testing.T) {
+	storetest.RunUpgrades(t, func(t *testing.T, version int, data string) store.Store { return openUpgraded(t, version, data) })
 }

@@ -16,7 +16,7 @@ var redeliverTests = []test{
 	{"RedriveAll", testRedriveAll},
 	{"RedriveIDs", testRedriveIDs},
 	{"RedriveUnknownSubscription", testRedriveUnknown},
-	{"RedriveEndpointsOnceInOrder", testRedriveEndpointOrder},
+	{"RedriveMovedSubscription", testRedriveMovedSubscription},
 }
 
 // deadAfterTwo makes a delivery to sub that failed twice and was then
@@ -176,18 +176,18 @@ func testRedriveUnknown(t *testing.T, b *bundle) {
 	}
 }
 
-// testRedriveEndpointOrder: Redrive names each endpoint of the deliveries
-// it moved once; for ids, in the order of ids (of the first one moved to
-// each endpoint); for all, in any order. An ID given twice counts once.
-func testRedriveEndpointOrder(t *testing.T, b *bundle) {
+// testRedriveMovedSubscription: Redrive names the endpoint of the
+// deliveries it moved once. Dead letters made before their subscription
+// moved to another URL keep their endpoint while dead, and go to the new
+// URL's when redriven, as Redeliver sends them. An ID given twice counts
+// once.
+func testRedriveMovedSubscription(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	epA := a.EndpointID
 	var onA, onB []string
 	for range 5 {
 		onA = append(onA, b.deadAfterTwo(a, b.now))
 	}
-	// The subscription moves to another URL: its dead letters keep their
-	// endpoint, its new deliveries go to the new one.
 	a.URL, a.EndpointID, a.UpdatedAt = "https://b.example/hook", store.EndpointID("https://b.example/hook"), b.at(time.Second)
 	if err := b.s.UpdateSubscription(b.ctx, a); err != nil {
 		t.Fatal(err)
@@ -195,6 +195,11 @@ func testRedriveEndpointOrder(t *testing.T, b *bundle) {
 	epB := a.EndpointID
 	for range 5 {
 		onB = append(onB, b.deadAfterTwo(a, b.now))
+	}
+	for _, id := range onA {
+		if d := b.get(id); d.EndpointID != epA {
+			t.Fatalf("dead letter %s moved to %s with its subscription; want it kept on %s", id, d.EndpointID, epA)
+		}
 	}
 	now := b.at(time.Hour)
 	redrive := func(ids []string) store.RedriveResult {
@@ -206,24 +211,18 @@ func testRedriveEndpointOrder(t *testing.T, b *bundle) {
 		return res
 	}
 	equal(t, "redrive A, B", redrive([]string{onA[0], "dlv_unknown", onB[0], onA[0], onA[1], onB[0]}),
-		store.RedriveResult{Count: 3, Endpoints: []string{epA, epB}})
-	equal(t, "redrive B, A", redrive([]string{onB[1], onA[0], onB[2], onA[2]}),
-		store.RedriveResult{Count: 3, Endpoints: []string{epB, epA}})
-	all := redrive(nil)
-	if all.Count != 4 || len(all.Endpoints) != 2 {
-		t.Fatalf("redrive all = %+v; want 4 moved, 2 endpoints", all)
-	}
-	equal(t, "redrive all endpoints", sortedCopy(all.Endpoints), sortedCopy([]string{epA, epB}))
+		store.RedriveResult{Count: 3, Endpoints: []string{epB}})
+	equal(t, "redrive all", redrive(nil), store.RedriveResult{Count: 7, Endpoints: []string{epB}})
 	if res := redrive(append(onA, onB...)); res.Count != 0 || len(res.Endpoints) != 0 {
 		t.Fatalf("redrive again = %+v; want nothing moved", res)
 	}
 	for _, id := range append(onA, onB...) {
-		if d := b.get(id); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) {
+		if d := b.get(id); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) || d.EndpointID != epB {
 			t.Fatalf("redriven %+v", d)
 		}
 	}
-	for i, ids := range [][]string{onA, onB} {
-		ep := []string{epA, epB}[i]
-		equal(t, "claimed on "+ep, sortedCopy(claimedIDs(b.claim(ep, now, 10))), sortedCopy(ids))
+	if got := b.claim(epA, now, 10); len(got) != 0 {
+		t.Fatalf("claimed %v on the old endpoint", claimedIDs(got))
 	}
+	equal(t, "claimed on "+epB, sortedCopy(claimedIDs(b.claim(epB, now, 20))), sortedCopy(append(onA, onB...)))
 }

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Cleanup", cleanupTests},
 		{"Lifecycle", lifecycleTests},
 		{"Endpoints", endpointTests},
+		{"EndpointLifetime", endpointLifeTests},
 		{"Leaders", leaderTests},
 		{"Catalog", catalogTests},
 	}

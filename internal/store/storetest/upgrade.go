@@ -3,11 +3,26 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
+
+// RunUpgrades runs every upgrade check: open must return a store opened by
+// this build on a database written at the given earlier schema version (its
+// migrations applied as that release did) holding data.
+func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string) store.Store) {
+	for _, u := range []struct {
+		version int
+		data    string
+		check   func(*testing.T, store.Store)
+	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}} {
+		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
+	}
+}
 
 // V1Data is written, with plain SQL both stores accept, into a database at
 // schema version 1 (the first release's): one endpoint, a live subscription
@@ -89,5 +104,74 @@ func CheckUpgradeFromV1(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Redeliver(ctx, "dlv_v1_orphan", now); !errors.Is(err, store.ErrSubscriptionDeleted) {
 		t.Fatalf("Redeliver of the orphan: %v; want ErrSubscriptionDeleted", err)
+	}
+}
+
+// V2Data is written into a database at schema version 2, which kept every
+// endpoint row for ever and left a moved subscription's deliveries on its
+// old URL's endpoint: ep_kept is used by sub_kept (its circuit disabled);
+// ep_left (a URL with a password) by nobody; sub_moved moved from ep_old to
+// ep_new, leaving a pending and a delivered delivery on ep_old.
+// CheckUpgradeFromV2 then checks the store opened on it.
+const V2Data = `
+INSERT INTO endpoints (id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_kept', 'https://kept.example/hook', 'disabled', 2000, 1767603600000, 1767604200000, 1767603600000, 2),
+       ('ep_left', 'https://user:secret@left.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1),
+       ('ep_old', 'https://old.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1),
+       ('ep_new', 'https://new.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at, version)
+VALUES ('sub_kept', 'kept', 'https://kept.example/hook', 'ep_kept', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', true, 'active', 1767603600000, 1767603600000, 2),
+       ('sub_moved', 'moved', 'https://new.example/hook', 'ep_new', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', true, 'active', 1767603600000, 1767603600000, 3);
+UPDATE counters SET value = 3 WHERE name = 'catalog';
+UPDATE counters SET value = 2 WHERE name = 'endpoints';
+INSERT INTO events (id, source, type, subject, published_at, payload)
+VALUES ('e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('e2', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e2"}');
+INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, delivered_at)
+VALUES ('dlv_v2_pending', 'sub_moved', 'ep_old', (SELECT seq FROM events WHERE id = 'e1'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0),
+       ('dlv_v2_done', 'sub_moved', 'ep_old', (SELECT seq FROM events WHERE id = 'e2'), 'delivered', 1,
+	1767603600000, 1767603600000, 1767603600000, 1767603601000);
+`
+
+// CheckUpgradeFromV2 checks a store opened on a version-2 database holding
+// V2Data: the endpoints no subscription uses are gone, the others kept with
+// their health, and the moved subscription's pending delivery is on its
+// new endpoint, where it is claimed.
+func CheckUpgradeFromV2(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	eps, err := s.AllEndpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range eps {
+		ids = append(ids, e.ID)
+	}
+	equal(t, "endpoints after the upgrade", ids, []string{"ep_kept", "ep_new"})
+	if h := eps[0].Health; h.State != health.Disabled || h.ConsecutiveFailures != 2000 || eps[0].Version != 2 {
+		t.Fatalf("kept endpoint after the upgrade: %+v", eps[0])
+	}
+	for id, want := range map[string]string{"dlv_v2_pending": "ep_new", "dlv_v2_done": "ep_old"} {
+		if d, err := s.GetDelivery(ctx, id); err != nil || d.EndpointID != want {
+			t.Fatalf("delivery %s after the upgrade: %+v, %v; want it on %s", id, d, err, want)
+		}
+	}
+	now := time.UnixMilli(1767603700000).UTC()
+	cs, err := s.ClaimDue(ctx, "ep_new", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v2_pending" {
+		t.Fatalf("ClaimDue on the new endpoint after the upgrade: %+v, %v", cs, err)
+	}
+	// Subscription writes keep it so.
+	if err := s.DeleteSubscription(ctx, "sub_moved", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEndpoint(ctx, "ep_new"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(ep_new) after its subscription was deleted: %v; want ErrNotFound", err)
 	}
 }

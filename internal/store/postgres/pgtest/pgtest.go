@@ -7,9 +7,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +24,8 @@ import (
 const EnvURL = "HERALD_TEST_POSTGRES_URL"
 
 // BaseURL returns HERALD_TEST_POSTGRES_URL, skipping the test (or, under CI,
-// failing it) when it is unset.
+// failing it) when it is unset. The first skip in a test binary also says
+// so in one line that `go test ./...` shows without -v (see noteSkipped).
 func BaseURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(EnvURL)
@@ -28,9 +33,27 @@ func BaseURL(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(EnvURL + " is unset: PostgreSQL tests must run under CI")
 		}
+		skipped.Do(noteSkipped)
 		t.Skip(EnvURL + " is unset: PostgreSQL tests skipped")
 	}
 	return u
+}
+
+var skipped sync.Once
+
+// noteSkipped writes one line saying that this package's PostgreSQL tests
+// are skipped and how to run them. go test keeps a passing package's output
+// to itself unless -v is given, so the line goes to the terminal (/dev/tty)
+// when there is one, and to stderr otherwise.
+func noteSkipped() {
+	line := skipNote()
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if _, err := io.WriteString(tty, line); err == nil {
+			return
+		}
+	}
+	fmt.Fprint(os.Stderr, line)
 }
 
 // SchemaURL creates an empty schema herald_test_<random>, drops it when the
@@ -78,4 +101,32 @@ func exec(dbURL, sql string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// skipNote is noteSkipped's line.
+func skipNote() string {
+	return fmt.Sprintf("%s: PostgreSQL tests skipped (%s is unset; to run them: %s='postgres://USER@HOST:5432/DB?sslmode=disable' go test ./...)\n",
+		packageDir(), EnvURL, EnvURL)
+}
+
+// packageDir is the directory of the package under test (go test runs its
+// tests there), relative to the module's root when it can be found.
+func packageDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return filepath.Base(os.Args[0])
+	}
+	for root := wd; ; {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(root, wd); err == nil {
+				return "./" + filepath.ToSlash(rel)
+			}
+			return wd
+		}
+		up := filepath.Dir(root)
+		if up == root {
+			return wd
+		}
+		root = up
+	}
 }

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// command is one herald command for the flag tests: how to run it with
+// extra arguments, and its flag set.
+type command struct {
+	args  []string // before the flags under test
+	flags func(w io.Writer) *flag.FlagSet
+	env   bool // its flags are also HERALD_* variables
+}
+
+func commandsUnderTest(t *testing.T) map[string]command {
+	dir := t.TempDir()
+	return map[string]command{
+		"serve": {[]string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data")},
+			func(w io.Writer) *flag.FlagSet { fs, _ := newServeFlags(w); return fs }, true},
+		"sink": {[]string{"sink", "--addr", "127.0.0.1:0"},
+			func(w io.Writer) *flag.FlagSet { fs, _ := newSinkFlags(w); return fs }, false},
+		"bench": {[]string{"bench", "--quiet", "--tmp", dir},
+			func(w io.Writer) *flag.FlagSet { fs, _ := newBenchFlags(w); return fs }, false},
+		"policy show": {[]string{"policy", "show", "eventgrid"},
+			func(w io.Writer) *flag.FlagSet { fs, _, _ := newPolicyShowFlags(w); return fs }, false},
+		"migrate": {[]string{"migrate", "--store", "postgres://127.0.0.1:1/none", "--timeout", "1s"},
+			func(w io.Writer) *flag.FlagSet { fs, _, _ := newMigrateFlags(w); return fs }, true},
+		"version": {[]string{"version"},
+			func(w io.Writer) *flag.FlagSet { fs, _ := newVersionFlags(w); return fs }, false},
+	}
+}
+
+// badValues are, for every flag of every command, values it must refuse.
+var badValues = map[string]map[string][]string{
+	"serve": {
+		"addr":                            {"bogus", "127.0.0.1:nope", ""},
+		"data":                            {""},
+		"store":                           {"", "mysql://db"},
+		"node-id":                         {"", "a\nb", strings.Repeat("n", 201)},
+		"lease":                           {"0s", "-1s", "2s", "soon"},
+		"db-max-conns":                    {"-3", "1", "x"},
+		"db-statement-timeout":            {"0s", "-1s"},
+		"log-format":                      {"xml"},
+		"log-level":                       {"loud"},
+		"dedup-retention":                 {"-1h", "0s", "59s"},
+		"endpoint-max-concurrency":        {"0", "-1"},
+		"max-in-flight":                   {"0", "-5"},
+		"window":                          {"0", "-1", "1e3"},
+		"shutdown-grace":                  {"-1s", "0s"},
+		"pprof":                           {"bogus:addr", "nocolon"},
+		"health-window":                   {"0s", "59s"},
+		"health-min-attempts":             {"0", "-1"},
+		"health-failure-rate":             {"0", "-0.1", "1.5", "NaN", "Inf", "x"},
+		"health-disable-consecutive":      {"0"},
+		"health-freeze-stale-consecutive": {"0"},
+		"health-freeze-stale-after":       {"0s", "-1h"},
+		"health-freeze-consecutive":       {"-1"},
+		"health-probe-interval":           {"0s"},
+		"probation-after":                 {"-1"},
+		"probation-initial":               {"0s", "-1s"},
+		"probation-max":                   {"1s"},
+	},
+	"sink": {
+		"addr":       {"bogus", "localhost:nope"},
+		"status":     {"0", "199", "600", "x"},
+		"fail-first": {"-1"},
+		"delay":      {"-1s", "soon"},
+		"quiet":      {"maybe"},
+	},
+	"bench": {
+		"scenario":            {"nope", ""},
+		"json":                {"maybe"},
+		"json-file":           {"/nonexistent/dir/report.json"},
+		"herald":              {"/nonexistent/herald"},
+		"keep":                {"maybe"},
+		"pprof":               {"bogus:addr"},
+		"store":               {"mysql://db", ""},
+		"serve-flags":         {"--window 0", "--nope", "extra", "--lease 1s"},
+		"serve-env":           {"GOGC", "=1"},
+		"timeout":             {"-1s"},
+		"tmp":                 {"/nonexistent/dir"},
+		"quiet":               {"maybe"},
+		"endpoints":           {"0"},
+		"payload":             {"-1", "65537"},
+		"events":              {"0"},
+		"batch":               {"0", "1001"},
+		"publishers":          {"0"},
+		"single-events":       {"0"},
+		"single-publishers":   {"-1"},
+		"rate":                {"0", "NaN", "Inf"},
+		"duration":            {"0s"},
+		"rate-workers":        {"0"},
+		"fanout-events":       {"0"},
+		"fanout":              {"0"},
+		"fail-share":          {"0", "1", "NaN"},
+		"fail-for":            {"-1s"},
+		"fail-duration":       {"0s"},
+		"blackhole-events":    {"0"},
+		"blackhole-endpoints": {"0"},
+		"blackhole-share":     {"1", "-Inf"},
+		"blackhole-timeout":   {"1ms", "6m"},
+		"backlog":             {"0"},
+		"backlog-endpoints":   {"0"},
+		"backlog-retry":       {"0s"},
+		"backlog-fresh":       {"-1s"},
+	},
+	"policy show": {
+		"json": {"maybe"},
+		"spec": {"not json", `{"bogus":1}`, `{"max_attempts":31}`, `{"preset":"sap"}`},
+	},
+	"migrate": {
+		"store":   {"", "sqlite", "mysql://db"},
+		"timeout": {"0s", "-1m"},
+	},
+	"version": {
+		"json": {"maybe"},
+	},
+}
+
+// canceled is a context that has ended: a command that gets past checking
+// its flags stops at once (or fails), so it can never pass for one that
+// refused them.
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// checkRefused runs herald with args and fails the test unless it exits 2
+// with a first line of stderr naming the flag (or its variable), having
+// started nothing.
+func checkRefused(t *testing.T, what string, args []string, names ...string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	code := run(canceled(), args, &stdout, &stderr)
+	first, _, _ := strings.Cut(stderr.String(), "\n")
+	named := false
+	for _, n := range names {
+		named = named || strings.Contains(first, n)
+	}
+	if code != 2 || !named || strings.Contains(stdout.String(), "listening") {
+		t.Errorf("%s: herald %q: exit %d, first line of stderr %q, stdout %q; want exit 2 naming %s",
+			what, args, code, first, stdout.String(), strings.Join(names, " or "))
+	}
+}
+
+// TestBadFlagValues: every flag of every command refuses a bad value, given
+// on the command line or (serve, migrate) in its HERALD_* variable, with
+// exit status 2 and a message naming it, before the command starts
+// anything. The table must cover every flag.
+func TestBadFlagValues(t *testing.T) {
+	cmds := commandsUnderTest(t)
+	for name, c := range cmds {
+		var missing []string
+		c.flags(io.Discard).VisitAll(func(f *flag.Flag) {
+			if len(badValues[name][f.Name]) == 0 {
+				missing = append(missing, f.Name)
+			}
+		})
+		if len(missing) > 0 {
+			t.Errorf("herald %s: no bad values for --%s: every flag must have some", name, strings.Join(missing, ", --"))
+		}
+	}
+	for name, flags := range badValues {
+		c, ok := cmds[name]
+		if !ok {
+			t.Fatalf("bad values for unknown command %q", name)
+		}
+		for flagName, values := range flags {
+			for _, v := range values {
+				args := append(append([]string{}, c.args...), "--"+flagName+"="+v)
+				checkRefused(t, name, args, "-"+flagName)
+				if !c.env {
+					continue
+				}
+				t.Run("env/"+flagName, func(t *testing.T) {
+					t.Setenv(envName(flagName), v)
+					checkRefused(t, name+" (environment)", without(c.args, "--"+flagName), "-"+flagName, envName(flagName))
+				})
+			}
+		}
+	}
+	if data := cmds["serve"].args[4]; !strings.HasSuffix(data, "data") {
+		t.Fatalf("serve's arguments changed: %q", cmds["serve"].args)
+	} else if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("herald serve made its data directory (%v): it started", err)
+	}
+}
+
+// without returns args without the flag name and the value after it.
+func without(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == name {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// TestStrayArguments: every command refuses arguments it does not take.
+func TestStrayArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "extra"}, {"serve", "--window", "5", "extra"}, {"sink", "extra"}, {"bench", "extra"},
+		{"migrate", "--store", "postgres://127.0.0.1:1/x", "extra"}, {"version", "extra"}, {"--version", "extra"},
+		{"policy", "list", "extra"}, {"policy", "show", "sap", "pubsub"}, {"help", "serve", "extra"}, {"help", "nope"},
+	} {
+		checkRefused(t, "stray argument", args, "extra", "pubsub", "nope")
+	}
+}
+
+// TestGoodFlagsPass: the checks refuse only what is bad (the defaults and
+// ordinary values pass).
+func TestGoodFlagsPass(t *testing.T) {
+	fs, o := newServeFlags(io.Discard)
+	if err := fs.Parse([]string{"--window", "1", "--db-max-conns", "0", "--pprof", "localhost:6060", "--node-id", "node a",
+		"--probation-after", "0", "--health-failure-rate", "1", "--addr", ":http"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.config(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	_, bo := newBenchFlags(io.Discard)
+	bo.serveFlags = "--window 20000 --lease 10s"
+	if err := bo.check(); err != nil {
+		t.Errorf("bench: %v", err)
+	}
+	if _, _, ok := parseSinkFlags([]string{"--addr", ":0", "--fail-first", "0"}, io.Discard); !ok {
+		t.Error("sink refused good flags")
+	}
+}
+
+// TestUsageListsCommands: herald --help names every command, and every flag
+// of the commands with few of them.
+func TestUsageListsCommands(t *testing.T) {
+	var stdout strings.Builder
+	if code := run(context.Background(), []string{"--help"}, &stdout, io.Discard); code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !strings.Contains(stdout.String(), "herald "+name) {
+			t.Errorf("usage lacks herald %s:\n%s", name, stdout.String())
+		}
+	}
+	for name, c := range commandsUnderTest(t) {
+		fs := c.flags(io.Discard)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		fs.VisitAll(func(f *flag.Flag) {
+			if (n <= 5 || name == "serve" && f.Name == "store") && !strings.Contains(stdout.String(), "--"+f.Name) {
+				t.Errorf("usage lacks herald %s --%s", name, f.Name)
+			}
+		})
+	}
+	for _, cmd := range []string{"serve", "policy"} {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), []string{"help", cmd}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String()+stderr.String(), "Usage") {
+			t.Errorf("herald help %s: exit %d, %q", cmd, code, stdout.String()+stderr.String())
+		}
+	}
+}
