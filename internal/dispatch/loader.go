@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
@@ -95,18 +97,31 @@ type claimWant struct {
 
 // wants reserves window places for every endpoint whose hint is due, whose
 // circuit lets something through and that has room, while the window has
-// room. An endpoint not yet known reads its health first (the health sync
-// is kicked).
+// room. When the window is short, the endpoints take turns: each round
+// starts one endpoint further along (in ID order) than the one before, so
+// none is always served last. An endpoint not yet known reads its health
+// first (the health sync is kicked).
 func (s *scheduler) wants(now time.Time) (ws []claimWant, unknown bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	room := s.cfg.LoadWindow - s.loadHeld
-	for id, l := range s.lanes {
+	var due []*lane
+	for _, l := range s.lanes {
+		if !l.nextDue.IsZero() && !l.nextDue.After(now) {
+			due = append(due, l)
+		}
+	}
+	if len(due) == 0 {
+		return nil, false
+	}
+	slices.SortFunc(due, func(a, b *lane) int { return strings.Compare(a.id, b.id) })
+	first := s.wantsTurn % len(due)
+	s.wantsTurn++
+	for i := range due {
+		l := due[(first+i)%len(due)]
+		id := l.id
 		if room <= 0 {
 			break
-		}
-		if l.nextDue.IsZero() || l.nextDue.After(now) {
-			continue
 		}
 		if !l.known {
 			unknown = true

@@ -99,6 +99,7 @@ type scheduler struct {
 	freshHeld int // reserved or held from the publish path
 	loadHeld  int // held from the loader (or reserved by it)
 	stopping  bool
+	wantsTurn int // where the loader's next round starts among due lanes (loader.go)
 }
 
 func newScheduler(cfg schedConfig) *scheduler {
