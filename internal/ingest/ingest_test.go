@@ -1,0 +1,97 @@
+package ingest_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlite"
+)
+
+// TestPublishMatchedAgainstAStaleCatalog: subscriptions written behind the
+// catalog's back (as another node writes them) are matched all the same.
+// The catalog here is never synced by the test after the start: only the
+// store's refusal of a publish matched at an older version brings it up to
+// date.
+func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(rc.Close)
+	cat := catalog.New(st)
+	eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat})
+	t.Cleanup(func() { eng.Stop(ctx) })
+	in := &ingest.Ingester{Store: st, Catalog: cat, Dispatch: eng, Clock: clock.Real{}}
+
+	create := func(id string) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		if err := st.CreateSubscription(ctx, store.Subscription{ID: id, Name: id, URL: rc.URL + "/" + id,
+			EventTypes: []string{"t"}, State: "active", RetryPolicy: []byte(`{"preset":"eventgrid"}`),
+			CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish := func(id string) ingest.Result {
+		res, err := in.Publish(ctx, []event.Event{{SpecVersion: "1.0", ID: id, Source: "/t", Type: "t"}})
+		if err != nil {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+		return res[0]
+	}
+	deliveriesOf := func(sub string) int {
+		ds, _, err := st.ListDeliveries(ctx, store.DeliveryFilter{SubscriptionID: sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ds)
+	}
+
+	create("sub_a")
+	if err := cat.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := publish("e1"); r.Deliveries != 1 {
+		t.Fatalf("e1: %d deliveries, want 1", r.Deliveries)
+	}
+
+	// Created behind the catalog's back: the publish is refused at the old
+	// version and matched again.
+	create("sub_b")
+	before := cat.Version()
+	if r := publish("e2"); r.Deliveries != 2 {
+		t.Fatalf("e2, after sub_b was created: %d deliveries, want 2", r.Deliveries)
+	}
+	if cat.Version() <= before {
+		t.Fatalf("the catalog did not catch up (version %d)", cat.Version())
+	}
+	if deliveriesOf("sub_b") != 1 {
+		t.Fatalf("sub_b has %d deliveries, want 1", deliveriesOf("sub_b"))
+	}
+
+	// Deleted behind the catalog's back: no delivery is written for it.
+	if err := st.DeleteSubscription(ctx, "sub_b", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if cat.Get("sub_b") == nil {
+		t.Fatal("the test needs a catalog that still has sub_b")
+	}
+	if r := publish("e3"); r.Deliveries != 1 {
+		t.Fatalf("e3, after sub_b was deleted: %d deliveries, want 1", r.Deliveries)
+	}
+	if n := deliveriesOf("sub_b"); n != 1 {
+		t.Fatalf("sub_b has %d deliveries after its delete, want still 1 (e2's, dropped)", n)
+	}
+}
