@@ -66,6 +66,8 @@ var badValues = map[string]map[string][]string{
 		"probation-after":                 {"-1"},
 		"probation-initial":               {"0s", "-1s"},
 		"probation-max":                   {"1s"},
+		"allow-private-destinations":      {"maybe", ""},
+		"allow-destinations":              {"nope", "10.0.0.0/33", "10.1.2.3/8", "10.0.0.0/8,,fd00::/8", "fe80::1%eth0", "example.com/24"},
 	},
 	"sink": {
 		"addr":       {"bogus", "localhost:nope"},
@@ -228,6 +230,17 @@ func TestGoodFlagsPass(t *testing.T) {
 	}
 	if _, err := o.config(); err != nil {
 		t.Errorf("serve: %v", err)
+	}
+	for _, v := range []string{"", "10.0.0.0/8", " 10.0.0.0/8 , fd00::/8,169.254.169.254", "::ffff:127.0.0.1", "0.0.0.0/0"} {
+		fs, o := newServeFlags(io.Discard)
+		if err := fs.Parse([]string{"--allow-private-destinations", "--allow-destinations", v}); err != nil {
+			t.Errorf("serve --allow-destinations %q: %v", v, err)
+			continue
+		}
+		cfg, err := o.config()
+		if err != nil || !cfg.Dispatch.Destinations.AllowPrivate || (v != "") != (len(cfg.Dispatch.Destinations.Allow) > 0) {
+			t.Errorf("serve --allow-destinations %q: %+v, %v", v, cfg.Dispatch.Destinations, err)
+		}
 	}
 	_, bo := newBenchFlags(io.Discard)
 	bo.serveFlags = "--window 20000 --lease 10s"

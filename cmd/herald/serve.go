@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"time"
 
 	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/server"
 	"github.com/herald-events/herald/internal/store/postgres"
@@ -150,6 +152,10 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&o.window, "window", o.window, "deliveries held in memory per source (publish fast path, due loader) at most")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
+	fs.BoolVar(&dc.Destinations.AllowPrivate, "allow-private-destinations", dc.Destinations.AllowPrivate,
+		"deliver to loopback, private (RFC 1918) and unique local (fc00::/7) addresses too; by default only public addresses are delivered to (link-local, metadata and the other ranges need --allow-destinations)")
+	fs.Var(prefixesValue{&dc.Destinations.Allow}, "allow-destinations",
+		"deliver to these address `ranges` too, whatever their class: CIDR ranges or addresses separated by commas (10.1.0.0/16,fd00::/8,169.254.10.1)")
 	hc := &dc.Health
 	fs.DurationVar(&hc.Window, "health-window", hc.Window, "rolling window of the endpoint failure-rate rule")
 	fs.IntVar(&hc.MinAttempts, "health-min-attempts", hc.MinAttempts, "the failure-rate rule needs more attempts than this in the window")
@@ -167,6 +173,26 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 		fs.PrintDefaults()
 	}
 	return fs, o
+}
+
+// prefixesValue is --allow-destinations: address ranges (see
+// destination.ParsePrefixes).
+type prefixesValue struct{ p *[]netip.Prefix }
+
+func (v prefixesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return destination.FormatPrefixes(*v.p)
+}
+
+func (v prefixesValue) Set(s string) error {
+	ps, err := destination.ParsePrefixes(s)
+	if err != nil {
+		return err
+	}
+	*v.p = ps
+	return nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

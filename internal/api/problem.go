@@ -19,6 +19,7 @@ type Problem struct {
 // Problem types.
 const (
 	probValidation  = "urn:herald:problem:validation"
+	probDestination = "urn:herald:problem:destination-blocked"
 	probNotFound    = "urn:herald:problem:not-found"
 	probConflict    = "urn:herald:problem:conflict"
 	probTooLarge    = "urn:herald:problem:payload-too-large"
@@ -36,6 +37,13 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 // invalid answers 400 naming the field.
 func invalid(w http.ResponseWriter, field, detail string) {
 	writeProblem(w, Problem{Type: probValidation, Title: "Invalid request", Status: http.StatusBadRequest, Field: field, Detail: detail})
+}
+
+// unprocessable answers 422 naming the field: a well-formed request Herald
+// will not carry out as configured (a subscription URL whose destination is
+// refused).
+func unprocessable(w http.ResponseWriter, field, detail string) {
+	writeProblem(w, Problem{Type: probDestination, Title: "Destination not allowed", Status: http.StatusUnprocessableEntity, Field: field, Detail: detail})
 }
 
 func notFound(w http.ResponseWriter, what string) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/store"
@@ -63,6 +64,10 @@ type Server struct {
 	// HealthWindow is the rolling window of the endpoint failure-rate rule,
 	// for the window counts the endpoint resource shows (default 1h).
 	HealthWindow time.Duration
+	// Destinations is the dispatcher's destination policy: a subscription
+	// URL whose host is a literal address it refuses is refused (422). The
+	// zero Policy allows public addresses only.
+	Destinations destination.Policy
 
 	published *prometheus.CounterVec
 }

@@ -92,6 +92,10 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, err.Field, err.Detail)
 		return
 	}
+	if err := checkDestination(s.Destinations, sub.URL); err != nil {
+		unprocessable(w, err.Field, err.Detail)
+		return
+	}
 	if err := s.Control.CreateSubscription(r.Context(), sub); err != nil {
 		s.subscriptionError(w, r, err, sub.Name)
 		return
@@ -113,11 +117,21 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		if err := applyInput(sub, in); err != nil {
 			return err
 		}
+		if in.URL != nil {
+			// Only a new URL is checked: a change of other fields keeps a
+			// URL accepted under other --allow-* flags.
+			if err := checkDestination(s.Destinations, sub.URL); err != nil {
+				return err
+			}
+		}
 		name = sub.Name
 		return nil
 	})
 	var ie *inputError
+	var refused *destinationError
 	switch {
+	case errors.As(err, &refused):
+		unprocessable(w, refused.Field, refused.Detail)
 	case errors.As(err, &ie):
 		invalid(w, ie.Field, ie.Detail)
 	case errors.Is(err, store.ErrNameTaken):

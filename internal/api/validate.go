@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/retry"
 )
@@ -896,4 +897,39 @@ func fieldsOf(t reflect.Type) *structFields {
 	}
 	fieldCache.Store(t, f)
 	return f
+}
+
+// destinationError is a subscription URL whose host is a literal address
+// the destination policy refuses: it answers 422 naming the field.
+type destinationError struct {
+	Field, Detail string
+}
+
+func (e *destinationError) Error() string { return e.Field + ": " + e.Detail }
+
+// checkDestination refuses a URL (already checked by checkURL) whose host is
+// a literal address the policy does not allow. A host name is not looked up
+// here: what it resolves to can change, and the dispatcher checks the
+// address of every connection it makes.
+func checkDestination(p destination.Policy, s string) *destinationError {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil // checkURL refused it already
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	err = p.Allowed(a)
+	var b *destination.BlockedError
+	if !errors.As(err, &b) {
+		return nil
+	}
+	article := "a"
+	if strings.ContainsAny(b.Class.Name[:1], "aeiou") {
+		article = "an"
+	}
+	return &destinationError{Field: "url", Detail: fmt.Sprintf(
+		"the host %s is %s %s address (%s), which Herald does not deliver to by default; to allow it, %s",
+		strconv.Quote(u.Hostname()), article, b.Class.Name, b.Range, b.Hint())}
 }

@@ -49,7 +49,13 @@ func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *
 		return nil, err
 	}
 	defer logFile.Close() // the child has its own descriptor
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "warn"}
+	// The benchmark's receivers listen on loopback, which a Herald with a
+	// destination guard must be told to allow (an older one has no flag).
+	if allow := supported(bin, []string{"--allow-private-destinations", "true"}); len(allow) == 2 {
+		args = append(args, allow[0]+"="+allow[1])
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	if len(env) > 0 {

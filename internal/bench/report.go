@@ -35,8 +35,8 @@ type Result struct {
 	Error    string `json:"error,omitempty"`
 	// Phases are the scenario's measured stretches (one for most).
 	Phases []PhaseResult `json:"phases"`
-	// ServeFlags are the flags given to herald serve beyond --addr, --data
-	// and --log-level.
+	// ServeFlags are the flags given to herald serve beyond --addr, --data,
+	// --log-level and --allow-private-destinations.
 	ServeFlags []string `json:"serve_flags,omitempty"`
 	// ServeEnv are the variables added to its environment.
 	ServeEnv []string `json:"serve_env,omitempty"`

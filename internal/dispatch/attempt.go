@@ -175,7 +175,16 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, c store.Claime
 		LastOutcome:    res.outcome,
 	}
 	v := retry.Verdict{Kind: retry.Delivered}
-	if res.err != "" || !sub.Policy.Success(res.status) {
+	switch {
+	case res.outcome == outcomeBlocked:
+		// Herald refused the destination: no retry would be let through
+		// (until Herald is restarted with other --allow-* flags; a redrive
+		// then sends it).
+		v = retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonDestinationBlocked}
+		if out.FirstFailure.IsZero() {
+			out.FirstFailure = now
+		}
+	case res.err != "" || !sub.Policy.Success(res.status):
 		v = sub.Policy.Decide(retry.Attempt{
 			Number:       out.RoundAttempts,
 			StatusCode:   res.status,
@@ -196,12 +205,13 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, c store.Claime
 // subscription sharing the URL shares. The endpoint is healthy when it
 // answered 2xx, or a status this subscription's policy takes as success.
 // An attempt that failed before anything was sent (a request Herald could
-// not build: request_error), and nothing else, says nothing about it.
+// not build: request_error; a destination Herald refused:
+// destination_blocked), and nothing else, says nothing about it.
 // Everything else is a failure: a status the subscription does not accept
 // from an endpoint that did not answer 2xx, a timeout, a refused or reset
 // connection, a DNS or TLS error.
 func healthOf(sub *catalog.Entry, res result, now time.Time) *health.Outcome {
-	if res.outcome == outcomeRequestError {
+	if res.outcome == outcomeRequestError || res.outcome == outcomeBlocked {
 		return nil
 	}
 	ok := res.status != 0 && (res.status/100 == 2 || sub.Policy.Success(res.status))

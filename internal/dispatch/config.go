@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -63,7 +64,14 @@ type Config struct {
 	// ExpiringLeasesRefreshInterval on a store whose leases expire).
 	PollInterval    time.Duration
 	RefreshInterval time.Duration
-	// Client sends the attempts (default NewHTTPClient()).
+	// Destinations says which addresses attempts may go to (the zero
+	// Policy: public addresses only). The default Client enforces it on
+	// every connection; a Client given here is on its own.
+	Destinations destination.Policy
+	// Resolver looks up the addresses of URLs' host names for the default
+	// Client (default net.DefaultResolver); tests inject their own.
+	Resolver destination.Resolver
+	// Client sends the attempts (default NewHTTPClient(Destinations, Resolver)).
 	Client *http.Client
 	// UserAgent is sent with every attempt (default "Herald").
 	UserAgent string
@@ -128,6 +136,11 @@ func (c Config) Validate() error {
 	case c.FlushInterval <= 0 || c.StoreTimeout <= 0 || c.PollInterval <= 0 || c.RefreshInterval < 0:
 		return errors.New("the engine's intervals and store timeout must be positive")
 	}
+	for _, p := range c.Destinations.Allow {
+		if !p.IsValid() {
+			return errors.New("--allow-destinations: an invalid range")
+		}
+	}
 	// health.Config.Validate names these three together; each is its own flag.
 	for _, t := range []struct {
 		flag string
@@ -184,7 +197,7 @@ func (c *Config) setDefaults(caps store.Capabilities) {
 		}
 	}
 	if c.Client == nil {
-		c.Client = NewHTTPClient()
+		c.Client = NewHTTPClient(c.Destinations, c.Resolver)
 	}
 	setZero(&c.UserAgent, d.UserAgent)
 	if c.Rand == nil {

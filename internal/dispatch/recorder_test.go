@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
@@ -93,7 +94,8 @@ func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Sto
 	if _, err := f.st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.eng = dispatch.New(dispatch.Config{Store: f.st, Catalog: cat, Clock: f.clk, Lease: time.Hour})
+	f.eng = dispatch.New(dispatch.Config{Store: f.st, Catalog: cat, Clock: f.clk, Lease: time.Hour,
+		Destinations: destination.Policy{AllowPrivate: true}}) // the receiver is on loopback
 	if err := f.eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

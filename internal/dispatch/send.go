@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -33,11 +34,18 @@ const DefaultTimeout = 30 * time.Second
 // followed (a 3xx is the attempt's answer, and a failure), no proxy, bounded
 // dial and TLS handshake times, and enough idle connections per host for the
 // per-endpoint concurrency. Each attempt's overall deadline comes from its
-// subscription's timeout.
-func NewHTTPClient() *http.Client {
+// subscription's timeout. Every connection it makes is to an address the
+// policy allows: host names are resolved with r (nil: net.DefaultResolver)
+// and their addresses checked on every dial (see destination.Dialer).
+func NewHTTPClient(policy destination.Policy, r destination.Resolver) *http.Client {
+	dialer := &destination.Dialer{
+		Policy:   policy,
+		Resolver: r,
+		Dialer:   &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+	}
 	tr := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          4096,
 		MaxIdleConnsPerHost:   256,
@@ -122,13 +130,21 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, 
 // anything was sent (a header value it cannot send, for example).
 const outcomeRequestError = "request_error"
 
-// classifyError names a transport failure: request_error (nothing was
-// sent), timeout, connection_refused, connection_reset, dns_error,
+// outcomeBlocked is the outcome of an attempt Herald refused to make: the
+// URL's host resolved to no address the destination policy allows
+// (destination.Policy). Nothing was sent; it is not retried.
+const outcomeBlocked = "destination_blocked"
+
+// classifyError names a transport failure: request_error or
+// destination_blocked (nothing was sent), timeout, connection_refused, connection_reset, dns_error,
 // tls_error, or network_error for the rest.
 func classifyError(err error) string {
 	// net/http checks header names and values before it dials.
 	if msg := err.Error(); strings.Contains(msg, "net/http: invalid header ") {
 		return outcomeRequestError
+	}
+	if destination.IsBlocked(err) {
+		return outcomeBlocked
 	}
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError

@@ -8,6 +8,10 @@ const (
 	ReasonMaxAttempts = "MaxDeliveryAttemptsExceeded"
 	ReasonTTL         = "TimeToLiveExceeded"
 	ReasonNoRetry     = "NonRetriableStatus"
+	// ReasonDestinationBlocked ends a delivery whose URL's host resolved to
+	// an address Herald's destination policy refuses. Decide never gives
+	// it: the dispatcher does, since no policy retries such an attempt.
+	ReasonDestinationBlocked = "DestinationBlocked"
 )
 
 // Attempt describes a delivery attempt that has just ended, as Decide needs it.

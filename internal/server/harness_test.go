@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/server"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
@@ -42,6 +43,8 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		Version: "test",
 		Dispatch: dispatch.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
+			// The receivers are loopback servers (httptest).
+			Destinations: destination.Policy{AllowPrivate: true},
 		},
 	}
 	if os.Getenv("HERALD_TEST_STORE") == "postgres" {

@@ -208,7 +208,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	reg.MustRegister(eng.Collector())
 	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control")}
 	a := &api.Server{Store: st, Control: ctl, Publisher: in, Live: eng, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window}
+		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
+		Destinations: dc.Destinations}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
 	s.handler = a.Handler()
 	return s, nil

@@ -42,7 +42,8 @@ type herald struct {
 	killed  bool          // kill has been called
 }
 
-// startHerald runs `herald serve --addr 127.0.0.1:0 --data dataDir extra...`,
+// startHerald runs `herald serve --addr 127.0.0.1:0 --data dataDir
+// --allow-private-destinations extra...`,
 // reads the address from its "herald listening on" line and waits for
 // /readyz to answer 200. Its stderr goes to a file in t.TempDir() that is
 // printed (the tail) if the test fails. The process is SIGKILLed at cleanup
@@ -57,7 +58,8 @@ func startHerald(t testing.TB, name, dataDir string, extra ...string) *herald {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir}, extra...)
+	// The tests' receivers listen on loopback.
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--allow-private-destinations"}, extra...)
 	cmd := exec.Command(heraldBin, args...)
 	cmd.Env = childEnv()
 	stdout := &lineWatcher{prefix: "herald listening on ", found: make(chan string, 1)}
