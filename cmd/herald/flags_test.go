@@ -68,6 +68,8 @@ var badValues = map[string]map[string][]string{
 		"probation-max":                   {"1s"},
 	},
 	"sink": {
+		"secret":     {"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_!!"},
+		"public-key": {"whpk_c2hvcnQ=", "key"},
 		"addr":       {"bogus", "localhost:nope"},
 		"status":     {"0", "199", "600", "x"},
 		"fail-first": {"-1"},
