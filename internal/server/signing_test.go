@@ -264,10 +264,8 @@ func TestSecretHeaders(t *testing.T) {
 func TestSigningInput(t *testing.T) {
 	b := setup(t)
 	id := b.subscribe(map[string]any{"name": "base", "url": "https://example.com/hook", "headers": map[string]string{"X-Plain": "p"}})
-	nine := map[string]string{}
 	var members []string
 	for i := range 9 {
-		nine["X-H"+strconv.Itoa(i)] = "v"
 		members = append(members, `"X-H`+strconv.Itoa(i)+`":"v"`)
 	}
 	nineJSON := "{" + strings.Join(members, ",") + "}"
@@ -310,7 +308,6 @@ func TestSigningInput(t *testing.T) {
 		rotate("bad secret", `{"secret":"whsec_c2hvcnQ="}`, "secret", "24 to 64 bytes"),
 		rotate("unknown member", `{"algorithm":"ed25519"}`, "algorithm", "unknown field"),
 	})
-	_ = nine
 	for _, path := range []string{"/v1/subscriptions/sub_missing/secret", "/v1/subscriptions/sub_missing/secret/rotate"} {
 		method := "GET"
 		if strings.HasSuffix(path, "rotate") {
