@@ -70,6 +70,8 @@ var badValues = map[string]map[string][]string{
 		"allow-destinations":              {"nope", "10.0.0.0/33", "10.1.2.3/8", "10.0.0.0/8,,fd00::/8", "fe80::1%eth0", "example.com/24"},
 	},
 	"sink": {
+		"secret":     {"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_!!"},
+		"public-key": {"whpk_c2hvcnQ=", "key"},
 		"addr":       {"bogus", "localhost:nope"},
 		"status":     {"0", "199", "600", "x"},
 		"fail-first": {"-1"},

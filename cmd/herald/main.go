@@ -28,7 +28,9 @@ Usage:
       run the server; every flag is also an environment variable HERALD_<FLAG>
       (herald serve -h lists all of them)
   herald sink [--addr HOST:PORT] [--status CODE] [--fail-first N] [--delay D] [--quiet]
-      run a local webhook receiver that prints what arrives
+              [--secret whsec_… | --public-key whpk_…]
+      run a local webhook receiver that prints what arrives and whether its
+      signature is valid
   herald policy list
       list the retry presets
   herald policy show NAME [--json] [--spec JSON]

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/signing"
 )
 
 // Limits of herald sink.
@@ -39,9 +40,14 @@ answers every request (any method, any path) with --status, or with 503 for the
 first --fail-first requests, after waiting --delay. For each request it prints
 one line to stdout:
 
-  TIME METHOD PATH webhook-id=ID attempt=N [events=N] [type=TYPE id=EVENT_ID] SIZE -> STATUS
+  TIME METHOD PATH webhook-id=ID attempt=N [signature=valid|invalid] [events=N] [type=TYPE id=EVENT_ID] SIZE -> STATUS
 
-type and id are shown when the body is a CloudEvent in any publish format
+With --secret (the subscription's whsec_ secret, from GET
+/v1/subscriptions/{id}/secret) or --public-key (its whpk_ key, for ed25519
+signing), the sink checks each request's webhook-signature as a Standard
+Webhooks receiver does (over webhook-id, webhook-timestamp and the body as
+received) and prints signature=valid or signature=invalid; it answers as
+configured either way. type and id are shown when the body is a CloudEvent in any publish format
 (for a batch, those of the first event, with events=N); "-" marks a header that
 is absent. The body follows, indented, cut to 2 KiB. With --quiet nothing is
 printed per request. Bodies are read up to 10 MiB; a larger one is answered
@@ -58,6 +64,10 @@ type sinkConfig struct {
 	FailFirst int           // requests answered 503 first
 	Delay     time.Duration // wait before each answer
 	Quiet     bool          // count requests without printing them
+	Secret    string        // whsec_ secret to verify v1 signatures with
+	PublicKey string        // whpk_ key to verify v1a signatures with
+
+	verifier *signing.Verifier // from Secret or PublicKey; nil: none
 }
 
 // runSink implements `herald sink`: it listens until ctx ends (SIGINT or
@@ -82,6 +92,8 @@ func newSinkFlags(stderr io.Writer) (*flag.FlagSet, *sinkConfig) {
 	fs.IntVar(&cfg.FailFirst, "fail-first", 0, "answer 503 to the first `N` requests, then --status")
 	fs.DurationVar(&cfg.Delay, "delay", 0, "wait this long before answering each request (Go duration, e.g. 250ms)")
 	fs.BoolVar(&cfg.Quiet, "quiet", false, "print nothing per request, only the summary at exit")
+	fs.StringVar(&cfg.Secret, "secret", "", "verify each request's v1 signature with this `whsec_…` secret and print whether it is valid")
+	fs.StringVar(&cfg.PublicKey, "public-key", "", "verify each request's v1a (ed25519) signature with this `whpk_…` key and print whether it is valid")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, sinkUsage)
 		fs.PrintDefaults()
@@ -105,7 +117,18 @@ func parseSinkFlags(args []string, stderr io.Writer) (cfg sinkConfig, code int, 
 		err = fmt.Errorf("--fail-first %d: must not be negative", cfg.FailFirst)
 	case cfg.Delay < 0:
 		err = fmt.Errorf("--delay %s: must not be negative", cfg.Delay)
-	default:
+	case cfg.Secret != "" && cfg.PublicKey != "":
+		err = errors.New("--secret and --public-key: give one of them")
+	case cfg.Secret != "":
+		if cfg.verifier, err = signing.NewSecretVerifier(cfg.Secret); err != nil {
+			err = fmt.Errorf("--secret: %w", err)
+		}
+	case cfg.PublicKey != "":
+		if cfg.verifier, err = signing.NewPublicKeyVerifier(cfg.PublicKey); err != nil {
+			err = fmt.Errorf("--public-key: %w", err)
+		}
+	}
+	if err == nil {
 		err = checkAddr("--addr", cfg.Addr)
 	}
 	if err != nil {
@@ -163,6 +186,9 @@ func (c sinkConfig) describe() string {
 	}
 	if c.Quiet {
 		s += ", quiet"
+	}
+	if c.verifier != nil {
+		s += ", verifying signatures"
 	}
 	return s
 }
@@ -239,6 +265,13 @@ func (h *sinkHandler) format(r *http.Request, body []byte, status int) []byte {
 	b.WriteString(logValue(r.Header.Get("Webhook-Id")))
 	b.WriteString(" attempt=")
 	b.WriteString(logValue(r.Header.Get("Herald-Delivery-Attempt")))
+	if v := h.cfg.verifier; v != nil {
+		if v.Verify(r.Header.Get("Webhook-Id"), r.Header.Get("Webhook-Timestamp"), body, r.Header.Get("Webhook-Signature")) == nil {
+			b.WriteString(" signature=valid")
+		} else {
+			b.WriteString(" signature=invalid")
+		}
+	}
 	if events, err := event.Parse(r.Header, body); err == nil && len(events) > 0 {
 		if len(events) > 1 {
 			fmt.Fprintf(&b, " events=%d", len(events))

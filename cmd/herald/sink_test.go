@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/signing"
+	"github.com/herald-events/herald/internal/store"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
@@ -183,14 +186,15 @@ func TestSinkFlags(t *testing.T) {
 	if code := runSink(context.Background(), []string{"-h"}, &strings.Builder{}, &stderr); code != 0 {
 		t.Fatalf("-h: exit %d", code)
 	}
-	for _, flag := range []string{"-addr", "-status", "-fail-first", "-delay", "-quiet", "10 MiB", "2 KiB"} {
+	for _, flag := range []string{"-addr", "-status", "-fail-first", "-delay", "-quiet", "-secret", "-public-key", "signature=valid", "10 MiB", "2 KiB"} {
 		if !strings.Contains(stderr.String(), flag) {
 			t.Fatalf("usage lacks %q:\n%s", flag, stderr.String())
 		}
 	}
 	for _, args := range [][]string{
 		{"--status", "99"}, {"--status", "600"}, {"--fail-first", "-1"}, {"--delay", "-1s"},
-		{"--delay", "soon"}, {"extra"},
+		{"--delay", "soon"}, {"extra"}, {"--secret", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, {"--secret", "whsec_!!"},
+		{"--public-key", "whpk_c2hvcnQ="}, {"--secret", "whsec_c2hvcnQ=", "--public-key", "whpk_c2hvcnQ="},
 	} {
 		stderr.Reset()
 		if code := runSink(context.Background(), args, &strings.Builder{}, &stderr); code != 2 {
@@ -242,5 +246,61 @@ func TestServeSinkLifecycle(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "listening on http://"+addr.String()) {
 		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
+
+// TestSinkVerifiesSignatures: with --secret or --public-key the sink prints
+// whether each request's signature is valid.
+func TestSinkVerifiesSignatures(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
+	key, err := signing.ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := signing.New(signing.Ed25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	body := `{"specversion":"1.0","id":"e1","source":"/s","type":"t"}`
+	sign := func(sg store.Signing, body string) string {
+		return signing.NewSigner(sg).Sign("dlv_1", now.Unix(), []byte(body), now)
+	}
+	hmacSig := sign(store.Signing{Algorithm: signing.HMACSHA256, Keys: []store.SigningKey{{Key: key}}}, body)
+	edSig := sign(store.Signing{Algorithm: signing.Ed25519, Keys: []store.SigningKey{seed}}, body)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	for _, c := range []struct {
+		name string
+		cfg  sinkConfig
+		sig  string
+		body string
+		want string
+	}{
+		{"hmac", sinkConfig{Secret: secret}, hmacSig, body, "signature=valid"},
+		{"hmac, body changed", sinkConfig{Secret: secret}, hmacSig, body + " ", "signature=invalid"},
+		{"hmac, no signature", sinkConfig{Secret: secret}, "", body, "signature=invalid"},
+		{"hmac, ed25519 signature", sinkConfig{Secret: secret}, edSig, body, "signature=invalid"},
+		{"ed25519", sinkConfig{PublicKey: signing.PublicKey(seed.Key)}, edSig, body, "signature=valid"},
+		{"ed25519 among others", sinkConfig{PublicKey: signing.PublicKey(seed.Key)}, hmacSig + " " + edSig, body, "signature=valid"},
+		{"ed25519, body changed", sinkConfig{PublicKey: signing.PublicKey(seed.Key)}, edSig, "{}", "signature=invalid"},
+	} {
+		args := []string{"--secret", c.cfg.Secret}
+		if c.cfg.PublicKey != "" {
+			args = []string{"--public-key", c.cfg.PublicKey}
+		}
+		cfg, _, ok := parseSinkFlags(args, &strings.Builder{})
+		if !ok {
+			t.Fatalf("%s: flags %v refused", c.name, args)
+		}
+		b := setupSink(t, cfg)
+		b.post(t, "/", c.body, "Webhook-Id", "dlv_1", "Webhook-Timestamp", ts, "Webhook-Signature", c.sig)
+		if line, _, _ := strings.Cut(b.out.String(), "\n"); !strings.Contains(line, " "+c.want+" ") {
+			t.Errorf("%s: printed %q; want %s", c.name, line, c.want)
+		}
+	}
+	b := setupSink(t, sinkConfig{})
+	b.post(t, "/", body, "Webhook-Signature", hmacSig)
+	if strings.Contains(b.out.String(), "signature=") {
+		t.Errorf("without --secret the sink printed %q", b.out.String())
 	}
 }

@@ -116,6 +116,9 @@ func (s *Server) routes() []route {
 		{"GET /v1/subscriptions/{id}", http.HandlerFunc(s.getSubscription), noBody},
 		{"PATCH /v1/subscriptions/{id}", http.HandlerFunc(s.updateSubscription), jsonBody},
 		{"DELETE /v1/subscriptions/{id}", http.HandlerFunc(s.deleteSubscription), noBody},
+		{"GET /v1/subscriptions/{id}/secret", http.HandlerFunc(s.getSecret), noBody},
+		// The body is optional: noBody takes no Content-Type or JSON.
+		{"POST /v1/subscriptions/{id}/secret/rotate", http.HandlerFunc(s.rotateSecret), noBody},
 		{"POST /v1/events", http.HandlerFunc(s.publish), eventsBody},
 		{"GET /v1/deliveries", http.HandlerFunc(s.listDeliveries), noBody},
 		{"GET /v1/deliveries/{id}", http.HandlerFunc(s.getDelivery), noBody},

@@ -24,6 +24,7 @@ type subscriptionJSON struct {
 	RetryPolicy       json.RawMessage   `json:"retry_policy"`
 	Timeout           string            `json:"timeout"`
 	Headers           map[string]string `json:"headers"`
+	SecretHeaders     map[string]string `json:"secret_headers"` // values shown as ****
 	DeadLetter        bool              `json:"dead_letter"`
 	State             string            `json:"state"`
 	EndpointID        string            `json:"endpoint_id"`
@@ -36,7 +37,7 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 		ID: s.ID, Name: s.Name, URL: store.RedactedURL(s.URL), EventTypes: s.EventTypes,
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
-		DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
+		SecretHeaders: maskedHeaders(s.SecretHeaders), DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
 		CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
@@ -64,7 +65,10 @@ type subscriptionInput struct {
 	RetryPolicy       json.RawMessage    `json:"retry_policy"`
 	Timeout           *string            `json:"timeout"`
 	Headers           *map[string]string `json:"headers"`
+	SecretHeaders     *map[string]string `json:"secret_headers"`
 	DeadLetter        *bool              `json:"dead_letter"`
+	// Signing is read on create only (see signingInput).
+	Signing *signingInput `json:"signing"`
 }
 
 func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +96,12 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, err.Field, err.Detail)
 		return
 	}
+	sg, ierr := newSigning(in.Signing)
+	if ierr != nil {
+		invalid(w, ierr.Field, ierr.Detail)
+		return
+	}
+	sub.Signing = sg
 	if err := checkDestination(s.Destinations, sub.URL); err != nil {
 		unprocessable(w, err.Field, err.Detail)
 		return
@@ -110,6 +120,10 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 	var in subscriptionInput
 	if !decodeBody(w, r, &in) {
+		return
+	}
+	if in.Signing != nil {
+		invalid(w, "signing", "is chosen at creation; rotate the key with POST /v1/subscriptions/{id}/secret/rotate")
 		return
 	}
 	var name string
@@ -218,10 +232,19 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 		sub.Timeout = d
 	}
 	if in.Headers != nil {
-		if err := checkHeaders(*in.Headers); err != nil {
+		if err := checkHeaders("headers", *in.Headers); err != nil {
 			return err
 		}
 		sub.Headers = *in.Headers
+	}
+	if in.SecretHeaders != nil {
+		if err := checkHeaders("secret_headers", *in.SecretHeaders); err != nil {
+			return err
+		}
+		sub.SecretHeaders = *in.SecretHeaders
+	}
+	if err := checkHeaderMaps(sub.Headers, sub.SecretHeaders, in.SecretHeaders != nil); err != nil {
+		return err
 	}
 	if in.DeadLetter != nil {
 		sub.DeadLetter = *in.DeadLetter

@@ -211,11 +211,12 @@ func checkTimeout(s string) (time.Duration, *inputError) {
 // names HTTP tokens of at most maxHeaderName bytes, none reserved and no two
 // the same in any letter case; values HTTP field values (visible
 // characters, spaces and tabs, not at either end) of at most
-// maxHeaderValue bytes. Problems name the field "headers.<Name>"; names are
+// maxHeaderValue bytes. Problems name the field "<field>.<Name>" (field:
+// headers or secret_headers); names are
 // visited in order, so the same input always reports the same field.
-func checkHeaders(h map[string]string) *inputError {
+func checkHeaders(field string, h map[string]string) *inputError {
 	if len(h) > maxHeaders {
-		return badInput("headers", "must hold at most %d headers, got %d", maxHeaders, len(h))
+		return badInput(field, "must hold at most %d headers, got %d", maxHeaders, len(h))
 	}
 	names := make([]string, 0, len(h))
 	for k := range h {
@@ -224,7 +225,7 @@ func checkHeaders(h map[string]string) *inputError {
 	slices.Sort(names)
 	seen := make(map[string]string, len(h))
 	for _, k := range names {
-		f := joinPath("headers", k)
+		f := joinPath(field, k)
 		lk := strings.ToLower(k)
 		v := h[k]
 		switch {

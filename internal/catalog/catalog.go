@@ -20,13 +20,18 @@ import (
 	"sync/atomic"
 
 	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
 )
 
-// Entry is a subscription with its retry policy resolved.
+// Entry is a subscription with its retry policy resolved and its signing
+// keys ready to sign with.
 type Entry struct {
 	store.Subscription
 	Policy retry.Policy
+	// Signer signs its pushes (nil: a subscription without keys, which
+	// pushes unsigned).
+	Signer *signing.Signer
 	types  map[string]bool // nil: every type
 }
 
@@ -42,7 +47,7 @@ func NewEntry(s store.Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("subscription %s: retry_policy: %w", s.ID, err)
 	}
-	e := &Entry{Subscription: s, Policy: p}
+	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing)}
 	if len(s.EventTypes) > 0 {
 		e.types = make(map[string]bool, len(s.EventTypes))
 		for _, t := range s.EventTypes {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -94,6 +95,37 @@ func (s *Service) UpdateSubscription(ctx context.Context, id string, change func
 	}
 	s.syncCatalog(ctx)
 	return s.Store.GetSubscription(ctx, id)
+}
+
+// ErrGivenKey: a rotation was given a secret for a subscription that signs
+// with ed25519, whose keys only Herald makes.
+var ErrGivenKey = errors.New("a given secret needs hmac-sha256 signing")
+
+// RotateSecret gives a subscription a new signing key (secret: the given
+// HMAC secret's bytes; nil: a new key of the subscription's algorithm). The
+// current key keeps signing too until now+grace. store.ErrNotFound when
+// the subscription does not exist.
+func (s *Service) RotateSecret(ctx context.Context, id string, secret []byte, grace time.Duration) (store.Subscription, error) {
+	return s.UpdateSubscription(ctx, id, func(sub *store.Subscription) error {
+		alg := sub.Signing.Algorithm
+		if alg == "" {
+			alg = signing.HMACSHA256
+			sub.Signing.Algorithm = alg
+		}
+		if secret != nil && alg != signing.HMACSHA256 {
+			return ErrGivenKey
+		}
+		next := store.SigningKey{Key: secret}
+		if secret == nil {
+			k, err := signing.New(alg)
+			if err != nil {
+				return err
+			}
+			next = k
+		}
+		sub.Signing = signing.Rotate(sub.Signing, next, s.Clock.Now(), grace)
+		return nil
+	})
 }
 
 // DeleteSubscription deletes a subscription: its pending deliveries end as

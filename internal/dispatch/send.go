@@ -74,9 +74,10 @@ type result struct {
 
 // send makes one attempt: POST the event to the subscription's URL with the
 // delivery headers (content-type application/cloudevents+json, user-agent,
-// webhook-id: the delivery id, webhook-timestamp, herald-delivery-attempt,
-// herald-subscription, and the subscription's own), within the
-// subscription's timeout.
+// webhook-id: the delivery id, webhook-timestamp, webhook-signature (see
+// internal/signing) over the exact body sent, herald-delivery-attempt,
+// herald-subscription, and the subscription's own headers and secret
+// headers), within the subscription's timeout.
 func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, now time.Time) result {
 	timeout := sub.Timeout
 	if timeout <= 0 {
@@ -96,10 +97,17 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, 
 	for k, v := range sub.Headers {
 		h.Set(k, v)
 	}
+	for k, v := range sub.SecretHeaders {
+		h.Set(k, v)
+	}
+	ts := now.Unix()
 	h.Set("Content-Type", "application/cloudevents+json")
 	h.Set("User-Agent", e.cfg.UserAgent)
 	h.Set("Webhook-Id", c.ID)
-	h.Set("Webhook-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
+	if sig := sub.Signer.Sign(c.ID, ts, c.Payload, now); sig != "" {
+		h.Set("Webhook-Signature", sig)
+	}
 	h.Set("Herald-Delivery-Attempt", strconv.Itoa(c.Attempts+1))
 	h.Set("Herald-Subscription", sub.ID)
 

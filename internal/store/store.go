@@ -228,13 +228,34 @@ type Subscription struct {
 	RetryPolicy []byte
 	Timeout     time.Duration
 	Headers     map[string]string
-	DeadLetter  bool
-	State       string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// SecretHeaders are sent like Headers; the API shows only their names.
+	SecretHeaders map[string]string
+	// Signing holds the keys pushes are signed with (internal/signing);
+	// the API never shows it.
+	Signing    Signing
+	DeadLetter bool
+	State      string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// Version is the catalog version its last write set (read only: the
 	// store assigns it).
 	Version int64
+}
+
+// Signing is how a subscription's pushes are signed: the algorithm
+// (signing.HMACSHA256 or signing.Ed25519) and its keys, the current one
+// first (no expiry), then the previous ones of rotations, each signing too
+// until it expires. No keys: pushes go unsigned.
+type Signing struct {
+	Algorithm string
+	Keys      []SigningKey
+}
+
+// SigningKey is one key: an HMAC secret's bytes, or an ed25519 private
+// key's seed.
+type SigningKey struct {
+	Key       []byte
+	ExpiresAt time.Time // zero: the current key
 }
 
 // CatalogChanges is what SubscriptionChanges read.

@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-events/herald/internal/signing"
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/migrate"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -168,9 +171,37 @@ func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
 	if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
+	if m.Name == signingMigration {
+		if err := backfillSigning(ctx, tx); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
 		pgx.QueryExecModeExec, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	return nil
+}
+
+// signingMigration is the migration that added signing keys (schema
+// version 4): after its SQL, in its transaction, the subscriptions already
+// stored get one each.
+const signingMigration = "0004_signing.sql"
+
+// backfillSigning gives every subscription without signing keys an
+// HMAC-SHA256 secret, in the migration's transaction.
+func backfillSigning(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, sqlrow.BackfillSigningSQL, pgx.QueryExecModeExec)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	return sqlrow.BackfillSigning(ids, func() (store.Signing, error) { return signing.NewSigning(signing.HMACSHA256) },
+		func(id, v string) error {
+			_, err := tx.Exec(ctx, `UPDATE subscriptions SET signing = $1 WHERE id = $2`, pgx.QueryExecModeExec, v, id)
+			return err
+		})
 }

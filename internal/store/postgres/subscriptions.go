@@ -14,16 +14,16 @@ import (
 
 const (
 	subscriptionCols = `id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
-	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at, version`
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES ($14, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)`
+VALUES ($16, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17)`
 
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = $1, url = $2, endpoint_id = $3, event_types = $4, subject_begins_with = $5, subject_ends_with = $6,
-	retry_policy = $7, timeout_ms = $8, headers = $9, dead_letter = $10, state = $11, created_at = $12, updated_at = $13,
-	version = $15
-WHERE id = $14`
+	retry_policy = $7, timeout_ms = $8, headers = $9, secret_headers = $10, signing = $11, dead_letter = $12,
+	state = $13, created_at = $14, updated_at = $15, version = $17
+WHERE id = $16`
 
 	// bumpCatalogSQL advances the catalog version and locks its row until
 	// the transaction ends; every subscription write runs it first. A

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/signing"
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/migrate"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -71,6 +74,11 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error
 	if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
+	if m.Name == signingMigration {
+		if err := backfillSigning(ctx, conn); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
@@ -79,4 +87,36 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error
 		return fmt.Errorf("migration %s: commit: %w", m.Name, err)
 	}
 	return nil
+}
+
+// signingMigration is the migration that added signing keys (schema
+// version 4): after its SQL, in its transaction, the subscriptions already
+// stored get one each.
+const signingMigration = "0004_signing.sql"
+
+// backfillSigning gives every subscription without signing keys an
+// HMAC-SHA256 secret, in the migration's transaction on conn.
+func backfillSigning(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, sqlrow.BackfillSigningSQL)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return sqlrow.BackfillSigning(ids, func() (store.Signing, error) { return signing.NewSigning(signing.HMACSHA256) },
+		func(id, v string) error {
+			_, err := conn.ExecContext(ctx, `UPDATE subscriptions SET signing = ? WHERE id = ?`, v, id)
+			return err
+		})
 }

@@ -12,14 +12,14 @@ import (
 
 const (
 	subscriptionCols = `id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
-	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at, version`
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
-	retry_policy = ?, timeout_ms = ?, headers = ?, dead_letter = ?, state = ?, created_at = ?, updated_at = ?,
+	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?, state = ?, created_at = ?, updated_at = ?,
 	version = ?
 WHERE id = ?`
 

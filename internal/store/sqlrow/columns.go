@@ -86,10 +86,10 @@ const (
 	// AttemptBytes: an attempt's error and response body.
 	AttemptBytes = `octet_length(error) + coalesce(octet_length(response_body), 0)`
 	// SubscriptionBytes: a subscription's name, URL, event types, subject
-	// filters, retry policy and headers.
+	// filters, retry policy, headers and secret headers.
 	SubscriptionBytes = `octet_length(name) + octet_length(url) + octet_length(event_types) +
 	octet_length(subject_begins_with) + octet_length(subject_ends_with) +
-	coalesce(octet_length(retry_policy), 0) + octet_length(headers)`
+	coalesce(octet_length(retry_policy), 0) + octet_length(headers) + octet_length(secret_headers)`
 	// EndpointBytes: an endpoint's URL and health window.
 	EndpointBytes = `octet_length(url) + octet_length(health_window)`
 )

@@ -20,13 +20,14 @@ type RowScanner interface {
 
 // ScanSubscription reads the columns id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
-// timeout_ms, headers, dead_letter, state, created_at, updated_at, version.
+// timeout_ms, headers, secret_headers, signing, dead_letter, state,
+// created_at, updated_at, version.
 func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
-	var types, headers string
+	var types, headers, secretHeaders, signing string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &s.DeadLetter, &s.State, &created, &updated, &s.Version); err != nil {
+		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -35,6 +36,14 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
 		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
 	}
+	if err := json.Unmarshal([]byte(secretHeaders), &s.SecretHeaders); err != nil {
+		return store.Subscription{}, fmt.Errorf("subscription %s: secret_headers: %w", s.ID, err)
+	}
+	sg, err := DecodeSigning(signing)
+	if err != nil {
+		return store.Subscription{}, fmt.Errorf("subscription %s: signing: %w", s.ID, err)
+	}
+	s.Signing = sg
 	s.Timeout = time.Duration(timeout) * time.Millisecond
 	s.CreatedAt, s.UpdatedAt = FromUnixMS(created), FromUnixMS(updated)
 	return s, nil
@@ -51,12 +60,82 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	secretHeaders, err := json.Marshal(s.SecretHeaders)
+	if err != nil {
+		return nil, err
+	}
 	if s.EndpointID == "" {
 		s.EndpointID = store.EndpointID(s.URL)
 	}
 	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
-		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), s.DeadLetter, s.State,
+		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
+		s.DeadLetter, s.State,
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
+}
+
+// signingRow is the signing column: JSON, keys in base64 with their expiry
+// in Unix milliseconds ("" for a subscription written before schema 4
+// that has no keys yet).
+type signingRow struct {
+	Algorithm string `json:"algorithm"`
+	Keys      []struct {
+		Key       []byte `json:"key"`
+		ExpiresAt int64  `json:"expires_at,omitempty"`
+	} `json:"keys"`
+}
+
+// EncodeSigning is the signing column's value of sg ("" without keys).
+func EncodeSigning(sg store.Signing) string {
+	if len(sg.Keys) == 0 {
+		return ""
+	}
+	r := signingRow{Algorithm: sg.Algorithm}
+	r.Keys = make([]struct {
+		Key       []byte `json:"key"`
+		ExpiresAt int64  `json:"expires_at,omitempty"`
+	}, len(sg.Keys))
+	for i, k := range sg.Keys {
+		r.Keys[i].Key, r.Keys[i].ExpiresAt = k.Key, UnixMS(k.ExpiresAt)
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// DecodeSigning reads the signing column.
+func DecodeSigning(v string) (store.Signing, error) {
+	if v == "" {
+		return store.Signing{}, nil
+	}
+	var r signingRow
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return store.Signing{}, err
+	}
+	sg := store.Signing{Algorithm: r.Algorithm, Keys: make([]store.SigningKey, len(r.Keys))}
+	for i, k := range r.Keys {
+		sg.Keys[i] = store.SigningKey{Key: k.Key, ExpiresAt: FromUnixMS(k.ExpiresAt)}
+	}
+	return sg, nil
+}
+
+// BackfillSigningSQL selects the subscriptions without signing keys
+// (written before schema 4).
+const BackfillSigningSQL = `SELECT id FROM subscriptions WHERE signing = '' ORDER BY id`
+
+// BackfillSigning gives each of ids a new key of alg made by newSigning,
+// writing it with set (id, signing column value). Schema 4 runs it in its
+// migration's transaction, so that subscriptions made before it sign their
+// pushes from the upgrade on.
+func BackfillSigning(ids []string, newSigning func() (store.Signing, error), set func(id, signing string) error) error {
+	for _, id := range ids {
+		sg, err := newSigning()
+		if err != nil {
+			return err
+		}
+		if err := set(id, EncodeSigning(sg)); err != nil {
+			return fmt.Errorf("signing key of subscription %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // ScanEndpoint reads the columns id, url, state, consecutive_failures,

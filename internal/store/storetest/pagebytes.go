@@ -121,8 +121,9 @@ func testListAttemptsBytes(t *testing.T, b *bundle) {
 		func(a store.AttemptRecord) string { return fmt.Sprint(a.Number) })
 }
 
-// subscriptionBytes is a subscription's bytes: its name, URL, event types and
-// headers (as stored: JSON), subject filters and retry policy.
+// subscriptionBytes is a subscription's bytes: its name, URL, event types,
+// headers and secret headers (as stored: JSON), subject filters and retry
+// policy.
 func subscriptionBytes(t *testing.T, s store.Subscription) int64 {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
@@ -132,8 +133,12 @@ func subscriptionBytes(t *testing.T, s store.Subscription) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	secret, err := json.Marshal(s.SecretHeaders)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return int64(len(s.Name) + len(s.URL) + len(types) + len(s.SubjectBeginsWith) + len(s.SubjectEndsWith) +
-		len(s.RetryPolicy) + len(headers))
+		len(s.RetryPolicy) + len(headers) + len(secret))
 }
 
 func testListSubscriptionsBytes(t *testing.T, b *bundle) {

@@ -30,10 +30,15 @@ func fullSubscription(b *bundle) store.Subscription {
 		RetryPolicy:       []byte(`{"preset": "workfront",  "max_attempts": 12}`),
 		Timeout:           2500 * time.Millisecond,
 		Headers:           map[string]string{"X-Api-Key": "secret", "X-Tenant": "t-1"},
-		DeadLetter:        true,
-		State:             "active",
-		CreatedAt:         b.now,
-		UpdatedAt:         b.at(time.Second),
+		SecretHeaders:     map[string]string{"Authorization": "Bearer t0ken"},
+		Signing: store.Signing{Algorithm: "hmac-sha256", Keys: []store.SigningKey{
+			{Key: []byte("0123456789abcdef0123456789abcdef")},
+			{Key: []byte("previous key of twenty-four+ bytes"), ExpiresAt: b.at(time.Hour)},
+		}},
+		DeadLetter: true,
+		State:      "active",
+		CreatedAt:  b.now,
+		UpdatedAt:  b.at(time.Second),
 	}
 }
 
@@ -62,10 +67,12 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.EventTypes) != 0 || len(got.Headers) != 0 || len(got.RetryPolicy) != 0 || got.DeadLetter || got.Timeout != 0 {
+	if len(got.EventTypes) != 0 || len(got.Headers) != 0 || len(got.SecretHeaders) != 0 || len(got.Signing.Keys) != 0 ||
+		len(got.RetryPolicy) != 0 || got.DeadLetter || got.Timeout != 0 {
 		t.Fatalf("bare subscription read back as %+v", got)
 	}
-	got.EventTypes, got.Headers, got.RetryPolicy = nil, nil, nil
+	got.EventTypes, got.Headers, got.SecretHeaders, got.RetryPolicy = nil, nil, nil, nil
+	got.Signing = store.Signing{}
 	bare.Version = got.Version
 	equal(t, "bare subscription", got, bare)
 }
@@ -108,6 +115,12 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	s.RetryPolicy = []byte(`{"preset":"sap"}`)
 	s.Timeout = 10 * time.Second
 	s.Headers = map[string]string{"A": "b"}
+	s.SecretHeaders = map[string]string{"C": "d"}
+	s.Signing = store.Signing{Algorithm: "ed25519", Keys: []store.SigningKey{
+		{Key: []byte("an ed25519 seed of 32 bytes.....")},
+		{Key: []byte("0123456789abcdef0123456789abcdef"), ExpiresAt: b.at(2 * time.Hour)},
+		{Key: []byte("previous key of twenty-four+ bytes"), ExpiresAt: b.at(time.Hour)},
+	}}
 	s.DeadLetter = false
 	s.State = "deactivated"
 	s.UpdatedAt = b.at(time.Hour)
@@ -127,6 +140,12 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	}
 	s.Version = got.Version
 	equal(t, "updated", got, s)
+	// The catalog reads the secrets too: the dispatcher sends and signs with them.
+	ch, err := b.s.SubscriptionChanges(b.ctx, before.Version)
+	if err != nil || len(ch.Changed) != 1 {
+		t.Fatalf("SubscriptionChanges after the update: %+v, %v", ch, err)
+	}
+	equal(t, "changed", ch.Changed[0], s)
 	// Deliveries to the new URL work at once.
 	d := b.deliver(got, b.now)
 	equal(t, "claimed on the new endpoint", claimedIDs(b.claim(s.EndpointID, b.now, 10)), []string{d})

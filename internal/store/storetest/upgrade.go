@@ -19,7 +19,7 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		version int
 		data    string
 		check   func(*testing.T, store.Store)
-	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}} {
+	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -173,5 +173,65 @@ func CheckUpgradeFromV2(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetEndpoint(ctx, "ep_new"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetEndpoint(ep_new) after its subscription was deleted: %v; want ErrNotFound", err)
+	}
+}
+
+// V3Data is written into a database at schema version 3, which had no
+// secret headers and no signing keys: two subscriptions, one with a pending
+// delivery. CheckUpgradeFromV3 then checks the store opened on it.
+const V3Data = `
+INSERT INTO endpoints (id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v3', 'https://v3.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, dead_letter, state, created_at, updated_at, version)
+VALUES ('sub_v3a', 'v3a', 'https://v3.example/hook', 'ep_v3', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{"X-Api-Key":"k"}', true, 'active', 1767603600000, 1767603600000, 1),
+       ('sub_v3b', 'v3b', 'https://v3.example/hook', 'ep_v3', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', true, 'active', 1767603600000, 1767603600000, 2);
+UPDATE counters SET value = 2 WHERE name = 'catalog';
+UPDATE counters SET value = 1 WHERE name = 'endpoints';
+INSERT INTO events (id, source, type, subject, published_at, payload)
+VALUES ('e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}');
+INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, delivered_at)
+VALUES ('dlv_v3_pending', 'sub_v3a', 'ep_v3', (SELECT seq FROM events WHERE id = 'e1'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0);
+`
+
+// CheckUpgradeFromV3 checks a store opened on a version-3 database holding
+// V3Data: each subscription got an HMAC-SHA256 secret of its own on the
+// upgrade (so its pushes are signed from then on) and no secret headers,
+// the rest is kept, and its pending delivery is still claimed.
+func CheckUpgradeFromV3(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	changes, err := s.SubscriptionChanges(ctx, 0)
+	if err != nil || len(changes.Changed) != 2 {
+		t.Fatalf("SubscriptionChanges(0) after the upgrade: %+v, %v", changes, err)
+	}
+	var keys []string
+	for _, sub := range changes.Changed {
+		sg := sub.Signing
+		if sg.Algorithm != "hmac-sha256" || len(sg.Keys) != 1 || len(sg.Keys[0].Key) != 32 || !sg.Keys[0].ExpiresAt.IsZero() {
+			t.Fatalf("subscription %s after the upgrade has signing %+v; want one 32-byte hmac-sha256 key", sub.ID, sg)
+		}
+		if len(sub.SecretHeaders) != 0 {
+			t.Fatalf("subscription %s after the upgrade has secret headers %v", sub.ID, sub.SecretHeaders)
+		}
+		keys = append(keys, string(sg.Keys[0].Key))
+	}
+	if keys[0] == keys[1] {
+		t.Fatalf("the upgrade gave two subscriptions the same key")
+	}
+	if sub, err := s.GetSubscription(ctx, "sub_v3a"); err != nil || sub.Headers["X-Api-Key"] != "k" || len(sub.Signing.Keys) != 1 {
+		t.Fatalf("sub_v3a after the upgrade: %+v, %v", sub, err)
+	}
+	now := time.UnixMilli(1767603700000).UTC()
+	cs, err := s.ClaimDue(ctx, "ep_v3", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v3_pending" {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v3_pending", 1, now)}); err != nil {
+		t.Fatal(err)
 	}
 }
