@@ -55,6 +55,16 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	if os.Getenv("HERALD_TEST_LOG") != "" {
 		// The process's log on stderr, to see why a test hangs.
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	} else {
+		// Kept, and shown (its end) only when the test fails.
+		logs := &logBuffer{}
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		t.Cleanup(func() {
+			if t.Failed() {
+				out := logs.String()
+				t.Logf("the server's log (its last 16 KiB):\n%s", out[max(0, len(out)-16<<10):])
+			}
+		})
 	}
 	for _, f := range tune {
 		f(&cfg)
