@@ -117,7 +117,7 @@ var badValues = map[string]map[string][]string{
 	},
 	"policy show": {
 		"json": {"maybe"},
-		"spec": {"not json", `{"bogus":1}`, `{"max_attempts":31}`, `{"preset":"sap"}`},
+		"spec": {"not json", `{"bogus":1}`, `{"max_attempts":31}`, `{"preset":"sap"}`, `{"max_attempts":3,"max_attempts":4}`, `{"Max_Attempts":3}`, `{"max_attempts":3} {}`},
 	},
 	"migrate": {
 		"store":   {"", "sqlite", "mysql://db"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 const policyUsage = `Usage:
@@ -106,10 +107,10 @@ func policyShow(args []string, stdout, stderr io.Writer) int {
 
 	var spec retry.Spec
 	if *specJSON != "" {
-		dec := json.NewDecoder(strings.NewReader(*specJSON))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&spec); err != nil {
-			fmt.Fprintf(stderr, "herald policy show: --spec: %v\n", err)
+		// As strict as the API's retry_policy: exact names, no repeats,
+		// nothing after the object.
+		if err := strictjson.Decode([]byte(*specJSON), "", &spec); err != nil {
+			fmt.Fprintf(stderr, "herald policy show: --spec: %s: %s\n", err.Field, err.Detail)
 			return 2
 		}
 		if spec.Preset != "" && spec.Preset != name {

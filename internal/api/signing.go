@@ -10,6 +10,7 @@ import (
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // maskedValue stands for a secret header's value in every answer.
@@ -47,7 +48,7 @@ func checkHeaderMaps(headers, secret map[string]string, secretSent bool) *inputE
 	slices.Sort(names)
 	for _, k := range names {
 		if other, ok := plain[strings.ToLower(k)]; ok {
-			return badInput(joinPath("secret_headers", k), "is also in headers (as %s): a header is either in headers or in secret_headers", other)
+			return badInput(strictjson.JoinPath("secret_headers", k), "is also in headers (as %s): a header is either in headers or in secret_headers", other)
 		}
 	}
 	return nil
@@ -68,7 +69,7 @@ func newSigning(in *signingInput) (store.Signing, *inputError) {
 	if in != nil && in.Algorithm != nil {
 		alg = *in.Algorithm
 		if alg != signing.HMACSHA256 && alg != signing.Ed25519 {
-			return store.Signing{}, badInput("signing.algorithm", "must be %s or %s, not %s", signing.HMACSHA256, signing.Ed25519, shorten(alg))
+			return store.Signing{}, badInput("signing.algorithm", "must be %s or %s, not %s", signing.HMACSHA256, signing.Ed25519, strictjson.Shorten(alg))
 		}
 	}
 	if in != nil && in.Secret != nil {
@@ -149,7 +150,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		d, err := time.ParseDuration(*in.Grace)
 		switch {
 		case err != nil:
-			invalid(w, "grace", "must be a Go duration such as 24h or 30m, not "+shorten(*in.Grace))
+			invalid(w, "grace", "must be a Go duration such as 24h or 30m, not "+strictjson.Shorten(*in.Grace))
 			return
 		case d < 0 || d > signing.MaxGrace:
 			invalid(w, "grace", "must be between 0s and 168h (7 days), not "+d.String())

@@ -1,19 +1,15 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -21,6 +17,7 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // Limits on subscription fields and management request bodies.
@@ -37,17 +34,16 @@ const (
 	maxTimeout                 = 5 * time.Minute
 	defaultSubscriptionTimeout = 30 * time.Second // Event Grid's response timeout
 	maxJSONBody                = 1 << 20
-	maxJSONDepth               = 32 // nesting of objects and arrays in a management body
-	maxFieldName               = 64 // bytes of a member name quoted in a problem's field
 )
 
 // inputError is a problem with one field of a request: it answers 400
 // naming the field.
-type inputError struct {
-	Field, Detail string
-}
+type inputError = strictjson.Error
 
-func (e *inputError) Error() string { return e.Field + ": " + e.Detail }
+// decodeJSON decodes a management body strictly (see strictjson.Decode).
+func decodeJSON(data []byte, path string, v any) *inputError {
+	return strictjson.Decode(data, path, v)
+}
 
 func badInput(field, format string, args ...any) *inputError {
 	return &inputError{Field: field, Detail: fmt.Sprintf(format, args...)}
@@ -84,24 +80,13 @@ func checkText(field, s string, max int, required bool) *inputError {
 	case len(s) > max:
 		return badInput(field, "must be at most %d bytes, got %d", max, len(s))
 	}
-	if r, ok := findControl(s, false); ok {
+	if r, ok := strictjson.FindControl(s, false); ok {
 		return badInput(field, "must not contain control characters (found %U)", r)
 	}
 	if !utf8.ValidString(s) {
 		return badInput(field, "must be valid UTF-8")
 	}
 	return nil
-}
-
-// findControl returns the first control character in s (U+0000 to U+001F,
-// U+007F to U+009F), skipping tabs when allowTab.
-func findControl(s string, allowTab bool) (rune, bool) {
-	for _, r := range s {
-		if unicode.IsControl(r) && !(allowTab && r == '\t') {
-			return r, true
-		}
-	}
-	return 0, false
 }
 
 // checkURL checks a delivery URL: an absolute http or https URL with a
@@ -225,7 +210,7 @@ func checkHeaders(field string, h map[string]string) *inputError {
 	slices.Sort(names)
 	seen := make(map[string]string, len(h))
 	for _, k := range names {
-		f := joinPath(field, k)
+		f := strictjson.JoinPath(field, k)
 		lk := strings.ToLower(k)
 		v := h[k]
 		switch {
@@ -246,7 +231,7 @@ func checkHeaders(field string, h map[string]string) *inputError {
 		case strings.Trim(v, " \t") != v:
 			return badInput(f, "a header value must not begin or end with a space or tab")
 		}
-		if r, ok := findControl(v, true); ok {
+		if r, ok := strictjson.FindControl(v, true); ok {
 			return badInput(f, "a header value must not contain control characters other than tab (found %U)", r)
 		}
 		seen[lk] = k
@@ -276,31 +261,6 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// shorten cuts s to at most maxFieldName bytes on a character boundary,
-// marking the cut with "...", and makes it valid UTF-8.
-func shorten(s string) string {
-	if len(s) <= maxFieldName {
-		return strings.ToValidUTF8(s, "\uFFFD")
-	}
-	cut := maxFieldName
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "..."
-}
-
-// joinPath names the member name of the object at path, shortening a
-// long name and writing an empty one as "".
-func joinPath(path, name string) string {
-	if name == "" {
-		name = `""`
-	}
-	if path == "" {
-		return shorten(name)
-	}
-	return path + "." + shorten(name)
-}
-
 // decodeBody reads a management request's body, at most 1 MiB, and decodes
 // it into v, a pointer to a struct, as decodeJSON does. On a problem it
 // answers and returns false.
@@ -320,584 +280,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
-}
-
-// decodeJSON decodes data, one JSON value, into v (a pointer) the way
-// encoding/json would, but strictly: data must be exactly one value with
-// nothing after it; no object may repeat a member name; member names match
-// struct fields' json names exactly (letter case included) and a name that
-// matches none is an error; strings must be valid UTF-8 without unpaired
-// surrogate escapes or control characters other than tab; nesting is at
-// most maxJSONDepth deep; null is accepted only where encoding/json would
-// store it (pointers, slices, maps, json.RawMessage), and numbers must fit
-// their Go type. path names the value in problems ("" for the request body,
-// whose problems name their field from its top, or "body").
-//
-// Anything decodeJSON accepts, encoding/json decodes to the same value.
-func decodeJSON(data []byte, path string, v any) *inputError {
-	j, err := parseJSON(data, path)
-	if err != nil {
-		return err
-	}
-	return bindJSON(j, reflect.ValueOf(v).Elem(), path)
-}
-
-// jsonKind is the kind of a JSON value.
-type jsonKind uint8
-
-const (
-	jsonNull jsonKind = iota
-	jsonBool
-	jsonNumber
-	jsonString
-	jsonArray
-	jsonObject
-)
-
-// String names the kind for a problem's detail: "must be an object, not a
-// string".
-func (k jsonKind) String() string {
-	return [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}[k]
-}
-
-// jsonValue is one parsed JSON value.
-type jsonValue struct {
-	kind    jsonKind
-	text    string // a string's value; a number's or a literal's text
-	raw     []byte // the value as sent
-	members []jsonMember
-	items   []*jsonValue
-}
-
-type jsonMember struct {
-	name  string
-	value *jsonValue
-}
-
-// jsonParser reads one JSON value. A syntax error stops it; any other
-// problem (a repeated member, a bad string) is kept, the first one only, and
-// parsing goes on, so that malformed JSON is reported as such wherever it
-// is.
-type jsonParser struct {
-	data    []byte
-	pos     int
-	syntax  *inputError
-	content *inputError
-}
-
-// parseJSON parses data, which must hold exactly one JSON value. path names
-// the value in problems about its content.
-func parseJSON(data []byte, path string) (*jsonValue, *inputError) {
-	p := &jsonParser{data: data}
-	p.space()
-	if p.pos == len(data) {
-		return nil, badInput(orBody(path), "is empty; it must be a JSON object")
-	}
-	v := p.value(path, 0)
-	if p.syntax == nil {
-		if p.space(); p.pos < len(data) {
-			p.syntax = badInput("body", "must hold one JSON value and nothing after it, but more follows at byte %d: %s", p.pos+1, p.describe())
-		}
-	}
-	if p.syntax != nil {
-		return nil, p.syntax
-	}
-	if p.content != nil {
-		return nil, p.content
-	}
-	return v, nil
-}
-
-func orBody(path string) string {
-	if path == "" {
-		return "body"
-	}
-	return path
-}
-
-func (p *jsonParser) fail(what string) {
-	if p.syntax == nil {
-		p.syntax = badInput("body", "is not valid JSON: %s at byte %d (%s)", what, p.pos+1, p.describe())
-	}
-}
-
-func (p *jsonParser) flag(field, format string, args ...any) {
-	if p.content == nil {
-		p.content = badInput(orBody(field), format, args...)
-	}
-}
-
-// describe names what is at the parser's position.
-func (p *jsonParser) describe() string {
-	if p.pos >= len(p.data) {
-		return "the body ends there"
-	}
-	c := p.data[p.pos]
-	if c > ' ' && c < 0x7f {
-		return fmt.Sprintf("found %q", c)
-	}
-	return fmt.Sprintf("found byte 0x%02x", c)
-}
-
-func (p *jsonParser) space() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
-
-func (p *jsonParser) peek() byte {
-	if p.pos < len(p.data) {
-		return p.data[p.pos]
-	}
-	return 0
-}
-
-func (p *jsonParser) value(path string, depth int) *jsonValue {
-	start := p.pos
-	var v *jsonValue
-	switch c := p.peek(); {
-	case c == '{' || c == '[':
-		if depth >= maxJSONDepth {
-			p.fail(fmt.Sprintf("objects and arrays nest more than %d deep", maxJSONDepth))
-			return nil
-		}
-		if c == '{' {
-			v = p.object(path, depth)
-		} else {
-			v = p.array(path, depth)
-		}
-	case c == '"':
-		v = &jsonValue{kind: jsonString, text: p.str(path, false)}
-	case c == '-' || (c >= '0' && c <= '9'):
-		v = p.number()
-	default:
-		for _, lit := range []struct {
-			text string
-			kind jsonKind
-		}{{"true", jsonBool}, {"false", jsonBool}, {"null", jsonNull}} {
-			if bytes.HasPrefix(p.data[p.pos:], []byte(lit.text)) {
-				p.pos += len(lit.text)
-				v = &jsonValue{kind: lit.kind, text: lit.text}
-				break
-			}
-		}
-		if v == nil {
-			p.fail("expected a value")
-		}
-	}
-	if p.syntax != nil {
-		return nil
-	}
-	v.raw = p.data[start:p.pos]
-	return v
-}
-
-func (p *jsonParser) object(path string, depth int) *jsonValue {
-	v := &jsonValue{kind: jsonObject}
-	p.pos++ // {
-	p.space()
-	if p.peek() == '}' {
-		p.pos++
-		return v
-	}
-	var seen map[string]bool
-	for {
-		p.space()
-		if p.peek() != '"' {
-			p.fail("expected a member name in double quotes")
-			return nil
-		}
-		name := p.str(path, true)
-		if p.syntax != nil {
-			return nil
-		}
-		field := joinPath(path, name)
-		if seen == nil {
-			seen = make(map[string]bool)
-		}
-		if seen[name] {
-			p.flag(field, "appears more than once; each member may appear only once")
-		}
-		seen[name] = true
-		p.space()
-		if p.peek() != ':' {
-			p.fail("expected ':' after a member name")
-			return nil
-		}
-		p.pos++
-		p.space()
-		m := p.value(field, depth+1)
-		if p.syntax != nil {
-			return nil
-		}
-		v.members = append(v.members, jsonMember{name, m})
-		p.space()
-		switch p.peek() {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			return v
-		default:
-			p.fail("expected ',' or '}' after a member")
-			return nil
-		}
-	}
-}
-
-func (p *jsonParser) array(path string, depth int) *jsonValue {
-	v := &jsonValue{kind: jsonArray}
-	p.pos++ // [
-	p.space()
-	if p.peek() == ']' {
-		p.pos++
-		return v
-	}
-	for {
-		p.space()
-		item := p.value(path+"["+strconv.Itoa(len(v.items))+"]", depth+1)
-		if p.syntax != nil {
-			return nil
-		}
-		v.items = append(v.items, item)
-		p.space()
-		switch p.peek() {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return v
-		default:
-			p.fail("expected ',' or ']' after an array item")
-			return nil
-		}
-	}
-}
-
-func (p *jsonParser) number() *jsonValue {
-	start := p.pos
-	digits := func() bool {
-		n := p.pos
-		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
-			p.pos++
-		}
-		return p.pos > n
-	}
-	if p.peek() == '-' {
-		p.pos++
-	}
-	if p.peek() == '0' {
-		p.pos++
-	} else if !digits() {
-		p.fail("expected a digit")
-		return nil
-	}
-	if p.peek() == '.' {
-		p.pos++
-		if !digits() {
-			p.fail("expected a digit after '.'")
-			return nil
-		}
-	}
-	if c := p.peek(); c == 'e' || c == 'E' {
-		p.pos++
-		if c := p.peek(); c == '+' || c == '-' {
-			p.pos++
-		}
-		if !digits() {
-			p.fail("expected a digit in the exponent")
-			return nil
-		}
-	}
-	return &jsonValue{kind: jsonNumber, text: string(p.data[start:p.pos])}
-}
-
-// str reads a string at the parser's position (a double quote). path names
-// the string's value, or, for a member name (isName), its object; problems
-// with the content are flagged there.
-func (p *jsonParser) str(path string, isName bool) string {
-	field, what := path, "must"
-	if isName {
-		what = "a member name must"
-	}
-	p.pos++ // "
-	var b []byte
-	for {
-		if p.pos >= len(p.data) {
-			p.fail("a string is not closed")
-			return ""
-		}
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			p.pos++
-			s := string(b)
-			if r, ok := findControl(s, !isName); ok {
-				p.flag(field, "%s not contain control characters (found %U)", what, r)
-			}
-			return s
-		case c == '\\':
-			b = p.escape(b, field, what)
-			if p.syntax != nil {
-				return ""
-			}
-		case c < ' ':
-			p.fail("a control character must be escaped inside a string")
-			return ""
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			p.pos++
-		default:
-			r, size := utf8.DecodeRune(p.data[p.pos:])
-			if r == utf8.RuneError && size == 1 {
-				p.flag(field, "%s be valid UTF-8 (found byte 0x%02x)", what, c)
-			}
-			b = append(b, p.data[p.pos:p.pos+size]...)
-			p.pos += size
-		}
-	}
-}
-
-// escape reads the escape sequence at the parser's position and appends
-// what it stands for to b.
-func (p *jsonParser) escape(b []byte, field, what string) []byte {
-	p.pos++ // backslash
-	c := p.peek()
-	if i := strings.IndexByte(`"\/bfnrt`, c); i >= 0 && c != 0 {
-		p.pos++
-		return append(b, "\"\\/\b\f\n\r\t"[i])
-	}
-	if c != 'u' {
-		p.fail("invalid escape sequence")
-		return nil
-	}
-	p.pos++
-	r, ok := p.hex4()
-	if !ok {
-		return nil
-	}
-	switch {
-	case r >= 0xD800 && r <= 0xDBFF:
-		if bytes.HasPrefix(p.data[p.pos:], []byte(`\u`)) {
-			save := p.pos
-			p.pos += 2
-			lo, ok := p.hex4()
-			if !ok {
-				return nil
-			}
-			if lo >= 0xDC00 && lo <= 0xDFFF {
-				return utf8.AppendRune(b, 0x10000+(r-0xD800)<<10+(lo-0xDC00))
-			}
-			p.pos = save
-		}
-		p.flag(field, "%s not contain an unpaired surrogate (\\u%04X)", what, r)
-		return utf8.AppendRune(b, utf8.RuneError)
-	case r >= 0xDC00 && r <= 0xDFFF:
-		p.flag(field, "%s not contain an unpaired surrogate (\\u%04X)", what, r)
-		return utf8.AppendRune(b, utf8.RuneError)
-	}
-	return utf8.AppendRune(b, r)
-}
-
-func (p *jsonParser) hex4() (rune, bool) {
-	if p.pos+4 > len(p.data) {
-		p.fail("expected four hexadecimal digits after \\u")
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(p.data[p.pos:p.pos+4]), 16, 32)
-	if err != nil {
-		p.fail("expected four hexadecimal digits after \\u")
-		return 0, false
-	}
-	p.pos += 4
-	return rune(n), true
-}
-
-var (
-	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	rawMessageType  = reflect.TypeFor[json.RawMessage]()
-)
-
-// bindJSON stores j in v as encoding/json would, with decodeJSON's rules.
-func bindJSON(j *jsonValue, v reflect.Value, path string) *inputError {
-	field := orBody(path)
-	t := v.Type()
-	if t == rawMessageType {
-		v.SetBytes(bytes.Clone(j.raw))
-		return nil
-	}
-	if t.Kind() == reflect.Pointer {
-		if j.kind == jsonNull {
-			v.SetZero()
-			return nil
-		}
-		if v.IsNil() {
-			v.Set(reflect.New(t.Elem()))
-		}
-		return bindJSON(j, v.Elem(), path)
-	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(j.raw); err != nil {
-			return badInput(field, "%s", err.Error())
-		}
-		return nil
-	}
-	mismatch := func(want string) *inputError {
-		return badInput(field, "must be %s, not %s", want, j.kind)
-	}
-	switch t.Kind() {
-	case reflect.Map, reflect.Slice, reflect.Interface:
-		if j.kind == jsonNull {
-			v.SetZero()
-			return nil
-		}
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if j.kind != jsonObject {
-			return mismatch("an object")
-		}
-		fields := fieldsOf(t)
-		for _, m := range j.members {
-			i, ok := fields.index[m.name]
-			if !ok {
-				return unknownField(joinPath(path, m.name), m.name, fields.names)
-			}
-			if err := bindJSON(m.value, v.Field(i), joinPath(path, m.name)); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		if j.kind != jsonObject {
-			return mismatch("an object")
-		}
-		if t.Key().Kind() != reflect.String {
-			panic("decodeJSON: map key type " + t.Key().String())
-		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMapWithSize(t, len(j.members)))
-		}
-		for _, m := range j.members {
-			e := reflect.New(t.Elem()).Elem()
-			if err := bindJSON(m.value, e, joinPath(path, m.name)); err != nil {
-				return err
-			}
-			v.SetMapIndex(reflect.ValueOf(m.name).Convert(t.Key()), e)
-		}
-	case reflect.Slice:
-		if j.kind != jsonArray {
-			return mismatch("an array")
-		}
-		s := reflect.MakeSlice(t, len(j.items), len(j.items))
-		for i, item := range j.items {
-			if err := bindJSON(item, s.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-	case reflect.Interface:
-		var x any
-		if err := json.Unmarshal(j.raw, &x); err != nil || t.NumMethod() != 0 {
-			return mismatch("a value of type " + t.String())
-		}
-		v.Set(reflect.ValueOf(x))
-	case reflect.String:
-		if j.kind != jsonString {
-			return mismatch("a string")
-		}
-		v.SetString(j.text)
-	case reflect.Bool:
-		if j.kind != jsonBool {
-			return mismatch("true or false")
-		}
-		v.SetBool(j.text == "true")
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		return setNumber(j, v, field)
-	default:
-		panic("decodeJSON: unsupported type " + t.String())
-	}
-	return nil
-}
-
-// setNumber stores j in v, a number of any size, whole or not, signed or
-// not, as strconv reads it.
-func setNumber(j *jsonValue, v reflect.Value, field string) *inputError {
-	bits := v.Type().Bits()
-	want, parse := "a number", func() error {
-		f, err := strconv.ParseFloat(j.text, bits)
-		v.SetFloat(f)
-		return err
-	}
-	switch {
-	case v.CanInt():
-		want, parse = "a whole number", func() error {
-			n, err := strconv.ParseInt(j.text, 10, bits)
-			v.SetInt(n)
-			return err
-		}
-	case v.CanUint():
-		want, parse = "a whole number, 0 or more", func() error {
-			n, err := strconv.ParseUint(j.text, 10, bits)
-			v.SetUint(n)
-			return err
-		}
-	}
-	if j.kind != jsonNumber {
-		return badInput(field, "must be %s, not %s", want, j.kind)
-	}
-	if err := parse(); err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			return badInput(field, "%s is out of range", shorten(j.text))
-		}
-		return badInput(field, "must be %s, not %s", want, shorten(j.text))
-	}
-	return nil
-}
-
-func unknownField(field, name string, known []string) *inputError {
-	for _, k := range known {
-		if strings.EqualFold(k, name) {
-			return badInput(field, "unknown field; member names are case-sensitive: did you mean %s?", k)
-		}
-	}
-	return badInput(field, "unknown field; the fields here are %s", strings.Join(known, ", "))
-}
-
-// structFields maps a struct type's JSON member names to field indexes.
-type structFields struct {
-	index map[string]int
-	names []string // in field order
-}
-
-var fieldCache sync.Map // reflect.Type → *structFields
-
-func fieldsOf(t reflect.Type) *structFields {
-	if f, ok := fieldCache.Load(t); ok {
-		return f.(*structFields)
-	}
-	f := &structFields{index: make(map[string]int)}
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		tag := sf.Tag.Get("json")
-		if !sf.IsExported() || tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = sf.Name
-		}
-		f.index[name] = i
-		f.names = append(f.names, name)
-	}
-	fieldCache.Store(t, f)
-	return f
 }
 
 // destinationError is a subscription URL whose host is a literal address
