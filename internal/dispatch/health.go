@@ -179,7 +179,6 @@ func (s *scheduler) adopt(l *lane, ep store.Endpoint, now time.Time) []string {
 	if l.ep.CreatedAt.IsZero() {
 		l.ep.CreatedAt = created
 	}
-	l.synced = ep.Version
 	l.known = true
 	for _, o := range l.pending {
 		s.cfg.Health.Observe(&l.ep.Health, o)
@@ -325,7 +324,7 @@ func (e *Engine) adoptChanges() {
 		if l == nil {
 			continue // read when first used
 		}
-		if !l.known || len(l.pending) == 0 && ep.Version > l.synced {
+		if !l.known || len(l.pending) == 0 && ep.Version > l.ep.Version {
 			take = append(take, ep)
 		}
 	}

@@ -45,10 +45,9 @@ type lane struct {
 	hinted   time.Time // earliest hint received since the loader's last claim began
 	inReady  bool
 	// ep is the endpoint with this node's view of its circuit health: the
-	// stored health as of synced (its version), plus the outcomes in
-	// pending, which the health sync merges into the store next.
+	// stored health last adopted (ep.Version is its version), plus the
+	// outcomes in pending, which the health sync merges into the store next.
 	ep      store.Endpoint
-	synced  int64
 	pending []health.Outcome
 	// probeHold is the stored next-probe time this node set when it last
 	// took a probe (TakeProbe).
