@@ -67,6 +67,7 @@ var badValues = map[string]map[string][]string{
 		"probation-initial":               {"0s", "-1s"},
 		"probation-max":                   {"1s"},
 		"allow-private-destinations":      {"maybe", ""},
+		"auth":                            {"maybe", "", "OFF"},
 		"allow-destinations":              {"nope", "10.0.0.0/33", "10.1.2.3/8", "10.0.0.0/8,,fd00::/8", "fe80::1%eth0", "example.com/24"},
 	},
 	"sink": {

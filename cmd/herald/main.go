@@ -26,7 +26,11 @@ const usage = `Herald — durable event subscriptions and webhook delivery.
 Usage:
   herald serve [--addr HOST:PORT] [--data DIR] [--store sqlite|postgres://URL] [flags]
       run the server; every flag is also an environment variable HERALD_<FLAG>
-      (herald serve -h lists all of them)
+      (herald serve -h lists all of them). The API takes API keys
+      (Authorization: Bearer): HERALD_ADMIN_KEY, set in the environment, is
+      an admin key; without it, the first start on a store with no key
+      writes one to DIR/admin.key. --auth=off takes requests without a key,
+      for local experiments only
   herald sink [--addr HOST:PORT] [--status CODE] [--fail-first N] [--delay D] [--quiet]
               [--secret whsec_… | --public-key whpk_…]
       run a local webhook receiver that prints what arrives and whether its

@@ -107,7 +107,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.DeliveryFilter{SubscriptionID: q.Get("subscription_id"), Status: store.Status(q.Get("status")), EventID: q.Get("event_id"), Page: p}
+	f := store.DeliveryFilter{AccountID: accountOf(r), SubscriptionID: q.Get("subscription_id"), Status: store.Status(q.Get("status")), EventID: q.Get("event_id"), Page: p}
 	if f.Status != "" && !f.Status.Valid() {
 		invalid(w, "status", "status must be one of pending, delivered, dead_lettered, dropped, queued")
 		return
@@ -122,9 +122,8 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Store.GetDelivery(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "delivery")
+	d, ok := s.ownDelivery(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, toDeliveryJSON(d, s.circuits(r.Context())))
@@ -147,8 +146,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if _, err := s.Store.GetDelivery(r.Context(), id); err != nil {
-		s.storeError(w, r, err, "delivery")
+	if _, ok := s.ownDelivery(w, r); !ok {
 		return
 	}
 	as, next, err := s.Store.ListAttempts(r.Context(), id, p)
@@ -171,6 +169,9 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 
 // redeliver makes a delivery due now with a fresh attempt budget.
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownDelivery(w, r); !ok {
+		return
+	}
 	d, err := s.Control.Redeliver(r.Context(), r.PathValue("id"))
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -200,7 +201,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dls, next, err := s.Store.ListDeadLetters(r.Context(), store.DeadLetterFilter{SubscriptionID: r.URL.Query().Get("subscription_id"), Page: p})
+	dls, next, err := s.Store.ListDeadLetters(r.Context(), store.DeadLetterFilter{AccountID: accountOf(r), SubscriptionID: r.URL.Query().Get("subscription_id"), Page: p})
 	if err != nil {
 		s.storeError(w, r, err, "dead letter")
 		return
@@ -245,11 +246,12 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var n int
-	var err error
-	if in.IDs != nil && len(in.IDs) == 0 {
-		// Nothing to move; the control plane reads no ids as all of them.
-		_, err = s.Store.GetSubscription(r.Context(), in.SubscriptionID)
-	} else {
+	sub, err := s.Store.GetSubscription(r.Context(), in.SubscriptionID)
+	if err == nil && store.AccountOrDefault(sub.AccountID) != accountOf(r) {
+		err = store.ErrNotFound // another account's: as if absent
+	}
+	// An empty ids moves nothing; the control plane reads no ids as all.
+	if err == nil && (in.IDs == nil || len(in.IDs) > 0) {
 		n, err = s.Control.Redrive(r.Context(), in.SubscriptionID, in.IDs)
 	}
 	if err != nil {

@@ -61,7 +61,7 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	eps, next, err := s.Store.ListEndpoints(r.Context(), p)
+	eps, next, err := s.Store.ListEndpoints(r.Context(), accountOf(r), p)
 	if err != nil {
 		s.storeError(w, r, err, "endpoint")
 		return
@@ -70,9 +70,8 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
-	ep, err := s.Store.GetEndpoint(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "endpoint")
+	ep, ok := s.ownEndpoint(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.endpointView(ep))
@@ -81,6 +80,9 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 // enableEndpoint re-enables a disabled, frozen or probation endpoint and
 // resets its counters; its held deliveries flow again.
 func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownEndpoint(w, r); !ok {
+		return
+	}
 	ep, err := s.Control.EnableEndpoint(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "endpoint")

@@ -40,7 +40,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	res, err := s.Publisher.Publish(r.Context(), evs)
+	res, err := s.Publisher.Publish(r.Context(), accountOf(r), evs)
 	if err != nil {
 		s.storeError(w, r, err, "event")
 		return

@@ -204,3 +204,75 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("GET /openapi.yaml: body (%d bytes) is not the embedded document (%d bytes)", len(body), len(openAPI))
 	}
 }
+
+// operationFields reads, for every operation of the document's paths
+// object ("METHOD /path"), the scalar members written on one line directly
+// under it (indented by six spaces), as documentedOperations reads the
+// operations.
+func operationFields(t *testing.T, doc []byte) map[string]map[string]string {
+	t.Helper()
+	ops := map[string]map[string]string{}
+	inPaths := false
+	path, op := "", ""
+	sc := bufio.NewScanner(bytes.NewReader(doc))
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), " \t\r")
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		indent := len(line) - len(trimmed)
+		switch {
+		case indent == 0:
+			inPaths, path, op = line == "paths:", "", ""
+			continue
+		case !inPaths:
+			continue
+		}
+		key, rest, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			continue
+		}
+		key, rest = strings.Trim(key, `'"`), strings.TrimSpace(rest)
+		switch {
+		case indent == 2:
+			path, op = key, ""
+		case indent == 4 && httpMethods[key]:
+			op = strings.ToUpper(key) + " " + path
+			ops[op] = map[string]string{}
+		case indent == 4:
+			op = ""
+		case indent == 6 && op != "" && rest != "":
+			ops[op][key] = rest
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
+
+// TestOpenAPIDocumentsAccess checks that every operation's x-herald-access
+// is the access its route has (Server.Routes), and that exactly the public
+// ones override the document's bearer-key requirement with "security: []"
+// (the others inherit it and document 401).
+func TestOpenAPIDocumentsAccess(t *testing.T) {
+	ts := setupServer(t)
+	if !bytes.Contains(openAPI, []byte("\nsecurity:\n  - apiKey: []\n")) {
+		t.Error("openapi.yaml has no global security requirement \"security:\\n  - apiKey: []\"")
+	}
+	ops := operationFields(t, openAPI)
+	for _, rt := range ts.srv.Routes() {
+		fields, ok := ops[rt.Pattern]
+		if !ok {
+			continue // TestOpenAPIDocumentsEveryRoute reports it
+		}
+		if got := fields["x-herald-access"]; got != rt.Access {
+			t.Errorf("%s: x-herald-access is %q in openapi.yaml, the route's access is %q", rt.Pattern, got, rt.Access)
+		}
+		sec, hasSec := fields["security"]
+		if public := rt.Access == "public"; public != (hasSec && sec == "[]") {
+			t.Errorf("%s (access %s): security %q in openapi.yaml; want \"[]\" exactly for public routes, none for the others", rt.Pattern, rt.Access, sec)
+		}
+	}
+}

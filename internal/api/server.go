@@ -27,20 +27,29 @@ import (
 // the control plane (control.Service).
 type Store interface {
 	Ping(ctx context.Context) error
+	CreateAccount(ctx context.Context, a store.Account) error
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+	ListAccounts(ctx context.Context, p store.Page) ([]store.Account, string, error)
+	UpdateAccount(ctx context.Context, a store.Account) error
+	DeleteAccount(ctx context.Context, id string) error
+	CreateKey(ctx context.Context, k store.APIKey) error
+	GetKey(ctx context.Context, id string) (store.APIKey, error)
+	ListKeys(ctx context.Context, accountID string, p store.Page) ([]store.APIKey, string, error)
+	DeleteKey(ctx context.Context, id string) error
 	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
-	ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error)
+	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]store.Subscription, string, error)
 	GetDelivery(ctx context.Context, id string) (store.Delivery, error)
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error)
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
-	ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error)
+	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error)
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 }
 
 // Publisher is the publish path (ingest).
 type Publisher interface {
-	Publish(ctx context.Context, evs []event.Event) ([]ingest.Result, error)
+	Publish(ctx context.Context, accountID string, evs []event.Event) ([]ingest.Result, error)
 }
 
 // LiveEndpoints is the dispatcher's view of the endpoints it holds: health
@@ -68,6 +77,9 @@ type Server struct {
 	// URL whose host is a literal address it refuses is refused (422). The
 	// zero Policy allows public addresses only.
 	Destinations destination.Policy
+	// Auth authenticates API keys; nil turns authentication off (every
+	// request acts as an admin: --auth=off, for local experiments only).
+	Auth Authenticator
 
 	published *prometheus.CounterVec
 }
@@ -91,7 +103,7 @@ func (s *Server) Handler() http.Handler {
 	routes := s.routes()
 	mux := http.NewServeMux()
 	for _, rt := range routes {
-		mux.Handle(rt.pattern, guard(rt))
+		mux.Handle(rt.pattern, s.authorize(rt.access, guard(rt)))
 	}
 	mux.Handle("/", noRoute(routes))
 	return s.logRequests(s.recoverer(cleanPathsOnly(checkQuery(mux))))
@@ -104,37 +116,48 @@ type route struct {
 	pattern string
 	handler http.Handler
 	body    bodyKind
+	access  access
 }
 
 // routes returns every operation Handler serves, in registration order. The
 // OpenAPI document (openapi.yaml) describes each one; openapi_test.go checks
 // that it does.
 func (s *Server) routes() []route {
+	h := func(f http.HandlerFunc) http.Handler { return f }
 	return []route{
-		{"POST /v1/subscriptions", http.HandlerFunc(s.createSubscription), jsonBody},
-		{"GET /v1/subscriptions", http.HandlerFunc(s.listSubscriptions), noBody},
-		{"GET /v1/subscriptions/{id}", http.HandlerFunc(s.getSubscription), noBody},
-		{"PATCH /v1/subscriptions/{id}", http.HandlerFunc(s.updateSubscription), jsonBody},
-		{"DELETE /v1/subscriptions/{id}", http.HandlerFunc(s.deleteSubscription), noBody},
-		{"GET /v1/subscriptions/{id}/secret", http.HandlerFunc(s.getSecret), noBody},
+		{"POST /v1/accounts", h(s.createAccount), jsonBody, adminRole},
+		{"GET /v1/accounts", h(s.listAccounts), noBody, adminRole},
+		{"GET /v1/accounts/{id}", h(s.getAccount), noBody, adminRole},
+		{"PATCH /v1/accounts/{id}", h(s.updateAccount), jsonBody, adminRole},
+		{"DELETE /v1/accounts/{id}", h(s.deleteAccount), noBody, adminRole},
+		{"POST /v1/keys", h(s.createKey), jsonBody, accountRole},
+		{"GET /v1/keys", h(s.listKeys), noBody, accountRole},
+		{"DELETE /v1/keys/{id}", h(s.deleteKey), noBody, accountRole},
+		{"POST /v1/subscriptions", h(s.createSubscription), jsonBody, accountRole},
+		{"GET /v1/subscriptions", h(s.listSubscriptions), noBody, accountRole},
+		{"GET /v1/subscriptions/{id}", h(s.getSubscription), noBody, accountRole},
+		{"PATCH /v1/subscriptions/{id}", h(s.updateSubscription), jsonBody, accountRole},
+		{"DELETE /v1/subscriptions/{id}", h(s.deleteSubscription), noBody, accountRole},
+		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole},
 		// The body is optional: noBody takes no Content-Type or JSON.
-		{"POST /v1/subscriptions/{id}/secret/rotate", http.HandlerFunc(s.rotateSecret), noBody},
-		{"POST /v1/events", http.HandlerFunc(s.publish), eventsBody},
-		{"GET /v1/deliveries", http.HandlerFunc(s.listDeliveries), noBody},
-		{"GET /v1/deliveries/{id}", http.HandlerFunc(s.getDelivery), noBody},
-		{"GET /v1/deliveries/{id}/attempts", http.HandlerFunc(s.listAttempts), noBody},
-		{"POST /v1/deliveries/{id}/redeliver", http.HandlerFunc(s.redeliver), noBody},
-		{"GET /v1/dead-letters", http.HandlerFunc(s.listDeadLetters), noBody},
-		{"POST /v1/dead-letters/redrive", http.HandlerFunc(s.redrive), jsonBody},
-		{"GET /v1/endpoints", http.HandlerFunc(s.listEndpoints), noBody},
-		{"GET /v1/endpoints/{id}", http.HandlerFunc(s.getEndpoint), noBody},
-		{"POST /v1/endpoints/{id}/enable", http.HandlerFunc(s.enableEndpoint), noBody},
-		{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole},
+		{"POST /v1/events", h(s.publish), eventsBody, publishRole},
+		{"GET /v1/deliveries", h(s.listDeliveries), noBody, accountRole},
+		{"GET /v1/deliveries/{id}", h(s.getDelivery), noBody, accountRole},
+		{"GET /v1/deliveries/{id}/attempts", h(s.listAttempts), noBody, accountRole},
+		{"POST /v1/deliveries/{id}/redeliver", h(s.redeliver), noBody, accountRole},
+		{"GET /v1/dead-letters", h(s.listDeadLetters), noBody, accountRole},
+		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole},
+		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole},
+		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole},
+		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole},
+		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
-		}), noBody},
-		{"GET /readyz", http.HandlerFunc(s.ready), noBody},
-		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}), noBody},
-		{"GET /openapi.yaml", http.HandlerFunc(serveOpenAPI), noBody},
+		}), noBody, public},
+		{"GET /readyz", h(s.ready), noBody, public},
+		// Metrics count across accounts: an operator's, like the accounts.
+		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}), noBody, adminRole},
+		{"GET /openapi.yaml", h(serveOpenAPI), noBody, public},
 	}
 }
 

@@ -124,9 +124,8 @@ func toSecretJSON(sg store.Signing, now time.Time) secretJSON {
 }
 
 func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) {
-	sub, err := s.Store.GetSubscription(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "subscription")
+	sub, ok := s.ownSubscription(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, toSecretJSON(sub.Signing, s.Clock.Now()))
@@ -139,6 +138,9 @@ type rotateInput struct {
 }
 
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownSubscription(w, r); !ok {
+		return
+	}
 	var in rotateInput
 	if r.ContentLength != 0 {
 		if !decodeBody(w, r, &in) {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -78,7 +79,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
 	sub := store.Subscription{
-		ID: ids.New("sub_", now), State: "active", DeadLetter: true,
+		ID: ids.New("sub_", now), AccountID: accountOf(r), State: "active", DeadLetter: true,
 		Timeout: defaultSubscriptionTimeout, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.Name == nil {
@@ -127,7 +128,11 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var name string
+	account := accountOf(r)
 	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *store.Subscription) error {
+		if store.AccountOrDefault(sub.AccountID) != account {
+			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+		}
 		if err := applyInput(sub, in); err != nil {
 			return err
 		}
@@ -158,9 +163,8 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) {
-	sub, err := s.Store.GetSubscription(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "subscription")
+	sub, ok := s.ownSubscription(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, toSubscriptionJSON(sub))
@@ -171,7 +175,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	subs, next, err := s.Store.ListSubscriptions(r.Context(), p)
+	subs, next, err := s.Store.ListSubscriptions(r.Context(), accountOf(r), p)
 	if err != nil {
 		s.storeError(w, r, err, "subscription")
 		return
@@ -182,6 +186,9 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 // deleteSubscription removes a subscription; its pending deliveries end as
 // dropped (reason SubscriptionDeleted) and stay in the delivery log.
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownSubscription(w, r); !ok {
+		return
+	}
 	if err := s.Control.DeleteSubscription(r.Context(), r.PathValue("id")); err != nil {
 		s.storeError(w, r, err, "subscription")
 		return
@@ -204,7 +211,7 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 			return err
 		}
 		sub.URL = *in.URL
-		sub.EndpointID = store.EndpointID(sub.URL)
+		sub.EndpointID = store.EndpointIDFor(sub.AccountID, sub.URL)
 	}
 	if in.EventTypes != nil {
 		if err := checkEventTypes(*in.EventTypes); err != nil {

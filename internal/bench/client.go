@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,10 +20,19 @@ const requestTimeout = 30 * time.Second
 // client talks to the server's API.
 type client struct {
 	base string
+	key  string // sent as Authorization: Bearer
 	hc   *http.Client
 }
 
-func newClient(base string, conns int) *client {
+// benchAdminKey makes the admin key (HERALD_ADMIN_KEY) of one bench
+// server.
+func benchAdminKey() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return "bench_" + hex.EncodeToString(b[:])
+}
+
+func newClient(base, key string, conns int) *client {
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -30,8 +41,11 @@ func newClient(base string, conns int) *client {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
-	return &client{base: base, hc: &http.Client{Transport: tr, Timeout: requestTimeout}}
+	return &client{base: base, key: key, hc: &http.Client{Transport: tr, Timeout: requestTimeout}}
 }
+
+// auth is the Authorization header's value.
+func (c *client) auth() []string { return []string{"Bearer " + c.key} }
 
 func (c *client) close() { c.hc.CloseIdleConnections() }
 
@@ -48,6 +62,8 @@ func (c *client) do(ctx context.Context, method, path, ctype string, body []byte
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
+	// Built once per request: the header's value is the same string.
+	req.Header["Authorization"] = c.auth()
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -165,14 +166,17 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	res.ServeFlags = extra
 	res.ServeEnv = cfg.ServeEnv
 	prog.set(func() string { return name + ": starting herald serve" })
-	srv, err := startServer(ctx, cfg.Herald, dir, extra, cfg.ServeEnv)
+	// The server runs with authentication on, as users run it: the bench
+	// is its admin through a key made for this run (not in the report).
+	adminKey := benchAdminKey()
+	srv, err := startServer(ctx, cfg.Herald, dir, extra, append(slices.Clone(cfg.ServeEnv), "HERALD_ADMIN_KEY="+adminKey))
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	e.srv = srv
 	srv.sampler = startSampler(srv.pid, sampleEvery)
-	e.api = newClient(srv.url, max(cfg.Sizes.Publishers, cfg.Sizes.SinglePubs, cfg.Sizes.RateWorkers))
+	e.api = newClient(srv.url, adminKey, max(cfg.Sizes.Publishers, cfg.Sizes.SinglePubs, cfg.Sizes.RateWorkers))
 	cpu0 := procCPU(srv.pid)
 
 	err = scenarioFuncs[name](ctx, e, &res)

@@ -97,9 +97,12 @@ type Snapshot struct {
 	// never synced).
 	Version int64
 	byID    map[string]*Entry
-	byType  map[string][]*Entry // entries that list the type, by ID
-	any     []*Entry            // entries with no type list, by ID
+	byType  map[typeKey][]*Entry // entries that list the type, by ID
+	any     map[string][]*Entry  // by account: entries with no type list, by ID
 }
+
+// typeKey indexes entries by account and event type.
+type typeKey struct{ account, typ string }
 
 // New returns an empty catalog that reads from src; call Sync to load it.
 func New(src Source) *Catalog {
@@ -170,13 +173,15 @@ func (c *Catalog) Len() int { return len(c.current.Load().byID) }
 // Get returns the entry for a subscription ID, or nil.
 func (s *Snapshot) Get(id string) *Entry { return s.byID[id] }
 
-// Match returns the entries an event of this type and subject goes to: those
-// listing the type, then those taking every type, each group in ID order.
-// Its cost grows with the number of candidate subscriptions for the type,
-// not with all of them.
-func (s *Snapshot) Match(typ, subject string) []*Entry {
+// Match returns the entries of an account ("": store.DefaultAccount) that an
+// event of this type and subject goes to: those listing the type, then
+// those taking every type, each group in ID order. Its cost grows with the
+// number of the account's candidate subscriptions for the type, not with
+// all of them.
+func (s *Snapshot) Match(account, typ, subject string) []*Entry {
+	account = store.AccountOrDefault(account)
 	var out []*Entry
-	for _, group := range [][]*Entry{s.byType[typ], s.any} {
+	for _, group := range [][]*Entry{s.byType[typeKey{account, typ}], s.any[account]} {
 		for _, e := range group {
 			if e.Matches(typ, subject) {
 				out = append(out, e)
@@ -193,14 +198,16 @@ func (s *Snapshot) index() {
 		list = append(list, e)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	s.byType, s.any = map[string][]*Entry{}, nil
+	s.byType, s.any = map[typeKey][]*Entry{}, map[string][]*Entry{}
 	for _, e := range list {
+		acc := store.AccountOrDefault(e.AccountID)
 		if len(e.EventTypes) == 0 {
-			s.any = append(s.any, e)
+			s.any[acc] = append(s.any[acc], e)
 			continue
 		}
 		for _, t := range e.EventTypes {
-			s.byType[t] = append(s.byType[t], e)
+			k := typeKey{acc, t}
+			s.byType[k] = append(s.byType[k], e)
 		}
 	}
 }

@@ -73,7 +73,7 @@ func TestMatch(t *testing.T) {
 		{"herald.endpoint.disabled", "/invoices/x", []string{"s3"}}, // the catch-all does not get herald.*
 	}
 	for _, tc := range cases {
-		got := ids(f.c.Snapshot().Match(tc.typ, tc.subject))
+		got := ids(f.c.Snapshot().Match("", tc.typ, tc.subject))
 		if len(got) != len(tc.want) {
 			t.Errorf("Match(%s, %s) = %v, want %v", tc.typ, tc.subject, got, tc.want)
 			continue
@@ -89,7 +89,7 @@ func TestMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.sync()
-	if got := ids(f.c.Snapshot().Match("invoice.sent", "/x")); len(got) != 0 {
+	if got := ids(f.c.Snapshot().Match("", "invoice.sent", "/x")); len(got) != 0 {
 		t.Fatalf("after delete: %v", got)
 	}
 }
@@ -122,13 +122,13 @@ func TestSyncIsIncrementalAndVersioned(t *testing.T) {
 	if v2.Version != v1.Version+2 {
 		t.Fatalf("version %d, want %d", v2.Version, v1.Version+2)
 	}
-	if got := ids(v2.Match("t1", "")); len(got) != 1 || got[0] != "b" {
+	if got := ids(v2.Match("", "t1", "")); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("t1 now goes to %v, want [b]", got)
 	}
-	if got := ids(v2.Match("t2", "")); len(got) != 1 || got[0] != "a" {
+	if got := ids(v2.Match("", "t2", "")); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("t2 now goes to %v, want [a]", got)
 	}
-	if got := ids(v1.Match("t1", "")); len(got) != 1 || got[0] != "a" {
+	if got := ids(v1.Match("", "t1", "")); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("the old snapshot changed: t1 goes to %v", got)
 	}
 	if err := f.st.DeleteSubscription(f.ctx, "a", time.Now()); err != nil {
@@ -155,5 +155,37 @@ func TestSyncSkipsABadPolicy(t *testing.T) {
 	}
 	if f.c.Get("good") == nil || f.c.Get("bad") != nil {
 		t.Fatalf("good %v, bad %v", f.c.Get("good"), f.c.Get("bad"))
+	}
+}
+
+// TestMatchIsPerAccount: an event matches only the subscriptions of the
+// account it is published in, whether they list its type or take every
+// type.
+func TestMatchIsPerAccount(t *testing.T) {
+	f := setup(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := f.st.CreateAccount(f.ctx, store.Account{ID: "acc_other", Name: "other", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	f.create("d-typed", []string{"t"}, "", "")
+	f.create("d-any", nil, "", "")
+	for _, id := range []string{"o-typed", "o-any"} {
+		s := store.Subscription{ID: id, AccountID: "acc_other", Name: id, URL: "https://" + id + ".example/", State: "active",
+			RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now}
+		if id == "o-typed" {
+			s.EventTypes = []string{"t"}
+		}
+		if err := f.st.CreateSubscription(f.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.sync()
+	snap := f.c.Snapshot()
+	for acc, want := range map[string][]string{"": {"d-typed", "d-any"}, store.DefaultAccount: {"d-typed", "d-any"},
+		"acc_other": {"o-typed", "o-any"}, "acc_none": nil} {
+		got := ids(snap.Match(acc, "t", ""))
+		if len(got) != len(want) || len(got) > 0 && (got[0] != want[0] || got[1] != want[1]) {
+			t.Errorf("Match(%q, t) = %v, want %v", acc, got, want)
+		}
 	}
 }

@@ -63,10 +63,13 @@ const maxMatchTries = 5
 // up and the events are matched again. So a publish that starts after a
 // subscription change was answered, anywhere, is matched against it, and
 // no delivery is ever written for a subscription already deleted. An event
-// that matches nothing is still stored (and deduplicated). A duplicate
-// (source, id) makes no deliveries.
-func (in *Ingester) Publish(ctx context.Context, evs []event.Event) ([]Result, error) {
+// that matches nothing is still stored (and deduplicated). Events belong to
+// account ("": store.DefaultAccount): they match only its subscriptions,
+// and a duplicate is an event whose (source, id) the account published
+// before; a duplicate makes no deliveries.
+func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Event) ([]Result, error) {
 	now := in.Clock.Now()
+	account = store.AccountOrDefault(account)
 	news := make([]store.NewEvent, len(evs))
 	for i, ev := range evs {
 		payload, err := ev.Marshal()
@@ -74,7 +77,7 @@ func (in *Ingester) Publish(ctx context.Context, evs []event.Event) ([]Result, e
 			return nil, err
 		}
 		news[i] = store.NewEvent{
-			ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			AccountID: account, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: payload, PublishedAt: now,
 		}
 	}
@@ -120,7 +123,7 @@ func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now ti
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
-		for _, sub := range snap.Match(ne.Type, ne.Subject) {
+		for _, sub := range snap.Match(ne.AccountID, ne.Type, ne.Subject) {
 			ne.Deliveries = append(ne.Deliveries, store.NewDelivery{
 				ID:             ids.New("dlv_", now),
 				SubscriptionID: sub.ID,
@@ -159,7 +162,7 @@ func (in *Ingester) commit(adm *dispatch.Admission, news []store.NewEvent, res [
 			}
 			held = append(held, store.Claimed{
 				Delivery: store.Delivery{
-					ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
+					ID: d.ID, AccountID: ne.AccountID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 					EventSeq: res[i].Seq, EventID: ne.ID, EventSource: ne.Source,
 					Status: store.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
 				},

@@ -45,7 +45,7 @@ func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
 		}
 	}
 	publish := func(id string) ingest.Result {
-		res, err := in.Publish(ctx, []event.Event{{SpecVersion: "1.0", ID: id, Source: "/t", Type: "t"}})
+		res, err := in.Publish(ctx, "", []event.Event{{SpecVersion: "1.0", ID: id, Source: "/t", Type: "t"}})
 		if err != nil {
 			t.Fatalf("publish %s: %v", id, err)
 		}

@@ -8,7 +8,9 @@
 //	herald.delivery.dead_lettered
 //
 // A subscription receives them only when it lists their types: an empty
-// event_types ("everything") does not include herald.* types.
+// event_types ("everything") does not include herald.* types. Each event is
+// published in the account it is about (the endpoint's, the delivery's), so
+// an account's subscriptions see only their own account's.
 //
 // Events are queued (bounded: QueueSize) and published in batches by one
 // goroutine, so the dispatcher never waits for them. When the queue is full
@@ -48,15 +50,21 @@ const (
 // QueueSize bounds the events waiting to be published.
 const QueueSize = 10_000
 
-// PublishFunc publishes events durably (the ingest path).
-type PublishFunc func(ctx context.Context, evs []event.Event) error
+// PublishFunc publishes events durably in an account (the ingest path).
+type PublishFunc func(ctx context.Context, accountID string, evs []event.Event) error
+
+// queued is an event waiting to be published, with its account.
+type queued struct {
+	account string
+	ev      event.Event
+}
 
 // Publisher turns engine notifications into CloudEvents and publishes them.
 type Publisher struct {
 	publish PublishFunc
 	clock   clock.Clock
 	log     *slog.Logger
-	queue   chan event.Event
+	queue   chan queued
 	done    chan struct{}
 	dropped prometheus.Counter
 }
@@ -65,7 +73,7 @@ type Publisher struct {
 func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Publisher {
 	p := &Publisher{
 		publish: publish, clock: clk, log: log,
-		queue: make(chan event.Event, QueueSize),
+		queue: make(chan queued, QueueSize),
 		done:  make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_operational_events_dropped_total",
@@ -84,13 +92,13 @@ func (p *Publisher) Run(ctx context.Context) {
 	defer close(p.done)
 	for {
 		select {
-		case ev := <-p.queue:
-			p.flush(ev)
+		case q := <-p.queue:
+			p.flush(q)
 		case <-ctx.Done():
 			for {
 				select {
-				case ev := <-p.queue:
-					p.flush(ev)
+				case q := <-p.queue:
+					p.flush(q)
 				default:
 					return
 				}
@@ -102,26 +110,37 @@ func (p *Publisher) Run(ctx context.Context) {
 // Done is closed when Run has returned.
 func (p *Publisher) Done() <-chan struct{} { return p.done }
 
-// flush publishes ev and whatever else is queued, up to 100 at a time.
-func (p *Publisher) flush(first event.Event) {
-	batch := []event.Event{first}
+// flush publishes first and whatever else is queued, up to 100 at a time,
+// one publish per account.
+func (p *Publisher) flush(first queued) {
+	batch := []queued{first}
 	for len(batch) < 100 {
 		select {
-		case ev := <-p.queue:
-			batch = append(batch, ev)
+		case q := <-p.queue:
+			batch = append(batch, q)
 			continue
 		default:
 		}
 		break
 	}
+	byAccount := map[string][]event.Event{}
+	var order []string
+	for _, q := range batch {
+		if byAccount[q.account] == nil {
+			order = append(order, q.account)
+		}
+		byAccount[q.account] = append(byAccount[q.account], q.ev)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.publish(ctx, batch); err != nil {
-		p.log.Error("publishing operational events", "count", len(batch), "err", err)
+	for _, acc := range order {
+		if err := p.publish(ctx, acc, byAccount[acc]); err != nil {
+			p.log.Error("publishing operational events", "account", acc, "count", len(byAccount[acc]), "err", err)
+		}
 	}
 }
 
-func (p *Publisher) enqueue(typ, subject string, data any) {
+func (p *Publisher) enqueue(account, typ, subject string, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		p.log.Error("encoding operational event", "type", typ, "err", err)
@@ -133,7 +152,7 @@ func (p *Publisher) enqueue(typ, subject string, data any) {
 		Subject: subject, Time: now.UTC(), DataContentType: "application/json", Data: raw,
 	}
 	select {
-	case p.queue <- ev:
+	case p.queue <- queued{account: store.AccountOrDefault(account), ev: ev}:
 	default:
 		p.dropped.Inc()
 		p.log.Warn("operational event queue full; event dropped", "type", typ, "subject", subject)
@@ -163,7 +182,7 @@ func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
 		return
 	}
 	h := ep.Health
-	p.enqueue(typ, store.RedactedURL(ep.URL), EndpointData{
+	p.enqueue(ep.AccountID, typ, store.RedactedURL(ep.URL), EndpointData{
 		EndpointID: ep.ID, URL: store.RedactedURL(ep.URL), State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
 		ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt.UTC(), LastFailureAt: h.LastFailureAt.UTC(),
 		NextProbeAt: h.NextProbeAt.UTC(),
@@ -189,7 +208,7 @@ func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, ou
 	if c.EventSource == Source {
 		return // never about an operational event itself
 	}
-	p.enqueue(TypeDeadLettered, c.ID, DeadLetterData{
+	p.enqueue(sub.AccountID, TypeDeadLettered, c.ID, DeadLetterData{
 		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: store.RedactedURL(sub.URL),
 		EventID: c.EventID, EventSource: c.EventSource, Reason: out.DeadLetterReason,
 		Attempts: out.Attempts, LastOutcome: out.LastOutcome,

@@ -23,7 +23,7 @@ func problemOf(t *testing.T, b *bundle, method, path string, body any, wantCode 
 		req, _ = http.NewRequest(method, b.api.URL+path, strings.NewReader(string(raw)))
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPublishValidationWritesNothing(t *testing.T) {
 	for _, c := range cases {
 		req, _ := http.NewRequest("POST", b.api.URL+"/v1/events", strings.NewReader(c.body))
 		req.Header.Set("Content-Type", c.ctype)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := b.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

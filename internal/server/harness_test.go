@@ -32,15 +32,37 @@ type bundle struct {
 	clk *clock.Fake
 	srv *server.Server
 	api *httptest.Server
+	// client sends adminKey with every request that carries no
+	// Authorization header of its own.
+	client *http.Client
 }
+
+// adminKey is the engine tests' HERALD_ADMIN_KEY.
+const adminKey = "test-admin-key-0123456789abcdef"
+
+// keyTransport sets a bearer key on requests without an Authorization
+// header.
+type keyTransport struct{ key string }
+
+func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+k.key)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// keyClient returns a client that sends key (see keyTransport).
+func keyClient(key string) *http.Client { return &http.Client{Transport: keyTransport{key}} }
 
 func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	t.Helper()
 	clk := clock.NewFake(start)
 	cfg := server.Config{
-		DataDir: t.TempDir(),
-		Clock:   clk,
-		Version: "test",
+		DataDir:  t.TempDir(),
+		Clock:    clk,
+		Version:  "test",
+		AdminKey: adminKey,
 		Dispatch: dispatch.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
 			// The receivers are loopback servers (httptest).
@@ -85,12 +107,18 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api}
+	return &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey)}
 }
 
 // do sends a JSON request to the API and decodes the answer into out (when
 // not nil). It returns the status code and the raw body.
 func (b *bundle) do(method, path string, in any, out any) (int, []byte) {
+	b.t.Helper()
+	return b.doAs(adminKey, method, path, in, out)
+}
+
+// doAs is do with another API key ("" sends none).
+func (b *bundle) doAs(key, method, path string, in any, out any) (int, []byte) {
 	b.t.Helper()
 	var body io.Reader
 	if in != nil {
@@ -110,6 +138,9 @@ func (b *bundle) do(method, path string, in any, out any) (int, []byte) {
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

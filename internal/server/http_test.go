@@ -38,7 +38,7 @@ func (b *bundle) send(method, path string, header map[string]string, body string
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.client.Do(req)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -318,11 +318,11 @@ func TestNetHTTPRefusalsAreProblems(t *testing.T) {
 	}
 
 	// The server's own answers pass unchanged, problems included.
-	resp, raw := rawExchange(t, ln.Addr().String(), post("POST /v1/subscriptions HTTP/1.1", "Host: x", "Connection: close"))
+	resp, raw := rawExchange(t, ln.Addr().String(), post("POST /v1/subscriptions HTTP/1.1", "Host: x", "Connection: close", "Authorization: Bearer "+adminKey))
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("a good request: %d %s", resp.StatusCode, raw)
 	}
-	resp, raw = rawExchange(t, ln.Addr().String(), post("POST /v1/subscriptions HTTP/1.1", "Host: x", "Connection: close"))
+	resp, raw = rawExchange(t, ln.Addr().String(), post("POST /v1/subscriptions HTTP/1.1", "Host: x", "Connection: close", "Authorization: Bearer "+adminKey))
 	wantProblem(t, "name taken", resp, raw, http.StatusConflict)
 }
 

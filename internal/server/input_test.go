@@ -68,7 +68,7 @@ func (b *bundle) refused(t *testing.T, c refusal) map[string]any {
 	for k, v := range c.header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (b *bundle) publishBatch(prefix, typ string, n int) {
 		raw, _ := json.Marshal(evs)
 		req, _ := http.NewRequest("POST", b.api.URL+"/v1/events", bytes.NewReader(raw))
 		req.Header.Set("Content-Type", "application/cloudevents-batch+json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := b.client.Do(req)
 		if err != nil {
 			b.t.Fatal(err)
 		}

@@ -105,7 +105,7 @@ func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 			seen := map[string]int{}
 			cursor := ""
 			for {
-				pg, err := streamPage(b.api.URL + "/v1/dead-letters?limit=1000&cursor=" + url.QueryEscape(cursor))
+				pg, err := streamPage(b.client, b.api.URL+"/v1/dead-letters?limit=1000&cursor="+url.QueryEscape(cursor))
 				if err != nil {
 					t.Errorf("walk %d, page %d: %v", w, pages[w], err)
 					return
@@ -171,9 +171,9 @@ type listPage struct {
 // streamPage GETs one page of the dead-letter list and decodes it item by
 // item (the client holds one event at a time), checking that each dead
 // letter carries its event.
-func streamPage(u string) (listPage, error) {
+func streamPage(client *http.Client, u string) (listPage, error) {
 	var pg listPage
-	resp, err := http.Get(u)
+	resp, err := client.Get(u)
 	if err != nil {
 		return pg, err
 	}

@@ -19,7 +19,7 @@ func TestMetricsExposeTheEngine(t *testing.T) {
 	eventually(t, "the delivered one", func() bool { return ok.count() == 1 })
 	b.settle()
 
-	resp, err := http.Get(b.api.URL + "/metrics")
+	resp, err := b.client.Get(b.api.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

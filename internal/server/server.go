@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
@@ -60,10 +61,32 @@ type Config struct {
 	// publish never depends on either, since the store refuses one matched
 	// against an older catalog.
 	CatalogReload time.Duration
+	// Auth is "on" (the default: every API route but /healthz, /readyz and
+	// /openapi.yaml needs an API key) or "off" (every request acts as an
+	// admin; for local experiments, logged as a warning).
+	Auth string
+	// AdminKey, when set (HERALD_ADMIN_KEY), is always accepted as an
+	// admin key; it is never stored. Without it, the first start on a
+	// store holding no key makes an admin key and writes it to
+	// <DataDir>/admin.key (mode 0600).
+	AdminKey string
+	// AuthRecheck is how often cached keys are checked for revocation
+	// (auth.DefaultRecheck): a revoked key stops working on every node
+	// within this long.
+	AuthRecheck time.Duration
 	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
 	// are filled in by New.
 	Dispatch dispatch.Config
 }
+
+// Auth settings.
+const (
+	AuthOn  = "on"
+	AuthOff = "off"
+	// AdminKeyFile is the file in the data directory that holds the admin
+	// key made at the first start (without HERALD_ADMIN_KEY).
+	AdminKeyFile = "admin.key"
+)
 
 // DefaultConfig returns a server's defaults, the dispatcher's included: the
 // one place they are set (herald serve's flags take theirs from here).
@@ -73,6 +96,8 @@ func DefaultConfig() Config {
 		Store:          "sqlite",
 		DedupRetention: 7 * 24 * time.Hour,
 		CatalogReload:  10 * time.Second,
+		Auth:           AuthOn,
+		AuthRecheck:    auth.DefaultRecheck,
 		Dispatch:       dispatch.DefaultConfig(),
 	}
 }
@@ -96,6 +121,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--db-statement-timeout %v: must be positive", c.DBStatementTimeout)
 	case c.CatalogReload <= 0:
 		return errors.New("the catalog reload interval must be positive")
+	case c.Auth != AuthOn && c.Auth != AuthOff:
+		return fmt.Errorf("--auth %q: want on or off", c.Auth)
+	case c.AdminKey != "" && len(c.AdminKey) < auth.MinAdminKeyLen:
+		return fmt.Errorf("HERALD_ADMIN_KEY: must be at least %d characters (it opens every account)", auth.MinAdminKeyLen)
+	case c.AdminKey != "" && len(c.AdminKey) > auth.MaxKeyLen:
+		return fmt.Errorf("HERALD_ADMIN_KEY: must be at most %d characters", auth.MaxKeyLen)
+	case c.AuthRecheck <= 0:
+		return errors.New("the auth recheck interval must be positive")
 	}
 	if isPostgresURL(c.Store) {
 		if _, err := url.Parse(c.Store); err != nil {
@@ -131,6 +164,12 @@ func (c *Config) setDefaults() {
 	if c.CatalogReload <= 0 {
 		c.CatalogReload = d.CatalogReload
 	}
+	if c.Auth == "" {
+		c.Auth = d.Auth
+	}
+	if c.AuthRecheck <= 0 {
+		c.AuthRecheck = d.AuthRecheck
+	}
 	if c.Dispatch.Owner == "" {
 		c.Dispatch.Owner = dispatch.DefaultOwner()
 	}
@@ -146,6 +185,8 @@ type Server struct {
 	Control  *control.Service
 	API      *api.Server
 	Registry *prometheus.Registry
+	// Auth authenticates API keys (nil with Auth off).
+	Auth *auth.Authenticator
 
 	handler   http.Handler
 	ops       *opevents.Publisher
@@ -198,8 +239,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		dc.UserAgent = "Herald/" + cfg.Version
 	}
 	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock}
-	ops := opevents.New(func(ctx context.Context, evs []event.Event) error {
-		_, err := in.Publish(ctx, evs)
+	ops := opevents.New(func(ctx context.Context, account string, evs []event.Event) error {
+		_, err := in.Publish(ctx, account, evs)
 		return err
 	}, cfg.Clock, cfg.Logger.With("component", "opevents"), reg)
 	dc.Notifier = ops
@@ -211,6 +252,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
 		Destinations: dc.Destinations}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	if cfg.Auth == AuthOff {
+		cfg.Logger.Warn("authentication is off (--auth=off): anyone who reaches this port can read every event, change every subscription and make Herald send requests; use it only for local experiments")
+	} else {
+		s.Auth = auth.New(st, auth.Options{AdminKey: cfg.AdminKey, Recheck: cfg.AuthRecheck, Clock: cfg.Clock,
+			Logger: cfg.Logger.With("component", "auth")})
+		a.Auth = s.Auth
+		if err := s.bootstrapKey(ctx); err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+	}
 	s.handler = a.Handler()
 	return s, nil
 }
@@ -226,6 +278,15 @@ func (s *Server) Start(ctx context.Context) error {
 	opsCtx, cancel := context.WithCancel(context.Background())
 	s.opsCancel = cancel
 	go s.ops.Run(opsCtx)
+	if s.Auth != nil {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-s.stop; cancel() }()
+			s.Auth.Run(ctx)
+		}()
+	}
 	s.bg.Add(1)
 	go s.background()
 	return nil

@@ -18,10 +18,11 @@ import (
 type EndpointStore interface {
 	// GetEndpoint returns one endpoint or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
-	// ListEndpoints returns a page of endpoints in ID order after the cursor
+	// ListEndpoints returns a page of an account's endpoints (of every
+	// account when accountID is empty) in ID order after the cursor
 	// (EndpointCursor). An item's bytes (MaxPageBytes): its URL and health
 	// window.
-	ListEndpoints(ctx context.Context, p Page) ([]Endpoint, string, error)
+	ListEndpoints(ctx context.Context, accountID string, p Page) ([]Endpoint, string, error)
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).
 	AllEndpoints(ctx context.Context) ([]Endpoint, error)
@@ -52,10 +53,12 @@ type EndpointStore interface {
 	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
 }
 
-// Endpoint is a delivery URL and its circuit state. Subscriptions that share
-// a URL share its endpoint.
+// Endpoint is a delivery URL of one account and its circuit state.
+// Subscriptions of an account that share a URL share its endpoint; two
+// accounts delivering to one URL have an endpoint (a circuit) each.
 type Endpoint struct {
 	ID        string
+	AccountID string
 	URL       string
 	Health    health.Health
 	CreatedAt time.Time

@@ -66,7 +66,18 @@ var (
 	DeliveryCursor     = IDCursor{Prefix: "dlv_", Len: 26}
 	SubscriptionCursor = IDCursor{Prefix: "sub_", Len: 26}
 	EndpointCursor     = IDCursor{Prefix: "ep_", Len: 20}
+	KeyCursor          = IDCursor{Prefix: "key_", Len: 26}
 )
+
+// AccountCursorCheck checks the format of the account list's cursors: an account
+// ID (DefaultAccount, or acc_ followed by 26 characters of the ID
+// alphabet).
+func AccountCursorCheck(cursor string) error {
+	if cursor == DefaultAccount {
+		return nil
+	}
+	return IDCursor{Prefix: "acc_", Len: 26}.Check(cursor)
+}
 
 // Check returns an ErrInvalidCursor error unless cursor is empty (the first
 // page) or has the format.

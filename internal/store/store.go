@@ -43,6 +43,7 @@ func (e *StaleCatalogError) Is(target error) bool { return target == ErrStaleCat
 
 // Store is Herald's durable state. All methods are safe for concurrent use.
 type Store interface {
+	AccountStore
 	SubscriptionStore
 	DeliveryStore
 	EndpointStore
@@ -69,15 +70,18 @@ type Capabilities struct {
 // SubscriptionStore keeps subscriptions and the endpoints (URLs) they use.
 type SubscriptionStore interface {
 	// CreateSubscription inserts s (ID, CreatedAt, UpdatedAt already set) and
-	// the endpoint row for s.URL if it is new (with fresh health, at a new
-	// endpoint version: see EndpointStore). ErrNameTaken when the name is used.
+	// the endpoint row for s.URL in its account if it is new (with fresh
+	// health, at a new endpoint version: see EndpointStore). ErrNameTaken
+	// when the name is used in its account; ErrNotFound when its account
+	// does not exist.
 	CreateSubscription(ctx context.Context, s Subscription) error
 	// GetSubscription returns one subscription or ErrNotFound.
 	GetSubscription(ctx context.Context, id string) (Subscription, error)
-	// ListSubscriptions returns a page of subscriptions in ID order after the
-	// cursor (SubscriptionCursor). An item's bytes (MaxPageBytes): its name,
-	// URL, event types, subject filters, retry policy and headers.
-	ListSubscriptions(ctx context.Context, p Page) ([]Subscription, string, error)
+	// ListSubscriptions returns a page of an account's subscriptions (of
+	// every account when accountID is empty) in ID order after the cursor
+	// (SubscriptionCursor). An item's bytes (MaxPageBytes): its name, URL,
+	// event types, subject filters, retry policy and headers.
+	ListSubscriptions(ctx context.Context, accountID string, p Page) ([]Subscription, string, error)
 	// SubscriptionChanges returns, read in one snapshot, the subscriptions
 	// created or changed and the IDs of those deleted after catalog version
 	// since, with the version they bring the reader to. Every subscription
@@ -90,7 +94,9 @@ type SubscriptionStore interface {
 	// row is created if it is new, the subscription's deliveries still to
 	// be attempted (pending or queued) move to it (finished ones keep the
 	// endpoint they were made for), and the old URL's endpoint row is
-	// deleted if no subscription uses it any more. ErrNotFound, ErrNameTaken.
+	// deleted if no subscription uses it any more. A subscription never
+	// changes accounts: one whose AccountID is not the stored one's is
+	// ErrNotFound. ErrNotFound, ErrNameTaken.
 	UpdateSubscription(ctx context.Context, s Subscription) error
 	// DeleteSubscription removes the subscription. Its deliveries stay in the
 	// log; those still pending or queued end as dropped with reason
@@ -105,7 +111,7 @@ type SubscriptionStore interface {
 type DeliveryStore interface {
 	// Publish durably inserts events and, for each event that is not a
 	// duplicate, its deliveries, in one group commit. An event whose
-	// (source, id) is already stored is a duplicate: nothing of it is written
+	// (account, source, id) is already stored is a duplicate: nothing of it is written
 	// and its result says Duplicate. Deliveries with Claimed set are written
 	// leased to opts.Lease (the caller holds them in memory); the others are
 	// written unleased for the due loader. Results are in input order. When
@@ -218,9 +224,10 @@ func (s Status) Final() bool {
 // Subscription is a subscriber's endpoint and what it wants delivered.
 type Subscription struct {
 	ID                string
+	AccountID         string // "" on write: DefaultAccount
 	Name              string
 	URL               string
-	EndpointID        string // EndpointID(URL)
+	EndpointID        string // EndpointIDFor(AccountID, URL)
 	EventTypes        []string
 	SubjectBeginsWith string
 	SubjectEndsWith   string
@@ -306,6 +313,7 @@ type PublishOptions struct {
 
 // NewEvent is an event to publish with the deliveries it fans out to.
 type NewEvent struct {
+	AccountID   string // "" : DefaultAccount
 	ID          string // CloudEvents id
 	Source      string
 	Type        string
@@ -332,6 +340,7 @@ type PublishResult struct {
 // StoredEvent is an event as stored.
 type StoredEvent struct {
 	Seq         int64
+	AccountID   string
 	ID          string
 	Source      string
 	Type        string
@@ -343,6 +352,7 @@ type StoredEvent struct {
 // Delivery is the state of one event's delivery to one subscription.
 type Delivery struct {
 	ID             string
+	AccountID      string // its subscription's (and event's) account
 	SubscriptionID string
 	EndpointID     string
 	EventSeq       int64
@@ -418,6 +428,7 @@ type AttemptRecord struct {
 
 // DeliveryFilter selects deliveries; empty fields match everything.
 type DeliveryFilter struct {
+	AccountID      string // "": every account
 	SubscriptionID string
 	Status         Status
 	EventID        string // the CloudEvents id
@@ -426,6 +437,7 @@ type DeliveryFilter struct {
 
 // DeadLetterFilter selects dead-lettered deliveries.
 type DeadLetterFilter struct {
+	AccountID      string // "": every account
 	SubscriptionID string
 	Page
 }

@@ -61,7 +61,7 @@ func startHerald(t testing.TB, name, dataDir string, extra ...string) *herald {
 	// The tests' receivers listen on loopback.
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--allow-private-destinations"}, extra...)
 	cmd := exec.Command(heraldBin, args...)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), "HERALD_ADMIN_KEY="+adminKey)
 	stdout := &lineWatcher{prefix: "herald listening on ", found: make(chan string, 1)}
 	cmd.Stdout = io.MultiWriter(stdout, errFile)
 	cmd.Stderr = errFile
@@ -99,7 +99,7 @@ func startHerald(t testing.TB, name, dataDir string, extra ...string) *herald {
 	}
 	h.client = &http.Client{
 		Timeout:   15 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true},
+		Transport: keyTransport{key: adminKey, next: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
 	}
 	t.Cleanup(h.client.CloseIdleConnections)
 
@@ -179,6 +179,27 @@ func (h *herald) dumpStderr() {
 	}
 	h.t.Logf("%s: stderr:\n%s", h.name, b)
 }
+
+// adminKey is the servers' HERALD_ADMIN_KEY: the tests act as the admin.
+const adminKey = "process-test-admin-key-0123456789"
+
+// keyTransport sends key as the bearer key of requests that carry no
+// Authorization header.
+type keyTransport struct {
+	key  string
+	next *http.Transport
+}
+
+func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+k.key)
+	}
+	return k.next.RoundTrip(r)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach next.
+func (k keyTransport) CloseIdleConnections() { k.next.CloseIdleConnections() }
 
 // childEnv is the test's environment without HERALD_* variables, so that a
 // developer's settings cannot change the server under test.

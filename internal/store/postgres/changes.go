@@ -9,19 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Nodes tell each other of subscription and endpoint health writes with
-// PostgreSQL's LISTEN/NOTIFY, so that each re-reads what changed at once
-// (SubscriptionChanges, EndpointChanges) instead of polling every
-// subscription and endpoint. Every write transaction that advances the
-// catalog or endpoints version also runs pg_notify on changeChannel; the
+// Nodes tell each other of subscription, endpoint health and account or
+// key writes with PostgreSQL's LISTEN/NOTIFY, so that each re-reads what
+// changed at once (SubscriptionChanges, EndpointChanges, AuthVersion)
+// instead of polling. Every write transaction that advances the catalog,
+// endpoints or auth version also runs pg_notify on changeChannel; the
 // notification is delivered when (and only if) it commits. Its payload is
-// "<schema> catalog" or "<schema> endpoints", so deployments in different
-// schemas of one database ignore each other's.
+// "<schema> catalog", "<schema> endpoints" or "<schema> auth", so
+// deployments in different schemas of one database ignore each other's.
 //
 // A notification is a hint, never the only way to learn of a change:
 // readers also re-read on a timer, and a publish checks the catalog version
 // in its own transaction. A listener that loses its connection reconnects
-// (1 s, doubling to 30 s) and then reports both kinds as changed, since it
+// (1 s, doubling to 30 s) and then reports every kind as changed, since it
 // may have missed some. Behind PgBouncer in transaction pool mode LISTEN
 // does not work; the readers' timers still do.
 
@@ -34,6 +34,7 @@ const notifySQL = `SELECT pg_notify('` + changeChannel + `', $1)`
 const (
 	changedCatalog   = "catalog"
 	changedEndpoints = "endpoints"
+	changedAuth      = "auth"
 )
 
 // notify queues a notification of a change of kind in tx: it is sent when
@@ -45,10 +46,11 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind string) error {
 
 // changeFeed listens on its own connection and signals, on channels of
 // capacity one (several notifications coalesce into one signal), that
-// subscriptions or endpoint health changed.
+// subscriptions, endpoint health, or accounts and keys changed.
 type changeFeed struct {
 	catalog   chan struct{}
 	endpoints chan struct{}
+	auth      chan struct{}
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -59,6 +61,7 @@ func startChangeFeed(cfg *pgx.ConnConfig, schema string, log *slog.Logger) *chan
 	f := &changeFeed{
 		catalog:   make(chan struct{}, 1),
 		endpoints: make(chan struct{}, 1),
+		auth:      make(chan struct{}, 1),
 		cancel:    cancel,
 		done:      make(chan struct{}),
 	}
@@ -116,9 +119,10 @@ func (f *changeFeed) listen(ctx context.Context, cfg *pgx.ConnConfig, schema str
 		return err
 	}
 	defer conn.Close(context.Background())
-	// Whatever happened while not listening is unknown: re-read both.
+	// Whatever happened while not listening is unknown: re-read all.
 	signal(f.catalog)
 	signal(f.endpoints)
+	signal(f.auth)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -133,6 +137,8 @@ func (f *changeFeed) listen(ctx context.Context, cfg *pgx.ConnConfig, schema str
 			signal(f.catalog)
 		case changedEndpoints:
 			signal(f.endpoints)
+		case changedAuth:
+			signal(f.auth)
 		}
 	}
 }
@@ -144,3 +150,7 @@ func (s *Store) SubscriptionsChanged() <-chan struct{} { return s.feed.catalog }
 // EndpointsChanged signals when a node committed an endpoint health write,
 // or when notifications may have been missed.
 func (s *Store) EndpointsChanged() <-chan struct{} { return s.feed.endpoints }
+
+// AuthChanged signals when a node committed an account or key write, or
+// when notifications may have been missed.
+func (s *Store) AuthChanged() <-chan struct{} { return s.feed.auth }

@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	endpointCols = `id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
+	endpointCols = `id, account_id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
 	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
 
 	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = $1`
@@ -46,7 +46,7 @@ FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::int8
 	AS u(id, state, consecutive_failures, health_window, first_attempt_at, last_success_at, last_failure_at,
 	disabled_at, frozen_at, next_probe_at, probation_delay_ms, updated_at)
 WHERE e.id = u.id
-RETURNING e.id, e.url, e.state, e.consecutive_failures, e.health_window, e.first_attempt_at, e.last_success_at,
+RETURNING e.id, e.account_id, e.url, e.state, e.consecutive_failures, e.health_window, e.first_attempt_at, e.last_success_at,
 	e.last_failure_at, e.disabled_at, e.frozen_at, e.next_probe_at, e.probation_delay_ms, e.created_at, e.updated_at,
 	e.version`
 
@@ -99,13 +99,14 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 }
 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
-// the last ID of the previous page.
-func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
+// the last ID of the previous page. An account's page seeks its
+// (account_id, id) index.
+func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	return readPage(ctx, s, p, listByIDSQL("endpoints", sqlrow.EndpointBytes), listByIDSQL("endpoints", endpointCols),
-		[]any{p.Cursor}, sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
+	return listByID(ctx, s, "endpoints", sqlrow.EndpointBytes, endpointCols, accountID, p,
+		sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.

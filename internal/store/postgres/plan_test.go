@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/store"
 )
 
 // fill writes, straight in SQL, perEndpoint pending retries on each of
@@ -133,4 +135,122 @@ func explain(t *testing.T, ctx context.Context, tx pgx.Tx, query string, args []
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// fillAccounts writes, straight in SQL, n events with one delivery each,
+// spread over the accounts acc_0…acc_9 as in a database with one large
+// tenant: 91% of them in acc_0, 1% in each other account. An account's
+// deliveries go to its subscriptions sub_<account>_0…9 (whose rows, like
+// those of the endpoints, are not written); 90% are delivered, 5% pending
+// and 5% dead-lettered.
+func fillAccounts(t testing.TB, ctx context.Context, tx pgx.Tx, n int) {
+	t.Helper()
+	for _, q := range []string{
+		`INSERT INTO accounts (id, name, settings, created_at, updated_at)
+		 SELECT 'acc_' || a, 'account ' || a, '{}', 1000, 1000 FROM generate_series(0, 9) AS a`,
+		`INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+		 SELECT CASE WHEN i % 100 < 90 THEN 'acc_0' ELSE 'acc_' || (i % 10) END,
+		        'evt-' || i, '/bench', 'bench', '', 1000, '\x00'::bytea
+		 FROM generate_series(1, $1::int) AS i`,
+		`INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts,
+		     round_start, next_attempt_at, created_at)
+		 SELECT 'dlv_' || lpad(seq::text, 26, '0'), account_id, 'sub_' || account_id || '_' || (seq / 100 % 10),
+		        'ep_' || account_id || '_' || (seq / 100 % 10), seq,
+		        CASE seq / 100 % 20 WHEN 0 THEN 'pending' WHEN 1 THEN 'dead_lettered' ELSE 'delivered' END,
+		        1, 1000, 1000, 1000
+		 FROM events`,
+		`ANALYZE accounts; ANALYZE events; ANALYZE deliveries`,
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = []any{n}
+		}
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestListPlans pins the plans of the lists of deliveries and dead letters
+// filtered by account, as the store plans them (readPage: for their
+// arguments): the lists of a small account seek its indexes in list
+// order, those of a large one may read the newest deliveries instead, and
+// none scans the deliveries table.
+func TestListPlans(t *testing.T) {
+	dbURL := freshSchema(t)
+	s := openAt(t, dbURL, Options{})
+	ctx := context.Background()
+	// readPage's transactions plan for the arguments.
+	modes, _, err := readPage(ctx, s, store.Page{}, `SELECT 1::int8 LIMIT $1`, `SELECT current_setting('plan_cache_mode') LIMIT $1`, nil,
+		func(sc scanner) (m string, err error) { return m, sc.Scan(&m) }, func(m string) string { return m })
+	if err != nil || len(modes) != 1 || modes[0] != "force_custom_plan" {
+		t.Fatalf("plan_cache_mode in readPage = %q, %v; want force_custom_plan", modes, err)
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	fillAccounts(t, ctx, tx, 100_000)
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+		t.Fatal(err)
+	}
+	const cursor = "dlv_00000000000000000000090000"
+	check := func(name string, where []string, args []any, withEvent bool, want ...string) {
+		t.Helper()
+		sizes, rows, args := listDeliveriesSQL(where, args, cursor, withEvent)
+		for _, q := range []struct {
+			what, sql string
+			limit     int
+		}{{"sizes", sizes, 101}, {"rows", rows, 100}} {
+			plan := explain(t, ctx, tx, q.sql, append(args, q.limit))
+			for _, w := range want {
+				if !strings.Contains(plan, w) {
+					t.Errorf("%s (%s): plan lacks %q:\n%s", name, q.what, w, plan)
+				}
+			}
+			if strings.Contains(plan, "Seq Scan on deliveries") {
+				t.Errorf("%s (%s): scans the deliveries table:\n%s", name, q.what, plan)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		f    store.DeliveryFilter
+		want []string
+	}{
+		{"small account", store.DeliveryFilter{AccountID: "acc_3"}, []string{"Index Scan Backward using deliveries_account on"}},
+		{"small account, status", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusPending},
+			[]string{"Index Scan Backward using deliveries_account_status"}},
+		{"large account", store.DeliveryFilter{AccountID: "acc_0"}, []string{"Index Scan Backward using deliveries_"}},
+		{"large account, status", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDeadLettered},
+			[]string{"Index Scan Backward using deliveries_account_status"}},
+		{"account, subscription", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"},
+			[]string{"deliveries_subscription"}},
+		{"account, subscription, status", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusPending},
+			[]string{"deliveries_subscription_status"}},
+		{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
+			[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}},
+	} {
+		where, args := deliveryFilter(c.f)
+		check("ListDeliveries "+c.name, where, args, false, c.want...)
+	}
+	for _, c := range []struct {
+		name string
+		f    store.DeadLetterFilter
+		want string
+	}{
+		{"small account", store.DeadLetterFilter{AccountID: "acc_3"}, "Index Scan Backward using deliveries_account_status"},
+		{"large account", store.DeadLetterFilter{AccountID: "acc_0"}, "Index Scan Backward using deliveries_account_status"},
+		{"subscription", store.DeadLetterFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"}, "deliveries_subscription_status"},
+	} {
+		where, args := deadLetterFilter(c.f)
+		check("ListDeadLetters "+c.name, where, args, true, c.want)
+	}
 }

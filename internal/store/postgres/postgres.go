@@ -50,10 +50,11 @@
 // call fails only itself; deadlocks and serialization failures are retried.
 // Other writes run directly on the pool, each in its own transaction.
 //
-// Dedup of (source, id) holds across nodes through the unique index: an
-// insert that meets another transaction's uncommitted copy of an event waits
-// for it and then reports a duplicate. A batch inserts its events in key
-// order, so two nodes publishing overlapping events never deadlock.
+// Dedup of (account, source, id) holds across nodes through the unique
+// index: an insert that meets another transaction's uncommitted copy of an
+// event waits for it and then reports a duplicate. A batch inserts its
+// events in key order, so two nodes publishing overlapping events never
+// deadlock.
 //
 // # Leases and multi-node claims
 //
@@ -212,8 +213,10 @@ type Store struct {
 	// statement_timeout in one query (see the package comment).
 	txOpts pgx.TxOptions
 	// snapOpts begins a read-only REPEATABLE READ transaction: its queries
-	// read one snapshot.
+	// read one snapshot. listOpts begins readPage's: the same, with every
+	// query planned for its arguments (see readPage).
 	snapOpts pgx.TxOptions
+	listOpts pgx.TxOptions
 	// notify names this store's schema on the change channel (see
 	// changes.go); feed tells the process of other nodes' changes.
 	schema string
@@ -258,15 +261,16 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
+	snapBegin := strings.Replace(beginSQL(opts.StatementTimeout), "BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)
 	s := &Store{
-		pool:   pool,
-		log:    opts.Logger,
-		clock:  opts.Clock,
-		opts:   opts,
-		txOpts: pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
-		snapOpts: pgx.TxOptions{BeginQuery: strings.Replace(beginSQL(opts.StatementTimeout),
-			"BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)},
-		reqs: make(chan *request, opts.QueueSize),
+		pool:     pool,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		opts:     opts,
+		txOpts:   pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
+		snapOpts: pgx.TxOptions{BeginQuery: snapBegin},
+		listOpts: pgx.TxOptions{BeginQuery: snapBegin + "; SET LOCAL plan_cache_mode = force_custom_plan"},
+		reqs:     make(chan *request, opts.QueueSize),
 	}
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
 		pool.Close()
@@ -342,10 +346,16 @@ func (s *Store) Capabilities() store.Capabilities {
 // snapshot runs fn in a read-only transaction whose queries all read one
 // snapshot of the database.
 func (s *Store) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.readTx(ctx, s.snapOpts, fn)
+}
+
+// readTx runs fn in a read-only transaction begun with opts (snapOpts or
+// listOpts).
+func (s *Store) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	return s.err(pgx.BeginTxFunc(ctx, s.pool, s.snapOpts, fn))
+	return s.err(pgx.BeginTxFunc(ctx, s.pool, opts, fn))
 }
 
 // Ping reports whether the store can serve requests: ErrClosed after Close,

@@ -77,24 +77,15 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 
 // ListDeliveries implements store.DeliveryStore: newest first (by ID, which
 // sorts by creation time); the cursor is the last ID of the previous page.
-// Every combination of filters is served by an index: (subscription_id, id),
-// (subscription_id, status, id), (status, id), or the event's (id, source)
-// then (event_seq).
+// Every combination of filters with a subscription or an account is served
+// by an index: (subscription_id, id), (subscription_id, status, id),
+// (account_id, id), (account_id, status, id); an event ID, by the event's
+// (id, source, account_id) then (event_seq). A status alone, across every
+// account, reads the deliveries newest first (the primary key) until its
+// page is full: the API always lists within an account, so that list (of
+// tools and tests) has no index of its own.
 func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
-	var where []string
-	var args []any
-	if f.SubscriptionID != "" {
-		args = append(args, f.SubscriptionID)
-		where = append(where, fmt.Sprintf("d.subscription_id = $%d", len(args)))
-	}
-	if f.Status != "" {
-		args = append(args, string(f.Status))
-		where = append(where, fmt.Sprintf("d.status = $%d", len(args)))
-	}
-	if f.EventID != "" {
-		args = append(args, f.EventID)
-		where = append(where, fmt.Sprintf("e.id = $%d", len(args)))
-	}
+	where, args := deliveryFilter(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false)
 	if err != nil {
 		return nil, "", err
@@ -106,20 +97,61 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]s
 	return out, next, nil
 }
 
-// ListDeadLetters implements store.DeliveryStore: newest first, each with
-// its event; the cursor is the last ID of the previous page.
-func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
-	where := []string{"d.status = 'dead_lettered'"}
-	var args []any
+// deliveryFilter returns ListDeliveries' conditions for f and their
+// arguments. An event ID matches the event of that ID in f's account (any
+// account's when f has none).
+func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
+	acc := 0
+	if f.AccountID != "" {
+		args = append(args, f.AccountID)
+		acc = len(args)
+		where = append(where, fmt.Sprintf("d.account_id = $%d", acc))
+	}
 	if f.SubscriptionID != "" {
 		args = append(args, f.SubscriptionID)
 		where = append(where, fmt.Sprintf("d.subscription_id = $%d", len(args)))
 	}
+	if f.Status != "" {
+		args = append(args, string(f.Status))
+		where = append(where, fmt.Sprintf("d.status = $%d", len(args)))
+	}
+	if f.EventID != "" {
+		args = append(args, f.EventID)
+		where = append(where, fmt.Sprintf("e.id = $%d", len(args)))
+		if acc > 0 {
+			where = append(where, fmt.Sprintf("e.account_id = $%d", acc))
+		}
+	}
+	return where, args
+}
+
+// ListDeadLetters implements store.DeliveryStore: newest first, each with
+// its event; the cursor is the last ID of the previous page. A
+// subscription's seek (subscription_id, status, id), an account's
+// (account_id, status, id); every account's read the deliveries newest
+// first until the page is full (see ListDeliveries).
+func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
+	where, args := deadLetterFilter(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, true)
 	if err != nil {
 		return nil, "", err
 	}
 	return ds, next, nil
+}
+
+// deadLetterFilter returns ListDeadLetters' conditions for f and their
+// arguments.
+func deadLetterFilter(f store.DeadLetterFilter) (where []string, args []any) {
+	where = []string{"d.status = 'dead_lettered'"}
+	if f.AccountID != "" {
+		args = append(args, f.AccountID)
+		where = append(where, fmt.Sprintf("d.account_id = $%d", len(args)))
+	}
+	if f.SubscriptionID != "" {
+		args = append(args, f.SubscriptionID)
+		where = append(where, fmt.Sprintf("d.subscription_id = $%d", len(args)))
+	}
+	return where, args
 }
 
 // listDeliveries reads a page of the deliveries matching every condition in
@@ -129,8 +161,16 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	if p.Cursor != "" {
-		args = append(args, p.Cursor)
+	sizesSQL, rowsSQL, args := listDeliveriesSQL(where, args, p.Cursor, withEvent)
+	return readPage(ctx, s, p, sizesSQL, rowsSQL, args,
+		sqlrow.ScanListed(scanDelivery, withEvent), func(d store.DeadLetter) string { return d.ID })
+}
+
+// listDeliveriesSQL returns readPage's queries of the deliveries matching
+// where (with args) after cursor, newest first, and their arguments.
+func listDeliveriesSQL(where []string, args []any, cursor string, withEvent bool) (sizesSQL, rowsSQL string, _ []any) {
+	if cursor != "" {
+		args = append(args, cursor)
 		where = append(where, fmt.Sprintf("d.id < $%d", len(args)))
 	}
 	from := ` FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq`
@@ -142,8 +182,7 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 	if withEvent {
 		cols, bytes = cols+", "+eventCols, sqlrow.DeadLetterBytes
 	}
-	return readPage(ctx, s, p, `SELECT `+bytes+from, `SELECT `+cols+from, args,
-		sqlrow.ScanListed(scanDelivery, withEvent), func(d store.DeadLetter) string { return d.ID })
+	return `SELECT ` + bytes + from, `SELECT ` + cols + from, args
 }
 
 // readPage reads one page of a list in one snapshot: first the sizes of
@@ -152,11 +191,20 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 // where the page ends (store.Page.Len), then only the items the page holds
 // (rowsSQL: the same with the columns scan reads), so that it never reads
 // more than a page's bytes. key gives an item's cursor.
+//
+// Its transaction (listOpts) plans each query for its arguments
+// (plan_cache_mode = force_custom_plan, set with the BEGIN, so at no extra
+// round trip): the best plan of a list depends on them (a small account's
+// deliveries are found through the account's index, a large account's by
+// reading the newest deliveries until the page is full), and a generic
+// plan, to which PostgreSQL may switch a prepared statement after a few
+// runs, would serve every account with the plan of an average one. Planning
+// a list's two queries costs well under a millisecond.
 func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rowsSQL string, args []any,
 	scan func(scanner) (T, error), key func(T) string) ([]T, string, error) {
 	var out []T
 	var next string
-	err := s.snapshot(ctx, func(tx pgx.Tx) error {
+	err := s.readTx(ctx, s.listOpts, func(tx pgx.Tx) error {
 		out, next = []T{}, ""
 		rows, err := tx.Query(ctx, sizesSQL, append(args[:len(args):len(args)], p.Size()+1)...)
 		if err != nil {
@@ -222,8 +270,20 @@ func listAttemptsSQL(cols string) string {
 	return `SELECT ` + cols + ` FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3`
 }
 
-// listByIDSQL selects cols of the rows of table after an ID, in ID order,
-// with a LIMIT parameter last.
-func listByIDSQL(table, cols string) string {
-	return `SELECT ` + cols + ` FROM ` + table + ` WHERE id > $1 ORDER BY id LIMIT $2`
+// listByID reads a page (readPage) of the rows of table in ID order after
+// p.Cursor (already checked): of one account when accountID is not empty
+// (a seek of the table's (account_id, id) index), else of every account.
+// bytes selects an item's size (sqlrow's …Bytes), cols what scan reads.
+func listByID[T any](ctx context.Context, s *Store, table, bytes, cols, accountID string, p store.Page,
+	scan func(scanner) (T, error), key func(T) string) ([]T, string, error) {
+	args := []any{p.Cursor}
+	where := `id > $1`
+	if accountID != "" {
+		args = append(args, accountID)
+		where += ` AND account_id = $2`
+	}
+	sql := func(sel string) string {
+		return `SELECT ` + sel + ` FROM ` + table + ` WHERE ` + where + fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args)+1)
+	}
+	return readPage(ctx, s, p, sql(bytes), sql(cols), args, scan, key)
 }

@@ -13,17 +13,20 @@ import (
 )
 
 const (
-	subscriptionCols = `id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version`
 
+	// The parameters of both are subscriptionArgs' followed by the version.
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES ($16, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17)`
+VALUES ($17, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18)`
 
+	// updateSubscriptionSQL keeps the account ($1 only selects the row): a
+	// subscription stays in the account it was created in.
 	updateSubscriptionSQL = `UPDATE subscriptions SET
-	name = $1, url = $2, endpoint_id = $3, event_types = $4, subject_begins_with = $5, subject_ends_with = $6,
-	retry_policy = $7, timeout_ms = $8, headers = $9, secret_headers = $10, signing = $11, dead_letter = $12,
-	state = $13, created_at = $14, updated_at = $15, version = $17
-WHERE id = $16`
+	name = $2, url = $3, endpoint_id = $4, event_types = $5, subject_begins_with = $6, subject_ends_with = $7,
+	retry_policy = $8, timeout_ms = $9, headers = $10, secret_headers = $11, signing = $12, dead_letter = $13,
+	state = $14, created_at = $15, updated_at = $16, version = $18
+WHERE id = $17 AND account_id = $1`
 
 	// bumpCatalogSQL advances the catalog version and locks its row until
 	// the transaction ends; every subscription write runs it first. A
@@ -38,7 +41,7 @@ WHERE id = $16`
 	tombstoneSQL     = `INSERT INTO subscription_tombstones (id, version, deleted_at) VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded.deleted_at`
 
-	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE name = $1`
+	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = $1 AND name = $2`
 	// subscriptionExistsSQL locks the row in share mode: a delete waits
 	// until the caller's transaction ends, and so sees what it changed.
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
@@ -53,10 +56,10 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded
 	// creates a row takes the endpoints counter before any endpoint row,
 	// in ModifyEndpoints' order.
 	endpointExistsSQL       = `SELECT 1 FROM endpoints WHERE id = $1`
-	insertEndpointSQL       = `INSERT INTO endpoints (id, url, created_at, version) VALUES ($1, $2, $3, $4)`
+	insertEndpointSQL       = `INSERT INTO endpoints (id, account_id, url, created_at, version) VALUES ($1, $2, $3, $4, $5)`
 	deleteUnusedEndpointSQL = `DELETE FROM endpoints WHERE id = $1
 AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = $1)`
-	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = $1`
+	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = $1 AND account_id = $2`
 	// moveDeliveriesSQL gives a subscription's deliveries still to be
 	// attempted its new endpoint: they are sent to its new URL, behind that
 	// URL's circuit.
@@ -76,17 +79,22 @@ func isUnique(err error, c string) bool {
 }
 
 // CreateSubscription implements store.SubscriptionStore. An empty
-// EndpointID is filled in as store.EndpointID(URL). The subscription's
-// Timeout is kept to the millisecond. ErrNameTaken when the name is used
-// (checked first), ErrConflict when the ID is taken.
+// AccountID is filled in as store.DefaultAccount, an empty EndpointID as
+// store.EndpointIDFor(AccountID, URL). The subscription's Timeout is kept
+// to the millisecond. ErrNotFound when the account does not exist (checked
+// first), ErrNameTaken when the name is used in the account, ErrConflict
+// when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := subscriptionArgs(&sub)
 	if err != nil {
 		return err
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := accountExists(ctx, tx, sub.AccountID); err != nil {
+			return err
+		}
 		var other string
-		switch err := tx.QueryRow(ctx, subscriptionByNameSQL, sub.Name).Scan(&other); {
+		switch err := tx.QueryRow(ctx, subscriptionByNameSQL, sub.AccountID, sub.Name).Scan(&other); {
 		case err == nil:
 			return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 		case !errors.Is(err, pgx.ErrNoRows):
@@ -102,17 +110,18 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		return s.insertEndpoint(ctx, tx, &sub)
 	})
 	switch {
-	case isUnique(err, "subscriptions_name_key"): // created meanwhile
+	case isUnique(err, "subscriptions_account_name_key"): // created meanwhile
 		return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 	case isUnique(err, "subscriptions_pkey"):
 		return fmt.Errorf("subscription %s already exists: %w", sub.ID, store.ErrConflict)
-	case err != nil && !errors.Is(err, store.ErrNameTaken) && !errors.Is(err, store.ErrClosed):
+	case err != nil && !errors.Is(err, store.ErrNameTaken) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClosed):
 		return fmt.Errorf("insert subscription %s: %w", sub.ID, err)
 	}
 	return err
 }
 
-// insertEndpoint creates the endpoint row of sub's URL unless it exists.
+// insertEndpoint creates the endpoint row of sub's URL in sub's account
+// (both filled in: subscriptionArgs) unless it exists.
 func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
 	var one int
 	switch err := tx.QueryRow(ctx, endpointExistsSQL, sub.EndpointID).Scan(&one); {
@@ -125,7 +134,7 @@ func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscr
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
+	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.AccountID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
 	}
 	return nil
@@ -153,13 +162,14 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 }
 
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
-// last ID of the previous page.
-func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error) {
+// last ID of the previous page. An account's page seeks its
+// (account_id, id) index.
+func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]store.Subscription, string, error) {
 	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	return readPage(ctx, s, p, listByIDSQL("subscriptions", sqlrow.SubscriptionBytes), listByIDSQL("subscriptions", subscriptionCols),
-		[]any{p.Cursor}, sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
+	return listByID(ctx, s, "subscriptions", sqlrow.SubscriptionBytes, subscriptionCols, accountID, p,
+		sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
 }
 
 // SubscriptionChanges implements store.SubscriptionStore in one read-only
@@ -215,10 +225,12 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
-// CreatedAt included, takes sub's value. When the URL changes, the
-// deliveries still to be attempted move to the new URL's endpoint, finished
-// ones keep theirs, and the old endpoint's row goes if no subscription uses
-// it any more.
+// CreatedAt included, takes sub's value, but the account: a subscription
+// stays in its account, and ErrNotFound answers an update of a
+// subscription that is not in sub's account (DefaultAccount when empty).
+// When the URL changes, the deliveries still to be attempted move to the
+// new URL's endpoint, finished ones keep theirs, and the old endpoint's row
+// goes if no subscription uses it any more.
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := subscriptionArgs(&sub)
 	if err != nil {
@@ -226,7 +238,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var other string
-		switch err := tx.QueryRow(ctx, subscriptionByNameSQL, sub.Name).Scan(&other); {
+		switch err := tx.QueryRow(ctx, subscriptionByNameSQL, sub.AccountID, sub.Name).Scan(&other); {
 		case err == nil && other != sub.ID:
 			return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 		case err != nil && !errors.Is(err, pgx.ErrNoRows):
@@ -237,9 +249,9 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 			return err
 		}
 		var old string
-		switch err := tx.QueryRow(ctx, subscriptionEndpointSQL, sub.ID).Scan(&old); {
+		switch err := tx.QueryRow(ctx, subscriptionEndpointSQL, sub.ID, sub.AccountID).Scan(&old); {
 		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+			return fmt.Errorf("subscription %s in account %s: %w", sub.ID, sub.AccountID, store.ErrNotFound)
 		case err != nil:
 			return err
 		}
@@ -254,7 +266,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		}
 		return deleteUnusedEndpoint(ctx, tx, old)
 	})
-	if isUnique(err, "subscriptions_name_key") {
+	if isUnique(err, "subscriptions_account_name_key") {
 		return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 	}
 	return err
@@ -292,7 +304,8 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 }
 
 // subscriptionArgs returns s's columns in subscriptionCols order after the
-// ID, followed by the ID.
+// ID (account_id … updated_at: $1 … $16), followed by the ID ($17). It
+// fills in an empty AccountID and EndpointID (sqlrow.SubscriptionValues).
 func subscriptionArgs(s *store.Subscription) ([]any, error) {
 	v, err := sqlrow.SubscriptionValues(s)
 	return append(v, s.ID), err

@@ -206,40 +206,42 @@ func stmtError(err error) error {
 	return &batchError{err: err, isolate: errors.As(err, &pe)}
 }
 
-// evKey identifies an event: (id, source).
-type evKey struct{ id, source string }
+// evKey identifies an event: (account, id, source).
+type evKey struct{ account, id, source string }
 
-// publishSQL inserts one batch's events and their deliveries. Sequences are
-// drawn in input order (input), but rows are inserted in (id, source) order:
-// a batch that waits for another's uncommitted event with the same key
+// publishSQL inserts one batch's events and their deliveries (each in its
+// event's account). Sequences are drawn in input order (input), but rows
+// are inserted in key order (id, source, account_id: the unique index's): a
+// batch that waits for another's uncommitted event with the same key
 // (another node publishing it at the same time) then always waits for a
 // larger key than any it holds, so such waits never form a deadlock.
 const publishSQL = `WITH input AS MATERIALIZED (
 	SELECT nextval('events_seq_seq') AS seq, u.*
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::bytea[]) WITH ORDINALITY
-		AS u(id, source, type, subject, published_at, payload, ord)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::bytea[]) WITH ORDINALITY
+		AS u(account_id, id, source, type, subject, published_at, payload, ord)
 	ORDER BY u.ord
 ), ev AS (
-	INSERT INTO events (seq, id, source, type, subject, published_at, payload) OVERRIDING SYSTEM VALUE
-	SELECT seq, id, source, type, subject, published_at, payload FROM input
-	ORDER BY id COLLATE "C", source COLLATE "C"
-	ON CONFLICT (id, source) DO NOTHING
-	RETURNING seq, id, source, published_at
+	INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload) OVERRIDING SYSTEM VALUE
+	SELECT seq, account_id, id, source, type, subject, published_at, payload FROM input
+	ORDER BY id COLLATE "C", source COLLATE "C", account_id COLLATE "C"
+	ON CONFLICT (id, source, account_id) DO NOTHING
+	RETURNING seq, account_id, id, source, published_at
 ), dl AS (
-	INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status,
+	INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
 		round_start, next_attempt_at, created_at, lease_owner, lease_until)
-	SELECT n.id, n.subscription_id, n.endpoint_id, ev.seq, 'pending',
+	SELECT n.id, ev.account_id, n.subscription_id, n.endpoint_id, ev.seq, 'pending',
 		ev.published_at, ev.published_at, ev.published_at, n.lease_owner, n.lease_until
-	FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int8[])
-		AS n(id, subscription_id, endpoint_id, event_id, event_source, lease_owner, lease_until)
-	JOIN ev ON ev.id = n.event_id AND ev.source = n.event_source
+	FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[])
+		AS n(id, subscription_id, endpoint_id, event_account, event_id, event_source, lease_owner, lease_until)
+	JOIN ev ON ev.id = n.event_id AND ev.source = n.event_source AND ev.account_id = n.event_account
 )
-SELECT seq, id, source FROM ev`
+SELECT seq, account_id, id, source FROM ev`
 
 // existingSeqSQL finds the events a batch did not insert: they were stored
 // before, or by a transaction that committed while the insert waited.
-const existingSeqSQL = `SELECT e.seq, e.id, e.source FROM events AS e
-JOIN unnest($1::text[], $2::text[]) AS k(id, source) ON e.id = k.id AND e.source = k.source`
+const existingSeqSQL = `SELECT e.seq, e.account_id, e.id, e.source FROM events AS e
+JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(account_id, id, source)
+	ON e.id = k.id AND e.source = k.source AND e.account_id = k.account_id`
 
 // guardBatch checks the guard of every Publish request in batch (see
 // store.PublishOptions) and marks those refused. When the batch publishes
@@ -311,20 +313,25 @@ func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) err
 
 const presentSubscriptionsSQL = `SELECT id FROM subscriptions WHERE id = ANY($1)`
 
+// eventKey returns ev's dedup key, in its account.
+func eventKey(ev *store.NewEvent) evKey {
+	return evKey{store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source}
+}
+
 // publishBatch writes the events of every Publish request in batch with
 // their deliveries in two statements, and fills in the requests' results.
 // Within the batch the first occurrence of an event is the one stored; later
 // occurrences, in the same call or another, are duplicates of it.
 func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
 	var (
-		slots                       = map[evKey]int{}
-		eID, eSrc, eType, eSubj     []string
-		eAt                         []int64
-		ePayload                    [][]byte
-		dID, dSub, dEp, dEvID, dEvS []string
-		dOwner                      []string
-		dUntil                      []int64
-		have                        bool
+		slots                             = map[evKey]int{}
+		eAcc, eID, eSrc, eType, eSubj     []string
+		eAt                               []int64
+		ePayload                          [][]byte
+		dID, dSub, dEp, dEvA, dEvID, dEvS []string
+		dOwner                            []string
+		dUntil                            []int64
+		have                              bool
 	)
 	for _, r := range batch {
 		if len(r.events) == 0 || r.refused != nil {
@@ -334,7 +341,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		until := sqlrow.LeaseUntilMS(r.opts.Lease)
 		for i := range r.events {
 			ev := &r.events[i]
-			k := evKey{ev.ID, ev.Source}
+			k := eventKey(ev)
 			if _, ok := slots[k]; ok {
 				continue
 			}
@@ -343,6 +350,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 			if payload == nil {
 				payload = []byte{}
 			}
+			eAcc = append(eAcc, k.account)
 			eID, eSrc, eType, eSubj = append(eID, ev.ID), append(eSrc, ev.Source), append(eType, ev.Type), append(eSubj, ev.Subject)
 			eAt, ePayload = append(eAt, sqlrow.UnixMS(ev.PublishedAt)), append(ePayload, payload)
 			for _, d := range ev.Deliveries {
@@ -351,7 +359,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 					owner, lu = r.opts.Lease.Owner, until
 				}
 				dID, dSub, dEp = append(dID, d.ID), append(dSub, d.SubscriptionID), append(dEp, d.EndpointID)
-				dEvID, dEvS = append(dEvID, ev.ID), append(dEvS, ev.Source)
+				dEvA, dEvID, dEvS = append(dEvA, k.account), append(dEvID, ev.ID), append(dEvS, ev.Source)
 				dOwner, dUntil = append(dOwner, owner), append(dUntil, lu)
 			}
 		}
@@ -367,7 +375,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		for rows.Next() {
 			var seq int64
 			var k evKey
-			if err := rows.Scan(&seq, &k.id, &k.source); err != nil {
+			if err := rows.Scan(&seq, &k.account, &k.id, &k.source); err != nil {
 				return err
 			}
 			if slot, ok := slots[k]; ok && seqs[slot] == 0 {
@@ -377,8 +385,8 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		}
 		return rows.Err()
 	}
-	rows, err := tx.Query(ctx, publishSQL, eID, eSrc, eType, eSubj, eAt, ePayload,
-		dID, dSub, dEp, dEvID, dEvS, dOwner, dUntil)
+	rows, err := tx.Query(ctx, publishSQL, eAcc, eID, eSrc, eType, eSubj, eAt, ePayload,
+		dID, dSub, dEp, dEvA, dEvID, dEvS, dOwner, dUntil)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
@@ -386,13 +394,13 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		return fmt.Errorf("publish: %w", err)
 	}
 	if found < len(eID) {
-		var mID, mSrc []string
+		var mAcc, mID, mSrc []string
 		for i := range eID {
 			if seqs[i] == 0 {
-				mID, mSrc = append(mID, eID[i]), append(mSrc, eSrc[i])
+				mAcc, mID, mSrc = append(mAcc, eAcc[i]), append(mID, eID[i]), append(mSrc, eSrc[i])
 			}
 		}
-		rows, err := tx.Query(ctx, existingSeqSQL, mID, mSrc)
+		rows, err := tx.Query(ctx, existingSeqSQL, mAcc, mID, mSrc)
 		if err != nil {
 			return fmt.Errorf("publish: look up duplicates: %w", err)
 		}
@@ -412,7 +420,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		}
 		r.results = make([]store.PublishResult, len(r.events))
 		for i := range r.events {
-			slot := slots[evKey{r.events[i].ID, r.events[i].Source}]
+			slot := slots[eventKey(&r.events[i])]
 			dup := !inserted[slot] || first[slot]
 			first[slot] = true
 			r.results[i] = store.PublishResult{Seq: seqs[slot], Duplicate: dup}
@@ -520,13 +528,15 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 // Publish implements store.DeliveryStore. The call is one request of a
 // group commit: its events and deliveries are committed together or not at
 // all (a delivery ID that already exists fails the call). Events are
-// inserted with ON CONFLICT (id, source) DO NOTHING, so an event stored
-// before, or by another node at the same time, is reported as a duplicate
-// with the stored event's sequence and none of its deliveries is written.
-// This holds within one call and within one batch too: the second
+// inserted in their account (store.AccountOrDefault) with ON CONFLICT
+// (id, source, account_id) DO NOTHING, so an event the account stored
+// before, or stored by another node at the same time, is reported as a
+// duplicate with the stored event's sequence and none of its deliveries is
+// written. This holds within one call and within one batch too: the second
 // occurrence of an event is the duplicate. Sequences increase in input order
-// within a call. Deliveries are written pending, due at PublishedAt (also
-// their round start and creation time), leased to opts.Lease when Claimed.
+// within a call. Deliveries are written in their event's account, pending,
+// due at PublishedAt (also their round start and creation time), leased to
+// opts.Lease when Claimed.
 // The guard of opts is checked in the batch's transaction (guardBatch).
 func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {

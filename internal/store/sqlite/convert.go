@@ -10,12 +10,12 @@ type scanner = sqlrow.RowScanner
 
 // deliveryCols selects a store.Delivery from deliveries d joined with events e;
 // scanDelivery reads them in this order.
-const deliveryCols = `d.id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+const deliveryCols = `d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at`
 
 func deliveryDest(d *store.Delivery, times *[6]int64) []any {
-	return []any{&d.ID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &d.Status,
+	return []any{&d.ID, &d.AccountID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &d.Status,
 		&d.Attempts, &d.RoundAttempts, &times[0], &times[1], &times[2], &times[3],
 		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &times[4], &times[5]}
 }
@@ -40,13 +40,14 @@ func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
 	return d, nil
 }
 
-// eventCols selects a store.StoredEvent from events e.
-const eventCols = `e.seq, e.id, e.source, e.type, e.subject, e.payload, e.published_at`
+// eventCols selects a store.StoredEvent from events e (in the order of
+// sqlrow.ScanListed's event columns).
+const eventCols = `e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at`
 
 func scanEvent(s scanner) (store.StoredEvent, error) {
 	var e store.StoredEvent
 	var at int64
-	if err := s.Scan(&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
+	if err := s.Scan(&e.Seq, &e.AccountID, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
 		return store.StoredEvent{}, err
 	}
 	e.PublishedAt = sqlrow.FromUnixMS(at)

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	endpointCols = `id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
+	endpointCols = `id, account_id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
 	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
 
 	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ?`
@@ -48,12 +48,12 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page.
-func (s *Store) ListEndpoints(ctx context.Context, p store.Page) ([]store.Endpoint, string, error) {
+func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	return readPage(ctx, s, p, listByIDSQL("endpoints", sqlrow.EndpointBytes), listByIDSQL("endpoints", endpointCols),
-		[]any{p.Cursor}, sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
+	sizes, rows, args := listSQL("endpoints", sqlrow.EndpointBytes, endpointCols, accountID, p.Cursor)
+	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
@@ -78,7 +79,20 @@ func TestQueryPlans(t *testing.T) {
 		{"Cleanup", cleanupSQL, []string{"SEARCH e USING COVERING INDEX events_published (published_at<?)", "SEARCH d USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup recheck", unfinishedSQL, []string{"SEARCH deliveries USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup attempts", cleanupAttemptsSQL, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (delivery_id=?)"}, false},
-		{"Duplicate lookup", eventSeqSQL, []string{"SEARCH events USING COVERING INDEX sqlite_autoindex_events_1 (id=? AND source=?)"}, false},
+		{"Duplicate lookup", eventSeqSQL, []string{"SEARCH events USING COVERING INDEX sqlite_autoindex_events_1 (id=? AND source=? AND account_id=?)"}, false},
+		{"ListSubscriptions of an account", listByAccountSQL("subscriptions", subscriptionCols), []string{"SEARCH subscriptions USING INDEX subscriptions_account (account_id=? AND id>?)"}, false},
+		{"ListSubscriptions of an account, sizes", listByAccountSQL("subscriptions", sqlrow.SubscriptionBytes), []string{"SEARCH subscriptions USING INDEX subscriptions_account (account_id=? AND id>?)"}, false},
+		{"ListEndpoints of an account", listByAccountSQL("endpoints", endpointCols), []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}, false},
+		{"ListEndpoints of an account, sizes", listByAccountSQL("endpoints", sqlrow.EndpointBytes), []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}, false},
+		{"Subscription name", subscriptionByNameSQL, []string{"SEARCH subscriptions USING INDEX sqlite_autoindex_subscriptions_2 (account_id=? AND name=?)"}, false},
+		{"ListAccounts", listAccountsSQL(sqlrow.AccountCols), []string{"SEARCH accounts USING INDEX accounts_list (<expr>>?)"}, false},
+		{"ListAccounts sizes", listAccountsSQL(sqlrow.AccountBytes), []string{"SEARCH accounts USING INDEX accounts_list (<expr>>?)"}, false},
+		{"Account name", accountByNameSQL, []string{"SEARCH accounts USING INDEX sqlite_autoindex_accounts_2 (name=?)"}, false},
+		{"DeleteAccount subscriptions", accountSubscribedSQL, []string{"SEARCH subscriptions USING COVERING INDEX subscriptions_account (account_id=?)"}, false},
+		{"DeleteAccount keys", deleteAccountKeysSQL, []string{"SEARCH api_keys USING INDEX api_keys_account (account_id=?)"}, false},
+		{"ListKeys", listByAccountSQL("api_keys", sqlrow.KeyCols), []string{"SEARCH api_keys USING INDEX api_keys_account (account_id=? AND id>?)"}, false},
+		{"ListKeys sizes", listByAccountSQL("api_keys", sqlrow.KeyBytes), []string{"SEARCH api_keys USING INDEX api_keys_account (account_id=? AND id>?)"}, false},
+		{"KeyByHash", keyByHashSQL, []string{"SEARCH api_keys USING INDEX sqlite_autoindex_api_keys_2 (hash=?)"}, false},
 	} {
 		p := plan(t, s, tc.q)
 		for _, w := range tc.want {
@@ -96,23 +110,55 @@ func TestQueryPlans(t *testing.T) {
 
 	// Every combination of delivery filters, with and without a cursor, for
 	// the sizes and for the rows of a page.
-	conds := []string{"d.subscription_id = ?", "d.status = ?", "e.id = ?", "d.id < ?"}
-	for mask := 0; mask < 2<<len(conds); mask++ {
-		var where []string
-		for i, c := range conds {
-			if mask&(1<<i) != 0 {
-				where = append(where, c)
-			}
+	const (
+		bySubscription = 1 << iota
+		byStatus
+		byEvent
+		byAccount
+		withCursor
+		sizes
+	)
+	for mask := 0; mask < sizes<<1; mask++ {
+		var f store.DeliveryFilter
+		if mask&bySubscription != 0 {
+			f.SubscriptionID = "sub_x"
 		}
-		byEvent := mask&4 != 0
+		if mask&byStatus != 0 {
+			f.Status = store.StatusPending
+		}
+		if mask&byEvent != 0 {
+			f.EventID = "e"
+		}
+		if mask&byAccount != 0 {
+			f.AccountID = "acc_x"
+		}
+		where, _ := deliveryConds(f)
+		if mask&withCursor != 0 {
+			where = append(where, "d.id < ?")
+		}
 		cols := deliveryCols
-		if mask&(1<<len(conds)) != 0 {
+		if mask&sizes != 0 {
 			cols = sqlrow.DeliveryBytes
 		}
-		p := plan(t, s, listDeliveriesSQL(cols, where, byEvent))
+		p := plan(t, s, listDeliveriesSQL(cols, where, f.EventID != ""))
 		name := fmt.Sprintf("ListDeliveries %v (%s)", where, firstLine(cols))
+		// An account alone, or with a status, has its own index; with a
+		// subscription, the subscription's.
+		account := mask&(byAccount|bySubscription|byEvent) == byAccount
 		switch {
-		case byEvent:
+		case account && f.Status == "":
+			if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account (account_id=?") {
+				t.Errorf("%s:\n%s", name, p)
+			}
+		case account:
+			if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account_status (account_id=? AND status=?") {
+				t.Errorf("%s:\n%s", name, p)
+			}
+		case f.SubscriptionID != "" && f.EventID == "" && strings.Contains(p, "deliveries_account"):
+			t.Errorf("%s: the account's index rather than the subscription's:\n%s", name, p)
+		}
+		switch {
+		case f.EventID != "":
 			// The events with that id, then their few deliveries (only
 			// the index for the sizes), sorted.
 			if !strings.Contains(p, "SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=?)") ||
@@ -130,10 +176,18 @@ func TestQueryPlans(t *testing.T) {
 			}
 		}
 	}
-	for _, where := range [][]string{{"d.status = 'dead_lettered'"}, {"d.status = 'dead_lettered'", "d.subscription_id = ?"}} {
+	for _, f := range []store.DeadLetterFilter{{}, {SubscriptionID: "sub_x"}, {AccountID: "acc_x"}, {AccountID: "acc_x", SubscriptionID: "sub_x"}} {
+		where, _ := deadLetterConds(f)
+		want := "deliveries_status (status=?"
+		switch {
+		case f.SubscriptionID != "":
+			want = "deliveries_subscription_status (subscription_id=? AND status=?"
+		case f.AccountID != "":
+			want = "deliveries_account_status (account_id=? AND status=?"
+		}
 		for _, cols := range []string{deliveryCols + ", " + eventCols, sqlrow.DeadLetterBytes} {
 			p := plan(t, s, listDeliveriesSQL(cols, append(where, "d.id < ?"), false))
-			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") || !strings.Contains(p, "SEARCH d USING INDEX "+want) {
 				t.Errorf("ListDeadLetters %v (%s):\n%s", where, firstLine(cols), p)
 			}
 		}

@@ -9,26 +9,28 @@ import (
 )
 
 const (
-	insertEventSQL = `INSERT INTO events (id, source, type, subject, published_at, payload)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (id, source) DO NOTHING`
+	insertEventSQL = `INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id, source, account_id) DO NOTHING`
 
-	eventSeqSQL = `SELECT seq FROM events WHERE id = ? AND source = ?`
+	eventSeqSQL = `SELECT seq FROM events WHERE id = ? AND source = ? AND account_id = ?`
 
 	subscriptionPresentSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 
 	insertDeliverySQL = `INSERT INTO deliveries
-(id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
-VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
+(id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
+VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
 )
 
 // Publish implements store.DeliveryStore. The whole call is one request of
 // a group commit: its events and deliveries are committed together or not at
 // all (a delivery ID that already exists fails the call). Each event is
-// inserted with ON CONFLICT (id, source) DO NOTHING; an event that was not
+// inserted in its account (DefaultAccount when AccountID is empty) with ON
+// CONFLICT (id, source, account_id) DO NOTHING; an event that was not
 // inserted is a duplicate, reported with the stored event's sequence, and
 // none of its deliveries is written. This holds within one call and within
-// one batch too: the second occurrence of an event is the duplicate.
+// one batch too: the second occurrence of an event is the duplicate. Its
+// deliveries are written in its account.
 // Deliveries are written pending, due at PublishedAt (which is also their
 // round start and creation time), leased to opts.Lease when Claimed. The
 // guard of opts is checked first, on the single writer, so it is ordered
@@ -55,7 +57,8 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 				payload = []byte{}
 			}
 			at := sqlrow.UnixMS(ev.PublishedAt)
-			res, err := w.exec(insertEventSQL, ev.ID, ev.Source, ev.Type, ev.Subject, at, payload)
+			account := store.AccountOrDefault(ev.AccountID)
+			res, err := w.exec(insertEventSQL, account, ev.ID, ev.Source, ev.Type, ev.Subject, at, payload)
 			if err != nil {
 				return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)
 			}
@@ -65,7 +68,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 			}
 			if n == 0 {
 				var seq int64
-				if err := w.scanRow(eventSeqSQL, []any{ev.ID, ev.Source}, &seq); err != nil {
+				if err := w.scanRow(eventSeqSQL, []any{ev.ID, ev.Source, account}, &seq); err != nil {
 					return fmt.Errorf("look up duplicate event %q from %q: %w", ev.ID, ev.Source, err)
 				}
 				results[i] = store.PublishResult{Seq: seq, Duplicate: true}
@@ -81,7 +84,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 				if d.Claimed {
 					owner, lu = lease.Owner, until
 				}
-				if _, err := w.exec(insertDeliverySQL, d.ID, d.SubscriptionID, d.EndpointID, seq, at, at, at, owner, lu); err != nil {
+				if _, err := w.exec(insertDeliverySQL, d.ID, account, d.SubscriptionID, d.EndpointID, seq, at, at, at, owner, lu); err != nil {
 					return fmt.Errorf("insert delivery %q: %w", d.ID, err)
 				}
 			}

@@ -30,6 +30,24 @@ func listByIDSQL(table, cols string) string {
 	return `SELECT ` + cols + ` FROM ` + table + ` WHERE id > ? ORDER BY id LIMIT ?`
 }
 
+// listByAccountSQL selects cols of one account's rows of table after an
+// ID, in ID order, with a LIMIT parameter last; table has an index on
+// (account_id, id).
+func listByAccountSQL(table, cols string) string {
+	return `SELECT ` + cols + ` FROM ` + table + ` WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`
+}
+
+// listSQL returns readPage's queries (the sizes, as bytes selects them, and
+// the rows, as cols) and arguments for the page after cursor of a list of
+// table's rows in ID order: of every account when accountID is empty, else
+// of that account.
+func listSQL(table, bytes, cols, accountID, cursor string) (sizes, rows string, args []any) {
+	if accountID == "" {
+		return listByIDSQL(table, bytes), listByIDSQL(table, cols), []any{cursor}
+	}
+	return listByAccountSQL(table, bytes), listByAccountSQL(table, cols), []any{accountID, cursor}
+}
+
 // GetDelivery implements store.DeliveryStore.
 func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
 	d, err := scanDelivery(s.readRow(ctx, getDeliverySQL, id))
@@ -50,21 +68,9 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 
 // ListDeliveries implements store.DeliveryStore: newest first (by ID, which
 // sorts by creation time); the cursor is the last ID of the previous page.
-// Every combination of filters is served by an index: (subscription_id, id),
-// (subscription_id, status, id), (status, id), or the event's id then
-// (event_seq).
+// Every combination of filters is served by an index (see deliveryConds).
 func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
-	var where []string
-	var args []any
-	if f.SubscriptionID != "" {
-		where, args = append(where, "d.subscription_id = ?"), append(args, f.SubscriptionID)
-	}
-	if f.Status != "" {
-		where, args = append(where, "d.status = ?"), append(args, string(f.Status))
-	}
-	if f.EventID != "" {
-		where, args = append(where, "e.id = ?"), append(args, f.EventID)
-	}
+	where, args := deliveryConds(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false, f.EventID != "")
 	if err != nil {
 		return nil, "", err
@@ -79,16 +85,51 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]s
 // ListDeadLetters implements store.DeliveryStore: newest first, each with
 // its event; the cursor is the last ID of the previous page.
 func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
-	where := []string{"d.status = 'dead_lettered'"}
-	var args []any
-	if f.SubscriptionID != "" {
-		where, args = append(where, "d.subscription_id = ?"), append(args, f.SubscriptionID)
-	}
+	where, args := deadLetterConds(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, true, false)
 	if err != nil {
 		return nil, "", err
 	}
 	return ds, next, nil
+}
+
+// deliveryConds are the conditions (on deliveries d joined with events e)
+// and arguments of f, which one index serves: (subscription_id, id) or
+// (subscription_id, status, id) for a subscription (its deliveries are
+// all in its account: the account is then a filter on them, marked with a
+// unary + so that the planner never prefers the account's wider index);
+// (account_id, id) or (account_id, status, id) for an account; (status, id)
+// for a status in every account; for an event's id, the events with that
+// id (in the account, when given) then their deliveries by (event_seq).
+func deliveryConds(f store.DeliveryFilter) (where []string, args []any) {
+	if f.SubscriptionID != "" {
+		where, args = append(where, "d.subscription_id = ?"), append(args, f.SubscriptionID)
+	}
+	if f.Status != "" {
+		where, args = append(where, "d.status = ?"), append(args, string(f.Status))
+	}
+	if f.EventID != "" {
+		where, args = append(where, "e.id = ?"), append(args, f.EventID)
+	}
+	if f.AccountID != "" {
+		switch {
+		case f.EventID != "":
+			where = append(where, "e.account_id = ?")
+		case f.SubscriptionID != "":
+			where = append(where, "+d.account_id = ?")
+		default:
+			where = append(where, "d.account_id = ?")
+		}
+		args = append(args, f.AccountID)
+	}
+	return where, args
+}
+
+// deadLetterConds are the conditions and arguments of f, as deliveryConds
+// makes them for the dead-lettered status.
+func deadLetterConds(f store.DeadLetterFilter) (where []string, args []any) {
+	where, args = deliveryConds(store.DeliveryFilter{AccountID: f.AccountID, SubscriptionID: f.SubscriptionID})
+	return append([]string{"d.status = 'dead_lettered'"}, where...), args
 }
 
 // listDeliveriesSQL selects cols of the deliveries matching every condition

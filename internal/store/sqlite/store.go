@@ -14,11 +14,12 @@
 // every request already queued, up to Options.MaxBatch, in one transaction
 // with one commit (see writer.go). A request that fails is rolled back alone
 // (each runs in its own SAVEPOINT). Statements are prepared once on the write
-// connection and reused. ModifyEndpoints, TakeProbe, TryLead and
-// ExtendLeases run on the writer too, which serialises them with every other
-// write (that is their lock). Reads (Get*, List*, NextDue, DueEndpoints,
-// CountPending) use a separate pool of query-only connections and never wait
-// for the writer; in WAL mode they see the last committed state.
+// connection and reused. ModifyEndpoints, TakeProbe, TryLead, ExtendLeases
+// and CreateFirstKey run on the writer too, which serialises them with every
+// other write (that is their lock). Reads (Get*, List*, KeyByHash,
+// AuthVersion, NextDue, DueEndpoints, CountPending) use a separate pool of
+// query-only connections and never wait for the writer; in WAL mode they see
+// the last committed state.
 //
 // # One process per file
 //

@@ -11,12 +11,15 @@ import (
 )
 
 const (
-	subscriptionCols = `id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+	// updateSubscriptionSQL sets every column but the ID and the account
+	// (sqlrow.SubscriptionValues without its first value), then the
+	// version: a subscription never changes accounts.
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
 	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?, state = ?, created_at = ?, updated_at = ?,
@@ -32,7 +35,7 @@ WHERE id = ?`
 	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > ? ORDER BY id`
 	tombstoneSQL     = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
 
-	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE name = ?`
+	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = ? AND name = ?`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
 
@@ -41,10 +44,10 @@ WHERE id = ?`
 	// reader holding the health of an earlier row with that ID adopts the
 	// fresh one) and deletes it with the last subscription that used it.
 	endpointExistsSQL       = `SELECT 1 FROM endpoints WHERE id = ?`
-	insertEndpointSQL       = `INSERT INTO endpoints (id, url, created_at, version) VALUES (?, ?, ?, ?)`
+	insertEndpointSQL       = `INSERT INTO endpoints (id, account_id, url, created_at, version) VALUES (?, ?, ?, ?, ?)`
 	deleteUnusedEndpointSQL = `DELETE FROM endpoints WHERE id = ?1
 AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = ?1)`
-	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = ?`
+	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = ? AND account_id = ?`
 	// moveDeliveriesSQL gives a subscription's deliveries still to be
 	// attempted its new endpoint: they are sent to its new URL, behind that
 	// URL's circuit.
@@ -58,16 +61,20 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued')`
 )
 
 // CreateSubscription implements store.SubscriptionStore. An empty
-// EndpointID is filled in as store.EndpointID(URL). The subscription's
-// Timeout is kept to the millisecond. ErrConflict when the ID is taken.
+// AccountID is DefaultAccount, an empty EndpointID is filled in as
+// store.EndpointIDFor(AccountID, URL). The subscription's Timeout is kept
+// to the millisecond. ErrConflict when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, func(w *writer) error {
+		if err := w.accountExists(sub.AccountID); err != nil {
+			return err
+		}
 		var other string
-		switch err := w.scanRow(subscriptionByNameSQL, []any{sub.Name}, &other); {
+		switch err := w.scanRow(subscriptionByNameSQL, []any{sub.AccountID, sub.Name}, &other); {
 		case err == nil:
 			return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 		case !isNoRows(err):
@@ -91,7 +98,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 	})
 }
 
-// insertEndpoint creates the endpoint row of sub's URL unless it exists.
+// insertEndpoint creates the endpoint row of sub's URL, in sub's account,
+// unless it exists.
 func insertEndpoint(w *writer, sub *store.Subscription) error {
 	var one int
 	switch err := w.scanRow(endpointExistsSQL, []any{sub.EndpointID}, &one); {
@@ -104,7 +112,7 @@ func insertEndpoint(w *writer, sub *store.Subscription) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
+	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.AccountID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
 		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
 	}
 	return nil
@@ -130,12 +138,12 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page.
-func (s *Store) ListSubscriptions(ctx context.Context, p store.Page) ([]store.Subscription, string, error) {
+func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]store.Subscription, string, error) {
 	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	return readPage(ctx, s, p, listByIDSQL("subscriptions", sqlrow.SubscriptionBytes), listByIDSQL("subscriptions", subscriptionCols),
-		[]any{p.Cursor}, sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
+	sizes, rows, args := listSQL("subscriptions", sqlrow.SubscriptionBytes, subscriptionCols, accountID, p.Cursor)
+	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
 }
 
 // SubscriptionChanges implements store.SubscriptionStore. It reads in one
@@ -219,10 +227,12 @@ func (w *writer) currentCatalog() (int64, error) {
 }
 
 // UpdateSubscription implements store.SubscriptionStore: every column,
-// CreatedAt included, takes sub's value. When the URL changes, the
-// deliveries still to be attempted move to the new URL's endpoint, finished
-// ones keep theirs, and the old endpoint's row goes if no subscription uses
-// it any more.
+// CreatedAt included, takes sub's value, but the account: a subscription
+// stays in its account, and ErrNotFound answers an update of a
+// subscription that is not in sub's account (DefaultAccount when empty).
+// When the URL changes, the deliveries still to be attempted move to the
+// new URL's endpoint, finished ones keep theirs, and the old endpoint's row
+// goes if no subscription uses it any more.
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
@@ -230,16 +240,16 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 	}
 	return s.write(ctx, func(w *writer) error {
 		var other string
-		switch err := w.scanRow(subscriptionByNameSQL, []any{sub.Name}, &other); {
+		switch err := w.scanRow(subscriptionByNameSQL, []any{sub.AccountID, sub.Name}, &other); {
 		case err == nil && other != sub.ID:
 			return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 		case err != nil && !isNoRows(err):
 			return err
 		}
 		var old string
-		switch err := w.scanRow(subscriptionEndpointSQL, []any{sub.ID}, &old); {
+		switch err := w.scanRow(subscriptionEndpointSQL, []any{sub.ID, sub.AccountID}, &old); {
 		case isNoRows(err):
-			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+			return fmt.Errorf("subscription %s in account %s: %w", sub.ID, sub.AccountID, store.ErrNotFound)
 		case err != nil:
 			return err
 		}
@@ -247,7 +257,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		if err != nil {
 			return err
 		}
-		if _, err := w.exec(updateSubscriptionSQL, append(args, v, sub.ID)...); err != nil {
+		if _, err := w.exec(updateSubscriptionSQL, append(args[1:], v, sub.ID)...); err != nil {
 			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 		}
 		if err := insertEndpoint(w, &sub); err != nil || old == sub.EndpointID {

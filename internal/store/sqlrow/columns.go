@@ -55,8 +55,8 @@ func ScanAttempt(sc RowScanner) (store.AttemptRecord, error) {
 
 // ScanListed returns the scan of a listed delivery: a store's delivery
 // columns, read by scanDelivery (which reads extra destinations after
-// them), then, withEvent, its event's: e.seq, e.id, e.source, e.type,
-// e.subject, e.payload, e.published_at.
+// them), then, withEvent, its event's: e.seq, e.account_id, e.id, e.source,
+// e.type, e.subject, e.payload, e.published_at.
 func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (store.Delivery, error), withEvent bool) func(RowScanner) (store.DeadLetter, error) {
 	return func(sc RowScanner) (store.DeadLetter, error) {
 		var r store.DeadLetter
@@ -64,7 +64,7 @@ func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (store.Delivery, 
 		var published int64
 		if withEvent {
 			e := &r.Event
-			extra = []any{&e.Seq, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
+			extra = []any{&e.Seq, &e.AccountID, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
 		}
 		d, err := scanDelivery(sc, extra...)
 		r.Delivery = d
@@ -90,6 +90,10 @@ const (
 	SubscriptionBytes = `octet_length(name) + octet_length(url) + octet_length(event_types) +
 	octet_length(subject_begins_with) + octet_length(subject_ends_with) +
 	coalesce(octet_length(retry_policy), 0) + octet_length(headers) + octet_length(secret_headers)`
+	// AccountBytes: an account's name and settings.
+	AccountBytes = `octet_length(name) + octet_length(settings)`
+	// KeyBytes: a key's name.
+	KeyBytes = `octet_length(name)`
 	// EndpointBytes: an endpoint's URL and health window.
 	EndpointBytes = `octet_length(url) + octet_length(health_window)`
 )

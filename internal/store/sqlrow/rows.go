@@ -18,7 +18,7 @@ type RowScanner interface {
 	Scan(dest ...any) error
 }
 
-// ScanSubscription reads the columns id, name, url, endpoint_id,
+// ScanSubscription reads the columns id, account_id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
 // timeout_ms, headers, secret_headers, signing, dead_letter, state,
 // created_at, updated_at, version.
@@ -26,7 +26,7 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
 	var types, headers, secretHeaders, signing string
 	var timeout, created, updated int64
-	if err := sc.Scan(&s.ID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
+	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
 		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
@@ -50,7 +50,9 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 }
 
 // SubscriptionValues returns s's columns in ScanSubscription's order without
-// the ID and the version (name … updated_at). An empty EndpointID is filled in from the URL.
+// the ID and the version (account_id … updated_at). An empty AccountID is
+// filled in as store.DefaultAccount, an empty EndpointID from the account
+// and URL.
 func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
@@ -64,10 +66,11 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.AccountID = store.AccountOrDefault(s.AccountID)
 	if s.EndpointID == "" {
-		s.EndpointID = store.EndpointID(s.URL)
+		s.EndpointID = store.EndpointIDFor(s.AccountID, s.URL)
 	}
-	return []any{s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
+	return []any{s.AccountID, s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
 		s.DeadLetter, s.State,
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
@@ -138,7 +141,7 @@ func BackfillSigning(ids []string, newSigning func() (store.Signing, error), set
 	return nil
 }
 
-// ScanEndpoint reads the columns id, url, state, consecutive_failures,
+// ScanEndpoint reads the columns id, account_id, url, state, consecutive_failures,
 // health_window, first_attempt_at, last_success_at, last_failure_at,
 // disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
 // updated_at, version.
@@ -147,7 +150,7 @@ func ScanEndpoint(sc RowScanner) (store.Endpoint, error) {
 	h := &e.Health
 	var state, window string
 	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
-	if err := sc.Scan(&e.ID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
+	if err := sc.Scan(&e.ID, &e.AccountID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
 		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version); err != nil {
 		return store.Endpoint{}, err
 	}
@@ -187,4 +190,47 @@ func NewHealthRow(id string, e *store.Endpoint) (HealthRow, error) {
 		Disabled: UnixMS(h.DisabledAt), Frozen: UnixMS(h.FrozenAt), Probe: UnixMS(h.NextProbeAt),
 		DelayMS: h.ProbationDelay.Milliseconds(), Updated: UnixMS(e.UpdatedAt),
 	}, nil
+}
+
+// AccountCols selects a store.Account from accounts; ScanAccount reads them
+// in this order.
+const AccountCols = `id, name, settings, created_at, updated_at`
+
+// ScanAccount reads AccountCols.
+func ScanAccount(sc RowScanner) (store.Account, error) {
+	var a store.Account
+	var settings string
+	var created, updated int64
+	if err := sc.Scan(&a.ID, &a.Name, &settings, &created, &updated); err != nil {
+		return store.Account{}, err
+	}
+	if err := json.Unmarshal([]byte(settings), &a.Settings); err != nil {
+		return store.Account{}, fmt.Errorf("account %s: settings: %w", a.ID, err)
+	}
+	a.CreatedAt, a.UpdatedAt = FromUnixMS(created), FromUnixMS(updated)
+	return a, nil
+}
+
+// AccountValues returns a's columns in AccountCols' order.
+func AccountValues(a *store.Account) []any {
+	settings, _ := json.Marshal(a.Settings) // a struct of strings
+	return []any{a.ID, a.Name, string(settings), UnixMS(a.CreatedAt), UnixMS(a.UpdatedAt)}
+}
+
+// KeyCols selects a store.APIKey from api_keys; ScanKey reads them in this
+// order.
+const KeyCols = `id, account_id, role, name, hash, prefix, created_at`
+
+// ScanKey reads KeyCols.
+func ScanKey(sc RowScanner) (store.APIKey, error) {
+	var k store.APIKey
+	var created int64
+	err := sc.Scan(&k.ID, &k.AccountID, &k.Role, &k.Name, &k.Hash, &k.Prefix, &created)
+	k.CreatedAt = FromUnixMS(created)
+	return k, err
+}
+
+// KeyValues returns k's columns in KeyCols' order.
+func KeyValues(k *store.APIKey) []any {
+	return []any{k.ID, store.AccountOrDefault(k.AccountID), k.Role, k.Name, k.Hash, k.Prefix, UnixMS(k.CreatedAt)}
 }

@@ -343,7 +343,7 @@ func benchLookups(b *testing.B, bs BenchStore) {
 	})
 	b.Run("ListSubscriptions", func(b *testing.B) {
 		for b.Loop() {
-			ss, _, err := s.ListSubscriptions(ctx, page)
+			ss, _, err := s.ListSubscriptions(ctx, "", page)
 			check(b, len(ss), err)
 		}
 	})
@@ -357,7 +357,7 @@ func benchLookups(b *testing.B, bs BenchStore) {
 	})
 	b.Run("ListEndpoints", func(b *testing.B) {
 		for b.Loop() {
-			eps, _, err := s.ListEndpoints(ctx, page)
+			eps, _, err := s.ListEndpoints(ctx, "", page)
 			check(b, len(eps), err)
 		}
 	})

@@ -260,6 +260,12 @@ func testClosed(t *testing.T, b *bundle) {
 	_, calls["Redeliver"] = b.s.Redeliver(b.ctx, id, b.now)
 	_, calls["Cleanup"] = b.s.Cleanup(b.ctx, b.now, 10)
 	calls["Ping"] = b.s.Ping(b.ctx)
+	calls["CreateAccount"] = b.s.CreateAccount(b.ctx, store.Account{ID: "acc_x", Name: "x"})
+	_, calls["GetAccount"] = b.s.GetAccount(b.ctx, store.DefaultAccount)
+	calls["DeleteAccount"] = b.s.DeleteAccount(b.ctx, "acc_x")
+	_, calls["CreateFirstKey"] = b.s.CreateFirstKey(b.ctx, store.APIKey{ID: "key_x", Hash: []byte("x")})
+	_, calls["KeyByHash"] = b.s.KeyByHash(b.ctx, []byte("x"))
+	_, calls["AuthVersion"] = b.s.AuthVersion(b.ctx)
 	for name, err := range calls {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)

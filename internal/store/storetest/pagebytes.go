@@ -153,7 +153,7 @@ func testListSubscriptionsBytes(t *testing.T, b *bundle) {
 		want = append(want, s.ID)
 	}
 	checkBounded(t, "subscriptions", want, func(p store.Page) ([]store.Subscription, string, error) {
-		return b.s.ListSubscriptions(b.ctx, p)
+		return b.s.ListSubscriptions(b.ctx, "", p)
 	}, func(s store.Subscription) int64 { return subscriptionBytes(t, s) },
 		func(s store.Subscription) string { return s.ID })
 }
@@ -169,7 +169,7 @@ func testListEndpointsBytes(t *testing.T, b *bundle) {
 	}
 	want = sortedCopy(want)
 	checkBounded(t, "endpoints", want, func(p store.Page) ([]store.Endpoint, string, error) {
-		return b.s.ListEndpoints(b.ctx, p)
+		return b.s.ListEndpoints(b.ctx, "", p)
 	}, func(e store.Endpoint) int64 {
 		w, err := json.Marshal(e.Health.Window)
 		if err != nil {
@@ -206,11 +206,11 @@ func testListInvalidCursors(t *testing.T, b *bundle) {
 			return len(as), err
 		}, "1", 1, []string{"-1", "1.5", "01", "+1", "2147483648", "x", "dlv_" + ulid}},
 		{"subscriptions", func(c string) (int, error) {
-			ss, _, err := b.s.ListSubscriptions(b.ctx, store.Page{Cursor: c})
+			ss, _, err := b.s.ListSubscriptions(b.ctx, "", store.Page{Cursor: c})
 			return len(ss), err
 		}, "sub_" + strings.Repeat("0", 26), 1, []string{"sub_" + ulid[1:], "dlv_" + ulid, "sub_" + ulid + " ", "zzz"}},
 		{"endpoints", func(c string) (int, error) {
-			eps, _, err := b.s.ListEndpoints(b.ctx, store.Page{Cursor: c})
+			eps, _, err := b.s.ListEndpoints(b.ctx, "", store.Page{Cursor: c})
 			return len(eps), err
 		}, "ep_" + strings.Repeat("0", 20), 1, []string{"ep_" + ulid, "ep_" + ulid[:19], "ep_" + ulid[:19] + "i", "sub_" + ulid, "~"}},
 	}

@@ -38,7 +38,7 @@ func testPublishStores(t *testing.T, b *bundle) {
 			t.Fatal(err)
 		}
 		equal(t, "event", got, store.StoredEvent{
-			Seq: res[i].Seq, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			Seq: res[i].Seq, AccountID: store.DefaultAccount, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: ev.Payload, PublishedAt: ev.PublishedAt,
 		})
 	}

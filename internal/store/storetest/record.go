@@ -125,7 +125,7 @@ func testRecordDeadLetter(t *testing.T, b *bundle) {
 		t.Fatalf("ListDeadLetters: next %q, %v", next, err)
 	}
 	equal(t, "dead letters", dls, []store.DeadLetter{{Delivery: want, Event: store.StoredEvent{
-		Seq: seq, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+		Seq: seq, AccountID: store.DefaultAccount, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 		Payload: ev.Payload, PublishedAt: ev.PublishedAt,
 	}}})
 	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh+retry != 0 {

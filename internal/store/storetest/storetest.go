@@ -51,6 +51,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EndpointLifetime", endpointLifeTests},
 		{"Leaders", leaderTests},
 		{"Catalog", catalogTests},
+		{"Accounts", accountTests},
+		{"Keys", keyTests},
+		{"Tenants", tenantTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -109,15 +112,22 @@ func (b *bundle) id(prefix string) string {
 // at returns the suite's base time plus d.
 func (b *bundle) at(d time.Duration) time.Time { return b.now.Add(d) }
 
-// sub creates a subscription to url with a unique name.
+// sub creates a subscription to url with a unique name in DefaultAccount.
 func (b *bundle) sub(url string) store.Subscription {
+	b.t.Helper()
+	return b.subIn(store.DefaultAccount, url)
+}
+
+// subIn creates a subscription to url with a unique name in an account.
+func (b *bundle) subIn(account, url string) store.Subscription {
 	b.t.Helper()
 	b.n++
 	s := store.Subscription{
 		ID:          b.id("sub_"),
+		AccountID:   account,
 		Name:        fmt.Sprintf("sub-%d", b.n),
 		URL:         url,
-		EndpointID:  store.EndpointID(url),
+		EndpointID:  store.EndpointIDFor(account, url),
 		EventTypes:  []string{"invoice.paid"},
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`),
 		Timeout:     30 * time.Second,
@@ -134,7 +144,8 @@ func (b *bundle) sub(url string) store.Subscription {
 }
 
 // event returns an event published at `at` with one unclaimed delivery per
-// subscription in subs.
+// subscription in subs, in the account of the first (without subs, with no
+// account: DefaultAccount's).
 func (b *bundle) event(at time.Time, subs ...store.Subscription) store.NewEvent {
 	b.n++
 	ev := store.NewEvent{
@@ -147,6 +158,9 @@ func (b *bundle) event(at time.Time, subs ...store.Subscription) store.NewEvent 
 	}
 	for _, s := range subs {
 		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: s.ID, EndpointID: s.EndpointID})
+	}
+	if len(subs) > 0 {
+		ev.AccountID = subs[0].AccountID
 	}
 	return ev
 }
@@ -316,7 +330,7 @@ func reversed(s []string) []string {
 func pendingDelivery(ev store.NewEvent, i int, seq int64) store.Delivery {
 	d := ev.Deliveries[i]
 	return store.Delivery{
-		ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
+		ID: d.ID, AccountID: store.AccountOrDefault(ev.AccountID), SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 		EventSeq: seq, EventID: ev.ID, EventSource: ev.Source,
 		Status:     store.StatusPending,
 		RoundStart: ev.PublishedAt, NextAttemptAt: ev.PublishedAt, CreatedAt: ev.PublishedAt,

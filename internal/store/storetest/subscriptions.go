@@ -21,6 +21,7 @@ func fullSubscription(b *bundle) store.Subscription {
 	url := "https://hooks.example.com/billing?x=1"
 	return store.Subscription{
 		ID:                b.id("sub_"),
+		AccountID:         store.DefaultAccount,
 		Name:              "billing",
 		URL:               url,
 		EndpointID:        store.EndpointID(url),
@@ -74,6 +75,7 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	got.EventTypes, got.Headers, got.SecretHeaders, got.RetryPolicy = nil, nil, nil, nil
 	got.Signing = store.Signing{}
 	bare.Version = got.Version
+	bare.AccountID = store.DefaultAccount // an empty account is the default's
 	equal(t, "bare subscription", got, bare)
 }
 
@@ -171,7 +173,7 @@ func testSubscriptionList(t *testing.T, b *bundle) {
 	}
 	for _, limit := range []int{1, 3, 7, 8} {
 		got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
-			ss, next, err := b.s.ListSubscriptions(b.ctx, p)
+			ss, next, err := b.s.ListSubscriptions(b.ctx, "", p)
 			var ids []string
 			for _, s := range ss {
 				ids = append(ids, s.ID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		version int
 		data    string
 		check   func(*testing.T, store.Store)
-	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3}} {
+	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
+		{4, V4Data, CheckUpgradeFromV4}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -233,5 +235,151 @@ func CheckUpgradeFromV3(t *testing.T, s store.Store) {
 	}
 	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v3_pending", 1, now)}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// V4Data is written into a database at schema version 4, which had no
+// accounts: a subscription with secret headers and a signing key, its
+// endpoint, and three events: e1 with a pending delivery, e2 with a
+// delivered one, and e3, the newest, deleted since (as Cleanup does).
+// CheckUpgradeFromV4 then checks the store opened on it.
+const V4Data = `
+INSERT INTO endpoints (id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v4', 'https://v4.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version)
+VALUES ('sub_v4', 'v4', 'https://v4.example/hook', 'ep_v4', '["invoice.paid"]', 'invoices/', '',
+	'{"preset":"eventgrid"}', 30000, '{"X-Api-Key":"k"}', '{"Authorization":"Bearer t0ken"}',
+	'{"algorithm":"hmac-sha256","keys":[{"key":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}',
+	true, 'active', 1767603600000, 1767603600000, 2);
+UPDATE counters SET value = 2 WHERE name = 'catalog';
+INSERT INTO events (id, source, type, subject, published_at, payload)
+VALUES ('e1', '/billing', 'invoice.paid', 'invoices/1', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('e2', '/billing', 'invoice.paid', 'invoices/2', 1767603600000, '{"specversion":"1.0","id":"e2"}'),
+       ('e3', '/billing', 'invoice.paid', 'invoices/3', 1767603600000, '{"specversion":"1.0","id":"e3"}');
+DELETE FROM events WHERE id = 'e3';
+INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, delivered_at)
+VALUES ('dlv_v4_pending', 'sub_v4', 'ep_v4', (SELECT seq FROM events WHERE id = 'e1'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0),
+       ('dlv_v4_done', 'sub_v4', 'ep_v4', (SELECT seq FROM events WHERE id = 'e2'), 'delivered', 1,
+	1767603600000, 1767603600000, 1767603600000, 1767603601000);
+`
+
+// CheckUpgradeFromV4 checks a store opened on a version-4 database holding
+// V4Data: everything is in the default account, which exists; the
+// subscription keeps its secrets; the pending delivery is still claimed;
+// deduplication holds in the default account and not in another; a seq is
+// not reused; and accounts and keys work.
+func CheckUpgradeFromV4(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	if a, err := s.GetAccount(ctx, store.DefaultAccount); err != nil || a.Settings.FailurePolicy != "retry" || a.CreatedAt.IsZero() {
+		t.Fatalf("default account after the upgrade: %+v, %v", a, err)
+	}
+	v, err := s.AuthVersion(ctx)
+	if err != nil || v <= 0 {
+		t.Fatalf("AuthVersion after the upgrade: %d, %v", v, err)
+	}
+
+	sub, err := s.GetSubscription(ctx, "sub_v4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.Subscription{ID: "sub_v4", AccountID: store.DefaultAccount, Name: "v4", URL: "https://v4.example/hook",
+		EndpointID: "ep_v4", EventTypes: []string{"invoice.paid"}, SubjectBeginsWith: "invoices/",
+		RetryPolicy: []byte(`{"preset":"eventgrid"}`), Timeout: 30 * time.Second,
+		Headers: map[string]string{"X-Api-Key": "k"}, SecretHeaders: map[string]string{"Authorization": "Bearer t0ken"},
+		Signing:    store.Signing{Algorithm: "hmac-sha256", Keys: []store.SigningKey{{Key: []byte("0123456789abcdef0123456789abcdef")}}},
+		DeadLetter: true, State: "active", CreatedAt: time.UnixMilli(1767603600000).UTC(), UpdatedAt: time.UnixMilli(1767603600000).UTC(),
+		Version: 2}
+	equal(t, "subscription after the upgrade", sub, want)
+	if ss, _, err := s.ListSubscriptions(ctx, store.DefaultAccount, store.Page{}); err != nil || len(ss) != 1 || ss[0].ID != "sub_v4" {
+		t.Fatalf("ListSubscriptions(default) after the upgrade: %+v, %v", ss, err)
+	}
+	e, err := s.GetEndpoint(ctx, "ep_v4")
+	if err != nil || e.AccountID != store.DefaultAccount {
+		t.Fatalf("endpoint after the upgrade: %+v, %v", e, err)
+	}
+	if eps, _, err := s.ListEndpoints(ctx, store.DefaultAccount, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != "ep_v4" {
+		t.Fatalf("ListEndpoints(default) after the upgrade: %+v, %v", eps, err)
+	}
+	var seqs []int64
+	for _, id := range []string{"dlv_v4_pending", "dlv_v4_done"} {
+		d, err := s.GetDelivery(ctx, id)
+		if err != nil || d.AccountID != store.DefaultAccount {
+			t.Fatalf("delivery %s after the upgrade: %+v, %v", id, d, err)
+		}
+		ev, err := s.GetEvent(ctx, d.EventSeq)
+		if err != nil || ev.AccountID != store.DefaultAccount || ev.ID != d.EventID {
+			t.Fatalf("event %d after the upgrade: %+v, %v", d.EventSeq, ev, err)
+		}
+		seqs = append(seqs, d.EventSeq)
+	}
+	ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{AccountID: store.DefaultAccount, Status: store.StatusPending})
+	if err != nil || len(ds) != 1 || ds[0].ID != "dlv_v4_pending" {
+		t.Fatalf("pending deliveries of the default account after the upgrade: %+v, %v", ds, err)
+	}
+
+	cs, err := s.ClaimDue(ctx, "ep_v4", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v4_pending" || cs[0].AccountID != store.DefaultAccount ||
+		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v4_pending", 1, now)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first key of the upgraded store, and an account of its own.
+	key := store.APIKey{ID: "key_v4", AccountID: store.DefaultAccount, Role: store.RoleAdmin, Name: "first",
+		Hash: []byte("0123456789abcdef0123456789abcdef"), Prefix: "hk_v4", CreatedAt: now}
+	if ok, err := s.CreateFirstKey(ctx, key); err != nil || !ok {
+		t.Fatalf("CreateFirstKey after the upgrade = %v, %v; want true", ok, err)
+	}
+	if got, err := s.AuthVersion(ctx); err != nil || got <= v {
+		t.Fatalf("AuthVersion after a key was created: %d, %v; want more than %d", got, err, v)
+	}
+	acc := store.Account{ID: "acc_" + strings.Repeat("1", 26), Name: "tenant", Settings: store.AccountSettings{FailurePolicy: "retry"},
+		CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateAccount(ctx, acc); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateKey(ctx, store.APIKey{ID: "key_v4b", AccountID: acc.ID, Role: store.RoleAccount, Name: "tenant",
+		Hash: []byte("another hash of thirty-two bytes"), Prefix: "hk_v4b", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Deduplication: e1 again is new in another account, a duplicate in
+	// the default one; the new event does not take the deleted e3's seq
+	// (published first and alone: a refused duplicate may use up a seq).
+	res, err := s.Publish(ctx, []store.NewEvent{
+		{AccountID: acc.ID, ID: "e1", Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`), PublishedAt: now},
+	}, store.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e3 := max(seqs[0], seqs[1]) + 1; res[0].Duplicate || res[0].Seq <= e3 {
+		t.Fatalf("e1 in a new account after the upgrade: %+v; want a new event after e3's seq %d", res[0], e3)
+	}
+	res, err = s.Publish(ctx, []store.NewEvent{
+		{ID: "e1", Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`), PublishedAt: now},
+	}, store.PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Duplicate || res[0].Seq != seqs[0] {
+		t.Fatalf("e1 again in the default account after the upgrade: %+v; want a duplicate of seq %d", res[0], seqs[0])
+	}
+
+	// Names are unique per account from now on.
+	other := sub
+	other.ID, other.AccountID, other.EndpointID = "sub_v4b", acc.ID, store.EndpointIDFor(acc.ID, sub.URL)
+	if err := s.CreateSubscription(ctx, other); err != nil {
+		t.Fatalf("the upgraded subscription's name in a new account: %v", err)
+	}
+	other.ID, other.AccountID, other.EndpointID = "sub_v4c", store.DefaultAccount, sub.EndpointID
+	if err := s.CreateSubscription(ctx, other); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("the upgraded subscription's name again in the default account: %v; want ErrNameTaken", err)
 	}
 }

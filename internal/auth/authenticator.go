@@ -1,0 +1,229 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// ErrUnauthenticated: no key, or a key Herald does not know (never made,
+// or revoked).
+var ErrUnauthenticated = errors.New("missing or unknown API key")
+
+// Principal is who a request acts as: its key's role and account. The
+// HERALD_ADMIN_KEY is an admin of store.DefaultAccount with KeyID "env".
+type Principal struct {
+	KeyID     string
+	AccountID string
+	Role      string
+}
+
+// Store is what authentication reads: keys by hash, accounts, and the auth
+// version that every account and key write advances.
+type Store interface {
+	KeyByHash(ctx context.Context, hash []byte) (store.APIKey, error)
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+	AuthVersion(ctx context.Context) (int64, error)
+}
+
+// Defaults.
+const (
+	// DefaultRecheck is how often the cache reads the auth version: a
+	// revoked key or deleted account stops working on every node at most
+	// this long (plus one store read) after the change. On the node that
+	// made the change it stops at once.
+	DefaultRecheck = time.Second
+	// DefaultCacheSize bounds the keys and accounts the cache holds (each
+	// map); unknown keys are cached too, so a client retrying a bad key
+	// costs no store read.
+	DefaultCacheSize = 10_000
+)
+
+// Authenticator authenticates API keys. Keys and accounts once read are
+// kept in memory, so a request costs no store read in steady state; every
+// Recheck the cache reads the store's auth version (one small read per
+// node, whatever the traffic) and forgets everything when it moved. It is
+// safe for concurrent use.
+type Authenticator struct {
+	store     Store
+	clock     clock.Clock
+	log       *slog.Logger
+	recheck   time.Duration
+	size      int
+	adminHash []byte // HERALD_ADMIN_KEY's hash, or nil
+
+	mu       sync.Mutex
+	gen      uint64 // advanced by every flush
+	version  int64  // the auth version the cache reflects (0: unknown)
+	keys     map[string]keyEntry
+	accounts map[string]store.Account
+}
+
+type keyEntry struct {
+	key   store.APIKey
+	known bool
+}
+
+// Options configure an Authenticator; zero fields take the defaults.
+type Options struct {
+	// AdminKey, when not empty, is always accepted as an admin key of
+	// store.DefaultAccount (HERALD_ADMIN_KEY). It is never stored.
+	AdminKey  string
+	Recheck   time.Duration
+	CacheSize int
+	Clock     clock.Clock
+	Logger    *slog.Logger
+}
+
+// New returns an authenticator reading st. Run keeps it current.
+func New(st Store, o Options) *Authenticator {
+	a := &Authenticator{store: st, clock: o.Clock, log: o.Logger, recheck: o.Recheck, size: o.CacheSize}
+	if a.clock == nil {
+		a.clock = clock.Real{}
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.recheck <= 0 {
+		a.recheck = DefaultRecheck
+	}
+	if a.size <= 0 {
+		a.size = DefaultCacheSize
+	}
+	if o.AdminKey != "" {
+		a.adminHash = Hash(o.AdminKey)
+	}
+	a.keys, a.accounts = map[string]keyEntry{}, map[string]store.Account{}
+	return a
+}
+
+// Recheck is how often Run reads the auth version.
+func (a *Authenticator) Recheck() time.Duration { return a.recheck }
+
+// Authenticate returns the principal of a bearer key, or
+// ErrUnauthenticated. A key seen before (known or not) costs no store read
+// until the auth version moves.
+func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal, error) {
+	if key == "" || len(key) > MaxKeyLen {
+		return Principal{}, ErrUnauthenticated
+	}
+	h := Hash(key)
+	if a.adminHash != nil && sameHash(h, a.adminHash) {
+		return Principal{KeyID: "env", AccountID: store.DefaultAccount, Role: store.RoleAdmin}, nil
+	}
+	a.mu.Lock()
+	e, ok := a.keys[string(h)]
+	gen := a.gen
+	a.mu.Unlock()
+	if !ok {
+		k, err := a.store.KeyByHash(ctx, h)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			e = keyEntry{}
+		case err != nil:
+			return Principal{}, err
+		default:
+			e = keyEntry{key: k, known: true}
+		}
+		a.mu.Lock()
+		if a.gen == gen { // not flushed meanwhile: the read is still current
+			if len(a.keys) >= a.size {
+				evictOne(a.keys)
+			}
+			a.keys[string(h)] = e
+		}
+		a.mu.Unlock()
+	}
+	if !e.known {
+		return Principal{}, ErrUnauthenticated
+	}
+	return Principal{KeyID: e.key.ID, AccountID: e.key.AccountID, Role: e.key.Role}, nil
+}
+
+// Account returns an account (store.ErrNotFound when there is none),
+// cached like keys.
+func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, error) {
+	a.mu.Lock()
+	acc, ok := a.accounts[id]
+	gen := a.gen
+	a.mu.Unlock()
+	if ok {
+		return acc, nil
+	}
+	acc, err := a.store.GetAccount(ctx, id)
+	if err != nil {
+		return store.Account{}, err
+	}
+	a.mu.Lock()
+	if a.gen == gen {
+		if len(a.accounts) >= a.size {
+			evictOne(a.accounts)
+		}
+		a.accounts[id] = acc
+	}
+	a.mu.Unlock()
+	return acc, nil
+}
+
+// Flush forgets every cached key and account. The API calls it after its
+// own account and key writes, so that they take effect on this node at once.
+func (a *Authenticator) Flush() {
+	a.mu.Lock()
+	a.flushLocked()
+	a.mu.Unlock()
+}
+
+func (a *Authenticator) flushLocked() {
+	a.gen++
+	clear(a.keys)
+	clear(a.accounts)
+}
+
+// Run reads the auth version every Recheck (on the injected clock) and
+// flushes the cache when it moved, until ctx ends. A failed read is logged
+// and the cache kept: the store being briefly unreachable does not log
+// everyone out.
+func (a *Authenticator) Run(ctx context.Context) {
+	for {
+		t := a.clock.NewTimer(a.recheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		a.Check(ctx)
+	}
+}
+
+// Check reads the auth version once and flushes the cache when it moved.
+func (a *Authenticator) Check(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	v, err := a.store.AuthVersion(rctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("reading the auth version", "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	if v != a.version {
+		a.version = v
+		a.flushLocked()
+	}
+	a.mu.Unlock()
+}
+
+// evictOne deletes an arbitrary entry (Go's map order) to make room.
+func evictOne[V any](m map[string]V) {
+	for k := range m {
+		delete(m, k)
+		return
+	}
+}

@@ -1,0 +1,338 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Tenant isolation: everything belongs to one account, and what one
+// account does never shows in, or changes, another's.
+var tenantTests = []test{
+	{"DedupPerAccount", testTenantDedup},
+	{"DeliveriesPerAccount", testTenantDeliveries},
+	{"DeadLettersPerAccount", testTenantDeadLetters},
+	{"SubscriptionsPerAccount", testTenantSubscriptions},
+	{"EndpointsPerAccount", testTenantEndpoints},
+	{"SubscriptionNamesPerAccount", testTenantNames},
+	{"SubscriptionStaysInItsAccount", testTenantUpdateKeepsAccount},
+}
+
+// pageIDs lists every page of list with limit, checking the page rule
+// (allPages), and returns the items' keys.
+func pageIDs[T any](t *testing.T, limit int, list func(store.Page) ([]T, string, error), key func(T) string) []string {
+	t.Helper()
+	got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
+		items, next, err := list(p)
+		var out []string
+		for _, v := range items {
+			out = append(out, key(v))
+		}
+		return out, next, err
+	})
+	if got == nil {
+		got = []string{}
+	}
+	return got
+}
+
+// testTenantDedup: the same (source, id) published in two accounts makes
+// two events; repeated in one account it is a duplicate of that
+// account's.
+func testTenantDedup(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	a, x := b.sub("https://a.example/hook"), b.subIn(acc.ID, "https://x.example/hook")
+	inDefault := b.event(b.now, a)
+	inAcc := b.event(b.now, x)
+	inAcc.ID, inAcc.Source = inDefault.ID, inDefault.Source
+	res := b.publish(inDefault, inAcc)
+	if res[0].Duplicate || res[1].Duplicate || res[0].Seq == res[1].Seq {
+		t.Fatalf("one (source, id) in two accounts: %+v; want two new events", res)
+	}
+	for i, ev := range []store.NewEvent{inDefault, inAcc} {
+		e, err := b.s.GetEvent(b.ctx, res[i].Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "event", e, store.StoredEvent{Seq: res[i].Seq, AccountID: ev.AccountID, ID: ev.ID, Source: ev.Source,
+			Type: ev.Type, Subject: ev.Subject, Payload: ev.Payload, PublishedAt: ev.PublishedAt})
+		equal(t, "delivery", b.get(ev.Deliveries[0].ID), pendingDelivery(ev, 0, res[i].Seq))
+	}
+
+	// Again in each account (and in the default one without naming it):
+	// duplicates of that account's event.
+	again := func(ev store.NewEvent, account string) store.NewEvent {
+		ev.AccountID = account
+		ev.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: ev.Deliveries[0].SubscriptionID, EndpointID: ev.Deliveries[0].EndpointID}}
+		return ev
+	}
+	dups := []store.NewEvent{again(inAcc, acc.ID), again(inDefault, ""), again(inDefault, store.DefaultAccount)}
+	got := b.publish(dups...)
+	equal(t, "duplicates", got, []store.PublishResult{{Seq: res[1].Seq, Duplicate: true}, {Seq: res[0].Seq, Duplicate: true},
+		{Seq: res[0].Seq, Duplicate: true}})
+	for _, ev := range dups {
+		if _, err := b.s.GetDelivery(b.ctx, ev.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a duplicate's delivery was written (%v)", err)
+		}
+	}
+	// A third account is new to it too, within one call as well.
+	other := b.account("other")
+	third := inAcc
+	third.AccountID, third.Deliveries = other.ID, nil
+	got = b.publish(third, third)
+	if got[0].Duplicate || got[0].Seq == res[0].Seq || got[0].Seq == res[1].Seq || got[1] != (store.PublishResult{Seq: got[0].Seq, Duplicate: true}) {
+		t.Fatalf("the event in a third account: %+v", got)
+	}
+}
+
+// testTenantDeliveries: deliveries listed for an account are that
+// account's only, with every filter; a claimed delivery carries its
+// account.
+func testTenantDeliveries(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	a, x := b.sub("https://a.example/hook"), b.subIn(acc.ID, "https://x.example/hook")
+	pa, px := b.deliver(a, b.now), b.deliver(x, b.now)
+	ev, _ := b.claimOne(x, b.now)
+	dx := ev.Deliveries[0].ID
+	b.record(succeeded(dx, 1, b.now))
+	// One CloudEvents id and source in both accounts.
+	sa := b.event(b.now, a)
+	sx := b.event(b.now, x)
+	sx.ID, sx.Source = sa.ID, sa.Source
+	b.publish(sa, sx)
+	sharedA, sharedX := sa.Deliveries[0].ID, sx.Deliveries[0].ID
+
+	for _, tc := range []struct {
+		name string
+		f    store.DeliveryFilter
+		want []string // newest first
+	}{
+		{"every account", store.DeliveryFilter{}, []string{sharedX, sharedA, dx, px, pa}},
+		{"account", store.DeliveryFilter{AccountID: acc.ID}, []string{sharedX, dx, px}},
+		{"default account", store.DeliveryFilter{AccountID: store.DefaultAccount}, []string{sharedA, pa}},
+		{"account and status", store.DeliveryFilter{AccountID: acc.ID, Status: store.StatusPending}, []string{sharedX, px}},
+		{"account and subscription", store.DeliveryFilter{AccountID: acc.ID, SubscriptionID: x.ID}, []string{sharedX, dx, px}},
+		{"another account's subscription", store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: x.ID}, []string{}},
+		{"another account's subscription and status", store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: x.ID, Status: store.StatusDelivered}, []string{}},
+		{"event id in every account", store.DeliveryFilter{EventID: sa.ID}, []string{sharedX, sharedA}},
+		{"event id in an account", store.DeliveryFilter{EventID: sa.ID, AccountID: acc.ID}, []string{sharedX}},
+		{"event id in the default account", store.DeliveryFilter{EventID: sa.ID, AccountID: store.DefaultAccount}, []string{sharedA}},
+		{"event id, account, status", store.DeliveryFilter{EventID: sa.ID, AccountID: acc.ID, Status: store.StatusDelivered}, []string{}},
+		{"unknown account", store.DeliveryFilter{AccountID: "acc_" + strings.Repeat("0", 26)}, []string{}},
+	} {
+		for _, limit := range []int{1, 2, 100} {
+			got := pageIDs(t, limit, func(p store.Page) ([]store.Delivery, string, error) {
+				f := tc.f
+				f.Page = p
+				return b.s.ListDeliveries(b.ctx, f)
+			}, func(d store.Delivery) string { return d.ID })
+			equal(t, fmt.Sprintf("%s, limit %d", tc.name, limit), got, tc.want)
+		}
+	}
+	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{AccountID: acc.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		equal(t, "listed delivery", d, b.get(d.ID))
+		if d.AccountID != acc.ID {
+			t.Fatalf("delivery %s of account %s lists as %s's", d.ID, acc.ID, d.AccountID)
+		}
+	}
+	cs := b.claim(x.EndpointID, b.now, 10)
+	equal(t, "claimed", sortedCopy(claimedIDs(cs)), sortedCopy([]string{px, sharedX}))
+	for _, c := range cs {
+		if c.AccountID != acc.ID {
+			t.Fatalf("claimed delivery %s has account %q, want %s", c.ID, c.AccountID, acc.ID)
+		}
+	}
+	r, err := b.s.Redeliver(b.ctx, dx, b.at(time.Minute))
+	if err != nil || r.AccountID != acc.ID {
+		t.Fatalf("Redeliver = %+v, %v; want a delivery of %s", r, err, acc.ID)
+	}
+}
+
+// testTenantDeadLetters: dead letters listed for an account are that
+// account's, each with its event in the account.
+func testTenantDeadLetters(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	a, x := b.sub("https://a.example/hook"), b.subIn(acc.ID, "https://x.example/hook")
+	var ofA, ofX []string
+	for i := 0; i < 5; i++ {
+		at := b.at(time.Duration(i) * time.Hour)
+		if i%2 == 0 {
+			ofX = append(ofX, b.deadAfterTwo(x, at))
+		} else {
+			ofA = append(ofA, b.deadAfterTwo(a, at))
+		}
+	}
+	b.deliver(x, b.now) // pending: not a dead letter
+	list := func(f store.DeadLetterFilter) func(store.Page) ([]store.DeadLetter, string, error) {
+		return func(p store.Page) ([]store.DeadLetter, string, error) {
+			f.Page = p
+			dls, next, err := b.s.ListDeadLetters(b.ctx, f)
+			for _, dl := range dls {
+				if want := store.AccountOrDefault(f.AccountID); f.AccountID != "" && (dl.AccountID != want || dl.Event.AccountID != want) {
+					return nil, "", fmt.Errorf("dead letter of %s (event of %s) listed in %s", dl.AccountID, dl.Event.AccountID, want)
+				}
+			}
+			return dls, next, err
+		}
+	}
+	key := func(d store.DeadLetter) string { return d.ID }
+	for _, limit := range []int{1, 2, 10} {
+		equal(t, "dead letters of the account", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: acc.ID}), key), reversed(ofX))
+		equal(t, "dead letters of the default account", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: store.DefaultAccount}), key), reversed(ofA))
+		equal(t, "dead letters of the account's subscription", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: acc.ID, SubscriptionID: x.ID}), key), reversed(ofX))
+		equal(t, "dead letters of another account's subscription", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: acc.ID, SubscriptionID: a.ID}), key), []string{})
+		equal(t, "dead letters of every account", len(pageIDs(t, limit, list(store.DeadLetterFilter{}), key)), len(ofA)+len(ofX))
+	}
+}
+
+// testTenantSubscriptions: subscriptions listed for an account are that
+// account's, and read back with it.
+func testTenantSubscriptions(t *testing.T, b *bundle) {
+	acc, other := b.account("tenant"), b.account("other")
+	var all, ofAcc, ofDefault []string
+	for i := 0; i < 7; i++ {
+		url := fmt.Sprintf("https://example.com/%d", i)
+		var s store.Subscription
+		if i%2 == 0 {
+			s = b.subIn(acc.ID, url)
+			ofAcc = append(ofAcc, s.ID)
+		} else {
+			s = b.sub(url)
+			ofDefault = append(ofDefault, s.ID)
+		}
+		all = append(all, s.ID)
+		if got, err := b.s.GetSubscription(b.ctx, s.ID); err != nil || got.AccountID != s.AccountID || got.EndpointID != s.EndpointID {
+			t.Fatalf("GetSubscription(%s) = %+v, %v; want it in %s", s.ID, got, err, s.AccountID)
+		}
+	}
+	key := func(s store.Subscription) string { return s.ID }
+	list := func(account string) func(store.Page) ([]store.Subscription, string, error) {
+		return func(p store.Page) ([]store.Subscription, string, error) {
+			return b.s.ListSubscriptions(b.ctx, account, p)
+		}
+	}
+	for _, limit := range []int{1, 2, 4, 8} {
+		equal(t, "subscriptions of the account", pageIDs(t, limit, list(acc.ID), key), ofAcc)
+		equal(t, "subscriptions of the default account", pageIDs(t, limit, list(store.DefaultAccount), key), ofDefault)
+		equal(t, "subscriptions of every account", pageIDs(t, limit, list(""), key), all)
+		equal(t, "subscriptions of an account without any", pageIDs(t, limit, list(other.ID), key), []string{})
+	}
+	ss, _, err := b.s.ListSubscriptions(b.ctx, acc.ID, store.Page{Limit: 1})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("ListSubscriptions = %+v, %v", ss, err)
+	}
+	got, err := b.s.GetSubscription(b.ctx, ofAcc[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "listed subscription", ss[0], got)
+}
+
+// testTenantEndpoints: one URL in two accounts is two endpoints (two
+// circuits), each listed in its account only; deleting one account's
+// subscription leaves the other's endpoint.
+func testTenantEndpoints(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	url := "https://shared.example/hook"
+	a, x := b.sub(url), b.subIn(acc.ID, url)
+	if a.EndpointID != store.EndpointID(url) || x.EndpointID != store.EndpointIDFor(acc.ID, url) || a.EndpointID == x.EndpointID {
+		t.Fatalf("endpoint IDs %s and %s: want EndpointIDFor each account", a.EndpointID, x.EndpointID)
+	}
+	for _, s := range []store.Subscription{a, x} {
+		if e := b.endpoint(s.EndpointID); e.AccountID != s.AccountID || e.URL != url {
+			t.Fatalf("endpoint of %s: %+v", s.AccountID, e)
+		}
+	}
+	key := func(e store.Endpoint) string { return e.ID }
+	list := func(account string) func(store.Page) ([]store.Endpoint, string, error) {
+		return func(p store.Page) ([]store.Endpoint, string, error) { return b.s.ListEndpoints(b.ctx, account, p) }
+	}
+	other := b.sub("https://other.example/hook")
+	for _, limit := range []int{1, 2, 3} {
+		equal(t, "endpoints of the account", pageIDs(t, limit, list(acc.ID), key), []string{x.EndpointID})
+		equal(t, "endpoints of the default account", pageIDs(t, limit, list(store.DefaultAccount), key), sortedCopy([]string{a.EndpointID, other.EndpointID}))
+		equal(t, "endpoints of every account", pageIDs(t, limit, list(""), key), sortedCopy([]string{a.EndpointID, other.EndpointID, x.EndpointID}))
+	}
+	// Each endpoint has its own deliveries and health.
+	da, dx := b.deliver(a, b.now), b.deliver(x, b.now)
+	equal(t, "claimed on the default account's endpoint", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{da})
+	b.setHealth(x.EndpointID, sampleHealth(b))
+	if e := b.endpoint(a.EndpointID); e.Health.ConsecutiveFailures != 0 {
+		t.Fatalf("the other account's endpoint took the health: %+v", e.Health)
+	}
+	b.deleteSub(x)
+	b.noEndpoint(x.EndpointID)
+	if e := b.endpoint(a.EndpointID); e.AccountID != store.DefaultAccount {
+		t.Fatalf("endpoint left: %+v", e)
+	}
+	if d := b.get(dx); d.Status != store.StatusDropped {
+		t.Fatalf("delivery of the deleted subscription: %+v", d)
+	}
+	equal(t, "endpoints of the account after its subscription went", pageIDs(t, 10, list(acc.ID), key), []string{})
+}
+
+// testTenantNames: a subscription name is unique in its account only.
+func testTenantNames(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	named := func(account, name string) store.Subscription {
+		s := store.Subscription{ID: b.id("sub_"), AccountID: account, Name: name, URL: "https://n.example/",
+			EndpointID: store.EndpointIDFor(account, "https://n.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
+		return s
+	}
+	a, x := named(store.DefaultAccount, "billing"), named(acc.ID, "billing")
+	for _, s := range []store.Subscription{a, x} {
+		if err := b.s.CreateSubscription(b.ctx, s); err != nil {
+			t.Fatalf("CreateSubscription(%q in %s) = %v", s.Name, s.AccountID, err)
+		}
+	}
+	if err := b.s.CreateSubscription(b.ctx, named(acc.ID, "billing")); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("CreateSubscription(a name taken in its account) = %v, want ErrNameTaken", err)
+	}
+	if err := b.s.CreateSubscription(b.ctx, named("", "billing")); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("CreateSubscription(a name taken in the default account) = %v, want ErrNameTaken", err)
+	}
+	// Renaming into a name another account uses is fine; into one the
+	// account uses is not.
+	y := named(acc.ID, "shipping")
+	if err := b.s.CreateSubscription(b.ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	a.Name = "shipping"
+	b.updateSub(a)
+	y.Name = "billing"
+	if err := b.s.UpdateSubscription(b.ctx, y); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("UpdateSubscription(a name taken in its account) = %v, want ErrNameTaken", err)
+	}
+}
+
+// testTenantUpdateKeepsAccount: an update naming another account than the
+// subscription's finds no subscription and changes nothing.
+func testTenantUpdateKeepsAccount(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	x := b.subIn(acc.ID, "https://x.example/hook")
+	before, err := b.s.GetSubscription(b.ctx, x.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, account := range []string{"", store.DefaultAccount} {
+		moved := x
+		moved.AccountID, moved.EndpointID, moved.EventTypes = account, store.EndpointIDFor(account, x.URL), []string{"other"}
+		if err := b.s.UpdateSubscription(b.ctx, moved); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("UpdateSubscription into account %q = %v, want ErrNotFound", account, err)
+		}
+	}
+	after, err := b.s.GetSubscription(b.ctx, x.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "subscription after refused updates", after, before)
+	b.noEndpoint(store.EndpointID(x.URL))
+}
