@@ -23,6 +23,8 @@ over HTTP like a client, waits until every delivery has arrived, and reports
 events accepted/s, deliveries/s, publish→receipt latency (p50, p90, p99, max),
 the server's peak RSS and its CPU seconds per 1,000 deliveries, with the lines
 of the performance budget in docs/benchmarks.md that each scenario measures.
+The pull scenario has consumers instead of receivers: they receive from a pull
+subscription and acknowledge, and its deliveries are the acknowledged ones.
 A progress line goes to stderr while it runs. The exit status is 1 when a
 scenario failed (did not finish by its deadline, or the server died); a missed
 budget is reported, not an error.
@@ -84,6 +86,9 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.IntVar(&s.BacklogEPs, "backlog-endpoints", s.BacklogEPs, "backlog: endpoints the backlog is spread over (each backlog event goes to all)")
 	fs.DurationVar(&s.BacklogRetry, "backlog-retry", s.BacklogRetry, "backlog: delay of the backlog's retry")
 	fs.DurationVar(&s.BacklogFresh, "backlog-fresh", s.BacklogFresh, "backlog: length of the fresh-traffic phases before and after")
+	fs.IntVar(&s.PullEvents, "pull-events", s.PullEvents, "pull: events to publish (--batch a request, from --publishers)")
+	fs.IntVar(&s.Consumers, "consumers", s.Consumers, "pull: concurrent consumers, each looping receive → acknowledge")
+	fs.IntVar(&s.PullBatch, "pull-batch", s.PullBatch, "pull: max_events of each receive (1 to 1000)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, benchUsage, bench.ScenarioHelp())
 		fs.PrintDefaults()

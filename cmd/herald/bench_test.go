@@ -89,3 +89,71 @@ func TestBenchSteadyBatch(t *testing.T) {
 		t.Errorf("scenario directory left behind: %v", matches)
 	}
 }
+
+// TestBenchPull builds herald and runs a tiny steady-batch and pull: every
+// event is acknowledged once, and the pull scenario compares its rate with
+// steady-batch's. It asserts what was counted, never how fast.
+func TestBenchPull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "herald")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := benchMain(ctx, []string{"--herald", bin, "--scenario", "steady-batch,pull", "--events", "1000", "--pull-events", "1500",
+		"--endpoints", "2", "--batch", "50", "--publishers", "2", "--consumers", "3", "--pull-batch", "40",
+		"--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep struct {
+		Results []struct {
+			Scenario string `json:"scenario"`
+			OK       bool   `json:"ok"`
+			Phases   []struct {
+				Events           int64   `json:"events"`
+				Deliveries       int64   `json:"deliveries"`
+				Expected         int64   `json:"expected"`
+				DeliveriesPerSec float64 `json:"deliveries_per_sec"`
+				Latency          struct {
+					Count int64 `json:"count"`
+				} `json:"latency"`
+			} `json:"phases"`
+			Figures []struct {
+				Name  string  `json:"name"`
+				Value float64 `json:"value"`
+			} `json:"figures"`
+			Budget []struct {
+				Line        string `json:"line"`
+				NotMeasured bool   `json:"not_measured"`
+			} `json:"budget"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 2 || rep.Results[1].Scenario != "pull" || !rep.Results[1].OK || len(rep.Results[1].Phases) != 1 {
+		t.Fatalf("report: %s", stdout.String())
+	}
+	r := rep.Results[1]
+	p := r.Phases[0]
+	if p.Events != 1500 || p.Deliveries != 1500 || p.Expected != 1500 || p.Latency.Count != 1500 || p.DeliveriesPerSec <= 0 {
+		t.Errorf("events %d acknowledged %d/%d latencies %d (%.0f/s), want 1500 each", p.Events, p.Deliveries, p.Expected, p.Latency.Count, p.DeliveriesPerSec)
+	}
+	figures := map[string]float64{}
+	for _, f := range r.Figures {
+		figures[f.Name] = f.Value
+	}
+	if figures["distinct deliveries received"] != 1500 || figures["consumers"] != 3 || figures["pull deliveries/s vs. steady-batch's"] <= 0 {
+		t.Errorf("figures: %+v", r.Figures)
+	}
+	if len(r.Budget) != 1 || r.Budget[0].NotMeasured || !strings.Contains(r.Budget[0].Line, "steady-batch") {
+		t.Errorf("budget lines: %+v", r.Budget)
+	}
+}

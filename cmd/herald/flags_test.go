@@ -32,6 +32,8 @@ func commandsUnderTest(t *testing.T) map[string]command {
 			func(w io.Writer) *flag.FlagSet { fs, _, _ := newPolicyShowFlags(w); return fs }, false},
 		"migrate": {[]string{"migrate", "--store", "postgres://127.0.0.1:1/none", "--timeout", "1s"},
 			func(w io.Writer) *flag.FlagSet { fs, _, _ := newMigrateFlags(w); return fs }, true},
+		"pull": {[]string{"pull", "sub_x", "--api", "http://127.0.0.1:1"},
+			func(w io.Writer) *flag.FlagSet { fs, _ := newPullFlags(w); return fs }, false},
 		"version": {[]string{"version"},
 			func(w io.Writer) *flag.FlagSet { fs, _ := newVersionFlags(w); return fs }, false},
 	}
@@ -115,6 +117,9 @@ var badValues = map[string]map[string][]string{
 		"backlog-endpoints":   {"0"},
 		"backlog-retry":       {"0s"},
 		"backlog-fresh":       {"-1s"},
+		"pull-events":         {"0", "-1"},
+		"consumers":           {"0", "1001"},
+		"pull-batch":          {"0", "1001"},
 	},
 	"policy show": {
 		"json": {"maybe"},
@@ -126,6 +131,15 @@ var badValues = map[string]map[string][]string{
 	},
 	"version": {
 		"json": {"maybe"},
+	},
+	"pull": {
+		"api":           {"bogus", "ftp://x", ""},
+		"data":          {""},
+		"max-events":    {"0", "1001", "x"},
+		"max-wait":      {"-1s", "61s"},
+		"lock-duration": {"5s", "301s"},
+		"count":         {"-1"},
+		"no-ack":        {"maybe"},
 	},
 }
 

@@ -3,6 +3,7 @@
 //
 //	herald serve      run the server (embedded SQLite store by default)
 //	herald sink       a local receiver that prints what arrives
+//	herald pull       receive, print and acknowledge a subscription's queued events
 //	herald policy     print a retry preset's timetable
 //	herald migrate    apply the PostgreSQL schema migrations
 //	herald bench      end-to-end benchmarks
@@ -35,6 +36,10 @@ Usage:
               [--secret whsec_… | --public-key whpk_…]
       run a local webhook receiver that prints what arrives and whether its
       signature is valid
+  herald pull [--api URL] [--max-events N] [--max-wait D] [--count N] [--no-ack] SUBSCRIPTION
+      receive a pull (or deactivated push) subscription's queued events from a
+      running Herald, print and acknowledge them; the key is HERALD_API_KEY,
+      else DATA/admin.key (--data)
   herald policy list
       list the retry presets
   herald policy show NAME [--json] [--spec JSON]
@@ -53,6 +58,7 @@ Usage:
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"serve":   runServe,
 	"sink":    runSink,
+	"pull":    runPull,
 	"policy":  runPolicy,
 	"migrate": runMigrate,
 	"bench":   benchMain,

@@ -171,12 +171,16 @@ type policyJSON struct {
 	EndsAfterAttempt int    `json:"ends_after_attempt"`
 	EndReason        string `json:"end_reason,omitempty"`
 	Truncated        bool   `json:"truncated,omitempty"`
+	// Then is what the end does: "dead_letter", or "queue" (the
+	// subscription is deactivated and the delivery queued).
+	Then string `json:"then"`
 }
 
 func newPolicyJSON(p retry.Policy, rows []retry.Row) policyJSON {
 	out := policyJSON{
 		Preset: p.Preset, MaxAttempts: p.MaxAttempts, TTLSeconds: p.TTL.Seconds(), Jitter: p.Jitter,
 		Anchored: p.Schedule.Anchored, SuccessCodes: p.SuccessCodes, NoRetryCodes: p.NoRetryCodes, Rows: rows,
+		Then: p.Then,
 	}
 	if out.NoRetryCodes == nil {
 		out.NoRetryCodes = []int{}
@@ -241,6 +245,8 @@ func writeTimetable(w io.Writer, p retry.Policy, rows []retry.Row) {
 	switch last, reason, cut := policyEnd(p, rows); {
 	case cut:
 		fmt.Fprintf(w, "(cut at %d rows)\n", retry.MaxTimetableRows)
+	case p.Then == retry.ThenQueue:
+		fmt.Fprintf(w, "after attempt %d fails (%s): the subscription is deactivated and the delivery queued, as every later one until it is reactivated\n", last, reason)
 	case reason == retry.ReasonTTL:
 		fmt.Fprintf(w, "after attempt %d fails: %s (the next retry would pass the ttl)\n", last, reason)
 	default:

@@ -112,6 +112,19 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "status", "status must be one of pending, delivered, dead_lettered, dropped, queued")
 		return
 	}
+	if u, ok := q["url"]; ok {
+		if f.Status != store.StatusQueued {
+			invalid(w, "url", "url filters the queued deliveries: add status=queued")
+			return
+		}
+		f.EndpointID = store.EndpointIDFor(f.AccountID, u[0])
+	}
+	if f.Status == store.StatusQueued {
+		// Queued deliveries are listed with their events: what a
+		// subscriber fetching its queue needs.
+		s.listQueued(w, r, f)
+		return
+	}
 	ds, next, err := s.Store.ListDeliveries(r.Context(), f)
 	if err != nil {
 		s.storeError(w, r, err, "delivery")
@@ -264,4 +277,33 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]int{"redriven": n})
+}
+
+// queuedJSON is a queued delivery with its event.
+type queuedJSON struct {
+	deliveryJSON
+	DeliveryCount int             `json:"delivery_count"`
+	LockedUntil   *Time           `json:"locked_until"`
+	Event         json.RawMessage `json:"event"`
+}
+
+func (s *Server) listQueued(w http.ResponseWriter, r *http.Request, f store.DeliveryFilter) {
+	qs, next, err := s.Store.ListQueued(r.Context(), f)
+	if err != nil {
+		s.storeError(w, r, err, "delivery")
+		return
+	}
+	now := s.Clock.Now()
+	circuit := s.circuits(r.Context()) // read for pending deliveries only
+	writeList(w, qs, next, func(q store.DeadLetter) queuedJSON {
+		ev := json.RawMessage(q.Event.Payload)
+		if !json.Valid(ev) {
+			ev = json.RawMessage("null")
+		}
+		out := queuedJSON{deliveryJSON: toDeliveryJSON(q.Delivery, circuit), DeliveryCount: q.Receives, Event: ev}
+		if q.LockedUntil.After(now) {
+			out.LockedUntil = optTime(q.LockedUntil)
+		}
+		return out
+	})
 }

@@ -8,18 +8,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// pendingCollector reports pending deliveries by lane from the store. The
-// count is cached for pendingCacheFor so frequent scrapes cost one query.
+// pendingCollector reports pending deliveries by lane, and queued ones,
+// from the store. The counts are cached for pendingCacheFor so frequent
+// scrapes cost two queries.
 type pendingCollector struct {
 	store interface {
 		CountPending(ctx context.Context) (fresh, retry int64, err error)
+		CountQueued(ctx context.Context) (int64, error)
 	}
-	desc *prometheus.Desc
+	desc, queuedDesc *prometheus.Desc
 
-	mu           sync.Mutex
-	at           time.Time
-	fresh, retry int64
-	ok           bool
+	mu                   sync.Mutex
+	at                   time.Time
+	fresh, retry, queued int64
+	ok                   bool
 }
 
 const pendingCacheFor = 5 * time.Second
@@ -29,10 +31,12 @@ func newPendingCollector(s Store) *pendingCollector {
 		store: s,
 		desc: prometheus.NewDesc("herald_deliveries_pending",
 			"Pending deliveries in the store by lane: fresh (no attempt yet) or retry.", []string{"lane"}, nil),
+		queuedDesc: prometheus.NewDesc("herald_deliveries_queued",
+			"Queued deliveries in the store: a pull or deactivated push subscription's, waiting for consumers.", nil, nil),
 	}
 }
 
-func (c *pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *pendingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.queuedDesc }
 
 func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
@@ -40,10 +44,14 @@ func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	if time.Since(c.at) > pendingCacheFor {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		fresh, retry, err := c.store.CountPending(ctx)
+		var queued int64
+		if err == nil {
+			queued, err = c.store.CountQueued(ctx)
+		}
 		cancel()
 		c.at, c.ok = time.Now(), err == nil
 		if err == nil {
-			c.fresh, c.retry = fresh, retry
+			c.fresh, c.retry, c.queued = fresh, retry, queued
 		}
 	}
 	if !c.ok {
@@ -51,4 +59,5 @@ func (c *pendingCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.fresh), "fresh")
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.retry), "retry")
+	ch <- prometheus.MustNewConstMetric(c.queuedDesc, prometheus.GaugeValue, float64(c.queued))
 }

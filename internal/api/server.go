@@ -42,9 +42,11 @@ type Store interface {
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error)
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
+	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
 	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error)
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
+	CountQueued(ctx context.Context) (int64, error)
 }
 
 // Publisher is the publish path (ingest).
@@ -80,6 +82,8 @@ type Server struct {
 	// Auth authenticates API keys; nil turns authentication off (every
 	// request acts as an admin: --auth=off, for local experiments only).
 	Auth Authenticator
+	// Queue serves the consumers of queued deliveries.
+	Queue Queue
 
 	published *prometheus.CounterVec
 }
@@ -141,6 +145,14 @@ func (s *Server) routes() []route {
 		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole},
 		// The body is optional: noBody takes no Content-Type or JSON.
 		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole},
+		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole},
+		// Consumers of a pull (or deactivated push) subscription's queue.
+		// receive's body is optional, like rotate's.
+		{"POST /v1/subscriptions/{id}/receive", h(s.receive), noBody, accountRole},
+		{"POST /v1/subscriptions/{id}/acknowledge", s.settle(store.Acknowledge), jsonBody, accountRole},
+		{"POST /v1/subscriptions/{id}/release", s.settle(store.Release), jsonBody, accountRole},
+		{"POST /v1/subscriptions/{id}/reject", s.settle(store.Reject), jsonBody, accountRole},
+		{"POST /v1/subscriptions/{id}/renew-lock", s.settle(store.Renew), jsonBody, accountRole},
 		{"POST /v1/events", h(s.publish), eventsBody, publishRole},
 		{"GET /v1/deliveries", h(s.listDeliveries), noBody, accountRole},
 		{"GET /v1/deliveries/{id}", h(s.getDelivery), noBody, accountRole},

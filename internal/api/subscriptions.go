@@ -27,6 +27,8 @@ type subscriptionJSON struct {
 	Headers           map[string]string `json:"headers"`
 	SecretHeaders     map[string]string `json:"secret_headers"` // values shown as ****
 	DeadLetter        bool              `json:"dead_letter"`
+	DeliveryMode      string            `json:"delivery_mode"`
+	FailurePolicy     string            `json:"failure_policy"`
 	State             string            `json:"state"`
 	EndpointID        string            `json:"endpoint_id"`
 	CreatedAt         Time              `json:"created_at"`
@@ -39,6 +41,7 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
 		SecretHeaders: maskedHeaders(s.SecretHeaders), DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
+		DeliveryMode: orDefault(s.DeliveryMode, store.ModePush), FailurePolicy: orDefault(s.FailurePolicy, store.FailureRetry),
 		CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
@@ -68,6 +71,9 @@ type subscriptionInput struct {
 	Headers           *map[string]string `json:"headers"`
 	SecretHeaders     *map[string]string `json:"secret_headers"`
 	DeadLetter        *bool              `json:"dead_letter"`
+	// DeliveryMode is read on create only.
+	DeliveryMode  *string `json:"delivery_mode"`
+	FailurePolicy *string `json:"failure_policy"`
 	// Signing is read on create only (see signingInput).
 	Signing *signingInput `json:"signing"`
 }
@@ -86,10 +92,34 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "name", "name is required")
 		return
 	}
-	if in.URL == nil {
-		invalid(w, "url", "url is required")
+	sub.DeliveryMode = store.ModePush
+	if in.DeliveryMode != nil {
+		switch m := *in.DeliveryMode; m {
+		case store.ModePush, store.ModePull:
+			sub.DeliveryMode = m
+		default:
+			invalid(w, "delivery_mode", "must be push or pull, not "+strconv.Quote(m))
+			return
+		}
+	}
+	pull := sub.DeliveryMode == store.ModePull
+	switch {
+	case pull && in.URL != nil:
+		invalid(w, "url", "a pull subscription has no url: its consumers receive its events (POST /v1/subscriptions/{id}/receive)")
+		return
+	case pull && in.FailurePolicy != nil:
+		invalid(w, "failure_policy", "a pull subscription pushes nothing, so no push fails: it has no failure_policy")
+		return
+	case !pull && in.URL == nil:
+		invalid(w, "url", "url is required (or delivery_mode pull, for consumers that receive)")
 		return
 	}
+	acc, err := s.account(r.Context(), sub.AccountID)
+	if err != nil {
+		s.storeError(w, r, err, "account")
+		return
+	}
+	sub.FailurePolicy = orDefault(acc.Settings.FailurePolicy, store.FailureRetry)
 	if in.RetryPolicy == nil {
 		in.RetryPolicy = json.RawMessage(`{"preset":"eventgrid"}`)
 	}
@@ -103,7 +133,9 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub.Signing = sg
-	if err := checkDestination(s.Destinations, sub.URL); err != nil {
+	if pull {
+		sub.FailurePolicy = store.FailureRetry // nothing is pushed, so nothing fails
+	} else if err := checkDestination(s.Destinations, sub.URL); err != nil {
 		unprocessable(w, err.Field, err.Detail)
 		return
 	}
@@ -127,11 +159,22 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "signing", "is chosen at creation; rotate the key with POST /v1/subscriptions/{id}/secret/rotate")
 		return
 	}
+	if in.DeliveryMode != nil {
+		invalid(w, "delivery_mode", "is chosen at creation; make a new subscription for the other mode")
+		return
+	}
 	var name string
 	account := accountOf(r)
 	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *store.Subscription) error {
 		if store.AccountOrDefault(sub.AccountID) != account {
 			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
+		}
+		if sub.DeliveryMode == store.ModePull && (in.URL != nil || in.FailurePolicy != nil) {
+			field := "url"
+			if in.URL == nil {
+				field = "failure_policy"
+			}
+			return badInput(field, "a pull subscription pushes nothing: it has no %s", field)
 		}
 		if err := applyInput(sub, in); err != nil {
 			return err
@@ -256,6 +299,14 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 	if in.DeadLetter != nil {
 		sub.DeadLetter = *in.DeadLetter
 	}
+	if in.FailurePolicy != nil {
+		switch fp := *in.FailurePolicy; fp {
+		case store.FailureRetry, store.FailureQueue:
+			sub.FailurePolicy = fp
+		default:
+			return badInput("failure_policy", "must be retry or queue, not %s", strconv.Quote(fp))
+		}
+	}
 	if in.RetryPolicy != nil {
 		// The raw policy passed decodeBody's checks of the JSON itself;
 		// this binds it to the policy's fields.
@@ -288,4 +339,12 @@ func (s *Server) subscriptionError(w http.ResponseWriter, r *http.Request, err e
 		return
 	}
 	s.storeError(w, r, err, "subscription")
+}
+
+// orDefault returns v, or def when v is empty.
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

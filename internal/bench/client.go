@@ -75,11 +75,12 @@ func (c *client) do(ctx context.Context, method, path, ctype string, body []byte
 
 // subscription is what the bench creates.
 type subscription struct {
-	Name        string          `json:"name"`
-	URL         string          `json:"url"`
-	EventTypes  []string        `json:"event_types,omitempty"`
-	RetryPolicy json.RawMessage `json:"retry_policy,omitempty"`
-	Timeout     string          `json:"timeout,omitempty"`
+	Name         string          `json:"name"`
+	URL          string          `json:"url,omitempty"`           // none for a pull subscription
+	DeliveryMode string          `json:"delivery_mode,omitempty"` // "" (push) or "pull"
+	EventTypes   []string        `json:"event_types,omitempty"`
+	RetryPolicy  json.RawMessage `json:"retry_policy,omitempty"`
+	Timeout      string          `json:"timeout,omitempty"`
 }
 
 // createSubscription creates s and returns its id.

@@ -10,7 +10,7 @@ import (
 )
 
 // Scenarios lists the scenarios in the order "all" runs them.
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog"}
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull"}
 
 // scenarioInfo describes each scenario for usage text.
 var scenarioInfo = map[string]string{
@@ -21,6 +21,7 @@ var scenarioInfo = map[string]string{
 	"failing":       "--rate events/s offered; --fail-share of the endpoints answer 503 for --fail-for, then recover",
 	"blackhole":     "--blackhole-share of the endpoints never answer; healthy throughput vs. a normal phase",
 	"backlog":       "--backlog deliveries pending retry hours away, then fresh traffic: memory and latency vs. before",
+	"pull":          "--pull-events to one pull subscription, --consumers receiving --pull-batch at a time and acknowledging; vs. steady-batch",
 }
 
 // ScenarioHelp returns one line per scenario for usage text.
@@ -57,7 +58,10 @@ type Sizes struct {
 	Backlog      int           `json:"backlog"`           // backlog: deliveries pending retry
 	BacklogEPs   int           `json:"backlog_endpoints"` // backlog: endpoints the backlog is spread over
 	BacklogRetry time.Duration `json:"-"`
-	BacklogFresh time.Duration `json:"-"` // backlog: how long each fresh-traffic phase lasts
+	BacklogFresh time.Duration `json:"-"`           // backlog: how long each fresh-traffic phase lasts
+	PullEvents   int           `json:"pull_events"` // pull: events
+	Consumers    int           `json:"consumers"`   // pull: concurrent consumers
+	PullBatch    int           `json:"pull_batch"`  // pull: max_events of each receive
 }
 
 // MarshalJSON writes the sizes with durations as Go duration strings.
@@ -100,6 +104,9 @@ func DefaultSizes() Sizes {
 		BacklogEPs:   10,
 		BacklogRetry: 6 * time.Hour,
 		BacklogFresh: 10 * time.Second,
+		PullEvents:   100_000,
+		Consumers:    4,
+		PullBatch:    100,
 	}
 }
 
@@ -122,6 +129,13 @@ func (s Sizes) check() error {
 	pos("--blackhole-endpoints", s.BHEndpoints)
 	pos("--backlog", s.Backlog)
 	pos("--backlog-endpoints", s.BacklogEPs)
+	pos("--pull-events", s.PullEvents)
+	if s.Consumers < 1 || s.Consumers > 1000 {
+		bad = append(bad, fmt.Sprintf("--consumers must be from 1 to 1000 (got %d)", s.Consumers))
+	}
+	if s.PullBatch < 1 || s.PullBatch > 1000 {
+		bad = append(bad, fmt.Sprintf("--pull-batch must be from 1 to 1000, a receive's max_events (got %d)", s.PullBatch))
+	}
 	if s.Batch < 1 || s.Batch > 1000 {
 		bad = append(bad, fmt.Sprintf("--batch must be from 1 to 1000 (got %d)", s.Batch))
 	}
@@ -218,6 +232,9 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 		return 2*time.Minute + 2*s.Duration
 	case "failing":
 		return 2*time.Minute + 2*s.FailDuration
+	case "pull":
+		// Allow 1,000 acknowledged deliveries/s at worst.
+		return 2*time.Minute + time.Duration(s.PullEvents/1000)*time.Second
 	}
 	return 3 * time.Minute
 }

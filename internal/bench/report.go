@@ -105,6 +105,9 @@ type Check struct {
 	Budget   string `json:"budget"`
 	Measured string `json:"measured"`
 	Met      bool   `json:"met"`
+	// NotMeasured: what the line compares with was not measured in this
+	// run (Measured says why); the line is neither met nor missed.
+	NotMeasured bool `json:"not_measured,omitempty"`
 }
 
 func (r *Result) figure(name string, v float64, unit string) {
@@ -112,7 +115,7 @@ func (r *Result) figure(name string, v float64, unit string) {
 }
 
 func (r *Result) check(line, budget, measured string, met bool) {
-	r.Budget = append(r.Budget, Check{line, budget, measured, met})
+	r.Budget = append(r.Budget, Check{Line: line, Budget: budget, Measured: measured, Met: met})
 }
 
 // OK reports whether every scenario finished.
@@ -193,7 +196,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 		for _, c := range r.Budget {
 			verdict := "MET"
-			if !c.Met {
+			switch {
+			case c.NotMeasured:
+				verdict = "NOT MEASURED"
+			case !c.Met:
 				verdict = "MISSED"
 			}
 			fmt.Fprintf(w, "  budget %s: %s — %s: %s\n", verdict, c.Line, c.Budget, c.Measured)

@@ -58,6 +58,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		prog.printf("%s: %s (%.1fs, load %.2f → %.2f, other processes %.2f cores)\n", name, status, res.Seconds, res.LoadStart[0], res.LoadEnd[0], res.OtherCPUCores)
 	}
+	comparePullPush(rep.Results, isPostgres(cfg.Store))
 	return rep, nil
 }
 
@@ -94,6 +95,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"failing":       failingScenario,
 	"blackhole":     blackholeScenario,
 	"backlog":       backlogScenario,
+	"pull":          pullScenario,
 }
 
 func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) (res Result) {
@@ -176,7 +178,7 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	}
 	e.srv = srv
 	srv.sampler = startSampler(srv.pid, sampleEvery)
-	e.api = newClient(srv.url, adminKey, max(cfg.Sizes.Publishers, cfg.Sizes.SinglePubs, cfg.Sizes.RateWorkers))
+	e.api = newClient(srv.url, adminKey, max(cfg.Sizes.Publishers, cfg.Sizes.SinglePubs, cfg.Sizes.RateWorkers)+cfg.Sizes.Consumers)
 	cpu0 := procCPU(srv.pid)
 
 	err = scenarioFuncs[name](ctx, e, &res)

@@ -64,9 +64,10 @@ const OperationalPrefix = "herald."
 // Matches reports whether an event of this type and subject goes to the
 // subscription: its type is listed (or the list is empty and the type is not
 // an operational herald.* type) and its subject begins and ends as required.
-// Only active subscriptions match.
+// Active and deactivated subscriptions match (a deactivated one's
+// deliveries are queued: see Queues).
 func (e *Entry) Matches(typ, subject string) bool {
-	if e.State != "active" {
+	if e.State != store.StateActive && e.State != store.StateDeactivated {
 		return false
 	}
 	if e.types == nil && strings.HasPrefix(typ, OperationalPrefix) {
@@ -76,6 +77,20 @@ func (e *Entry) Matches(typ, subject string) bool {
 		return false
 	}
 	return strings.HasPrefix(subject, e.SubjectBeginsWith) && strings.HasSuffix(subject, e.SubjectEndsWith)
+}
+
+// Queues reports whether the subscription's new deliveries are queued for
+// consumers to receive rather than pushed: a pull subscription's always, a
+// push subscription's while it is deactivated.
+func (e *Entry) Queues() bool {
+	return e.DeliveryMode == store.ModePull || e.State == store.StateDeactivated
+}
+
+// QueueOnFailure reports whether a failed push ends queued (deactivating the
+// subscription) rather than dead-lettered: at once with failure policy
+// queue, after the retries with a policy that ends with then: queue.
+func (e *Entry) QueueOnFailure(retriesLeft bool) bool {
+	return e.FailurePolicy == store.FailureQueue || !retriesLeft && e.Policy.Then == retry.ThenQueue
 }
 
 // Source is where the catalog reads subscription changes: the store.

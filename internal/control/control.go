@@ -31,6 +31,7 @@ type Store interface {
 	Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error)
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error)
 }
 
 // Catalog is the in-memory view of the subscriptions.
@@ -47,6 +48,13 @@ type Dispatcher interface {
 	Enable(ctx context.Context, id string) (store.Endpoint, error)
 	// StopSubscription cuts short a subscription's attempts in progress.
 	StopSubscription(ctx context.Context, subscriptionID string) error
+	// Reactivated: a later deactivation of the subscription is news again.
+	Reactivated(subscriptionID string)
+}
+
+// Notifier announces control-plane changes as operational events.
+type Notifier interface {
+	SubscriptionReactivated(sub store.Subscription, requeued int)
 }
 
 // Service carries out control-plane calls. It is safe for concurrent use.
@@ -56,6 +64,8 @@ type Service struct {
 	Dispatch Dispatcher
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// Notifier, when set, hears of reactivations.
+	Notifier Notifier
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A
@@ -155,12 +165,15 @@ func (s *Service) Redeliver(ctx context.Context, id string) (store.Delivery, err
 	if err != nil {
 		return store.Delivery{}, err
 	}
-	s.released(ctx, d.EndpointID, d.NextAttemptAt)
+	if d.Status == store.StatusPending {
+		s.released(ctx, d.EndpointID, d.NextAttemptAt)
+	}
 	return d, nil
 }
 
 // Redrive moves a subscription's dead letters (all, or only ids) back to
-// pending with a fresh budget and tells the dispatcher of each endpoint.
+// pending with a fresh budget (queued, for a pull or deactivated
+// subscription's consumers) and tells the dispatcher of each endpoint.
 // store.ErrNotFound when the subscription does not exist.
 func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []string) (int, error) {
 	now := s.Clock.Now()
@@ -169,7 +182,9 @@ func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []stri
 		return 0, err
 	}
 	for _, ep := range res.Endpoints {
-		s.released(ctx, ep, now)
+		if ep != "" { // a pull subscription's: queued, not pushed
+			s.released(ctx, ep, now)
+		}
 	}
 	return res.Count, nil
 }
@@ -191,4 +206,36 @@ func (s *Service) EnableEndpoint(ctx context.Context, id string) (store.Endpoint
 		return store.Endpoint{}, err
 	}
 	return s.Dispatch.Enable(ctx, id)
+}
+
+// Reactivate makes a deactivated push subscription active again and pushes
+// every one of its queued deliveries with a fresh attempt budget (the
+// dispatcher is told at once, and the catalog synced before the call
+// returns, so the next publish is pushed). It returns the subscription as
+// it now is and how many deliveries went back to pending. An active push
+// subscription is left as it is (0). store.ErrNotFound;
+// store.ErrConflict for a pull subscription.
+func (s *Service) Reactivate(ctx context.Context, id string) (store.Subscription, int, error) {
+	before, err := s.Store.GetSubscription(ctx, id)
+	if err != nil {
+		return store.Subscription{}, 0, err
+	}
+	now := s.Clock.Now()
+	res, err := s.Store.ReactivateSubscription(ctx, id, now)
+	if err != nil {
+		return store.Subscription{}, 0, err
+	}
+	s.syncCatalog(ctx)
+	s.Dispatch.Reactivated(id)
+	for _, ep := range res.Endpoints {
+		s.released(ctx, ep, now)
+	}
+	sub, err := s.Store.GetSubscription(ctx, id)
+	if err != nil {
+		return store.Subscription{}, 0, err
+	}
+	if s.Notifier != nil && before.State == store.StateDeactivated {
+		s.Notifier.SubscriptionReactivated(sub, res.Count)
+	}
+	return sub, res.Count, nil
 }

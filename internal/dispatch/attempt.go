@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
@@ -35,6 +37,17 @@ func (e *Engine) run(l *lane, it *item) {
 		if it.probe {
 			e.returnProbe(l)
 		}
+	case sub.Queues():
+		// Deactivated since it was claimed: the deactivation queued it in
+		// the store. Nothing is sent; the item goes as a cut-short one.
+		e.running.remove(c.SubscriptionID, reg)
+		e.afterExchange(l, nil, "")
+		e.releaseIDs([]string{c.ID})
+		if it.probe {
+			e.returnProbe(l)
+		}
+		e.sched.finished(l, it, time.Time{}, e.cfg.Clock.Now())
+		return
 	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
 		// Held past its time to live (behind a closed circuit, or a late
 		// claim): no attempt. A probe that sends nothing is given back.
@@ -109,6 +122,9 @@ func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outco
 		}
 		if out.Status == store.StatusDeadLettered && e.cfg.Notifier != nil && sub != nil {
 			e.cfg.Notifier.DeliveryDeadLettered(it.c, sub, out)
+		}
+		if out.Deactivate && sub != nil {
+			e.deactivated(sub, it.c, out)
 		}
 	}
 	if e.sched.finished(l, it, next, e.cfg.Clock.Now()) {
@@ -236,7 +252,16 @@ func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
 // applyVerdict writes the policy's verdict into the outcome: delivered,
 // pending with a next attempt, or ended (dead-lettered, or dropped when the
 // subscription does not keep dead letters; the reason is kept either way).
+// A failure that the subscription queues (failure policy queue, or retries
+// run out under then: queue) ends queued instead, receivable at once, and
+// deactivates the subscription.
 func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now time.Time) {
+	if v.Kind != retry.Delivered && sub.QueueOnFailure(v.Kind == retry.Retry) {
+		out.Status = store.StatusQueued
+		out.NextAttemptAt = now
+		out.Deactivate = true
+		return
+	}
 	switch v.Kind {
 	case retry.Delivered:
 		out.Status = store.StatusDelivered
@@ -250,5 +275,67 @@ func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now t
 			out.Status = store.StatusDeadLettered
 		}
 		out.DeadLetterReason = v.Reason
+	}
+}
+
+// deactivated follows an outcome that deactivated its subscription: the
+// catalog is synced at once (so this node's other held deliveries of it are
+// not sent: see run) and the deactivation is announced once per
+// deactivation, however many of its attempts failed together.
+func (e *Engine) deactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome) {
+	ctx, cancel := e.storeCtx()
+	defer cancel()
+	if err := e.cfg.Catalog.Sync(ctx); err != nil {
+		e.log.Warn("reading subscription changes", "err", err)
+	}
+	if !e.announce.first(sub.ID) {
+		return
+	}
+	e.log.Info("subscription deactivated: its events are queued until it is reactivated", "subscription", sub.ID, "delivery", c.ID, "outcome", out.LastOutcome)
+	if e.cfg.Notifier != nil {
+		e.cfg.Notifier.SubscriptionDeactivated(sub, c, out)
+	}
+}
+
+// Reactivated tells the engine a subscription was reactivated: a later
+// deactivation is announced again.
+func (e *Engine) Reactivated(subscriptionID string) { e.announce.forget(subscriptionID) }
+
+// announcements remembers the subscriptions whose deactivation this
+// process announced (bounded: at most maxAnnounced, the oldest forgotten
+// first, which at worst announces one deactivation twice).
+type announcements struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	order []string
+}
+
+const maxAnnounced = 10_000
+
+// first reports whether id was not announced yet, and records it.
+func (a *announcements) first(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	if a.seen[id] {
+		return false
+	}
+	if len(a.order) >= maxAnnounced {
+		delete(a.seen, a.order[0])
+		a.order = a.order[1:]
+	}
+	a.seen[id] = true
+	a.order = append(a.order, id)
+	return true
+}
+
+func (a *announcements) forget(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen[id] {
+		delete(a.seen, id)
+		a.order = slices.DeleteFunc(a.order, func(s string) bool { return s == id })
 	}
 }

@@ -75,6 +75,7 @@ type Engine struct {
 	loadState              loaderState // the loader's, used by its goroutine only
 	healthState            healthState // the health sync's, used by its goroutine only
 	running                attemptSet
+	announce               announcements // deactivations announced
 
 	startMu sync.Mutex // orders Start and Stop
 	started bool
@@ -117,6 +118,9 @@ type Notifier interface {
 	EndpointChanged(ep store.Endpoint, tr health.Transition)
 	// DeliveryDeadLettered reports a delivery that was dead-lettered.
 	DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome)
+	// SubscriptionDeactivated reports a push subscription deactivated by
+	// the failed push of delivery c (its events are queued from now on).
+	SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome)
 }
 
 // Start loads every endpoint's health and starts the background services.

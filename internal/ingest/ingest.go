@@ -117,27 +117,30 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 }
 
 // fanOut gives each event one new delivery per matching subscription of
-// snap, and asks the dispatcher which it takes from memory.
+// snap, and asks the dispatcher which of the pushed ones it takes from
+// memory. A delivery for a subscription that queues (pull, or deactivated)
+// is written queued and never held.
 func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now time.Time) *dispatch.Admission {
 	var eps []string
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
 		for _, sub := range snap.Match(ne.AccountID, ne.Type, ne.Subject) {
-			ne.Deliveries = append(ne.Deliveries, store.NewDelivery{
-				ID:             ids.New("dlv_", now),
-				SubscriptionID: sub.ID,
-				EndpointID:     sub.EndpointID,
-			})
-			eps = append(eps, sub.EndpointID)
+			d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
+			ne.Deliveries = append(ne.Deliveries, d)
+			if !d.Queued {
+				eps = append(eps, sub.EndpointID)
+			}
 		}
 	}
 	adm := in.Dispatch.Admit(eps, now)
 	k := 0
 	for i := range news {
 		for j := range news[i].Deliveries {
-			news[i].Deliveries[j].Claimed = adm.Granted(k)
-			k++
+			if d := &news[i].Deliveries[j]; !d.Queued {
+				d.Claimed = adm.Granted(k)
+				k++
+			}
 		}
 	}
 	return adm
@@ -156,6 +159,9 @@ func (in *Ingester) commit(adm *dispatch.Admission, news []store.NewEvent, res [
 		}
 		out[i].Deliveries = len(ne.Deliveries)
 		for _, d := range ne.Deliveries {
+			if d.Queued {
+				continue // for consumers: the store announces it (OnQueued)
+			}
 			if !d.Claimed {
 				unheld = append(unheld, d.EndpointID) // over the fast path's bound: the loader picks it up
 				continue

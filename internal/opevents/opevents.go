@@ -6,6 +6,7 @@
 //	herald.endpoint.probation   herald.endpoint.disabled
 //	herald.endpoint.frozen      herald.endpoint.enabled
 //	herald.delivery.dead_lettered
+//	herald.subscription.deactivated herald.subscription.reactivated
 //
 // A subscription receives them only when it lists their types: an empty
 // event_types ("everything") does not include herald.* types. Each event is
@@ -45,6 +46,8 @@ const (
 	TypeFrozen       = "herald.endpoint.frozen"
 	TypeEnabled      = "herald.endpoint.enabled"
 	TypeDeadLettered = "herald.delivery.dead_lettered"
+	TypeDeactivated  = "herald.subscription.deactivated"
+	TypeReactivated  = "herald.subscription.reactivated"
 )
 
 // QueueSize bounds the events waiting to be published.
@@ -212,5 +215,36 @@ func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, ou
 		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: store.RedactedURL(sub.URL),
 		EventID: c.EventID, EventSource: c.EventSource, Reason: out.DeadLetterReason,
 		Attempts: out.Attempts, LastOutcome: out.LastOutcome,
+	})
+}
+
+// SubscriptionData is the data of the herald.subscription.* events.
+type SubscriptionData struct {
+	SubscriptionID   string `json:"subscription_id"`
+	SubscriptionName string `json:"subscription_name"`
+	URL              string `json:"url"`
+	State            string `json:"state"`
+	// Deactivated: the delivery whose failed push deactivated it, and how
+	// that push ended.
+	DeliveryID  string `json:"delivery_id,omitempty"`
+	LastOutcome string `json:"last_delivery_outcome,omitempty"`
+	// Reactivated: how many queued deliveries went back to pending.
+	Requeued *int `json:"requeued,omitempty"`
+}
+
+// SubscriptionDeactivated implements dispatch.Notifier.
+func (p *Publisher) SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome) {
+	p.enqueue(sub.AccountID, TypeDeactivated, sub.ID, SubscriptionData{
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateDeactivated,
+		DeliveryID: c.ID, LastOutcome: out.LastOutcome,
+	})
+}
+
+// SubscriptionReactivated announces a subscription made active again and
+// how many queued deliveries it pushes.
+func (p *Publisher) SubscriptionReactivated(sub store.Subscription, requeued int) {
+	p.enqueue(sub.AccountID, TypeReactivated, sub.ID, SubscriptionData{
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateActive,
+		Requeued: &requeued,
 	})
 }

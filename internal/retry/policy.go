@@ -42,7 +42,20 @@ type Policy struct {
 	MinDelay time.Duration
 	// Schedule says when the retries happen.
 	Schedule Schedule
+	// Then is what happens when the retries run out: ThenDeadLetter or
+	// ThenQueue.
+	Then string
 }
+
+// What happens when a policy's retries run out.
+const (
+	// ThenDeadLetter: the delivery is dead-lettered (or dropped, as its
+	// subscription says).
+	ThenDeadLetter = "dead_letter"
+	// ThenQueue: the subscription is deactivated and the delivery queued
+	// for its consumers to pull (SAP Open Connectors).
+	ThenQueue = "queue"
+)
 
 // Schedule is the nominal timing of retries, before jitter and minimums.
 // Retry k follows failed attempt k.
@@ -158,6 +171,16 @@ func Resolve(s Spec) (Policy, error) {
 	}
 	if err := checkOverlap(p, s); err != nil {
 		return Policy{}, err
+	}
+	switch s.Then {
+	case "":
+		if p.Then == "" {
+			p.Then = ThenDeadLetter
+		}
+	case ThenDeadLetter, ThenQueue:
+		p.Then = s.Then
+	default:
+		return Policy{}, fieldErr("then", "must be %q or %q, got %q", ThenDeadLetter, ThenQueue, s.Then)
 	}
 
 	if p.MaxAttempts == 0 && p.TTL == 0 {

@@ -183,11 +183,12 @@ func sap() preset {
 		steps[k-1] = time.Duration(1<<(3*k)) * time.Second
 	}
 	return preset{
-		description: "SAP Open Connectors: retry k at 2^(3k)s after the first failure (8s..32768s), 5 retries",
+		description: "SAP Open Connectors: retry k at 2^(3k)s after the first failure (8s..32768s), 5 retries, then the subscription is deactivated and its events queued",
 		policy: Policy{
 			Preset:      PresetSAP,
 			MaxAttempts: 6,
 			Schedule:    Schedule{Anchored: true, Steps: steps},
+			Then:        ThenQueue,
 		},
 		minAttempts: 1, maxAttempts: 6,
 		minTTL: time.Minute, maxTTL: maxOverrideTTL,

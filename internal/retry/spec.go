@@ -21,6 +21,11 @@ type Spec struct {
 	Jitter       *float64   `json:"jitter,omitempty"`
 	SuccessCodes []int      `json:"success_codes,omitempty"`
 	NoRetryCodes []int      `json:"no_retry_codes,omitempty"`
+	// Then is what happens when the retries run out: ThenDeadLetter
+	// (dead-lettered or dropped, as the subscription says) or ThenQueue
+	// (the subscription is deactivated and the delivery queued). Empty:
+	// the preset's (queue for sap, dead_letter for the others).
+	Then string `json:"then,omitempty"`
 }
 
 // Backoff is an exponential schedule: the gap after failed attempt k is

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +46,26 @@ func TestParseDurationShortensLongInput(t *testing.T) {
 	_, msg := ParseDuration(strings.Repeat("x", 1000))
 	if len(msg) > 200 || !strings.Contains(msg, "...") {
 		t.Fatalf("message not shortened: %s", msg)
+	}
+}
+
+// TestThen: sap ends by queuing, every other preset by dead-lettering, and
+// then overrides either; anything else names the field.
+func TestThen(t *testing.T) {
+	for _, c := range []struct {
+		preset, then, want string
+	}{
+		{"sap", "", ThenQueue}, {"eventgrid", "", ThenDeadLetter}, {"workfront", "", ThenDeadLetter},
+		{"sap", "dead_letter", ThenDeadLetter}, {"pubsub", "queue", ThenQueue},
+	} {
+		p, err := Resolve(Spec{Preset: c.preset, Then: c.then})
+		if err != nil || p.Then != c.want {
+			t.Errorf("%s then %q: %q, %v; want %q", c.preset, c.then, p.Then, err, c.want)
+		}
+	}
+	_, err := Resolve(Spec{Then: "retry"})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "then" {
+		t.Fatalf("then retry: %v, want a field error naming then", err)
 	}
 }

@@ -63,17 +63,6 @@ func TestWorkfront48HourScheduleOnFakeClock(t *testing.T) {
 	}
 }
 
-func TestSAPScheduleOnFakeClock(t *testing.T) {
-	b := setup(t)
-	rc := newReceiver(t, status(http.StatusBadGateway))
-	sub := b.subscribe(map[string]any{"name": "sap", "url": rc.URL, "retry_policy": map[string]any{"preset": "sap"}})
-	b.publish("evt-1", "x")
-	d := b.stepRetries(sub, 5, func(k int) time.Duration { return time.Duration(1<<(3*k)) * time.Second })
-	if d.Status != "dead_lettered" || *d.DeadLetterReason != "MaxDeliveryAttemptsExceeded" || d.Attempts != 6 {
-		t.Fatalf("after sap schedule: %+v", d)
-	}
-}
-
 func TestEventGridTTLDeadLetters(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(http.StatusInternalServerError))

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,7 @@ import (
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
+	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/sqlite"
@@ -200,13 +202,21 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.setDefaults()
 
+	// The store announces receivable deliveries to the consumers waiting
+	// in this process (the queue service, made below once the store is).
+	var waiters atomic.Pointer[queue.Service]
+	onQueued := func(ids []string) {
+		if q := waiters.Load(); q != nil {
+			q.Notify(ids)
+		}
+	}
 	var st store.Store
 	switch {
 	case cfg.Store == "sqlite":
 		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store")})
+		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued})
 		if err != nil {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
@@ -214,7 +224,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	case isPostgresURL(cfg.Store):
 		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
 			Logger: cfg.Logger.With("component", "store"), Clock: cfg.Clock,
-			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout,
+			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout, OnQueued: onQueued,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the PostgreSQL store: %w", err)
@@ -247,10 +257,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	eng := dispatch.New(dc)
 	in.Dispatch = eng
 	reg.MustRegister(eng.Collector())
-	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control")}
+	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
+	q := queue.New(st, cfg.Clock, reg)
+	waiters.Store(q)
 	a := &api.Server{Store: st, Control: ctl, Publisher: in, Live: eng, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
-		Destinations: dc.Destinations}
+		Destinations: dc.Destinations, Queue: q}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
 	if cfg.Auth == AuthOff {
 		cfg.Logger.Warn("authentication is off (--auth=off): anyone who reaches this port can read every event, change every subscription and make Herald send requests; use it only for local experiments")

@@ -45,6 +45,7 @@ func (e *StaleCatalogError) Is(target error) bool { return target == ErrStaleCat
 type Store interface {
 	AccountStore
 	SubscriptionStore
+	QueueStore
 	DeliveryStore
 	EndpointStore
 	// Capabilities says how the store may be used.
@@ -96,7 +97,8 @@ type SubscriptionStore interface {
 	// endpoint they were made for), and the old URL's endpoint row is
 	// deleted if no subscription uses it any more. A subscription never
 	// changes accounts: one whose AccountID is not the stored one's is
-	// ErrNotFound. ErrNotFound, ErrNameTaken.
+	// ErrNotFound. The stored State is kept (only a deactivation and
+	// ReactivateSubscription change it). ErrNotFound, ErrNameTaken.
 	UpdateSubscription(ctx context.Context, s Subscription) error
 	// DeleteSubscription removes the subscription. Its deliveries stay in the
 	// log; those still pending or queued end as dropped with reason
@@ -113,8 +115,10 @@ type DeliveryStore interface {
 	// duplicate, its deliveries, in one group commit. An event whose
 	// (account, source, id) is already stored is a duplicate: nothing of it is written
 	// and its result says Duplicate. Deliveries with Claimed set are written
-	// leased to opts.Lease (the caller holds them in memory); the others are
-	// written unleased for the due loader. Results are in input order. When
+	// leased to opts.Lease (the caller holds them in memory); those with
+	// Queued set are written queued, receivable at once (a pull or
+	// deactivated subscription's); the others are written pending and
+	// unleased for the due loader. Results are in input order. When
 	// opts guards the match (see PublishOptions) and the guard fails, the
 	// call writes nothing and returns a *StaleCatalogError.
 	Publish(ctx context.Context, events []NewEvent, opts PublishOptions) ([]PublishResult, error)
@@ -152,6 +156,12 @@ type DeliveryStore interface {
 	// each attempt to the log, writes the delivery's new state and clears its
 	// lease. An outcome for a delivery that is no longer pending (dropped or
 	// redelivered meanwhile) still logs the attempt but leaves the state alone.
+	// A queued outcome makes the delivery receivable at once (NextAttemptAt
+	// is its NextAttemptAt). An outcome with Deactivate set (applied only
+	// when its state change is) also deactivates the delivery's
+	// subscription in the same transaction if it is active: state
+	// StateDeactivated at a new catalog version, and every other pending
+	// delivery of it queued (leases cleared).
 	Record(ctx context.Context, outcomes []Outcome) error
 
 	// GetDelivery returns one delivery or ErrNotFound.
@@ -168,13 +178,20 @@ type DeliveryStore interface {
 	// events, newest first (DeliveryCursor). An item's bytes
 	// (MaxPageBytes): its event's id, source, type, subject and payload.
 	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, string, error)
+	// ListQueued returns a page of the queued deliveries matching f (its
+	// Status is taken as StatusQueued) with their events, newest first
+	// (DeliveryCursor). An item's bytes (MaxPageBytes): as
+	// ListDeadLetters'.
+	ListQueued(ctx context.Context, f DeliveryFilter) ([]DeadLetter, string, error)
 	// GetEvent returns a stored event's payload by its store sequence.
 	GetEvent(ctx context.Context, seq int64) (StoredEvent, error)
 
 	// Redeliver makes one delivery due at now with a fresh attempt budget
-	// (RoundAttempts 0, RoundStart now, FirstFailure cleared), whatever its
-	// status, on its subscription's current endpoint (the subscription may
-	// have moved to another URL since the delivery was made). ErrNotFound; ErrConflict when it is pending and leased (an
+	// (RoundAttempts 0, RoundStart now, FirstFailure cleared, Receives 0),
+	// whatever its status, on its subscription's current endpoint (the
+	// subscription may have moved to another URL since the delivery was
+	// made): pending, or queued when the subscription is a pull or a
+	// deactivated one. ErrNotFound; ErrConflict when it is pending and leased (an
 	// attempt is in progress); ErrSubscriptionDeleted when its subscription
 	// no longer exists (nothing changes).
 	Redeliver(ctx context.Context, id string, now time.Time) (Delivery, error)
@@ -241,9 +258,15 @@ type Subscription struct {
 	// the API never shows it.
 	Signing    Signing
 	DeadLetter bool
-	State      string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// State is StateActive or StateDeactivated.
+	State string
+	// DeliveryMode is ModePush ("" on write) or ModePull; a pull
+	// subscription has no URL and no endpoint (EndpointID "").
+	DeliveryMode string
+	// FailurePolicy is FailureRetry ("" on write) or FailureQueue.
+	FailurePolicy string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 	// Version is the catalog version its last write set (read only: the
 	// store assigns it).
 	Version int64
@@ -327,8 +350,9 @@ type NewEvent struct {
 type NewDelivery struct {
 	ID             string
 	SubscriptionID string
-	EndpointID     string
-	Claimed        bool // written leased to the Publish lease
+	EndpointID     string // "" for a pull subscription's
+	Claimed        bool   // written leased to the Publish lease
+	Queued         bool   // written queued (not with Claimed)
 }
 
 // PublishResult says what Publish did with one event.
@@ -376,6 +400,11 @@ type Delivery struct {
 	DeadLetterReason string
 	CreatedAt        time.Time // the event's publish time
 	DeliveredAt      time.Time
+	// Receives counts the times consumers received it (Receive).
+	Receives int
+	// LockedUntil is when the lock of its last receive ends (zero when it
+	// was never received or the lock was settled).
+	LockedUntil time.Time
 }
 
 // Claimed is a leased delivery with what is needed to attempt it.
@@ -412,6 +441,9 @@ type Outcome struct {
 	// was taken over by another then only logs its attempt and leaves the
 	// new owner's state alone. When empty, any pending delivery is updated.
 	LeaseOwner string
+	// Deactivate, with Status StatusQueued, deactivates the delivery's
+	// subscription (see Record).
+	Deactivate bool
 }
 
 // AttemptRecord is one row of the attempt log.
@@ -432,6 +464,9 @@ type DeliveryFilter struct {
 	SubscriptionID string
 	Status         Status
 	EventID        string // the CloudEvents id
+	// EndpointID filters by endpoint (a URL of the account); only with
+	// Status StatusQueued, for which it is an index seek.
+	EndpointID string
 	Page
 }
 

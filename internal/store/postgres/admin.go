@@ -15,14 +15,21 @@ import (
 const (
 	deliveryStateSQL = `SELECT status, lease_until, subscription_id FROM deliveries WHERE id = $1 FOR UPDATE`
 
-	// restartSet opens a fresh attempt budget. Attempts (the lifetime count)
+	// restartSet opens a fresh attempt budget: pending, or queued (for
+	// consumers, receives counted afresh) when its subscription is a pull
+	// subscription or a deactivated push one, which push nothing. Attempts (the lifetime count)
 	// and the last_* fields stay: the delivery keeps its history, and with
 	// attempts > 0 it is due in the retry lane. dead_letter_reason and
 	// delivered_at are cleared, since the delivery is pending again. It
 	// goes to its subscription's endpoint: the one it was made for, or, if
-	// the subscription has moved to another URL since, that URL's.
-	restartSet = `status = 'pending', round_attempts = 0, round_start = $1, first_failure = 0,
+	// the subscription has moved to another URL since, that URL's. A lock
+	// a consumer held on it (it was queued) is cleared: its token settles
+	// nothing any more.
+	restartSet = `status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = $1, first_failure = 0,
 	next_attempt_at = $1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
 	endpoint_id = (SELECT s.endpoint_id FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
 
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = $2`

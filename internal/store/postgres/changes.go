@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -24,11 +25,30 @@ import (
 // (1 s, doubling to 30 s) and then reports every kind as changed, since it
 // may have missed some. Behind PgBouncer in transaction pool mode LISTEN
 // does not work; the readers' timers still do.
+//
+// Deliveries that became receivable (queued: by a publish, a record that
+// queued them, a deactivation, a release) are announced on queuedChannel,
+// one notification per subscription per transaction, with the payload
+// "<schema> <subscription ID>"; the listener hands the ID to
+// Options.OnQueued. The node that committed also calls OnQueued itself
+// right after its commit (queuedHere), so it never waits for its own
+// notification, and then gets the notification too: OnQueued may hear of
+// one change twice. Notifications missed while the listener reconnects are
+// not replayed (which subscriptions they named is unknown): a waiting
+// consumer must also look again on a timer of its own (store.ReceiveResult's
+// NextAt, the end of its wait).
 
 // changeChannel is the notification channel of every Herald schema.
 const changeChannel = "herald_changes"
 
-const notifySQL = `SELECT pg_notify('` + changeChannel + `', $1)`
+// queuedChannel is the channel of receivable deliveries.
+const queuedChannel = "herald_queued"
+
+const (
+	notifySQL = `SELECT pg_notify('` + changeChannel + `', $1)`
+	// notifyQueuedSQL announces each of the subscriptions $2 in schema $1.
+	notifyQueuedSQL = `SELECT pg_notify('` + queuedChannel + `', $1 || ' ' || id) FROM unnest($2::text[]) AS id`
+)
 
 // Kinds of change named in a notification's payload.
 const (
@@ -44,24 +64,65 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind string) error {
 	return err
 }
 
+// notifyQueued queues, in tx, a notification for each of the subscriptions
+// (distinct) whose deliveries tx makes receivable: they are sent when tx
+// commits. None costs no statement.
+func (s *Store) notifyQueued(ctx context.Context, tx pgx.Tx, subscriptionIDs []string) error {
+	if len(subscriptionIDs) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, notifyQueuedSQL, s.schema, subscriptionIDs); err != nil {
+		return fmt.Errorf("announce queued deliveries: %w", err)
+	}
+	return nil
+}
+
+// queuedHere tells this process (Options.OnQueued) of the subscriptions
+// whose deliveries a transaction it committed made receivable.
+func (s *Store) queuedHere(subscriptionIDs []string) {
+	if len(subscriptionIDs) > 0 && s.opts.OnQueued != nil {
+		s.opts.OnQueued(subscriptionIDs)
+	}
+}
+
+// idSet collects distinct IDs in the order first added.
+type idSet struct {
+	ids  []string
+	seen map[string]bool
+}
+
+func (s *idSet) add(id string) {
+	if s.seen[id] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[id] = true
+	s.ids = append(s.ids, id)
+}
+
 // changeFeed listens on its own connection and signals, on channels of
 // capacity one (several notifications coalesce into one signal), that
-// subscriptions, endpoint health, or accounts and keys changed.
+// subscriptions, endpoint health, or accounts and keys changed; it passes
+// the subscription of each queued notification to onQueued (nil: ignored).
 type changeFeed struct {
 	catalog   chan struct{}
 	endpoints chan struct{}
 	auth      chan struct{}
+	onQueued  func([]string)
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
 
 // startChangeFeed starts listening with cfg for the schema's notifications.
-func startChangeFeed(cfg *pgx.ConnConfig, schema string, log *slog.Logger) *changeFeed {
+func startChangeFeed(cfg *pgx.ConnConfig, schema string, onQueued func([]string), log *slog.Logger) *changeFeed {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &changeFeed{
 		catalog:   make(chan struct{}, 1),
 		endpoints: make(chan struct{}, 1),
 		auth:      make(chan struct{}, 1),
+		onQueued:  onQueued,
 		cancel:    cancel,
 		done:      make(chan struct{}),
 	}
@@ -111,6 +172,9 @@ func (f *changeFeed) listen(ctx context.Context, cfg *pgx.ConnConfig, schema str
 	if err == nil {
 		_, err = conn.Exec(cctx, "LISTEN "+changeChannel)
 	}
+	if err == nil {
+		_, err = conn.Exec(cctx, "LISTEN "+queuedChannel)
+	}
 	cancel()
 	if err != nil {
 		if conn != nil {
@@ -130,6 +194,12 @@ func (f *changeFeed) listen(ctx context.Context, cfg *pgx.ConnConfig, schema str
 		}
 		s, kind, ok := strings.Cut(n.Payload, " ")
 		if !ok || s != schema {
+			continue
+		}
+		if n.Channel == queuedChannel {
+			if f.onQueued != nil {
+				f.onQueued([]string{kind}) // the subscription ID
+			}
 			continue
 		}
 		switch kind {

@@ -38,13 +38,38 @@ func fill(t testing.TB, ctx context.Context, tx pgx.Tx, endpoints, perEndpoint i
 	}
 }
 
+// queuedNow is a time at which fillQueued's deliveries are all receivable.
+const queuedNow = int64(30_000_000)
+
+// fillQueued writes, straight in SQL, perSub queued deliveries of each of
+// subs pull subscriptions sub_q_0…, with their events, due one per
+// millisecond from 20,000,000 ms on (after the times fill's plans are
+// checked at), half of them locked until then (an expired lock).
+func fillQueued(t testing.TB, ctx context.Context, tx pgx.Tx, subs, perSub int) {
+	t.Helper()
+	for _, q := range []string{
+		`INSERT INTO events (id, source, type, subject, published_at, payload)
+		 SELECT 'evt-q-' || i, '/queued', 'queued', '', 1000, '\x00'::bytea FROM generate_series(1, $1::int * $2::int) AS i`,
+		`INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at,
+		     created_at, receives, lock_token, lock_until)
+		 SELECT 'dlv_q_' || lpad(seq::text, 24, '0'), 'sub_q_' || (seq % $1), '', seq, 'queued', 1000, 20000000 + seq, 1000,
+		        seq % 2, CASE WHEN seq % 2 = 1 THEN 'dlv_q.token' ELSE '' END, CASE WHEN seq % 2 = 1 THEN 20000000 + seq ELSE 0 END
+		 FROM events WHERE source = '/queued' AND $2::int > 0`,
+	} {
+		if _, err := tx.Exec(ctx, q, subs, perSub); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestQueryPlans pins the plans of the due loader's queries: index scans of
 // the partial lane indexes, never a scan of the deliveries table, both as
 // planned for the given values and as a generic plan (pgx prepares its
 // statements, and PostgreSQL may switch a prepared statement to a generic
 // plan after five runs). CountPending is left out: it counts the whole
-// backlog, and where (as here) every delivery is pending a table scan is the
-// right plan.
+// backlog, and where (as here) nearly every delivery is pending a table scan
+// is the right plan; so is CountQueued (TestListPlans checks it where, as
+// usual, few deliveries are queued).
 func TestQueryPlans(t *testing.T) {
 	dbURL := freshSchema(t)
 	if err := Migrate(context.Background(), dbURL, nil); err != nil {
@@ -61,7 +86,8 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	fill(t, ctx, tx, 100, 500) // 50,000 retries, 100 fresh
+	fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
+	fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
 	if _, err := tx.Exec(ctx, `ANALYZE deliveries; ANALYZE events`); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +106,15 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"Index Only Scan using deliveries_fresh", "Index Only Scan using deliveries_retry", "Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
 		{"Release", releaseSQL, []any{[]string{"dlv_1", "dlv_2"}, "node"}, []string{"Index Scan using deliveries_pkey"}},
 		{"ExtendLeases", extendSQL, []any{[]string{"dlv_1", "dlv_2"}, "node", lease}, []string{"Index Scan using deliveries_pkey"}},
+		// Receive: the subscription's receivable deliveries in due order,
+		// straight from the partial index (no sort), then each one's
+		// update by its key.
+		{"Receive", receivableSQL, []any{"sub_q_7", queuedNow, 100}, []string{"Index Scan using deliveries_queued on"}},
+		{"Receive (lock)", takeSQL, []any{[]string{"dlv_1", "dlv_2"}, []string{"queued", "queued"}, []string{"a", "b"}, []string{"", ""}, lease},
+			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
+		{"NextAt", nextQueuedSQL, []any{"sub_q_7"}, []string{"Scan using deliveries_queued on"}},
+		{"Settle", acknowledgeSQL, []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
+			[]string{"Index Scan using deliveries_pkey"}},
 	} {
 		for _, mode := range []string{"auto", "force_generic_plan"} {
 			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
@@ -93,6 +128,9 @@ func TestQueryPlans(t *testing.T) {
 			}
 			if strings.Contains(plan, "Seq Scan on deliveries") || strings.Contains(plan, "Bitmap Heap Scan on deliveries") {
 				t.Errorf("%s (%s): scans the deliveries table:\n%s", tc.name, mode, plan)
+			}
+			if tc.sql == receivableSQL && strings.Contains(plan, "Sort") {
+				t.Errorf("%s (%s): sorts instead of reading the index in order:\n%s", tc.name, mode, plan)
 			}
 		}
 	}
@@ -198,6 +236,12 @@ func TestListPlans(t *testing.T) {
 	}
 	defer tx.Rollback(ctx)
 	fillAccounts(t, ctx, tx, 100_000)
+	// Some of acc_3's and acc_0's are queued (1 in 50 of their endpoints'
+	// deliveries).
+	if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'queued' WHERE status = 'delivered' AND event_seq % 50 = 7;
+		ANALYZE deliveries`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +281,19 @@ func TestListPlans(t *testing.T) {
 			[]string{"deliveries_subscription_status"}},
 		{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
 			[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}},
+		// The queued deliveries of one URL (the API's list by endpoint).
+		{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: store.StatusQueued},
+			[]string{"Index Scan Backward using deliveries_queued_endpoint"}},
+		{"large account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_0", EndpointID: "ep_acc_0_4", Status: store.StatusQueued},
+			[]string{"Index Scan Backward using deliveries_queued_endpoint"}},
 	} {
 		where, args := deliveryFilter(c.f)
 		check("ListDeliveries "+c.name, where, args, false, c.want...)
+	}
+	// CountQueued reads a partial index of queued deliveries (and, until a
+	// vacuum has marked their pages all-visible, as here, their rows).
+	if plan := explain(t, ctx, tx, countQueuedSQL, nil); !strings.Contains(plan, "on deliveries_queued") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("CountQueued: plan does not count a queued index:\n%s", plan)
 	}
 	for _, c := range []struct {
 		name string

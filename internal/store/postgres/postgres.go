@@ -76,6 +76,21 @@
 // owner still holds the lease, so a node whose lease expired and was taken
 // over cannot overwrite the new holder's state; its attempt is still logged.
 //
+// # Queued deliveries and locks
+//
+// A pull subscription's deliveries, and a deactivated push subscription's,
+// are queued: consumers Receive them, locking each under a token until a
+// time, and Settle the locks (queue.go). Locks are columns of the delivery
+// rows (lock_token, lock_until; next_attempt_at moves to the lock's end),
+// so they hold across nodes and restarts, and expire by time like leases:
+// Receive locks candidates FOR UPDATE SKIP LOCKED, so two nodes never lock
+// one delivery under two live tokens, and Settle applies only while the
+// token's lock_until is after the now it is given. Deliveries that became
+// receivable are announced to every node with NOTIFY (Options.OnQueued;
+// changes.go). A Record outcome under the queue failure policy deactivates
+// its subscription, and ReactivateSubscription undoes it, as subscription
+// writes (states.go).
+//
 // # Shared endpoint health and roles
 //
 // Endpoint health is shared by the nodes. ModifyEndpoints is a
@@ -109,6 +124,12 @@
 // costs a few index seeks per endpoint with pending deliveries (16 ms for
 // 1,000); CountPending counts the whole backlog (about 70 ms).
 // DeleteSubscription and Redrive change all their rows in one statement.
+// Receive is a range scan of the subscription's entries of the partial
+// index of queued deliveries from its earliest due, and a primary-key
+// update per delivery; Settle a primary-key update per token; NextAt one
+// index seek; CountQueued counts the queued deliveries' index entries.
+// ReactivateSubscription and a deactivation change all of a subscription's
+// queued (or pending) deliveries in one statement.
 package postgres
 
 import (
@@ -172,6 +193,19 @@ type Options struct {
 	// QueueSize is the capacity of the group-commit queue; callers block (or
 	// give up with their context) while it is full. Default 4096.
 	QueueSize int
+	// OnQueued, when set, is called with the IDs of subscriptions whose
+	// deliveries became receivable, or changed when they will be, on this
+	// node or another: a Publish that wrote queued deliveries, a Record
+	// that queued some (a deactivation's included), a Settle that released
+	// some. This node's commits call it right after the commit, on the
+	// goroutine that committed (a group-commit writer's, or Settle's
+	// caller's), each ID once per call; other nodes' commits reach it
+	// through LISTEN, one ID per call, on the listener's goroutine (and so
+	// do this node's, again: a change may be heard twice). It must not
+	// block: hand the IDs to another goroutine. Notifications missed while
+	// the listener reconnects are not replayed, so waiting consumers need a
+	// timer of their own too (see changes.go).
+	OnQueued func(subscriptionIDs []string)
 }
 
 func (o *Options) setDefaults() {
@@ -276,7 +310,7 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: read the current schema: %w", err)
 	}
-	s.feed = startChangeFeed(cfg.ConnConfig.Copy(), s.schema, opts.Logger)
+	s.feed = startChangeFeed(cfg.ConnConfig.Copy(), s.schema, opts.OnQueued, opts.Logger)
 	s.writers.Add(opts.Writers)
 	for range opts.Writers {
 		go s.writer()

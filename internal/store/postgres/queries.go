@@ -83,7 +83,9 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 // (id, source, account_id) then (event_seq). A status alone, across every
 // account, reads the deliveries newest first (the primary key) until its
 // page is full: the API always lists within an account, so that list (of
-// tools and tests) has no index of its own.
+// tools and tests) has no index of its own. An endpoint with status queued
+// seeks deliveries_queued_endpoint (endpoint_id, id); an endpoint with
+// another status (or none) is a filter on the other conditions' rows.
 func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
 	where, args := deliveryFilter(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false)
@@ -111,9 +113,18 @@ func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
 		args = append(args, f.SubscriptionID)
 		where = append(where, fmt.Sprintf("d.subscription_id = $%d", len(args)))
 	}
-	if f.Status != "" {
+	switch {
+	case f.Status == store.StatusQueued:
+		// Literal, so that even a generic plan may use the partial
+		// indexes of queued deliveries.
+		where = append(where, queuedRows)
+	case f.Status != "":
 		args = append(args, string(f.Status))
 		where = append(where, fmt.Sprintf("d.status = $%d", len(args)))
+	}
+	if f.EndpointID != "" {
+		args = append(args, f.EndpointID)
+		where = append(where, fmt.Sprintf("d.endpoint_id = $%d", len(args)))
 	}
 	if f.EventID != "" {
 		args = append(args, f.EventID)
@@ -129,6 +140,14 @@ func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
 // its event; the cursor is the last ID of the previous page. A
 // subscription's seek (subscription_id, status, id), an account's
 // (account_id, status, id); every account's read the deliveries newest
+// ListQueued implements store.DeliveryStore with ListDeliveries' indexes
+// (deliveryFilter), each delivery with its event.
+func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
+	f.Status = store.StatusQueued
+	where, args := deliveryFilter(f)
+	return s.listDeliveries(ctx, where, args, f.Page, true)
+}
+
 // first until the page is full (see ListDeliveries).
 func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
 	where, args := deadLetterFilter(f)

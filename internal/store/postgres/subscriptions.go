@@ -14,26 +14,33 @@ import (
 
 const (
 	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
-	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version`
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	created_at, updated_at, version`
 
 	// The parameters of both are subscriptionArgs' followed by the version.
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES ($17, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $18)`
+VALUES ($19, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $20)`
 
 	// updateSubscriptionSQL keeps the account ($1 only selects the row): a
-	// subscription stays in the account it was created in.
+	// subscription stays in the account it was created in. It keeps the
+	// state too ($14 is taken and ignored): only a deactivation (Record)
+	// and ReactivateSubscription change it, so a change made from an older
+	// read cannot undo a deactivation committed meanwhile.
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = $2, url = $3, endpoint_id = $4, event_types = $5, subject_begins_with = $6, subject_ends_with = $7,
 	retry_policy = $8, timeout_ms = $9, headers = $10, secret_headers = $11, signing = $12, dead_letter = $13,
-	state = $14, created_at = $15, updated_at = $16, version = $18
-WHERE id = $17 AND account_id = $1`
+	state = CASE WHEN $14::text IS NULL THEN state ELSE state END, delivery_mode = $15, failure_policy = $16, created_at = $17, updated_at = $18, version = $20
+WHERE id = $19 AND account_id = $1`
 
 	// bumpCatalogSQL advances the catalog version and locks its row until
 	// the transaction ends; every subscription write runs it first. A
 	// publish batch reads the row FOR SHARE (catalogShareSQL), so the two
 	// exclude each other.
-	bumpCatalogSQL   = `UPDATE counters SET value = value + 1 WHERE name = 'catalog' RETURNING value`
-	catalogShareSQL  = `SELECT value FROM counters WHERE name = 'catalog' FOR SHARE`
+	bumpCatalogSQL  = `UPDATE counters SET value = value + 1 WHERE name = 'catalog' RETURNING value`
+	catalogShareSQL = `SELECT value FROM counters WHERE name = 'catalog' FOR SHARE`
+	// catalogLockSQL takes the row lock a subscription write takes, without
+	// advancing the version yet (a Record batch that may deactivate).
+	catalogLockSQL   = `SELECT value FROM counters WHERE name = 'catalog' FOR UPDATE`
 	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
 	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
 	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > $1 ORDER BY id`
@@ -67,7 +74,7 @@ AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = $1)`
 WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = $1,
-	lease_owner = '', lease_until = 0
+	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
 WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
 	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = $1 RETURNING endpoint_id`
 )
@@ -79,8 +86,11 @@ func isUnique(err error, c string) bool {
 }
 
 // CreateSubscription implements store.SubscriptionStore. An empty
-// AccountID is filled in as store.DefaultAccount, an empty EndpointID as
-// store.EndpointIDFor(AccountID, URL). The subscription's Timeout is kept
+// AccountID is filled in as store.DefaultAccount, an empty DeliveryMode as
+// store.ModePush, an empty FailurePolicy as store.FailureRetry, and a push
+// subscription's empty EndpointID as store.EndpointIDFor(AccountID, URL); a
+// pull subscription keeps EndpointID "" and gets no endpoint row (nor does
+// its update or delete touch one). The subscription's Timeout is kept
 // to the millisecond. ErrNotFound when the account does not exist (checked
 // first), ErrNameTaken when the name is used in the account, ErrConflict
 // when the ID is taken.
@@ -121,8 +131,12 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 // insertEndpoint creates the endpoint row of sub's URL in sub's account
-// (both filled in: subscriptionArgs) unless it exists.
+// (both filled in: subscriptionArgs) unless it exists. A pull subscription
+// (EndpointID "") has none.
 func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
+	if sub.EndpointID == "" {
+		return nil
+	}
 	var one int
 	switch err := tx.QueryRow(ctx, endpointExistsSQL, sub.EndpointID).Scan(&one); {
 	case err == nil:
@@ -141,8 +155,11 @@ func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscr
 }
 
 // deleteUnusedEndpoint deletes the endpoint's row if no subscription uses
-// it any more.
+// it any more; "" (a pull subscription's) names none.
 func deleteUnusedEndpoint(ctx context.Context, tx pgx.Tx, id string) error {
+	if id == "" {
+		return nil
+	}
 	if _, err := tx.Exec(ctx, deleteUnusedEndpointSQL, id); err != nil {
 		return fmt.Errorf("delete unused endpoint %s: %w", id, err)
 	}
@@ -304,8 +321,9 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 }
 
 // subscriptionArgs returns s's columns in subscriptionCols order after the
-// ID (account_id … updated_at: $1 … $16), followed by the ID ($17). It
-// fills in an empty AccountID and EndpointID (sqlrow.SubscriptionValues).
+// ID (account_id … updated_at: $1 … $18), followed by the ID ($19). It
+// fills in an empty AccountID, DeliveryMode and FailurePolicy, and a push
+// subscription's empty EndpointID (sqlrow.SubscriptionValues).
 func subscriptionArgs(s *store.Subscription) ([]any, error) {
 	v, err := sqlrow.SubscriptionValues(s)
 	return append(v, s.ID), err

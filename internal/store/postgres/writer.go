@@ -181,10 +181,14 @@ func (s *Store) run(batch []*request) (err error) {
 	if err := s.guardBatch(ctx, tx, batch); err != nil {
 		return stmtError(err)
 	}
-	if err := s.publishBatch(ctx, tx, batch); err != nil {
+	var queued idSet // subscriptions whose deliveries this batch made receivable
+	if err := s.publishBatch(ctx, tx, batch, &queued); err != nil {
 		return stmtError(err)
 	}
-	if err := s.recordBatch(ctx, tx, batch); err != nil {
+	if err := s.recordBatch(ctx, tx, batch, &queued); err != nil {
+		return stmtError(err)
+	}
+	if err := s.notifyQueued(ctx, tx, queued.ids); err != nil {
 		return stmtError(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -194,6 +198,7 @@ func (s *Store) run(batch []*request) (err error) {
 		}
 		return s.err(fmt.Errorf("commit (outcome unknown): %w", err))
 	}
+	s.queuedHere(queued.ids)
 	return nil
 }
 
@@ -210,11 +215,12 @@ func stmtError(err error) error {
 type evKey struct{ account, id, source string }
 
 // publishSQL inserts one batch's events and their deliveries (each in its
-// event's account). Sequences are drawn in input order (input), but rows
-// are inserted in key order (id, source, account_id: the unique index's): a
-// batch that waits for another's uncommitted event with the same key
-// (another node publishing it at the same time) then always waits for a
-// larger key than any it holds, so such waits never form a deadlock.
+// event's account, pending or queued as given). Sequences are drawn in
+// input order (input), but rows are inserted in key order (id, source,
+// account_id: the unique index's): a batch that waits for another's
+// uncommitted event with the same key (another node publishing it at the
+// same time) then always waits for a larger key than any it holds, so such
+// waits never form a deadlock.
 const publishSQL = `WITH input AS MATERIALIZED (
 	SELECT nextval('events_seq_seq') AS seq, u.*
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::bytea[]) WITH ORDINALITY
@@ -229,10 +235,10 @@ const publishSQL = `WITH input AS MATERIALIZED (
 ), dl AS (
 	INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
 		round_start, next_attempt_at, created_at, lease_owner, lease_until)
-	SELECT n.id, ev.account_id, n.subscription_id, n.endpoint_id, ev.seq, 'pending',
+	SELECT n.id, ev.account_id, n.subscription_id, n.endpoint_id, ev.seq, n.status,
 		ev.published_at, ev.published_at, ev.published_at, n.lease_owner, n.lease_until
-	FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[])
-		AS n(id, subscription_id, endpoint_id, event_account, event_id, event_source, lease_owner, lease_until)
+	FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[], $16::text[])
+		AS n(id, subscription_id, endpoint_id, event_account, event_id, event_source, lease_owner, lease_until, status)
 	JOIN ev ON ev.id = n.event_id AND ev.source = n.event_source AND ev.account_id = n.event_account
 )
 SELECT seq, account_id, id, source FROM ev`
@@ -248,12 +254,19 @@ JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(account_id, id, source)
 // anything it first reads the catalog version FOR SHARE, once for the
 // batch: no subscription write can commit until this transaction ends, so
 // the check holds at commit, and a delete that follows sees every delivery
-// written here.
+// written here. When the batch may deactivate a subscription (an outcome
+// with Deactivate) it locks the catalog row FOR UPDATE instead, before it
+// changes any row, so that it takes its locks in the order subscription
+// writes do (the catalog first), and a deactivation (deactivateBatch)
+// finds the subscriptions' states unchanged until it commits.
 func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
 	var need []string // subscriptions that must exist
-	publishing := false
+	publishing, deactivating := false, false
 	for _, r := range batch {
 		r.refused = nil
+		for i := range r.outcomes {
+			deactivating = deactivating || deactivates(&r.outcomes[i])
+		}
 		if len(r.events) == 0 {
 			continue
 		}
@@ -266,12 +279,19 @@ func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) err
 			}
 		}
 	}
-	if !publishing {
+	if !publishing && !deactivating {
 		return nil
 	}
+	lock := catalogShareSQL
+	if deactivating {
+		lock = catalogLockSQL
+	}
 	var v int64
-	if err := tx.QueryRow(ctx, catalogShareSQL).Scan(&v); err != nil {
+	if err := tx.QueryRow(ctx, lock).Scan(&v); err != nil {
 		return fmt.Errorf("read the catalog version: %w", err)
+	}
+	if !publishing {
+		return nil
 	}
 	present := map[string]bool{}
 	if len(need) > 0 {
@@ -321,16 +341,19 @@ func eventKey(ev *store.NewEvent) evKey {
 // publishBatch writes the events of every Publish request in batch with
 // their deliveries in two statements, and fills in the requests' results.
 // Within the batch the first occurrence of an event is the one stored; later
-// occurrences, in the same call or another, are duplicates of it.
-func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
+// occurrences, in the same call or another, are duplicates of it. The
+// subscriptions of the queued deliveries it wrote go into queued.
+func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *idSet) error {
 	var (
 		slots                             = map[evKey]int{}
 		eAcc, eID, eSrc, eType, eSubj     []string
 		eAt                               []int64
 		ePayload                          [][]byte
 		dID, dSub, dEp, dEvA, dEvID, dEvS []string
-		dOwner                            []string
+		dOwner, dStatus                   []string
 		dUntil                            []int64
+		qSlot                             []int // the event slot of each queued delivery
+		qSub                              []string
 		have                              bool
 	)
 	for _, r := range batch {
@@ -354,13 +377,17 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 			eID, eSrc, eType, eSubj = append(eID, ev.ID), append(eSrc, ev.Source), append(eType, ev.Type), append(eSubj, ev.Subject)
 			eAt, ePayload = append(eAt, sqlrow.UnixMS(ev.PublishedAt)), append(ePayload, payload)
 			for _, d := range ev.Deliveries {
-				owner, lu := "", int64(0)
-				if d.Claimed {
+				owner, lu, status := "", int64(0), store.StatusPending
+				switch {
+				case d.Claimed:
 					owner, lu = r.opts.Lease.Owner, until
+				case d.Queued:
+					status = store.StatusQueued
+					qSlot, qSub = append(qSlot, slots[k]), append(qSub, d.SubscriptionID)
 				}
 				dID, dSub, dEp = append(dID, d.ID), append(dSub, d.SubscriptionID), append(dEp, d.EndpointID)
 				dEvA, dEvID, dEvS = append(dEvA, k.account), append(dEvID, ev.ID), append(dEvS, ev.Source)
-				dOwner, dUntil = append(dOwner, owner), append(dUntil, lu)
+				dOwner, dUntil, dStatus = append(dOwner, owner), append(dUntil, lu), append(dStatus, string(status))
 			}
 		}
 	}
@@ -386,7 +413,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 		return rows.Err()
 	}
 	rows, err := tx.Query(ctx, publishSQL, eAcc, eID, eSrc, eType, eSubj, eAt, ePayload,
-		dID, dSub, dEp, dEvA, dEvID, dEvS, dOwner, dUntil)
+		dID, dSub, dEp, dEvA, dEvID, dEvS, dOwner, dUntil, dStatus)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
@@ -413,6 +440,11 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 			return errRetry
 		}
 	}
+	for i, slot := range qSlot {
+		if inserted[slot] { // a duplicate's deliveries were not written
+			queued.add(qSub[i])
+		}
+	}
 	first := make([]bool, len(eID))
 	for _, r := range batch {
 		if len(r.events) == 0 || r.refused != nil {
@@ -429,6 +461,10 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request) e
 	return nil
 }
 
+// recordSQL applies one round of outcomes (each delivery once) and logs
+// their attempts. It returns a row for each outcome whose delivery does not
+// exist (subscription_id NULL) and for each queued outcome it applied (with
+// the delivery's subscription).
 const recordSQL = `WITH u AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int8[], $6::int8[], $7::int8[],
 		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[],
@@ -445,7 +481,7 @@ const recordSQL = `WITH u AS (
 		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0
 	FROM u
 	WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
-	RETURNING d.id
+	RETURNING d.id, d.subscription_id
 ), att AS (
 	INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
 	SELECT u.id, u.number, u.started_at, u.duration_us, u.status_code, u.outcome, u.error, u.response_body
@@ -456,13 +492,18 @@ const recordSQL = `WITH u AS (
 		status_code = excluded.status_code, outcome = excluded.outcome,
 		error = excluded.error, response_body = excluded.response_body
 )
-SELECT u.id, u.number FROM u WHERE NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)`
+SELECT u.id, u.number, upd.subscription_id FROM u LEFT JOIN upd ON upd.id = u.id
+WHERE CASE WHEN upd.id IS NULL THEN NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)
+	ELSE u.status = 'queued' END`
 
 // recordBatch applies the outcomes of every Record request in batch, in
 // order. Outcomes go in rounds in which each delivery appears once (a
 // statement cannot change a row twice); a delivery's later outcome goes in a
 // later round, which sees the earlier one's effect, as if applied one by one.
-func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
+// After the rounds, the subscriptions of the applied outcomes with
+// Deactivate are deactivated (deactivateBatch). The subscriptions of the
+// deliveries it queued go into queued.
+func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *idSet) error {
 	var rounds [][]*store.Outcome
 	last := map[string]int{} // delivery ID → the last round holding it
 	for _, r := range batch {
@@ -479,15 +520,29 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request) er
 			rounds[n] = append(rounds[n], o)
 		}
 	}
+	var deact []deactivation
 	for _, round := range rounds {
-		if err := s.recordRound(ctx, tx, round); err != nil {
+		applied, err := s.recordRound(ctx, tx, round)
+		if err != nil {
 			return err
 		}
+		for _, o := range round {
+			sub, ok := applied[o.Attempt.DeliveryID]
+			if !ok {
+				continue
+			}
+			queued.add(sub)
+			if deactivates(o) {
+				deact = append(deact, deactivation{sub, sqlrow.UnixMS(o.Attempt.StartedAt.Add(o.Attempt.Duration))})
+			}
+		}
 	}
-	return nil
+	return s.deactivateBatch(ctx, tx, deact, queued)
 }
 
-func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome) error {
+// recordRound applies one round of outcomes (recordSQL) and returns the
+// subscription of each delivery it queued, by delivery ID.
+func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome) (map[string]string, error) {
 	n := len(os)
 	var (
 		id, status, lastOutcome, reason, owner, outcome, errText = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -508,21 +563,30 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 	rows, err := tx.Query(ctx, recordSQL, id, status, attempts, roundAttempts, firstFailure, next, started,
 		lastCode, lastOutcome, reason, delivered, owner, number, durUS, code, outcome, errText, body)
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return nil, fmt.Errorf("record: %w", err)
 	}
 	defer rows.Close()
+	var queued map[string]string
 	for rows.Next() {
-		var missing string
+		var dlv string
 		var num int32
-		if err := rows.Scan(&missing, &num); err != nil {
-			return fmt.Errorf("record: %w", err)
+		var sub *string
+		if err := rows.Scan(&dlv, &num, &sub); err != nil {
+			return nil, fmt.Errorf("record: %w", err)
 		}
-		s.log.Warn("record: no such delivery; attempt not logged", "delivery", missing, "attempt", num)
+		if sub == nil {
+			s.log.Warn("record: no such delivery; attempt not logged", "delivery", dlv, "attempt", num)
+			continue
+		}
+		if queued == nil {
+			queued = map[string]string{}
+		}
+		queued[dlv] = *sub
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("record: %w", err)
+		return nil, fmt.Errorf("record: %w", err)
 	}
-	return nil
+	return queued, nil
 }
 
 // Publish implements store.DeliveryStore. The call is one request of a
@@ -536,7 +600,11 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 // occurrence of an event is the duplicate. Sequences increase in input order
 // within a call. Deliveries are written in their event's account, pending,
 // due at PublishedAt (also their round start and creation time), leased to
-// opts.Lease when Claimed.
+// opts.Lease when Claimed; those with Queued set are written queued and
+// unlocked, receivable at PublishedAt (a delivery both Claimed and Queued
+// fails the call before anything is written). The batch's transaction
+// notifies every node of the subscriptions that got queued deliveries, and
+// Options.OnQueued gets them after the commit.
 // The guard of opts is checked in the batch's transaction (guardBatch).
 func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {
@@ -544,6 +612,13 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 			return nil, err
 		}
 		return []store.PublishResult{}, nil
+	}
+	for i := range events {
+		for _, d := range events[i].Deliveries {
+			if d.Claimed && d.Queued {
+				return nil, fmt.Errorf("publish: delivery %q is both claimed and queued", d.ID)
+			}
+		}
 	}
 	r := &request{events: events, opts: opts}
 	if err := s.write(ctx, r); err != nil {
@@ -560,6 +635,16 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 // with the same number. An outcome for a delivery that no longer exists is
 // skipped with a warning. An outcome with an invalid status or no delivery
 // ID fails the call before anything is written.
+//
+// A queued outcome writes status queued, receivable at its NextAttemptAt.
+// With Deactivate too, once its state change applied, the delivery's
+// subscription is deactivated in the same transaction (deactivateBatch);
+// Deactivate on an outcome of another status is ignored. The batch's
+// transaction then notifies every node of the subscriptions whose
+// deliveries it queued, and Options.OnQueued gets them after the commit.
+// A batch that may deactivate locks the catalog version's row first (see
+// guardBatch): it waits for the publishes and subscription writes in
+// progress, and they for it.
 func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 	if len(outcomes) == 0 {
 		return s.checkOpen()

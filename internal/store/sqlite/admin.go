@@ -18,9 +18,13 @@ LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WHERE d.id = ?`
 	// attempts > 0 it is due in the retry lane. dead_letter_reason and
 	// delivered_at are cleared, since the delivery is pending again. It
 	// goes to its subscription's endpoint: the one it was made for, or, if
-	// the subscription has moved to another URL since, that URL's.
-	restartSet = `status = 'pending', round_attempts = 0, round_start = ?, first_failure = 0,
+	// the subscription has moved to another URL since, that URL's. A
+	// consumer's lock on a queued delivery is lost.
+	restartSet = `status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = ?, first_failure = 0,
 	next_attempt_at = ?, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
 	endpoint_id = (SELECT s.endpoint_id FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
 
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = ?`

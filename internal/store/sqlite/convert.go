@@ -12,27 +12,30 @@ type scanner = sqlrow.RowScanner
 // scanDelivery reads them in this order.
 const deliveryCols = `d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
-	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at`
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at,
+	d.receives, d.lock_until`
 
-func deliveryDest(d *store.Delivery, times *[6]int64) []any {
+func deliveryDest(d *store.Delivery, times *[7]int64) []any {
 	return []any{&d.ID, &d.AccountID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &d.Status,
 		&d.Attempts, &d.RoundAttempts, &times[0], &times[1], &times[2], &times[3],
-		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &times[4], &times[5]}
+		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &times[4], &times[5],
+		&d.Receives, &times[6]}
 }
 
-func deliveryTimes(d *store.Delivery, times *[6]int64) {
+func deliveryTimes(d *store.Delivery, times *[7]int64) {
 	d.RoundStart = sqlrow.FromUnixMS(times[0])
 	d.FirstFailure = sqlrow.FromUnixMS(times[1])
 	d.NextAttemptAt = sqlrow.FromUnixMS(times[2])
 	d.LastAttemptAt = sqlrow.FromUnixMS(times[3])
 	d.CreatedAt = sqlrow.FromUnixMS(times[4])
 	d.DeliveredAt = sqlrow.FromUnixMS(times[5])
+	d.LockedUntil = sqlrow.FromUnixMS(times[6])
 }
 
 // scanDelivery reads deliveryCols followed by extra destinations.
 func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
 	var d store.Delivery
-	var times [6]int64
+	var times [7]int64
 	if err := s.Scan(append(deliveryDest(&d, &times), extra...)...); err != nil {
 		return store.Delivery{}, err
 	}

@@ -93,6 +93,18 @@ func TestQueryPlans(t *testing.T) {
 		{"ListKeys", listByAccountSQL("api_keys", sqlrow.KeyCols), []string{"SEARCH api_keys USING INDEX api_keys_account (account_id=? AND id>?)"}, false},
 		{"ListKeys sizes", listByAccountSQL("api_keys", sqlrow.KeyBytes), []string{"SEARCH api_keys USING INDEX api_keys_account (account_id=? AND id>?)"}, false},
 		{"KeyByHash", keyByHashSQL, []string{"SEARCH api_keys USING INDEX sqlite_autoindex_api_keys_2 (hash=?)"}, false},
+		{"Receive", receiveSQL, []string{"SEARCH d USING INDEX deliveries_queued (subscription_id=? AND next_attempt_at<?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
+		{"Receive lock", lockSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Receive end", endQueuedSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Receive NextAt", nextQueuedSQL, []string{"SEARCH d USING COVERING INDEX deliveries_queued (subscription_id=?)"}, false},
+		{"Settle acknowledge", acknowledgeSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Settle release", releaseLockSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Settle reject", rejectSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Settle renew", renewSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		// Counting reads the partial index only: as many entries as queued deliveries.
+		{"CountQueued", countQueuedSQL, []string{"SCAN d USING COVERING INDEX deliveries_queued"}, true},
+		{"Deactivate", queuePendingSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		{"ReactivateSubscription", unqueueSQL, []string{"SEARCH deliveries USING INDEX deliveries_"}, false},
 	} {
 		p := plan(t, s, tc.q)
 		for _, w := range tc.want {
@@ -182,6 +194,31 @@ func TestQueryPlans(t *testing.T) {
 			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
 				t.Errorf("%s:\n%s", name, p)
 			}
+		}
+	}
+	// An endpoint's queued deliveries, of an account or not, of a
+	// subscription or not: the partial index by endpoint (or, with a
+	// subscription, one of the subscription's), never a scan or a sort.
+	for mask := 0; mask < 16; mask++ {
+		f := store.DeliveryFilter{EndpointID: "ep_x", Status: store.StatusQueued}
+		if mask&1 != 0 {
+			f.AccountID = "acc_x"
+		}
+		if mask&2 != 0 {
+			f.SubscriptionID = "sub_x"
+		}
+		where, _ := deliveryConds(f)
+		if mask&4 != 0 {
+			where = append(where, "d.id < ?")
+		}
+		cols := deliveryCols
+		if mask&8 != 0 {
+			cols = sqlrow.DeliveryBytes
+		}
+		p := plan(t, s, listDeliveriesSQL(cols, where, false))
+		if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") ||
+			f.SubscriptionID == "" && !strings.Contains(p, "SEARCH d USING INDEX deliveries_queued_endpoint (endpoint_id=?") {
+			t.Errorf("ListDeliveries %v (%s):\n%s", where, firstLine(cols), p)
 		}
 	}
 	for _, f := range []store.DeadLetterFilter{{}, {SubscriptionID: "sub_x"}, {AccountID: "acc_x"}, {AccountID: "acc_x", SubscriptionID: "sub_x"}} {

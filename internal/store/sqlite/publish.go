@@ -19,7 +19,7 @@ ON CONFLICT (id, source, account_id) DO NOTHING`
 
 	insertDeliverySQL = `INSERT INTO deliveries
 (id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
-VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // Publish implements store.DeliveryStore. The whole call is one request of
@@ -32,10 +32,13 @@ VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`
 // one batch too: the second occurrence of an event is the duplicate. Its
 // deliveries are written in its account.
 // Deliveries are written pending, due at PublishedAt (which is also their
-// round start and creation time), leased to opts.Lease when Claimed. The
-// guard of opts is checked first, on the single writer, so it is ordered
-// with every subscription write; the catalog version is read once per
-// transaction.
+// round start and creation time), leased to opts.Lease when Claimed; those
+// with Queued set are written queued and unlocked, receivable at
+// PublishedAt (a delivery both Claimed and Queued fails the call before
+// anything is written). The guard of opts is checked first, on the single
+// writer, so it is ordered with every subscription write; the catalog
+// version is read once per transaction. After the commit, the
+// subscriptions that got queued deliveries are passed to Options.OnQueued.
 func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {
 		if s.closed.Load() {
@@ -43,10 +46,19 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 		}
 		return []store.PublishResult{}, nil
 	}
+	for i := range events {
+		for _, d := range events[i].Deliveries {
+			if d.Claimed && d.Queued {
+				return nil, fmt.Errorf("publish: delivery %q is both claimed and queued", d.ID)
+			}
+		}
+	}
 	lease := opts.Lease
 	until := sqlrow.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
+	var queued subscriptionSet
 	err := s.write(ctx, func(w *writer) error {
+		queued.reset()
 		if err := w.checkCatalog(events, opts); err != nil {
 			return err
 		}
@@ -80,11 +92,16 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 			}
 			results[i] = store.PublishResult{Seq: seq}
 			for _, d := range ev.Deliveries {
-				owner, lu := "", int64(0)
-				if d.Claimed {
+				status, owner, lu := store.StatusPending, "", int64(0)
+				switch {
+				case d.Claimed:
 					owner, lu = lease.Owner, until
+				case d.Queued:
+					status = store.StatusQueued
+					queued.add(d.SubscriptionID)
 				}
-				if _, err := w.exec(insertDeliverySQL, d.ID, account, d.SubscriptionID, d.EndpointID, seq, at, at, at, owner, lu); err != nil {
+				if _, err := w.exec(insertDeliverySQL, d.ID, account, d.SubscriptionID, d.EndpointID, seq, string(status),
+					at, at, at, owner, lu); err != nil {
 					return fmt.Errorf("insert delivery %q: %w", d.ID, err)
 				}
 			}
@@ -94,6 +111,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 	if err != nil {
 		return nil, err
 	}
+	s.notifyQueued(queued)
 	return results, nil
 }
 

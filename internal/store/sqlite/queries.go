@@ -82,6 +82,14 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]s
 	return out, next, nil
 }
 
+// ListQueued implements store.DeliveryStore with ListDeliveries' indexes
+// (deliveryConds), each delivery with its event.
+func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
+	f.Status = store.StatusQueued
+	where, args := deliveryConds(f)
+	return s.listDeliveries(ctx, where, args, f.Page, true, f.EventID != "")
+}
+
 // ListDeadLetters implements store.DeliveryStore: newest first, each with
 // its event; the cursor is the last ID of the previous page.
 func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
@@ -100,12 +108,24 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 // unary + so that the planner never prefers the account's wider index);
 // (account_id, id) or (account_id, status, id) for an account; (status, id)
 // for a status in every account; for an event's id, the events with that
-// id (in the account, when given) then their deliveries by (event_seq).
+// id (in the account, when given) then their deliveries by (event_seq);
+// for an endpoint's queued deliveries, the partial index
+// deliveries_queued_endpoint (endpoint_id, id), whose condition the status
+// repeats literally (the account is a filter then too: an endpoint is in
+// one account). An endpoint with another status, which the API never asks
+// for, is a filter on what the other conditions select.
 func deliveryConds(f store.DeliveryFilter) (where []string, args []any) {
+	queuedAt := f.EndpointID != "" && f.Status == store.StatusQueued
 	if f.SubscriptionID != "" {
 		where, args = append(where, "d.subscription_id = ?"), append(args, f.SubscriptionID)
 	}
-	if f.Status != "" {
+	switch {
+	case queuedAt:
+		where, args = append(where, "d.endpoint_id = ?", "d.status = 'queued'"), append(args, f.EndpointID)
+	case f.EndpointID != "":
+		where, args = append(where, "d.endpoint_id = ?"), append(args, f.EndpointID)
+	}
+	if f.Status != "" && !queuedAt {
 		where, args = append(where, "d.status = ?"), append(args, string(f.Status))
 	}
 	if f.EventID != "" {
@@ -115,7 +135,7 @@ func deliveryConds(f store.DeliveryFilter) (where []string, args []any) {
 		switch {
 		case f.EventID != "":
 			where = append(where, "e.account_id = ?")
-		case f.SubscriptionID != "":
+		case f.SubscriptionID != "" || queuedAt:
 			where = append(where, "+d.account_id = ?")
 		default:
 			where = append(where, "d.account_id = ?")

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -19,13 +20,25 @@ ON CONFLICT (delivery_id, number) DO UPDATE SET
 	status_code = excluded.status_code, outcome = excluded.outcome,
 	error = excluded.error, response_body = excluded.response_body`
 
+	// recordStateSQL returns the subscription of the delivery it updated
+	// (no row: the state change does not apply).
 	recordStateSQL = `UPDATE deliveries SET
 	status = ?, attempts = ?, round_attempts = ?, first_failure = ?, next_attempt_at = ?,
 	last_attempt_at = ?, last_status_code = ?, last_outcome = ?, dead_letter_reason = ?,
 	delivered_at = ?, lease_owner = '', lease_until = 0
-WHERE id = ? AND status = 'pending' AND (? = '' OR lease_owner = ?)`
+WHERE id = ? AND status = 'pending' AND (? = '' OR lease_owner = ?)
+RETURNING subscription_id`
 
 	deliveryExistsSQL = `SELECT 1 FROM deliveries WHERE id = ?`
+
+	// A deactivation: the subscription, if active, becomes deactivated at
+	// a new catalog version, and its other pending deliveries (leased ones
+	// included: their holders' outcomes then only log) queued.
+	subscriptionStateSQL = `SELECT state FROM subscriptions WHERE id = ?`
+	deactivateSQL        = `UPDATE subscriptions SET state = 'deactivated', version = ? WHERE id = ?`
+	queuePendingSQL      = `UPDATE deliveries SET status = 'queued', next_attempt_at = ?,
+	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
+WHERE subscription_id = ? AND status = 'pending'`
 )
 
 // Record implements store.DeliveryStore. For each outcome, in order, it
@@ -36,6 +49,12 @@ WHERE id = ? AND status = 'pending' AND (? = '' OR lease_owner = ?)`
 // number. An outcome for a delivery that no longer exists is skipped with a
 // warning. An outcome with an invalid status or no delivery ID fails the
 // call before anything is written.
+//
+// A queued outcome writes status queued and NextAttemptAt, unlocked. With
+// Deactivate too, and only when its state change applies, the delivery's
+// subscription, if it is active, is deactivated (see deactivate); Deactivate
+// on an outcome of another status is ignored. After the commit, the
+// subscriptions that got queued deliveries are passed to Options.OnQueued.
 func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 	if len(outcomes) == 0 {
 		if s.closed.Load() {
@@ -51,17 +70,28 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			return fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
 		}
 	}
-	return s.write(ctx, func(w *writer) error {
+	var queued subscriptionSet
+	err := s.write(ctx, func(w *writer) error {
+		queued.reset()
 		for _, o := range outcomes {
 			a := &o.Attempt
-			n, err := w.execN(recordStateSQL,
+			var sub string
+			err := w.scanRow(recordStateSQL, []any{
 				string(o.Status), o.Attempts, o.RoundAttempts, sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt),
 				sqlrow.UnixMS(a.StartedAt), o.LastStatusCode, o.LastOutcome, o.DeadLetterReason,
-				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner)
-			if err != nil {
+				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner}, &sub)
+			switch {
+			case err == nil && o.Status == store.StatusQueued:
+				queued.add(sub)
+				if o.Deactivate {
+					if err := w.deactivate(sub, a.StartedAt.Add(a.Duration)); err != nil {
+						return fmt.Errorf("record %s: %w", a.DeliveryID, err)
+					}
+				}
+			case err == nil:
+			case !isNoRows(err):
 				return fmt.Errorf("record %s: %w", a.DeliveryID, err)
-			}
-			if n == 0 {
+			default:
 				var one int
 				if err := w.scanRow(deliveryExistsSQL, []any{a.DeliveryID}, &one); err != nil {
 					if isNoRows(err) {
@@ -81,4 +111,39 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	s.notifyQueued(queued)
+	return nil
+}
+
+// deactivate deactivates subscription id if it is active (any state but
+// deactivated, "" included: written by code that knows no states): state
+// deactivated at a new catalog version (so every catalog learns of it and
+// publishes matched before are refused and matched again), and its pending
+// deliveries queued, receivable at now. A subscription already deactivated,
+// or gone, is left as it is (the catalog version does not move).
+func (w *writer) deactivate(id string, now time.Time) error {
+	var state string
+	switch err := w.scanRow(subscriptionStateSQL, []any{id}, &state); {
+	case isNoRows(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read subscription %s: %w", id, err)
+	}
+	if state == store.StateDeactivated {
+		return nil
+	}
+	v, err := w.bumpCatalog()
+	if err != nil {
+		return err
+	}
+	if _, err := w.exec(deactivateSQL, v, id); err != nil {
+		return fmt.Errorf("deactivate subscription %s: %w", id, err)
+	}
+	if _, err := w.exec(queuePendingSQL, sqlrow.UnixMS(now), id); err != nil {
+		return fmt.Errorf("queue the pending deliveries of subscription %s: %w", id, err)
+	}
+	return nil
 }

@@ -360,3 +360,169 @@ func TestExtendLeasesWritesUntil(t *testing.T) {
 		}
 	}
 }
+
+// pullSubscription creates a pull subscription named name.
+func pullSubscription(t *testing.T, s *Store, name string, now time.Time) store.Subscription {
+	t.Helper()
+	sub := store.Subscription{ID: ids.New("sub_", now), Name: name, EventTypes: []string{"x"}, DeadLetter: true,
+		State: store.StateActive, DeliveryMode: store.ModePull, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSubscription(context.Background(), sub); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// queuedEvent is an event published at now with one queued delivery to
+// each of subs.
+func queuedEvent(id string, now time.Time, subs ...store.Subscription) store.NewEvent {
+	ev := store.NewEvent{ID: id, Source: "/s", Type: "x", Payload: []byte(`{}`), PublishedAt: now}
+	for i, sub := range subs {
+		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: ids.New("dlv_", now.Add(time.Duration(i)*time.Millisecond)),
+			SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: true})
+	}
+	return ev
+}
+
+// TestLocksSurviveReopen: unlike leases, the locks of received deliveries
+// are kept across Close and Open: a locked delivery is not received again
+// before its lock ends, and its token still settles it.
+func TestLocksSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "herald.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := open(t, path)
+	sub := pullSubscription(t, s, "pull", now)
+	if _, err := s.Publish(ctx, []store.NewEvent{queuedEvent("e1", now, sub), queuedEvent("e2", now, sub)}, store.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: sub.ID, Now: now, Max: 1, LockFor: time.Hour})
+	if err != nil || len(res.Received) != 1 {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+	locked := res.Received[0]
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, path)
+	d, err := s.GetDelivery(ctx, locked.ID)
+	if err != nil || d != locked.Delivery {
+		t.Fatalf("locked delivery after reopen:\n%+v, %v\nwant %+v", d, err, locked.Delivery)
+	}
+	res, err = s.Receive(ctx, store.ReceiveRequest{SubscriptionID: sub.ID, Now: now.Add(time.Minute), Max: 10, LockFor: time.Hour})
+	if err != nil || len(res.Received) != 1 || res.Received[0].ID == locked.ID || !res.NextAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("Receive after reopen = %+v, %v; want only the unlocked delivery, NextAt the lock's end", res, err)
+	}
+	got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: sub.ID, Action: store.Acknowledge,
+		Tokens: []string{locked.LockToken}, Now: now.Add(time.Minute)})
+	if err != nil || len(got) != 1 || got[0] != nil {
+		t.Fatalf("Settle after reopen = %v, %v; want the lock held", got, err)
+	}
+}
+
+// TestOnQueued checks which commits call Options.OnQueued, with which
+// subscriptions (each once), and that it runs after the commit with no
+// lock of the store held: it reads and writes the store itself.
+func TestOnQueued(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	var s *Store
+	var calls [][]string
+	var counts []int64
+	var err error
+	s, err = Open(ctx, filepath.Join(t.TempDir(), "herald.db"), Options{OnQueued: func(subs []string) {
+		n, err := s.CountQueued(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		if _, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: "sub_none", Now: now, Max: 1, LockFor: time.Minute}); err != nil {
+			t.Error(err)
+		}
+		calls, counts = append(calls, append([]string(nil), subs...)), append(counts, n)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	expect := func(what string, want ...string) {
+		t.Helper()
+		var got []string
+		if len(calls) > 1 {
+			t.Fatalf("%s: %d calls %v, want at most one", what, len(calls), calls)
+		}
+		if len(calls) == 1 {
+			got = calls[0]
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: OnQueued(%v), want (%v)", what, got, want)
+		}
+		calls = nil
+	}
+	p, q := pullSubscription(t, s, "p", now), pullSubscription(t, s, "q", now)
+	url := "https://a.example/hook"
+	a := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: store.EndpointID(url),
+		EventTypes: []string{"x"}, State: store.StateActive, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSubscription(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	expect("subscription writes")
+
+	e1, e2 := queuedEvent("e1", now, p, q), queuedEvent("e2", now, q, p)
+	if _, err := s.Publish(ctx, []store.NewEvent{e1, e2}, store.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("Publish", p.ID, q.ID)
+	if counts[0] != 4 {
+		t.Fatalf("OnQueued saw %d queued deliveries, want 4: it must run after the commit", counts[0])
+	}
+	if _, err := s.Publish(ctx, []store.NewEvent{e1}, store.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("Publish of a duplicate")
+	pending := store.NewEvent{ID: "e3", Source: "/s", Type: "x", Payload: []byte(`{}`), PublishedAt: now,
+		Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", now), SubscriptionID: a.ID, EndpointID: a.EndpointID, Claimed: true},
+			{ID: ids.New("dlv_", now), SubscriptionID: a.ID, EndpointID: a.EndpointID}}}
+	if _, err := s.Publish(ctx, []store.NewEvent{pending}, store.PublishOptions{Lease: store.Lease{Owner: "me", Until: now.Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	expect("Publish of pending deliveries")
+
+	res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: p.ID, Now: now, Max: 2, LockFor: time.Minute})
+	if err != nil || len(res.Received) != 2 {
+		t.Fatalf("Receive = %+v, %v", res, err)
+	}
+	expect("Receive")
+	settle := func(action store.LockAction, token string) {
+		t.Helper()
+		got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: p.ID, Action: action, Tokens: []string{token}, Now: now, LockFor: time.Minute})
+		if err != nil || got[0] != nil {
+			t.Fatalf("Settle = %v, %v", got, err)
+		}
+	}
+	settle(store.Renew, res.Received[0].LockToken)
+	settle(store.Acknowledge, res.Received[0].LockToken)
+	expect("Acknowledge")
+	settle(store.Release, res.Received[1].LockToken)
+	expect("Release", p.ID)
+	if got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: p.ID, Action: store.Release,
+		Tokens: []string{res.Received[1].LockToken}, Now: now}); err != nil || got[0] == nil {
+		t.Fatalf("Settle of a settled token = %v, %v", got, err)
+	}
+	expect("Release of nothing")
+
+	failed := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
+		Status: store.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
+	if err := s.Record(ctx, []store.Outcome{failed}); err != nil {
+		t.Fatal(err)
+	}
+	expect("Record", a.ID)
+	if sub, err := s.GetSubscription(ctx, a.ID); err != nil || sub.State != store.StateDeactivated {
+		t.Fatalf("subscription after a deactivation: %+v, %v", sub, err)
+	}
+	again := failed
+	again.Attempt.Number, again.LeaseOwner = 2, ""
+	if err := s.Record(ctx, []store.Outcome{again}); err != nil {
+		t.Fatal(err)
+	}
+	expect("Record of a delivery no longer pending")
+}

@@ -17,9 +17,9 @@
 // connection and reused. ModifyEndpoints, TakeProbe, TryLead, ExtendLeases
 // and CreateFirstKey run on the writer too, which serialises them with every
 // other write (that is their lock). Reads (Get*, List*, KeyByHash,
-// AuthVersion, NextDue, DueEndpoints, CountPending) use a separate pool of
-// query-only connections and never wait for the writer; in WAL mode they see
-// the last committed state.
+// AuthVersion, NextDue, DueEndpoints, CountPending, CountQueued) use a
+// separate pool of query-only connections and never wait for the writer; in
+// WAL mode they see the last committed state.
 //
 // # One process per file
 //
@@ -31,6 +31,17 @@
 // gone, so its in-memory work is void and at-least-once delivery requires the
 // deliveries to be claimable again).
 //
+// # Queued deliveries and locks
+//
+// The locks consumers hold on queued deliveries (Receive, Settle) are
+// different: they are rows that end at their time (lock_until), because
+// their holders are outside this process. Open leaves them alone, so a
+// consumer's lock outlives a restart and its token still settles the
+// delivery. Receive and Settle run on the writer, which orders every lock
+// (two receives never lock one delivery at once). Options.OnQueued tells
+// the process when deliveries become receivable, so that it can wake
+// consumers waiting for them.
+//
 // # Limits
 //
 // Times are kept to the millisecond (attempt durations to the microsecond,
@@ -38,10 +49,12 @@
 // itself reads back as the zero time. With 1,000,000 pending retries,
 // ClaimDue, NextDue and DueEndpoints remain index seeks (plans are pinned by
 // TestQueryPlans; see BenchmarkBacklog1M), while CountPending reads both lane
-// indexes whole (about 50 ms). DeleteSubscription and Redrive change all the
-// rows they concern in one write, which holds the writer in proportion to
-// their number. The database is never VACUUMed: Cleanup frees pages for
-// reuse but the file does not shrink.
+// indexes whole (about 50 ms). Receive, its NextAt and the queued list of
+// an endpoint are index seeks too; CountQueued reads the queued deliveries'
+// index whole. DeleteSubscription, Redrive, ReactivateSubscription and a
+// deactivation change all the rows they concern in one write, which holds
+// the writer in proportion to their number. The database is never
+// VACUUMed: Cleanup frees pages for reuse but the file does not shrink.
 package sqlite
 
 import (
@@ -85,6 +98,15 @@ type Options struct {
 	// CacheKiB is the page cache of the write connection in KiB; each read
 	// connection gets a quarter of it. Default 32768 (32 MiB).
 	CacheKiB int
+	// OnQueued, when set, is called after a commit that made deliveries of
+	// these subscriptions receivable, or changed when they will be: a
+	// Publish that wrote queued deliveries, a Record that queued some
+	// (the deliveries a deactivation queued included), a Settle that
+	// released some. Each ID is given once per call. It is called on the
+	// goroutine of the store method that committed, after the commit and
+	// never while a lock of the store is held; it must not block (hand the
+	// IDs to another goroutine), since the method's caller waits for it.
+	OnQueued func(subscriptionIDs []string)
 }
 
 func (o *Options) setDefaults() {
@@ -110,8 +132,9 @@ func (o *Options) setDefaults() {
 
 // Store is store.Store on one SQLite file. Create it with Open.
 type Store struct {
-	path string
-	log  *slog.Logger
+	path     string
+	log      *slog.Logger
+	onQueued func([]string)
 
 	writeDB *sql.DB
 	readDB  *sql.DB
@@ -141,7 +164,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
-	s := &Store{path: path, log: opts.Logger, readStmts: map[string]*sql.Stmt{}}
+	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, readStmts: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			s.release()

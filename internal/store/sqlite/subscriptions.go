@@ -12,17 +12,23 @@ import (
 
 const (
 	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
-	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version`
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// updateSubscriptionSQL sets every column but the ID and the account
 	// (sqlrow.SubscriptionValues without its first value), then the
-	// version: a subscription never changes accounts.
+	// version: a subscription never changes accounts. The state value is
+	// taken and ignored: only a deactivation (Record) and
+	// ReactivateSubscription change the state, so a change made from an
+	// older read cannot undo a deactivation committed meanwhile.
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
-	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?, state = ?, created_at = ?, updated_at = ?,
+	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?,
+	state = CASE WHEN ? IS NULL THEN state ELSE state END,
+	delivery_mode = ?, failure_policy = ?, created_at = ?, updated_at = ?,
 	version = ?
 WHERE id = ?`
 
@@ -55,15 +61,17 @@ AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = ?1)`
 WHERE subscription_id = ? AND status IN ('pending', 'queued')`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?,
-	lease_owner = '', lease_until = 0
+	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
 WHERE subscription_id = ? AND status IN ('pending', 'queued')`
 	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ? RETURNING endpoint_id`
 )
 
 // CreateSubscription implements store.SubscriptionStore. An empty
-// AccountID is DefaultAccount, an empty EndpointID is filled in as
-// store.EndpointIDFor(AccountID, URL). The subscription's Timeout is kept
-// to the millisecond. ErrConflict when the ID is taken.
+// AccountID is DefaultAccount, an empty DeliveryMode ModePush, an empty
+// FailurePolicy FailureRetry, and a push subscription's empty EndpointID is
+// filled in as store.EndpointIDFor(AccountID, URL); a pull subscription
+// keeps EndpointID "" and gets no endpoint row. The subscription's Timeout
+// is kept to the millisecond. ErrConflict when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
@@ -99,8 +107,11 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 // insertEndpoint creates the endpoint row of sub's URL, in sub's account,
-// unless it exists.
+// unless it exists. A pull subscription (EndpointID "") has none.
 func insertEndpoint(w *writer, sub *store.Subscription) error {
+	if sub.EndpointID == "" {
+		return nil
+	}
 	var one int
 	switch err := w.scanRow(endpointExistsSQL, []any{sub.EndpointID}, &one); {
 	case err == nil:
@@ -119,8 +130,11 @@ func insertEndpoint(w *writer, sub *store.Subscription) error {
 }
 
 // deleteUnusedEndpoint deletes the endpoint's row if no subscription uses
-// it any more.
+// it any more; "" (a pull subscription's) names none.
 func deleteUnusedEndpoint(w *writer, id string) error {
+	if id == "" {
+		return nil
+	}
 	if _, err := w.exec(deleteUnusedEndpointSQL, id); err != nil {
 		return fmt.Errorf("delete unused endpoint %s: %w", id, err)
 	}

@@ -20,14 +20,14 @@ type RowScanner interface {
 
 // ScanSubscription reads the columns id, account_id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
-// timeout_ms, headers, secret_headers, signing, dead_letter, state,
+// timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
 // created_at, updated_at, version.
 func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
 	var types, headers, secretHeaders, signing string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &created, &updated, &s.Version); err != nil {
+		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -67,12 +67,18 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 		return nil, err
 	}
 	s.AccountID = store.AccountOrDefault(s.AccountID)
-	if s.EndpointID == "" {
+	if s.DeliveryMode == "" {
+		s.DeliveryMode = store.ModePush
+	}
+	if s.FailurePolicy == "" {
+		s.FailurePolicy = store.FailureRetry
+	}
+	if s.EndpointID == "" && s.DeliveryMode == store.ModePush {
 		s.EndpointID = store.EndpointIDFor(s.AccountID, s.URL)
 	}
 	return []any{s.AccountID, s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
-		s.DeadLetter, s.State,
+		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy,
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
 }
 

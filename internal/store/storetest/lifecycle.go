@@ -266,6 +266,11 @@ func testClosed(t *testing.T, b *bundle) {
 	_, calls["CreateFirstKey"] = b.s.CreateFirstKey(b.ctx, store.APIKey{ID: "key_x", Hash: []byte("x")})
 	_, calls["KeyByHash"] = b.s.KeyByHash(b.ctx, []byte("x"))
 	_, calls["AuthVersion"] = b.s.AuthVersion(b.ctx)
+	_, calls["Receive"] = b.s.Receive(b.ctx, store.ReceiveRequest{SubscriptionID: a.ID, Now: b.now, Max: 1, LockFor: time.Minute})
+	_, calls["Settle"] = b.s.Settle(b.ctx, store.SettleRequest{SubscriptionID: a.ID, Action: store.Acknowledge,
+		Tokens: []string{store.LockToken(id, "x")}, Now: b.now})
+	_, calls["ReactivateSubscription"] = b.s.ReactivateSubscription(b.ctx, a.ID, b.now)
+	_, calls["CountQueued"] = b.s.CountQueued(b.ctx)
 	for name, err := range calls {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)

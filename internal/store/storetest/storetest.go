@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Accounts", accountTests},
 		{"Keys", keyTests},
 		{"Tenants", tenantTests},
+		{"Queue", queueTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -123,19 +124,21 @@ func (b *bundle) subIn(account, url string) store.Subscription {
 	b.t.Helper()
 	b.n++
 	s := store.Subscription{
-		ID:          b.id("sub_"),
-		AccountID:   account,
-		Name:        fmt.Sprintf("sub-%d", b.n),
-		URL:         url,
-		EndpointID:  store.EndpointIDFor(account, url),
-		EventTypes:  []string{"invoice.paid"},
-		RetryPolicy: []byte(`{"preset":"eventgrid"}`),
-		Timeout:     30 * time.Second,
-		Headers:     map[string]string{"X-Api-Key": "k"},
-		DeadLetter:  true,
-		State:       "active",
-		CreatedAt:   b.now,
-		UpdatedAt:   b.now,
+		ID:            b.id("sub_"),
+		AccountID:     account,
+		Name:          fmt.Sprintf("sub-%d", b.n),
+		URL:           url,
+		EndpointID:    store.EndpointIDFor(account, url),
+		EventTypes:    []string{"invoice.paid"},
+		RetryPolicy:   []byte(`{"preset":"eventgrid"}`),
+		Timeout:       30 * time.Second,
+		Headers:       map[string]string{"X-Api-Key": "k"},
+		DeadLetter:    true,
+		State:         "active",
+		DeliveryMode:  store.ModePush,
+		FailurePolicy: store.FailureRetry,
+		CreatedAt:     b.now,
+		UpdatedAt:     b.now,
 	}
 	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("CreateSubscription: %v", err)

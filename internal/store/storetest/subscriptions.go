@@ -36,10 +36,12 @@ func fullSubscription(b *bundle) store.Subscription {
 			{Key: []byte("0123456789abcdef0123456789abcdef")},
 			{Key: []byte("previous key of twenty-four+ bytes"), ExpiresAt: b.at(time.Hour)},
 		}},
-		DeadLetter: true,
-		State:      "active",
-		CreatedAt:  b.now,
-		UpdatedAt:  b.at(time.Second),
+		DeadLetter:    true,
+		State:         "active",
+		DeliveryMode:  store.ModePush,
+		FailurePolicy: store.FailureQueue,
+		CreatedAt:     b.now,
+		UpdatedAt:     b.at(time.Second),
 	}
 }
 
@@ -75,7 +77,10 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	got.EventTypes, got.Headers, got.SecretHeaders, got.RetryPolicy = nil, nil, nil, nil
 	got.Signing = store.Signing{}
 	bare.Version = got.Version
-	bare.AccountID = store.DefaultAccount // an empty account is the default's
+	// An empty account is the default's; an empty mode and policy are
+	// push and retry.
+	bare.AccountID = store.DefaultAccount
+	bare.DeliveryMode, bare.FailurePolicy = store.ModePush, store.FailureRetry
 	equal(t, "bare subscription", got, bare)
 }
 
@@ -109,7 +114,8 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	// Keeping its own name is fine; every field is replaced.
+	// Keeping its own name is fine; every field is replaced but the state,
+	// which only a deactivation and a reactivation change.
 	s.URL = "https://new.example/hook"
 	s.EndpointID = store.EndpointID(s.URL)
 	s.EventTypes = []string{"task.updated"}
@@ -124,7 +130,8 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 		{Key: []byte("previous key of twenty-four+ bytes"), ExpiresAt: b.at(time.Hour)},
 	}}
 	s.DeadLetter = false
-	s.State = "deactivated"
+	s.State = "deactivated" // ignored
+	s.FailurePolicy = store.FailureRetry
 	s.UpdatedAt = b.at(time.Hour)
 	before, err := b.s.GetSubscription(b.ctx, s.ID)
 	if err != nil {
@@ -141,6 +148,7 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 		t.Fatalf("version after update %d, before %d: want it to advance", got.Version, before.Version)
 	}
 	s.Version = got.Version
+	s.State = before.State
 	equal(t, "updated", got, s)
 	// The catalog reads the secrets too: the dispatcher sends and signs with them.
 	ch, err := b.s.SubscriptionChanges(b.ctx, before.Version)

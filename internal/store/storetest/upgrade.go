@@ -21,7 +21,7 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		data    string
 		check   func(*testing.T, store.Store)
 	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
-		{4, V4Data, CheckUpgradeFromV4}} {
+		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -292,7 +292,8 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), Timeout: 30 * time.Second,
 		Headers: map[string]string{"X-Api-Key": "k"}, SecretHeaders: map[string]string{"Authorization": "Bearer t0ken"},
 		Signing:    store.Signing{Algorithm: "hmac-sha256", Keys: []store.SigningKey{{Key: []byte("0123456789abcdef0123456789abcdef")}}},
-		DeadLetter: true, State: "active", CreatedAt: time.UnixMilli(1767603600000).UTC(), UpdatedAt: time.UnixMilli(1767603600000).UTC(),
+		DeadLetter: true, State: "active", DeliveryMode: store.ModePush, FailurePolicy: store.FailureRetry,
+		CreatedAt: time.UnixMilli(1767603600000).UTC(), UpdatedAt: time.UnixMilli(1767603600000).UTC(),
 		Version: 2}
 	equal(t, "subscription after the upgrade", sub, want)
 	if ss, _, err := s.ListSubscriptions(ctx, store.DefaultAccount, store.Page{}); err != nil || len(ss) != 1 || ss[0].ID != "sub_v4" {
@@ -381,5 +382,91 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	other.ID, other.AccountID, other.EndpointID = "sub_v4c", store.DefaultAccount, sub.EndpointID
 	if err := s.CreateSubscription(ctx, other); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("the upgraded subscription's name again in the default account: %v; want ErrNameTaken", err)
+	}
+}
+
+// V5Data is written into a database at schema version 5, which had no pull
+// subscriptions, failure policies or locks: a push subscription with its
+// endpoint, a pending delivery and a delivered one. CheckUpgradeFromV5 then
+// checks the store opened on it.
+const V5Data = `
+INSERT INTO endpoints (id, account_id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v5', 'acc_default', 'https://v5.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, created_at, updated_at, version)
+VALUES ('sub_v5', 'acc_default', 'v5', 'https://v5.example/hook', 'ep_v5', '["invoice.paid"]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}',
+	'{"algorithm":"hmac-sha256","keys":[{"key":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}]}',
+	true, 'active', 1767603600000, 1767603600000, 2);
+UPDATE counters SET value = 2 WHERE name = 'catalog';
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES ('acc_default', 'e1', '/billing', 'invoice.paid', 'invoices/1', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('acc_default', 'e2', '/billing', 'invoice.paid', 'invoices/2', 1767603600000, '{"specversion":"1.0","id":"e2"}');
+INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, delivered_at)
+VALUES ('dlv_v5_pending', 'acc_default', 'sub_v5', 'ep_v5', (SELECT seq FROM events WHERE id = 'e1'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0),
+       ('dlv_v5_done', 'acc_default', 'sub_v5', 'ep_v5', (SELECT seq FROM events WHERE id = 'e2'), 'delivered', 1,
+	1767603600000, 1767603600000, 1767603600000, 1767603601000);
+`
+
+// CheckUpgradeFromV5 checks a store opened on a version-5 database holding
+// V5Data: the subscription is a push subscription that retries, still
+// active; the deliveries were never received nor locked; the pending one
+// is still claimed; and a new pull subscription, which gets no endpoint,
+// queues deliveries that are received and acknowledged.
+func CheckUpgradeFromV5(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	sub, err := s.GetSubscription(ctx, "sub_v5")
+	if err != nil || sub.DeliveryMode != store.ModePush || sub.FailurePolicy != store.FailureRetry ||
+		sub.State != store.StateActive || sub.EndpointID != "ep_v5" || sub.Version != 2 {
+		t.Fatalf("subscription after the upgrade: %+v, %v; want push, retry, active on ep_v5 at version 2", sub, err)
+	}
+	for id, want := range map[string]store.Status{"dlv_v5_pending": store.StatusPending, "dlv_v5_done": store.StatusDelivered} {
+		d, err := s.GetDelivery(ctx, id)
+		if err != nil || d.Status != want || d.Receives != 0 || !d.LockedUntil.IsZero() {
+			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s, never received", id, d, err, want)
+		}
+	}
+	if n, err := s.CountQueued(ctx); err != nil || n != 0 {
+		t.Fatalf("CountQueued after the upgrade = %d, %v; want 0", n, err)
+	}
+	if ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EndpointID: "ep_v5", Status: store.StatusQueued}); err != nil || len(ds) != 0 {
+		t.Fatalf("queued deliveries of ep_v5 after the upgrade: %+v, %v; want none", ds, err)
+	}
+	cs, err := s.ClaimDue(ctx, "ep_v5", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v5_pending" || string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v5_pending", 1, now)}); err != nil {
+		t.Fatal(err)
+	}
+
+	pull := store.Subscription{ID: "sub_v5pull", Name: "v5-pull", EventTypes: []string{"invoice.paid"}, State: store.StateActive,
+		DeliveryMode: store.ModePull, CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSubscription(ctx, pull); err != nil {
+		t.Fatal(err)
+	}
+	if eps, err := s.AllEndpoints(ctx); err != nil || len(eps) != 1 || eps[0].ID != "ep_v5" {
+		t.Fatalf("endpoints after a pull subscription was created: %+v, %v; want ep_v5 only", eps, err)
+	}
+	if _, err := s.Publish(ctx, []store.NewEvent{{ID: "e3", Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`),
+		PublishedAt: now, Deliveries: []store.NewDelivery{{ID: "dlv_v5_queued", SubscriptionID: pull.ID, Queued: true}}}},
+		store.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: pull.ID, Now: now, Max: 10, LockFor: time.Minute})
+	if err != nil || len(res.Received) != 1 || res.Received[0].ID != "dlv_v5_queued" || res.Received[0].Receives != 1 {
+		t.Fatalf("Receive after the upgrade: %+v, %v", res, err)
+	}
+	got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: pull.ID, Action: store.Acknowledge,
+		Tokens: []string{res.Received[0].LockToken}, Now: now})
+	if err != nil || len(got) != 1 || got[0] != nil {
+		t.Fatalf("Settle after the upgrade = %v, %v", got, err)
+	}
+	if d, err := s.GetDelivery(ctx, "dlv_v5_queued"); err != nil || d.Status != store.StatusDelivered {
+		t.Fatalf("acknowledged delivery after the upgrade: %+v, %v", d, err)
 	}
 }

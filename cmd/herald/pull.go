@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const pullUsage = `Usage: herald pull [flags] SUBSCRIPTION
+
+Receives the queued events of a pull subscription (or of a deactivated push
+subscription) from a running Herald, prints each, and acknowledges them: a
+consumer to try pull delivery with, as herald sink is for push. For each
+event it prints one line, then the event indented:
+
+  TIME delivery=ID count=N type=TYPE id=EVENT_ID
+
+It waits up to --max-wait for events in each receive (a long poll), and runs
+until SIGINT or SIGTERM, or until it has received --count events. The API
+key is HERALD_API_KEY, else the admin key in DATA/admin.key (--data). With
+--no-ack nothing is acknowledged: each lock expires after --lock-duration and
+the events come back, their count up by one.
+
+Flags:
+`
+
+// pullConfig is herald pull's behaviour, from its flags.
+type pullConfig struct {
+	API, Data, Subscription string
+	MaxEvents, Count        int
+	MaxWait, LockDuration   time.Duration
+	NoAck                   bool
+}
+
+func runPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, code, ok := parsePullFlags(args, stderr)
+	if !ok {
+		return code
+	}
+	key, err := clientKey(cfg.Data)
+	if err != nil {
+		fmt.Fprintf(stderr, "herald pull: %v\n", err)
+		return 1
+	}
+	c := &apiClient{base: cfg.API, key: key, hc: &http.Client{}}
+	if err := pull(ctx, c, cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "herald pull: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// newPullFlags returns herald pull's flag set, writing usage and errors to
+// stderr, and the configuration its flags set.
+func newPullFlags(stderr io.Writer) (*flag.FlagSet, *pullConfig) {
+	cfg := &pullConfig{}
+	fs := flag.NewFlagSet("herald pull", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.API, "api", "http://127.0.0.1:8080", "the Herald API's base URL")
+	fs.StringVar(&cfg.Data, "data", "./herald-data", "the server's data directory, for its admin.key when HERALD_API_KEY is not set")
+	fs.IntVar(&cfg.MaxEvents, "max-events", 10, "events a receive takes at most (1..1000)")
+	fs.DurationVar(&cfg.MaxWait, "max-wait", 30*time.Second, "how long a receive waits for events (0s..60s)")
+	fs.DurationVar(&cfg.LockDuration, "lock-duration", 60*time.Second, "how long a received event stays locked (10s..300s)")
+	fs.IntVar(&cfg.Count, "count", 0, "stop after this many events (0: run until stopped)")
+	fs.BoolVar(&cfg.NoAck, "no-ack", false, "print events without acknowledging them")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, pullUsage)
+		fs.PrintDefaults()
+	}
+	return fs, cfg
+}
+
+// parsePullFlags parses herald pull's arguments. When ok is false the
+// caller exits with code (0 for -h, 2 for a usage error).
+func parsePullFlags(args []string, stderr io.Writer) (cfg pullConfig, code int, ok bool) {
+	fs, c := newPullFlags(stderr)
+	// The subscription may come before the flags or after them.
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cfg.Subscription, args = args[0], args[1:]
+	}
+	sub := cfg.Subscription
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, 0, false
+		}
+		return cfg, 2, false
+	}
+	cfg = *c
+	cfg.Subscription = sub
+	rest := fs.Args()
+	if cfg.Subscription == "" && len(rest) > 0 {
+		cfg.Subscription, rest = rest[0], rest[1:]
+	}
+	var err error
+	switch {
+	case len(rest) > 0:
+		err = fmt.Errorf("unexpected argument %q (one SUBSCRIPTION, then flags)", rest[0])
+	case cfg.Subscription == "":
+		err = errors.New("name the subscription: herald pull [flags] SUBSCRIPTION")
+	case strings.ContainsAny(cfg.Subscription, "/?#%") || len(cfg.Subscription) > 100:
+		err = fmt.Errorf("%q is not a subscription id", cfg.Subscription)
+	case cfg.MaxEvents < 1 || cfg.MaxEvents > 1000:
+		err = fmt.Errorf("--max-events %d: must be from 1 to 1000", cfg.MaxEvents)
+	case cfg.MaxWait < 0 || cfg.MaxWait > time.Minute:
+		err = fmt.Errorf("--max-wait %v: must be from 0s to 60s", cfg.MaxWait)
+	case cfg.LockDuration < 10*time.Second || cfg.LockDuration > 300*time.Second:
+		err = fmt.Errorf("--lock-duration %v: must be from 10s to 300s", cfg.LockDuration)
+	case cfg.Count < 0:
+		err = fmt.Errorf("--count %d: must be 0 or more", cfg.Count)
+	case cfg.Data == "":
+		err = errors.New("--data must name the server's data directory")
+	}
+	if err == nil {
+		if u, perr := url.Parse(cfg.API); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			err = fmt.Errorf("--api %q: want an http:// or https:// URL", cfg.API)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "herald pull: %v\n", err)
+		return cfg, 2, false
+	}
+	return cfg, 0, true
+}
+
+// pulled is one item of a receive answer.
+type pulled struct {
+	LockToken     string          `json:"lock_token"`
+	DeliveryID    string          `json:"delivery_id"`
+	DeliveryCount int             `json:"delivery_count"`
+	Event         json.RawMessage `json:"event"`
+}
+
+// pull receives, prints and acknowledges until ctx ends or cfg.Count
+// events were received.
+func pull(ctx context.Context, c *apiClient, cfg pullConfig, stdout io.Writer) error {
+	path := "/v1/subscriptions/" + cfg.Subscription
+	// A receive may wait max_wait on the server: the request gets that
+	// and 30 s more.
+	timeout := cfg.MaxWait + 30*time.Second
+	got := 0
+	for cfg.Count == 0 || got < cfg.Count {
+		max := cfg.MaxEvents
+		if cfg.Count > 0 {
+			max = min(max, cfg.Count-got)
+		}
+		var res struct{ Data []pulled }
+		body := map[string]any{"max_events": max, "max_wait": cfg.MaxWait.String(), "lock_duration": cfg.LockDuration.String()}
+		if err := c.do(ctx, http.MethodPost, path+"/receive", body, &res, timeout); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("receive: %w", err)
+		}
+		var tokens []string
+		for _, p := range res.Data {
+			printPulled(stdout, p)
+			tokens = append(tokens, p.LockToken)
+		}
+		got += len(res.Data)
+		if len(tokens) == 0 || cfg.NoAck {
+			continue
+		}
+		var ack struct {
+			Failed []struct {
+				LockToken string `json:"lock_token"`
+				Error     string `json:"error"`
+			} `json:"failed"`
+		}
+		if err := c.do(ctx, http.MethodPost, path+"/acknowledge", map[string]any{"lock_tokens": tokens}, &ack, 30*time.Second); err != nil {
+			return fmt.Errorf("acknowledge: %w", err)
+		}
+		for _, f := range ack.Failed {
+			fmt.Fprintf(stdout, "  not acknowledged: delivery=%s: %s\n", strings.SplitN(f.LockToken, ".", 2)[0], f.Error)
+		}
+	}
+	return nil
+}
+
+func printPulled(w io.Writer, p pulled) {
+	var ev struct{ ID, Type string }
+	_ = json.Unmarshal(p.Event, &ev)
+	fmt.Fprintf(w, "%s delivery=%s count=%d type=%s id=%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		p.DeliveryID, p.DeliveryCount, logValue(ev.Type), logValue(ev.ID))
+	body := string(p.Event)
+	if len(body) > 2<<10 {
+		body = body[:2<<10] + "…"
+	}
+	fmt.Fprintf(w, "  %s\n", body)
+}

@@ -1,0 +1,228 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/queue"
+	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Queue is the consumers' side of queued deliveries (queue.Service).
+type Queue interface {
+	Receive(ctx context.Context, r store.ReceiveRequest, maxWait time.Duration) (store.ReceiveResult, error)
+	Settle(ctx context.Context, r store.SettleRequest) ([]error, error)
+}
+
+// releaseDelays are the delays a release may ask for (Event Grid's).
+var releaseDelays = map[string]time.Duration{
+	"0s": 0, "10s": 10 * time.Second, "60s": time.Minute, "600s": 10 * time.Minute, "3600s": time.Hour,
+}
+
+// receivedJSON is one received delivery.
+type receivedJSON struct {
+	LockToken     string          `json:"lock_token"`
+	DeliveryID    string          `json:"delivery_id"`
+	DeliveryCount int             `json:"delivery_count"`
+	LockedUntil   Time            `json:"locked_until"`
+	Event         json.RawMessage `json:"event"`
+}
+
+// queueOf reads the path's subscription and its catalog entry for a
+// consumer's call: 404 when absent or another account's; 409 for an active
+// push subscription, which has no queue.
+func (s *Server) queueOf(w http.ResponseWriter, r *http.Request) (store.Subscription, *catalog.Entry, bool) {
+	sub, ok := s.ownSubscription(w, r)
+	if !ok {
+		return sub, nil, false
+	}
+	if sub.DeliveryMode != store.ModePull && sub.State != store.StateDeactivated {
+		conflict(w, "", "subscription "+sub.ID+" pushes its events (it is an active push subscription): only a pull subscription, or a deactivated push subscription, has a queue to receive from")
+		return sub, nil, false
+	}
+	e, err := catalog.NewEntry(sub)
+	if err != nil {
+		s.storeError(w, r, err, "subscription")
+		return sub, nil, false
+	}
+	return sub, e, true
+}
+
+func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		MaxEvents    *int    `json:"max_events"`
+		MaxWait      *string `json:"max_wait"`
+		LockDuration *string `json:"lock_duration"`
+	}
+	if r.ContentLength != 0 && !decodeBody(w, r, &in) {
+		return
+	}
+	max := 1
+	if in.MaxEvents != nil {
+		if *in.MaxEvents < 1 || *in.MaxEvents > queue.MaxEvents {
+			invalid(w, "max_events", fmt.Sprintf("must be from 1 to %d, got %d", queue.MaxEvents, *in.MaxEvents))
+			return
+		}
+		max = *in.MaxEvents
+	}
+	wait, ok := durationIn(w, "max_wait", in.MaxWait, 0, 0, queue.MaxWait)
+	if !ok {
+		return
+	}
+	lock, ok := durationIn(w, "lock_duration", in.LockDuration, queue.DefaultLock, queue.MinLock, queue.MaxLock)
+	if !ok {
+		return
+	}
+	sub, e, ok := s.queueOf(w, r)
+	if !ok {
+		return
+	}
+	res, err := s.Queue.Receive(r.Context(), store.ReceiveRequest{
+		SubscriptionID: sub.ID, Max: max, LockFor: lock,
+		MaxReceives: e.Policy.MaxAttempts, TTL: e.Policy.TTL, DeadLetter: sub.DeadLetter,
+	}, wait)
+	switch {
+	case errors.Is(err, queue.ErrTooManyWaiters):
+		unavailable(w, "too many consumers are waiting on this server; try again, or with max_wait 0s")
+		return
+	case err != nil:
+		s.storeError(w, r, err, "subscription")
+		return
+	}
+	out := make([]receivedJSON, len(res.Received))
+	for i, d := range res.Received {
+		ev := json.RawMessage(d.Payload)
+		if !json.Valid(ev) {
+			ev = json.RawMessage("null")
+		}
+		out[i] = receivedJSON{LockToken: d.LockToken, DeliveryID: d.ID, DeliveryCount: d.Receives,
+			LockedUntil: timestamp(d.LockedUntil), Event: ev}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+}
+
+// settleInput is the body of acknowledge, release, reject and renew-lock.
+type settleInput struct {
+	LockTokens []string `json:"lock_tokens"`
+	Delay      *string  `json:"delay"`         // release only
+	LockFor    *string  `json:"lock_duration"` // renew-lock only
+}
+
+type failedToken struct {
+	LockToken string `json:"lock_token"`
+	Error     string `json:"error"`
+}
+
+// settle answers a consumer's acknowledge, release, reject or renew-lock:
+// one result per token, {"succeeded": [...], "failed": [{lock_token,
+// error}]}; a token that holds no live lock fails, the others succeed.
+func (s *Server) settle(action store.LockAction) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in settleInput
+		if !decodeBody(w, r, &in) {
+			return
+		}
+		switch {
+		case len(in.LockTokens) == 0:
+			invalid(w, "lock_tokens", "lock_tokens is required: one or more tokens from receive")
+			return
+		case len(in.LockTokens) > queue.MaxTokens:
+			invalid(w, "lock_tokens", fmt.Sprintf("at most %d tokens a request, got %d", queue.MaxTokens, len(in.LockTokens)))
+			return
+		case in.Delay != nil && action != store.Release:
+			invalid(w, "delay", "only release takes a delay")
+			return
+		case in.LockFor != nil && action != store.Renew:
+			invalid(w, "lock_duration", "only renew-lock takes a lock_duration")
+			return
+		}
+		for i, t := range in.LockTokens {
+			if store.LockTokenDelivery(t) == "" || len(t) > 100 {
+				invalid(w, fmt.Sprintf("lock_tokens[%d]", i), "not a lock token from receive")
+				return
+			}
+		}
+		req := store.SettleRequest{Action: action, Tokens: in.LockTokens}
+		if in.Delay != nil {
+			d, ok := releaseDelays[*in.Delay]
+			if !ok {
+				invalid(w, "delay", `must be one of "0s", "10s", "60s", "600s", "3600s"`)
+				return
+			}
+			req.Delay = d
+		}
+		if action == store.Renew {
+			d, ok := durationIn(w, "lock_duration", in.LockFor, queue.DefaultLock, queue.MinLock, queue.MaxLock)
+			if !ok {
+				return
+			}
+			req.LockFor = d
+		}
+		sub, _, ok := s.queueOf(w, r)
+		if !ok {
+			return
+		}
+		req.SubscriptionID, req.DeadLetter = sub.ID, sub.DeadLetter
+		res, err := s.Queue.Settle(r.Context(), req)
+		if err != nil {
+			s.storeError(w, r, err, "subscription")
+			return
+		}
+		out := struct {
+			Succeeded []string      `json:"succeeded"`
+			Failed    []failedToken `json:"failed"`
+		}{Succeeded: []string{}, Failed: []failedToken{}}
+		for i, err := range res {
+			if err == nil {
+				out.Succeeded = append(out.Succeeded, in.LockTokens[i])
+			} else {
+				out.Failed = append(out.Failed, failedToken{LockToken: in.LockTokens[i], Error: err.Error()})
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// reactivate makes a deactivated push subscription active again and pushes
+// its queued deliveries with a fresh budget.
+func (s *Server) reactivate(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownSubscription(w, r); !ok {
+		return
+	}
+	sub, n, err := s.Control.Reactivate(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrConflict) {
+		conflict(w, "", "a pull subscription is never deactivated: its consumers receive its events")
+		return
+	}
+	if err != nil {
+		s.storeError(w, r, err, "subscription")
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		subscriptionJSON
+		Requeued int `json:"requeued"`
+	}{toSubscriptionJSON(sub), n})
+}
+
+// durationIn reads an optional duration field: def when absent, else
+// within [min, max]. On a problem it answers and returns false.
+func durationIn(w http.ResponseWriter, field string, v *string, def, min, max time.Duration) (time.Duration, bool) {
+	if v == nil {
+		return def, true
+	}
+	d, msg := retry.ParseDuration(*v)
+	if msg == "" && (d < min || d > max) {
+		msg = fmt.Sprintf("must be from %s to %s, got %s", min, max, d)
+	}
+	if msg != "" {
+		invalid(w, field, msg)
+		return 0, false
+	}
+	return d, true
+}

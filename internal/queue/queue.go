@@ -1,0 +1,159 @@
+// Package queue serves the consumers of queued deliveries: a pull
+// subscription's, or a deactivated push subscription's. Receive long-polls
+// without polling the store: a waiting consumer sleeps until the store says
+// deliveries of its subscription became receivable (Notify, wired to the
+// store's OnQueued: on PostgreSQL that includes other nodes' publishes), the
+// earliest known lock expiry or release delay passes, or its wait ends. So
+// a waiting consumer costs one store read when it starts waiting and one
+// each time it is woken, nothing in between.
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Limits of the receive and settle calls.
+const (
+	MaxEvents      = 1000
+	MaxWait        = 60 * time.Second
+	MinLock        = 10 * time.Second
+	MaxLock        = 300 * time.Second
+	DefaultLock    = 60 * time.Second
+	MaxTokens      = 1000
+	DefaultWaiters = 10_000
+)
+
+// ErrTooManyWaiters: the process already holds its bound of waiting
+// consumers; the caller should answer 503 and the consumer retry.
+var ErrTooManyWaiters = errors.New("too many consumers waiting")
+
+// Store is what the consumers' calls need of the store.
+type Store interface {
+	Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error)
+	Settle(ctx context.Context, r store.SettleRequest) ([]error, error)
+}
+
+// Service receives and settles queued deliveries. It is safe for
+// concurrent use.
+type Service struct {
+	store   Store
+	clock   clock.Clock
+	metrics *metrics
+
+	mu      sync.Mutex
+	waiting map[string]map[chan struct{}]struct{} // by subscription
+	count   int
+	max     int
+}
+
+// New returns a service; reg, when not nil, gets its metrics.
+func New(st Store, clk clock.Clock, reg prometheus.Registerer) *Service {
+	return &Service{store: st, clock: clk, metrics: newMetrics(reg), waiting: map[string]map[chan struct{}]struct{}{}, max: DefaultWaiters}
+}
+
+// Notify wakes the consumers waiting on these subscriptions. It never
+// blocks (the store calls it after its commits).
+func (s *Service) Notify(subscriptionIDs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range subscriptionIDs {
+		for ch := range s.waiting[id] {
+			close(ch)
+		}
+		delete(s.waiting, id)
+	}
+}
+
+// Waiting returns how many consumers are waiting (for tests and metrics).
+func (s *Service) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// wait registers a waiter on a subscription: the channel is closed by
+// Notify; done unregisters it.
+func (s *Service) wait(id string) (ch chan struct{}, done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.count >= s.max {
+		return nil, nil, ErrTooManyWaiters
+	}
+	ch = make(chan struct{})
+	if s.waiting[id] == nil {
+		s.waiting[id] = map[chan struct{}]struct{}{}
+	}
+	s.waiting[id][ch] = struct{}{}
+	s.count++
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.count--
+		if w := s.waiting[id]; w != nil {
+			delete(w, ch)
+			if len(w) == 0 {
+				delete(s.waiting, id)
+			}
+		}
+	}, nil
+}
+
+// Receive locks up to r.Max receivable deliveries, waiting up to maxWait
+// (on the injected clock) for some to become receivable when there are
+// none. It returns what it locked, possibly nothing when the wait ended.
+// ctx ending (the consumer went away) ends the wait too.
+func (s *Service) Receive(ctx context.Context, r store.ReceiveRequest, maxWait time.Duration) (store.ReceiveResult, error) {
+	deadline := s.clock.Now().Add(maxWait)
+	for {
+		// Registered before the read, so a notification between the read
+		// and the sleep is not lost.
+		ch, done, err := s.wait(r.SubscriptionID)
+		if err != nil {
+			return store.ReceiveResult{}, err
+		}
+		r.Now = s.clock.Now()
+		res, err := s.store.Receive(ctx, r)
+		if err != nil || len(res.Received) > 0 || !r.Now.Before(deadline) {
+			done()
+			if err == nil {
+				s.metrics.received(res)
+			}
+			return res, err
+		}
+		s.metrics.received(res) // what it ended
+		until := deadline
+		if !res.NextAt.IsZero() && res.NextAt.Before(until) {
+			until = res.NextAt
+		}
+		t := s.clock.NewTimer(until.Sub(r.Now))
+		select {
+		case <-ch:
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			done()
+			return store.ReceiveResult{}, ctx.Err()
+		}
+		t.Stop()
+		done()
+	}
+}
+
+// Settle applies an action to lock tokens and returns each token's result
+// (nil or store.ErrLockLost), in order.
+func (s *Service) Settle(ctx context.Context, r store.SettleRequest) ([]error, error) {
+	r.Now = s.clock.Now()
+	res, err := s.store.Settle(ctx, r)
+	if err == nil {
+		s.metrics.settled(r.Action, res)
+	}
+	return res, err
+}

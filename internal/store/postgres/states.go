@@ -1,0 +1,179 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
+)
+
+// A push subscription is deactivated by a Record outcome (its failure
+// policy queues a failed push: Outcome.Deactivate) and made active again by
+// ReactivateSubscription. Both are subscription writes: they take the
+// catalog version's row lock before any other (a deactivating Record batch
+// takes it at its start, FOR UPDATE: guardBatch) and store the new version
+// on the subscription, with the catalog's NOTIFY, so every node's catalog
+// learns of the change and publishes matched before it are refused and
+// matched again (a deactivated subscription's deliveries are written
+// queued).
+const (
+	// activeSubscriptionsSQL: those of $1 a deactivation changes.
+	activeSubscriptionsSQL = `SELECT id FROM subscriptions
+WHERE id = ANY($1) AND state <> 'deactivated' AND delivery_mode = 'push'`
+
+	// deactivateSQL deactivates the subscriptions $1 at catalog version $3
+	// and queues their pending deliveries, leased ones included (their
+	// holders' outcomes then only log their attempts), receivable at $2
+	// (each subscription's). It returns the subscriptions it changed.
+	deactivateSQL = `WITH x AS (
+	SELECT * FROM unnest($1::text[], $2::int8[]) AS x(id, at)
+), s AS (
+	UPDATE subscriptions AS s SET state = 'deactivated', version = $3
+	FROM x WHERE s.id = x.id AND s.state <> 'deactivated' AND s.delivery_mode = 'push'
+	RETURNING s.id, x.at
+), q AS (
+	UPDATE deliveries AS d SET status = 'queued', next_attempt_at = s.at, lease_owner = '', lease_until = 0
+	FROM s WHERE d.subscription_id = s.id AND d.status = 'pending'
+)
+SELECT id FROM s`
+
+	subscriptionStateSQL = `SELECT delivery_mode, state, endpoint_id FROM subscriptions WHERE id = $1`
+	reactivateSQL        = `UPDATE subscriptions SET state = 'active', version = $2 WHERE id = $1`
+
+	// unqueueSQL makes every queued delivery of subscription $1 pending on
+	// its endpoint $3, due at $2 with a fresh attempt budget, unlocked
+	// (Attempts and the last_* fields stay, as in restartSet).
+	unqueueSQL = `UPDATE deliveries SET status = 'pending', round_attempts = 0, round_start = $2, first_failure = 0,
+	next_attempt_at = $2, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0, endpoint_id = $3
+WHERE subscription_id = $1 AND status = 'queued'`
+)
+
+// deactivation is a subscription a Record batch deactivates, and when its
+// other pending deliveries become receivable (the deactivating attempt's
+// end, Unix ms).
+type deactivation struct {
+	subscription string
+	at           int64
+}
+
+// deactivates reports whether o deactivates its subscription when applied.
+func deactivates(o *store.Outcome) bool {
+	return o.Deactivate && o.Status == store.StatusQueued
+}
+
+// deactivateBatch deactivates, in tx, the subscriptions of ds (the first
+// entry of each wins) that are push subscriptions not deactivated yet, at
+// one new catalog version, and queues their pending deliveries (see
+// deactivateSQL); their IDs go into queued. Nothing changes, and the
+// version stays, when none is. The caller holds the catalog row's lock
+// (guardBatch), so no subscription write changes their states meanwhile.
+func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivation, queued *idSet) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	var subs idSet
+	var at []int64
+	for _, d := range ds {
+		if !subs.seen[d.subscription] {
+			subs.add(d.subscription)
+			at = append(at, d.at)
+		}
+	}
+	rows, err := tx.Query(ctx, activeSubscriptionsSQL, subs.ids)
+	if err != nil {
+		return fmt.Errorf("deactivate: %w", err)
+	}
+	active, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(active) == 0 {
+		return err
+	}
+	v, err := s.bumpCatalog(ctx, tx)
+	if err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, deactivateSQL, subs.ids, at, v)
+	if err != nil {
+		return fmt.Errorf("deactivate: %w", err)
+	}
+	changed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("deactivate: %w", err)
+	}
+	for _, id := range changed {
+		queued.add(id)
+	}
+	return nil
+}
+
+// errUnchanged rolls back a transaction that found nothing to change.
+var errUnchanged = errors.New("nothing to change")
+
+// ReactivateSubscription implements store.QueueStore in one transaction. A
+// deactivated push subscription becomes active at a new catalog version
+// (with the catalog's NOTIFY), and its queued deliveries, locked or not,
+// pending on its endpoint (see unqueueSQL): Endpoints names that endpoint
+// when Count > 0. An active one is left as it is (no new version).
+// UpdatedAt does not change. ErrNotFound; ErrConflict for a pull
+// subscription.
+func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error) {
+	at := sqlrow.UnixMS(now)
+	var res store.RedriveResult
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		res = store.RedriveResult{}
+		state := func() (string, string, error) {
+			var mode, state, endpoint string
+			switch err := tx.QueryRow(ctx, subscriptionStateSQL, id).Scan(&mode, &state, &endpoint); {
+			case errors.Is(err, pgx.ErrNoRows):
+				return "", "", fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+			case err != nil:
+				return "", "", err
+			case mode == store.ModePull:
+				return "", "", fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
+			}
+			return state, endpoint, nil
+		}
+		// Read first without the catalog lock, so that reactivating an
+		// active subscription costs no version; then again under it.
+		st, _, err := state()
+		if err != nil {
+			return err
+		}
+		if st != store.StateDeactivated {
+			return errUnchanged
+		}
+		v, err := s.bumpCatalog(ctx, tx)
+		if err != nil {
+			return err
+		}
+		st, endpoint, err := state()
+		if err != nil {
+			return err
+		}
+		if st != store.StateDeactivated { // reactivated meanwhile
+			return errUnchanged
+		}
+		if _, err := tx.Exec(ctx, reactivateSQL, id, v); err != nil {
+			return fmt.Errorf("reactivate subscription %s: %w", id, err)
+		}
+		tag, err := tx.Exec(ctx, unqueueSQL, id, at, endpoint)
+		if err != nil {
+			return fmt.Errorf("reactivate subscription %s: %w", id, err)
+		}
+		if res.Count = int(tag.RowsAffected()); res.Count > 0 {
+			res.Endpoints = []string{endpoint}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errUnchanged):
+		return store.RedriveResult{}, nil
+	case err != nil:
+		return store.RedriveResult{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Subscription delivery modes, failure policies and states.
+const (
+	// ModePush (the default, also ""): deliveries are POSTed to the URL.
+	ModePush = "push"
+	// ModePull: the subscription has no URL and pushes nothing; its
+	// deliveries are written queued and consumers receive them.
+	ModePull = "pull"
+
+	// FailureRetry (the default, also ""): a failed push is retried on the
+	// retry policy.
+	FailureRetry = "retry"
+	// FailureQueue: a failed push is not retried; the delivery is queued
+	// and the subscription deactivated.
+	FailureQueue = "queue"
+
+	// StateActive subscriptions push (or, pull, queue) what they match.
+	StateActive = "active"
+	// StateDeactivated push subscriptions push nothing: every delivery
+	// for them is queued until they are reactivated.
+	StateDeactivated = "deactivated"
+)
+
+// ReasonRejected dead-letters a delivery a consumer rejected.
+const ReasonRejected = "Rejected"
+
+// ErrLockLost is a lock token's result when it holds no lock: it names no
+// queued delivery of the subscription, or its lock expired (the delivery
+// may have been received again under another token) or was settled.
+var ErrLockLost = errors.New("the lock token holds no lock: it expired, was settled, or is not this subscription's")
+
+// QueueStore keeps queued deliveries and the locks consumers hold on them.
+// A queued delivery is receivable when its NextAttemptAt is at or before
+// now: receiving it locks it until now + the lock duration by moving its
+// NextAttemptAt there, so an expired lock makes it receivable again with no
+// other write. Locks are rows: they survive restarts and hold across
+// processes (two receives never lock one delivery under two live tokens).
+type QueueStore interface {
+	// Receive locks up to r.Max receivable deliveries of one subscription,
+	// oldest due first, and returns them with their events. Each gets a new
+	// lock token and its Receives count goes up by one. A receivable
+	// delivery already received r.MaxReceives times (0: no bound) is
+	// dead-lettered with reason MaxDeliveryAttemptsExceeded instead, and
+	// one whose round started at least r.TTL ago (0: no bound) with
+	// TimeToLiveExceeded (dropped instead when r.DeadLetter is false);
+	// neither is returned.
+	Receive(ctx context.Context, r ReceiveRequest) (ReceiveResult, error)
+	// Settle applies one action to the deliveries of lock tokens of one
+	// subscription, in one transaction, and returns one result per token
+	// in input order: nil, or ErrLockLost for a token that holds no live
+	// lock (its lock_until is not after r.Now).
+	Settle(ctx context.Context, r SettleRequest) ([]error, error)
+	// ReactivateSubscription makes a deactivated push subscription active
+	// (advancing the catalog version) and every one of its queued
+	// deliveries pending, due at now with a fresh attempt budget (locks
+	// cleared), and returns how many moved and to which endpoint. An
+	// active push subscription is left as it is (nothing moves: 0).
+	// ErrNotFound; ErrConflict for a pull subscription.
+	ReactivateSubscription(ctx context.Context, id string, now time.Time) (RedriveResult, error)
+	// CountQueued returns the number of queued deliveries.
+	CountQueued(ctx context.Context) (int64, error)
+}
+
+// ReceiveRequest is one Receive call.
+type ReceiveRequest struct {
+	SubscriptionID string
+	Now            time.Time
+	Max            int           // 1..1000
+	LockFor        time.Duration // how long the locks last
+	MaxReceives    int           // 0: no bound
+	TTL            time.Duration // 0: no bound
+	DeadLetter     bool          // the subscription's dead_letter: false drops
+}
+
+// ReceiveResult is what Receive did.
+type ReceiveResult struct {
+	Received []Received
+	// Ended are the deliveries Receive dead-lettered or dropped instead of
+	// returning them (their new state set).
+	Ended []Delivery
+	// ExpiredLocks counts the received deliveries whose previous lock had
+	// expired unsettled.
+	ExpiredLocks int
+	// NextAt is the earliest NextAttemptAt among the subscription's queued
+	// deliveries after the call, those it just locked included (a lock's
+	// expiry, a release's delay), or zero when there are none: when a
+	// waiting consumer should look again.
+	NextAt time.Time
+}
+
+// Received is a delivery locked by Receive.
+type Received struct {
+	Delivery  // Receives counts this receive; LockedUntil is the lock's end
+	LockToken string
+	Payload   []byte
+}
+
+// LockAction is what Settle does to a locked delivery.
+type LockAction int
+
+const (
+	// Acknowledge: delivered (DeliveredAt now); the lock is cleared.
+	Acknowledge LockAction = iota + 1
+	// Release: queued again, receivable at now + Delay; the lock is cleared.
+	Release
+	// Reject: dead-lettered with ReasonRejected (dropped when DeadLetter is
+	// false); the lock is cleared.
+	Reject
+	// Renew: the lock lasts until now + LockFor (so does NextAttemptAt).
+	Renew
+)
+
+// SettleRequest is one Settle call.
+type SettleRequest struct {
+	SubscriptionID string
+	Action         LockAction
+	Tokens         []string // at most 1000
+	Now            time.Time
+	Delay          time.Duration // Release
+	LockFor        time.Duration // Renew
+	DeadLetter     bool          // Reject
+}
+
+// LockToken returns a lock token for a delivery: its ID, a dot, and secret
+// (random text). The store finds the delivery by the part before the dot.
+func LockToken(deliveryID, secret string) string { return deliveryID + "." + secret }
+
+// LockTokenDelivery returns the delivery ID a lock token names ("" when it
+// is not a token).
+func LockTokenDelivery(token string) string {
+	for i := 0; i < len(token); i++ {
+		if token[i] == '.' {
+			return token[:i]
+		}
+	}
+	return ""
+}
