@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"encoding/json"
+	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"net/http"
 	"net/url"
 	"sync"
@@ -372,6 +374,58 @@ func TestQueueInputIsChecked(t *testing.T) {
 		_ = json.Unmarshal(raw, &p)
 		if code != c.code || p.Field != c.field {
 			t.Errorf("%s %s %v: %d %s, want %d naming %q", c.method, c.path, c.body, code, raw, c.code, c.field)
+		}
+	}
+}
+
+// TestReceiveWokenAcrossNodes: two nodes on one PostgreSQL database. A
+// receive waiting on node B (its fake clock does not move, so only a
+// notification can end the wait early) returns the event published through
+// node A.
+func TestReceiveWokenAcrossNodes(t *testing.T) {
+	url := pgtest.SchemaURL(t)
+	onPG := func(c *server.Config) { c.Store = url }
+	a := setup(t, onPG)
+	bn := setup(t, onPG)
+	var sub struct{ ID string }
+	if code, raw := a.do("POST", "/v1/subscriptions", map[string]any{"name": "p", "delivery_mode": "pull"}, &sub); code != 201 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	got := make(chan []receivedItem, 1)
+	go func() {
+		var out struct{ Data []receivedItem }
+		bn.do("POST", "/v1/subscriptions/"+sub.ID+"/receive", map[string]any{"max_wait": "60s"}, &out)
+		got <- out.Data
+	}()
+	eventually(t, "node B's receive waiting", func() bool { return bn.srv.API.Queue.(interface{ Waiting() int }).Waiting() == 1 })
+	a.publish("from-a", "t")
+	select {
+	case items := <-got:
+		if len(items) != 1 {
+			t.Fatalf("node B's receive got %d", len(items))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("node B's waiting receive was not woken by node A's publish")
+	}
+}
+
+// TestFailurePolicyDefaultsToTheAccounts: a subscription made without a
+// failure_policy takes its account's setting.
+func TestFailurePolicyDefaultsToTheAccounts(t *testing.T) {
+	b := setup(t)
+	var acc struct{ ID string }
+	if code, raw := b.do("POST", "/v1/accounts", map[string]any{"name": "queuer", "settings": map[string]any{"failure_policy": "queue"}}, &acc); code != 201 {
+		t.Fatalf("create account: %d %s", code, raw)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/v1/subscriptions?account_id=" + acc.ID, "queue"},
+		{"/v1/subscriptions", "retry"}, // acc_default's setting
+	} {
+		var sub struct {
+			FailurePolicy string `json:"failure_policy"`
+		}
+		if code, raw := b.do("POST", c.path, map[string]any{"name": "s", "url": "http://127.0.0.1:1/"}, &sub); code != 201 || sub.FailurePolicy != c.want {
+			t.Fatalf("POST %s: %d %s, want failure_policy %s", c.path, code, raw, c.want)
 		}
 	}
 }
