@@ -48,7 +48,7 @@ SELECT id FROM s`
 	// unqueueSQL makes every queued delivery of subscription $1 pending on
 	// its endpoint $3, due at $2 with a fresh attempt budget, unlocked
 	// (Attempts and the last_* fields stay, as in restartSet).
-	unqueueSQL = `UPDATE deliveries SET status = 'pending', round_attempts = 0, round_start = $2, first_failure = 0,
+	unqueueSQL = `UPDATE deliveries SET status = 'pending', receives = 0, round_attempts = 0, round_start = $2, first_failure = 0,
 	next_attempt_at = $2, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0, endpoint_id = $3
 WHERE subscription_id = $1 AND status = 'queued'`
 )

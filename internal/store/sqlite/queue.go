@@ -74,7 +74,7 @@ WHERE id = ? AND subscription_id = ? AND status = 'queued' AND lock_token = ? AN
 	// unqueueSQL makes a subscription's queued deliveries pending on its
 	// endpoint with a fresh attempt budget, as redeliver does (Attempts
 	// and the Last* fields stay), unlocked.
-	unqueueSQL = `UPDATE deliveries SET status = 'pending', round_attempts = 0, round_start = ?, first_failure = 0,
+	unqueueSQL = `UPDATE deliveries SET status = 'pending', receives = 0, round_attempts = 0, round_start = ?, first_failure = 0,
 	next_attempt_at = ?, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0, endpoint_id = ?
 WHERE subscription_id = ? AND status = 'queued'`
 )
