@@ -26,7 +26,34 @@ const (
 	// StateDeactivated push subscriptions push nothing: every delivery
 	// for them is queued until they are reactivated.
 	StateDeactivated = "deactivated"
+	// StateAwaitingValidation push subscriptions push nothing until their
+	// endpoint passes its validation handshake; their deliveries wait,
+	// pending.
+	StateAwaitingValidation = "awaiting_validation"
 )
+
+// DeliveryOptions are how a push subscription's requests are made. The
+// zero value is Herald's default: one CloudEvent a request in structured
+// mode, no validation handshake, no dead-letter destination.
+type DeliveryOptions struct {
+	// Schema is the body's format (event.Schema*; "": cloudevents).
+	Schema string `json:"schema,omitempty"`
+	// MaxEventsPerBatch is 1..5000 (0 means 1: no batches).
+	MaxEventsPerBatch int `json:"max_events_per_batch,omitempty"`
+	// PreferredBatchSizeKB is 1..1024 (0 means 64).
+	PreferredBatchSizeKB int `json:"preferred_batch_size_kb,omitempty"`
+	// Validation is the endpoint's handshake: "" (none), "eventgrid" or
+	// "cloudevents".
+	Validation string `json:"validation,omitempty"`
+	// ValidationToken is the secret of the validation URL an Event Grid
+	// endpoint may GET instead of answering the handshake.
+	ValidationToken string `json:"validation_token,omitempty"`
+	// ValidationError says why the last handshake failed ("" when it did
+	// not).
+	ValidationError string `json:"validation_error,omitempty"`
+	// DeadLetterURL, when set, receives every dead-lettered delivery.
+	DeadLetterURL string `json:"dead_letter_url,omitempty"`
+}
 
 // ReasonRejected dead-letters a delivery a consumer rejected.
 const ReasonRejected = "Rejected"

@@ -265,8 +265,11 @@ type Subscription struct {
 	DeliveryMode string
 	// FailurePolicy is FailureRetry ("" on write) or FailureQueue.
 	FailurePolicy string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Delivery is how a push subscription's requests are made: schema,
+	// batches, endpoint validation, dead-letter destination.
+	Delivery  DeliveryOptions
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Version is the catalog version its last write set (read only: the
 	// store assigns it).
 	Version int64

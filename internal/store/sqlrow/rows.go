@@ -21,13 +21,17 @@ type RowScanner interface {
 // ScanSubscription reads the columns id, account_id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
 // timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-// created_at, updated_at, version.
+// delivery, created_at, updated_at, version.
+//
+// delivery holds the store.DeliveryOptions as JSON ('{}': the defaults): they
+// are read with the subscription and never queried, so one column keeps
+// them without a migration per option.
 func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
-	var types, headers, secretHeaders, signing string
+	var types, headers, secretHeaders, signing, delivery string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy, &created, &updated, &s.Version); err != nil {
+		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy, &delivery, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -38,6 +42,9 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	}
 	if err := json.Unmarshal([]byte(secretHeaders), &s.SecretHeaders); err != nil {
 		return store.Subscription{}, fmt.Errorf("subscription %s: secret_headers: %w", s.ID, err)
+	}
+	if err := json.Unmarshal([]byte(delivery), &s.Delivery); err != nil {
+		return store.Subscription{}, fmt.Errorf("subscription %s: delivery: %w", s.ID, err)
 	}
 	sg, err := DecodeSigning(signing)
 	if err != nil {
@@ -66,6 +73,10 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	delivery, err := json.Marshal(s.Delivery)
+	if err != nil {
+		return nil, err
+	}
 	s.AccountID = store.AccountOrDefault(s.AccountID)
 	if s.DeliveryMode == "" {
 		s.DeliveryMode = store.ModePush
@@ -78,7 +89,7 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	}
 	return []any{s.AccountID, s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
-		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy,
+		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery),
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
 }
 

@@ -21,7 +21,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		data    string
 		check   func(*testing.T, store.Store)
 	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
-		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5}} {
+		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5},
+		{6, V6Data, CheckUpgradeFromV6}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -468,5 +469,61 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	}
 	if d, err := s.GetDelivery(ctx, "dlv_v5_queued"); err != nil || d.Status != store.StatusDelivered {
 		t.Fatalf("acknowledged delivery after the upgrade: %+v, %v", d, err)
+	}
+}
+
+// V6Data is written into a database at schema version 6, before delivery
+// options: a push subscription with a pending delivery, and a pull one.
+const V6Data = `
+INSERT INTO endpoints (id, account_id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v6', 'acc_default', 'https://v6.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	created_at, updated_at, version)
+VALUES ('sub_v6', 'acc_default', 'v6', 'https://v6.example/hook', 'ep_v6', '["invoice.paid"]', '', '',
+	'{"preset":"sap"}', 30000, '{}', '{}', '', true, 'deactivated', 'push', 'queue', 1767603600000, 1767603600000, 2),
+       ('sub_v6pull', 'acc_default', 'v6-pull', '', '', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'pull', 'retry', 1767603600000, 1767603600000, 3);
+UPDATE counters SET value = 3 WHERE name = 'catalog';
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES ('acc_default', 'e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}');
+INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at)
+VALUES ('dlv_v6_queued', 'acc_default', 'sub_v6', 'ep_v6', (SELECT seq FROM events WHERE id = 'e1'), 'queued', 1,
+	1767603600000, 1767603600000, 1767603600000);
+`
+
+// CheckUpgradeFromV6 checks a store opened on a version-6 database holding
+// V6Data: both subscriptions read back with the default delivery options
+// and their state, mode and policy kept, and the queued delivery is still
+// receivable.
+func CheckUpgradeFromV6(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	for id, want := range map[string]struct{ mode, state, policy string }{
+		"sub_v6":     {store.ModePush, store.StateDeactivated, store.FailureQueue},
+		"sub_v6pull": {store.ModePull, store.StateActive, store.FailureRetry},
+	} {
+		sub, err := s.GetSubscription(ctx, id)
+		if err != nil || sub.DeliveryMode != want.mode || sub.State != want.state || sub.FailurePolicy != want.policy ||
+			sub.Delivery != (store.DeliveryOptions{}) {
+			t.Fatalf("subscription %s after the upgrade: %+v, %v; want %+v and default delivery options", id, sub, err, want)
+		}
+	}
+	res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: "sub_v6", Now: now, Max: 10, LockFor: time.Minute})
+	if err != nil || len(res.Received) != 1 || res.Received[0].ID != "dlv_v6_queued" {
+		t.Fatalf("Receive after the upgrade: %+v, %v", res, err)
+	}
+	// Delivery options written after the upgrade read back.
+	sub, _ := s.GetSubscription(ctx, "sub_v6")
+	sub.Delivery = store.DeliveryOptions{Schema: "eventgrid", MaxEventsPerBatch: 10, PreferredBatchSizeKB: 128,
+		Validation: "eventgrid", ValidationToken: "tok", DeadLetterURL: "https://dl.example/"}
+	sub.UpdatedAt = now
+	if err := s.UpdateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetSubscription(ctx, "sub_v6"); err != nil || got.Delivery != sub.Delivery {
+		t.Fatalf("delivery options after an update: %+v, %v; want %+v", got.Delivery, err, sub.Delivery)
 	}
 }
