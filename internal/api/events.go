@@ -26,7 +26,8 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "body", "could not read the body")
 		return
 	}
-	evs, err := event.Parse(r.Header, body)
+	// An Event Grid event without a topic gets its account as its source.
+	evs, err := event.ParseWith(r.Header, body, event.ParseOptions{DefaultSource: "/accounts/" + accountOf(r)})
 	if err != nil {
 		var fe *event.FieldError
 		switch {

@@ -46,6 +46,12 @@ func unprocessable(w http.ResponseWriter, field, detail string) {
 	writeProblem(w, Problem{Type: probDestination, Title: "Destination not allowed", Status: http.StatusUnprocessableEntity, Field: field, Detail: detail})
 }
 
+// unprocessableInput answers 422 naming the field: values each valid that
+// do not go together.
+func unprocessableInput(w http.ResponseWriter, field, detail string) {
+	writeProblem(w, Problem{Type: probValidation, Title: "Unprocessable request", Status: http.StatusUnprocessableEntity, Field: field, Detail: detail})
+}
+
 func notFound(w http.ResponseWriter, what string) {
 	writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: what + " not found"})
 }

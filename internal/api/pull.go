@@ -60,6 +60,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		MaxWait      *string `json:"max_wait"`
 		LockDuration *string `json:"lock_duration"`
 	}
+	sub, e, ok := s.queueOf(w, r)
+	if !ok {
+		return
+	}
 	if r.ContentLength != 0 && !decodeBody(w, r, &in) {
 		return
 	}
@@ -76,10 +80,6 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lock, ok := durationIn(w, "lock_duration", in.LockDuration, queue.DefaultLock, queue.MinLock, queue.MaxLock)
-	if !ok {
-		return
-	}
-	sub, e, ok := s.queueOf(w, r)
 	if !ok {
 		return
 	}
@@ -124,6 +124,12 @@ type failedToken struct {
 // error}]}; a token that holds no live lock fails, the others succeed.
 func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The subscription first: another account's is 404 whatever the
+		// body says.
+		sub, _, ok := s.queueOf(w, r)
+		if !ok {
+			return
+		}
 		var in settleInput
 		if !decodeBody(w, r, &in) {
 			return
@@ -163,10 +169,6 @@ func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 				return
 			}
 			req.LockFor = d
-		}
-		sub, _, ok := s.queueOf(w, r)
-		if !ok {
-			return
 		}
 		req.SubscriptionID, req.DeadLetter = sub.ID, sub.DeadLetter
 		res, err := s.Queue.Settle(r.Context(), req)

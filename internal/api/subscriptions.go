@@ -1,14 +1,17 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
@@ -28,6 +31,9 @@ type subscriptionJSON struct {
 	SecretHeaders     map[string]string `json:"secret_headers"` // values shown as ****
 	DeadLetter        bool              `json:"dead_letter"`
 	DeliveryMode      string            `json:"delivery_mode"`
+	DeliverySchema    string            `json:"delivery_schema"`
+	MaxEventsPerBatch int               `json:"max_events_per_batch"`
+	PreferredBatchKB  int               `json:"preferred_batch_size_kb"`
 	FailurePolicy     string            `json:"failure_policy"`
 	State             string            `json:"state"`
 	EndpointID        string            `json:"endpoint_id"`
@@ -42,7 +48,10 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
 		SecretHeaders: maskedHeaders(s.SecretHeaders), DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
 		DeliveryMode: orDefault(s.DeliveryMode, store.ModePush), FailurePolicy: orDefault(s.FailurePolicy, store.FailureRetry),
-		CreatedAt: timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
+		DeliverySchema:    orDefault(s.Delivery.Schema, event.SchemaCloudEvents),
+		MaxEventsPerBatch: max(s.Delivery.MaxEventsPerBatch, 1),
+		PreferredBatchKB:  cmp.Or(s.Delivery.PreferredBatchSizeKB, catalog.DefaultPreferredBatchKB),
+		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
 		out.EventTypes = []string{}
@@ -72,8 +81,12 @@ type subscriptionInput struct {
 	SecretHeaders     *map[string]string `json:"secret_headers"`
 	DeadLetter        *bool              `json:"dead_letter"`
 	// DeliveryMode is read on create only.
-	DeliveryMode  *string `json:"delivery_mode"`
-	FailurePolicy *string `json:"failure_policy"`
+	DeliveryMode   *string `json:"delivery_mode"`
+	FailurePolicy  *string `json:"failure_policy"`
+	DeliverySchema *string `json:"delivery_schema"`
+	// Batches: cloudevents and eventgrid only.
+	MaxEventsPerBatch *int `json:"max_events_per_batch"`
+	PreferredBatchKB  *int `json:"preferred_batch_size_kb"`
 	// Signing is read on create only (see signingInput).
 	Signing *signingInput `json:"signing"`
 }
@@ -107,8 +120,9 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	case pull && in.URL != nil:
 		invalid(w, "url", "a pull subscription has no url: its consumers receive its events (POST /v1/subscriptions/{id}/receive)")
 		return
-	case pull && in.FailurePolicy != nil:
-		invalid(w, "failure_policy", "a pull subscription pushes nothing, so no push fails: it has no failure_policy")
+	case pull && pushOnlyField(in) != "":
+		field := pushOnlyField(in)
+		invalid(w, field, "a pull subscription pushes nothing: it has no "+field)
 		return
 	case !pull && in.URL == nil:
 		invalid(w, "url", "url is required (or delivery_mode pull, for consumers that receive)")
@@ -125,6 +139,10 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := applyInput(&sub, in); err != nil {
 		invalid(w, err.Field, err.Detail)
+		return
+	}
+	if err := checkCombination(&sub); err != nil {
+		unprocessableInput(w, err.Field, err.Detail)
 		return
 	}
 	sg, ierr := newSigning(in.Signing)
@@ -169,14 +187,15 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		if store.AccountOrDefault(sub.AccountID) != account {
 			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
 		}
-		if sub.DeliveryMode == store.ModePull && (in.URL != nil || in.FailurePolicy != nil) {
-			field := "url"
-			if in.URL == nil {
-				field = "failure_policy"
+		if sub.DeliveryMode == store.ModePull {
+			if field := pushOnlyField(in); field != "" {
+				return badInput(field, "a pull subscription pushes nothing: it has no %s", field)
 			}
-			return badInput(field, "a pull subscription pushes nothing: it has no %s", field)
 		}
 		if err := applyInput(sub, in); err != nil {
+			return err
+		}
+		if err := checkCombination(sub); err != nil {
 			return err
 		}
 		if in.URL != nil {
@@ -191,9 +210,12 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 	})
 	var ie *inputError
 	var refused *destinationError
+	var combo *combinationError
 	switch {
 	case errors.As(err, &refused):
 		unprocessable(w, refused.Field, refused.Detail)
+	case errors.As(err, &combo):
+		unprocessableInput(w, combo.Field, combo.Detail)
 	case errors.As(err, &ie):
 		invalid(w, ie.Field, ie.Detail)
 	case errors.Is(err, store.ErrNameTaken):
@@ -299,6 +321,24 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 	if in.DeadLetter != nil {
 		sub.DeadLetter = *in.DeadLetter
 	}
+	if in.DeliverySchema != nil {
+		if !event.ValidSchema(*in.DeliverySchema) {
+			return badInput("delivery_schema", "must be one of %s, not %s", strings.Join(event.Schemas(), ", "), strconv.Quote(*in.DeliverySchema))
+		}
+		sub.Delivery.Schema = *in.DeliverySchema
+	}
+	if in.MaxEventsPerBatch != nil {
+		if n := *in.MaxEventsPerBatch; n < 1 || n > maxEventsPerBatch {
+			return badInput("max_events_per_batch", "must be from 1 to %d, got %d", maxEventsPerBatch, n)
+		}
+		sub.Delivery.MaxEventsPerBatch = *in.MaxEventsPerBatch
+	}
+	if in.PreferredBatchKB != nil {
+		if n := *in.PreferredBatchKB; n < 1 || n > maxPreferredBatchKB {
+			return badInput("preferred_batch_size_kb", "must be from 1 to %d, got %d", maxPreferredBatchKB, n)
+		}
+		sub.Delivery.PreferredBatchSizeKB = *in.PreferredBatchKB
+	}
 	if in.FailurePolicy != nil {
 		switch fp := *in.FailurePolicy; fp {
 		case store.FailureRetry, store.FailureQueue:
@@ -347,4 +387,46 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// pushOnlyField names the first field of in that only a push subscription
+// has ("" when none is set): what a pull subscription refuses.
+func pushOnlyField(in subscriptionInput) string {
+	switch {
+	case in.URL != nil:
+		return "url"
+	case in.FailurePolicy != nil:
+		return "failure_policy"
+	case in.DeliverySchema != nil:
+		return "delivery_schema"
+	case in.MaxEventsPerBatch != nil:
+		return "max_events_per_batch"
+	case in.PreferredBatchKB != nil:
+		return "preferred_batch_size_kb"
+	}
+	return ""
+}
+
+// Batch bounds (Event Grid's).
+const (
+	maxEventsPerBatch   = 5000
+	maxPreferredBatchKB = 1024
+)
+
+// combinationError is a subscription whose fields are each valid but do not
+// go together (batches in a schema that carries one event a request): 422
+// naming the field.
+type combinationError struct{ Field, Detail string }
+
+func (e *combinationError) Error() string { return e.Field + ": " + e.Detail }
+
+// checkCombination refuses the settings a subscription's schema cannot
+// carry.
+func checkCombination(sub *store.Subscription) *combinationError {
+	schema := orDefault(sub.Delivery.Schema, event.SchemaCloudEvents)
+	if !event.CanBatch(schema) && sub.Delivery.MaxEventsPerBatch > 1 {
+		return &combinationError{Field: "max_events_per_batch", Detail: fmt.Sprintf(
+			"the %s schema carries one event a request: batches need delivery_schema cloudevents or eventgrid", schema)}
+	}
+	return nil
 }

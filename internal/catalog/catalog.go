@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
@@ -92,6 +93,33 @@ func (e *Entry) Queues() bool {
 func (e *Entry) QueueOnFailure(retriesLeft bool) bool {
 	return e.FailurePolicy == store.FailureQueue || !retriesLeft && e.Policy.Then == retry.ThenQueue
 }
+
+// Schema is the subscription's delivery schema (event.SchemaCloudEvents
+// when unset).
+func (e *Entry) Schema() string {
+	if e.Delivery.Schema == "" {
+		return event.SchemaCloudEvents
+	}
+	return e.Delivery.Schema
+}
+
+// Batches reports whether the subscription sends several events a request
+// (max_events_per_batch above 1).
+func (e *Entry) Batches() bool { return e.Delivery.MaxEventsPerBatch > 1 }
+
+// BatchLimits returns the most events a request carries and the preferred
+// size of a batch in bytes (64 KiB unless set).
+func (e *Entry) BatchLimits() (maxEvents, preferredBytes int) {
+	kb := e.Delivery.PreferredBatchSizeKB
+	if kb <= 0 {
+		kb = DefaultPreferredBatchKB
+	}
+	return max(e.Delivery.MaxEventsPerBatch, 1), kb << 10
+}
+
+// DefaultPreferredBatchKB is a batch's preferred size when the subscription
+// sets none.
+const DefaultPreferredBatchKB = 64
 
 // Source is where the catalog reads subscription changes: the store.
 type Source interface {

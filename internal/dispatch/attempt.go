@@ -13,76 +13,130 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// run performs one held delivery's attempt and hands its outcome to the
+// run performs one attempt — one request, of one delivery or of a batch of
+// one subscription's deliveries — and hands each delivery's outcome to the
 // recorder. It runs on its own goroutine (at most MaxInFlight). The
 // endpoint's concurrency slot is given back as soon as the HTTP exchange
-// ends, before the outcome's group commit; the delivery's memory place only
-// once the outcome is written (recorded).
-func (e *Engine) run(l *lane, it *item) {
+// ends, before the outcomes' group commit; each delivery's memory place only
+// once its outcome is written (recorded). A batch succeeds or fails as a
+// whole; each delivery keeps its own attempt count, log entry and schedule.
+func (e *Engine) run(l *lane, items []*item) {
 	defer e.sched.attempts.Done()
-	c := it.c
-	// Registered before the catalog is read: see StopSubscription.
+	first := items[0]
+	// Registered before the catalog is read: see StopSubscription. Every
+	// item is of the same subscription.
 	ctx, cancel := context.WithCancel(e.attemptsCtx)
-	reg := e.running.add(c.SubscriptionID, cancel)
+	reg := e.running.add(first.c.SubscriptionID, cancel)
 	defer cancel()
-	sub := e.subscription(c.SubscriptionID)
-	var out store.Outcome
+	sub := e.subscription(first.c.SubscriptionID)
+	outs := make([]store.Outcome, len(items))
+	var sent []int // the items the request carries
 	var obs *health.Outcome
 	switch {
 	case sub == nil:
-		// Deleted: the delete dropped the delivery in the store; this
-		// records that (again) and gives back its lease, sending nothing.
-		// A probe that sends nothing is given back.
-		out = dropped(c)
-		if it.probe {
+		// Deleted: the delete dropped the deliveries in the store; this
+		// records that (again) and gives back their leases, sending
+		// nothing. A probe that sends nothing is given back.
+		for i, it := range items {
+			outs[i] = dropped(it.c)
+		}
+		if first.probe {
 			e.returnProbe(l)
 		}
-	case sub.Queues():
-		// Deactivated since it was claimed: the deactivation queued it in
-		// the store. Nothing is sent; the item goes as a cut-short one.
-		e.running.remove(c.SubscriptionID, reg)
-		e.afterExchange(l, nil, "")
-		e.releaseIDs([]string{c.ID})
-		if it.probe {
-			e.returnProbe(l)
-		}
-		e.sched.finished(l, it, time.Time{}, e.cfg.Clock.Now())
+	case sub.Queues() || sub.State == store.StateAwaitingValidation:
+		// Deactivated since they were claimed (the deactivation queued
+		// them in the store), or waiting for validation: nothing is sent,
+		// and they go back as cut-short ones.
+		e.cutShort(l, items, reg)
 		return
-	case sub.Policy.Expired(c.RoundStart, e.cfg.Clock.Now()):
-		// Held past its time to live (behind a closed circuit, or a late
-		// claim): no attempt. A probe that sends nothing is given back.
-		out = e.expire(sub, c)
-		if it.probe {
-			e.returnProbe(l)
-		}
 	default:
-		var ok bool
-		out, obs, ok = e.attempt(ctx, sub, c)
+		now := e.cfg.Clock.Now()
+		for i, it := range items {
+			if sub.Policy.Expired(it.c.RoundStart, now) {
+				// Held past its time to live (behind a closed circuit, or a
+				// late claim): no attempt.
+				outs[i] = e.expire(sub, it.c)
+				continue
+			}
+			sent = append(sent, i)
+		}
+		if len(sent) == 0 {
+			if first.probe {
+				e.returnProbe(l) // a probe that sends nothing is given back
+			}
+			break
+		}
+		cs := make([]store.Claimed, len(sent))
+		for j, i := range sent {
+			cs[j] = items[i].c
+		}
+		got, o, ok := e.attempt(ctx, sub, cs)
 		if !ok {
 			// Cut short: the engine is stopping, or the subscription was
-			// deleted. Nothing is recorded; the delivery goes back to the
-			// store (attempted again later, or already dropped).
-			e.running.remove(c.SubscriptionID, reg)
-			e.afterExchange(l, nil, "")
-			e.releaseIDs([]string{c.ID})
-			if it.probe {
-				e.returnProbe(l)
+			// deleted. Nothing is recorded for what was sent; those
+			// deliveries go back to the store (attempted again later, or
+			// already dropped). The expired ones are still recorded.
+			var cut, kept []*item
+			var keptOuts []store.Outcome
+			for i, it := range items {
+				if slices.Contains(sent, i) {
+					cut = append(cut, it)
+				} else {
+					kept, keptOuts = append(kept, it), append(keptOuts, outs[i])
+				}
 			}
-			e.sched.finished(l, it, time.Time{}, e.cfg.Clock.Now())
+			e.cutShort(l, cut, reg)
+			e.record(l, kept, keptOuts, sub)
 			return
 		}
+		for j, i := range sent {
+			outs[i] = got[j]
+		}
+		obs = o
 		if obs != nil {
-			obs.Probe = it.probe
+			obs.Probe = first.probe
 		}
 	}
-	e.running.remove(c.SubscriptionID, reg)
+	e.running.remove(first.c.SubscriptionID, reg)
 	url := ""
 	if sub != nil {
 		url = sub.URL
 	}
 	e.afterExchange(l, obs, url)
-	out.LeaseOwner = e.cfg.Owner
-	e.rec.add(recordReq{out: out, done: func(err error) { e.recorded(l, it, sub, out, err) }})
+	e.record(l, items, outs, sub)
+}
+
+// record queues each item's outcome for the recorder.
+func (e *Engine) record(l *lane, items []*item, outs []store.Outcome, sub *catalog.Entry) {
+	for i, it := range items {
+		out := outs[i]
+		out.LeaseOwner = e.cfg.Owner
+		e.rec.add(recordReq{out: out, done: func(err error) { e.recorded(l, it, sub, out, err) }})
+	}
+}
+
+// cutShort ends held items without an attempt and without recording
+// anything: the exchange's slot is given back (when the items were the
+// whole start, reg registered), the deliveries are released to the store
+// and their memory places freed.
+func (e *Engine) cutShort(l *lane, items []*item, reg *runningAttempt) {
+	if len(items) == 0 {
+		return
+	}
+	e.running.remove(items[0].c.SubscriptionID, reg)
+	e.afterExchange(l, nil, "")
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.c.ID
+	}
+	e.releaseIDs(ids)
+	if items[0].probe {
+		e.returnProbe(l)
+	}
+	now := e.cfg.Clock.Now()
+	for _, it := range items {
+		e.sched.finished(l, it, time.Time{}, now)
+	}
 }
 
 // afterExchange tells the scheduler an attempt's HTTP exchange is over
@@ -162,59 +216,64 @@ func dropped(c store.Claimed) store.Outcome {
 	}
 }
 
-// attempt sends the delivery and decides what follows. ok is false when the
-// attempt was abandoned because the engine is stopping.
-func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, c store.Claimed) (store.Outcome, *health.Outcome, bool) {
+// attempt sends the deliveries in one request and decides what follows for
+// each: the response is the batch's, and each delivery's own attempt count,
+// budget and first failure decide its verdict. ok is false when the attempt
+// was abandoned because the engine is stopping.
+func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, *health.Outcome, bool) {
 	started := e.cfg.Clock.Now()
-	res := e.send(ctx, sub, c, started)
+	res := e.send(ctx, sub, cs, started)
 	if ctx.Err() != nil {
-		return store.Outcome{}, nil, false
+		return nil, nil, false
 	}
 	now := e.cfg.Clock.Now()
 	e.cfg.Metrics.observe(res)
-
-	out := store.Outcome{
-		Attempt: store.AttemptRecord{
-			DeliveryID:   c.ID,
-			Number:       c.Attempts + 1,
-			StartedAt:    started,
-			Duration:     res.duration,
-			StatusCode:   res.status,
-			Outcome:      res.outcome,
-			Error:        res.err,
-			ResponseBody: res.body,
-		},
-		Attempts:       c.Attempts + 1,
-		RoundAttempts:  c.RoundAttempts + 1,
-		FirstFailure:   c.FirstFailure,
-		LastStatusCode: res.status,
-		LastOutcome:    res.outcome,
-	}
-	v := retry.Verdict{Kind: retry.Delivered}
-	switch {
-	case res.outcome == outcomeBlocked:
-		// Herald refused the destination: no retry would be let through
-		// (until Herald is restarted with other --allow-* flags; a redrive
-		// then sends it).
-		v = retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonDestinationBlocked}
-		if out.FirstFailure.IsZero() {
-			out.FirstFailure = now
+	outs := make([]store.Outcome, len(cs))
+	for i, c := range cs {
+		out := store.Outcome{
+			Attempt: store.AttemptRecord{
+				DeliveryID:   c.ID,
+				Number:       c.Attempts + 1,
+				StartedAt:    started,
+				Duration:     res.duration,
+				StatusCode:   res.status,
+				Outcome:      res.outcome,
+				Error:        res.err,
+				ResponseBody: res.body,
+			},
+			Attempts:       c.Attempts + 1,
+			RoundAttempts:  c.RoundAttempts + 1,
+			FirstFailure:   c.FirstFailure,
+			LastStatusCode: res.status,
+			LastOutcome:    res.outcome,
 		}
-	case res.err != "" || !sub.Policy.Success(res.status):
-		v = sub.Policy.Decide(retry.Attempt{
-			Number:       out.RoundAttempts,
-			StatusCode:   res.status,
-			RetryAfter:   res.retryAfter(now),
-			Start:        c.RoundStart,
-			FirstFailure: c.FirstFailure,
-			Now:          now,
-		}, e.cfg.Rand)
-		if out.FirstFailure.IsZero() {
-			out.FirstFailure = now
+		v := retry.Verdict{Kind: retry.Delivered}
+		switch {
+		case res.outcome == outcomeBlocked:
+			// Herald refused the destination: no retry would be let through
+			// (until Herald is restarted with other --allow-* flags; a redrive
+			// then sends it).
+			v = retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonDestinationBlocked}
+			if out.FirstFailure.IsZero() {
+				out.FirstFailure = now
+			}
+		case res.err != "" || !sub.Policy.Success(res.status):
+			v = sub.Policy.Decide(retry.Attempt{
+				Number:       out.RoundAttempts,
+				StatusCode:   res.status,
+				RetryAfter:   res.retryAfter(now),
+				Start:        c.RoundStart,
+				FirstFailure: c.FirstFailure,
+				Now:          now,
+			}, e.cfg.Rand)
+			if out.FirstFailure.IsZero() {
+				out.FirstFailure = now
+			}
 		}
+		applyVerdict(&out, v, sub, now)
+		outs[i] = out
 	}
-	applyVerdict(&out, v, sub, now)
-	return out, healthOf(sub, res, now), true
+	return outs, healthOf(sub, res, now), true
 }
 
 // healthOf is what an attempt says about its endpoint's health, which every

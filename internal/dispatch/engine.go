@@ -99,6 +99,12 @@ func New(cfg Config) *Engine {
 			FreshWindow: cfg.FreshWindow, LoadWindow: cfg.LoadWindow, EndpointWindow: cfg.EndpointWindow,
 			EndpointConcurrency: cfg.EndpointConcurrency, InitialConcurrency: cfg.InitialConcurrency,
 			MaxInFlight: cfg.MaxInFlight, Health: cfg.Health,
+			Batch: func(id string) (int, int) {
+				if sub := cfg.Catalog.Get(id); sub != nil {
+					return sub.BatchLimits()
+				}
+				return 1, 0
+			},
 		}),
 		attemptsCtx: ctx,
 		cancel:      cancel,
@@ -189,7 +195,7 @@ func (e *Engine) Stop(ctx context.Context) {
 // scheduler.attempts).
 func (e *Engine) launch(starts []start) {
 	for _, st := range starts {
-		go e.run(st.l, st.it)
+		go e.run(st.l, st.items())
 	}
 }
 

@@ -80,6 +80,12 @@ type schedConfig struct {
 	EndpointConcurrency, InitialConcurrency int
 	MaxInFlight                             int
 	Health                                  health.Config
+	// Batch says how a subscription's deliveries are batched: at most
+	// maxEvents in one request, and preferredBytes of events at most
+	// unless one event alone is larger. maxEvents ≤ 1 (or a nil Batch):
+	// one delivery a request. It is called with the scheduler's mutex
+	// held, so it must only read memory (the catalog's snapshot).
+	Batch func(subscriptionID string) (maxEvents, preferredBytes int)
 }
 
 // scheduler: see the top of this file.
@@ -184,11 +190,16 @@ func (s *scheduler) enqueue(it *item) {
 }
 
 // start is an attempt the engine must run: the lane it belongs to and the
-// delivery.
+// delivery, with the others of its subscription sent in the same request
+// (a batch; none without batching).
 type start struct {
-	l  *lane
-	it *item
+	l     *lane
+	it    *item
+	batch []*item
 }
+
+// items returns every delivery of the start, the first one first.
+func (st start) items() []*item { return append([]*item{st.it}, st.batch...) }
 
 // pump takes the attempts to start now, while there is a ready lane and a
 // free global slot: one per lane per turn, round-robin, fresh before retry.
@@ -211,15 +222,52 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		}
 		it.probe = probe
 		s.running[it.c.ID] = it
+		var batch []*item
+		if !probe {
+			batch = s.batchFor(l, it)
+		}
+		for _, b := range batch {
+			s.running[b.c.ID] = b
+		}
 		l.inFlight++
 		s.inFlight++
 		s.attempts.Add(1)
 		if s.canStart(l, now) {
 			s.markReady(l)
 		}
-		out = append(out, start{l, it})
+		out = append(out, start{l, it, batch})
 	}
 	return out
+}
+
+// batchFor takes from the lane's queues (fresh first, then retries, each in
+// order) the deliveries of first's subscription that go in one request
+// with it: what is queued now, never waiting for more; at most maxEvents
+// in all; and, counting the events' bytes, no more than preferredBytes,
+// except that an event larger than that goes alone. A probe goes alone
+// (the caller does not batch it). Caller holds s.mu.
+func (s *scheduler) batchFor(l *lane, first *item) []*item {
+	if s.cfg.Batch == nil {
+		return nil
+	}
+	maxEvents, preferred := s.cfg.Batch(first.c.SubscriptionID)
+	size := len(first.c.Payload)
+	if maxEvents <= 1 || size >= preferred {
+		return nil
+	}
+	var batch []*item
+	for _, q := range []*deque{&l.fresh, &l.retry} {
+		q.take(func(it *item) bool {
+			if len(batch)+1 >= maxEvents || it.c.SubscriptionID != first.c.SubscriptionID ||
+				size+len(it.c.Payload) > preferred {
+				return false
+			}
+			size += len(it.c.Payload)
+			batch = append(batch, it)
+			return true
+		})
+	}
+	return batch
 }
 
 // ended is what the end of an attempt's HTTP exchange asks of the engine.
@@ -485,6 +533,22 @@ func (q *fifo[T]) pop() T {
 		q.head = 0
 	}
 	return v
+}
+
+// take removes, in order, the elements for which keep reports true and
+// leaves the others in their order. It reads the whole queue: O(len).
+func (q *fifo[T]) take(keep func(T) bool) {
+	rest := q.buf[q.head:q.head]
+	for _, v := range q.buf[q.head:] {
+		if !keep(v) {
+			rest = append(rest, v)
+		}
+	}
+	var zero T
+	for i := q.head + len(rest); i < len(q.buf); i++ {
+		q.buf[i] = zero
+	}
+	q.buf = q.buf[:q.head+len(rest)]
 }
 
 type (

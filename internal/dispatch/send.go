@@ -16,6 +16,8 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -72,13 +74,16 @@ type result struct {
 	duration   time.Duration
 }
 
-// send makes one attempt: POST the event to the subscription's URL with the
-// delivery headers (content-type application/cloudevents+json, user-agent,
-// webhook-id: the delivery id, webhook-timestamp, webhook-signature (see
-// internal/signing) over the exact body sent, herald-delivery-attempt,
-// herald-subscription, and the subscription's own headers and secret
-// headers), within the subscription's timeout.
-func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, now time.Time) result {
+// send makes one attempt: POST the deliveries (one, or a batch of one
+// subscription's) to the subscription's URL, encoded in its delivery
+// schema (event.Encode: the body and its content type and schema headers),
+// with Herald's headers — user-agent, webhook-id (the delivery id; a batch
+// has an id of its own, as its events are deduplicated by source and id),
+// webhook-timestamp, webhook-signature (see internal/signing) over the exact
+// body sent, herald-delivery-attempt (the highest attempt number among the
+// deliveries), herald-subscription — and the subscription's own headers
+// and secret headers, within the subscription's timeout.
+func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
 	timeout := sub.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -88,7 +93,18 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, 
 
 	begin := time.Now()
 	res := result{retryAfter: func(time.Time) time.Duration { return 0 }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(c.Payload))
+	items := make([]event.Item, len(cs))
+	attempt := 0
+	for i, c := range cs {
+		items[i] = event.Item{Payload: c.Payload, DeliveryID: c.ID, Attempt: c.Attempts + 1, PublishedAt: c.CreatedAt}
+		attempt = max(attempt, c.Attempts+1)
+	}
+	enc, err := event.Encode(sub.Schema(), event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}, items)
+	if err != nil {
+		res.outcome, res.err = outcomeRequestError, err.Error()
+		return res
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(enc.Body))
 	if err != nil {
 		res.outcome, res.err = outcomeRequestError, err.Error()
 		return res
@@ -100,15 +116,24 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, c store.Claimed, 
 	for k, v := range sub.SecretHeaders {
 		h.Set(k, v)
 	}
+	for _, kv := range enc.Header {
+		h.Set(kv[0], kv[1])
+	}
+	id := cs[0].ID
+	if len(cs) > 1 {
+		id = ids.New("bat_", now)
+	}
 	ts := now.Unix()
-	h.Set("Content-Type", "application/cloudevents+json")
+	if enc.ContentType != "" {
+		h.Set("Content-Type", enc.ContentType)
+	}
 	h.Set("User-Agent", e.cfg.UserAgent)
-	h.Set("Webhook-Id", c.ID)
+	h.Set("Webhook-Id", id)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
-	if sig := sub.Signer.Sign(c.ID, ts, c.Payload, now); sig != "" {
+	if sig := sub.Signer.Sign(id, ts, enc.Body, now); sig != "" {
 		h.Set("Webhook-Signature", sig)
 	}
-	h.Set("Herald-Delivery-Attempt", strconv.Itoa(c.Attempts+1))
+	h.Set("Herald-Delivery-Attempt", strconv.Itoa(attempt))
 	h.Set("Herald-Subscription", sub.ID)
 
 	resp, err := e.cfg.Client.Do(req)
