@@ -156,16 +156,16 @@ func Encode(schema string, t Target, items []Item) (Encoded, error) {
 		}
 		return encodeCloudEventsBatch(items), nil
 	case SchemaCloudEventsBinary:
-		v, err := itemView(schema, items[0])
-		if err != nil {
+		var v view
+		if err := itemView(&v, schema, items[0]); err != nil {
 			return Encoded{}, err
 		}
 		return encodeBinary(&v, nil)
 	case SchemaEventGrid:
 		return encodeEventGrid(t, items)
 	case SchemaData:
-		v, err := itemView(schema, items[0])
-		if err != nil {
+		var v view
+		if err := itemView(&v, schema, items[0]); err != nil {
 			return Encoded{}, err
 		}
 		body, ct, err := v.dataBytes()
@@ -174,8 +174,8 @@ func Encode(schema string, t Target, items []Item) (Encoded, error) {
 		}
 		return Encoded{Body: body, ContentType: ct}, nil
 	case SchemaPubSub:
-		v, err := itemView(schema, items[0])
-		if err != nil {
+		var v view
+		if err := itemView(&v, schema, items[0]); err != nil {
 			return Encoded{}, err
 		}
 		return encodePubSub(&v, t, items[0], nil)
@@ -185,12 +185,11 @@ func Encode(schema string, t Target, items []Item) (Encoded, error) {
 
 // itemView decodes an item's payload, naming the schema and delivery in the
 // error.
-func itemView(schema string, it Item) (view, error) {
-	v, err := decodeView(it.Payload)
-	if err != nil {
-		return v, fmt.Errorf("event: encode %s: delivery %s: %w", schema, it.DeliveryID, err)
+func itemView(v *view, schema string, it Item) error {
+	if err := v.decode(it.Payload); err != nil {
+		return fmt.Errorf("event: encode %s: delivery %s: %w", schema, it.DeliveryID, err)
 	}
-	return v, nil
+	return nil
 }
 
 // encodeCloudEventsBatch joins the payloads into a JSON Batch Format array.
@@ -356,9 +355,9 @@ func encodeEventGrid(t Target, items []Item) (Encoded, error) {
 	b = append(b, '[')
 	maxAttempt := 0
 	dataVersion := ""
+	var v view
 	for i, it := range items {
-		v, err := itemView(SchemaEventGrid, it)
-		if err != nil {
+		if err := itemView(&v, SchemaEventGrid, it); err != nil {
 			return Encoded{}, err
 		}
 		if i > 0 {

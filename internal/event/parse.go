@@ -28,7 +28,9 @@ const (
 //   - application/cloudevents-batch+json: a JSON array of structured events;
 //   - any other request with a ce-specversion header: one event in binary
 //     mode (see below);
-//   - application/json: one structured event, or an array of them.
+//   - application/json: one structured event, or an array of them; or
+//     Azure Event Grid schema events (see ParseWith: Parse has no default
+//     source, so an Event Grid event needs its topic).
 //
 // Any other content type, or none, gives an error wrapping
 // ErrUnsupportedMediaType; a body over MaxBodyBytes gives one wrapping
@@ -53,6 +55,35 @@ const (
 // objects. One bad event rejects the whole request; the error is a
 // *FieldError naming the first bad field found and the event's index.
 func Parse(h http.Header, body []byte) ([]Event, error) {
+	return ParseWith(h, body, ParseOptions{})
+}
+
+// ParseOptions adjusts ParseWith.
+type ParseOptions struct {
+	// DefaultSource is the source given to an Event Grid event without a
+	// topic (the API passes "/accounts/{account}"). Empty, such an event is
+	// an error naming its topic.
+	DefaultSource string
+}
+
+// ParseWith is Parse with options. It reads everything Parse reads and, as
+// application/json, Azure Event Grid schema events as well: a JSON array of
+// Event Grid events, or one such event alone. A JSON object is an Event Grid
+// event when it has an eventType member and no specversion member; one
+// request holds events of one schema, and an array that mixes them is an
+// error naming the first element of the other schema.
+//
+// An Event Grid event has the members id, subject, eventType and eventTime
+// (all required strings), data (any JSON value; optional), dataVersion,
+// topic and metadataVersion (optional strings); any other member is an
+// error, as is a metadataVersion other than "1". It becomes the CloudEvent
+// with specversion "1.0", id = id, source = topic (opts.DefaultSource when
+// absent), type = eventType, subject = subject (none when ""), time =
+// eventTime (RFC 3339), data = data as JSON (none when null), and the
+// extension dataversion = dataVersion (none when ""). The event must then
+// pass Validate, as every event does; errors name the Event Grid members
+// ("events[2].eventType", "topic").
+func ParseWith(h http.Header, body []byte, opts ParseOptions) ([]Event, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, &FieldError{
 			Field:  "body",
@@ -65,9 +96,9 @@ func Parse(h http.Header, body []byte) ([]Event, error) {
 	mt := mediaType(ct)
 	switch {
 	case mt == mediaStructured:
-		return parseJSON(body, true, false)
+		return parseJSON(body, true, false, nil)
 	case mt == mediaBatch:
-		return parseJSON(body, false, true)
+		return parseJSON(body, false, true, nil)
 	case strings.HasPrefix(mt, "application/cloudevents"):
 		// Structured mode in a format Herald does not read; the binding
 		// gives the content type precedence over ce-* headers.
@@ -79,7 +110,7 @@ func Parse(h http.Header, body []byte) ([]Event, error) {
 		}
 		return []Event{e}, nil
 	case mt == mediaJSON:
-		return parseJSON(body, true, true)
+		return parseJSON(body, true, true, &opts)
 	}
 	detail := "content type " + quote(ct) + " is not a publish format; use application/cloudevents+json, " +
 		"application/cloudevents-batch+json, application/json, or binary mode (ce-* headers)"
@@ -109,8 +140,9 @@ func bodyError(detail string) *FieldError {
 }
 
 // parseJSON parses a structured-mode body: an object if allowObject, an
-// array of objects if allowArray.
-func parseJSON(body []byte, allowObject, allowArray bool) ([]Event, error) {
+// array of objects if allowArray. With eg non-nil, Event Grid events are
+// accepted too (see ParseWith).
+func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]Event, error) {
 	if !utf8.Valid(body) {
 		return nil, bodyError("not valid UTF-8")
 	}
@@ -126,7 +158,13 @@ func parseJSON(body []byte, allowObject, allowArray bool) ([]Event, error) {
 		if err := checkJSON(body); err != nil {
 			return nil, err
 		}
-		e, fe := parseObject(body, "")
+		var e Event
+		var fe *FieldError
+		if eg != nil && isEventGridObject(body) {
+			e, fe = parseEventGrid(body, "", eg.DefaultSource)
+		} else {
+			e, fe = parseObject(body, "")
+		}
 		if fe != nil {
 			fe.Index = 0
 			return nil, fe
@@ -147,12 +185,25 @@ func parseJSON(body []byte, allowObject, allowArray bool) ([]Event, error) {
 			return nil, bodyError(fmt.Sprintf("the batch holds %d events; the limit is %d", len(items), MaxBatchEvents))
 		}
 		events := make([]Event, len(items))
+		firstEventGrid := false
 		for i, raw := range items {
 			prefix := "events[" + strconv.Itoa(i) + "]"
 			if raw[0] != '{' {
 				return nil, &FieldError{Field: prefix, Detail: "must be a JSON object", Index: i}
 			}
-			e, fe := parseObject(raw, prefix+".")
+			var e Event
+			var fe *FieldError
+			isEG := eg != nil && isEventGridObject(raw)
+			if i == 0 {
+				firstEventGrid = isEG
+			} else if isEG != firstEventGrid {
+				return nil, mixedSchemas(prefix, i, isEG)
+			}
+			if isEG {
+				e, fe = parseEventGrid(raw, prefix+".", eg.DefaultSource)
+			} else {
+				e, fe = parseObject(raw, prefix+".")
+			}
 			if fe != nil {
 				fe.Index = i
 				return nil, fe

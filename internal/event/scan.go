@@ -33,72 +33,85 @@ type view struct {
 	// ext holds the extension members in payload order (name order for
 	// Marshal's output).
 	ext []rawMember
+	// extBuf holds the first few extensions without an allocation.
+	extBuf [4]rawMember
 }
 
-// decodeView scans p, which must be one JSON object holding a CloudEvent in
+// decode reads p into v. p which must be one JSON object holding a CloudEvent in
 // structured mode. It checks the structure it walks (strings terminated,
 // brackets balanced, members separated) and that the context attributes are
 // strings and the required ones present, but not every byte of the values
 // it skips over: the payload is Herald's own stored Marshal output, and the
 // check is there to fail loudly on a corrupt one, not to validate input.
-func decodeView(p []byte) (view, error) {
-	var v view
+func (v *view) decode(p []byte) error {
+	*v = view{}
+	v.ext = v.extBuf[:0]
+	var err error
+	ok := forEachMember(p, func(name, key, val []byte) bool {
+		err = v.set(name, key, val)
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return payloadErr("not one well-formed JSON object")
+	}
+	if v.specVersion == nil || v.id == nil || v.source == nil || v.typ == nil {
+		return payloadErr("specversion, id, source and type are required")
+	}
+	return nil
+}
+
+// forEachMember calls fn with the name (decoded), the key literal and the
+// raw value of each top-level member of the JSON object p, in order, until
+// fn returns false. It returns false when p is not one well-formed object
+// (p is expected to be valid JSON; the check is a guard, not validation).
+func forEachMember(p []byte, fn func(name, key, val []byte) bool) bool {
 	i := skipWS(p, 0)
 	if i >= len(p) || p[i] != '{' {
-		return v, payloadErr("not a JSON object")
+		return false
 	}
 	i = skipWS(p, i+1)
 	if i < len(p) && p[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(p) || p[i] != '"' {
-				return v, payloadErr("expected a member name")
-			}
-			keyStart := i
-			kEnd, esc := scanString(p, i)
-			if kEnd < 0 {
-				return v, payloadErr("unterminated string")
-			}
-			name := p[i+1 : kEnd-1]
-			if esc {
-				s, d := jsonString(p[i:kEnd])
-				if d != "" {
-					return v, payloadErr("bad member name")
-				}
-				name = []byte(s)
-			}
-			i = skipWS(p, kEnd)
-			if i >= len(p) || p[i] != ':' {
-				return v, payloadErr("expected a colon")
-			}
-			i = skipWS(p, i+1)
-			end := scanValue(p, i)
-			if end < 0 {
-				return v, payloadErr("bad value of member " + quote(string(name)))
-			}
-			if err := v.set(name, p[keyStart:kEnd], p[i:end]); err != nil {
-				return v, err
-			}
-			i = skipWS(p, end)
-			if i < len(p) && p[i] == ',' {
-				i = skipWS(p, i+1)
-				continue
-			}
-			if i < len(p) && p[i] == '}' {
-				i++
-				break
-			}
-			return v, payloadErr("expected a comma or a closing brace")
+		return skipWS(p, i+1) == len(p)
+	}
+	for {
+		if i >= len(p) || p[i] != '"' {
+			return false
 		}
+		kEnd, esc := scanString(p, i)
+		if kEnd < 0 {
+			return false
+		}
+		key := p[i:kEnd]
+		name := key[1 : len(key)-1]
+		if esc {
+			s, d := jsonString(key)
+			if d != "" {
+				return false
+			}
+			name = []byte(s)
+		}
+		i = skipWS(p, kEnd)
+		if i >= len(p) || p[i] != ':' {
+			return false
+		}
+		i = skipWS(p, i+1)
+		end := scanValue(p, i)
+		if end < 0 {
+			return false
+		}
+		if !fn(name, key, p[i:end]) {
+			return true
+		}
+		i = skipWS(p, end)
+		if i < len(p) && p[i] == ',' {
+			i = skipWS(p, i+1)
+			continue
+		}
+		return i < len(p) && p[i] == '}' && skipWS(p, i+1) == len(p)
 	}
-	if skipWS(p, i) != len(p) {
-		return v, payloadErr("data after the object")
-	}
-	if v.specVersion == nil || v.id == nil || v.source == nil || v.typ == nil {
-		return v, payloadErr("specversion, id, source and type are required")
-	}
-	return v, nil
 }
 
 // set records one member.
