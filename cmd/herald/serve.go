@@ -114,6 +114,12 @@ func (o *serveOptions) config() (server.Config, error) {
 	// Not a flag: a key on the command line is visible to every user of
 	// the machine.
 	cfg.AdminKey = os.Getenv("HERALD_ADMIN_KEY")
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + o.addr
+	}
+	if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", cfg.PublicURL)
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
@@ -156,6 +162,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&o.window, "window", o.window, "deliveries held in memory per source (publish fast path, due loader) at most")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
+	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints reach it, for the Event Grid validation URL (default http://--addr)")
 	fs.StringVar(&sc.Auth, "auth", sc.Auth, "on: every API route but /healthz, /readyz and /openapi.yaml needs an API key (Authorization: Bearer; the first admin key is HERALD_ADMIN_KEY, else made into <data>/admin.key); off: no key is needed, for local experiments only")
 	fs.BoolVar(&dc.Destinations.AllowPrivate, "allow-private-destinations", dc.Destinations.AllowPrivate,
 		"deliver to loopback, private (RFC 1918) and unique local (fc00::/7) addresses too; by default only public addresses are delivered to (link-local, metadata and the other ranges need --allow-destinations)")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
@@ -199,7 +200,7 @@ func (s *Server) reactivate(w http.ResponseWriter, r *http.Request) {
 	}
 	sub, n, err := s.Control.Reactivate(r.Context(), r.PathValue("id"))
 	if errors.Is(err, store.ErrConflict) {
-		conflict(w, "", "a pull subscription is never deactivated: its consumers receive its events")
+		conflict(w, "", "only a deactivated push subscription is reactivated: a pull subscription never is, and one awaiting validation is activated by its endpoint's handshake")
 		return
 	}
 	if err != nil {
@@ -210,6 +211,26 @@ func (s *Server) reactivate(w http.ResponseWriter, r *http.Request) {
 		subscriptionJSON
 		Requeued int `json:"requeued"`
 	}{toSubscriptionJSON(sub), n})
+}
+
+// confirmValidation is the validation URL an Event Grid endpoint may GET
+// instead of answering the handshake: it needs no key, the code in it
+// being the subscription's secret.
+func (s *Server) confirmValidation(w http.ResponseWriter, r *http.Request) {
+	if s.Validator == nil {
+		notFound(w, "validation")
+		return
+	}
+	err := s.Validator.Confirm(r.Context(), r.PathValue("id"), r.URL.Query().Get("code"))
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, handshake.ErrBadCode):
+		// The same answer for both: the URL does not say which ids exist.
+		notFound(w, "validation")
+	case err != nil:
+		s.storeError(w, r, err, "subscription")
+	default:
+		writeJSON(w, http.StatusOK, map[string]bool{"validated": true})
+	}
 }
 
 // durationIn reads an optional duration field: def when absent, else

@@ -84,6 +84,11 @@ type Server struct {
 	Auth Authenticator
 	// Queue serves the consumers of queued deliveries.
 	Queue Queue
+	// Validator confirms endpoint validations made through the validation
+	// URL (nil: none).
+	Validator interface {
+		Confirm(ctx context.Context, id, code string) error
+	}
 
 	published *prometheus.CounterVec
 }
@@ -167,6 +172,8 @@ func (s *Server) routes() []route {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public},
 		{"GET /readyz", h(s.ready), noBody, public},
+		// An Event Grid endpoint validating itself: the code is the key.
+		{"GET /v1/validation/{id}", h(s.confirmValidation), noBody, public},
 		// Metrics count across accounts: an operator's, like the accounts.
 		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}), noBody, adminRole},
 		{"GET /openapi.yaml", h(serveOpenAPI), noBody, public},

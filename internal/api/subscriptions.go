@@ -2,6 +2,8 @@ package api
 
 import (
 	"cmp"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
@@ -34,6 +37,8 @@ type subscriptionJSON struct {
 	DeliverySchema    string            `json:"delivery_schema"`
 	MaxEventsPerBatch int               `json:"max_events_per_batch"`
 	PreferredBatchKB  int               `json:"preferred_batch_size_kb"`
+	Validation        string            `json:"validation"`
+	ValidationError   *string           `json:"validation_error"`
 	FailurePolicy     string            `json:"failure_policy"`
 	State             string            `json:"state"`
 	EndpointID        string            `json:"endpoint_id"`
@@ -51,6 +56,8 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 		DeliverySchema:    orDefault(s.Delivery.Schema, event.SchemaCloudEvents),
 		MaxEventsPerBatch: max(s.Delivery.MaxEventsPerBatch, 1),
 		PreferredBatchKB:  cmp.Or(s.Delivery.PreferredBatchSizeKB, catalog.DefaultPreferredBatchKB),
+		Validation:        orDefault(s.Delivery.Validation, handshake.KindNone),
+		ValidationError:   optString(s.Delivery.ValidationError),
 		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
@@ -87,6 +94,8 @@ type subscriptionInput struct {
 	// Batches: cloudevents and eventgrid only.
 	MaxEventsPerBatch *int `json:"max_events_per_batch"`
 	PreferredBatchKB  *int `json:"preferred_batch_size_kb"`
+	// Validation is read on create only.
+	Validation *string `json:"validation"`
 	// Signing is read on create only (see signingInput).
 	Signing *signingInput `json:"signing"`
 }
@@ -141,6 +150,18 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, err.Field, err.Detail)
 		return
 	}
+	if in.Validation != nil {
+		switch v := *in.Validation; v {
+		case handshake.KindNone:
+		case handshake.KindEventGrid, handshake.KindCloudEvents:
+			sub.Delivery.Validation = v
+			sub.Delivery.ValidationToken = randomToken()
+			sub.State = store.StateAwaitingValidation
+		default:
+			invalid(w, "validation", "must be none, eventgrid or cloudevents, not "+strconv.Quote(v))
+			return
+		}
+	}
 	if err := checkCombination(&sub); err != nil {
 		unprocessableInput(w, err.Field, err.Detail)
 		return
@@ -181,6 +202,10 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "delivery_mode", "is chosen at creation; make a new subscription for the other mode")
 		return
 	}
+	if in.Validation != nil {
+		invalid(w, "validation", "is chosen at creation: the handshake validates the endpoint the subscription was made for")
+		return
+	}
 	var name string
 	account := accountOf(r)
 	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *store.Subscription) error {
@@ -191,6 +216,9 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 			if field := pushOnlyField(in); field != "" {
 				return badInput(field, "a pull subscription pushes nothing: it has no %s", field)
 			}
+		}
+		if in.URL != nil && sub.Delivery.Validation != "" && *in.URL != sub.URL {
+			return badInput("url", "the endpoint of a subscription with validation %s was validated at creation: create a new subscription for another URL", sub.Delivery.Validation)
 		}
 		if err := applyInput(sub, in); err != nil {
 			return err
@@ -403,6 +431,8 @@ func pushOnlyField(in subscriptionInput) string {
 		return "max_events_per_batch"
 	case in.PreferredBatchKB != nil:
 		return "preferred_batch_size_kb"
+	case in.Validation != nil:
+		return "validation"
 	}
 	return ""
 }
@@ -428,5 +458,18 @@ func checkCombination(sub *store.Subscription) *combinationError {
 		return &combinationError{Field: "max_events_per_batch", Detail: fmt.Sprintf(
 			"the %s schema carries one event a request: batches need delivery_schema cloudevents or eventgrid", schema)}
 	}
+	switch v := sub.Delivery.Validation; {
+	case v == handshake.KindEventGrid && schema != event.SchemaEventGrid:
+		return &combinationError{Field: "validation", Detail: "the eventgrid handshake goes with delivery_schema eventgrid, not " + schema}
+	case v == handshake.KindCloudEvents && schema != event.SchemaCloudEvents && schema != event.SchemaCloudEventsBinary:
+		return &combinationError{Field: "validation", Detail: "the cloudevents handshake goes with delivery_schema cloudevents or cloudevents-binary, not " + schema}
+	}
 	return nil
+}
+
+// randomToken is an unguessable token: 32 random bytes, URL-safe base64.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -68,7 +68,9 @@ const OperationalPrefix = "herald."
 // Active and deactivated subscriptions match (a deactivated one's
 // deliveries are queued: see Queues).
 func (e *Entry) Matches(typ, subject string) bool {
-	if e.State != store.StateActive && e.State != store.StateDeactivated {
+	switch e.State {
+	case store.StateActive, store.StateDeactivated, store.StateAwaitingValidation:
+	default:
 		return false
 	}
 	if e.types == nil && strings.HasPrefix(typ, OperationalPrefix) {
@@ -80,11 +82,12 @@ func (e *Entry) Matches(typ, subject string) bool {
 	return strings.HasPrefix(subject, e.SubjectBeginsWith) && strings.HasSuffix(subject, e.SubjectEndsWith)
 }
 
-// Queues reports whether the subscription's new deliveries are queued for
-// consumers to receive rather than pushed: a pull subscription's always, a
-// push subscription's while it is deactivated.
+// Queues reports whether the subscription's new deliveries are queued
+// rather than pushed: a pull subscription's always (for its consumers), a
+// push subscription's while it is deactivated (for its consumers, until it
+// is reactivated) or awaiting its endpoint's validation (until it passes).
 func (e *Entry) Queues() bool {
-	return e.DeliveryMode == store.ModePull || e.State == store.StateDeactivated
+	return e.DeliveryMode == store.ModePull || e.State == store.StateDeactivated || e.State == store.StateAwaitingValidation
 }
 
 // QueueOnFailure reports whether a failed push ends queued (deactivating the
@@ -215,6 +218,15 @@ func (c *Catalog) Len() int { return len(c.current.Load().byID) }
 
 // Get returns the entry for a subscription ID, or nil.
 func (s *Snapshot) Get(id string) *Entry { return s.byID[id] }
+
+// All returns every entry, in no particular order.
+func (s *Snapshot) All() []*Entry {
+	out := make([]*Entry, 0, len(s.byID))
+	for _, e := range s.byID {
+		out = append(out, e)
+	}
+	return out
+}
 
 // Match returns the entries of an account ("": store.DefaultAccount) that an
 // event of this type and subject goes to: those listing the type, then

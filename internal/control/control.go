@@ -214,28 +214,49 @@ func (s *Service) EnableEndpoint(ctx context.Context, id string) (store.Endpoint
 // returns, so the next publish is pushed). It returns the subscription as
 // it now is and how many deliveries went back to pending. An active push
 // subscription is left as it is (0). store.ErrNotFound;
-// store.ErrConflict for a pull subscription.
+// store.ErrConflict for a pull subscription, and for one awaiting its
+// endpoint's validation (only the handshake activates it).
 func (s *Service) Reactivate(ctx context.Context, id string) (store.Subscription, int, error) {
 	before, err := s.Store.GetSubscription(ctx, id)
 	if err != nil {
 		return store.Subscription{}, 0, err
 	}
-	now := s.Clock.Now()
-	res, err := s.Store.ReactivateSubscription(ctx, id, now)
+	if before.State == store.StateAwaitingValidation {
+		return store.Subscription{}, 0, fmt.Errorf("subscription %s awaits validation: %w", id, store.ErrConflict)
+	}
+	n, err := s.activate(ctx, id)
 	if err != nil {
 		return store.Subscription{}, 0, err
-	}
-	s.syncCatalog(ctx)
-	s.Dispatch.Reactivated(id)
-	for _, ep := range res.Endpoints {
-		s.released(ctx, ep, now)
 	}
 	sub, err := s.Store.GetSubscription(ctx, id)
 	if err != nil {
 		return store.Subscription{}, 0, err
 	}
 	if s.Notifier != nil && before.State == store.StateDeactivated {
-		s.Notifier.SubscriptionReactivated(sub, res.Count)
+		s.Notifier.SubscriptionReactivated(sub, n)
 	}
-	return sub, res.Count, nil
+	return sub, n, nil
+}
+
+// Activate makes a subscription whose endpoint passed its validation
+// handshake active, and pushes what was queued while it waited.
+func (s *Service) Activate(ctx context.Context, id string) error {
+	_, err := s.activate(ctx, id)
+	return err
+}
+
+// activate moves a deactivated or validating subscription to active and its
+// queued deliveries to pending, and tells the catalog and the dispatcher.
+func (s *Service) activate(ctx context.Context, id string) (int, error) {
+	now := s.Clock.Now()
+	res, err := s.Store.ReactivateSubscription(ctx, id, now)
+	if err != nil {
+		return 0, err
+	}
+	s.syncCatalog(ctx)
+	s.Dispatch.Reactivated(id)
+	for _, ep := range res.Endpoints {
+		s.released(ctx, ep, now)
+	}
+	return res.Count, nil
 }

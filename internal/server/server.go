@@ -29,6 +29,7 @@ import (
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/queue"
@@ -72,6 +73,10 @@ type Config struct {
 	// store holding no key makes an admin key and writes it to
 	// <DataDir>/admin.key (mode 0600).
 	AdminKey string
+	// PublicURL is Herald's base URL as endpoints reach it: the Event Grid
+	// validation URL is built on it (herald serve: http://--addr unless
+	// --public-url).
+	PublicURL string
 	// AuthRecheck is how often cached keys are checked for revocation
 	// (auth.DefaultRecheck): a revoked key stops working on every node
 	// within this long.
@@ -189,6 +194,8 @@ type Server struct {
 	Registry *prometheus.Registry
 	// Auth authenticates API keys (nil with Auth off).
 	Auth *auth.Authenticator
+	// Validator runs endpoint validation handshakes.
+	Validator *handshake.Validator
 
 	handler   http.Handler
 	ops       *opevents.Publisher
@@ -264,6 +271,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
 		Destinations: dc.Destinations, Queue: q}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: eng.Config().Client, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: dc.UserAgent}
+	a.Validator = s.Validator
 	if cfg.Auth == AuthOff {
 		cfg.Logger.Warn("authentication is off (--auth=off): anyone who reaches this port can read every event, change every subscription and make Herald send requests; use it only for local experiments")
 	} else {
@@ -290,6 +300,13 @@ func (s *Server) Start(ctx context.Context) error {
 	opsCtx, cancel := context.WithCancel(context.Background())
 	s.opsCancel = cancel
 	go s.ops.Run(opsCtx)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-s.stop; cancel() }()
+		s.Validator.Run(ctx)
+	}()
 	if s.Auth != nil {
 		s.bg.Add(1)
 		go func() {

@@ -84,11 +84,12 @@ type QueueStore interface {
 	// in input order: nil, or ErrLockLost for a token that holds no live
 	// lock (its lock_until is not after r.Now).
 	Settle(ctx context.Context, r SettleRequest) ([]error, error)
-	// ReactivateSubscription makes a deactivated push subscription active
-	// (advancing the catalog version) and every one of its queued
-	// deliveries pending, due at now with a fresh attempt budget (locks
-	// cleared), and returns how many moved and to which endpoint. An
-	// active push subscription is left as it is (nothing moves: 0).
+	// ReactivateSubscription makes a deactivated push subscription, or one
+	// awaiting validation, active (advancing the catalog version) and every
+	// one of its queued deliveries pending, due at now with a fresh attempt
+	// budget (locks cleared), and returns how many moved and to which
+	// endpoint. An active push subscription is left as it is (nothing
+	// moves: 0).
 	// ErrNotFound; ErrConflict for a pull subscription.
 	ReactivateSubscription(ctx context.Context, id string, now time.Time) (RedriveResult, error)
 	// CountQueued returns the number of queued deliveries.

@@ -143,7 +143,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if err != nil {
 			return err
 		}
-		if st != store.StateDeactivated {
+		if st != store.StateDeactivated && st != store.StateAwaitingValidation {
 			return errUnchanged
 		}
 		v, err := s.bumpCatalog(ctx, tx)
@@ -154,7 +154,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if err != nil {
 			return err
 		}
-		if st != store.StateDeactivated { // reactivated meanwhile
+		if st != store.StateDeactivated && st != store.StateAwaitingValidation { // activated meanwhile
 			return errUnchanged
 		}
 		if _, err := tx.Exec(ctx, reactivateSQL, id, v); err != nil {

@@ -277,7 +277,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if mode == store.ModePull {
 			return fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
 		}
-		if state != store.StateDeactivated {
+		if state != store.StateDeactivated && state != store.StateAwaitingValidation {
 			return nil
 		}
 		v, err := w.bumpCatalog()
