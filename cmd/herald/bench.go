@@ -25,6 +25,9 @@ the server's peak RSS and its CPU seconds per 1,000 deliveries, with the lines
 of the performance budget in docs/benchmarks.md that each scenario measures.
 The pull scenario has consumers instead of receivers: they receive from a pull
 subscription and acknowledge, and its deliveries are the acknowledged ones.
+The batch scenario runs steady-batch's load twice, each on a fresh server,
+with the subscriptions at max_events_per_batch 1 and then at --batch; its
+receivers count each event of a batched push.
 A progress line goes to stderr while it runs. The exit status is 1 when a
 scenario failed (did not finish by its deadline, or the server died); a missed
 budget is reported, not an error.
@@ -63,10 +66,10 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.StringVar(&o.tmp, "tmp", "", "directory for the scenario directories (default: the system's temporary directory)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress line")
 
-	fs.IntVar(&s.Endpoints, "endpoints", s.Endpoints, "endpoints (one subscription each) in steady-*, latency, failing and backlog")
+	fs.IntVar(&s.Endpoints, "endpoints", s.Endpoints, "endpoints (one subscription each) in steady-*, latency, failing, backlog and batch")
 	fs.IntVar(&s.PayloadBytes, "payload", s.PayloadBytes, "bytes of data in each event")
-	fs.IntVar(&s.Events, "events", s.Events, "steady-batch: events to publish")
-	fs.IntVar(&s.Batch, "batch", s.Batch, "events a request in steady-batch, fanout, blackhole and the backlog build")
+	fs.IntVar(&s.Events, "events", s.Events, "steady-batch and each run of batch: events to publish")
+	fs.IntVar(&s.Batch, "batch", s.Batch, "events a request in steady-batch, fanout, blackhole, batch and the backlog build; batch: also max_events_per_batch of its batched run")
 	fs.IntVar(&s.Publishers, "publishers", s.Publishers, "concurrent publishers of batches")
 	fs.IntVar(&s.SingleEvents, "single-events", s.SingleEvents, "steady-single: events to publish")
 	fs.IntVar(&s.SinglePubs, "single-publishers", s.SinglePubs, "steady-single: concurrent publishers")

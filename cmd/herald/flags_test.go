@@ -70,6 +70,7 @@ var badValues = map[string]map[string][]string{
 		"probation-max":                   {"1s"},
 		"allow-private-destinations":      {"maybe", ""},
 		"auth":                            {"maybe", "", "OFF"},
+		"public-url":                      {"ftp://x", "bogus"},
 		"allow-destinations":              {"nope", "10.0.0.0/33", "10.1.2.3/8", "10.0.0.0/8,,fd00::/8", "fe80::1%eth0", "example.com/24"},
 	},
 	"sink": {
@@ -80,6 +81,7 @@ var badValues = map[string]map[string][]string{
 		"fail-first": {"-1"},
 		"delay":      {"-1s", "soon"},
 		"quiet":      {"maybe"},
+		"validate":   {"maybe", "2"},
 	},
 	"bench": {
 		"scenario":            {"nope", ""},

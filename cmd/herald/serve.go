@@ -114,12 +114,7 @@ func (o *serveOptions) config() (server.Config, error) {
 	// Not a flag: a key on the command line is visible to every user of
 	// the machine.
 	cfg.AdminKey = os.Getenv("HERALD_ADMIN_KEY")
-	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://" + o.addr
-	}
-	if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", cfg.PublicURL)
-	}
+
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
@@ -134,7 +129,25 @@ func (o *serveOptions) config() (server.Config, error) {
 	if o.grace <= 0 {
 		return cfg, fmt.Errorf("--shutdown-grace %v: must be positive", o.grace)
 	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = defaultPublicURL(o.addr)
+	} else if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", cfg.PublicURL)
+	}
 	return cfg, nil
+}
+
+// defaultPublicURL is http:// and the listening address, localhost for an
+// address without a host (":8080").
+func defaultPublicURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // newServeFlags returns herald serve's flag set, writing usage and errors to

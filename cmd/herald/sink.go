@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,16 +42,49 @@ answers every request (any method, any path) with --status, or with 503 for the
 first --fail-first requests, after waiting --delay. For each request it prints
 one line to stdout:
 
-  TIME METHOD PATH webhook-id=ID attempt=N [signature=valid|invalid] [events=N] [type=TYPE id=EVENT_ID] SIZE -> STATUS
+  TIME METHOD PATH webhook-id=ID attempt=N [signature=valid|invalid] schema=SCHEMA [events=N] type=TYPE id=EVENT_ID SIZE -> STATUS
+
+SCHEMA is the delivery schema the request came in, told from its headers and
+body as a receiver tells it: cloudevents (application/cloudevents+json, or a
+CloudEvent as application/json), cloudevents-batch
+(application/cloudevents-batch+json, or an array of CloudEvents),
+cloudevents-binary (a ce-specversion header), eventgrid (an aeg-event-type
+header, or an array of Event Grid events), pubsub (the Pub/Sub push envelope,
+{"message": {...}, "subscription": ...}) or data (anything else: the data
+alone). For the two batch schemas, cloudevents-batch and eventgrid, events=N
+counts the array's events. type and id are those of the first event: its type
+and id members (eventType and id for eventgrid), the ce-type and ce-id headers
+for cloudevents-binary, the type and id attributes of the message for pubsub;
+a data request has neither. "-" marks a header or value that is absent.
 
 With --secret (the subscription's whsec_ secret, from GET
 /v1/subscriptions/{id}/secret) or --public-key (its whpk_ key, for ed25519
 signing), the sink checks each request's webhook-signature as a Standard
-Webhooks receiver does (over webhook-id, webhook-timestamp and the body as
-received) and prints signature=valid or signature=invalid; it answers as
-configured either way. type and id are shown when the body is a CloudEvent in any publish format
-(for a batch, those of the first event, with events=N); "-" marks a header that
-is absent. The body follows, indented, cut to 2 KiB. With --quiet nothing is
+Webhooks receiver does (over webhook-id, webhook-timestamp and the body exactly
+as received, whatever the schema) and prints signature=valid or
+signature=invalid; it answers as configured either way.
+
+With --validate the sink also passes the endpoint validation handshakes Herald
+sends to a subscription created with "validation", answering 200 after --delay
+whatever --status and --fail-first say (a handshake does not use up a
+--fail-first request):
+
+  - eventgrid: a request with aeg-event-type: SubscriptionValidation whose body
+    is an array holding a Microsoft.EventGrid.SubscriptionValidationEvent gets
+    {"validationResponse": CODE}, CODE the event's data.validationCode;
+  - cloudevents: an OPTIONS request with WebHook-Request-Origin gets
+    WebHook-Allowed-Origin: that origin (and WebHook-Allowed-Rate: * when it
+    had WebHook-Request-Rate).
+
+Each prints one line (signature= only when the handshake is signed):
+
+  TIME METHOD PATH webhook-id=ID attempt=N [signature=...] validation eventgrid code=CODE -> 200
+  TIME OPTIONS PATH webhook-id=ID attempt=N validation cloudevents origin=ORIGIN [rate=RATE] -> 200
+
+Without --validate a handshake is answered like any other request, so the
+subscription's validation fails.
+
+The body follows each line, indented, cut to 2 KiB. With --quiet nothing is
 printed per request. Bodies are read up to 10 MiB; a larger one is answered
 413. On SIGINT or SIGTERM the sink stops and prints the number of requests by
 status it answered.
@@ -66,6 +101,7 @@ type sinkConfig struct {
 	Quiet     bool          // count requests without printing them
 	Secret    string        // whsec_ secret to verify v1 signatures with
 	PublicKey string        // whpk_ key to verify v1a signatures with
+	Validate  bool          // answer endpoint validation handshakes
 
 	verifier *signing.Verifier // from Secret or PublicKey; nil: none
 }
@@ -94,6 +130,7 @@ func newSinkFlags(stderr io.Writer) (*flag.FlagSet, *sinkConfig) {
 	fs.BoolVar(&cfg.Quiet, "quiet", false, "print nothing per request, only the summary at exit")
 	fs.StringVar(&cfg.Secret, "secret", "", "verify each request's v1 signature with this `whsec_…` secret and print whether it is valid")
 	fs.StringVar(&cfg.PublicKey, "public-key", "", "verify each request's v1a (ed25519) signature with this `whpk_…` key and print whether it is valid")
+	fs.BoolVar(&cfg.Validate, "validate", false, "answer the endpoint validation handshakes (eventgrid and cloudevents) with 200 and the answer that passes them")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, sinkUsage)
 		fs.PrintDefaults()
@@ -190,6 +227,9 @@ func (c sinkConfig) describe() string {
 	if c.verifier != nil {
 		s += ", verifying signatures"
 	}
+	if c.Validate {
+		s += ", passing validation handshakes"
+	}
 	return s
 }
 
@@ -210,15 +250,21 @@ func newSinkHandler(cfg sinkConfig, out io.Writer) *sinkHandler {
 	return &sinkHandler{cfg: cfg, now: time.Now, out: out, byStatus: make(map[int]int)}
 }
 
-// ServeHTTP reads the body (up to sinkMaxBody), picks the status, waits
-// cfg.Delay (or until the client goes away), prints the request and answers.
+// ServeHTTP reads the body (up to sinkMaxBody), picks the status (200 for a
+// validation handshake it answers), waits cfg.Delay (or until the client
+// goes away), prints the request and answers.
 func (h *sinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, sinkMaxBody))
 	var status int
+	var hs handshake
 	if err != nil {
 		status = http.StatusBadRequest
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			status = http.StatusRequestEntityTooLarge
+		}
+	} else if h.cfg.Validate {
+		if hs = detectHandshake(r, body); hs.kind != "" {
+			status = http.StatusOK
 		}
 	}
 	h.mu.Lock()
@@ -242,7 +288,11 @@ func (h *sinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var line []byte
 	if !h.cfg.Quiet {
-		line = h.format(r, body, status)
+		if hs.kind != "" {
+			line = h.formatHandshake(r, body, hs)
+		} else {
+			line = h.format(r, body, status)
+		}
 	}
 	h.mu.Lock()
 	h.byStatus[status]++
@@ -250,12 +300,64 @@ func (h *sinkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = h.out.Write(line)
 	}
 	h.mu.Unlock()
+	if hs.kind != "" {
+		hs.answer(w)
+		return
+	}
 	w.WriteHeader(status)
 }
 
 // format returns the printed form of one request: its line, then the body.
 func (h *sinkHandler) format(r *http.Request, body []byte, status int) []byte {
 	var b bytes.Buffer
+	h.writePrefix(&b, r, body, true)
+	rq := detectSchema(r.Header, body)
+	b.WriteString(" schema=")
+	b.WriteString(rq.schema)
+	if rq.batch {
+		fmt.Fprintf(&b, " events=%d", rq.events)
+	}
+	b.WriteString(" type=")
+	b.WriteString(logValue(rq.typ))
+	b.WriteString(" id=")
+	b.WriteString(logValue(rq.id))
+	fmt.Fprintf(&b, " %dB -> %d\n", len(body), status)
+	if len(body) > 0 {
+		writeBody(&b, body)
+	}
+	return b.Bytes()
+}
+
+// formatHandshake returns the printed form of a validation handshake the
+// sink answered: its line, then the body.
+func (h *sinkHandler) formatHandshake(r *http.Request, body []byte, hs handshake) []byte {
+	var b bytes.Buffer
+	h.writePrefix(&b, r, body, r.Header.Get("Webhook-Signature") != "")
+	b.WriteString(" validation ")
+	b.WriteString(hs.kind)
+	switch hs.kind {
+	case handshakeEventGrid:
+		b.WriteString(" code=")
+		b.WriteString(logValue(hs.code))
+	case handshakeCloudEvents:
+		b.WriteString(" origin=")
+		b.WriteString(logValue(hs.origin))
+		if hs.rate != "" {
+			b.WriteString(" rate=")
+			b.WriteString(logValue(hs.rate))
+		}
+	}
+	fmt.Fprintf(&b, " -> %d\n", http.StatusOK)
+	if len(body) > 0 {
+		writeBody(&b, body)
+	}
+	return b.Bytes()
+}
+
+// writePrefix writes the start of a request's line: time, method, path,
+// webhook-id, attempt and, with a verifier and when sig is true, whether the
+// signature is valid.
+func (h *sinkHandler) writePrefix(b *bytes.Buffer, r *http.Request, body []byte, sig bool) {
 	b.WriteString(h.now().Format("2006-01-02T15:04:05.000Z07:00"))
 	b.WriteByte(' ')
 	b.WriteString(r.Method)
@@ -265,27 +367,226 @@ func (h *sinkHandler) format(r *http.Request, body []byte, status int) []byte {
 	b.WriteString(logValue(r.Header.Get("Webhook-Id")))
 	b.WriteString(" attempt=")
 	b.WriteString(logValue(r.Header.Get("Herald-Delivery-Attempt")))
-	if v := h.cfg.verifier; v != nil {
+	if v := h.cfg.verifier; v != nil && sig {
+		// The signature covers the body exactly as received, whatever the
+		// schema.
 		if v.Verify(r.Header.Get("Webhook-Id"), r.Header.Get("Webhook-Timestamp"), body, r.Header.Get("Webhook-Signature")) == nil {
 			b.WriteString(" signature=valid")
 		} else {
 			b.WriteString(" signature=invalid")
 		}
 	}
-	if events, err := event.Parse(r.Header, body); err == nil && len(events) > 0 {
-		if len(events) > 1 {
-			fmt.Fprintf(&b, " events=%d", len(events))
+}
+
+// Schemas the sink tells apart: the delivery schemas (event.Schemas), with
+// cloudevents split into its single and batch forms.
+const (
+	sinkCloudEvents      = event.SchemaCloudEvents
+	sinkCloudEventsBatch = "cloudevents-batch"
+	sinkBinary           = event.SchemaCloudEventsBinary
+	sinkEventGrid        = event.SchemaEventGrid
+	sinkData             = event.SchemaData
+	sinkPubSub           = event.SchemaPubSub
+)
+
+// sinkRequest is what the sink makes of a request's headers and body.
+type sinkRequest struct {
+	schema string // one of the sink* schemas
+	batch  bool   // cloudevents-batch or eventgrid: events counts the array
+	events int
+	// typ and id are the first event's type and id; empty when absent.
+	typ, id string
+}
+
+// detectSchema tells the delivery schema of a request from its headers and
+// body as a receiver does: the content type first (as the CloudEvents HTTP
+// binding says), then a ce-specversion header (binary mode), an
+// aeg-event-type header (Event Grid), and for JSON the body's shape. It
+// never fails: what it cannot read is data, and members it cannot find are
+// left empty.
+func detectSchema(h http.Header, body []byte) sinkRequest {
+	mt := sinkMediaType(h.Get("Content-Type"))
+	switch {
+	case mt == "application/cloudevents-batch+json":
+		return cloudEventsBatch(body)
+	case strings.HasPrefix(mt, "application/cloudevents"):
+		m := jsonObject(body)
+		return sinkRequest{schema: sinkCloudEvents, typ: jsonString(m["type"]), id: jsonString(m["id"])}
+	case h.Get("Ce-Specversion") != "":
+		return sinkRequest{schema: sinkBinary, typ: percentDecode(h.Get("Ce-Type")), id: percentDecode(h.Get("Ce-Id"))}
+	case h.Get("Aeg-Event-Type") != "":
+		return eventGridArray(body)
+	case !isJSONType(mt):
+		return sinkRequest{schema: sinkData}
+	}
+	switch firstByte(body) {
+	case '[':
+		var arr []json.RawMessage
+		if json.Unmarshal(body, &arr) != nil || len(arr) == 0 {
+			break
 		}
-		b.WriteString(" type=")
-		b.WriteString(logValue(events[0].Type))
-		b.WriteString(" id=")
-		b.WriteString(logValue(events[0].ID))
+		first := jsonObject(arr[0])
+		if _, ok := first["specversion"]; ok {
+			return cloudEventsBatch(body)
+		}
+		if _, ok := first["eventType"]; ok {
+			return eventGridArray(body)
+		}
+	case '{':
+		m := jsonObject(body)
+		if msg := jsonObject(m["message"]); msg != nil {
+			if _, ok := m["subscription"]; ok {
+				attrs := jsonObject(msg["attributes"])
+				return sinkRequest{schema: sinkPubSub, typ: jsonString(attrs["type"]), id: jsonString(attrs["id"])}
+			}
+		}
+		if _, ok := m["specversion"]; ok {
+			return sinkRequest{schema: sinkCloudEvents, typ: jsonString(m["type"]), id: jsonString(m["id"])}
+		}
 	}
-	fmt.Fprintf(&b, " %dB -> %d\n", len(body), status)
-	if len(body) > 0 {
-		writeBody(&b, body)
+	return sinkRequest{schema: sinkData}
+}
+
+// cloudEventsBatch reads a CloudEvents JSON batch.
+func cloudEventsBatch(body []byte) sinkRequest {
+	rq := sinkRequest{schema: sinkCloudEventsBatch, batch: true}
+	var arr []json.RawMessage
+	if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
+		first := jsonObject(arr[0])
+		rq.events, rq.typ, rq.id = len(arr), jsonString(first["type"]), jsonString(first["id"])
 	}
-	return b.Bytes()
+	return rq
+}
+
+// eventGridArray reads an array of Event Grid events.
+func eventGridArray(body []byte) sinkRequest {
+	rq := sinkRequest{schema: sinkEventGrid, batch: true}
+	var arr []json.RawMessage
+	if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
+		first := jsonObject(arr[0])
+		rq.events, rq.typ, rq.id = len(arr), jsonString(first["eventType"]), jsonString(first["id"])
+	}
+	return rq
+}
+
+// sinkMediaType returns the lowercased media type of a Content-Type value,
+// without parameters.
+func sinkMediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// isJSONType reports whether mt (as sinkMediaType returns it) denotes JSON.
+func isJSONType(mt string) bool {
+	return mt == "application/json" || mt == "text/json" ||
+		(strings.HasSuffix(mt, "+json") && strings.Contains(mt, "/"))
+}
+
+// firstByte returns the first byte of b that is not JSON white space, or 0.
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// jsonObject returns the members of raw when it is a JSON object, else nil.
+func jsonObject(raw []byte) map[string]json.RawMessage {
+	if firstByte(raw) != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// jsonString returns the value of raw when it is a JSON string, else "".
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if firstByte(raw) != '"' || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// percentDecode decodes a CloudEvents binary-mode header value (%XX
+// escapes); a value with a bad escape is returned as is.
+func percentDecode(v string) string {
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
+	return v
+}
+
+// Kinds of validation handshake.
+const (
+	handshakeEventGrid   = "eventgrid"
+	handshakeCloudEvents = "cloudevents"
+)
+
+// eventGridValidationEvent is the eventType of an Event Grid subscription
+// validation event.
+const eventGridValidationEvent = "Microsoft.EventGrid.SubscriptionValidationEvent"
+
+// handshake is an endpoint validation request the sink answers.
+type handshake struct {
+	kind   string // handshakeEventGrid or handshakeCloudEvents; "" for none
+	code   string // eventgrid: the validationCode
+	origin string // cloudevents: WebHook-Request-Origin
+	rate   string // cloudevents: WebHook-Request-Rate, "" when absent
+}
+
+// detectHandshake returns the validation handshake r is, or one with kind
+// "" when it is none: an Event Grid SubscriptionValidation request with a
+// validation code, or a CloudEvents OPTIONS request with
+// WebHook-Request-Origin.
+func detectHandshake(r *http.Request, body []byte) handshake {
+	if r.Method == http.MethodOptions {
+		if origin := r.Header.Get("WebHook-Request-Origin"); origin != "" {
+			return handshake{kind: handshakeCloudEvents, origin: origin, rate: r.Header.Get("WebHook-Request-Rate")}
+		}
+		return handshake{}
+	}
+	if !strings.EqualFold(r.Header.Get("Aeg-Event-Type"), "SubscriptionValidation") {
+		return handshake{}
+	}
+	var events []struct {
+		EventType string `json:"eventType"`
+		Data      struct {
+			ValidationCode string `json:"validationCode"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &events) != nil || len(events) == 0 ||
+		events[0].EventType != eventGridValidationEvent || events[0].Data.ValidationCode == "" {
+		return handshake{}
+	}
+	return handshake{kind: handshakeEventGrid, code: events[0].Data.ValidationCode}
+}
+
+// answer writes the answer that passes the handshake.
+func (hs handshake) answer(w http.ResponseWriter) {
+	switch hs.kind {
+	case handshakeEventGrid:
+		body, _ := json.Marshal(struct {
+			ValidationResponse string `json:"validationResponse"`
+		}{hs.code})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	case handshakeCloudEvents:
+		w.Header().Set("Allow", "POST")
+		w.Header().Set("WebHook-Allowed-Origin", hs.origin)
+		if hs.rate != "" {
+			w.Header().Set("WebHook-Allowed-Rate", "*")
+		}
+		w.WriteHeader(http.StatusOK)
+	}
 }
 
 // writeBody writes up to sinkPrintBody bytes of body, each line indented by
