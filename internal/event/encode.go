@@ -95,9 +95,12 @@ var ErrBatchNotSupported = errors.New("schema does not batch")
 
 // Encode builds the request that delivers items (1 or more; more than one
 // only when CanBatch(schema)) to a subscription whose delivery schema is
-// schema. Each item's Payload must be Event.Marshal output; a payload that
-// is not a structured-mode CloudEvent gives an error wrapping a "malformed
-// payload" error. The encodings (DESIGN.md §9.5):
+// schema. Each item's Payload must be Event.Marshal output (the stored
+// event); a payload that is not a structured-mode CloudEvent gives an error
+// wrapping ErrMalformedPayload, one with two or more items in a schema that
+// cannot batch an error wrapping ErrBatchNotSupported. The body may share
+// memory with the payloads: neither is to be modified while the other is in
+// use. The encodings (DESIGN.md §9.5):
 //
 //   - cloudevents: one item of a subscription that does not batch is sent
 //     as is: Body is the Payload itself (no copy), content type
@@ -139,6 +142,11 @@ var ErrBatchNotSupported = errors.New("schema does not batch")
 // content type is the datacontenttype; without one, application/json for
 // JSON data, application/octet-stream for binary data, and none without
 // data.
+//
+// Encode reads each payload once, copying the stored JSON of the members it
+// keeps rather than decoding and re-encoding them; it checks the payload's
+// structure as it goes, not every value (eventgrid and pubsub copy the
+// stored base64 of binary data as it is).
 func Encode(schema string, t Target, items []Item) (Encoded, error) {
 	if len(items) == 0 {
 		return Encoded{}, fmt.Errorf("event: encode %s: no items", schema)
@@ -366,7 +374,7 @@ func encodeEventGrid(t Target, items []Item) (Encoded, error) {
 		b = v.appendEventGrid(b, it.PublishedAt)
 		b = append(b, '}')
 		if i == 0 {
-			if dv := v.extension("dataversion"); dv != nil {
+			if dv := v.extension(extDataVersion); dv != nil {
 				dataVersion = literalText(dv)
 			}
 		}
@@ -429,7 +437,7 @@ func (v *view) appendEventGrid(b []byte, published time.Time) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"dataVersion":`...)
-	if dv := v.extension("dataversion"); dv != nil {
+	if dv := v.extension(extDataVersion); dv != nil {
 		b = appendAsJSONString(b, dv)
 	} else {
 		b = append(b, `""`...)

@@ -9,9 +9,10 @@ import (
 // without building an Event: the encoders need only the raw JSON of each
 // member, most of which they copy to their output unchanged.
 
-// errPayload is wrapped by the errors about a payload that is not a
-// CloudEvents structured-mode JSON object.
-var errPayload = errors.New("malformed payload")
+// ErrMalformedPayload is wrapped by the error Encode and EncodeDeadLetter
+// return for a payload that is not a CloudEvent in structured-mode JSON (a
+// stored event that is corrupt: retrying will not help).
+var ErrMalformedPayload = errors.New("malformed payload")
 
 // rawMember is one top-level member of a JSON object: its name (the raw
 // content of the key's string literal, or the decoded name when the key has
@@ -37,12 +38,14 @@ type view struct {
 	extBuf [4]rawMember
 }
 
-// decode reads p into v. p which must be one JSON object holding a CloudEvent in
-// structured mode. It checks the structure it walks (strings terminated,
-// brackets balanced, members separated) and that the context attributes are
-// strings and the required ones present, but not every byte of the values
-// it skips over: the payload is Herald's own stored Marshal output, and the
-// check is there to fail loudly on a corrupt one, not to validate input.
+// decode reads p, which must be one JSON object holding a CloudEvent in
+// structured mode, into v (whose slices then point into p). It checks the
+// structure it walks (strings terminated, brackets balanced, members
+// separated) and that the context attributes are strings and the required
+// ones present, but not every byte of the values it skips over: the payload
+// is Herald's own stored Marshal output, and the check is there to fail
+// loudly on a corrupt one, not to validate input. The error wraps
+// ErrMalformedPayload.
 func (v *view) decode(p []byte) error {
 	*v = view{}
 	v.ext = v.extBuf[:0]
@@ -162,8 +165,8 @@ func payloadErr(detail string) error {
 
 type payloadError struct{ detail string }
 
-func (e *payloadError) Error() string { return errPayload.Error() + ": " + e.detail }
-func (e *payloadError) Unwrap() error { return errPayload }
+func (e *payloadError) Error() string { return ErrMalformedPayload.Error() + ": " + e.detail }
+func (e *payloadError) Unwrap() error { return ErrMalformedPayload }
 
 // skipWS returns the index of the first byte at or after i that is not JSON
 // whitespace.
