@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +19,10 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
@@ -273,6 +278,151 @@ func TestOpenAPIDocumentsAccess(t *testing.T) {
 		sec, hasSec := fields["security"]
 		if public := rt.Access == "public"; public != (hasSec && sec == "[]") {
 			t.Errorf("%s (access %s): security %q in openapi.yaml; want \"[]\" exactly for public routes, none for the others", rt.Pattern, rt.Access, sec)
+		}
+	}
+}
+
+// componentSchema returns the lines of the document's component schema
+// name (the key "    name:" under "  schemas:", up to the next key of its
+// indent or less), failing the test when there is none.
+func componentSchema(t *testing.T, doc []byte, name string) []string {
+	t.Helper()
+	var block []string
+	inSchemas, in := false, false
+	for _, line := range strings.Split(string(doc), "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			if in {
+				block = append(block, line)
+			}
+			continue
+		}
+		indent := len(line) - len(trimmed)
+		switch {
+		case indent <= 2:
+			if in {
+				return block
+			}
+			inSchemas = line == "  schemas:"
+		case inSchemas && indent == 4:
+			if in {
+				return block
+			}
+			in = strings.TrimRight(trimmed, " ") == name+":"
+		case in:
+			block = append(block, line)
+		}
+	}
+	if !in {
+		t.Fatalf("openapi.yaml has no component schema %q", name)
+	}
+	return block
+}
+
+// schemaProperties returns the names of a component schema's own
+// properties (its top-level "properties:" object), in order.
+func schemaProperties(block []string) []string {
+	var names []string
+	inProps := false
+	for _, line := range block {
+		trimmed := strings.TrimLeft(line, " ")
+		indent := len(line) - len(trimmed)
+		switch {
+		case trimmed == "":
+		case indent == 6:
+			inProps = strings.TrimRight(trimmed, " ") == "properties:"
+		case inProps && indent == 8:
+			if key, _, ok := strings.Cut(trimmed, ":"); ok {
+				names = append(names, key)
+			}
+		}
+	}
+	return names
+}
+
+// flowList reads the members of a one-line YAML flow sequence ("[a, b,
+// 'null']") written after key (as "key: [...]") at the start of one of
+// lines, starting from index from; nil when there is none.
+func flowList(lines []string, from int, key string) []string {
+	for _, line := range lines[from:] {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), key+": [")
+		if !ok {
+			continue
+		}
+		rest, _, _ = strings.Cut(rest, "]")
+		var out []string
+		for _, m := range strings.Split(rest, ",") {
+			out = append(out, strings.Trim(strings.TrimSpace(m), `'"`))
+		}
+		return out
+	}
+	return nil
+}
+
+// jsonNames returns the JSON member names of a struct type's fields.
+func jsonNames(v any) []string {
+	var names []string
+	rt := reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// TestOpenAPIDocumentsSubscriptionFields checks that the document's
+// subscription schemas hold the fields the API reads and writes: the
+// resource (Subscription) requires every member the API writes, and
+// SubscriptionCreate has a property for every member it reads; that the
+// delivery_schema enum names every delivery schema; and that
+// DeadLetterReason names every reason a delivery can end with.
+func TestOpenAPIDocumentsSubscriptionFields(t *testing.T) {
+	res := componentSchema(t, openAPI, "Subscription")
+	required := flowList(res, 0, "required")
+	for _, name := range jsonNames(subscriptionJSON{}) {
+		if !slices.Contains(required, name) {
+			t.Errorf("openapi.yaml: Subscription does not require %q, a member of every subscription resource", name)
+		}
+	}
+	props := schemaProperties(res)
+	for _, name := range required {
+		if !slices.Contains(props, name) {
+			t.Errorf("openapi.yaml: Subscription requires %q but has no such property", name)
+		}
+	}
+	create := schemaProperties(componentSchema(t, openAPI, "SubscriptionCreate"))
+	for _, name := range jsonNames(subscriptionInput{}) {
+		if !slices.Contains(create, name) {
+			t.Errorf("openapi.yaml: SubscriptionCreate has no property %q, which POST /v1/subscriptions reads", name)
+		}
+	}
+	for _, schema := range []string{"Subscription", "SubscriptionCreate"} {
+		block := componentSchema(t, openAPI, schema)
+		// The property itself (indented by eight), not a mention in an
+		// if/then, up to the next property.
+		at := slices.Index(block, "        delivery_schema:")
+		if at < 0 {
+			t.Errorf("openapi.yaml: %s has no delivery_schema property", schema)
+			continue
+		}
+		end := at + 1
+		for end < len(block) && (strings.TrimSpace(block[end]) == "" || strings.HasPrefix(block[end], "         ")) {
+			end++
+		}
+		enum := flowList(block[:end], at, "enum")
+		for _, s := range event.Schemas() {
+			if !slices.Contains(enum, s) {
+				t.Errorf("openapi.yaml: %s.delivery_schema's enum %v lacks %q", schema, enum, s)
+			}
+		}
+	}
+	reasons := flowList(componentSchema(t, openAPI, "DeadLetterReason"), 0, "enum")
+	for _, r := range []string{retry.ReasonMaxAttempts, retry.ReasonTTL, retry.ReasonNoRetry, retry.ReasonDestinationBlocked,
+		store.ReasonSubscriptionDeleted, store.ReasonRejected, "DeadLetterUndeliverable", "DeadLetterURLRemoved"} {
+		if !slices.Contains(reasons, r) {
+			t.Errorf("openapi.yaml: DeadLetterReason's enum %v lacks %q", reasons, r)
 		}
 	}
 }

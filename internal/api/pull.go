@@ -44,7 +44,7 @@ func (s *Server) queueOf(w http.ResponseWriter, r *http.Request) (store.Subscrip
 		return sub, nil, false
 	}
 	if sub.DeliveryMode != store.ModePull && sub.State != store.StateDeactivated {
-		conflict(w, "", "subscription "+sub.ID+" pushes its events (it is an active push subscription): only a pull subscription, or a deactivated push subscription, has a queue to receive from")
+		conflict(w, "", "subscription "+sub.ID+" is a push subscription in state "+sub.State+": only a pull subscription, or a deactivated push subscription, has a queue to receive from")
 		return sub, nil, false
 	}
 	e, err := catalog.NewEntry(sub)

@@ -39,6 +39,7 @@ type subscriptionJSON struct {
 	PreferredBatchKB  int               `json:"preferred_batch_size_kb"`
 	Validation        string            `json:"validation"`
 	ValidationError   *string           `json:"validation_error"`
+	DeadLetterURL     *string           `json:"dead_letter_url"`
 	FailurePolicy     string            `json:"failure_policy"`
 	State             string            `json:"state"`
 	EndpointID        string            `json:"endpoint_id"`
@@ -58,6 +59,7 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 		PreferredBatchKB:  cmp.Or(s.Delivery.PreferredBatchSizeKB, catalog.DefaultPreferredBatchKB),
 		Validation:        orDefault(s.Delivery.Validation, handshake.KindNone),
 		ValidationError:   optString(s.Delivery.ValidationError),
+		DeadLetterURL:     optString(store.RedactedURL(s.Delivery.DeadLetterURL)),
 		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
@@ -96,6 +98,8 @@ type subscriptionInput struct {
 	PreferredBatchKB  *int `json:"preferred_batch_size_kb"`
 	// Validation is read on create only.
 	Validation *string `json:"validation"`
+	// DeadLetterURL: "" (or null) removes it.
+	DeadLetterURL *string `json:"dead_letter_url"`
 	// Signing is read on create only (see signingInput).
 	Signing *signingInput `json:"signing"`
 }
@@ -177,6 +181,9 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	} else if err := checkDestination(s.Destinations, sub.URL); err != nil {
 		unprocessable(w, err.Field, err.Detail)
 		return
+	} else if err := checkDestinationField(s.Destinations, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
+		unprocessable(w, err.Field, err.Detail)
+		return
 	}
 	if err := s.Control.CreateSubscription(r.Context(), sub); err != nil {
 		s.subscriptionError(w, r, err, sub.Name)
@@ -230,6 +237,11 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 			// Only a new URL is checked: a change of other fields keeps a
 			// URL accepted under other --allow-* flags.
 			if err := checkDestination(s.Destinations, sub.URL); err != nil {
+				return err
+			}
+		}
+		if in.DeadLetterURL != nil {
+			if err := checkDestinationField(s.Destinations, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
 				return err
 			}
 		}
@@ -355,6 +367,14 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 		}
 		sub.Delivery.Schema = *in.DeliverySchema
 	}
+	if in.DeadLetterURL != nil {
+		if u := *in.DeadLetterURL; u != "" {
+			if err := checkURLField("dead_letter_url", u); err != nil {
+				return err
+			}
+		}
+		sub.Delivery.DeadLetterURL = *in.DeadLetterURL
+	}
 	if in.MaxEventsPerBatch != nil {
 		if n := *in.MaxEventsPerBatch; n < 1 || n > maxEventsPerBatch {
 			return badInput("max_events_per_batch", "must be from 1 to %d, got %d", maxEventsPerBatch, n)
@@ -433,6 +453,8 @@ func pushOnlyField(in subscriptionInput) string {
 		return "preferred_batch_size_kb"
 	case in.Validation != nil:
 		return "validation"
+	case in.DeadLetterURL != nil:
+		return "dead_letter_url"
 	}
 	return ""
 }

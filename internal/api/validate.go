@@ -91,8 +91,10 @@ func checkText(field, s string, max int, required bool) *inputError {
 
 // checkURL checks a delivery URL: an absolute http or https URL with a
 // host an attempt can connect to, a port in range and no fragment.
-func checkURL(s string) *inputError {
-	const field = "url"
+func checkURL(s string) *inputError { return checkURLField("url", s) }
+
+// checkURLField is checkURL for another field (dead_letter_url).
+func checkURLField(field, s string) *inputError {
 	if len(s) > maxURLLen {
 		return badInput(field, "must be at most %d bytes, got %d", maxURLLen, len(s))
 	}
@@ -295,6 +297,11 @@ func (e *destinationError) Error() string { return e.Field + ": " + e.Detail }
 // here: what it resolves to can change, and the dispatcher checks the
 // address of every connection it makes.
 func checkDestination(p destination.Policy, s string) *destinationError {
+	return checkDestinationField(p, "url", s)
+}
+
+// checkDestinationField is checkDestination for another field.
+func checkDestinationField(p destination.Policy, field, s string) *destinationError {
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil // checkURL refused it already
@@ -312,7 +319,7 @@ func checkDestination(p destination.Policy, s string) *destinationError {
 	if strings.ContainsAny(b.Class.Name[:1], "aeiou") {
 		article = "an"
 	}
-	return &destinationError{Field: "url", Detail: fmt.Sprintf(
+	return &destinationError{Field: field, Detail: fmt.Sprintf(
 		"the host %s is %s %s address (%s), which Herald does not deliver to by default; to allow it, %s",
 		strconv.Quote(u.Hostname()), article, b.Class.Name, b.Range, b.Hint())}
 }

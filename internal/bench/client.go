@@ -81,6 +81,9 @@ type subscription struct {
 	EventTypes   []string        `json:"event_types,omitempty"`
 	RetryPolicy  json.RawMessage `json:"retry_policy,omitempty"`
 	Timeout      string          `json:"timeout,omitempty"`
+	// Batching (cloudevents schema): 0 leaves the server's default.
+	MaxEventsPerBatch int `json:"max_events_per_batch,omitempty"`
+	PreferredBatchKB  int `json:"preferred_batch_size_kb,omitempty"`
 }
 
 // createSubscription creates s and returns its id.

@@ -10,7 +10,7 @@ import (
 )
 
 // Scenarios lists the scenarios in the order "all" runs them.
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull"}
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch"}
 
 // scenarioInfo describes each scenario for usage text.
 var scenarioInfo = map[string]string{
@@ -22,6 +22,7 @@ var scenarioInfo = map[string]string{
 	"blackhole":     "--blackhole-share of the endpoints never answer; healthy throughput vs. a normal phase",
 	"backlog":       "--backlog deliveries pending retry hours away, then fresh traffic: memory and latency vs. before",
 	"pull":          "--pull-events to one pull subscription, --consumers receiving --pull-batch at a time and acknowledging; vs. steady-batch",
+	"batch":         "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
 }
 
 // ScenarioHelp returns one line per scenario for usage text.
@@ -36,10 +37,10 @@ func ScenarioHelp() string {
 // Sizes are the scenarios' sizes. DefaultSizes keeps each scenario under a
 // minute on a 2-core machine (backlog excepted: see its flag).
 type Sizes struct {
-	Endpoints    int           `json:"endpoints"`     // endpoints (one subscription each) in the steady, latency, failing and backlog scenarios
+	Endpoints    int           `json:"endpoints"`     // endpoints (one subscription each) in the steady, latency, failing, backlog and batch scenarios
 	PayloadBytes int           `json:"payload_bytes"` // size of each event's data
-	Events       int           `json:"events"`        // steady-batch: events
-	Batch        int           `json:"batch"`         // events a request in the batch scenarios
+	Events       int           `json:"events"`        // steady-batch and each run of batch: events
+	Batch        int           `json:"batch"`         // events a request in the batch scenarios; batch: max_events_per_batch of its batched run
 	Publishers   int           `json:"publishers"`    // concurrent publishers in the batch scenarios
 	SingleEvents int           `json:"single_events"` // steady-single: events
 	SinglePubs   int           `json:"single_publishers"`
@@ -232,6 +233,9 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 		return 2*time.Minute + 2*s.Duration
 	case "failing":
 		return 2*time.Minute + 2*s.FailDuration
+	case "batch":
+		// Two runs of steady-batch's load: allow 1,000 deliveries/s at worst.
+		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
 	case "pull":
 		// Allow 1,000 acknowledged deliveries/s at worst.
 		return 2*time.Minute + time.Duration(s.PullEvents/1000)*time.Second

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,8 @@ type Receiver struct {
 	cur  atomic.Pointer[track]
 
 	requests atomic.Int64 // every request (or, for a black hole, connection)
+	events   atomic.Int64 // events in the requests recorded (a batch counts each)
+	batches  atomic.Int64 // requests sent as application/cloudevents-batch+json
 	failed   atomic.Int64 // answered with an error status
 	retried  atomic.Int64 // later attempts answered 200 in modeFailFirst
 	stale    atomic.Int64 // events of no current phase
@@ -172,6 +175,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
+	if isBatchType(req.Header.Get("Content-Type")) {
+		r.batches.Add(1)
+	}
 	switch r.mode.Load() {
 	case modeFail:
 		r.failed.Add(1)
@@ -192,7 +198,17 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// record counts the events of a request's body received at now: one
+// structured-mode CloudEvent, or a batch (a JSON array of them), each
+// event with its own id and benchsent.
 func (r *Receiver) record(body []byte, now int64) {
+	if !eachElement(body, func(ev []byte) { r.recordOne(ev, now) }) {
+		r.recordOne(body, now)
+	}
+}
+
+func (r *Receiver) recordOne(body []byte, now int64) {
+	r.events.Add(1)
 	id, sent := parseDelivered(body)
 	t := r.cur.Load()
 	if t == nil || len(id) <= len(t.prefix) || string(id[:len(t.prefix)]) != t.prefix {
@@ -248,6 +264,79 @@ func parseDelivered(body []byte) (id []byte, sent int64) {
 	}
 	return id, sent
 }
+
+// batchType is the media type of a CloudEvents batch (JSON format).
+const batchType = "application/cloudevents-batch+json"
+
+// isBatchType reports whether a Content-Type value names a CloudEvents
+// batch, parameters aside.
+func isBatchType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), batchType)
+}
+
+// eachElement calls f with each element of b when b is a JSON array (as a
+// batch body is), found by following strings and nesting instead of
+// decoding, and reports whether b was one. It does not validate: a
+// malformed element is passed on as it is (and, having no id, counted as
+// stale); an array not closed still gives the elements that ended.
+func eachElement(b []byte, f func(elem []byte)) bool {
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i == len(b) || b[i] != '[' {
+		return false
+	}
+	start, depth, inStr, esc := -1, 0, false, false
+	for i++; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		if isSpace(c) {
+			continue
+		}
+		if start < 0 && c != ',' && !(depth == 0 && c == ']') {
+			start = i
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+		case '}':
+			depth--
+		case ']':
+			if depth > 0 {
+				depth--
+				continue
+			}
+			if start >= 0 {
+				f(bytes.TrimRight(b[start:i], " \t\r\n"))
+			}
+			return true
+		case ',':
+			if depth == 0 {
+				if start >= 0 {
+					f(bytes.TrimRight(b[start:i], " \t\r\n"))
+				}
+				start = -1
+			}
+		}
+	}
+	return true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // stringAfter returns the JSON string (without escapes, as the bench writes
 // them) that follows key in b, or nil.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -83,6 +84,17 @@ type env struct {
 	recv  []*Receiver
 	prog  *progress
 	phase string
+
+	// What every server of the scenario is started with: flags before and
+	// after --store (when the store is PostgreSQL), environment, admin key.
+	flagsPre, flagsPost []string
+	serveEnv            []string
+	adminKey            string
+	servers             int           // servers started
+	cpu0                time.Duration // the current server's CPU when it was ready
+	cpuDone             time.Duration // CPU of the scenario's servers already stopped
+	peakDone            int64         // their largest VmHWM
+	drops               []func()      // drop the PostgreSQL schemas, after the servers
 }
 
 // scenarioFuncs run the scenarios; each fills res.Phases, res.Figures and
@@ -96,6 +108,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"blackhole":     blackholeScenario,
 	"backlog":       backlogScenario,
 	"pull":          pullScenario,
+	"batch":         batchScenario,
 }
 
 func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) (res Result) {
@@ -113,12 +126,11 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	defer cancel()
 
 	e := &env{cfg: cfg, name: name, prog: prog}
-	var dropSchema func() // after the server is gone
 	defer func() {
 		prog.set(nil)
 		e.close()
-		if dropSchema != nil {
-			dropSchema()
+		for _, drop := range e.drops {
+			drop()
 		}
 		res.Seconds = time.Since(start).Seconds()
 		res.LoadEnd = loadavg()
@@ -141,61 +153,129 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 		return res
 	}
 	e.dir = dir
-	var extra []string
 	if name == "backlog" {
 		// The backlog's endpoints fail every first attempt on purpose; the
 		// endpoint circuit would put them on probation or disable them and
 		// stop the first attempts. Its thresholds go out of reach so the
 		// scenario measures what the budget line names: a million
 		// deliveries pending retry. (Flags the binary lacks are left out.)
-		extra = append(extra, supported(cfg.Herald, relaxedHealth)...)
+		e.flagsPre = append(e.flagsPre, supported(cfg.Herald, relaxedHealth)...)
 	}
-	if isPostgres(cfg.Store) {
-		schemaURL, drop, err := freshSchema(ctx, cfg.Store)
-		if err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		if !cfg.Keep {
-			dropSchema = drop
-		}
-		extra = append(extra, "--store", schemaURL)
-	}
-	extra = append(extra, cfg.ServeArgs...)
+	e.flagsPost = append(e.flagsPost, cfg.ServeArgs...)
 	if cfg.Pprof != "" {
-		extra = append(extra, "--pprof", cfg.Pprof)
+		e.flagsPost = append(e.flagsPost, "--pprof", cfg.Pprof)
 	}
-	res.ServeFlags = extra
-	res.ServeEnv = cfg.ServeEnv
-	prog.set(func() string { return name + ": starting herald serve" })
+	e.serveEnv = cfg.ServeEnv
 	// The server runs with authentication on, as users run it: the bench
 	// is its admin through a key made for this run (not in the report).
-	adminKey := benchAdminKey()
-	srv, err := startServer(ctx, cfg.Herald, dir, extra, append(slices.Clone(cfg.ServeEnv), "HERALD_ADMIN_KEY="+adminKey))
+	e.adminKey = benchAdminKey()
+	flags, err := e.serve(ctx)
+	res.ServeFlags = flags
+	res.ServeEnv = cfg.ServeEnv
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	e.srv = srv
-	srv.sampler = startSampler(srv.pid, sampleEvery)
-	e.api = newClient(srv.url, adminKey, max(cfg.Sizes.Publishers, cfg.Sizes.SinglePubs, cfg.Sizes.RateWorkers)+cfg.Sizes.Consumers)
-	cpu0 := procCPU(srv.pid)
 
 	err = scenarioFuncs[name](ctx, e, &res)
 
-	serverCPU = procCPU(srv.pid) - cpu0
+	serverCPU = e.serverCPU()
 	res.CPUSeconds = serverCPU.Seconds()
-	res.PeakRSSMiB = mib(procMem(srv.pid).Peak)
+	res.PeakRSSMiB = mib(e.serverPeak())
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("did not finish within %s: %w", timeout, err)
 		}
-		if !srv.alive() {
-			err = fmt.Errorf("%w (herald serve exited: %v)\nlast lines of its log:\n%s", err, srv.waitErr, srv.logTail(20))
+		if e.srv != nil && !e.srv.alive() {
+			err = fmt.Errorf("%w (herald serve exited: %v)\nlast lines of its log:\n%s", err, e.srv.waitErr, e.srv.logTail(20))
 		}
 		res.Error = err.Error()
 	}
 	return res
+}
+
+// serve starts a server for the scenario on a fresh store — the first in
+// the scenario's directory, a later one in a directory of its own under it,
+// on PostgreSQL each in a fresh schema — with an API client for it, and
+// returns the flags it was given beyond the usual ones.
+func (e *env) serve(ctx context.Context) ([]string, error) {
+	dir := e.dir
+	if e.servers > 0 {
+		dir = filepath.Join(e.dir, fmt.Sprintf("server-%d", e.servers+1))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	e.servers++
+	extra := slices.Clone(e.flagsPre)
+	if isPostgres(e.cfg.Store) {
+		schemaURL, drop, err := freshSchema(ctx, e.cfg.Store)
+		if err != nil {
+			return nil, err
+		}
+		if !e.cfg.Keep {
+			e.drops = append(e.drops, drop)
+		}
+		extra = append(extra, "--store", schemaURL)
+	}
+	extra = append(extra, e.flagsPost...)
+	e.prog.set(func() string { return e.name + ": starting herald serve" })
+	srv, err := startServer(ctx, e.cfg.Herald, dir, extra, append(slices.Clone(e.serveEnv), "HERALD_ADMIN_KEY="+e.adminKey))
+	if err != nil {
+		return extra, err
+	}
+	e.srv = srv
+	srv.sampler = startSampler(srv.pid, sampleEvery)
+	s := e.cfg.Sizes
+	e.api = newClient(srv.url, e.adminKey, max(s.Publishers, s.SinglePubs, s.RateWorkers)+s.Consumers)
+	e.cpu0 = procCPU(srv.pid)
+	return extra, nil
+}
+
+// restart replaces the scenario's server with a fresh one on an empty store,
+// started as the first was. The receivers subscribed to the old server are
+// closed (the caller subscribes new ones); the old server's CPU and peak
+// memory stay in the scenario's figures, its store is removed (unless Keep).
+func (e *env) restart(ctx context.Context) error {
+	if e.srv != nil {
+		e.cpuDone += procCPU(e.srv.pid) - e.cpu0
+		e.peakDone = max(e.peakDone, procMem(e.srv.pid).Peak)
+		e.srv.stop()
+		if !e.cfg.Keep {
+			_ = os.RemoveAll(filepath.Join(e.srv.dir, "data"))
+		}
+		e.srv = nil
+	}
+	if e.api != nil {
+		e.api.close()
+		e.api = nil
+	}
+	for _, r := range e.recv {
+		r.close()
+	}
+	e.recv = nil
+	_, err := e.serve(ctx)
+	return err
+}
+
+// serverCPU is the CPU time the scenario's servers used since they were
+// ready.
+func (e *env) serverCPU() time.Duration {
+	d := e.cpuDone
+	if e.srv != nil {
+		d += procCPU(e.srv.pid) - e.cpu0
+	}
+	return d
+}
+
+// serverPeak is the largest peak resident memory (VmHWM) of the scenario's
+// servers.
+func (e *env) serverPeak() int64 {
+	p := e.peakDone
+	if e.srv != nil {
+		p = max(p, procMem(e.srv.pid).Peak)
+	}
+	return p
 }
 
 // close kills the server, stops the receivers and removes the directory
@@ -223,15 +303,22 @@ func (e *env) close() {
 // its subscription takes the given event types, retry policy (JSON) and
 // timeout ("" for the defaults).
 func (e *env) receiver(ctx context.Context, name string, types []string, policy, timeout string, hole bool) (*Receiver, error) {
-	r, err := startReceiver("/hook/"+name, hole)
+	sub := subscription{Name: name, EventTypes: types, Timeout: timeout}
+	if policy != "" {
+		sub.RetryPolicy = json.RawMessage(policy)
+	}
+	return e.pushTo(ctx, sub, hole)
+}
+
+// pushTo starts a receiver (a black hole when hole) and creates sub with
+// the receiver's URL.
+func (e *env) pushTo(ctx context.Context, sub subscription, hole bool) (*Receiver, error) {
+	r, err := startReceiver("/hook/"+sub.Name, hole)
 	if err != nil {
 		return nil, err
 	}
 	e.recv = append(e.recv, r)
-	sub := subscription{Name: name, URL: r.URL, EventTypes: types, Timeout: timeout}
-	if policy != "" {
-		sub.RetryPolicy = json.RawMessage(policy)
-	}
+	sub.URL = r.URL
 	if _, err := e.api.createSubscription(ctx, sub); err != nil {
 		return nil, err
 	}

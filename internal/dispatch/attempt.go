@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -52,7 +53,7 @@ func (e *Engine) run(l *lane, items []*item) {
 	default:
 		now := e.cfg.Clock.Now()
 		for i, it := range items {
-			if sub.Policy.Expired(it.c.RoundStart, now) {
+			if policyOf(sub, it.c).Expired(it.c.RoundStart, now) {
 				// Held past its time to live (behind a closed circuit, or a
 				// late claim): no attempt.
 				outs[i] = e.expire(sub, it.c)
@@ -99,7 +100,10 @@ func (e *Engine) run(l *lane, items []*item) {
 	}
 	e.running.remove(first.c.SubscriptionID, reg)
 	url := ""
-	if sub != nil {
+	switch {
+	case sub != nil && first.c.DeadLetterOf != "":
+		url = sub.Delivery.DeadLetterURL // the lane is the dead-letter URL's
+	case sub != nil:
 		url = sub.URL
 	}
 	e.afterExchange(l, obs, url)
@@ -180,6 +184,13 @@ func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outco
 		if out.Deactivate && sub != nil {
 			e.deactivated(sub, it.c, out)
 		}
+		if cp := out.DeadLetterCopy; cp != nil && e.sched.hint(cp.EndpointID, e.cfg.Clock.Now()) {
+			e.loader.kick() // the dead letter is due now on its own endpoint
+		}
+		if it.c.DeadLetterOf != "" && out.Status == store.StatusDropped && out.DeadLetterReason == ReasonDeadLetterUndeliverable {
+			e.log.Warn("a dead letter was not taken by its dead-letter URL within its 4 hours; dropped",
+				"delivery", it.c.ID, "dead_letter_of", it.c.DeadLetterOf, "subscription", it.c.SubscriptionID, "last_outcome", out.LastOutcome)
+		}
 	}
 	if e.sched.finished(l, it, next, e.cfg.Clock.Now()) {
 		e.loader.kick()
@@ -247,6 +258,7 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 			LastStatusCode: res.status,
 			LastOutcome:    res.outcome,
 		}
+		policy := policyOf(sub, c)
 		v := retry.Verdict{Kind: retry.Delivered}
 		switch {
 		case res.outcome == outcomeBlocked:
@@ -257,8 +269,8 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 			if out.FirstFailure.IsZero() {
 				out.FirstFailure = now
 			}
-		case res.err != "" || !sub.Policy.Success(res.status):
-			v = sub.Policy.Decide(retry.Attempt{
+		case res.err != "" || !policy.Success(res.status):
+			v = policy.Decide(retry.Attempt{
 				Number:       out.RoundAttempts,
 				StatusCode:   res.status,
 				RetryAfter:   res.retryAfter(now),
@@ -270,10 +282,10 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 				out.FirstFailure = now
 			}
 		}
-		applyVerdict(&out, v, sub, now)
+		e.applyVerdict(&out, v, sub, c, now)
 		outs[i] = out
 	}
-	return outs, healthOf(sub, res, now), true
+	return outs, healthOf(policyOf(sub, cs[0]), res, now), true
 }
 
 // healthOf is what an attempt says about its endpoint's health, which every
@@ -285,11 +297,11 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 // Everything else is a failure: a status the subscription does not accept
 // from an endpoint that did not answer 2xx, a timeout, a refused or reset
 // connection, a DNS or TLS error.
-func healthOf(sub *catalog.Entry, res result, now time.Time) *health.Outcome {
+func healthOf(policy retry.Policy, res result, now time.Time) *health.Outcome {
 	if res.outcome == outcomeRequestError || res.outcome == outcomeBlocked {
 		return nil
 	}
-	ok := res.status != 0 && (res.status/100 == 2 || sub.Policy.Success(res.status))
+	ok := res.status != 0 && (res.status/100 == 2 || policy.Success(res.status))
 	return &health.Outcome{At: now, Success: ok, Gone: res.status == http.StatusGone}
 }
 
@@ -304,7 +316,7 @@ func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
 		// Number 0: nothing to log; the last attempt time stays.
 		Attempt: store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
 	}
-	applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, e.cfg.Clock.Now())
+	e.applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, c, e.cfg.Clock.Now())
 	return out
 }
 
@@ -314,7 +326,11 @@ func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
 // A failure that the subscription queues (failure policy queue, or retries
 // run out under then: queue) ends queued instead, receivable at once, and
 // deactivates the subscription.
-func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now time.Time) {
+func (e *Engine) applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, c store.Claimed, now time.Time) {
+	if c.DeadLetterOf != "" {
+		applyDeadLetterVerdict(out, v, now)
+		return
+	}
 	if v.Kind != retry.Delivered && sub.QueueOnFailure(v.Kind == retry.Retry) {
 		out.Status = store.StatusQueued
 		out.NextAttemptAt = now
@@ -334,6 +350,14 @@ func applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.Entry, now t
 			out.Status = store.StatusDeadLettered
 		}
 		out.DeadLetterReason = v.Reason
+		if out.Status == store.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
+			// Durably, in the same commit: the dead letter goes to the
+			// subscription's dead-letter URL as a delivery of its own.
+			out.DeadLetterCopy = &store.NewDelivery{
+				ID: ids.New("dlv_", now), SubscriptionID: c.SubscriptionID,
+				EndpointID: store.EndpointIDFor(sub.AccountID, sub.Delivery.DeadLetterURL),
+			}
+		}
 	}
 }
 
@@ -396,5 +420,48 @@ func (a *announcements) forget(id string) {
 	if a.seen[id] {
 		delete(a.seen, id)
 		a.order = slices.DeleteFunc(a.order, func(s string) bool { return s == id })
+	}
+}
+
+// deadLetterPolicy is how a dead letter is delivered to a dead-letter URL:
+// on Event Grid's schedule, for at most 4 hours (then it is dropped, and
+// logged), as Event Grid does.
+var deadLetterPolicy = func() retry.Policy {
+	ttl := retry.Duration(DeadLetterTTL)
+	p, err := retry.Resolve(retry.Spec{Preset: retry.PresetEventGrid, TTL: &ttl})
+	if err != nil {
+		panic(err) // a constant spec
+	}
+	return p
+}()
+
+// DeadLetterTTL is how long Herald tries to deliver a dead letter to its
+// subscription's dead-letter URL.
+const DeadLetterTTL = 4 * time.Hour
+
+// ReasonDeadLetterUndeliverable drops a dead letter its dead-letter URL
+// never took.
+const ReasonDeadLetterUndeliverable = "DeadLetterUndeliverable"
+
+// policyOf is the retry policy of a held delivery: its subscription's, or
+// for the delivery of a dead letter, deadLetterPolicy.
+func policyOf(sub *catalog.Entry, c store.Claimed) retry.Policy {
+	if c.DeadLetterOf != "" {
+		return deadLetterPolicy
+	}
+	return sub.Policy
+}
+
+// applyDeadLetterVerdict is applyVerdict for the delivery of a dead letter:
+// delivered, retried, or dropped when its time is up (a dead letter is
+// never dead-lettered again, nor queued).
+func applyDeadLetterVerdict(out *store.Outcome, v retry.Verdict, now time.Time) {
+	switch v.Kind {
+	case retry.Delivered:
+		out.Status, out.DeliveredAt = store.StatusDelivered, now
+	case retry.Retry:
+		out.Status, out.NextAttemptAt = store.StatusPending, v.At
+	default:
+		out.Status, out.DeadLetterReason = store.StatusDropped, ReasonDeadLetterUndeliverable
 	}
 }

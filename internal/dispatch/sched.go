@@ -252,13 +252,13 @@ func (s *scheduler) batchFor(l *lane, first *item) []*item {
 	}
 	maxEvents, preferred := s.cfg.Batch(first.c.SubscriptionID)
 	size := len(first.c.Payload)
-	if maxEvents <= 1 || size >= preferred {
-		return nil
+	if maxEvents <= 1 || size >= preferred || first.c.DeadLetterOf != "" {
+		return nil // a dead letter goes alone, in its own format
 	}
 	var batch []*item
 	for _, q := range []*deque{&l.fresh, &l.retry} {
 		q.take(func(it *item) bool {
-			if len(batch)+1 >= maxEvents || it.c.SubscriptionID != first.c.SubscriptionID ||
+			if len(batch)+1 >= maxEvents || it.c.SubscriptionID != first.c.SubscriptionID || it.c.DeadLetterOf != "" ||
 				size+len(it.c.Payload) > preferred {
 				return false
 			}

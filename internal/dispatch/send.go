@@ -99,22 +99,45 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 		items[i] = event.Item{Payload: c.Payload, DeliveryID: c.ID, Attempt: c.Attempts + 1, PublishedAt: c.CreatedAt}
 		attempt = max(attempt, c.Attempts+1)
 	}
-	enc, err := event.Encode(sub.Schema(), event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}, items)
+	target := event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}
+	url := sub.URL
+	var enc event.Encoded
+	var err error
+	if dl := cs[0].DeadLetter; cs[0].DeadLetterOf != "" {
+		// A dead letter, alone, to the dead-letter URL, with the fields of
+		// why it was dead-lettered.
+		url = sub.Delivery.DeadLetterURL
+		var info event.DeadLetterInfo
+		if dl != nil {
+			info = event.DeadLetterInfo{Reason: dl.DeadLetterReason, Attempts: dl.Attempts, LastOutcome: dl.LastOutcome,
+				LastStatusCode: dl.LastStatusCode, LastAttemptAt: dl.LastAttemptAt}
+		}
+		enc, err = event.EncodeDeadLetter(sub.Schema(), target, items[0], info)
+	} else {
+		enc, err = event.Encode(sub.Schema(), target, items)
+	}
+	if err == nil && url == "" {
+		err = errors.New("the subscription has no dead-letter URL any more")
+	}
 	if err != nil {
 		res.outcome, res.err = outcomeRequestError, err.Error()
 		return res
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(enc.Body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(enc.Body))
 	if err != nil {
 		res.outcome, res.err = outcomeRequestError, err.Error()
 		return res
 	}
 	h := req.Header
-	for k, v := range sub.Headers {
-		h.Set(k, v)
-	}
-	for k, v := range sub.SecretHeaders {
-		h.Set(k, v)
+	if cs[0].DeadLetterOf == "" {
+		// The subscription's own headers are its endpoint's (credentials,
+		// often): a dead-letter URL, maybe another host's, gets none.
+		for k, v := range sub.Headers {
+			h.Set(k, v)
+		}
+		for k, v := range sub.SecretHeaders {
+			h.Set(k, v)
+		}
 	}
 	for _, kv := range enc.Header {
 		h.Set(kv[0], kv[1])

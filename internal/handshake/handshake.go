@@ -107,10 +107,19 @@ func (v *Validator) Run(ctx context.Context) {
 	}
 }
 
-// Round runs every handshake due now.
+// Round runs every handshake due now, and forgets the schedules of
+// subscriptions no longer waiting (validated elsewhere, or deleted).
 func (v *Validator) Round(ctx context.Context) {
 	now := v.Clock.Now()
-	for _, e := range v.Catalog.Snapshot().All() {
+	snap := v.Catalog.Snapshot()
+	v.mu.Lock()
+	for id := range v.tries {
+		if e := snap.Get(id); e == nil || e.State != store.StateAwaitingValidation {
+			delete(v.tries, id)
+		}
+	}
+	v.mu.Unlock()
+	for _, e := range snap.All() {
 		if e.State != store.StateAwaitingValidation || ctx.Err() != nil {
 			continue
 		}
@@ -135,6 +144,7 @@ func (v *Validator) Round(ctx context.Context) {
 func (v *Validator) attempt(ctx context.Context, e *catalog.Entry, tr *tries, now time.Time) {
 	err := v.handshake(ctx, e)
 	if err == nil {
+		v.setError(ctx, e.ID, "") // passed: no error to show
 		if err := v.Activate.Activate(ctx, e.ID); err != nil {
 			v.Logger.Warn("activating a validated subscription", "subscription", e.ID, "err", err)
 			return
@@ -215,7 +225,7 @@ func (v *Validator) eventGrid(ctx context.Context, e *catalog.Entry) error {
 	body, _ := json.Marshal([]map[string]any{{
 		"id": "validation-" + e.ID, "topic": "/accounts/" + store.AccountOrDefault(e.AccountID), "subject": "",
 		"eventType": "Microsoft.EventGrid.SubscriptionValidationEvent", "eventTime": now.Format(time.RFC3339Nano),
-		"data": map[string]string{"validationCode": e.Delivery.ValidationToken, "validationUrl": v.ValidationURL(e)},
+		"data":        map[string]string{"validationCode": e.Delivery.ValidationToken, "validationUrl": v.ValidationURL(e)},
 		"dataVersion": "1", "metadataVersion": "1",
 	}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))

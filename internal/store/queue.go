@@ -51,7 +51,10 @@ type DeliveryOptions struct {
 	// ValidationError says why the last handshake failed ("" when it did
 	// not).
 	ValidationError string `json:"validation_error,omitempty"`
-	// DeadLetterURL, when set, receives every dead-lettered delivery.
+	// DeadLetterURL, when set, receives every dead-lettered delivery (of a
+	// push subscription): the store keeps its endpoint, like the URL's, in
+	// the subscription's account (EndpointIDFor), while a subscription
+	// names it.
 	DeadLetterURL string `json:"dead_letter_url,omitempty"`
 }
 

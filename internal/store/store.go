@@ -405,6 +405,10 @@ type Delivery struct {
 	DeliveredAt      time.Time
 	// Receives counts the times consumers received it (Receive).
 	Receives int
+	// DeadLetterOf, for the delivery of a dead letter to its
+	// subscription's dead-letter URL, is the dead-lettered delivery's ID
+	// ("" for any other delivery).
+	DeadLetterOf string
 	// LockedUntil is when the lock of its last receive ends (zero when it
 	// was never received or the lock was settled).
 	LockedUntil time.Time
@@ -414,6 +418,10 @@ type Delivery struct {
 type Claimed struct {
 	Delivery
 	Payload []byte
+	// DeadLetter, for a delivery of a dead letter (DeadLetterOf set), is
+	// the dead-lettered delivery as it ended (its reason, attempts, last
+	// outcome and attempt time), read with the claim. Nil otherwise.
+	DeadLetter *Delivery
 }
 
 // EndpointDue is an endpoint's earliest due delivery.
@@ -447,6 +455,12 @@ type Outcome struct {
 	// Deactivate, with Status StatusQueued, deactivates the delivery's
 	// subscription (see Record).
 	Deactivate bool
+	// DeadLetterCopy, with Status StatusDeadLettered, is the delivery of
+	// the dead letter to the subscription's dead-letter URL: Record inserts
+	// it in the same transaction (when the state change applies), pending,
+	// due at the attempt's end, with the dead-lettered delivery's
+	// subscription, account and event, DeadLetterOf set to its ID.
+	DeadLetterCopy *NewDelivery
 }
 
 // AttemptRecord is one row of the attempt log.

@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	deliveryStateSQL = `SELECT status, lease_until, subscription_id FROM deliveries WHERE id = $1 FOR UPDATE`
+	deliveryStateSQL = `SELECT status, lease_until, subscription_id, dead_letter_of FROM deliveries WHERE id = $1 FOR UPDATE`
 
 	// restartSet opens a fresh attempt budget: pending, or queued (for
 	// consumers, receives counted afresh) when its subscription is a pull
@@ -22,7 +22,9 @@ const (
 	// attempts > 0 it is due in the retry lane. dead_letter_reason and
 	// delivered_at are cleared, since the delivery is pending again. It
 	// goes to its subscription's endpoint: the one it was made for, or, if
-	// the subscription has moved to another URL since, that URL's. A lock
+	// the subscription has moved to another URL since, that URL's; the
+	// delivery of a dead letter to its subscription's dead-letter URL's
+	// (the callers leave out those whose subscription names none). A lock
 	// a consumer held on it (it was queued) is cleared: its token settles
 	// nothing any more.
 	restartSet = `status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
@@ -30,14 +32,23 @@ const (
 	receives = 0, round_attempts = 0, round_start = $1, first_failure = 0,
 	next_attempt_at = $1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
 	lock_token = '', lock_until = 0,
-	endpoint_id = (SELECT s.endpoint_id FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
+
+	// redrivable leaves out the deliveries of dead letters when the
+	// subscription names no dead-letter URL any more.
+	redrivable = ` AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))`
+
+	// deadLetterEndpointSQL: the subscription's dead-letter endpoint.
+	deadLetterEndpointSQL = `SELECT dead_letter_endpoint_id FROM subscriptions WHERE id = $1`
 
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = $2`
 
 	redriveAllSQL = `UPDATE deliveries SET ` + restartSet + `
-WHERE subscription_id = $2 AND status = 'dead_lettered' RETURNING id, endpoint_id`
+WHERE subscription_id = $2 AND status = 'dead_lettered'` + redrivable + ` RETURNING id, endpoint_id`
 	redriveIDsSQL = `UPDATE deliveries SET ` + restartSet + `
-WHERE id = ANY($3) AND subscription_id = $2 AND status = 'dead_lettered' RETURNING id, endpoint_id`
+WHERE id = ANY($3) AND subscription_id = $2 AND status = 'dead_lettered'` + redrivable + ` RETURNING id, endpoint_id`
 
 	// cleanupSQL: old events none of whose deliveries may still be attempted
 	// (an event without deliveries qualifies). Oldest first.
@@ -75,14 +86,18 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 // lane). ErrConflict when it is pending and its lease has not expired by
 // now; a delivery whose lease expired is redelivered. ErrSubscriptionDeleted
 // when its subscription is gone (the subscription row is locked in share
-// mode until the change commits, so a delete cannot slip in between).
+// mode until the change commits, so a delete cannot slip in between). The
+// delivery of a dead letter goes to its subscription's dead-letter URL's
+// endpoint: ErrConflict when the subscription names no dead-letter URL any
+// more (read under that share lock, which an update of the subscription
+// waits for too).
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
 	at := sqlrow.UnixMS(now)
 	var d store.Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var status, sub string
+		var status, sub, deadLetterOf string
 		var lease int64
-		if err := tx.QueryRow(ctx, deliveryStateSQL, id).Scan(&status, &lease, &sub); err != nil {
+		if err := tx.QueryRow(ctx, deliveryStateSQL, id).Scan(&status, &lease, &sub, &deadLetterOf); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 			}
@@ -97,6 +112,15 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 		}
 		if store.Status(status) == store.StatusPending && lease != 0 && lease >= at {
 			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
+		}
+		if deadLetterOf != "" {
+			var ep string
+			if err := tx.QueryRow(ctx, deadLetterEndpointSQL, sub).Scan(&ep); err != nil {
+				return err
+			}
+			if ep == "" {
+				return fmt.Errorf("delivery %s is a dead letter's and its subscription has no dead-letter URL: %w", id, store.ErrConflict)
+			}
 		}
 		if _, err := tx.Exec(ctx, redeliverSQL, at, id); err != nil {
 			return fmt.Errorf("redeliver %s: %w", id, err)
@@ -115,7 +139,9 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 }
 
 // Redrive implements store.DeliveryStore in one transaction. IDs that do
-// not name a dead-lettered delivery of the subscription are ignored.
+// not name a dead-lettered delivery of the subscription are ignored, and so
+// are the deliveries of dead letters when the subscription names no
+// dead-letter URL any more.
 // ErrNotFound when the subscription does not exist. Endpoints are returned
 // once each: for ids, in the order of ids; for all, in no particular order.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {

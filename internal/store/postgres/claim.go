@@ -50,6 +50,11 @@ FROM pick, events AS e
 WHERE d.id = pick.id AND e.seq = d.event_seq
 RETURNING ` + deliveryCols + `, e.payload`
 
+	// deadLettersSQL reads the dead-lettered deliveries of the deliveries
+	// of dead letters ClaimDue claimed (Claimed.DeadLetter), by key.
+	deadLettersSQL = `SELECT ` + deliveryCols + `
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = ANY($1)`
+
 	// releaseSQL clears the leases owner still holds; it is a HOT update (no
 	// index changes).
 	releaseSQL = `UPDATE deliveries SET lease_owner = '', lease_until = 0
@@ -118,7 +123,9 @@ SELECT ep, at FROM (
 // fresh ones first, then retries, each in next_attempt_at order (then ID).
 // Concurrent claimers, on this node or others, never get the same delivery:
 // candidates are locked with FOR UPDATE SKIP LOCKED. A limit of zero or less
-// claims nothing.
+// claims nothing. When it claims deliveries of dead letters, a second
+// statement in its transaction reads their dead-lettered deliveries by key
+// (deadLettersSQL) for Claimed.DeadLetter (nil if one is gone).
 func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -128,17 +135,50 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 	}
 	var out []store.Claimed
 	err := s.retrying(ctx, func() error {
-		var err error
-		out, err = queryAll(ctx, s, func(sc scanner) (store.Claimed, error) {
-			var c store.Claimed
-			d, err := scanDelivery(sc, &c.Payload)
-			c.Delivery = d
-			return c, err
-		}, claimSQL, endpointID, sqlrow.UnixMS(now), limit, lease.Owner, sqlrow.LeaseUntilMS(lease))
-		return err
+		return s.tx(ctx, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, claimSQL, endpointID, sqlrow.UnixMS(now), limit, lease.Owner, sqlrow.LeaseUntilMS(lease))
+			if err != nil {
+				return err
+			}
+			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
+				var c store.Claimed
+				d, err := scanDelivery(r, &c.Payload)
+				c.Delivery = d
+				return c, err
+			})
+			if err != nil {
+				return err
+			}
+			var of []string
+			for _, c := range out {
+				if c.DeadLetterOf != "" {
+					of = append(of, c.DeadLetterOf)
+				}
+			}
+			if len(of) == 0 {
+				return nil
+			}
+			rows, err = tx.Query(ctx, deadLettersSQL, of)
+			if err != nil {
+				return err
+			}
+			dead, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) { return scanDelivery(r) })
+			if err != nil {
+				return err
+			}
+			for i := range out {
+				for j := range dead {
+					if dead[j].ID == out[i].DeadLetterOf {
+						out[i].DeadLetter = &dead[j]
+						break
+					}
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim due: %w", err)
+		return nil, fmt.Errorf("claim due: %w", s.err(err))
 	}
 	// UPDATE ... RETURNING has no order: put them in claim order.
 	slices.SortFunc(out, func(a, b store.Claimed) int {

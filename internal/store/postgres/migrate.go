@@ -176,6 +176,11 @@ func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
 			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
+	if m.Name == deadLetterMigration {
+		if err := backfillDeadLetters(ctx, tx); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
 		pgx.QueryExecModeExec, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
@@ -204,4 +209,42 @@ func backfillSigning(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `UPDATE subscriptions SET signing = $1 WHERE id = $2`, pgx.QueryExecModeExec, v, id)
 			return err
 		})
+}
+
+// deadLetterMigration is the migration that added dead-letter endpoints
+// (schema version 8): after its SQL, in its transaction, the subscriptions
+// that named a dead-letter URL get its endpoint.
+const deadLetterMigration = "0008_dead_letter_url.sql"
+
+// backfillDeadLetters sets dead_letter_endpoint_id of every subscription
+// naming a dead-letter URL and creates the endpoint rows that do not exist
+// yet, at one new endpoints version, in the migration's transaction.
+func backfillDeadLetters(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, sqlrow.BackfillDeadLettersSQL, pgx.QueryExecModeExec)
+	if err != nil {
+		return err
+	}
+	eps, err := sqlrow.BackfillDeadLetters(rows)
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	if len(eps) == 0 {
+		return nil
+	}
+	var v int64
+	if err := tx.QueryRow(ctx, bumpEndpointsSQL, pgx.QueryExecModeExec).Scan(&v); err != nil {
+		return fmt.Errorf("advance the endpoints version: %w", err)
+	}
+	for _, e := range eps {
+		if _, err := tx.Exec(ctx, `UPDATE subscriptions SET dead_letter_endpoint_id = $1 WHERE id = $2`,
+			pgx.QueryExecModeExec, e.ID, e.Subscription); err != nil {
+			return fmt.Errorf("dead-letter endpoint of subscription %s: %w", e.Subscription, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO endpoints (id, account_id, url, created_at, version) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO NOTHING`, pgx.QueryExecModeExec, e.ID, e.AccountID, e.URL, e.CreatedAt, v); err != nil {
+			return fmt.Errorf("dead-letter endpoint %s of subscription %s: %w", e.ID, e.Subscription, err)
+		}
+	}
+	return nil
 }

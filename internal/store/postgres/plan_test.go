@@ -100,6 +100,10 @@ func TestQueryPlans(t *testing.T) {
 	}{
 		{"ClaimDue", claimSQL, []any{"ep_0007", now, 100, "node", lease},
 			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
+		// The dead-lettered deliveries of the dead letters ClaimDue
+		// claimed, by key.
+		{"ClaimDue dead letters", deadLettersSQL, []any{[]string{"dlv_1", "dlv_2"}},
+			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
 		{"NextDue", nextDueSQL, []any{"ep_0007", now},
 			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
 		{"DueEndpoints", dueEndpointsSQL, []any{now},

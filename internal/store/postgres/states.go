@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,15 +43,19 @@ WHERE id = ANY($1) AND state <> 'deactivated' AND delivery_mode = 'push'`
 )
 SELECT id FROM s`
 
-	subscriptionStateSQL = `SELECT delivery_mode, state, endpoint_id FROM subscriptions WHERE id = $1`
+	subscriptionStateSQL = `SELECT delivery_mode, state, endpoint_id, dead_letter_endpoint_id FROM subscriptions WHERE id = $1`
 	reactivateSQL        = `UPDATE subscriptions SET state = 'active', version = $2 WHERE id = $1`
 
 	// unqueueSQL makes every queued delivery of subscription $1 pending on
-	// its endpoint $3, due at $2 with a fresh attempt budget, unlocked
-	// (Attempts and the last_* fields stay, as in restartSet).
+	// its endpoint $3 (those of dead letters on its dead-letter URL's, $4),
+	// due at $2 with a fresh attempt budget, unlocked (Attempts and the
+	// last_* fields stay, as in restartSet), and returns the endpoints.
+	// A subscription naming no dead-letter URL has no dead letters queued:
+	// UpdateSubscription dropped them when it stopped naming one.
 	unqueueSQL = `UPDATE deliveries SET status = 'pending', receives = 0, round_attempts = 0, round_start = $2, first_failure = 0,
-	next_attempt_at = $2, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0, endpoint_id = $3
-WHERE subscription_id = $1 AND status = 'queued'`
+	next_attempt_at = $2, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0,
+	endpoint_id = CASE WHEN dead_letter_of = '' THEN $3 ELSE $4 END
+WHERE subscription_id = $1 AND status = 'queued' RETURNING endpoint_id`
 )
 
 // deactivation is a subscription a Record batch deactivates, and when its
@@ -116,8 +121,9 @@ var errUnchanged = errors.New("nothing to change")
 // ReactivateSubscription implements store.QueueStore in one transaction. A
 // deactivated push subscription becomes active at a new catalog version
 // (with the catalog's NOTIFY), and its queued deliveries, locked or not,
-// pending on its endpoint (see unqueueSQL): Endpoints names that endpoint
-// when Count > 0. An active one is left as it is (no new version).
+// pending on its endpoint, or its dead-letter URL's for those of dead
+// letters (see unqueueSQL): Endpoints names those any moved to, the URL's
+// first. An active one is left as it is (no new version).
 // UpdatedAt does not change. ErrNotFound; ErrConflict for a pull
 // subscription.
 func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error) {
@@ -125,17 +131,18 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res = store.RedriveResult{}
-		state := func() (string, string, error) {
-			var mode, state, endpoint string
-			switch err := tx.QueryRow(ctx, subscriptionStateSQL, id).Scan(&mode, &state, &endpoint); {
+		state := func() (string, [2]string, error) {
+			var mode, state string
+			var eps [2]string
+			switch err := tx.QueryRow(ctx, subscriptionStateSQL, id).Scan(&mode, &state, &eps[0], &eps[1]); {
 			case errors.Is(err, pgx.ErrNoRows):
-				return "", "", fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+				return "", eps, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 			case err != nil:
-				return "", "", err
+				return "", eps, err
 			case mode == store.ModePull:
-				return "", "", fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
+				return "", eps, fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
 			}
-			return state, endpoint, nil
+			return state, eps, nil
 		}
 		// Read first without the catalog lock, so that reactivating an
 		// active subscription costs no version; then again under it.
@@ -150,7 +157,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if err != nil {
 			return err
 		}
-		st, endpoint, err := state()
+		st, eps, err := state()
 		if err != nil {
 			return err
 		}
@@ -160,12 +167,19 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if _, err := tx.Exec(ctx, reactivateSQL, id, v); err != nil {
 			return fmt.Errorf("reactivate subscription %s: %w", id, err)
 		}
-		tag, err := tx.Exec(ctx, unqueueSQL, id, at, endpoint)
+		rows, err := tx.Query(ctx, unqueueSQL, id, at, eps[0], eps[1])
 		if err != nil {
 			return fmt.Errorf("reactivate subscription %s: %w", id, err)
 		}
-		if res.Count = int(tag.RowsAffected()); res.Count > 0 {
-			res.Endpoints = []string{endpoint}
+		moved, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("reactivate subscription %s: %w", id, err)
+		}
+		res.Count = len(moved)
+		for _, ep := range eps {
+			if slices.Contains(moved, ep) && !slices.Contains(res.Endpoints, ep) {
+				res.Endpoints = append(res.Endpoints, ep)
+			}
 		}
 		return nil
 	})

@@ -15,11 +15,11 @@ import (
 const (
 	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-	delivery, created_at, updated_at, version`
+	delivery, dead_letter_endpoint_id, created_at, updated_at, version`
 
 	// The parameters of both are subscriptionArgs' followed by the version.
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES ($20, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $21)`
+VALUES ($21, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $22)`
 
 	// updateSubscriptionSQL keeps the account ($1 only selects the row): a
 	// subscription stays in the account it was created in. It keeps the
@@ -30,8 +30,8 @@ VALUES ($20, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $
 	name = $2, url = $3, endpoint_id = $4, event_types = $5, subject_begins_with = $6, subject_ends_with = $7,
 	retry_policy = $8, timeout_ms = $9, headers = $10, secret_headers = $11, signing = $12, dead_letter = $13,
 	state = CASE WHEN $14::text IS NULL THEN state ELSE state END, delivery_mode = $15, failure_policy = $16,
-	delivery = $17, created_at = $18, updated_at = $19, version = $21
-WHERE id = $20 AND account_id = $1`
+	delivery = $17, dead_letter_endpoint_id = $18, created_at = $19, updated_at = $20, version = $22
+WHERE id = $21 AND account_id = $1`
 
 	// bumpCatalogSQL advances the catalog version and locks its row until
 	// the transaction ends; every subscription write runs it first. A
@@ -55,10 +55,11 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = $1`
 
-	// An endpoint row lives while a subscription uses its URL: a
-	// subscription write creates it (at a new endpoints version, so that a
-	// node holding the health of an earlier row with that ID adopts the
-	// fresh one) and deletes it with the last subscription that used it.
+	// An endpoint row lives while a subscription uses its URL, as its URL
+	// or as its dead-letter URL: a subscription write creates it (at a new
+	// endpoints version, so that a node holding the health of an earlier
+	// row with that ID adopts the fresh one) and deletes it with the last
+	// subscription that used it either way.
 	// Subscription writes are serialised by the catalog row lock, so no
 	// other one creates or deletes an endpoint row meanwhile; one that
 	// creates a row takes the endpoints counter before any endpoint row,
@@ -66,18 +67,28 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded
 	endpointExistsSQL       = `SELECT 1 FROM endpoints WHERE id = $1`
 	insertEndpointSQL       = `INSERT INTO endpoints (id, account_id, url, created_at, version) VALUES ($1, $2, $3, $4, $5)`
 	deleteUnusedEndpointSQL = `DELETE FROM endpoints WHERE id = $1
-AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = $1)`
-	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = $1 AND account_id = $2`
+AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = $1)
+AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE dead_letter_endpoint_id = $1)`
+	subscriptionEndpointSQL = `SELECT endpoint_id, dead_letter_endpoint_id FROM subscriptions WHERE id = $1 AND account_id = $2`
 	// moveDeliveriesSQL gives a subscription's deliveries still to be
 	// attempted its new endpoint: they are sent to its new URL, behind that
-	// URL's circuit.
+	// URL's circuit. Its dead letters' deliveries stay on its dead-letter
+	// URL's endpoint.
 	moveDeliveriesSQL = `UPDATE deliveries SET endpoint_id = $1
-WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
+WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of = ''`
+	// moveDeadLettersSQL does the same for the deliveries of its dead
+	// letters, to its new dead-letter URL's endpoint.
+	moveDeadLettersSQL = `UPDATE deliveries SET endpoint_id = $1
+WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of <> ''`
+	// dropDeadLettersSQL ends them when it names no dead-letter URL any more.
+	dropDeadLettersSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = $1,
+	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
+WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of <> ''`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = $1,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
 WHERE subscription_id = $2 AND status IN ('pending', 'queued')`
-	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = $1 RETURNING endpoint_id`
+	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = $1 RETURNING endpoint_id, dead_letter_endpoint_id`
 )
 
 // isUnique reports whether err violates the unique constraint named c.
@@ -91,7 +102,9 @@ func isUnique(err error, c string) bool {
 // store.ModePush, an empty FailurePolicy as store.FailureRetry, and a push
 // subscription's empty EndpointID as store.EndpointIDFor(AccountID, URL); a
 // pull subscription keeps EndpointID "" and gets no endpoint row (nor does
-// its update or delete touch one). The subscription's Timeout is kept
+// its update or delete touch one). A push subscription naming a
+// dead-letter URL gets that URL's endpoint row too, when new
+// (sqlrow.DeadLetterEndpointID). The subscription's Timeout is kept
 // to the millisecond. ErrNotFound when the account does not exist (checked
 // first), ErrNameTaken when the name is used in the account, ErrConflict
 // when the ID is taken.
@@ -118,7 +131,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		if _, err := tx.Exec(ctx, insertSubscriptionSQL, append(args, v)...); err != nil {
 			return err
 		}
-		return s.insertEndpoint(ctx, tx, &sub)
+		return s.insertEndpoints(ctx, tx, &sub)
 	})
 	switch {
 	case isUnique(err, "subscriptions_account_name_key"): // created meanwhile
@@ -131,38 +144,50 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 	return err
 }
 
-// insertEndpoint creates the endpoint row of sub's URL in sub's account
-// (both filled in: subscriptionArgs) unless it exists. A pull subscription
-// (EndpointID "") has none.
-func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
-	if sub.EndpointID == "" {
+// insertEndpoints creates the endpoint rows of sub's URL and dead-letter
+// URL in sub's account (both filled in: subscriptionArgs) unless they
+// exist. A pull subscription (EndpointID "") has none.
+func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
+	if err := s.insertEndpoint(ctx, tx, sub.EndpointID, sub.URL, sub); err != nil {
+		return err
+	}
+	return s.insertEndpoint(ctx, tx, sqlrow.DeadLetterEndpointID(sub), sub.Delivery.DeadLetterURL, sub)
+}
+
+// insertEndpoint creates the endpoint row id of url, in sub's account,
+// unless it exists ("" names none).
+func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, sub *store.Subscription) error {
+	if id == "" {
 		return nil
 	}
 	var one int
-	switch err := tx.QueryRow(ctx, endpointExistsSQL, sub.EndpointID).Scan(&one); {
+	switch err := tx.QueryRow(ctx, endpointExistsSQL, id).Scan(&one); {
 	case err == nil:
 		return nil
 	case !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("read endpoint %s: %w", sub.EndpointID, err)
+		return fmt.Errorf("read endpoint %s: %w", id, err)
 	}
 	v, err := s.bumpEndpoints(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, insertEndpointSQL, sub.EndpointID, sub.AccountID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
-		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
+	if _, err := tx.Exec(ctx, insertEndpointSQL, id, sub.AccountID, url, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
+		return fmt.Errorf("insert endpoint %s: %w", id, err)
 	}
 	return nil
 }
 
-// deleteUnusedEndpoint deletes the endpoint's row if no subscription uses
-// it any more; "" (a pull subscription's) names none.
-func deleteUnusedEndpoint(ctx context.Context, tx pgx.Tx, id string) error {
-	if id == "" {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, deleteUnusedEndpointSQL, id); err != nil {
-		return fmt.Errorf("delete unused endpoint %s: %w", id, err)
+// deleteUnusedEndpoints deletes the row of each endpoint of ids that no
+// subscription uses any more, as its URL's or its dead-letter URL's; ""
+// (a pull subscription's, or no dead-letter URL) names none.
+func deleteUnusedEndpoints(ctx context.Context, tx pgx.Tx, ids ...string) error {
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if _, err := tx.Exec(ctx, deleteUnusedEndpointSQL, id); err != nil {
+			return fmt.Errorf("delete unused endpoint %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -248,7 +273,11 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 // subscription that is not in sub's account (DefaultAccount when empty).
 // When the URL changes, the deliveries still to be attempted move to the
 // new URL's endpoint, finished ones keep theirs, and the old endpoint's row
-// goes if no subscription uses it any more.
+// goes if no subscription uses it any more. The same holds for the
+// dead-letter URL and the deliveries of dead letters (Delivery.DeadLetterOf
+// set), which move only with it; when the subscription names no
+// dead-letter URL any more, those still to be attempted are dropped
+// (sqlrow.ReasonDeadLetterURLRemoved).
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := subscriptionArgs(&sub)
 	if err != nil {
@@ -266,8 +295,8 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		if err != nil {
 			return err
 		}
-		var old string
-		switch err := tx.QueryRow(ctx, subscriptionEndpointSQL, sub.ID, sub.AccountID).Scan(&old); {
+		var old, oldDL string
+		switch err := tx.QueryRow(ctx, subscriptionEndpointSQL, sub.ID, sub.AccountID).Scan(&old, &oldDL); {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("subscription %s in account %s: %w", sub.ID, sub.AccountID, store.ErrNotFound)
 		case err != nil:
@@ -276,13 +305,29 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		if _, err := tx.Exec(ctx, updateSubscriptionSQL, append(args, v)...); err != nil {
 			return err
 		}
-		if err := s.insertEndpoint(ctx, tx, &sub); err != nil || old == sub.EndpointID {
+		if err := s.insertEndpoints(ctx, tx, &sub); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, moveDeliveriesSQL, sub.EndpointID, sub.ID); err != nil {
-			return fmt.Errorf("move the deliveries of subscription %s: %w", sub.ID, err)
+		var unused []string
+		if old != sub.EndpointID {
+			if _, err := tx.Exec(ctx, moveDeliveriesSQL, sub.EndpointID, sub.ID); err != nil {
+				return fmt.Errorf("move the deliveries of subscription %s: %w", sub.ID, err)
+			}
+			unused = append(unused, old)
 		}
-		return deleteUnusedEndpoint(ctx, tx, old)
+		if dl := sqlrow.DeadLetterEndpointID(&sub); oldDL != dl {
+			var err error
+			if dl != "" {
+				_, err = tx.Exec(ctx, moveDeadLettersSQL, dl, sub.ID)
+			} else {
+				_, err = tx.Exec(ctx, dropDeadLettersSQL, sqlrow.ReasonDeadLetterURLRemoved, sub.ID)
+			}
+			if err != nil {
+				return fmt.Errorf("move the dead letters of subscription %s: %w", sub.ID, err)
+			}
+			unused = append(unused, oldDL)
+		}
+		return deleteUnusedEndpoints(ctx, tx, unused...)
 	})
 	if isUnique(err, "subscriptions_account_name_key") {
 		return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
@@ -296,16 +341,17 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 // them logs the attempt only. now is the tombstone's time (clean-up forgets
 // it after the dedup retention); a delivery keeps no time of being dropped.
 // The catalog row lock taken first waits for publish batches in progress,
-// so the drop sees every delivery they wrote. The endpoint's row goes too if
-// no other subscription uses it.
+// so the drop sees every delivery they wrote (and every delivery of a dead
+// letter a Record batch wrote: see guardBatch). The rows of its endpoint
+// and of its dead-letter URL's go too if no other subscription uses them.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		v, err := s.bumpCatalog(ctx, tx)
 		if err != nil {
 			return err
 		}
-		var endpoint string
-		switch err := tx.QueryRow(ctx, deleteSubscriptionSQL, id).Scan(&endpoint); {
+		var endpoint, deadLetterEndpoint string
+		switch err := tx.QueryRow(ctx, deleteSubscriptionSQL, id).Scan(&endpoint, &deadLetterEndpoint); {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 		case err != nil:
@@ -317,12 +363,12 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if _, err := tx.Exec(ctx, dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)
 		}
-		return deleteUnusedEndpoint(ctx, tx, endpoint)
+		return deleteUnusedEndpoints(ctx, tx, endpoint, deadLetterEndpoint)
 	})
 }
 
 // subscriptionArgs returns s's columns in subscriptionCols order after the
-// ID (account_id … updated_at: $1 … $19), followed by the ID ($20). It
+// ID (account_id … updated_at: $1 … $20), followed by the ID ($21). It
 // fills in an empty AccountID, DeliveryMode and FailurePolicy, and a push
 // subscription's empty EndpointID (sqlrow.SubscriptionValues).
 func subscriptionArgs(s *store.Subscription) ([]any, error) {

@@ -258,14 +258,20 @@ JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(account_id, id, source)
 // with Deactivate) it locks the catalog row FOR UPDATE instead, before it
 // changes any row, so that it takes its locks in the order subscription
 // writes do (the catalog first), and a deactivation (deactivateBatch)
-// finds the subscriptions' states unchanged until it commits.
+// finds the subscriptions' states unchanged until it commits. A batch that
+// may write the delivery of a dead letter (an outcome with DeadLetterCopy)
+// reads the row FOR SHARE at least, before it changes any row, in the same
+// order: the dead-letter URLs recordSQL reads then stay as they are until
+// it commits, and a subscription write that follows (a change of
+// dead-letter URL, a delete) sees the deliveries it wrote.
 func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
 	var need []string // subscriptions that must exist
-	publishing, deactivating := false, false
+	publishing, deactivating, copying := false, false, false
 	for _, r := range batch {
 		r.refused = nil
 		for i := range r.outcomes {
 			deactivating = deactivating || deactivates(&r.outcomes[i])
+			copying = copying || copiesDeadLetter(&r.outcomes[i])
 		}
 		if len(r.events) == 0 {
 			continue
@@ -279,7 +285,7 @@ func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) err
 			}
 		}
 	}
-	if !publishing && !deactivating {
+	if !publishing && !deactivating && !copying {
 		return nil
 	}
 	lock := catalogShareSQL
@@ -465,13 +471,22 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, q
 // their attempts. It returns a row for each outcome whose delivery does not
 // exist (subscription_id NULL) and for each queued outcome it applied (with
 // the delivery's subscription).
+//
+// A dead-lettered outcome it applied that has a dead letter's delivery to
+// write (a copy_id) writes it (dl): the dead-lettered delivery's
+// subscription, account and event, pending on the dead-letter URL's
+// endpoint the subscription names now (none: nothing is written), due at
+// the attempt's end (copy_at; its round start too; the event's publish
+// time when that is earlier or unknown), created at the event's publish
+// time as every delivery of the event is. An ID already stored is left
+// alone.
 const recordSQL = `WITH u AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int8[], $6::int8[], $7::int8[],
 		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[],
-		$13::int4[], $14::int8[], $15::int4[], $16::text[], $17::text[], $18::bytea[])
+		$13::int4[], $14::int8[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::text[], $20::int8[])
 	AS u(id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
 		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner,
-		number, duration_us, status_code, outcome, error, response_body)
+		number, duration_us, status_code, outcome, error, response_body, copy_id, copy_at)
 ), upd AS (
 	UPDATE deliveries AS d SET
 		status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
@@ -481,7 +496,17 @@ const recordSQL = `WITH u AS (
 		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0
 	FROM u
 	WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
-	RETURNING d.id, d.subscription_id
+	RETURNING d.id, d.subscription_id, d.account_id, d.event_seq
+), dl AS (
+	INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
+		round_start, next_attempt_at, created_at, dead_letter_of)
+	SELECT u.copy_id, upd.account_id, upd.subscription_id, s.dead_letter_endpoint_id, upd.event_seq, 'pending',
+		GREATEST(u.copy_at, e.published_at), GREATEST(u.copy_at, e.published_at), e.published_at, upd.id
+	FROM upd JOIN u ON u.id = upd.id
+		JOIN events AS e ON e.seq = upd.event_seq
+		JOIN subscriptions AS s ON s.id = upd.subscription_id
+	WHERE u.copy_id <> '' AND u.status = 'dead_lettered' AND s.dead_letter_endpoint_id <> ''
+	ON CONFLICT (id) DO NOTHING
 ), att AS (
 	INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
 	SELECT u.id, u.number, u.started_at, u.duration_us, u.status_code, u.outcome, u.error, u.response_body
@@ -495,6 +520,12 @@ const recordSQL = `WITH u AS (
 SELECT u.id, u.number, upd.subscription_id FROM u LEFT JOIN upd ON upd.id = u.id
 WHERE CASE WHEN upd.id IS NULL THEN NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)
 	ELSE u.status = 'queued' END`
+
+// copiesDeadLetter reports whether o writes the delivery of a dead letter
+// when applied (recordSQL).
+func copiesDeadLetter(o *store.Outcome) bool {
+	return o.DeadLetterCopy != nil && o.Status == store.StatusDeadLettered
+}
 
 // recordBatch applies the outcomes of every Record request in batch, in
 // order. Outcomes go in rounds in which each delivery appears once (a
@@ -549,6 +580,8 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 		attempts, roundAttempts, lastCode, number, code          = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 		firstFailure, next, started, delivered, durUS            = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		body                                                     = make([][]byte, n)
+		copyID                                                   = make([]string, n)
+		copyAt                                                   = make([]int64, n)
 	)
 	for i, o := range os {
 		a := &o.Attempt
@@ -559,9 +592,12 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 		delivered[i], owner[i] = sqlrow.UnixMS(o.DeliveredAt), o.LeaseOwner
 		number[i], durUS[i], code[i] = int32(a.Number), a.Duration.Microseconds(), int32(a.StatusCode)
 		outcome[i], errText[i], body[i] = cleanText(a.Outcome), cleanText(a.Error), a.ResponseBody
+		if copiesDeadLetter(o) {
+			copyID[i], copyAt[i] = o.DeadLetterCopy.ID, sqlrow.AttemptEndMS(a)
+		}
 	}
 	rows, err := tx.Query(ctx, recordSQL, id, status, attempts, roundAttempts, firstFailure, next, started,
-		lastCode, lastOutcome, reason, delivered, owner, number, durUS, code, outcome, errText, body)
+		lastCode, lastOutcome, reason, delivered, owner, number, durUS, code, outcome, errText, body, copyID, copyAt)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -645,6 +681,16 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 // A batch that may deactivate locks the catalog version's row first (see
 // guardBatch): it waits for the publishes and subscription writes in
 // progress, and they for it.
+//
+// A dead-lettered outcome with DeadLetterCopy, when its state change
+// applies, writes the delivery of the dead letter (see recordSQL) on the
+// dead-letter URL's endpoint its subscription names in this transaction:
+// DeadLetterCopy.EndpointID, unless the subscription changed its
+// dead-letter URL since the caller read it (then the new one's; none is
+// written when it names none any more). Its ID is DeadLetterCopy.ID; the
+// copy's other fields are ignored. DeadLetterCopy on an outcome of another
+// status is ignored. Such a batch reads the catalog version's row FOR
+// SHARE first (guardBatch), as a publishing one does.
 func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 	if len(outcomes) == 0 {
 		return s.checkOpen()

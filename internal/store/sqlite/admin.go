@@ -10,29 +10,41 @@ import (
 )
 
 const (
-	deliveryStateSQL = `SELECT d.status, d.lease_until, s.id IS NOT NULL FROM deliveries AS d
-LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WHERE d.id = ?`
+	// deliveryStateSQL: the delivery's status and lease, whether its
+	// subscription exists, and whether it is the delivery of a dead letter
+	// that its subscription has nowhere to send any more.
+	deliveryStateSQL = `SELECT d.status, d.lease_until, s.id IS NOT NULL,
+	d.dead_letter_of <> '' AND COALESCE(s.dead_letter_endpoint_id, '') = ''
+FROM deliveries AS d LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WHERE d.id = ?`
 
 	// restartSQL opens a fresh attempt budget. Attempts (the lifetime count)
 	// and the last_* fields stay: the delivery keeps its history, and with
 	// attempts > 0 it is due in the retry lane. dead_letter_reason and
 	// delivered_at are cleared, since the delivery is pending again. It
 	// goes to its subscription's endpoint: the one it was made for, or, if
-	// the subscription has moved to another URL since, that URL's. A
+	// the subscription has moved to another URL since, that URL's; the
+	// delivery of a dead letter to its subscription's dead-letter URL's
+	// (the callers leave out those whose subscription names none). A
 	// consumer's lock on a queued delivery is lost.
 	restartSet = `status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
 		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
 	receives = 0, round_attempts = 0, round_start = ?, first_failure = 0,
 	next_attempt_at = ?, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
 	lock_token = '', lock_until = 0,
-	endpoint_id = (SELECT s.endpoint_id FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)`
+
+	// redrivable leaves out the deliveries of dead letters when the
+	// subscription names no dead-letter URL any more.
+	redrivable = ` AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))`
 
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = ?`
 
 	redriveAllSQL = `UPDATE deliveries SET ` + restartSet + `
-WHERE subscription_id = ? AND status = 'dead_lettered' RETURNING endpoint_id`
+WHERE subscription_id = ? AND status = 'dead_lettered'` + redrivable + ` RETURNING endpoint_id`
 	redriveOneSQL = `UPDATE deliveries SET ` + restartSet + `
-WHERE id = ? AND subscription_id = ? AND status = 'dead_lettered' RETURNING endpoint_id`
+WHERE id = ? AND subscription_id = ? AND status = 'dead_lettered'` + redrivable + ` RETURNING endpoint_id`
 
 	// cleanupSQL: old events none of whose deliveries may still be attempted
 	// (an event without deliveries qualifies). Oldest first.
@@ -59,15 +71,18 @@ WHERE event_seq = ? AND status NOT IN ('delivered', 'dead_lettered', 'dropped') 
 // due at now, unleased, with RoundAttempts 0, RoundStart now, FirstFailure
 // cleared, and DeadLetterReason and DeliveredAt cleared; Attempts and the
 // Last* fields are kept (so a delivery attempted before is due in the retry
-// lane). ErrSubscriptionDeleted when its subscription is gone.
+// lane). ErrSubscriptionDeleted when its subscription is gone. The
+// delivery of a dead letter goes to its subscription's dead-letter URL's
+// endpoint: ErrConflict when the subscription names no dead-letter URL any
+// more.
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
 	at := sqlrow.UnixMS(now)
 	var d store.Delivery
 	err := s.write(ctx, func(w *writer) error {
 		var status string
 		var lease int64
-		var subscribed bool
-		if err := w.scanRow(deliveryStateSQL, []any{id}, &status, &lease, &subscribed); err != nil {
+		var subscribed, nowhere bool
+		if err := w.scanRow(deliveryStateSQL, []any{id}, &status, &lease, &subscribed, &nowhere); err != nil {
 			if isNoRows(err) {
 				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 			}
@@ -78,6 +93,9 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 		}
 		if store.Status(status) == store.StatusPending && lease != 0 {
 			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
+		}
+		if nowhere {
+			return fmt.Errorf("delivery %s is a dead letter's and its subscription has no dead-letter URL: %w", id, store.ErrConflict)
 		}
 		if _, err := w.exec(redeliverSQL, at, at, id); err != nil {
 			return fmt.Errorf("redeliver %s: %w", id, err)
@@ -96,9 +114,11 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 }
 
 // Redrive implements store.DeliveryStore. IDs that do not name a
-// dead-lettered delivery of the subscription are ignored. ErrNotFound when
-// the subscription does not exist. Endpoints are returned once each, in the
-// order first met. Redriving all of a subscription is one write.
+// dead-lettered delivery of the subscription are ignored, and so are the
+// deliveries of dead letters when the subscription names no dead-letter
+// URL any more. ErrNotFound when the subscription does not exist.
+// Endpoints are returned once each, in the order first met. Redriving all
+// of a subscription is one write.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult

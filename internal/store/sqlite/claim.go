@@ -87,8 +87,10 @@ SELECT ep, MIN(at) FROM (
 
 // ClaimDue implements store.DeliveryStore. It runs on the writer (it writes
 // leases) and costs one index range scan per lane plus one update per
-// claimed delivery. A limit of zero or less claims nothing. See the package
-// documentation for how long a lease lasts in this store.
+// claimed delivery, and one read by primary key (getDeliverySQL) per
+// delivery of a dead letter, for its Claimed.DeadLetter (nil if the
+// dead-lettered delivery is gone). A limit of zero or less claims nothing.
+// See the package documentation for how long a lease lasts in this store.
 func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
 	if limit <= 0 {
 		if s.closed.Load() {
@@ -126,9 +128,18 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 				return fmt.Errorf("claim due: %w", err)
 			}
 		}
-		for _, c := range out {
+		for i, c := range out {
 			if _, err := w.exec(leaseSQL, lease.Owner, until, c.ID); err != nil {
 				return fmt.Errorf("lease %s: %w", c.ID, err)
+			}
+			if c.DeadLetterOf == "" {
+				continue
+			}
+			switch d, err := scanDelivery(w.row(getDeliverySQL, c.DeadLetterOf)); {
+			case err == nil:
+				out[i].DeadLetter = &d
+			case !isNoRows(err):
+				return fmt.Errorf("claim due: dead letter %s of %s: %w", c.DeadLetterOf, c.ID, err)
 			}
 		}
 		return nil

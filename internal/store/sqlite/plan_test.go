@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,12 +16,17 @@ import (
 // plan returns EXPLAIN QUERY PLAN's detail lines for q.
 func plan(t *testing.T, s *Store, q string) string {
 	t.Helper()
-	args := make([]any, strings.Count(q, "?"))
+	n := strings.Count(q, "?")
+	if m := numbered.FindAllStringSubmatch(q, -1); m != nil { // ?1, ?2, …: as many as the largest
+		n = 0
+		for _, p := range m {
+			v, _ := strconv.Atoi(p[1])
+			n = max(n, v)
+		}
+	}
+	args := make([]any, n)
 	for i := range args {
 		args[i] = "x"
-	}
-	if strings.Contains(q, "?1") {
-		args = args[:1]
 	}
 	rows, err := s.readDB.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
@@ -38,6 +44,9 @@ func plan(t *testing.T, s *Store, q string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// numbered matches a numbered parameter.
+var numbered = regexp.MustCompile(`\?(\d+)`)
 
 // fullScan matches a plan step that reads a whole table or index.
 var fullScan = regexp.MustCompile(`(?m)^SCAN (d|e|deliveries|events|attempts)\b`)
@@ -75,7 +84,18 @@ func TestQueryPlans(t *testing.T) {
 		{"Redrive", redriveAllSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
 		{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
 		{"Subscription move", moveDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
-		{"Unused endpoint", deleteUnusedEndpointSQL, []string{"SEARCH endpoints USING PRIMARY KEY (id=?)", "SEARCH subscriptions USING COVERING INDEX subscriptions_endpoint (endpoint_id=?)"}, false},
+		{"Unused endpoint", deleteUnusedEndpointSQL, []string{"SEARCH endpoints USING PRIMARY KEY (id=?)", "SEARCH subscriptions USING COVERING INDEX subscriptions_endpoint (endpoint_id=?)",
+			"SEARCH subscriptions USING COVERING INDEX subscriptions_dead_letter_endpoint (dead_letter_endpoint_id=?)"}, false},
+		{"Dead-letter move", moveDeadLettersSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		{"Dead-letter drop", dropDeadLettersSQL, []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}, false},
+		// Record's dead letter: the dead-lettered delivery, its event and
+		// its subscription, each by key.
+		{"Record dead letter", insertDeadLetterSQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)",
+			"SEARCH s USING PRIMARY KEY (id=?)"}, false},
+		// ClaimDue reads a dead letter's dead-lettered delivery by key.
+		{"ClaimDue dead letter", getDeliverySQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
+		{"Redrive one", redriveOneSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
+		{"Redeliver state", deliveryStateSQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH s USING PRIMARY KEY (id=?)"}, false},
 		{"Cleanup", cleanupSQL, []string{"SEARCH e USING COVERING INDEX events_published (published_at<?)", "SEARCH d USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup recheck", unfinishedSQL, []string{"SEARCH deliveries USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup attempts", cleanupAttemptsSQL, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (delivery_id=?)"}, false},

@@ -31,6 +31,21 @@ RETURNING subscription_id`
 
 	deliveryExistsSQL = `SELECT 1 FROM deliveries WHERE id = ?`
 
+	// insertDeadLetterSQL writes the delivery of a dead letter (id ?1) to
+	// its subscription's dead-letter URL: the dead-lettered delivery's (?3)
+	// subscription, account and event, pending on the endpoint the
+	// subscription names now (none: nothing is written), due at the
+	// attempt's end ?2 (its round start too; the event's publish time when
+	// that is earlier or unknown), created at the event's publish time as
+	// every delivery of the event is. An ID already stored is left alone.
+	insertDeadLetterSQL = `INSERT INTO deliveries
+(id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, dead_letter_of)
+SELECT ?1, d.account_id, d.subscription_id, s.dead_letter_endpoint_id, d.event_seq, 'pending',
+	MAX(?2, e.published_at), MAX(?2, e.published_at), e.published_at, d.id
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq JOIN subscriptions AS s ON s.id = d.subscription_id
+WHERE d.id = ?3 AND s.dead_letter_endpoint_id <> ''
+ON CONFLICT (id) DO NOTHING`
+
 	// A deactivation: the subscription, if active, becomes deactivated at
 	// a new catalog version, and its other pending deliveries (leased ones
 	// included: their holders' outcomes then only log) queued.
@@ -55,6 +70,15 @@ WHERE subscription_id = ? AND status = 'pending'`
 // subscription, if it is active, is deactivated (see deactivate); Deactivate
 // on an outcome of another status is ignored. After the commit, the
 // subscriptions that got queued deliveries are passed to Options.OnQueued.
+//
+// A dead-lettered outcome with DeadLetterCopy, when its state change
+// applies, writes the delivery of the dead letter (insertDeadLetterSQL) on
+// the dead-letter URL's endpoint its subscription names in this
+// transaction: DeadLetterCopy.EndpointID, unless the subscription changed
+// its dead-letter URL since the caller read it (then the new one's; none
+// is written when it names none any more). Its ID is DeadLetterCopy.ID;
+// the copy's other fields are ignored. DeadLetterCopy on an outcome of
+// another status is ignored.
 func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 	if len(outcomes) == 0 {
 		if s.closed.Load() {
@@ -87,6 +111,10 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 					if err := w.deactivate(sub, a.StartedAt.Add(a.Duration)); err != nil {
 						return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 					}
+				}
+			case err == nil && o.Status == store.StatusDeadLettered && o.DeadLetterCopy != nil:
+				if _, err := w.exec(insertDeadLetterSQL, o.DeadLetterCopy.ID, sqlrow.AttemptEndMS(a), a.DeliveryID); err != nil {
+					return fmt.Errorf("record %s: dead letter %s: %w", a.DeliveryID, o.DeadLetterCopy.ID, err)
 				}
 			case err == nil:
 			case !isNoRows(err):

@@ -79,6 +79,11 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error
 			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
+	if m.Name == deadLetterMigration {
+		if err := backfillDeadLetters(ctx, conn); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
@@ -119,4 +124,42 @@ func backfillSigning(ctx context.Context, conn *sql.Conn) error {
 			_, err := conn.ExecContext(ctx, `UPDATE subscriptions SET signing = ? WHERE id = ?`, v, id)
 			return err
 		})
+}
+
+// deadLetterMigration is the migration that added dead-letter endpoints
+// (schema version 8): after its SQL, in its transaction, the subscriptions
+// that named a dead-letter URL get its endpoint.
+const deadLetterMigration = "0008_dead_letter_url.sql"
+
+// backfillDeadLetters sets dead_letter_endpoint_id of every subscription
+// naming a dead-letter URL and creates the endpoint rows that do not exist
+// yet, at one new endpoints version, in the migration's transaction on
+// conn.
+func backfillDeadLetters(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, sqlrow.BackfillDeadLettersSQL)
+	if err != nil {
+		return err
+	}
+	eps, err := sqlrow.BackfillDeadLetters(rows)
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	if len(eps) == 0 {
+		return nil
+	}
+	var v int64
+	if err := conn.QueryRowContext(ctx, bumpEndpointsSQL).Scan(&v); err != nil {
+		return fmt.Errorf("advance the endpoints version: %w", err)
+	}
+	for _, e := range eps {
+		if _, err := conn.ExecContext(ctx, `UPDATE subscriptions SET dead_letter_endpoint_id = ? WHERE id = ?`, e.ID, e.Subscription); err != nil {
+			return fmt.Errorf("dead-letter endpoint of subscription %s: %w", e.Subscription, err)
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO endpoints (id, account_id, url, created_at, version) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (id) DO NOTHING`, e.ID, e.AccountID, e.URL, e.CreatedAt, v); err != nil {
+			return fmt.Errorf("dead-letter endpoint %s of subscription %s: %w", e.ID, e.Subscription, err)
+		}
+	}
+	return nil
 }

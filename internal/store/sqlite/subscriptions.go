@@ -13,10 +13,10 @@ import (
 const (
 	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-	delivery, created_at, updated_at, version`
+	delivery, dead_letter_endpoint_id, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// updateSubscriptionSQL sets every column but the ID and the account
 	// (sqlrow.SubscriptionValues without its first value), then the
@@ -28,7 +28,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
 	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?,
 	state = CASE WHEN ? IS NULL THEN state ELSE state END,
-	delivery_mode = ?, failure_policy = ?, delivery = ?, created_at = ?, updated_at = ?,
+	delivery_mode = ?, failure_policy = ?, delivery = ?, dead_letter_endpoint_id = ?, created_at = ?, updated_at = ?,
 	version = ?
 WHERE id = ?`
 
@@ -45,33 +45,46 @@ WHERE id = ?`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
 
-	// An endpoint row lives while a subscription uses its URL: a
-	// subscription write creates it (at a new endpoints version, so that a
-	// reader holding the health of an earlier row with that ID adopts the
-	// fresh one) and deletes it with the last subscription that used it.
+	// An endpoint row lives while a subscription uses its URL, as its URL
+	// or as its dead-letter URL: a subscription write creates it (at a new
+	// endpoints version, so that a reader holding the health of an earlier
+	// row with that ID adopts the fresh one) and deletes it with the last
+	// subscription that used it either way.
 	endpointExistsSQL       = `SELECT 1 FROM endpoints WHERE id = ?`
 	insertEndpointSQL       = `INSERT INTO endpoints (id, account_id, url, created_at, version) VALUES (?, ?, ?, ?, ?)`
 	deleteUnusedEndpointSQL = `DELETE FROM endpoints WHERE id = ?1
-AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = ?1)`
-	subscriptionEndpointSQL = `SELECT endpoint_id FROM subscriptions WHERE id = ? AND account_id = ?`
+AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE endpoint_id = ?1)
+AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE dead_letter_endpoint_id = ?1)`
+	subscriptionEndpointSQL = `SELECT endpoint_id, dead_letter_endpoint_id FROM subscriptions WHERE id = ? AND account_id = ?`
 	// moveDeliveriesSQL gives a subscription's deliveries still to be
 	// attempted its new endpoint: they are sent to its new URL, behind that
-	// URL's circuit.
+	// URL's circuit. Its dead letters' deliveries stay on its dead-letter
+	// URL's endpoint.
 	moveDeliveriesSQL = `UPDATE deliveries SET endpoint_id = ?
-WHERE subscription_id = ? AND status IN ('pending', 'queued')`
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND dead_letter_of = ''`
+	// moveDeadLettersSQL does the same for the deliveries of its dead
+	// letters, to its new dead-letter URL's endpoint.
+	moveDeadLettersSQL = `UPDATE deliveries SET endpoint_id = ?
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND dead_letter_of <> ''`
+	// dropDeadLettersSQL ends them when it names no dead-letter URL any more.
+	dropDeadLettersSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?,
+	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND dead_letter_of <> ''`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
 WHERE subscription_id = ? AND status IN ('pending', 'queued')`
-	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ? RETURNING endpoint_id`
+	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ? RETURNING endpoint_id, dead_letter_endpoint_id`
 )
 
 // CreateSubscription implements store.SubscriptionStore. An empty
 // AccountID is DefaultAccount, an empty DeliveryMode ModePush, an empty
 // FailurePolicy FailureRetry, and a push subscription's empty EndpointID is
 // filled in as store.EndpointIDFor(AccountID, URL); a pull subscription
-// keeps EndpointID "" and gets no endpoint row. The subscription's Timeout
-// is kept to the millisecond. ErrConflict when the ID is taken.
+// keeps EndpointID "" and gets no endpoint row. A push subscription naming
+// a dead-letter URL gets that URL's endpoint row too, when new
+// (sqlrow.DeadLetterEndpointID). The subscription's Timeout is kept to the
+// millisecond. ErrConflict when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
@@ -102,41 +115,54 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		if _, err := w.exec(insertSubscriptionSQL, append(append([]any{sub.ID}, args...), v)...); err != nil {
 			return fmt.Errorf("insert subscription %s: %w", sub.ID, err)
 		}
-		return insertEndpoint(w, &sub)
+		return insertEndpoints(w, &sub)
 	})
 }
 
-// insertEndpoint creates the endpoint row of sub's URL, in sub's account,
-// unless it exists. A pull subscription (EndpointID "") has none.
-func insertEndpoint(w *writer, sub *store.Subscription) error {
-	if sub.EndpointID == "" {
+// insertEndpoints creates the endpoint rows of sub's URL and dead-letter
+// URL, in sub's account, unless they exist. A pull subscription
+// (EndpointID "") has none.
+func insertEndpoints(w *writer, sub *store.Subscription) error {
+	if err := insertEndpoint(w, sub.EndpointID, sub.URL, sub); err != nil {
+		return err
+	}
+	return insertEndpoint(w, sqlrow.DeadLetterEndpointID(sub), sub.Delivery.DeadLetterURL, sub)
+}
+
+// insertEndpoint creates the endpoint row id of url, in sub's account,
+// unless it exists ("" names none).
+func insertEndpoint(w *writer, id, url string, sub *store.Subscription) error {
+	if id == "" {
 		return nil
 	}
 	var one int
-	switch err := w.scanRow(endpointExistsSQL, []any{sub.EndpointID}, &one); {
+	switch err := w.scanRow(endpointExistsSQL, []any{id}, &one); {
 	case err == nil:
 		return nil
 	case !isNoRows(err):
-		return fmt.Errorf("read endpoint %s: %w", sub.EndpointID, err)
+		return fmt.Errorf("read endpoint %s: %w", id, err)
 	}
 	v, err := w.bumpEndpoints()
 	if err != nil {
 		return err
 	}
-	if _, err := w.exec(insertEndpointSQL, sub.EndpointID, sub.AccountID, sub.URL, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
-		return fmt.Errorf("insert endpoint %s: %w", sub.EndpointID, err)
+	if _, err := w.exec(insertEndpointSQL, id, sub.AccountID, url, sqlrow.UnixMS(sub.UpdatedAt), v); err != nil {
+		return fmt.Errorf("insert endpoint %s: %w", id, err)
 	}
 	return nil
 }
 
-// deleteUnusedEndpoint deletes the endpoint's row if no subscription uses
-// it any more; "" (a pull subscription's) names none.
-func deleteUnusedEndpoint(w *writer, id string) error {
-	if id == "" {
-		return nil
-	}
-	if _, err := w.exec(deleteUnusedEndpointSQL, id); err != nil {
-		return fmt.Errorf("delete unused endpoint %s: %w", id, err)
+// deleteUnusedEndpoints deletes the row of each endpoint of ids that no
+// subscription uses any more, as its URL's or its dead-letter URL's; ""
+// (a pull subscription's, or no dead-letter URL) names none.
+func deleteUnusedEndpoints(w *writer, ids ...string) error {
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if _, err := w.exec(deleteUnusedEndpointSQL, id); err != nil {
+			return fmt.Errorf("delete unused endpoint %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -246,7 +272,11 @@ func (w *writer) currentCatalog() (int64, error) {
 // subscription that is not in sub's account (DefaultAccount when empty).
 // When the URL changes, the deliveries still to be attempted move to the
 // new URL's endpoint, finished ones keep theirs, and the old endpoint's row
-// goes if no subscription uses it any more.
+// goes if no subscription uses it any more. The same holds for the
+// dead-letter URL and the deliveries of dead letters (Delivery.DeadLetterOf
+// set), which move only with it; when the subscription names no
+// dead-letter URL any more, those still to be attempted are dropped
+// (sqlrow.ReasonDeadLetterURLRemoved).
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
@@ -260,8 +290,8 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		case err != nil && !isNoRows(err):
 			return err
 		}
-		var old string
-		switch err := w.scanRow(subscriptionEndpointSQL, []any{sub.ID, sub.AccountID}, &old); {
+		var old, oldDL string
+		switch err := w.scanRow(subscriptionEndpointSQL, []any{sub.ID, sub.AccountID}, &old, &oldDL); {
 		case isNoRows(err):
 			return fmt.Errorf("subscription %s in account %s: %w", sub.ID, sub.AccountID, store.ErrNotFound)
 		case err != nil:
@@ -274,13 +304,29 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 		if _, err := w.exec(updateSubscriptionSQL, append(args[1:], v, sub.ID)...); err != nil {
 			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 		}
-		if err := insertEndpoint(w, &sub); err != nil || old == sub.EndpointID {
+		if err := insertEndpoints(w, &sub); err != nil {
 			return err
 		}
-		if _, err := w.exec(moveDeliveriesSQL, sub.EndpointID, sub.ID); err != nil {
-			return fmt.Errorf("move the deliveries of subscription %s: %w", sub.ID, err)
+		var unused []string
+		if old != sub.EndpointID {
+			if _, err := w.exec(moveDeliveriesSQL, sub.EndpointID, sub.ID); err != nil {
+				return fmt.Errorf("move the deliveries of subscription %s: %w", sub.ID, err)
+			}
+			unused = append(unused, old)
 		}
-		return deleteUnusedEndpoint(w, old)
+		if dl := sqlrow.DeadLetterEndpointID(&sub); oldDL != dl {
+			var err error
+			if dl != "" {
+				_, err = w.exec(moveDeadLettersSQL, dl, sub.ID)
+			} else {
+				_, err = w.exec(dropDeadLettersSQL, sqlrow.ReasonDeadLetterURLRemoved, sub.ID)
+			}
+			if err != nil {
+				return fmt.Errorf("move the dead letters of subscription %s: %w", sub.ID, err)
+			}
+			unused = append(unused, oldDL)
+		}
+		return deleteUnusedEndpoints(w, unused...)
 	})
 }
 
@@ -290,16 +336,16 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 // All of it is one write: a subscription with a large backlog holds the
 // writer while its deliveries are updated. now is the tombstone's time
 // (clean-up forgets it after the dedup retention); a delivery keeps no time
-// of being dropped. The endpoint's row goes too if no other subscription
-// uses it.
+// of being dropped. The rows of its endpoint and of its dead-letter URL's go
+// too if no other subscription uses them.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
 	return s.write(ctx, func(w *writer) error {
 		v, err := w.bumpCatalog()
 		if err != nil {
 			return err
 		}
-		var endpoint string
-		switch err := w.scanRow(deleteSubscriptionSQL, []any{id}, &endpoint); {
+		var endpoint, deadLetterEndpoint string
+		switch err := w.scanRow(deleteSubscriptionSQL, []any{id}, &endpoint, &deadLetterEndpoint); {
 		case isNoRows(err):
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 		case err != nil:
@@ -311,6 +357,6 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if _, err := w.exec(dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)
 		}
-		return deleteUnusedEndpoint(w, endpoint)
+		return deleteUnusedEndpoints(w, endpoint, deadLetterEndpoint)
 	})
 }

@@ -39,6 +39,16 @@ func LeaseUntilMS(l store.Lease) int64 {
 	return v
 }
 
+// AttemptEndMS is when attempt a ended (its start plus its duration), in
+// Unix milliseconds; 0 when its start is unknown (zero: an outcome that
+// made no attempt on a delivery never attempted before).
+func AttemptEndMS(a *store.AttemptRecord) int64 {
+	if a.StartedAt.IsZero() {
+		return 0
+	}
+	return UnixMS(a.StartedAt.Add(a.Duration))
+}
+
 // AttemptCols selects a store.AttemptRecord from attempts; ScanAttempt
 // reads them in this order.
 const AttemptCols = `delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body`

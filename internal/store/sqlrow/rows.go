@@ -21,17 +21,21 @@ type RowScanner interface {
 // ScanSubscription reads the columns id, account_id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
 // timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-// delivery, created_at, updated_at, version.
+// delivery, dead_letter_endpoint_id, created_at, updated_at, version.
 //
 // delivery holds the store.DeliveryOptions as JSON ('{}': the defaults): they
 // are read with the subscription and never queried, so one column keeps
-// them without a migration per option.
+// them without a migration per option. dead_letter_endpoint_id is derived
+// from it (DeadLetterEndpointID) and kept in a column of its own because
+// it is queried (the endpoint rows a subscription keeps alive, the
+// endpoint of its dead letters); it is read and ignored.
 func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
-	var types, headers, secretHeaders, signing, delivery string
+	var types, headers, secretHeaders, signing, delivery, deadLetterEndpoint string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
-		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy, &delivery, &created, &updated, &s.Version); err != nil {
+		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy,
+		&delivery, &deadLetterEndpoint, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -59,7 +63,7 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 // SubscriptionValues returns s's columns in ScanSubscription's order without
 // the ID and the version (account_id … updated_at). An empty AccountID is
 // filled in as store.DefaultAccount, an empty EndpointID from the account
-// and URL.
+// and URL; dead_letter_endpoint_id is DeadLetterEndpointID(s).
 func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
@@ -89,8 +93,83 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	}
 	return []any{s.AccountID, s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
-		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery),
+		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery), DeadLetterEndpointID(s),
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
+}
+
+// DeadLetterEndpointID is the subscriptions.dead_letter_endpoint_id of s:
+// the endpoint of its dead-letter URL in its account
+// (store.EndpointIDFor), or "" when it has none. Only a push subscription
+// has one (store.DeliveryOptions.DeadLetterURL), as only a push
+// subscription has an endpoint. An empty AccountID is DefaultAccount.
+//
+// An endpoint row lives while a subscription uses its URL as its URL or as
+// its dead-letter URL: a subscription write creates the row of either when
+// it is new, and deletes the row of one it stopped using when no
+// subscription uses it in either way.
+func DeadLetterEndpointID(s *store.Subscription) string {
+	mode := s.DeliveryMode
+	if mode == "" {
+		mode = store.ModePush
+	}
+	if mode != store.ModePush || s.Delivery.DeadLetterURL == "" {
+		return ""
+	}
+	return store.EndpointIDFor(store.AccountOrDefault(s.AccountID), s.Delivery.DeadLetterURL)
+}
+
+// ReasonDeadLetterURLRemoved drops the deliveries of dead letters still to
+// be made (pending or queued) of a subscription whose dead-letter URL was
+// removed: there is nowhere left to send them (the dead-lettered
+// deliveries themselves stay dead-lettered).
+const ReasonDeadLetterURLRemoved = "DeadLetterURLRemoved"
+
+// BackfillDeadLettersSQL selects, for BackfillDeadLetters, the
+// subscriptions whose delivery options are not the defaults (those written
+// before schema 8 may name a dead-letter URL): id, account_id,
+// delivery_mode, delivery, updated_at.
+const BackfillDeadLettersSQL = `SELECT id, account_id, delivery_mode, delivery, updated_at FROM subscriptions
+WHERE delivery <> '{}' ORDER BY id`
+
+// DeadLetterEndpoint is a dead-letter endpoint BackfillDeadLetters found:
+// the subscription naming it, and the endpoint row's values (created at
+// the subscription's UpdatedAt, in Unix milliseconds).
+type DeadLetterEndpoint struct {
+	Subscription string
+	ID           string
+	AccountID    string
+	URL          string
+	CreatedAt    int64
+}
+
+// BackfillDeadLetters reads the rows of BackfillDeadLettersSQL and returns
+// the dead-letter endpoint of each subscription that names one. Schema 8
+// runs it in its migration's transaction, sets each subscription's
+// dead_letter_endpoint_id and creates the endpoint rows that do not exist
+// yet, so that the dead-letter URLs stored with schema 7 get their
+// endpoints.
+func BackfillDeadLetters(rows interface {
+	Next() bool
+	RowScanner
+	Err() error
+}) ([]DeadLetterEndpoint, error) {
+	var out []DeadLetterEndpoint
+	for rows.Next() {
+		var s store.Subscription
+		var delivery string
+		var updated int64
+		if err := rows.Scan(&s.ID, &s.AccountID, &s.DeliveryMode, &delivery, &updated); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(delivery), &s.Delivery); err != nil {
+			return nil, fmt.Errorf("subscription %s: delivery: %w", s.ID, err)
+		}
+		if id := DeadLetterEndpointID(&s); id != "" {
+			out = append(out, DeadLetterEndpoint{Subscription: s.ID, ID: id, AccountID: store.AccountOrDefault(s.AccountID),
+				URL: s.Delivery.DeadLetterURL, CreatedAt: updated})
+		}
+	}
+	return out, rows.Err()
 }
 
 // signingRow is the signing column: JSON, keys in base64 with their expiry

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Keys", keyTests},
 		{"Tenants", tenantTests},
 		{"Queue", queueTests},
+		{"DeadLetters", deadLetterTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -122,6 +123,13 @@ func (b *bundle) sub(url string) store.Subscription {
 // subIn creates a subscription to url with a unique name in an account.
 func (b *bundle) subIn(account, url string) store.Subscription {
 	b.t.Helper()
+	return b.subWith(account, url, nil)
+}
+
+// subWith creates a subscription to url with a unique name in an account,
+// as subIn does, after edit (when not nil) changed it.
+func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) store.Subscription {
+	b.t.Helper()
 	b.n++
 	s := store.Subscription{
 		ID:            b.id("sub_"),
@@ -139,6 +147,9 @@ func (b *bundle) subIn(account, url string) store.Subscription {
 		FailurePolicy: store.FailureRetry,
 		CreatedAt:     b.now,
 		UpdatedAt:     b.now,
+	}
+	if edit != nil {
+		edit(&s)
 	}
 	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("CreateSubscription: %v", err)
@@ -256,8 +267,10 @@ func deadLettered(id string, n int, started, firstFailure time.Time) store.Outco
 	return o
 }
 
-// norm returns v with every time.Time field (at any depth of structs and
-// slices) converted to UTC, so that reflect.DeepEqual compares instants.
+// norm returns v with every time.Time field (at any depth of structs,
+// slices and pointers to structs) converted to UTC, so that
+// reflect.DeepEqual compares instants. What a pointer points to is
+// normalised in place.
 func norm[T any](v T) T {
 	rv := reflect.ValueOf(&v).Elem()
 	normValue(rv)
@@ -280,6 +293,10 @@ func normValue(v reflect.Value) {
 			if v.Type().Field(i).IsExported() {
 				normValue(v.Field(i))
 			}
+		}
+	case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct:
+		if !v.IsNil() {
+			normValue(v.Elem())
 		}
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
 		for i := 0; i < v.Len(); i++ {

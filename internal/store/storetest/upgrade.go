@@ -22,7 +22,7 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		check   func(*testing.T, store.Store)
 	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
 		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5},
-		{6, V6Data, CheckUpgradeFromV6}} {
+		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -525,5 +525,139 @@ func CheckUpgradeFromV6(t *testing.T, s store.Store) {
 	}
 	if got, err := s.GetSubscription(ctx, "sub_v6"); err != nil || got.Delivery != sub.Delivery {
 		t.Fatalf("delivery options after an update: %+v, %v; want %+v", got.Delivery, err, sub.Delivery)
+	}
+}
+
+// V7Data is written into a database at schema version 7, before the
+// deliveries of dead letters, whose delivery options could already name a
+// dead-letter URL: sub_v7a (on ep_v7) names one no subscription uses
+// otherwise; sub_v7b names its own URL (ep_dam5…, the
+// EndpointID of https://shared.v7.example/hook); the pull subscription
+// sub_v7pull names one too. sub_v7a has a pending delivery and a
+// dead-lettered one.
+const V7Data = `
+INSERT INTO endpoints (id, account_id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v7', 'acc_default', 'https://v7.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1),
+       ('ep_dam5xg7cz24v523r9dnf', 'acc_default', 'https://shared.v7.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	delivery, created_at, updated_at, version)
+VALUES ('sub_v7a', 'acc_default', 'v7a', 'https://v7.example/hook', 'ep_v7', '["invoice.paid"]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'push', 'retry',
+	'{"dead_letter_url":"https://dl.v7.example/hook"}', 1767603600000, 1767603601000, 2),
+       ('sub_v7b', 'acc_default', 'v7b', 'https://shared.v7.example/hook', 'ep_dam5xg7cz24v523r9dnf', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'push', 'retry',
+	'{"schema":"eventgrid","dead_letter_url":"https://shared.v7.example/hook"}', 1767603600000, 1767603600000, 3),
+       ('sub_v7pull', 'acc_default', 'v7-pull', '', '', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'pull', 'retry',
+	'{"dead_letter_url":"https://pull.v7.example/hook"}', 1767603600000, 1767603600000, 4);
+UPDATE counters SET value = 4 WHERE name = 'catalog';
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES ('acc_default', 'e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('acc_default', 'e2', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e2"}');
+INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, last_attempt_at, last_status_code, last_outcome, dead_letter_reason)
+VALUES ('dlv_v7_pending', 'acc_default', 'sub_v7a', 'ep_v7', (SELECT seq FROM events WHERE id = 'e1'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0, 0, '', ''),
+       ('dlv_v7_dead', 'acc_default', 'sub_v7a', 'ep_v7', (SELECT seq FROM events WHERE id = 'e2'), 'dead_lettered', 3,
+	1767603600000, 0, 1767603600000, 1767603650000, 400, 'http_400', 'NonRetriableStatus');
+`
+
+// CheckUpgradeFromV7 checks a store opened on a version-7 database holding
+// V7Data: the dead-letter URLs of the push subscriptions got their endpoint
+// rows (the new one fresh, at a new endpoint version, created at its
+// subscription's UpdatedAt; the one a URL already had kept as it was), the
+// pull subscription's none; every delivery is a dead letter of none; and
+// dead letters are then written, claimed and their endpoints kept and
+// deleted as on a new database.
+func CheckUpgradeFromV7(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	const dlURL, sharedURL = "https://dl.v7.example/hook", "https://shared.v7.example/hook"
+	dlEp, shared := store.EndpointID(dlURL), store.EndpointID(sharedURL)
+	if shared != "ep_dam5xg7cz24v523r9dnf" {
+		t.Fatalf("V7Data names %s's endpoint ep_dam5xg7cz24v523r9dnf; it is %s", sharedURL, shared)
+	}
+	eps, err := s.AllEndpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range eps {
+		ids = append(ids, e.ID)
+	}
+	equal(t, "endpoints after the upgrade", sortedCopy(ids), sortedCopy([]string{"ep_v7", shared, dlEp}))
+	e, err := s.GetEndpoint(ctx, dlEp)
+	if err != nil || e.URL != dlURL || e.AccountID != store.DefaultAccount || e.Version <= 1 ||
+		!e.CreatedAt.Equal(time.UnixMilli(1767603601000)) || e.Health.ConsecutiveFailures != 0 {
+		t.Fatalf("dead-letter endpoint after the upgrade: %+v, %v", e, err)
+	}
+	changed, _, err := s.EndpointChanges(ctx, 1)
+	if err != nil || len(changed) != 1 || changed[0].ID != dlEp {
+		t.Fatalf("EndpointChanges(1) after the upgrade = %+v, %v; want the new dead-letter endpoint", changed, err)
+	}
+	for _, id := range []string{"sub_v7a", "sub_v7b", "sub_v7pull"} {
+		if sub, err := s.GetSubscription(ctx, id); err != nil || sub.Delivery.DeadLetterURL == "" {
+			t.Fatalf("subscription %s after the upgrade: %+v, %v; want its dead-letter URL kept", id, sub, err)
+		}
+	}
+	for id, want := range map[string]store.Status{"dlv_v7_pending": store.StatusPending, "dlv_v7_dead": store.StatusDeadLettered} {
+		if d, err := s.GetDelivery(ctx, id); err != nil || d.Status != want || d.DeadLetterOf != "" {
+			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s, the dead letter of none", id, d, err, want)
+		}
+	}
+
+	// A dead letter of the upgraded subscription.
+	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
+	cs, err := s.ClaimDue(ctx, "ep_v7", now, 10, lease)
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v7_pending" || cs[0].DeadLetter != nil {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	o := deadLettered("dlv_v7_pending", 1, now, now)
+	o.LeaseOwner = lease.Owner
+	o.DeadLetterCopy = &store.NewDelivery{ID: "dlv_v7_copy", SubscriptionID: "sub_v7a", EndpointID: dlEp}
+	if err := s.Record(ctx, []store.Outcome{o}); err != nil {
+		t.Fatal(err)
+	}
+	end := attemptEnd(o)
+	cs, err = s.ClaimDue(ctx, dlEp, end, 10, lease)
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v7_copy" || cs[0].DeadLetterOf != "dlv_v7_pending" ||
+		cs[0].DeadLetter == nil || cs[0].DeadLetter.DeadLetterReason != "NonRetriableStatus" ||
+		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
+		t.Fatalf("ClaimDue of the dead letter after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v7_copy", 1, end)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The endpoint rows go with the last subscription that names them.
+	sub, err := s.GetSubscription(ctx, "sub_v7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Delivery.DeadLetterURL, sub.UpdatedAt = "", now
+	if err := s.UpdateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEndpoint(ctx, shared); err != nil {
+		t.Fatalf("endpoint of a URL still used after its dead-letter use ended: %v", err)
+	}
+	sub, err = s.GetSubscription(ctx, "sub_v7a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Delivery.DeadLetterURL, sub.UpdatedAt = "", now
+	if err := s.UpdateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEndpoint(ctx, dlEp); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(%s) after its URL was no longer named: %v; want ErrNotFound", dlEp, err)
+	}
+	if err := s.DeleteSubscription(ctx, "sub_v7b", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEndpoint(ctx, shared); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(%s) after its subscription was deleted: %v; want ErrNotFound", shared, err)
 	}
 }

@@ -1,0 +1,33 @@
+-- Herald schema for PostgreSQL, version 8: the delivery of dead letters to
+-- a subscription's dead-letter URL.
+--
+-- A push subscription may name a dead-letter URL (dead_letter_url in its
+-- delivery options): each of its deliveries that is dead-lettered is then
+-- delivered again, durably, to that URL, by a delivery of its own made in
+-- the dead-lettering Record's transaction. dead_letter_of is that
+-- delivery's link: the ID of the dead-lettered delivery ('' for every
+-- other delivery). It is pending on the dead-letter URL's endpoint, in the
+-- lanes of version 1 like any delivery, with the dead-lettered delivery's
+-- subscription, account and event (which it keeps from clean-up until it
+-- is finished too). The column is in no index: claiming and releasing stay
+-- HOT updates (see 0001).
+--
+-- dead_letter_endpoint_id is the subscription's dead-letter URL's endpoint
+-- in its account (store.EndpointIDFor), '' when it names none; the store
+-- derives it from delivery on every write. Version 3's rule becomes: an
+-- endpoint row lives as long as a subscription uses its URL as its URL or
+-- as its dead-letter URL. A subscription write creates the row when new and
+-- deletes it with the last subscription using it either way, and a
+-- subscription whose dead-letter URL changes moves its dead letters still
+-- to be delivered to the new one's endpoint (drops them when it has none
+-- any more); its other deliveries never go to that endpoint, nor its dead
+-- letters to its URL's. This index finds the subscriptions of an endpoint
+-- with subscriptions_endpoint.
+--
+-- The new columns have constant DEFAULTs: adding them rewrites no table.
+-- The migration's Go step (sqlrow.BackfillDeadLetters) sets the column of
+-- the subscriptions that named a dead-letter URL with version 7 and
+-- creates their endpoint rows, in the same transaction.
+ALTER TABLE deliveries ADD COLUMN dead_letter_of text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE subscriptions ADD COLUMN dead_letter_endpoint_id text COLLATE "C" NOT NULL DEFAULT '';
+CREATE INDEX subscriptions_dead_letter_endpoint ON subscriptions (dead_letter_endpoint_id);
