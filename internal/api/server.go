@@ -151,6 +151,8 @@ func (s *Server) routes() []route {
 		// The body is optional: noBody takes no Content-Type or JSON.
 		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole},
 		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole},
+		// Would this event go to this subscription? (Nothing is published.)
+		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole},
 		// Consumers of a pull (or deactivated push) subscription's queue.
 		// receive's body is optional, like rotate's.
 		{"POST /v1/subscriptions/{id}/receive", h(s.receive), noBody, accountRole},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
@@ -28,6 +29,8 @@ type subscriptionJSON struct {
 	EventTypes        []string          `json:"event_types"`
 	SubjectBeginsWith string            `json:"subject_begins_with"`
 	SubjectEndsWith   string            `json:"subject_ends_with"`
+	SubjectCaseSens   bool              `json:"subject_case_sensitive"`
+	AdvancedFilters   json.RawMessage   `json:"advanced_filters"`
 	RetryPolicy       json.RawMessage   `json:"retry_policy"`
 	Timeout           string            `json:"timeout"`
 	Headers           map[string]string `json:"headers"`
@@ -68,6 +71,11 @@ func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
 	}
+	out.SubjectCaseSens = s.Filters.SubjectCaseSensitive
+	out.AdvancedFilters = s.Filters.Advanced
+	if len(out.AdvancedFilters) == 0 {
+		out.AdvancedFilters = json.RawMessage("[]")
+	}
 	if len(out.RetryPolicy) == 0 {
 		out.RetryPolicy = json.RawMessage(`{"preset":"eventgrid"}`)
 	}
@@ -98,6 +106,9 @@ type subscriptionInput struct {
 	PreferredBatchKB  *int `json:"preferred_batch_size_kb"`
 	// Validation is read on create only.
 	Validation *string `json:"validation"`
+	// Filters: null or [] removes the advanced filters.
+	AdvancedFilters      json.RawMessage `json:"advanced_filters"`
+	SubjectCaseSensitive *bool           `json:"subject_case_sensitive"`
 	// DeadLetterURL: "" (or null) removes it.
 	DeadLetterURL *string `json:"dead_letter_url"`
 	// Signing is read on create only (see signingInput).
@@ -366,6 +377,23 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 			return badInput("delivery_schema", "must be one of %s, not %s", strings.Join(event.Schemas(), ", "), strconv.Quote(*in.DeliverySchema))
 		}
 		sub.Delivery.Schema = *in.DeliverySchema
+	}
+	if in.SubjectCaseSensitive != nil {
+		sub.Filters.SubjectCaseSensitive = *in.SubjectCaseSensitive
+	}
+	if in.AdvancedFilters != nil {
+		raw := in.AdvancedFilters
+		if string(raw) == "null" || string(raw) == "[]" {
+			raw = nil
+		}
+		if _, err := filter.Compile(raw); err != nil {
+			var fe *filter.FieldError
+			if errors.As(err, &fe) {
+				return badInput(fe.Field, "%s", fe.Detail)
+			}
+			return badInput("advanced_filters", "%s", err.Error())
+		}
+		sub.Filters.Advanced = raw
 	}
 	if in.DeadLetterURL != nil {
 		if u := *in.DeadLetterURL; u != "" {

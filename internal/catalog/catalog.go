@@ -15,11 +15,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
@@ -34,6 +36,7 @@ type Entry struct {
 	// pushes unsigned).
 	Signer *signing.Signer
 	types  map[string]bool // nil: every type
+	filter *filter.Matcher // nil: no advanced filters
 }
 
 // NewEntry resolves s's retry policy and matcher.
@@ -48,7 +51,11 @@ func NewEntry(s store.Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("subscription %s: retry_policy: %w", s.ID, err)
 	}
-	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing)}
+	m, err := filter.Compile(s.Filters.Advanced)
+	if err != nil {
+		return nil, fmt.Errorf("subscription %s: advanced_filters: %w", s.ID, err)
+	}
+	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), filter: m}
 	if len(s.EventTypes) > 0 {
 		e.types = make(map[string]bool, len(s.EventTypes))
 		for _, t := range s.EventTypes {
@@ -64,22 +71,74 @@ const OperationalPrefix = "herald."
 
 // Matches reports whether an event of this type and subject goes to the
 // subscription: its type is listed (or the list is empty and the type is not
-// an operational herald.* type) and its subject begins and ends as required.
-// Active and deactivated subscriptions match (a deactivated one's
-// deliveries are queued: see Queues).
-func (e *Entry) Matches(typ, subject string) bool {
+// an operational herald.* type), its subject begins and ends as required
+// (in any letter case unless SubjectCaseSensitive), and it passes the
+// advanced filters (read from ev, which is parsed at most once whatever
+// the number of subscriptions that read it; a nil ev passes no advanced
+// filter). Active, deactivated and validating subscriptions match (the
+// last two queue their deliveries: see Queues).
+func (e *Entry) Matches(typ, subject string, ev *filter.Event) bool {
+	why, _ := e.explain(typ, subject, ev, false)
+	return why == ""
+}
+
+// Explain is Matches with the reason it fails ("" when the event matches)
+// and, when an advanced filter failed, its index (else -1): what herald
+// filter-test shows a user whose subscription receives nothing.
+func (e *Entry) Explain(typ, subject string, ev *filter.Event) (why string, failed int) {
+	return e.explain(typ, subject, ev, true)
+}
+
+func (e *Entry) explain(typ, subject string, ev *filter.Event, detail bool) (string, int) {
 	switch e.State {
 	case store.StateActive, store.StateDeactivated, store.StateAwaitingValidation:
 	default:
-		return false
+		return "the subscription is " + e.State, -1
 	}
 	if e.types == nil && strings.HasPrefix(typ, OperationalPrefix) {
-		return false
+		return "operational (herald.*) events go only to subscriptions that list their type", -1
 	}
 	if e.types != nil && !e.types[typ] {
-		return false
+		return "its type " + strconv.Quote(typ) + " is not in event_types", -1
 	}
-	return strings.HasPrefix(subject, e.SubjectBeginsWith) && strings.HasSuffix(subject, e.SubjectEndsWith)
+	if !hasPrefix(subject, e.SubjectBeginsWith, e.Filters.SubjectCaseSensitive) {
+		return "its subject " + strconv.Quote(subject) + " does not begin with subject_begins_with " + strconv.Quote(e.SubjectBeginsWith), -1
+	}
+	if !hasSuffix(subject, e.SubjectEndsWith, e.Filters.SubjectCaseSensitive) {
+		return "its subject " + strconv.Quote(subject) + " does not end with subject_ends_with " + strconv.Quote(e.SubjectEndsWith), -1
+	}
+	if e.filter == nil {
+		return "", -1
+	}
+	if ev == nil {
+		return "no event to read the advanced filters from", 0
+	}
+	if !detail {
+		if e.filter.Match(ev) {
+			return "", -1
+		}
+		return "an advanced filter failed", -1
+	}
+	if i, why := e.filter.Explain(ev); i >= 0 {
+		return why, i
+	}
+	return "", -1
+}
+
+// hasPrefix is strings.HasPrefix, in any letter case unless sensitive.
+func hasPrefix(s, p string, sensitive bool) bool {
+	if sensitive {
+		return strings.HasPrefix(s, p)
+	}
+	return len(s) >= len(p) && strings.EqualFold(s[:len(p)], p)
+}
+
+// hasSuffix is strings.HasSuffix, in any letter case unless sensitive.
+func hasSuffix(s, p string, sensitive bool) bool {
+	if sensitive {
+		return strings.HasSuffix(s, p)
+	}
+	return len(s) >= len(p) && strings.EqualFold(s[len(s)-len(p):], p)
 }
 
 // Queues reports whether the subscription's new deliveries are queued
@@ -233,12 +292,12 @@ func (s *Snapshot) All() []*Entry {
 // those taking every type, each group in ID order. Its cost grows with the
 // number of the account's candidate subscriptions for the type, not with
 // all of them.
-func (s *Snapshot) Match(account, typ, subject string) []*Entry {
+func (s *Snapshot) Match(account, typ, subject string, ev *filter.Event) []*Entry {
 	account = store.AccountOrDefault(account)
 	var out []*Entry
 	for _, group := range [][]*Entry{s.byType[typeKey{account, typ}], s.any[account]} {
 		for _, e := range group {
-			if e.Matches(typ, subject) {
+			if e.Matches(typ, subject, ev) {
 				out = append(out, e)
 			}
 		}

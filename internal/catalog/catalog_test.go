@@ -73,7 +73,7 @@ func TestMatch(t *testing.T) {
 		{"herald.endpoint.disabled", "/invoices/x", []string{"s3"}}, // the catch-all does not get herald.*
 	}
 	for _, tc := range cases {
-		got := ids(f.c.Snapshot().Match("", tc.typ, tc.subject))
+		got := ids(f.c.Snapshot().Match("", tc.typ, tc.subject, nil))
 		if len(got) != len(tc.want) {
 			t.Errorf("Match(%s, %s) = %v, want %v", tc.typ, tc.subject, got, tc.want)
 			continue
@@ -89,7 +89,7 @@ func TestMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.sync()
-	if got := ids(f.c.Snapshot().Match("", "invoice.sent", "/x")); len(got) != 0 {
+	if got := ids(f.c.Snapshot().Match("", "invoice.sent", "/x", nil)); len(got) != 0 {
 		t.Fatalf("after delete: %v", got)
 	}
 }
@@ -122,13 +122,13 @@ func TestSyncIsIncrementalAndVersioned(t *testing.T) {
 	if v2.Version != v1.Version+2 {
 		t.Fatalf("version %d, want %d", v2.Version, v1.Version+2)
 	}
-	if got := ids(v2.Match("", "t1", "")); len(got) != 1 || got[0] != "b" {
+	if got := ids(v2.Match("", "t1", "", nil)); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("t1 now goes to %v, want [b]", got)
 	}
-	if got := ids(v2.Match("", "t2", "")); len(got) != 1 || got[0] != "a" {
+	if got := ids(v2.Match("", "t2", "", nil)); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("t2 now goes to %v, want [a]", got)
 	}
-	if got := ids(v1.Match("", "t1", "")); len(got) != 1 || got[0] != "a" {
+	if got := ids(v1.Match("", "t1", "", nil)); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("the old snapshot changed: t1 goes to %v", got)
 	}
 	if err := f.st.DeleteSubscription(f.ctx, "a", time.Now()); err != nil {
@@ -183,7 +183,7 @@ func TestMatchIsPerAccount(t *testing.T) {
 	snap := f.c.Snapshot()
 	for acc, want := range map[string][]string{"": {"d-typed", "d-any"}, store.DefaultAccount: {"d-typed", "d-any"},
 		"acc_other": {"o-typed", "o-any"}, "acc_none": nil} {
-		got := ids(snap.Match(acc, "t", ""))
+		got := ids(snap.Match(acc, "t", "", nil))
 		if len(got) != len(want) || len(got) > 0 && (got[0] != want[0] || got[1] != want[1]) {
 			t.Errorf("Match(%q, t) = %v, want %v", acc, got, want)
 		}

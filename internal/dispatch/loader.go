@@ -75,15 +75,17 @@ func (e *Engine) refresh() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := make(map[string]bool, len(dues))
+	// A hint given while the scan ran (a commit after the scan's read) is
+	// kept: the scan may not have seen that delivery.
 	for _, d := range dues {
 		seen[d.EndpointID] = true
 		l := s.laneFor(d.EndpointID)
-		l.nextDue = d.NextDue
+		l.nextDue = earlier(d.NextDue, l.hinted)
 		l.idleSince = time.Time{}
 	}
 	for id, l := range s.lanes {
 		if !seen[id] {
-			l.nextDue = time.Time{}
+			l.nextDue = l.hinted
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -125,7 +126,9 @@ func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now ti
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
-		for _, sub := range snap.Match(ne.AccountID, ne.Type, ne.Subject) {
+		// Read by advanced filters only, and then parsed once for all.
+		fev := filter.NewEvent(ne.Payload)
+		for _, sub := range snap.Match(ne.AccountID, ne.Type, ne.Subject, fev) {
 			d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
 			ne.Deliveries = append(ne.Deliveries, d)
 			if !d.Queued {

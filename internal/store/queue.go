@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -172,4 +173,14 @@ func LockTokenDelivery(token string) string {
 		}
 	}
 	return ""
+}
+
+// FilterOptions are a subscription's content filters, kept as written (the
+// filter package compiles them; the store only keeps them).
+type FilterOptions struct {
+	// Advanced is the advanced_filters list as JSON (nil: none).
+	Advanced json.RawMessage `json:"advanced,omitempty"`
+	// SubjectCaseSensitive makes subject_begins_with and subject_ends_with
+	// compare letter case (default: they ignore it).
+	SubjectCaseSensitive bool `json:"subject_case_sensitive,omitempty"`
 }

@@ -267,7 +267,10 @@ type Subscription struct {
 	FailurePolicy string
 	// Delivery is how a push subscription's requests are made: schema,
 	// batches, endpoint validation, dead-letter destination.
-	Delivery  DeliveryOptions
+	Delivery DeliveryOptions
+	// Filters are the content filters beside EventTypes and the subject's
+	// prefix and suffix.
+	Filters   FilterOptions
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Version is the catalog version its last write set (read only: the

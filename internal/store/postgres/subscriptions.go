@@ -15,11 +15,11 @@ import (
 const (
 	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-	delivery, dead_letter_endpoint_id, created_at, updated_at, version`
+	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version`
 
 	// The parameters of both are subscriptionArgs' followed by the version.
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES ($21, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $22)`
+VALUES ($22, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $23)`
 
 	// updateSubscriptionSQL keeps the account ($1 only selects the row): a
 	// subscription stays in the account it was created in. It keeps the
@@ -30,8 +30,8 @@ VALUES ($21, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $
 	name = $2, url = $3, endpoint_id = $4, event_types = $5, subject_begins_with = $6, subject_ends_with = $7,
 	retry_policy = $8, timeout_ms = $9, headers = $10, secret_headers = $11, signing = $12, dead_letter = $13,
 	state = CASE WHEN $14::text IS NULL THEN state ELSE state END, delivery_mode = $15, failure_policy = $16,
-	delivery = $17, dead_letter_endpoint_id = $18, created_at = $19, updated_at = $20, version = $22
-WHERE id = $21 AND account_id = $1`
+	delivery = $17, dead_letter_endpoint_id = $18, filters = $19, created_at = $20, updated_at = $21, version = $23
+WHERE id = $22 AND account_id = $1`
 
 	// bumpCatalogSQL advances the catalog version and locks its row until
 	// the transaction ends; every subscription write runs it first. A
@@ -368,7 +368,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 }
 
 // subscriptionArgs returns s's columns in subscriptionCols order after the
-// ID (account_id … updated_at: $1 … $20), followed by the ID ($21). It
+// ID (account_id … updated_at: $1 … $21), followed by the ID ($22). It
 // fills in an empty AccountID, DeliveryMode and FailurePolicy, and a push
 // subscription's empty EndpointID (sqlrow.SubscriptionValues).
 func subscriptionArgs(s *store.Subscription) ([]any, error) {

@@ -564,7 +564,7 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 			}
 			queued.add(sub)
 			if deactivates(o) {
-				deact = append(deact, deactivation{sub, sqlrow.UnixMS(o.Attempt.StartedAt.Add(o.Attempt.Duration))})
+				deact = append(deact, deactivation{sub, sqlrow.UnixMS(o.Attempt.StartedAt)})
 			}
 		}
 	}

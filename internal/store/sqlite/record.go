@@ -108,7 +108,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			case err == nil && o.Status == store.StatusQueued:
 				queued.add(sub)
 				if o.Deactivate {
-					if err := w.deactivate(sub, a.StartedAt.Add(a.Duration)); err != nil {
+					if err := w.deactivate(sub, a.StartedAt); err != nil {
 						return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 					}
 				}

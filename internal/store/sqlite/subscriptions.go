@@ -13,10 +13,10 @@ import (
 const (
 	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-	delivery, dead_letter_endpoint_id, created_at, updated_at, version`
+	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version`
 
 	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// updateSubscriptionSQL sets every column but the ID and the account
 	// (sqlrow.SubscriptionValues without its first value), then the
@@ -28,8 +28,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
 	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?,
 	state = CASE WHEN ? IS NULL THEN state ELSE state END,
-	delivery_mode = ?, failure_policy = ?, delivery = ?, dead_letter_endpoint_id = ?, created_at = ?, updated_at = ?,
-	version = ?
+	delivery_mode = ?, failure_policy = ?, delivery = ?, dead_letter_endpoint_id = ?, filters = ?, created_at = ?,
+	updated_at = ?, version = ?
 WHERE id = ?`
 
 	// bumpCatalogSQL advances the catalog version; every subscription write

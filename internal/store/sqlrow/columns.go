@@ -39,14 +39,17 @@ func LeaseUntilMS(l store.Lease) int64 {
 	return v
 }
 
-// AttemptEndMS is when attempt a ended (its start plus its duration), in
-// Unix milliseconds; 0 when its start is unknown (zero: an outcome that
-// made no attempt on a delivery never attempted before).
+// AttemptEndMS is when what follows attempt a is due, in Unix
+// milliseconds: its start (the dispatcher's clock; its duration is measured
+// on the wall clock, so adding it would mix two clocks and, on a test's
+// fake clock, put what follows in a future that never comes); 0 when its
+// start is unknown (an outcome that made no attempt on a delivery never
+// attempted before).
 func AttemptEndMS(a *store.AttemptRecord) int64 {
 	if a.StartedAt.IsZero() {
 		return 0
 	}
-	return UnixMS(a.StartedAt.Add(a.Duration))
+	return UnixMS(a.StartedAt)
 }
 
 // AttemptCols selects a store.AttemptRecord from attempts; ScanAttempt

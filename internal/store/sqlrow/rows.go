@@ -2,6 +2,7 @@ package sqlrow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,21 +22,22 @@ type RowScanner interface {
 // ScanSubscription reads the columns id, account_id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
 // timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-// delivery, dead_letter_endpoint_id, created_at, updated_at, version.
+// delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version.
 //
 // delivery holds the store.DeliveryOptions as JSON ('{}': the defaults): they
 // are read with the subscription and never queried, so one column keeps
 // them without a migration per option. dead_letter_endpoint_id is derived
 // from it (DeadLetterEndpointID) and kept in a column of its own because
 // it is queried (the endpoint rows a subscription keeps alive, the
-// endpoint of its dead letters); it is read and ignored.
+// endpoint of its dead letters); it is read and ignored. filters holds the
+// store.FilterOptions the same way ('{}': none), written by encodeFilters.
 func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
-	var types, headers, secretHeaders, signing, delivery, deadLetterEndpoint string
+	var types, headers, secretHeaders, signing, delivery, deadLetterEndpoint, filters string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
 		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy,
-		&delivery, &deadLetterEndpoint, &created, &updated, &s.Version); err != nil {
+		&delivery, &deadLetterEndpoint, &filters, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -49,6 +51,9 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	}
 	if err := json.Unmarshal([]byte(delivery), &s.Delivery); err != nil {
 		return store.Subscription{}, fmt.Errorf("subscription %s: delivery: %w", s.ID, err)
+	}
+	if err := json.Unmarshal([]byte(filters), &s.Filters); err != nil {
+		return store.Subscription{}, fmt.Errorf("subscription %s: filters: %w", s.ID, err)
 	}
 	sg, err := DecodeSigning(signing)
 	if err != nil {
@@ -81,6 +86,10 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	filters, err := encodeFilters(s.Filters)
+	if err != nil {
+		return nil, fmt.Errorf("subscription %s: %w", s.ID, err)
+	}
 	s.AccountID = store.AccountOrDefault(s.AccountID)
 	if s.DeliveryMode == "" {
 		s.DeliveryMode = store.ModePush
@@ -93,8 +102,31 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	}
 	return []any{s.AccountID, s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
-		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery), DeadLetterEndpointID(s),
+		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery), DeadLetterEndpointID(s), filters,
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
+}
+
+// encodeFilters is the filters column's value of f: a JSON object, '{}'
+// for none, {"advanced": …, "subject_case_sensitive": true} otherwise (each
+// key only when set). Advanced goes in as written, not re-encoded as
+// json.Marshal would (compacted, with <, > and & escaped), so that
+// ScanSubscription reads back the same bytes; it must be one JSON value,
+// without white space around it (which would not be kept).
+func encodeFilters(f store.FilterOptions) (string, error) {
+	b := []byte{'{'}
+	if len(f.Advanced) > 0 {
+		if !json.Valid(f.Advanced) {
+			return "", errors.New("filters: advanced is not JSON")
+		}
+		b = append(append(b, `"advanced":`...), f.Advanced...)
+	}
+	if f.SubjectCaseSensitive {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, `"subject_case_sensitive":true`...)
+	}
+	return string(append(b, '}')), nil
 }
 
 // DeadLetterEndpointID is the subscriptions.dead_letter_endpoint_id of s:

@@ -12,10 +12,11 @@ import (
 // with a queued outcome and Deactivate) and ReactivateSubscription.
 
 // queuedOutcome is the outcome of failed attempt n of id, started at
-// `started`, under the queue failure policy: queued, receivable at the
-// attempt's end (to the millisecond), the subscription deactivated.
+// `started`, under the queue failure policy: queued, receivable from the
+// attempt's start (to the millisecond: the dispatcher's clock, as
+// sqlrow.AttemptEndMS), the subscription deactivated.
 func queuedOutcome(id string, n int, started time.Time) store.Outcome {
-	end := started.Add(attemptDuration).Truncate(time.Millisecond)
+	end := started.Truncate(time.Millisecond)
 	o := failed(id, n, started, end, end)
 	o.Status, o.Deactivate = store.StatusQueued, true
 	return o

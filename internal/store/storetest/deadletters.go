@@ -77,9 +77,11 @@ func (b *bundle) deadLetter(sub store.Subscription, at time.Time) (store.NewEven
 	return ev, seq, o, id, o.DeadLetterCopy.ID
 }
 
-// attemptEnd is when the attempt of o ended, to the millisecond.
+// attemptEnd is when what follows the attempt of o is due, to the
+// millisecond: its start (sqlrow.AttemptEndMS: durations are wall-clock
+// time, starts the dispatcher's clock).
 func attemptEnd(o store.Outcome) time.Time {
-	return o.Attempt.StartedAt.Add(o.Attempt.Duration).Truncate(time.Millisecond)
+	return o.Attempt.StartedAt.Truncate(time.Millisecond)
 }
 
 // noDelivery fails the test unless delivery id does not exist.

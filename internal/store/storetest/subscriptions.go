@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -40,10 +41,17 @@ func fullSubscription(b *bundle) store.Subscription {
 		State:         "active",
 		DeliveryMode:  store.ModePush,
 		FailurePolicy: store.FailureQueue,
-		CreatedAt:     b.now,
-		UpdatedAt:     b.at(time.Second),
+		// Kept as written: white space, escapes, and characters
+		// json.Marshal would escape.
+		Filters:   store.FilterOptions{Advanced: json.RawMessage(advancedFilters), SubjectCaseSensitive: true},
+		CreatedAt: b.now,
+		UpdatedAt: b.at(time.Second),
 	}
 }
+
+// advancedFilters is an advanced_filters list as a client may write it.
+const advancedFilters = `[ {"operator_type": "NumberIn",  "key": "data.amount", "values": [1, 2.50, 1e3]},
+	{"operator_type":"StringContains","key":"data.note","values":["a<b & c>d", "caf\u00e9", "café", "\"q\""]} ]`
 
 func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	s := fullSubscription(b)
@@ -58,7 +66,16 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 		t.Fatalf("created subscription has version %d, want > 0", got.Version)
 	}
 	s.Version = got.Version          // assigned by the store
-	equal(t, "subscription", got, s) // RetryPolicy byte for byte, as written
+	equal(t, "subscription", got, s) // RetryPolicy and Filters.Advanced byte for byte, as written
+	if string(got.Filters.Advanced) != advancedFilters {
+		t.Fatalf("advanced filters read back as %s; want %s", got.Filters.Advanced, advancedFilters)
+	}
+	// The catalog reads the filters: it compiles them.
+	ch, err := b.s.SubscriptionChanges(b.ctx, got.Version-1)
+	if err != nil || len(ch.Changed) != 1 {
+		t.Fatalf("SubscriptionChanges after the create: %+v, %v", ch, err)
+	}
+	equal(t, "changed", ch.Changed[0], s)
 
 	// Empty lists and maps read back empty.
 	bare := store.Subscription{ID: b.id("sub_"), Name: "bare", URL: "https://bare.example/",
@@ -71,7 +88,7 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	if len(got.EventTypes) != 0 || len(got.Headers) != 0 || len(got.SecretHeaders) != 0 || len(got.Signing.Keys) != 0 ||
-		len(got.RetryPolicy) != 0 || got.DeadLetter || got.Timeout != 0 {
+		len(got.RetryPolicy) != 0 || got.DeadLetter || got.Timeout != 0 || got.Filters.Advanced != nil || got.Filters.SubjectCaseSensitive {
 		t.Fatalf("bare subscription read back as %+v", got)
 	}
 	got.EventTypes, got.Headers, got.SecretHeaders, got.RetryPolicy = nil, nil, nil, nil
@@ -132,6 +149,7 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	s.DeadLetter = false
 	s.State = "deactivated" // ignored
 	s.FailurePolicy = store.FailureRetry
+	s.Filters = store.FilterOptions{Advanced: json.RawMessage(`[{"operator_type":"IsNullOrUndefined","key":"data.x"}]`)}
 	s.UpdatedAt = b.at(time.Hour)
 	before, err := b.s.GetSubscription(b.ctx, s.ID)
 	if err != nil {

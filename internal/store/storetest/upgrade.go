@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,7 +23,7 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		check   func(*testing.T, store.Store)
 	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
 		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5},
-		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}} {
+		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}, {8, V8Data, CheckUpgradeFromV8}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -659,5 +660,128 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetEndpoint(ctx, shared); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetEndpoint(%s) after its subscription was deleted: %v; want ErrNotFound", shared, err)
+	}
+}
+
+// V8Data is written into a database at schema version 8, before content
+// filters: a push subscription with delivery options naming a dead-letter
+// URL (its endpoint ep_n0jm…, the EndpointID of
+// https://dl.v8.example/hook), whose dead-lettered delivery has a pending
+// dead letter on that endpoint, and a pull subscription.
+const V8Data = `
+INSERT INTO endpoints (id, account_id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v8', 'acc_default', 'https://v8.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1),
+       ('ep_n0jm21krfnc98k5a5964', 'acc_default', 'https://dl.v8.example/hook', 'enabled', 0, 0, 0, 1767603600000, 2);
+UPDATE counters SET value = 2 WHERE name = 'endpoints';
+INSERT INTO subscriptions (id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	delivery, dead_letter_endpoint_id, created_at, updated_at, version)
+VALUES ('sub_v8', 'acc_default', 'v8', 'https://v8.example/hook', 'ep_v8', '["invoice.paid"]', 'Invoices/', '.JSON',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'push', 'retry',
+	'{"schema":"eventgrid","dead_letter_url":"https://dl.v8.example/hook"}', 'ep_n0jm21krfnc98k5a5964',
+	1767603600000, 1767603600000, 2),
+       ('sub_v8pull', 'acc_default', 'v8-pull', '', '', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'pull', 'retry', '{}', '',
+	1767603600000, 1767603600000, 3);
+UPDATE counters SET value = 3 WHERE name = 'catalog';
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES ('acc_default', 'e1', '/billing', 'invoice.paid', 'Invoices/1.JSON', 1767603600000, '{"specversion":"1.0","id":"e1"}');
+INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, last_attempt_at, last_status_code, last_outcome, dead_letter_reason, dead_letter_of)
+VALUES ('dlv_v8_dead', 'acc_default', 'sub_v8', 'ep_v8', (SELECT seq FROM events WHERE id = 'e1'), 'dead_lettered', 3,
+	1767603600000, 0, 1767603600000, 1767603650000, 400, 'http_400', 'NonRetriableStatus', ''),
+       ('dlv_v8_copy', 'acc_default', 'sub_v8', 'ep_n0jm21krfnc98k5a5964', (SELECT seq FROM events WHERE id = 'e1'), 'pending', 0,
+	1767603650000, 1767603650000, 1767603650000, 0, 0, '', '', 'dlv_v8_dead');
+`
+
+// CheckUpgradeFromV8 checks a store opened on a version-8 database holding
+// V8Data: both subscriptions, read alone and by the catalog, have no
+// content filters and keep the rest (the delivery options and dead-letter
+// URL); the pending dead letter is still claimed on its endpoint; and
+// filters written after the upgrade read back as written (Advanced byte for
+// byte), and are cleared again.
+func CheckUpgradeFromV8(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	const dlURL = "https://dl.v8.example/hook"
+	dlEp := store.EndpointID(dlURL)
+	if dlEp != "ep_n0jm21krfnc98k5a5964" {
+		t.Fatalf("V8Data names %s's endpoint ep_n0jm21krfnc98k5a5964; it is %s", dlURL, dlEp)
+	}
+	changes, err := s.SubscriptionChanges(ctx, 0)
+	if err != nil || len(changes.Changed) != 2 {
+		t.Fatalf("SubscriptionChanges(0) after the upgrade: %+v, %v", changes, err)
+	}
+	for _, c := range changes.Changed {
+		sub, err := s.GetSubscription(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "subscription "+c.ID+" in the catalog after the upgrade", c, sub)
+		equal(t, "filters of "+c.ID+" after the upgrade", sub.Filters, store.FilterOptions{})
+	}
+	sub, err := s.GetSubscription(ctx, "sub_v8")
+	if err != nil || sub.Delivery.DeadLetterURL != dlURL || sub.Delivery.Schema != "eventgrid" ||
+		sub.SubjectBeginsWith != "Invoices/" || sub.SubjectEndsWith != ".JSON" || sub.EndpointID != "ep_v8" {
+		t.Fatalf("sub_v8 after the upgrade: %+v, %v", sub, err)
+	}
+	cs, err := s.ClaimDue(ctx, dlEp, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v8_copy" || cs[0].DeadLetterOf != "dlv_v8_dead" ||
+		cs[0].DeadLetter == nil || cs[0].DeadLetter.DeadLetterReason != "NonRetriableStatus" {
+		t.Fatalf("ClaimDue of the dead letter after the upgrade: %+v, %v", cs, err)
+	}
+
+	// Filters written after the upgrade read back, alone and in the catalog.
+	const advanced = `[{"operator_type": "StringIn", "key": "data.region",  "values": ["eu<1>", "us & ca"]}]`
+	for _, w := range []struct {
+		id string
+		f  store.FilterOptions
+	}{
+		{"sub_v8", store.FilterOptions{Advanced: json.RawMessage(advanced), SubjectCaseSensitive: true}},
+		{"sub_v8pull", store.FilterOptions{SubjectCaseSensitive: true}},
+	} {
+		id, f := w.id, w.f
+		sub, err := s.GetSubscription(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.SubscriptionChanges(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub.Filters, sub.UpdatedAt = f, now
+		if err := s.UpdateSubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetSubscription(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub.Version = got.Version
+		equal(t, "subscription "+id+" after filters were set", got, sub)
+		if string(got.Filters.Advanced) != string(f.Advanced) {
+			t.Fatalf("advanced filters of %s read back as %s; want %s", id, got.Filters.Advanced, f.Advanced)
+		}
+		ch, err := s.SubscriptionChanges(ctx, before.Version)
+		if err != nil || len(ch.Changed) != 1 {
+			t.Fatalf("SubscriptionChanges after filters were set: %+v, %v", ch, err)
+		}
+		equal(t, "subscription "+id+" in the catalog after filters were set", ch.Changed[0], sub)
+	}
+	if _, err := s.GetEndpoint(ctx, dlEp); err != nil {
+		t.Fatalf("dead-letter endpoint after filters were set: %v", err)
+	}
+	// And cleared.
+	sub, err = s.GetSubscription(ctx, "sub_v8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Filters = store.FilterOptions{}
+	if err := s.UpdateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetSubscription(ctx, "sub_v8"); err != nil || got.Filters.Advanced != nil || got.Filters.SubjectCaseSensitive {
+		t.Fatalf("filters after they were cleared: %+v, %v", got.Filters, err)
 	}
 }
