@@ -85,23 +85,6 @@ func (s *Store) queuedHere(subscriptionIDs []string) {
 	}
 }
 
-// idSet collects distinct IDs in the order first added.
-type idSet struct {
-	ids  []string
-	seen map[string]bool
-}
-
-func (s *idSet) add(id string) {
-	if s.seen[id] {
-		return
-	}
-	if s.seen == nil {
-		s.seen = map[string]bool{}
-	}
-	s.seen[id] = true
-	s.ids = append(s.ids, id)
-}
-
 // changeFeed listens on its own connection and signals, on channels of
 // capacity one (several notifications coalesce into one signal), that
 // subscriptions, endpoint health, or accounts and keys changed; it passes

@@ -77,19 +77,19 @@ func deactivates(o *store.Outcome) bool {
 // deactivateSQL); their IDs go into queued. Nothing changes, and the
 // version stays, when none is. The caller holds the catalog row's lock
 // (guardBatch), so no subscription write changes their states meanwhile.
-func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivation, queued *idSet) error {
+func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivation, queued *sqlrow.IDSet) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	var subs idSet
+	var subs sqlrow.IDSet
 	var at []int64
 	for _, d := range ds {
-		if !subs.seen[d.subscription] {
-			subs.add(d.subscription)
+		n := len(subs.IDs)
+		if subs.Add(d.subscription); len(subs.IDs) > n {
 			at = append(at, d.at)
 		}
 	}
-	rows, err := tx.Query(ctx, activeSubscriptionsSQL, subs.ids)
+	rows, err := tx.Query(ctx, activeSubscriptionsSQL, subs.IDs)
 	if err != nil {
 		return fmt.Errorf("deactivate: %w", err)
 	}
@@ -101,7 +101,7 @@ func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivatio
 	if err != nil {
 		return err
 	}
-	rows, err = tx.Query(ctx, deactivateSQL, subs.ids, at, v)
+	rows, err = tx.Query(ctx, deactivateSQL, subs.IDs, at, v)
 	if err != nil {
 		return fmt.Errorf("deactivate: %w", err)
 	}
@@ -110,7 +110,7 @@ func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivatio
 		return fmt.Errorf("deactivate: %w", err)
 	}
 	for _, id := range changed {
-		queued.add(id)
+		queued.Add(id)
 	}
 	return nil
 }

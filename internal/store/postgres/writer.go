@@ -181,14 +181,14 @@ func (s *Store) run(batch []*request) (err error) {
 	if err := s.guardBatch(ctx, tx, batch); err != nil {
 		return stmtError(err)
 	}
-	var queued idSet // subscriptions whose deliveries this batch made receivable
+	var queued sqlrow.IDSet // subscriptions whose deliveries this batch made receivable
 	if err := s.publishBatch(ctx, tx, batch, &queued); err != nil {
 		return stmtError(err)
 	}
 	if err := s.recordBatch(ctx, tx, batch, &queued); err != nil {
 		return stmtError(err)
 	}
-	if err := s.notifyQueued(ctx, tx, queued.ids); err != nil {
+	if err := s.notifyQueued(ctx, tx, queued.IDs); err != nil {
 		return stmtError(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -198,7 +198,7 @@ func (s *Store) run(batch []*request) (err error) {
 		}
 		return s.err(fmt.Errorf("commit (outcome unknown): %w", err))
 	}
-	s.queuedHere(queued.ids)
+	s.queuedHere(queued.IDs)
 	return nil
 }
 
@@ -349,7 +349,7 @@ func eventKey(ev *store.NewEvent) evKey {
 // Within the batch the first occurrence of an event is the one stored; later
 // occurrences, in the same call or another, are duplicates of it. The
 // subscriptions of the queued deliveries it wrote go into queued.
-func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *idSet) error {
+func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
 	var (
 		slots                             = map[evKey]int{}
 		eAcc, eID, eSrc, eType, eSubj     []string
@@ -448,7 +448,7 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, q
 	}
 	for i, slot := range qSlot {
 		if inserted[slot] { // a duplicate's deliveries were not written
-			queued.add(qSub[i])
+			queued.Add(qSub[i])
 		}
 	}
 	first := make([]bool, len(eID))
@@ -534,7 +534,7 @@ func copiesDeadLetter(o *store.Outcome) bool {
 // After the rounds, the subscriptions of the applied outcomes with
 // Deactivate are deactivated (deactivateBatch). The subscriptions of the
 // deliveries it queued go into queued.
-func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *idSet) error {
+func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
 	var rounds [][]*store.Outcome
 	last := map[string]int{} // delivery ID → the last round holding it
 	for _, r := range batch {
@@ -562,7 +562,7 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 			if !ok {
 				continue
 			}
-			queued.add(sub)
+			queued.Add(sub)
 			if deactivates(o) {
 				deact = append(deact, deactivation{sub, sqlrow.UnixMS(o.Attempt.StartedAt)})
 			}

@@ -56,9 +56,9 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 	lease := opts.Lease
 	until := sqlrow.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
-	var queued subscriptionSet
+	var queued sqlrow.IDSet
 	err := s.write(ctx, func(w *writer) error {
-		queued.reset()
+		queued.Reset()
 		if err := w.checkCatalog(events, opts); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 					owner, lu = lease.Owner, until
 				case d.Queued:
 					status = store.StatusQueued
-					queued.add(d.SubscriptionID)
+					queued.Add(d.SubscriptionID)
 				}
 				if _, err := w.exec(insertDeliverySQL, d.ID, account, d.SubscriptionID, d.EndpointID, seq, string(status),
 					at, at, at, owner, lu); err != nil {

@@ -257,7 +257,7 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 		return nil, err
 	}
 	if released {
-		s.notifyQueued(subscriptionSet{ids: []string{r.SubscriptionID}})
+		s.notifyQueued(sqlrow.IDSet{IDs: []string{r.SubscriptionID}})
 	}
 	return results, nil
 }
@@ -334,34 +334,9 @@ func (s *Store) CountQueued(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// subscriptionSet collects distinct subscription IDs, in the order first
-// added, for Options.OnQueued.
-type subscriptionSet struct {
-	ids  []string
-	seen map[string]bool
-}
-
-func (s *subscriptionSet) add(id string) {
-	if s.seen[id] {
-		return
-	}
-	if s.seen == nil {
-		s.seen = map[string]bool{}
-	}
-	s.seen[id] = true
-	s.ids = append(s.ids, id)
-}
-
-// reset empties the set (a write function may run twice).
-func (s *subscriptionSet) reset() {
-	s.ids = s.ids[:0]
-	clear(s.seen)
-}
-
-// notifyQueued passes the set's IDs to Options.OnQueued, if both are
 // there. It runs after the commit, on the caller's goroutine.
-func (s *Store) notifyQueued(set subscriptionSet) {
-	if s.onQueued != nil && len(set.ids) > 0 {
-		s.onQueued(set.ids)
+func (s *Store) notifyQueued(set sqlrow.IDSet) {
+	if s.onQueued != nil && len(set.IDs) > 0 {
+		s.onQueued(set.IDs)
 	}
 }

@@ -94,9 +94,9 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			return fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
 		}
 	}
-	var queued subscriptionSet
+	var queued sqlrow.IDSet
 	err := s.write(ctx, func(w *writer) error {
-		queued.reset()
+		queued.Reset()
 		for _, o := range outcomes {
 			a := &o.Attempt
 			var sub string
@@ -106,7 +106,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner}, &sub)
 			switch {
 			case err == nil && o.Status == store.StatusQueued:
-				queued.add(sub)
+				queued.Add(sub)
 				if o.Deactivate {
 					if err := w.deactivate(sub, a.StartedAt); err != nil {
 						return fmt.Errorf("record %s: %w", a.DeliveryID, err)

@@ -110,3 +110,28 @@ const (
 	// EndpointBytes: an endpoint's URL and health window.
 	EndpointBytes = `octet_length(url) + octet_length(health_window)`
 )
+
+// IDSet collects distinct IDs in the order first added (the subscriptions
+// a write made deliveries receivable for, for the stores' OnQueued).
+type IDSet struct {
+	IDs  []string
+	seen map[string]bool
+}
+
+// Add adds id unless it is in the set.
+func (s *IDSet) Add(id string) {
+	if s.seen[id] {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[id] = true
+	s.IDs = append(s.IDs, id)
+}
+
+// Reset empties the set (a write function may run twice).
+func (s *IDSet) Reset() {
+	s.IDs = s.IDs[:0]
+	clear(s.seen)
+}
