@@ -28,6 +28,10 @@ subscription and acknowledge, and its deliveries are the acknowledged ones.
 The batch scenario runs steady-batch's load twice, each on a fresh server,
 with the subscriptions at max_events_per_batch 1 and then at --batch; its
 receivers count each event of a batched push.
+The fanout-filtered scenario runs steady-batch's load twice, each on a fresh
+server, with the subscriptions filtered by advanced filters every event
+matches: first alongside 1,000 more subscriptions to the same event types
+whose filters never match, then without them.
 A progress line goes to stderr while it runs. The exit status is 1 when a
 scenario failed (did not finish by its deadline, or the server died); a missed
 budget is reported, not an error.

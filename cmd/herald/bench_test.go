@@ -19,6 +19,7 @@ func TestBenchUsage(t *testing.T) {
 	}{
 		{[]string{"-h"}, 0, "steady-batch"},
 		{[]string{"-h"}, 0, "max_events_per_batch"},
+		{[]string{"-h"}, 0, "fanout-filtered"},
 		{[]string{"--scenario", "nope"}, 2, `unknown scenario "nope"`},
 		{[]string{"extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"--batch", "0", "--herald", "/nonexistent/herald"}, 2, "--herald"},

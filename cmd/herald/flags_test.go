@@ -32,6 +32,8 @@ func commandsUnderTest(t *testing.T) map[string]command {
 			func(w io.Writer) *flag.FlagSet { fs, _, _ := newPolicyShowFlags(w); return fs }, false},
 		"migrate": {[]string{"migrate", "--store", "postgres://127.0.0.1:1/none", "--timeout", "1s"},
 			func(w io.Writer) *flag.FlagSet { fs, _, _ := newMigrateFlags(w); return fs }, true},
+		"filter test": {[]string{"filter", "test", "sub_x", "--api", "http://127.0.0.1:1"},
+			func(w io.Writer) *flag.FlagSet { fs, _, _, _ := newFilterFlags(w); return fs }, false},
 		"pull": {[]string{"pull", "sub_x", "--api", "http://127.0.0.1:1"},
 			func(w io.Writer) *flag.FlagSet { fs, _ := newPullFlags(w); return fs }, false},
 		"version": {[]string{"version"},
@@ -133,6 +135,11 @@ var badValues = map[string]map[string][]string{
 	},
 	"version": {
 		"json": {"maybe"},
+	},
+	"filter test": {
+		"api":   {"bogus", "ftp://x", ""},
+		"data":  {""},
+		"event": {"", "/nonexistent/event.json"},
 	},
 	"pull": {
 		"api":           {"bogus", "ftp://x", ""},

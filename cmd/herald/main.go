@@ -4,6 +4,7 @@
 //	herald serve      run the server (embedded SQLite store by default)
 //	herald sink       a local receiver that prints what arrives
 //	herald pull       receive, print and acknowledge a subscription's queued events
+//	herald filter     say whether an event would go to a subscription, and why not
 //	herald policy     print a retry preset's timetable
 //	herald migrate    apply the PostgreSQL schema migrations
 //	herald bench      end-to-end benchmarks
@@ -40,6 +41,9 @@ Usage:
       receive a pull (or deactivated push) subscription's queued events from a
       running Herald, print and acknowledge them; the key is HERALD_API_KEY,
       else DATA/admin.key (--data)
+  herald filter test [--api URL] [--event FILE|-] SUBSCRIPTION
+      say whether an event would go to a subscription of a running Herald,
+      and which rule (event type, subject, advanced filter) refused it
   herald policy list
       list the retry presets
   herald policy show NAME [--json] [--spec JSON]
@@ -59,6 +63,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"serve":   runServe,
 	"sink":    runSink,
 	"pull":    runPull,
+	"filter":  runFilter,
 	"policy":  runPolicy,
 	"migrate": runMigrate,
 	"bench":   benchMain,

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +120,43 @@ func TestHeraldPullCommand(t *testing.T) {
 	cmd.Stderr = &errOut
 	if err := cmd.Run(); err == nil || !strings.Contains(errOut.String(), "HERALD_API_KEY") {
 		t.Fatalf("herald pull without a key: %v, %q", err, errOut.String())
+	}
+}
+
+// TestHeraldFilterTestCommand: herald filter test says whether an event
+// would go to a subscription (exit 0) or which filter refused it (exit 1).
+func TestHeraldFilterTestCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test: builds and runs the herald binary")
+	}
+	h := startHerald(t, "herald", t.TempDir(), serveFlags...)
+	rcv := newReceiver(t, 0, false)
+	sub := h.createSubscriptionWith(t, "filtered", rcv.URL(), map[string]any{
+		"advanced_filters": []map[string]any{{"operator_type": "NumberGreaterThan", "key": "data.amount", "value": 100}},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		amount int
+		code   int
+		says   string
+	}{{150, 0, "matches"}, {50, 1, "does not match (advanced_filters[0])"}} {
+		ev := `{"specversion":"1.0","id":"f1","source":"/s","type":"t","data":{"amount":` + strconv.Itoa(c.amount) + `}}`
+		cmd := exec.CommandContext(ctx, heraldBin, "filter", "test", sub, "--api", h.base)
+		cmd.Env = append(childEnv(), "HERALD_API_KEY="+adminKey)
+		cmd.Stdin = strings.NewReader(ev)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || !strings.Contains(out.String(), c.says) {
+			t.Fatalf("amount %d: exit %d, %q %q; want exit %d saying %q", c.amount, code, out.String(), errOut.String(), c.code, c.says)
+		}
 	}
 }
