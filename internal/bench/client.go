@@ -84,6 +84,8 @@ type subscription struct {
 	// Batching (cloudevents schema): 0 leaves the server's default.
 	MaxEventsPerBatch int `json:"max_events_per_batch,omitempty"`
 	PreferredBatchKB  int `json:"preferred_batch_size_kb,omitempty"`
+	// AdvancedFilters (Event Grid's advanced filters), JSON; nil: none.
+	AdvancedFilters json.RawMessage `json:"advanced_filters,omitempty"`
 }
 
 // createSubscription creates s and returns its id.

@@ -10,19 +10,20 @@ import (
 )
 
 // Scenarios lists the scenarios in the order "all" runs them.
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch"}
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch", "fanout-filtered"}
 
 // scenarioInfo describes each scenario for usage text.
 var scenarioInfo = map[string]string{
-	"steady-batch":  "100 events a request to --endpoints endpoints, as fast as --publishers go",
-	"steady-single": "one event a request from --single-publishers concurrent publishers",
-	"latency":       "--rate events/s offered (one a request) for --duration; publish→receipt p99",
-	"fanout":        "each event to --fanout subscriptions (one endpoint each), 100 a request",
-	"failing":       "--rate events/s offered; --fail-share of the endpoints answer 503 for --fail-for, then recover",
-	"blackhole":     "--blackhole-share of the endpoints never answer; healthy throughput vs. a normal phase",
-	"backlog":       "--backlog deliveries pending retry hours away, then fresh traffic: memory and latency vs. before",
-	"pull":          "--pull-events to one pull subscription, --consumers receiving --pull-batch at a time and acknowledging; vs. steady-batch",
-	"batch":         "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
+	"steady-batch":    "100 events a request to --endpoints endpoints, as fast as --publishers go",
+	"steady-single":   "one event a request from --single-publishers concurrent publishers",
+	"latency":         "--rate events/s offered (one a request) for --duration; publish→receipt p99",
+	"fanout":          "each event to --fanout subscriptions (one endpoint each), 100 a request",
+	"failing":         "--rate events/s offered; --fail-share of the endpoints answer 503 for --fail-for, then recover",
+	"blackhole":       "--blackhole-share of the endpoints never answer; healthy throughput vs. a normal phase",
+	"backlog":         "--backlog deliveries pending retry hours away, then fresh traffic: memory and latency vs. before",
+	"pull":            "--pull-events to one pull subscription, --consumers receiving --pull-batch at a time and acknowledging; vs. steady-batch",
+	"batch":           "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
+	"fanout-filtered": "steady-batch's load with 1,000 subscriptions whose advanced filters never match, then on a fresh server without them",
 }
 
 // ScenarioHelp returns one line per scenario for usage text.
@@ -236,6 +237,9 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 	case "batch":
 		// Two runs of steady-batch's load: allow 1,000 deliveries/s at worst.
 		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
+	case "fanout-filtered":
+		// Two runs of steady-batch's load and 1,000 subscriptions created.
+		return 3*time.Minute + time.Duration(2*s.Events/1000)*time.Second
 	case "pull":
 		// Allow 1,000 acknowledged deliveries/s at worst.
 		return 2*time.Minute + time.Duration(s.PullEvents/1000)*time.Second

@@ -100,15 +100,16 @@ type env struct {
 // scenarioFuncs run the scenarios; each fills res.Phases, res.Figures and
 // res.Budget and returns an error when it could not finish.
 var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) error{
-	"steady-batch":  steadyBatch,
-	"steady-single": steadySingle,
-	"latency":       latencyScenario,
-	"fanout":        fanoutScenario,
-	"failing":       failingScenario,
-	"blackhole":     blackholeScenario,
-	"backlog":       backlogScenario,
-	"pull":          pullScenario,
-	"batch":         batchScenario,
+	"steady-batch":    steadyBatch,
+	"steady-single":   steadySingle,
+	"latency":         latencyScenario,
+	"fanout":          fanoutScenario,
+	"failing":         failingScenario,
+	"blackhole":       blackholeScenario,
+	"backlog":         backlogScenario,
+	"pull":            pullScenario,
+	"batch":           batchScenario,
+	"fanout-filtered": filteredScenario,
 }
 
 func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) (res Result) {
