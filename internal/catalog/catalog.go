@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -204,6 +205,11 @@ type Snapshot struct {
 	byID    map[string]*Entry
 	byType  map[typeKey][]*Entry // entries that list the type, by ID
 	any     map[string][]*Entry  // by account: entries with no type list, by ID
+	// The groups above in which some entry has a StringIn filter, indexed
+	// by its values (filter.Index): an event is then checked only against
+	// the entries it may pass, however many filter it out.
+	byTypeIx map[typeKey]*filter.Index[*Entry]
+	anyIx    map[string]*filter.Index[*Entry]
 }
 
 // typeKey indexes entries by account and event type.
@@ -291,16 +297,33 @@ func (s *Snapshot) All() []*Entry {
 // event of this type and subject goes to: those listing the type, then
 // those taking every type, each group in ID order. Its cost grows with the
 // number of the account's candidate subscriptions for the type, not with
-// all of them.
+// all of them, and not with those whose StringIn filter the event's value
+// is not in (they are indexed by their values).
 func (s *Snapshot) Match(account, typ, subject string, ev *filter.Event) []*Entry {
 	account = store.AccountOrDefault(account)
 	var out []*Entry
-	for _, group := range [][]*Entry{s.byType[typeKey{account, typ}], s.any[account]} {
-		for _, e := range group {
+	tk := typeKey{account, typ}
+	for _, g := range []struct {
+		list []*Entry
+		ix   *filter.Index[*Entry]
+	}{{s.byType[tk], s.byTypeIx[tk]}, {s.any[account], s.anyIx[account]}} {
+		if g.ix == nil {
+			for _, e := range g.list {
+				if e.Matches(typ, subject, ev) {
+					out = append(out, e)
+				}
+			}
+			continue
+		}
+		from := len(out)
+		g.ix.Candidates(ev, func(e *Entry) {
 			if e.Matches(typ, subject, ev) {
 				out = append(out, e)
 			}
-		}
+		})
+		seg := out[from:]
+		sort.Slice(seg, func(i, j int) bool { return seg[i].ID < seg[j].ID })
+		out = append(out[:from], slices.Compact(seg)...)
 	}
 	return out
 }
@@ -322,6 +345,18 @@ func (s *Snapshot) index() {
 		for _, t := range e.EventTypes {
 			k := typeKey{acc, t}
 			s.byType[k] = append(s.byType[k], e)
+		}
+	}
+	s.byTypeIx, s.anyIx = map[typeKey]*filter.Index[*Entry]{}, map[string]*filter.Index[*Entry]{}
+	matcher := func(e *Entry) *filter.Matcher { return e.filter }
+	for k, list := range s.byType {
+		if ix := filter.NewIndex(list, matcher); ix.Indexed() {
+			s.byTypeIx[k] = ix
+		}
+	}
+	for k, list := range s.any {
+		if ix := filter.NewIndex(list, matcher); ix.Indexed() {
+			s.anyIx[k] = ix
 		}
 	}
 }
