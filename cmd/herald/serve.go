@@ -85,6 +85,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), o.grace)
 	defer cancel()
+	srv.StopWaiting() // long-polling consumers answer now, not at their max_wait
 	if err := hs.Shutdown(shutCtx); err != nil {
 		logger.Warn("closing HTTP connections", "err", err)
 	}

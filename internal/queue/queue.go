@@ -52,6 +52,22 @@ type Service struct {
 	waiting map[string]map[chan struct{}]struct{} // by subscription
 	count   int
 	max     int
+	closed  bool // Close was called: nothing waits any more
+}
+
+// Close ends every wait in progress (those receives return what they
+// have: nothing) and makes later receives return at once, so that a server
+// shutting down does not hold its consumers' requests until their max_wait.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for id, w := range s.waiting {
+		for ch := range w {
+			close(ch)
+		}
+		delete(s.waiting, id)
+	}
 }
 
 // New returns a service; reg, when not nil, gets its metrics.
@@ -88,6 +104,15 @@ func (s *Service) wait(id string) (ch chan struct{}, done func(), err error) {
 		return nil, nil, ErrTooManyWaiters
 	}
 	ch = make(chan struct{})
+	if s.closed {
+		close(ch) // shutting down: no wait
+		s.count++
+		return ch, func() {
+			s.mu.Lock()
+			s.count--
+			s.mu.Unlock()
+		}, nil
+	}
 	if s.waiting[id] == nil {
 		s.waiting[id] = map[chan struct{}]struct{}{}
 	}
@@ -121,7 +146,7 @@ func (s *Service) Receive(ctx context.Context, r store.ReceiveRequest, maxWait t
 		}
 		r.Now = s.clock.Now()
 		res, err := s.store.Receive(ctx, r)
-		if err != nil || len(res.Received) > 0 || !r.Now.Before(deadline) {
+		if err != nil || len(res.Received) > 0 || !r.Now.Before(deadline) || s.isClosed() {
 			done()
 			if err == nil {
 				s.metrics.received(res)
@@ -133,7 +158,14 @@ func (s *Service) Receive(ctx context.Context, r store.ReceiveRequest, maxWait t
 		if !res.NextAt.IsZero() && res.NextAt.Before(until) {
 			until = res.NextAt
 		}
-		t := s.clock.NewTimer(until.Sub(r.Now))
+		// From the clock's time now, not the read's: it may have moved
+		// during the read.
+		d := until.Sub(s.clock.Now())
+		if d <= 0 {
+			done()
+			continue
+		}
+		t := s.clock.NewTimer(d)
 		select {
 		case <-ch:
 		case <-t.C():
@@ -156,4 +188,10 @@ func (s *Service) Settle(ctx context.Context, r store.SettleRequest) ([]error, e
 		s.metrics.settled(r.Action, res)
 	}
 	return res, err
+}
+
+func (s *Service) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }

@@ -133,3 +133,28 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		<-tick.C
 	}
 }
+
+// TestCloseEndsWaits: Close answers a waiting receive at once (nothing),
+// and a later receive does not wait.
+func TestCloseEndsWaits(t *testing.T) {
+	svc, _, _ := setup(t)
+	done := make(chan store.ReceiveResult, 1)
+	go func() {
+		res, _ := svc.Receive(context.Background(), store.ReceiveRequest{SubscriptionID: "sub_pull", Max: 1, LockFor: time.Minute}, time.Minute)
+		done <- res
+	}()
+	waitUntil(t, "the receive waiting", func() bool { return svc.Waiting() == 1 })
+	svc.Close()
+	select {
+	case res := <-done:
+		if len(res.Received) != 0 {
+			t.Fatalf("got %+v", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not end the wait")
+	}
+	res, err := svc.Receive(context.Background(), store.ReceiveRequest{SubscriptionID: "sub_pull", Max: 1, LockFor: time.Minute}, time.Minute)
+	if err != nil || len(res.Received) != 0 {
+		t.Fatalf("a receive after Close: %+v, %v", res, err)
+	}
+}

@@ -100,6 +100,7 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	}
 	api := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
+		srv.StopWaiting() // a waiting receive would hold api.Close
 		api.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

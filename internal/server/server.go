@@ -196,6 +196,8 @@ type Server struct {
 	Auth *auth.Authenticator
 	// Validator runs endpoint validation handshakes.
 	Validator *handshake.Validator
+	// Queue serves the consumers of queued deliveries.
+	Queue *queue.Service
 
 	handler   http.Handler
 	ops       *opevents.Publisher
@@ -271,6 +273,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
 		Destinations: dc.Destinations, Queue: q}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	s.Queue = q
 	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: eng.Config().Client, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: dc.UserAgent}
 	a.Validator = s.Validator
@@ -321,12 +324,18 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// StopWaiting ends the receives waiting for queued deliveries (they answer
+// with what they have) and makes later ones answer at once: call it before
+// shutting the HTTP server down, which waits for requests in progress.
+func (s *Server) StopWaiting() { s.Queue.Close() }
+
 // Close stops dispatching (attempts in flight get until ctx ends to finish;
 // the rest are given back to the store), stops the background work and
 // closes the store. Stop the HTTP server first so no publish is in progress.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.Queue.Close()
 		close(s.stop)
 		s.bg.Wait()
 		s.Engine.Stop(ctx)
