@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,6 +97,9 @@ type changeFeed struct {
 	onQueued  func([]string)
 	cancel    context.CancelFunc
 	done      chan struct{}
+	// listening is closed once the first LISTEN succeeded.
+	listening  chan struct{}
+	listenOnce sync.Once
 }
 
 // startChangeFeed starts listening with cfg for the schema's notifications.
@@ -108,8 +112,19 @@ func startChangeFeed(cfg *pgx.ConnConfig, schema string, onQueued func([]string)
 		onQueued:  onQueued,
 		cancel:    cancel,
 		done:      make(chan struct{}),
+		listening: make(chan struct{}),
 	}
 	go f.run(ctx, cfg, schema, log.With("component", "change-feed"))
+	// The store is opened listening, so that nothing another node commits
+	// after Open returns goes unheard (a consumer waiting on this node for
+	// another node's publish, say); a database that does not let it listen
+	// within 5 s is not waited for (the feed goes on trying; the readers'
+	// periodic reads cover the gap).
+	select {
+	case <-f.listening:
+	case <-time.After(5 * time.Second):
+		log.Warn("not yet listening for other nodes' changes; going on")
+	}
 	return f
 }
 
@@ -166,6 +181,7 @@ func (f *changeFeed) listen(ctx context.Context, cfg *pgx.ConnConfig, schema str
 		return err
 	}
 	defer conn.Close(context.Background())
+	f.listenOnce.Do(func() { close(f.listening) })
 	// Whatever happened while not listening is unknown: re-read all.
 	signal(f.catalog)
 	signal(f.endpoints)
