@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,6 +99,52 @@ func (c *apiClient) do(ctx context.Context, method, path string, in, out any, ti
 	}
 	if out != nil {
 		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// parseClientArgs parses the flags of a command that names one
+// subscription, given before the flags or after them, and checks the
+// subscription id. When ok is false the caller exits with code (0 for -h,
+// 2 for a usage error, said on stderr).
+func parseClientArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (sub string, code int, ok bool) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", 0, false
+		}
+		return "", 2, false // the flag package said why
+	}
+	rest := fs.Args()
+	if sub == "" && len(rest) > 0 {
+		sub, rest = rest[0], rest[1:]
+	}
+	var err error
+	switch {
+	case len(rest) > 0:
+		err = fmt.Errorf("unexpected argument %q (one SUBSCRIPTION, then flags)", rest[0])
+	case sub == "":
+		err = fmt.Errorf("name the subscription: %s [flags] SUBSCRIPTION", fs.Name())
+	case strings.ContainsAny(sub, "/?#%") || len(sub) > 100:
+		err = fmt.Errorf("%q is not a subscription id", sub)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return "", 2, false
+	}
+	return sub, 0, true
+}
+
+// checkClientFlags checks the --api and --data every API client command
+// takes.
+func checkClientFlags(api, data string) error {
+	if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--api %q: want an http:// or https:// URL", api)
+	}
+	if data == "" {
+		return errors.New("--data must name the server's data directory")
 	}
 	return nil
 }

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -31,41 +29,21 @@ Flags:
 const maxFilterEvent = 1 << 20
 
 func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		args = []string{"test", "-h"} // herald help filter
+	}
 	if len(args) == 0 || args[0] != "test" {
 		fmt.Fprint(stderr, "herald filter: the command is herald filter test [flags] SUBSCRIPTION\n")
 		return 2
 	}
 	fs, api, data, file := newFilterFlags(stderr)
-	rest := args[1:]
-	sub := ""
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		sub, rest = rest[0], rest[1:]
+	sub, code, ok := parseClientArgs(fs, args[1:], stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if sub == "" && fs.NArg() > 0 {
-		sub = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "herald filter test: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	var err error
-	switch {
-	case sub == "" || strings.ContainsAny(sub, "/?#%") || len(sub) > 100:
-		err = errors.New("name the subscription: herald filter test [flags] SUBSCRIPTION")
-	case *file == "":
+	err := checkClientFlags(*api, *data)
+	if err == nil && *file == "" {
 		err = errors.New("--event must name a file, or - for standard input")
-	case *data == "":
-		err = errors.New("--data must name the server's data directory")
-	}
-	if err == nil {
-		if u, perr := url.Parse(*api); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			err = fmt.Errorf("--api %q: want an http:// or https:// URL", *api)
-		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald filter test: %v\n", err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -81,31 +80,14 @@ func newPullFlags(stderr io.Writer) (*flag.FlagSet, *pullConfig) {
 // caller exits with code (0 for -h, 2 for a usage error).
 func parsePullFlags(args []string, stderr io.Writer) (cfg pullConfig, code int, ok bool) {
 	fs, c := newPullFlags(stderr)
-	// The subscription may come before the flags or after them.
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cfg.Subscription, args = args[0], args[1:]
-	}
-	sub := cfg.Subscription
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, 0, false
-		}
-		return cfg, 2, false
+	sub, code, ok := parseClientArgs(fs, args, stderr)
+	if !ok {
+		return cfg, code, false
 	}
 	cfg = *c
 	cfg.Subscription = sub
-	rest := fs.Args()
-	if cfg.Subscription == "" && len(rest) > 0 {
-		cfg.Subscription, rest = rest[0], rest[1:]
-	}
 	var err error
 	switch {
-	case len(rest) > 0:
-		err = fmt.Errorf("unexpected argument %q (one SUBSCRIPTION, then flags)", rest[0])
-	case cfg.Subscription == "":
-		err = errors.New("name the subscription: herald pull [flags] SUBSCRIPTION")
-	case strings.ContainsAny(cfg.Subscription, "/?#%") || len(cfg.Subscription) > 100:
-		err = fmt.Errorf("%q is not a subscription id", cfg.Subscription)
 	case cfg.MaxEvents < 1 || cfg.MaxEvents > 1000:
 		err = fmt.Errorf("--max-events %d: must be from 1 to 1000", cfg.MaxEvents)
 	case cfg.MaxWait < 0 || cfg.MaxWait > time.Minute:
@@ -114,13 +96,8 @@ func parsePullFlags(args []string, stderr io.Writer) (cfg pullConfig, code int, 
 		err = fmt.Errorf("--lock-duration %v: must be from 10s to 300s", cfg.LockDuration)
 	case cfg.Count < 0:
 		err = fmt.Errorf("--count %d: must be 0 or more", cfg.Count)
-	case cfg.Data == "":
-		err = errors.New("--data must name the server's data directory")
-	}
-	if err == nil {
-		if u, perr := url.Parse(cfg.API); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			err = fmt.Errorf("--api %q: want an http:// or https:// URL", cfg.API)
-		}
+	default:
+		err = checkClientFlags(cfg.API, cfg.Data)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)

@@ -44,7 +44,7 @@ func (e *Engine) run(l *lane, items []*item) {
 		if first.probe {
 			e.returnProbe(l)
 		}
-	case sub.Queues() || sub.State == store.StateAwaitingValidation:
+	case sub.Queues():
 		// Deactivated since they were claimed (the deactivation queued
 		// them in the store), or waiting for validation: nothing is sent,
 		// and they go back as cut-short ones.

@@ -58,7 +58,7 @@ func batchSizes(t *testing.T, rc *receiver, contentType string) []int {
 func TestBatchesNeverWaitAndKeepTheirBound(t *testing.T) {
 	b := setup(t, oneAtATime)
 	rc, open := gatedReceiver(t, func(int) int { return 200 })
-	b.subscribe(map[string]any{"name": "batched", "url": rc.URL, "max_events_per_batch": 3})
+	sub := b.subscribe(map[string]any{"name": "batched", "url": rc.URL, "max_events_per_batch": 3})
 	b.publish("lone", "t")
 	eventually(t, "the lone event sent at once", func() bool { return rc.count() == 1 })
 	b.publishBatch("q", "t", 10)
@@ -78,6 +78,10 @@ func TestBatchesNeverWaitAndKeepTheirBound(t *testing.T) {
 	// A batch has a webhook-id of its own; a single event its delivery's.
 	if id := rc.request(1).header.Get("Webhook-Id"); !strings.HasPrefix(id, "bat_") {
 		t.Fatalf("a batch's webhook-id %q", id)
+	}
+	// Its signature covers the batch's exact bytes.
+	if err := verifyWith(t, b.secret(sub).Secret, rc.request(1)); err != nil {
+		t.Fatalf("a batch does not verify: %v", err)
 	}
 }
 

@@ -252,7 +252,7 @@ func TestOnQueuedAcrossNodes(t *testing.T) {
 		t.Fatalf("subscription after the deactivation: %+v, %v", sub, err)
 	}
 	// The other pending delivery was queued too, receivable from the
-	// attempt's start (sqlrow.AttemptEndMS).
+	// attempt's start (sqlrow.AttemptDueMS).
 	d, err := b.GetDelivery(f.ctx, evs[1].Deliveries[0].ID)
 	if err != nil || d.Status != store.StatusQueued || !d.NextAttemptAt.Equal(now) {
 		t.Fatalf("the subscription's other delivery: %+v, %v", d, err)

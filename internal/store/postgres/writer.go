@@ -593,7 +593,7 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 		number[i], durUS[i], code[i] = int32(a.Number), a.Duration.Microseconds(), int32(a.StatusCode)
 		outcome[i], errText[i], body[i] = cleanText(a.Outcome), cleanText(a.Error), a.ResponseBody
 		if copiesDeadLetter(o) {
-			copyID[i], copyAt[i] = o.DeadLetterCopy.ID, sqlrow.AttemptEndMS(a)
+			copyID[i], copyAt[i] = o.DeadLetterCopy.ID, sqlrow.AttemptDueMS(a)
 		}
 	}
 	rows, err := tx.Query(ctx, recordSQL, id, status, attempts, roundAttempts, firstFailure, next, started,

@@ -113,7 +113,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 					}
 				}
 			case err == nil && o.Status == store.StatusDeadLettered && o.DeadLetterCopy != nil:
-				if _, err := w.exec(insertDeadLetterSQL, o.DeadLetterCopy.ID, sqlrow.AttemptEndMS(a), a.DeliveryID); err != nil {
+				if _, err := w.exec(insertDeadLetterSQL, o.DeadLetterCopy.ID, sqlrow.AttemptDueMS(a), a.DeliveryID); err != nil {
 					return fmt.Errorf("record %s: dead letter %s: %w", a.DeliveryID, o.DeadLetterCopy.ID, err)
 				}
 			case err == nil:

@@ -39,13 +39,14 @@ func LeaseUntilMS(l store.Lease) int64 {
 	return v
 }
 
-// AttemptEndMS is when what follows attempt a is due, in Unix
-// milliseconds: its start (the dispatcher's clock; its duration is measured
+// AttemptDueMS is when what follows attempt a (a dead letter's delivery,
+// the deliveries a deactivation queues) is due, in Unix milliseconds: its
+// start (the dispatcher's clock; its duration is measured
 // on the wall clock, so adding it would mix two clocks and, on a test's
 // fake clock, put what follows in a future that never comes); 0 when its
 // start is unknown (an outcome that made no attempt on a delivery never
 // attempted before).
-func AttemptEndMS(a *store.AttemptRecord) int64 {
+func AttemptDueMS(a *store.AttemptRecord) int64 {
 	if a.StartedAt.IsZero() {
 		return 0
 	}

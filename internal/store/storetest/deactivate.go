@@ -14,7 +14,7 @@ import (
 // queuedOutcome is the outcome of failed attempt n of id, started at
 // `started`, under the queue failure policy: queued, receivable from the
 // attempt's start (to the millisecond: the dispatcher's clock, as
-// sqlrow.AttemptEndMS), the subscription deactivated.
+// sqlrow.AttemptDueMS), the subscription deactivated.
 func queuedOutcome(id string, n int, started time.Time) store.Outcome {
 	end := started.Truncate(time.Millisecond)
 	o := failed(id, n, started, end, end)

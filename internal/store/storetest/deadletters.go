@@ -77,10 +77,10 @@ func (b *bundle) deadLetter(sub store.Subscription, at time.Time) (store.NewEven
 	return ev, seq, o, id, o.DeadLetterCopy.ID
 }
 
-// attemptEnd is when what follows the attempt of o is due, to the
-// millisecond: its start (sqlrow.AttemptEndMS: durations are wall-clock
+// attemptDue is when what follows the attempt of o is due, to the
+// millisecond: its start (sqlrow.AttemptDueMS: durations are wall-clock
 // time, starts the dispatcher's clock).
-func attemptEnd(o store.Outcome) time.Time {
+func attemptDue(o store.Outcome) time.Time {
 	return o.Attempt.StartedAt.Truncate(time.Millisecond)
 }
 
@@ -125,7 +125,7 @@ func testDeadLetterWritten(t *testing.T, b *bundle) {
 	equal(t, "claimed again", claimedIDs(b.claim(a.EndpointID, b.at(time.Minute), 10)), []string{id})
 	o := b.withCopy(deadLettered(id, 2, b.at(time.Minute), b.at(time.Second)), a)
 	b.record(o)
-	copyID, end := o.DeadLetterCopy.ID, attemptEnd(o)
+	copyID, end := o.DeadLetterCopy.ID, attemptDue(o)
 
 	dead := b.get(id)
 	if dead.Status != store.StatusDeadLettered || dead.DeadLetterReason != "NonRetriableStatus" || dead.Attempts != 2 ||
@@ -308,7 +308,7 @@ func testDeadLetterKeepsEvent(t *testing.T, b *bundle) {
 		t.Fatalf("event of a pending dead letter: %v", err)
 	}
 	b.get(id)
-	end := attemptEnd(o)
+	end := attemptDue(o)
 	equal(t, "claimed", claimedIDs(b.claim(dlEndpoint(a), end, 10)), []string{copyID})
 	s := succeeded(copyID, 1, end)
 	s.LeaseOwner = b.lease.Owner
@@ -429,8 +429,8 @@ func testDeadLetterMove(t *testing.T, b *bundle) {
 	epA, dl1 := a.EndpointID, dlEndpoint(a)
 	_, _, o1, dead1, c1 := b.deadLetter(a, b.now) // pending
 	_, _, o2, _, c2 := b.deadLetter(a, b.now)     // delivered
-	equal(t, "claimed", claimedIDs(b.claim(dl1, attemptEnd(o2), 10)), []string{c1, c2})
-	s := succeeded(c2, 1, attemptEnd(o2))
+	equal(t, "claimed", claimedIDs(b.claim(dl1, attemptDue(o2), 10)), []string{c1, c2})
+	s := succeeded(c2, 1, attemptDue(o2))
 	s.LeaseOwner = b.lease.Owner
 	b.record(s)
 	b.s.Release(b.ctx, []string{c1}, b.lease.Owner)
@@ -445,7 +445,7 @@ func testDeadLetterMove(t *testing.T, b *bundle) {
 		}
 	}
 	b.noEndpoint(dl1)
-	got := b.claim(dl2, attemptEnd(o1), 10)
+	got := b.claim(dl2, attemptDue(o1), 10)
 	if len(got) != 1 || got[0].ID != c1 || got[0].DeadLetter == nil || got[0].DeadLetter.ID != dead1 {
 		t.Fatalf("claimed on the new dead-letter endpoint: %+v", got)
 	}
@@ -480,7 +480,7 @@ func testDeadLetterURLRemoved(t *testing.T, b *bundle) {
 	dlEp := dlEndpoint(a)
 	_, _, o1, dead1, c1 := b.deadLetter(a, b.now)
 	_, _, _, _, c2 := b.deadLetter(a, b.at(time.Second))
-	equal(t, "claimed", claimedIDs(b.claim(dlEp, attemptEnd(o1), 1)), []string{c1}) // c1 leased, c2 not
+	equal(t, "claimed", claimedIDs(b.claim(dlEp, attemptDue(o1), 1)), []string{c1}) // c1 leased, c2 not
 	n := b.deliver(a, b.at(time.Hour))
 
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "", b.at(2*time.Second)
@@ -525,7 +525,7 @@ func testDeadLetterURLRemoved(t *testing.T, b *bundle) {
 func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 	a := b.dlSub("https://a.example/hook", "https://dl.example/hook")
 	_, _, o, dead, c := b.deadLetter(a, b.now)
-	at := attemptEnd(o)
+	at := attemptDue(o)
 	deadAgain := func(id string, endpoint string, now time.Time) {
 		t.Helper()
 		equal(t, "claimed", claimedIDs(b.claim(endpoint, now, 10)), []string{id})

@@ -621,7 +621,7 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 	if err := s.Record(ctx, []store.Outcome{o}); err != nil {
 		t.Fatal(err)
 	}
-	end := attemptEnd(o)
+	end := attemptDue(o)
 	cs, err = s.ClaimDue(ctx, dlEp, end, 10, lease)
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v7_copy" || cs[0].DeadLetterOf != "dlv_v7_pending" ||
 		cs[0].DeadLetter == nil || cs[0].DeadLetter.DeadLetterReason != "NonRetriableStatus" ||
