@@ -32,6 +32,25 @@ The fanout-filtered scenario runs steady-batch's load twice, each on a fresh
 server, with the subscriptions filtered by advanced filters every event
 matches: first alongside 1,000 more subscriptions to the same event types
 whose filters never match, then without them.
+The soak scenario runs steady-batch's load until --soak-deliveries (10
+million) deliveries have arrived, with the server's --dedup-retention at
+--soak-retention so that clean-up runs behind the load, and compares
+deliveries/s over the first and the last 10 %% of them; it also reports the
+store's size on disk. It takes about 20 minutes and is not in "all": name it.
+
+--baseline also runs steady-batch, steady-single, latency and fanout, each
+right after Herald and with the same load, against a non-durable forwarder
+built into this binary (a child process, "herald bench-forwarder", measured
+from /proc as herald serve is): it decodes each publish with encoding/json
+into maps, matches the event type and POSTs each event from 16 goroutines,
+with no store, no retries and no checks. The report adds, per pair, Herald's
+deliveries/s and server CPU per delivery divided by the forwarder's, and
+the budget's second-stage bar (Herald ≥ 0.6× the baseline's deliveries/s in
+steady-batch and ≥ 0.7× in steady-single on SQLite, ≥ 0.5× in steady-batch
+on PostgreSQL). The other scenarios run on Herald alone. --runs N runs
+everything N times (with --baseline, N herald/baseline pairs alternating)
+and reports each run and, with --baseline, the medians of the ratios.
+
 A progress line goes to stderr while it runs. The exit status is 1 when a
 scenario failed (did not finish by its deadline, or the server died); a missed
 budget is reported, not an error.
@@ -46,7 +65,8 @@ type benchOptions struct {
 	sizes                                 bench.Sizes
 	scenario, jsonFile, herald, pprofAddr string
 	store, serveFlags, serveEnv, tmp      string
-	asJSON, keep, quiet                   bool
+	asJSON, keep, quiet, baseline         bool
+	runs                                  int
 	timeout                               time.Duration
 }
 
@@ -69,6 +89,8 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "deadline of each scenario (default: per scenario, from its sizes)")
 	fs.StringVar(&o.tmp, "tmp", "", "directory for the scenario directories (default: the system's temporary directory)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress line")
+	fs.BoolVar(&o.baseline, "baseline", false, "also run steady-batch, steady-single, latency and fanout on the baseline forwarder, each right after Herald, and report Herald/baseline")
+	fs.IntVar(&o.runs, "runs", 1, "run each scenario this many times, 1 to 100 (with --baseline: herald/baseline pairs, alternating)")
 
 	fs.IntVar(&s.Endpoints, "endpoints", s.Endpoints, "endpoints (one subscription each) in steady-*, latency, failing, backlog and batch")
 	fs.IntVar(&s.PayloadBytes, "payload", s.PayloadBytes, "bytes of data in each event")
@@ -96,6 +118,8 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.IntVar(&s.PullEvents, "pull-events", s.PullEvents, "pull: events to publish (--batch a request, from --publishers)")
 	fs.IntVar(&s.Consumers, "consumers", s.Consumers, "pull: concurrent consumers, each looping receive → acknowledge")
 	fs.IntVar(&s.PullBatch, "pull-batch", s.PullBatch, "pull: max_events of each receive (1 to 1000)")
+	fs.IntVar(&s.SoakDeliveries, "soak-deliveries", s.SoakDeliveries, "soak: deliveries to wait for (--batch events a request, from --publishers, to --endpoints)")
+	fs.DurationVar(&s.SoakRetention, "soak-retention", s.SoakRetention, "soak: herald serve's --dedup-retention (at least 1m): finished events older than this are deleted once a minute")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, benchUsage, bench.ScenarioHelp())
 		fs.PrintDefaults()
@@ -108,6 +132,9 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 func (o *benchOptions) check() error {
 	if o.store != "sqlite" && !strings.HasPrefix(o.store, "postgres://") && !strings.HasPrefix(o.store, "postgresql://") {
 		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", o.store)
+	}
+	if o.runs < 1 || o.runs > 100 {
+		return fmt.Errorf("--runs %d: must be from 1 to 100", o.runs)
 	}
 	if o.timeout < 0 {
 		return fmt.Errorf("--timeout %v: must not be negative", o.timeout)
@@ -177,8 +204,18 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg := bench.Config{
-		Herald: bin, Scenarios: names, Sizes: o.sizes, Timeout: o.timeout,
+		Herald: bin, Scenarios: names, Sizes: o.sizes, Timeout: o.timeout, Runs: o.runs, Baseline: o.baseline,
 		Store: o.store, ServeArgs: strings.Fields(o.serveFlags), ServeEnv: strings.Fields(o.serveEnv), Pprof: o.pprofAddr, Keep: o.keep, TempDir: o.tmp,
+	}
+	if o.baseline {
+		// The forwarder is always this binary's, whichever Herald is
+		// measured (--herald): the baseline stays put between builds.
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(stderr, "herald bench: finding this executable (for the baseline forwarder):", err)
+			return 2
+		}
+		cfg.Forwarder = []string{exe, benchForwarderCommand}
 	}
 	if !o.quiet {
 		cfg.Progress = stderr
@@ -227,4 +264,41 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// benchForwarderCommand is the hidden command that runs the baseline
+// forwarder of `herald bench --baseline` (internal/bench/forwarder.go). It
+// is not listed in the usage: the bench starts it as a child process, so
+// that its CPU time and memory are measured from /proc as herald serve's
+// are, apart from the bench's own load generator and receivers.
+const benchForwarderCommand = "bench-forwarder"
+
+// runBenchForwarder implements `herald bench-forwarder`: it prints
+// "herald bench-forwarder listening on http://ADDR" and forwards until
+// SIGINT or SIGTERM (the bench kills it).
+func runBenchForwarder(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("herald "+benchForwarderCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := bench.ForwarderFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: herald %s [flags]\n\nThe baseline forwarder of herald bench --baseline (started by the bench, not by hand).\n\nFlags:\n", benchForwarderCommand)
+		fs.PrintDefaults()
+	}
+	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+		return code
+	}
+	if err := o.Check(); err != nil {
+		return usageError(stderr, fs.Name(), err, nil)
+	}
+	if err := checkAddr("--listen", o.Listen); err != nil {
+		return usageError(stderr, fs.Name(), err, nil)
+	}
+	if ctx.Err() != nil {
+		return 1
+	}
+	if err := bench.RunForwarder(ctx, *o, stdout); err != nil {
+		fmt.Fprintln(stderr, fs.Name()+":", err)
+		return 1
+	}
+	return 0
 }

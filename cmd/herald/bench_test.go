@@ -4,12 +4,31 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// TestMain lets this test binary stand in for herald as the baseline
+// forwarder: herald bench --baseline starts its own executable (this one,
+// under go test) with the hidden command bench-forwarder.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == benchForwarderCommand {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
 
 func TestBenchUsage(t *testing.T) {
 	tests := []struct {
@@ -25,6 +44,13 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"--batch", "0", "--herald", "/nonexistent/herald"}, 2, "--herald"},
 		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
 		{[]string{"--serve-env", "GOGC"}, 2, `"GOGC" is not KEY=VALUE`},
+		{[]string{"-h"}, 0, "-baseline"},
+		{[]string{"-h"}, 0, "-runs"},
+		{[]string{"-h"}, 0, "soak"},
+		{[]string{"-h"}, 0, `not in "all"`},
+		{[]string{"--runs", "0"}, 2, "--runs 0: must be from 1 to 100"},
+		{[]string{"--runs", "101"}, 2, "--runs 101"},
+		{[]string{"--soak-retention", "30s", "--herald", "/nonexistent/herald"}, 2, "--herald"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
@@ -240,3 +266,263 @@ func TestBenchBatch(t *testing.T) {
 		t.Errorf("scenario directory left behind: %v", matches)
 	}
 }
+
+// TestBenchForwarderCommand: the baseline forwarder's command is hidden
+// from the usage and refuses bad flags before it listens.
+func TestBenchForwarderCommand(t *testing.T) {
+	var stdout strings.Builder
+	run(context.Background(), []string{"--help"}, &stdout, &stdout)
+	if strings.Contains(stdout.String(), benchForwarderCommand) {
+		t.Errorf("the usage lists the hidden %s", benchForwarderCommand)
+	}
+	for flagName, values := range map[string][]string{
+		"listen":  {"bogus", "127.0.0.1:nope", ""},
+		"workers": {"0", "1025", "x"},
+		"queue":   {"0", "-1"},
+		"timeout": {"1ms", "6m", "soon"},
+	} {
+		for _, v := range values {
+			checkRefused(t, benchForwarderCommand, []string{benchForwarderCommand, "--" + flagName + "=" + v}, "-"+flagName)
+		}
+	}
+	checkRefused(t, benchForwarderCommand, []string{benchForwarderCommand, "extra"}, "extra")
+}
+
+// buildHerald builds the herald binary into dir.
+func buildHerald(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "herald")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// benchReport is what the tests read of a JSON report.
+type benchReport struct {
+	Runs     int  `json:"runs"`
+	Baseline bool `json:"baseline"`
+	Results  []struct {
+		Scenario string   `json:"scenario"`
+		Target   string   `json:"target"`
+		Run      int      `json:"run"`
+		OK       bool     `json:"ok"`
+		Notes    []string `json:"notes"`
+		Phases   []struct {
+			Name             string  `json:"name"`
+			Events           int64   `json:"events"`
+			EventsPerSec     float64 `json:"events_per_sec"`
+			Deliveries       int64   `json:"deliveries"`
+			Expected         int64   `json:"expected"`
+			DeliveriesPerSec float64 `json:"deliveries_per_sec"`
+			CPUPer1000       float64 `json:"server_cpu_seconds_per_1000"`
+			Latency          struct {
+				Count int64 `json:"count"`
+			} `json:"latency"`
+		} `json:"phases"`
+		ServeFlags []string `json:"serve_flags"`
+		Figures    []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"figures"`
+		Budget []struct {
+			Line        string `json:"line"`
+			Measured    string `json:"measured"`
+			Met         bool   `json:"met"`
+			NotMeasured bool   `json:"not_measured"`
+		} `json:"budget"`
+	} `json:"results"`
+	Comparisons []struct {
+		Scenario     string  `json:"scenario"`
+		Run          int     `json:"run"`
+		HeraldRate   float64 `json:"herald_deliveries_per_sec"`
+		BaselineRate float64 `json:"baseline_deliveries_per_sec"`
+		Ratio        float64 `json:"deliveries_per_sec_ratio"`
+		HeraldCPU    float64 `json:"herald_server_cpu_seconds_per_1000"`
+		BaselineCPU  float64 `json:"baseline_server_cpu_seconds_per_1000"`
+		CPURatio     float64 `json:"server_cpu_per_delivery_ratio"`
+		NotMeasured  string  `json:"not_measured"`
+	} `json:"baseline_comparisons"`
+	Medians []struct {
+		Scenario string  `json:"scenario"`
+		Pairs    int     `json:"pairs"`
+		Ratio    float64 `json:"deliveries_per_sec_ratio"`
+	} `json:"baseline_median"`
+}
+
+// TestBenchBaseline builds herald and runs a tiny steady-batch,
+// steady-single and pull with --baseline --runs 2: Herald and the
+// forwarder alternate, every event is delivered on both, the ratios are
+// the rows' figures divided, and pull (no baseline) runs on Herald alone
+// with a note. It asserts what was counted and computed, never how fast.
+func TestBenchBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs servers")
+	}
+	dir := t.TempDir()
+	bin := buildHerald(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := benchMain(ctx, []string{"--herald", bin, "--baseline", "--runs", "2", "--scenario", "steady-batch,steady-single,pull",
+		"--events", "1000", "--single-events", "300", "--single-publishers", "4", "--pull-events", "500", "--endpoints", "2",
+		"--batch", "50", "--publishers", "2", "--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	want := []string{"steady-batch herald 1", "steady-batch baseline 1", "steady-single herald 1", "steady-single baseline 1", "pull herald 1",
+		"steady-batch herald 2", "steady-batch baseline 2", "steady-single herald 2", "steady-single baseline 2", "pull herald 2"}
+	if rep.Runs != 2 || !rep.Baseline || len(rep.Results) != len(want) {
+		t.Fatalf("runs %d baseline %v, %d results:\n%s", rep.Runs, rep.Baseline, len(rep.Results), stdout.String())
+	}
+	type key struct {
+		scenario string
+		run      int
+	}
+	rows := map[key][2]int{} // indexes of Herald's and the baseline's results
+	for i, r := range rep.Results {
+		if got := r.Scenario + " " + r.Target + " " + string(rune('0'+r.Run)); got != want[i] {
+			t.Errorf("result %d: %s, want %s", i, got, want[i])
+		}
+		if !r.OK || len(r.Phases) != 1 {
+			t.Fatalf("result %d (%s %s): %+v", i, r.Scenario, r.Target, r)
+		}
+		p := r.Phases[0]
+		n := map[string]int64{"steady-batch": 1000, "steady-single": 300, "pull": 500}[r.Scenario]
+		if p.Events != n || p.Deliveries != n || p.Expected != n || p.Latency.Count != n || p.DeliveriesPerSec <= 0 {
+			t.Errorf("%s %s run %d: events %d deliveries %d/%d latencies %d, want %d", r.Scenario, r.Target, r.Run, p.Events, p.Deliveries, p.Expected, p.Latency.Count, n)
+		}
+		k := key{r.Scenario, r.Run}
+		ix := rows[k]
+		if r.Target == "baseline" {
+			ix[1] = i
+			if len(r.Budget) != 0 {
+				t.Errorf("the baseline has budget lines: %+v", r.Budget)
+			}
+		} else {
+			ix[0] = i
+		}
+		rows[k] = ix
+		if r.Scenario == "pull" && (len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "Herald alone")) {
+			t.Errorf("pull's notes: %q", r.Notes)
+		}
+	}
+	if len(rep.Comparisons) != 4 || len(rep.Medians) != 2 {
+		t.Fatalf("comparisons %+v, medians %+v", rep.Comparisons, rep.Medians)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	for _, c := range rep.Comparisons {
+		ix := rows[key{c.Scenario, c.Run}]
+		h, b := rep.Results[ix[0]].Phases[0], rep.Results[ix[1]].Phases[0]
+		if c.NotMeasured != "" || c.HeraldRate != h.DeliveriesPerSec || c.BaselineRate != b.DeliveriesPerSec ||
+			!near(c.Ratio, h.DeliveriesPerSec/b.DeliveriesPerSec) || c.HeraldCPU != h.CPUPer1000 || c.BaselineCPU != b.CPUPer1000 {
+			t.Errorf("comparison %+v from rows %+v and %+v", c, h, b)
+		}
+		if b.CPUPer1000 > 0 && !near(c.CPURatio, h.CPUPer1000/b.CPUPer1000) {
+			t.Errorf("CPU ratio %v, rows %v / %v", c.CPURatio, h.CPUPer1000, b.CPUPer1000)
+		}
+		// Herald's result has the second-stage line, from this pair.
+		var line string
+		for _, l := range rep.Results[ix[0]].Budget {
+			if strings.Contains(l.Line, "baseline forwarder") {
+				line = l.Measured
+			}
+		}
+		if !strings.HasPrefix(line, fmt.Sprintf("%.2f×", c.Ratio)) {
+			t.Errorf("%s run %d: budget line %q, ratio %.4f", c.Scenario, c.Run, line, c.Ratio)
+		}
+	}
+	for _, m := range rep.Medians {
+		var rs []float64
+		for _, c := range rep.Comparisons {
+			if c.Scenario == m.Scenario {
+				rs = append(rs, c.Ratio)
+			}
+		}
+		if m.Pairs != 2 || !near(m.Ratio, (rs[0]+rs[1])/2) {
+			t.Errorf("median %+v of %v", m, rs)
+		}
+	}
+	// pull is compared with the steady-batch of its own run.
+	for run := 1; run <= 2; run++ {
+		pull := rep.Results[rows[key{"pull", run}][0]]
+		push := rep.Results[rows[key{"steady-batch", run}][0]].Phases[0]
+		if len(pull.Budget) != 1 || pull.Budget[0].NotMeasured || !strings.Contains(pull.Budget[0].Measured, "vs. "+commas(push.DeliveriesPerSec)+"/s") {
+			t.Errorf("pull run %d: %+v (steady-batch %.0f/s)", run, pull.Budget, push.DeliveriesPerSec)
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "herald-bench-*")); len(matches) != 0 {
+		t.Errorf("scenario directories left behind: %v", matches)
+	}
+}
+
+// commas formats v as the report does: rounded, with thousands separators.
+func commas(v float64) string {
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// TestBenchSoak builds herald and runs a tiny soak: every delivery
+// arrives, the first and last windows and their ratio are reported with
+// the store's size and the budget line. It asserts what was counted, never
+// how fast.
+func TestBenchSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	dir := t.TempDir()
+	bin := buildHerald(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := benchMain(ctx, []string{"--herald", bin, "--scenario", "soak", "--soak-deliveries", "4000", "--soak-retention", "1m",
+		"--endpoints", "2", "--batch", "50", "--publishers", "2", "--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 1 || !rep.Results[0].OK || len(rep.Results[0].Phases) != 3 {
+		t.Fatalf("report: %s", stdout.String())
+	}
+	r := rep.Results[0]
+	whole, first, last := r.Phases[0], r.Phases[1], r.Phases[2]
+	if whole.Events != 4000 || whole.Deliveries != 4000 || whole.Expected != 4000 || whole.Latency.Count != 4000 {
+		t.Errorf("whole run: %+v", whole)
+	}
+	for _, w := range []struct {
+		name string
+		p    any
+		n    int64
+		rate float64
+	}{{"first-10%", first.Name, first.Deliveries, first.DeliveriesPerSec}, {"last-10%", last.Name, last.Deliveries, last.DeliveriesPerSec}} {
+		if w.p != w.name || w.n != 400 || w.rate <= 0 {
+			t.Errorf("window %s: %v %d deliveries at %.0f/s", w.name, w.p, w.n, w.rate)
+		}
+	}
+	f := map[string]float64{}
+	for _, x := range r.Figures {
+		f[x.Name] = x.Value
+	}
+	if !near2(f["deliveries/s, last 10 % vs. first 10 %"], last.DeliveriesPerSec/first.DeliveriesPerSec) ||
+		f["store on disk at the end"] <= 0 || f["store on disk, peak"] < f["store on disk at the end"] || f["dedup retention (--soak-retention)"] != 1 {
+		t.Errorf("figures: %v", f)
+	}
+	if len(r.Budget) != 1 || !strings.Contains(r.Budget[0].Line, "within 15 %") || r.Budget[0].Met != (last.DeliveriesPerSec >= 0.85*first.DeliveriesPerSec) {
+		t.Errorf("budget: %+v", r.Budget)
+	}
+	if !strings.Contains(strings.Join(r.ServeFlags, " "), "--dedup-retention 1m0s") {
+		t.Errorf("serve flags: %q", r.ServeFlags)
+	}
+}
+
+func near2(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }

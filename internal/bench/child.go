@@ -23,8 +23,10 @@ const (
 	killTimeout  = 10 * time.Second
 )
 
-// server is a `herald serve` child process.
+// server is a child process the bench measures: a `herald serve`, or the
+// baseline forwarder.
 type server struct {
+	what    string // "herald serve" or "herald bench-forwarder", for messages
 	cmd     *exec.Cmd
 	pid     int
 	url     string // http://ADDR
@@ -42,13 +44,7 @@ type server struct {
 // until /readyz answers 200. extra are more serve flags, env more
 // environment variables. On error the
 // process, if started, is killed.
-func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *server, err error) {
-	logPath := filepath.Join(dir, "herald.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child has its own descriptor
+func startServer(ctx context.Context, bin, dir string, extra, env []string) (*server, error) {
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "warn"}
 	// The benchmark's receivers listen on loopback, which a Herald with a
 	// destination guard must be told to allow (an older one has no flag).
@@ -56,10 +52,36 @@ func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *
 		args = append(args, allow[0]+"="+allow[1])
 	}
 	args = append(args, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
+	return startChild(ctx, childSpec{what: "herald serve", bin: bin, args: args, dir: dir, log: "herald.log",
+		announce: "herald listening on ", env: env})
+}
+
+// childSpec is a child process the bench measures: `herald serve`, or the
+// baseline forwarder (`herald bench-forwarder`).
+type childSpec struct {
+	what     string // its name in messages
+	bin      string
+	args     []string
+	dir      string // its working directory
+	log      string // file in dir its stderr goes to
+	announce string // the prefix of the stdout line that gives its address
+	env      []string
+}
+
+// startChild starts c, reads the address it prints (a line c.announce
+// followed by http://ADDR) and waits until ADDR/readyz answers 200. On
+// error the process, if started, is killed.
+func startChild(ctx context.Context, c childSpec) (_ *server, err error) {
+	logPath := filepath.Join(c.dir, c.log)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd := exec.Command(c.bin, c.args...)
+	cmd.Dir = c.dir
+	if len(c.env) > 0 {
+		cmd.Env = append(os.Environ(), c.env...)
 	}
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = childAttr()
@@ -68,9 +90,9 @@ func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+		return nil, fmt.Errorf("starting %s: %w", c.bin, err)
 	}
-	s := &server{cmd: cmd, pid: cmd.Process.Pid, dir: dir, logPath: logPath, exited: make(chan struct{})}
+	s := &server{what: c.what, cmd: cmd, pid: cmd.Process.Pid, dir: c.dir, logPath: logPath, exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -87,7 +109,7 @@ func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			if rest, ok := strings.CutPrefix(line, "herald listening on "); ok && !sent {
+			if rest, ok := strings.CutPrefix(line, c.announce); ok && !sent {
 				addr <- strings.TrimSpace(rest)
 				sent = true
 			}
@@ -103,14 +125,14 @@ func startServer(ctx context.Context, bin, dir string, extra, env []string) (_ *
 	select {
 	case s.url = <-addr:
 	case <-s.exited:
-		return nil, fmt.Errorf("herald serve exited before listening: %v", s.waitErr)
+		return nil, fmt.Errorf("%s exited before listening: %v", c.what, s.waitErr)
 	case <-t.C:
-		return nil, fmt.Errorf("herald serve printed no address within %s", startTimeout)
+		return nil, fmt.Errorf("%s printed no address within %s", c.what, startTimeout)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	if !strings.HasPrefix(s.url, "http://") {
-		return nil, fmt.Errorf("herald serve printed an unexpected address %q", s.url)
+		return nil, fmt.Errorf("%s printed an unexpected address %q", c.what, s.url)
 	}
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
@@ -137,9 +159,9 @@ func (s *server) waitReady(ctx context.Context) error {
 		last = err
 		select {
 		case <-s.exited:
-			return fmt.Errorf("herald serve exited while starting: %v", s.waitErr)
+			return fmt.Errorf("%s exited while starting: %v", s.what, s.waitErr)
 		case <-ctx.Done():
-			return fmt.Errorf("herald serve not ready within %s: %v", readyTimeout, last)
+			return fmt.Errorf("%s not ready within %s: %v", s.what, readyTimeout, last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -186,7 +208,7 @@ func (s *server) logTail(n int) string {
 }
 
 // errExited is returned by waits that notice the server died.
-var errExited = errors.New("herald serve exited")
+var errExited = errors.New("the server under test exited")
 
 // sampler polls the server's resident memory while a scenario runs.
 type sampler struct {

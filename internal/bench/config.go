@@ -9,8 +9,25 @@ import (
 	"time"
 )
 
-// Scenarios lists the scenarios in the order "all" runs them.
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch", "fanout-filtered"}
+// Scenarios lists every scenario, in the order "all" runs those it runs
+// (AllScenarios).
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch", "fanout-filtered", "soak"}
+
+// notInAll are the scenarios "all" leaves out: soak takes about twenty
+// minutes with its defaults, longer than everything else together, and is
+// run by name.
+var notInAll = map[string]bool{"soak": true}
+
+// AllScenarios returns the scenarios "all" runs, in order.
+func AllScenarios() []string {
+	var out []string
+	for _, s := range Scenarios {
+		if !notInAll[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // scenarioInfo describes each scenario for usage text.
 var scenarioInfo = map[string]string{
@@ -24,13 +41,14 @@ var scenarioInfo = map[string]string{
 	"pull":            "--pull-events to one pull subscription, --consumers receiving --pull-batch at a time and acknowledging; vs. steady-batch",
 	"batch":           "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
 	"fanout-filtered": "steady-batch's load with 1,000 subscriptions whose advanced filters never match, then on a fresh server without them",
+	"soak":            "steady-batch's load until --soak-deliveries have arrived, --soak-retention clean-up behind it: deliveries/s of the first vs. the last 10 %, store size on disk (not in all: about 20 minutes)",
 }
 
 // ScenarioHelp returns one line per scenario for usage text.
 func ScenarioHelp() string {
 	var b strings.Builder
 	for _, s := range Scenarios {
-		fmt.Fprintf(&b, "  %-14s %s\n", s, scenarioInfo[s])
+		fmt.Fprintf(&b, "  %-15s %s\n", s, scenarioInfo[s])
 	}
 	return b.String()
 }
@@ -64,6 +82,9 @@ type Sizes struct {
 	PullEvents   int           `json:"pull_events"` // pull: events
 	Consumers    int           `json:"consumers"`   // pull: concurrent consumers
 	PullBatch    int           `json:"pull_batch"`  // pull: max_events of each receive
+	// soak: deliveries to wait for, and herald serve's --dedup-retention.
+	SoakDeliveries int           `json:"soak_deliveries"`
+	SoakRetention  time.Duration `json:"-"`
 }
 
 // MarshalJSON writes the sizes with durations as Go duration strings.
@@ -71,13 +92,14 @@ func (s Sizes) MarshalJSON() ([]byte, error) {
 	type plain Sizes
 	return json.Marshal(struct {
 		plain
-		Duration     string `json:"duration"`
-		FailFor      string `json:"fail_for"`
-		FailDuration string `json:"fail_duration"`
-		BHTimeout    string `json:"blackhole_timeout"`
-		BacklogRetry string `json:"backlog_retry"`
-		BacklogFresh string `json:"backlog_fresh"`
-	}{plain(s), s.Duration.String(), s.FailFor.String(), s.FailDuration.String(), s.BHTimeout.String(), s.BacklogRetry.String(), s.BacklogFresh.String()})
+		Duration      string `json:"duration"`
+		FailFor       string `json:"fail_for"`
+		FailDuration  string `json:"fail_duration"`
+		BHTimeout     string `json:"blackhole_timeout"`
+		BacklogRetry  string `json:"backlog_retry"`
+		BacklogFresh  string `json:"backlog_fresh"`
+		SoakRetention string `json:"soak_retention"`
+	}{plain(s), s.Duration.String(), s.FailFor.String(), s.FailDuration.String(), s.BHTimeout.String(), s.BacklogRetry.String(), s.BacklogFresh.String(), s.SoakRetention.String()})
 }
 
 // DefaultSizes returns the sizes `herald bench` uses without flags.
@@ -109,6 +131,14 @@ func DefaultSizes() Sizes {
 		PullEvents:   100_000,
 		Consumers:    4,
 		PullBatch:    100,
+		// Ten million finished deliveries, the issue's figure: about 20
+		// minutes at 8,000 deliveries/s.
+		SoakDeliveries: 10_000_000,
+		// Ten minutes: the store grows unchecked for the first half of a
+		// default run, and clean-up (once a minute, in the server) deletes
+		// finished events older than that for the second half, behind
+		// the load, as in production.
+		SoakRetention: 10 * time.Minute,
 	}
 }
 
@@ -132,6 +162,10 @@ func (s Sizes) check() error {
 	pos("--backlog", s.Backlog)
 	pos("--backlog-endpoints", s.BacklogEPs)
 	pos("--pull-events", s.PullEvents)
+	pos("--soak-deliveries", s.SoakDeliveries)
+	if s.SoakRetention < time.Minute {
+		bad = append(bad, fmt.Sprintf("--soak-retention %v: must be at least 1m (herald serve's --dedup-retention)", s.SoakRetention))
+	}
 	if s.Consumers < 1 || s.Consumers > 1000 {
 		bad = append(bad, fmt.Sprintf("--consumers must be from 1 to 1000 (got %d)", s.Consumers))
 	}
@@ -200,6 +234,18 @@ type Config struct {
 	Keep bool
 	// TempDir is where scenario directories are made (default os.TempDir()).
 	TempDir string
+	// Runs is how many times each scenario runs (0: once). With Baseline
+	// the herald/baseline pairs alternate: herald, baseline, herald, ...
+	Runs int
+	// Baseline also runs each scenario that can (steady-batch,
+	// steady-single, latency, fanout) on the baseline forwarder, right
+	// after Herald, with the same load, and compares the two.
+	Baseline bool
+	// Forwarder is the command that starts the baseline forwarder, to
+	// which "--listen 127.0.0.1:0" is added (default: this executable's
+	// bench-forwarder command). It is this binary even when Herald is
+	// another: the baseline does not change between the builds compared.
+	Forwarder []string
 	// Progress receives the progress line and notes (nil: none); ProgressTTY
 	// rewrites the line in place.
 	Progress    io.Writer
@@ -209,7 +255,7 @@ type Config struct {
 // ParseScenarios turns "all" or a comma-separated list into scenario names.
 func ParseScenarios(s string) ([]string, error) {
 	if s == "all" || s == "" {
-		return slices.Clone(Scenarios), nil
+		return AllScenarios(), nil
 	}
 	var out []string
 	for _, name := range strings.Split(s, ",") {
@@ -240,6 +286,10 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 	case "fanout-filtered":
 		// Two runs of steady-batch's load and 1,000 subscriptions created.
 		return 3*time.Minute + time.Duration(2*s.Events/1000)*time.Second
+	case "soak":
+		// Allow 2,000 deliveries/s at worst, and the start and the last
+		// clean-up.
+		return 5*time.Minute + time.Duration(s.SoakDeliveries/2000)*time.Second
 	case "pull":
 		// Allow 1,000 acknowledged deliveries/s at worst.
 		return 2*time.Minute + time.Duration(s.PullEvents/1000)*time.Second

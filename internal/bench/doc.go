@@ -10,6 +10,19 @@
 // second, deliveries per second, publish→receipt latency percentiles, the
 // server's peak resident memory and its CPU time per 1,000 deliveries.
 //
+// # Baseline and soak
+//
+// With Config.Baseline (herald bench --baseline) the scenarios that can
+// (baselineScenarios) are run a second time, right after Herald and with the
+// same load and receivers, against a non-durable forwarder built into the
+// herald binary and started as a child process like herald serve
+// (forwarder.go), and the report gives Herald's deliveries/s and server CPU
+// per delivery divided by the forwarder's (compareBaseline). Config.Runs
+// repeats everything, the herald/baseline pairs alternating. The soak
+// scenario (soak.go, not in "all") runs steady-batch's load until millions
+// of deliveries have finished with retention clean-up behind it, and
+// compares the deliveries/s of its first and last tenth.
+//
 // # Measuring
 //
 // Every published event carries its publish time (Unix nanoseconds) in the

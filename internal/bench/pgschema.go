@@ -53,3 +53,31 @@ func pgExec(ctx context.Context, dbURL, sql string) error {
 	_, err = conn.Exec(ctx, sql)
 	return err
 }
+
+// schemaOf returns the search_path of a URL made by freshSchema ("" when
+// there is none).
+func schemaOf(schemaURL string) string {
+	u, err := url.Parse(schemaURL)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("search_path")
+}
+
+// pgSchemaBytes returns the size on disk of the tables of a schema in the
+// database at base (pg_total_relation_size: each table with its indexes
+// and TOAST).
+func pgSchemaBytes(ctx context.Context, base, schema string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+		FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+		WHERE ns.nspname = $1 AND c.relkind IN ('r', 'm', 'p')`, schema).Scan(&n)
+	return n, err
+}

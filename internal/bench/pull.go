@@ -333,21 +333,30 @@ func (c *client) anyQueued(ctx context.Context, subID string) (bool, error) {
 }
 
 // comparePullPush adds to the pull scenario's result the line comparing its
-// deliveries/s with the push path's (steady-batch) in the same invocation,
-// whichever ran first. On the embedded store it is a budget line (pull
+// deliveries/s with the push path's (steady-batch, on Herald) in the same
+// invocation and run (--runs), whichever ran first. On the embedded store it is a budget line (pull
 // should reach at least the push path's rate); on PostgreSQL it is shown
 // without being one.
 func comparePullPush(results []Result, postgres bool) {
-	var pull, push *Result
 	for i := range results {
-		switch results[i].Scenario {
-		case "pull":
-			pull = &results[i]
-		case "steady-batch":
-			push = &results[i]
+		pull := &results[i]
+		if pull.Scenario != "pull" || pull.Target == targetBaseline {
+			continue
 		}
+		// The steady-batch of the same run (--runs), on Herald.
+		var push *Result
+		for j := range results {
+			r := &results[j]
+			if r.Scenario == "steady-batch" && r.Target != targetBaseline && r.Run == pull.Run {
+				push = r
+			}
+		}
+		comparePullWith(pull, push, postgres)
 	}
-	if pull == nil || !pull.OK || len(pull.Phases) == 0 {
+}
+
+func comparePullWith(pull, push *Result, postgres bool) {
+	if !pull.OK || len(pull.Phases) == 0 {
 		return
 	}
 	line := "pull deliveries/s vs. the push path's (steady-batch), embedded store"

@@ -16,7 +16,16 @@ type Report struct {
 	Machine Machine   `json:"machine"`
 	Sizes   Sizes     `json:"sizes"`
 	Started time.Time `json:"started"`
-	Results []Result  `json:"results"`
+	// Runs is how many times each scenario was run (--runs); Baseline
+	// whether the scenarios that can were also run on the baseline
+	// forwarder (--baseline).
+	Runs     int      `json:"runs"`
+	Baseline bool     `json:"baseline"`
+	Results  []Result `json:"results"`
+	// Comparisons are the herald/baseline pairs, one per scenario and run;
+	// Medians, with several runs, their medians by scenario.
+	Comparisons []Comparison `json:"baseline_comparisons,omitempty"`
+	Medians     []Comparison `json:"baseline_median,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -31,8 +40,16 @@ type Machine struct {
 // Result is one scenario's outcome.
 type Result struct {
 	Scenario string `json:"scenario"`
-	OK       bool   `json:"ok"`
-	Error    string `json:"error,omitempty"`
+	// Target is what the scenario ran against: "herald" (herald serve) or
+	// "baseline" (the baseline forwarder, --baseline).
+	Target string `json:"target"`
+	// Run is the run's number, from 1 (--runs).
+	Run   int    `json:"run"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// Notes say what the figures cannot (a scenario without a baseline, a
+	// figure not measured on this store).
+	Notes []string `json:"notes,omitempty"`
 	// Phases are the scenario's measured stretches (one for most).
 	Phases []PhaseResult `json:"phases"`
 	// ServeFlags are the flags given to herald serve beyond --addr, --data,
@@ -142,23 +159,20 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "herald bench — %d CPUs, %s MiB, %s, %s %s\n\n", m.CPUs, thousands(float64(m.MemoryMiB)), m.GoVersion, m.OS, m.Kernel)
 	width := len("scenario")
 	for _, r := range rep.Results {
-		width = max(width, len(r.Scenario))
+		width = max(width, len(r.label("", rep.Runs)))
 		for _, p := range r.Phases {
-			width = max(width, len(r.Scenario)+1+len(p.Name))
+			width = max(width, len(r.label(p.Name, rep.Runs)))
 		}
 	}
-	left := func(s string) string { return s + strings.Repeat(" ", width-len(s)) }
+	left := func(s string) string { return s + strings.Repeat(" ", max(width-len(s), 0)) }
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, left("scenario")+"\tevents/s\tdeliveries\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tRSS MiB\tCPU s/1k\tload\t")
 	for _, r := range rep.Results {
 		if len(r.Phases) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t%.2f\t\n", left(r.Scenario), mibCell(r.PeakRSSMiB), r.LoadStart[0])
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t%.2f\t\n", left(r.label("", rep.Runs)), mibCell(r.PeakRSSMiB), r.LoadStart[0])
 		}
 		for _, p := range r.Phases {
-			name := r.Scenario
-			if p.Name != "" {
-				name += "/" + p.Name
-			}
+			name := r.label(p.Name, rep.Runs)
 			evs := "-"
 			if p.Events > 0 {
 				evs = thousands(p.EventsPerSec)
@@ -180,7 +194,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	for _, r := range rep.Results {
-		fmt.Fprintf(w, "\n%s: ", r.Scenario)
+		fmt.Fprintf(w, "\n%s: ", r.label("", rep.Runs))
 		if r.OK {
 			fmt.Fprintf(w, "ok in %.1fs", r.Seconds)
 		} else {
@@ -188,8 +202,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "; server peak RSS %.0f MiB, server CPU %.1fs, bench CPU %.1fs, other processes %.2f cores, load %.2f → %.2f\n",
 			r.PeakRSSMiB, r.CPUSeconds, r.BenchCPUSeconds, r.OtherCPUCores, r.LoadStart[0], r.LoadEnd[0])
-		if len(r.ServeFlags) > 0 || len(r.ServeEnv) > 0 {
+		if r.Target != targetBaseline && (len(r.ServeFlags) > 0 || len(r.ServeEnv) > 0) {
 			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(strings.Join(r.ServeEnv, " ")+" herald serve "+strings.Join(r.ServeFlags, " ")))
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 		for _, f := range r.Figures {
 			fmt.Fprintf(w, "  %s: %s %s\n", f.Name, formatValue(f.Value), f.Unit)
@@ -208,7 +225,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "  error: %s\n", strings.ReplaceAll(r.Error, "\n", "\n    "))
 		}
 	}
-	return nil
+	return rep.writeComparisons(w)
 }
 
 // thousands formats v rounded to an integer with comma separators.

@@ -35,31 +35,57 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Sizes.check(); err != nil {
 		return nil, err
 	}
+	if cfg.Runs < 0 || cfg.Runs > maxRuns {
+		return nil, fmt.Errorf("--runs %d: must be from 1 to %d", cfg.Runs, maxRuns)
+	}
 	if len(cfg.Scenarios) == 0 {
-		cfg.Scenarios = Scenarios
+		cfg.Scenarios = AllScenarios()
 	}
 	for _, s := range cfg.Scenarios {
 		if scenarioFuncs[s] == nil {
 			return nil, fmt.Errorf("unknown scenario %q", s)
 		}
 	}
-	rep := &Report{Machine: machine(), Sizes: cfg.Sizes, Started: time.Now().UTC()}
+	runs := max(cfg.Runs, 1)
+	if cfg.Baseline && len(cfg.Forwarder) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("the baseline forwarder's binary: %w", err)
+		}
+		cfg.Forwarder = []string{exe, "bench-forwarder"}
+	}
+	rep := &Report{Machine: machine(), Sizes: cfg.Sizes, Started: time.Now().UTC(), Runs: runs, Baseline: cfg.Baseline}
 	prog := newProgress(cfg.Progress, cfg.ProgressTTY)
 	defer prog.stop()
-	for _, name := range cfg.Scenarios {
-		if ctx.Err() != nil {
-			rep.Results = append(rep.Results, Result{Scenario: name, Error: "not run: " + ctx.Err().Error()})
-			continue
+	// Run after run, each scenario on Herald and, with Baseline, at once
+	// on the forwarder with the same load: the pairs alternate, so that the
+	// machine's drift over the invocation hits both alike.
+	for run := 1; run <= runs; run++ {
+		for _, name := range cfg.Scenarios {
+			targets := []string{targetHerald}
+			if cfg.Baseline && baselineScenarios[name] {
+				targets = append(targets, targetBaseline)
+			}
+			for _, target := range targets {
+				if ctx.Err() != nil {
+					rep.Results = append(rep.Results, Result{Scenario: name, Target: target, Run: run, Error: "not run: " + ctx.Err().Error()})
+					continue
+				}
+				res := runScenario(ctx, &cfg, name, target, run, prog)
+				if cfg.Baseline && !baselineScenarios[name] {
+					res.Notes = append(res.Notes, "run on Herald alone: the baseline forwarder runs "+baselineList())
+				}
+				rep.Results = append(rep.Results, res)
+				status := "ok"
+				if !res.OK {
+					status = "FAILED: " + firstLineOf(res.Error)
+				}
+				prog.printf("%s: %s (%.1fs, load %.2f → %.2f, other processes %.2f cores)\n", res.label("", runs), status, res.Seconds, res.LoadStart[0], res.LoadEnd[0], res.OtherCPUCores)
+			}
 		}
-		res := runScenario(ctx, &cfg, name, prog)
-		rep.Results = append(rep.Results, res)
-		status := "ok"
-		if !res.OK {
-			status = "FAILED: " + firstLineOf(res.Error)
-		}
-		prog.printf("%s: %s (%.1fs, load %.2f → %.2f, other processes %.2f cores)\n", name, status, res.Seconds, res.LoadStart[0], res.LoadEnd[0], res.OtherCPUCores)
 	}
 	comparePullPush(rep.Results, isPostgres(cfg.Store))
+	compareBaseline(rep, isPostgres(cfg.Store))
 	return rep, nil
 }
 
@@ -76,14 +102,17 @@ func machine() Machine {
 
 // env is one scenario's world: its server, API client and receivers.
 type env struct {
-	cfg   *Config
-	name  string
-	dir   string
-	srv   *server
-	api   *client
-	recv  []*Receiver
-	prog  *progress
-	phase string
+	cfg  *Config
+	name string
+	// baseline: the scenario runs against the baseline forwarder instead
+	// of herald serve.
+	baseline bool
+	dir      string
+	srv      *server
+	api      *client
+	recv     []*Receiver
+	prog     *progress
+	phase    string
 
 	// What every server of the scenario is started with: flags before and
 	// after --store (when the store is PostgreSQL), environment, admin key.
@@ -95,6 +124,7 @@ type env struct {
 	cpuDone             time.Duration // CPU of the scenario's servers already stopped
 	peakDone            int64         // their largest VmHWM
 	drops               []func()      // drop the PostgreSQL schemas, after the servers
+	pgSchema            string        // the current server's PostgreSQL schema ("" on SQLite)
 }
 
 // scenarioFuncs run the scenarios; each fills res.Phases, res.Figures and
@@ -110,10 +140,13 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"pull":            pullScenario,
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
+	"soak":            soakScenario,
 }
 
-func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) (res Result) {
-	res.Scenario = name
+// runScenario runs one scenario on a server of its own: herald serve, or
+// with target "baseline" the baseline forwarder.
+func runScenario(ctx context.Context, cfg *Config, name, target string, run int, prog *progress) (res Result) {
+	res.Scenario, res.Target, res.Run = name, target, run
 	res.LoadStart = loadavg()
 	start := time.Now()
 	benchCPU0 := procCPU(0)
@@ -126,7 +159,7 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	e := &env{cfg: cfg, name: name, prog: prog}
+	e := &env{cfg: cfg, name: name, prog: prog, baseline: target == targetBaseline}
 	defer func() {
 		prog.set(nil)
 		e.close()
@@ -148,7 +181,11 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 		}
 	}()
 
-	dir, err := os.MkdirTemp(cfg.TempDir, "herald-bench-"+name+"-")
+	tag := name
+	if e.baseline {
+		tag += "-baseline"
+	}
+	dir, err := os.MkdirTemp(cfg.TempDir, "herald-bench-"+tag+"-")
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -161,6 +198,11 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 		// scenario measures what the budget line names: a million
 		// deliveries pending retry. (Flags the binary lacks are left out.)
 		e.flagsPre = append(e.flagsPre, supported(cfg.Herald, relaxedHealth)...)
+	}
+	if name == "soak" {
+		// Retention short enough that clean-up runs behind the load: see
+		// soakScenario.
+		e.flagsPre = append(e.flagsPre, "--dedup-retention", cfg.Sizes.SoakRetention.String())
 	}
 	e.flagsPost = append(e.flagsPost, cfg.ServeArgs...)
 	if cfg.Pprof != "" {
@@ -179,6 +221,12 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 	}
 
 	err = scenarioFuncs[name](ctx, e, &res)
+	if e.baseline {
+		e.forwarderFigures(&res)
+		// The budget's lines are Herald's; the forwarder is measured only
+		// to be compared with (compareBaseline).
+		res.Budget = nil
+	}
 
 	serverCPU = e.serverCPU()
 	res.CPUSeconds = serverCPU.Seconds()
@@ -188,7 +236,7 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 			err = fmt.Errorf("did not finish within %s: %w", timeout, err)
 		}
 		if e.srv != nil && !e.srv.alive() {
-			err = fmt.Errorf("%w (herald serve exited: %v)\nlast lines of its log:\n%s", err, e.srv.waitErr, e.srv.logTail(20))
+			err = fmt.Errorf("%w (%s exited: %v)\nlast lines of its log:\n%s", err, e.srv.what, e.srv.waitErr, e.srv.logTail(20))
 		}
 		res.Error = err.Error()
 	}
@@ -200,6 +248,9 @@ func runScenario(ctx context.Context, cfg *Config, name string, prog *progress) 
 // on PostgreSQL each in a fresh schema — with an API client for it, and
 // returns the flags it was given beyond the usual ones.
 func (e *env) serve(ctx context.Context) ([]string, error) {
+	if e.baseline {
+		return e.serveForwarder(ctx)
+	}
 	dir := e.dir
 	if e.servers > 0 {
 		dir = filepath.Join(e.dir, fmt.Sprintf("server-%d", e.servers+1))
@@ -217,6 +268,7 @@ func (e *env) serve(ctx context.Context) ([]string, error) {
 		if !e.cfg.Keep {
 			e.drops = append(e.drops, drop)
 		}
+		e.pgSchema = schemaOf(schemaURL)
 		extra = append(extra, "--store", schemaURL)
 	}
 	extra = append(extra, e.flagsPost...)
@@ -389,6 +441,9 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	if p.name != "" {
 		label += "/" + p.name
 	}
+	if e.baseline {
+		label += " (baseline)"
+	}
 	e.prog.set(func() string {
 		return fmt.Sprintf("%s: published %d/%d  received %d/%d  %.0fs  server rss %.0f MiB",
 			label, p.load.accepted.Load(), p.load.events, received(), expected,
@@ -415,6 +470,7 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	lastCount, lastChange := int64(-1), time.Now()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	nextCheck := time.Now().Add(forwarderCheckEvery)
 	for {
 		n := received()
 		if n >= expected && !loading {
@@ -439,11 +495,21 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 			if !e.srv.alive() {
 				return pr, fmt.Errorf("%s: %w", label, errExited)
 			}
+			if e.baseline && time.Now().After(nextCheck) {
+				// No retries: one failed POST and the receipts can never
+				// all arrive; say so instead of waiting for the deadline.
+				nextCheck = time.Now().Add(forwarderCheckEvery)
+				if st, err := e.api.forwarderStats(ctx); err == nil && st.Failed > 0 {
+					return pr, fmt.Errorf("%s: received %d of %d deliveries: %w: %d POSTs failed", label, n, expected, errForwarderDropped, st.Failed)
+				}
+			}
 		case <-ctx.Done():
 			return pr, fmt.Errorf("%s: received %d of %d deliveries: %w", label, n, expected, ctx.Err())
 		}
 	}
-	if p.settle {
+	// The forwarder keeps nothing to settle: what it has not POSTed yet it
+	// never will.
+	if p.settle && !e.baseline {
 		e.prog.set(func() string { return label + ": waiting until no delivery is pending" })
 		t0 := time.Now()
 		if err := e.waitNoPending(ctx); err != nil {

@@ -72,6 +72,12 @@ type recorder struct {
 	mu      sync.Mutex
 	samples []time.Duration
 	dropped int64
+	// every, above 1, keeps one latency in every (the 1st, the every+1st,
+	// ...): a systematic sample over the whole phase, for phases of
+	// millions of deliveries (soak), which would otherwise keep maxSamples
+	// of them from the start only.
+	every int64
+	added int64
 }
 
 func (r *recorder) add(d time.Duration) {
@@ -79,6 +85,11 @@ func (r *recorder) add(d time.Duration) {
 		d = 0 // clocks of one machine; a negative value is rounding
 	}
 	r.mu.Lock()
+	r.added++
+	if r.every > 1 && (r.added-1)%r.every != 0 {
+		r.mu.Unlock()
+		return
+	}
 	if len(r.samples) < maxSamples {
 		r.samples = append(r.samples, d)
 	} else {

@@ -2,7 +2,6 @@ package event
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -163,7 +162,7 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 		if eg != nil && isEventGridObject(body) {
 			e, fe = parseEventGrid(body, "", eg.DefaultSource)
 		} else {
-			e, fe = parseObject(body, "")
+			e, fe = parseObject(body, -1)
 		}
 		if fe != nil {
 			fe.Index = 0
@@ -174,10 +173,10 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 		if !allowArray {
 			return nil, bodyError("must be one JSON object; send a batch as application/cloudevents-batch+json")
 		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(body, &items); err != nil {
-			return nil, bodyError("not valid JSON: " + err.Error())
+		if err := checkJSON(body); err != nil {
+			return nil, err
 		}
+		items := arrayElements(trimmed)
 		if len(items) == 0 {
 			return nil, bodyError("the batch holds no events")
 		}
@@ -187,9 +186,8 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 		events := make([]Event, len(items))
 		firstEventGrid := false
 		for i, raw := range items {
-			prefix := "events[" + strconv.Itoa(i) + "]"
 			if raw[0] != '{' {
-				return nil, &FieldError{Field: prefix, Detail: "must be a JSON object", Index: i}
+				return nil, &FieldError{Field: elementPrefix(i), Detail: "must be a JSON object", Index: i}
 			}
 			var e Event
 			var fe *FieldError
@@ -197,12 +195,12 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 			if i == 0 {
 				firstEventGrid = isEG
 			} else if isEG != firstEventGrid {
-				return nil, mixedSchemas(prefix, i, isEG)
+				return nil, mixedSchemas(elementPrefix(i), i, isEG)
 			}
 			if isEG {
-				e, fe = parseEventGrid(raw, prefix+".", eg.DefaultSource)
+				e, fe = parseEventGrid(raw, elementPrefix(i)+".", eg.DefaultSource)
 			} else {
-				e, fe = parseObject(raw, prefix+".")
+				e, fe = parseObject(raw, i)
 			}
 			if fe != nil {
 				fe.Index = i
@@ -238,131 +236,54 @@ func checkJSON(body []byte) *FieldError {
 	return bodyError("not valid JSON: " + err.Error())
 }
 
+// elementPrefix names the element i of a batch in field names: events[i].
+func elementPrefix(i int) string { return "events[" + strconv.Itoa(i) + "]" }
+
 // parseObject decodes one structured-mode event from raw, a valid JSON
-// object, naming fields with prefix.
-func parseObject(raw []byte, prefix string) (Event, *FieldError) {
+// object: element index of a batch (fields named events[index].…), or the
+// whole body when index is negative.
+func parseObject(raw []byte, index int) (Event, *FieldError) {
 	var e Event
-	field := func(attr string) string { return prefix + attr }
+	prefix := ""
+	field := func(attr string) string {
+		if index >= 0 && prefix == "" {
+			prefix = elementPrefix(index) + "."
+		}
+		return prefix + attr
+	}
 	bad := func(attr, detail string) (Event, *FieldError) {
 		if len(attr) > 64 {
 			attr = attr[:64] + "..."
 		}
 		f := field(attr)
 		if attr == "" {
-			f = strings.TrimSuffix(prefix, ".")
+			f = strings.TrimSuffix(f, ".")
 			if f == "" {
 				f = "body"
 			}
 		}
 		return Event{}, &FieldError{Field: f, Detail: detail}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil { // '{'
-		return bad("", "not valid JSON: "+err.Error())
-	}
-	seen := make(map[string]bool, 8)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return bad("", "not valid JSON: "+err.Error())
+	// raw is valid JSON (the whole body was checked first): one pass over
+	// its members, each value's raw bytes taken as they stand.
+	var seen memberSet
+	var fe *FieldError
+	forEachMember(raw, func(name, _, val []byte) bool {
+		if !seen.add(name) {
+			_, fe = bad(string(name), "repeated member")
+			return false
 		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return bad(key, "not valid JSON: "+err.Error())
-		}
-		if seen[key] {
-			return bad(key, "repeated member")
-		}
-		seen[key] = true
 		if string(val) == "null" {
-			continue // JSON null: the attribute is absent
+			return true // JSON null: the attribute is absent
 		}
-		switch key {
-		case attrSpecVersion, attrID, attrSource, attrType:
-			s, d := jsonString(val)
-			if d != "" {
-				return bad(key, d)
-			}
-			switch key {
-			case attrSpecVersion:
-				e.SpecVersion = s
-			case attrID:
-				e.ID = s
-			case attrSource:
-				e.Source = s
-			case attrType:
-				e.Type = s
-			}
-		case attrSubject, attrDataContentType, attrDataSchema, attrTime:
-			s, d := jsonString(val)
-			if d != "" {
-				return bad(key, d)
-			}
-			if s == "" {
-				return bad(key, "must not be empty when present")
-			}
-			switch key {
-			case attrSubject:
-				e.Subject = s
-			case attrDataContentType:
-				e.DataContentType = s
-			case attrDataSchema:
-				e.DataSchema = s
-			case attrTime:
-				t, d := parseTime(s)
-				if d != "" {
-					return bad(key, d)
-				}
-				e.Time = t
-			}
-		case memberData:
-			var buf bytes.Buffer
-			buf.Grow(len(val))
-			if err := json.Compact(&buf, val); err != nil {
-				return bad(key, "not valid JSON: "+err.Error())
-			}
-			e.Data = buf.Bytes()
-		case memberDataBase64:
-			s, d := jsonString(val)
-			if d == notString {
-				d = "must be a base64 string"
-			}
-			if d != "" {
-				return bad(key, d)
-			}
-			b, err := base64.StdEncoding.DecodeString(s)
-			if err != nil {
-				return bad(key, "not valid base64: "+err.Error())
-			}
-			e.DataBase64 = base64.StdEncoding.EncodeToString(b)
-		default:
-			if d := checkExtensionName(key); d != "" {
-				return bad(key, d)
-			}
-			var v any
-			switch val[0] {
-			case '"':
-				s, d := jsonString(val)
-				if d != "" {
-					return bad(key, d)
-				}
-				v = s
-			case 't':
-				v = true
-			case 'f':
-				v = false
-			case '{', '[':
-				return bad(key, "extension values must be a string, number or boolean")
-			default:
-				v = json.Number(val)
-			}
-			if e.Extensions == nil {
-				e.Extensions = make(map[string]any)
-			}
-			e.Extensions[key] = v
+		if d := e.setMember(name, val); d != "" {
+			_, fe = bad(string(name), d)
+			return false
 		}
+		return true
+	})
+	if fe != nil {
+		return Event{}, fe
 	}
 	if fe := e.validate(field); fe != nil {
 		return Event{}, fe

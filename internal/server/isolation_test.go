@@ -18,22 +18,41 @@ import (
 func (b *bundle) publishBatch(prefix, typ string, n int) {
 	b.t.Helper()
 	for i := 0; i < n; i += 100 {
-		var evs []map[string]any
-		for j := i; j < i+100 && j < n; j++ {
-			evs = append(evs, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("%s-%d", prefix, j), "source": "/test", "type": typ})
-		}
-		raw, _ := json.Marshal(evs)
-		req, _ := http.NewRequest("POST", b.api.URL+"/v1/events", bytes.NewReader(raw))
-		req.Header.Set("Content-Type", "application/cloudevents-batch+json")
-		resp, err := b.client.Do(req)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			b.t.Fatalf("publish batch: %d", resp.StatusCode)
+		b.publishRange(prefix, typ, i, min(i+100, n))
+	}
+}
+
+// publishRange publishes the events prefix-from … prefix-(to-1) of one type
+// in one CloudEvents batch and returns how many of them the server
+// reported as duplicates.
+func (b *bundle) publishRange(prefix, typ string, from, to int) (duplicates int) {
+	b.t.Helper()
+	var evs []map[string]any
+	for j := from; j < to; j++ {
+		evs = append(evs, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("%s-%d", prefix, j), "source": "/test", "type": typ})
+	}
+	raw, _ := json.Marshal(evs)
+	req, _ := http.NewRequest("POST", b.api.URL+"/v1/events", bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/cloudevents-batch+json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Events []struct {
+			Duplicate bool `json:"duplicate"`
+		} `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusAccepted || len(out.Events) != to-from {
+		b.t.Fatalf("publish batch %s-%d…: %d, %v, %d results", prefix, from, resp.StatusCode, err, len(out.Events))
+	}
+	for _, e := range out.Events {
+		if e.Duplicate {
+			duplicates++
 		}
 	}
+	return duplicates
 }
 
 // TestFreshNotBehindRetries: with 10,000 retries due for one endpoint (and

@@ -57,6 +57,10 @@ type Config struct {
 	// duplicate detection; finished events older than this are deleted
 	// (default 7 days).
 	DedupRetention time.Duration
+	// CleanupBatch is the number of old events one round of the retention
+	// clean-up deletes, one store write (default 1,000; tests make it small
+	// to need many rounds).
+	CleanupBatch int
 	// CatalogReload is how often the catalog reads subscription changes
 	// from the store when nothing announced one (default 10s; the read
 	// costs one small query when nothing changed). On PostgreSQL other
@@ -102,6 +106,7 @@ func DefaultConfig() Config {
 		DataDir:        "./herald-data",
 		Store:          "sqlite",
 		DedupRetention: 7 * 24 * time.Hour,
+		CleanupBatch:   1000,
 		CatalogReload:  10 * time.Second,
 		Auth:           AuthOn,
 		AuthRecheck:    auth.DefaultRecheck,
@@ -167,6 +172,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DedupRetention <= 0 {
 		c.DedupRetention = d.DedupRetention
+	}
+	if c.CleanupBatch <= 0 {
+		c.CleanupBatch = d.CleanupBatch
 	}
 	if c.CatalogReload <= 0 {
 		c.CatalogReload = d.CatalogReload
@@ -319,8 +327,9 @@ func (s *Server) Start(ctx context.Context) error {
 			s.Auth.Run(ctx)
 		}()
 	}
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go s.background()
+	go s.cleanup()
 	return nil
 }
 
@@ -364,15 +373,11 @@ type changeFeed interface {
 }
 
 // background keeps the catalog current (at once when the store announces a
-// change, else every CatalogReload), passes endpoint health announcements
-// to the engine, and deletes old finished events once a minute on one node
-// (times read from the injected clock).
+// change, else every CatalogReload) and passes endpoint health
+// announcements to the engine (times read from the injected clock).
 func (s *Server) background() {
 	defer s.bg.Done()
 	log := s.cfg.Logger.With("component", "background")
-	var st maintenance = s.Store
-	const cleanupEvery = time.Minute
-	nextCleanup := s.cfg.Clock.Now().Add(cleanupEvery)
 	var subsChanged, healthChanged <-chan struct{}
 	if f, ok := s.Store.(changeFeed); ok {
 		subsChanged, healthChanged = f.SubscriptionsChanged(), f.EndpointsChanged()
@@ -395,21 +400,64 @@ func (s *Server) background() {
 		if err := s.Catalog.Sync(ctx); err != nil {
 			log.Warn("reading subscription changes", "err", err)
 		}
-		if now := s.cfg.Clock.Now(); !now.Before(nextCleanup) && s.lead(ctx, "cleanup", now, 2*cleanupEvery) {
-			nextCleanup = now.Add(cleanupEvery)
-			// At most 100 × 1,000 events per round keeps each round short.
-			for i := 0; i < 100; i++ {
-				n, err := st.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), 1000)
-				if err != nil {
-					log.Warn("deleting old events", "err", err)
-					break
-				}
-				if n < 1000 {
-					break
-				}
-			}
+		cancel()
+	}
+}
+
+// Retention clean-up: every cleanupEvery, on one node, rounds of at most
+// Config.CleanupBatch events each until a round finds fewer (the backlog is
+// cleared) or the clean-up has run for cleanupFor. A round is one write of
+// the store's, so the rounds keep each write short; the time bound keeps a
+// node that fell far behind from cleaning for longer than its term as the
+// cleaning node.
+const (
+	cleanupEvery = time.Minute
+	cleanupFor   = 30 * time.Second
+)
+
+// cleanup deletes finished events older than the dedup retention (see the
+// constants above), on one node at a time; its own goroutine, so a long
+// clean-up never delays the catalog.
+func (s *Server) cleanup() {
+	defer s.bg.Done()
+	log := s.cfg.Logger.With("component", "cleanup")
+	var st maintenance = s.Store
+	for {
+		t := s.cfg.Clock.NewTimer(cleanupEvery)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		now := s.cfg.Clock.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupFor+10*time.Second)
+		if s.lead(ctx, "cleanup", now, 2*cleanupEvery) {
+			s.cleanupRounds(ctx, st, now, log)
 		}
 		cancel()
+	}
+}
+
+// cleanupRounds runs the clean-up's rounds (see cleanupEvery) and returns
+// the number of events deleted.
+func (s *Server) cleanupRounds(ctx context.Context, st maintenance, now time.Time, log *slog.Logger) int {
+	deleted := 0
+	for {
+		n, err := st.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), s.cfg.CleanupBatch)
+		deleted += n
+		if err != nil {
+			log.Warn("deleting old events", "err", err)
+			return deleted
+		}
+		select {
+		case <-s.stop:
+			return deleted
+		default:
+		}
+		if n < s.cfg.CleanupBatch || s.cfg.Clock.Now().Sub(now) >= cleanupFor {
+			return deleted
+		}
 	}
 }
 

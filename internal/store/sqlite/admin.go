@@ -42,7 +42,7 @@ FROM deliveries AS d LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WH
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = ?`
 
 	redriveAllSQL = `UPDATE deliveries SET ` + restartSet + `
-WHERE subscription_id = ? AND status = 'dead_lettered'` + redrivable + ` RETURNING endpoint_id`
+WHERE subscription_id = ? AND status = 'dead_lettered' AND status <> 'delivered'` + redrivable + ` RETURNING endpoint_id`
 	redriveOneSQL = `UPDATE deliveries SET ` + restartSet + `
 WHERE id = ? AND subscription_id = ? AND status = 'dead_lettered'` + redrivable + ` RETURNING endpoint_id`
 

@@ -150,69 +150,81 @@ func TestQueryPlans(t *testing.T) {
 		withCursor
 		sizes
 	)
-	for mask := 0; mask < sizes<<1; mask++ {
-		var f store.DeliveryFilter
-		if mask&bySubscription != 0 {
-			f.SubscriptionID = "sub_x"
-		}
-		if mask&byStatus != 0 {
-			f.Status = store.StatusPending
-		}
-		if mask&byEvent != 0 {
-			f.EventID = "e"
-		}
-		if mask&byAccount != 0 {
-			f.AccountID = "acc_x"
-		}
-		where, _ := deliveryConds(f)
-		if mask&withCursor != 0 {
-			where = append(where, "d.id < ?")
-		}
-		cols := deliveryCols
-		if mask&sizes != 0 {
-			cols = sqlrow.DeliveryBytes
-		}
-		p := plan(t, s, listDeliveriesSQL(cols, where, f.EventID != ""))
-		name := fmt.Sprintf("ListDeliveries %v (%s)", where, firstLine(cols))
-		// An account alone, or with a status, has its own index; with a
-		// subscription, the subscription's.
-		account := mask&(byAccount|bySubscription|byEvent) == byAccount
-		switch {
-		case account && f.Status == "":
-			if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account (account_id=?") {
-				t.Errorf("%s:\n%s", name, p)
+	// Each status the status indexes hold, and delivered, which they
+	// leave out (its lists walk the subscription's or account's index).
+	for _, st := range []store.Status{store.StatusPending, store.StatusDeadLettered, store.StatusDelivered} {
+		for mask := 0; mask < sizes<<1; mask++ {
+			var f store.DeliveryFilter
+			if mask&bySubscription != 0 {
+				f.SubscriptionID = "sub_x"
 			}
-		case account:
-			if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account_status (account_id=? AND status=?") {
-				t.Errorf("%s:\n%s", name, p)
+			if mask&byStatus != 0 {
+				f.Status = st
 			}
-		case f.SubscriptionID != "" && f.EventID == "" && strings.Contains(p, "deliveries_account"):
-			t.Errorf("%s: the account's index rather than the subscription's:\n%s", name, p)
-		}
-		switch {
-		case f.EventID != "":
-			// The events with that id, then their few deliveries (only
-			// the index for the sizes), sorted.
-			if !strings.Contains(p, "SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=?)") ||
-				!regexp.MustCompile(`SEARCH d USING (COVERING )?INDEX deliveries_event \(event_seq=\?`).MatchString(p) {
-				t.Errorf("%s:\n%s", name, p)
+			if mask&byEvent != 0 {
+				f.EventID = "e"
 			}
-		case len(where) == 0 || mask&(byAccount|bySubscription) == 0 && f.Status != "":
-			// Newest first in primary-key order, stopping at the limit
-			// (a status across every account, which the API never asks
-			// for, filters that walk).
-			if len(where) > 0 {
-				if !walksByID(p) {
+			if mask&byAccount != 0 {
+				f.AccountID = "acc_x"
+			}
+			where, _ := deliveryConds(f)
+			if mask&withCursor != 0 {
+				where = append(where, "d.id < ?")
+			}
+			cols := deliveryCols
+			if mask&sizes != 0 {
+				cols = sqlrow.DeliveryBytes
+			}
+			p := plan(t, s, listDeliveriesSQL(cols, where, f.EventID != ""))
+			name := fmt.Sprintf("ListDeliveries %v (%s)", where, firstLine(cols))
+			// An account alone, or with a status, has its own index; with a
+			// subscription, the subscription's.
+			account := mask&(byAccount|bySubscription|byEvent) == byAccount
+			switch {
+			case account && (f.Status == "" || f.Status == store.StatusDelivered):
+				if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account (account_id=?") {
 					t.Errorf("%s:\n%s", name, p)
 				}
-				continue
+			case account:
+				if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account_status (account_id=? AND status=?") {
+					t.Errorf("%s:\n%s", name, p)
+				}
+			case f.SubscriptionID != "" && f.EventID == "" && strings.Contains(p, "deliveries_account"):
+				t.Errorf("%s: the account's index rather than the subscription's:\n%s", name, p)
+			case f.SubscriptionID != "" && f.EventID == "" && f.Status == store.StatusDelivered:
+				if !strings.Contains(p, "SEARCH d USING INDEX deliveries_subscription (subscription_id=?") {
+					t.Errorf("%s:\n%s", name, p)
+				}
+			case f.SubscriptionID != "" && f.EventID == "" && f.Status != "":
+				if !strings.Contains(p, "SEARCH d USING INDEX deliveries_subscription_status (subscription_id=? AND status=?") {
+					t.Errorf("%s:\n%s", name, p)
+				}
 			}
-			if p != "SCAN d\nSEARCH e USING INTEGER PRIMARY KEY (rowid=?)" {
-				t.Errorf("%s:\n%s", name, p)
-			}
-		default:
-			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
-				t.Errorf("%s:\n%s", name, p)
+			switch {
+			case f.EventID != "":
+				// The events with that id, then their few deliveries (only
+				// the index for the sizes), sorted.
+				if !strings.Contains(p, "SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=?)") ||
+					!regexp.MustCompile(`SEARCH d USING (COVERING )?INDEX deliveries_event \(event_seq=\?`).MatchString(p) {
+					t.Errorf("%s:\n%s", name, p)
+				}
+			case len(where) == 0 || mask&(byAccount|bySubscription) == 0 && f.Status != "":
+				// Newest first in primary-key order, stopping at the limit
+				// (a status across every account, which the API never asks
+				// for, filters that walk).
+				if len(where) > 0 {
+					if !walksByID(p) {
+						t.Errorf("%s:\n%s", name, p)
+					}
+					continue
+				}
+				if p != "SCAN d\nSEARCH e USING INTEGER PRIMARY KEY (rowid=?)" {
+					t.Errorf("%s:\n%s", name, p)
+				}
+			default:
+				if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+					t.Errorf("%s:\n%s", name, p)
+				}
 			}
 		}
 	}

@@ -20,14 +20,17 @@ ON CONFLICT (delivery_id, number) DO UPDATE SET
 	status_code = excluded.status_code, outcome = excluded.outcome,
 	error = excluded.error, response_body = excluded.response_body`
 
-	// recordStateSQL returns the subscription of the delivery it updated
-	// (no row: the state change does not apply).
-	recordStateSQL = `UPDATE deliveries SET
-	status = ?, attempts = ?, round_attempts = ?, first_failure = ?, next_attempt_at = ?,
+	// recordStateSQL writes an outcome's state (no row changed: the state
+	// change does not apply); recordQueuedSQL too, and returns the
+	// subscription of the delivery it updated (no row: it does not apply).
+	// Only a queued outcome needs the subscription: RETURNING costs a
+	// result table per statement, so the common outcomes do without.
+	recordStateSQL  = `UPDATE deliveries SET ` + recordSet + ` WHERE ` + recordWhere
+	recordQueuedSQL = recordStateSQL + ` RETURNING subscription_id`
+	recordSet       = `status = ?, attempts = ?, round_attempts = ?, first_failure = ?, next_attempt_at = ?,
 	last_attempt_at = ?, last_status_code = ?, last_outcome = ?, dead_letter_reason = ?,
-	delivered_at = ?, lease_owner = '', lease_until = 0
-WHERE id = ? AND status = 'pending' AND (? = '' OR lease_owner = ?)
-RETURNING subscription_id`
+	delivered_at = ?, lease_owner = '', lease_until = 0`
+	recordWhere = `id = ? AND status = 'pending' AND (? = '' OR lease_owner = ?)`
 
 	deliveryExistsSQL = `SELECT 1 FROM deliveries WHERE id = ?`
 
@@ -53,7 +56,7 @@ ON CONFLICT (id) DO NOTHING`
 	deactivateSQL        = `UPDATE subscriptions SET state = 'deactivated', version = ? WHERE id = ?`
 	queuePendingSQL      = `UPDATE deliveries SET status = 'queued', next_attempt_at = ?,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = ? AND status = 'pending'`
+WHERE subscription_id = ? AND status = 'pending' AND status <> 'delivered'`
 )
 
 // Record implements store.DeliveryStore. For each outcome, in order, it
@@ -100,10 +103,18 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		for _, o := range outcomes {
 			a := &o.Attempt
 			var sub string
-			err := w.scanRow(recordStateSQL, []any{
+			args := []any{
 				string(o.Status), o.Attempts, o.RoundAttempts, sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt),
 				sqlrow.UnixMS(a.StartedAt), o.LastStatusCode, o.LastOutcome, o.DeadLetterReason,
-				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner}, &sub)
+				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner}
+			var err error
+			if o.Status == store.StatusQueued {
+				err = w.scanRow(recordQueuedSQL, args, &sub)
+			} else if n, xerr := w.execN(recordStateSQL, args...); xerr != nil {
+				err = xerr
+			} else if n == 0 {
+				err = errNoRows
+			}
 			switch {
 			case err == nil && o.Status == store.StatusQueued:
 				queued.Add(sub)

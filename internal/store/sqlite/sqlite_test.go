@@ -241,9 +241,11 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// TestBatchAbortRetriesOthers checks the path where one request's failure
-// ends the whole transaction (as SQLite does on a full disk or an I/O
-// error): that request fails, and the others run again and commit.
+// TestBatchAbortRetriesOthers checks the path where a request fails after
+// it wrote (a constraint, or SQLite ending the whole transaction on a full
+// disk or an I/O error): that request fails with nothing of it kept, and
+// the others run again and commit. A request that fails before writing
+// leaves the batch's transaction alone.
 func TestBatchAbortRetriesOthers(t *testing.T) {
 	var logs bytes.Buffer
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"),
@@ -253,9 +255,42 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
+
+	// A failure before any write: one commit for the held request, one
+	// for the batch of four, and no retry.
 	release := holdWriter(t, s)
+	before := s.Stats()
+	clean := errors.New("clean")
+	results := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			results <- s.write(ctx, func(w *writer) error {
+				if i == 2 {
+					var n int
+					if err := w.scanRow(`SELECT COUNT(*) FROM endpoints`, nil, &n); err != nil {
+						return err
+					}
+					return clean
+				}
+				_, err := w.exec(`INSERT INTO endpoints (id, url, created_at) VALUES (?, 'u', 0)`, "ep_0"+string(rune('a'+i)))
+				return err
+			})
+		}()
+	}
+	waitQueued(t, s, 4)
+	release()
+	for i := 0; i < 4; i++ {
+		if err := <-results; err != nil && !errors.Is(err, clean) {
+			t.Fatal(err)
+		}
+	}
+	if after := s.Stats(); after.Commits-before.Commits != 2 || strings.Contains(logs.String(), "rolled back") {
+		t.Fatalf("%d commits, log:\n%s; want 2 and no rollback", after.Commits-before.Commits, logs.String())
+	}
+
+	release = holdWriter(t, s)
 	boom := errors.New("boom")
-	results := make(chan error, 3)
+	results = make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
 			results <- s.write(ctx, func(w *writer) error {
@@ -263,9 +298,6 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 					return err
 				}
 				if i == 1 {
-					if _, err := w.exec("ROLLBACK"); err != nil {
-						return err
-					}
 					return boom
 				}
 				return nil
@@ -285,12 +317,12 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 	if failed != 1 {
 		t.Fatalf("%d requests failed, want 1", failed)
 	}
-	if !strings.Contains(logs.String(), "write batch aborted") {
+	if !strings.Contains(logs.String(), "write batch rolled back") {
 		t.Fatalf("the batch was not aborted and retried; log:\n%s", logs.String())
 	}
 	var got string
-	if err := s.readRow(ctx, `SELECT group_concat(id, ',') FROM (SELECT id FROM endpoints ORDER BY id)`).Scan(&got); err != nil || got != "ep_a,ep_c" {
-		t.Fatalf("endpoints = %q, %v; want ep_a,ep_c", got, err)
+	if err := s.readRow(ctx, `SELECT group_concat(id, ',') FROM (SELECT id FROM endpoints ORDER BY id)`).Scan(&got); err != nil || got != "ep_0a,ep_0b,ep_0d,ep_a,ep_c" {
+		t.Fatalf("endpoints = %q, %v; want ep_0a,ep_0b,ep_0d,ep_a,ep_c", got, err)
 	}
 	// The writer is still healthy.
 	if err := s.write(ctx, func(w *writer) error { _, err := w.exec(`DELETE FROM endpoints`); return err }); err != nil {

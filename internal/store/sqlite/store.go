@@ -12,8 +12,8 @@
 // One goroutine owns the single write connection. Write methods queue a
 // request on a bounded channel (Options.QueueSize) and wait; the writer runs
 // every request already queued, up to Options.MaxBatch, in one transaction
-// with one commit (see writer.go). A request that fails is rolled back alone
-// (each runs in its own SAVEPOINT). Statements are prepared once on the write
+// with one commit (see writer.go). A request that fails after writing rolls
+// the transaction back and the others run again. Statements are prepared once on the write
 // connection and reused. ModifyEndpoints, TakeProbe, TryLead, ExtendLeases
 // and CreateFirstKey run on the writer too, which serialises them with every
 // other write (that is their lock). Reads (Get*, List*, KeyByHash,
@@ -202,6 +202,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		maxBatch: opts.MaxBatch,
 		exited:   make(chan struct{}),
 		stmts:    map[string]*sql.Stmt{},
+		writes:   map[string]bool{},
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {

@@ -61,19 +61,19 @@ AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE dead_letter_endpoint_id = ?1)`
 	// URL's circuit. Its dead letters' deliveries stay on its dead-letter
 	// URL's endpoint.
 	moveDeliveriesSQL = `UPDATE deliveries SET endpoint_id = ?
-WHERE subscription_id = ? AND status IN ('pending', 'queued') AND dead_letter_of = ''`
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'delivered' AND dead_letter_of = ''`
 	// moveDeadLettersSQL does the same for the deliveries of its dead
 	// letters, to its new dead-letter URL's endpoint.
 	moveDeadLettersSQL = `UPDATE deliveries SET endpoint_id = ?
-WHERE subscription_id = ? AND status IN ('pending', 'queued') AND dead_letter_of <> ''`
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'delivered' AND dead_letter_of <> ''`
 	// dropDeadLettersSQL ends them when it names no dead-letter URL any more.
 	dropDeadLettersSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = ? AND status IN ('pending', 'queued') AND dead_letter_of <> ''`
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'delivered' AND dead_letter_of <> ''`
 
 	dropSubscriptionDeliveriesSQL = `UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = ? AND status IN ('pending', 'queued')`
+WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'delivered'`
 	deleteSubscriptionSQL = `DELETE FROM subscriptions WHERE id = ? RETURNING endpoint_id, dead_letter_endpoint_id`
 )
 

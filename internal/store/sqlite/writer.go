@@ -18,11 +18,16 @@ import (
 // first waiting request, then every other one already queued (up to
 // Options.MaxBatch), runs them all in one transaction and commits once, so
 // one fsync serves the whole batch (group commit).
-// Each request runs inside its own SAVEPOINT: a request that fails is rolled
-// back alone and answered with its error while the rest of the batch commits.
-// A failure that aborts the whole transaction (SQLite does that on I/O
-// errors, a full disk or lack of memory) fails the request that hit it, and
-// the others run again in a new transaction.
+// Requests run one after another in the transaction with no savepoint of
+// their own: a savepoint makes SQLite copy every page a request touches to
+// a sub-journal, which cost about a sixth of the writer's time. A request
+// that fails before running any write statement (the common failures: a
+// stale catalog, a missing row) is answered with its error and the batch
+// goes on. A request that fails after a write statement ran (a constraint,
+// I/O errors, a full disk, lack of memory) cannot be undone alone: the
+// transaction is rolled back, that request is answered with its error, and
+// every other request of the batch runs again in a new transaction. Each
+// such round settles at least one request, so a batch always ends.
 //
 // Callers wait for their request to be answered; the answer comes only after
 // COMMIT returns, which with synchronous=FULL means the WAL is on disk.
@@ -44,6 +49,11 @@ type writer struct {
 	maxBatch int
 	exited   chan struct{}
 	stmts    map[string]*sql.Stmt // prepared on conn; used by the writer goroutine only
+	writes   map[string]bool      // queries that may change rows (see isWrite)
+	// wrote is set when the current request runs a statement that may
+	// change rows; a request that fails with wrote set cannot be undone
+	// alone (see commit).
+	wrote bool
 	// catalogVersion caches the catalog version within one transaction
 	// (0: not read yet); see currentCatalog.
 	catalogVersion int64
@@ -67,12 +77,32 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 		return nil, fmt.Errorf("prepare %q: %w", firstLine(query), err)
 	}
 	w.stmts[query] = st
+	w.writes[query] = isWrite(query)
 	return st, nil
+}
+
+// isWrite reports whether query may change rows: every statement but a
+// plain SELECT (a WITH … may end in an INSERT, UPDATE or DELETE). The
+// transaction statements the writer itself runs count too, which does not
+// matter: they run outside requests.
+func isWrite(query string) bool {
+	q := strings.TrimLeft(query, " \t\n")
+	return len(q) < 6 || !strings.EqualFold(q[:6], "SELECT")
+}
+
+// stmtFor returns the statement for query and notes in w.wrote whether it
+// may change rows.
+func (w *writer) stmtFor(query string) (*sql.Stmt, error) {
+	st, err := w.stmt(query)
+	if err == nil && w.writes[query] {
+		w.wrote = true
+	}
+	return st, err
 }
 
 // exec runs a statement on the write connection.
 func (w *writer) exec(query string, args ...any) (sql.Result, error) {
-	st, err := w.stmt(query)
+	st, err := w.stmtFor(query)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +121,7 @@ func (w *writer) execN(query string, args ...any) (int64, error) {
 // query runs a query on the write connection (reads inside the batch
 // transaction see the batch's own writes).
 func (w *writer) query(query string, args ...any) (*sql.Rows, error) {
-	st, err := w.stmt(query)
+	st, err := w.stmtFor(query)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +130,7 @@ func (w *writer) query(query string, args ...any) (*sql.Rows, error) {
 
 // row runs a query expected to return at most one row.
 func (w *writer) row(query string, args ...any) scanner {
-	st, err := w.stmt(query)
+	st, err := w.stmtFor(query)
 	if err != nil {
 		return row{err: err}
 	}
@@ -110,7 +140,7 @@ func (w *writer) row(query string, args ...any) scanner {
 // scanRow runs a query expected to return at most one row and scans it;
 // sql.ErrNoRows when there is none.
 func (w *writer) scanRow(query string, args []any, dest ...any) error {
-	st, err := w.stmt(query)
+	st, err := w.stmtFor(query)
 	if err != nil {
 		return err
 	}
@@ -146,60 +176,32 @@ func (w *writer) run() {
 
 // commit runs batch in one transaction and answers every request it settles.
 // It returns the requests that must run again in a new transaction because
-// another request's failure aborted this one.
+// a request that had written failed and the transaction was rolled back.
 func (w *writer) commit(batch []*request) []*request {
 	w.catalogVersion = 0
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		w.answerAll(batch, fmt.Errorf("begin: %w", err))
 		return nil
 	}
-	if len(batch) == 1 {
-		// No savepoint needed: the transaction is the request's.
-		r := batch[0]
-		if r.err = w.call(r); r.err != nil {
-			w.rollback()
-			w.served.Add(1)
-			close(r.done)
-			return nil
-		}
-		if _, err := w.exec("COMMIT"); err != nil {
-			w.rollback()
-			r.err = fmt.Errorf("commit: %w", err)
-		} else {
-			w.commits.Add(1)
-		}
-		w.served.Add(1)
-		close(r.done)
-		return nil
-	}
-
 	live := batch[:0:0] // requests whose writes are in the transaction
 	for i, r := range batch {
-		var err error
-		if _, err = w.exec("SAVEPOINT req"); err != nil {
-			r.err = fmt.Errorf("savepoint: %w", err)
-		} else if r.err = w.call(r); r.err == nil {
-			if _, err = w.exec("RELEASE req"); err == nil {
-				live = append(live, r)
-				continue
-			}
-			r.err = fmt.Errorf("release savepoint: %w", err)
-		} else if _, err = w.rollbackTo(); err == nil {
-			if _, err = w.exec("RELEASE req"); err == nil {
-				w.served.Add(1)
-				close(r.done) // failed alone; the rest of the batch goes on
-				continue
-			}
+		w.wrote = false
+		if r.err = w.call(r); r.err == nil {
+			live = append(live, r)
+			continue
 		}
-		// The transaction is no longer usable (SQLite rolls it back by
-		// itself on a full disk, an I/O error or lack of memory): answer r,
-		// and run every other request of the batch again in a new one. Each
-		// round settles at least r, so this ends.
+		if !w.wrote {
+			w.answer(r) // failed before writing: nothing to undo
+			continue
+		}
+		// r's writes cannot be undone alone: roll back, answer r, and run
+		// every other request of the batch again in a new transaction.
 		again := append(live, batch[i+1:]...)
-		w.log.Warn("write batch aborted; retrying the other requests", "err", r.err, "retrying", len(again))
+		if len(again) > 0 {
+			w.log.Warn("write batch rolled back for a failed request; retrying the others", "err", r.err, "retrying", len(again))
+		}
 		w.rollback()
-		w.served.Add(1)
-		close(r.done)
+		w.answer(r)
 		return again
 	}
 	if _, err := w.exec("COMMIT"); err != nil {
@@ -210,6 +212,12 @@ func (w *writer) commit(batch []*request) []*request {
 	w.commits.Add(1)
 	w.answerAll(live, nil)
 	return nil
+}
+
+// answer answers r with the error it holds.
+func (w *writer) answer(r *request) {
+	w.served.Add(1)
+	close(r.done)
 }
 
 // call runs r.fn, turning a panic into an error so that one bad request
@@ -224,14 +232,8 @@ func (w *writer) call(r *request) (err error) {
 	return r.fn(w)
 }
 
-// rollbackTo undoes the current request's writes (its savepoint); the
-// catalog version it may have advanced is read again when next needed.
-func (w *writer) rollbackTo() (sql.Result, error) {
-	w.catalogVersion = 0
-	return w.exec("ROLLBACK TO req")
-}
-
 func (w *writer) rollback() {
+	w.catalogVersion = 0
 	if _, err := w.exec("ROLLBACK"); err != nil && !isNoTransaction(err) {
 		w.log.Warn("rollback failed", "err", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,6 +160,56 @@ func Bench(b *testing.B, bs BenchStore) {
 			}
 		}
 		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
+	})
+	b.Run("Lifecycle", func(b *testing.B) {
+		// The fast path's writes, concurrently as the engine makes them:
+		// each iteration publishes 10 events with 10 claimed deliveries
+		// each (one request), then records their 100 outcomes, delivered
+		// at the first attempt, in one call.
+		s := bs.Open(b)
+		var sus []store.Subscription
+		for i := range 10 {
+			sus = append(sus, benchSub(b, s, i))
+		}
+		ctx := context.Background()
+		now := time.Now()
+		lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
+		var seq atomic.Int64
+		calls, commits := bs.counts(s)
+		b.SetParallelism(8)
+		cpu0 := processCPU()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			outs := make([]store.Outcome, 0, 100)
+			for pb.Next() {
+				n := seq.Add(1)
+				now := time.Now() // IDs in time order, as the engine makes them
+				evs := BenchEvents(fmt.Sprintf("f%d", n), 10, sus[0], now)
+				outs = outs[:0]
+				for j := range evs {
+					evs[j].Deliveries = evs[j].Deliveries[:0]
+					for _, sub := range sus {
+						d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Claimed: true}
+						evs[j].Deliveries = append(evs[j].Deliveries, d)
+						outs = append(outs, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: d.ID, Number: 1, StartedAt: now,
+							Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
+							Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
+							DeliveredAt: now, LeaseOwner: lease.Owner})
+					}
+				}
+				if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := s.Record(ctx, outs); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
+		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N*100), "cpu-µs/delivery")
+		bs.reportBatching(b, s, calls, commits)
 	})
 	b.Run("Lookups", func(b *testing.B) { benchLookups(b, bs) })
 }
@@ -367,4 +418,14 @@ func benchLookups(b *testing.B, bs BenchStore) {
 			check(b, int(fresh+retry), err)
 		}
 	})
+}
+
+// processCPU is the CPU time this process has used (user and system); zero
+// where getrusage is not available.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
