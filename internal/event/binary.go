@@ -132,5 +132,6 @@ func parseBinary(h http.Header, ct, mt string, body []byte) (Event, *FieldError)
 	if fe := e.validate(binaryName); fe != nil {
 		return Event{}, fe
 	}
+	e.checked = true
 	return e, nil
 }

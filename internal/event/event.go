@@ -70,6 +70,14 @@ type Event struct {
 	// bool or json.Number (the number's text as sent); values from binary-mode
 	// headers are strings. Nil when the event has none.
 	Extensions map[string]any
+
+	// checked is set by Parse on the events it returns: they passed
+	// Validate and their Data is compact, so Marshal need not check or
+	// compact them again (about a third of a publish's parsing cost). An
+	// Event built or changed by other code has it false; changing a parsed
+	// event's fields and then marshaling it needs Validate first (Marshal
+	// trusts the mark).
+	checked bool
 }
 
 // Names of the context attributes defined by CloudEvents 1.0, and the two
@@ -130,8 +138,10 @@ func (e Event) Marshal() ([]byte, error) {
 	if e.SpecVersion == "" {
 		e.SpecVersion = SpecVersion
 	}
-	if err := e.Validate(); err != nil {
-		return nil, err
+	if !e.checked {
+		if err := e.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	size := 128 + len(e.ID) + len(e.Source) + len(e.Type) + len(e.Subject) +
 		len(e.DataContentType) + len(e.DataSchema) + len(e.Data) + len(e.DataBase64)
@@ -173,6 +183,10 @@ func (e Event) Marshal() ([]byte, error) {
 	switch {
 	case len(e.Data) > 0:
 		b = append(b, `,"data":`...)
+		if e.checked {
+			b = append(b, e.Data...)
+			break
+		}
 		buf := bytes.NewBuffer(b)
 		if err := json.Compact(buf, e.Data); err != nil {
 			return nil, &FieldError{Field: memberData, Detail: "not valid JSON", Index: -1}

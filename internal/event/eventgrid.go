@@ -187,5 +187,6 @@ func parseEventGrid(raw []byte, prefix, defaultSource string) (Event, *FieldErro
 	if fe := e.validate(func(attr string) string { return prefix + eventGridName(attr) }); fe != nil {
 		return Event{}, fe
 	}
+	e.checked = true
 	return e, nil
 }

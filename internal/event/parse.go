@@ -288,6 +288,7 @@ func parseObject(raw []byte, index int) (Event, *FieldError) {
 	if fe := e.validate(field); fe != nil {
 		return Event{}, fe
 	}
+	e.checked = true
 	return e, nil
 }
 
