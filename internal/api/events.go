@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -15,7 +16,7 @@ import (
 // they and their deliveries are durably committed. A batch with one bad event
 // is rejected whole; bodies over 1 MiB get 413.
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, event.MaxBodyBytes))
+	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -57,4 +58,19 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, struct {
 		Events []ingest.Result `json:"events"`
 	}{res})
+}
+
+// readBody reads r's body, at most limit bytes (more: an
+// *http.MaxBytesError). A body whose length the request states is read into
+// one buffer of that size, not grown by doubling as io.ReadAll does (which
+// cost a publish of 100 events about 2.5 times its size in garbage).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		var buf bytes.Buffer
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom grows when less than MinRead is free
+		_, err := buf.ReadFrom(rd)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(rd)
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/herald-events/herald/internal/catalog"
@@ -31,7 +30,7 @@ func (s *Server) filterTest(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, event.MaxBodyBytes))
+	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
 		invalid(w, "body", "could not read the body (at most 1 MiB)")
 		return

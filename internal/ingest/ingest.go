@@ -153,7 +153,11 @@ func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now ti
 // answer.
 func (in *Ingester) commit(adm *dispatch.Admission, news []store.NewEvent, res []store.PublishResult, now time.Time) []Result {
 	out := make([]Result, len(news))
-	var held []store.Claimed
+	n := 0
+	for i := range news {
+		n += len(news[i].Deliveries)
+	}
+	held := make([]store.Claimed, 0, n) // sized once: a Claimed is large
 	var unheld []string
 	for i, ne := range news {
 		out[i] = Result{ID: ne.ID, Source: ne.Source, Duplicate: res[i].Duplicate}

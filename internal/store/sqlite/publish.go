@@ -17,9 +17,20 @@ ON CONFLICT (id, source, account_id) DO NOTHING`
 
 	subscriptionPresentSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 
-	insertDeliverySQL = `INSERT INTO deliveries
+	// insertDeliveriesSQL takes the VALUES of up to maxRowsPerInsert
+	// deliveries (see valuesSQL): one statement for an event's deliveries
+	// rather than one each, since most of a statement's cost in SQLite
+	// through database/sql is per statement (arguments converted, bound,
+	// the program started and reset), not per row.
+	insertDeliveriesSQL = `INSERT INTO deliveries
 (id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES `
+	deliveryParams = 11
+
+	// maxRowsPerInsert bounds a multi-row INSERT: 32 rows of 11 parameters,
+	// far below SQLite's limit of 32,766, and few statement texts to
+	// prepare (one per row count).
+	maxRowsPerInsert = 32
 )
 
 // Publish implements store.DeliveryStore. The whole call is one request of
@@ -57,6 +68,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 	until := sqlrow.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
 	var queued sqlrow.IDSet
+	var args []any
 	err := s.write(ctx, func(w *writer) error {
 		queued.Reset()
 		if err := w.checkCatalog(events, opts); err != nil {
@@ -91,18 +103,23 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 				return err
 			}
 			results[i] = store.PublishResult{Seq: seq}
-			for _, d := range ev.Deliveries {
-				status, owner, lu := store.StatusPending, "", int64(0)
-				switch {
-				case d.Claimed:
-					owner, lu = lease.Owner, until
-				case d.Queued:
-					status = store.StatusQueued
-					queued.Add(d.SubscriptionID)
+			for start := 0; start < len(ev.Deliveries); start += maxRowsPerInsert {
+				ds := ev.Deliveries[start:min(start+maxRowsPerInsert, len(ev.Deliveries))]
+				args = args[:0]
+				for _, d := range ds {
+					status, owner, lu := store.StatusPending, "", int64(0)
+					switch {
+					case d.Claimed:
+						owner, lu = lease.Owner, until
+					case d.Queued:
+						status = store.StatusQueued
+						queued.Add(d.SubscriptionID)
+					}
+					args = append(args, d.ID, account, d.SubscriptionID, d.EndpointID, seq, string(status),
+						at, at, at, owner, lu)
 				}
-				if _, err := w.exec(insertDeliverySQL, d.ID, account, d.SubscriptionID, d.EndpointID, seq, string(status),
-					at, at, at, owner, lu); err != nil {
-					return fmt.Errorf("insert delivery %q: %w", d.ID, err)
+				if _, err := w.exec(w.valuesSQL(insertDeliveriesSQL, deliveryParams, len(ds), ""), args...); err != nil {
+					return fmt.Errorf("insert deliveries %q…: %w", ds[0].ID, err)
 				}
 			}
 		}

@@ -12,9 +12,12 @@ import (
 const (
 	// An attempt number that is already logged is overwritten: numbers come
 	// from the caller, and the newest report of an attempt wins.
-	insertAttemptSQL = `INSERT INTO attempts
+	// They are inserted up to maxRowsPerInsert a statement (valuesSQL).
+	insertAttemptsSQL = `INSERT INTO attempts
 (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+VALUES `
+	attemptParams      = 8
+	insertAttemptsTail = `
 ON CONFLICT (delivery_id, number) DO UPDATE SET
 	started_at = excluded.started_at, duration_us = excluded.duration_us,
 	status_code = excluded.status_code, outcome = excluded.outcome,
@@ -98,8 +101,10 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		}
 	}
 	var queued sqlrow.IDSet
+	var logged []any // the attempts to log: attemptParams values each
 	err := s.write(ctx, func(w *writer) error {
 		queued.Reset()
+		logged = logged[:0]
 		for _, o := range outcomes {
 			a := &o.Attempt
 			var sub string
@@ -143,10 +148,16 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			if a.Number == 0 {
 				continue // no attempt was made (expired while held): nothing to log
 			}
-			if _, err := w.exec(insertAttemptSQL, a.DeliveryID, a.Number, sqlrow.UnixMS(a.StartedAt), a.Duration.Microseconds(),
-				a.StatusCode, a.Outcome, a.Error, a.ResponseBody); err != nil {
-				return fmt.Errorf("record attempt %d of %s: %w", a.Number, a.DeliveryID, err)
+			logged = append(logged, a.DeliveryID, a.Number, sqlrow.UnixMS(a.StartedAt), a.Duration.Microseconds(),
+				a.StatusCode, a.Outcome, a.Error, a.ResponseBody)
+		}
+		for rest := logged; len(rest) > 0; {
+			n := min(len(rest)/attemptParams, maxRowsPerInsert)
+			q := w.valuesSQL(insertAttemptsSQL, attemptParams, n, insertAttemptsTail)
+			if _, err := w.exec(q, rest[:n*attemptParams]...); err != nil {
+				return fmt.Errorf("record attempt %d of %s: %w", rest[1], rest[0], err)
 			}
+			rest = rest[n*attemptParams:]
 		}
 		return nil
 	})

@@ -203,6 +203,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		exited:   make(chan struct{}),
 		stmts:    map[string]*sql.Stmt{},
 		writes:   map[string]bool{},
+		values:   map[valuesKey]string{},
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {

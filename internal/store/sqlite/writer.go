@@ -50,6 +50,7 @@ type writer struct {
 	exited   chan struct{}
 	stmts    map[string]*sql.Stmt // prepared on conn; used by the writer goroutine only
 	writes   map[string]bool      // queries that may change rows (see isWrite)
+	values   map[valuesKey]string // multi-row statement texts (see valuesSQL)
 	// wrote is set when the current request runs a statement that may
 	// change rows; a request that fails with wrote set cannot be undone
 	// alone (see commit).
@@ -79,6 +80,35 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 	w.stmts[query] = st
 	w.writes[query] = isWrite(query)
 	return st, nil
+}
+
+// valuesSQL returns prefix (a statement ending in "VALUES ") followed by
+// rows groups of params parameters each, then suffix; the texts are kept
+// per writer, one per statement and row count.
+func (w *writer) valuesSQL(prefix string, params, rows int, suffix string) string {
+	k := valuesKey{prefix, suffix, rows}
+	if q, ok := w.values[k]; ok {
+		return q
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
+	group := "(" + strings.Repeat("?, ", params-1) + "?)"
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(group)
+	}
+	b.WriteString(suffix)
+	q := b.String()
+	w.values[k] = q
+	return q
+}
+
+// valuesKey names a statement text of valuesSQL.
+type valuesKey struct {
+	prefix, suffix string
+	rows           int
 }
 
 // isWrite reports whether query may change rows: every statement but a
