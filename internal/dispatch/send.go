@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -159,7 +160,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	h.Set("Herald-Delivery-Attempt", strconv.Itoa(attempt))
 	h.Set("Herald-Subscription", sub.ID)
 
-	resp, err := e.cfg.Client.Do(req)
+	resp, err := e.roundTrip(req)
 	if err != nil {
 		res.duration = time.Since(begin)
 		res.outcome, res.err = classifyError(err), err.Error()
@@ -179,6 +180,34 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 		}
 	}
 	return res
+}
+
+// roundTrip sends req with the client's transport directly: an attempt
+// follows no redirect (a 3xx is its answer) and has no cookie jar, so
+// http.Client.Do would only add its redirect bookkeeping (a copy of the
+// headers per request, about 2 % of a delivery's CPU). As Do does, a URL's
+// user information becomes basic authentication unless an Authorization
+// header is set. A client with a jar or a Timeout of its own (a test's)
+// goes through Do.
+func (e *Engine) roundTrip(req *http.Request) (*http.Response, error) {
+	c := e.cfg.Client
+	if c.Jar != nil || c.Timeout != 0 {
+		return c.Do(req)
+	}
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		password, _ := u.Password()
+		req.SetBasicAuth(u.Username(), password)
+	}
+	tr := c.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		// As Client.Do reports it: the operation and URL, then the cause.
+		return nil, &url.Error{Op: "Post", URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
 }
 
 // outcomeRequestError is the outcome of an attempt Herald could not make:

@@ -330,3 +330,25 @@ func TestSigningInput(t *testing.T) {
 		}
 	}
 }
+
+// TestURLUserinfoIsBasicAuth: a URL with user information is pushed to
+// with HTTP basic authentication from it (as net/http's client does), and
+// an Authorization header of the subscription's wins over it.
+func TestURLUserinfoIsBasicAuth(t *testing.T) {
+	b := setup(t)
+	rc := newReceiver(t, status(http.StatusOK))
+	u := strings.Replace(rc.URL, "http://", "http://hook-user:p%40ss@", 1)
+	b.subscribe(map[string]any{"name": "userinfo", "url": u, "event_types": []string{"t"}})
+	rc2 := newReceiver(t, status(http.StatusOK))
+	b.subscribe(map[string]any{"name": "header", "url": strings.Replace(rc2.URL, "http://", "http://x:y@", 1),
+		"event_types": []string{"t"}, "secret_headers": map[string]string{"Authorization": "Bearer own"}})
+	b.publish("e1", "t")
+	eventually(t, "both pushes", func() bool { return rc.count() == 1 && rc2.count() == 1 })
+	req := &http.Request{Header: rc.request(0).header}
+	if user, pass, ok := req.BasicAuth(); !ok || user != "hook-user" || pass != "p@ss" {
+		t.Errorf("basic auth from the URL: %q %q %v (header %q)", user, pass, ok, req.Header.Get("Authorization"))
+	}
+	if got := rc2.request(0).header.Get("Authorization"); got != "Bearer own" {
+		t.Errorf("the subscription's Authorization header: %q", got)
+	}
+}
