@@ -45,6 +45,9 @@ const (
 
 	redeliverSQL = `UPDATE deliveries SET ` + restartSet + ` WHERE id = $2`
 
+	// redriveAllSQL seeks the subscription's dead letters in the partial
+	// index deliveries_subscription_status (its status is a literal: see
+	// statusRows).
 	redriveAllSQL = `UPDATE deliveries SET ` + restartSet + `
 WHERE subscription_id = $2 AND status = 'dead_lettered'` + redrivable + ` RETURNING id, endpoint_id`
 	redriveIDsSQL = `UPDATE deliveries SET ` + restartSet + `

@@ -117,6 +117,14 @@ func TestQueryPlans(t *testing.T) {
 		{"Receive (lock)", takeSQL, []any{[]string{"dlv_1", "dlv_2"}, []string{"queued", "queued"}, []string{"a", "b"}, []string{"", ""}, lease},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
 		{"NextAt", nextQueuedSQL, []any{"sub_q_7"}, []string{"Scan using deliveries_queued on"}},
+		// Record: each outcome's delivery by key, whatever the round's
+		// statement; a dead letter's delivery joins the event by key too.
+		{"Record", recordStateSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
+		{"Record (queued)", recordQueuedSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
+		{"Record (dead letter's delivery)", recordCopySQL, append(recordPlanArgs[:12:12], []string{"dlv_c1", ""}, []int64{now, 0}),
+			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
+		{"Record (missing deliveries)", recordMissingSQL, []any{[]string{"dlv_1", "dlv_2"}, []int32{1, 1}},
+			[]string{"Index Only Scan using deliveries_pkey"}},
 		{"Settle", acknowledgeSQL, []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
 			[]string{"Index Scan using deliveries_pkey"}},
 	} {
@@ -125,6 +133,9 @@ func TestQueryPlans(t *testing.T) {
 				t.Fatal(err)
 			}
 			plan := explain(t, ctx, tx, tc.sql, tc.args)
+			if testing.Verbose() {
+				t.Logf("%s (%s):\n%s", tc.name, mode, plan)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(plan, w) {
 					t.Errorf("%s (%s): plan lacks %q:\n%s", tc.name, mode, w, plan)
@@ -139,6 +150,12 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 }
+
+// recordPlanArgs are the arguments of recordStateSQL (and
+// recordQueuedSQL) for two outcomes.
+var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "dead_lettered"}, []int32{1, 3}, []int32{1, 3},
+	[]int64{0, 1000}, []int64{0, 0}, []int64{2000, 2000}, []int32{200, 400}, []string{"http_200", "http_400"},
+	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}}
 
 // explain returns the plan of query as prepared with args (so that
 // plan_cache_mode applies).
@@ -160,6 +177,18 @@ func explain(t *testing.T, ctx context.Context, tx pgx.Tx, query string, args []
 			lits[i] = "'" + v + "'"
 		case []string:
 			lits[i] = "ARRAY['" + strings.Join(v, "','") + "']"
+		case []int64:
+			ns := make([]string, len(v))
+			for j, n := range v {
+				ns[j] = fmt.Sprint(n)
+			}
+			lits[i] = "ARRAY[" + strings.Join(ns, ",") + "]::int8[]"
+		case []int32:
+			ns := make([]string, len(v))
+			for j, n := range v {
+				ns[j] = fmt.Sprint(n)
+			}
+			lits[i] = "ARRAY[" + strings.Join(ns, ",") + "]::int4[]"
 		default:
 			lits[i] = fmt.Sprint(v)
 		}
@@ -217,7 +246,11 @@ func fillAccounts(t testing.TB, ctx context.Context, tx pgx.Tx, n int) {
 // filtered by account, as the store plans them (readPage: for their
 // arguments): the lists of a small account seek its indexes in list
 // order, those of a large one may read the newest deliveries instead, and
-// none scans the deliveries table.
+// none scans the deliveries table or sorts. A status other than delivered
+// seeks the partial indexes of the deliveries not delivered
+// (0010_status_indexes.sql), in generic plans too (the status is a literal:
+// statusRows); status delivered reads (subscription_id, id) or
+// (account_id, id) newest first with a filter.
 func TestListPlans(t *testing.T) {
 	dbURL := freshSchema(t)
 	s := openAt(t, dbURL, Options{})
@@ -241,58 +274,106 @@ func TestListPlans(t *testing.T) {
 	defer tx.Rollback(ctx)
 	fillAccounts(t, ctx, tx, 100_000)
 	// Some of acc_3's and acc_0's are queued (1 in 50 of their endpoints'
-	// deliveries).
+	// deliveries), some dropped (1 in 50 of the others).
 	if _, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'queued' WHERE status = 'delivered' AND event_seq % 50 = 7;
+		UPDATE deliveries SET status = 'dropped' WHERE status = 'delivered' AND event_seq % 50 = 8;
 		ANALYZE deliveries`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
-		t.Fatal(err)
-	}
 	const cursor = "dlv_00000000000000000000090000"
-	check := func(name string, where []string, args []any, withEvent bool, want ...string) {
+	// check explains the page queries of a list in plan_cache_mode mode.
+	// want holds what the plans must show and, prefixed with "!", what
+	// they must not.
+	check := func(name, mode string, where []string, args []any, withEvent bool, want []string) {
 		t.Helper()
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
 		sizes, rows, args := listDeliveriesSQL(where, args, cursor, withEvent)
 		for _, q := range []struct {
 			what, sql string
 			limit     int
 		}{{"sizes", sizes, 101}, {"rows", rows, 100}} {
 			plan := explain(t, ctx, tx, q.sql, append(args, q.limit))
-			for _, w := range want {
-				if !strings.Contains(plan, w) {
-					t.Errorf("%s (%s): plan lacks %q:\n%s", name, q.what, w, plan)
-				}
+			if testing.Verbose() {
+				t.Logf("%s (%s, %s):\n%s", name, q.what, mode, plan)
 			}
-			if strings.Contains(plan, "Seq Scan on deliveries") {
-				t.Errorf("%s (%s): scans the deliveries table:\n%s", name, q.what, plan)
-			}
+			checkPlan(t, fmt.Sprintf("%s (%s, %s)", name, q.what, mode), plan, want)
 		}
 	}
+	// Custom plans are the store's (readPage). Generic plans are checked
+	// too where the status is in the partial indexes of 0010: the literal
+	// status proves their predicate in any plan. The lists of sub_acc_3_4
+	// (about 100 deliveries) may read its few rows through a bitmap and
+	// sort them (so may those of the event's); those of larger sets must
+	// read an index in list order.
+	const delivered = "!deliveries_subscription_status" // never for status delivered
 	for _, c := range []struct {
-		name string
-		f    store.DeliveryFilter
-		want []string
+		name    string
+		f       store.DeliveryFilter
+		want    []string
+		generic []string
 	}{
-		{"small account", store.DeliveryFilter{AccountID: "acc_3"}, []string{"Index Scan Backward using deliveries_account on"}},
+		{"small account", store.DeliveryFilter{AccountID: "acc_3"},
+			[]string{"Index Scan Backward using deliveries_account on", "!Sort"}, nil},
 		{"small account, status", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusPending},
-			[]string{"Index Scan Backward using deliveries_account_status"}},
-		{"large account", store.DeliveryFilter{AccountID: "acc_0"}, []string{"Index Scan Backward using deliveries_"}},
+			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+		{"small account, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDeadLettered},
+			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+		{"small account, dropped", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDropped},
+			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+		{"small account, queued", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusQueued},
+			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+		// Delivered deliveries are in no partial index: the account's
+		// deliveries (or all, for a large account) newest first, filtered.
+		{"small account, delivered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDelivered},
+			[]string{"Index Scan Backward using deliveries_account on", "!deliveries_account_status", "!Sort"}, nil},
+		{"large account", store.DeliveryFilter{AccountID: "acc_0"},
+			[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
 		{"large account, status", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDeadLettered},
-			[]string{"Index Scan Backward using deliveries_account_status"}},
+			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+		{"large account, pending", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusPending},
+			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+		{"large account, delivered", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDelivered},
+			[]string{"Index Scan Backward using deliveries_", "!deliveries_account_status", "!Sort"}, nil},
 		{"account, subscription", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"},
-			[]string{"deliveries_subscription"}},
+			[]string{"deliveries_subscription"}, nil},
 		{"account, subscription, status", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusPending},
-			[]string{"deliveries_subscription_status"}},
+			[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
+		{"account, subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDeadLettered},
+			[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
+		{"account, subscription, delivered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDelivered},
+			[]string{"deliveries_subscription", delivered, "!deliveries_account_status"}, nil},
+		{"large subscription", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
+			[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
+		{"large subscription, pending", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusPending},
+			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+		{"large subscription, queued", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusQueued},
+			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, nil},
+		{"large subscription, dropped", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDropped},
+			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+		{"large subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
+			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+		{"large subscription, delivered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
+			[]string{"Index Scan Backward using deliveries_", delivered, "!deliveries_account_status", "!Sort"}, nil},
+		// A subscription without its account (tools and tests).
+		{"subscription, delivered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
+			[]string{"Index Scan Backward using deliveries_", delivered, "!Sort"}, nil},
+		{"subscription, dead-lettered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
+			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
 		{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
-			[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}},
+			[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}, nil},
 		// The queued deliveries of one URL (the API's list by endpoint).
 		{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: store.StatusQueued},
-			[]string{"Index Scan Backward using deliveries_queued_endpoint"}},
+			[]string{"Index Scan Backward using deliveries_queued_endpoint"}, nil},
 		{"large account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_0", EndpointID: "ep_acc_0_4", Status: store.StatusQueued},
-			[]string{"Index Scan Backward using deliveries_queued_endpoint"}},
+			[]string{"Index Scan Backward using deliveries_queued_endpoint", "!Sort"}, nil},
 	} {
 		where, args := deliveryFilter(c.f)
-		check("ListDeliveries "+c.name, where, args, false, c.want...)
+		check("ListDeliveries "+c.name, "force_custom_plan", where, args, false, c.want)
+		if c.generic != nil {
+			check("ListDeliveries "+c.name, "force_generic_plan", where, args, false, c.generic)
+		}
 	}
 	// CountQueued reads a partial index of queued deliveries (and, until a
 	// vacuum has marked their pages all-visible, as here, their rows).
@@ -302,13 +383,66 @@ func TestListPlans(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		f    store.DeadLetterFilter
-		want string
+		want []string
 	}{
-		{"small account", store.DeadLetterFilter{AccountID: "acc_3"}, "Index Scan Backward using deliveries_account_status"},
-		{"large account", store.DeadLetterFilter{AccountID: "acc_0"}, "Index Scan Backward using deliveries_account_status"},
-		{"subscription", store.DeadLetterFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"}, "deliveries_subscription_status"},
+		{"small account", store.DeadLetterFilter{AccountID: "acc_3"}, []string{"Index Scan Backward using deliveries_account_status", "!Sort"}},
+		{"large account", store.DeadLetterFilter{AccountID: "acc_0"}, []string{"Index Scan Backward using deliveries_account_status", "!Sort"}},
+		{"subscription", store.DeadLetterFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"}, []string{"deliveries_subscription_status"}},
+		{"large subscription", store.DeadLetterFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
+			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}},
 	} {
 		where, args := deadLetterFilter(c.f)
-		check("ListDeadLetters "+c.name, where, args, true, c.want)
+		check("ListDeadLetters "+c.name, "force_custom_plan", where, args, true, c.want)
+		check("ListDeadLetters "+c.name, "force_generic_plan", where, args, true, c.want[:1])
+	}
+
+	// The statements that change a subscription's deliveries of some
+	// statuses seek its entries of the partial index of those statuses,
+	// in the generic plans they run with as in custom ones. $2 (or $1) is
+	// the subscription.
+	const at = int64(5000)
+	for _, c := range []struct {
+		name string
+		sql  string
+		args []any
+		want string
+	}{
+		{"Redrive (all)", redriveAllSQL, []any{at, "sub_acc_0_4"}, "deliveries_subscription_status"},
+		{"UpdateSubscription (move deliveries)", moveDeliveriesSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
+		{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
+		{"UpdateSubscription (drop dead letters)", dropDeadLettersSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
+		{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
+		{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{at}, int64(7)}, "deliveries_subscription_status"},
+		{"ReactivateSubscription", unqueueSQL, []any{"sub_acc_0_4", at, "ep_a", "ep_b"}, "Index Scan on deliveries_queued"},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			plan := explain(t, ctx, tx, c.sql, c.args)
+			if testing.Verbose() {
+				t.Logf("%s (%s):\n%s", c.name, mode, plan)
+			}
+			checkPlan(t, fmt.Sprintf("%s (%s)", c.name, mode), plan, []string{c.want})
+		}
+	}
+}
+
+// checkPlan checks that plan shows each of want and, for each prefixed
+// with "!", does not show the rest, and that it never scans the whole
+// deliveries table.
+func checkPlan(t *testing.T, name, plan string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if strings.HasPrefix(w, "!") {
+			if strings.Contains(plan, w[1:]) {
+				t.Errorf("%s: plan has %q:\n%s", name, w[1:], plan)
+			}
+		} else if !strings.Contains(plan, w) {
+			t.Errorf("%s: plan lacks %q:\n%s", name, w, plan)
+		}
+	}
+	if strings.Contains(plan, "Seq Scan on deliveries") {
+		t.Errorf("%s: scans the deliveries table:\n%s", name, plan)
 	}
 }

@@ -45,7 +45,9 @@
 // request already queued (up to Options.MaxBatch requests) and write them
 // all in one transaction with set-based statements: one multi-row INSERT of
 // events and deliveries over unnest(...) arrays, one UPDATE and one attempt
-// upsert per group of outcomes. If that shared transaction fails on a
+// upsert per round of outcomes (every round's statements sent in one round
+// trip; an UPDATE returns rows only for the rare outcomes that need them).
+// If that shared transaction fails on a
 // request's data, each request of the batch runs again alone, so one bad
 // call fails only itself; deadlocks and serialization failures are retried.
 // Other writes run directly on the pool, each in its own transaction.

@@ -30,7 +30,9 @@ WHERE id = ANY($1) AND state <> 'deactivated' AND delivery_mode = 'push'`
 	// deactivateSQL deactivates the subscriptions $1 at catalog version $3
 	// and queues their pending deliveries, leased ones included (their
 	// holders' outcomes then only log their attempts), receivable at $2
-	// (each subscription's). It returns the subscriptions it changed.
+	// (each subscription's), found in the partial index
+	// deliveries_subscription_status (the status is a literal: see
+	// statusRows). It returns the subscriptions it changed.
 	deactivateSQL = `WITH x AS (
 	SELECT * FROM unnest($1::text[], $2::int8[]) AS x(id, at)
 ), s AS (

@@ -73,7 +73,11 @@ AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE dead_letter_endpoint_id = $1)`
 	// moveDeliveriesSQL gives a subscription's deliveries still to be
 	// attempted its new endpoint: they are sent to its new URL, behind that
 	// URL's circuit. Its dead letters' deliveries stay on its dead-letter
-	// URL's endpoint.
+	// URL's endpoint. This statement and the three after it name the
+	// statuses as literals, so that every plan of theirs, generic ones
+	// included, may seek the subscription's entries of the partial index
+	// deliveries_subscription_status (0010_status_indexes.sql): the planner
+	// proves that pending and queued deliveries are not delivered.
 	moveDeliveriesSQL = `UPDATE deliveries SET endpoint_id = $1
 WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of = ''`
 	// moveDeadLettersSQL does the same for the deliveries of its dead

@@ -261,7 +261,7 @@ JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(account_id, id, source)
 // finds the subscriptions' states unchanged until it commits. A batch that
 // may write the delivery of a dead letter (an outcome with DeadLetterCopy)
 // reads the row FOR SHARE at least, before it changes any row, in the same
-// order: the dead-letter URLs recordSQL reads then stay as they are until
+// order: the dead-letter URLs recordCopySQL reads then stay as they are until
 // it commits, and a subscription write that follows (a change of
 // dead-letter URL, a delete) sees the deliveries it wrote.
 func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
@@ -467,62 +467,98 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, q
 	return nil
 }
 
-// recordSQL applies one round of outcomes (each delivery once) and logs
-// their attempts. It returns a row for each outcome whose delivery does not
-// exist (subscription_id NULL) and for each queued outcome it applied (with
-// the delivery's subscription).
+// Record statements. A round of outcomes (each delivery once: see
+// recordBatch) changes its deliveries' states with one UPDATE over
+// unnest(...) arrays and logs its attempts with one INSERT. Every round of
+// a batch goes to the server in one pipeline (pgx.Batch: one round trip),
+// in order, each statement seeing the effects of those before it.
 //
-// A dead-lettered outcome it applied that has a dead letter's delivery to
-// write (a copy_id) writes it (dl): the dead-lettered delivery's
-// subscription, account and event, pending on the dead-letter URL's
-// endpoint the subscription names now (none: nothing is written), due at
-// the attempt's end (copy_at; its round start too; the event's publish
-// time when that is earlier or unknown), created at the event's publish
-// time as every delivery of the event is. An ID already stored is left
-// alone.
-const recordSQL = `WITH u AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int8[], $6::int8[], $7::int8[],
-		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[],
-		$13::int4[], $14::int8[], $15::int4[], $16::text[], $17::text[], $18::bytea[], $19::text[], $20::int8[])
-	AS u(id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
-		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner,
-		number, duration_us, status_code, outcome, error, response_body, copy_id, copy_at)
-), upd AS (
-	UPDATE deliveries AS d SET
-		status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
+// Most rounds hold only outcomes that need nothing back (delivered, retry,
+// dead-lettered without a dead letter's delivery to write, dropped):
+// recordStateSQL, a plain UPDATE whose row count says whether every
+// outcome applied. A round with a queued outcome (its subscription is
+// announced, maybe deactivated) or a dead letter's delivery to write runs
+// recordQueuedSQL or recordCopySQL instead, which return the rows they
+// changed.
+//
+// The attempts are inserted without looking up their deliveries first: a
+// round whose outcomes all applied has every delivery (the UPDATE matched
+// each by key). Only when some did not apply does recordMissingSQL look
+// for deliveries that do not exist and delete the attempts logged for them
+// (an outcome for a delivery that no longer exists logs nothing), in the
+// same transaction.
+const (
+	// recordInput: $1…$12, one element per outcome.
+	recordInput = `unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int8[], $6::int8[], $7::int8[],
+		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[]`
+	recordInputCols = `id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
+		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner`
+	recordSet = `status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
 		first_failure = u.first_failure, next_attempt_at = u.next_attempt_at,
 		last_attempt_at = u.started_at, last_status_code = u.last_status_code,
 		last_outcome = u.last_outcome, dead_letter_reason = u.dead_letter_reason,
-		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0
-	FROM u
-	WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
-	RETURNING d.id, d.subscription_id, d.account_id, d.event_seq
+		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0`
+	recordWhere = `d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)`
+
+	recordStateSQL = `UPDATE deliveries AS d SET ` + recordSet + `
+	FROM ` + recordInput + `) AS u(` + recordInputCols + `)
+	WHERE ` + recordWhere
+
+	// recordQueuedSQL returns the delivery, subscription and status of
+	// each outcome it applied.
+	recordQueuedSQL = recordStateSQL + `
+	RETURNING d.id, d.subscription_id, u.status`
+
+	// recordCopySQL does the same, and writes the delivery of each dead
+	// letter it made that has one to write (copy_id, $13): the
+	// dead-lettered delivery's subscription, account and event, pending on
+	// the dead-letter URL's endpoint the subscription names now (none:
+	// nothing is written), due at the attempt's end (copy_at, $14; its
+	// round start too; the event's publish time when that is earlier or
+	// unknown), created at the event's publish time as every delivery of
+	// the event is. An ID already stored is left alone. The rows the
+	// UPDATE changed carry what the insert needs (RETURNING), so it joins
+	// nothing but the event and the subscription, each by key.
+	recordCopySQL = `WITH upd AS (
+	UPDATE deliveries AS d SET ` + recordSet + `
+	FROM ` + recordInput + `, $13::text[], $14::int8[]) AS u(` + recordInputCols + `, copy_id, copy_at)
+	WHERE ` + recordWhere + `
+	RETURNING d.id, d.subscription_id, d.account_id, d.event_seq, u.status, u.copy_id, u.copy_at
 ), dl AS (
 	INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
 		round_start, next_attempt_at, created_at, dead_letter_of)
-	SELECT u.copy_id, upd.account_id, upd.subscription_id, s.dead_letter_endpoint_id, upd.event_seq, 'pending',
-		GREATEST(u.copy_at, e.published_at), GREATEST(u.copy_at, e.published_at), e.published_at, upd.id
-	FROM upd JOIN u ON u.id = upd.id
-		JOIN events AS e ON e.seq = upd.event_seq
+	SELECT upd.copy_id, upd.account_id, upd.subscription_id, s.dead_letter_endpoint_id, upd.event_seq, 'pending',
+		GREATEST(upd.copy_at, e.published_at), GREATEST(upd.copy_at, e.published_at), e.published_at, upd.id
+	FROM upd JOIN events AS e ON e.seq = upd.event_seq
 		JOIN subscriptions AS s ON s.id = upd.subscription_id
-	WHERE u.copy_id <> '' AND u.status = 'dead_lettered' AND s.dead_letter_endpoint_id <> ''
+	WHERE upd.copy_id <> '' AND upd.status = 'dead_lettered' AND s.dead_letter_endpoint_id <> ''
 	ON CONFLICT (id) DO NOTHING
-), att AS (
-	INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
-	SELECT u.id, u.number, u.started_at, u.duration_us, u.status_code, u.outcome, u.error, u.response_body
-	FROM u
-	WHERE u.number <> 0 AND EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)
-	ON CONFLICT (delivery_id, number) DO UPDATE SET
-		started_at = excluded.started_at, duration_us = excluded.duration_us,
-		status_code = excluded.status_code, outcome = excluded.outcome,
-		error = excluded.error, response_body = excluded.response_body
 )
-SELECT u.id, u.number, upd.subscription_id FROM u LEFT JOIN upd ON upd.id = u.id
-WHERE CASE WHEN upd.id IS NULL THEN NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = u.id)
-	ELSE u.status = 'queued' END`
+SELECT id, subscription_id, status FROM upd`
+
+	// recordAttemptsSQL logs attempts, replacing a logged attempt with the
+	// same number.
+	recordAttemptsSQL = `INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
+SELECT * FROM unnest($1::text[], $2::int4[], $3::int8[], $4::int8[], $5::int4[], $6::text[], $7::text[], $8::bytea[])
+ON CONFLICT (delivery_id, number) DO UPDATE SET
+	started_at = excluded.started_at, duration_us = excluded.duration_us,
+	status_code = excluded.status_code, outcome = excluded.outcome,
+	error = excluded.error, response_body = excluded.response_body`
+
+	// recordMissingSQL returns the outcomes ($1 deliveries, $2 attempt
+	// numbers) whose deliveries do not exist, and deletes the attempts
+	// logged for those deliveries.
+	recordMissingSQL = `WITH m AS (
+	SELECT k.id, k.number FROM unnest($1::text[], $2::int4[]) AS k(id, number)
+	WHERE NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = k.id)
+), x AS (
+	DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM m)
+)
+SELECT id, number FROM m`
+)
 
 // copiesDeadLetter reports whether o writes the delivery of a dead letter
-// when applied (recordSQL).
+// when applied (recordCopySQL).
 func copiesDeadLetter(o *store.Outcome) bool {
 	return o.DeadLetterCopy != nil && o.Status == store.StatusDeadLettered
 }
@@ -551,14 +587,31 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 			rounds[n] = append(rounds[n], o)
 		}
 	}
-	var deact []deactivation
-	for _, round := range rounds {
-		applied, err := s.recordRound(ctx, tx, round)
-		if err != nil {
-			return err
+	if len(rounds) == 0 {
+		return nil
+	}
+	rs := make([]recordRound, len(rounds))
+	b := &pgx.Batch{}
+	for i, round := range rounds {
+		rs[i].queue(b, round)
+	}
+	res := tx.SendBatch(ctx, b)
+	for i := range rs {
+		if err := rs[i].read(res); err != nil {
+			res.Close()
+			return fmt.Errorf("record: %w", err)
 		}
+	}
+	if err := res.Close(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if err := s.recordMissing(ctx, tx, rs); err != nil {
+		return err
+	}
+	var deact []deactivation
+	for i, round := range rounds {
 		for _, o := range round {
-			sub, ok := applied[o.Attempt.DeliveryID]
+			sub, ok := rs[i].queued[o.Attempt.DeliveryID]
 			if !ok {
 				continue
 			}
@@ -571,17 +624,37 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 	return s.deactivateBatch(ctx, tx, deact, queued)
 }
 
-// recordRound applies one round of outcomes (recordSQL) and returns the
-// subscription of each delivery it queued, by delivery ID.
-func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome) (map[string]string, error) {
+// recordRound is one round of outcomes of recordBatch: its statements and,
+// once they ran, what they changed.
+type recordRound struct {
+	outcomes []*store.Outcome
+	// returning says which statement changes the states: recordStateSQL
+	// (false) or one that returns the rows it changed (recordQueuedSQL,
+	// recordCopySQL); attempts whether recordAttemptsSQL follows it.
+	returning, attempts bool
+
+	// applied is how many outcomes changed their delivery's state; queued
+	// the subscription of each delivery an outcome queued, by delivery ID.
+	applied int64
+	queued  map[string]string
+}
+
+// queue adds the round's statements for os to b.
+func (r *recordRound) queue(b *pgx.Batch, os []*store.Outcome) {
+	r.outcomes = os
 	n := len(os)
 	var (
-		id, status, lastOutcome, reason, owner, outcome, errText = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		attempts, roundAttempts, lastCode, number, code          = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-		firstFailure, next, started, delivered, durUS            = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		body                                                     = make([][]byte, n)
-		copyID                                                   = make([]string, n)
-		copyAt                                                   = make([]int64, n)
+		id, status, lastOutcome, reason, owner = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		attempts, roundAttempts, lastCode      = make([]int32, n), make([]int32, n), make([]int32, n)
+		firstFailure, next, started, delivered = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		copyID                                 []string
+		copyAt                                 []int64
+		queuing                                bool
+		// the attempts to log (Number 0 logs none)
+		aID, aOutcome, aErr []string
+		aNumber, aCode      []int32
+		aStarted, aDurUS    []int64
+		aBody               [][]byte
 	)
 	for i, o := range os {
 		a := &o.Attempt
@@ -590,39 +663,110 @@ func (s *Store) recordRound(ctx context.Context, tx pgx.Tx, os []*store.Outcome)
 		firstFailure[i], next[i], started[i] = sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt), sqlrow.UnixMS(a.StartedAt)
 		lastCode[i], lastOutcome[i], reason[i] = int32(o.LastStatusCode), cleanText(o.LastOutcome), cleanText(o.DeadLetterReason)
 		delivered[i], owner[i] = sqlrow.UnixMS(o.DeliveredAt), o.LeaseOwner
-		number[i], durUS[i], code[i] = int32(a.Number), a.Duration.Microseconds(), int32(a.StatusCode)
-		outcome[i], errText[i], body[i] = cleanText(a.Outcome), cleanText(a.Error), a.ResponseBody
+		queuing = queuing || o.Status == store.StatusQueued
 		if copiesDeadLetter(o) {
+			if copyID == nil {
+				copyID, copyAt = make([]string, n), make([]int64, n)
+			}
 			copyID[i], copyAt[i] = o.DeadLetterCopy.ID, sqlrow.AttemptDueMS(a)
 		}
+		if a.Number != 0 {
+			aID, aNumber, aStarted = append(aID, a.DeliveryID), append(aNumber, int32(a.Number)), append(aStarted, started[i])
+			aDurUS, aCode = append(aDurUS, a.Duration.Microseconds()), append(aCode, int32(a.StatusCode))
+			aOutcome, aErr, aBody = append(aOutcome, cleanText(a.Outcome)), append(aErr, cleanText(a.Error)), append(aBody, a.ResponseBody)
+		}
 	}
-	rows, err := tx.Query(ctx, recordSQL, id, status, attempts, roundAttempts, firstFailure, next, started,
-		lastCode, lastOutcome, reason, delivered, owner, number, durUS, code, outcome, errText, body, copyID, copyAt)
+	args := []any{id, status, attempts, roundAttempts, firstFailure, next, started,
+		lastCode, lastOutcome, reason, delivered, owner}
+	switch {
+	case copyID != nil:
+		r.returning = true
+		b.Queue(recordCopySQL, append(args, copyID, copyAt)...)
+	case queuing:
+		r.returning = true
+		b.Queue(recordQueuedSQL, args...)
+	default:
+		b.Queue(recordStateSQL, args...)
+	}
+	if r.attempts = len(aID) > 0; r.attempts {
+		b.Queue(recordAttemptsSQL, aID, aNumber, aStarted, aDurUS, aCode, aOutcome, aErr, aBody)
+	}
+}
+
+// read reads the results of the round's statements from res.
+func (r *recordRound) read(res pgx.BatchResults) error {
+	if r.returning {
+		rows, err := res.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id, sub, status string
+			if err := rows.Scan(&id, &sub, &status); err != nil {
+				rows.Close()
+				return err
+			}
+			r.applied++
+			if store.Status(status) == store.StatusQueued {
+				if r.queued == nil {
+					r.queued = map[string]string{}
+				}
+				r.queued[id] = sub
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	} else {
+		tag, err := res.Exec()
+		if err != nil {
+			return err
+		}
+		r.applied = tag.RowsAffected()
+	}
+	if r.attempts {
+		if _, err := res.Exec(); err != nil {
+			return fmt.Errorf("log attempts: %w", err)
+		}
+	}
+	return nil
+}
+
+// recordMissing looks, among the outcomes of the rounds in which some did
+// not apply, for those whose deliveries do not exist, deletes the attempts
+// logged for them and warns of each (recordMissingSQL).
+func (s *Store) recordMissing(ctx context.Context, tx pgx.Tx, rs []recordRound) error {
+	var ids []string
+	var numbers []int32
+	for i := range rs {
+		if rs[i].applied == int64(len(rs[i].outcomes)) {
+			continue
+		}
+		for _, o := range rs[i].outcomes {
+			ids, numbers = append(ids, o.Attempt.DeliveryID), append(numbers, int32(o.Attempt.Number))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, recordMissingSQL, ids, numbers)
 	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+		return fmt.Errorf("record: %w", err)
 	}
 	defer rows.Close()
-	var queued map[string]string
 	for rows.Next() {
 		var dlv string
 		var num int32
-		var sub *string
-		if err := rows.Scan(&dlv, &num, &sub); err != nil {
-			return nil, fmt.Errorf("record: %w", err)
+		if err := rows.Scan(&dlv, &num); err != nil {
+			return fmt.Errorf("record: %w", err)
 		}
-		if sub == nil {
-			s.log.Warn("record: no such delivery; attempt not logged", "delivery", dlv, "attempt", num)
-			continue
-		}
-		if queued == nil {
-			queued = map[string]string{}
-		}
-		queued[dlv] = *sub
+		s.log.Warn("record: no such delivery; attempt not logged", "delivery", dlv, "attempt", num)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+		return fmt.Errorf("record: %w", err)
 	}
-	return queued, nil
+	return nil
 }
 
 // Publish implements store.DeliveryStore. The call is one request of a
@@ -683,7 +827,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 // progress, and they for it.
 //
 // A dead-lettered outcome with DeadLetterCopy, when its state change
-// applies, writes the delivery of the dead letter (see recordSQL) on the
+// applies, writes the delivery of the dead letter (see recordCopySQL) on the
 // dead-letter URL's endpoint its subscription names in this transaction:
 // DeadLetterCopy.EndpointID, unless the subscription changed its
 // dead-letter URL since the caller read it (then the new one's; none is

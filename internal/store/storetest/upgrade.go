@@ -23,7 +23,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		check   func(*testing.T, store.Store)
 	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
 		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5},
-		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}, {8, V8Data, CheckUpgradeFromV8}} {
+		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}, {8, V8Data, CheckUpgradeFromV8},
+		{9, V9Data, CheckUpgradeFromV9}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
@@ -784,4 +785,141 @@ func CheckUpgradeFromV8(t *testing.T, s store.Store) {
 	if got, err := s.GetSubscription(ctx, "sub_v8"); err != nil || got.Filters.Advanced != nil || got.Filters.SubjectCaseSensitive {
 		t.Fatalf("filters after they were cleared: %+v, %v", got.Filters, err)
 	}
+}
+
+// V9Data is written into a database at schema version 9, whose indexes of
+// deliveries by status (deliveries_subscription_status,
+// deliveries_account_status) held every delivery: a push subscription
+// sub_v9 with a delivery of each status but queued (two delivered), and a
+// pull subscription with a queued one. Their IDs sort in the order listed.
+const V9Data = `
+INSERT INTO endpoints (id, account_id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_v9', 'acc_default', 'https://v9.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+INSERT INTO subscriptions (id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version)
+VALUES ('sub_v9', 'acc_default', 'v9', 'https://v9.example/hook', 'ep_v9', '["invoice.paid"]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'push', 'retry', '{}', '', '{}',
+	1767603600000, 1767603600000, 2),
+       ('sub_v9pull', 'acc_default', 'v9-pull', '', '', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'pull', 'retry', '{}', '', '{}',
+	1767603600000, 1767603600000, 3);
+UPDATE counters SET value = 3 WHERE name = 'catalog';
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES ('acc_default', 'e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('acc_default', 'e2', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e2"}'),
+       ('acc_default', 'e3', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e3"}'),
+       ('acc_default', 'e4', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e4"}'),
+       ('acc_default', 'e5', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e5"}'),
+       ('acc_default', 'e6', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e6"}');
+INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, last_attempt_at, last_status_code, last_outcome, dead_letter_reason, delivered_at)
+VALUES ('dlv_000000000000000000000v9001', 'acc_default', 'sub_v9', 'ep_v9', (SELECT seq FROM events WHERE id = 'e1'),
+	'delivered', 1, 1767603600000, 1767603600000, 1767603600000, 1767603610000, 200, 'http_200', '', 1767603611000),
+       ('dlv_000000000000000000000v9002', 'acc_default', 'sub_v9', 'ep_v9', (SELECT seq FROM events WHERE id = 'e2'),
+	'dead_lettered', 3, 1767603600000, 0, 1767603600000, 1767603650000, 400, 'http_400', 'NonRetriableStatus', 0),
+       ('dlv_000000000000000000000v9003', 'acc_default', 'sub_v9', 'ep_v9', (SELECT seq FROM events WHERE id = 'e3'),
+	'dropped', 0, 1767603600000, 1767603600000, 1767603600000, 0, 0, '', 'SubscriptionDeleted', 0),
+       ('dlv_000000000000000000000v9004', 'acc_default', 'sub_v9', 'ep_v9', (SELECT seq FROM events WHERE id = 'e4'),
+	'pending', 0, 1767603600000, 1767603600000, 1767603600000, 0, 0, '', '', 0),
+       ('dlv_000000000000000000000v9005', 'acc_default', 'sub_v9', 'ep_v9', (SELECT seq FROM events WHERE id = 'e5'),
+	'delivered', 1, 1767603600000, 1767603600000, 1767603600000, 1767603620000, 200, 'http_200', '', 1767603621000),
+       ('dlv_000000000000000000000v9006', 'acc_default', 'sub_v9pull', '', (SELECT seq FROM events WHERE id = 'e6'),
+	'queued', 0, 1767603600000, 1767603600000, 1767603600000, 0, 0, '', '', 0);
+`
+
+// CheckUpgradeFromV9 checks a store opened on a version-9 database holding
+// V9Data, whose indexes by status now leave delivered deliveries out: every
+// list by status, of the subscription and of the account, finds exactly its
+// deliveries, newest first, page by page; and deliveries that change status
+// afterwards (delivered, redriven, dead-lettered again) move between the
+// lists.
+func CheckUpgradeFromV9(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	const (
+		d1, d2, d3 = "dlv_000000000000000000000v9001", "dlv_000000000000000000000v9002", "dlv_000000000000000000000v9003"
+		d4, d5, d6 = "dlv_000000000000000000000v9004", "dlv_000000000000000000000v9005", "dlv_000000000000000000000v9006"
+	)
+	// list reads every page of a list by status, one delivery a page, and
+	// checks it against want (newest first).
+	list := func(what string, f store.DeliveryFilter, want ...string) {
+		t.Helper()
+		got := []string{}
+		f.Page = store.Page{Limit: 1}
+		for {
+			ds, next, err := s.ListDeliveries(ctx, f)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			got = append(got, deliveryIDs(ds)...)
+			if next == "" || len(got) > len(want) {
+				break
+			}
+			f.Page.Cursor = next
+		}
+		equal(t, what, got, append([]string{}, want...))
+	}
+	lists := func(when string, want map[store.Status][]string) {
+		t.Helper()
+		for _, st := range []store.Status{store.StatusPending, store.StatusDelivered, store.StatusDeadLettered,
+			store.StatusDropped, store.StatusQueued} {
+			sub := "sub_v9"
+			if st == store.StatusQueued {
+				sub = "sub_v9pull"
+			}
+			list(fmt.Sprintf("%s deliveries of %s %s", st, sub, when), store.DeliveryFilter{SubscriptionID: sub, Status: st}, want[st]...)
+			list(fmt.Sprintf("%s deliveries of %s in its account %s", st, sub, when),
+				store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: sub, Status: st}, want[st]...)
+			list(fmt.Sprintf("%s deliveries of the account %s", st, when),
+				store.DeliveryFilter{AccountID: store.DefaultAccount, Status: st}, want[st]...)
+		}
+		for _, f := range []store.DeadLetterFilter{{SubscriptionID: "sub_v9"}, {AccountID: store.DefaultAccount}} {
+			dls, _, err := s.ListDeadLetters(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{}
+			for _, dl := range dls {
+				got = append(got, dl.ID)
+			}
+			equal(t, fmt.Sprintf("dead letters (%+v) %s", f, when), got, append([]string{}, want[store.StatusDeadLettered]...))
+		}
+	}
+	lists("after the upgrade", map[store.Status][]string{
+		store.StatusPending: {d4}, store.StatusDelivered: {d5, d1}, store.StatusDeadLettered: {d2},
+		store.StatusDropped: {d3}, store.StatusQueued: {d6},
+	})
+	list("deliveries of sub_v9 after the upgrade", store.DeliveryFilter{SubscriptionID: "sub_v9"}, d5, d4, d3, d2, d1)
+
+	// The pending delivery ends delivered; the dead letter is redriven.
+	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
+	cs, err := s.ClaimDue(ctx, "ep_v9", now, 10, lease)
+	if err != nil || len(cs) != 1 || cs[0].ID != d4 {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded(d4, 1, now)}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Redrive(ctx, "sub_v9", nil, now); err != nil || res.Count != 1 {
+		t.Fatalf("Redrive after the upgrade: %+v, %v; want 1 redriven", res, err)
+	}
+	lists("after a delivery and a redrive", map[store.Status][]string{
+		store.StatusPending: {d2}, store.StatusDelivered: {d5, d4, d1},
+		store.StatusDropped: {d3}, store.StatusQueued: {d6},
+	})
+	// The redriven delivery is dead-lettered again.
+	later := now.Add(time.Minute)
+	cs, err = s.ClaimDue(ctx, "ep_v9", later, 10, lease)
+	if err != nil || len(cs) != 1 || cs[0].ID != d2 {
+		t.Fatalf("ClaimDue of the redriven delivery: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{deadLettered(d2, 4, later, later)}); err != nil {
+		t.Fatal(err)
+	}
+	lists("after the redriven delivery was dead-lettered again", map[store.Status][]string{
+		store.StatusDelivered: {d5, d4, d1}, store.StatusDeadLettered: {d2},
+		store.StatusDropped: {d3}, store.StatusQueued: {d6},
+	})
 }
