@@ -412,7 +412,7 @@ func (s *Server) background() {
 // cleaning node.
 const (
 	cleanupEvery = time.Minute
-	cleanupFor   = 30 * time.Second
+	cleanupFor   = 50 * time.Second
 )
 
 // cleanup deletes finished events older than the dedup retention (see the

@@ -122,3 +122,61 @@ func BenchmarkBacklog1M(b *testing.B) {
 		b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "deliveries/s")
 	})
 }
+
+// BenchmarkCleanup measures the retention clean-up: rounds of 1,000 events,
+// each with one delivered delivery and its attempt, deleted.
+func BenchmarkCleanup(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "cleanup.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	sub := store.Subscription{ID: "sub_bench", Name: "bench", URL: "http://127.0.0.1:1/h", EndpointID: store.EndpointID("http://127.0.0.1:1/h"),
+		EventTypes: []string{"bench.event"}, State: "active", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := s.CreateSubscription(ctx, sub); err != nil {
+		b.Fatal(err)
+	}
+	lease := store.Lease{Owner: "bench", Until: time.Now().Add(time.Hour)}
+	fill := func(n int) {
+		for i := 0; i < n; i += 100 {
+			now := time.Now()
+			evs := storetest.BenchEvents(fmt.Sprintf("c%d-%d", b.N, i), 100, sub, now)
+			outs := make([]store.Outcome, len(evs))
+			for j := range evs {
+				evs[j].Deliveries[0].Claimed = true
+				outs[j] = store.Outcome{Attempt: store.AttemptRecord{DeliveryID: evs[j].Deliveries[0].ID, Number: 1, StartedAt: now,
+					Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
+					Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: now, LeaseOwner: lease.Owner}
+			}
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Record(ctx, outs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	const perOp = 10_000
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		fill(perOp)
+		b.StartTimer()
+		deleted := 0
+		for {
+			n, err := s.Cleanup(ctx, time.Now().Add(time.Hour), 1000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			deleted += n
+			if n < 1000 {
+				break
+			}
+		}
+		if deleted != perOp {
+			b.Fatalf("deleted %d, want %d", deleted, perOp)
+		}
+	}
+	b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "events/s")
+}

@@ -98,6 +98,8 @@ func TestQueryPlans(t *testing.T) {
 		{"Redeliver state", deliveryStateSQL, []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH s USING PRIMARY KEY (id=?)"}, false},
 		{"Cleanup", cleanupSQL, []string{"SEARCH e USING COVERING INDEX events_published (published_at<?)", "SEARCH d USING INDEX deliveries_event (event_seq=?)"}, false},
 		{"Cleanup recheck", unfinishedSQL, []string{"SEARCH deliveries USING INDEX deliveries_event (event_seq=?)"}, false},
+		{"Cleanup deliveries", cleanupDeliveriesSQL, []string{"SEARCH deliveries USING INDEX deliveries_event (event_seq=?)"}, false},
+		{"Cleanup events", cleanupEventSQL, []string{"SEARCH events USING INTEGER PRIMARY KEY (rowid=?)"}, false},
 		{"Cleanup attempts", cleanupAttemptsSQL, []string{"SEARCH attempts USING COVERING INDEX sqlite_autoindex_attempts_1 (delivery_id=?)"}, false},
 		{"Duplicate lookup", eventSeqSQL, []string{"SEARCH events USING COVERING INDEX sqlite_autoindex_events_1 (id=? AND source=? AND account_id=?)"}, false},
 		{"ListSubscriptions of an account", listByAccountSQL("subscriptions", subscriptionCols), []string{"SEARCH subscriptions USING INDEX subscriptions_account (account_id=? AND id>?)"}, false},
