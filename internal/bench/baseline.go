@@ -271,11 +271,7 @@ func (e *env) serveForwarder(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.srv = srv
-	srv.sampler = startSampler(srv.pid, sampleEvery)
-	s := e.cfg.Sizes
-	e.api = newClient(srv.url, e.adminKey, max(s.Publishers, s.SinglePubs, s.RateWorkers)+s.Consumers)
-	e.cpu0 = procCPU(srv.pid)
+	e.attach(srv)
 	return nil, nil
 }
 

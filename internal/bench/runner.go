@@ -277,12 +277,18 @@ func (e *env) serve(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return extra, err
 	}
+	e.attach(srv)
+	return extra, nil
+}
+
+// attach makes srv the scenario's server: its memory sampled, the API
+// client pointed at it, its CPU counted from now.
+func (e *env) attach(srv *server) {
 	e.srv = srv
 	srv.sampler = startSampler(srv.pid, sampleEvery)
 	s := e.cfg.Sizes
 	e.api = newClient(srv.url, e.adminKey, max(s.Publishers, s.SinglePubs, s.RateWorkers)+s.Consumers)
 	e.cpu0 = procCPU(srv.pid)
-	return extra, nil
 }
 
 // restart replaces the scenario's server with a fresh one on an empty store,

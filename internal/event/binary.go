@@ -73,29 +73,9 @@ func parseBinary(h http.Header, ct, mt string, body []byte) (Event, *FieldError)
 			return bad(field, "not valid UTF-8 after percent-decoding")
 		}
 		switch attr {
-		case attrSpecVersion:
-			e.SpecVersion = v
-		case attrID:
-			e.ID = v
-		case attrSource:
-			e.Source = v
-		case attrType:
-			e.Type = v
-		case attrSubject, attrDataSchema, attrTime:
-			if v == "" {
-				return bad(field, "must not be empty when present")
-			}
-			switch attr {
-			case attrSubject:
-				e.Subject = v
-			case attrDataSchema:
-				e.DataSchema = v
-			case attrTime:
-				t, d := parseTime(v)
-				if d != "" {
-					return bad(field, d)
-				}
-				e.Time = t
+		case attrSpecVersion, attrID, attrSource, attrType, attrSubject, attrDataSchema, attrTime:
+			if d := e.setAttr(attr, v); d != "" {
+				return bad(field, d)
 			}
 		case attrDataContentType:
 			return bad(field, "not allowed in binary mode; the Content-Type header carries datacontenttype")

@@ -13,44 +13,13 @@ import (
 // setMember sets the member key, whose value val is valid raw JSON other
 // than null, on e; it returns why the member is refused, or "".
 func (e *Event) setMember(name, val []byte) string {
-	switch string(name) {
-	case attrSpecVersion, attrID, attrSource, attrType:
+	switch attr := string(name); attr {
+	case attrSpecVersion, attrID, attrSource, attrType, attrSubject, attrDataContentType, attrDataSchema, attrTime:
 		s, d := jsonString(val)
 		if d != "" {
 			return d
 		}
-		switch string(name) {
-		case attrSpecVersion:
-			e.SpecVersion = s
-		case attrID:
-			e.ID = s
-		case attrSource:
-			e.Source = s
-		case attrType:
-			e.Type = s
-		}
-	case attrSubject, attrDataContentType, attrDataSchema, attrTime:
-		s, d := jsonString(val)
-		if d != "" {
-			return d
-		}
-		if s == "" {
-			return "must not be empty when present"
-		}
-		switch string(name) {
-		case attrSubject:
-			e.Subject = s
-		case attrDataContentType:
-			e.DataContentType = s
-		case attrDataSchema:
-			e.DataSchema = s
-		case attrTime:
-			t, d := parseTime(s)
-			if d != "" {
-				return d
-			}
-			e.Time = t
-		}
+		return e.setAttr(attr, s)
 	case memberData:
 		e.Data = compactJSON(val)
 	case memberDataBase64:
@@ -92,6 +61,42 @@ func (e *Event) setMember(name, val []byte) string {
 			e.Extensions = make(map[string]any)
 		}
 		e.Extensions[key] = v
+	}
+	return ""
+}
+
+// setAttr sets the context attribute attr (one of those CloudEvents
+// defines) to its string value v, whether it came from a JSON member or a
+// binary-mode header; it returns why v is refused, or "". The optional
+// attributes must not be empty when present; time must be RFC 3339.
+func (e *Event) setAttr(attr, v string) string {
+	switch attr {
+	case attrSpecVersion:
+		e.SpecVersion = v
+	case attrID:
+		e.ID = v
+	case attrSource:
+		e.Source = v
+	case attrType:
+		e.Type = v
+	case attrSubject, attrDataContentType, attrDataSchema, attrTime:
+		if v == "" {
+			return "must not be empty when present"
+		}
+		switch attr {
+		case attrSubject:
+			e.Subject = v
+		case attrDataContentType:
+			e.DataContentType = v
+		case attrDataSchema:
+			e.DataSchema = v
+		case attrTime:
+			t, d := parseTime(v)
+			if d != "" {
+				return d
+			}
+			e.Time = t
+		}
 	}
 	return ""
 }
