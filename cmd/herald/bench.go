@@ -34,9 +34,11 @@ matches: first alongside 1,000 more subscriptions to the same event types
 whose filters never match, then without them.
 The soak scenario runs steady-batch's load until --soak-deliveries (10
 million) deliveries have arrived, with the server's --dedup-retention at
---soak-retention so that clean-up runs behind the load, and compares
-deliveries/s over the first and the last 10 %% of them; it also reports the
-store's size on disk. It takes about 20 minutes and is not in "all": name it.
+--soak-retention (default 30m, longer than the run, so that the store holds
+every delivery at the end while the clean-up runs behind the load; shorter,
+it measures the clean-up's deletes too), and compares deliveries/s over the
+first and the last 10 %% of them; it also reports the store's size on disk.
+It takes about 15 minutes and is not in "all": name it.
 
 --baseline also runs steady-batch, steady-single, latency and fanout, each
 right after Herald and with the same load, against a non-durable forwarder

@@ -43,7 +43,10 @@ type soakPoint struct {
 // until --soak-deliveries deliveries have arrived, on a server started with
 // --dedup-retention --soak-retention, so that the store grows and the
 // server's clean-up (once a minute: finished events older than the
-// retention) runs behind the load. It reports the whole run as one phase
+// retention) runs behind the load: by default it finds nothing old enough,
+// and the store holds every delivery at the end; with a retention shorter
+// than the run it deletes at the end as fast as the load writes, on the
+// same writer. It reports the whole run as one phase
 // and, as two more, the first and the last 10 % of the deliveries (their
 // deliveries/s, server CPU per delivery and RSS; events/s over the first
 // and last 10 % of the events published), the ratio of the two rates, the

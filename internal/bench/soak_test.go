@@ -44,7 +44,7 @@ func TestSoakRegistered(t *testing.T) {
 		}
 	}
 	b, _ := json.Marshal(DefaultSizes())
-	if !strings.Contains(string(b), `"soak_deliveries":10000000`) || !strings.Contains(string(b), `"soak_retention":"10m0s"`) {
+	if !strings.Contains(string(b), `"soak_deliveries":10000000`) || !strings.Contains(string(b), `"soak_retention":"30m0s"`) {
 		t.Errorf("sizes JSON: %s", b)
 	}
 }
