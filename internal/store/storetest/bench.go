@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -418,14 +417,4 @@ func benchLookups(b *testing.B, bs BenchStore) {
 			check(b, int(fresh+retry), err)
 		}
 	})
-}
-
-// processCPU is the CPU time this process has used (user and system); zero
-// where getrusage is not available.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
