@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,15 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "herald-bench-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	heraldBuild.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func TestBenchUsage(t *testing.T) {
@@ -68,11 +77,7 @@ func TestBenchSteadyBatch(t *testing.T) {
 		t.Skip("builds the binary and runs a server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "herald")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildHerald(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -126,11 +131,7 @@ func TestBenchPull(t *testing.T) {
 		t.Skip("builds the binary and runs a server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "herald")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildHerald(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -195,11 +196,7 @@ func TestBenchBatch(t *testing.T) {
 		t.Skip("builds the binary and runs a server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "herald")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildHerald(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -288,14 +285,27 @@ func TestBenchForwarderCommand(t *testing.T) {
 	checkRefused(t, benchForwarderCommand, []string{benchForwarderCommand, "extra"}, "extra")
 }
 
-// buildHerald builds the herald binary into dir.
-func buildHerald(t *testing.T, dir string) string {
+// buildHerald returns the herald binary, built once for all the tests of
+// this binary (into a directory TestMain removes).
+func buildHerald(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "herald")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	heraldBuild.once.Do(func() {
+		heraldBuild.bin = filepath.Join(heraldBuild.dir, "herald")
+		if out, err := exec.Command("go", "build", "-o", heraldBuild.bin, ".").CombinedOutput(); err != nil {
+			heraldBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if heraldBuild.err != nil {
+		t.Fatal(heraldBuild.err)
 	}
-	return bin
+	return heraldBuild.bin
+}
+
+// heraldBuild is buildHerald's one build.
+var heraldBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
 }
 
 // benchReport is what the tests read of a JSON report.
@@ -360,7 +370,7 @@ func TestBenchBaseline(t *testing.T) {
 		t.Skip("builds the binary and runs servers")
 	}
 	dir := t.TempDir()
-	bin := buildHerald(t, dir)
+	bin := buildHerald(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -478,7 +488,7 @@ func TestBenchSoak(t *testing.T) {
 		t.Skip("builds the binary and runs a server")
 	}
 	dir := t.TempDir()
-	bin := buildHerald(t, dir)
+	bin := buildHerald(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

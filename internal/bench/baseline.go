@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -253,14 +251,10 @@ func (r *Result) label(phase string, runs int) string {
 // API client for it, as serve starts herald serve: the first in the
 // scenario's directory, a later one in a directory of its own under it.
 func (e *env) serveForwarder(ctx context.Context) ([]string, error) {
-	dir := e.dir
-	if e.servers > 0 {
-		dir = filepath.Join(e.dir, fmt.Sprintf("server-%d", e.servers+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, err
-		}
+	dir, err := e.nextServerDir()
+	if err != nil {
+		return nil, err
 	}
-	e.servers++
 	if len(e.cfg.Forwarder) == 0 {
 		return nil, fmt.Errorf("no baseline forwarder command")
 	}

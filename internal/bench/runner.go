@@ -243,6 +243,21 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 	return res
 }
 
+// nextServerDir returns the directory of the scenario's next server (herald
+// serve or the forwarder) and counts it: the scenario's directory for the
+// first, a directory of its own under it for each later one.
+func (e *env) nextServerDir() (string, error) {
+	dir := e.dir
+	if e.servers > 0 {
+		dir = filepath.Join(e.dir, fmt.Sprintf("server-%d", e.servers+1))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", err
+		}
+	}
+	e.servers++
+	return dir, nil
+}
+
 // serve starts a server for the scenario on a fresh store — the first in
 // the scenario's directory, a later one in a directory of its own under it,
 // on PostgreSQL each in a fresh schema — with an API client for it, and
@@ -251,14 +266,10 @@ func (e *env) serve(ctx context.Context) ([]string, error) {
 	if e.baseline {
 		return e.serveForwarder(ctx)
 	}
-	dir := e.dir
-	if e.servers > 0 {
-		dir = filepath.Join(e.dir, fmt.Sprintf("server-%d", e.servers+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, err
-		}
+	dir, err := e.nextServerDir()
+	if err != nil {
+		return nil, err
 	}
-	e.servers++
 	extra := slices.Clone(e.flagsPre)
 	if isPostgres(e.cfg.Store) {
 		schemaURL, drop, err := freshSchema(ctx, e.cfg.Store)

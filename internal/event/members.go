@@ -36,8 +36,7 @@ func (e *Event) setMember(name, val []byte) string {
 		}
 		e.DataBase64 = base64.StdEncoding.EncodeToString(b)
 	default:
-		key := string(name)
-		if d := checkExtensionName(key); d != "" {
+		if d := checkExtensionName(attr); d != "" {
 			return d
 		}
 		var v any
@@ -60,7 +59,7 @@ func (e *Event) setMember(name, val []byte) string {
 		if e.Extensions == nil {
 			e.Extensions = make(map[string]any)
 		}
-		e.Extensions[key] = v
+		e.Extensions[attr] = v
 	}
 	return ""
 }
