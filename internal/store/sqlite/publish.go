@@ -9,17 +9,25 @@ import (
 )
 
 const (
-	insertEventSQL = `INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+	// insertEventsSQL takes the VALUES of up to maxRowsPerInsert events
+	// (see valuesSQL and insertEvents).
+	insertEventsSQL = `INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES `
+	insertEventsTail = `
 ON CONFLICT (id, source, account_id) DO NOTHING`
+	eventParams = 7
 
 	eventSeqSQL = `SELECT seq FROM events WHERE id = ? AND source = ? AND account_id = ?`
+
+	// lastEventSeqSQL reads the largest seq events has ever had: every new
+	// event's seq is larger (AUTOINCREMENT), however many were deleted.
+	lastEventSeqSQL = `SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'events'`
 
 	subscriptionPresentSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 
 	// insertDeliveriesSQL takes the VALUES of up to maxRowsPerInsert
-	// deliveries (see valuesSQL): one statement for an event's deliveries
-	// rather than one each, since most of a statement's cost in SQLite
+	// deliveries (see valuesSQL): one statement for the deliveries of a
+	// call's events, up to that many, rather than one each, since most of a statement's cost in SQLite
 	// through database/sql is per statement (arguments converted, bound,
 	// the program started and reset), not per row.
 	insertDeliveriesSQL = `INSERT INTO deliveries
@@ -68,45 +76,26 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 	until := sqlrow.LeaseUntilMS(lease)
 	results := make([]store.PublishResult, len(events))
 	var queued sqlrow.IDSet
-	var args []any
+	var p publishRows
 	err := s.write(ctx, func(w *writer) error {
 		queued.Reset()
 		if err := w.checkCatalog(events, opts); err != nil {
 			return err
 		}
-		for i := range events {
-			ev := &events[i]
-			payload := ev.Payload
-			if payload == nil {
-				payload = []byte{}
-			}
-			at := sqlrow.UnixMS(ev.PublishedAt)
-			account := store.AccountOrDefault(ev.AccountID)
-			res, err := w.exec(insertEventSQL, account, ev.ID, ev.Source, ev.Type, ev.Subject, at, payload)
-			if err != nil {
-				return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
+		p.reset()
+		for start := 0; start < len(events); start += maxRowsPerInsert {
+			chunk := events[start:min(start+maxRowsPerInsert, len(events))]
+			if err := w.insertEvents(chunk, results[start:start+len(chunk)]); err != nil {
 				return err
 			}
-			if n == 0 {
-				var seq int64
-				if err := w.scanRow(eventSeqSQL, []any{ev.ID, ev.Source, account}, &seq); err != nil {
-					return fmt.Errorf("look up duplicate event %q from %q: %w", ev.ID, ev.Source, err)
+			for i := range chunk {
+				if results[start+i].Duplicate {
+					continue
 				}
-				results[i] = store.PublishResult{Seq: seq, Duplicate: true}
-				continue
-			}
-			seq, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			results[i] = store.PublishResult{Seq: seq}
-			for start := 0; start < len(ev.Deliveries); start += maxRowsPerInsert {
-				ds := ev.Deliveries[start:min(start+maxRowsPerInsert, len(ev.Deliveries))]
-				args = args[:0]
-				for _, d := range ds {
+				ev := &chunk[i]
+				at := sqlrow.UnixMS(ev.PublishedAt)
+				account := store.AccountOrDefault(ev.AccountID)
+				for _, d := range ev.Deliveries {
 					status, owner, lu := store.StatusPending, "", int64(0)
 					switch {
 					case d.Claimed:
@@ -115,15 +104,17 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 						status = store.StatusQueued
 						queued.Add(d.SubscriptionID)
 					}
-					args = append(args, d.ID, account, d.SubscriptionID, d.EndpointID, seq, string(status),
+					p.add(d.ID, account, d.SubscriptionID, d.EndpointID, results[start+i].Seq, string(status),
 						at, at, at, owner, lu)
-				}
-				if _, err := w.exec(w.valuesSQL(insertDeliveriesSQL, deliveryParams, len(ds), ""), args...); err != nil {
-					return fmt.Errorf("insert deliveries %q…: %w", ds[0].ID, err)
+					if p.full() {
+						if err := p.flush(w); err != nil {
+							return err
+						}
+					}
 				}
 			}
 		}
-		return nil
+		return p.flush(w)
 	})
 	if err != nil {
 		return nil, err
@@ -166,5 +157,97 @@ func (w *writer) checkCatalog(events []store.NewEvent, opts store.PublishOptions
 			}
 		}
 	}
+	return nil
+}
+
+// insertEvents inserts events (at most maxRowsPerInsert) in one statement
+// and sets each one's result: its new seq, or the stored event's seq and
+// Duplicate when the event was already stored, by an earlier call or
+// earlier in this one.
+//
+// Every seq the statement gives is larger than every seq events ever had
+// (AUTOINCREMENT), and when no row was skipped they are consecutive, in the
+// order of the VALUES: the usual case costs one statement. When some rows
+// were skipped as duplicates, or the seqs are not where that rule puts them,
+// each event's seq is looked up by its key: those above the largest seq
+// before the statement are new, the first time their key appears.
+func (w *writer) insertEvents(events []store.NewEvent, results []store.PublishResult) error {
+	if w.lastEventSeq < 0 {
+		if err := w.scanRow(lastEventSeqSQL, nil, &w.lastEventSeq); err != nil {
+			w.lastEventSeq = -1
+			return fmt.Errorf("read the last event seq: %w", err)
+		}
+	}
+	before := w.lastEventSeq
+	args := make([]any, 0, len(events)*eventParams)
+	for i := range events {
+		ev := &events[i]
+		payload := ev.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		args = append(args, store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source, ev.Type, ev.Subject,
+			sqlrow.UnixMS(ev.PublishedAt), payload)
+	}
+	res, err := w.exec(w.valuesSQL(insertEventsSQL, eventParams, len(events), insertEventsTail), args...)
+	if err != nil {
+		return fmt.Errorf("insert events %q from %q…: %w", events[0].ID, events[0].Source, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		if w.lastEventSeq, err = res.LastInsertId(); err != nil {
+			w.lastEventSeq = -1
+			return err
+		}
+	}
+	if n == int64(len(events)) && w.lastEventSeq == before+n {
+		for i := range results {
+			results[i] = store.PublishResult{Seq: before + 1 + int64(i)}
+		}
+		return nil
+	}
+	type key struct{ account, id, source string }
+	seen := make(map[key]bool, len(events))
+	for i := range events {
+		ev := &events[i]
+		k := key{store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source}
+		var seq int64
+		if err := w.scanRow(eventSeqSQL, []any{k.id, k.source, k.account}, &seq); err != nil {
+			return fmt.Errorf("look up event %q from %q: %w", ev.ID, ev.Source, err)
+		}
+		results[i] = store.PublishResult{Seq: seq, Duplicate: seq <= before || seen[k]}
+		seen[k] = true
+	}
+	return nil
+}
+
+// publishRows gathers the VALUES of a Publish's deliveries for multi-row
+// INSERTs of up to maxRowsPerInsert rows.
+type publishRows struct {
+	args []any
+	rows int
+}
+
+func (p *publishRows) reset() { p.args, p.rows = p.args[:0], 0 }
+
+func (p *publishRows) add(values ...any) {
+	p.args = append(p.args, values...)
+	p.rows++
+}
+
+func (p *publishRows) full() bool { return p.rows == maxRowsPerInsert }
+
+// flush inserts the gathered deliveries, if any, and empties p.
+func (p *publishRows) flush(w *writer) error {
+	if p.rows == 0 {
+		return nil
+	}
+	if _, err := w.exec(w.valuesSQL(insertDeliveriesSQL, deliveryParams, p.rows, ""), p.args...); err != nil {
+		return fmt.Errorf("insert deliveries %q…: %w", p.args[0], err)
+	}
+	p.reset()
 	return nil
 }

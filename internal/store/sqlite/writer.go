@@ -58,6 +58,9 @@ type writer struct {
 	// catalogVersion caches the catalog version within one transaction
 	// (0: not read yet); see currentCatalog.
 	catalogVersion int64
+	// lastEventSeq caches the largest event seq within one transaction
+	// (-1: not read yet); see insertEvents.
+	lastEventSeq int64
 
 	commits atomic.Int64 // transactions committed (for tests and Stats)
 	served  atomic.Int64 // requests answered
@@ -208,7 +211,7 @@ func (w *writer) run() {
 // It returns the requests that must run again in a new transaction because
 // a request that had written failed and the transaction was rolled back.
 func (w *writer) commit(batch []*request) []*request {
-	w.catalogVersion = 0
+	w.catalogVersion, w.lastEventSeq = 0, -1
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		w.answerAll(batch, fmt.Errorf("begin: %w", err))
 		return nil
@@ -263,7 +266,7 @@ func (w *writer) call(r *request) (err error) {
 }
 
 func (w *writer) rollback() {
-	w.catalogVersion = 0
+	w.catalogVersion, w.lastEventSeq = 0, -1
 	if _, err := w.exec("ROLLBACK"); err != nil && !isNoTransaction(err) {
 		w.log.Warn("rollback failed", "err", err)
 	}
