@@ -75,6 +75,7 @@ type Engine struct {
 	loadState              loaderState // the loader's, used by its goroutine only
 	healthState            healthState // the health sync's, used by its goroutine only
 	running                attemptSet
+	workers                *workers // the goroutines attempts run on
 	announce               announcements // deactivations announced
 
 	startMu sync.Mutex // orders Start and Stop
@@ -108,6 +109,7 @@ func New(cfg Config) *Engine {
 		}),
 		attemptsCtx: ctx,
 		cancel:      cancel,
+		workers:     newWorkers(),
 	}
 	e.running.init()
 	e.rec = newRecorder(cfg.Store.Record, cfg.Clock, cfg.Logger.With("component", "recorder"), cfg.StoreTimeout)
@@ -183,6 +185,7 @@ func (e *Engine) Stop(ctx context.Context) {
 		e.cancel()
 		<-done
 	}
+	e.workers.stop()
 	e.rec.stop(ctx) // every attempt has queued its outcome
 	e.health.stop(started)
 	if ids := e.sched.drain(); len(ids) > 0 {
@@ -195,7 +198,8 @@ func (e *Engine) Stop(ctx context.Context) {
 // scheduler.attempts).
 func (e *Engine) launch(starts []start) {
 	for _, st := range starts {
-		go e.run(st.l, st.items())
+		l, items := st.l, st.items()
+		e.workers.run(func() { e.run(l, items) })
 	}
 }
 

@@ -225,7 +225,7 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 
 // checkJSON reports a body that is not one valid JSON value.
 func checkJSON(body []byte) *FieldError {
-	if json.Valid(body) {
+	if validJSON(body) {
 		return nil
 	}
 	var v any

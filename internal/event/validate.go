@@ -120,7 +120,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	if len(e.Data) > 0 && e.DataBase64 != "" {
 		return bad(memberDataBase64, "data and data_base64 are mutually exclusive")
 	}
-	if len(e.Data) > 0 && (!json.Valid(e.Data) || !utf8.Valid(e.Data)) {
+	if len(e.Data) > 0 && (!validJSON(e.Data) || !utf8.Valid(e.Data)) {
 		return bad(memberData, "not valid JSON")
 	}
 	if e.DataBase64 != "" {
@@ -228,7 +228,7 @@ func isJSONNumber(s string) bool {
 	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
 		return false
 	}
-	return json.Valid([]byte(s))
+	return validJSON([]byte(s))
 }
 
 // checkMediaType returns why s is not a media type, or "".

@@ -16,8 +16,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
@@ -139,7 +141,7 @@ type Signer struct {
 }
 
 type signerKey struct {
-	hmac      []byte
+	hmac      *sync.Pool // of hash.Hash: HMAC-SHA256 with the key, for reuse (nil for ed25519)
 	priv      ed25519.PrivateKey
 	expiresAt time.Time
 }
@@ -159,7 +161,10 @@ func NewSigner(s store.Signing) *Signer {
 			}
 			sk.priv = ed25519.NewKeyFromSeed(k.Key)
 		} else {
-			sk.hmac = k.Key
+			// A reused HMAC starts from its key's state saved at the first
+			// Reset, instead of hashing the key's pads for every signature.
+			key := k.Key
+			sk.hmac = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
 		}
 		sg.keys = append(sg.keys, sk)
 	}
@@ -194,7 +199,8 @@ func (s *Signer) Sign(id string, timestamp int64, body []byte, now time.Time) st
 			b.WriteString("v1a,")
 			b.WriteString(base64.StdEncoding.EncodeToString(ed25519.Sign(k.priv, content)))
 		} else {
-			m := hmac.New(sha256.New, k.hmac)
+			m := k.hmac.Get().(hash.Hash)
+			m.Reset()
 			m.Write([]byte(id))
 			m.Write([]byte{'.'})
 			m.Write(ts)
@@ -202,6 +208,7 @@ func (s *Signer) Sign(id string, timestamp int64, body []byte, now time.Time) st
 			m.Write(body)
 			b.WriteString("v1,")
 			b.WriteString(base64.StdEncoding.EncodeToString(m.Sum(sum[:0])))
+			k.hmac.Put(m)
 		}
 	}
 	return b.String()
