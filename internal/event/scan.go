@@ -188,13 +188,19 @@ func skipWS(p []byte, i int) int {
 func scanString(p []byte, i int) (int, bool) {
 	esc := false
 	for j := i + 1; j < len(p); j++ {
+		for j < len(p) && jsonClass[p[j]]&classPlain != 0 {
+			j++ // the plain bytes, most of a string, a table lookup each
+		}
+		if j == len(p) {
+			break
+		}
 		switch c := p[j]; {
 		case c == '"':
 			return j + 1, esc
 		case c == '\\':
 			esc = true
 			j++
-		case c < 0x20:
+		default: // a control character
 			return -1, esc
 		}
 	}
