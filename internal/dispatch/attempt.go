@@ -26,9 +26,7 @@ func (e *Engine) run(l *lane, items []*item) {
 	first := items[0]
 	// Registered before the catalog is read: see StopSubscription. Every
 	// item is of the same subscription.
-	ctx, cancel := context.WithCancel(e.attemptsCtx)
-	reg := e.running.add(first.c.SubscriptionID, cancel)
-	defer cancel()
+	reg := e.running.add(first.c.SubscriptionID)
 	sub := e.subscription(first.c.SubscriptionID)
 	outs := make([]store.Outcome, len(items))
 	var sent []int // the items the request carries
@@ -71,7 +69,7 @@ func (e *Engine) run(l *lane, items []*item) {
 		for j, i := range sent {
 			cs[j] = items[i].c
 		}
-		got, o, ok := e.attempt(ctx, sub, cs)
+		got, o, ok := e.attempt(reg, sub, cs)
 		if !ok {
 			// Cut short: the engine is stopping, or the subscription was
 			// deleted. Nothing is recorded for what was sent; those
@@ -230,11 +228,20 @@ func dropped(c store.Claimed) store.Outcome {
 // attempt sends the deliveries in one request and decides what follows for
 // each: the response is the batch's, and each delivery's own attempt count,
 // budget and first failure decide its verdict. ok is false when the attempt
-// was abandoned because the engine is stopping.
-func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, *health.Outcome, bool) {
+// was abandoned (see abandoned): the engine is stopping, or the
+// subscription's attempts were cut short (StopSubscription).
+//
+// The request's context is the attempt's only one: it ends at the
+// subscription's timeout (an attempt that runs out of time fails with
+// context.DeadlineExceeded: "timeout"), at a hard stop (it is a child of
+// the engine's attemptsCtx), or when reg is cut short.
+func (e *Engine) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, *health.Outcome, bool) {
 	started := e.cfg.Clock.Now()
+	ctx, cancel := context.WithTimeout(e.attemptsCtx, attemptTimeout(sub))
+	defer cancel()
+	reg.arm(cancel)
 	res := e.send(ctx, sub, cs, started)
-	if ctx.Err() != nil {
+	if e.abandoned(reg) {
 		return nil, nil, false
 	}
 	now := e.cfg.Clock.Now()
@@ -273,7 +280,7 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 			v = policy.Decide(retry.Attempt{
 				Number:       out.RoundAttempts,
 				StatusCode:   res.status,
-				RetryAfter:   res.retryAfter(now),
+				RetryAfter:   res.retryAfterAt(now),
 				Start:        c.RoundStart,
 				FirstFailure: c.FirstFailure,
 				Now:          now,
@@ -286,6 +293,14 @@ func (e *Engine) attempt(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 		outs[i] = out
 	}
 	return outs, healthOf(policyOf(sub, cs[0]), res, now), true
+}
+
+// abandoned reports whether an attempt is abandoned, nothing recorded: the
+// engine is stopping (a hard stop: see Stop), or StopSubscription cut the
+// attempt short. Either counts whenever it came before this is asked:
+// before the request, during it, or after it ended (even by a timeout).
+func (e *Engine) abandoned(reg *runningAttempt) bool {
+	return e.attemptsCtx.Err() != nil || reg.wasCut()
 }
 
 // healthOf is what an attempt says about its endpoint's health, which every

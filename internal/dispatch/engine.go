@@ -75,7 +75,7 @@ type Engine struct {
 	loadState              loaderState // the loader's, used by its goroutine only
 	healthState            healthState // the health sync's, used by its goroutine only
 	running                attemptSet
-	workers                *workers // the goroutines attempts run on
+	workers                *workers      // the goroutines attempts run on
 	announce               announcements // deactivations announced
 
 	startMu sync.Mutex // orders Start and Stop

@@ -13,18 +13,53 @@ type attemptSet struct {
 	bySub map[string]map[*runningAttempt]struct{}
 }
 
-// runningAttempt is one registered attempt.
+// runningAttempt is one registered attempt. It is registered before its
+// request's context exists (before the catalog is read: see
+// StopSubscription), so cutting it short is remembered: the request is
+// cancelled as soon as it is armed with the context's cancel function.
 type runningAttempt struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed by remove
+	done chan struct{} // closed by remove
+
+	mu     sync.Mutex         // a leaf of the lock order
+	cut    bool               // cut short by cancelSub
+	cancel context.CancelFunc // cancels its request; nil until arm
+}
+
+// arm gives the attempt the function that cancels its request, calling it
+// at once when the attempt was already cut short.
+func (a *runningAttempt) arm(cancel context.CancelFunc) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel = cancel
+	if a.cut {
+		cancel()
+	}
+}
+
+// cutShort marks the attempt cut short and cancels its request if it is
+// armed (else arm will).
+func (a *runningAttempt) cutShort() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cut = true
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// wasCut reports whether the attempt was cut short.
+func (a *runningAttempt) wasCut() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cut
 }
 
 func (s *attemptSet) init() { s.bySub = map[string]map[*runningAttempt]struct{}{} }
 
-// add registers an attempt of a subscription's delivery, with the function
-// that cancels it.
-func (s *attemptSet) add(sub string, cancel context.CancelFunc) *runningAttempt {
-	a := &runningAttempt{cancel: cancel, done: make(chan struct{})}
+// add registers an attempt of a subscription's delivery; arm gives it the
+// function that cancels its request.
+func (s *attemptSet) add(sub string) *runningAttempt {
+	a := &runningAttempt{done: make(chan struct{})}
 	s.mu.Lock()
 	m := s.bySub[sub]
 	if m == nil {
@@ -49,14 +84,16 @@ func (s *attemptSet) remove(sub string, a *runningAttempt) {
 	close(a.done)
 }
 
-// cancelSub cancels every registered attempt of sub and returns them.
+// cancelSub cuts short every registered attempt of sub and returns them.
 func (s *attemptSet) cancelSub(sub string) []*runningAttempt {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*runningAttempt
+	out := make([]*runningAttempt, 0, len(s.bySub[sub]))
 	for a := range s.bySub[sub] {
-		a.cancel()
 		out = append(out, a)
+	}
+	s.mu.Unlock()
+	for _, a := range out {
+		a.cutShort()
 	}
 	return out
 }

@@ -9,9 +9,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,9 +72,26 @@ type result struct {
 	status     int    // 0 without a response
 	outcome    string // http_NNN, timeout, connection_refused, ...
 	err        string // transport error text; "" when a response arrived
-	body       []byte // first MaxLoggedBody bytes of the response
-	retryAfter func(now time.Time) time.Duration
+	body       []byte // first MaxLoggedBody bytes of the response; nil without a response
+	retryAfter string // the response's Retry-After header; "" without one
 	duration   time.Duration
+}
+
+// retryAfterAt is how long the response's Retry-After header asks the
+// sender to wait at now: 0 without a header, or with one that cannot be
+// read (see retry.ParseRetryAfter).
+func (r *result) retryAfterAt(now time.Time) time.Duration {
+	d, _ := retry.ParseRetryAfter(r.retryAfter, now)
+	return d
+}
+
+// attemptTimeout is how long an attempt of sub may take: its subscription's
+// timeout, or DefaultTimeout when it sets none.
+func attemptTimeout(sub *catalog.Entry) time.Duration {
+	if sub.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return sub.Timeout
 }
 
 // send makes one attempt: POST the deliveries (one, or a batch of one
@@ -83,21 +102,19 @@ type result struct {
 // webhook-timestamp, webhook-signature (see internal/signing) over the exact
 // body sent, herald-delivery-attempt (the highest attempt number among the
 // deliveries), herald-subscription — and the subscription's own headers
-// and secret headers, within the subscription's timeout.
+// and secret headers. The request is made with ctx, whose deadline is the
+// subscription's timeout (see attempt).
 func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
-	timeout := sub.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
 	begin := time.Now()
-	res := result{retryAfter: func(time.Time) time.Duration { return 0 }}
-	items := make([]event.Item, len(cs))
+	var res result
+	// A single delivery's items stay on the stack; a batch's are allocated.
+	items := make([]event.Item, 0, 1)
+	if len(cs) > 1 {
+		items = make([]event.Item, 0, len(cs))
+	}
 	attempt := 0
-	for i, c := range cs {
-		items[i] = event.Item{Payload: c.Payload, DeliveryID: c.ID, Attempt: c.Attempts + 1, PublishedAt: c.CreatedAt}
+	for _, c := range cs {
+		items = append(items, event.Item{Payload: c.Payload, DeliveryID: c.ID, Attempt: c.Attempts + 1, PublishedAt: c.CreatedAt})
 		attempt = max(attempt, c.Attempts+1)
 	}
 	target := event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}
@@ -129,19 +146,28 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 		res.outcome, res.err = outcomeRequestError, err.Error()
 		return res
 	}
-	h := req.Header
-	if cs[0].DeadLetterOf == "" {
+	// The headers are set in this order, each replacing what an earlier
+	// one set under the same canonical name (http.Header.Set): the
+	// subscription's headers, its secret headers, the schema's, then
+	// Herald's own.
+	deadLetter := cs[0].DeadLetterOf != ""
+	n := len(enc.Header) + heraldHeaders
+	if !deadLetter {
+		n += len(sub.Headers) + len(sub.SecretHeaders)
+	}
+	h := newHeaderBuilder(n)
+	if !deadLetter {
 		// The subscription's own headers are its endpoint's (credentials,
 		// often): a dead-letter URL, maybe another host's, gets none.
 		for k, v := range sub.Headers {
-			h.Set(k, v)
+			h.set(k, v)
 		}
 		for k, v := range sub.SecretHeaders {
-			h.Set(k, v)
+			h.set(k, v)
 		}
 	}
 	for _, kv := range enc.Header {
-		h.Set(kv[0], kv[1])
+		h.set(kv[0], kv[1])
 	}
 	id := cs[0].ID
 	if len(cs) > 1 {
@@ -149,16 +175,17 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	}
 	ts := now.Unix()
 	if enc.ContentType != "" {
-		h.Set("Content-Type", enc.ContentType)
+		h.setCanonical("Content-Type", enc.ContentType)
 	}
-	h.Set("User-Agent", e.cfg.UserAgent)
-	h.Set("Webhook-Id", id)
-	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
+	h.setCanonical("User-Agent", e.cfg.UserAgent)
+	h.setCanonical("Webhook-Id", id)
+	h.setCanonical("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	if sig := sub.Signer.Sign(id, ts, enc.Body, now); sig != "" {
-		h.Set("Webhook-Signature", sig)
+		h.setCanonical("Webhook-Signature", sig)
 	}
-	h.Set("Herald-Delivery-Attempt", strconv.Itoa(attempt))
-	h.Set("Herald-Subscription", sub.ID)
+	h.setCanonical("Herald-Delivery-Attempt", strconv.Itoa(attempt))
+	h.setCanonical("Herald-Subscription", sub.ID)
+	req.Header = h.header
 
 	resp, err := e.roundTrip(req)
 	if err != nil {
@@ -166,20 +193,83 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 		res.outcome, res.err = classifyError(err), err.Error()
 		return res
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxLoggedBody))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainedBody))
-	resp.Body.Close()
+	res.body = readBody(resp.Body)
 	res.duration = time.Since(begin)
 	res.status = resp.StatusCode
 	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
-	res.body = body
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		res.retryAfter = func(now time.Time) time.Duration {
-			d, _ := retry.ParseRetryAfter(ra, now)
-			return d
+	res.retryAfter = resp.Header.Get("Retry-After")
+	return res
+}
+
+// heraldHeaders is how many headers send sets besides the subscription's
+// and the schema's: Content-Type, User-Agent, Webhook-Id,
+// Webhook-Timestamp, Webhook-Signature, Herald-Delivery-Attempt and
+// Herald-Subscription.
+const heraldHeaders = 7
+
+// headerBuilder builds a request's header with two allocations (besides
+// the names it canonicalises): the map, sized for every header, and one
+// array holding every value. Each header's value is a one-element slice
+// of that array whose capacity is capped, so that an Add to a header
+// copies its values rather than overwriting its neighbour's. Setting more
+// headers than it was sized for is correct, at the cost of allocations.
+type headerBuilder struct {
+	header http.Header
+	values []string
+}
+
+// newHeaderBuilder returns a builder sized for n headers.
+func newHeaderBuilder(n int) headerBuilder {
+	return headerBuilder{header: make(http.Header, n), values: make([]string, 0, n)}
+}
+
+// set is http.Header.Set: name is canonicalised
+// (textproto.CanonicalMIMEHeaderKey) and value replaces whatever was set
+// under it.
+func (b *headerBuilder) set(name, value string) {
+	b.setCanonical(textproto.CanonicalMIMEHeaderKey(name), value)
+}
+
+// setCanonical is set for a name already in canonical form, which it
+// does not check.
+func (b *headerBuilder) setCanonical(name, value string) {
+	i := len(b.values)
+	b.values = append(b.values, value)
+	b.header[name] = b.values[i : i+1 : i+1]
+}
+
+// bodyBuffers holds the buffers readBody reads responses with.
+var bodyBuffers = sync.Pool{New: func() any { return new([MaxLoggedBody]byte) }}
+
+// readBody reads a response body and closes it. It returns a copy of the
+// body's first MaxLoggedBody bytes, empty but not nil when there are none,
+// and discards up to maxDrainedBody more so that the connection can be
+// reused; a longer body is not read to its end, and closing it closes the
+// connection. A read error ends the reading: what was read before it is
+// kept.
+func readBody(body io.ReadCloser) []byte {
+	buf := bodyBuffers.Get().(*[MaxLoggedBody]byte)
+	defer bodyBuffers.Put(buf)
+	n, err := io.ReadFull(body, buf[:])
+	logged := make([]byte, n)
+	copy(logged, buf[:n])
+	if err == nil { // the buffer is full: there may be more
+		discard(body, buf[:], maxDrainedBody)
+	}
+	body.Close()
+	return logged
+}
+
+// discard reads and drops up to limit bytes of r, through buf, until r
+// ends or fails.
+func discard(r io.Reader, buf []byte, limit int) {
+	for limit > 0 {
+		n, err := r.Read(buf[:min(len(buf), limit)])
+		limit -= n
+		if err != nil {
+			return
 		}
 	}
-	return res
 }
 
 // roundTrip sends req with the client's transport directly: an attempt
