@@ -72,55 +72,89 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 			}
 		}
 	}
-	lease := opts.Lease
-	until := sqlrow.LeaseUntilMS(lease)
-	results := make([]store.PublishResult, len(events))
-	var queued sqlrow.IDSet
-	var p publishRows
-	err := s.write(ctx, func(w *writer) error {
-		queued.Reset()
-		if err := w.checkCatalog(events, opts); err != nil {
-			return err
-		}
-		p.reset()
-		for start := 0; start < len(events); start += maxRowsPerInsert {
-			chunk := events[start:min(start+maxRowsPerInsert, len(events))]
-			if err := w.insertEvents(chunk, results[start:start+len(chunk)]); err != nil {
-				return err
-			}
-			for i := range chunk {
-				if results[start+i].Duplicate {
-					continue
-				}
-				ev := &chunk[i]
-				at := sqlrow.UnixMS(ev.PublishedAt)
-				account := store.AccountOrDefault(ev.AccountID)
-				for _, d := range ev.Deliveries {
-					status, owner, lu := store.StatusPending, "", int64(0)
-					switch {
-					case d.Claimed:
-						owner, lu = lease.Owner, until
-					case d.Queued:
-						status = store.StatusQueued
-						queued.Add(d.SubscriptionID)
-					}
-					p.add(d.ID, account, d.SubscriptionID, d.EndpointID, results[start+i].Seq, string(status),
-						at, at, at, owner, lu)
-					if p.full() {
-						if err := p.flush(w); err != nil {
-							return err
-						}
-					}
-				}
-			}
-		}
-		return p.flush(w)
-	})
-	if err != nil {
+	p := &publishReq{events: events, opts: opts, results: make([]store.PublishResult, len(events))}
+	if err := s.writePublish(ctx, p); err != nil {
 		return nil, err
 	}
-	s.notifyQueued(queued)
-	return results, nil
+	s.notifyQueued(p.queued)
+	return p.results, nil
+}
+
+// publishReq is one Publish call as a request of the writer. The writer
+// runs a request alone (run), or several that come one after another in a
+// group commit together (writer.publish): their events then share the
+// multi-row INSERTs, which a call of one event would otherwise have to
+// itself.
+type publishReq struct {
+	events  []store.NewEvent
+	opts    store.PublishOptions
+	results []store.PublishResult // one per event, set by writer.publish
+	queued  sqlrow.IDSet          // the subscriptions that got queued deliveries
+}
+
+// guard applies p's guard (checkCatalog) and clears what an earlier run of
+// p set.
+func (p *publishReq) guard(w *writer) error {
+	p.queued.Reset()
+	return w.checkCatalog(p.events, p.opts)
+}
+
+// run writes p alone: its guard, then its events and deliveries.
+func (p *publishReq) run(w *writer) error {
+	if err := p.guard(w); err != nil {
+		return err
+	}
+	return w.publish([]*publishReq{p})
+}
+
+// publish writes the events of ps, which have passed their guards, in
+// their order (so the second occurrence of an event, in one call or
+// across them, is the duplicate), and the deliveries of those that are
+// new: up to maxRowsPerInsert events a statement (insertEvents), then
+// their deliveries up to maxRowsPerInsert a statement. Each delivery is
+// written with its own call's lease.
+func (w *writer) publish(ps []*publishReq) error {
+	var evs []*store.NewEvent
+	var res []*store.PublishResult
+	var from []*publishReq
+	for _, p := range ps {
+		for i := range p.events {
+			evs, res, from = append(evs, &p.events[i]), append(res, &p.results[i]), append(from, p)
+		}
+	}
+	var rows publishRows
+	for start := 0; start < len(evs); start += maxRowsPerInsert {
+		end := min(start+maxRowsPerInsert, len(evs))
+		if err := w.insertEvents(evs[start:end], res[start:end]); err != nil {
+			return err
+		}
+		for i := start; i < end; i++ {
+			if res[i].Duplicate {
+				continue
+			}
+			ev, p := evs[i], from[i]
+			at := sqlrow.UnixMS(ev.PublishedAt)
+			account := store.AccountOrDefault(ev.AccountID)
+			for _, d := range ev.Deliveries {
+				status, owner, lu := store.StatusPending, "", int64(0)
+				switch {
+				case d.Claimed:
+					owner, lu = p.opts.Lease.Owner, sqlrow.LeaseUntilMS(p.opts.Lease)
+				case d.Queued:
+					status = store.StatusQueued
+					p.queued.Add(d.SubscriptionID)
+				}
+				rows.add(d.ID, account, d.SubscriptionID, d.EndpointID, res[i].Seq, string(status),
+					at, at, at, owner, lu)
+				if rows.full() {
+					if err := rows.flush(w); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return rows.flush(w)
 }
 
 // checkCatalog applies a Publish's guard (store.PublishOptions) in the
@@ -171,7 +205,7 @@ func (w *writer) checkCatalog(events []store.NewEvent, opts store.PublishOptions
 // were skipped as duplicates, or the seqs are not where that rule puts them,
 // each event's seq is looked up by its key: those above the largest seq
 // before the statement are new, the first time their key appears.
-func (w *writer) insertEvents(events []store.NewEvent, results []store.PublishResult) error {
+func (w *writer) insertEvents(events []*store.NewEvent, results []*store.PublishResult) error {
 	if w.lastEventSeq < 0 {
 		if err := w.scanRow(lastEventSeqSQL, nil, &w.lastEventSeq); err != nil {
 			w.lastEventSeq = -1
@@ -180,8 +214,7 @@ func (w *writer) insertEvents(events []store.NewEvent, results []store.PublishRe
 	}
 	before := w.lastEventSeq
 	args := make([]any, 0, len(events)*eventParams)
-	for i := range events {
-		ev := &events[i]
+	for _, ev := range events {
 		payload := ev.Payload
 		if payload == nil {
 			payload = []byte{}
@@ -204,21 +237,20 @@ func (w *writer) insertEvents(events []store.NewEvent, results []store.PublishRe
 		}
 	}
 	if n == int64(len(events)) && w.lastEventSeq == before+n {
-		for i := range results {
-			results[i] = store.PublishResult{Seq: before + 1 + int64(i)}
+		for i, r := range results {
+			*r = store.PublishResult{Seq: before + 1 + int64(i)}
 		}
 		return nil
 	}
 	type key struct{ account, id, source string }
 	seen := make(map[key]bool, len(events))
-	for i := range events {
-		ev := &events[i]
+	for i, ev := range events {
 		k := key{store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source}
 		var seq int64
 		if err := w.scanRow(eventSeqSQL, []any{k.id, k.source, k.account}, &seq); err != nil {
 			return fmt.Errorf("look up event %q from %q: %w", ev.ID, ev.Source, err)
 		}
-		results[i] = store.PublishResult{Seq: seq, Duplicate: seq <= before || seen[k]}
+		*results[i] = store.PublishResult{Seq: seq, Duplicate: seq <= before || seen[k]}
 		seen[k] = true
 	}
 	return nil

@@ -558,3 +558,108 @@ func TestOnQueued(t *testing.T) {
 	}
 	expect("Record of a delivery no longer pending")
 }
+
+// TestMergedPublishes checks Publish requests that follow one another in a
+// batch, written together: a guard that fails answers its request alone; a
+// write that fails (a delivery ID already stored) rolls the batch back and
+// runs each request on its own, where only the culprit fails; an event
+// published twice in the batch is the second one's duplicate, as it would
+// be one call after the other.
+func TestMergedPublishes(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"),
+		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	newEvent := func(deliveryID string) store.NewEvent {
+		return store.NewEvent{ID: ids.New("evt_", now), Source: "/s", Type: "t", Payload: []byte("{}"), PublishedAt: now,
+			Deliveries: []store.NewDelivery{{ID: deliveryID, SubscriptionID: "sub_x", EndpointID: "ep_x"}}}
+	}
+	taken := newEvent(ids.New("dlv_", now))
+	if _, err := s.Publish(ctx, []store.NewEvent{taken}, store.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSubscription(ctx, store.Subscription{ID: "sub_v", Name: "v", URL: "https://v.example/",
+		EndpointID: store.EndpointID("https://v.example/"), EventTypes: []string{"t"}, State: "active",
+		CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+
+	first := newEvent(ids.New("dlv_", now))
+	again := first
+	again.Deliveries = []store.NewDelivery{{ID: ids.New("dlv_", now), SubscriptionID: "sub_x", EndpointID: "ep_x"}}
+	calls := []struct {
+		ev   store.NewEvent
+		opts store.PublishOptions
+	}{
+		{first, store.PublishOptions{}},
+		{newEvent(taken.Deliveries[0].ID), store.PublishOptions{}},                // fails writing
+		{again, store.PublishOptions{}},                                           // first's duplicate
+		{newEvent(ids.New("dlv_", now)), store.PublishOptions{CatalogVersion: 1}}, // stale
+		{newEvent(ids.New("dlv_", now)), store.PublishOptions{}},
+	}
+	release := holdWriter(t, s)
+	type answer struct {
+		res []store.PublishResult
+		err error
+	}
+	answers := make([]chan answer, len(calls))
+	for i, c := range calls {
+		answers[i] = make(chan answer, 1)
+		go func() {
+			res, err := s.Publish(ctx, []store.NewEvent{c.ev}, c.opts)
+			answers[i] <- answer{res, err}
+		}()
+		waitQueued(t, s, i+1) // in this order
+	}
+	release()
+	got := make([]answer, len(calls))
+	for i := range calls {
+		got[i] = <-answers[i]
+	}
+	for _, i := range []int{0, 2, 4} {
+		if got[i].err != nil {
+			t.Fatalf("call %d: %v", i, got[i].err)
+		}
+	}
+	if got[1].err == nil || !strings.Contains(got[1].err.Error(), "insert deliveries") {
+		t.Fatalf("call 1 (a delivery ID already stored) = %v; want its insert's error", got[1].err)
+	}
+	if !errors.Is(got[3].err, store.ErrStaleCatalog) {
+		t.Fatalf("call 3 (stale catalog) = %v; want ErrStaleCatalog", got[3].err)
+	}
+	if r := got[2].res[0]; !r.Duplicate || r.Seq != got[0].res[0].Seq {
+		t.Fatalf("call 2 = %+v; want the duplicate of seq %d", r, got[0].res[0].Seq)
+	}
+	if !strings.Contains(logs.String(), "merged publishes failed") {
+		t.Fatalf("the merged write did not fail and retry; log:\n%s", logs.String())
+	}
+	for _, i := range []int{0, 4} {
+		e, err := s.GetEvent(ctx, got[i].res[0].Seq)
+		if err != nil || e.ID != calls[i].ev.ID {
+			t.Fatalf("call %d's event: %+v, %v", i, e, err)
+		}
+		if _, err := s.GetDelivery(ctx, calls[i].ev.Deliveries[0].ID); err != nil {
+			t.Fatalf("call %d's delivery: %v", i, err)
+		}
+	}
+	for _, i := range []int{1, 3} { // nothing of theirs was kept
+		res, err := s.Publish(ctx, []store.NewEvent{newEventLike(calls[i].ev)}, store.PublishOptions{})
+		if err != nil || res[0].Duplicate {
+			t.Fatalf("call %d's event published again: %+v, %v; want a new event", i, res, err)
+		}
+	}
+	if _, err := s.GetDelivery(ctx, again.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the duplicate's delivery was written (err %v)", err)
+	}
+}
+
+// newEventLike is ev with a fresh delivery ID.
+func newEventLike(ev store.NewEvent) store.NewEvent {
+	ev.Deliveries = []store.NewDelivery{{ID: ids.New("dlv_", ev.PublishedAt), SubscriptionID: "sub_x", EndpointID: "ep_x"}}
+	return ev
+}

@@ -38,6 +38,7 @@ import (
 // *sql.Rows it opens before returning.
 type request struct {
 	fn   func(w *writer) error
+	pub  *publishReq // set on a Publish's request (fn is pub.run): see commit
 	err  error
 	done chan struct{}
 }
@@ -61,6 +62,9 @@ type writer struct {
 	// lastEventSeq caches the largest event seq within one transaction
 	// (-1: not read yet); see insertEvents.
 	lastEventSeq int64
+	// unmerged makes the next transaction run every Publish request on its
+	// own (see commit).
+	unmerged bool
 
 	commits atomic.Int64 // transactions committed (for tests and Stats)
 	served  atomic.Int64 // requests answered
@@ -210,14 +214,41 @@ func (w *writer) run() {
 // commit runs batch in one transaction and answers every request it settles.
 // It returns the requests that must run again in a new transaction because
 // a request that had written failed and the transaction was rolled back.
+//
+// Publish requests that follow one another in the batch are written
+// together (writer.publish): each one's guard first (one that fails is
+// answered alone, having written nothing), then all their events and
+// deliveries in shared multi-row INSERTs, so that publishes of one event
+// each cost a few statements per batch rather than two each. When such a
+// merged write fails, which of its requests caused it is not known: the
+// transaction is rolled back and the whole batch runs again in a new one
+// with every Publish on its own, where the failing request is found and
+// answered as any other.
 func (w *writer) commit(batch []*request) []*request {
 	w.catalogVersion, w.lastEventSeq = 0, -1
+	merge := !w.unmerged
+	w.unmerged = false
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		w.answerAll(batch, fmt.Errorf("begin: %w", err))
 		return nil
 	}
 	live := batch[:0:0] // requests whose writes are in the transaction
-	for i, r := range batch {
+	for i := 0; i < len(batch); i++ {
+		if n := publishRun(batch[i:]); merge && n > 1 {
+			ok, err := w.publishMerged(batch[i : i+n])
+			if err == nil {
+				live = append(live, ok...)
+				i += n - 1
+				continue
+			}
+			again := append(live, ok...)
+			again = append(again, batch[i+n:]...)
+			w.log.Warn("merged publishes failed; retrying each on its own", "err", err, "retrying", len(again))
+			w.rollback()
+			w.unmerged = true
+			return again
+		}
+		r := batch[i]
 		w.wrote = false
 		if r.err = w.call(r); r.err == nil {
 			live = append(live, r)
@@ -247,6 +278,35 @@ func (w *writer) commit(batch []*request) []*request {
 	return nil
 }
 
+// publishRun is how many requests at the start of batch are Publish
+// requests.
+func publishRun(batch []*request) int {
+	n := 0
+	for n < len(batch) && batch[n].pub != nil {
+		n++
+	}
+	return n
+}
+
+// publishMerged writes a run of Publish requests together (see commit):
+// it answers those whose guard fails and returns the others, whose writes
+// are in the transaction unless err is set.
+func (w *writer) publishMerged(run []*request) (ok []*request, err error) {
+	ps := make([]*publishReq, 0, len(run))
+	for _, r := range run {
+		w.wrote = false
+		if r.err = w.callWith(r, r.pub.guard); r.err != nil {
+			w.answer(r) // a guard only reads: nothing to undo
+			continue
+		}
+		ok, ps = append(ok, r), append(ps, r.pub)
+	}
+	if len(ps) == 0 {
+		return ok, nil
+	}
+	return ok, w.callWith(ok[0], func(w *writer) error { return w.publish(ps) })
+}
+
 // answer answers r with the error it holds.
 func (w *writer) answer(r *request) {
 	w.served.Add(1)
@@ -255,14 +315,17 @@ func (w *writer) answer(r *request) {
 
 // call runs r.fn, turning a panic into an error so that one bad request
 // cannot stop the writer and strand every caller.
-func (w *writer) call(r *request) (err error) {
+func (w *writer) call(r *request) error { return w.callWith(r, r.fn) }
+
+// callWith runs fn for r as call runs r.fn.
+func (w *writer) callWith(r *request, fn func(w *writer) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.Error("panic in store write", "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("store write panicked: %v", p)
 		}
 	}()
-	return r.fn(w)
+	return fn(w)
 }
 
 func (w *writer) rollback() {
@@ -287,10 +350,21 @@ func (w *writer) answerAll(rs []*request, err error) {
 // and is committed (or fails) whatever happens to ctx, and write waits for
 // that answer.
 func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
+	return s.writeRequest(ctx, &request{fn: fn, done: make(chan struct{})})
+}
+
+// writePublish queues a Publish for the writer as write does, as a request
+// the writer may write together with the Publish requests next to it in
+// its batch (see commit).
+func (s *Store) writePublish(ctx context.Context, p *publishReq) error {
+	return s.writeRequest(ctx, &request{fn: p.run, pub: p, done: make(chan struct{})})
+}
+
+// writeRequest queues r and waits for its answer (see write).
+func (s *Store) writeRequest(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{fn: fn, done: make(chan struct{})}
 	s.mu.RLock()
 	if s.closed.Load() {
 		s.mu.RUnlock()
