@@ -198,6 +198,20 @@ func waitQueued(t *testing.T, s *Store, n int) {
 	}
 }
 
+// openLogged opens a store in a new directory that logs to the returned
+// buffer.
+func openLogged(t *testing.T) (*Store, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"),
+		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, &logs
+}
+
 // holdWriter keeps the writer busy until the returned function is called,
 // so that requests made meanwhile queue up into one batch.
 func holdWriter(t *testing.T, s *Store) (release func()) {
@@ -247,13 +261,7 @@ func TestGroupCommit(t *testing.T) {
 // the others run again and commit. A request that fails before writing
 // leaves the batch's transaction alone.
 func TestBatchAbortRetriesOthers(t *testing.T) {
-	var logs bytes.Buffer
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"),
-		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, logs := openLogged(t)
 	ctx := context.Background()
 
 	// A failure before any write: one commit for the held request, one
@@ -566,13 +574,7 @@ func TestOnQueued(t *testing.T) {
 // published twice in the batch is the second one's duplicate, as it would
 // be one call after the other.
 func TestMergedPublishes(t *testing.T) {
-	var logs bytes.Buffer
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"),
-		Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, logs := openLogged(t)
 	ctx := context.Background()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	newEvent := func(deliveryID string) store.NewEvent {
