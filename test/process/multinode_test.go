@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -34,10 +35,43 @@ import (
 // startNode starts `herald serve` on the shared store dbURL with the node id
 // name (which is also the name its leases carry in the database) and a data
 // directory of its own, which the PostgreSQL store leaves unused.
+// Its database sessions are named herald-NAME (application_name), so that
+// a test can see when a killed node's sessions are gone (nodeSessions).
 func startNode(t *testing.T, name, dbURL string, extra ...string) *herald {
 	t.Helper()
-	args := append([]string{"--store", dbURL, "--node-id", name, "--db-max-conns", "8"}, extra...)
+	args := append([]string{"--store", withApplicationName(t, dbURL, "herald-"+name), "--node-id", name, "--db-max-conns", "8"}, extra...)
 	return startHerald(t, name, t.TempDir(), args...)
+}
+
+// withApplicationName returns the PostgreSQL connection string dbURL (a
+// URL, or keyword/value pairs) with application_name set to name.
+func withApplicationName(t *testing.T, dbURL, name string) string {
+	t.Helper()
+	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
+		return dbURL + " application_name=" + name
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("database URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// nodeSessions counts the database sessions of node name (see startNode).
+func nodeSessions(dbURL, name string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, "herald-"+name).Scan(&n)
+	return n, err
 }
 
 // pushTracker observes the pushes around a receiver by their webhook-id (the
@@ -526,6 +560,9 @@ func TestThreeNodesSurviveOneSIGKILL(t *testing.T) {
 	close(killed)
 	atKill := tr.stats()
 	acked := perNode[0].Load() + perNode[1].Load() + perNode[2].Load()
+	if n, err := nodeSessions(dbURL, "node-2"); err != nil || n == 0 {
+		t.Fatalf("node-2's database sessions before the SIGKILL: %d, %v; want some (application_name herald-node-2)", n, err)
+	}
 	killStart := time.Now()
 	n2.kill()
 	t.Logf("SIGKILL of node-2 %s after the first publish: %d of %d events had arrived, %d of %d batches were acknowledged, node-2 had %d pushes open at the receiver",
@@ -542,6 +579,14 @@ func TestThreeNodesSurviveOneSIGKILL(t *testing.T) {
 	// pushed without recording the outcome: the sockets of a SIGKILLed
 	// process are closed by the time it is reaped, so no push of node 2 is
 	// answered after this.
+	// A commit node 2 sent before it died may still be running on its
+	// session (PostgreSQL ends a transaction whose COMMIT it received, and
+	// the session once that is done): the leases are read once node 2's
+	// sessions are gone, so that every outcome it committed is counted.
+	waitFor(t, lease/4, "node-2's database sessions to end", func() (bool, string) {
+		n, err := nodeSessions(dbURL, "node-2")
+		return err == nil && n == 0, fmt.Sprintf("%d sessions, %v", n, err)
+	})
 	held, err := heldBy(dbURL, "node-2")
 	if err != nil {
 		t.Fatalf("reading node-2's leases: %v", err)
