@@ -60,6 +60,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -202,6 +203,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		maxBatch: opts.MaxBatch,
 		exited:   make(chan struct{}),
 		stmts:    map[string]*sql.Stmt{},
+		execs:    map[string]driver.Stmt{},
 		writes:   map[string]bool{},
 		values:   map[valuesKey]string{},
 	}
