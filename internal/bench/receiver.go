@@ -45,7 +45,8 @@ func newTrack(prefix string, n int, lat *recorder) *track {
 }
 
 // mark counts event n received at now (UnixNano), sent at sent (UnixNano,
-// 0 if unknown). It reports false for an id out of range.
+// 0 if unknown), after recording its receipt time and latency. It reports
+// false for an id out of range.
 func (t *track) mark(n int, now, sent int64) bool {
 	if n < 0 || n >= t.n {
 		return false
@@ -55,7 +56,6 @@ func (t *track) mark(n int, now, sent int64) bool {
 		t.dups.Add(1)
 		return true
 	}
-	t.unique.Add(1)
 	t.first.CompareAndSwap(0, now)
 	for {
 		l := t.last.Load()
@@ -79,6 +79,9 @@ func (t *track) mark(n int, now, sent int64) bool {
 	if sent > 0 && lat != nil {
 		lat.add(time.Duration(now - sent))
 	}
+	// Counted last: a phase ends when every event is counted, and reads
+	// the latencies and receipt times then, which must all be in.
+	t.unique.Add(1)
 	return true
 }
 
