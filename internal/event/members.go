@@ -70,6 +70,12 @@ func (e *Event) setMember(name, val []byte) string {
 // attributes must not be empty when present; time must be RFC 3339.
 func (e *Event) setAttr(attr, v string) string {
 	switch attr {
+	case attrSubject, attrDataContentType, attrDataSchema, attrTime:
+		if v == "" {
+			return "must not be empty when present"
+		}
+	}
+	switch attr {
 	case attrSpecVersion:
 		e.SpecVersion = v
 	case attrID:
@@ -78,24 +84,18 @@ func (e *Event) setAttr(attr, v string) string {
 		e.Source = v
 	case attrType:
 		e.Type = v
-	case attrSubject, attrDataContentType, attrDataSchema, attrTime:
-		if v == "" {
-			return "must not be empty when present"
+	case attrSubject:
+		e.Subject = v
+	case attrDataContentType:
+		e.DataContentType = v
+	case attrDataSchema:
+		e.DataSchema = v
+	case attrTime:
+		t, d := parseTime(v)
+		if d != "" {
+			return d
 		}
-		switch attr {
-		case attrSubject:
-			e.Subject = v
-		case attrDataContentType:
-			e.DataContentType = v
-		case attrDataSchema:
-			e.DataSchema = v
-		case attrTime:
-			t, d := parseTime(v)
-			if d != "" {
-				return d
-			}
-			e.Time = t
-		}
+		e.Time = t
 	}
 	return ""
 }

@@ -88,7 +88,6 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 		return nil, fmt.Errorf("prepare %q: %w", firstLine(query), err)
 	}
 	w.stmts[query] = st
-	w.writes[query] = isWrite(query)
 	return st, nil
 }
 
@@ -134,10 +133,23 @@ func isWrite(query string) bool {
 // may change rows.
 func (w *writer) stmtFor(query string) (*sql.Stmt, error) {
 	st, err := w.stmt(query)
-	if err == nil && w.writes[query] {
-		w.wrote = true
+	if err == nil {
+		w.noteWrite(query)
 	}
 	return st, err
+}
+
+// noteWrite sets w.wrote when query may change rows (isWrite, worked out
+// once per query).
+func (w *writer) noteWrite(query string) {
+	write, ok := w.writes[query]
+	if !ok {
+		write = isWrite(query)
+		w.writes[query] = write
+	}
+	if write {
+		w.wrote = true
+	}
 }
 
 // exec runs a statement on the write connection. It goes to the driver
@@ -148,14 +160,7 @@ func (w *writer) stmtFor(query string) (*sql.Stmt, error) {
 // arguments are converted as database/sql converts them
 // (driver.DefaultParameterConverter), ints without reflection.
 func (w *writer) exec(query string, args ...any) (sql.Result, error) {
-	write, ok := w.writes[query]
-	if !ok {
-		write = isWrite(query)
-		w.writes[query] = write
-	}
-	if write {
-		w.wrote = true
-	}
+	w.noteWrite(query)
 	var res driver.Result
 	err := w.conn.Raw(func(dc any) error {
 		st, err := w.execStmt(dc, query)
@@ -365,7 +370,7 @@ func (w *writer) publishMerged(run []*request) (ok []*request, err error) {
 	ps := make([]*publishReq, 0, len(run))
 	for _, r := range run {
 		w.wrote = false
-		if r.err = w.callWith(r, r.pub.guard); r.err != nil {
+		if r.err = w.safely(r.pub.guard); r.err != nil {
 			w.answer(r) // a guard only reads: nothing to undo
 			continue
 		}
@@ -374,7 +379,7 @@ func (w *writer) publishMerged(run []*request) (ok []*request, err error) {
 	if len(ps) == 0 {
 		return ok, nil
 	}
-	return ok, w.callWith(ok[0], func(w *writer) error { return w.publish(ps) })
+	return ok, w.safely(func(w *writer) error { return w.publish(ps) })
 }
 
 // answer answers r with the error it holds.
@@ -385,10 +390,10 @@ func (w *writer) answer(r *request) {
 
 // call runs r.fn, turning a panic into an error so that one bad request
 // cannot stop the writer and strand every caller.
-func (w *writer) call(r *request) error { return w.callWith(r, r.fn) }
+func (w *writer) call(r *request) error { return w.safely(r.fn) }
 
-// callWith runs fn for r as call runs r.fn.
-func (w *writer) callWith(r *request, fn func(w *writer) error) (err error) {
+// safely runs fn, turning a panic into an error (see call).
+func (w *writer) safely(fn func(w *writer) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.Error("panic in store write", "panic", p, "stack", string(debug.Stack()))
