@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
 )
@@ -180,52 +179,4 @@ func BenchmarkCleanup(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "events/s")
-}
-
-// BenchmarkSerialLifecycle times the writes of steady-batch's shape one
-// call at a time, each its own commit: publishing 100 events with a
-// claimed delivery each, then recording their 100 outcomes, delivered at
-// the first attempt. It reports the wall time of each per delivery
-// (pub-µs/d, rec-µs/d), fsync included.
-func BenchmarkSerialLifecycle(b *testing.B) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Now()
-	url := "http://127.0.0.1:1/hook/0"
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: "b", URL: url,
-		EndpointID: store.EndpointID(url), EventTypes: []string{"bench.event"}, State: "active", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateSubscription(ctx, sub); err != nil {
-		b.Fatal(err)
-	}
-	lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
-	var pub, rec time.Duration
-	for i := 0; b.Loop(); i++ {
-		now := time.Now()
-		evs := storetest.BenchEvents(fmt.Sprintf("x%d", i), 100, sub, now)
-		outs := make([]store.Outcome, 0, 100)
-		for j := range evs {
-			d := &evs[j].Deliveries[0]
-			d.Claimed = true
-			outs = append(outs, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: d.ID, Number: 1, StartedAt: now,
-				Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
-				Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
-				DeliveredAt: now, LeaseOwner: lease.Owner})
-		}
-		t0 := time.Now()
-		if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if err := s.Record(ctx, outs); err != nil {
-			b.Fatal(err)
-		}
-		rec += time.Since(t1)
-		pub += t1.Sub(t0)
-	}
-	b.ReportMetric(float64(pub.Microseconds())/float64(b.N*100), "pub-µs/d")
-	b.ReportMetric(float64(rec.Microseconds())/float64(b.N*100), "rec-µs/d")
 }
