@@ -226,6 +226,17 @@ func (e *Engine) Owner() string { return e.cfg.Owner }
 // Stats returns the current counts.
 func (e *Engine) Stats() Stats { return e.sched.stats() }
 
+// Sleepers is how many of the engine's goroutines sleep on its clock
+// between rounds once started (the loader, the health sync and, on stores
+// whose leases expire, the lease keeper). A test driving a fake clock waits
+// for that many timers before it moves the time, so no round misses it.
+func (e *Engine) Sleepers() int {
+	if e.caps.LeasesExpire {
+		return 3
+	}
+	return 2
+}
+
 // lease returns a lease from now for this engine.
 func (e *Engine) lease(now time.Time) store.Lease {
 	return store.Lease{Owner: e.cfg.Owner, Until: now.Add(e.cfg.Lease)}

@@ -29,7 +29,7 @@ var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 type bundle struct {
 	t   *testing.T
 	cfg server.Config
-	clk *clock.Fake
+	clk *clock.Fake // nil when a tune gave the server the wall clock
 	srv *server.Server
 	api *httptest.Server
 	// client sends adminKey with every request that carries no
@@ -91,6 +91,7 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	for _, f := range tune {
 		f(&cfg)
 	}
+	clk, _ = cfg.Clock.(*clock.Fake) // a tune may bring its own; nil for the wall clock
 	srv, err := server.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +109,21 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey)}
+	b := &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey)}
+	if clk != nil {
+		// A test's first clock move must not come before a goroutine's
+		// first sleep: that goroutine would sleep past it.
+		eventually(t, "the server's goroutines asleep", b.asleep)
+	}
+	return b
 }
+
+// asleep reports whether the fake clock holds at least one timer for each
+// goroutine that sleeps on it between rounds (Server.Sleepers): one still
+// in its round would arm its timer after a clock move and sleep past it.
+// Other timers (a waiting receive's) can make it true early; a test that
+// keeps one waits for it itself.
+func (b *bundle) asleep() bool { return b.clk.Timers() >= b.srv.Sleepers() }
 
 // do sends a JSON request to the API and decodes the answer into out (when
 // not nil). It returns the status code and the raw body.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,20 +42,15 @@ func (b *bundle) endpointOf(subID string) string {
 }
 
 // settle waits until the engine has no attempt in flight or waiting for its
-// outcome's commit, and its periodic goroutines (loader, health flusher,
-// background, and on PostgreSQL the lease keeper) have all gone back to sleep
-// on the fake clock, so that whatever the last clock move allowed has
-// happened.
+// outcome's commit, and its periodic goroutines (Server.Sleepers) have all
+// gone back to sleep on the fake clock, so that whatever the last clock move
+// allowed has happened.
 func (b *bundle) settle() {
 	b.t.Helper()
-	sleepers := 3 // loader, health flusher, background
-	if strings.HasPrefix(b.cfg.Store, "postgres") {
-		sleepers++ // the lease keeper
-	}
 	eventually(b.t, "the engine to settle", func() bool {
 		st := b.srv.Engine.Stats()
 		// Held counts a delivery until its outcome is committed.
-		return st.InFlight == 0 && st.FreshHeld+st.LoadHeld == 0 && b.clk.Timers() >= sleepers
+		return st.InFlight == 0 && st.FreshHeld+st.LoadHeld == 0 && b.asleep()
 	})
 }
 

@@ -333,6 +333,20 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// Sleepers is how many goroutines sleep on Config.Clock between rounds
+// once Start has run and nothing is being done: the engine's (see
+// dispatch.Engine.Sleepers), the catalog reload, the retention clean-up,
+// the validator and, with API keys, the authenticator's recheck. A test
+// driving a fake clock waits for that many timers before it moves the
+// time, so no round misses the move.
+func (s *Server) Sleepers() int {
+	n := s.Engine.Sleepers() + 3 // background, cleanup, Validator
+	if s.Auth != nil {
+		n++
+	}
+	return n
+}
+
 // StopWaiting ends the receives waiting for queued deliveries (they answer
 // with what they have) and makes later ones answer at once: call it before
 // shutting the HTTP server down, which waits for requests in progress.
