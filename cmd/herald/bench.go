@@ -23,6 +23,9 @@ over HTTP like a client, waits until every delivery has arrived, and reports
 events accepted/s, deliveries/s, publish→receipt latency (p50, p90, p99, max),
 the server's peak RSS and its CPU seconds per 1,000 deliveries, with the lines
 of the performance budget in docs/benchmarks.md that each scenario measures.
+The events' IDs sort in publish order (as UUIDv7s or ULIDs do); --uuid-ids
+makes them random UUIDv4s, as the CloudEvents SDKs make them by default,
+which cost the embedded store a page of its deduplication index each.
 The pull scenario has consumers instead of receivers: they receive from a pull
 subscription and acknowledge, and its deliveries are the acknowledged ones.
 The batch scenario runs steady-batch's load twice, each on a fresh server,
@@ -96,6 +99,7 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 
 	fs.IntVar(&s.Endpoints, "endpoints", s.Endpoints, "endpoints (one subscription each) in steady-*, latency, failing, backlog and batch")
 	fs.IntVar(&s.PayloadBytes, "payload", s.PayloadBytes, "bytes of data in each event")
+	fs.BoolVar(&s.UUIDIDs, "uuid-ids", false, "give events random UUIDv4 ids, as the CloudEvents SDKs do by default (default: ids in publish order, as UUIDv7 or ULIDs)")
 	fs.IntVar(&s.Events, "events", s.Events, "steady-batch and each run of batch: events to publish")
 	fs.IntVar(&s.Batch, "batch", s.Batch, "events a request in steady-batch, fanout, blackhole, batch and the backlog build; batch: also max_events_per_batch of its batched run")
 	fs.IntVar(&s.Publishers, "publishers", s.Publishers, "concurrent publishers of batches")

@@ -125,6 +125,7 @@ var badValues = map[string]map[string][]string{
 		"consumers":           {"0", "1001"},
 		"pull-batch":          {"0", "1001"},
 		"baseline":            {"maybe", "2"},
+		"uuid-ids":            {"maybe", "2"},
 		"runs":                {"0", "-1", "101", "x"},
 		"soak-deliveries":     {"0", "-1"},
 		"soak-retention":      {"0s", "59s", "-1m", "soon"},

@@ -93,7 +93,7 @@ func TestReceiverCountsHeraldBatches(t *testing.T) {
 	}
 	defer r.close()
 	var lat recorder
-	tr := newTrack(l.prefix, l.events, &lat)
+	tr := newTrack(l.prefix, false, l.events, &lat)
 	r.setTrack(tr)
 	c := &http.Client{Timeout: 10 * time.Second}
 	send := func(enc event.Encoded) {

@@ -160,8 +160,12 @@ herald_dispatch_in_flight 3
 // The events the bench publishes are accepted by Herald's own parser, and
 // what Herald delivers (its Marshal) gives back the id and publish time.
 func TestEventsRoundTrip(t *testing.T) {
-	for _, batch := range []int{1, 3} {
-		l := &load{prefix: "s.main.1-", events: 10, batch: batch, data: eventData(100), typeOf: typeName}
+	for _, tc := range []struct {
+		batch int
+		uuids bool
+	}{{1, false}, {3, false}, {3, true}} {
+		batch := tc.batch
+		l := &load{prefix: "s.main.1-", events: 10, batch: batch, data: eventData(100), typeOf: typeName, uuids: tc.uuids}
 		body := l.body(nil, 4, 4+batch, 1234567890123)
 		h := http.Header{}
 		h.Set("Content-Type", "application/cloudevents+json")
@@ -176,7 +180,11 @@ func TestEventsRoundTrip(t *testing.T) {
 			t.Fatalf("batch %d: parsed %d events", batch, len(evs))
 		}
 		for i, ev := range evs {
-			if want := "s.main.1-" + strconv.Itoa(4+i); ev.ID != want || ev.Type != typeName(4+i) {
+			want := "s.main.1-" + strconv.Itoa(4+i)
+			if tc.uuids {
+				want = string(appendEventID(nil, "s.main.1-", 4+i, true))
+			}
+			if ev.ID != want || ev.Type != typeName(4+i) {
 				t.Errorf("event %d: id %q type %q, want %q %q", i, ev.ID, ev.Type, want, typeName(4+i))
 			}
 			out, err := ev.Marshal()
@@ -199,7 +207,7 @@ func TestEventsRoundTrip(t *testing.T) {
 
 func TestTrack(t *testing.T) {
 	var lat recorder
-	tr := newTrack("p-", 100, &lat)
+	tr := newTrack("p-", false, 100, &lat)
 	if !tr.mark(5, 2000, 1000) || !tr.mark(5, 3000, 1000) || !tr.mark(99, 2500, 0) {
 		t.Fatal("mark refused an id in range")
 	}
@@ -236,7 +244,7 @@ func TestReceiver(t *testing.T) {
 	}
 	defer r.close()
 	var lat recorder
-	tr := newTrack("x.y.1-", 10, &lat)
+	tr := newTrack("x.y.1-", false, 10, &lat)
 	r.setTrack(tr)
 	c := &http.Client{Timeout: 10 * time.Second}
 	sent := time.Now().UnixNano()

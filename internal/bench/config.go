@@ -58,6 +58,7 @@ func ScenarioHelp() string {
 type Sizes struct {
 	Endpoints    int           `json:"endpoints"`     // endpoints (one subscription each) in the steady, latency, failing, backlog and batch scenarios
 	PayloadBytes int           `json:"payload_bytes"` // size of each event's data
+	UUIDIDs      bool          `json:"uuid_ids"`      // events have random UUIDv4 ids, not ids in publish order (ids.go)
 	Events       int           `json:"events"`        // steady-batch and each run of batch: events
 	Batch        int           `json:"batch"`         // events a request in the batch scenarios; batch: max_events_per_batch of its batched run
 	Publishers   int           `json:"publishers"`    // concurrent publishers in the batch scenarios

@@ -129,12 +129,12 @@ func TestForwarderDeliversByType(t *testing.T) {
 		tracks := map[*Receiver]*track{}
 		for k, r := range rs {
 			lats[r] = &recorder{}
-			tracks[r] = newTrack(l.prefix, l.events, lats[r])
+			tracks[r] = newTrack(l.prefix, false, l.events, lats[r])
 			want[tracks[r]] = int64(count(l.events, func(n int) bool { return n%types == k }))
 			r.setTrack(tracks[r])
 		}
 		lats[both] = &recorder{}
-		tracks[both] = newTrack(l.prefix, l.events, lats[both])
+		tracks[both] = newTrack(l.prefix, false, l.events, lats[both])
 		want[tracks[both]] = int64(count(l.events, func(n int) bool { return n%types != 1 }))
 		both.setTrack(tracks[both])
 
@@ -285,6 +285,21 @@ func TestBaselineScenariosOnForwarderChild(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(cfg.TempDir, "herald-bench-*")); len(m) != 0 {
 		t.Errorf("left behind: %v", m)
+	}
+}
+
+// TestUUIDIDsCounted: with --uuid-ids, the load's events carry UUIDv4 ids
+// and the receivers still count every one of them, once.
+func TestUUIDIDsCounted(t *testing.T) {
+	cfg := testForwarderConfig(t)
+	cfg.Sizes.UUIDIDs = true
+	res := runScenario(context.Background(), &cfg, "steady-batch", targetBaseline, 1, newProgress(nil, false))
+	if !res.OK || len(res.Phases) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	want := int64(cfg.Sizes.Events)
+	if p := res.Phases[0]; p.Deliveries != want || p.Duplicates != 0 || p.Latency.Count != want {
+		t.Errorf("deliveries %d, duplicates %d, latencies %d; want %d", p.Deliveries, p.Duplicates, p.Latency.Count, want)
 	}
 }
 

@@ -32,6 +32,7 @@ type load struct {
 	rate       float64
 	typeOf     func(n int) string
 	data       []byte // the "data" member of each event, JSON
+	uuids      bool   // ids are random UUIDs (ids.go); set by env.run
 
 	accepted atomic.Int64 // events answered 202 so far, for progress
 }
@@ -239,8 +240,7 @@ func (l *load) body(b []byte, lo, hi int, sent int64) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"specversion":"1.0","id":"`...)
-		b = append(b, l.prefix...)
-		b = strconv.AppendInt(b, int64(n), 10)
+		b = appendEventID(b, l.prefix, n, l.uuids)
 		b = append(b, `","source":"`+eventSource+`","type":"`...)
 		b = append(b, l.typeOf(n)...)
 		b = append(b, `","benchsent":"`...)

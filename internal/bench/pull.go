@@ -166,7 +166,9 @@ func (p *puller) consume(ctx context.Context) error {
 		for _, it := range items {
 			n := -1
 			if t != nil {
-				n = eventNumber(t.prefix, it.Event.ID)
+				if m, ok := eventNumber(it.Event.ID, t.prefix, t.uuids); ok {
+					n = m
+				}
 			}
 			if n < 0 {
 				p.stale.Add(1)
@@ -198,18 +200,6 @@ func (p *puller) consume(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// eventNumber returns N of an event id prefix+N, or −1.
-func eventNumber(prefix, id string) int {
-	if len(id) <= len(prefix) || id[:len(prefix)] != prefix {
-		return -1
-	}
-	n, err := strconv.Atoi(id[len(prefix):])
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
 }
 
 // receiveOnce sends one receive and returns what it got and when the answer

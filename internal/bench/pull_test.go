@@ -135,7 +135,7 @@ func TestPuller(t *testing.T) {
 	defer c.close()
 
 	sink := &Receiver{URL: "pull:sub_1"}
-	tr := newTrack(f.prefix, n, &recorder{})
+	tr := newTrack(f.prefix, false, n, &recorder{})
 	sink.setTrack(tr)
 	lat := &recorder{}
 	p := newPuller(c, "sub_1", 64, sink, lat, n)
@@ -189,20 +189,12 @@ func TestPullerFails(t *testing.T) {
 	c := newClient(srv.URL, "key", 1)
 	defer c.close()
 	sink := &Receiver{}
-	sink.setTrack(newTrack("p-", 1, &recorder{}))
+	sink.setTrack(newTrack("p-", false, 1, &recorder{}))
 	p := newPuller(c, "sub_1", 10, sink, &recorder{}, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.consume(ctx); err == nil || !strings.Contains(err.Error(), "receive answered 409") {
 		t.Errorf("consume: %v", err)
-	}
-}
-
-func TestEventNumber(t *testing.T) {
-	for id, want := range map[string]int{"p.main.3-0": 0, "p.main.3-42": 42, "p.main.3-": -1, "p.main.4-1": -1, "p.main.3-x": -1, "p.main.3--1": -1, "": -1} {
-		if got := eventNumber("p.main.3-", id); got != want {
-			t.Errorf("eventNumber(%q) = %d, want %d", id, got, want)
-		}
 	}
 }
 

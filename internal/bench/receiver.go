@@ -20,11 +20,13 @@ const (
 	modeFailFirst              // answer 500 to first attempts (counted), 200 to retries
 )
 
-// track counts one receiver's receipts of one phase's events: event ids are
-// prefix + N with N in [0, n). Each id is counted once; repeats are
-// duplicates (allowed by at-least-once delivery, but worth reporting).
+// track counts one receiver's receipts of one phase's events: event N,
+// N in [0, n), has the id appendEventID makes of it with prefix and uuids.
+// Each id is counted once; repeats are duplicates (allowed by at-least-once
+// delivery, but worth reporting).
 type track struct {
 	prefix string
+	uuids  bool
 	n      int      // events in the phase
 	seen   []uint64 // bit N: event N arrived
 	lat    *recorder
@@ -40,8 +42,8 @@ type track struct {
 	last       atomic.Int64 // UnixNano of the last receipt
 }
 
-func newTrack(prefix string, n int, lat *recorder) *track {
-	return &track{prefix: prefix, n: n, seen: make([]uint64, (n+63)/64), lat: lat}
+func newTrack(prefix string, uuids bool, n int, lat *recorder) *track {
+	return &track{prefix: prefix, uuids: uuids, n: n, seen: make([]uint64, (n+63)/64), lat: lat}
 }
 
 // mark counts event n received at now (UnixNano), sent at sent (UnixNano,
@@ -214,12 +216,12 @@ func (r *Receiver) recordOne(body []byte, now int64) {
 	r.events.Add(1)
 	id, sent := parseDelivered(body)
 	t := r.cur.Load()
-	if t == nil || len(id) <= len(t.prefix) || string(id[:len(t.prefix)]) != t.prefix {
+	if t == nil {
 		r.stale.Add(1)
 		return
 	}
-	n, err := strconv.Atoi(string(id[len(t.prefix):]))
-	if err != nil || !t.mark(n, now, sent) {
+	n, ok := eventNumber(id, t.prefix, t.uuids)
+	if !ok || !t.mark(n, now, sent) {
 		r.stale.Add(1)
 	}
 }

@@ -430,13 +430,14 @@ type phaseRun struct {
 // run publishes p's load and waits for its receipts.
 func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	pr := &phaseRun{tracks: map[*Receiver]*track{}, loadAvg: loadavg()}
+	p.load.uuids = e.cfg.Sizes.UUIDIDs
 	var expected int64
 	for r, n := range p.expect {
 		lat := p.lat[r]
 		if lat == nil {
 			lat = &recorder{}
 		}
-		t := newTrack(p.load.prefix, p.load.events, lat)
+		t := newTrack(p.load.prefix, p.load.uuids, p.load.events, lat)
 		if p.split != nil {
 			t.split, t.latAfter = p.split, p.latAfter[r]
 		}

@@ -26,10 +26,10 @@ ON CONFLICT (id, source, account_id) DO NOTHING`
 	subscriptionPresentSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 
 	// insertDeliveriesSQL takes the VALUES of up to maxRowsPerInsert
-	// deliveries (see valuesSQL): one statement for the deliveries of a
-	// call's events, up to that many, rather than one each, since most of a statement's cost in SQLite
-	// through database/sql is per statement (arguments converted, bound,
-	// the program started and reset), not per row.
+	// deliveries (see valuesSQL): one statement for up to that many
+	// deliveries of a group commit's publishes rather than one each, since
+	// most of a statement's cost in SQLite is per statement (arguments
+	// converted, bound, the program started and reset), not per row.
 	insertDeliveriesSQL = `INSERT INTO deliveries
 (id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
 VALUES `

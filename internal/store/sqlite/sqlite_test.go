@@ -189,7 +189,7 @@ func TestOpenBadPath(t *testing.T) {
 }
 
 // waitQueued waits until n requests wait in the writer's queue.
-func waitQueued(t *testing.T, s *Store, n int) {
+func waitQueued(t testing.TB, s *Store, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); len(s.w.reqs) < n; runtime.Gosched() {
 		if time.Now().After(deadline) {
@@ -214,7 +214,7 @@ func openLogged(t *testing.T) (*Store, *bytes.Buffer) {
 
 // holdWriter keeps the writer busy until the returned function is called,
 // so that requests made meanwhile queue up into one batch.
-func holdWriter(t *testing.T, s *Store) (release func()) {
+func holdWriter(t testing.TB, s *Store) (release func()) {
 	hold, done := make(chan struct{}), make(chan struct{})
 	go s.write(context.Background(), func(w *writer) error { close(hold); <-done; return nil })
 	<-hold

@@ -172,7 +172,7 @@ func benchLifecycle(b *testing.B, bs BenchStore, fanout int) {
 	s := bs.Open(b)
 	var sus []store.Subscription
 	for i := range 10 {
-		sus = append(sus, benchSub(b, s, i))
+		sus = append(sus, BenchSub(b, s, i))
 	}
 	ctx := context.Background()
 	now := time.Now()
@@ -277,11 +277,11 @@ func BenchEvents(prefix string, n int, sub store.Subscription, at time.Time) []s
 func benchSetup(b *testing.B, bs BenchStore) (store.Store, store.Subscription) {
 	b.Helper()
 	s := bs.Open(b)
-	return s, benchSub(b, s, 0)
+	return s, BenchSub(b, s, 0)
 }
 
-// benchSub creates subscription number i (its own URL, so its own endpoint).
-func benchSub(b *testing.B, s store.Store, i int) store.Subscription {
+// BenchSub creates subscription number i (its own URL, so its own endpoint).
+func BenchSub(b *testing.B, s store.Store, i int) store.Subscription {
 	b.Helper()
 	now := time.Now()
 	url := fmt.Sprintf("http://127.0.0.1:1/hook/%d", i)
@@ -320,7 +320,7 @@ func benchLookups(b *testing.B, bs BenchStore) {
 	s := bs.Open(b)
 	var sus []store.Subscription
 	for i := range subs {
-		sus = append(sus, benchSub(b, s, i))
+		sus = append(sus, BenchSub(b, s, i))
 	}
 	now := time.Now()
 	lease := store.Lease{Owner: "bench", Until: now.Add(24 * time.Hour)}
