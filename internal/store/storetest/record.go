@@ -18,6 +18,7 @@ var recordTests = []test{
 	{"StaleLeaseOwnerOnlyLogs", testRecordStaleOwner},
 	{"LeaseOwnerAfterRelease", testRecordOwnerReleased},
 	{"SameDeliveryTwiceInOneCall", testRecordSameDeliveryTwice},
+	{"ManyOutcomesMixed", testRecordManyMixed},
 	{"InvalidOutcomeWritesNothing", testRecordInvalid},
 }
 
@@ -314,6 +315,86 @@ func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
 		t.Fatalf("guarded delivery %+v; want its first outcome only (the second's lease was gone)", d)
 	}
 	equal(t, "guarded attempt log", attempts(t, b, gid), []store.AttemptRecord{gFail.Attempt, gOK.Attempt})
+	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_gone", store.Page{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ListAttempts(dlv_gone) = %v, want ErrNotFound", err)
+	}
+}
+
+// testRecordManyMixed: a call of more outcomes than one statement takes
+// (the SQLite store writes the plain ones up to 32 a statement), with
+// among them outcomes whose state change does not apply (a stale lease
+// owner, a delivery already finished), one for a delivery that does not
+// exist and a queued one: each is applied or logged as it would be on its
+// own.
+func testRecordManyMixed(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	const n = 70
+	var evs []store.NewEvent
+	var seqs []int64
+	for range n {
+		ev, seq := b.claimOne(a, b.now)
+		evs, seqs = append(evs, ev), append(seqs, seq)
+	}
+	id := func(i int) string { return evs[i].Deliveries[0].ID }
+	const stale, retried, finished, queued = 5, 20, 30, 45
+	b.record(succeeded(id(finished), 1, b.now)) // finished before the call
+	var outs []store.Outcome
+	for i := range n {
+		o := succeeded(id(i), 2, b.at(time.Second))
+		o.LeaseOwner = b.lease.Owner
+		switch i {
+		case stale:
+			o.LeaseOwner = "node-b"
+		case retried:
+			o = failed(id(i), 1, b.at(time.Second), b.at(2*time.Second), b.at(time.Minute))
+			o.LeaseOwner = b.lease.Owner
+		case queued:
+			o = failed(id(i), 1, b.at(time.Second), b.at(2*time.Second), b.at(time.Minute))
+			o.Status = store.StatusQueued
+		}
+		if i == 10 {
+			outs = append(outs, succeeded("dlv_gone", 1, b.now))
+		}
+		outs = append(outs, o)
+	}
+	b.record(outs...)
+
+	for i := range n {
+		d := b.get(id(i))
+		var want store.Status
+		switch i {
+		case stale:
+			want = store.StatusPending
+			equal(t, "the stale owner's delivery", d, pendingDelivery(evs[i], 0, seqs[i]))
+		case retried:
+			want = store.StatusPending
+			if d.Attempts != 1 || !d.NextAttemptAt.Equal(b.at(time.Minute)) || d.LastStatusCode != 503 {
+				t.Errorf("the retried delivery: %+v", d)
+			}
+		case queued:
+			want = store.StatusQueued
+		case finished:
+			want = store.StatusDelivered
+			if d.Attempts != 1 {
+				t.Errorf("the delivery finished before the call was changed by it: %+v", d)
+			}
+		default:
+			want = store.StatusDelivered
+			if d.Attempts != 2 || d.LastStatusCode != 200 {
+				t.Errorf("delivery %d: %+v", i, d)
+			}
+		}
+		if d.Status != want {
+			t.Errorf("delivery %d: status %s, want %s", i, d.Status, want)
+		}
+		logged := 1
+		if i == finished {
+			logged = 2
+		}
+		if got := len(attempts(t, b, id(i))); got != logged {
+			t.Errorf("delivery %d: %d attempts logged, want %d", i, got, logged)
+		}
+	}
 	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_gone", store.Page{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ListAttempts(dlv_gone) = %v, want ErrNotFound", err)
 	}
