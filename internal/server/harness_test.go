@@ -112,8 +112,13 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	b := &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey)}
 	if clk != nil {
 		// A test's first clock move must not come before a goroutine's
-		// first sleep: that goroutine would sleep past it.
-		eventually(t, "the server's goroutines asleep", b.asleep)
+		// first sleep: that goroutine would sleep past it. Nothing else
+		// holds a timer yet, so the count is exact: a goroutine that
+		// sleeps on the clock and that Server.Sleepers does not count
+		// fails every test here, rather than now and then a settle.
+		eventually(t, "exactly Server.Sleepers timers on the fake clock", func() bool {
+			return b.clk.Timers() == b.srv.Sleepers()
+		})
 	}
 	return b
 }
