@@ -66,8 +66,9 @@ func NewEntry(s store.Subscription) (*Entry, error) {
 }
 
 // OperationalPrefix starts the types of Herald's own operational events,
-// which a subscription receives only when it lists them.
-const OperationalPrefix = "herald."
+// which a subscription receives only when it lists them (and which clients
+// cannot publish).
+const OperationalPrefix = event.ReservedTypePrefix
 
 // Matches reports whether an event of this type and subject goes to the
 // subscription: its type is listed (or the list is empty and the type is not
