@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,8 +66,9 @@ func NewEntry(s store.Subscription) (*Entry, error) {
 }
 
 // OperationalPrefix starts the types of Herald's own operational events,
-// which a subscription receives only when it lists them.
-const OperationalPrefix = "herald."
+// which a subscription receives only when it lists them (and which clients
+// cannot publish).
+const OperationalPrefix = event.ReservedTypePrefix
 
 // Matches reports whether an event of this type and subject goes to the
 // subscription: its type is listed (or the list is empty and the type is not
@@ -298,10 +298,29 @@ func (s *Snapshot) All() []*Entry {
 // those taking every type, each group in ID order. Its cost grows with the
 // number of the account's candidate subscriptions for the type, not with
 // all of them, and not with those whose StringIn filter the event's value
-// is not in (they are indexed by their values).
-func (s *Snapshot) Match(account, typ, subject string, ev *filter.Event) []*Entry {
+// is not in (they are indexed by their values); each candidate is checked
+// once, at a cost linear in the event's size (see filter.Index.Candidates
+// and filter.Event.Tested). It checks ctx before the first candidate and
+// after every matchCheckEvery of them, and returns ctx.Err() once ctx is
+// done, so matching for a client that has gone stops within that bound.
+func (s *Snapshot) Match(ctx context.Context, account, typ, subject string, ev *filter.Event) ([]*Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	account = store.AccountOrDefault(account)
 	var out []*Entry
+	n := 0
+	check := func(e *Entry) error {
+		if n++; n%matchCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if e.Matches(typ, subject, ev) {
+			out = append(out, e)
+		}
+		return nil
+	}
 	tk := typeKey{account, typ}
 	for _, g := range []struct {
 		list []*Entry
@@ -309,24 +328,28 @@ func (s *Snapshot) Match(account, typ, subject string, ev *filter.Event) []*Entr
 	}{{s.byType[tk], s.byTypeIx[tk]}, {s.any[account], s.anyIx[account]}} {
 		if g.ix == nil {
 			for _, e := range g.list {
-				if e.Matches(typ, subject, ev) {
-					out = append(out, e)
+				if err := check(e); err != nil {
+					return nil, err
 				}
 			}
 			continue
 		}
 		from := len(out)
-		g.ix.Candidates(ev, func(e *Entry) {
-			if e.Matches(typ, subject, ev) {
-				out = append(out, e)
+		for e := range g.ix.Candidates(ev) {
+			if err := check(e); err != nil {
+				return nil, err
 			}
-		})
+		}
 		seg := out[from:]
 		sort.Slice(seg, func(i, j int) bool { return seg[i].ID < seg[j].ID })
-		out = append(out[:from], slices.Compact(seg)...)
 	}
-	return out
+	return out, nil
 }
+
+// matchCheckEvery is how many candidate subscriptions Match checks between
+// two looks at its context: each check is linear in the event's size, so
+// matching for a cancelled publish stops within 64 of them.
+const matchCheckEvery = 64
 
 // index builds the type index from byID.
 func (s *Snapshot) index() {

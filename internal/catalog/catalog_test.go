@@ -2,11 +2,16 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
@@ -47,6 +52,16 @@ func (f *fixture) sync() {
 	}
 }
 
+// match is Snapshot.Match with a context that never ends.
+func match(t *testing.T, snap *catalog.Snapshot, account, typ, subject string, ev *filter.Event) []*catalog.Entry {
+	t.Helper()
+	es, err := snap.Match(context.Background(), account, typ, subject, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
 func ids(es []*catalog.Entry) []string {
 	var out []string
 	for _, e := range es {
@@ -73,7 +88,7 @@ func TestMatch(t *testing.T) {
 		{"herald.endpoint.disabled", "/invoices/x", []string{"s3"}}, // the catch-all does not get herald.*
 	}
 	for _, tc := range cases {
-		got := ids(f.c.Snapshot().Match("", tc.typ, tc.subject, nil))
+		got := ids(match(t, f.c.Snapshot(), "", tc.typ, tc.subject, nil))
 		if len(got) != len(tc.want) {
 			t.Errorf("Match(%s, %s) = %v, want %v", tc.typ, tc.subject, got, tc.want)
 			continue
@@ -89,7 +104,7 @@ func TestMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.sync()
-	if got := ids(f.c.Snapshot().Match("", "invoice.sent", "/x", nil)); len(got) != 0 {
+	if got := ids(match(t, f.c.Snapshot(), "", "invoice.sent", "/x", nil)); len(got) != 0 {
 		t.Fatalf("after delete: %v", got)
 	}
 }
@@ -122,13 +137,13 @@ func TestSyncIsIncrementalAndVersioned(t *testing.T) {
 	if v2.Version != v1.Version+2 {
 		t.Fatalf("version %d, want %d", v2.Version, v1.Version+2)
 	}
-	if got := ids(v2.Match("", "t1", "", nil)); len(got) != 1 || got[0] != "b" {
+	if got := ids(match(t, v2, "", "t1", "", nil)); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("t1 now goes to %v, want [b]", got)
 	}
-	if got := ids(v2.Match("", "t2", "", nil)); len(got) != 1 || got[0] != "a" {
+	if got := ids(match(t, v2, "", "t2", "", nil)); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("t2 now goes to %v, want [a]", got)
 	}
-	if got := ids(v1.Match("", "t1", "", nil)); len(got) != 1 || got[0] != "a" {
+	if got := ids(match(t, v1, "", "t1", "", nil)); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("the old snapshot changed: t1 goes to %v", got)
 	}
 	if err := f.st.DeleteSubscription(f.ctx, "a", time.Now()); err != nil {
@@ -183,9 +198,129 @@ func TestMatchIsPerAccount(t *testing.T) {
 	snap := f.c.Snapshot()
 	for acc, want := range map[string][]string{"": {"d-typed", "d-any"}, store.DefaultAccount: {"d-typed", "d-any"},
 		"acc_other": {"o-typed", "o-any"}, "acc_none": nil} {
-		got := ids(snap.Match(acc, "t", "", nil))
+		got := ids(match(t, snap, acc, "t", "", nil))
 		if len(got) != len(want) || len(got) > 0 && (got[0] != want[0] || got[1] != want[1]) {
 			t.Errorf("Match(%q, t) = %v, want %v", acc, got, want)
+		}
+	}
+}
+
+// createFiltered creates a subscription to type t with these advanced
+// filters.
+func (f *fixture) createFiltered(id, filters string) {
+	f.t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	s := store.Subscription{ID: id, Name: id, URL: "https://" + id + ".example/", State: "active", EventTypes: []string{"t"},
+		Filters: store.FilterOptions{Advanced: []byte(filters)}, RetryPolicy: []byte(`{"preset":"eventgrid"}`),
+		CreatedAt: now, UpdatedAt: now}
+	if err := f.st.CreateSubscription(f.ctx, s); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// regionsEvent is a stored event whose data.region holds n/2 "zz" then n/2
+// "eu", and data.n n numbers 0, 1, ...: the attack of issue 21 on a
+// StringIn filter (every "eu" element made the subscription a candidate
+// again, and each time its filters scanned the array anew).
+func regionsEvent(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"specversion":"1.0","id":"e","source":"/s","type":"t","data":{"region":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if i < n/2 {
+			b.WriteString(`"zz"`)
+		} else {
+			b.WriteString(`"eu"`)
+		}
+	}
+	b.WriteString(`],"n":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(i))
+	}
+	b.WriteString(`]}}`)
+	return []byte(b.String())
+}
+
+// TestMatchLinearInTheEventsSize: matching an event whose arrays are 4
+// times longer tests about 4 times as many values (filter.Event.Tested
+// counts them: the work, not the time), for subscriptions indexed by a
+// StringIn filter on the array and for others that filter the arrays with
+// every kind of operator. Before each candidate was yielded once per
+// matching element and rescanned the array each time: 16 times the work.
+func TestMatchLinearInTheEventsSize(t *testing.T) {
+	f := setup(t)
+	f.createFiltered("in", `[{"operator_type": "StringIn", "key": "data.region", "values": ["eu", "us"]}]`)
+	f.createFiltered("in-and", `[{"operator_type": "StringIn", "key": "data.region", "values": ["EU"]},
+		{"operator_type": "StringNotIn", "key": "data.region", "values": ["asia"]},
+		{"operator_type": "NumberIn", "key": "data.n", "values": [-1, -2]},
+		{"operator_type": "StringContains", "key": "data.region", "values": ["x"]}]`)
+	f.createFiltered("other-ops", `[{"operator_type": "StringEndsWith", "key": "data.region", "values": ["u"]},
+		{"operator_type": "StringBeginsWith", "key": "data.region", "values": ["e"]},
+		{"operator_type": "NumberInRange", "key": "data.n", "values": [[-5, -1], [1e9, 2e9]]},
+		{"operator_type": "NumberNotIn", "key": "data.n", "values": [-3]},
+		{"operator_type": "NumberGreaterThan", "key": "data.n", "value": 1e9}]`)
+	f.sync()
+	snap := f.c.Snapshot()
+	work := func(n int) int {
+		ev := filter.NewEvent(regionsEvent(n))
+		if got := ids(match(t, snap, "", "t", "", ev)); len(got) != 1 || got[0] != "in" {
+			t.Fatalf("n=%d: matched %v, want [in]", n, got)
+		}
+		return ev.Tested()
+	}
+	const n = 2000
+	small, large := work(n), work(4*n)
+	t.Logf("values tested: %d at n=%d, %d at 4n", small, n, large)
+	if small < n || large > 4*small+100 {
+		t.Fatalf("tested %d values at n=%d and %d at 4n: want about 4 times as many, not more", small, n, large)
+	}
+}
+
+// cancelledAfter is a context whose Err is nil for its first n calls and
+// context.Canceled after: a client that goes while its event is matched.
+type cancelledAfter struct {
+	context.Context
+	n int
+}
+
+func (c *cancelledAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestMatchStopsWhenCancelled: Match looks at its context before it starts
+// and again within every 64 candidates, and stops with its error: a
+// cancelled publish does not go on matching its event against every
+// subscription.
+func TestMatchStopsWhenCancelled(t *testing.T) {
+	f := setup(t)
+	const subs = 300
+	for i := range subs {
+		f.createFiltered(fmt.Sprintf("s%03d", i), `[{"operator_type": "StringIn", "key": "data.region", "values": ["eu"]}]`)
+	}
+	f.sync()
+	snap := f.c.Snapshot()
+	const n = 1000
+	ev := filter.NewEvent(regionsEvent(n))
+	if got := match(t, snap, "", "t", "", ev); len(got) != subs {
+		t.Fatalf("matched %d subscriptions, want %d", len(got), subs)
+	}
+	perSub := (ev.Tested() - n) / subs // the index reads the array once, then each subscription
+	for _, calls := range []int{0, 1, 2} {
+		ev := filter.NewEvent(regionsEvent(n))
+		es, err := snap.Match(&cancelledAfter{context.Background(), calls}, "", "t", "", ev)
+		if !errors.Is(err, context.Canceled) || es != nil {
+			t.Fatalf("cancelled after %d looks: %d entries, error %v", calls, len(es), err)
+		}
+		if checked := max(ev.Tested()-n, 0) / perSub; checked > max(calls*64-1, 0) {
+			t.Errorf("cancelled after %d looks: %d subscriptions checked, want at most %d", calls, checked, max(calls*64-1, 0))
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package event
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -35,8 +34,9 @@ func binaryName(attr string) string {
 
 // parseBinary reads one binary-mode event: attributes from the ce-* headers,
 // datacontenttype from ct (the Content-Type value, mt its media type), data
-// from body. See Parse.
-func parseBinary(h http.Header, ct, mt string, body []byte) (Event, *FieldError) {
+// from body. Unless allowReserved, the reserved names are refused
+// (checkReserved). See Parse.
+func parseBinary(h http.Header, ct, mt string, body []byte, allowReserved bool) (Event, *FieldError) {
 	var e Event
 	bad := func(field, detail string) (Event, *FieldError) {
 		if len(field) > 64 {
@@ -97,13 +97,17 @@ func parseBinary(h http.Header, ct, mt string, body []byte) (Event, *FieldError)
 			if !utf8.Valid(body) {
 				return bad("body", "not valid UTF-8, as content type "+quote(mt)+" requires")
 			}
-			var buf bytes.Buffer
-			buf.Grow(len(body))
-			if err := json.Compact(&buf, body); err != nil {
+			if !validJSON(body) {
+				var v any
+				err := json.Unmarshal(body, &v)
 				return bad("body", "not valid JSON, as content type "+quote(mt)+" requires: "+err.Error())
 			}
-			if buf.String() != "null" {
-				e.Data = buf.Bytes()
+			data, repeated := dataJSON(body)
+			if repeated != "" {
+				return Event{}, &FieldError{Field: "body" + repeated, Detail: repeatedDetail}
+			}
+			if string(data) != "null" {
+				e.Data = data
 			}
 		} else {
 			e.DataBase64 = base64.StdEncoding.EncodeToString(body)
@@ -111,6 +115,11 @@ func parseBinary(h http.Header, ct, mt string, body []byte) (Event, *FieldError)
 	}
 	if fe := e.validate(binaryName); fe != nil {
 		return Event{}, fe
+	}
+	if !allowReserved {
+		if fe := e.checkReserved(binaryName); fe != nil {
+			return Event{}, fe
+		}
 	}
 	e.checked = true
 	return e, nil

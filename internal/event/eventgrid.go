@@ -1,8 +1,6 @@
 package event
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 )
 
@@ -66,8 +64,10 @@ func eventGridName(attr string) string {
 }
 
 // parseEventGrid decodes one Event Grid event from raw, a valid JSON object,
-// into a CloudEvent (see ParseWith), naming fields with prefix.
-func parseEventGrid(raw []byte, prefix, defaultSource string) (Event, *FieldError) {
+// into a CloudEvent (see ParseWith), naming fields with prefix. Unless
+// opts.AllowReserved, the reserved names are refused (checkReserved).
+func parseEventGrid(raw []byte, prefix string, opts *ParseOptions) (Event, *FieldError) {
+	defaultSource := opts.DefaultSource
 	e := Event{SpecVersion: SpecVersion}
 	var fe *FieldError
 	bad := func(member, detail string) {
@@ -105,7 +105,7 @@ func parseEventGrid(raw []byte, prefix, defaultSource string) (Event, *FieldErro
 			return false
 		}
 		if seen[k] {
-			bad(name, "repeated member")
+			bad(name, repeatedDetail)
 			return false
 		}
 		seen[k] = true
@@ -113,13 +113,13 @@ func parseEventGrid(raw []byte, prefix, defaultSource string) (Event, *FieldErro
 			return true // absent
 		}
 		if name == egData {
-			var buf bytes.Buffer
-			buf.Grow(len(val))
-			if err := json.Compact(&buf, val); err != nil {
-				bad(name, "not valid JSON: "+err.Error())
+			data, repeated := dataJSON(val) // raw is valid JSON
+			if repeated != "" {
+				bad(name, repeatedDetail)
+				fe.Field += repeated
 				return false
 			}
-			e.Data = buf.Bytes()
+			e.Data = data
 			return true
 		}
 		s, d := jsonString(val)
@@ -184,8 +184,14 @@ func parseEventGrid(raw []byte, prefix, defaultSource string) (Event, *FieldErro
 	if !hasTopic {
 		e.Source = defaultSource
 	}
-	if fe := e.validate(func(attr string) string { return prefix + eventGridName(attr) }); fe != nil {
+	name := func(attr string) string { return prefix + eventGridName(attr) }
+	if fe := e.validate(name); fe != nil {
 		return Event{}, fe
+	}
+	if !opts.AllowReserved {
+		if fe := e.checkReserved(name); fe != nil {
+			return Event{}, fe
+		}
 	}
 	e.checked = true
 	return e, nil

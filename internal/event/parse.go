@@ -53,6 +53,13 @@ const (
 // and repeated members, are errors. An array must hold 1 to MaxBatchEvents
 // objects. One bad event rejects the whole request; the error is a
 // *FieldError naming the first bad field found and the event's index.
+//
+// Names Herald's own operational events use are reserved: an event with
+// source ReservedSource ("/herald") or one under "/herald/", or a type
+// beginning with ReservedTypePrefix ("herald."), is refused naming source
+// or type (ce-source, ce-type in binary mode; topic, eventType for an Event
+// Grid event), so a client cannot forge one; ParseOptions.AllowReserved
+// lifts this for callers that publish nothing.
 func Parse(h http.Header, body []byte) ([]Event, error) {
 	return ParseWith(h, body, ParseOptions{})
 }
@@ -63,6 +70,11 @@ type ParseOptions struct {
 	// topic (the API passes "/accounts/{account}"). Empty, such an event is
 	// an error naming its topic.
 	DefaultSource string
+	// AllowReserved accepts events with the reserved source or types
+	// (see Parse). Only for callers that do not publish what they
+	// parse: filter-test, which tells whether a subscription would take
+	// an event, operational ones included.
+	AllowReserved bool
 }
 
 // ParseWith is Parse with options. It reads everything Parse reads and, as
@@ -95,21 +107,21 @@ func ParseWith(h http.Header, body []byte, opts ParseOptions) ([]Event, error) {
 	mt := mediaType(ct)
 	switch {
 	case mt == mediaStructured:
-		return parseJSON(body, true, false, nil)
+		return parseJSON(body, true, false, false, &opts)
 	case mt == mediaBatch:
-		return parseJSON(body, false, true, nil)
+		return parseJSON(body, false, true, false, &opts)
 	case strings.HasPrefix(mt, "application/cloudevents"):
 		// Structured mode in a format Herald does not read; the binding
 		// gives the content type precedence over ce-* headers.
 	case hasSpecVersionHeader(h):
-		e, fe := parseBinary(h, ct, mt, body)
+		e, fe := parseBinary(h, ct, mt, body, opts.AllowReserved)
 		if fe != nil {
 			fe.Index = 0
 			return nil, fe
 		}
 		return []Event{e}, nil
 	case mt == mediaJSON:
-		return parseJSON(body, true, true, &opts)
+		return parseJSON(body, true, true, true, &opts)
 	}
 	detail := "content type " + quote(ct) + " is not a publish format; use application/cloudevents+json, " +
 		"application/cloudevents-batch+json, application/json, or binary mode (ce-* headers)"
@@ -139,9 +151,9 @@ func bodyError(detail string) *FieldError {
 }
 
 // parseJSON parses a structured-mode body: an object if allowObject, an
-// array of objects if allowArray. With eg non-nil, Event Grid events are
+// array of objects if allowArray. With eventGrid, Event Grid events are
 // accepted too (see ParseWith).
-func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]Event, error) {
+func parseJSON(body []byte, allowObject, allowArray, eventGrid bool, opts *ParseOptions) ([]Event, error) {
 	if !utf8.Valid(body) {
 		return nil, bodyError("not valid UTF-8")
 	}
@@ -159,10 +171,10 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 		}
 		var e Event
 		var fe *FieldError
-		if eg != nil && isEventGridObject(body) {
-			e, fe = parseEventGrid(body, "", eg.DefaultSource)
+		if eventGrid && isEventGridObject(body) {
+			e, fe = parseEventGrid(body, "", opts)
 		} else {
-			e, fe = parseObject(body, -1)
+			e, fe = parseObject(body, -1, opts.AllowReserved)
 		}
 		if fe != nil {
 			fe.Index = 0
@@ -191,16 +203,16 @@ func parseJSON(body []byte, allowObject, allowArray bool, eg *ParseOptions) ([]E
 			}
 			var e Event
 			var fe *FieldError
-			isEG := eg != nil && isEventGridObject(raw)
+			isEG := eventGrid && isEventGridObject(raw)
 			if i == 0 {
 				firstEventGrid = isEG
 			} else if isEG != firstEventGrid {
 				return nil, mixedSchemas(elementPrefix(i), i, isEG)
 			}
 			if isEG {
-				e, fe = parseEventGrid(raw, elementPrefix(i)+".", eg.DefaultSource)
+				e, fe = parseEventGrid(raw, elementPrefix(i)+".", opts)
 			} else {
-				e, fe = parseObject(raw, i)
+				e, fe = parseObject(raw, i, opts.AllowReserved)
 			}
 			if fe != nil {
 				fe.Index = i
@@ -241,8 +253,9 @@ func elementPrefix(i int) string { return "events[" + strconv.Itoa(i) + "]" }
 
 // parseObject decodes one structured-mode event from raw, a valid JSON
 // object: element index of a batch (fields named events[index].…), or the
-// whole body when index is negative.
-func parseObject(raw []byte, index int) (Event, *FieldError) {
+// whole body when index is negative. Unless allowReserved, the reserved
+// names are refused (checkReserved).
+func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError) {
 	var e Event
 	prefix := ""
 	field := func(attr string) string {
@@ -266,18 +279,24 @@ func parseObject(raw []byte, index int) (Event, *FieldError) {
 	}
 	// raw is valid JSON (the whole body was checked first): one pass over
 	// its members, each value's raw bytes taken as they stand.
-	var seen memberSet
+	var namesBuf [fewNames][]byte
+	names := namesBuf[:0]
+	var seen objectNames
 	var fe *FieldError
 	forEachMember(raw, func(name, _, val []byte) bool {
-		if !seen.add(name) {
-			_, fe = bad(string(name), "repeated member")
+		var isNew bool
+		if names, isNew = seen.add(names, name); !isNew {
+			_, fe = bad(string(name), repeatedDetail)
 			return false
 		}
 		if string(val) == "null" {
 			return true // JSON null: the attribute is absent
 		}
-		if d := e.setMember(name, val); d != "" {
+		if d, path := e.setMember(name, val); d != "" {
 			_, fe = bad(string(name), d)
+			if path != "" { // inside data: the name is "data", short
+				fe.Field += path
+			}
 			return false
 		}
 		return true
@@ -287,6 +306,11 @@ func parseObject(raw []byte, index int) (Event, *FieldError) {
 	}
 	if fe := e.validate(field); fe != nil {
 		return Event{}, fe
+	}
+	if !allowReserved {
+		if fe := e.checkReserved(field); fe != nil {
+			return Event{}, fe
+		}
 	}
 	e.checked = true
 	return e, nil

@@ -135,6 +135,38 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	return nil
 }
 
+// Names reserved for Herald's operational events (internal/opevents), which
+// Herald publishes itself and clients may not (checkReserved).
+const (
+	// ReservedSource is the source of every operational event. It and
+	// every source under it ("/herald/...") are reserved, so that Herald
+	// can give later operational events sources of their own.
+	ReservedSource = "/herald"
+	// ReservedTypePrefix begins the type of every operational event.
+	ReservedTypePrefix = "herald."
+)
+
+// checkReserved reports an event that uses a name reserved for Herald's
+// operational events, naming a bad attribute with name(attr) (the caller
+// sets the error's Index): source ReservedSource or one beginning with
+// ReservedSource + "/", or a type beginning with ReservedTypePrefix
+// (compared as written: letter case counts, as it does for sources and
+// types everywhere). Parse applies it to every event a client publishes,
+// unless ParseOptions.AllowReserved. It is the one place the rule is
+// checked: Herald's own events (internal/opevents) do not go through
+// Parse, nor will those an internal caller publishes deliberately (a
+// herald.test event of a subscription's test route): they are handed to
+// the ingest path directly.
+func (e *Event) checkReserved(name func(attr string) string) *FieldError {
+	if e.Source == ReservedSource || strings.HasPrefix(e.Source, ReservedSource+"/") {
+		return &FieldError{Field: name(attrSource), Detail: quote(e.Source) + ` is reserved: "/herald" and the sources under "/herald/" are Herald's own, for its operational events`}
+	}
+	if strings.HasPrefix(e.Type, ReservedTypePrefix) {
+		return &FieldError{Field: name(attrType), Detail: quote(e.Type) + ` is reserved: types beginning with "herald." are Herald's own, for its operational events`}
+	}
+	return nil
+}
+
 // reserved are the names an extension may not take: the context attributes
 // and the JSON members that carry data.
 var reserved = map[string]bool{

@@ -37,6 +37,8 @@ type Event struct {
 	fold []byte
 
 	parses, dataParses int // for tests: how often each was parsed
+	// tests counts the values filters and indexes tested (see Tested).
+	tests int
 }
 
 // Reasons a data.* key is missing, as Explain words them.
@@ -212,6 +214,20 @@ func (e *Event) lookup(c *cond) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// Tested returns how many values the filters and indexes that read the
+// event have tested so far: one for a key's scalar value, one for each
+// array element looked at (an index's lookup, a filter's test). It
+// measures the work matching the event cost: Index.Candidates tests each
+// element of an indexed key's array once, and a filter at most each
+// element of its key's array once, so the count grows linearly with the
+// event's size for a given set of subscriptions.
+func (e *Event) Tested() int {
+	if e == nil {
+		return 0
+	}
+	return e.tests
 }
 
 // folded returns s case-folded, in scratch space valid until the next call.

@@ -63,7 +63,12 @@ func TestIndexCandidatesHoldEveryMatch(t *testing.T) {
 		payload, _ := json.Marshal(ev)
 		e := NewEvent(payload)
 		cand := map[int]bool{}
-		ix.Candidates(e, func(i int) { cand[i] = true })
+		for i := range ix.Candidates(e) {
+			if cand[i] {
+				t.Fatalf("event %s: matcher %d is a candidate twice", payload, i)
+			}
+			cand[i] = true
+		}
 		for i, m := range ms {
 			if m.Match(e) && !cand[i] {
 				t.Fatalf("event %s passes matcher %d but is not a candidate", payload, i)

@@ -71,7 +71,10 @@ func (c *cond) eval(ev *Event) (outcome, any) {
 
 // hit reports whether v is of c's type and, if so, whether it satisfies
 // c's positive test (for a negative operator, its positive counterpart's).
+// It counts one test on ev (see Event.Tested); its work is bounded by v's
+// size times c's values (at most MaxValues).
 func (c *cond) hit(ev *Event, v any) (typed, hit bool) {
+	ev.tests++
 	switch c.op.kind {
 	case kindNumber:
 		f, ok := v.(float64)

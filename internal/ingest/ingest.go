@@ -99,7 +99,10 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 			// current enough. Only a deletion since must still refuse.
 			opts.CatalogVersion, opts.RequireSubscriptions = 0, true
 		}
-		adm := in.fanOut(news, snap, now)
+		adm, err := in.fanOut(ctx, news, snap, now)
+		if err != nil {
+			return nil, err // the client has gone: nothing was admitted or stored
+		}
 		opts.Lease = adm.Lease()
 		res, err := in.Store.Publish(ctx, news, opts)
 		if errors.Is(err, store.ErrStaleCatalog) && try < maxMatchTries {
@@ -120,15 +123,22 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 // fanOut gives each event one new delivery per matching subscription of
 // snap, and asks the dispatcher which of the pushed ones it takes from
 // memory. A delivery for a subscription that queues (pull, or deactivated)
-// is written queued and never held.
-func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now time.Time) *dispatch.Admission {
+// is written queued and never held. Matching looks at ctx before each event
+// and every few subscriptions (catalog.Snapshot.Match): once ctx is done
+// (the client has gone) it stops and returns ctx.Err(), before anything is
+// admitted.
+func (in *Ingester) fanOut(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*dispatch.Admission, error) {
 	var eps []string
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
 		// Read by advanced filters only, and then parsed once for all.
 		fev := filter.NewEvent(ne.Payload)
-		for _, sub := range snap.Match(ne.AccountID, ne.Type, ne.Subject, fev) {
+		subs, err := snap.Match(ctx, ne.AccountID, ne.Type, ne.Subject, fev)
+		if err != nil {
+			return nil, err
+		}
+		for _, sub := range subs {
 			d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
 			ne.Deliveries = append(ne.Deliveries, d)
 			if !d.Queued {
@@ -146,7 +156,7 @@ func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now ti
 			}
 		}
 	}
-	return adm
+	return adm, nil
 }
 
 // commit hands the committed deliveries to the dispatcher and builds the

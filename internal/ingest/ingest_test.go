@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,12 +19,10 @@ import (
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
-// TestPublishMatchedAgainstAStaleCatalog: subscriptions written behind the
-// catalog's back (as another node writes them) are matched all the same.
-// The catalog here is never synced by the test after the start: only the
-// store's refusal of a publish matched at an older version brings it up to
-// date.
-func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
+// setup returns a store, a catalog, an ingester over them and a function
+// that creates a subscription of type t (with these advanced filters, if
+// any) pushing to a receiver that answers 200.
+func setup(t *testing.T) (*sqlite.Store, *catalog.Catalog, *ingest.Ingester, func(id string, filters ...string)) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
 	if err != nil {
@@ -35,15 +35,30 @@ func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
 	eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat})
 	t.Cleanup(func() { eng.Stop(ctx) })
 	in := &ingest.Ingester{Store: st, Catalog: cat, Dispatch: eng, Clock: clock.Real{}}
-
-	create := func(id string) {
+	create := func(id string, filters ...string) {
+		t.Helper()
 		now := time.Now().UTC().Truncate(time.Millisecond)
-		if err := st.CreateSubscription(ctx, store.Subscription{ID: id, Name: id, URL: rc.URL + "/" + id,
+		s := store.Subscription{ID: id, Name: id, URL: rc.URL + "/" + id,
 			EventTypes: []string{"t"}, State: "active", RetryPolicy: []byte(`{"preset":"eventgrid"}`),
-			CreatedAt: now, UpdatedAt: now}); err != nil {
+			CreatedAt: now, UpdatedAt: now}
+		if len(filters) > 0 {
+			s.Filters.Advanced = []byte(filters[0])
+		}
+		if err := st.CreateSubscription(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return st, cat, in, create
+}
+
+// TestPublishMatchedAgainstAStaleCatalog: subscriptions written behind the
+// catalog's back (as another node writes them) are matched all the same.
+// The catalog here is never synced by the test after the start: only the
+// store's refusal of a publish matched at an older version brings it up to
+// date.
+func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
+	ctx := context.Background()
+	st, cat, in, create := setup(t)
 	publish := func(id string) ingest.Result {
 		res, err := in.Publish(ctx, "", []event.Event{{SpecVersion: "1.0", ID: id, Source: "/t", Type: "t"}})
 		if err != nil {
@@ -93,5 +108,54 @@ func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
 	}
 	if n := deliveriesOf("sub_b"); n != 1 {
 		t.Fatalf("sub_b has %d deliveries after its delete, want still 1 (e2's, dropped)", n)
+	}
+}
+
+// admitCounter counts the dispatcher's admissions: one per publish whose
+// matching ran to its end.
+type admitCounter struct {
+	ingest.Dispatcher
+	admits int
+}
+
+func (a *admitCounter) Admit(endpointIDs []string, now time.Time) *dispatch.Admission {
+	a.admits++
+	return a.Dispatcher.Admit(endpointIDs, now)
+}
+
+// TestPublishAbandonedWhenTheClientHasGone: a publish whose context is
+// cancelled (the client hung up) stops matching and returns the context's
+// error: nothing is admitted or stored, and the same event published
+// afterwards is new. Before, the matching ran to its end (the dispatcher
+// was asked to admit its deliveries) and only the store noticed.
+func TestPublishAbandonedWhenTheClientHasGone(t *testing.T) {
+	_, cat, in, create := setup(t)
+	create("sub_a", `[{"operator_type": "StringIn", "key": "data.region", "values": ["eu"]}]`)
+	if err := cat.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	counter := &admitCounter{Dispatcher: in.Dispatch}
+	in.Dispatch = counter
+	region := make([]string, 1000)
+	for i := range region {
+		region[i] = "eu"
+	}
+	data, _ := json.Marshal(map[string]any{"region": region})
+	evs := []event.Event{{SpecVersion: "1.0", ID: "e1", Source: "/t", Type: "t", Data: data}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := in.Publish(ctx, "", evs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("publish with a cancelled context: %v, %v; want context.Canceled", res, err)
+	}
+	if counter.admits != 0 {
+		t.Fatalf("the cancelled publish was matched to its end (%d admissions)", counter.admits)
+	}
+	res, err := in.Publish(context.Background(), "", evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Duplicate || res[0].Deliveries != 1 {
+		t.Fatalf("published again: %+v; want a new event with 1 delivery (the cancelled one stored nothing)", res[0])
 	}
 }

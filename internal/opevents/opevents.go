@@ -36,8 +36,10 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// Source is the CloudEvents source of every operational event.
-const Source = "/herald"
+// Source is the CloudEvents source of every operational event: a name
+// reserved for them, which clients cannot publish (event.ReservedSource, as
+// their types' prefix herald. is event.ReservedTypePrefix).
+const Source = event.ReservedSource
 
 // Event types.
 const (
