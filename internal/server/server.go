@@ -248,7 +248,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		st = s
 	default:
-		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", cfg.Store)
+		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(cfg.Store))
 	}
 
 	cat := catalog.New(st)
