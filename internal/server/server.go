@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -230,9 +229,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	var st store.Store
 	switch {
 	case cfg.Store == "sqlite":
-		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
-		}
 		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued})
 		if err != nil {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)

@@ -155,14 +155,14 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating it and its parent directory if needed) the database
-// at path, applies the embedded schema migrations, clears every lease left by
+// at path, makes its directory and files private (see makePrivate), applies the embedded schema migrations, clears every lease left by
 // a previous run, and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
 	opts.setDefaults()
 	if path == "" || strings.Contains(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite store: %q is not a plain file path", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err := makePrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
 	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, readStmts: map[string]*sql.Stmt{}}
@@ -246,6 +246,25 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	}
 	go s.w.run()
 	return s, nil
+}
+
+// makePrivate makes the database's directory and files its owner's alone
+// (store.MakePrivate: the directory 0700, the files 0600): the directory,
+// made if missing; the database, the files SQLite keeps beside it (-wal,
+// -shm, -journal) and the lock file, when they exist; and the database
+// file, made empty (which SQLite takes as a new database) when missing,
+// since SQLite would create it 0644 and makes its -wal, -shm and -journal
+// files with the database file's mode, whatever the umask.
+func makePrivate(path string) error {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	if err := store.MakePrivate(dir, base, base+"-wal", base+"-shm", base+"-journal", base+".lock"); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, store.PrivateFileMode)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func dsn(path string, pragmas ...string) string {
