@@ -121,7 +121,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Store != "sqlite" && !isPostgresURL(c.Store):
-		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", c.Store)
+		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(c.Store))
 	case c.DataDir == "":
 		return errors.New("--data must name a directory")
 	case c.DedupRetention < time.Minute:
