@@ -2,8 +2,8 @@ package server_test
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,18 +11,6 @@ import (
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/server"
 )
-
-// closedAddr returns a loopback host:port nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestSecretsNeverShown: a subscription whose URL and dead-letter URL
 // carry passwords and which has a secret header, pushing to a port nothing
@@ -48,7 +36,9 @@ func TestSecretsNeverShown(t *testing.T) {
 		c.Dispatch.Health = hcfg
 	})
 	ops := b.opsReceiver("herald.endpoint.disabled", "herald.delivery.dead_lettered")
-	addr := closedAddr(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // nothing listens on its address any more
+	addr := closed.Listener.Addr().String()
 	sub := b.subscribe(map[string]any{"name": "pw", "url": "http://usr:" + pw + "@" + addr + "/hook", "event_types": []string{"t"},
 		"dead_letter_url": "http://dl:" + dlPW + "@" + addr + "/dl", "secret_headers": map[string]string{"X-Key": secret},
 		"retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 1}})

@@ -141,6 +141,7 @@ type Store struct {
 	readDB  *sql.DB
 	w       *writer
 	lock    *os.File
+	key     store.EndpointKey // the installation's, read at Open
 
 	// mu orders Close against write: write holds it shared while queueing,
 	// Close exclusively while marking the store closed, so no request is
@@ -221,6 +222,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if from != to {
 		s.log.Info("sqlite schema migrated", "path", path, "from", from, "to", to)
 	}
+	if s.key, err = readEndpointKey(ctx, conn); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
 	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_until > 0`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: clear leases: %w", path, err)
@@ -288,6 +292,10 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.w.commits.Load(), Requests: s.w.served.Load()}
 }
+
+// EndpointID implements store.EndpointStore with the key the database
+// keeps.
+func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
