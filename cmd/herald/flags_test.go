@@ -317,3 +317,23 @@ func TestUsageListsCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestBadURLFlagsHideTheirPassword: a refused URL flag is named, with the
+// password of the URL given redacted.
+func TestBadURLFlagsHideTheirPassword(t *testing.T) {
+	const pw = "SecretPw9"
+	cmds := commandsUnderTest(t)
+	for _, c := range []struct{ cmd, flag, value string }{
+		{"serve", "store", "mysql://usr:" + pw + "@db.example/x"},
+		{"serve", "public-url", "ftp://usr:" + pw + "@h.example/"},
+		{"pull", "api", "ftp://usr:" + pw + "@h.example/"},
+	} {
+		args := append(append([]string{}, cmds[c.cmd].args...), "--"+c.flag+"="+c.value)
+		checkRefused(t, c.cmd, args, "-"+c.flag)
+		var stdout, stderr strings.Builder
+		run(canceled(), args, &stdout, &stderr)
+		if strings.Contains(stderr.String(), pw) || !strings.Contains(stderr.String(), "usr:xxxxx@") {
+			t.Errorf("herald %q: stderr %q; want the URL with its password redacted", args, stderr.String())
+		}
+	}
+}

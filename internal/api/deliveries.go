@@ -117,7 +117,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 			invalid(w, "url", "url filters the queued deliveries: add status=queued")
 			return
 		}
-		f.EndpointID = store.EndpointIDFor(f.AccountID, u[0])
+		f.EndpointID = s.Store.EndpointID(f.AccountID, u[0])
 	}
 	if f.Status == store.StatusQueued {
 		// Queued deliveries are listed with their events: what a

@@ -45,6 +45,7 @@ type Store interface {
 	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
 	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error)
+	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountQueued(ctx context.Context) (int64, error)
 }

@@ -326,8 +326,7 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 		if err := checkURL(*in.URL); err != nil {
 			return err
 		}
-		sub.URL = *in.URL
-		sub.EndpointID = store.EndpointIDFor(sub.AccountID, sub.URL)
+		sub.URL = *in.URL // the store sets the EndpointID of the URL
 	}
 	if in.EventTypes != nil {
 		if err := checkEventTypes(*in.EventTypes); err != nil {

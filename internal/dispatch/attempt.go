@@ -370,7 +370,7 @@ func (e *Engine) applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.
 			// subscription's dead-letter URL as a delivery of its own.
 			out.DeadLetterCopy = &store.NewDelivery{
 				ID: ids.New("dlv_", now), SubscriptionID: c.SubscriptionID,
-				EndpointID: store.EndpointIDFor(sub.AccountID, sub.Delivery.DeadLetterURL),
+				EndpointID: sub.DeadLetterEndpointID,
 			}
 		}
 	}

@@ -84,7 +84,7 @@ func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Sto
 	if err := f.st.CreateSubscription(ctx, f.sub); err != nil {
 		t.Fatal(err)
 	}
-	f.sub.EndpointID = store.EndpointID(f.sub.URL)
+	f.sub.EndpointID = f.st.EndpointID("", f.sub.URL)
 	cat := catalog.New(f.st)
 	if err := cat.Sync(ctx); err != nil {
 		t.Fatal(err)

@@ -77,6 +77,14 @@ type result struct {
 	duration   time.Duration
 }
 
+// fail records an attempt that got no response: its outcome, and err's
+// text with the password of any URL in it redacted (store.RedactedError),
+// as the attempt log, the logs and the API show it. Every error of send
+// leaves it through here.
+func (r *result) fail(outcome string, err error) {
+	r.outcome, r.err = outcome, store.RedactedError(err).Error()
+}
+
 // retryAfterAt is how long the response's Retry-After header asks the
 // sender to wait at now: 0 without a header, or with one that cannot be
 // read (see retry.ParseRetryAfter).
@@ -138,12 +146,12 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 		err = errors.New("the subscription has no dead-letter URL any more")
 	}
 	if err != nil {
-		res.outcome, res.err = outcomeRequestError, err.Error()
+		res.fail(outcomeRequestError, err)
 		return res
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(enc.Body))
 	if err != nil {
-		res.outcome, res.err = outcomeRequestError, err.Error()
+		res.fail(outcomeRequestError, err) // net/url's error quotes the URL
 		return res
 	}
 	// The headers are set in this order, each replacing what an earlier
@@ -190,7 +198,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	resp, err := e.roundTrip(req)
 	if err != nil {
 		res.duration = time.Since(begin)
-		res.outcome, res.err = classifyError(err), err.Error()
+		res.fail(classifyError(err), err)
 		return res
 	}
 	res.body = readBody(resp.Body)
@@ -294,8 +302,9 @@ func (e *Engine) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
-		// As Client.Do reports it: the operation and URL, then the cause.
-		return nil, &url.Error{Op: "Post", URL: req.URL.String(), Err: err}
+		// As Client.Do reports it: the operation and URL (its password
+		// redacted), then the cause.
+		return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
 	}
 	return resp, nil
 }

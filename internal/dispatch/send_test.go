@@ -382,3 +382,60 @@ func TestRunningAttemptCutAfterTimeout(t *testing.T) {
 		t.Fatal("not abandoned once cut short")
 	}
 }
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestSendRedactsSecrets: the error an attempt logs never shows the URL's
+// password nor a secret header's value, whichever way the attempt failed:
+// refused by the transport (the engine's own round trip, and
+// http.Client.Do's), refused by net/url before anything was sent, or by
+// net/http's header checks.
+func TestSendRedactsSecrets(t *testing.T) {
+	const password, secret = "SuperSecretPw1", "s3cr3t-v4lue"
+	addr := closedPort(t)
+	for _, c := range []struct {
+		name, url, outcome string
+		edit               func(*Engine, *catalog.Entry)
+	}{
+		{"transport", "http://usr:" + password + "@" + addr + "/hook", "connection_refused", nil},
+		{"client", "http://usr:" + password + "@" + addr + "/hook", "connection_refused", func(e *Engine, _ *catalog.Entry) {
+			e.cfg.Client = &http.Client{Timeout: time.Minute, Transport: e.cfg.Client.Transport}
+		}},
+		{"parse", "http://usr:" + password + "@" + addr + ":x/hook", outcomeRequestError, nil},
+		{"header", "http://usr:" + password + "@" + addr + "/hook", outcomeRequestError, func(_ *Engine, sub *catalog.Entry) {
+			sub.SecretHeaders["X-Key"] = secret + "\x01"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newSendEngine(t)
+			sub := newSendSub(t, c.url)
+			if c.edit != nil {
+				c.edit(e, sub)
+			}
+			outs, ok := attemptOnce(e, sub, []store.Claimed{newClaimed(t, 10)})
+			if !ok {
+				t.Fatal("cut short")
+			}
+			a := outs[0].Attempt
+			if a.Outcome != c.outcome || a.Error == "" {
+				t.Fatalf("attempt %+v, want outcome %s with an error", a, c.outcome)
+			}
+			if strings.Contains(a.Error, password) || strings.Contains(a.Error, secret) {
+				t.Fatalf("the attempt's error shows a secret: %q", a.Error)
+			}
+			if strings.Contains(a.Error, "://") && !strings.Contains(a.Error, "usr:xxxxx@") {
+				t.Fatalf("the attempt's error shows the URL without its password redacted: %q", a.Error)
+			}
+		})
+	}
+}

@@ -196,6 +196,8 @@ func (v *Validator) forget(id string) {
 }
 
 // handshake sends e's handshake and says why it failed (nil: validated).
+// The error is what the log and the subscription's validation_error show:
+// the password of a URL in it is redacted (store.RedactedError).
 func (v *Validator) handshake(ctx context.Context, e *catalog.Entry) error {
 	timeout := e.Timeout
 	if timeout <= 0 {
@@ -205,9 +207,9 @@ func (v *Validator) handshake(ctx context.Context, e *catalog.Entry) error {
 	defer cancel()
 	switch e.Delivery.Validation {
 	case KindEventGrid:
-		return v.eventGrid(ctx, e)
+		return store.RedactedError(v.eventGrid(ctx, e))
 	case KindCloudEvents:
-		return v.cloudEvents(ctx, e)
+		return store.RedactedError(v.cloudEvents(ctx, e))
 	}
 	return fmt.Errorf("unknown validation kind %q", e.Delivery.Validation)
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -341,16 +342,29 @@ func TestRevocationReachesAnotherNode(t *testing.T) {
 // TestFirstStartMakesAnAdminKey: without HERALD_ADMIN_KEY, the first start
 // writes an admin key to <data>/admin.key (0600) that works; a restart
 // keeps it and makes no other; a key file left unrenamed by a crash is
-// recovered.
+// recovered. The data directory is made 0700 at every start, and admin.key
+// 0600, whatever they were.
 func TestFirstStartMakesAnAdminKey(t *testing.T) {
 	dir := t.TempDir()
 	noEnvKey := func(c *server.Config) { c.AdminKey = ""; c.DataDir = dir }
-	b := setup(t, noEnvKey)
 	path := filepath.Join(dir, server.AdminKeyFile)
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("admin.key: %v, mode %v; want a 0600 file", err, fi)
+	private := func() {
+		t.Helper()
+		for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != want {
+				t.Fatalf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+			}
+		}
 	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, noEnvKey)
+	private()
 	raw, _ := os.ReadFile(path)
 	key := strings.TrimSpace(string(raw))
 	var ks struct{ Data []struct{ ID, Role string } }
@@ -365,7 +379,11 @@ func TestFirstStartMakesAnAdminKey(t *testing.T) {
 	}
 	ctx := t.Context()
 	_ = b.srv.Close(ctx)
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Chmod(path, 0o644)); err != nil {
+		t.Fatal(err)
+	}
 	b2 := setup(t, noEnvKey)
+	private()
 	again, _ := os.ReadFile(path)
 	if string(again) != string(raw) {
 		t.Fatal("a restart replaced admin.key")

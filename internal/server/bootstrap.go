@@ -18,6 +18,8 @@ import (
 // when the store holds no key at all, an admin key is made and written to
 // <DataDir>/admin.key (mode 0600; of several nodes starting at once on one
 // database, one makes it). A store that already has keys is left alone.
+// The data directory is made private (store.MakePrivate: 0700, and an
+// admin.key left by an earlier start 0600) whichever way it goes.
 func (s *Server) bootstrapKey(ctx context.Context) error {
 	if s.cfg.AdminKey != "" {
 		return nil
@@ -30,7 +32,7 @@ func (s *Server) bootstrapKey(ctx context.Context) error {
 	// stored (harmless), a crash after it one whose key was, which the next
 	// start renames. Each process has its own file, so nodes starting at
 	// once on one data directory cannot swap keys.
-	if err := os.MkdirAll(s.cfg.DataDir, 0o750); err != nil {
+	if err := store.MakePrivate(s.cfg.DataDir, AdminKeyFile); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,7 +121,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Store != "sqlite" && !isPostgresURL(c.Store):
-		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", c.Store)
+		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(c.Store))
 	case c.DataDir == "":
 		return errors.New("--data must name a directory")
 	case c.DedupRetention < time.Minute:
@@ -230,9 +229,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	var st store.Store
 	switch {
 	case cfg.Store == "sqlite":
-		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
-		}
 		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued})
 		if err != nil {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
@@ -248,7 +244,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		st = s
 	default:
-		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", cfg.Store)
+		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(cfg.Store))
 	}
 
 	cat := catalog.New(st)

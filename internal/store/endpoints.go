@@ -16,6 +16,13 @@ import (
 // Deliveries still to be attempted always belong to their subscription's
 // endpoint; finished ones may name an endpoint that is gone.
 type EndpointStore interface {
+	// EndpointID returns the ID of an account's endpoint for a delivery
+	// URL (an empty account is DefaultAccount): EndpointKey.ID with the
+	// installation's key, which the store keeps in its database, so that
+	// every process on the database makes the same IDs. The store sets
+	// every Subscription's EndpointID and DeadLetterEndpointID with it;
+	// others call it to find the endpoint of a URL.
+	EndpointID(accountID, url string) string
 	// GetEndpoint returns one endpoint or ErrNotFound.
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	// ListEndpoints returns a page of an account's endpoints (of every

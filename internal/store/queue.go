@@ -54,8 +54,8 @@ type DeliveryOptions struct {
 	ValidationError string `json:"validation_error,omitempty"`
 	// DeadLetterURL, when set, receives every dead-lettered delivery (of a
 	// push subscription): the store keeps its endpoint, like the URL's, in
-	// the subscription's account (EndpointIDFor), while a subscription
-	// names it.
+	// the subscription's account (Subscription.DeadLetterEndpointID),
+	// while a subscription names it.
 	DeadLetterURL string `json:"dead_letter_url,omitempty"`
 }
 

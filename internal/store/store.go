@@ -240,11 +240,15 @@ func (s Status) Final() bool {
 
 // Subscription is a subscriber's endpoint and what it wants delivered.
 type Subscription struct {
-	ID                string
-	AccountID         string // "" on write: DefaultAccount
-	Name              string
-	URL               string
-	EndpointID        string // EndpointIDFor(AccountID, URL)
+	ID        string
+	AccountID string // "" on write: DefaultAccount
+	Name      string
+	URL       string
+	// EndpointID is the endpoint of URL in the account
+	// (EndpointStore.EndpointID), "" for a pull subscription. The store
+	// sets it on every write (what the caller set is ignored) and returns
+	// it on reads.
+	EndpointID        string
 	EventTypes        []string
 	SubjectBeginsWith string
 	SubjectEndsWith   string
@@ -268,6 +272,9 @@ type Subscription struct {
 	// Delivery is how a push subscription's requests are made: schema,
 	// batches, endpoint validation, dead-letter destination.
 	Delivery DeliveryOptions
+	// DeadLetterEndpointID is the endpoint of Delivery.DeadLetterURL in
+	// the account, "" without one; set by the store as EndpointID is.
+	DeadLetterEndpointID string
 	// Filters are the content filters beside EventTypes and the subject's
 	// prefix and suffix.
 	Filters   FilterOptions

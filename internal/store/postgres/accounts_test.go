@@ -27,7 +27,7 @@ func TestDeleteAccountRacesSubscription(t *testing.T) {
 		}
 		u := fmt.Sprintf("https://race.example/%d", i)
 		sub := store.Subscription{ID: ids.New("sub_", t0), AccountID: acc.ID, Name: "s", URL: u,
-			EndpointID: store.EndpointIDFor(acc.ID, u), State: "active", CreatedAt: t0, UpdatedAt: t0}
+			EndpointID: a.EndpointID(acc.ID, u), State: "active", CreatedAt: t0, UpdatedAt: t0}
 		var created, deleted error
 		var wg sync.WaitGroup
 		wg.Add(2)

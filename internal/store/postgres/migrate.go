@@ -181,6 +181,11 @@ func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
 			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
+	if m.Name == sqlrow.EndpointKeyMigration {
+		if err := sqlrow.RekeyEndpoints(migrationTx{ctx, tx}); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)`,
 		pgx.QueryExecModeExec, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
@@ -247,4 +252,25 @@ ON CONFLICT (id) DO NOTHING`, pgx.QueryExecModeExec, e.ID, e.AccountID, e.URL, e
 		}
 	}
 	return nil
+}
+
+// migrationTx is a migration's transaction as sqlrow.RekeyEndpoints uses
+// it, its statements run in exec mode as every migration statement is.
+type migrationTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (t migrationTx) Query(query string, scan func(sqlrow.RowScanner) error, args ...any) error {
+	rows, err := t.tx.Query(t.ctx, query, append([]any{pgx.QueryExecModeExec}, args...)...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return sqlrow.EachRow(rows, scan)
+}
+
+func (t migrationTx) Exec(query string, args ...any) error {
+	_, err := t.tx.Exec(t.ctx, query, append([]any{pgx.QueryExecModeExec}, args...)...)
+	return err
 }

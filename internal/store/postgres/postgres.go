@@ -153,6 +153,7 @@ import (
 
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // DefaultStatementTimeout is Options.StatementTimeout's default.
@@ -244,6 +245,7 @@ type Store struct {
 	log   *slog.Logger
 	clock clock.Clock
 	opts  Options
+	key   store.EndpointKey // the schema's, read at Open
 
 	// txOpts begins every transaction: BEGIN and SET LOCAL
 	// statement_timeout in one query (see the package comment).
@@ -312,6 +314,15 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: read the current schema: %w", err)
 	}
+	var key []byte
+	if err := pool.QueryRow(ctx, sqlrow.EndpointKeySQL).Scan(&key); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: read the endpoint key: %w", err)
+	}
+	if s.key, err = store.EndpointKeyFrom(key); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
 	s.feed = startChangeFeed(cfg.ConnConfig.Copy(), s.schema, opts.OnQueued, opts.Logger)
 	s.writers.Add(opts.Writers)
 	for range opts.Writers {
@@ -369,6 +380,10 @@ func (s *Store) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.served.Load(),
 		Isolated: s.isolated.Load(), Retried: s.retried.Load()}
 }
+
+// EndpointID implements store.EndpointStore with the key the schema keeps
+// (the same on every node).
+func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
 
 // Pool returns the connection pool (for metrics and administration).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/herald-events/herald/internal/store/storetest"
 )
 
@@ -119,7 +120,7 @@ var t0 = time.Date(2031, time.June, 7, 8, 9, 10, 0, time.UTC)
 func newFixture(t *testing.T, s *Store) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), now: t0}
 	u := "https://a.example/hook"
-	f.sub = store.Subscription{ID: ids.New("sub_", t0), Name: "a", URL: u, EndpointID: store.EndpointID(u),
+	f.sub = store.Subscription{ID: ids.New("sub_", t0), Name: "a", URL: u, EndpointID: s.EndpointID("", u),
 		EventTypes: []string{"x"}, State: "active", CreatedAt: t0, UpdatedAt: t0}
 	if err := s.CreateSubscription(f.ctx, f.sub); err != nil {
 		t.Fatal(err)
@@ -502,5 +503,29 @@ func TestOppositeOrderPublishNoDeadlock(t *testing.T) {
 		if st := s.Stats(); st.Retried != 0 {
 			t.Errorf("node %d: %+v; want no retried batches", i, st)
 		}
+	}
+}
+
+// TestEndpointIDsKeyed: every store opened on one schema makes the same
+// endpoint IDs (the key is the schema's), again after a reopen, and
+// another schema (another installation) makes others, neither the unkeyed
+// hash of earlier releases.
+func TestEndpointIDsKeyed(t *testing.T) {
+	const url = "https://usr:pw@a.example/hook"
+	dbURL := freshSchema(t)
+	a, b := openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})
+	other := openAt(t, freshSchema(t), Options{})
+	id := a.EndpointID("", url)
+	if b.EndpointID("", url) != id || b.EndpointID("acc_x", url) != a.EndpointID("acc_x", url) {
+		t.Fatalf("two stores on one schema make %s and %s", id, b.EndpointID("", url))
+	}
+	if o := other.EndpointID("", url); o == id || id == sqlrow.LegacyEndpointID("", url) || len(id) != 23 {
+		t.Fatalf("the IDs of one URL in two installations: %s and %s (the unkeyed one: %s)", id, o, sqlrow.LegacyEndpointID("", url))
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if again := openAt(t, dbURL, Options{}).EndpointID("", url); again != id {
+		t.Fatalf("the ID after a reopen: %s, want %s", again, id)
 	}
 }

@@ -104,16 +104,16 @@ func isUnique(err error, c string) bool {
 // CreateSubscription implements store.SubscriptionStore. An empty
 // AccountID is filled in as store.DefaultAccount, an empty DeliveryMode as
 // store.ModePush, an empty FailurePolicy as store.FailureRetry, and a push
-// subscription's empty EndpointID as store.EndpointIDFor(AccountID, URL); a
-// pull subscription keeps EndpointID "" and gets no endpoint row (nor does
-// its update or delete touch one). A push subscription naming a
-// dead-letter URL gets that URL's endpoint row too, when new
-// (sqlrow.DeadLetterEndpointID). The subscription's Timeout is kept
+// subscription's EndpointID is s.EndpointID(AccountID, URL), whatever it
+// held (sqlrow.SubscriptionValues); a pull subscription has EndpointID ""
+// and gets no endpoint row (nor does its update or delete touch one). A
+// push subscription naming a dead-letter URL gets that URL's endpoint row
+// too, when new (DeadLetterEndpointID). The subscription's Timeout is kept
 // to the millisecond. ErrNotFound when the account does not exist (checked
 // first), ErrNameTaken when the name is used in the account, ErrConflict
 // when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := subscriptionArgs(&sub)
+	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *store.Subsc
 	if err := s.insertEndpoint(ctx, tx, sub.EndpointID, sub.URL, sub); err != nil {
 		return err
 	}
-	return s.insertEndpoint(ctx, tx, sqlrow.DeadLetterEndpointID(sub), sub.Delivery.DeadLetterURL, sub)
+	return s.insertEndpoint(ctx, tx, sub.DeadLetterEndpointID, sub.Delivery.DeadLetterURL, sub)
 }
 
 // insertEndpoint creates the endpoint row id of url, in sub's account,
@@ -283,7 +283,7 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 // dead-letter URL any more, those still to be attempted are dropped
 // (sqlrow.ReasonDeadLetterURLRemoved).
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := subscriptionArgs(&sub)
+	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 			}
 			unused = append(unused, old)
 		}
-		if dl := sqlrow.DeadLetterEndpointID(&sub); oldDL != dl {
+		if dl := sub.DeadLetterEndpointID; oldDL != dl {
 			var err error
 			if dl != "" {
 				_, err = tx.Exec(ctx, moveDeadLettersSQL, dl, sub.ID)
@@ -373,9 +373,9 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 
 // subscriptionArgs returns s's columns in subscriptionCols order after the
 // ID (account_id … updated_at: $1 … $21), followed by the ID ($22). It
-// fills in an empty AccountID, DeliveryMode and FailurePolicy, and a push
-// subscription's empty EndpointID (sqlrow.SubscriptionValues).
-func subscriptionArgs(s *store.Subscription) ([]any, error) {
-	v, err := sqlrow.SubscriptionValues(s)
+// fills in an empty AccountID, DeliveryMode and FailurePolicy, and the
+// endpoint IDs (sqlrow.SubscriptionValues, with the store's key).
+func (st *Store) subscriptionArgs(s *store.Subscription) ([]any, error) {
+	v, err := sqlrow.SubscriptionValues(s, st.key)
 	return append(v, s.ID), err
 }

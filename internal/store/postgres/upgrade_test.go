@@ -21,6 +21,19 @@ import (
 // this build.
 func openUpgraded(t *testing.T, version int, data string) *postgres.Store {
 	t.Helper()
+	url := writeVersion(t, version, data)
+	s, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// writeVersion writes a fresh schema at an earlier schema version holding
+// data and returns its URL.
+func writeVersion(t *testing.T, version int, data string) string {
+	t.Helper()
 	url := pgtest.SchemaURL(t)
 	ms, err := migrate.LoadMigrations(os.DirFS("."), "migrations")
 	if err != nil {
@@ -41,12 +54,7 @@ func openUpgraded(t *testing.T, version int, data string) *postgres.Store {
 		}
 	}
 	conn.Close(ctx)
-	s, err := postgres.Open(ctx, url, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return url
 }
 
 // TestUpgrade opens databases written at each earlier schema version and
@@ -66,4 +74,42 @@ func TestUpgrade(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEndpointRekeyIsAtomic: a schema-10 database the re-keying fails on
+// (a subscription whose delivery options are not JSON) is left as it was:
+// schema 10, no key, the old IDs. Once the row is mended, the upgrade
+// goes through.
+func TestEndpointRekeyIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	url := writeVersion(t, 10, storetest.V10Data+`UPDATE subscriptions SET delivery = 'not JSON' WHERE id = 'sub_v10x';`)
+	if _, err := postgres.Open(ctx, url, postgres.Options{}); err == nil || !strings.Contains(err.Error(), "0011_endpoint_key.sql") {
+		t.Fatalf("Open of a schema the re-keying fails on: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var version int
+	var keys *string
+	var ep string
+	if err := conn.QueryRow(ctx, `SELECT MAX(version), to_regclass('installation_keys')::text,
+		(SELECT endpoint_id FROM subscriptions WHERE id = 'sub_v10') FROM schema_version`).Scan(&version, &keys, &ep); err != nil {
+		t.Fatal(err)
+	}
+	if version != 10 || keys != nil || ep != "ep_80xd22q4hn06sbmty17h" {
+		t.Fatalf("after a failed re-keying: schema %d, key table %v, sub_v10 on %s; want 10, none, its old ID", version, keys, ep)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE subscriptions SET delivery = '{}' WHERE id = 'sub_v10x'`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if sub, err := s.GetSubscription(ctx, "sub_v10"); err != nil || sub.EndpointID != s.EndpointID("", sub.URL) {
+		t.Fatalf("sub_v10 after the upgrade: %+v, %v", sub, err)
+	}
 }

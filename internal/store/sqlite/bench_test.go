@@ -132,7 +132,7 @@ func BenchmarkCleanup(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	sub := store.Subscription{ID: "sub_bench", Name: "bench", URL: "http://127.0.0.1:1/h", EndpointID: store.EndpointID("http://127.0.0.1:1/h"),
+	sub := store.Subscription{ID: "sub_bench", Name: "bench", URL: "http://127.0.0.1:1/h", EndpointID: s.EndpointID("", "http://127.0.0.1:1/h"),
 		EventTypes: []string{"bench.event"}, State: "active", CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if err := s.CreateSubscription(ctx, sub); err != nil {
 		b.Fatal(err)

@@ -84,6 +84,11 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error
 			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
+	if m.Name == sqlrow.EndpointKeyMigration {
+		if err := sqlrow.RekeyEndpoints(migrationTx{ctx, conn}); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return fmt.Errorf("migration %s: %w", m.Name, err)
@@ -162,4 +167,35 @@ ON CONFLICT (id) DO NOTHING`, e.ID, e.AccountID, e.URL, e.CreatedAt, v); err != 
 		}
 	}
 	return nil
+}
+
+// migrationTx is a migration's transaction on conn as
+// sqlrow.RekeyEndpoints uses it.
+type migrationTx struct {
+	ctx  context.Context
+	conn *sql.Conn
+}
+
+func (t migrationTx) Query(query string, scan func(sqlrow.RowScanner) error, args ...any) error {
+	rows, err := t.conn.QueryContext(t.ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return sqlrow.EachRow(rows, scan)
+}
+
+func (t migrationTx) Exec(query string, args ...any) error {
+	_, err := t.conn.ExecContext(t.ctx, query, args...)
+	return err
+}
+
+// readEndpointKey reads the installation's endpoint key (schema 11 made
+// it).
+func readEndpointKey(ctx context.Context, conn *sql.Conn) (store.EndpointKey, error) {
+	var b []byte
+	if err := conn.QueryRowContext(ctx, sqlrow.EndpointKeySQL).Scan(&b); err != nil {
+		return store.EndpointKey{}, fmt.Errorf("read the endpoint key: %w", err)
+	}
+	return store.EndpointKeyFrom(b)
 }

@@ -48,7 +48,7 @@ func TestReopen(t *testing.T) {
 
 	s := open(t, path)
 	url := "https://a.example/hook"
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: store.EndpointID(url),
+	sub := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
 		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
@@ -500,7 +500,7 @@ func TestOnQueued(t *testing.T) {
 	}
 	p, q := pullSubscription(t, s, "p", now), pullSubscription(t, s, "q", now)
 	url := "https://a.example/hook"
-	a := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: store.EndpointID(url),
+	a := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
 		EventTypes: []string{"x"}, State: store.StateActive, CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, a); err != nil {
 		t.Fatal(err)
@@ -586,7 +586,7 @@ func TestMergedPublishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.CreateSubscription(ctx, store.Subscription{ID: "sub_v", Name: "v", URL: "https://v.example/",
-		EndpointID: store.EndpointID("https://v.example/"), EventTypes: []string{"t"}, State: "active",
+		EndpointID: s.EndpointID("", "https://v.example/"), EventTypes: []string{"t"}, State: "active",
 		CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

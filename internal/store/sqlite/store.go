@@ -141,6 +141,7 @@ type Store struct {
 	readDB  *sql.DB
 	w       *writer
 	lock    *os.File
+	key     store.EndpointKey // the installation's, read at Open
 
 	// mu orders Close against write: write holds it shared while queueing,
 	// Close exclusively while marking the store closed, so no request is
@@ -155,14 +156,14 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating it and its parent directory if needed) the database
-// at path, applies the embedded schema migrations, clears every lease left by
+// at path, makes its directory and files private (see makePrivate), applies the embedded schema migrations, clears every lease left by
 // a previous run, and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
 	opts.setDefaults()
 	if path == "" || strings.Contains(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite store: %q is not a plain file path", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err := makePrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
 	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, readStmts: map[string]*sql.Stmt{}}
@@ -221,6 +222,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if from != to {
 		s.log.Info("sqlite schema migrated", "path", path, "from", from, "to", to)
 	}
+	if s.key, err = readEndpointKey(ctx, conn); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
 	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_until > 0`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store %s: clear leases: %w", path, err)
@@ -248,6 +252,25 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	return s, nil
 }
 
+// makePrivate makes the database's directory and files its owner's alone
+// (store.MakePrivate: the directory 0700, the files 0600): the directory,
+// made if missing; the database, the files SQLite keeps beside it (-wal,
+// -shm, -journal) and the lock file, when they exist; and the database
+// file, made empty (which SQLite takes as a new database) when missing,
+// since SQLite would create it 0644 and makes its -wal, -shm and -journal
+// files with the database file's mode, whatever the umask.
+func makePrivate(path string) error {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	if err := store.MakePrivate(dir, base, base+"-wal", base+"-shm", base+"-journal", base+".lock"); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, store.PrivateFileMode)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 func dsn(path string, pragmas ...string) string {
 	q := url.Values{}
 	for _, p := range pragmas {
@@ -269,6 +292,10 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	return Stats{Commits: s.w.commits.Load(), Requests: s.w.served.Load()}
 }
+
+// EndpointID implements store.EndpointStore with the key the database
+// keeps.
+func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }

@@ -79,14 +79,14 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'del
 
 // CreateSubscription implements store.SubscriptionStore. An empty
 // AccountID is DefaultAccount, an empty DeliveryMode ModePush, an empty
-// FailurePolicy FailureRetry, and a push subscription's empty EndpointID is
-// filled in as store.EndpointIDFor(AccountID, URL); a pull subscription
-// keeps EndpointID "" and gets no endpoint row. A push subscription naming
-// a dead-letter URL gets that URL's endpoint row too, when new
-// (sqlrow.DeadLetterEndpointID). The subscription's Timeout is kept to the
+// FailurePolicy FailureRetry, and a push subscription's EndpointID is
+// s.EndpointID(AccountID, URL), whatever it held (sqlrow.SubscriptionValues);
+// a pull subscription has EndpointID "" and gets no endpoint row. A push
+// subscription naming a dead-letter URL gets that URL's endpoint row too,
+// when new (DeadLetterEndpointID). The subscription's Timeout is kept to the
 // millisecond. ErrConflict when the ID is taken.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := sqlrow.SubscriptionValues(&sub)
+	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func insertEndpoints(w *writer, sub *store.Subscription) error {
 	if err := insertEndpoint(w, sub.EndpointID, sub.URL, sub); err != nil {
 		return err
 	}
-	return insertEndpoint(w, sqlrow.DeadLetterEndpointID(sub), sub.Delivery.DeadLetterURL, sub)
+	return insertEndpoint(w, sub.DeadLetterEndpointID, sub.Delivery.DeadLetterURL, sub)
 }
 
 // insertEndpoint creates the endpoint row id of url, in sub's account,
@@ -278,7 +278,7 @@ func (w *writer) currentCatalog() (int64, error) {
 // dead-letter URL any more, those still to be attempted are dropped
 // (sqlrow.ReasonDeadLetterURLRemoved).
 func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
-	args, err := sqlrow.SubscriptionValues(&sub)
+	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 			}
 			unused = append(unused, old)
 		}
-		if dl := sqlrow.DeadLetterEndpointID(&sub); oldDL != dl {
+		if dl := sub.DeadLetterEndpointID; oldDL != dl {
 			var err error
 			if dl != "" {
 				_, err = w.exec(moveDeadLettersSQL, dl, sub.ID)

@@ -18,6 +18,18 @@ import (
 // this build.
 func openUpgraded(t *testing.T, version int, data string) *Store {
 	t.Helper()
+	s, err := Open(context.Background(), writeVersion(t, version, data), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// writeVersion writes a data file at an earlier schema version holding
+// data and returns its path.
+func writeVersion(t *testing.T, version int, data string) string {
+	t.Helper()
 	ms, err := migrate.LoadMigrations(os.DirFS("."), "migrations")
 	if err != nil {
 		t.Fatal(err)
@@ -39,12 +51,7 @@ func openUpgraded(t *testing.T, version int, data string) *Store {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(context.Background(), path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return path
 }
 
 // TestUpgrade opens databases written at each earlier schema version and

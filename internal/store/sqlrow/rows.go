@@ -1,6 +1,8 @@
 package sqlrow
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,15 +31,15 @@ type RowScanner interface {
 // them without a migration per option. dead_letter_endpoint_id is derived
 // from it (DeadLetterEndpointID) and kept in a column of its own because
 // it is queried (the endpoint rows a subscription keeps alive, the
-// endpoint of its dead letters); it is read and ignored. filters holds the
-// store.FilterOptions the same way ('{}': none), written by encodeFilters.
+// endpoint of its dead letters). filters holds the store.FilterOptions the
+// same way ('{}': none), written by encodeFilters.
 func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 	var s store.Subscription
-	var types, headers, secretHeaders, signing, delivery, deadLetterEndpoint, filters string
+	var types, headers, secretHeaders, signing, delivery, filters string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
 		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy,
-		&delivery, &deadLetterEndpoint, &filters, &created, &updated, &s.Version); err != nil {
+		&delivery, &s.DeadLetterEndpointID, &filters, &created, &updated, &s.Version); err != nil {
 		return store.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -66,10 +68,13 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 }
 
 // SubscriptionValues returns s's columns in ScanSubscription's order without
-// the ID and the version (account_id … updated_at). An empty AccountID is
-// filled in as store.DefaultAccount, an empty EndpointID from the account
-// and URL; dead_letter_endpoint_id is DeadLetterEndpointID(s).
-func SubscriptionValues(s *store.Subscription) ([]any, error) {
+// the ID and the version (account_id … updated_at), after setting in s what
+// the store fills in: an empty AccountID as store.DefaultAccount, an empty
+// DeliveryMode and FailurePolicy as their defaults, and the endpoint IDs
+// made with the installation's key: EndpointID (key.ID of the account and
+// URL for a push subscription, "" for a pull one) and DeadLetterEndpointID
+// (DeadLetterEndpointID), whatever they held.
+func SubscriptionValues(s *store.Subscription, key store.EndpointKey) ([]any, error) {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
 		return nil, err
@@ -97,12 +102,14 @@ func SubscriptionValues(s *store.Subscription) ([]any, error) {
 	if s.FailurePolicy == "" {
 		s.FailurePolicy = store.FailureRetry
 	}
-	if s.EndpointID == "" && s.DeliveryMode == store.ModePush {
-		s.EndpointID = store.EndpointIDFor(s.AccountID, s.URL)
+	s.EndpointID = ""
+	if s.DeliveryMode == store.ModePush {
+		s.EndpointID = key.ID(s.AccountID, s.URL)
 	}
+	s.DeadLetterEndpointID = DeadLetterEndpointID(s, key)
 	return []any{s.AccountID, s.Name, s.URL, s.EndpointID, string(types), s.SubjectBeginsWith, s.SubjectEndsWith,
 		s.RetryPolicy, s.Timeout.Milliseconds(), string(headers), string(secretHeaders), EncodeSigning(s.Signing),
-		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery), DeadLetterEndpointID(s), filters,
+		s.DeadLetter, s.State, s.DeliveryMode, s.FailurePolicy, string(delivery), s.DeadLetterEndpointID, filters,
 		UnixMS(s.CreatedAt), UnixMS(s.UpdatedAt)}, nil
 }
 
@@ -130,25 +137,48 @@ func encodeFilters(f store.FilterOptions) (string, error) {
 }
 
 // DeadLetterEndpointID is the subscriptions.dead_letter_endpoint_id of s:
-// the endpoint of its dead-letter URL in its account
-// (store.EndpointIDFor), or "" when it has none. Only a push subscription
-// has one (store.DeliveryOptions.DeadLetterURL), as only a push
-// subscription has an endpoint. An empty AccountID is DefaultAccount.
+// the endpoint of its dead-letter URL in its account (key.ID), or "" when
+// it has none (deadLetterURL).
 //
 // An endpoint row lives while a subscription uses its URL as its URL or as
 // its dead-letter URL: a subscription write creates the row of either when
 // it is new, and deletes the row of one it stopped using when no
 // subscription uses it in either way.
-func DeadLetterEndpointID(s *store.Subscription) string {
-	mode := s.DeliveryMode
-	if mode == "" {
-		mode = store.ModePush
+func DeadLetterEndpointID(s *store.Subscription, key store.EndpointKey) string {
+	if u := deadLetterURL(s); u != "" {
+		return key.ID(s.AccountID, u)
 	}
-	if mode != store.ModePush || s.Delivery.DeadLetterURL == "" {
+	return ""
+}
+
+// deadLetterURL is s's dead-letter URL that has an endpoint, or "". Only
+// a push subscription has one (store.DeliveryOptions.DeadLetterURL), as
+// only a push subscription has an endpoint.
+func deadLetterURL(s *store.Subscription) string {
+	if s.DeliveryMode != "" && s.DeliveryMode != store.ModePush {
 		return ""
 	}
-	return store.EndpointIDFor(store.AccountOrDefault(s.AccountID), s.Delivery.DeadLetterURL)
+	return s.Delivery.DeadLetterURL
 }
+
+// LegacyEndpointID is the endpoint ID releases before schema 11 made
+// (store.EndpointKey.ID replaced it): "ep_" and 20 base32 characters of an
+// unkeyed SHA-256 of the account and the URL (of the URL alone in
+// store.DefaultAccount). Only schema 8's backfill makes such IDs, which
+// schema 11 then replaces with keyed ones (RekeyEndpoints).
+func LegacyEndpointID(accountID, url string) string {
+	var sum [sha256.Size]byte
+	if accountID == "" || accountID == store.DefaultAccount {
+		sum = sha256.Sum256([]byte(url))
+	} else {
+		sum = sha256.Sum256([]byte(accountID + "\x00" + url))
+	}
+	return "ep_" + legacyIDEncoding.EncodeToString(sum[:])[:20]
+}
+
+// legacyIDEncoding is Crockford's base32 in lower case, as internal/ids
+// writes it.
+var legacyIDEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
 
 // ReasonDeadLetterURLRemoved drops the deliveries of dead letters still to
 // be made (pending or queued) of a subscription whose dead-letter URL was
@@ -179,7 +209,8 @@ type DeadLetterEndpoint struct {
 // runs it in its migration's transaction, sets each subscription's
 // dead_letter_endpoint_id and creates the endpoint rows that do not exist
 // yet, so that the dead-letter URLs stored with schema 7 get their
-// endpoints.
+// endpoints. The IDs are the ones of that release (LegacyEndpointID): the
+// other endpoints' are too, until schema 11 keys them all.
 func BackfillDeadLetters(rows interface {
 	Next() bool
 	RowScanner
@@ -196,9 +227,9 @@ func BackfillDeadLetters(rows interface {
 		if err := json.Unmarshal([]byte(delivery), &s.Delivery); err != nil {
 			return nil, fmt.Errorf("subscription %s: delivery: %w", s.ID, err)
 		}
-		if id := DeadLetterEndpointID(&s); id != "" {
-			out = append(out, DeadLetterEndpoint{Subscription: s.ID, ID: id, AccountID: store.AccountOrDefault(s.AccountID),
-				URL: s.Delivery.DeadLetterURL, CreatedAt: updated})
+		if u := deadLetterURL(&s); u != "" {
+			out = append(out, DeadLetterEndpoint{Subscription: s.ID, ID: LegacyEndpointID(s.AccountID, u),
+				AccountID: store.AccountOrDefault(s.AccountID), URL: u, CreatedAt: updated})
 		}
 	}
 	return out, rows.Err()

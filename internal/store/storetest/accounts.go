@@ -182,7 +182,7 @@ func testAccountNotFound(t *testing.T, b *bundle) {
 		t.Fatalf("DeleteAccount(unknown) = %v, want ErrNotFound", err)
 	}
 	sub := store.Subscription{ID: b.id("sub_"), AccountID: id, Name: "s", URL: "https://x.example/",
-		EndpointID: store.EndpointIDFor(id, "https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
+		EndpointID: b.s.EndpointID(id, "https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, sub); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateSubscription(unknown account) = %v, want ErrNotFound", err)
 	}

@@ -188,7 +188,7 @@ func testRedriveMovedSubscription(t *testing.T, b *bundle) {
 	for range 5 {
 		onA = append(onA, b.deadAfterTwo(a, b.now))
 	}
-	a.URL, a.EndpointID, a.UpdatedAt = "https://b.example/hook", store.EndpointID("https://b.example/hook"), b.at(time.Second)
+	a.URL, a.EndpointID, a.UpdatedAt = "https://b.example/hook", b.s.EndpointID("", "https://b.example/hook"), b.at(time.Second)
 	if err := b.s.UpdateSubscription(b.ctx, a); err != nil {
 		t.Fatal(err)
 	}

@@ -286,7 +286,7 @@ func BenchSub(b *testing.B, s store.Store, i int) store.Subscription {
 	now := time.Now()
 	url := fmt.Sprintf("http://127.0.0.1:1/hook/%d", i)
 	sub := store.Subscription{ID: ids.New("sub_", now), Name: fmt.Sprintf("bench-%d", i), URL: url,
-		EndpointID: store.EndpointID(url), EventTypes: []string{"bench.event"}, State: "active",
+		EndpointID: s.EndpointID("", url), EventTypes: []string{"bench.event"}, State: "active",
 		CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(context.Background(), sub); err != nil {
 		b.Fatal(err)

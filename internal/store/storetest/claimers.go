@@ -35,7 +35,7 @@ func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 	url := "https://claimers.example/hook"
 	id := ids.New("sub_", at)
 	sub := store.Subscription{ID: id, Name: "claimers-" + id, URL: url,
-		EndpointID: store.EndpointID(url), EventTypes: []string{"x"}, State: "active", CreatedAt: at, UpdatedAt: at}
+		EndpointID: nodes[0].EndpointID("", url), EventTypes: []string{"x"}, State: "active", CreatedAt: at, UpdatedAt: at}
 	if err := nodes[0].CreateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
 	}

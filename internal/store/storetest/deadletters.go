@@ -50,9 +50,9 @@ func (b *bundle) dlSubIn(account, url, dlURL string) store.Subscription {
 	return b.subWith(account, url, func(s *store.Subscription) { s.Delivery.DeadLetterURL = dlURL })
 }
 
-// dlEndpoint is the endpoint of sub's dead-letter URL.
-func dlEndpoint(sub store.Subscription) string {
-	return store.EndpointIDFor(sub.AccountID, sub.Delivery.DeadLetterURL)
+// dlEndpoint is the endpoint of sub's dead-letter URL, as it is now.
+func (b *bundle) dlEndpoint(sub store.Subscription) string {
+	return b.s.EndpointID(sub.AccountID, sub.Delivery.DeadLetterURL)
 }
 
 // withCopy returns o (a dead-lettered outcome) under b's lease, with the
@@ -60,7 +60,7 @@ func dlEndpoint(sub store.Subscription) string {
 // makes it.
 func (b *bundle) withCopy(o store.Outcome, sub store.Subscription) store.Outcome {
 	o.LeaseOwner = b.lease.Owner
-	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: sub.ID, EndpointID: dlEndpoint(sub)}
+	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: sub.ID, EndpointID: b.dlEndpoint(sub)}
 	return o
 }
 
@@ -115,8 +115,8 @@ func (b *bundle) allEndpointIDs() []string {
 // dead-lettered delivery as it ended; it is not a dead letter itself.
 func testDeadLetterWritten(t *testing.T, b *bundle) {
 	a := b.dlSub("https://a.example/hook", "https://dl.example/hook")
-	dlEp := dlEndpoint(a)
-	if dlEp != store.EndpointID("https://dl.example/hook") || dlEp == a.EndpointID {
+	dlEp := b.dlEndpoint(a)
+	if dlEp != b.s.EndpointID("", "https://dl.example/hook") || dlEp == a.EndpointID {
 		t.Fatalf("dead-letter endpoint %s", dlEp)
 	}
 	ev, seq := b.claimOne(a, b.now)
@@ -261,7 +261,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o = b.withCopy(deadLettered("dlv_unknown", 1, b.now, b.now), a)
 	b.record(o)
 	b.noDelivery(o.DeadLetterCopy.ID)
-	if _, ok, err := b.s.NextDue(b.ctx, dlEndpoint(a)); err != nil || ok {
+	if _, ok, err := b.s.NextDue(b.ctx, b.dlEndpoint(a)); err != nil || ok {
 		t.Fatalf("NextDue(dead-letter endpoint) = %v, %v; want nothing due", ok, err)
 	}
 }
@@ -276,7 +276,7 @@ func testDeadLetterFollowsSubscription(t *testing.T, b *bundle) {
 	o := deadLettered(ev.Deliveries[0].ID, 1, b.now, b.now)
 	o.LeaseOwner = b.lease.Owner
 	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: plain.ID,
-		EndpointID: store.EndpointID("https://dl.example/hook")}
+		EndpointID: b.s.EndpointID("", "https://dl.example/hook")}
 	b.record(o)
 	if d := b.get(ev.Deliveries[0].ID); d.Status != store.StatusDeadLettered {
 		t.Fatalf("dead-lettered delivery: %+v", d)
@@ -289,8 +289,8 @@ func testDeadLetterFollowsSubscription(t *testing.T, b *bundle) {
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "https://dl2.example/hook", b.at(time.Second)
 	b.updateSub(a)
 	b.record(o)
-	if d := b.get(o.DeadLetterCopy.ID); d.EndpointID != dlEndpoint(a) || d.DeadLetterOf != ev.Deliveries[0].ID {
-		t.Fatalf("dead letter recorded after its URL changed: %+v; want it on %s", d, dlEndpoint(a))
+	if d := b.get(o.DeadLetterCopy.ID); d.EndpointID != b.dlEndpoint(a) || d.DeadLetterOf != ev.Deliveries[0].ID {
+		t.Fatalf("dead letter recorded after its URL changed: %+v; want it on %s", d, b.dlEndpoint(a))
 	}
 }
 
@@ -309,7 +309,7 @@ func testDeadLetterKeepsEvent(t *testing.T, b *bundle) {
 	}
 	b.get(id)
 	end := attemptDue(o)
-	equal(t, "claimed", claimedIDs(b.claim(dlEndpoint(a), end, 10)), []string{copyID})
+	equal(t, "claimed", claimedIDs(b.claim(b.dlEndpoint(a), end, 10)), []string{copyID})
 	s := succeeded(copyID, 1, end)
 	s.LeaseOwner = b.lease.Owner
 	b.record(s)
@@ -326,7 +326,7 @@ func testDeadLetterKeepsEvent(t *testing.T, b *bundle) {
 // deleted, and an update that keeps it keeps its health.
 func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	a := b.dlSub("https://a.example/hook", "https://dl.example/hook")
-	dlEp := dlEndpoint(a)
+	dlEp := b.dlEndpoint(a)
 	equal(t, "endpoints", b.allEndpointIDs(), sortedCopy([]string{a.EndpointID, dlEp}))
 	e := b.endpoint(dlEp)
 	if e.AccountID != store.DefaultAccount || e.URL != "https://dl.example/hook" || !e.CreatedAt.Equal(b.now) || e.Version <= 0 {
@@ -337,7 +337,7 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	// In another account: an endpoint of that account.
 	acc := b.account("tenant")
 	other := b.dlSubIn(acc.ID, "https://a.example/hook", "https://dl.example/hook")
-	if otherEp := dlEndpoint(other); otherEp == dlEp || b.endpoint(otherEp).AccountID != acc.ID {
+	if otherEp := b.dlEndpoint(other); otherEp == dlEp || b.endpoint(otherEp).AccountID != acc.ID {
 		t.Fatalf("dead-letter endpoint in another account: %s, %+v", otherEp, b.endpoint(otherEp))
 	}
 
@@ -352,11 +352,11 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "https://dl2.example/hook", b.at(2*time.Second)
 	b.updateSub(a)
 	b.noEndpoint(dlEp)
-	if e := b.endpoint(dlEndpoint(a)); e.URL != "https://dl2.example/hook" || !e.CreatedAt.Equal(b.at(2*time.Second)) {
+	if e := b.endpoint(b.dlEndpoint(a)); e.URL != "https://dl2.example/hook" || !e.CreatedAt.Equal(b.at(2*time.Second)) {
 		t.Fatalf("new dead-letter endpoint: %+v", e)
 	}
 	// Removed.
-	dl2 := dlEndpoint(a)
+	dl2 := b.dlEndpoint(a)
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "", b.at(3*time.Second)
 	b.updateSub(a)
 	b.noEndpoint(dl2)
@@ -376,12 +376,12 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 // uses its URL, as its URL or as its dead-letter URL.
 func testDeadLetterSharedURL(t *testing.T, b *bundle) {
 	const x = "https://x.example/hook"
-	epX := store.EndpointID(x)
+	epX := b.s.EndpointID("", x)
 	// One's URL, another's dead-letter URL.
 	s1 := b.sub(x)
 	s2 := b.dlSub("https://two.example/hook", x)
-	if dlEndpoint(s2) != epX || s1.EndpointID != epX {
-		t.Fatalf("test setup: %s, %s", dlEndpoint(s2), s1.EndpointID)
+	if b.dlEndpoint(s2) != epX || s1.EndpointID != epX {
+		t.Fatalf("test setup: %s, %s", b.dlEndpoint(s2), s1.EndpointID)
 	}
 	h := sampleHealth(b)
 	b.setHealth(epX, h)
@@ -410,7 +410,7 @@ func testDeadLetterSharedURL(t *testing.T, b *bundle) {
 	b.endpoint(epX)
 	s6.Delivery.DeadLetterURL, s6.UpdatedAt = x, b.at(3*time.Second)
 	b.updateSub(s6)
-	s6.URL, s6.EndpointID, s6.UpdatedAt = "https://six.example/hook", store.EndpointID("https://six.example/hook"), b.at(4*time.Second)
+	s6.URL, s6.EndpointID, s6.UpdatedAt = "https://six.example/hook", b.s.EndpointID("", "https://six.example/hook"), b.at(4*time.Second)
 	b.updateSub(s6)
 	b.endpoint(epX)
 	b.deleteSub(s6)
@@ -426,7 +426,7 @@ func testDeadLetterSharedURL(t *testing.T, b *bundle) {
 // dead letters. Swapping the two URLs swaps them.
 func testDeadLetterMove(t *testing.T, b *bundle) {
 	a := b.dlSub("https://a.example/hook", "https://dl.example/hook")
-	epA, dl1 := a.EndpointID, dlEndpoint(a)
+	epA, dl1 := a.EndpointID, b.dlEndpoint(a)
 	_, _, o1, dead1, c1 := b.deadLetter(a, b.now) // pending
 	_, _, o2, _, c2 := b.deadLetter(a, b.now)     // delivered
 	equal(t, "claimed", claimedIDs(b.claim(dl1, attemptDue(o2), 10)), []string{c1, c2})
@@ -438,7 +438,7 @@ func testDeadLetterMove(t *testing.T, b *bundle) {
 
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "https://dl2.example/hook", b.at(time.Second)
 	b.updateSub(a)
-	dl2 := dlEndpoint(a)
+	dl2 := b.dlEndpoint(a)
 	for id, want := range map[string]string{c1: dl2, c2: dl1, n: epA, dead1: epA} {
 		if d := b.get(id); d.EndpointID != want {
 			t.Fatalf("delivery %s is on %s after the dead-letter URL changed; want %s", id, d.EndpointID, want)
@@ -451,7 +451,7 @@ func testDeadLetterMove(t *testing.T, b *bundle) {
 	}
 	b.s.Release(b.ctx, []string{c1}, b.lease.Owner)
 
-	a.URL, a.EndpointID, a.UpdatedAt = "https://b.example/hook", store.EndpointID("https://b.example/hook"), b.at(2*time.Second)
+	a.URL, a.EndpointID, a.UpdatedAt = "https://b.example/hook", b.s.EndpointID("", "https://b.example/hook"), b.at(2*time.Second)
 	b.updateSub(a)
 	for id, want := range map[string]string{c1: dl2, n: a.EndpointID} {
 		if d := b.get(id); d.EndpointID != want {
@@ -464,12 +464,12 @@ func testDeadLetterMove(t *testing.T, b *bundle) {
 	url, dlURL := a.URL, a.Delivery.DeadLetterURL
 	a.URL, a.EndpointID, a.Delivery.DeadLetterURL, a.UpdatedAt = dlURL, dl2, url, b.at(3*time.Second)
 	b.updateSub(a)
-	for id, want := range map[string]string{c1: dlEndpoint(a), n: dl2} {
+	for id, want := range map[string]string{c1: b.dlEndpoint(a), n: dl2} {
 		if d := b.get(id); d.EndpointID != want {
 			t.Fatalf("delivery %s is on %s after the URLs were swapped; want %s", id, d.EndpointID, want)
 		}
 	}
-	equal(t, "endpoints after the swap", b.allEndpointIDs(), sortedCopy([]string{a.EndpointID, dlEndpoint(a)}))
+	equal(t, "endpoints after the swap", b.allEndpointIDs(), sortedCopy([]string{a.EndpointID, b.dlEndpoint(a)}))
 }
 
 // testDeadLetterURLRemoved: a subscription that stops naming a dead-letter
@@ -477,7 +477,7 @@ func testDeadLetterMove(t *testing.T, b *bundle) {
 // outcome only logs), and writes no more; its other deliveries stay.
 func testDeadLetterURLRemoved(t *testing.T, b *bundle) {
 	a := b.dlSub("https://a.example/hook", "https://dl.example/hook")
-	dlEp := dlEndpoint(a)
+	dlEp := b.dlEndpoint(a)
 	_, _, o1, dead1, c1 := b.deadLetter(a, b.now)
 	_, _, _, _, c2 := b.deadLetter(a, b.at(time.Second))
 	equal(t, "claimed", claimedIDs(b.claim(dlEp, attemptDue(o1), 1)), []string{c1}) // c1 leased, c2 not
@@ -533,13 +533,13 @@ func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 		o.LeaseOwner = b.lease.Owner
 		b.record(o)
 	}
-	deadAgain(c, dlEndpoint(a), at)
+	deadAgain(c, b.dlEndpoint(a), at)
 	now := b.at(time.Hour)
 	d, err := b.s.Redeliver(b.ctx, c, now)
-	if err != nil || d.Status != store.StatusPending || d.EndpointID != dlEndpoint(a) || d.DeadLetterOf != dead || !d.NextAttemptAt.Equal(now) {
-		t.Fatalf("Redeliver of a dead letter = %+v, %v; want pending on %s", d, err, dlEndpoint(a))
+	if err != nil || d.Status != store.StatusPending || d.EndpointID != b.dlEndpoint(a) || d.DeadLetterOf != dead || !d.NextAttemptAt.Equal(now) {
+		t.Fatalf("Redeliver of a dead letter = %+v, %v; want pending on %s", d, err, b.dlEndpoint(a))
 	}
-	got := b.claim(dlEndpoint(a), now, 10)
+	got := b.claim(b.dlEndpoint(a), now, 10)
 	if len(got) != 1 || got[0].ID != c || got[0].DeadLetter == nil || got[0].DeadLetter.ID != dead ||
 		got[0].DeadLetter.Status != store.StatusDeadLettered {
 		t.Fatalf("claimed after the redeliver: %+v", got)
@@ -556,14 +556,14 @@ func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 	if err != nil || res.Count != 2 {
 		t.Fatalf("Redrive = %+v, %v; want 2", res, err)
 	}
-	equal(t, "redriven to", sortedCopy(res.Endpoints), sortedCopy([]string{a.EndpointID, dlEndpoint(a)}))
-	for id, want := range map[string]string{dead: a.EndpointID, c: dlEndpoint(a)} {
+	equal(t, "redriven to", sortedCopy(res.Endpoints), sortedCopy([]string{a.EndpointID, b.dlEndpoint(a)}))
+	for id, want := range map[string]string{dead: a.EndpointID, c: b.dlEndpoint(a)} {
 		if d := b.get(id); d.Status != store.StatusPending || d.EndpointID != want {
 			t.Fatalf("delivery %s after the redrive: %+v; want pending on %s", id, d, want)
 		}
 	}
 	deadAgain(dead, a.EndpointID, now)
-	deadAgain(c, dlEndpoint(a), now)
+	deadAgain(c, b.dlEndpoint(a), now)
 
 	// No dead-letter URL: the dead letter stays where it is.
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "", b.at(2*time.Second)
@@ -603,13 +603,13 @@ func testDeadLetterReactivate(t *testing.T, b *bundle) {
 	if err != nil || res.Count != 2 {
 		t.Fatalf("ReactivateSubscription = %+v, %v; want 2 moved", res, err)
 	}
-	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID, dlEndpoint(a)})
-	for id, want := range map[string]string{c: dlEndpoint(a), d: a.EndpointID} {
+	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID, b.dlEndpoint(a)})
+	for id, want := range map[string]string{c: b.dlEndpoint(a), d: a.EndpointID} {
 		if got := b.get(id); got.Status != store.StatusPending || got.EndpointID != want || !got.NextAttemptAt.Equal(at) {
 			t.Fatalf("delivery %s after the reactivation: %+v; want pending on %s", id, got, want)
 		}
 	}
-	got := b.claim(dlEndpoint(a), at, 10)
+	got := b.claim(b.dlEndpoint(a), at, 10)
 	if len(got) != 1 || got[0].ID != c || got[0].DeadLetter == nil {
 		t.Fatalf("claimed on the dead-letter endpoint after the reactivation: %+v", got)
 	}
@@ -657,9 +657,9 @@ func testDeadLetterConcurrentChanges(t *testing.T, b *bundle) {
 	}
 	a = b.subscription(a.ID)
 	for _, o := range outcomes {
-		if d := b.get(o.DeadLetterCopy.ID); d.Status != store.StatusPending || d.EndpointID != dlEndpoint(a) {
-			t.Fatalf("dead letter %s: %+v; want pending on %s", d.ID, d, dlEndpoint(a))
+		if d := b.get(o.DeadLetterCopy.ID); d.Status != store.StatusPending || d.EndpointID != b.dlEndpoint(a) {
+			t.Fatalf("dead letter %s: %+v; want pending on %s", d.ID, d, b.dlEndpoint(a))
 		}
 	}
-	equal(t, "endpoints", b.allEndpointIDs(), sortedCopy([]string{a.EndpointID, dlEndpoint(a)}))
+	equal(t, "endpoints", b.allEndpointIDs(), sortedCopy([]string{a.EndpointID, b.dlEndpoint(a)}))
 }

@@ -98,7 +98,7 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 
 	// Moving away from a URL another subscription uses keeps its endpoint.
 	a.URL, a.UpdatedAt = "https://c.example/hook", b.at(3*time.Second)
-	a.EndpointID = store.EndpointID(a.URL)
+	a.EndpointID = b.s.EndpointID("", a.URL)
 	b.updateSub(a)
 	b.endpoint(shared)
 	b.endpoint(a.EndpointID)
@@ -145,7 +145,7 @@ func testNoEndpointLeftBehind(t *testing.T, b *bundle) {
 			b.deleteSub(s)
 			continue
 		}
-		s.URL, s.EndpointID, s.UpdatedAt = "https://kept.example/hook", store.EndpointID("https://kept.example/hook"), b.at(time.Second)
+		s.URL, s.EndpointID, s.UpdatedAt = "https://kept.example/hook", b.s.EndpointID("", "https://kept.example/hook"), b.at(time.Second)
 		b.updateSub(s)
 	}
 	eps, err := b.s.AllEndpoints(b.ctx)

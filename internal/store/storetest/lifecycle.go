@@ -123,7 +123,7 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 		go func() {
 			defer wg.Done()
 			err := b.s.CreateSubscription(b.ctx, store.Subscription{ID: subID, Name: subName, URL: "https://x.example/",
-				EndpointID: store.EndpointID("https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now})
+				EndpointID: b.s.EndpointID("", "https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now})
 			if err != nil && !errors.Is(err, store.ErrNameTaken) {
 				errs <- err
 			}

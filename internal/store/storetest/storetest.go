@@ -136,7 +136,6 @@ func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) st
 		AccountID:     account,
 		Name:          fmt.Sprintf("sub-%d", b.n),
 		URL:           url,
-		EndpointID:    store.EndpointIDFor(account, url),
 		EventTypes:    []string{"invoice.paid"},
 		RetryPolicy:   []byte(`{"preset":"eventgrid"}`),
 		Timeout:       30 * time.Second,
@@ -154,7 +153,20 @@ func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) st
 	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("CreateSubscription: %v", err)
 	}
+	b.endpoints(&s)
 	return s
+}
+
+// endpoints sets s's EndpointID and DeadLetterEndpointID as the store
+// sets them on a write.
+func (b *bundle) endpoints(s *store.Subscription) {
+	s.EndpointID, s.DeadLetterEndpointID = "", ""
+	if s.DeliveryMode == "" || s.DeliveryMode == store.ModePush {
+		s.EndpointID = b.s.EndpointID(s.AccountID, s.URL)
+		if s.Delivery.DeadLetterURL != "" {
+			s.DeadLetterEndpointID = b.s.EndpointID(s.AccountID, s.Delivery.DeadLetterURL)
+		}
+	}
 }
 
 // event returns an event published at `at` with one unclaimed delivery per

@@ -25,7 +25,7 @@ func fullSubscription(b *bundle) store.Subscription {
 		AccountID:         store.DefaultAccount,
 		Name:              "billing",
 		URL:               url,
-		EndpointID:        store.EndpointID(url),
+		EndpointID:        b.s.EndpointID("", url),
 		EventTypes:        []string{"invoice.paid", "invoice.voided"},
 		SubjectBeginsWith: "invoices/",
 		SubjectEndsWith:   ".json",
@@ -79,7 +79,7 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 
 	// Empty lists and maps read back empty.
 	bare := store.Subscription{ID: b.id("sub_"), Name: "bare", URL: "https://bare.example/",
-		EndpointID: store.EndpointID("https://bare.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
+		EndpointID: b.s.EndpointID("", "https://bare.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, bare); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	// Keeping its own name is fine; every field is replaced but the state,
 	// which only a deactivation and a reactivation change.
 	s.URL = "https://new.example/hook"
-	s.EndpointID = store.EndpointID(s.URL)
+	s.EndpointID = b.s.EndpointID("", s.URL)
 	s.EventTypes = []string{"task.updated"}
 	s.SubjectBeginsWith, s.SubjectEndsWith = "tasks/", ""
 	s.RetryPolicy = []byte(`{"preset":"sap"}`)

@@ -243,8 +243,8 @@ func testTenantEndpoints(t *testing.T, b *bundle) {
 	acc := b.account("tenant")
 	url := "https://shared.example/hook"
 	a, x := b.sub(url), b.subIn(acc.ID, url)
-	if a.EndpointID != store.EndpointID(url) || x.EndpointID != store.EndpointIDFor(acc.ID, url) || a.EndpointID == x.EndpointID {
-		t.Fatalf("endpoint IDs %s and %s: want EndpointIDFor each account", a.EndpointID, x.EndpointID)
+	if a.EndpointID != b.s.EndpointID("", url) || x.EndpointID != b.s.EndpointID(acc.ID, url) || a.EndpointID == x.EndpointID {
+		t.Fatalf("endpoint IDs %s and %s: want one per account (Store.EndpointID)", a.EndpointID, x.EndpointID)
 	}
 	for _, s := range []store.Subscription{a, x} {
 		if e := b.endpoint(s.EndpointID); e.AccountID != s.AccountID || e.URL != url {
@@ -284,7 +284,7 @@ func testTenantNames(t *testing.T, b *bundle) {
 	acc := b.account("tenant")
 	named := func(account, name string) store.Subscription {
 		s := store.Subscription{ID: b.id("sub_"), AccountID: account, Name: name, URL: "https://n.example/",
-			EndpointID: store.EndpointIDFor(account, "https://n.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
+			EndpointID: b.s.EndpointID(account, "https://n.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 		return s
 	}
 	a, x := named(store.DefaultAccount, "billing"), named(acc.ID, "billing")
@@ -324,7 +324,7 @@ func testTenantUpdateKeepsAccount(t *testing.T, b *bundle) {
 	}
 	for _, account := range []string{"", store.DefaultAccount} {
 		moved := x
-		moved.AccountID, moved.EndpointID, moved.EventTypes = account, store.EndpointIDFor(account, x.URL), []string{"other"}
+		moved.AccountID, moved.EndpointID, moved.EventTypes = account, b.s.EndpointID(account, x.URL), []string{"other"}
 		if err := b.s.UpdateSubscription(b.ctx, moved); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("UpdateSubscription into account %q = %v, want ErrNotFound", account, err)
 		}
@@ -334,5 +334,5 @@ func testTenantUpdateKeepsAccount(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	equal(t, "subscription after refused updates", after, before)
-	b.noEndpoint(store.EndpointID(x.URL))
+	b.noEndpoint(b.s.EndpointID("", x.URL))
 }

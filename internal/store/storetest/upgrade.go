@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
 // RunUpgrades runs every upgrade check: open must return a store opened by
@@ -24,8 +26,41 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 	}{{1, V1Data, CheckUpgradeFromV1}, {2, V2Data, CheckUpgradeFromV2}, {3, V3Data, CheckUpgradeFromV3},
 		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5},
 		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}, {8, V8Data, CheckUpgradeFromV8},
-		{9, V9Data, CheckUpgradeFromV9}} {
+		{9, V9Data, CheckUpgradeFromV9}, {10, V10Data, CheckUpgradeFromV10}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
+	}
+}
+
+// endpointOf is the ID s makes of a URL in DefaultAccount: since schema 11
+// every endpoint ID stored before is the keyed one of its URL.
+func endpointOf(s store.Store, url string) string { return s.EndpointID(store.DefaultAccount, url) }
+
+// catalogAfterUpgrade returns the n subscriptions of an upgraded store
+// as the catalog reads them (SubscriptionChanges from 0), checking that
+// each is what GetSubscription reads.
+func catalogAfterUpgrade(t *testing.T, s store.Store, n int) []store.Subscription {
+	t.Helper()
+	changes, err := s.SubscriptionChanges(context.Background(), 0)
+	if err != nil || len(changes.Changed) != n {
+		t.Fatalf("SubscriptionChanges(0) after the upgrade: %+v, %v; want %d subscriptions", changes, err, n)
+	}
+	for _, c := range changes.Changed {
+		sub, err := s.GetSubscription(context.Background(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "subscription "+c.ID+" in the catalog after the upgrade", c, sub)
+	}
+	return changes.Changed
+}
+
+// orphanID checks id, the endpoint ID a delivery of an endpoint no
+// subscription uses any more got in schema 11 for old: an endpoint ID
+// (ep_ and 20 characters) that is neither old nor one of others'.
+func orphanID(t *testing.T, delivery, id, old string, others ...string) {
+	t.Helper()
+	if len(id) != len("ep_")+20 || !strings.HasPrefix(id, "ep_") || id == old || slices.Contains(others, id) {
+		t.Fatalf("delivery %s on %s after the upgrade; want a new ID for %s, not one of %v", delivery, id, old, others)
 	}
 }
 
@@ -83,7 +118,7 @@ func CheckUpgradeFromV1(t *testing.T, s store.Store) {
 	// The pending delivery is claimable and recordable as before.
 	now := time.UnixMilli(1767603700000).UTC()
 	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
-	cs, err := s.ClaimDue(ctx, "ep_v1", now, 10, lease)
+	cs, err := s.ClaimDue(ctx, endpointOf(s, "https://v1.example/hook"), now, 10, lease)
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v1_pending" || string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
@@ -145,8 +180,9 @@ VALUES ('dlv_v2_pending', 'sub_moved', 'ep_old', (SELECT seq FROM events WHERE i
 
 // CheckUpgradeFromV2 checks a store opened on a version-2 database holding
 // V2Data: the endpoints no subscription uses are gone, the others kept with
-// their health, and the moved subscription's pending delivery is on its
-// new endpoint, where it is claimed.
+// their health (under their keyed IDs, at a newer version), the moved
+// subscription's pending delivery is on its new endpoint, where it is
+// claimed, and its delivered one on a keyed ID of its own.
 func CheckUpgradeFromV2(t *testing.T, s store.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -158,17 +194,22 @@ func CheckUpgradeFromV2(t *testing.T, s store.Store) {
 	for _, e := range eps {
 		ids = append(ids, e.ID)
 	}
-	equal(t, "endpoints after the upgrade", ids, []string{"ep_kept", "ep_new"})
-	if h := eps[0].Health; h.State != health.Disabled || h.ConsecutiveFailures != 2000 || eps[0].Version != 2 {
-		t.Fatalf("kept endpoint after the upgrade: %+v", eps[0])
+	kept, moved := endpointOf(s, "https://kept.example/hook"), endpointOf(s, "https://new.example/hook")
+	equal(t, "endpoints after the upgrade", ids, sortedCopy([]string{kept, moved}))
+	if e, err := s.GetEndpoint(ctx, kept); err != nil || e.Health.State != health.Disabled || e.Health.ConsecutiveFailures != 2000 ||
+		e.Version <= 2 {
+		t.Fatalf("kept endpoint after the upgrade: %+v, %v", e, err)
 	}
-	for id, want := range map[string]string{"dlv_v2_pending": "ep_new", "dlv_v2_done": "ep_old"} {
-		if d, err := s.GetDelivery(ctx, id); err != nil || d.EndpointID != want {
-			t.Fatalf("delivery %s after the upgrade: %+v, %v; want it on %s", id, d, err, want)
-		}
+	if d, err := s.GetDelivery(ctx, "dlv_v2_pending"); err != nil || d.EndpointID != moved {
+		t.Fatalf("delivery dlv_v2_pending after the upgrade: %+v, %v; want it on %s", d, err, moved)
 	}
+	d, err := s.GetDelivery(ctx, "dlv_v2_done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanID(t, "dlv_v2_done", d.EndpointID, "ep_old", kept, moved)
 	now := time.UnixMilli(1767603700000).UTC()
-	cs, err := s.ClaimDue(ctx, "ep_new", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	cs, err := s.ClaimDue(ctx, moved, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v2_pending" {
 		t.Fatalf("ClaimDue on the new endpoint after the upgrade: %+v, %v", cs, err)
 	}
@@ -176,8 +217,8 @@ func CheckUpgradeFromV2(t *testing.T, s store.Store) {
 	if err := s.DeleteSubscription(ctx, "sub_moved", now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetEndpoint(ctx, "ep_new"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("GetEndpoint(ep_new) after its subscription was deleted: %v; want ErrNotFound", err)
+	if _, err := s.GetEndpoint(ctx, moved); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(%s) after its subscription was deleted: %v; want ErrNotFound", moved, err)
 	}
 }
 
@@ -232,7 +273,7 @@ func CheckUpgradeFromV3(t *testing.T, s store.Store) {
 		t.Fatalf("sub_v3a after the upgrade: %+v, %v", sub, err)
 	}
 	now := time.UnixMilli(1767603700000).UTC()
-	cs, err := s.ClaimDue(ctx, "ep_v3", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	cs, err := s.ClaimDue(ctx, endpointOf(s, "https://v3.example/hook"), now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v3_pending" {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
@@ -290,23 +331,27 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sub.Version <= 2 {
+		t.Fatalf("subscription after the upgrade at version %d; want it re-keyed at a newer one than 2", sub.Version)
+	}
+	ep := endpointOf(s, "https://v4.example/hook")
 	want := store.Subscription{ID: "sub_v4", AccountID: store.DefaultAccount, Name: "v4", URL: "https://v4.example/hook",
-		EndpointID: "ep_v4", EventTypes: []string{"invoice.paid"}, SubjectBeginsWith: "invoices/",
+		EndpointID: ep, EventTypes: []string{"invoice.paid"}, SubjectBeginsWith: "invoices/",
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), Timeout: 30 * time.Second,
 		Headers: map[string]string{"X-Api-Key": "k"}, SecretHeaders: map[string]string{"Authorization": "Bearer t0ken"},
 		Signing:    store.Signing{Algorithm: "hmac-sha256", Keys: []store.SigningKey{{Key: []byte("0123456789abcdef0123456789abcdef")}}},
 		DeadLetter: true, State: "active", DeliveryMode: store.ModePush, FailurePolicy: store.FailureRetry,
 		CreatedAt: time.UnixMilli(1767603600000).UTC(), UpdatedAt: time.UnixMilli(1767603600000).UTC(),
-		Version: 2}
+		Version: sub.Version}
 	equal(t, "subscription after the upgrade", sub, want)
 	if ss, _, err := s.ListSubscriptions(ctx, store.DefaultAccount, store.Page{}); err != nil || len(ss) != 1 || ss[0].ID != "sub_v4" {
 		t.Fatalf("ListSubscriptions(default) after the upgrade: %+v, %v", ss, err)
 	}
-	e, err := s.GetEndpoint(ctx, "ep_v4")
+	e, err := s.GetEndpoint(ctx, ep)
 	if err != nil || e.AccountID != store.DefaultAccount {
 		t.Fatalf("endpoint after the upgrade: %+v, %v", e, err)
 	}
-	if eps, _, err := s.ListEndpoints(ctx, store.DefaultAccount, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != "ep_v4" {
+	if eps, _, err := s.ListEndpoints(ctx, store.DefaultAccount, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != ep {
 		t.Fatalf("ListEndpoints(default) after the upgrade: %+v, %v", eps, err)
 	}
 	var seqs []int64
@@ -326,7 +371,7 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 		t.Fatalf("pending deliveries of the default account after the upgrade: %+v, %v", ds, err)
 	}
 
-	cs, err := s.ClaimDue(ctx, "ep_v4", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	cs, err := s.ClaimDue(ctx, ep, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v4_pending" || cs[0].AccountID != store.DefaultAccount ||
 		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
@@ -378,11 +423,11 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 
 	// Names are unique per account from now on.
 	other := sub
-	other.ID, other.AccountID, other.EndpointID = "sub_v4b", acc.ID, store.EndpointIDFor(acc.ID, sub.URL)
+	other.ID, other.AccountID = "sub_v4b", acc.ID
 	if err := s.CreateSubscription(ctx, other); err != nil {
 		t.Fatalf("the upgraded subscription's name in a new account: %v", err)
 	}
-	other.ID, other.AccountID, other.EndpointID = "sub_v4c", store.DefaultAccount, sub.EndpointID
+	other.ID, other.AccountID = "sub_v4c", store.DefaultAccount
 	if err := s.CreateSubscription(ctx, other); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("the upgraded subscription's name again in the default account: %v; want ErrNameTaken", err)
 	}
@@ -422,10 +467,11 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.UnixMilli(1767603700000).UTC()
+	ep := endpointOf(s, "https://v5.example/hook")
 	sub, err := s.GetSubscription(ctx, "sub_v5")
 	if err != nil || sub.DeliveryMode != store.ModePush || sub.FailurePolicy != store.FailureRetry ||
-		sub.State != store.StateActive || sub.EndpointID != "ep_v5" || sub.Version != 2 {
-		t.Fatalf("subscription after the upgrade: %+v, %v; want push, retry, active on ep_v5 at version 2", sub, err)
+		sub.State != store.StateActive || sub.EndpointID != ep || sub.Version <= 2 {
+		t.Fatalf("subscription after the upgrade: %+v, %v; want push, retry, active on %s, re-keyed after version 2", sub, err, ep)
 	}
 	for id, want := range map[string]store.Status{"dlv_v5_pending": store.StatusPending, "dlv_v5_done": store.StatusDelivered} {
 		d, err := s.GetDelivery(ctx, id)
@@ -436,10 +482,10 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	if n, err := s.CountQueued(ctx); err != nil || n != 0 {
 		t.Fatalf("CountQueued after the upgrade = %d, %v; want 0", n, err)
 	}
-	if ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EndpointID: "ep_v5", Status: store.StatusQueued}); err != nil || len(ds) != 0 {
-		t.Fatalf("queued deliveries of ep_v5 after the upgrade: %+v, %v; want none", ds, err)
+	if ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EndpointID: ep, Status: store.StatusQueued}); err != nil || len(ds) != 0 {
+		t.Fatalf("queued deliveries of %s after the upgrade: %+v, %v; want none", ep, ds, err)
 	}
-	cs, err := s.ClaimDue(ctx, "ep_v5", now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	cs, err := s.ClaimDue(ctx, ep, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v5_pending" || string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
@@ -452,8 +498,8 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	if err := s.CreateSubscription(ctx, pull); err != nil {
 		t.Fatal(err)
 	}
-	if eps, err := s.AllEndpoints(ctx); err != nil || len(eps) != 1 || eps[0].ID != "ep_v5" {
-		t.Fatalf("endpoints after a pull subscription was created: %+v, %v; want ep_v5 only", eps, err)
+	if eps, err := s.AllEndpoints(ctx); err != nil || len(eps) != 1 || eps[0].ID != ep {
+		t.Fatalf("endpoints after a pull subscription was created: %+v, %v; want %s only", eps, err, ep)
 	}
 	if _, err := s.Publish(ctx, []store.NewEvent{{ID: "e3", Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`),
 		PublishedAt: now, Deliveries: []store.NewDelivery{{ID: "dlv_v5_queued", SubscriptionID: pull.ID, Queued: true}}}},
@@ -533,8 +579,8 @@ func CheckUpgradeFromV6(t *testing.T, s store.Store) {
 // V7Data is written into a database at schema version 7, before the
 // deliveries of dead letters, whose delivery options could already name a
 // dead-letter URL: sub_v7a (on ep_v7) names one no subscription uses
-// otherwise; sub_v7b names its own URL (ep_dam5…, the
-// EndpointID of https://shared.v7.example/hook); the pull subscription
+// otherwise; sub_v7b names its own URL (ep_dam5…, the ID schema 7 made
+// of https://shared.v7.example/hook: sqlrow.LegacyEndpointID); the pull subscription
 // sub_v7pull names one too. sub_v7a has a pending delivery and a
 // dead-lettered one.
 const V7Data = `
@@ -567,9 +613,10 @@ VALUES ('dlv_v7_pending', 'acc_default', 'sub_v7a', 'ep_v7', (SELECT seq FROM ev
 
 // CheckUpgradeFromV7 checks a store opened on a version-7 database holding
 // V7Data: the dead-letter URLs of the push subscriptions got their endpoint
-// rows (the new one fresh, at a new endpoint version, created at its
-// subscription's UpdatedAt; the one a URL already had kept as it was), the
-// pull subscription's none; every delivery is a dead letter of none; and
+// rows (the new one fresh, created at its subscription's UpdatedAt; the one
+// a URL already had kept as it was; all re-keyed at a new endpoint
+// version), the pull subscription's none; every delivery is a dead letter
+// of none; and
 // dead letters are then written, claimed and their endpoints kept and
 // deleted as on a new database.
 func CheckUpgradeFromV7(t *testing.T, s store.Store) {
@@ -577,10 +624,10 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	now := time.UnixMilli(1767603700000).UTC()
 	const dlURL, sharedURL = "https://dl.v7.example/hook", "https://shared.v7.example/hook"
-	dlEp, shared := store.EndpointID(dlURL), store.EndpointID(sharedURL)
-	if shared != "ep_dam5xg7cz24v523r9dnf" {
-		t.Fatalf("V7Data names %s's endpoint ep_dam5xg7cz24v523r9dnf; it is %s", sharedURL, shared)
+	if legacy := sqlrow.LegacyEndpointID("", sharedURL); legacy != "ep_dam5xg7cz24v523r9dnf" {
+		t.Fatalf("V7Data names %s's endpoint ep_dam5xg7cz24v523r9dnf; it is %s", sharedURL, legacy)
 	}
+	v7, dlEp, shared := endpointOf(s, "https://v7.example/hook"), endpointOf(s, dlURL), endpointOf(s, sharedURL)
 	eps, err := s.AllEndpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -589,15 +636,15 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 	for _, e := range eps {
 		ids = append(ids, e.ID)
 	}
-	equal(t, "endpoints after the upgrade", sortedCopy(ids), sortedCopy([]string{"ep_v7", shared, dlEp}))
+	equal(t, "endpoints after the upgrade", sortedCopy(ids), sortedCopy([]string{v7, shared, dlEp}))
 	e, err := s.GetEndpoint(ctx, dlEp)
 	if err != nil || e.URL != dlURL || e.AccountID != store.DefaultAccount || e.Version <= 1 ||
 		!e.CreatedAt.Equal(time.UnixMilli(1767603601000)) || e.Health.ConsecutiveFailures != 0 {
 		t.Fatalf("dead-letter endpoint after the upgrade: %+v, %v", e, err)
 	}
-	changed, _, err := s.EndpointChanges(ctx, 1)
-	if err != nil || len(changed) != 1 || changed[0].ID != dlEp {
-		t.Fatalf("EndpointChanges(1) after the upgrade = %+v, %v; want the new dead-letter endpoint", changed, err)
+	changed, _, err := s.EndpointChanges(ctx, 2)
+	if err != nil || len(changed) != 3 {
+		t.Fatalf("EndpointChanges(2) after the upgrade = %+v, %v; want every endpoint, re-keyed", changed, err)
 	}
 	for _, id := range []string{"sub_v7a", "sub_v7b", "sub_v7pull"} {
 		if sub, err := s.GetSubscription(ctx, id); err != nil || sub.Delivery.DeadLetterURL == "" {
@@ -612,7 +659,7 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 
 	// A dead letter of the upgraded subscription.
 	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
-	cs, err := s.ClaimDue(ctx, "ep_v7", now, 10, lease)
+	cs, err := s.ClaimDue(ctx, v7, now, 10, lease)
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v7_pending" || cs[0].DeadLetter != nil {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
@@ -666,7 +713,7 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 
 // V8Data is written into a database at schema version 8, before content
 // filters: a push subscription with delivery options naming a dead-letter
-// URL (its endpoint ep_n0jm…, the EndpointID of
+// URL (its endpoint ep_n0jm…, the ID schema 8 made of
 // https://dl.v8.example/hook), whose dead-lettered delivery has a pending
 // dead letter on that endpoint, and a pull subscription.
 const V8Data = `
@@ -706,25 +753,17 @@ func CheckUpgradeFromV8(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	now := time.UnixMilli(1767603700000).UTC()
 	const dlURL = "https://dl.v8.example/hook"
-	dlEp := store.EndpointID(dlURL)
-	if dlEp != "ep_n0jm21krfnc98k5a5964" {
-		t.Fatalf("V8Data names %s's endpoint ep_n0jm21krfnc98k5a5964; it is %s", dlURL, dlEp)
+	if legacy := sqlrow.LegacyEndpointID("", dlURL); legacy != "ep_n0jm21krfnc98k5a5964" {
+		t.Fatalf("V8Data names %s's endpoint ep_n0jm21krfnc98k5a5964; it is %s", dlURL, legacy)
 	}
-	changes, err := s.SubscriptionChanges(ctx, 0)
-	if err != nil || len(changes.Changed) != 2 {
-		t.Fatalf("SubscriptionChanges(0) after the upgrade: %+v, %v", changes, err)
-	}
-	for _, c := range changes.Changed {
-		sub, err := s.GetSubscription(ctx, c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		equal(t, "subscription "+c.ID+" in the catalog after the upgrade", c, sub)
-		equal(t, "filters of "+c.ID+" after the upgrade", sub.Filters, store.FilterOptions{})
+	dlEp := endpointOf(s, dlURL)
+	for _, sub := range catalogAfterUpgrade(t, s, 2) {
+		equal(t, "filters of "+sub.ID+" after the upgrade", sub.Filters, store.FilterOptions{})
 	}
 	sub, err := s.GetSubscription(ctx, "sub_v8")
 	if err != nil || sub.Delivery.DeadLetterURL != dlURL || sub.Delivery.Schema != "eventgrid" ||
-		sub.SubjectBeginsWith != "Invoices/" || sub.SubjectEndsWith != ".JSON" || sub.EndpointID != "ep_v8" {
+		sub.SubjectBeginsWith != "Invoices/" || sub.SubjectEndsWith != ".JSON" ||
+		sub.EndpointID != endpointOf(s, "https://v8.example/hook") || sub.DeadLetterEndpointID != dlEp {
 		t.Fatalf("sub_v8 after the upgrade: %+v, %v", sub, err)
 	}
 	cs, err := s.ClaimDue(ctx, dlEp, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
@@ -895,7 +934,8 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 
 	// The pending delivery ends delivered; the dead letter is redriven.
 	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
-	cs, err := s.ClaimDue(ctx, "ep_v9", now, 10, lease)
+	ep := endpointOf(s, "https://v9.example/hook")
+	cs, err := s.ClaimDue(ctx, ep, now, 10, lease)
 	if err != nil || len(cs) != 1 || cs[0].ID != d4 {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
@@ -911,7 +951,7 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 	})
 	// The redriven delivery is dead-lettered again.
 	later := now.Add(time.Minute)
-	cs, err = s.ClaimDue(ctx, "ep_v9", later, 10, lease)
+	cs, err = s.ClaimDue(ctx, ep, later, 10, lease)
 	if err != nil || len(cs) != 1 || cs[0].ID != d2 {
 		t.Fatalf("ClaimDue of the redriven delivery: %+v, %v", cs, err)
 	}
@@ -922,4 +962,203 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 		store.StatusDelivered: {d5, d4, d1}, store.StatusDeadLettered: {d2},
 		store.StatusDropped: {d3}, store.StatusQueued: {d6},
 	})
+}
+
+// V10Data is written into a database at schema version 10, whose endpoint
+// IDs were unkeyed hashes of the account and URL (sqlrow.LegacyEndpointID):
+// sub_v10 pushes to a URL with a password (its endpoint disabled) and
+// names a dead-letter URL; sub_v10x, in another account, pushes to the same
+// URL; a pull subscription. Deliveries: a pending one and a dead-lettered
+// one (its attempt error quoting the URL with its password, as releases
+// before schema 11 logged it) whose dead letter is pending on the
+// dead-letter endpoint; a pending one of sub_v10x; a queued one; the
+// delivered delivery of an operational event naming sub_v10's endpoint;
+// and the delivered delivery, on an endpoint that no longer exists, of
+// an operational event naming that endpoint.
+const V10Data = `
+INSERT INTO accounts (id, name, settings, created_at, updated_at)
+VALUES ('acc_0000000000000000000000v10x', 'v10x', '{"failure_policy":"retry"}', 1767603600000, 1767603600000);
+INSERT INTO endpoints (id, account_id, url, state, consecutive_failures, disabled_at, next_probe_at, created_at, version)
+VALUES ('ep_80xd22q4hn06sbmty17h', 'acc_default', 'https://usr:pw10@v10.example/hook', 'disabled', 7, 1767603600000,
+	1767604200000, 1767603600000, 2),
+       ('ep_6wpaegxqj598vbhvcbhr', 'acc_0000000000000000000000v10x', 'https://usr:pw10@v10.example/hook', 'enabled', 0, 0, 0,
+	1767603600000, 1),
+       ('ep_ch5wcgq0tbze3sph9m56', 'acc_default', 'https://dl.v10.example/hook', 'enabled', 0, 0, 0, 1767603600000, 1);
+UPDATE counters SET value = 2 WHERE name = 'endpoints';
+INSERT INTO subscriptions (id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version)
+VALUES ('sub_v10', 'acc_default', 'v10', 'https://usr:pw10@v10.example/hook', 'ep_80xd22q4hn06sbmty17h', '["invoice.paid"]',
+	'', '', '{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'push', 'retry',
+	'{"dead_letter_url":"https://dl.v10.example/hook"}', 'ep_ch5wcgq0tbze3sph9m56', '{}', 1767603600000, 1767603600000, 2),
+       ('sub_v10x', 'acc_0000000000000000000000v10x', 'v10x', 'https://usr:pw10@v10.example/hook', 'ep_6wpaegxqj598vbhvcbhr',
+	'[]', '', '', '{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'push', 'retry', '{}', '', '{}',
+	1767603600000, 1767603600000, 3),
+       ('sub_v10pull', 'acc_default', 'v10-pull', '', '', '[]', '', '',
+	'{"preset":"eventgrid"}', 30000, '{}', '{}', '', true, 'active', 'pull', 'retry', '{}', '', '{}',
+	1767603600000, 1767603600000, 4);
+UPDATE counters SET value = 4 WHERE name = 'catalog';
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+VALUES ('acc_default', 'e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('acc_default', 'e2', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e2"}'),
+       ('acc_0000000000000000000000v10x', 'e1', '/billing', 'invoice.paid', '', 1767603600000, '{"specversion":"1.0","id":"e1"}'),
+       ('acc_default', 'evt_v10_ops', '/herald', 'herald.endpoint.disabled', 'https://usr:xxxxx@v10.example/hook', 1767603600000,
+	'{"specversion":"1.0","id":"evt_v10_ops","data":{"endpoint_id":"ep_80xd22q4hn06sbmty17h","url":"https://usr:xxxxx@v10.example/hook"}}'),
+       ('acc_default', 'evt_v10_gone', '/herald', 'herald.delivery.dead_lettered', 'dlv_v10_gone', 1767603600000,
+	'{"specversion":"1.0","id":"evt_v10_gone","data":{"endpoint_id":"ep_9az7tjv6v7dr2hnwx6rs"}}');
+INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, round_start,
+	next_attempt_at, created_at, last_attempt_at, last_outcome, dead_letter_reason, dead_letter_of, delivered_at)
+VALUES ('dlv_v10_pending', 'acc_default', 'sub_v10', 'ep_80xd22q4hn06sbmty17h',
+	(SELECT seq FROM events WHERE id = 'e1' AND account_id = 'acc_default'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0, '', '', '', 0),
+       ('dlv_v10_dead', 'acc_default', 'sub_v10', 'ep_80xd22q4hn06sbmty17h',
+	(SELECT seq FROM events WHERE id = 'e2'), 'dead_lettered', 1,
+	1767603600000, 0, 1767603600000, 1767603600000, 'connection_refused', 'MaxDeliveryAttemptsExceeded', '', 0),
+       ('dlv_v10_copy', 'acc_default', 'sub_v10', 'ep_ch5wcgq0tbze3sph9m56',
+	(SELECT seq FROM events WHERE id = 'e2'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0, '', '', 'dlv_v10_dead', 0),
+       ('dlv_v10x', 'acc_0000000000000000000000v10x', 'sub_v10x', 'ep_6wpaegxqj598vbhvcbhr',
+	(SELECT seq FROM events WHERE id = 'e1' AND account_id = 'acc_0000000000000000000000v10x'), 'pending', 0,
+	1767603600000, 1767603600000, 1767603600000, 0, '', '', '', 0),
+       ('dlv_v10_queued', 'acc_default', 'sub_v10pull', '',
+	(SELECT seq FROM events WHERE id = 'e1' AND account_id = 'acc_default'), 'queued', 0,
+	1767603600000, 1767603600000, 1767603600000, 0, '', '', '', 0),
+       ('dlv_v10_ops', 'acc_default', 'sub_v10', 'ep_80xd22q4hn06sbmty17h',
+	(SELECT seq FROM events WHERE id = 'evt_v10_ops'), 'delivered', 1,
+	1767603600000, 1767603600000, 1767603600000, 1767603600000, 'http_200', '', '', 1767603601000),
+       ('dlv_v10_gone', 'acc_default', 'sub_gone', 'ep_9az7tjv6v7dr2hnwx6rs',
+	(SELECT seq FROM events WHERE id = 'evt_v10_gone'), 'delivered', 1,
+	1767603600000, 1767603600000, 1767603600000, 1767603600000, 'http_200', '', '', 1767603601000);
+INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
+VALUES ('dlv_v10_dead', 1, 1767603600000, 1000, 0, 'connection_refused',
+	'Post "https://usr:pw10@v10.example/hook": dial tcp 127.0.0.1:9: connect: connection refused', NULL);
+`
+
+// CheckUpgradeFromV10 checks a store opened on a version-10 database
+// holding V10Data: every endpoint ID is now the store's keyed one
+// (store.Store.EndpointID) and none of the old ones is left; each endpoint
+// keeps its URL, account and health; the subscriptions and deliveries name
+// the endpoints they named (the same URL in two accounts, two endpoints;
+// the dead-letter endpoint), and are claimed there; the delivery of an
+// endpoint gone has a new ID of its own; the operational events name the
+// new IDs; the attempt log no longer shows the password; and a write after
+// the upgrade moves the subscription to its new URL's keyed endpoint.
+func CheckUpgradeFromV10(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1767603700000).UTC()
+	const url, dlURL, goneURL, x = "https://usr:pw10@v10.example/hook", "https://dl.v10.example/hook",
+		"https://gone.v10.example/hook", "acc_0000000000000000000000v10x"
+	const l1, lx, ldl, lgone = "ep_80xd22q4hn06sbmty17h", "ep_6wpaegxqj598vbhvcbhr", "ep_ch5wcgq0tbze3sph9m56", "ep_9az7tjv6v7dr2hnwx6rs"
+	for old, of := range map[string][2]string{l1: {"", url}, lx: {x, url}, ldl: {"", dlURL}, lgone: {"", goneURL}} {
+		if got := sqlrow.LegacyEndpointID(of[0], of[1]); got != old {
+			t.Fatalf("V10Data names the endpoint of %v %s; it is %s", of, old, got)
+		}
+	}
+	ep, epX, dlEp := endpointOf(s, url), s.EndpointID(x, url), endpointOf(s, dlURL)
+	legacy := []string{l1, lx, ldl, lgone}
+	for _, id := range []string{ep, epX, dlEp} {
+		if slices.Contains(legacy, id) {
+			t.Fatalf("the store makes the old ID %s", id)
+		}
+	}
+	if ep == epX {
+		t.Fatalf("one URL in two accounts is one endpoint %s", ep)
+	}
+
+	eps, err := s.AllEndpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range eps {
+		ids = append(ids, e.ID)
+	}
+	equal(t, "endpoints after the upgrade", ids, sortedCopy([]string{ep, epX, dlEp}))
+	for id, want := range map[string]struct {
+		account, url string
+		state        health.State
+		failures     int64
+	}{ep: {store.DefaultAccount, url, health.Disabled, 7}, epX: {x, url, health.Enabled, 0}, dlEp: {store.DefaultAccount, dlURL, health.Enabled, 0}} {
+		e, err := s.GetEndpoint(ctx, id)
+		if err != nil || e.AccountID != want.account || e.URL != want.url || e.Health.State != want.state ||
+			e.Health.ConsecutiveFailures != want.failures || e.Version <= 2 {
+			t.Fatalf("endpoint %s after the upgrade: %+v, %v; want %+v, re-keyed at a version after 2", id, e, err, want)
+		}
+	}
+	if e, _ := s.GetEndpoint(ctx, ep); !e.Health.NextProbeAt.Equal(time.UnixMilli(1767604200000)) {
+		t.Fatalf("the disabled endpoint's next probe after the upgrade: %v", e.Health.NextProbeAt)
+	}
+
+	for _, sub := range catalogAfterUpgrade(t, s, 3) {
+		want := map[string][2]string{"sub_v10": {ep, dlEp}, "sub_v10x": {epX, ""}, "sub_v10pull": {"", ""}}[sub.ID]
+		if sub.EndpointID != want[0] || sub.DeadLetterEndpointID != want[1] {
+			t.Fatalf("subscription %s after the upgrade on %q and %q; want %q and %q", sub.ID, sub.EndpointID,
+				sub.DeadLetterEndpointID, want[0], want[1])
+		}
+	}
+	for id, want := range map[string]string{"dlv_v10_pending": ep, "dlv_v10_dead": ep, "dlv_v10_copy": dlEp, "dlv_v10x": epX,
+		"dlv_v10_queued": "", "dlv_v10_ops": ep} {
+		if d, err := s.GetDelivery(ctx, id); err != nil || d.EndpointID != want {
+			t.Fatalf("delivery %s after the upgrade: %+v, %v; want it on %q", id, d, err, want)
+		}
+	}
+	gone, err := s.GetDelivery(ctx, "dlv_v10_gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanID(t, gone.ID, gone.EndpointID, lgone, ep, epX, dlEp)
+
+	// The operational events name the new IDs.
+	for delivery, want := range map[string][2]string{"dlv_v10_ops": {ep, l1}, "dlv_v10_gone": {gone.EndpointID, lgone}} {
+		d, err := s.GetDelivery(ctx, delivery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := s.GetEvent(ctx, d.EventSeq)
+		if err != nil || !strings.Contains(string(ev.Payload), `"endpoint_id":"`+want[0]+`"`) || strings.Contains(string(ev.Payload), want[1]) {
+			t.Fatalf("the operational event of %s after the upgrade: %s, %v; want it to name %s, not %s", delivery, ev.Payload, err, want[0], want[1])
+		}
+	}
+	// The attempt log shows no password.
+	as, _, err := s.ListAttempts(ctx, "dlv_v10_dead", store.Page{})
+	if want := `Post "https://usr:xxxxx@v10.example/hook": dial tcp 127.0.0.1:9: connect: connection refused`; err != nil ||
+		len(as) != 1 || as[0].Error != want {
+		t.Fatalf("the attempt log after the upgrade: %+v, %v; want the error %s", as, err, want)
+	}
+
+	// Claimed on the new IDs, on none of the old.
+	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
+	for id, want := range map[string]string{ep: "dlv_v10_pending", dlEp: "dlv_v10_copy", epX: "dlv_v10x"} {
+		cs, err := s.ClaimDue(ctx, id, now, 10, lease)
+		if err != nil || len(cs) != 1 || cs[0].ID != want {
+			t.Fatalf("ClaimDue(%s) after the upgrade: %+v, %v; want %s", id, cs, err, want)
+		}
+	}
+	for _, old := range legacy {
+		if _, err := s.GetEndpoint(ctx, old); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetEndpoint(%s), an old ID, after the upgrade: %v; want ErrNotFound", old, err)
+		}
+	}
+
+	// A subscription write after the upgrade keys its new URL's endpoint.
+	sub, err := s.GetSubscription(ctx, "sub_v10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const movedURL = "https://usr:pw10@moved.v10.example/hook"
+	sub.URL, sub.UpdatedAt = movedURL, now
+	if err := s.UpdateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	moved := endpointOf(s, movedURL)
+	if got, err := s.GetSubscription(ctx, "sub_v10"); err != nil || got.EndpointID != moved {
+		t.Fatalf("sub_v10 after its URL changed: %+v, %v; want it on %s", got, err, moved)
+	}
+	if _, err := s.GetEndpoint(ctx, moved); err != nil {
+		t.Fatalf("the new URL's endpoint %s: %v", moved, err)
+	}
+	if _, err := s.GetEndpoint(ctx, ep); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(%s) after its subscription moved: %v; want ErrNotFound", ep, err)
+	}
 }
