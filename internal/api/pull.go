@@ -84,6 +84,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if wait > 0 {
+		extendWriteDeadline(w, r, wait)
+	}
 	res, err := s.Queue.Receive(r.Context(), store.ReceiveRequest{
 		SubscriptionID: sub.ID, Max: max, LockFor: lock,
 		MaxReceives: e.Policy.MaxAttempts, TTL: e.Policy.TTL, DeadLetter: sub.DeadLetter,
@@ -106,6 +109,22 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			LockedUntil: timestamp(d.LockedUntil), Event: ev}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+}
+
+// extendWriteDeadline moves the connection's write deadline wait later than
+// the http.Server set it (WriteTimeout from when it read the request's
+// header; see NewHTTPServer): a long poll gets the time every request gets
+// to be answered, after its wait. Without it a receive waiting
+// queue.MaxWait would have its answer cut by the server's 60 s timeout.
+// (The read deadline needs nothing: net/http clears it once the body is
+// read.) Deadlines are real time, like the server's; the wait may be on
+// another clock (queue.Service's), and only makes the deadline later.
+func extendWriteDeadline(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	hs, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if hs == nil || hs.WriteTimeout <= 0 {
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + hs.WriteTimeout))
 }
 
 // settleInput is the body of acknowledge, release, reject and renew-lock.
