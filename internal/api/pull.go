@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -99,16 +100,22 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
-	out := make([]receivedJSON, len(res.Received))
-	for i, d := range res.Received {
-		ev := json.RawMessage(d.Payload)
-		if !json.Valid(ev) {
-			ev = json.RawMessage("null")
-		}
-		out[i] = receivedJSON{LockToken: d.LockToken, DeliveryID: d.ID, DeliveryCount: d.Receives,
-			LockedUntil: timestamp(d.LockedUntil), Event: ev}
+	// Streamed as a list page is: the store returned at most
+	// store.MaxPageBytes of events and one more, and each is let go once
+	// written.
+	if _, ok := writeItems(w, res.Received, toReceivedJSON); ok {
+		_, _ = io.WriteString(w, "}\n")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+}
+
+// toReceivedJSON is a received delivery's resource.
+func toReceivedJSON(d store.Received) receivedJSON {
+	ev := json.RawMessage(d.Payload)
+	if !json.Valid(ev) {
+		ev = json.RawMessage("null")
+	}
+	return receivedJSON{LockToken: d.LockToken, DeliveryID: d.ID, DeliveryCount: d.Receives,
+		LockedUntil: timestamp(d.LockedUntil), Event: ev}
 }
 
 // extendWriteDeadline moves the connection's write deadline wait later than
