@@ -257,7 +257,9 @@ func servePprof(ln net.Listener, logger *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	logger.Info("pprof listening", "addr", ln.Addr().String())
-	if err := (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln); err != nil {
+	// No write timeout (a profile streams for as long as it was asked
+	// to); idle connections close as the API's do.
+	if err := (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: api.IdleTimeout}).Serve(ln); err != nil {
 		logger.Warn("pprof server", "err", err)
 	}
 }
