@@ -56,6 +56,7 @@ var badValues = map[string]map[string][]string{
 		"dedup-retention":                 {"-1h", "0s", "59s"},
 		"endpoint-max-concurrency":        {"0", "-1"},
 		"max-in-flight":                   {"0", "-5"},
+		"max-connections":                 {"0", "-1", "x"},
 		"window":                          {"0", "-1", "1e3"},
 		"shutdown-grace":                  {"-1s", "0s"},
 		"pprof":                           {"bogus:addr", "nocolon"},

@@ -64,7 +64,7 @@ func newPullFlags(stderr io.Writer) (*flag.FlagSet, *pullConfig) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.API, "api", "http://127.0.0.1:8080", "the Herald API's base URL")
 	fs.StringVar(&cfg.Data, "data", "./herald-data", "the server's data directory, for its admin.key when HERALD_API_KEY is not set")
-	fs.IntVar(&cfg.MaxEvents, "max-events", 10, "events a receive takes at most (1..1000)")
+	fs.IntVar(&cfg.MaxEvents, "max-events", 10, "events a receive takes at most (1..1000; an answer also ends at 4 MiB of events, and the next receive takes the rest)")
 	fs.DurationVar(&cfg.MaxWait, "max-wait", 30*time.Second, "how long a receive waits for events (0s..60s)")
 	fs.DurationVar(&cfg.LockDuration, "lock-duration", 60*time.Second, "how long a received event stays locked (10s..300s)")
 	fs.IntVar(&cfg.Count, "count", 0, "stop after this many events (0: run until stopped)")

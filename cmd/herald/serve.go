@@ -41,6 +41,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(stderr, fs.Name(), err, fromEnv)
 	}
+	// Inbound connections get what the descriptor limit leaves after
+	// pushes and the store: lowered, with a warning, rather than refused,
+	// so that the default runs under a low limit too.
+	limit := descriptorLimit()
+	maxConns, lowered, err := cfg.ConnectionCap(limit)
+	if err != nil {
+		return usageError(stderr, fs.Name(), err, fromEnv)
+	}
+	if lowered {
+		logger.Warn("--max-connections lowered to what the file descriptor limit leaves after pushes and the store",
+			"max_connections", cfg.MaxConnections, "lowered_to", maxConns, "descriptor_limit", limit, "reserved", cfg.ReservedDescriptors())
+	}
 
 	build := currentBuild()
 	cfg.Logger, cfg.Version = logger, build.short()
@@ -55,7 +67,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		_ = srv.Close(context.Background())
 		return 1
 	}
-	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger)
+	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger, maxConns)
 	if o.pprofAddr != "" {
 		pln, err := net.Listen("tcp", o.pprofAddr)
 		if err != nil {
@@ -174,6 +186,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.DurationVar(&sc.DedupRetention, "dedup-retention", sc.DedupRetention, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
 	fs.IntVar(&dc.EndpointConcurrency, "endpoint-max-concurrency", dc.EndpointConcurrency, "attempts in flight per endpoint (URL) at most")
 	fs.IntVar(&dc.MaxInFlight, "max-in-flight", dc.MaxInFlight, "attempts in flight across all endpoints at most")
+	fs.IntVar(&sc.MaxConnections, "max-connections", sc.MaxConnections, "inbound API connections open at once at most (at the cap the oldest idle one is closed for a new one); lowered, with a warning, to what the file descriptor limit leaves after pushes (three per --max-in-flight) and the store")
 	fs.IntVar(&o.window, "window", o.window, "deliveries held in memory per source (publish fast path, due loader) at most")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
@@ -245,7 +258,9 @@ func servePprof(ln net.Listener, logger *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	logger.Info("pprof listening", "addr", ln.Addr().String())
-	if err := (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(ln); err != nil {
+	// No write timeout (a profile streams for as long as it was asked
+	// to); idle connections close as the API's do.
+	if err := (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: api.IdleTimeout}).Serve(ln); err != nil {
 		logger.Warn("pprof server", "err", err)
 	}
 }

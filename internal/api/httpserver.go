@@ -18,34 +18,59 @@ const maxHeaderBytes = 64 << 10
 
 // HTTPServer is the HTTP server the API runs on, with its timeouts and
 // limits: herald serve runs it, and the tests of the real server build it
-// the same way. Use its Serve: it makes the answers net/http writes itself,
-// before any handler runs, problem documents too.
+// the same way. Use its Serve: it caps the connections it holds open, and
+// makes the answers net/http writes itself, before any handler runs,
+// problem documents too.
 type HTTPServer struct {
 	*http.Server
-	log *slog.Logger
+	log   *slog.Logger
+	conns *connLimiter
 }
+
+// IdleTimeout is how long a keep-alive connection may stay open between
+// requests: an idle connection holds a file descriptor and a place under
+// the connection cap.
+const IdleTimeout = 30 * time.Second
 
 // NewHTTPServer returns the server for h (the API's Handler), logging to
 // log (the API's logger: net/http's own error log, and one line per
-// request net/http refused).
-func NewHTTPServer(h http.Handler, log *slog.Logger) *HTTPServer {
+// request net/http refused), holding at most maxConns (at least 1)
+// connections open at once: at the cap, a new connection closes the
+// oldest idle one (accepted with no request yet, or between keep-alive
+// requests), or waits to be accepted while none is idle (see
+// connLimiter). Its timeouts: 10 s to read a request's header, 60 s to
+// read the whole request and 60 s to write the answer (both from the end
+// of the header; a receive's long poll moves its write deadline by its
+// wait: see extendWriteDeadline), IdleTimeout between requests.
+func NewHTTPServer(h http.Handler, log *slog.Logger, maxConns int) *HTTPServer {
+	if maxConns < 1 {
+		panic("api.NewHTTPServer: maxConns must be at least 1")
+	}
+	conns := newConnLimiter(maxConns)
 	return &HTTPServer{
 		Server: &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
 			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
+			IdleTimeout:       IdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
+			ConnState:         conns.connState,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
-		log: log,
+		log:   log,
+		conns: conns,
 	}
 }
 
+// Conns returns how many connections the server holds open, how many of
+// them serve no request (idle), and whether a new one waits for room
+// under its cap (for tests).
+func (s *HTTPServer) Conns() (open, idle int, waiting bool) { return s.conns.state() }
+
 // Serve serves HTTP on ln until Shutdown or Close.
 func (s *HTTPServer) Serve(ln net.Listener) error {
-	return s.Server.Serve(problemListener{ln, s.log})
+	return s.Server.Serve(&limitListener{Listener: problemListener{ln, s.log}, l: s.conns, done: make(chan struct{})})
 }
 
 // problemListener's connections turn the answers net/http writes on its own

@@ -1,6 +1,11 @@
 package api
 
-import "testing"
+import (
+	"net"
+	"os"
+	"syscall"
+	"testing"
+)
 
 // TestNetHTTPAnswer checks which writes to a connection are taken for
 // net/http's own refusals: exactly those, never a handler's answer (or a
@@ -33,5 +38,26 @@ func TestNetHTTPAnswer(t *testing.T) {
 		if ok != (c.status != 0) || status != c.status || detail != c.detail {
 			t.Errorf("%.60q: %v %d %q, want %d %q", c.write, ok, status, detail, c.status, c.detail)
 		}
+	}
+}
+
+// failingListener's Accept fails with err.
+type failingListener struct {
+	net.Listener
+	err error
+}
+
+func (l failingListener) Accept() (net.Conn, error) { return nil, l.err }
+
+// TestAcceptErrorPassesUnchanged: an accept that fails because the process
+// is out of file descriptors reaches net/http as the listener said it, a
+// temporary net.Error (by type assertion, as http.Server.Serve checks it),
+// so Serve backs off (5 ms, doubling to 1 s) instead of spinning.
+func TestAcceptErrorPassesUnchanged(t *testing.T) {
+	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	ln := &limitListener{Listener: problemListener{failingListener{err: emfile}, nil}, l: newConnLimiter(1), done: make(chan struct{})}
+	_, err := ln.Accept()
+	if ne, ok := err.(net.Error); !ok || !ne.Temporary() || err != error(emfile) {
+		t.Fatalf("Accept: %#v, want the listener's temporary error itself", err)
 	}
 }

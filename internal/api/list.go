@@ -7,37 +7,52 @@ import (
 )
 
 // writeList answers 200 with one page of a list, in the shape of every list
-// response: {"data": [...], "next_cursor": "..."}. It encodes the items one
-// at a time straight to w, view making each its resource, and lets go of
-// each item once written, so a page is never held in memory twice (as
-// items and as JSON) and its JSON never whole: at most one item's. The
-// bytes are those json.Encoder writes for the whole list at once.
+// response: {"data": [...], "next_cursor": "..."}, the items written by
+// writeItems. The bytes are those json.Encoder writes for the whole list
+// at once.
 func writeList[T, V any](w http.ResponseWriter, items []T, next string, view func(T) V) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(noNewline{w})
-	if _, err := io.WriteString(w, `{"data":[`); err != nil {
-		return // the client went away; the status line is sent
+	enc, ok := writeItems(w, items, view)
+	if !ok {
+		return
 	}
-	for i := range items {
-		if i > 0 {
-			if _, err := io.WriteString(w, ","); err != nil {
-				return
-			}
-		}
-		if err := enc.Encode(view(items[i])); err != nil {
-			return
-		}
-		var zero T
-		items[i] = zero
-	}
-	if _, err := io.WriteString(w, `],"next_cursor":`); err != nil {
+	if _, err := io.WriteString(w, `,"next_cursor":`); err != nil {
 		return
 	}
 	if err := enc.Encode(next); err != nil {
 		return
 	}
 	_, _ = io.WriteString(w, "}\n")
+}
+
+// writeItems answers 200 with the start of an object whose "data" member
+// is items: `{"data":[...]`, for the caller to add its other members and
+// the closing brace with the encoder it returns (ok is false when the
+// client went away: the status line is sent, and nothing more should be).
+// It encodes the items one at a time straight to w, view making each its
+// resource, and lets go of each item once written, so a page is never
+// held in memory twice (as items and as JSON) and its JSON never whole: at
+// most one item's.
+func writeItems[T, V any](w http.ResponseWriter, items []T, view func(T) V) (*json.Encoder, bool) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(noNewline{w})
+	if _, err := io.WriteString(w, `{"data":[`); err != nil {
+		return nil, false
+	}
+	for i := range items {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return nil, false
+			}
+		}
+		if err := enc.Encode(view(items[i])); err != nil {
+			return nil, false
+		}
+		var zero T
+		items[i] = zero
+	}
+	_, err := io.WriteString(w, "]")
+	return enc, err == nil
 }
 
 // noNewline drops the newline json.Encoder ends each value with: the only

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -84,6 +85,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if wait > 0 {
+		extendWriteDeadline(w, r, wait)
+	}
 	res, err := s.Queue.Receive(r.Context(), store.ReceiveRequest{
 		SubscriptionID: sub.ID, Max: max, LockFor: lock,
 		MaxReceives: e.Policy.MaxAttempts, TTL: e.Policy.TTL, DeadLetter: sub.DeadLetter,
@@ -96,16 +100,38 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
-	out := make([]receivedJSON, len(res.Received))
-	for i, d := range res.Received {
-		ev := json.RawMessage(d.Payload)
-		if !json.Valid(ev) {
-			ev = json.RawMessage("null")
-		}
-		out[i] = receivedJSON{LockToken: d.LockToken, DeliveryID: d.ID, DeliveryCount: d.Receives,
-			LockedUntil: timestamp(d.LockedUntil), Event: ev}
+	// Streamed as a list page is: the store returned at most
+	// store.MaxPageBytes of events and one more, and each is let go once
+	// written.
+	if _, ok := writeItems(w, res.Received, toReceivedJSON); ok {
+		_, _ = io.WriteString(w, "}\n")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+}
+
+// toReceivedJSON is a received delivery's resource.
+func toReceivedJSON(d store.Received) receivedJSON {
+	ev := json.RawMessage(d.Payload)
+	if !json.Valid(ev) {
+		ev = json.RawMessage("null")
+	}
+	return receivedJSON{LockToken: d.LockToken, DeliveryID: d.ID, DeliveryCount: d.Receives,
+		LockedUntil: timestamp(d.LockedUntil), Event: ev}
+}
+
+// extendWriteDeadline moves the connection's write deadline wait later than
+// the http.Server set it (WriteTimeout from when it read the request's
+// header; see NewHTTPServer): a long poll gets the time every request gets
+// to be answered, after its wait. Without it a receive waiting
+// queue.MaxWait would have its answer cut by the server's 60 s timeout.
+// (The read deadline needs nothing: net/http clears it once the body is
+// read.) Deadlines are real time, like the server's; the wait may be on
+// another clock (queue.Service's), and only makes the deadline later.
+func extendWriteDeadline(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	hs, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if hs == nil || hs.WriteTimeout <= 0 {
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + hs.WriteTimeout))
 }
 
 // settleInput is the body of acknowledge, release, reject and renew-lock.

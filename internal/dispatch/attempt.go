@@ -268,6 +268,18 @@ func (e *Engine) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Cla
 		policy := policyOf(sub, c)
 		v := retry.Verdict{Kind: retry.Delivered}
 		switch {
+		case res.outcome == outcomeLocalError:
+			// Herald's host ran out of descriptors: not the endpoint's
+			// failure nor the delivery's. Logged, and retried without
+			// taking a round attempt (so never dead-lettered for it, nor
+			// queued by a failure policy) while its ttl allows.
+			out.RoundAttempts = c.RoundAttempts
+			if at := now.Add(localRetryDelay); !policy.Expired(c.RoundStart, at) {
+				out.Status, out.NextAttemptAt = store.StatusPending, at
+				outs[i] = out
+				continue
+			}
+			v = retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}
 		case res.outcome == outcomeBlocked:
 			// Herald refused the destination: no retry would be let through
 			// (until Herald is restarted with other --allow-* flags; a redrive
@@ -308,17 +320,22 @@ func (e *Engine) abandoned(reg *runningAttempt) bool {
 // answered 2xx, or a status this subscription's policy takes as success.
 // An attempt that failed before anything was sent (a request Herald could
 // not build: request_error; a destination Herald refused:
-// destination_blocked), and nothing else, says nothing about it.
+// destination_blocked; Herald's host out of file descriptors:
+// local_error), and nothing else, says nothing about it.
 // Everything else is a failure: a status the subscription does not accept
 // from an endpoint that did not answer 2xx, a timeout, a refused or reset
 // connection, a DNS or TLS error.
 func healthOf(policy retry.Policy, res result, now time.Time) *health.Outcome {
-	if res.outcome == outcomeRequestError || res.outcome == outcomeBlocked {
+	if res.outcome == outcomeRequestError || res.outcome == outcomeBlocked || res.outcome == outcomeLocalError {
 		return nil
 	}
 	ok := res.status != 0 && (res.status/100 == 2 || policy.Success(res.status))
 	return &health.Outcome{At: now, Success: ok, Gone: res.status == http.StatusGone}
 }
+
+// localRetryDelay is how long after a local_error attempt its deliveries
+// are tried again.
+const localRetryDelay = 10 * time.Second
 
 // expire ends a delivery whose time to live passed before its attempt.
 func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {

@@ -71,7 +71,8 @@ type Config struct {
 	// Resolver looks up the addresses of URLs' host names for the default
 	// Client (default net.DefaultResolver); tests inject their own.
 	Resolver destination.Resolver
-	// Client sends the attempts (default NewHTTPClient(Destinations, Resolver)).
+	// Client sends the attempts (default NewHTTPClient(Destinations,
+	// Resolver, MaxInFlight)).
 	Client *http.Client
 	// UserAgent is sent with every attempt (default "Herald").
 	UserAgent string
@@ -197,7 +198,7 @@ func (c *Config) setDefaults(caps store.Capabilities) {
 		}
 	}
 	if c.Client == nil {
-		c.Client = NewHTTPClient(c.Destinations, c.Resolver)
+		c.Client = NewHTTPClient(c.Destinations, c.Resolver, c.MaxInFlight)
 	}
 	setZero(&c.UserAgent, d.UserAgent)
 	if c.Rand == nil {

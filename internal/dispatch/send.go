@@ -37,12 +37,15 @@ const DefaultTimeout = 30 * time.Second
 
 // NewHTTPClient returns the client attempts are sent with: no redirects
 // followed (a 3xx is the attempt's answer, and a failure), no proxy, bounded
-// dial and TLS handshake times, and enough idle connections per host for the
-// per-endpoint concurrency. Each attempt's overall deadline comes from its
-// subscription's timeout. Every connection it makes is to an address the
-// policy allows: host names are resolved with r (nil: net.DefaultResolver)
-// and their addresses checked on every dial (see destination.Dialer).
-func NewHTTPClient(policy destination.Policy, r destination.Resolver) *http.Client {
+// dial and TLS handshake times, and at most maxIdle idle connections kept
+// for reuse (the engine gives MaxInFlight: no more could be in use at once;
+// 256 per host at most, enough for the per-endpoint concurrency), so that
+// the descriptors pushes take are bounded (see server.ReservedDescriptors).
+// Each attempt's overall deadline comes from its subscription's timeout.
+// Every connection it makes is to an address the policy allows: host names
+// are resolved with r (nil: net.DefaultResolver) and their addresses
+// checked on every dial (see destination.Dialer).
+func NewHTTPClient(policy destination.Policy, r destination.Resolver, maxIdle int) *http.Client {
 	dialer := &destination.Dialer{
 		Policy:   policy,
 		Resolver: r,
@@ -52,8 +55,8 @@ func NewHTTPClient(policy destination.Policy, r destination.Resolver) *http.Clie
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
-		MaxIdleConns:          4096,
-		MaxIdleConnsPerHost:   256,
+		MaxIdleConns:          maxIdle,
+		MaxIdleConnsPerHost:   min(maxIdle, 256),
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: 0, // the attempt's context deadline governs
@@ -319,9 +322,19 @@ const outcomeRequestError = "request_error"
 // (destination.Policy). Nothing was sent; it is not retried.
 const outcomeBlocked = "destination_blocked"
 
+// outcomeLocalError is the outcome of an attempt that failed for want of a
+// resource of Herald's own host: a socket it could not open, when dialling
+// or in the DNS lookup before (EMFILE or ENFILE: too many open files).
+// Nothing reached the endpoint, so it says nothing of the endpoint's
+// health (healthOf), nor of the delivery: it is retried after
+// localRetryDelay without counting against its retry budget (see
+// attempt).
+const outcomeLocalError = "local_error"
+
 // classifyError names a transport failure: request_error or
-// destination_blocked (nothing was sent), timeout, connection_refused, connection_reset, dns_error,
-// tls_error, or network_error for the rest.
+// destination_blocked (nothing was sent), local_error (Herald's host ran
+// out of file descriptors), timeout, connection_refused, connection_reset,
+// dns_error, tls_error, or network_error for the rest.
 func classifyError(err error) string {
 	// net/http checks header names and values before it dials.
 	if msg := err.Error(); strings.Contains(msg, "net/http: invalid header ") {
@@ -329,6 +342,9 @@ func classifyError(err error) string {
 	}
 	if destination.IsBlocked(err) {
 		return outcomeBlocked
+	}
+	if isLocalResourceError(err) {
+		return outcomeLocalError
 	}
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
@@ -354,4 +370,17 @@ func classifyError(err error) string {
 		return "timeout"
 	}
 	return "network_error"
+}
+
+// isLocalResourceError reports whether err says Herald's host could not
+// open a file descriptor: EMFILE (the process's limit) or ENFILE (the
+// system's), wrapped in the dial's error, or only as text in a DNS
+// lookup's (net.DNSError keeps no cause but a context's).
+func isLocalResourceError(err error) bool {
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		return true
+	}
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr) &&
+		(strings.HasSuffix(dnsErr.Err, syscall.EMFILE.Error()) || strings.HasSuffix(dnsErr.Err, syscall.ENFILE.Error()))
 }

@@ -7,16 +7,20 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -437,5 +441,33 @@ func TestSendRedactsSecrets(t *testing.T) {
 				t.Fatalf("the attempt's error shows the URL without its password redacted: %q", a.Error)
 			}
 		})
+	}
+}
+
+// TestClassifyLocalResourceErrors: a dial or DNS lookup that failed because
+// Herald's host is out of file descriptors is local_error (not the
+// endpoint's failure); the same errors for other causes keep their names.
+func TestClassifyLocalResourceErrors(t *testing.T) {
+	dial := func(err error) error {
+		return &url.Error{Op: "Post", URL: "http://example.com/hook", Err: &net.OpError{Op: "dial", Net: "tcp", Err: err}}
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{dial(os.NewSyscallError("socket", syscall.EMFILE)), outcomeLocalError},
+		{dial(os.NewSyscallError("socket", syscall.ENFILE)), outcomeLocalError},
+		{dial(&net.DNSError{Err: "dial udp 127.0.0.53:53: socket: too many open files", Name: "example.com"}), outcomeLocalError},
+		{dial(&net.DNSError{Err: "open /etc/hosts: too many open files in system", Name: "example.com"}), outcomeLocalError},
+		{dial(&net.DNSError{Err: "no such host", Name: "example.com", IsNotFound: true}), "dns_error"},
+		{dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "connection_refused"},
+		{dial(os.NewSyscallError("connect", syscall.ENETUNREACH)), "network_error"},
+	} {
+		if got := classifyError(c.err); got != c.want {
+			t.Errorf("%v: %s, want %s", c.err, got, c.want)
+		}
+	}
+	if healthOf(retry.Policy{}, result{outcome: outcomeLocalError}, time.Now()) != nil {
+		t.Error("a local_error attempt counts in the endpoint's health")
 	}
 }

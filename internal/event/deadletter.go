@@ -58,7 +58,7 @@ const (
 //	connection_refused, connection_reset, dns_error, network_error
 //	                       SocketError
 //	anything else          GenericError (tls_error, request_error,
-//	                       destination_blocked, "")
+//	                       destination_blocked, local_error, "")
 func EventGridOutcome(outcome string, status int) string {
 	if status == 0 {
 		if code, ok := strings.CutPrefix(outcome, "http_"); ok {

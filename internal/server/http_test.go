@@ -274,7 +274,7 @@ func TestRoutingAnswersProblems(t *testing.T) {
 func TestNetHTTPRefusalsAreProblems(t *testing.T) {
 	logs := &logBuffer{}
 	b := setup(t, func(c *server.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
-	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger)
+	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, server.DefaultConfig().MaxConnections)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

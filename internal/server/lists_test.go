@@ -73,26 +73,7 @@ func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(live)
-			if v := live[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	peak := watchLiveHeap()
 
 	maxResponse := int64(store.MaxPageBytes + eventBytes + envelopeBytes)
 	var wg sync.WaitGroup
@@ -136,12 +117,11 @@ func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(done)
-	<-sampled
+	top := peak()
 
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	growth, retained := int64(peak.Load())-int64(before), int64(ms.HeapAlloc)-int64(before)
+	growth, retained := int64(top)-int64(before), int64(ms.HeapAlloc)-int64(before)
 	t.Logf("pages per walk %v; largest response %d bytes (bound %d); heap before %d MiB, live heap peak +%.1f MiB (bound %d MiB), after GC %+.1f MiB (bound %d MiB)",
 		pages, largest.Load(), maxResponse, before>>20, float64(growth)/(1<<20), peakHeapGrowth>>20, float64(retained)/(1<<20), retainedHeap>>20)
 	if growth > peakHeapGrowth {
@@ -161,6 +141,38 @@ func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 	}
 }
 
+// watchLiveHeap samples the live heap (the heap after a garbage
+// collection, /gc/heap/live:bytes, as of the last collection) every
+// millisecond until the function it returns is called, which returns the
+// highest sample.
+func watchLiveHeap() (peak func() uint64) {
+	var top atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(live)
+			if v := live[0].Value.Uint64(); v > top.Load() {
+				top.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		<-sampled
+		return top.Load()
+	}
+}
+
 // listPage is what streamPage read of one page.
 type listPage struct {
 	ids   []string
@@ -172,8 +184,34 @@ type listPage struct {
 // item (the client holds one event at a time), checking that each dead
 // letter carries its event.
 func streamPage(client *http.Client, u string) (listPage, error) {
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return listPage{}, err
+	}
+	return streamAnswer(client, req, func(dec *json.Decoder) (string, error) {
+		var item struct {
+			ID      string `json:"id"`
+			EventID string `json:"event_id"`
+			Event   struct {
+				ID string `json:"id"`
+			} `json:"event"`
+		}
+		if err := dec.Decode(&item); err != nil {
+			return "", err
+		}
+		if item.Event.ID == "" || item.Event.ID != item.EventID {
+			return "", fmt.Errorf("dead letter %s without its event", item.ID)
+		}
+		return item.ID, nil
+	})
+}
+
+// streamAnswer sends req and decodes the answer, an object with "data"
+// (read one item at a time by item, which returns the item's id) and
+// maybe "next_cursor": the client holds one item at a time.
+func streamAnswer(client *http.Client, req *http.Request, item func(*json.Decoder) (string, error)) (listPage, error) {
 	var pg listPage
-	resp, err := client.Get(u)
+	resp, err := client.Do(req)
 	if err != nil {
 		return pg, err
 	}
@@ -198,20 +236,11 @@ func streamPage(client *http.Client, u string) (listPage, error) {
 				return pg, err
 			}
 			for dec.More() {
-				var item struct {
-					ID      string `json:"id"`
-					EventID string `json:"event_id"`
-					Event   struct {
-						ID string `json:"id"`
-					} `json:"event"`
-				}
-				if err := dec.Decode(&item); err != nil {
+				id, err := item(dec)
+				if err != nil {
 					return pg, err
 				}
-				if item.Event.ID == "" || item.Event.ID != item.EventID {
-					return pg, fmt.Errorf("dead letter %s without its event", item.ID)
-				}
-				pg.ids = append(pg.ids, item.ID)
+				pg.ids = append(pg.ids, id)
 			}
 			if err := expectDelim(dec, ']'); err != nil {
 				return pg, err

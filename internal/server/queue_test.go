@@ -2,13 +2,18 @@ package server_test
 
 import (
 	"encoding/json"
-	"github.com/herald-events/herald/internal/server"
-	"github.com/herald-events/herald/internal/store/postgres/pgtest"
+	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
 
 // received is one item of a receive answer.
@@ -427,5 +432,97 @@ func TestFailurePolicyDefaultsToTheAccounts(t *testing.T) {
 		if code, raw := b.do("POST", c.path, map[string]any{"name": "s", "url": "http://127.0.0.1:1/"}, &sub); code != 201 || sub.FailurePolicy != c.want {
 			t.Fatalf("POST %s: %d %s, want failure_policy %s", c.path, code, raw, c.want)
 		}
+	}
+}
+
+// receiveHeapGrowth bounds how much the live heap grows while
+// TestReceiveBoundedInBytesAndMemory receives: an answer holds about 5 MB
+// of events, each in memory once (as read from the store) and one at a
+// time as JSON. Built whole, the first answer alone held all 24 events,
+// twice (the store's rows and the encoded answer).
+const receiveHeapGrowth = 24 << 20
+
+// TestReceiveBoundedInBytesAndMemory publishes 24 events of about 1 MB to
+// a pull subscription and receives with max_events 1000 until every one
+// came, on a clock that does not move (so a lock never ends): every answer
+// holds at most store.MaxPageBytes of events and one more (five here: the
+// fifth brings it past 4 MiB), the events an answer leaves out are not
+// locked (the next receive gets them, so every event comes exactly once),
+// and the live heap stays bounded while the receives run.
+func TestReceiveBoundedInBytesAndMemory(t *testing.T) {
+	b := setup(t)
+	var sub struct{ ID string }
+	if code, raw := b.do("POST", "/v1/subscriptions", map[string]any{"name": "big", "delivery_mode": "pull"}, &sub); code != 201 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	data := strings.Repeat("x", bigData)
+	var eventBytes int
+	for i := range bigEvents {
+		ev := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"big-%02d","source":"/test","type":"big","data":%q}`, i, data))
+		eventBytes = max(eventBytes, len(ev))
+		if code, raw := b.do("POST", "/v1/events", ev, nil); code != http.StatusAccepted {
+			t.Fatalf("publish %d: %d %s", i, code, raw)
+		}
+	}
+	perAnswer := store.MaxPageBytes/eventBytes + 1
+	maxAnswer := int64(store.MaxPageBytes + eventBytes + envelopeBytes)
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	peak := watchLiveHeap()
+	seen := map[string]int{}
+	for call := 1; len(seen) < bigEvents; call++ {
+		if call > bigEvents {
+			t.Fatalf("%d receives got %d of %d events: the others are locked without being answered", call-1, len(seen), bigEvents)
+		}
+		req, err := http.NewRequest("POST", b.api.URL+"/v1/subscriptions/"+sub.ID+"/receive", strings.NewReader(`{"max_events": 1000}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		ans, err := streamAnswer(b.client, req, func(dec *json.Decoder) (string, error) {
+			var item struct {
+				DeliveryID string `json:"delivery_id"`
+				Event      struct {
+					ID   string `json:"id"`
+					Data string `json:"data"`
+				} `json:"event"`
+			}
+			if err := dec.Decode(&item); err != nil {
+				return "", err
+			}
+			if len(item.Event.Data) != bigData {
+				return "", fmt.Errorf("delivery %s with %d bytes of data, want %d", item.DeliveryID, len(item.Event.Data), bigData)
+			}
+			return item.Event.ID, nil
+		})
+		if err != nil {
+			t.Fatalf("receive %d: %v", call, err)
+		}
+		if ans.bytes > maxAnswer {
+			t.Errorf("receive %d: %d bytes, over %d (the bound plus one event)", call, ans.bytes, maxAnswer)
+		}
+		if want := min(perAnswer, bigEvents-len(seen)); len(ans.ids) != want {
+			t.Errorf("receive %d: %d events with %d not received yet, want %d", call, len(ans.ids), bigEvents-len(seen), want)
+		}
+		for _, id := range ans.ids {
+			seen[id]++
+		}
+	}
+	top := peak()
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s received %d times", id, n)
+		}
+	}
+	if got := b.receive(sub.ID, map[string]any{"max_events": 1000}); len(got) != 0 {
+		t.Errorf("%d events received again while locked", len(got))
+	}
+	growth := int64(top) - int64(before)
+	t.Logf("%d receives; live heap peak %+.1f MiB over %d MiB before (bound %d MiB)", len(seen), float64(growth)/(1<<20), before>>20, receiveHeapGrowth>>20)
+	if growth > receiveHeapGrowth {
+		t.Errorf("live heap grew %d MiB while receiving, over %d MiB", growth>>20, receiveHeapGrowth>>20)
 	}
 }

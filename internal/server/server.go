@@ -84,6 +84,12 @@ type Config struct {
 	// (auth.DefaultRecheck): a revoked key stops working on every node
 	// within this long.
 	AuthRecheck time.Duration
+	// MaxConnections caps the inbound connections the API holds open at
+	// once (default 4,096; herald serve lowers it to what the file
+	// descriptor limit leaves: ConnectionCap). At the cap the oldest idle
+	// connection is closed to make room for a new one, and with none idle
+	// the new one waits to be accepted (see api.NewHTTPServer).
+	MaxConnections int
 	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
 	// are filled in by New.
 	Dispatch dispatch.Config
@@ -109,6 +115,7 @@ func DefaultConfig() Config {
 		CatalogReload:  10 * time.Second,
 		Auth:           AuthOn,
 		AuthRecheck:    auth.DefaultRecheck,
+		MaxConnections: 4096,
 		Dispatch:       dispatch.DefaultConfig(),
 	}
 }
@@ -140,6 +147,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("HERALD_ADMIN_KEY: must be at most %d characters", auth.MaxKeyLen)
 	case c.AuthRecheck <= 0:
 		return errors.New("the auth recheck interval must be positive")
+	case c.MaxConnections < 1:
+		return fmt.Errorf("--max-connections %d: must be at least 1", c.MaxConnections)
 	}
 	if isPostgresURL(c.Store) {
 		if _, err := url.Parse(c.Store); err != nil {
@@ -183,6 +192,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.AuthRecheck <= 0 {
 		c.AuthRecheck = d.AuthRecheck
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = d.MaxConnections
 	}
 	if c.Dispatch.Owner == "" {
 		c.Dispatch.Owner = dispatch.DefaultOwner()

@@ -76,7 +76,12 @@ var ErrLockLost = errors.New("the lock token holds no lock: it expired, was sett
 type QueueStore interface {
 	// Receive locks up to r.Max receivable deliveries of one subscription,
 	// oldest due first, and returns them with their events. Each gets a new
-	// lock token and its Receives count goes up by one. A receivable
+	// lock token and its Receives count goes up by one. Like a list page
+	// (MaxPageBytes), it stops after the delivery that brings the bytes of
+	// the payloads it returns to MaxPageBytes or more, so one larger than
+	// that comes alone; it locks only what it returns, reads no payload it
+	// does not return, and the deliveries after the bound stay receivable
+	// as they were, for the next call. A receivable
 	// delivery already received r.MaxReceives times (0: no bound) is
 	// dead-lettered with reason MaxDeliveryAttemptsExceeded instead, and
 	// one whose round started at least r.TTL ago (0: no bound) with

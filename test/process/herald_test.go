@@ -50,6 +50,15 @@ type herald struct {
 // if it is still running.
 func startHerald(t testing.TB, name, dataDir string, extra ...string) *herald {
 	t.Helper()
+	return startHeraldUnder(t, nil, name, dataDir, extra...)
+}
+
+// startHeraldUnder is startHerald with the binary run by the command
+// wrap (its program and arguments, the binary and its arguments after
+// them; nil runs the binary itself): a shell that lowers a limit first,
+// for example.
+func startHeraldUnder(t testing.TB, wrap []string, name, dataDir string, extra ...string) *herald {
+	t.Helper()
 	if heraldBin == "" {
 		t.Fatal("the herald binary was not built (TestMain)")
 	}
@@ -60,7 +69,8 @@ func startHerald(t testing.TB, name, dataDir string, extra ...string) *herald {
 	}
 	// The tests' receivers listen on loopback.
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--allow-private-destinations"}, extra...)
-	cmd := exec.Command(heraldBin, args...)
+	argv := append(append(wrap[:len(wrap):len(wrap)], heraldBin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(childEnv(), "HERALD_ADMIN_KEY="+adminKey)
 	stdout := &lineWatcher{prefix: "herald listening on ", found: make(chan string, 1)}
 	cmd.Stdout = io.MultiWriter(stdout, errFile)

@@ -211,6 +211,14 @@ type Options struct {
 	OnQueued func(subscriptionIDs []string)
 }
 
+// Descriptors is how many file descriptors a Store opened with o holds
+// at most: a connection for each of its pool's MaxConns, and the change
+// feed's own.
+func (o Options) Descriptors() int {
+	o.setDefaults()
+	return o.MaxConns + 1
+}
+
 func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -52,10 +52,13 @@ const (
 const (
 	// receivableSQL locks, oldest due first, up to $3 receivable deliveries
 	// of subscription $1 at now $2, skipping those another transaction
-	// holds. It returns what Receive decides on. Those this transaction
-	// handled already are not receivable any more: it ended them, or locked
-	// them until after now.
-	receivableSQL = `SELECT d.id, d.receives, d.round_start, d.lock_token FROM deliveries AS d
+	// holds. It returns what Receive decides on, with the size of each
+	// one's payload (octet_length reads a TOASTed value's size, not the
+	// value). Those this transaction handled already are not receivable
+	// any more: it ended them, or locked them until after now.
+	receivableSQL = `SELECT d.id, d.receives, d.round_start, d.lock_token,
+	coalesce((SELECT octet_length(e.payload) FROM events AS e WHERE e.seq = d.event_seq), 0)
+FROM deliveries AS d
 WHERE d.subscription_id = $1 AND ` + queuedRows + ` AND d.next_attempt_at <= $2
 ORDER BY d.next_attempt_at, d.id
 LIMIT $3
@@ -64,7 +67,8 @@ FOR UPDATE SKIP LOCKED`
 	// takeSQL applies Receive's decisions to the deliveries it locked: a
 	// delivery with a token ($3) is locked with it until $5 (Receives + 1);
 	// one without ends with status $2 and reason $4, unlocked. It returns
-	// them as they now are, with their payloads.
+	// them as they now are, the locked ones with their payloads (the
+	// ended ones with none).
 	takeSQL = `UPDATE deliveries AS d SET
 	status = u.status,
 	dead_letter_reason = CASE WHEN u.token <> '' THEN d.dead_letter_reason ELSE u.reason END,
@@ -74,7 +78,7 @@ FOR UPDATE SKIP LOCKED`
 	lock_until = CASE WHEN u.token <> '' THEN $5 ELSE 0 END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(id, status, token, reason), events AS e
 WHERE d.id = u.id AND e.seq = d.event_seq
-RETURNING ` + deliveryCols + `, e.payload`
+RETURNING ` + deliveryCols + `, CASE WHEN u.token <> '' THEN e.payload END`
 
 	// nextQueuedSQL: the earliest next_attempt_at of subscription $1's
 	// queued deliveries (locked ones included), one index seek.
@@ -113,8 +117,10 @@ RETURNING t.token`
 // r.Now with TimeToLiveExceeded (dead-lettered, or dropped when
 // !r.DeadLetter; its lock cleared); any other is locked until
 // r.Now + r.LockFor under a new token (store.LockToken with 26 random
-// characters). It reads more while deliveries it ended leave room below
-// r.Max, ending at most maxEnded per call. Received and Ended are in the
+// characters), until the payloads of those it locked reach
+// store.MaxPageBytes: the deliveries after that one stay as they were. It
+// reads more while deliveries it ended leave room below r.Max and the
+// bytes, ending at most maxEnded per call. Received and Ended are in the
 // order their deliveries were due (then ID order). r.Max must be 1..1000
 // and r.LockFor positive. NextAt is read in the same transaction, after the
 // locks are written: it is the earliest next_attempt_at of every queued
@@ -148,6 +154,7 @@ type candidate struct {
 	receives   int
 	roundStart int64
 	token      string // its lock token before: an expired lock's
+	size       int64  // its payload's bytes
 }
 
 // receive is Receive's transaction.
@@ -159,15 +166,15 @@ func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.Rece
 		ended = string(store.StatusDeadLettered)
 	}
 	res := store.ReceiveResult{}
-	nEnded := 0
-	for len(res.Received) < r.Max && nEnded < maxEnded {
+	nEnded, locked, bytes := 0, 0, int64(0)
+	for len(res.Received) < r.Max && bytes < store.MaxPageBytes && nEnded < maxEnded {
 		want := r.Max - len(res.Received)
 		rows, err := tx.Query(ctx, receivableSQL, r.SubscriptionID, now, want)
 		if err != nil {
 			return res, err
 		}
 		cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (c candidate, err error) {
-			return c, row.Scan(&c.id, &c.receives, &c.roundStart, &c.token)
+			return c, row.Scan(&c.id, &c.receives, &c.roundStart, &c.token, &c.size)
 		})
 		if err != nil {
 			return res, err
@@ -176,9 +183,14 @@ func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.Rece
 			break
 		}
 		n := len(cs)
-		ids, status, tokens, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		full := false
+		ids, status, tokens, reasons := make([]string, 0, n), make([]string, n), make([]string, n), make([]string, n)
 		for i, c := range cs {
-			ids[i] = c.id
+			if locked >= r.Max || bytes >= store.MaxPageBytes {
+				full = true // this one and the rest stay as they are
+				break
+			}
+			ids = append(ids, c.id)
 			switch {
 			case r.MaxReceives > 0 && c.receives >= r.MaxReceives:
 				status[i], reasons[i] = ended, reasonMaxReceives
@@ -189,8 +201,12 @@ func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.Rece
 				if c.token != "" {
 					res.ExpiredLocks++
 				}
+				locked++
+				bytes += c.size
 			}
 		}
+		k := len(ids)
+		status, tokens, reasons = status[:k], tokens[:k], reasons[:k]
 		rows, err = tx.Query(ctx, takeSQL, ids, status, tokens, reasons, until)
 		if err != nil {
 			return res, err
@@ -221,8 +237,8 @@ func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.Rece
 				res.Received = append(res.Received, t)
 			}
 		}
-		if n < want {
-			break // nothing more is receivable
+		if full || n < want {
+			break // the bytes are reached, or nothing more is receivable
 		}
 	}
 	var next *int64

@@ -39,11 +39,15 @@ const (
 const (
 	// receiveSQL: a subscription's receivable deliveries, oldest due first
 	// (ties in ID order, which the index holds after next_attempt_at), with
-	// the token of their previous lock and their event's payload.
-	receiveSQL = `SELECT ` + deliveryCols + `, d.lock_token, e.payload
+	// the token of their previous lock and their event's payload size
+	// (octet_length reads no payload).
+	receiveSQL = `SELECT ` + deliveryCols + `, d.lock_token, octet_length(e.payload)
 FROM deliveries AS d INDEXED BY deliveries_queued CROSS JOIN events AS e ON e.seq = d.event_seq
 WHERE d.subscription_id = ? AND d.status = 'queued' AND d.next_attempt_at <= ?
 ORDER BY d.next_attempt_at, d.id LIMIT ?`
+
+	// payloadSQL reads the payload of a delivery Receive locked.
+	payloadSQL = `SELECT payload FROM events WHERE seq = ?`
 
 	// lockSQL locks a received delivery: it is receivable again when the
 	// lock ends.
@@ -88,14 +92,16 @@ WHERE subscription_id = ? AND status = 'queued' RETURNING endpoint_id`
 type receivable struct {
 	store.Delivery
 	lockToken string
-	payload   []byte
+	size      int64 // the payload's bytes
 }
 
 // Receive implements store.QueueStore on the writer, oldest due first. It
-// reads the receivable deliveries in batches until it has locked r.Max of
-// them, none is left, or it has read r.Max + 1000 (the deliveries it ends
-// do not count against r.Max, but are bounded so). A lock token is the
-// delivery ID, a dot and 26 random base32 characters (128 bits, crypto/rand).
+// reads the receivable deliveries in batches (their payloads' sizes, not
+// the payloads) until it has locked r.Max of them or store.MaxPageBytes
+// of payload, none is left, or it has read r.Max + 1000 (the deliveries it
+// ends do not count against r.Max, but are bounded so); then it reads the
+// payloads of those it locked, one at a time. A lock token is the delivery
+// ID, a dot and 26 random base32 characters (128 bits, crypto/rand).
 // r.Max must be 1..1000 and r.LockFor positive. NextAt is read after the
 // locks are written, so it is at most the earliest new lock's end.
 func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error) {
@@ -114,7 +120,10 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 	var res store.ReceiveResult
 	err := s.write(ctx, func(w *writer) error {
 		res = store.ReceiveResult{}
-		for read, budget := 0, r.Max+receiveExtra; len(res.Received) < r.Max && read < budget; {
+		var bytes int64
+		full := func() bool { return len(res.Received) >= r.Max || bytes >= store.MaxPageBytes }
+	read:
+		for read, budget := 0, r.Max+receiveExtra; !full() && read < budget; {
 			limit := min(r.Max-len(res.Received), budget-read)
 			batch, err := w.receivable(r.SubscriptionID, now, limit)
 			if err != nil {
@@ -122,6 +131,9 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 			}
 			read += len(batch)
 			for _, c := range batch {
+				if full() {
+					break read // the rest stay receivable, unlocked
+				}
 				d := c.Delivery
 				if reason := endReason(d, r, now); reason != "" {
 					if _, err := w.exec(endQueuedSQL, string(ended), reason, d.ID); err != nil {
@@ -140,10 +152,17 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 				}
 				d.Receives++
 				d.LockedUntil, d.NextAttemptAt = sqlrow.FromUnixMS(until), sqlrow.FromUnixMS(until)
-				res.Received = append(res.Received, store.Received{Delivery: d, LockToken: token, Payload: c.payload})
+				res.Received = append(res.Received, store.Received{Delivery: d, LockToken: token})
+				bytes += c.size
 			}
 			if len(batch) < limit {
 				break
+			}
+		}
+		for i := range res.Received {
+			rc := &res.Received[i]
+			if err := w.scanRow(payloadSQL, []any{rc.EventSeq}, &rc.Payload); err != nil {
+				return fmt.Errorf("receive: the event of %s: %w", rc.ID, err)
 			}
 		}
 		var next sql.NullInt64
@@ -171,7 +190,7 @@ func (w *writer) receivable(subscriptionID string, now int64, limit int) ([]rece
 	var out []receivable
 	for rows.Next() {
 		var c receivable
-		d, err := scanDelivery(rows, &c.lockToken, &c.payload)
+		d, err := scanDelivery(rows, &c.lockToken, &c.size)
 		if err != nil {
 			return nil, err
 		}

@@ -110,6 +110,15 @@ type Options struct {
 	OnQueued func(subscriptionIDs []string)
 }
 
+// Descriptors is how many file descriptors a Store opened with o holds
+// at most: the database, its WAL and its shared-memory index for the write
+// connection and for each of the ReadConns read connections, and the lock
+// file.
+func (o Options) Descriptors() int {
+	o.setDefaults()
+	return 3*(1+o.ReadConns) + 1
+}
+
 func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

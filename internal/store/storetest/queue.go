@@ -16,6 +16,7 @@ import (
 var queueTests = []test{
 	{"PublishQueued", testQueuePublish},
 	{"ReceiveOldestFirstUpToMax", testReceiveOrder},
+	{"ReceiveBoundedInBytes", testReceiveBytes},
 	{"ConcurrentReceivesDisjoint", testConcurrentReceivesDisjoint},
 	{"LockExpiry", testLockExpiry},
 	{"Acknowledge", testAcknowledge},
@@ -253,6 +254,85 @@ func testReceiveOrder(t *testing.T, b *bundle) {
 	if next := b.receiveNone(p, now); !next.Equal(now.Add(lockFor)) {
 		t.Fatalf("NextAt = %v, want %v", next, now.Add(lockFor))
 	}
+}
+
+// testReceiveBytes: Receive stops, as a list page does, after the
+// delivery whose payload brings those it returns to store.MaxPageBytes or
+// more (one larger comes alone), and locks nothing it does not return: the
+// next receives, at the same time, get the rest in order, each delivery
+// once, with its payload. A delivery it ends takes no bytes.
+func testReceiveBytes(t *testing.T, b *bundle) {
+	p := b.pullSub(true)
+	var want []string
+	payloads := map[string][]byte{}
+	for i, n := range pageSizes {
+		ev := b.event(b.at(time.Duration(i)*time.Second), p)
+		ev.Payload = filler(n)
+		ev.Deliveries[0].Queued = true
+		b.publish(ev)
+		id := ev.Deliveries[0].ID
+		want = append(want, id)
+		payloads[id] = ev.Payload
+	}
+	now := b.at(time.Hour)
+	for round, max := range []int{1000, 2} {
+		var got []string
+		for call := 1; len(got) < len(want); call++ {
+			if call > len(want) {
+				t.Fatalf("max %d: %d receives got %d of %d deliveries", max, call-1, len(got), len(want))
+			}
+			res := b.receive(p, now, max)
+			if len(res.Received) == 0 {
+				t.Fatalf("max %d, receive %d: nothing, with %d of %d deliveries received", max, call, len(got), len(want))
+			}
+			var total int64
+			for i, r := range res.Received {
+				if total >= store.MaxPageBytes {
+					t.Fatalf("max %d, receive %d: delivery %d comes after %d bytes; the answer should have ended at %d", max, call, i, total, store.MaxPageBytes)
+				}
+				if string(r.Payload) != string(payloads[r.ID]) {
+					t.Fatalf("max %d, receive %d: %s with a payload of %d bytes, want its %d", max, call, r.ID, len(r.Payload), len(payloads[r.ID]))
+				}
+				total += int64(len(r.Payload))
+				got = append(got, r.ID)
+			}
+			if rest := len(want) - len(got); rest > 0 && len(res.Received) < max && total < store.MaxPageBytes {
+				t.Fatalf("max %d, receive %d: %d deliveries of %d bytes while %d more are receivable; want %d or %d bytes", max, call, len(res.Received), total, rest, max, store.MaxPageBytes)
+			}
+			for _, id := range want[len(got):] {
+				if d := b.get(id); d.LockedUntil.After(now) || d.Receives != round {
+					t.Fatalf("max %d, receive %d: %s, not returned, is locked until %v with %d receives; want it unlocked, %d", max, call, id, d.LockedUntil, d.Receives, round)
+				}
+			}
+		}
+		equal(t, fmt.Sprintf("max %d: received, in order", max), got, want)
+		now = now.Add(lockFor) // every lock ends: all receivable again
+	}
+
+	// Deliveries ended on the way take no bytes: two received too often,
+	// due again ahead of three of 3 MiB: the receive ends them and
+	// returns the first two of 3 MiB.
+	q := b.pullSub(true)
+	var ended, big []string
+	for range 2 {
+		ev, _ := b.enqueue(b.now, q)
+		ended = append(ended, ev.Deliveries[0].ID)
+	}
+	req := receiveReq(q, b.now, 10)
+	req.MaxReceives = 1
+	equal(t, "first receive", receivedIDs(b.receiveWith(req).Received), ended)
+	req.Now, req.Max = b.at(lockFor), 1000 // the locks end: due again
+	for range 3 {
+		ev := b.event(req.Now, q)
+		ev.Payload = filler(3 * mib)
+		ev.Deliveries[0].Queued = true
+		b.publish(ev)
+		big = append(big, ev.Deliveries[0].ID)
+	}
+	res := b.receiveWith(req)
+	equal(t, "past the ended ones", receivedIDs(res.Received), big[:2])
+	equal(t, "ended", deliveryIDs(res.Ended), ended)
+	equal(t, "the rest", receivedIDs(b.receiveWith(req).Received), big[2:])
 }
 
 func testConcurrentReceivesDisjoint(t *testing.T, b *bundle) {
