@@ -57,6 +57,8 @@ var badValues = map[string]map[string][]string{
 		"endpoint-max-concurrency":        {"0", "-1"},
 		"max-in-flight":                   {"0", "-5"},
 		"window":                          {"0", "-1", "1e3"},
+		"max-subscriptions-per-account":   {"-1", "x"},
+		"max-fanout":                      {"-1", "1e5"},
 		"shutdown-grace":                  {"-1s", "0s"},
 		"pprof":                           {"bogus:addr", "nocolon"},
 		"health-window":                   {"0s", "59s"},

@@ -41,7 +41,29 @@ type Ingester struct {
 	Catalog  Catalog
 	Dispatch Dispatcher
 	Clock    clock.Clock
+	// MaxFanout bounds the deliveries one Publish call may create, its
+	// events' together (0: no bound). A call whose events match more
+	// subscriptions than that is refused with a *FanoutError before
+	// anything is stored, and matching stops at the first event that
+	// passes the bound, so the refusal costs at most that many deliveries
+	// in memory.
+	MaxFanout int
 }
+
+// ErrFanout: a publish would have created more deliveries than
+// Ingester.MaxFanout allows; nothing was stored. A *FanoutError says the
+// bound.
+var ErrFanout = errors.New("the events match too many subscriptions")
+
+// FanoutError is the ErrFanout Publish returns, with the bound it applied.
+type FanoutError struct{ Limit int }
+
+func (e *FanoutError) Error() string {
+	return fmt.Sprintf("%v: more than %d deliveries", ErrFanout, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrFanout) true.
+func (e *FanoutError) Is(target error) bool { return target == ErrFanout }
 
 // Result is what happened to one published event.
 type Result struct {
@@ -99,7 +121,10 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 			// current enough. Only a deletion since must still refuse.
 			opts.CatalogVersion, opts.RequireSubscriptions = 0, true
 		}
-		adm := in.fanOut(news, snap, now)
+		adm, err := in.fanOut(news, snap, now)
+		if err != nil {
+			return nil, err
+		}
 		opts.Lease = adm.Lease()
 		res, err := in.Store.Publish(ctx, news, opts)
 		if errors.Is(err, store.ErrStaleCatalog) && try < maxMatchTries {
@@ -120,15 +145,21 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 // fanOut gives each event one new delivery per matching subscription of
 // snap, and asks the dispatcher which of the pushed ones it takes from
 // memory. A delivery for a subscription that queues (pull, or deactivated)
-// is written queued and never held.
-func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now time.Time) *dispatch.Admission {
+// is written queued and never held. More than MaxFanout deliveries in all:
+// a *FanoutError, and nothing is admitted.
+func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*dispatch.Admission, error) {
 	var eps []string
+	total := 0
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
 		// Read by advanced filters only, and then parsed once for all.
 		fev := filter.NewEvent(ne.Payload)
-		for _, sub := range snap.Match(ne.AccountID, ne.Type, ne.Subject, fev) {
+		subs := snap.Match(ne.AccountID, ne.Type, ne.Subject, fev)
+		if total += len(subs); in.MaxFanout > 0 && total > in.MaxFanout {
+			return nil, &FanoutError{Limit: in.MaxFanout}
+		}
+		for _, sub := range subs {
 			d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
 			ne.Deliveries = append(ne.Deliveries, d)
 			if !d.Queued {
@@ -146,7 +177,7 @@ func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now ti
 			}
 		}
 	}
-	return adm
+	return adm, nil
 }
 
 // commit hands the committed deliveries to the dispatcher and builds the

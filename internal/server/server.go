@@ -85,6 +85,14 @@ type Config struct {
 	// (auth.DefaultRecheck): a revoked key stops working on every node
 	// within this long.
 	AuthRecheck time.Duration
+	// MaxSubscriptionsPerAccount is the most subscriptions one account may
+	// hold (store.ErrSubscriptionLimit; 0: no limit, which is also what a
+	// zero value means here: DefaultConfig's is 1,000).
+	MaxSubscriptionsPerAccount int
+	// MaxFanout is the most deliveries one publish request may create
+	// (ingest.Ingester.MaxFanout; 0: no limit, also for a zero value:
+	// DefaultConfig's is 100,000).
+	MaxFanout int
 	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
 	// are filled in by New.
 	Dispatch dispatch.Config
@@ -111,6 +119,9 @@ func DefaultConfig() Config {
 		Auth:           AuthOn,
 		AuthRecheck:    auth.DefaultRecheck,
 		Dispatch:       dispatch.DefaultConfig(),
+
+		MaxSubscriptionsPerAccount: 1000,
+		MaxFanout:                  100_000,
 	}
 }
 
@@ -141,6 +152,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("HERALD_ADMIN_KEY: must be at most %d characters", auth.MaxKeyLen)
 	case c.AuthRecheck <= 0:
 		return errors.New("the auth recheck interval must be positive")
+	case c.MaxSubscriptionsPerAccount < 0:
+		return fmt.Errorf("--max-subscriptions-per-account %d: must be 0 (no limit) or positive", c.MaxSubscriptionsPerAccount)
+	case c.MaxFanout < 0:
+		return fmt.Errorf("--max-fanout %d: must be 0 (no limit) or positive", c.MaxFanout)
 	}
 	if isPostgresURL(c.Store) {
 		if _, err := url.Parse(c.Store); err != nil {
@@ -233,7 +248,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
-		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued})
+		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued,
+			MaxSubscriptionsPerAccount: cfg.MaxSubscriptionsPerAccount})
 		if err != nil {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
@@ -242,6 +258,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
 			Logger: cfg.Logger.With("component", "store"), Clock: cfg.Clock,
 			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout, OnQueued: onQueued,
+			MaxSubscriptionsPerAccount: cfg.MaxSubscriptionsPerAccount,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the PostgreSQL store: %w", err)
@@ -265,7 +282,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if dc.UserAgent == "" {
 		dc.UserAgent = "Herald/" + cfg.Version
 	}
-	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock}
+	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout}
 	ops := opevents.New(func(ctx context.Context, account string, evs []event.Event) error {
 		_, err := in.Publish(ctx, account, evs)
 		return err

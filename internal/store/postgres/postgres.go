@@ -208,6 +208,11 @@ type Options struct {
 	// the listener reconnects are not replayed, so waiting consumers need a
 	// timer of their own too (see changes.go).
 	OnQueued func(subscriptionIDs []string)
+	// MaxSubscriptionsPerAccount is the most subscriptions one account may
+	// hold: CreateSubscription refuses one more with a
+	// *store.SubscriptionLimitError. 0 (the default) sets no limit. Give
+	// every node sharing a database the same one: each applies its own.
+	MaxSubscriptionsPerAccount int
 }
 
 func (o *Options) setDefaults() {

@@ -251,6 +251,15 @@ func TestTwoNodesClaimDisjoint(t *testing.T) {
 	storetest.CheckClaimsDisjoint(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
 }
 
+// TestSubscriptionLimitAcrossNodes: storetest.CheckSubscriptionLimit on
+// three nodes sharing one schema, each with a limit of 8: creates racing
+// through all of them still stop at 8.
+func TestSubscriptionLimitAcrossNodes(t *testing.T) {
+	dbURL := freshSchema(t)
+	opts := Options{MaxSubscriptionsPerAccount: 8}
+	storetest.CheckSubscriptionLimit(t, 8, openAt(t, dbURL, opts), openAt(t, dbURL, opts), openAt(t, dbURL, opts))
+}
+
 // TestDedupAcrossNodes: two nodes publish the same events at the same time;
 // each event is stored once: exactly one of its publishes is not a
 // duplicate, both report the same sequence, and only that one's deliveries

@@ -27,6 +27,17 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestSubscriptionLimit: storetest.CheckSubscriptionLimit on a store with
+// a limit of 8.
+func TestSubscriptionLimit(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{MaxSubscriptionsPerAccount: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.CheckSubscriptionLimit(t, 8, s)
+}
+
 func open(t *testing.T, path string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), path, Options{})

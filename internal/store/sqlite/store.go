@@ -108,6 +108,10 @@ type Options struct {
 	// never while a lock of the store is held; it must not block (hand the
 	// IDs to another goroutine), since the method's caller waits for it.
 	OnQueued func(subscriptionIDs []string)
+	// MaxSubscriptionsPerAccount is the most subscriptions one account may
+	// hold: CreateSubscription refuses one more with a
+	// *store.SubscriptionLimitError. 0 (the default) sets no limit.
+	MaxSubscriptionsPerAccount int
 }
 
 func (o *Options) setDefaults() {
@@ -136,6 +140,7 @@ type Store struct {
 	path     string
 	log      *slog.Logger
 	onQueued func([]string)
+	maxSubs  int // Options.MaxSubscriptionsPerAccount
 
 	writeDB *sql.DB
 	readDB  *sql.DB
@@ -165,7 +170,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
-	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, readStmts: map[string]*sql.Stmt{}}
+	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, maxSubs: opts.MaxSubscriptionsPerAccount, readStmts: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			s.release()

@@ -42,6 +42,10 @@ WHERE id = ?`
 	tombstoneSQL     = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
 
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = ? AND name = ?`
+	// countSubscriptionsSQL counts an account's subscriptions up to a cap
+	// (the second parameter): one seek on subscriptions_account that reads
+	// at most the cap's entries, however many the account holds.
+	countSubscriptionsSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = ? LIMIT ?)`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
 
@@ -84,7 +88,10 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'del
 // keeps EndpointID "" and gets no endpoint row. A push subscription naming
 // a dead-letter URL gets that URL's endpoint row too, when new
 // (sqlrow.DeadLetterEndpointID). The subscription's Timeout is kept to the
-// millisecond. ErrConflict when the ID is taken.
+// millisecond. ErrConflict when the ID is taken; a
+// *store.SubscriptionLimitError when the account holds
+// Options.MaxSubscriptionsPerAccount already (counted on the writer, so
+// concurrent creates cannot pass it).
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub)
 	if err != nil {
@@ -92,6 +99,9 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 	}
 	return s.write(ctx, func(w *writer) error {
 		if err := w.accountExists(sub.AccountID); err != nil {
+			return err
+		}
+		if err := w.checkSubscriptionLimit(sub.AccountID, s.maxSubs); err != nil {
 			return err
 		}
 		var other string
@@ -117,6 +127,22 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		}
 		return insertEndpoints(w, &sub)
 	})
+}
+
+// checkSubscriptionLimit returns a *store.SubscriptionLimitError when
+// account holds max subscriptions or more (max 0: no limit). It only reads.
+func (w *writer) checkSubscriptionLimit(account string, max int) error {
+	if max <= 0 {
+		return nil
+	}
+	var n int
+	if err := w.scanRow(countSubscriptionsSQL, []any{account, max}, &n); err != nil {
+		return fmt.Errorf("count the subscriptions of account %s: %w", account, err)
+	}
+	if n >= max {
+		return &store.SubscriptionLimitError{Limit: max}
+	}
+	return nil
 }
 
 // insertEndpoints creates the endpoint rows of sub's URL and dead-letter
