@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
@@ -37,9 +39,14 @@ WHERE id = ?`
 	bumpCatalogSQL   = `UPDATE counters SET value = value + 1 WHERE name = 'catalog' RETURNING value`
 	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
 	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
-	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > ? ORDER BY id`
-	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > ? ORDER BY id`
-	tombstoneSQL     = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
+	// changedSubsSQL and tombstonesSQL read the rows written after a
+	// version in version order, from its index (SubscriptionChanges sorts
+	// them by ID): in ID order, SQLite read the whole table to skip a sort,
+	// which made every catalog sync (one after each subscription write)
+	// cost all the subscriptions.
+	changedSubsSQL = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > ? ORDER BY version`
+	tombstonesSQL  = `SELECT id FROM subscription_tombstones WHERE version > ? ORDER BY version`
+	tombstoneSQL   = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
 
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = ? AND name = ?`
 	// countSubscriptionsSQL counts an account's subscriptions up to a cap
@@ -246,6 +253,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		slices.SortFunc(out.Changed, func(a, b store.Subscription) int { return strings.Compare(a.ID, b.ID) })
 		if out.Full {
 			return nil
 		}
@@ -261,6 +269,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 			}
 			out.Deleted = append(out.Deleted, id)
 		}
+		slices.Sort(out.Deleted)
 		return ids.Err()
 	})
 	if err != nil {
