@@ -150,6 +150,7 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*dispatch.Admission, error) {
 	var eps []string
 	total := 0
+	dlvID := ids.Sequence("dlv_", now) // in the order made: see ids.Sequence
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
@@ -160,7 +161,7 @@ func (in *Ingester) fanOut(news []store.NewEvent, snap *catalog.Snapshot, now ti
 			return nil, &FanoutError{Limit: in.MaxFanout}
 		}
 		for _, sub := range subs {
-			d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
+			d := store.NewDelivery{ID: dlvID(), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
 			ne.Deliveries = append(ne.Deliveries, d)
 			if !d.Queued {
 				eps = append(eps, sub.EndpointID)

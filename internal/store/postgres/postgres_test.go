@@ -43,6 +43,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceLarge runs the conformance suite with every publish of
+// more than one row (an event, a delivery) a large one, written alone by
+// the second writer (Options.LargeRows).
+func TestConformanceLarge(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openAt(t, freshSchema(t), Options{LargeRows: 1})
+	})
+}
+
 // TestConcurrentOpen starts several nodes at once on a fresh schema: the
 // migration lock makes exactly one of them apply each migration, and every
 // node ends up with a working store.

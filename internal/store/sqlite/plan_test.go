@@ -121,7 +121,7 @@ func TestQueryPlans(t *testing.T) {
 		{"Receive", receiveSQL, []string{"SEARCH d USING INDEX deliveries_queued (subscription_id=? AND next_attempt_at<?)", "SEARCH e USING INTEGER PRIMARY KEY"}, false},
 		{"Receive lock", lockSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
 		{"Receive end", endQueuedSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
-		{"Receive NextAt", nextQueuedSQL, []string{"SEARCH d USING COVERING INDEX deliveries_queued (subscription_id=?)"}, false},
+		{"Receive NextAt", nextQueuedSQL, []string{"SEARCH d USING INDEX deliveries_queued (subscription_id=?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}, false},
 		{"Settle acknowledge", acknowledgeSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
 		{"Settle release", releaseLockSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},
 		{"Settle reject", rejectSQL, []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}, false},

@@ -108,6 +108,13 @@ type Options struct {
 	// never while a lock of the store is held; it must not block (hand the
 	// IDs to another goroutine), since the method's caller waits for it.
 	OnQueued func(subscriptionIDs []string)
+	// MaxTxRows bounds the rows (events and deliveries) of the publishes
+	// one transaction writes: a batch takes no more Publish calls once the
+	// next would pass it, and a Publish with more is written in steps of
+	// at most this many, a batch of the other requests between two steps
+	// (staged.go). So a publish waits for at most one step of another's
+	// fan-out. Default 1,000.
+	MaxTxRows int
 	// MaxSubscriptionsPerAccount is the most subscriptions one account may
 	// hold: CreateSubscription refuses one more with a
 	// *store.SubscriptionLimitError. 0 (the default) sets no limit.
@@ -132,6 +139,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CacheKiB <= 0 {
 		o.CacheKiB = 32 << 10
+	}
+	if o.MaxTxRows <= 0 {
+		o.MaxTxRows = 1000
 	}
 }
 
@@ -160,8 +170,9 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating it and its parent directory if needed) the database
-// at path, applies the embedded schema migrations, clears every lease left by
-// a previous run, and starts the writer. Close releases it.
+// at path, applies the embedded schema migrations, deletes what a publish
+// the previous run did not finish wrote (staged.go), clears every lease left
+// by a previous run, and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
 	opts.setDefaults()
 	if path == "" || strings.Contains(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
@@ -202,15 +213,16 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	s.w = &writer{
-		conn:     conn,
-		log:      s.log,
-		reqs:     make(chan *request, opts.QueueSize),
-		maxBatch: opts.MaxBatch,
-		exited:   make(chan struct{}),
-		stmts:    map[string]*sql.Stmt{},
-		execs:    map[string]driver.Stmt{},
-		writes:   map[string]bool{},
-		values:   map[valuesKey]string{},
+		conn:      conn,
+		log:       s.log,
+		reqs:      make(chan *request, opts.QueueSize),
+		maxBatch:  opts.MaxBatch,
+		maxTxRows: opts.MaxTxRows,
+		exited:    make(chan struct{}),
+		stmts:     map[string]*sql.Stmt{},
+		execs:     map[string]driver.Stmt{},
+		writes:    map[string]bool{},
+		values:    map[valuesKey]string{},
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
@@ -225,6 +237,13 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	}
 	if from != to {
 		s.log.Info("sqlite schema migrated", "path", path, "from", from, "to", to)
+	}
+	unstaged, err := recoverStaged(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: delete the deliveries of interrupted publishes: %w", path, err)
+	}
+	if unstaged > 0 {
+		s.log.Info("deleted the deliveries of publishes the previous run did not finish", "path", path, "deliveries", unstaged)
 	}
 	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_until > 0`)
 	if err != nil {
