@@ -44,9 +44,16 @@ WHERE id = $22 AND account_id = $1`
 	catalogLockSQL   = `SELECT value FROM counters WHERE name = 'catalog' FOR UPDATE`
 	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
 	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
-	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > $1 ORDER BY id`
-	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > $1 ORDER BY id`
-	tombstoneSQL     = `INSERT INTO subscription_tombstones (id, version, deleted_at) VALUES ($1, $2, $3)
+	// changedSubsSQL and tombstonesSQL read the rows written after a
+	// version ($1) up to the current one ($2): bounded on both sides, the
+	// range is estimated small whatever the statistics say, so the planner
+	// reads it from the version index. With the lower bound alone, and
+	// statistics older than the latest writes, it read the whole table,
+	// which made every catalog sync (one after each subscription write)
+	// cost all the subscriptions.
+	changedSubsSQL = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > $1 AND version <= $2 ORDER BY id`
+	tombstonesSQL  = `SELECT id FROM subscription_tombstones WHERE version > $1 AND version <= $2 ORDER BY id`
+	tombstoneSQL   = `INSERT INTO subscription_tombstones (id, version, deleted_at) VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded.deleted_at`
 
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = $1 AND name = $2`
@@ -268,7 +275,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if since <= 0 || since < pruned {
 			out.Full, since = true, 0
 		}
-		rows, err := tx.Query(ctx, changedSubsSQL, since)
+		rows, err := tx.Query(ctx, changedSubsSQL, since, out.Version)
 		if err != nil {
 			return err
 		}
@@ -278,7 +285,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if err != nil || out.Full {
 			return err
 		}
-		rows, err = tx.Query(ctx, tombstonesSQL, since)
+		rows, err = tx.Query(ctx, tombstonesSQL, since, out.Version)
 		if err != nil {
 			return err
 		}
