@@ -58,6 +58,8 @@ var badValues = map[string]map[string][]string{
 		"max-in-flight":                   {"0", "-5"},
 		"max-connections":                 {"0", "-1", "x"},
 		"window":                          {"0", "-1", "1e3"},
+		"max-subscriptions-per-account":   {"-1", "x"},
+		"max-fanout":                      {"-1", "1e5"},
 		"shutdown-grace":                  {"-1s", "0s"},
 		"pprof":                           {"bogus:addr", "nocolon"},
 		"health-window":                   {"0s", "59s"},

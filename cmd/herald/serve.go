@@ -188,6 +188,8 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&dc.MaxInFlight, "max-in-flight", dc.MaxInFlight, "attempts in flight across all endpoints at most")
 	fs.IntVar(&sc.MaxConnections, "max-connections", sc.MaxConnections, "inbound API connections open at once at most (at the cap the oldest idle one is closed for a new one); lowered, with a warning, to what the file descriptor limit leaves after pushes (three per --max-in-flight) and the store")
 	fs.IntVar(&o.window, "window", o.window, "deliveries held in memory per source (publish fast path, due loader) at most")
+	fs.IntVar(&sc.MaxSubscriptionsPerAccount, "max-subscriptions-per-account", sc.MaxSubscriptionsPerAccount, "subscriptions one account may hold at most (0: no limit); one more is refused with 409")
+	fs.IntVar(&sc.MaxFanout, "max-fanout", sc.MaxFanout, "deliveries one publish request may create at most (0: no limit); more is refused with 413 and nothing is stored")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
 	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints reach it, for the Event Grid validation URL (default http://--addr)")

@@ -14,7 +14,8 @@ import (
 // publish accepts one or many CloudEvents (structured, batch, binary or
 // plain JSON; see openapi.yaml) and answers 202 once
 // they and their deliveries are durably committed. A batch with one bad event
-// is rejected whole; bodies over 1 MiB get 413.
+// is rejected whole; bodies over 1 MiB get 413, and so do events that would
+// make more deliveries together than the Publisher allows (ingest.FanoutError).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
@@ -43,6 +44,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Publisher.Publish(r.Context(), accountOf(r), evs)
+	if fe := (*ingest.FanoutError)(nil); errors.As(err, &fe) {
+		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
+			Detail: "the events would make more than " + strconv.Itoa(fe.Limit) + " deliveries, the most one publish request may make " +
+				"(the server's --max-fanout); nothing was stored: publish fewer events a request"})
+		return
+	}
 	if err != nil {
 		s.storeError(w, r, err, "event")
 		return

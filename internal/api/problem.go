@@ -23,6 +23,7 @@ const (
 	probNotFound    = "urn:herald:problem:not-found"
 	probConflict    = "urn:herald:problem:conflict"
 	probTooLarge    = "urn:herald:problem:payload-too-large"
+	probLimit       = "urn:herald:problem:limit-reached"
 	probMediaType   = "urn:herald:problem:unsupported-media-type"
 	probUnavailable = "urn:herald:problem:unavailable"
 	probInternal    = "urn:herald:problem:internal"

@@ -453,6 +453,12 @@ func (s *Server) subscriptionError(w http.ResponseWriter, r *http.Request, err e
 		conflict(w, "name", "a subscription named "+strconv.Quote(name)+" already exists")
 		return
 	}
+	if le := (*store.SubscriptionLimitError)(nil); errors.As(err, &le) {
+		writeProblem(w, Problem{Type: probLimit, Title: "Limit reached", Status: http.StatusConflict,
+			Detail: "the account already holds " + strconv.Itoa(le.Limit) + " subscriptions, the most one account may hold " +
+				"(the server's --max-subscriptions-per-account); delete one first, or ask the operator to raise the limit"})
+		return
+	}
 	s.storeError(w, r, err, "subscription")
 }
 

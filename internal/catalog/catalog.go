@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,28 +198,51 @@ type Catalog struct {
 	current atomic.Pointer[Snapshot]
 }
 
-// Snapshot is the catalog at one version. It never changes.
+// Snapshot is the catalog at one version. It never changes. A sync makes
+// the next one from it, sharing what did not change (see Catalog.Sync).
 type Snapshot struct {
 	// Version is the store's catalog version this snapshot reflects (0:
 	// never synced).
 	Version int64
-	byID    map[string]*Entry
-	byType  map[typeKey][]*Entry // entries that list the type, by ID
-	any     map[string][]*Entry  // by account: entries with no type list, by ID
-	// The groups above in which some entry has a StringIn filter, indexed
-	// by its values (filter.Index): an event is then checked only against
-	// the entries it may pass, however many filter it out.
-	byTypeIx map[typeKey]*filter.Index[*Entry]
-	anyIx    map[string]*filter.Index[*Entry]
+	byID    *shardMap[string, *Entry]
+	// groups holds, per account, the entries that list each type and
+	// those that take every type (groupKey).
+	groups *shardMap[groupKey, *group]
 }
 
-// typeKey indexes entries by account and event type.
-type typeKey struct{ account, typ string }
+// groupKey names the entries of one account an event is matched against:
+// those listing the type typ, or, with every, those with no type list.
+type groupKey struct {
+	account, typ string
+	every        bool
+}
+
+// group is one groupKey's entries in ID order. When some of them has a
+// StringIn filter, ix indexes them by its values (filter.Index): an event
+// is then checked only against the entries it may pass, however many
+// filter it out.
+type group struct {
+	list []*Entry
+	ix   *filter.Index[*Entry] // nil: none is indexed
+}
+
+// groupKeys returns the groups e belongs to.
+func (e *Entry) groupKeys() []groupKey {
+	acc := store.AccountOrDefault(e.AccountID)
+	if len(e.EventTypes) == 0 {
+		return []groupKey{{account: acc, every: true}}
+	}
+	keys := make([]groupKey, len(e.EventTypes))
+	for i, t := range e.EventTypes {
+		keys[i] = groupKey{account: acc, typ: t}
+	}
+	return keys
+}
 
 // New returns an empty catalog that reads from src; call Sync to load it.
 func New(src Source) *Catalog {
 	c := &Catalog{src: src}
-	c.current.Store(&Snapshot{byID: map[string]*Entry{}})
+	c.current.Store(&Snapshot{byID: &shardMap[string, *Entry]{}, groups: &shardMap[groupKey, *group]{}})
 	return c
 }
 
@@ -231,7 +255,12 @@ func (c *Catalog) Version() int64 { return c.current.Load().Version }
 // Sync reads what changed in the store since the catalog's version and
 // makes it current. A subscription whose stored policy no longer resolves
 // is left out and reported in the error (the others are applied). Calls are
-// serialised; one that finds nothing new costs one small read.
+// serialised; one that finds nothing new costs one small read. The new
+// snapshot shares with the old one everything the changes leave alone: a
+// sync costs the changed subscriptions, the groups they are in (an
+// account's subscriptions of one event type, or those that take every
+// type: rebuilt whole, in ID order) and the shards of the maps it writes
+// (shardMap), not the number of subscriptions.
 func (c *Catalog) Sync(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -243,28 +272,97 @@ func (c *Catalog) Sync(ctx context.Context) error {
 	if ch.Version <= old.Version {
 		return nil
 	}
-	next := &Snapshot{Version: ch.Version, byID: make(map[string]*Entry, len(old.byID)+len(ch.Changed))}
+	next, bad := old.apply(ch)
+	c.current.Store(next)
+	return bad
+}
+
+// apply returns the snapshot ch brings s to (every subscription anew when
+// ch is Full), and the last subscription it left out because it did not
+// compile (NewEntry).
+func (s *Snapshot) apply(ch store.CatalogChanges) (*Snapshot, error) {
+	next := &Snapshot{Version: ch.Version, byID: &shardMap[string, *Entry]{}, groups: &shardMap[groupKey, *group]{}}
 	if !ch.Full {
-		for id, e := range old.byID {
-			next.byID[id] = e
+		next.byID, next.groups = s.byID.derive(), s.groups.derive()
+	}
+	// touched holds the groups to rebuild: true for those some entry
+	// leaves, false for those that only gain some.
+	touched := map[groupKey]bool{}
+	gone := map[string]bool{} // the IDs whose previous entries leave their groups
+	leave := func(id string) {
+		gone[id] = true
+		if e := next.byID.get(id); e != nil {
+			for _, k := range e.groupKeys() {
+				touched[k] = true
+			}
+			next.byID.delete(id)
 		}
 	}
 	for _, id := range ch.Deleted {
-		delete(next.byID, id)
+		leave(id)
 	}
 	var bad error
+	added := map[groupKey][]*Entry{}
 	for _, sub := range ch.Changed {
+		leave(sub.ID)
 		e, err := NewEntry(sub)
 		if err != nil {
-			delete(next.byID, sub.ID)
 			bad = err
 			continue
 		}
-		next.byID[e.ID] = e
+		next.byID.set(e.ID, e)
+		for _, k := range e.groupKeys() {
+			if _, ok := touched[k]; !ok {
+				touched[k] = false
+			}
+			added[k] = append(added[k], e)
+		}
 	}
-	next.index()
-	c.current.Store(next)
-	return bad
+	matcher := func(e *Entry) *filter.Matcher { return e.filter }
+	for k, leaving := range touched {
+		old := next.groups.get(k)
+		var kept []*Entry
+		if old != nil {
+			kept = old.list
+		}
+		if leaving {
+			kept = slices.DeleteFunc(slices.Clone(kept), func(e *Entry) bool { return gone[e.ID] })
+		}
+		in := added[k]
+		slices.SortFunc(in, func(a, b *Entry) int { return strings.Compare(a.ID, b.ID) })
+		list := mergeByID(kept, in)
+		if len(list) == 0 {
+			next.groups.delete(k)
+			continue
+		}
+		g := &group{list: list}
+		// An entry without advanced filters is never indexed: a group that
+		// had no index and gains only such entries needs none.
+		if leaving || old == nil || old.ix != nil || slices.ContainsFunc(in, func(e *Entry) bool { return e.filter != nil }) {
+			if ix := filter.NewIndex(list, matcher); ix.Indexed() {
+				g.ix = ix
+			}
+		}
+		next.groups.set(k, g)
+	}
+	return next, bad
+}
+
+// mergeByID merges a and b, each in ID order, into a new list in ID order
+// (a itself when b is empty). It finds b's places in a by binary search
+// and copies a in runs, so adding a few entries to a long list costs a copy
+// of it, not a comparison per entry.
+func mergeByID(a, b []*Entry) []*Entry {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]*Entry, 0, len(a)+len(b))
+	for _, e := range b {
+		i, _ := slices.BinarySearchFunc(a, e.ID, func(x *Entry, id string) int { return strings.Compare(x.ID, id) })
+		out = append(append(out, a[:i]...), e)
+		a = a[i:]
+	}
+	return append(out, a...)
 }
 
 // SyncTo syncs when the catalog is older than version v.
@@ -276,18 +374,18 @@ func (c *Catalog) SyncTo(ctx context.Context, v int64) error {
 }
 
 // Get returns the entry for a subscription ID in the current snapshot, or nil.
-func (c *Catalog) Get(id string) *Entry { return c.current.Load().byID[id] }
+func (c *Catalog) Get(id string) *Entry { return c.current.Load().Get(id) }
 
 // Len returns the number of entries.
-func (c *Catalog) Len() int { return len(c.current.Load().byID) }
+func (c *Catalog) Len() int { return c.current.Load().byID.n }
 
 // Get returns the entry for a subscription ID, or nil.
-func (s *Snapshot) Get(id string) *Entry { return s.byID[id] }
+func (s *Snapshot) Get(id string) *Entry { return s.byID.get(id) }
 
 // All returns every entry, in no particular order.
 func (s *Snapshot) All() []*Entry {
-	out := make([]*Entry, 0, len(s.byID))
-	for _, e := range s.byID {
+	out := make([]*Entry, 0, s.byID.n)
+	for _, e := range s.byID.all() {
 		out = append(out, e)
 	}
 	return out
@@ -321,11 +419,10 @@ func (s *Snapshot) Match(ctx context.Context, account, typ, subject string, ev *
 		}
 		return nil
 	}
-	tk := typeKey{account, typ}
-	for _, g := range []struct {
-		list []*Entry
-		ix   *filter.Index[*Entry]
-	}{{s.byType[tk], s.byTypeIx[tk]}, {s.any[account], s.anyIx[account]}} {
+	for _, g := range []*group{s.groups.get(groupKey{account: account, typ: typ}), s.groups.get(groupKey{account: account, every: true})} {
+		if g == nil {
+			continue
+		}
 		if g.ix == nil {
 			for _, e := range g.list {
 				if err := check(e); err != nil {
@@ -350,36 +447,3 @@ func (s *Snapshot) Match(ctx context.Context, account, typ, subject string, ev *
 // two looks at its context: each check is linear in the event's size, so
 // matching for a cancelled publish stops within 64 of them.
 const matchCheckEvery = 64
-
-// index builds the type index from byID.
-func (s *Snapshot) index() {
-	list := make([]*Entry, 0, len(s.byID))
-	for _, e := range s.byID {
-		list = append(list, e)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	s.byType, s.any = map[typeKey][]*Entry{}, map[string][]*Entry{}
-	for _, e := range list {
-		acc := store.AccountOrDefault(e.AccountID)
-		if len(e.EventTypes) == 0 {
-			s.any[acc] = append(s.any[acc], e)
-			continue
-		}
-		for _, t := range e.EventTypes {
-			k := typeKey{acc, t}
-			s.byType[k] = append(s.byType[k], e)
-		}
-	}
-	s.byTypeIx, s.anyIx = map[typeKey]*filter.Index[*Entry]{}, map[string]*filter.Index[*Entry]{}
-	matcher := func(e *Entry) *filter.Matcher { return e.filter }
-	for k, list := range s.byType {
-		if ix := filter.NewIndex(list, matcher); ix.Indexed() {
-			s.byTypeIx[k] = ix
-		}
-	}
-	for k, list := range s.any {
-		if ix := filter.NewIndex(list, matcher); ix.Indexed() {
-			s.anyIx[k] = ix
-		}
-	}
-}

@@ -20,3 +20,25 @@ func TestNewSortsByTime(t *testing.T) {
 		t.Fatal("two ids in one millisecond are equal")
 	}
 }
+
+func TestSequenceSortsInOrderMade(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	next := Sequence("dlv_", t0)
+	prev := next()
+	if !strings.HasPrefix(prev, "dlv_") || len(prev) != 4+26 || prev[:14] != New("dlv_", t0)[:14] {
+		t.Fatalf("bad first id %q (its time must be New's)", prev)
+	}
+	for range 10_000 {
+		id := next()
+		if !(prev < id) {
+			t.Fatalf("%q made after %q sorts before it", id, prev)
+		}
+		prev = id
+	}
+	if later := New("dlv_", t0.Add(time.Millisecond)); !(prev < later) {
+		t.Fatalf("%q of the sequence sorts after %q of the next millisecond", prev, later)
+	}
+	if a, b := Sequence("x", t0)(), Sequence("x", t0)(); a == b {
+		t.Fatal("two sequences in one millisecond start equal")
+	}
+}

@@ -41,7 +41,29 @@ type Ingester struct {
 	Catalog  Catalog
 	Dispatch Dispatcher
 	Clock    clock.Clock
+	// MaxFanout bounds the deliveries one Publish call may create, its
+	// events' together (0: no bound). A call whose events match more
+	// subscriptions than that is refused with a *FanoutError before
+	// anything is stored, and matching stops at the first event that
+	// passes the bound, so the refusal costs at most that many deliveries
+	// in memory.
+	MaxFanout int
 }
+
+// ErrFanout: a publish would have created more deliveries than
+// Ingester.MaxFanout allows; nothing was stored. A *FanoutError says the
+// bound.
+var ErrFanout = errors.New("the events match too many subscriptions")
+
+// FanoutError is the ErrFanout Publish returns, with the bound it applied.
+type FanoutError struct{ Limit int }
+
+func (e *FanoutError) Error() string {
+	return fmt.Sprintf("%v: more than %d deliveries", ErrFanout, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrFanout) true.
+func (e *FanoutError) Is(target error) bool { return target == ErrFanout }
 
 // Result is what happened to one published event.
 type Result struct {
@@ -123,12 +145,15 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 // fanOut gives each event one new delivery per matching subscription of
 // snap, and asks the dispatcher which of the pushed ones it takes from
 // memory. A delivery for a subscription that queues (pull, or deactivated)
-// is written queued and never held. Matching looks at ctx before each event
+// is written queued and never held. More than MaxFanout deliveries in all:
+// a *FanoutError, and nothing is admitted. Matching looks at ctx before each event
 // and every few subscriptions (catalog.Snapshot.Match): once ctx is done
 // (the client has gone) it stops and returns ctx.Err(), before anything is
 // admitted.
 func (in *Ingester) fanOut(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*dispatch.Admission, error) {
 	var eps []string
+	total := 0
+	dlvID := ids.Sequence("dlv_", now) // in the order made: see ids.Sequence
 	for i := range news {
 		ne := &news[i]
 		ne.Deliveries = ne.Deliveries[:0]
@@ -138,8 +163,11 @@ func (in *Ingester) fanOut(ctx context.Context, news []store.NewEvent, snap *cat
 		if err != nil {
 			return nil, err
 		}
+		if total += len(subs); in.MaxFanout > 0 && total > in.MaxFanout {
+			return nil, &FanoutError{Limit: in.MaxFanout}
+		}
 		for _, sub := range subs {
-			d := store.NewDelivery{ID: ids.New("dlv_", now), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
+			d := store.NewDelivery{ID: dlvID(), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
 			ne.Deliveries = append(ne.Deliveries, d)
 			if !d.Queued {
 				eps = append(eps, sub.EndpointID)

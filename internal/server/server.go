@@ -90,6 +90,14 @@ type Config struct {
 	// connection is closed to make room for a new one, and with none idle
 	// the new one waits to be accepted (see api.NewHTTPServer).
 	MaxConnections int
+	// MaxSubscriptionsPerAccount is the most subscriptions one account may
+	// hold (store.ErrSubscriptionLimit; 0: no limit, which is also what a
+	// zero value means here: DefaultConfig's is 1,000).
+	MaxSubscriptionsPerAccount int
+	// MaxFanout is the most deliveries one publish request may create
+	// (ingest.Ingester.MaxFanout; 0: no limit, also for a zero value:
+	// DefaultConfig's is 100,000).
+	MaxFanout int
 	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
 	// are filled in by New.
 	Dispatch dispatch.Config
@@ -117,6 +125,9 @@ func DefaultConfig() Config {
 		AuthRecheck:    auth.DefaultRecheck,
 		MaxConnections: 4096,
 		Dispatch:       dispatch.DefaultConfig(),
+
+		MaxSubscriptionsPerAccount: 1000,
+		MaxFanout:                  100_000,
 	}
 }
 
@@ -149,6 +160,10 @@ func (c Config) Validate() error {
 		return errors.New("the auth recheck interval must be positive")
 	case c.MaxConnections < 1:
 		return fmt.Errorf("--max-connections %d: must be at least 1", c.MaxConnections)
+	case c.MaxSubscriptionsPerAccount < 0:
+		return fmt.Errorf("--max-subscriptions-per-account %d: must be 0 (no limit) or positive", c.MaxSubscriptionsPerAccount)
+	case c.MaxFanout < 0:
+		return fmt.Errorf("--max-fanout %d: must be 0 (no limit) or positive", c.MaxFanout)
 	}
 	if isPostgresURL(c.Store) {
 		if _, err := url.Parse(c.Store); err != nil {
@@ -241,7 +256,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	var st store.Store
 	switch {
 	case cfg.Store == "sqlite":
-		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued})
+		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued,
+			MaxSubscriptionsPerAccount: cfg.MaxSubscriptionsPerAccount})
 		if err != nil {
 			return nil, fmt.Errorf("opening the SQLite store: %w", err)
 		}
@@ -250,6 +266,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
 			Logger: cfg.Logger.With("component", "store"), Clock: cfg.Clock,
 			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout, OnQueued: onQueued,
+			MaxSubscriptionsPerAccount: cfg.MaxSubscriptionsPerAccount,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("opening the PostgreSQL store: %w", err)
@@ -273,7 +290,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if dc.UserAgent == "" {
 		dc.UserAgent = "Herald/" + cfg.Version
 	}
-	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock}
+	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout}
 	ops := opevents.New(func(ctx context.Context, account string, evs []event.Event) error {
 		_, err := in.Publish(ctx, account, evs)
 		return err

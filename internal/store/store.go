@@ -28,7 +28,22 @@ var (
 	// changed since (see PublishOptions). The call wrote nothing; a
 	// *StaleCatalogError says the catalog version to catch up to.
 	ErrStaleCatalog = errors.New("subscriptions changed since the events were matched")
+	// ErrSubscriptionLimit: CreateSubscription found the account already
+	// holding as many subscriptions as the store allows one account. The
+	// call wrote nothing; a *SubscriptionLimitError says the limit.
+	ErrSubscriptionLimit = errors.New("the account holds as many subscriptions as allowed")
 )
+
+// SubscriptionLimitError is the ErrSubscriptionLimit CreateSubscription
+// returns, with the limit it applied.
+type SubscriptionLimitError struct{ Limit int }
+
+func (e *SubscriptionLimitError) Error() string {
+	return fmt.Sprintf("%v (%d)", ErrSubscriptionLimit, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrSubscriptionLimit) true.
+func (e *SubscriptionLimitError) Is(target error) bool { return target == ErrSubscriptionLimit }
 
 // StaleCatalogError is the ErrStaleCatalog a Publish returns, with the
 // catalog version it found.
@@ -74,7 +89,12 @@ type SubscriptionStore interface {
 	// the endpoint row for s.URL in its account if it is new (with fresh
 	// health, at a new endpoint version: see EndpointStore). ErrNameTaken
 	// when the name is used in its account; ErrNotFound when its account
-	// does not exist.
+	// does not exist; a *SubscriptionLimitError when the account already
+	// holds the most subscriptions the store allows one account (an option
+	// of each implementation, MaxSubscriptionsPerAccount; 0: no limit). The
+	// count is read in the transaction that inserts, after the lock every
+	// subscription write takes, so concurrent creates, on any number of
+	// processes sharing the store, never take an account past the limit.
 	CreateSubscription(ctx context.Context, s Subscription) error
 	// GetSubscription returns one subscription or ErrNotFound.
 	GetSubscription(ctx context.Context, id string) (Subscription, error)

@@ -191,8 +191,15 @@ type Options struct {
 	// Default 256.
 	MaxBatch int
 	// MaxBatchRows stops adding calls to a transaction once it holds this
-	// many events and outcomes. Default 20,000.
+	// many events, deliveries and outcomes. Default 40,000.
 	MaxBatchRows int
+	// LargeRows makes a Publish of more rows (events and deliveries) a
+	// large one: it is written in a transaction of its own, never with
+	// other calls, and only by a writer other than the first (the only
+	// one, when Writers is 1), so that the first is always free for the
+	// other calls: a publish never waits for another's fan-out to commit.
+	// Large publishes wait for each other in arrival order. Default 1,000.
+	LargeRows int
 	// QueueSize is the capacity of the group-commit queue; callers block (or
 	// give up with their context) while it is full. Default 4096.
 	QueueSize int
@@ -209,6 +216,11 @@ type Options struct {
 	// the listener reconnects are not replayed, so waiting consumers need a
 	// timer of their own too (see changes.go).
 	OnQueued func(subscriptionIDs []string)
+	// MaxSubscriptionsPerAccount is the most subscriptions one account may
+	// hold: CreateSubscription refuses one more with a
+	// *store.SubscriptionLimitError. 0 (the default) sets no limit. Give
+	// every node sharing a database the same one: each applies its own.
+	MaxSubscriptionsPerAccount int
 }
 
 // Descriptors is how many file descriptors a Store opened with o holds
@@ -240,7 +252,10 @@ func (o *Options) setDefaults() {
 		o.MaxBatch = 256
 	}
 	if o.MaxBatchRows <= 0 {
-		o.MaxBatchRows = 20_000
+		o.MaxBatchRows = 40_000
+	}
+	if o.LargeRows <= 0 {
+		o.LargeRows = 1000
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 4096
@@ -269,6 +284,7 @@ type Store struct {
 	feed   *changeFeed
 
 	reqs    chan *request
+	large   chan *request // large publishes (Options.LargeRows)
 	writers sync.WaitGroup
 
 	// mu orders Close against queueing: write holds it shared while
@@ -317,6 +333,7 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		snapOpts: pgx.TxOptions{BeginQuery: snapBegin},
 		listOpts: pgx.TxOptions{BeginQuery: snapBegin + "; SET LOCAL plan_cache_mode = force_custom_plan"},
 		reqs:     make(chan *request, opts.QueueSize),
+		large:    make(chan *request, opts.QueueSize),
 	}
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
 		pool.Close()
@@ -333,8 +350,8 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 	}
 	s.feed = startChangeFeed(cfg.ConnConfig.Copy(), s.schema, opts.OnQueued, opts.Logger)
 	s.writers.Add(opts.Writers)
-	for range opts.Writers {
-		go s.writer()
+	for i := range opts.Writers {
+		go s.writer(i > 0 || opts.Writers == 1)
 	}
 	return s, nil
 }
@@ -438,6 +455,7 @@ func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.mu.Unlock()
 	close(s.reqs) // no write can be queueing now: they check closed under mu
+	close(s.large)
 	s.writers.Wait()
 	s.feed.stop()
 	s.pool.Close()

@@ -44,6 +44,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceLarge runs the conformance suite with every publish of
+// more than one row (an event, a delivery) a large one, written alone by
+// the second writer (Options.LargeRows).
+func TestConformanceLarge(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openAt(t, freshSchema(t), Options{LargeRows: 1})
+	})
+}
+
 // TestConcurrentOpen starts several nodes at once on a fresh schema: the
 // migration lock makes exactly one of them apply each migration, and every
 // node ends up with a working store.
@@ -250,6 +260,15 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 func TestTwoNodesClaimDisjoint(t *testing.T) {
 	dbURL := freshSchema(t)
 	storetest.CheckClaimsDisjoint(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
+}
+
+// TestSubscriptionLimitAcrossNodes: storetest.CheckSubscriptionLimit on
+// three nodes sharing one schema, each with a limit of 8: creates racing
+// through all of them still stop at 8.
+func TestSubscriptionLimitAcrossNodes(t *testing.T) {
+	dbURL := freshSchema(t)
+	opts := Options{MaxSubscriptionsPerAccount: 8}
+	storetest.CheckSubscriptionLimit(t, 8, openAt(t, dbURL, opts), openAt(t, dbURL, opts), openAt(t, dbURL, opts))
 }
 
 // TestDedupAcrossNodes: two nodes publish the same events at the same time;

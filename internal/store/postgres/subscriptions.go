@@ -44,12 +44,23 @@ WHERE id = $22 AND account_id = $1`
 	catalogLockSQL   = `SELECT value FROM counters WHERE name = 'catalog' FOR UPDATE`
 	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
 	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
-	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > $1 ORDER BY id`
-	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > $1 ORDER BY id`
-	tombstoneSQL     = `INSERT INTO subscription_tombstones (id, version, deleted_at) VALUES ($1, $2, $3)
+	// changedSubsSQL and tombstonesSQL read the rows written after a
+	// version ($1) up to the current one ($2): bounded on both sides, the
+	// range is estimated small whatever the statistics say, so the planner
+	// reads it from the version index. With the lower bound alone, and
+	// statistics older than the latest writes, it read the whole table,
+	// which made every catalog sync (one after each subscription write)
+	// cost all the subscriptions.
+	changedSubsSQL = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > $1 AND version <= $2 ORDER BY id`
+	tombstonesSQL  = `SELECT id FROM subscription_tombstones WHERE version > $1 AND version <= $2 ORDER BY id`
+	tombstoneSQL   = `INSERT INTO subscription_tombstones (id, version, deleted_at) VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded.deleted_at`
 
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = $1 AND name = $2`
+	// countSubscriptionsSQL counts an account's subscriptions up to a cap
+	// ($2): it reads at most the cap's entries of the index on
+	// (account_id, id), however many the account holds.
+	countSubscriptionsSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = $1 LIMIT $2) AS s`
 	// subscriptionExistsSQL locks the row in share mode: a delete waits
 	// until the caller's transaction ends, and so sees what it changed.
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
@@ -111,7 +122,11 @@ func isUnique(err error, c string) bool {
 // too, when new (DeadLetterEndpointID). The subscription's Timeout is kept
 // to the millisecond. ErrNotFound when the account does not exist (checked
 // first), ErrNameTaken when the name is used in the account, ErrConflict
-// when the ID is taken.
+// when the ID is taken, a *store.SubscriptionLimitError when the account
+// holds Options.MaxSubscriptionsPerAccount already. The count is read after
+// the catalog row lock that every subscription write takes (bumpCatalog),
+// in a statement of its own, so it sees every create committed before, on
+// any node, and none can commit until this one ends.
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
@@ -132,6 +147,9 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		if err != nil {
 			return err
 		}
+		if err := s.checkSubscriptionLimit(ctx, tx, sub.AccountID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, insertSubscriptionSQL, append(args, v)...); err != nil {
 			return err
 		}
@@ -142,10 +160,29 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		return fmt.Errorf("subscription name %q: %w", sub.Name, store.ErrNameTaken)
 	case isUnique(err, "subscriptions_pkey"):
 		return fmt.Errorf("subscription %s already exists: %w", sub.ID, store.ErrConflict)
-	case err != nil && !errors.Is(err, store.ErrNameTaken) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClosed):
+	case err != nil && !errors.Is(err, store.ErrNameTaken) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClosed) &&
+		!errors.Is(err, store.ErrSubscriptionLimit):
 		return fmt.Errorf("insert subscription %s: %w", sub.ID, err)
 	}
 	return err
+}
+
+// checkSubscriptionLimit returns a *store.SubscriptionLimitError when
+// account holds Options.MaxSubscriptionsPerAccount subscriptions or more
+// (0: no limit). Call it after bumpCatalog (see CreateSubscription).
+func (s *Store) checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, account string) error {
+	max := s.opts.MaxSubscriptionsPerAccount
+	if max <= 0 {
+		return nil
+	}
+	var n int
+	if err := tx.QueryRow(ctx, countSubscriptionsSQL, account, max).Scan(&n); err != nil {
+		return fmt.Errorf("count the subscriptions of account %s: %w", account, err)
+	}
+	if n >= max {
+		return &store.SubscriptionLimitError{Limit: max}
+	}
+	return nil
 }
 
 // insertEndpoints creates the endpoint rows of sub's URL and dead-letter
@@ -238,7 +275,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if since <= 0 || since < pruned {
 			out.Full, since = true, 0
 		}
-		rows, err := tx.Query(ctx, changedSubsSQL, since)
+		rows, err := tx.Query(ctx, changedSubsSQL, since, out.Version)
 		if err != nil {
 			return err
 		}
@@ -248,7 +285,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if err != nil || out.Full {
 			return err
 		}
-		rows, err = tx.Query(ctx, tombstonesSQL, since)
+		rows, err = tx.Query(ctx, tombstonesSQL, since, out.Version)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,13 @@ import (
 // every other one already queued (up to MaxBatch requests and MaxBatchRows
 // rows), and writes them all in one transaction with set-based statements
 // (publishBatch, recordBatch), so one commit (one WAL flush) and a handful
-// of round trips serve the whole batch.
+// of round trips serve the whole batch. A large publish (more than
+// Options.LargeRows events and deliveries: a fan-out to many subscriptions)
+// waits on a queue of its own, and a writer other than the first writes
+// it alone: the first writer always takes the other calls, and no call is
+// written in a large publish's transaction, so none waits for another
+// account's fan-out to commit (PostgreSQL commits the writers'
+// transactions side by side).
 //
 // Failures:
 //   - a deadlock or serialization failure rolls the transaction back; it
@@ -51,7 +57,14 @@ type request struct {
 	done chan struct{}
 }
 
-func (r *request) rows() int { return len(r.events) + len(r.outcomes) }
+// rows is what r writes: its events, their deliveries and its outcomes.
+func (r *request) rows() int {
+	n := len(r.events) + len(r.outcomes)
+	for i := range r.events {
+		n += len(r.events[i].Deliveries)
+	}
+	return n
+}
 
 // write queues r and waits for its answer. It gives up with ctx's error only
 // while waiting for room in the queue.
@@ -60,13 +73,17 @@ func (s *Store) write(ctx context.Context, r *request) error {
 		return err
 	}
 	r.done = make(chan struct{})
+	queue := s.reqs
+	if len(r.events) > 0 && r.rows() > s.opts.LargeRows {
+		queue = s.large
+	}
 	s.mu.RLock()
 	if s.closed.Load() {
 		s.mu.RUnlock()
 		return store.ErrClosed
 	}
 	select {
-	case s.reqs <- r:
+	case queue <- r:
 		s.mu.RUnlock()
 	case <-ctx.Done():
 		s.mu.RUnlock()
@@ -76,10 +93,33 @@ func (s *Store) write(ctx context.Context, r *request) error {
 	return r.err
 }
 
-func (s *Store) writer() {
+// writer commits batches of the calls queued on reqs and, when large is
+// set, the large publishes queued on s.large, each alone, until both
+// queues are closed and empty.
+func (s *Store) writer(large bool) {
 	defer s.writers.Done()
 	batch := make([]*request, 0, s.opts.MaxBatch)
-	for r := range s.reqs {
+	reqs, bigs := s.reqs, s.large
+	if !large {
+		bigs = nil
+	}
+	for reqs != nil || bigs != nil {
+		var r *request
+		var ok bool
+		select {
+		case r, ok = <-reqs:
+			if !ok {
+				reqs = nil
+				continue
+			}
+		case r, ok = <-bigs:
+			if !ok {
+				bigs = nil
+				continue
+			}
+			s.commit([]*request{r})
+			continue
+		}
 		batch = append(batch[:0], r)
 		rows := r.rows()
 	fill:

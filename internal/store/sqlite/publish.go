@@ -135,15 +135,9 @@ func (w *writer) publish(ps []*publishReq) error {
 			ev, p := evs[i], from[i]
 			at := sqlrow.UnixMS(ev.PublishedAt)
 			account := store.AccountOrDefault(ev.AccountID)
-			for _, d := range ev.Deliveries {
-				status, owner, lu := store.StatusPending, "", int64(0)
-				switch {
-				case d.Claimed:
-					owner, lu = p.opts.Lease.Owner, sqlrow.LeaseUntilMS(p.opts.Lease)
-				case d.Queued:
-					status = store.StatusQueued
-					p.queued.Add(d.SubscriptionID)
-				}
+			for k := range ev.Deliveries {
+				d := &ev.Deliveries[k]
+				status, owner, lu := p.deliveryState(d)
 				rows.add(d.ID, account, d.SubscriptionID, d.EndpointID, res[i].Seq, string(status),
 					at, at, at, owner, lu)
 				if rows.full() {
@@ -155,6 +149,20 @@ func (w *writer) publish(ps []*publishReq) error {
 		}
 	}
 	return rows.flush(w)
+}
+
+// deliveryState returns how p writes d (see Publish): its status, and
+// the lease owner and end of a claimed one. A queued one's subscription
+// goes into p.queued.
+func (p *publishReq) deliveryState(d *store.NewDelivery) (status store.Status, owner string, until int64) {
+	switch {
+	case d.Claimed:
+		return store.StatusPending, p.opts.Lease.Owner, sqlrow.LeaseUntilMS(p.opts.Lease)
+	case d.Queued:
+		p.queued.Add(d.SubscriptionID)
+		return store.StatusQueued, "", 0
+	}
+	return store.StatusPending, "", 0
 }
 
 // checkCatalog applies a Publish's guard (store.PublishOptions) in the

@@ -57,9 +57,12 @@ WHERE id = ?`
 WHERE id = ?`
 
 	// nextQueuedSQL: the earliest next_attempt_at of a subscription's
-	// queued deliveries (NULL when it has none), one seek.
-	nextQueuedSQL = `SELECT MIN(d.next_attempt_at) FROM deliveries AS d INDEXED BY deliveries_queued
-WHERE d.subscription_id = ? AND d.status = 'queued'`
+	// queued deliveries (NULL when it has none), one seek, and the first
+	// entries' events read by key: a delivery whose event is not stored
+	// yet (a staged publish's, staged.go) is not receivable.
+	nextQueuedSQL = `SELECT (SELECT d.next_attempt_at FROM deliveries AS d INDEXED BY deliveries_queued
+	CROSS JOIN events AS e ON e.seq = d.event_seq
+WHERE d.subscription_id = ? AND d.status = 'queued' ORDER BY d.next_attempt_at LIMIT 1)`
 
 	countQueuedSQL = `SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_queued WHERE d.status = 'queued'`
 

@@ -108,6 +108,17 @@ type Options struct {
 	// never while a lock of the store is held; it must not block (hand the
 	// IDs to another goroutine), since the method's caller waits for it.
 	OnQueued func(subscriptionIDs []string)
+	// MaxTxRows bounds the rows (events and deliveries) of the publishes
+	// one transaction writes: a batch takes no more Publish calls once the
+	// next would pass it, and a Publish with more is written in steps of
+	// at most this many, a batch of the other requests between two steps
+	// (staged.go). So a publish waits for at most one step of another's
+	// fan-out. Default 1,000.
+	MaxTxRows int
+	// MaxSubscriptionsPerAccount is the most subscriptions one account may
+	// hold: CreateSubscription refuses one more with a
+	// *store.SubscriptionLimitError. 0 (the default) sets no limit.
+	MaxSubscriptionsPerAccount int
 }
 
 // Descriptors is how many file descriptors a Store opened with o holds
@@ -138,6 +149,9 @@ func (o *Options) setDefaults() {
 	if o.CacheKiB <= 0 {
 		o.CacheKiB = 32 << 10
 	}
+	if o.MaxTxRows <= 0 {
+		o.MaxTxRows = 1000
+	}
 }
 
 // Store is store.Store on one SQLite file. Create it with Open.
@@ -145,6 +159,7 @@ type Store struct {
 	path     string
 	log      *slog.Logger
 	onQueued func([]string)
+	maxSubs  int // Options.MaxSubscriptionsPerAccount
 
 	writeDB *sql.DB
 	readDB  *sql.DB
@@ -165,8 +180,10 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating it and its parent directory if needed) the database
-// at path, makes its directory and files private (see makePrivate), applies the embedded schema migrations, clears every lease left by
-// a previous run, and starts the writer. Close releases it.
+// at path, makes its directory and files private (see makePrivate),
+// applies the embedded schema migrations, deletes what a publish the
+// previous run did not finish wrote (staged.go), clears every lease left
+// by a previous run, and starts the writer. Close releases it.
 func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
 	opts.setDefaults()
 	if path == "" || strings.Contains(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
@@ -175,7 +192,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := makePrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
-	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, readStmts: map[string]*sql.Stmt{}}
+	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, maxSubs: opts.MaxSubscriptionsPerAccount, readStmts: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -207,15 +224,16 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
 	s.w = &writer{
-		conn:     conn,
-		log:      s.log,
-		reqs:     make(chan *request, opts.QueueSize),
-		maxBatch: opts.MaxBatch,
-		exited:   make(chan struct{}),
-		stmts:    map[string]*sql.Stmt{},
-		execs:    map[string]driver.Stmt{},
-		writes:   map[string]bool{},
-		values:   map[valuesKey]string{},
+		conn:      conn,
+		log:       s.log,
+		reqs:      make(chan *request, opts.QueueSize),
+		maxBatch:  opts.MaxBatch,
+		maxTxRows: opts.MaxTxRows,
+		exited:    make(chan struct{}),
+		stmts:     map[string]*sql.Stmt{},
+		execs:     map[string]driver.Stmt{},
+		writes:    map[string]bool{},
+		values:    map[valuesKey]string{},
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
@@ -233,6 +251,13 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	}
 	if s.key, err = readEndpointKey(ctx, conn); err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	unstaged, err := recoverStaged(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store %s: delete the deliveries of interrupted publishes: %w", path, err)
+	}
+	if unstaged > 0 {
+		s.log.Info("deleted the deliveries of publishes the previous run did not finish", "path", path, "deliveries", unstaged)
 	}
 	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_until > 0`)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
@@ -37,11 +39,20 @@ WHERE id = ?`
 	bumpCatalogSQL   = `UPDATE counters SET value = value + 1 WHERE name = 'catalog' RETURNING value`
 	catalogSQL       = `SELECT value FROM counters WHERE name = 'catalog'`
 	catalogPrunedSQL = `SELECT value FROM counters WHERE name = 'catalog_pruned'`
-	changedSubsSQL   = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > ? ORDER BY id`
-	tombstonesSQL    = `SELECT id FROM subscription_tombstones WHERE version > ? ORDER BY id`
-	tombstoneSQL     = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
+	// changedSubsSQL and tombstonesSQL read the rows written after a
+	// version in version order, from its index (SubscriptionChanges sorts
+	// them by ID): in ID order, SQLite read the whole table to skip a sort,
+	// which made every catalog sync (one after each subscription write)
+	// cost all the subscriptions.
+	changedSubsSQL = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE version > ? ORDER BY version`
+	tombstonesSQL  = `SELECT id FROM subscription_tombstones WHERE version > ? ORDER BY version`
+	tombstoneSQL   = `INSERT OR REPLACE INTO subscription_tombstones (id, version, deleted_at) VALUES (?, ?, ?)`
 
 	subscriptionByNameSQL = `SELECT id FROM subscriptions WHERE account_id = ? AND name = ?`
+	// countSubscriptionsSQL counts an account's subscriptions up to a cap
+	// (the second parameter): one seek on subscriptions_account that reads
+	// at most the cap's entries, however many the account holds.
+	countSubscriptionsSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = ? LIMIT ?)`
 	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
 	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
 
@@ -84,7 +95,10 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'del
 // a pull subscription has EndpointID "" and gets no endpoint row. A push
 // subscription naming a dead-letter URL gets that URL's endpoint row too,
 // when new (DeadLetterEndpointID). The subscription's Timeout is kept to the
-// millisecond. ErrConflict when the ID is taken.
+// millisecond. ErrConflict when the ID is taken; a
+// *store.SubscriptionLimitError when the account holds
+// Options.MaxSubscriptionsPerAccount already (counted on the writer, so
+// concurrent creates cannot pass it).
 func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
@@ -92,6 +106,9 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 	}
 	return s.write(ctx, func(w *writer) error {
 		if err := w.accountExists(sub.AccountID); err != nil {
+			return err
+		}
+		if err := w.checkSubscriptionLimit(sub.AccountID, s.maxSubs); err != nil {
 			return err
 		}
 		var other string
@@ -117,6 +134,22 @@ func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) 
 		}
 		return insertEndpoints(w, &sub)
 	})
+}
+
+// checkSubscriptionLimit returns a *store.SubscriptionLimitError when
+// account holds max subscriptions or more (max 0: no limit). It only reads.
+func (w *writer) checkSubscriptionLimit(account string, max int) error {
+	if max <= 0 {
+		return nil
+	}
+	var n int
+	if err := w.scanRow(countSubscriptionsSQL, []any{account, max}, &n); err != nil {
+		return fmt.Errorf("count the subscriptions of account %s: %w", account, err)
+	}
+	if n >= max {
+		return &store.SubscriptionLimitError{Limit: max}
+	}
+	return nil
 }
 
 // insertEndpoints creates the endpoint rows of sub's URL and dead-letter
@@ -220,6 +253,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		slices.SortFunc(out.Changed, func(a, b store.Subscription) int { return strings.Compare(a.ID, b.ID) })
 		if out.Full {
 			return nil
 		}
@@ -235,6 +269,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 			}
 			out.Deleted = append(out.Deleted, id)
 		}
+		slices.Sort(out.Deleted)
 		return ids.Err()
 	})
 	if err != nil {

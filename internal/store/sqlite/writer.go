@@ -15,10 +15,21 @@ import (
 )
 
 // The writer is the only goroutine that writes to the database. Every write
-// method of Store becomes a request on a bounded queue; the writer takes the
-// first waiting request, then every other one already queued (up to
-// Options.MaxBatch), runs them all in one transaction and commits once, so
-// one fsync serves the whole batch (group commit).
+// method of Store becomes a request on a bounded queue; the writer takes
+// every request already queued, forms a batch of them (up to
+// Options.MaxBatch requests and Options.MaxTxRows rows), runs it in one
+// transaction and commits once, so one fsync serves the whole batch (group
+// commit).
+//
+// Accounts take turns (fair.go): the requests taken off the queue wait in
+// one line per account (a Publish in its events' account, every other
+// request in a line of its own), and a batch takes one request from each
+// line in turn, so one account's many publishes cannot fill the batches
+// another account's publish waits for. A Publish of more than MaxTxRows
+// rows is written in steps of its own transactions (staged.go), one step
+// after each batch, its events made visible only by the last: a publish
+// that waits behind another account's fan-out waits for one step, not for
+// the whole fan-out.
 // Requests run one after another in the transaction with no savepoint of
 // their own: a savepoint makes SQLite copy every page a request touches to
 // a sub-journal, which cost about a sixth of the writer's time. A request
@@ -38,10 +49,19 @@ import (
 // run, since it may run twice when a batch is retried, and must close every
 // *sql.Rows it opens before returning.
 type request struct {
-	fn   func(w *writer) error
-	pub  *publishReq // set on a Publish's request (fn is pub.run): see commit
-	err  error
-	done chan struct{}
+	fn  func(w *writer) error
+	pub *publishReq // set on a Publish's request (fn is pub.run): see commit
+	// staged is set on a Publish too large for one transaction: the writer
+	// writes it in steps (staged.go) rather than in a batch.
+	staged bool
+	// account is the line the request waits in (fair.go): a Publish's
+	// events' account, "" for every other request; rows what it writes
+	// towards a batch's MaxTxRows (a Publish's events and deliveries, 1
+	// for others).
+	account string
+	rows    int
+	err     error
+	done    chan struct{}
 }
 
 type writer struct {
@@ -49,12 +69,19 @@ type writer struct {
 	log      *slog.Logger
 	reqs     chan *request
 	maxBatch int
-	exited   chan struct{}
-	stmts    map[string]*sql.Stmt   // prepared on conn; used by the writer goroutine only
-	execs    map[string]driver.Stmt // exec's, prepared on conn's driver connection (see exec)
-	named    []driver.NamedValue    // exec's arguments, reused
-	writes   map[string]bool        // queries that may change rows (see isWrite)
-	values   map[valuesKey]string   // multi-row statement texts (see valuesSQL)
+	// maxTxRows bounds the rows of a batch's publishes and of a staged
+	// publish's step (Options.MaxTxRows).
+	maxTxRows int
+	// waiting holds the requests taken off reqs, not run yet: at most
+	// cap(reqs) (fair.go); staged the staged publishes in progress.
+	waiting lines[*request]
+	staged  lines[*stagedPublish]
+	exited  chan struct{}
+	stmts   map[string]*sql.Stmt   // prepared on conn; used by the writer goroutine only
+	execs   map[string]driver.Stmt // exec's, prepared on conn's driver connection (see exec)
+	named   []driver.NamedValue    // exec's arguments, reused
+	writes  map[string]bool        // queries that may change rows (see isWrite)
+	values  map[valuesKey]string   // multi-row statement texts (see valuesSQL)
 	// wrote is set when the current request runs a statement that may
 	// change rows; a request that fails with wrote set cannot be undone
 	// alone (see commit).
@@ -253,27 +280,35 @@ func (w *writer) scanRow(query string, args []any, dest ...any) error {
 	return st.QueryRowContext(bg, args...).Scan(dest...)
 }
 
+// run serves requests until reqs is closed and every request taken is
+// answered. Each round it takes what is queued (take), commits one batch
+// of the waiting requests, then runs one step of a staged publish, so a
+// request never waits for more than the batch and the step before its own
+// batch.
 func (w *writer) run() {
 	defer close(w.exited)
 	batch := make([]*request, 0, w.maxBatch)
-	for r := range w.reqs {
-		batch = append(batch[:0], r)
-	fill:
-		for len(batch) < w.maxBatch {
-			select {
-			case r, ok := <-w.reqs:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
+	open := true
+	for open || w.waiting.n > 0 || w.staged.n > 0 {
+		if w.waiting.n == 0 && w.staged.n == 0 {
+			r, ok := <-w.reqs // nothing to do: wait
+			if !ok {
+				open = false
+				continue
 			}
+			w.add(r)
 		}
-		for todo := batch; len(todo) > 0; {
-			todo = w.commit(todo)
+		open = w.take(open)
+		if w.waiting.n > 0 {
+			batch = w.nextBatch(batch[:0])
+			for todo := batch; len(todo) > 0; {
+				todo = w.commit(todo)
+			}
+			clear(batch) // let the answered requests be collected
 		}
-		clear(batch) // let the answered requests be collected
+		if w.staged.n > 0 {
+			w.step()
+		}
 	}
 	for _, st := range w.stmts {
 		_ = st.Close()
@@ -425,14 +460,20 @@ func (w *writer) answerAll(rs []*request, err error) {
 // and is committed (or fails) whatever happens to ctx, and write waits for
 // that answer.
 func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
-	return s.writeRequest(ctx, &request{fn: fn, done: make(chan struct{})})
+	return s.writeRequest(ctx, &request{fn: fn, rows: 1, done: make(chan struct{})})
 }
 
 // writePublish queues a Publish for the writer as write does, as a request
 // the writer may write together with the Publish requests next to it in
-// its batch (see commit).
+// its batch (see commit), or in steps of its own when it has more than
+// Options.MaxTxRows rows (staged.go).
 func (s *Store) writePublish(ctx context.Context, p *publishReq) error {
-	return s.writeRequest(ctx, &request{fn: p.run, pub: p, done: make(chan struct{})})
+	rows := len(p.events)
+	for i := range p.events {
+		rows += len(p.events[i].Deliveries)
+	}
+	return s.writeRequest(ctx, &request{fn: p.run, pub: p, account: store.AccountOrDefault(p.events[0].AccountID),
+		rows: rows, staged: rows > s.w.maxTxRows, done: make(chan struct{})})
 }
 
 // writeRequest queues r and waits for its answer (see write).
