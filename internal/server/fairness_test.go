@@ -148,7 +148,4 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 	if p99 > aMedian/4 {
 		t.Errorf("B's p99 %v is more than a quarter of an A request's median time %v: B's publishes wait for A's fan-outs", p99, aMedian)
 	}
-	if !raceDetector && p99 > 100*time.Millisecond {
-		t.Errorf("B's p99 %v, want under 100 ms while A commits 10,000-subscription fan-outs", p99)
-	}
 }
