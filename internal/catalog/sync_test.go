@@ -24,11 +24,7 @@ import (
 // subscriptions when every sync rebuilt the whole catalog).
 func TestSyncSharesWhatItDoesNotChange(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	create := func(id string, types ...string) {
 		t.Helper()
@@ -91,11 +87,7 @@ func differing[K comparable, V any](a, b *shardMap[K, V]) int {
 // exactly as one loaded from scratch does.
 func TestIncrementalSyncMatchesAFullLoad(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	accounts := []string{store.DefaultAccount, "acc_b", "acc_c"}
 	for _, a := range accounts[1:] {
@@ -170,6 +162,18 @@ func TestIncrementalSyncMatchesAFullLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openStore opens an SQLite store in t's temporary directory, closed at
+// the test's end.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // mustMatch is s.Match with a context that never ends.
