@@ -21,7 +21,8 @@ import (
 // SQLite writer writes each fan-out in steps with B's publishes between
 // them, and on PostgreSQL a fan-out has a writer of its own. So B's p99,
 // while A publishes, is a small part of an A request's time (the bound
-// that holds under -race too), and under 100 ms (without -race). Before,
+// that holds under -race too), and at most 100 ms above B's p99 alone, just
+// before (without -race; on an idle machine B alone takes 1–2 ms). Before,
 // B's publish waited for whole fan-outs: its p99 was about an A request's
 // time (11.4 s for a publish of 20 such events). It is in the package's
 // last file: on PostgreSQL what it writes keeps the server busy for a while
@@ -93,6 +94,12 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	// B alone first: what this machine makes of its publishes now.
+	eventually(t, "50 of B's publishes before A publishes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(small) >= 50
+	})
 	var aw sync.WaitGroup
 	for c := range 2 {
 		aw.Add(1)
@@ -131,13 +138,17 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 		}
 		aTimes = append(aTimes, s.end.Sub(s.start))
 	}
-	var lat []time.Duration
+	var lat, alone []time.Duration
 	for _, s := range small {
-		if !s.start.Before(from) && !s.end.After(to) {
+		switch {
+		case s.end.Before(from):
+			alone = append(alone, s.end.Sub(s.start))
+		case !s.start.Before(from) && !s.end.After(to):
 			lat = append(lat, s.end.Sub(s.start))
 		}
 	}
 	slices.Sort(lat)
+	slices.Sort(alone)
 	slices.Sort(aTimes)
 	if len(lat) < 10 {
 		// Each takes a few milliseconds alone: so few means they waited.
@@ -145,12 +156,15 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 			len(lat), to.Sub(from))
 	}
 	p50, p99, aMedian := lat[len(lat)/2], lat[len(lat)*99/100], aTimes[len(aTimes)/2]
-	t.Logf("B: %d publishes while A's 4 fan-outs of %d deliveries ran (%v; an A request's median %v): p50 %v, p99 %v, max %v",
-		len(lat), subs, to.Sub(from).Round(time.Millisecond), aMedian.Round(time.Millisecond), p50, p99, lat[len(lat)-1])
+	aloneP99 := alone[len(alone)*99/100]
+	t.Logf("B: %d publishes while A's 4 fan-outs of %d deliveries ran (%v; an A request's median %v): p50 %v, p99 %v, max %v; alone before: p99 %v of %d",
+		len(lat), subs, to.Sub(from).Round(time.Millisecond), aMedian.Round(time.Millisecond), p50, p99, lat[len(lat)-1], aloneP99, len(alone))
 	if p99 > aMedian/4 {
 		t.Errorf("B's p99 %v is more than a quarter of an A request's median time %v: B's publishes wait for A's fan-outs", p99, aMedian)
 	}
-	if !raceDetector && p99 > 100*time.Millisecond {
-		t.Errorf("B's p99 %v, want under 100 ms while A commits 10,000-subscription fan-outs", p99)
+	// What A adds to B's p99 is under 100 ms; what the machine adds (other
+	// processes: B's p99 alone) is not A's doing.
+	if !raceDetector && p99 > 100*time.Millisecond+aloneP99 {
+		t.Errorf("B's p99 %v (alone: %v), want at most 100 ms more while A commits 10,000-subscription fan-outs", p99, aloneP99)
 	}
 }
