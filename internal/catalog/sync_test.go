@@ -23,8 +23,7 @@ import (
 // changed, not the number of subscriptions (a create took 17 ms at 10,000
 // subscriptions when every sync rebuilt the whole catalog).
 func TestSyncSharesWhatItDoesNotChange(t *testing.T) {
-	ctx := context.Background()
-	st := openStore(t)
+	ctx, st := context.Background(), openStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	create := func(id string, types ...string) {
 		t.Helper()
@@ -67,6 +66,17 @@ func TestSyncSharesWhatItDoesNotChange(t *testing.T) {
 	}
 }
 
+// openStore opens a SQLite store in t's directory, closed when t ends.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // size is the number of entries.
 func (s *Snapshot) size() int { return s.byID.n }
 
@@ -86,8 +96,7 @@ func differing[K comparable, V any](a, b *shardMap[K, V]) int {
 // filters), each followed by a sync, the catalog matches every event
 // exactly as one loaded from scratch does.
 func TestIncrementalSyncMatchesAFullLoad(t *testing.T) {
-	ctx := context.Background()
-	st := openStore(t)
+	ctx, st := context.Background(), openStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	accounts := []string{store.DefaultAccount, "acc_b", "acc_c"}
 	for _, a := range accounts[1:] {
@@ -162,18 +171,6 @@ func TestIncrementalSyncMatchesAFullLoad(t *testing.T) {
 			}
 		}
 	}
-}
-
-// openStore opens an SQLite store in t's temporary directory, closed at
-// the test's end.
-func openStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
 }
 
 // mustMatch is s.Match with a context that never ends.

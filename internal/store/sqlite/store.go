@@ -113,7 +113,7 @@ type Options struct {
 	// next would pass it, and a Publish with more is written in steps of
 	// at most this many, a batch of the other requests between two steps
 	// (staged.go). So a publish waits for at most one step of another's
-	// fan-out. Default 1,000.
+	// fan-out. Default 500.
 	MaxTxRows int
 	// MaxSubscriptionsPerAccount is the most subscriptions one account may
 	// hold: CreateSubscription refuses one more with a
@@ -150,7 +150,7 @@ func (o *Options) setDefaults() {
 		o.CacheKiB = 32 << 10
 	}
 	if o.MaxTxRows <= 0 {
-		o.MaxTxRows = 1000
+		o.MaxTxRows = 500
 	}
 }
 

@@ -15,18 +15,23 @@ import (
 
 // TestSmallPublishNotHeldBehindFanout (DESIGN.md §10.7, one tenant cannot
 // stall another): account A has 10,000 pull subscriptions of one type and
-// publishes, from two clients at once, three events each that match all of
+// publishes, from two clients at once, two events each that match all of
 // them (10,000 deliveries a request), while account B publishes one event
 // at a time. B's publishes do not wait for A's fan-outs to commit: the
 // SQLite writer writes each fan-out in steps with B's publishes between
 // them, and on PostgreSQL a fan-out has a writer of its own. So B's p99,
-// while A publishes, is a small part of an A request's time (the bound
-// that holds under -race too), and under 100 ms (without -race). Before,
+// while A publishes, is a small part of an A request's time: a bound
+// relative to the same run, so that it holds under -race and on a busy
+// machine. It logs B's p99 alone, just before, beside B's p99 while A
+// publishes; the absolute figure (under 100 ms) is measured with the
+// command in docs/benchmarks.md, not asserted here. Before,
 // B's publish waited for whole fan-outs: its p99 was about an A request's
-// time (11.4 s for a publish of 20 such events).
+// time (11.4 s for a publish of 20 such events). It is in the package's
+// last file: on PostgreSQL what it writes keeps the server busy for a while
+// after it, and the tests with tight timing before it are spared that.
 func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 	if testing.Short() {
-		t.Skip("creates 10,000 subscriptions and publishes 60,000 deliveries")
+		t.Skip("creates 10,000 subscriptions and publishes 40,000 deliveries")
 	}
 	b := setup(t)
 	a, other := b.newTenant("a"), b.newTenant("b")
@@ -91,12 +96,18 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	// B alone first: what this machine makes of its publishes now.
+	eventually(t, "50 of B's publishes before A publishes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(small) >= 50
+	})
 	var aw sync.WaitGroup
 	for c := range 2 {
 		aw.Add(1)
 		go func() {
 			defer aw.Done()
-			for r := range 3 {
+			for r := range 2 {
 				start := time.Now()
 				var res struct{ Events []struct{ Deliveries int } }
 				ev := map[string]any{"specversion": "1.0", "id": fmt.Sprint("a-", c, "-", r), "source": "/a", "type": "x"}
@@ -129,13 +140,17 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 		}
 		aTimes = append(aTimes, s.end.Sub(s.start))
 	}
-	var lat []time.Duration
+	var lat, alone []time.Duration
 	for _, s := range small {
-		if !s.start.Before(from) && !s.end.After(to) {
+		switch {
+		case s.end.Before(from):
+			alone = append(alone, s.end.Sub(s.start))
+		case !s.start.Before(from) && !s.end.After(to):
 			lat = append(lat, s.end.Sub(s.start))
 		}
 	}
 	slices.Sort(lat)
+	slices.Sort(alone)
 	slices.Sort(aTimes)
 	if len(lat) < 10 {
 		// Each takes a few milliseconds alone: so few means they waited.
@@ -143,8 +158,9 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 			len(lat), to.Sub(from))
 	}
 	p50, p99, aMedian := lat[len(lat)/2], lat[len(lat)*99/100], aTimes[len(aTimes)/2]
-	t.Logf("B: %d publishes while A's 6 fan-outs of %d deliveries ran (%v; an A request's median %v): p50 %v, p99 %v, max %v",
-		len(lat), subs, to.Sub(from).Round(time.Millisecond), aMedian.Round(time.Millisecond), p50, p99, lat[len(lat)-1])
+	aloneP99 := alone[len(alone)*99/100]
+	t.Logf("B: %d publishes while A's 4 fan-outs of %d deliveries ran (%v; an A request's median %v): p50 %v, p99 %v, max %v; alone before: p99 %v of %d",
+		len(lat), subs, to.Sub(from).Round(time.Millisecond), aMedian.Round(time.Millisecond), p50, p99, lat[len(lat)-1], aloneP99, len(alone))
 	if p99 > aMedian/4 {
 		t.Errorf("B's p99 %v is more than a quarter of an A request's median time %v: B's publishes wait for A's fan-outs", p99, aMedian)
 	}
