@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/bench"
+	"github.com/herald-events/herald/internal/store"
 )
 
 const benchUsage = `Usage: herald bench [--scenario NAME|all] [--json] [flags]
@@ -136,8 +137,8 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 // check reports the first bad option that bench.Run does not check itself
 // (it checks the sizes).
 func (o *benchOptions) check() error {
-	if o.store != "sqlite" && !strings.HasPrefix(o.store, "postgres://") && !strings.HasPrefix(o.store, "postgresql://") {
-		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", o.store)
+	if _, err := store.Parse(o.store); err != nil {
+		return fmt.Errorf("--store %w", err)
 	}
 	if o.runs < 1 || o.runs > 100 {
 		return fmt.Errorf("--runs %d: must be from 1 to 100", o.runs)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/store/postgres"
@@ -23,7 +22,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	switch {
-	case !strings.HasPrefix(*storeURL, "postgres://") && !strings.HasPrefix(*storeURL, "postgresql://"):
+	case !postgres.Opens(*storeURL):
 		return usageError(stderr, fs.Name(), errors.New("--store must be a postgres:// URL"), fromEnv)
 	case *timeout <= 0:
 		return usageError(stderr, fs.Name(), fmt.Errorf("--timeout %v: must be positive", *timeout), fromEnv)

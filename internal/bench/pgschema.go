@@ -6,16 +6,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/store/postgres"
 )
 
 // isPostgres reports whether a --store value names a PostgreSQL database.
-func isPostgres(store string) bool {
-	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
-}
+func isPostgres(store string) bool { return postgres.Opens(store) }
 
 // freshSchema creates an empty schema herald_bench_<random> in the database
 // at base, so that each scenario starts on an empty store, and returns the

@@ -2,9 +2,6 @@ package server
 
 import (
 	"fmt"
-
-	"github.com/herald-events/herald/internal/store/postgres"
-	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
 // File descriptors. The API's inbound connections are capped
@@ -37,11 +34,7 @@ func (c Config) ReservedDescriptors() int {
 	if inFlight <= 0 {
 		inFlight = DefaultConfig().Dispatch.MaxInFlight
 	}
-	st := sqlite.Options{}.Descriptors()
-	if isPostgresURL(c.Store) {
-		st = postgres.Options{MaxConns: c.DBMaxConns}.Descriptors()
-	}
-	return 3*inFlight + 1 + st + otherDescriptors
+	return 3*inFlight + 1 + c.storeDescriptors() + otherDescriptors
 }
 
 // ConnectionCap returns how many inbound connections the API may hold open

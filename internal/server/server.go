@@ -11,9 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +31,6 @@ import (
 	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
-	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
 // Config configures a Server. A zero field takes its value from
@@ -137,9 +133,10 @@ func DefaultConfig() Config {
 // callers): a zero or negative value that New would silently replace is
 // refused here, and so is an empty Dispatch.Owner (see dispatch.Config).
 func (c Config) Validate() error {
+	storeErr := checkStore(c.Store)
 	switch {
-	case c.Store != "sqlite" && !isPostgresURL(c.Store):
-		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(c.Store))
+	case unknownStore(storeErr):
+		return storeErr
 	case c.DataDir == "":
 		return errors.New("--data must name a directory")
 	case c.DedupRetention < time.Minute:
@@ -165,17 +162,10 @@ func (c Config) Validate() error {
 	case c.MaxFanout < 0:
 		return fmt.Errorf("--max-fanout %d: must be 0 (no limit) or positive", c.MaxFanout)
 	}
-	if isPostgresURL(c.Store) {
-		if _, err := url.Parse(c.Store); err != nil {
-			// The URL may hold a password: name the error, not the URL.
-			return fmt.Errorf("--store: not a URL: %v", errors.Unwrap(err))
-		}
+	if storeErr != nil {
+		return storeErr // a malformed URL
 	}
 	return c.Dispatch.Validate()
-}
-
-func isPostgresURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // setDefaults fills zero fields from DefaultConfig.
@@ -253,27 +243,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			q.Notify(ids)
 		}
 	}
-	var st store.Store
-	switch {
-	case cfg.Store == "sqlite":
-		s, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "herald.db"), sqlite.Options{Logger: cfg.Logger.With("component", "store"), OnQueued: onQueued,
-			MaxSubscriptionsPerAccount: cfg.MaxSubscriptionsPerAccount})
-		if err != nil {
-			return nil, fmt.Errorf("opening the SQLite store: %w", err)
-		}
-		st = s
-	case isPostgresURL(cfg.Store):
-		s, err := postgres.Open(ctx, cfg.Store, postgres.Options{
-			Logger: cfg.Logger.With("component", "store"), Clock: cfg.Clock,
-			MaxConns: cfg.DBMaxConns, StatementTimeout: cfg.DBStatementTimeout, OnQueued: onQueued,
-			MaxSubscriptionsPerAccount: cfg.MaxSubscriptionsPerAccount,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("opening the PostgreSQL store: %w", err)
-		}
-		st = s
-	default:
-		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(cfg.Store))
+	st, err := openStore(ctx, cfg, onQueued)
+	if err != nil {
+		return nil, err
 	}
 
 	cat := catalog.New(st)

@@ -415,9 +415,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Capabilities implements store.Store: nodes share the database, and a
 // lease expires by time.
-func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{Shared: true, LeasesExpire: true}
-}
+func (s *Store) Capabilities() store.Capabilities { return capabilities }
 
 // snapshot runs fn in a read-only transaction whose queries all read one
 // snapshot of the database.

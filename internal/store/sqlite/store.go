@@ -418,7 +418,7 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // Capabilities implements store.Store: one process owns the file, so
 // nothing is shared and leases last until released.
-func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{} }
+func (s *Store) Capabilities() store.Capabilities { return capabilities }
 
 // readQuery runs a query on the read pool.
 func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,13 +75,10 @@ func SchemaURL(t testing.TB) string {
 }
 
 // WithSearchPath returns base with its search_path set to schema, in URL or
-// keyword/value form.
+// keyword/value form: a URL has a scheme (postgres://), the keyword/value
+// form (host=… dbname=…) has none.
 func WithSearchPath(t testing.TB, base, schema string) string {
-	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatalf("%s: %v", EnvURL, err)
-		}
+	if u, err := url.Parse(base); err == nil && u.Scheme != "" {
 		q := u.Query()
 		q.Set("search_path", schema)
 		u.RawQuery = q.Encode()

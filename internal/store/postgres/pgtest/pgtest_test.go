@@ -18,3 +18,18 @@ func TestSkipNote(t *testing.T) {
 		t.Errorf("skip note %q is not one line", got)
 	}
 }
+
+// TestWithSearchPath: a URL gets search_path in its query, the
+// keyword/value form as one more keyword.
+func TestWithSearchPath(t *testing.T) {
+	for base, want := range map[string]string{
+		"postgres://u@h:5432/db?sslmode=disable":   "postgres://u@h:5432/db?search_path=s1&sslmode=disable",
+		"postgresql://u@h/db":                      "postgresql://u@h/db?search_path=s1",
+		"host=/tmp dbname=db":                      "host=/tmp dbname=db search_path=s1",
+		"host=h user=u password=a:b sslmode=allow": "host=h user=u password=a:b sslmode=allow search_path=s1",
+	} {
+		if got := WithSearchPath(t, base, "s1"); got != want {
+			t.Errorf("WithSearchPath(%q) = %q, want %q", base, got, want)
+		}
+	}
+}
