@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-events/herald/internal/bench"
 	"github.com/herald-events/herald/internal/store"
+	_ "github.com/herald-events/herald/internal/store/backends" // the stores --store may name
 )
 
 const benchUsage = `Usage: herald bench [--scenario NAME|all] [--json] [flags]
