@@ -281,99 +281,12 @@ func TestListPlans(t *testing.T) {
 		ANALYZE deliveries`); err != nil {
 		t.Fatal(err)
 	}
-	const cursor = "dlv_00000000000000000000090000"
-	// check explains the page queries of a list in plan_cache_mode mode.
-	// want holds what the plans must show and, prefixed with "!", what
-	// they must not.
-	check := func(name, mode string, where []string, args []any, withEvent bool, want []string) {
-		t.Helper()
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-			t.Fatal(err)
-		}
-		sizes, rows, args := listDeliveriesSQL(where, args, cursor, withEvent)
-		for _, q := range []struct {
-			what, sql string
-			limit     int
-		}{{"sizes", sizes, 101}, {"rows", rows, 100}} {
-			plan := explain(t, ctx, tx, q.sql, append(args, q.limit))
-			if testing.Verbose() {
-				t.Logf("%s (%s, %s):\n%s", name, q.what, mode, plan)
-			}
-			checkPlan(t, fmt.Sprintf("%s (%s, %s)", name, q.what, mode), plan, want)
-		}
-	}
-	// Custom plans are the store's (readPage). Generic plans are checked
-	// too where the status is in the partial indexes of 0010: the literal
-	// status proves their predicate in any plan. The lists of sub_acc_3_4
-	// (about 100 deliveries) may read its few rows through a bitmap and
-	// sort them (so may those of the event's); those of larger sets must
-	// read an index in list order.
-	const delivered = "!deliveries_subscription_status" // never for status delivered
-	for _, c := range []struct {
-		name    string
-		f       store.DeliveryFilter
-		want    []string
-		generic []string
-	}{
-		{"small account", store.DeliveryFilter{AccountID: "acc_3"},
-			[]string{"Index Scan Backward using deliveries_account on", "!Sort"}, nil},
-		{"small account, status", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusPending},
-			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-		{"small account, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDeadLettered},
-			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-		{"small account, dropped", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDropped},
-			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-		{"small account, queued", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusQueued},
-			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-		// Delivered deliveries are in no partial index: the account's
-		// deliveries (or all, for a large account) newest first, filtered.
-		{"small account, delivered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDelivered},
-			[]string{"Index Scan Backward using deliveries_account on", "!deliveries_account_status", "!Sort"}, nil},
-		{"large account", store.DeliveryFilter{AccountID: "acc_0"},
-			[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
-		{"large account, status", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDeadLettered},
-			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-		{"large account, pending", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusPending},
-			[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-		{"large account, delivered", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDelivered},
-			[]string{"Index Scan Backward using deliveries_", "!deliveries_account_status", "!Sort"}, nil},
-		{"account, subscription", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"},
-			[]string{"deliveries_subscription"}, nil},
-		{"account, subscription, status", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusPending},
-			[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
-		{"account, subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDeadLettered},
-			[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
-		{"account, subscription, delivered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDelivered},
-			[]string{"deliveries_subscription", delivered, "!deliveries_account_status"}, nil},
-		{"large subscription", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
-			[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
-		{"large subscription, pending", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusPending},
-			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-		{"large subscription, queued", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusQueued},
-			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, nil},
-		{"large subscription, dropped", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDropped},
-			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-		{"large subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
-			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-		{"large subscription, delivered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
-			[]string{"Index Scan Backward using deliveries_", delivered, "!deliveries_account_status", "!Sort"}, nil},
-		// A subscription without its account (tools and tests).
-		{"subscription, delivered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
-			[]string{"Index Scan Backward using deliveries_", delivered, "!Sort"}, nil},
-		{"subscription, dead-lettered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
-			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-		{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
-			[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}, nil},
-		// The queued deliveries of one URL (the API's list by endpoint).
-		{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: store.StatusQueued},
-			[]string{"Index Scan Backward using deliveries_queued_endpoint"}, nil},
-		{"large account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_0", EndpointID: "ep_acc_0_4", Status: store.StatusQueued},
-			[]string{"Index Scan Backward using deliveries_queued_endpoint", "!Sort"}, nil},
-	} {
+	lp := listPlans{t: t, ctx: ctx, tx: tx}
+	for _, c := range deliveryListPlans {
 		where, args := deliveryFilter(c.f)
-		check("ListDeliveries "+c.name, "force_custom_plan", where, args, false, c.want)
+		lp.check("ListDeliveries "+c.name, "force_custom_plan", where, args, false, c.want)
 		if c.generic != nil {
-			check("ListDeliveries "+c.name, "force_generic_plan", where, args, false, c.generic)
+			lp.check("ListDeliveries "+c.name, "force_generic_plan", where, args, false, c.generic)
 		}
 	}
 	// CountQueued reads a partial index of queued deliveries (and, until a
@@ -381,52 +294,171 @@ func TestListPlans(t *testing.T) {
 	if plan := explain(t, ctx, tx, countQueuedSQL, nil); !strings.Contains(plan, "on deliveries_queued") || strings.Contains(plan, "Seq Scan") {
 		t.Errorf("CountQueued: plan does not count a queued index:\n%s", plan)
 	}
-	for _, c := range []struct {
-		name string
-		f    store.DeadLetterFilter
-		want []string
-	}{
-		{"small account", store.DeadLetterFilter{AccountID: "acc_3"}, []string{"Index Scan Backward using deliveries_account_status", "!Sort"}},
-		{"large account", store.DeadLetterFilter{AccountID: "acc_0"}, []string{"Index Scan Backward using deliveries_account_status", "!Sort"}},
-		{"subscription", store.DeadLetterFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"}, []string{"deliveries_subscription_status"}},
-		{"large subscription", store.DeadLetterFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
-			[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}},
-	} {
+	for _, c := range deadLetterListPlans {
 		where, args := deadLetterFilter(c.f)
-		check("ListDeadLetters "+c.name, "force_custom_plan", where, args, true, c.want)
-		check("ListDeadLetters "+c.name, "force_generic_plan", where, args, true, c.want[:1])
+		lp.check("ListDeadLetters "+c.name, "force_custom_plan", where, args, true, c.want)
+		lp.check("ListDeadLetters "+c.name, "force_generic_plan", where, args, true, c.want[:1])
 	}
+	for _, c := range statusWritePlans {
+		lp.checkWrite(c.name, c.sql, c.args, c.want)
+	}
+}
 
-	// The statements that change a subscription's deliveries of some
-	// statuses seek its entries of the partial index of those statuses,
-	// in the generic plans they run with as in custom ones. $2 (or $1) is
-	// the subscription.
-	const at = int64(5000)
-	for _, c := range []struct {
-		name string
-		sql  string
-		args []any
-		want string
-	}{
-		{"Redrive (all)", redriveAllSQL, []any{at, "sub_acc_0_4"}, "deliveries_subscription_status"},
-		{"UpdateSubscription (move deliveries)", moveDeliveriesSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
-		{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
-		{"UpdateSubscription (drop dead letters)", dropDeadLettersSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
-		{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
-		{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{at}, int64(7)}, "deliveries_subscription_status"},
-		{"ReactivateSubscription", unqueueSQL, []any{"sub_acc_0_4", at, "ep_a", "ep_b"}, "Index Scan on deliveries_queued"},
-	} {
-		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-				t.Fatal(err)
-			}
-			plan := explain(t, ctx, tx, c.sql, c.args)
-			if testing.Verbose() {
-				t.Logf("%s (%s):\n%s", c.name, mode, plan)
-			}
-			checkPlan(t, fmt.Sprintf("%s (%s)", c.name, mode), plan, []string{c.want})
-		}
+// listPlans explains queries in TestListPlans' transaction, on its
+// 100,000 deliveries.
+type listPlans struct {
+	t   *testing.T
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+// listCursor is the cursor of the pages listPlans explains.
+const listCursor = "dlv_00000000000000000000090000"
+
+// check explains the page queries of a list in plan_cache_mode mode.
+// want holds what the plans must show and, prefixed with "!", what they
+// must not.
+func (lp listPlans) check(name, mode string, where []string, args []any, withEvent bool, want []string) {
+	lp.t.Helper()
+	if _, err := lp.tx.Exec(lp.ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+		lp.t.Fatal(err)
 	}
+	sizes, rows, args := listDeliveriesSQL(where, args, listCursor, withEvent)
+	for _, q := range []struct {
+		what, sql string
+		limit     int
+	}{{"sizes", sizes, 101}, {"rows", rows, 100}} {
+		plan := explain(lp.t, lp.ctx, lp.tx, q.sql, append(args, q.limit))
+		if testing.Verbose() {
+			lp.t.Logf("%s (%s, %s):\n%s", name, q.what, mode, plan)
+		}
+		checkPlan(lp.t, fmt.Sprintf("%s (%s, %s)", name, q.what, mode), plan, want)
+	}
+}
+
+// checkWrite explains a statement that changes a subscription's
+// deliveries in a custom and a generic plan: each must show want.
+func (lp listPlans) checkWrite(name, sql string, args []any, want string) {
+	lp.t.Helper()
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		if _, err := lp.tx.Exec(lp.ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+			lp.t.Fatal(err)
+		}
+		plan := explain(lp.t, lp.ctx, lp.tx, sql, args)
+		if testing.Verbose() {
+			lp.t.Logf("%s (%s):\n%s", name, mode, plan)
+		}
+		checkPlan(lp.t, fmt.Sprintf("%s (%s)", name, mode), plan, []string{want})
+	}
+}
+
+// neverDelivered is what a plan of a list of delivered deliveries must not
+// show: their status is in no partial index.
+const neverDelivered = "!deliveries_subscription_status"
+
+// deliveryListPlans are the delivery lists TestListPlans explains, with
+// what their plans must show (want: custom plans, the store's, readPage's;
+// generic: where the status is in the partial indexes of 0010, whose
+// predicate the literal status proves in any plan). The lists of
+// sub_acc_3_4 (about 100 deliveries) may read its few rows through a
+// bitmap and sort them (so may those of the event's); those of larger sets
+// must read an index in list order.
+var deliveryListPlans = []struct {
+	name    string
+	f       store.DeliveryFilter
+	want    []string
+	generic []string
+}{
+	{"small account", store.DeliveryFilter{AccountID: "acc_3"},
+		[]string{"Index Scan Backward using deliveries_account on", "!Sort"}, nil},
+	{"small account, status", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusPending},
+		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+	{"small account, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDeadLettered},
+		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+	{"small account, dropped", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDropped},
+		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+	{"small account, queued", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusQueued},
+		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+	// Delivered deliveries are in no partial index: the account's
+	// deliveries (or all, for a large account) newest first, filtered.
+	{"small account, delivered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDelivered},
+		[]string{"Index Scan Backward using deliveries_account on", "!deliveries_account_status", "!Sort"}, nil},
+	{"large account", store.DeliveryFilter{AccountID: "acc_0"},
+		[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
+	{"large account, status", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDeadLettered},
+		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+	{"large account, pending", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusPending},
+		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
+	{"large account, delivered", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDelivered},
+		[]string{"Index Scan Backward using deliveries_", "!deliveries_account_status", "!Sort"}, nil},
+	{"account, subscription", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"},
+		[]string{"deliveries_subscription"}, nil},
+	{"account, subscription, status", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusPending},
+		[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
+	{"account, subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDeadLettered},
+		[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
+	{"account, subscription, delivered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDelivered},
+		[]string{"deliveries_subscription", neverDelivered, "!deliveries_account_status"}, nil},
+	{"large subscription", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
+		[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
+	{"large subscription, pending", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusPending},
+		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+	{"large subscription, queued", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusQueued},
+		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, nil},
+	{"large subscription, dropped", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDropped},
+		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+	{"large subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
+		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+	{"large subscription, delivered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
+		[]string{"Index Scan Backward using deliveries_", neverDelivered, "!deliveries_account_status", "!Sort"}, nil},
+	// A subscription without its account (tools and tests).
+	{"subscription, delivered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
+		[]string{"Index Scan Backward using deliveries_", neverDelivered, "!Sort"}, nil},
+	{"subscription, dead-lettered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
+		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+	{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
+		[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}, nil},
+	// The queued deliveries of one URL (the API's list by endpoint).
+	{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: store.StatusQueued},
+		[]string{"Index Scan Backward using deliveries_queued_endpoint"}, nil},
+	{"large account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_0", EndpointID: "ep_acc_0_4", Status: store.StatusQueued},
+		[]string{"Index Scan Backward using deliveries_queued_endpoint", "!Sort"}, nil},
+}
+
+// deadLetterListPlans are the dead-letter lists TestListPlans explains,
+// with what their plans must show (the generic plans, the first).
+var deadLetterListPlans = []struct {
+	name string
+	f    store.DeadLetterFilter
+	want []string
+}{
+	{"small account", store.DeadLetterFilter{AccountID: "acc_3"}, []string{"Index Scan Backward using deliveries_account_status", "!Sort"}},
+	{"large account", store.DeadLetterFilter{AccountID: "acc_0"}, []string{"Index Scan Backward using deliveries_account_status", "!Sort"}},
+	{"subscription", store.DeadLetterFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"}, []string{"deliveries_subscription_status"}},
+	{"large subscription", store.DeadLetterFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
+		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}},
+}
+
+// statusWriteAt is the time statusWritePlans' statements are given.
+const statusWriteAt = int64(5000)
+
+// statusWritePlans are the statements that change a subscription's
+// deliveries of some statuses: they seek its entries of the partial index
+// of those statuses, in the generic plans they run with as in custom ones.
+// $2 (or $1) is the subscription.
+var statusWritePlans = []struct {
+	name string
+	sql  string
+	args []any
+	want string
+}{
+	{"Redrive (all)", redriveAllSQL, []any{statusWriteAt, "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"UpdateSubscription (move deliveries)", moveDeliveriesSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"UpdateSubscription (drop dead letters)", dropDeadLettersSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{statusWriteAt}, int64(7)}, "deliveries_subscription_status"},
+	{"ReactivateSubscription", unqueueSQL, []any{"sub_acc_0_4", statusWriteAt, "ep_a", "ep_b"}, "Index Scan on deliveries_queued"},
 }
 
 // checkPlan checks that plan shows each of want and, for each prefixed

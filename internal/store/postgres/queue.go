@@ -157,99 +157,141 @@ type candidate struct {
 	size       int64  // its payload's bytes
 }
 
-// receive is Receive's transaction.
+// receive is Receive's transaction: rounds of reading receivable
+// deliveries and deciding on each, until the request is served, then
+// NextAt.
 func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.ReceiveResult, error) {
-	now := sqlrow.UnixMS(r.Now)
-	until := sqlrow.UnixMS(r.Now.Add(r.LockFor))
-	ended := string(store.StatusDropped)
-	if r.DeadLetter {
-		ended = string(store.StatusDeadLettered)
-	}
-	res := store.ReceiveResult{}
-	nEnded, locked, bytes := 0, 0, int64(0)
-	for len(res.Received) < r.Max && bytes < store.MaxPageBytes && nEnded < maxEnded {
-		want := r.Max - len(res.Received)
-		rows, err := tx.Query(ctx, receivableSQL, r.SubscriptionID, now, want)
+	rc := newReceiver(r)
+	for len(rc.res.Received) < r.Max && rc.bytes < store.MaxPageBytes && rc.nEnded < maxEnded {
+		more, err := rc.round(ctx, tx)
 		if err != nil {
-			return res, err
+			return rc.res, err
 		}
-		cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (c candidate, err error) {
-			return c, row.Scan(&c.id, &c.receives, &c.roundStart, &c.token, &c.size)
-		})
-		if err != nil {
-			return res, err
-		}
-		if len(cs) == 0 {
+		if !more {
 			break
-		}
-		n := len(cs)
-		full := false
-		ids, status, tokens, reasons := make([]string, 0, n), make([]string, n), make([]string, n), make([]string, n)
-		for i, c := range cs {
-			if locked >= r.Max || bytes >= store.MaxPageBytes {
-				full = true // this one and the rest stay as they are
-				break
-			}
-			ids = append(ids, c.id)
-			switch {
-			case r.MaxReceives > 0 && c.receives >= r.MaxReceives:
-				status[i], reasons[i] = ended, reasonMaxReceives
-			case r.TTL > 0 && c.roundStart+r.TTL.Milliseconds() <= now:
-				status[i], reasons[i] = ended, reasonTTL
-			default:
-				status[i], tokens[i] = string(store.StatusQueued), store.LockToken(c.id, rand.Text())
-				if c.token != "" {
-					res.ExpiredLocks++
-				}
-				locked++
-				bytes += c.size
-			}
-		}
-		k := len(ids)
-		status, tokens, reasons = status[:k], tokens[:k], reasons[:k]
-		rows, err = tx.Query(ctx, takeSQL, ids, status, tokens, reasons, until)
-		if err != nil {
-			return res, err
-		}
-		taken, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Received, error) {
-			var rc store.Received
-			d, err := scanDelivery(row, &rc.Payload)
-			rc.Delivery = d
-			return rc, err
-		})
-		if err != nil {
-			return res, err
-		}
-		// UPDATE ... RETURNING has no order: put them in due order.
-		byID := make(map[string]store.Received, len(taken))
-		for _, t := range taken {
-			byID[t.ID] = t
-		}
-		for i, id := range ids {
-			t, ok := byID[id]
-			switch {
-			case !ok: // its event is gone: cannot happen while it is queued
-			case tokens[i] == "":
-				res.Ended = append(res.Ended, t.Delivery)
-				nEnded++
-			default:
-				t.LockToken = tokens[i]
-				res.Received = append(res.Received, t)
-			}
-		}
-		if full || n < want {
-			break // the bytes are reached, or nothing more is receivable
 		}
 	}
 	var next *int64
 	switch err := tx.QueryRow(ctx, nextQueuedSQL, r.SubscriptionID).Scan(&next); {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
-		return res, err
+		return rc.res, err
 	default:
-		res.NextAt = sqlrow.FromUnixMS(*next)
+		rc.res.NextAt = sqlrow.FromUnixMS(*next)
 	}
-	return res, nil
+	return rc.res, nil
+}
+
+// receiver is one Receive's state across its rounds.
+type receiver struct {
+	r          store.ReceiveRequest
+	now, until int64  // r.Now and the locks' end, Unix milliseconds
+	ended      string // the status of a delivery it ends
+	res        store.ReceiveResult
+	nEnded     int   // deliveries ended
+	locked     int   // deliveries locked
+	bytes      int64 // the payloads' of those locked
+}
+
+func newReceiver(r store.ReceiveRequest) *receiver {
+	rc := &receiver{r: r, now: sqlrow.UnixMS(r.Now), until: sqlrow.UnixMS(r.Now.Add(r.LockFor)), ended: string(store.StatusDropped)}
+	if r.DeadLetter {
+		rc.ended = string(store.StatusDeadLettered)
+	}
+	return rc
+}
+
+// decisions are what one round does to the candidates it takes, index by
+// index: the new status, the lock token ("" for one it ends) and the
+// reason of one it ends.
+type decisions struct {
+	ids, status, tokens, reasons []string
+}
+
+// round locks the receivable deliveries still wanted (receivableSQL),
+// decides on each (decide) and writes the decisions (takeSQL). more is
+// false when no round should follow: nothing more is receivable, or the
+// bytes are reached.
+func (rc *receiver) round(ctx context.Context, tx pgx.Tx) (more bool, err error) {
+	want := rc.r.Max - len(rc.res.Received)
+	rows, err := tx.Query(ctx, receivableSQL, rc.r.SubscriptionID, rc.now, want)
+	if err != nil {
+		return false, err
+	}
+	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (c candidate, err error) {
+		return c, row.Scan(&c.id, &c.receives, &c.roundStart, &c.token, &c.size)
+	})
+	if err != nil || len(cs) == 0 {
+		return false, err
+	}
+	d, full := rc.decide(cs)
+	rows, err = tx.Query(ctx, takeSQL, d.ids, d.status, d.tokens, d.reasons, rc.until)
+	if err != nil {
+		return false, err
+	}
+	taken, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Received, error) {
+		var got store.Received
+		dl, err := scanDelivery(row, &got.Payload)
+		got.Delivery = dl
+		return got, err
+	})
+	if err != nil {
+		return false, err
+	}
+	rc.collect(d, taken)
+	return !full && len(cs) >= want, nil
+}
+
+// decide decides on the candidates in due order until the locked ones
+// reach r.Max or their payloads MaxPageBytes (full: that one and the rest
+// stay as they are): one received r.MaxReceives times ends with
+// reasonMaxReceives, one whose round is past r.TTL with reasonTTL, any
+// other is locked under a new token.
+func (rc *receiver) decide(cs []candidate) (d decisions, full bool) {
+	for _, c := range cs {
+		if rc.locked >= rc.r.Max || rc.bytes >= store.MaxPageBytes {
+			return d, true
+		}
+		status, token, reason := string(store.StatusQueued), "", ""
+		switch {
+		case rc.r.MaxReceives > 0 && c.receives >= rc.r.MaxReceives:
+			status, reason = rc.ended, reasonMaxReceives
+		case rc.r.TTL > 0 && c.roundStart+rc.r.TTL.Milliseconds() <= rc.now:
+			status, reason = rc.ended, reasonTTL
+		default:
+			token = store.LockToken(c.id, rand.Text())
+			if c.token != "" {
+				rc.res.ExpiredLocks++
+			}
+			rc.locked++
+			rc.bytes += c.size
+		}
+		d.ids, d.status = append(d.ids, c.id), append(d.status, status)
+		d.tokens, d.reasons = append(d.tokens, token), append(d.reasons, reason)
+	}
+	return d, false
+}
+
+// collect adds the deliveries a round took to the result, in the order
+// they were due (UPDATE ... RETURNING has none): those it locked to
+// Received, those it ended to Ended.
+func (rc *receiver) collect(d decisions, taken []store.Received) {
+	byID := make(map[string]store.Received, len(taken))
+	for _, t := range taken {
+		byID[t.ID] = t
+	}
+	for i, id := range d.ids {
+		t, ok := byID[id]
+		switch {
+		case !ok: // its event is gone: cannot happen while it is queued
+		case d.tokens[i] == "":
+			rc.res.Ended = append(rc.res.Ended, t.Delivery)
+			rc.nEnded++
+		default:
+			t.LockToken = d.tokens[i]
+			rc.res.Received = append(rc.res.Received, t)
+		}
+	}
 }
 
 // Settle implements store.QueueStore in one statement (its own

@@ -390,18 +390,8 @@ func eventKey(ev *store.NewEvent) evKey {
 // occurrences, in the same call or another, are duplicates of it. The
 // subscriptions of the queued deliveries it wrote go into queued.
 func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
-	var (
-		slots                             = map[evKey]int{}
-		eAcc, eID, eSrc, eType, eSubj     []string
-		eAt                               []int64
-		ePayload                          [][]byte
-		dID, dSub, dEp, dEvA, dEvID, dEvS []string
-		dOwner, dStatus                   []string
-		dUntil                            []int64
-		qSlot                             []int // the event slot of each queued delivery
-		qSub                              []string
-		have                              bool
-	)
+	pr := &publishRows{slots: map[evKey]int{}}
+	have := false
 	for _, r := range batch {
 		if len(r.events) == 0 || r.refused != nil {
 			continue
@@ -409,102 +399,140 @@ func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, q
 		have = true
 		until := sqlrow.LeaseUntilMS(r.opts.Lease)
 		for i := range r.events {
-			ev := &r.events[i]
-			k := eventKey(ev)
-			if _, ok := slots[k]; ok {
-				continue
-			}
-			slots[k] = len(eID)
-			payload := ev.Payload
-			if payload == nil {
-				payload = []byte{}
-			}
-			eAcc = append(eAcc, k.account)
-			eID, eSrc, eType, eSubj = append(eID, ev.ID), append(eSrc, ev.Source), append(eType, ev.Type), append(eSubj, ev.Subject)
-			eAt, ePayload = append(eAt, sqlrow.UnixMS(ev.PublishedAt)), append(ePayload, payload)
-			for _, d := range ev.Deliveries {
-				owner, lu, status := "", int64(0), store.StatusPending
-				switch {
-				case d.Claimed:
-					owner, lu = r.opts.Lease.Owner, until
-				case d.Queued:
-					status = store.StatusQueued
-					qSlot, qSub = append(qSlot, slots[k]), append(qSub, d.SubscriptionID)
-				}
-				dID, dSub, dEp = append(dID, d.ID), append(dSub, d.SubscriptionID), append(dEp, d.EndpointID)
-				dEvA, dEvID, dEvS = append(dEvA, k.account), append(dEvID, ev.ID), append(dEvS, ev.Source)
-				dOwner, dUntil, dStatus = append(dOwner, owner), append(dUntil, lu), append(dStatus, string(status))
-			}
+			pr.add(&r.events[i], r.opts.Lease.Owner, until)
 		}
 	}
 	if !have {
 		return nil
 	}
-	seqs := make([]int64, len(eID))
-	inserted := make([]bool, len(eID))
-	found := 0
-	scan := func(rows pgx.Rows, ins bool) error {
-		defer rows.Close()
-		for rows.Next() {
-			var seq int64
-			var k evKey
-			if err := rows.Scan(&seq, &k.account, &k.id, &k.source); err != nil {
-				return err
-			}
-			if slot, ok := slots[k]; ok && seqs[slot] == 0 {
-				seqs[slot], inserted[slot] = seq, ins
-				found++
-			}
-		}
-		return rows.Err()
+	if err := pr.write(ctx, tx); err != nil {
+		return err
 	}
-	rows, err := tx.Query(ctx, publishSQL, eAcc, eID, eSrc, eType, eSubj, eAt, ePayload,
-		dID, dSub, dEp, dEvA, dEvID, dEvS, dOwner, dUntil, dStatus)
-	if err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
-	if err := scan(rows, true); err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
-	if found < len(eID) {
-		var mAcc, mID, mSrc []string
-		for i := range eID {
-			if seqs[i] == 0 {
-				mAcc, mID, mSrc = append(mAcc, eAcc[i]), append(mID, eID[i]), append(mSrc, eSrc[i])
-			}
-		}
-		rows, err := tx.Query(ctx, existingSeqSQL, mAcc, mID, mSrc)
-		if err != nil {
-			return fmt.Errorf("publish: look up duplicates: %w", err)
-		}
-		if err := scan(rows, false); err != nil {
-			return fmt.Errorf("publish: look up duplicates: %w", err)
-		}
-		if found < len(eID) {
-			// The stored duplicate was deleted (Cleanup) between the two
-			// statements: run the batch again.
-			return errRetry
+	for i, slot := range pr.qSlot {
+		if pr.inserted[slot] { // a duplicate's deliveries were not written
+			queued.Add(pr.qSub[i])
 		}
 	}
-	for i, slot := range qSlot {
-		if inserted[slot] { // a duplicate's deliveries were not written
-			queued.Add(qSub[i])
-		}
-	}
-	first := make([]bool, len(eID))
+	first := make([]bool, len(pr.eID))
 	for _, r := range batch {
 		if len(r.events) == 0 || r.refused != nil {
 			continue
 		}
 		r.results = make([]store.PublishResult, len(r.events))
 		for i := range r.events {
-			slot := slots[eventKey(&r.events[i])]
-			dup := !inserted[slot] || first[slot]
+			slot := pr.slots[eventKey(&r.events[i])]
+			dup := !pr.inserted[slot] || first[slot]
 			first[slot] = true
-			r.results[i] = store.PublishResult{Seq: seqs[slot], Duplicate: dup}
+			r.results[i] = store.PublishResult{Seq: pr.seqs[slot], Duplicate: dup}
 		}
 	}
 	return nil
+}
+
+// publishRows are the columns publishSQL writes for a batch (its distinct
+// events, each at a slot, and their deliveries), the slot and subscription
+// of each queued delivery, and, once written, each slot's seq.
+type publishRows struct {
+	slots                             map[evKey]int
+	eAcc, eID, eSrc, eType, eSubj     []string
+	eAt                               []int64
+	ePayload                          [][]byte
+	dID, dSub, dEp, dEvA, dEvID, dEvS []string
+	dOwner, dStatus                   []string
+	dUntil                            []int64
+	qSlot                             []int // the event slot of each queued delivery
+	qSub                              []string
+
+	seqs     []int64 // by slot: the stored event's (inserted, or the duplicate's)
+	inserted []bool  // by slot: written by this batch
+	found    int     // slots whose seq is known
+}
+
+// add gives ev a slot with its deliveries (claimed ones leased to owner
+// until until), unless an event with its key has one: a duplicate.
+func (pr *publishRows) add(ev *store.NewEvent, owner string, until int64) {
+	k := eventKey(ev)
+	if _, ok := pr.slots[k]; ok {
+		return
+	}
+	slot := len(pr.eID)
+	pr.slots[k] = slot
+	payload := ev.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	pr.eAcc = append(pr.eAcc, k.account)
+	pr.eID, pr.eSrc, pr.eType, pr.eSubj = append(pr.eID, ev.ID), append(pr.eSrc, ev.Source), append(pr.eType, ev.Type), append(pr.eSubj, ev.Subject)
+	pr.eAt, pr.ePayload = append(pr.eAt, sqlrow.UnixMS(ev.PublishedAt)), append(pr.ePayload, payload)
+	for _, d := range ev.Deliveries {
+		dOwner, lu, status := "", int64(0), store.StatusPending
+		switch {
+		case d.Claimed:
+			dOwner, lu = owner, until
+		case d.Queued:
+			status = store.StatusQueued
+			pr.qSlot, pr.qSub = append(pr.qSlot, slot), append(pr.qSub, d.SubscriptionID)
+		}
+		pr.dID, pr.dSub, pr.dEp = append(pr.dID, d.ID), append(pr.dSub, d.SubscriptionID), append(pr.dEp, d.EndpointID)
+		pr.dEvA, pr.dEvID, pr.dEvS = append(pr.dEvA, k.account), append(pr.dEvID, ev.ID), append(pr.dEvS, ev.Source)
+		pr.dOwner, pr.dUntil, pr.dStatus = append(pr.dOwner, dOwner), append(pr.dUntil, lu), append(pr.dStatus, string(status))
+	}
+}
+
+// write inserts the events and deliveries (publishSQL), then looks up the
+// seqs of the events already stored (existingSeqSQL): duplicates of
+// earlier calls. errRetry when a duplicate was deleted in between.
+func (pr *publishRows) write(ctx context.Context, tx pgx.Tx) error {
+	pr.seqs, pr.inserted = make([]int64, len(pr.eID)), make([]bool, len(pr.eID))
+	rows, err := tx.Query(ctx, publishSQL, pr.eAcc, pr.eID, pr.eSrc, pr.eType, pr.eSubj, pr.eAt, pr.ePayload,
+		pr.dID, pr.dSub, pr.dEp, pr.dEvA, pr.dEvID, pr.dEvS, pr.dOwner, pr.dUntil, pr.dStatus)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if err := pr.scan(rows, true); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if pr.found == len(pr.eID) {
+		return nil
+	}
+	var mAcc, mID, mSrc []string
+	for i := range pr.eID {
+		if pr.seqs[i] == 0 {
+			mAcc, mID, mSrc = append(mAcc, pr.eAcc[i]), append(mID, pr.eID[i]), append(mSrc, pr.eSrc[i])
+		}
+	}
+	rows, err = tx.Query(ctx, existingSeqSQL, mAcc, mID, mSrc)
+	if err != nil {
+		return fmt.Errorf("publish: look up duplicates: %w", err)
+	}
+	if err := pr.scan(rows, false); err != nil {
+		return fmt.Errorf("publish: look up duplicates: %w", err)
+	}
+	if pr.found < len(pr.eID) {
+		// The stored duplicate was deleted (Cleanup) between the two
+		// statements: run the batch again.
+		return errRetry
+	}
+	return nil
+}
+
+// scan reads (seq, account, id, source) rows into the seqs of the slots
+// still without one; ins says whether the rows are of events this batch
+// inserted.
+func (pr *publishRows) scan(rows pgx.Rows, ins bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var k evKey
+		if err := rows.Scan(&seq, &k.account, &k.id, &k.source); err != nil {
+			return err
+		}
+		if slot, ok := pr.slots[k]; ok && pr.seqs[slot] == 0 {
+			pr.seqs[slot], pr.inserted[slot] = seq, ins
+			pr.found++
+		}
+	}
+	return rows.Err()
 }
 
 // Record statements. A round of outcomes (each delivery once: see

@@ -66,34 +66,64 @@ func open(t *testing.T, path string) *Store {
 // Open, that leases of the previous run are cleared, and that the schema is
 // not applied twice.
 func TestReopen(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "nested", "dir", "herald.db")
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	lease := store.Lease{Owner: "run-1", Until: now.Add(time.Hour)}
-
 	s := open(t, path)
-	url := "https://a.example/hook"
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
-		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateSubscription(ctx, sub); err != nil {
+	run := firstRun(t, s)
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var evs []store.NewEvent
-	var dlv []string
+	s = open(t, path)
+	run.checkKept(t, s)
+	run.checkLeasesVoid(t, s)
+	ctx := context.Background()
+	if dup, err := s.Publish(ctx, run.evs[:1], store.PublishOptions{Lease: run.lease}); err != nil || !dup[0].Duplicate || dup[0].Seq != run.res[0].Seq {
+		t.Fatalf("republish after reopen = %+v, %v; want duplicate", dup, err)
+	}
+	var versions int
+	if err := s.readRow(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&versions); err != nil || versions != SchemaVersion() {
+		t.Fatalf("schema_version rows = %d, %v; want %d", versions, err, SchemaVersion())
+	}
+}
+
+// reopenRun is what TestReopen's first run wrote: a subscription and three
+// events with a delivery each, all leased when the store closes: dlv[0]
+// at its publish, dlv[1] failed once and due again a minute later, dlv[2]
+// claimed.
+type reopenRun struct {
+	now    time.Time
+	lease  store.Lease
+	sub    store.Subscription
+	evs    []store.NewEvent
+	dlv    []string
+	res    []store.PublishResult
+	before map[string]store.Delivery // as they were at Close
+}
+
+// firstRun writes TestReopen's first run on s.
+func firstRun(t *testing.T, s *Store) *reopenRun {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &reopenRun{now: now, lease: store.Lease{Owner: "run-1", Until: now.Add(time.Hour)}, before: map[string]store.Delivery{}}
+	url := "https://a.example/hook"
+	r.sub = store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
+		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}
+	if err := s.CreateSubscription(ctx, r.sub); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 3; i++ {
 		id := ids.New("dlv_", now.Add(time.Duration(i)*time.Millisecond))
-		dlv = append(dlv, id)
-		evs = append(evs, store.NewEvent{ID: "e" + string(rune('0'+i)), Source: "/s", Type: "t", Payload: []byte(`{}`),
-			PublishedAt: now, Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Claimed: i == 0}}})
+		r.dlv = append(r.dlv, id)
+		r.evs = append(r.evs, store.NewEvent{ID: "e" + string(rune('0'+i)), Source: "/s", Type: "t", Payload: []byte(`{}`),
+			PublishedAt: now, Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: r.sub.ID, EndpointID: r.sub.EndpointID, Claimed: i == 0}}})
 	}
-	res, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease})
-	if err != nil {
+	var err error
+	if r.res, err = s.Publish(ctx, r.evs, store.PublishOptions{Lease: r.lease}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.ClaimDue(ctx, sub.EndpointID, now, 1, lease); err != nil || len(got) != 1 || got[0].ID != dlv[1] {
+	if got, err := s.ClaimDue(ctx, r.sub.EndpointID, now, 1, r.lease); err != nil || len(got) != 1 || got[0].ID != r.dlv[1] {
 		t.Fatalf("ClaimDue = %v, %v", got, err)
 	}
-	out := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
+	out := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: r.dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
 		Outcome: "http_500", ResponseBody: []byte("oops")},
 		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
 		LastStatusCode: 500, LastOutcome: "http_500"}
@@ -101,47 +131,52 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Lease dlv[2] too: after the restart, all three must be claimable.
-	if got, err := s.ClaimDue(ctx, sub.EndpointID, now, 10, lease); err != nil || len(got) != 1 || got[0].ID != dlv[2] {
+	if got, err := s.ClaimDue(ctx, r.sub.EndpointID, now, 10, r.lease); err != nil || len(got) != 1 || got[0].ID != r.dlv[2] {
 		t.Fatalf("ClaimDue = %v, %v", got, err)
 	}
-	before := map[string]store.Delivery{}
-	for _, id := range dlv {
-		if before[id], err = s.GetDelivery(ctx, id); err != nil {
+	for _, id := range r.dlv {
+		if r.before[id], err = s.GetDelivery(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok, _ := s.NextDue(ctx, sub.EndpointID); !ok {
+	if _, ok, _ := s.NextDue(ctx, r.sub.EndpointID); !ok {
 		// dlv[1] is due again at +1m.
 		t.Fatal("retry not due")
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return r
+}
 
-	s = open(t, path)
-	gotSub, err := s.GetSubscription(ctx, sub.ID)
-	if err != nil || gotSub.Name != "a" || gotSub.URL != url {
+// checkKept: the subscription, the deliveries (as they were), the events
+// and the attempt are there after the reopen.
+func (r *reopenRun) checkKept(t *testing.T, s *Store) {
+	ctx := context.Background()
+	gotSub, err := s.GetSubscription(ctx, r.sub.ID)
+	if err != nil || gotSub.Name != "a" || gotSub.URL != r.sub.URL {
 		t.Fatalf("subscription after reopen: %+v, %v", gotSub, err)
 	}
-	for i, id := range dlv {
+	for i, id := range r.dlv {
 		d, err := s.GetDelivery(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d != before[id] {
-			t.Fatalf("delivery %s changed across reopen:\n%+v\n%+v", id, d, before[id])
+		if d != r.before[id] {
+			t.Fatalf("delivery %s changed across reopen:\n%+v\n%+v", id, d, r.before[id])
 		}
-		e, err := s.GetEvent(ctx, res[i].Seq)
-		if err != nil || e.ID != evs[i].ID {
-			t.Fatalf("event %d after reopen: %+v, %v", res[i].Seq, e, err)
+		e, err := s.GetEvent(ctx, r.res[i].Seq)
+		if err != nil || e.ID != r.evs[i].ID {
+			t.Fatalf("event %d after reopen: %+v, %v", r.res[i].Seq, e, err)
 		}
 	}
-	as, _, err := s.ListAttempts(ctx, dlv[1], store.Page{})
+	as, _, err := s.ListAttempts(ctx, r.dlv[1], store.Page{})
 	if err != nil || len(as) != 1 || string(as[0].ResponseBody) != "oops" {
 		t.Fatalf("attempts after reopen: %+v, %v", as, err)
 	}
-	// Leases of the previous run are void.
-	got, err := s.ClaimDue(ctx, sub.EndpointID, now.Add(time.Minute), 10, store.Lease{Owner: "run-2", Until: now.Add(time.Hour)})
+}
+
+// checkLeasesVoid: the leases of the previous run are void, so another
+// owner claims all three deliveries, fresh first, then the retry.
+func (r *reopenRun) checkLeasesVoid(t *testing.T, s *Store) {
+	got, err := s.ClaimDue(context.Background(), r.sub.EndpointID, r.now.Add(time.Minute), 10, store.Lease{Owner: "run-2", Until: r.now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,15 +184,8 @@ func TestReopen(t *testing.T) {
 	for _, c := range got {
 		claimed = append(claimed, c.ID)
 	}
-	if want := []string{dlv[0], dlv[2], dlv[1]}; strings.Join(claimed, ",") != strings.Join(want, ",") {
+	if want := []string{r.dlv[0], r.dlv[2], r.dlv[1]}; strings.Join(claimed, ",") != strings.Join(want, ",") {
 		t.Fatalf("claimed after reopen %v, want %v (fresh, then the retry)", claimed, want)
-	}
-	if dup, err := s.Publish(ctx, evs[:1], store.PublishOptions{Lease: lease}); err != nil || !dup[0].Duplicate || dup[0].Seq != res[0].Seq {
-		t.Fatalf("republish after reopen = %+v, %v; want duplicate", dup, err)
-	}
-	var versions int
-	if err := s.readRow(ctx, `SELECT COUNT(*) FROM schema_version`).Scan(&versions); err != nil || versions != SchemaVersion() {
-		t.Fatalf("schema_version rows = %d, %v; want %d", versions, err, SchemaVersion())
 	}
 }
 
@@ -491,9 +519,8 @@ func TestLocksSurviveReopen(t *testing.T) {
 func TestOnQueued(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	log := &onQueuedLog{t: t}
 	var s *Store
-	var calls [][]string
-	var counts []int64
 	var err error
 	s, err = Open(ctx, filepath.Join(t.TempDir(), "herald.db"), Options{OnQueued: func(subs []string) {
 		n, err := s.CountQueued(ctx)
@@ -503,26 +530,12 @@ func TestOnQueued(t *testing.T) {
 		if _, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: "sub_none", Now: now, Max: 1, LockFor: time.Minute}); err != nil {
 			t.Error(err)
 		}
-		calls, counts = append(calls, append([]string(nil), subs...)), append(counts, n)
+		log.calls, log.counts = append(log.calls, append([]string(nil), subs...)), append(log.counts, n)
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	expect := func(what string, want ...string) {
-		t.Helper()
-		var got []string
-		if len(calls) > 1 {
-			t.Fatalf("%s: %d calls %v, want at most one", what, len(calls), calls)
-		}
-		if len(calls) == 1 {
-			got = calls[0]
-		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Fatalf("%s: OnQueued(%v), want (%v)", what, got, want)
-		}
-		calls = nil
-	}
 	p, q := pullSubscription(t, s, "p", now), pullSubscription(t, s, "q", now)
 	url := "https://a.example/hook"
 	a := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
@@ -530,33 +543,74 @@ func TestOnQueued(t *testing.T) {
 	if err := s.CreateSubscription(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	expect("subscription writes")
+	log.expect("subscription writes")
+	pending := onQueuedPublishes(t, s, log, now, p, q, a)
+	onQueuedSettles(t, s, log, now, p)
+	onQueuedRecords(t, s, log, now, a, pending)
+}
 
+// onQueuedLog is what TestOnQueued's OnQueued was called with: the
+// subscriptions of each call, and the queued deliveries it counted.
+type onQueuedLog struct {
+	t      *testing.T
+	calls  [][]string
+	counts []int64
+}
+
+// expect checks that the store called OnQueued once with want since the
+// last expect, or not at all when want is empty.
+func (l *onQueuedLog) expect(what string, want ...string) {
+	l.t.Helper()
+	var got []string
+	if len(l.calls) > 1 {
+		l.t.Fatalf("%s: %d calls %v, want at most one", what, len(l.calls), l.calls)
+	}
+	if len(l.calls) == 1 {
+		got = l.calls[0]
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		l.t.Fatalf("%s: OnQueued(%v), want (%v)", what, got, want)
+	}
+	l.calls = nil
+}
+
+// onQueuedPublishes: a Publish of queued deliveries tells of their
+// subscriptions after its commit; one of a duplicate, or of pending
+// deliveries (which it returns: one claimed, leased to "me", of a), tells
+// nothing.
+func onQueuedPublishes(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p, q, a store.Subscription) store.NewEvent {
+	ctx := context.Background()
 	e1, e2 := queuedEvent("e1", now, p, q), queuedEvent("e2", now, q, p)
 	if _, err := s.Publish(ctx, []store.NewEvent{e1, e2}, store.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expect("Publish", p.ID, q.ID)
-	if counts[0] != 4 {
-		t.Fatalf("OnQueued saw %d queued deliveries, want 4: it must run after the commit", counts[0])
+	log.expect("Publish", p.ID, q.ID)
+	if log.counts[0] != 4 {
+		t.Fatalf("OnQueued saw %d queued deliveries, want 4: it must run after the commit", log.counts[0])
 	}
 	if _, err := s.Publish(ctx, []store.NewEvent{e1}, store.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	expect("Publish of a duplicate")
+	log.expect("Publish of a duplicate")
 	pending := store.NewEvent{ID: "e3", Source: "/s", Type: "x", Payload: []byte(`{}`), PublishedAt: now,
 		Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", now), SubscriptionID: a.ID, EndpointID: a.EndpointID, Claimed: true},
 			{ID: ids.New("dlv_", now), SubscriptionID: a.ID, EndpointID: a.EndpointID}}}
 	if _, err := s.Publish(ctx, []store.NewEvent{pending}, store.PublishOptions{Lease: store.Lease{Owner: "me", Until: now.Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	expect("Publish of pending deliveries")
+	log.expect("Publish of pending deliveries")
+	return pending
+}
 
+// onQueuedSettles: only a Release that releases something tells (of its
+// subscription); a Receive, a Renew and an Acknowledge do not.
+func onQueuedSettles(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p store.Subscription) {
+	ctx := context.Background()
 	res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: p.ID, Now: now, Max: 2, LockFor: time.Minute})
 	if err != nil || len(res.Received) != 2 {
 		t.Fatalf("Receive = %+v, %v", res, err)
 	}
-	expect("Receive")
+	log.expect("Receive")
 	settle := func(action store.LockAction, token string) {
 		t.Helper()
 		got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: p.ID, Action: action, Tokens: []string{token}, Now: now, LockFor: time.Minute})
@@ -566,21 +620,27 @@ func TestOnQueued(t *testing.T) {
 	}
 	settle(store.Renew, res.Received[0].LockToken)
 	settle(store.Acknowledge, res.Received[0].LockToken)
-	expect("Acknowledge")
+	log.expect("Acknowledge")
 	settle(store.Release, res.Received[1].LockToken)
-	expect("Release", p.ID)
+	log.expect("Release", p.ID)
 	if got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: p.ID, Action: store.Release,
 		Tokens: []string{res.Received[1].LockToken}, Now: now}); err != nil || got[0] == nil {
 		t.Fatalf("Settle of a settled token = %v, %v", got, err)
 	}
-	expect("Release of nothing")
+	log.expect("Release of nothing")
+}
 
+// onQueuedRecords: a Record that queues a delivery and deactivates its
+// subscription a tells of a; one for a delivery no longer pending does
+// not.
+func onQueuedRecords(t *testing.T, s *Store, log *onQueuedLog, now time.Time, a store.Subscription, pending store.NewEvent) {
+	ctx := context.Background()
 	failed := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
 		Status: store.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
 	if err := s.Record(ctx, []store.Outcome{failed}); err != nil {
 		t.Fatal(err)
 	}
-	expect("Record", a.ID)
+	log.expect("Record", a.ID)
 	if sub, err := s.GetSubscription(ctx, a.ID); err != nil || sub.State != store.StateDeactivated {
 		t.Fatalf("subscription after a deactivation: %+v, %v", sub, err)
 	}
@@ -589,7 +649,7 @@ func TestOnQueued(t *testing.T) {
 	if err := s.Record(ctx, []store.Outcome{again}); err != nil {
 		t.Fatal(err)
 	}
-	expect("Record of a delivery no longer pending")
+	log.expect("Record of a delivery no longer pending")
 }
 
 // TestMergedPublishes checks Publish requests that follow one another in a

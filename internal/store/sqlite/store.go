@@ -201,10 +201,24 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if s.lock, err = lockFile(path + ".lock"); err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
+	if err := s.openWriter(ctx, opts); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if err := s.prepareFile(ctx); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	if err := s.openReaders(ctx, opts); err != nil {
+		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+	}
+	go s.w.run()
+	return s, nil
+}
 
-	busy := opts.BusyTimeout.Milliseconds()
-	s.writeDB, err = sql.Open("sqlite", dsn(path,
-		fmt.Sprintf("busy_timeout(%d)", busy),
+// openWriter opens the write connection (WAL, synchronous=FULL: see the
+// package comment) and makes the writer that owns it, not yet running.
+func (s *Store) openWriter(ctx context.Context, opts Options) (err error) {
+	s.writeDB, err = sql.Open("sqlite", dsn(s.path,
+		fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()),
 		"journal_mode(wal)",
 		"synchronous(full)",
 		"foreign_keys(off)",
@@ -213,7 +227,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 		fmt.Sprintf("cache_size(-%d)", opts.CacheKiB),
 	))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return err
 	}
 	s.writeDB.SetMaxOpenConns(1)
 	s.writeDB.SetMaxIdleConns(1)
@@ -221,7 +235,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	s.writeDB.SetConnMaxIdleTime(0)
 	conn, err := s.writeDB.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return err
 	}
 	s.w = &writer{
 		conn:      conn,
@@ -237,53 +251,62 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return err
 	}
 	if !strings.EqualFold(mode, "wal") {
-		return nil, fmt.Errorf("sqlite store %s: journal mode is %q, not WAL (is the file system local?)", path, mode)
+		return fmt.Errorf("journal mode is %q, not WAL (is the file system local?)", mode)
 	}
+	return nil
+}
+
+// prepareFile readies the file on the write connection for this run: applies
+// the schema migrations, reads the endpoint key, deletes what a publish
+// the previous run did not finish wrote (staged.go) and clears the leases
+// it left.
+func (s *Store) prepareFile(ctx context.Context) (err error) {
+	conn, path := s.w.conn, s.path
 	from, to, err := runMigrations(ctx, conn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return err
 	}
 	if from != to {
 		s.log.Info("sqlite schema migrated", "path", path, "from", from, "to", to)
 	}
 	if s.key, err = readEndpointKey(ctx, conn); err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return err
 	}
 	unstaged, err := recoverStaged(ctx, conn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store %s: delete the deliveries of interrupted publishes: %w", path, err)
+		return fmt.Errorf("delete the deliveries of interrupted publishes: %w", err)
 	}
 	if unstaged > 0 {
 		s.log.Info("deleted the deliveries of publishes the previous run did not finish", "path", path, "deliveries", unstaged)
 	}
 	res, err := conn.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_until > 0`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store %s: clear leases: %w", path, err)
+		return fmt.Errorf("clear leases: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
 		s.log.Info("cleared leases of the previous run", "path", path, "deliveries", n)
 	}
+	return nil
+}
 
-	s.readDB, err = sql.Open("sqlite", dsn(path,
-		fmt.Sprintf("busy_timeout(%d)", busy),
+// openReaders opens the pool of query-only read connections.
+func (s *Store) openReaders(ctx context.Context, opts Options) (err error) {
+	s.readDB, err = sql.Open("sqlite", dsn(s.path,
+		fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()),
 		"temp_store(memory)",
 		fmt.Sprintf("cache_size(-%d)", max(opts.CacheKiB/4, 2048)),
 		"query_only(1)",
 	))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
+		return err
 	}
 	s.readDB.SetMaxOpenConns(opts.ReadConns)
 	s.readDB.SetMaxIdleConns(opts.ReadConns)
 	s.readDB.SetConnMaxIdleTime(0)
-	if err := s.readDB.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
-	}
-	go s.w.run()
-	return s, nil
+	return s.readDB.PingContext(ctx)
 }
 
 // makePrivate makes the database's directory and files its owner's alone
