@@ -7,6 +7,22 @@
 //		storetest.Run(t, func(t *testing.T) store.Store { return openFresh(t) })
 //	}
 //
+// The checks are grouped by the contract of each consumer of the store: the
+// interface it declares where it is used. Each contract has its own entry
+// point, which Run calls in turn, and its own files (named after it):
+//
+//	RunIngestContract    ingest.Store: Publish (ingest*.go)
+//	RunDispatchContract  dispatch.Store: claims, leases, outcomes, endpoint health (dispatch*.go)
+//	RunControlContract   control.Store and handshake.Store: subscription writes, redelivery, reactivation (control*.go)
+//	RunQueueContract     queue.Store: Receive and Settle (queue*.go)
+//	RunAPIContract       api.Store: accounts, keys, lists, counts (api*.go)
+//	RunCatalogContract   catalog.Source: SubscriptionChanges (catalog*.go)
+//	RunAuthContract      auth.Store and the first admin key (auth*.go)
+//	RunServerContract    the server's own: TryLead, Cleanup, Close (server*.go)
+//
+// A check may use any method to set up and observe what it checks: a
+// contract names what is checked, not all that is called.
+//
 // The suite checks behaviour through the store.Store interface only, with
 // exact assertions. It assumes nothing an implementation may do differently:
 // times are compared at millisecond precision (attempt durations at
@@ -14,49 +30,64 @@
 // every time the suite passes as now, so a backend whose leases expire by time
 // behaves like one whose leases do not.
 //
-// Bench is the matching set of benchmarks, run from each implementation's
-// bench_test.go.
+// Beside Run, the checks of several stores on one database (a shared
+// backend's nodes) are functions a backend calls with its stores:
+// CheckClaimsDisjoint, CheckReceivesDisjoint and CheckSubscriptionLimit;
+// Run calls the first two with its one store. RunUpgrades checks that a
+// store opened on the data of each earlier schema version reads it as
+// written. Bench is the matching set of benchmarks, run from each
+// implementation's bench_test.go.
 package storetest
 
 import (
-	"context"
-	"fmt"
 	"reflect"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 )
 
-// Run runs every conformance test. open must return a new, empty store for
-// the test it is given; Run closes the store when that test ends (a second
-// Close from the caller's own cleanup must be harmless). Subtests run in
-// parallel.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	groups := []struct {
-		name  string
-		tests []test
+// Opener returns a new, empty store for the test it is given. The suite
+// closes the store when that test ends (a second Close from the caller's
+// own cleanup must be harmless).
+type Opener = func(t *testing.T) store.Store
+
+// Run runs every conformance test: each contract's, in turn, as a subtest
+// named after it. Subtests of a group run in parallel.
+func Run(t *testing.T, open Opener) {
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, Opener)
 	}{
-		{"Publish", publishTests},
-		{"Claim", claimTests},
-		{"Record", recordTests},
-		{"Redeliver", redeliverTests},
-		{"Lists", listTests},
-		{"Subscriptions", subscriptionTests},
-		{"Cleanup", cleanupTests},
-		{"Lifecycle", lifecycleTests},
-		{"Endpoints", endpointTests},
-		{"EndpointLifetime", endpointLifeTests},
-		{"Leaders", leaderTests},
-		{"Catalog", catalogTests},
-		{"Accounts", accountTests},
-		{"Keys", keyTests},
-		{"Tenants", tenantTests},
-		{"Queue", queueTests},
-		{"DeadLetters", deadLetterTests},
+		{"Ingest", RunIngestContract},
+		{"Dispatch", RunDispatchContract},
+		{"Control", RunControlContract},
+		{"Queue", RunQueueContract},
+		{"API", RunAPIContract},
+		{"Catalog", RunCatalogContract},
+		{"Auth", RunAuthContract},
+		{"Server", RunServerContract},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}
+}
+
+// group is a named list of tests, run as a subtest of its contract.
+type group struct {
+	name  string
+	tests []test
+}
+
+// test is one check, given its own store (setup).
+type test struct {
+	name string
+	fn   func(t *testing.T, b *bundle)
+}
+
+// runGroups runs each group as a subtest, and each of its tests as a
+// parallel subtest of the group's with a fresh store from open.
+func runGroups(t *testing.T, open Opener, groups []group) {
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
@@ -66,174 +97,6 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				})
 			}
 		})
-	}
-}
-
-type test struct {
-	name string
-	fn   func(t *testing.T, b *bundle)
-}
-
-// bundle is one test's store and helpers.
-type bundle struct {
-	t   *testing.T
-	s   store.Store
-	ctx context.Context
-	// now is the suite's "current time": a fixed instant, millisecond
-	// precision, UTC. Tests move time by adding to it.
-	now   time.Time
-	lease store.Lease
-	// idAt advances by a millisecond per generated ID, so IDs made later in a
-	// test always sort after earlier ones.
-	idAt time.Time
-	n    int
-}
-
-var base = time.Date(2030, time.March, 4, 5, 6, 7, 0, time.UTC)
-
-func setup(t *testing.T, open func(t *testing.T) store.Store) *bundle {
-	t.Helper()
-	s := open(t)
-	t.Cleanup(func() { _ = s.Close() })
-	return &bundle{
-		t:     t,
-		s:     s,
-		ctx:   context.Background(),
-		now:   base,
-		lease: store.Lease{Owner: "node-a", Until: base.Add(10000 * time.Hour)},
-		idAt:  base,
-	}
-}
-
-// id returns a new ID with prefix, sorting after every ID made before it.
-func (b *bundle) id(prefix string) string {
-	b.idAt = b.idAt.Add(time.Millisecond)
-	return ids.New(prefix, b.idAt)
-}
-
-// at returns the suite's base time plus d.
-func (b *bundle) at(d time.Duration) time.Time { return b.now.Add(d) }
-
-// sub creates a subscription to url with a unique name in DefaultAccount.
-func (b *bundle) sub(url string) store.Subscription {
-	b.t.Helper()
-	return b.subIn(store.DefaultAccount, url)
-}
-
-// subIn creates a subscription to url with a unique name in an account.
-func (b *bundle) subIn(account, url string) store.Subscription {
-	b.t.Helper()
-	return b.subWith(account, url, nil)
-}
-
-// subWith creates a subscription to url with a unique name in an account,
-// as subIn does, after edit (when not nil) changed it.
-func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) store.Subscription {
-	b.t.Helper()
-	b.n++
-	s := store.Subscription{
-		ID:            b.id("sub_"),
-		AccountID:     account,
-		Name:          fmt.Sprintf("sub-%d", b.n),
-		URL:           url,
-		EventTypes:    []string{"invoice.paid"},
-		RetryPolicy:   []byte(`{"preset":"eventgrid"}`),
-		Timeout:       30 * time.Second,
-		Headers:       map[string]string{"X-Api-Key": "k"},
-		DeadLetter:    true,
-		State:         "active",
-		DeliveryMode:  store.ModePush,
-		FailurePolicy: store.FailureRetry,
-		CreatedAt:     b.now,
-		UpdatedAt:     b.now,
-	}
-	if edit != nil {
-		edit(&s)
-	}
-	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
-		b.t.Fatalf("CreateSubscription: %v", err)
-	}
-	b.endpoints(&s)
-	return s
-}
-
-// endpoints sets s's EndpointID and DeadLetterEndpointID as the store
-// sets them on a write.
-func (b *bundle) endpoints(s *store.Subscription) {
-	s.EndpointID, s.DeadLetterEndpointID = "", ""
-	if s.DeliveryMode == "" || s.DeliveryMode == store.ModePush {
-		s.EndpointID = b.s.EndpointID(s.AccountID, s.URL)
-		if s.Delivery.DeadLetterURL != "" {
-			s.DeadLetterEndpointID = b.s.EndpointID(s.AccountID, s.Delivery.DeadLetterURL)
-		}
-	}
-}
-
-// event returns an event published at `at` with one unclaimed delivery per
-// subscription in subs, in the account of the first (without subs, with no
-// account: DefaultAccount's).
-func (b *bundle) event(at time.Time, subs ...store.Subscription) store.NewEvent {
-	b.n++
-	ev := store.NewEvent{
-		ID:          fmt.Sprintf("evt-%d", b.n),
-		Source:      "/billing",
-		Type:        "invoice.paid",
-		Subject:     fmt.Sprintf("invoices/%d", b.n),
-		Payload:     []byte(fmt.Sprintf(`{"specversion":"1.0","id":"evt-%d","data":{"n":%d}}`, b.n, b.n)),
-		PublishedAt: at,
-	}
-	for _, s := range subs {
-		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: s.ID, EndpointID: s.EndpointID})
-	}
-	if len(subs) > 0 {
-		ev.AccountID = subs[0].AccountID
-	}
-	return ev
-}
-
-// publish publishes events and fails the test on error.
-func (b *bundle) publish(events ...store.NewEvent) []store.PublishResult {
-	b.t.Helper()
-	res, err := b.s.Publish(b.ctx, events, store.PublishOptions{Lease: b.lease})
-	if err != nil {
-		b.t.Fatalf("Publish: %v", err)
-	}
-	if len(res) != len(events) {
-		b.t.Fatalf("Publish returned %d results for %d events", len(res), len(events))
-	}
-	return res
-}
-
-// deliver publishes one event at `at` to sub and returns its delivery's ID.
-func (b *bundle) deliver(sub store.Subscription, at time.Time) string {
-	b.t.Helper()
-	ev := b.event(at, sub)
-	b.publish(ev)
-	return ev.Deliveries[0].ID
-}
-
-func (b *bundle) get(id string) store.Delivery {
-	b.t.Helper()
-	d, err := b.s.GetDelivery(b.ctx, id)
-	if err != nil {
-		b.t.Fatalf("GetDelivery(%s): %v", id, err)
-	}
-	return d
-}
-
-func (b *bundle) claim(endpointID string, now time.Time, limit int) []store.Claimed {
-	b.t.Helper()
-	cs, err := b.s.ClaimDue(b.ctx, endpointID, now, limit, b.lease)
-	if err != nil {
-		b.t.Fatalf("ClaimDue: %v", err)
-	}
-	return cs
-}
-
-func (b *bundle) record(outcomes ...store.Outcome) {
-	b.t.Helper()
-	if err := b.s.Record(b.ctx, outcomes); err != nil {
-		b.t.Fatalf("Record: %v", err)
 	}
 }
 

@@ -8,31 +8,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var redeliverTests = []test{
-	{"DeadLetteredGetsFreshBudget", testRedeliverDeadLettered},
-	{"Delivered", testRedeliverDelivered},
-	{"ConflictWhenLeased", testRedeliverConflict},
-	{"NotFound", testRedeliverNotFound},
-	{"RedriveAll", testRedriveAll},
-	{"RedriveIDs", testRedriveIDs},
-	{"RedriveUnknownSubscription", testRedriveUnknown},
-	{"RedriveMovedSubscription", testRedriveMovedSubscription},
-}
-
-// deadAfterTwo makes a delivery to sub that failed twice and was then
-// dead-lettered; published at `at`.
-func (b *bundle) deadAfterTwo(sub store.Subscription, at time.Time) string {
-	b.t.Helper()
-	ev, _ := b.claimOne(sub, at)
-	id := ev.Deliveries[0].ID
-	b.record(failed(id, 1, at, at.Add(time.Second), at.Add(time.Minute)))
-	if got := claimedIDs(b.claim(sub.EndpointID, at.Add(time.Minute), 100)); len(got) != 1 || got[0] != id {
-		b.t.Fatalf("deadAfterTwo: claimed %v, want only %s (make other due deliveries after)", got, id)
-	}
-	b.record(deadLettered(id, 2, at.Add(time.Minute), at.Add(time.Second)))
-	return id
-}
-
 func testRedeliverDeadLettered(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	id := b.deadAfterTwo(a, b.now)
@@ -225,4 +200,26 @@ func testRedriveMovedSubscription(t *testing.T, b *bundle) {
 		t.Fatalf("claimed %v on the old endpoint", claimedIDs(got))
 	}
 	equal(t, "claimed on "+epB, sortedCopy(claimedIDs(b.claim(epB, now, 20))), sortedCopy(append(onA, onB...)))
+}
+
+func testRedeliverDeletedSubscription(t *testing.T, b *bundle) {
+	a := b.sub("https://a.example/hook")
+	dead := b.deadAfterTwo(a, b.now)
+	pending := b.deliver(a, b.now)
+	if err := b.s.DeleteSubscription(b.ctx, a.ID, b.now); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{dead, pending} {
+		before := b.get(id)
+		if _, err := b.s.Redeliver(b.ctx, id, b.at(time.Minute)); !errors.Is(err, store.ErrSubscriptionDeleted) {
+			t.Fatalf("Redeliver(%s) of a deleted subscription: %v; want ErrSubscriptionDeleted", id, err)
+		}
+		equal(t, "delivery after a refused Redeliver", b.get(id), before)
+	}
+	if _, err := b.s.Redrive(b.ctx, a.ID, nil, b.at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Redrive of a deleted subscription: %v; want ErrNotFound", err)
+	}
+	if d := b.get(dead); d.Status != store.StatusDeadLettered {
+		t.Fatalf("dead letter after a refused Redrive: %s", d.Status)
+	}
 }

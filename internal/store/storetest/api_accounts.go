@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,40 +12,9 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var accountTests = []test{
-	{"DefaultExistsAndListsFirst", testAccountDefault},
-	{"CreateGetUpdate", testAccountRoundTrip},
-	{"NameTakenAndIDConflict", testAccountConflicts},
-	{"NotFound", testAccountNotFound},
-	{"ListPages", testAccountList},
-	{"InvalidCursors", testAccountCursors},
-	{"Delete", testAccountDelete},
-	{"DeleteRefused", testAccountDeleteRefused},
-	{"AuthVersion", testAuthVersion},
-}
-
-var keyTests = []test{
-	{"CreateGetDelete", testKeyRoundTrip},
-	{"Conflicts", testKeyConflicts},
-	{"ListPerAccount", testKeyList},
-	{"FirstKeyOnce", testFirstKey},
-	{"FirstKeyRace", testFirstKeyRace},
-}
-
-// account creates an account with a new ID, named name, at b.now.
-func (b *bundle) account(name string) store.Account {
-	b.t.Helper()
-	a := store.Account{ID: b.id("acc_"), Name: name, Settings: store.AccountSettings{FailurePolicy: "queue"},
-		CreatedAt: b.now, UpdatedAt: b.now}
-	if err := b.s.CreateAccount(b.ctx, a); err != nil {
-		b.t.Fatalf("CreateAccount(%s): %v", name, err)
-	}
-	return a
-}
-
 // newKey returns a key of account with a new ID and a hash of its own
 // (not stored).
-func (b *bundle) newKey(account, role string) store.APIKey {
+func newKey(b *bundle, account, role string) store.APIKey {
 	id := b.id("key_")
 	sum := sha256.Sum256([]byte("secret of " + id))
 	return store.APIKey{ID: id, AccountID: account, Role: role, Name: "key " + id[len(id)-4:],
@@ -54,16 +22,16 @@ func (b *bundle) newKey(account, role string) store.APIKey {
 }
 
 // key creates a key of account.
-func (b *bundle) key(account, role string) store.APIKey {
+func key(b *bundle, account, role string) store.APIKey {
 	b.t.Helper()
-	k := b.newKey(account, role)
+	k := newKey(b, account, role)
 	if err := b.s.CreateKey(b.ctx, k); err != nil {
 		b.t.Fatalf("CreateKey: %v", err)
 	}
 	return k
 }
 
-func (b *bundle) getAccount(id string) store.Account {
+func getAccount(b *bundle, id string) store.Account {
 	b.t.Helper()
 	a, err := b.s.GetAccount(b.ctx, id)
 	if err != nil {
@@ -72,7 +40,7 @@ func (b *bundle) getAccount(id string) store.Account {
 	return a
 }
 
-func (b *bundle) getKey(id string) store.APIKey {
+func getKey(b *bundle, id string) store.APIKey {
 	b.t.Helper()
 	k, err := b.s.GetKey(b.ctx, id)
 	if err != nil {
@@ -81,7 +49,7 @@ func (b *bundle) getKey(id string) store.APIKey {
 	return k
 }
 
-func (b *bundle) authVersion() int64 {
+func authVersion(b *bundle) int64 {
 	b.t.Helper()
 	v, err := b.s.AuthVersion(b.ctx)
 	if err != nil {
@@ -91,14 +59,14 @@ func (b *bundle) authVersion() int64 {
 }
 
 // listAccounts lists every account with limit, checking the page rule.
-func (b *bundle) listAccounts(limit int) []string {
+func listAccounts(b *bundle, limit int) []string {
 	b.t.Helper()
 	return pageIDs(b.t, limit, func(p store.Page) ([]store.Account, string, error) { return b.s.ListAccounts(b.ctx, p) },
 		func(a store.Account) string { return a.ID })
 }
 
 // listKeys lists every key of account with limit.
-func (b *bundle) listKeys(account string, limit int) []string {
+func listKeys(b *bundle, account string, limit int) []string {
 	b.t.Helper()
 	return pageIDs(b.t, limit, func(p store.Page) ([]store.APIKey, string, error) { return b.s.ListKeys(b.ctx, account, p) },
 		func(k store.APIKey) string { return k.ID })
@@ -114,13 +82,13 @@ func testAccountDefault(t *testing.T, b *bundle) {
 	if d.ID != store.DefaultAccount || d.Name == "" || d.Settings.FailurePolicy != "retry" || d.CreatedAt.IsZero() {
 		t.Fatalf("default account: %+v", d)
 	}
-	equal(t, "accounts of a new store", b.listAccounts(10), []string{store.DefaultAccount})
+	equal(t, "accounts of a new store", listAccounts(b, 10), []string{store.DefaultAccount})
 	a, c := b.account("a"), b.account("c")
 	if !(a.ID < store.DefaultAccount) {
 		t.Fatalf("test setup: %s should sort before %s", a.ID, store.DefaultAccount)
 	}
 	for _, limit := range []int{1, 2, 3, 4} {
-		equal(t, fmt.Sprintf("accounts, limit %d", limit), b.listAccounts(limit), []string{store.DefaultAccount, a.ID, c.ID})
+		equal(t, fmt.Sprintf("accounts, limit %d", limit), listAccounts(b, limit), []string{store.DefaultAccount, a.ID, c.ID})
 	}
 	if err := b.s.CreateAccount(b.ctx, store.Account{ID: store.DefaultAccount, Name: "another", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateAccount(default ID) = %v, want ErrConflict", err)
@@ -128,12 +96,12 @@ func testAccountDefault(t *testing.T, b *bundle) {
 	if err := b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: d.Name, CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("CreateAccount(default's name) = %v, want ErrNameTaken", err)
 	}
-	equal(t, "default account after refused creations", b.getAccount(store.DefaultAccount), d)
+	equal(t, "default account after refused creations", getAccount(b, store.DefaultAccount), d)
 }
 
 func testAccountRoundTrip(t *testing.T, b *bundle) {
 	a := b.account("acme")
-	equal(t, "created", b.getAccount(a.ID), a)
+	equal(t, "created", getAccount(b, a.ID), a)
 
 	// UpdateAccount replaces the name, the settings and UpdatedAt; not
 	// CreatedAt.
@@ -145,7 +113,7 @@ func testAccountRoundTrip(t *testing.T, b *bundle) {
 	}
 	want := up
 	want.CreatedAt = a.CreatedAt
-	equal(t, "updated", b.getAccount(a.ID), want)
+	equal(t, "updated", getAccount(b, a.ID), want)
 	// Keeping its own name is fine; the old name is free again.
 	if err := b.s.UpdateAccount(b.ctx, up); err != nil {
 		t.Fatalf("UpdateAccount(same name) = %v", err)
@@ -166,8 +134,8 @@ func testAccountConflicts(t *testing.T, b *bundle) {
 	if err := b.s.UpdateAccount(b.ctx, up); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("UpdateAccount(taken name) = %v, want ErrNameTaken", err)
 	}
-	equal(t, "account after a refused update", b.getAccount(c.ID), c)
-	equal(t, "accounts", b.listAccounts(10), []string{store.DefaultAccount, a.ID, c.ID})
+	equal(t, "account after a refused update", getAccount(b, c.ID), c)
+	equal(t, "accounts", listAccounts(b, 10), []string{store.DefaultAccount, a.ID, c.ID})
 }
 
 func testAccountNotFound(t *testing.T, b *bundle) {
@@ -200,13 +168,13 @@ func testAccountList(t *testing.T, b *bundle) {
 		want = append(want, b.account(fmt.Sprintf("account-%d", i)).ID)
 	}
 	for _, limit := range []int{1, 2, 3, 7, 8} {
-		equal(t, fmt.Sprintf("accounts, limit %d", limit), b.listAccounts(limit), want)
+		equal(t, fmt.Sprintf("accounts, limit %d", limit), listAccounts(b, limit), want)
 	}
 	as, next, err := b.s.ListAccounts(b.ctx, store.Page{Limit: 2})
 	if err != nil || len(as) != 2 || next != want[1] {
 		t.Fatalf("first page: %+v, cursor %q, %v; want 2 accounts and cursor %s", as, next, err, want[1])
 	}
-	equal(t, "first page", as[1], b.getAccount(want[1]))
+	equal(t, "first page", as[1], getAccount(b, want[1]))
 	// After the default account's ID come all the others.
 	as, _, err = b.s.ListAccounts(b.ctx, store.Page{Cursor: store.DefaultAccount})
 	if err != nil || len(as) != len(want)-1 || as[0].ID != want[1] {
@@ -246,13 +214,13 @@ func testAccountCursors(t *testing.T, b *bundle) {
 // its events and finished deliveries stay.
 func testAccountDelete(t *testing.T, b *bundle) {
 	a, kept := b.account("a"), b.account("kept")
-	k1, k2 := b.key(a.ID, store.RoleAccount), b.key(a.ID, store.RolePublish)
-	other := b.key(kept.ID, store.RoleAccount)
+	k1, k2 := key(b, a.ID, store.RoleAccount), key(b, a.ID, store.RolePublish)
+	other := key(b, kept.ID, store.RoleAccount)
 	sub := b.subIn(a.ID, "https://a.example/hook")
 	ev, seq := b.claimOne(sub, b.now)
 	done := ev.Deliveries[0].ID
 	b.record(succeeded(done, 1, b.now))
-	b.deleteSub(sub)
+	deleteSub(b, sub)
 
 	if err := b.s.DeleteAccount(b.ctx, a.ID); err != nil {
 		t.Fatal(err)
@@ -268,9 +236,9 @@ func testAccountDelete(t *testing.T, b *bundle) {
 			t.Fatalf("KeyByHash of a deleted account's key = %v, want ErrNotFound", err)
 		}
 	}
-	equal(t, "keys of the deleted account", b.listKeys(a.ID, 10), []string{})
-	equal(t, "keys of another account", b.listKeys(kept.ID, 10), []string{other.ID})
-	equal(t, "accounts", b.listAccounts(10), []string{store.DefaultAccount, kept.ID})
+	equal(t, "keys of the deleted account", listKeys(b, a.ID, 10), []string{})
+	equal(t, "keys of another account", listKeys(b, kept.ID, 10), []string{other.ID})
+	equal(t, "accounts", listAccounts(b, 10), []string{store.DefaultAccount, kept.ID})
 	if d := b.get(done); d.Status != store.StatusDelivered || d.AccountID != a.ID {
 		t.Fatalf("finished delivery of a deleted account: %+v", d)
 	}
@@ -280,7 +248,7 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	if err := b.s.DeleteAccount(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second DeleteAccount = %v, want ErrNotFound", err)
 	}
-	if err := b.s.CreateKey(b.ctx, b.newKey(a.ID, store.RoleAccount)); !errors.Is(err, store.ErrNotFound) {
+	if err := b.s.CreateKey(b.ctx, newKey(b, a.ID, store.RoleAccount)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateKey in a deleted account = %v, want ErrNotFound", err)
 	}
 	// Its name is free again.
@@ -290,116 +258,46 @@ func testAccountDelete(t *testing.T, b *bundle) {
 // testAccountDeleteRefused: the default account and an account with
 // subscriptions stay, with their keys.
 func testAccountDeleteRefused(t *testing.T, b *bundle) {
-	dk := b.key(store.DefaultAccount, store.RoleAdmin)
+	dk := key(b, store.DefaultAccount, store.RoleAdmin)
 	if err := b.s.DeleteAccount(b.ctx, store.DefaultAccount); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("DeleteAccount(default) = %v, want ErrConflict", err)
 	}
 	a := b.account("a")
-	k := b.key(a.ID, store.RoleAccount)
+	k := key(b, a.ID, store.RoleAccount)
 	sub := b.subIn(a.ID, "https://a.example/hook")
-	v := b.authVersion()
+	v := authVersion(b)
 	if err := b.s.DeleteAccount(b.ctx, a.ID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("DeleteAccount(with a subscription) = %v, want ErrConflict", err)
 	}
-	if got := b.authVersion(); got != v {
+	if got := authVersion(b); got != v {
 		t.Fatalf("a refused DeleteAccount moved the auth version from %d to %d", v, got)
 	}
-	equal(t, "account", b.getAccount(a.ID), a)
-	equal(t, "key", b.getKey(k.ID), k)
-	equal(t, "default key", b.getKey(dk.ID), dk)
-	b.endpoint(sub.EndpointID)
-	b.deleteSub(sub)
+	equal(t, "account", getAccount(b, a.ID), a)
+	equal(t, "key", getKey(b, k.ID), k)
+	equal(t, "default key", getKey(b, dk.ID), dk)
+	endpoint(b, sub.EndpointID)
+	deleteSub(b, sub)
 	if err := b.s.DeleteAccount(b.ctx, a.ID); err != nil {
 		t.Fatalf("DeleteAccount after its subscription went = %v", err)
 	}
 }
 
-// testAuthVersion: every account and key write advances the auth
-// version, reads and refused writes do not.
-func testAuthVersion(t *testing.T, b *bundle) {
-	v := b.authVersion()
-	if v <= 0 {
-		t.Fatalf("auth version of a new store %d, want > 0", v)
-	}
-	advanced := func(what string) {
-		t.Helper()
-		if got := b.authVersion(); got <= v {
-			t.Fatalf("%s: auth version %d, was %d: want it to advance", what, got, v)
-		} else {
-			v = got
-		}
-	}
-	unchanged := func(what string) {
-		t.Helper()
-		if got := b.authVersion(); got != v {
-			t.Fatalf("%s: auth version %d, was %d: want it unchanged", what, got, v)
-		}
-	}
-	a := b.account("a")
-	advanced("CreateAccount")
-	a.Name, a.UpdatedAt = "a2", b.at(time.Second)
-	if err := b.s.UpdateAccount(b.ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	advanced("UpdateAccount")
-	first := b.newKey(a.ID, store.RoleAdmin)
-	if ok, err := b.s.CreateFirstKey(b.ctx, first); err != nil || !ok {
-		t.Fatalf("CreateFirstKey = %v, %v", ok, err)
-	}
-	advanced("CreateFirstKey")
-	k := b.key(a.ID, store.RoleAccount)
-	advanced("CreateKey")
-	if err := b.s.DeleteKey(b.ctx, k.ID); err != nil {
-		t.Fatal(err)
-	}
-	advanced("DeleteKey")
-	if err := b.s.DeleteAccount(b.ctx, a.ID); err != nil {
-		t.Fatal(err)
-	}
-	advanced("DeleteAccount")
-
-	// Reads.
-	_, _ = b.s.GetAccount(b.ctx, store.DefaultAccount)
-	_, _, _ = b.s.ListAccounts(b.ctx, store.Page{})
-	_, _ = b.s.GetKey(b.ctx, first.ID)
-	_, _ = b.s.KeyByHash(b.ctx, first.Hash)
-	_, _, _ = b.s.ListKeys(b.ctx, a.ID, store.Page{})
-	unchanged("reads")
-	// Refused writes.
-	c := b.account("c")
-	advanced("CreateAccount")
-	kc := b.key(c.ID, store.RoleAccount)
-	advanced("CreateKey")
-	_ = b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "c", CreatedAt: b.now, UpdatedAt: b.now})
-	_ = b.s.UpdateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "x", UpdatedAt: b.now})
-	_ = b.s.DeleteAccount(b.ctx, store.DefaultAccount)
-	_ = b.s.DeleteKey(b.ctx, b.id("key_"))
-	_ = b.s.CreateKey(b.ctx, b.newKey(b.id("acc_"), store.RoleAccount))
-	dup := b.newKey(c.ID, store.RoleAccount)
-	dup.Hash = kc.Hash
-	_ = b.s.CreateKey(b.ctx, dup)
-	unchanged("refused writes")
-	// Subscription writes are not auth writes.
-	b.subIn(c.ID, "https://c.example/hook")
-	unchanged("CreateSubscription")
-}
-
 func testKeyRoundTrip(t *testing.T, b *bundle) {
 	a := b.account("a")
-	k := b.key(a.ID, store.RolePublish)
-	equal(t, "GetKey", b.getKey(k.ID), k)
+	k := key(b, a.ID, store.RolePublish)
+	equal(t, "GetKey", getKey(b, k.ID), k)
 	byHash, err := b.s.KeyByHash(b.ctx, k.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "KeyByHash", byHash, k)
 	// A key without an account is the default account's.
-	d := b.newKey("", store.RoleAdmin)
+	d := newKey(b, "", store.RoleAdmin)
 	if err := b.s.CreateKey(b.ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	d.AccountID = store.DefaultAccount
-	equal(t, "key of the default account", b.getKey(d.ID), d)
+	equal(t, "key of the default account", getKey(b, d.ID), d)
 
 	if err := b.s.DeleteKey(b.ctx, k.ID); err != nil {
 		t.Fatal(err)
@@ -413,23 +311,23 @@ func testKeyRoundTrip(t *testing.T, b *bundle) {
 	if err := b.s.DeleteKey(b.ctx, k.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second DeleteKey = %v, want ErrNotFound", err)
 	}
-	equal(t, "the other key", b.getKey(d.ID), d)
+	equal(t, "the other key", getKey(b, d.ID), d)
 }
 
 func testKeyConflicts(t *testing.T, b *bundle) {
 	a := b.account("a")
-	k := b.key(a.ID, store.RoleAccount)
-	sameID := b.newKey(a.ID, store.RoleAccount)
+	k := key(b, a.ID, store.RoleAccount)
+	sameID := newKey(b, a.ID, store.RoleAccount)
 	sameID.ID = k.ID
 	if err := b.s.CreateKey(b.ctx, sameID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateKey(existing ID) = %v, want ErrConflict", err)
 	}
-	sameHash := b.newKey(store.DefaultAccount, store.RoleAccount)
+	sameHash := newKey(b, store.DefaultAccount, store.RoleAccount)
 	sameHash.Hash = k.Hash
 	if err := b.s.CreateKey(b.ctx, sameHash); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateKey(existing hash) = %v, want ErrConflict", err)
 	}
-	missing := b.newKey(b.id("acc_"), store.RoleAccount)
+	missing := newKey(b, b.id("acc_"), store.RoleAccount)
 	if err := b.s.CreateKey(b.ctx, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateKey(unknown account) = %v, want ErrNotFound", err)
 	}
@@ -438,7 +336,7 @@ func testKeyConflicts(t *testing.T, b *bundle) {
 			t.Fatalf("refused key %s was stored (%v)", id, err)
 		}
 	}
-	equal(t, "key", b.getKey(k.ID), k)
+	equal(t, "key", getKey(b, k.ID), k)
 }
 
 func testKeyList(t *testing.T, b *bundle) {
@@ -446,21 +344,21 @@ func testKeyList(t *testing.T, b *bundle) {
 	var ofA, ofC []string
 	for i := 0; i < 7; i++ {
 		if i%3 == 2 {
-			ofC = append(ofC, b.key(c.ID, store.RoleAccount).ID)
+			ofC = append(ofC, key(b, c.ID, store.RoleAccount).ID)
 		} else {
-			ofA = append(ofA, b.key(a.ID, store.RolePublish).ID)
+			ofA = append(ofA, key(b, a.ID, store.RolePublish).ID)
 		}
 	}
 	for _, limit := range []int{1, 2, 5, 6} {
-		equal(t, fmt.Sprintf("keys of a, limit %d", limit), b.listKeys(a.ID, limit), ofA)
-		equal(t, fmt.Sprintf("keys of c, limit %d", limit), b.listKeys(c.ID, limit), ofC)
+		equal(t, fmt.Sprintf("keys of a, limit %d", limit), listKeys(b, a.ID, limit), ofA)
+		equal(t, fmt.Sprintf("keys of c, limit %d", limit), listKeys(b, c.ID, limit), ofC)
 	}
-	equal(t, "keys of the default account", b.listKeys(store.DefaultAccount, 10), []string{})
+	equal(t, "keys of the default account", listKeys(b, store.DefaultAccount, 10), []string{})
 	ks, _, err := b.s.ListKeys(b.ctx, a.ID, store.Page{Limit: 1})
 	if err != nil || len(ks) != 1 {
 		t.Fatalf("ListKeys = %+v, %v", ks, err)
 	}
-	equal(t, "listed key", ks[0], b.getKey(ofA[0]))
+	equal(t, "listed key", ks[0], getKey(b, ofA[0]))
 	ulid := ids.New("", b.at(time.Hour))
 	for _, cursor := range []string{"key_", "key_" + ulid[1:], "acc_" + ulid, "sub_" + ulid, "x"} {
 		if _, _, err := b.s.ListKeys(b.ctx, a.ID, store.Page{Cursor: cursor}); !errors.Is(err, store.ErrInvalidCursor) {
@@ -470,69 +368,4 @@ func testKeyList(t *testing.T, b *bundle) {
 	if ks, _, err := b.s.ListKeys(b.ctx, a.ID, store.Page{Cursor: "key_" + strings.Repeat("0", 26)}); err != nil || len(ks) != len(ofA) {
 		t.Fatalf("ListKeys(cursor before every key) = %d keys, %v; want %d", len(ks), err, len(ofA))
 	}
-}
-
-func testFirstKey(t *testing.T, b *bundle) {
-	missing := b.newKey(b.id("acc_"), store.RoleAdmin)
-	if ok, err := b.s.CreateFirstKey(b.ctx, missing); !errors.Is(err, store.ErrNotFound) || ok {
-		t.Fatalf("CreateFirstKey(unknown account) = %v, %v; want false, ErrNotFound", ok, err)
-	}
-	first := b.newKey(store.DefaultAccount, store.RoleAdmin)
-	if ok, err := b.s.CreateFirstKey(b.ctx, first); err != nil || !ok {
-		t.Fatalf("CreateFirstKey on a store without keys = %v, %v; want true", ok, err)
-	}
-	equal(t, "first key", b.getKey(first.ID), first)
-	second := b.newKey(store.DefaultAccount, store.RoleAdmin)
-	if ok, err := b.s.CreateFirstKey(b.ctx, second); err != nil || ok {
-		t.Fatalf("second CreateFirstKey = %v, %v; want false", ok, err)
-	}
-	if _, err := b.s.GetKey(b.ctx, second.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("the second first key was stored (%v)", err)
-	}
-	// Any key counts, in any account.
-	if err := b.s.DeleteKey(b.ctx, first.ID); err != nil {
-		t.Fatal(err)
-	}
-	a := b.account("a")
-	b.key(a.ID, store.RolePublish)
-	if ok, err := b.s.CreateFirstKey(b.ctx, second); err != nil || ok {
-		t.Fatalf("CreateFirstKey with another account's key stored = %v, %v; want false", ok, err)
-	}
-}
-
-// testFirstKeyRace: of several processes starting at once, exactly one
-// creates its first key.
-func testFirstKeyRace(t *testing.T, b *bundle) {
-	const n = 8
-	keys := make([]store.APIKey, n)
-	for i := range keys {
-		keys[i] = b.newKey(store.DefaultAccount, store.RoleAdmin)
-	}
-	var wg sync.WaitGroup
-	created := make([]bool, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
-	for i := range keys {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			created[i], errs[i] = b.s.CreateFirstKey(b.ctx, keys[i])
-		}()
-	}
-	close(start)
-	wg.Wait()
-	var winners []string
-	for i := range keys {
-		if errs[i] != nil {
-			t.Fatalf("CreateFirstKey %d: %v", i, errs[i])
-		}
-		if created[i] {
-			winners = append(winners, keys[i].ID)
-		}
-	}
-	if len(winners) != 1 {
-		t.Fatalf("%d calls created their first key (%v), want exactly 1", len(winners), winners)
-	}
-	equal(t, "keys", b.listKeys(store.DefaultAccount, 100), winners)
 }

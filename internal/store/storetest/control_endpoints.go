@@ -9,30 +9,22 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// An endpoint row lives while a subscription uses its URL.
-var endpointLifeTests = []test{
-	{"DeleteRemovesUnusedEndpoint", testDeleteRemovesUnusedEndpoint},
-	{"MoveRemovesUnusedEndpoint", testMoveRemovesUnusedEndpoint},
-	{"RecreatedEndpointIsNew", testRecreatedEndpointIsNew},
-	{"NoEndpointLeftBehind", testNoEndpointLeftBehind},
-}
-
 // noEndpoint fails the test unless endpoint id is gone.
-func (b *bundle) noEndpoint(id string) {
+func noEndpoint(b *bundle, id string) {
 	b.t.Helper()
 	if e, err := b.s.GetEndpoint(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		b.t.Fatalf("GetEndpoint(%s) = %+v, %v; want ErrNotFound", id, e, err)
 	}
 }
 
-func (b *bundle) deleteSub(s store.Subscription) {
+func deleteSub(b *bundle, s store.Subscription) {
 	b.t.Helper()
 	if err := b.s.DeleteSubscription(b.ctx, s.ID, b.now); err != nil {
 		b.t.Fatalf("DeleteSubscription(%s): %v", s.ID, err)
 	}
 }
 
-func (b *bundle) updateSub(s store.Subscription) {
+func updateSub(b *bundle, s store.Subscription) {
 	b.t.Helper()
 	if err := b.s.UpdateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("UpdateSubscription(%s): %v", s.ID, err)
@@ -45,19 +37,19 @@ func testDeleteRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	s1, s2 := b.sub("https://shared.example/hook"), b.sub("https://shared.example/hook")
 	secret := b.sub("https://user:secret@other.example/hook")
 	h := sampleHealth(b)
-	b.setHealth(s1.EndpointID, h)
-	b.deleteSub(s1)
-	equal(t, "health of the endpoint another subscription still uses", b.endpoint(s2.EndpointID).Health, h)
-	b.deleteSub(s2)
-	b.noEndpoint(s2.EndpointID)
-	b.deleteSub(secret)
-	b.noEndpoint(secret.EndpointID)
+	setHealth(b, s1.EndpointID, h)
+	deleteSub(b, s1)
+	equal(t, "health of the endpoint another subscription still uses", endpoint(b, s2.EndpointID).Health, h)
+	deleteSub(b, s2)
+	noEndpoint(b, s2.EndpointID)
+	deleteSub(b, secret)
+	noEndpoint(b, secret.EndpointID)
 	if eps, err := b.s.AllEndpoints(b.ctx); err != nil || len(eps) != 0 {
 		t.Fatalf("AllEndpoints after every subscription was deleted = %+v, %v; want none", eps, err)
 	}
 	// The health sync of a node that still holds the endpoint finds nothing
 	// to write.
-	if out := b.modify([]string{s2.EndpointID}, func([]*store.Endpoint) error { return nil }); len(out) != 0 {
+	if out := modify(b, []string{s2.EndpointID}, func([]*store.Endpoint) error { return nil }); len(out) != 0 {
 		t.Fatalf("ModifyEndpoints on a deleted endpoint wrote %+v", out)
 	}
 }
@@ -70,10 +62,10 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	a, other := b.sub("https://a.example/hook"), b.sub("https://shared.example/hook")
 	epA, shared := a.EndpointID, other.EndpointID
 	h := sampleHealth(b)
-	b.setHealth(epA, h)
+	setHealth(b, epA, h)
 	a.EventTypes, a.UpdatedAt = []string{"invoice.voided"}, b.at(time.Second)
-	b.updateSub(a)
-	equal(t, "health after an update that kept the URL", b.endpoint(epA).Health, h)
+	updateSub(b, a)
+	equal(t, "health after an update that kept the URL", endpoint(b, epA).Health, h)
 
 	dead := b.deadAfterTwo(a, b.now)
 	later := b.at(time.Hour)
@@ -81,8 +73,8 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	lev, _ := b.claimOne(a, later)
 	leased := lev.Deliveries[0].ID
 	a.URL, a.EndpointID, a.UpdatedAt = other.URL, shared, b.at(2*time.Second)
-	b.updateSub(a)
-	b.noEndpoint(epA)
+	updateSub(b, a)
+	noEndpoint(b, epA)
 	for _, id := range []string{pending, leased} {
 		if d := b.get(id); d.EndpointID != shared {
 			t.Fatalf("delivery %s still to be attempted is on %s after the move; want %s", id, d.EndpointID, shared)
@@ -99,9 +91,9 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	// Moving away from a URL another subscription uses keeps its endpoint.
 	a.URL, a.UpdatedAt = "https://c.example/hook", b.at(3*time.Second)
 	a.EndpointID = b.s.EndpointID("", a.URL)
-	b.updateSub(a)
-	b.endpoint(shared)
-	b.endpoint(a.EndpointID)
+	updateSub(b, a)
+	endpoint(b, shared)
+	endpoint(b, a.EndpointID)
 	if d, err := b.s.Redeliver(b.ctx, dead, later); err != nil || d.EndpointID != a.EndpointID {
 		t.Fatalf("Redeliver of a dead letter made before two moves = %+v, %v; want it on %s", d, err, a.EndpointID)
 	}
@@ -113,15 +105,15 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 func testRecreatedEndpointIsNew(t *testing.T, b *bundle) {
 	url := "https://again.example/hook"
 	a := b.sub(url)
-	b.setHealth(a.EndpointID, sampleHealth(b))
+	setHealth(b, a.EndpointID, sampleHealth(b))
 	_, v0, err := b.s.EndpointChanges(b.ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.deleteSub(a)
+	deleteSub(b, a)
 	again := b.sub(url)
-	fresh := b.endpoint(b.sub("https://fresh.example/hook").EndpointID)
-	e := b.endpoint(again.EndpointID)
+	fresh := endpoint(b, b.sub("https://fresh.example/hook").EndpointID)
+	e := endpoint(b, again.EndpointID)
 	equal(t, "health of the recreated endpoint", e.Health, fresh.Health)
 	eps, v1, err := b.s.EndpointChanges(b.ctx, v0)
 	if err != nil || v1 <= v0 || len(eps) != 2 {
@@ -142,14 +134,54 @@ func testNoEndpointLeftBehind(t *testing.T, b *bundle) {
 	}
 	for i, s := range subs {
 		if i%2 == 0 {
-			b.deleteSub(s)
+			deleteSub(b, s)
 			continue
 		}
 		s.URL, s.EndpointID, s.UpdatedAt = "https://kept.example/hook", b.s.EndpointID("", "https://kept.example/hook"), b.at(time.Second)
-		b.updateSub(s)
+		updateSub(b, s)
 	}
 	eps, err := b.s.AllEndpoints(b.ctx)
 	if err != nil || len(eps) != 1 || eps[0].URL != "https://kept.example/hook" {
 		t.Fatalf("AllEndpoints = %+v, %v; want only the one in use", eps, err)
 	}
+}
+
+// testPullNoEndpoint: a pull subscription has no endpoint row: creating,
+// updating and deleting it leaves the endpoints as they are.
+func testPullNoEndpoint(t *testing.T, b *bundle) {
+	endpoints := func() []string {
+		t.Helper()
+		eps, err := b.s.AllEndpoints(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, e := range eps {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	p := b.pullSub(true)
+	got, err := b.s.GetSubscription(b.ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Version = got.Version
+	equal(t, "pull subscription", got, p)
+	equal(t, "endpoints", endpoints(), []string{})
+	a := b.sub("https://a.example/hook")
+	equal(t, "endpoints", endpoints(), []string{a.EndpointID})
+	p.Name, p.EventTypes = "renamed", []string{"invoice.voided"}
+	updateSub(b, p)
+	if got, err := b.s.GetSubscription(b.ctx, p.ID); err != nil || got.Name != "renamed" || got.EndpointID != "" || got.DeliveryMode != store.ModePull {
+		t.Fatalf("updated pull subscription: %+v, %v", got, err)
+	}
+	equal(t, "endpoints after an update", endpoints(), []string{a.EndpointID})
+	id := b.queue(p, b.now)
+	deleteSub(b, p)
+	equal(t, "endpoints after a delete", endpoints(), []string{a.EndpointID})
+	if d := b.get(id); d.Status != store.StatusDropped || d.DeadLetterReason != store.ReasonSubscriptionDeleted {
+		t.Fatalf("queued delivery of a deleted pull subscription: %+v", d)
+	}
+	countQueued(b, 0)
 }

@@ -4,22 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
 )
-
-var publishTests = []test{
-	{"StoresEventsAndDeliveries", testPublishStores},
-	{"DuplicateAcrossCalls", testPublishDuplicateAcrossCalls},
-	{"DuplicateWithinCall", testPublishDuplicateWithinCall},
-	{"SameIDOtherSourceIsNew", testPublishSameIDOtherSource},
-	{"ClaimedAreLeased", testPublishClaimed},
-	{"SequencesInInputOrder", testPublishSeqInputOrder},
-	{"Empty", testPublishEmpty},
-	{"CanceledBeforeQueueing", testPublishCanceled},
-}
 
 func testPublishStores(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
@@ -206,4 +196,120 @@ func testPublishSeqInputOrder(t *testing.T, b *bundle) {
 		}
 		equal(t, "delivery", b.get(evs[i].Deliveries[0].ID), pendingDelivery(evs[i], 0, r.Seq))
 	}
+}
+
+// testQueuePublish: a queued delivery is written queued, unlocked,
+// receivable from its publish time; receiving it locks it, returns it with
+// its event, and a token naming it.
+func testQueuePublish(t *testing.T, b *bundle) {
+	p, a := b.pullSub(true), b.sub("https://a.example/hook")
+	ev := b.event(b.at(time.Second), p, a)
+	ev.Deliveries[0].Queued = true
+	seq := b.publish(ev)[0].Seq
+	id := ev.Deliveries[0].ID
+	want := queuedDelivery(ev, 0, seq)
+	equal(t, "queued delivery", b.get(id), want)
+	if want.EndpointID != "" {
+		t.Fatalf("a pull subscription's delivery has endpoint %q", want.EndpointID)
+	}
+	equal(t, "pending delivery of the same event", b.get(ev.Deliveries[1].ID), pendingDelivery(ev, 1, seq))
+	countQueued(b, 1)
+	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh != 1 || retry != 0 {
+		t.Fatalf("CountPending = %d, %d, %v; want 1, 0", fresh, retry, err)
+	}
+	// A duplicate writes nothing.
+	if res, err := b.s.Publish(b.ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil || !res[0].Duplicate {
+		t.Fatalf("Publish(duplicate) = %+v, %v", res, err)
+	}
+	countQueued(b, 1)
+
+	if next := receiveNone(b, p, b.at(time.Second-time.Millisecond)); !next.Equal(b.at(time.Second)) {
+		t.Fatalf("NextAt before the publish time = %v, want %v", next, b.at(time.Second))
+	}
+	res := receive(b, p, b.at(time.Second), 10)
+	end := b.at(time.Second + lockFor)
+	want.Receives, want.LockedUntil, want.NextAttemptAt = 1, end, end
+	if len(res.Received) != 1 {
+		t.Fatalf("received %v, want [%s]", receivedIDs(res.Received), id)
+	}
+	r := res.Received[0]
+	equal(t, "received", r.Delivery, want)
+	if string(r.Payload) != string(ev.Payload) {
+		t.Fatalf("payload %q, want %q", r.Payload, ev.Payload)
+	}
+	if !strings.HasPrefix(r.LockToken, id+".") || len(r.LockToken) < len(id)+17 || store.LockTokenDelivery(r.LockToken) != id {
+		t.Fatalf("lock token %q: want %s, a dot and at least 16 characters", r.LockToken, id)
+	}
+	if len(res.Ended) != 0 || res.ExpiredLocks != 0 || !res.NextAt.Equal(end) {
+		t.Fatalf("Receive: ended %v, expired locks %d, NextAt %v; want none, 0, %v", res.Ended, res.ExpiredLocks, res.NextAt, end)
+	}
+	equal(t, "delivery after Receive", b.get(id), want)
+	countQueued(b, 1) // locked, still queued
+	if next := receiveNone(b, p, b.at(time.Second)); !next.Equal(end) {
+		t.Fatalf("NextAt while locked = %v, want the lock's end %v", next, end)
+	}
+	// The push subscription has nothing queued; nothing pull is claimed.
+	if next := receiveNone(b, a, b.at(time.Hour)); !next.IsZero() {
+		t.Fatalf("NextAt of a subscription with nothing queued = %v, want zero", next)
+	}
+	if got := b.claim("", b.at(time.Hour), 10); len(got) != 0 {
+		t.Fatalf("ClaimDue(\"\") claimed %v", claimedIDs(got))
+	}
+	equal(t, "claimed push delivery", claimedIDs(b.claim(a.EndpointID, b.at(time.Hour), 10)), []string{ev.Deliveries[1].ID})
+}
+
+// testTenantDedup: the same (source, id) published in two accounts makes
+// two events; repeated in one account it is a duplicate of that
+// account's.
+func testTenantDedup(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	a, x := b.sub("https://a.example/hook"), b.subIn(acc.ID, "https://x.example/hook")
+	inDefault := b.event(b.now, a)
+	inAcc := b.event(b.now, x)
+	inAcc.ID, inAcc.Source = inDefault.ID, inDefault.Source
+	res := b.publish(inDefault, inAcc)
+	if res[0].Duplicate || res[1].Duplicate || res[0].Seq == res[1].Seq {
+		t.Fatalf("one (source, id) in two accounts: %+v; want two new events", res)
+	}
+	for i, ev := range []store.NewEvent{inDefault, inAcc} {
+		e, err := b.s.GetEvent(b.ctx, res[i].Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "event", e, store.StoredEvent{Seq: res[i].Seq, AccountID: ev.AccountID, ID: ev.ID, Source: ev.Source,
+			Type: ev.Type, Subject: ev.Subject, Payload: ev.Payload, PublishedAt: ev.PublishedAt})
+		equal(t, "delivery", b.get(ev.Deliveries[0].ID), pendingDelivery(ev, 0, res[i].Seq))
+	}
+
+	// Again in each account (and in the default one without naming it):
+	// duplicates of that account's event.
+	again := func(ev store.NewEvent, account string) store.NewEvent {
+		ev.AccountID = account
+		ev.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: ev.Deliveries[0].SubscriptionID, EndpointID: ev.Deliveries[0].EndpointID}}
+		return ev
+	}
+	dups := []store.NewEvent{again(inAcc, acc.ID), again(inDefault, ""), again(inDefault, store.DefaultAccount)}
+	got := b.publish(dups...)
+	equal(t, "duplicates", got, []store.PublishResult{{Seq: res[1].Seq, Duplicate: true}, {Seq: res[0].Seq, Duplicate: true},
+		{Seq: res[0].Seq, Duplicate: true}})
+	for _, ev := range dups {
+		if _, err := b.s.GetDelivery(b.ctx, ev.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a duplicate's delivery was written (%v)", err)
+		}
+	}
+	// A third account is new to it too, within one call as well.
+	other := b.account("other")
+	third := inAcc
+	third.AccountID, third.Deliveries = other.ID, nil
+	got = b.publish(third, third)
+	if got[0].Duplicate || got[0].Seq == res[0].Seq || got[0].Seq == res[1].Seq || got[1] != (store.PublishResult{Seq: got[0].Seq, Duplicate: true}) {
+		t.Fatalf("the event in a third account: %+v", got)
+	}
+}
+
+// queuedDelivery is the state Publish gives a queued delivery of ev.
+func queuedDelivery(ev store.NewEvent, i int, seq int64) store.Delivery {
+	d := pendingDelivery(ev, i, seq)
+	d.Status = store.StatusQueued
+	return d
 }

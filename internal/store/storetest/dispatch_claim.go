@@ -7,34 +7,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var claimTests = []test{
-	{"FreshBeforeRetry", testClaimFreshBeforeRetry},
-	{"EachLaneInDueOrder", testClaimLaneOrder},
-	{"NotBeforeDue", testClaimNotBeforeDue},
-	{"Limit", testClaimLimit},
-	{"NeverLeasedOrOtherEndpoints", testClaimNeverLeased},
-	{"CarriesEvent", testClaimCarriesEvent},
-	{"DueEndpointsAndNextDue", testDueEndpoints},
-	{"Release", testRelease},
-	{"ReleaseOtherOwner", testReleaseOtherOwner},
-	{"ExtendLeases", testExtendLeases},
-	{"ExtendLeasesMovesLease", testExtendLeasesMoves},
-	{"CountPendingByLane", testCountPending},
-	{"ConcurrentClaimsDisjoint", testConcurrentClaimsDisjoint},
-}
-
-// retrying makes a delivery to sub, published at `published`, whose first
-// attempt failed; it is due again at next (in the retry lane).
-func (b *bundle) retrying(sub store.Subscription, published, next time.Time) string {
-	b.t.Helper()
-	ev := b.event(published, sub)
-	ev.Deliveries[0].Claimed = true
-	b.publish(ev)
-	id := ev.Deliveries[0].ID
-	b.record(failed(id, 1, published, published.Add(2*time.Second), next))
-	return id
-}
-
 func testClaimFreshBeforeRetry(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	retry := b.retrying(a, b.now, b.at(time.Minute))      // due at +1m
@@ -201,34 +173,6 @@ func testRelease(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, b.at(time.Minute), 10)), []string{d3})
-}
-
-func testCountPending(t *testing.T, b *bundle) {
-	a := b.sub("https://a.example/hook")
-	count := func(wantFresh, wantRetry int64) {
-		t.Helper()
-		fresh, retry, err := b.s.CountPending(b.ctx)
-		if err != nil || fresh != wantFresh || retry != wantRetry {
-			t.Fatalf("CountPending = %d, %d, %v; want %d, %d", fresh, retry, err, wantFresh, wantRetry)
-		}
-	}
-	count(0, 0)
-	b.deliver(a, b.now)                           // fresh
-	b.deliver(a, b.at(time.Hour))                 // fresh, not yet due
-	r1 := b.retrying(a, b.now, b.at(time.Minute)) // retry
-	b.retrying(a, b.now, b.at(2*time.Hour))       // retry
-	count(2, 2)
-	// Leased deliveries are still pending.
-	b.claim(a.EndpointID, b.at(time.Minute), 10) // the first fresh one and r1
-	count(2, 2)
-	// Finished and queued ones are not.
-	b.record(succeeded(r1, 2, b.at(time.Minute)))
-	q := b.deliver(a, b.now)
-	b.claim(a.EndpointID, b.now, 1)
-	queued := failed(q, 1, b.now, b.now, time.Time{})
-	queued.Status = store.StatusQueued
-	b.record(queued)
-	count(2, 1)
 }
 
 // testReleaseOtherOwner: Release by an owner that does not hold the lease

@@ -3,26 +3,13 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
 )
-
-var listTests = []test{
-	{"DeliveriesPagination", testListDeliveriesPages},
-	{"DeliveriesFilters", testListDeliveriesFilters},
-	{"DeliveriesLimitClamp", testListDeliveriesClamp},
-	{"AttemptsPagination", testListAttempts},
-	{"DeadLetters", testListDeadLetters},
-	{"DeadLettersBytes", testListDeadLettersBytes},
-	{"DeliveriesBytes", testListDeliveriesBytes},
-	{"AttemptsBytes", testListAttemptsBytes},
-	{"SubscriptionsBytes", testListSubscriptionsBytes},
-	{"EndpointsBytes", testListEndpointsBytes},
-	{"InvalidCursors", testListInvalidCursors},
-}
 
 // allPages lists with limit until the cursor is "", checking that every page
 // but the last is full and the last is not empty (unless the list is).
@@ -245,5 +232,37 @@ func testListDeadLetters(t *testing.T, b *bundle) {
 	for _, limit := range []int{1, 2, 10} {
 		equal(t, "all dead letters", allPages(t, limit, list("")), reversed(all))
 		equal(t, "dead letters of a", allPages(t, limit, list(a.ID)), reversed(ofA))
+	}
+}
+
+func testEndpointList(t *testing.T, b *bundle) {
+	want := map[string]bool{}
+	for _, u := range []string{"https://a.example/1", "https://a.example/2", "https://a.example/3"} {
+		want[b.sub(u).EndpointID] = true
+	}
+	b.sub("https://a.example/1") // a second subscription to the same URL adds no endpoint
+	seen := map[string]bool{}
+	cursor := ""
+	for i := 0; i < 5; i++ {
+		eps, next, err := b.s.ListEndpoints(b.ctx, "", store.Page{Cursor: cursor, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range eps {
+			if seen[e.ID] {
+				t.Fatalf("endpoint %s listed twice", e.ID)
+			}
+			seen[e.ID] = true
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !reflect.DeepEqual(seen, want) {
+		t.Fatalf("listed %v, want %v", seen, want)
+	}
+	if _, err := b.s.GetEndpoint(b.ctx, "ep_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(unknown): %v", err)
 	}
 }

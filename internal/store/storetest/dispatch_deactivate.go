@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ func queuedOutcome(id string, n int, started time.Time) store.Outcome {
 	return o
 }
 
-func (b *bundle) subscription(id string) store.Subscription {
+func subscription(b *bundle, id string) store.Subscription {
 	b.t.Helper()
 	s, err := b.s.GetSubscription(b.ctx, id)
 	if err != nil {
@@ -32,9 +31,9 @@ func (b *bundle) subscription(id string) store.Subscription {
 }
 
 // noChanges fails the test unless the catalog is still at version v.
-func (b *bundle) noChanges(v int64) {
+func noChanges(b *bundle, v int64) {
 	b.t.Helper()
-	if c := b.changes(v); c.Version != v || len(c.Changed)+len(c.Deleted) != 0 {
+	if c := changes(b, v); c.Version != v || len(c.Changed)+len(c.Deleted) != 0 {
 		b.t.Fatalf("catalog changes since %d: %+v; want none", v, c)
 	}
 }
@@ -61,14 +60,14 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	for _, id := range []string{d1, d2, d3, d4, d5, d6} {
 		before[id] = b.get(id)
 	}
-	v0 := b.changes(0).Version
+	v0 := changes(b, 0).Version
 
 	o := queuedOutcome(d1, 1, b.at(time.Second))
 	o.LeaseOwner = b.lease.Owner
 	b.record(o)
 	end := o.NextAttemptAt
 
-	got := b.subscription(a.ID)
+	got := subscription(b, a.ID)
 	if got.Version <= v0 {
 		t.Fatalf("version after the deactivation %d, before %d: want it to advance", got.Version, v0)
 	}
@@ -76,7 +75,7 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	want.State, want.Version = store.StateDeactivated, got.Version
 	want.UpdatedAt = got.UpdatedAt // the contract does not say
 	equal(t, "deactivated subscription", got, want)
-	ch := b.changes(v0)
+	ch := changes(b, v0)
 	equal(t, "catalog changes", subIDs(ch.Changed), []string{a.ID})
 	equal(t, "changed", ch.Changed[0], want)
 
@@ -94,7 +93,7 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	for _, id := range []string{d5, d6} {
 		equal(t, "untouched", b.get(id), before[id])
 	}
-	b.countQueued(4)
+	countQueued(b, 4)
 	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh != 1 || retry != 0 {
 		t.Fatalf("CountPending = %d, %d, %v; want 1 (the other subscription's), 0", fresh, retry, err)
 	}
@@ -109,19 +108,19 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 		t.Fatalf("a leased delivery queued by the deactivation, after its holder's outcome: %+v", d)
 	}
 	// All are receivable from the attempt's end.
-	if next := b.receiveNone(a, end.Add(-time.Millisecond)); !next.Equal(end) {
+	if next := receiveNone(b, a, end.Add(-time.Millisecond)); !next.Equal(end) {
 		t.Fatalf("NextAt = %v, want %v", next, end)
 	}
-	equal(t, "received", sortedCopy(receivedIDs(b.receive(a, end, 10).Received)), sortedCopy([]string{d1, d2, d3, d4}))
+	equal(t, "received", sortedCopy(receivedIDs(receive(b, a, end, 10).Received)), sortedCopy([]string{d1, d2, d3, d4}))
 
 	// A subscription already deactivated stays as it is.
-	v1 := b.changes(0).Version
+	v1 := changes(b, 0).Version
 	ev7, _ := b.claimOne(a, b.now)
 	d7 := ev7.Deliveries[0].ID
 	o7 := queuedOutcome(d7, 1, b.at(time.Second))
 	o7.LeaseOwner = b.lease.Owner
 	b.record(o7)
-	b.noChanges(v1)
+	noChanges(b, v1)
 	if d := b.get(d7); d.Status != store.StatusQueued {
 		t.Fatalf("second queued outcome: %+v", d)
 	}
@@ -136,76 +135,23 @@ func testDeactivateGuarded(t *testing.T, b *bundle) {
 	id := ev.Deliveries[0].ID
 	pending := b.deliver(a, b.now)
 	before, beforePending := b.get(id), b.get(pending)
-	v0 := b.changes(0).Version
+	v0 := changes(b, 0).Version
 	o := queuedOutcome(id, 1, b.at(time.Second))
 	o.LeaseOwner = "node-b"
 	b.record(o)
-	b.noChanges(v0)
-	if s := b.subscription(a.ID); s.State != store.StateActive {
+	noChanges(b, v0)
+	if s := subscription(b, a.ID); s.State != store.StateActive {
 		t.Fatalf("subscription after a stale owner's outcome: %+v", s)
 	}
 	equal(t, "delivery", b.get(id), before)
 	equal(t, "other delivery", b.get(pending), beforePending)
 	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
-	b.countQueued(0)
+	countQueued(b, 0)
 
 	b.record(succeeded(id, 2, b.at(time.Minute)))
 	b.record(queuedOutcome(id, 3, b.at(2*time.Minute))) // delivered by then
-	b.noChanges(v0)
+	noChanges(b, v0)
 	if d := b.get(id); d.Status != store.StatusDelivered {
 		t.Fatalf("delivered delivery after a queued outcome: %+v", d)
-	}
-}
-
-// testReactivate: reactivating a deactivated subscription makes it active
-// at a new catalog version and its queued deliveries pending on its
-// endpoint with a fresh attempt budget, unlocked; an active one is left
-// alone; a pull subscription cannot be.
-func testReactivate(t *testing.T, b *bundle) {
-	a := b.sub("https://a.example/hook")
-	ev1, _ := b.claimOne(a, b.now)
-	d1 := ev1.Deliveries[0].ID
-	d2 := b.deliver(a, b.now)
-	o := queuedOutcome(d1, 1, b.at(time.Second))
-	o.LeaseOwner = b.lease.Owner
-	b.record(o)
-	end := o.NextAttemptAt
-	tok := b.receive(a, end, 1).Received[0].LockToken // a consumer holds a lock
-	v1 := b.changes(0).Version
-
-	at := end.Add(time.Second)
-	res, err := b.s.ReactivateSubscription(b.ctx, a.ID, at)
-	if err != nil || res.Count != 2 {
-		t.Fatalf("ReactivateSubscription = %+v, %v; want 2 moved", res, err)
-	}
-	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID})
-	got := b.subscription(a.ID)
-	if got.State != store.StateActive || got.Version <= v1 {
-		t.Fatalf("reactivated subscription: %+v; want active at a version after %d", got, v1)
-	}
-	equal(t, "catalog changes", subIDs(b.changes(v1).Changed), []string{a.ID})
-	for id, attempts := range map[string]int{d1: 1, d2: 0} {
-		d := b.get(id)
-		if d.Status != store.StatusPending || d.Attempts != attempts || d.RoundAttempts != 0 || !d.RoundStart.Equal(at) ||
-			!d.FirstFailure.IsZero() || !d.NextAttemptAt.Equal(at) || !d.LockedUntil.IsZero() || d.EndpointID != a.EndpointID {
-			t.Fatalf("delivery %s after the reactivation: %+v; want pending from %v with a fresh budget, unlocked", id, d, at)
-		}
-	}
-	settled(t, "the consumer's lock", b.settle(a, store.Acknowledge, at, tok), store.ErrLockLost)
-	b.countQueued(0)
-	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, at, 10)), []string{d2, d1})
-
-	v2 := b.changes(0).Version
-	res, err = b.s.ReactivateSubscription(b.ctx, a.ID, at)
-	if err != nil || res.Count != 0 {
-		t.Fatalf("ReactivateSubscription(active) = %+v, %v; want nothing moved", res, err)
-	}
-	b.noChanges(v2)
-	p := b.pullSub(true)
-	if _, err := b.s.ReactivateSubscription(b.ctx, p.ID, at); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("ReactivateSubscription(pull) = %v, want ErrConflict", err)
-	}
-	if _, err := b.s.ReactivateSubscription(b.ctx, "sub_unknown", at); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("ReactivateSubscription(unknown) = %v, want ErrNotFound", err)
 	}
 }

@@ -12,20 +12,8 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var endpointTests = []test{
-	{"new endpoints are enabled", testEndpointDefaults},
-	{"health round-trips", testHealthRoundTrip},
-	{"list pages and unknown IDs", testEndpointList},
-	{"ModifyEndpoints sees current health", testModifySeesCurrent},
-	{"ModifyEndpoints error writes nothing", testModifyError},
-	{"ModifyEndpoints skips unknown IDs", testModifyUnknown},
-	{"ModifyEndpoints serialises concurrent calls", testModifyConcurrent},
-	{"TakeProbe", testTakeProbe},
-	{"TakeProbe race has one winner", testTakeProbeRace},
-}
-
 // modify calls ModifyEndpoints and fails the test on error.
-func (b *bundle) modify(ids []string, fn func(eps []*store.Endpoint) error) []store.Endpoint {
+func modify(b *bundle, ids []string, fn func(eps []*store.Endpoint) error) []store.Endpoint {
 	b.t.Helper()
 	out, err := b.s.ModifyEndpoints(b.ctx, ids, fn)
 	if err != nil {
@@ -35,9 +23,9 @@ func (b *bundle) modify(ids []string, fn func(eps []*store.Endpoint) error) []st
 }
 
 // setHealth writes h (and UpdatedAt b.now) to endpoint id.
-func (b *bundle) setHealth(id string, h health.Health) {
+func setHealth(b *bundle, id string, h health.Health) {
 	b.t.Helper()
-	out := b.modify([]string{id}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{id}, func(eps []*store.Endpoint) error {
 		for _, e := range eps {
 			e.Health, e.UpdatedAt = h, b.now
 		}
@@ -58,7 +46,7 @@ func endpointIDs(eps []*store.Endpoint) []string {
 	return out
 }
 
-func (b *bundle) endpoint(id string) store.Endpoint {
+func endpoint(b *bundle, id string) store.Endpoint {
 	b.t.Helper()
 	e, err := b.s.GetEndpoint(b.ctx, id)
 	if err != nil {
@@ -100,7 +88,7 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 	sub := b.sub("https://a.example/hook")
 	h := sampleHealth(b)
 	var seen []string
-	out := b.modify([]string{sub.EndpointID, "ep_unknown"}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{sub.EndpointID, "ep_unknown"}, func(eps []*store.Endpoint) error {
 		seen = endpointIDs(eps)
 		for _, e := range eps {
 			e.Health, e.UpdatedAt = h, b.now
@@ -108,7 +96,7 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 		return nil
 	})
 	equal(t, "endpoints given to fn", seen, []string{sub.EndpointID})
-	e := b.endpoint(sub.EndpointID)
+	e := endpoint(b, sub.EndpointID)
 	if !reflect.DeepEqual(norm(e.Health), norm(h)) || !e.UpdatedAt.Equal(b.now) || e.URL != sub.URL {
 		t.Fatalf("health round trip:\n got %+v\nwant %+v", e.Health, h)
 	}
@@ -121,49 +109,17 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 	}
 }
 
-func testEndpointList(t *testing.T, b *bundle) {
-	want := map[string]bool{}
-	for _, u := range []string{"https://a.example/1", "https://a.example/2", "https://a.example/3"} {
-		want[b.sub(u).EndpointID] = true
-	}
-	b.sub("https://a.example/1") // a second subscription to the same URL adds no endpoint
-	seen := map[string]bool{}
-	cursor := ""
-	for i := 0; i < 5; i++ {
-		eps, next, err := b.s.ListEndpoints(b.ctx, "", store.Page{Cursor: cursor, Limit: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range eps {
-			if seen[e.ID] {
-				t.Fatalf("endpoint %s listed twice", e.ID)
-			}
-			seen[e.ID] = true
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	if !reflect.DeepEqual(seen, want) {
-		t.Fatalf("listed %v, want %v", seen, want)
-	}
-	if _, err := b.s.GetEndpoint(b.ctx, "ep_nope"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("GetEndpoint(unknown): %v", err)
-	}
-}
-
 // testModifySeesCurrent: fn gets the endpoints as stored, what it leaves is
 // written and returned as written, and another endpoint is untouched.
 func testModifySeesCurrent(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	h := sampleHealth(b)
-	b.setHealth(a.EndpointID, h)
-	before := map[string]store.Endpoint{a.EndpointID: b.endpoint(a.EndpointID), c.EndpointID: b.endpoint(c.EndpointID)}
+	setHealth(b, a.EndpointID, h)
+	before := map[string]store.Endpoint{a.EndpointID: endpoint(b, a.EndpointID), c.EndpointID: endpoint(b, c.EndpointID)}
 	later := b.at(time.Minute)
 	calls := 0
 	given := map[string]store.Endpoint{}
-	out := b.modify([]string{c.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{c.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
 		calls++
 		for _, e := range eps {
 			given[e.ID] = *e
@@ -185,14 +141,14 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 	want.Health.State = health.Disabled
 	want.Health.NextProbeAt = b.at(10 * time.Minute)
 	want.UpdatedAt = later
-	modified := b.endpoint(a.EndpointID)
+	modified := endpoint(b, a.EndpointID)
 	if modified.Version <= want.Version {
 		t.Fatalf("endpoint version after ModifyEndpoints %d, before %d: want it to advance", modified.Version, want.Version)
 	}
 	want.Version = modified.Version
 	equal(t, "modified endpoint", modified, want)
 	// Written back as fn left it: only its version moves.
-	untouched := b.endpoint(c.EndpointID)
+	untouched := endpoint(b, c.EndpointID)
 	wantC := before[c.EndpointID]
 	wantC.Version = untouched.Version
 	equal(t, "untouched endpoint", untouched, wantC)
@@ -200,7 +156,7 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 		t.Fatalf("ModifyEndpoints returned %d endpoints, want 2", len(out))
 	}
 	for _, e := range out {
-		equal(t, "returned endpoint "+e.ID, e, b.endpoint(e.ID))
+		equal(t, "returned endpoint "+e.ID, e, endpoint(b, e.ID))
 	}
 }
 
@@ -210,8 +166,8 @@ var errBoom = errors.New("boom")
 // is written.
 func testModifyError(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
-	b.setHealth(a.EndpointID, sampleHealth(b))
-	before := []store.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}
+	setHealth(b, a.EndpointID, sampleHealth(b))
+	before := []store.Endpoint{endpoint(b, a.EndpointID), endpoint(b, c.EndpointID)}
 	out, err := b.s.ModifyEndpoints(b.ctx, []string{a.EndpointID, c.EndpointID}, func(eps []*store.Endpoint) error {
 		for _, e := range eps {
 			e.Health = health.Health{State: health.Frozen, ConsecutiveFailures: 99}
@@ -222,7 +178,7 @@ func testModifyError(t *testing.T, b *bundle) {
 	if !errors.Is(err, errBoom) || out != nil {
 		t.Fatalf("ModifyEndpoints with failing fn = %v, %v; want nil, errBoom", out, err)
 	}
-	equal(t, "endpoints after failed fn", []store.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}, before)
+	equal(t, "endpoints after failed fn", []store.Endpoint{endpoint(b, a.EndpointID), endpoint(b, c.EndpointID)}, before)
 }
 
 // testModifyUnknown: unknown IDs are skipped, a repeated ID is given once,
@@ -230,7 +186,7 @@ func testModifyError(t *testing.T, b *bundle) {
 func testModifyUnknown(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	var seen []string
-	out := b.modify([]string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
 		seen = endpointIDs(eps)
 		for _, e := range eps {
 			e.Health.ConsecutiveFailures = 7
@@ -243,7 +199,7 @@ func testModifyUnknown(t *testing.T, b *bundle) {
 	}
 	for _, ids := range [][]string{{"ep_unknown", "ep_nope"}, nil} {
 		seen = nil
-		out = b.modify(ids, func(eps []*store.Endpoint) error {
+		out = modify(b, ids, func(eps []*store.Endpoint) error {
 			seen = endpointIDs(eps)
 			return nil
 		})
@@ -255,7 +211,7 @@ func testModifyUnknown(t *testing.T, b *bundle) {
 	if _, err := b.s.GetEndpoint(b.ctx, "ep_unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ModifyEndpoints created an unknown endpoint: %v", err)
 	}
-	if e := b.endpoint(a.EndpointID); e.Health.ConsecutiveFailures != 7 {
+	if e := endpoint(b, a.EndpointID); e.Health.ConsecutiveFailures != 7 {
 		t.Fatalf("endpoint %+v", e)
 	}
 }
@@ -298,13 +254,13 @@ func testModifyConcurrent(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{a.EndpointID, c.EndpointID} {
-		if got := b.endpoint(id).Health.ConsecutiveFailures; got != workers*perWorker {
+		if got := endpoint(b, id).Health.ConsecutiveFailures; got != workers*perWorker {
 			t.Fatalf("endpoint %s counter = %d, want %d (lost updates)", id, got, workers*perWorker)
 		}
 	}
 }
 
-func (b *bundle) takeProbe(id string, now, hold time.Time, want bool) {
+func takeProbe(b *bundle, id string, now, hold time.Time, want bool) {
 	b.t.Helper()
 	got, err := b.s.TakeProbe(b.ctx, id, now, hold)
 	if err != nil || got != want {
@@ -315,27 +271,27 @@ func (b *bundle) takeProbe(id string, now, hold time.Time, want bool) {
 func testTakeProbe(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	h := sampleHealth(b) // NextProbeAt +20s
-	b.setHealth(a.EndpointID, h)
-	before := b.endpoint(a.EndpointID)
+	setHealth(b, a.EndpointID, h)
+	before := endpoint(b, a.EndpointID)
 	// Not due yet.
-	b.takeProbe(a.EndpointID, b.at(20*time.Second-time.Millisecond), b.at(time.Minute), false)
-	equal(t, "endpoint after a refused TakeProbe", b.endpoint(a.EndpointID), before)
+	takeProbe(b, a.EndpointID, b.at(20*time.Second-time.Millisecond), b.at(time.Minute), false)
+	equal(t, "endpoint after a refused TakeProbe", endpoint(b, a.EndpointID), before)
 	// Due (at its very time): taken, and moved to hold; nothing else changes.
 	hold := b.at(80 * time.Second)
-	b.takeProbe(a.EndpointID, b.at(20*time.Second), hold, true)
+	takeProbe(b, a.EndpointID, b.at(20*time.Second), hold, true)
 	want := before
 	want.Health.NextProbeAt = hold
-	equal(t, "endpoint after TakeProbe", b.endpoint(a.EndpointID), want) // its version too
+	equal(t, "endpoint after TakeProbe", endpoint(b, a.EndpointID), want) // its version too
 	// Held: not due again until hold.
-	b.takeProbe(a.EndpointID, b.at(30*time.Second), b.at(90*time.Second), false)
-	b.takeProbe(a.EndpointID, hold, b.at(140*time.Second), true)
+	takeProbe(b, a.EndpointID, b.at(30*time.Second), b.at(90*time.Second), false)
+	takeProbe(b, a.EndpointID, hold, b.at(140*time.Second), true)
 	// No probe time set (a new endpoint): never due.
-	b.takeProbe(c.EndpointID, b.at(time.Hour), b.at(2*time.Hour), false)
-	if e := b.endpoint(c.EndpointID); !e.Health.NextProbeAt.IsZero() {
+	takeProbe(b, c.EndpointID, b.at(time.Hour), b.at(2*time.Hour), false)
+	if e := endpoint(b, c.EndpointID); !e.Health.NextProbeAt.IsZero() {
 		t.Fatalf("TakeProbe set the probe time of an endpoint without one: %+v", e.Health)
 	}
 	// Unknown endpoint.
-	b.takeProbe("ep_unknown", b.at(time.Hour), b.at(2*time.Hour), false)
+	takeProbe(b, "ep_unknown", b.at(time.Hour), b.at(2*time.Hour), false)
 }
 
 // testTakeProbeRace: of 20 concurrent callers for one due probe exactly one
@@ -344,7 +300,7 @@ func testTakeProbeRace(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	h := sampleHealth(b)
 	h.NextProbeAt = b.now
-	b.setHealth(a.EndpointID, h)
+	setHealth(b, a.EndpointID, h)
 	const racers = 20
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -372,7 +328,39 @@ func testTakeProbeRace(t *testing.T, b *bundle) {
 	if winners != 1 {
 		t.Fatalf("%d racers took the probe, want exactly 1", winners)
 	}
-	if e := b.endpoint(a.EndpointID); !e.Health.NextProbeAt.Equal(b.at(time.Minute)) {
+	if e := endpoint(b, a.EndpointID); !e.Health.NextProbeAt.Equal(b.at(time.Minute)) {
 		t.Fatalf("NextProbeAt = %v, want the hold %v", e.Health.NextProbeAt, b.at(time.Minute))
+	}
+}
+
+func testEndpointChanges(t *testing.T, b *bundle) {
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	eps, v0, err := b.s.EndpointChanges(b.ctx, 0)
+	if err != nil || v0 <= 0 {
+		t.Fatalf("EndpointChanges(0): %v, %d, %v", eps, v0, err)
+	}
+	if eps, v, err := b.s.EndpointChanges(b.ctx, v0); err != nil || len(eps) != 0 || v != v0 {
+		t.Fatalf("EndpointChanges at the current version: %d endpoints, version %d, %v", len(eps), v, err)
+	}
+	modify(b, []string{a.EndpointID}, func(eps []*store.Endpoint) error {
+		eps[0].Health.State = health.Probation
+		eps[0].Health.NextProbeAt = b.at(time.Second)
+		return nil
+	})
+	eps, v1, err := b.s.EndpointChanges(b.ctx, v0)
+	if err != nil || v1 <= v0 || len(eps) != 1 || eps[0].ID != a.EndpointID || eps[0].Health.State != health.Probation {
+		t.Fatalf("after ModifyEndpoints: %+v, version %d (was %d), %v; want endpoint a in probation", eps, v1, v0, err)
+	}
+	equal(t, "changed endpoint", eps[0], endpoint(b, a.EndpointID))
+	// Taking a probe is not a change others must adopt.
+	takeProbe(b, a.EndpointID, b.at(time.Second), b.at(time.Minute), true)
+	if eps, v2, err := b.s.EndpointChanges(b.ctx, v1); err != nil || len(eps) != 0 || v2 != v1 {
+		t.Fatalf("after TakeProbe: %+v, version %d (was %d), %v; want no change", eps, v2, v1, err)
+	}
+	// Several endpoints in one write: each reported once.
+	modify(b, []string{a.EndpointID, c.EndpointID}, func([]*store.Endpoint) error { return nil })
+	eps, v3, err := b.s.EndpointChanges(b.ctx, v1)
+	if err != nil || v3 <= v1 || len(eps) != 2 {
+		t.Fatalf("after modifying two: %+v, version %d (was %d), %v", eps, v3, v1, err)
 	}
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var cleanupTests = []test{
-	{"OnlyOldFinishedEvents", testCleanup},
-}
-
 func testCleanup(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	type ev struct {

@@ -8,29 +8,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var recordTests = []test{
-	{"Success", testRecordSuccess},
-	{"Retry", testRecordRetry},
-	{"DeadLetter", testRecordDeadLetter},
-	{"DroppedStaysDropped", testRecordDropped},
-	{"SameAttemptNumberReplaces", testRecordReplace},
-	{"ManyOutcomesOneCall", testRecordMany},
-	{"StaleLeaseOwnerOnlyLogs", testRecordStaleOwner},
-	{"LeaseOwnerAfterRelease", testRecordOwnerReleased},
-	{"SameDeliveryTwiceInOneCall", testRecordSameDeliveryTwice},
-	{"ManyOutcomesMixed", testRecordManyMixed},
-	{"InvalidOutcomeWritesNothing", testRecordInvalid},
-}
-
-// claimOne publishes a delivery to sub at `at` and claims it.
-func (b *bundle) claimOne(sub store.Subscription, at time.Time) (store.NewEvent, int64) {
-	b.t.Helper()
-	ev := b.event(at, sub)
-	ev.Deliveries[0].Claimed = true
-	seq := b.publish(ev)[0].Seq
-	return ev, seq
-}
-
 func attempts(t *testing.T, b *bundle, id string) []store.AttemptRecord {
 	t.Helper()
 	as, next, err := b.s.ListAttempts(b.ctx, id, store.Page{Limit: 1000})

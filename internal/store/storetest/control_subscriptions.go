@@ -9,15 +9,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-var subscriptionTests = []test{
-	{"CreateGetRoundTrip", testSubscriptionRoundTrip},
-	{"NameTaken", testSubscriptionNameTaken},
-	{"Update", testSubscriptionUpdate},
-	{"NotFound", testSubscriptionNotFound},
-	{"ListAndAll", testSubscriptionList},
-	{"DeleteDropsPendingAndQueued", testSubscriptionDelete},
-}
-
 func fullSubscription(b *bundle) store.Subscription {
 	url := "https://hooks.example.com/billing?x=1"
 	return store.Subscription{
@@ -280,4 +271,62 @@ func testSubscriptionDelete(t *testing.T, b *bundle) {
 	if err := b.s.CreateSubscription(b.ctx, again); err != nil {
 		t.Fatalf("reusing a deleted subscription's name: %v", err)
 	}
+}
+
+// testTenantNames: a subscription name is unique in its account only.
+func testTenantNames(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	named := func(account, name string) store.Subscription {
+		s := store.Subscription{ID: b.id("sub_"), AccountID: account, Name: name, URL: "https://n.example/",
+			EndpointID: b.s.EndpointID(account, "https://n.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
+		return s
+	}
+	a, x := named(store.DefaultAccount, "billing"), named(acc.ID, "billing")
+	for _, s := range []store.Subscription{a, x} {
+		if err := b.s.CreateSubscription(b.ctx, s); err != nil {
+			t.Fatalf("CreateSubscription(%q in %s) = %v", s.Name, s.AccountID, err)
+		}
+	}
+	if err := b.s.CreateSubscription(b.ctx, named(acc.ID, "billing")); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("CreateSubscription(a name taken in its account) = %v, want ErrNameTaken", err)
+	}
+	if err := b.s.CreateSubscription(b.ctx, named("", "billing")); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("CreateSubscription(a name taken in the default account) = %v, want ErrNameTaken", err)
+	}
+	// Renaming into a name another account uses is fine; into one the
+	// account uses is not.
+	y := named(acc.ID, "shipping")
+	if err := b.s.CreateSubscription(b.ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	a.Name = "shipping"
+	updateSub(b, a)
+	y.Name = "billing"
+	if err := b.s.UpdateSubscription(b.ctx, y); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("UpdateSubscription(a name taken in its account) = %v, want ErrNameTaken", err)
+	}
+}
+
+// testTenantUpdateKeepsAccount: an update naming another account than the
+// subscription's finds no subscription and changes nothing.
+func testTenantUpdateKeepsAccount(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	x := b.subIn(acc.ID, "https://x.example/hook")
+	before, err := b.s.GetSubscription(b.ctx, x.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, account := range []string{"", store.DefaultAccount} {
+		moved := x
+		moved.AccountID, moved.EndpointID, moved.EventTypes = account, b.s.EndpointID(account, x.URL), []string{"other"}
+		if err := b.s.UpdateSubscription(b.ctx, moved); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("UpdateSubscription into account %q = %v, want ErrNotFound", account, err)
+		}
+	}
+	after, err := b.s.GetSubscription(b.ctx, x.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "subscription after refused updates", after, before)
+	noEndpoint(b, b.s.EndpointID("", x.URL))
 }

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,18 +8,6 @@ import (
 
 	"github.com/herald-events/herald/internal/store"
 )
-
-// Tenant isolation: everything belongs to one account, and what one
-// account does never shows in, or changes, another's.
-var tenantTests = []test{
-	{"DedupPerAccount", testTenantDedup},
-	{"DeliveriesPerAccount", testTenantDeliveries},
-	{"DeadLettersPerAccount", testTenantDeadLetters},
-	{"SubscriptionsPerAccount", testTenantSubscriptions},
-	{"EndpointsPerAccount", testTenantEndpoints},
-	{"SubscriptionNamesPerAccount", testTenantNames},
-	{"SubscriptionStaysInItsAccount", testTenantUpdateKeepsAccount},
-}
 
 // pageIDs lists every page of list with limit, checking the page rule
 // (allPages), and returns the items' keys.
@@ -38,55 +25,6 @@ func pageIDs[T any](t *testing.T, limit int, list func(store.Page) ([]T, string,
 		got = []string{}
 	}
 	return got
-}
-
-// testTenantDedup: the same (source, id) published in two accounts makes
-// two events; repeated in one account it is a duplicate of that
-// account's.
-func testTenantDedup(t *testing.T, b *bundle) {
-	acc := b.account("tenant")
-	a, x := b.sub("https://a.example/hook"), b.subIn(acc.ID, "https://x.example/hook")
-	inDefault := b.event(b.now, a)
-	inAcc := b.event(b.now, x)
-	inAcc.ID, inAcc.Source = inDefault.ID, inDefault.Source
-	res := b.publish(inDefault, inAcc)
-	if res[0].Duplicate || res[1].Duplicate || res[0].Seq == res[1].Seq {
-		t.Fatalf("one (source, id) in two accounts: %+v; want two new events", res)
-	}
-	for i, ev := range []store.NewEvent{inDefault, inAcc} {
-		e, err := b.s.GetEvent(b.ctx, res[i].Seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		equal(t, "event", e, store.StoredEvent{Seq: res[i].Seq, AccountID: ev.AccountID, ID: ev.ID, Source: ev.Source,
-			Type: ev.Type, Subject: ev.Subject, Payload: ev.Payload, PublishedAt: ev.PublishedAt})
-		equal(t, "delivery", b.get(ev.Deliveries[0].ID), pendingDelivery(ev, 0, res[i].Seq))
-	}
-
-	// Again in each account (and in the default one without naming it):
-	// duplicates of that account's event.
-	again := func(ev store.NewEvent, account string) store.NewEvent {
-		ev.AccountID = account
-		ev.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: ev.Deliveries[0].SubscriptionID, EndpointID: ev.Deliveries[0].EndpointID}}
-		return ev
-	}
-	dups := []store.NewEvent{again(inAcc, acc.ID), again(inDefault, ""), again(inDefault, store.DefaultAccount)}
-	got := b.publish(dups...)
-	equal(t, "duplicates", got, []store.PublishResult{{Seq: res[1].Seq, Duplicate: true}, {Seq: res[0].Seq, Duplicate: true},
-		{Seq: res[0].Seq, Duplicate: true}})
-	for _, ev := range dups {
-		if _, err := b.s.GetDelivery(b.ctx, ev.Deliveries[0].ID); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("a duplicate's delivery was written (%v)", err)
-		}
-	}
-	// A third account is new to it too, within one call as well.
-	other := b.account("other")
-	third := inAcc
-	third.AccountID, third.Deliveries = other.ID, nil
-	got = b.publish(third, third)
-	if got[0].Duplicate || got[0].Seq == res[0].Seq || got[0].Seq == res[1].Seq || got[1] != (store.PublishResult{Seq: got[0].Seq, Duplicate: true}) {
-		t.Fatalf("the event in a third account: %+v", got)
-	}
 }
 
 // testTenantDeliveries: deliveries listed for an account are that
@@ -247,7 +185,7 @@ func testTenantEndpoints(t *testing.T, b *bundle) {
 		t.Fatalf("endpoint IDs %s and %s: want one per account (Store.EndpointID)", a.EndpointID, x.EndpointID)
 	}
 	for _, s := range []store.Subscription{a, x} {
-		if e := b.endpoint(s.EndpointID); e.AccountID != s.AccountID || e.URL != url {
+		if e := endpoint(b, s.EndpointID); e.AccountID != s.AccountID || e.URL != url {
 			t.Fatalf("endpoint of %s: %+v", s.AccountID, e)
 		}
 	}
@@ -264,75 +202,17 @@ func testTenantEndpoints(t *testing.T, b *bundle) {
 	// Each endpoint has its own deliveries and health.
 	da, dx := b.deliver(a, b.now), b.deliver(x, b.now)
 	equal(t, "claimed on the default account's endpoint", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{da})
-	b.setHealth(x.EndpointID, sampleHealth(b))
-	if e := b.endpoint(a.EndpointID); e.Health.ConsecutiveFailures != 0 {
+	setHealth(b, x.EndpointID, sampleHealth(b))
+	if e := endpoint(b, a.EndpointID); e.Health.ConsecutiveFailures != 0 {
 		t.Fatalf("the other account's endpoint took the health: %+v", e.Health)
 	}
-	b.deleteSub(x)
-	b.noEndpoint(x.EndpointID)
-	if e := b.endpoint(a.EndpointID); e.AccountID != store.DefaultAccount {
+	deleteSub(b, x)
+	noEndpoint(b, x.EndpointID)
+	if e := endpoint(b, a.EndpointID); e.AccountID != store.DefaultAccount {
 		t.Fatalf("endpoint left: %+v", e)
 	}
 	if d := b.get(dx); d.Status != store.StatusDropped {
 		t.Fatalf("delivery of the deleted subscription: %+v", d)
 	}
 	equal(t, "endpoints of the account after its subscription went", pageIDs(t, 10, list(acc.ID), key), []string{})
-}
-
-// testTenantNames: a subscription name is unique in its account only.
-func testTenantNames(t *testing.T, b *bundle) {
-	acc := b.account("tenant")
-	named := func(account, name string) store.Subscription {
-		s := store.Subscription{ID: b.id("sub_"), AccountID: account, Name: name, URL: "https://n.example/",
-			EndpointID: b.s.EndpointID(account, "https://n.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
-		return s
-	}
-	a, x := named(store.DefaultAccount, "billing"), named(acc.ID, "billing")
-	for _, s := range []store.Subscription{a, x} {
-		if err := b.s.CreateSubscription(b.ctx, s); err != nil {
-			t.Fatalf("CreateSubscription(%q in %s) = %v", s.Name, s.AccountID, err)
-		}
-	}
-	if err := b.s.CreateSubscription(b.ctx, named(acc.ID, "billing")); !errors.Is(err, store.ErrNameTaken) {
-		t.Fatalf("CreateSubscription(a name taken in its account) = %v, want ErrNameTaken", err)
-	}
-	if err := b.s.CreateSubscription(b.ctx, named("", "billing")); !errors.Is(err, store.ErrNameTaken) {
-		t.Fatalf("CreateSubscription(a name taken in the default account) = %v, want ErrNameTaken", err)
-	}
-	// Renaming into a name another account uses is fine; into one the
-	// account uses is not.
-	y := named(acc.ID, "shipping")
-	if err := b.s.CreateSubscription(b.ctx, y); err != nil {
-		t.Fatal(err)
-	}
-	a.Name = "shipping"
-	b.updateSub(a)
-	y.Name = "billing"
-	if err := b.s.UpdateSubscription(b.ctx, y); !errors.Is(err, store.ErrNameTaken) {
-		t.Fatalf("UpdateSubscription(a name taken in its account) = %v, want ErrNameTaken", err)
-	}
-}
-
-// testTenantUpdateKeepsAccount: an update naming another account than the
-// subscription's finds no subscription and changes nothing.
-func testTenantUpdateKeepsAccount(t *testing.T, b *bundle) {
-	acc := b.account("tenant")
-	x := b.subIn(acc.ID, "https://x.example/hook")
-	before, err := b.s.GetSubscription(b.ctx, x.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, account := range []string{"", store.DefaultAccount} {
-		moved := x
-		moved.AccountID, moved.EndpointID, moved.EventTypes = account, b.s.EndpointID(account, x.URL), []string{"other"}
-		if err := b.s.UpdateSubscription(b.ctx, moved); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("UpdateSubscription into account %q = %v, want ErrNotFound", account, err)
-		}
-	}
-	after, err := b.s.GetSubscription(b.ctx, x.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equal(t, "subscription after refused updates", after, before)
-	b.noEndpoint(b.s.EndpointID("", x.URL))
 }

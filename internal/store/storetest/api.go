@@ -1,0 +1,58 @@
+package storetest
+
+import "testing"
+
+// RunAPIContract checks what the HTTP API asks of the store (api.Store, in
+// internal/api): accounts and API keys; the lists (pages in their order,
+// bounded in items and bytes, with cursors of their own format) and the
+// queued deliveries of ListQueued; what each account sees of the others'
+// (nothing); the counts /metrics shows and the Ping of /readyz.
+func RunAPIContract(t *testing.T, open Opener) {
+	runGroups(t, open, []group{
+		{"Accounts", []test{
+			{"DefaultExistsAndListsFirst", testAccountDefault},
+			{"CreateGetUpdate", testAccountRoundTrip},
+			{"NameTakenAndIDConflict", testAccountConflicts},
+			{"NotFound", testAccountNotFound},
+			{"ListPages", testAccountList},
+			{"InvalidCursors", testAccountCursors},
+			{"Delete", testAccountDelete},
+			{"DeleteRefused", testAccountDeleteRefused},
+		}},
+		{"Keys", []test{
+			{"CreateGetDelete", testKeyRoundTrip},
+			{"Conflicts", testKeyConflicts},
+			{"ListPerAccount", testKeyList},
+		}},
+		{"Lists", []test{
+			{"DeliveriesPagination", testListDeliveriesPages},
+			{"DeliveriesFilters", testListDeliveriesFilters},
+			{"DeliveriesLimitClamp", testListDeliveriesClamp},
+			{"AttemptsPagination", testListAttempts},
+			{"DeadLetters", testListDeadLetters},
+			{"DeadLettersBytes", testListDeadLettersBytes},
+			{"DeliveriesBytes", testListDeliveriesBytes},
+			{"AttemptsBytes", testListAttemptsBytes},
+			{"SubscriptionsBytes", testListSubscriptionsBytes},
+			{"EndpointsBytes", testListEndpointsBytes},
+			{"InvalidCursors", testListInvalidCursors},
+			{"EndpointPagesAndUnknownIDs", testEndpointList},
+		}},
+		{"Queued", []test{
+			{"ListQueuedByEndpoint", testListQueuedByEndpoint},
+		}},
+		// Tenant isolation: everything belongs to one account, and what
+		// one account does never shows in another's lists.
+		{"Tenants", []test{
+			{"DeliveriesPerAccount", testTenantDeliveries},
+			{"DeadLettersPerAccount", testTenantDeadLetters},
+			{"SubscriptionsPerAccount", testTenantSubscriptions},
+			{"EndpointsPerAccount", testTenantEndpoints},
+		}},
+		{"Counts", []test{
+			{"CountPendingByLane", testCountPending},
+			{"CountQueued", testCountQueued},
+			{"Ping", testPing},
+		}},
+	})
+}

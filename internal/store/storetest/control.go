@@ -1,0 +1,56 @@
+package storetest
+
+import "testing"
+
+// RunControlContract checks what the control service asks of the store
+// (control.Store, in internal/control; and handshake.Store, its
+// GetSubscription and UpdateSubscription): subscription writes, each with
+// the endpoint rows of its URLs (an endpoint lives while a subscription
+// uses its URL) and what happens to the subscription's deliveries;
+// Redeliver and Redrive; ReactivateSubscription.
+func RunControlContract(t *testing.T, open Opener) {
+	runGroups(t, open, []group{
+		{"Subscriptions", []test{
+			{"CreateGetRoundTrip", testSubscriptionRoundTrip},
+			{"NameTaken", testSubscriptionNameTaken},
+			{"Update", testSubscriptionUpdate},
+			{"NotFound", testSubscriptionNotFound},
+			{"ListAndAll", testSubscriptionList},
+			{"DeleteDropsPendingAndQueued", testSubscriptionDelete},
+			{"SubscriptionNamesPerAccount", testTenantNames},
+			{"SubscriptionStaysInItsAccount", testTenantUpdateKeepsAccount},
+		}},
+		{"EndpointLifetime", []test{
+			{"DeleteRemovesUnusedEndpoint", testDeleteRemovesUnusedEndpoint},
+			{"MoveRemovesUnusedEndpoint", testMoveRemovesUnusedEndpoint},
+			{"RecreatedEndpointIsNew", testRecreatedEndpointIsNew},
+			{"NoEndpointLeftBehind", testNoEndpointLeftBehind},
+			{"PullSubscriptionHasNoEndpoint", testPullNoEndpoint},
+		}},
+		{"Redeliver", []test{
+			{"DeadLetteredGetsFreshBudget", testRedeliverDeadLettered},
+			{"Delivered", testRedeliverDelivered},
+			{"ConflictWhenLeased", testRedeliverConflict},
+			{"NotFound", testRedeliverNotFound},
+			{"RedriveAll", testRedriveAll},
+			{"RedriveIDs", testRedriveIDs},
+			{"RedriveUnknownSubscription", testRedriveUnknown},
+			{"RedriveMovedSubscription", testRedriveMovedSubscription},
+			{"RedeliverOfDeletedSubscription", testRedeliverDeletedSubscription},
+		}},
+		{"Reactivate", []test{
+			{"Reactivate", testReactivate},
+		}},
+		// A subscription's dead-letter URL: its endpoint row lives while
+		// a subscription names it, and its dead letters follow it.
+		{"DeadLetterURLs", []test{
+			{"EndpointLivesWithTheURL", testDeadLetterEndpointLife},
+			{"SharedURL", testDeadLetterSharedURL},
+			{"MovesWithTheURL", testDeadLetterMove},
+			{"RemovedURLDrops", testDeadLetterURLRemoved},
+			{"RedeliverAndRedrive", testDeadLetterRedeliver},
+			{"Reactivate", testDeadLetterReactivate},
+			{"ConcurrentURLChanges", testDeadLetterConcurrentChanges},
+		}},
+	})
+}

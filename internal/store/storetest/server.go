@@ -1,0 +1,21 @@
+package storetest
+
+import "testing"
+
+// RunServerContract checks what the server asks of the store for its own
+// work (internal/server): TryLead keeps the cluster-wide roles, Cleanup
+// deletes old finished events, Close ends the store.
+func RunServerContract(t *testing.T, open Opener) {
+	runGroups(t, open, []group{
+		{"Leaders", []test{
+			{"TryLead", testTryLead},
+			{"TryLeadRolesIndependent", testTryLeadRoles},
+		}},
+		{"Cleanup", []test{
+			{"OnlyOldFinishedEvents", testCleanup},
+		}},
+		{"Lifecycle", []test{
+			{"Closed", testClosed},
+		}},
+	})
+}
