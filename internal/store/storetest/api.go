@@ -39,6 +39,9 @@ func RunAPIContract(t *testing.T, open Opener) {
 			{"EndpointPagesAndUnknownIDs", testEndpointList},
 		}},
 		{"Queued", []test{
+			{"ListQueued", testListQueued},
+			{"ListQueuedBytes", testListQueuedBytes},
+			{"ListQueuedLimitsAndCursors", testListQueuedLimitsAndCursors},
 			{"ListQueuedByEndpoint", testListQueuedByEndpoint},
 		}},
 		// Tenant isolation: everything belongs to one account, and what
