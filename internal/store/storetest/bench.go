@@ -43,124 +43,131 @@ type BenchStore struct {
 //		storetest.Bench(b, storetest.BenchStore{Open: openFresh})
 //	}
 func Bench(b *testing.B, bs BenchStore) {
-	b.Run("Publish100", func(b *testing.B) {
-		b.Run("serial", func(b *testing.B) {
-			s, sub := benchSetup(b, bs)
-			ctx := context.Background()
-			var seq int
-			for b.Loop() {
-				seq++
-				evs := BenchEvents(fmt.Sprintf("s%d", seq), 100, sub, time.Now())
-				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
-		})
-		b.Run("parallel", func(b *testing.B) {
-			s, sub := benchSetup(b, bs)
-			ctx := context.Background()
-			var seq atomic.Int64
-			calls, commits := bs.counts(s)
-			b.SetParallelism(8)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					evs := BenchEvents(fmt.Sprintf("p%d", seq.Add(1)), 100, sub, time.Now())
-					if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
-			bs.reportBatching(b, s, calls, commits)
-		})
-	})
-	b.Run("Publish1", func(b *testing.B) {
+	for _, sb := range []struct {
+		name string
+		run  func(*testing.B, BenchStore)
+	}{
+		{"Publish100", benchPublish100},
+		{"Publish1", benchPublish1},
+		{"Record1", benchRecord1},
+		{"ClaimRecord100", benchClaimRecord100},
+		{"Lifecycle", func(b *testing.B, bs BenchStore) { benchLifecycle(b, bs, 10) }},
+		{"Lifecycle1", func(b *testing.B, bs BenchStore) { benchLifecycle(b, bs, 1) }},
+		{"SerialLifecycle", benchSerialLifecycle},
+		{"Lookups", benchLookups},
+	} {
+		b.Run(sb.name, func(b *testing.B) { sb.run(b, bs) })
+	}
+}
+
+// benchPublish100 is Publish100/serial and Publish100/parallel.
+func benchPublish100(b *testing.B, bs BenchStore) {
+	b.Run("serial", func(b *testing.B) {
 		s, sub := benchSetup(b, bs)
 		ctx := context.Background()
-		var seq atomic.Int64
-		calls, commits := bs.counts(s)
-		b.SetParallelism(64)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				evs := BenchEvents(fmt.Sprintf("o%d", seq.Add(1)), 1, sub, time.Now())
-				if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
-		bs.reportBatching(b, s, calls, commits)
-	})
-	b.Run("Record1", func(b *testing.B) {
-		s, sub := benchSetup(b, bs)
-		ctx := context.Background()
-		now := time.Now()
-		lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
-		var all []string
-		for i := range 200 {
-			evs := BenchEvents(fmt.Sprintf("r%d", i), 100, sub, now)
-			for j := range evs {
-				evs[j].Deliveries[0].Claimed = true
-				all = append(all, evs[j].Deliveries[0].ID)
-			}
-			if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		var seq atomic.Int64
-		calls, commits := bs.counts(s)
-		b.SetParallelism(64)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				n := seq.Add(1)
-				o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: all[int(n)%len(all)], Number: int(n), StartedAt: now,
-					Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503"},
-					Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute)}
-				if err := s.Record(ctx, []store.Outcome{o}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "outcomes/s")
-		bs.reportBatching(b, s, calls, commits)
-	})
-	b.Run("ClaimRecord100", func(b *testing.B) {
-		s, sub := benchSetup(b, bs)
-		ctx := context.Background()
-		now := time.Now()
-		lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
-		outs := make([]store.Outcome, 100)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			if _, err := s.Publish(ctx, BenchEvents(fmt.Sprintf("c%d", i), 100, sub, now), store.PublishOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-			cs, err := s.ClaimDue(ctx, sub.EndpointID, now, 100, lease)
-			if err != nil || len(cs) != 100 {
-				b.Fatalf("claimed %d, %v; want 100", len(cs), err)
-			}
-			for j, c := range cs {
-				outs[j] = deliveredOutcome(c.ID, now, lease.Owner)
-			}
-			if err := s.Record(ctx, outs); err != nil {
+		var seq int
+		for b.Loop() {
+			seq++
+			evs := BenchEvents(fmt.Sprintf("s%d", seq), 100, sub, time.Now())
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
 	})
-	b.Run("Lifecycle", func(b *testing.B) { benchLifecycle(b, bs, 10) })
-	b.Run("Lifecycle1", func(b *testing.B) { benchLifecycle(b, bs, 1) })
-	b.Run("SerialLifecycle", func(b *testing.B) { benchSerialLifecycle(b, bs) })
-	b.Run("Lookups", func(b *testing.B) { benchLookups(b, bs) })
+	b.Run("parallel", func(b *testing.B) { benchParallelPublish(b, bs, "p", 100, 8) })
+}
+
+// benchPublish1 is Publish1.
+func benchPublish1(b *testing.B, bs BenchStore) { benchParallelPublish(b, bs, "o", 1, 64) }
+
+// benchParallelPublish publishes calls of n events (IDs prefix…) from
+// perCPU goroutines per CPU, and reports deliveries/s and, when the
+// backend counts them, calls/commit.
+func benchParallelPublish(b *testing.B, bs BenchStore, prefix string, n, perCPU int) {
+	s, sub := benchSetup(b, bs)
+	ctx := context.Background()
+	var seq atomic.Int64
+	calls, commits := bs.counts(s)
+	b.SetParallelism(perCPU)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			evs := BenchEvents(fmt.Sprintf("%s%d", prefix, seq.Add(1)), n, sub, time.Now())
+			if _, err := s.Publish(ctx, evs, store.PublishOptions{}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "deliveries/s")
+	bs.reportBatching(b, s, calls, commits)
+}
+
+// benchRecord1 is Record1: outcomes of 20,000 leased deliveries, one a
+// call, from 64 goroutines per CPU.
+func benchRecord1(b *testing.B, bs BenchStore) {
+	s, sub := benchSetup(b, bs)
+	ctx := context.Background()
+	now := time.Now()
+	lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
+	var all []string
+	for i := range 200 {
+		evs := BenchEvents(fmt.Sprintf("r%d", i), 100, sub, now)
+		for j := range evs {
+			evs[j].Deliveries[0].Claimed = true
+			all = append(all, evs[j].Deliveries[0].ID)
+		}
+		if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var seq atomic.Int64
+	calls, commits := bs.counts(s)
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: all[int(n)%len(all)], Number: int(n), StartedAt: now,
+				Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503"},
+				Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute)}
+			if err := s.Record(ctx, []store.Outcome{o}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "outcomes/s")
+	bs.reportBatching(b, s, calls, commits)
+}
+
+// benchClaimRecord100 is ClaimRecord100.
+func benchClaimRecord100(b *testing.B, bs BenchStore) {
+	s, sub := benchSetup(b, bs)
+	ctx := context.Background()
+	now := time.Now()
+	lease := store.Lease{Owner: "bench", Until: now.Add(time.Hour)}
+	outs := make([]store.Outcome, 100)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if _, err := s.Publish(ctx, BenchEvents(fmt.Sprintf("c%d", i), 100, sub, now), store.PublishOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cs, err := s.ClaimDue(ctx, sub.EndpointID, now, 100, lease)
+		if err != nil || len(cs) != 100 {
+			b.Fatalf("claimed %d, %v; want 100", len(cs), err)
+		}
+		for j, c := range cs {
+			outs[j] = deliveredOutcome(c.ID, now, lease.Owner)
+		}
+		if err := s.Record(ctx, outs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "deliveries/s")
 }
 
 // benchLifecycle measures the fast path's writes, concurrently as the
@@ -309,154 +316,4 @@ func (bs BenchStore) reportBatching(b *testing.B, s store.Store, calls0, commits
 	}
 	calls, commits := bs.Commits(s)
 	b.ReportMetric(float64(calls-calls0)/float64(max(commits-commits0, 1)), "calls/commit")
-}
-
-// benchLookups measures the reads the API serves on a store of 10,000
-// deliveries to 10 subscriptions: a quarter each delivered, retrying (one
-// failed attempt), dead-lettered and still leased.
-func benchLookups(b *testing.B, bs BenchStore) {
-	const subs, calls, perCall = 10, 100, 100
-	ctx := context.Background()
-	s := bs.Open(b)
-	var sus []store.Subscription
-	for i := range subs {
-		sus = append(sus, BenchSub(b, s, i))
-	}
-	now := time.Now()
-	lease := store.Lease{Owner: "bench", Until: now.Add(24 * time.Hour)}
-	var (
-		dlv, attempted, events []string
-		seqs                   []int64
-	)
-	for c := range calls {
-		evs := BenchEvents(fmt.Sprintf("l%d", c), perCall, sus[c%subs], now)
-		for i := range evs {
-			evs[i].Deliveries[0].Claimed = true
-		}
-		res, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var outs []store.Outcome
-		for i, ev := range evs {
-			id := ev.Deliveries[0].ID
-			dlv, events, seqs = append(dlv, id), append(events, ev.ID), append(seqs, res[i].Seq)
-			o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: now,
-				Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503", ResponseBody: []byte("busy")},
-				Attempts: 1, RoundAttempts: 1, FirstFailure: now, LastStatusCode: 503, LastOutcome: "http_503"}
-			switch i % 4 {
-			case 0:
-				o.Attempt.StatusCode, o.Attempt.Outcome = 200, "http_200"
-				o.Status, o.FirstFailure, o.LastStatusCode, o.LastOutcome, o.DeliveredAt = store.StatusDelivered, time.Time{}, 200, "http_200", now
-			case 1:
-				o.Status, o.NextAttemptAt = store.StatusPending, now.Add(time.Hour)
-			case 2:
-				o.Status, o.DeadLetterReason = store.StatusDeadLettered, "MaxAttemptsExceeded"
-			default:
-				continue // leased, no attempt yet
-			}
-			outs = append(outs, o)
-			attempted = append(attempted, id)
-		}
-		if err := s.Record(ctx, outs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	check := func(b *testing.B, n int, err error) {
-		if err != nil || n == 0 {
-			b.Fatalf("got %d, %v", n, err)
-		}
-	}
-	page := store.Page{Limit: 100}
-	b.Run("GetDelivery", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			_, err := s.GetDelivery(ctx, dlv[i%len(dlv)])
-			check(b, 1, err)
-			i++
-		}
-	})
-	b.Run("GetEvent", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			_, err := s.GetEvent(ctx, seqs[i%len(seqs)])
-			check(b, 1, err)
-			i++
-		}
-	})
-	b.Run("ListDeliveries/subscription", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{SubscriptionID: sus[i%subs].ID, Page: page})
-			check(b, len(ds), err)
-			i++
-		}
-	})
-	b.Run("ListDeliveries/status", func(b *testing.B) {
-		i := 0
-		statuses := []store.Status{store.StatusDelivered, store.StatusPending, store.StatusDeadLettered}
-		for b.Loop() {
-			ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{Status: statuses[i%len(statuses)], Page: page})
-			check(b, len(ds), err)
-			i++
-		}
-	})
-	b.Run("ListDeliveries/event", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EventID: events[i%len(events)], Page: page})
-			check(b, len(ds), err)
-			i++
-		}
-	})
-	b.Run("ListAttempts", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			as, _, err := s.ListAttempts(ctx, attempted[i%len(attempted)], page)
-			check(b, len(as), err)
-			i++
-		}
-	})
-	b.Run("ListDeadLetters", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			dls, _, err := s.ListDeadLetters(ctx, store.DeadLetterFilter{SubscriptionID: sus[i%subs].ID, Page: page})
-			check(b, len(dls), err)
-			i++
-		}
-	})
-	b.Run("GetSubscription", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			_, err := s.GetSubscription(ctx, sus[i%subs].ID)
-			check(b, 1, err)
-			i++
-		}
-	})
-	b.Run("ListSubscriptions", func(b *testing.B) {
-		for b.Loop() {
-			ss, _, err := s.ListSubscriptions(ctx, "", page)
-			check(b, len(ss), err)
-		}
-	})
-	b.Run("GetEndpoint", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			_, err := s.GetEndpoint(ctx, sus[i%subs].EndpointID)
-			check(b, 1, err)
-			i++
-		}
-	})
-	b.Run("ListEndpoints", func(b *testing.B) {
-		for b.Loop() {
-			eps, _, err := s.ListEndpoints(ctx, "", page)
-			check(b, len(eps), err)
-		}
-	})
-	b.Run("CountPending", func(b *testing.B) {
-		for b.Loop() {
-			fresh, retry, err := s.CountPending(ctx)
-			check(b, int(fresh+retry), err)
-		}
-	})
 }

@@ -25,122 +25,173 @@ func testConcurrentClaimsDisjoint(t *testing.T, b *bundle) {
 // fresh, half retries.
 //
 // nodes are stores on one database: the conformance suite passes its one
-// store; a shared backend may also pass several (several processes). The
-// database must hold no pending deliveries.
+// store (Run: the only way SQLite runs it, since a second store on a file
+// cannot be opened while the first is); a shared backend also passes
+// several (several processes: PostgreSQL's TestTwoNodesClaimDisjoint).
+// The database must hold no pending deliveries.
 func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 	t.Helper()
-	const rounds, perRound, claimers = 3, 400, 3
-	ctx := context.Background()
-	at := base
-	url := "https://claimers.example/hook"
-	id := ids.New("sub_", at)
-	sub := store.Subscription{ID: id, Name: "claimers-" + id, URL: url,
-		EndpointID: nodes[0].EndpointID("", url), EventTypes: []string{"x"}, State: "active", CreatedAt: at, UpdatedAt: at}
-	if err := nodes[0].CreateSubscription(ctx, sub); err != nil {
-		t.Fatal(err)
-	}
-	ep := sub.EndpointID
-	setup := store.Lease{Owner: "setup", Until: base.Add(10000 * time.Hour)}
-	n := 0
-	for round := range rounds {
-		published := base.Add(time.Duration(round) * time.Second)
-		var all []string
-		for range perRound / 100 {
-			evs := make([]store.NewEvent, 100)
-			for i := range evs {
-				n++
-				id := ids.New("dlv_", published)
-				all = append(all, id)
-				evs[i] = store.NewEvent{ID: fmt.Sprintf("%s-%d", sub.ID, n), Source: "/claimers", Type: "x",
-					Payload: []byte(`{}`), PublishedAt: published,
-					Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: sub.ID, EndpointID: ep, Claimed: i%2 == 1}}}
-			}
-			if _, err := nodes[round%len(nodes)].Publish(ctx, evs, store.PublishOptions{Lease: setup}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The claimed half fails its first attempt: retries, due at once.
-		var outs []store.Outcome
-		for i := 1; i < len(all); i += 2 {
-			outs = append(outs, store.Outcome{
-				Attempt: store.AttemptRecord{DeliveryID: all[i], Number: 1, StartedAt: published, StatusCode: 500, Outcome: "http_500"},
-				Status:  store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
-			})
-		}
-		if err := nodes[0].Record(ctx, outs); err != nil {
-			t.Fatal(err)
-		}
-
-		var mu sync.Mutex
-		holder := map[string]string{} // delivery → the claimer holding it now
-		var wg sync.WaitGroup
-		errc := make(chan error, len(nodes)*claimers)
+	sub := claimersSubscription(t, nodes[0])
+	for round := range claimRounds {
+		all := publishClaimRound(t, nodes, sub, round)
 		now := base.Add(time.Hour)
-		start := make(chan struct{})
-		for ni, s := range nodes {
-			for c := range claimers {
-				me := fmt.Sprintf("node%d-claimer%d", ni, c)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					lease := store.Lease{Owner: me, Until: base.Add(10000 * time.Hour)}
-					for k := 0; ; k++ {
-						got, err := s.ClaimDue(ctx, ep, now, 1+(k*7+c)%25, lease)
-						if err != nil {
-							errc <- err
-							return
-						}
-						if len(got) == 0 {
-							return
-						}
-						var release []string
-						mu.Lock()
-						for i, cl := range got {
-							if h, ok := holder[cl.ID]; ok {
-								mu.Unlock()
-								errc <- fmt.Errorf("%s claimed %s, held by %s", me, cl.ID, h)
-								return
-							}
-							if i%5 == 4 {
-								release = append(release, cl.ID) // give some back
-								continue
-							}
-							holder[cl.ID] = me
-						}
-						mu.Unlock()
-						if len(release) > 0 {
-							if err := s.Release(ctx, release, me); err != nil {
-								errc <- err
-								return
-							}
-						}
-					}
-				}()
-			}
-		}
-		close(start)
-		wg.Wait()
-		close(errc)
-		for err := range errc {
-			t.Fatal(err)
-		}
+		holder := claimAll(t, nodes, sub.EndpointID, now)
 		if len(holder) != len(all) {
 			t.Fatalf("round %d: %d deliveries claimed, want %d", round, len(holder), len(all))
 		}
-		// Finish them, each by its holder, so the next round starts from an
-		// empty endpoint.
-		var done []store.Outcome
-		for _, id := range all {
-			done = append(done, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: now},
-				Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
+		finishClaimRound(t, nodes[len(nodes)-1], all, holder, now, round)
+	}
+}
+
+// CheckClaimsDisjoint's sizes: rounds, deliveries a round, claimers a
+// store.
+const claimRounds, claimsPerRound, claimersPerNode = 3, 400, 3
+
+// claimersSubscription creates CheckClaimsDisjoint's subscription on s.
+func claimersSubscription(t *testing.T, s store.Store) store.Subscription {
+	t.Helper()
+	url := "https://claimers.example/hook"
+	id := ids.New("sub_", base)
+	sub := store.Subscription{ID: id, Name: "claimers-" + id, URL: url,
+		EndpointID: s.EndpointID("", url), EventTypes: []string{"x"}, State: "active", CreatedAt: base, UpdatedAt: base}
+	if err := s.CreateSubscription(context.Background(), sub); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// publishClaimRound publishes a round's deliveries to sub, through one of
+// nodes in turn, and returns their IDs: half of them fresh, half claimed
+// at publish and failed once (retries, due at once).
+func publishClaimRound(t *testing.T, nodes []store.Store, sub store.Subscription, round int) []string {
+	t.Helper()
+	ctx := context.Background()
+	setup := store.Lease{Owner: "setup", Until: base.Add(10000 * time.Hour)}
+	published := base.Add(time.Duration(round) * time.Second)
+	var all []string
+	for batch := range claimsPerRound / 100 {
+		evs := make([]store.NewEvent, 100)
+		for i := range evs {
+			id := ids.New("dlv_", published)
+			all = append(all, id)
+			evs[i] = store.NewEvent{ID: fmt.Sprintf("%s-%d-%d-%d", sub.ID, round, batch, i), Source: "/claimers", Type: "x",
+				Payload: []byte(`{}`), PublishedAt: published,
+				Deliveries: []store.NewDelivery{{ID: id, SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Claimed: i%2 == 1}}}
 		}
-		last := nodes[len(nodes)-1]
-		if err := last.Record(ctx, done); err != nil {
+		if _, err := nodes[round%len(nodes)].Publish(ctx, evs, store.PublishOptions{Lease: setup}); err != nil {
 			t.Fatal(err)
 		}
-		if fresh, retry, err := last.CountPending(ctx); err != nil || fresh+retry != 0 {
-			t.Fatalf("round %d: %d+%d still pending (%v); want every holder's outcome applied", round, fresh, retry, err)
+	}
+	var outs []store.Outcome
+	for i := 1; i < len(all); i += 2 {
+		outs = append(outs, store.Outcome{
+			Attempt: store.AttemptRecord{DeliveryID: all[i], Number: 1, StartedAt: published, StatusCode: 500, Outcome: "http_500"},
+			Status:  store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
+		})
+	}
+	if err := nodes[0].Record(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// holders is which claimer (or consumer) holds each delivery now.
+type holders struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// take records that me holds the deliveries of ids but those it gives back
+// (every fifth), which it returns; it fails when another holds one.
+func (h *holders) take(me string, ids []string, holdAs func(i int) string) (giveBack []int, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, id := range ids {
+		if other, ok := h.m[id]; ok {
+			return nil, fmt.Errorf("%s took %s, held by %s", me, id, other)
 		}
+		if i%5 == 4 {
+			giveBack = append(giveBack, i)
+			continue
+		}
+		h.m[id] = holdAs(i)
+	}
+	return giveBack, nil
+}
+
+// claimAll has claimersPerNode claimers on each of nodes claim from
+// endpoint ep at now, all at once, until nothing is left, and returns who
+// holds each delivery at the end.
+func claimAll(t *testing.T, nodes []store.Store, ep string, now time.Time) map[string]string {
+	t.Helper()
+	h := &holders{m: map[string]string{}}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(nodes)*claimersPerNode)
+	start := make(chan struct{})
+	for ni, s := range nodes {
+		for c := range claimersPerNode {
+			me := fmt.Sprintf("node%d-claimer%d", ni, c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if err := claimUntilEmpty(s, ep, now, me, c, h); err != nil {
+					errc <- err
+				}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	return h.m
+}
+
+// claimUntilEmpty is one claimer, me (the c-th of its store): it claims
+// from ep at now, in batches of varying size, giving some back, until a
+// claim returns nothing.
+func claimUntilEmpty(s store.Store, ep string, now time.Time, me string, c int, h *holders) error {
+	ctx := context.Background()
+	lease := store.Lease{Owner: me, Until: base.Add(10000 * time.Hour)}
+	for k := 0; ; k++ {
+		got, err := s.ClaimDue(ctx, ep, now, 1+(k*7+c)%25, lease)
+		if err != nil || len(got) == 0 {
+			return err
+		}
+		giveBack, err := h.take(me, claimedIDs(got), func(int) string { return me })
+		if err != nil {
+			return err
+		}
+		var release []string
+		for _, i := range giveBack {
+			release = append(release, got[i].ID)
+		}
+		if len(release) > 0 {
+			if err := s.Release(ctx, release, me); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// finishClaimRound records the deliveries of all as delivered, each by its
+// holder, through last, and checks that every outcome applied: the next
+// round starts from an empty endpoint.
+func finishClaimRound(t *testing.T, last store.Store, all []string, holder map[string]string, now time.Time, round int) {
+	t.Helper()
+	ctx := context.Background()
+	var done []store.Outcome
+	for _, id := range all {
+		done = append(done, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: now},
+			Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
+	}
+	if err := last.Record(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, retry, err := last.CountPending(ctx); err != nil || fresh+retry != 0 {
+		t.Fatalf("round %d: %d+%d still pending (%v); want every holder's outcome applied", round, fresh, retry, err)
 	}
 }

@@ -21,10 +21,11 @@ import (
 // acknowledgement applies.
 //
 // nodes are stores on one database: the conformance suite passes its one
-// store; a shared backend may also pass several (several processes).
+// store (Run: the only way SQLite runs it, since a second store on a file
+// cannot be opened while the first is); a shared backend also passes
+// several (several processes: PostgreSQL's TestTwoNodesReceiversDisjoint).
 func CheckReceivesDisjoint(t *testing.T, nodes ...store.Store) {
 	t.Helper()
-	const total, consumers = 600, 4
 	ctx := context.Background()
 	id := ids.New("sub_", base)
 	sub := store.Subscription{ID: id, Name: "receivers-" + id, EventTypes: []string{"x"}, State: store.StateActive,
@@ -36,84 +37,11 @@ func CheckReceivesDisjoint(t *testing.T, nodes ...store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for batch := range total / 100 {
-		evs := make([]store.NewEvent, 100)
-		for i := range evs {
-			published := base.Add(time.Duration(batch*100+i) * time.Millisecond)
-			evs[i] = store.NewEvent{ID: fmt.Sprintf("%s-%d-%d", id, batch, i), Source: "/receivers", Type: "x",
-				Payload: []byte(`{}`), PublishedAt: published,
-				Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", published), SubscriptionID: id, Queued: true}}}
-		}
-		if _, err := nodes[batch%len(nodes)].Publish(ctx, evs, store.PublishOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	var mu sync.Mutex
-	holder := map[string]string{} // delivery → the lock token of the consumer holding it
-	var wg sync.WaitGroup
-	errc := make(chan error, len(nodes)*consumers)
+	publishReceivable(t, nodes, id)
 	now := base.Add(time.Hour)
-	start := make(chan struct{})
-	for ni, s := range nodes {
-		for c := range consumers {
-			me := fmt.Sprintf("node%d-consumer%d", ni, c)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				for k := 0; ; k++ {
-					res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: id, Now: now, Max: 1 + (k*7+c)%25,
-						LockFor: time.Hour, DeadLetter: true})
-					if err != nil {
-						errc <- err
-						return
-					}
-					if len(res.Received) == 0 {
-						return
-					}
-					var release []string
-					mu.Lock()
-					for i, r := range res.Received {
-						if h, ok := holder[r.ID]; ok {
-							mu.Unlock()
-							errc <- fmt.Errorf("%s received %s, locked under %s", me, r.ID, h)
-							return
-						}
-						if i%5 == 4 {
-							release = append(release, r.LockToken) // give some back
-							continue
-						}
-						holder[r.ID] = r.LockToken
-					}
-					mu.Unlock()
-					if len(release) > 0 {
-						got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: id, Action: store.Release, Tokens: release, Now: now})
-						if err == nil {
-							for i, e := range got {
-								if e != nil {
-									err = fmt.Errorf("%s released %s: %w", me, release[i], e)
-									break
-								}
-							}
-						}
-						if err != nil {
-							errc <- err
-							return
-						}
-					}
-				}
-			}()
-		}
-	}
-	close(start)
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
-	if len(holder) != total {
-		t.Fatalf("%d deliveries received, want %d", len(holder), total)
+	holder := receiveAll(t, nodes, id, now)
+	if len(holder) != receivesTotal {
+		t.Fatalf("%d deliveries received, want %d", len(holder), receivesTotal)
 	}
 	var tokens []string
 	for _, tok := range holder {
@@ -131,5 +59,92 @@ func CheckReceivesDisjoint(t *testing.T, nodes ...store.Store) {
 	}
 	if n, err := last.CountQueued(ctx); err != nil || n != queuedBefore {
 		t.Fatalf("CountQueued = %d, %v; want %d: every delivery acknowledged", n, err, queuedBefore)
+	}
+}
+
+// CheckReceivesDisjoint's sizes: deliveries, consumers a store.
+const receivesTotal, consumersPerNode = 600, 4
+
+// publishReceivable publishes receivesTotal queued deliveries to pull
+// subscription id, through one of nodes in turn.
+func publishReceivable(t *testing.T, nodes []store.Store, id string) {
+	t.Helper()
+	for batch := range receivesTotal / 100 {
+		evs := make([]store.NewEvent, 100)
+		for i := range evs {
+			published := base.Add(time.Duration(batch*100+i) * time.Millisecond)
+			evs[i] = store.NewEvent{ID: fmt.Sprintf("%s-%d-%d", id, batch, i), Source: "/receivers", Type: "x",
+				Payload: []byte(`{}`), PublishedAt: published,
+				Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", published), SubscriptionID: id, Queued: true}}}
+		}
+		if _, err := nodes[batch%len(nodes)].Publish(context.Background(), evs, store.PublishOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// receiveAll has consumersPerNode consumers on each of nodes receive from
+// subscription id at now, all at once, until nothing is receivable, and
+// returns the lock token each delivery is held under at the end.
+func receiveAll(t *testing.T, nodes []store.Store, id string, now time.Time) map[string]string {
+	t.Helper()
+	h := &holders{m: map[string]string{}}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(nodes)*consumersPerNode)
+	start := make(chan struct{})
+	for ni, s := range nodes {
+		for c := range consumersPerNode {
+			me := fmt.Sprintf("node%d-consumer%d", ni, c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if err := receiveUntilEmpty(s, id, now, me, c, h); err != nil {
+					errc <- err
+				}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	return h.m
+}
+
+// receiveUntilEmpty is one consumer, me (the c-th of its store): it
+// receives from subscription id at now, in batches of varying size,
+// releasing some at once, until a receive returns nothing.
+func receiveUntilEmpty(s store.Store, id string, now time.Time, me string, c int, h *holders) error {
+	ctx := context.Background()
+	for k := 0; ; k++ {
+		res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: id, Now: now, Max: 1 + (k*7+c)%25,
+			LockFor: time.Hour, DeadLetter: true})
+		if err != nil || len(res.Received) == 0 {
+			return err
+		}
+		rs := res.Received
+		giveBack, err := h.take(me, receivedIDs(rs), func(i int) string { return rs[i].LockToken })
+		if err != nil {
+			return err
+		}
+		var release []string
+		for _, i := range giveBack {
+			release = append(release, rs[i].LockToken)
+		}
+		if len(release) == 0 {
+			continue
+		}
+		got, err := s.Settle(ctx, store.SettleRequest{SubscriptionID: id, Action: store.Release, Tokens: release, Now: now})
+		if err != nil {
+			return err
+		}
+		for i, e := range got {
+			if e != nil {
+				return fmt.Errorf("%s released %s: %w", me, release[i], e)
+			}
+		}
 	}
 }

@@ -8,91 +8,29 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
+// testCleanup: Cleanup deletes, oldest first and at most limit a call, the
+// events published before `before` whose deliveries are all finished,
+// with their deliveries and attempts; it keeps those with a delivery
+// pending or queued, and those published at or after `before`; and a
+// deleted event's sequence is never reused.
 func testCleanup(t *testing.T, b *bundle) {
-	a := b.sub("https://a.example/hook")
-	type ev struct {
-		seq        int64
-		deliveries []string
-	}
-	publish := func(at time.Time, n int) ev {
-		subs := make([]store.Subscription, n)
-		for i := range subs {
-			subs[i] = a
-		}
-		e := b.event(at, subs...)
-		for i := range e.Deliveries {
-			e.Deliveries[i].Claimed = true
-		}
-		var out ev
-		out.seq = b.publish(e)[0].Seq
-		for _, d := range e.Deliveries {
-			out.deliveries = append(out.deliveries, d.ID)
-		}
-		return out
-	}
-	// Oldest first: delivered; one still pending; dead-lettered and dropped;
-	// no deliveries; one queued; then a finished event that is too new.
-	delivered := publish(b.now, 2)
-	b.record(succeeded(delivered.deliveries[0], 1, b.now), succeeded(delivered.deliveries[1], 1, b.now))
-	unfinished := publish(b.at(time.Second), 2)
-	b.record(succeeded(unfinished.deliveries[0], 1, b.now))
-	b.record(failed(unfinished.deliveries[1], 1, b.now, b.now, b.at(time.Hour)))
-	ended := publish(b.at(2*time.Second), 2)
-	b.record(deadLettered(ended.deliveries[0], 1, b.now, b.now))
-	dropped := failed(ended.deliveries[1], 1, b.now, b.now, time.Time{})
-	dropped.Status, dropped.DeadLetterReason = store.StatusDropped, "TimeToLiveExceeded"
-	b.record(dropped)
-	empty := publish(b.at(3*time.Second), 0)
-	queued := publish(b.at(4*time.Second), 1)
-	q := failed(queued.deliveries[0], 1, b.now, b.now, time.Time{})
-	q.Status = store.StatusQueued
-	b.record(q)
-	recent := publish(b.at(time.Hour), 1)
-	b.record(succeeded(recent.deliveries[0], 1, b.at(time.Hour)))
-
+	e := publishCleanupEvents(b)
 	before := b.at(time.Minute)
-	gone := func(e ev) {
-		t.Helper()
-		if _, err := b.s.GetEvent(b.ctx, e.seq); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("event %d not deleted (err %v)", e.seq, err)
-		}
-		for _, id := range e.deliveries {
-			if _, err := b.s.GetDelivery(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("delivery %s not deleted (err %v)", id, err)
-			}
-			if _, _, err := b.s.ListAttempts(b.ctx, id, store.Page{}); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("attempts of %s: %v, want ErrNotFound", id, err)
-			}
-		}
-	}
-	kept := func(e ev) {
-		t.Helper()
-		if _, err := b.s.GetEvent(b.ctx, e.seq); err != nil {
-			t.Fatalf("event %d: %v", e.seq, err)
-		}
-		for _, id := range e.deliveries {
-			b.get(id)
-			if as, _, err := b.s.ListAttempts(b.ctx, id, store.Page{}); err != nil || len(as) != 1 {
-				t.Fatalf("attempts of %s: %d, %v", id, len(as), err)
-			}
-		}
-	}
-
 	n, err := b.s.Cleanup(b.ctx, before, 2)
 	if err != nil || n != 2 {
 		t.Fatalf("Cleanup(limit 2) = %d, %v; want 2", n, err)
 	}
-	gone(delivered)
-	gone(ended)
-	kept(empty)
+	cleanedUp(t, b, e.delivered)
+	cleanedUp(t, b, e.ended)
+	keptUp(t, b, e.empty)
 	n, err = b.s.Cleanup(b.ctx, before, 100)
 	if err != nil || n != 1 {
 		t.Fatalf("Cleanup = %d, %v; want 1", n, err)
 	}
-	gone(empty)
-	kept(unfinished)
-	kept(queued)
-	kept(recent)
+	cleanedUp(t, b, e.empty)
+	keptUp(t, b, e.unfinished)
+	keptUp(t, b, e.queued)
+	keptUp(t, b, e.recent)
 	if n, err := b.s.Cleanup(b.ctx, before, 100); err != nil || n != 0 {
 		t.Fatalf("Cleanup again = %d, %v; want 0", n, err)
 	}
@@ -103,9 +41,95 @@ func testCleanup(t *testing.T, b *bundle) {
 	if n, err := b.s.Cleanup(b.ctx, b.at(time.Hour+time.Millisecond), 100); err != nil || n != 1 {
 		t.Fatalf("Cleanup(after publish time) = %d, %v; want 1", n, err)
 	}
-	gone(recent)
+	cleanedUp(t, b, e.recent)
 	// New events never reuse a deleted event's sequence.
-	if seq := b.publish(b.event(b.now))[0].Seq; seq <= recent.seq {
-		t.Fatalf("new event got seq %d, not above deleted %d", seq, recent.seq)
+	if seq := b.publish(b.event(b.now))[0].Seq; seq <= e.recent.seq {
+		t.Fatalf("new event got seq %d, not above deleted %d", seq, e.recent.seq)
+	}
+}
+
+// cleanupEvent is an event testCleanup published: its seq and its
+// deliveries.
+type cleanupEvent struct {
+	seq        int64
+	deliveries []string
+}
+
+// cleanupEvents are testCleanup's events, oldest first: delivered; one
+// still pending; dead-lettered and dropped; no deliveries; one queued;
+// then a finished event that is too new. Each delivery has one attempt.
+type cleanupEvents struct {
+	delivered, unfinished, ended, empty, queued, recent cleanupEvent
+}
+
+// publishCleanupEvents publishes testCleanup's events to one subscription
+// and records their attempts.
+func publishCleanupEvents(b *bundle) cleanupEvents {
+	a := b.sub("https://a.example/hook")
+	publish := func(at time.Time, n int) cleanupEvent {
+		subs := make([]store.Subscription, n)
+		for i := range subs {
+			subs[i] = a
+		}
+		e := b.event(at, subs...)
+		for i := range e.Deliveries {
+			e.Deliveries[i].Claimed = true
+		}
+		out := cleanupEvent{seq: b.publish(e)[0].Seq}
+		for _, d := range e.Deliveries {
+			out.deliveries = append(out.deliveries, d.ID)
+		}
+		return out
+	}
+	var e cleanupEvents
+	e.delivered = publish(b.now, 2)
+	b.record(succeeded(e.delivered.deliveries[0], 1, b.now), succeeded(e.delivered.deliveries[1], 1, b.now))
+	e.unfinished = publish(b.at(time.Second), 2)
+	b.record(succeeded(e.unfinished.deliveries[0], 1, b.now))
+	b.record(failed(e.unfinished.deliveries[1], 1, b.now, b.now, b.at(time.Hour)))
+	e.ended = publish(b.at(2*time.Second), 2)
+	b.record(deadLettered(e.ended.deliveries[0], 1, b.now, b.now))
+	dropped := failed(e.ended.deliveries[1], 1, b.now, b.now, time.Time{})
+	dropped.Status, dropped.DeadLetterReason = store.StatusDropped, "TimeToLiveExceeded"
+	b.record(dropped)
+	e.empty = publish(b.at(3*time.Second), 0)
+	e.queued = publish(b.at(4*time.Second), 1)
+	q := failed(e.queued.deliveries[0], 1, b.now, b.now, time.Time{})
+	q.Status = store.StatusQueued
+	b.record(q)
+	e.recent = publish(b.at(time.Hour), 1)
+	b.record(succeeded(e.recent.deliveries[0], 1, b.at(time.Hour)))
+	return e
+}
+
+// cleanedUp fails the test unless e, its deliveries and their attempts
+// are gone.
+func cleanedUp(t *testing.T, b *bundle, e cleanupEvent) {
+	t.Helper()
+	if _, err := b.s.GetEvent(b.ctx, e.seq); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("event %d not deleted (err %v)", e.seq, err)
+	}
+	for _, id := range e.deliveries {
+		if _, err := b.s.GetDelivery(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("delivery %s not deleted (err %v)", id, err)
+		}
+		if _, _, err := b.s.ListAttempts(b.ctx, id, store.Page{}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("attempts of %s: %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+// keptUp fails the test unless e, its deliveries and their attempt are
+// there.
+func keptUp(t *testing.T, b *bundle, e cleanupEvent) {
+	t.Helper()
+	if _, err := b.s.GetEvent(b.ctx, e.seq); err != nil {
+		t.Fatalf("event %d: %v", e.seq, err)
+	}
+	for _, id := range e.deliveries {
+		b.get(id)
+		if as, _, err := b.s.ListAttempts(b.ctx, id, store.Page{}); err != nil || len(as) != 1 {
+			t.Fatalf("attempts of %s: %d, %v", id, len(as), err)
+		}
 	}
 }
