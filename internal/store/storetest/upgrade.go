@@ -326,7 +326,38 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	if err != nil || v <= 0 {
 		t.Fatalf("AuthVersion after the upgrade: %d, %v", v, err)
 	}
+	sub, ep := checkV4Subscription(t, s)
+	seqs := checkV4Deliveries(t, s)
+	cs, err := s.ClaimDue(ctx, ep, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v4_pending" || cs[0].AccountID != store.DefaultAccount ||
+		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
+		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
+	}
+	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v4_pending", 1, now)}); err != nil {
+		t.Fatal(err)
+	}
 
+	acc := checkV4Keys(t, s, v, now)
+	checkV4Dedup(t, s, acc, seqs, now)
+
+	// Names are unique per account from now on.
+	other := sub
+	other.ID, other.AccountID = "sub_v4b", acc.ID
+	if err := s.CreateSubscription(ctx, other); err != nil {
+		t.Fatalf("the upgraded subscription's name in a new account: %v", err)
+	}
+	other.ID, other.AccountID = "sub_v4c", store.DefaultAccount
+	if err := s.CreateSubscription(ctx, other); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("the upgraded subscription's name again in the default account: %v; want ErrNameTaken", err)
+	}
+}
+
+// checkV4Subscription: V4Data's subscription and its endpoint are the
+// default account's, the subscription re-keyed at a new catalog version
+// with its secrets; it returns them.
+func checkV4Subscription(t *testing.T, s store.Store) (store.Subscription, string) {
+	t.Helper()
+	ctx := context.Background()
 	sub, err := s.GetSubscription(ctx, "sub_v4")
 	if err != nil {
 		t.Fatal(err)
@@ -354,6 +385,15 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	if eps, _, err := s.ListEndpoints(ctx, store.DefaultAccount, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != ep {
 		t.Fatalf("ListEndpoints(default) after the upgrade: %+v, %v", eps, err)
 	}
+	return sub, ep
+}
+
+// checkV4Deliveries: V4Data's deliveries and events are the default
+// account's, and its pending delivery lists as such; it returns the
+// events' seqs (of the pending delivery's, then the delivered one's).
+func checkV4Deliveries(t *testing.T, s store.Store) []int64 {
+	t.Helper()
+	ctx := context.Background()
 	var seqs []int64
 	for _, id := range []string{"dlv_v4_pending", "dlv_v4_done"} {
 		d, err := s.GetDelivery(ctx, id)
@@ -370,17 +410,15 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	if err != nil || len(ds) != 1 || ds[0].ID != "dlv_v4_pending" {
 		t.Fatalf("pending deliveries of the default account after the upgrade: %+v, %v", ds, err)
 	}
+	return seqs
+}
 
-	cs, err := s.ClaimDue(ctx, ep, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
-	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v4_pending" || cs[0].AccountID != store.DefaultAccount ||
-		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
-		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
-	}
-	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v4_pending", 1, now)}); err != nil {
-		t.Fatal(err)
-	}
-
-	// The first key of the upgraded store, and an account of its own.
+// checkV4Keys: the upgraded store takes its first key (advancing the auth
+// version past v), an account of its own and a key in it; it returns the
+// account.
+func checkV4Keys(t *testing.T, s store.Store, v int64, now time.Time) store.Account {
+	t.Helper()
+	ctx := context.Background()
 	key := store.APIKey{ID: "key_v4", AccountID: store.DefaultAccount, Role: store.RoleAdmin, Name: "first",
 		Hash: []byte("0123456789abcdef0123456789abcdef"), Prefix: "hk_v4", CreatedAt: now}
 	if ok, err := s.CreateFirstKey(ctx, key); err != nil || !ok {
@@ -398,10 +436,15 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 		Hash: []byte("another hash of thirty-two bytes"), Prefix: "hk_v4b", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
+	return acc
+}
 
-	// Deduplication: e1 again is new in another account, a duplicate in
-	// the default one; the new event does not take the deleted e3's seq
-	// (published first and alone: a refused duplicate may use up a seq).
+// checkV4Dedup: e1 again is new in another account, a duplicate in the
+// default one; the new event does not take the deleted e3's seq
+// (published first and alone: a refused duplicate may use up a seq).
+func checkV4Dedup(t *testing.T, s store.Store, acc store.Account, seqs []int64, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	res, err := s.Publish(ctx, []store.NewEvent{
 		{AccountID: acc.ID, ID: "e1", Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`), PublishedAt: now},
 	}, store.PublishOptions{})
@@ -419,17 +462,6 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	}
 	if !res[0].Duplicate || res[0].Seq != seqs[0] {
 		t.Fatalf("e1 again in the default account after the upgrade: %+v; want a duplicate of seq %d", res[0], seqs[0])
-	}
-
-	// Names are unique per account from now on.
-	other := sub
-	other.ID, other.AccountID = "sub_v4b", acc.ID
-	if err := s.CreateSubscription(ctx, other); err != nil {
-		t.Fatalf("the upgraded subscription's name in a new account: %v", err)
-	}
-	other.ID, other.AccountID = "sub_v4c", store.DefaultAccount
-	if err := s.CreateSubscription(ctx, other); !errors.Is(err, store.ErrNameTaken) {
-		t.Fatalf("the upgraded subscription's name again in the default account: %v; want ErrNameTaken", err)
 	}
 }
 
@@ -656,8 +688,16 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s, the dead letter of none", id, d, err, want)
 		}
 	}
+	checkV7DeadLetter(t, s, v7, dlEp, now)
+	checkV7EndpointsGo(t, s, dlEp, shared, now)
+}
 
-	// A dead letter of the upgraded subscription.
+// checkV7DeadLetter: a dead letter of V7Data's subscription sub_v7a (on
+// endpoint v7) is written to its dead-letter URL's endpoint dlEp, claimed
+// with the dead-lettered delivery and its event, and recorded.
+func checkV7DeadLetter(t *testing.T, s store.Store, v7, dlEp string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
 	cs, err := s.ClaimDue(ctx, v7, now, 10, lease)
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v7_pending" || cs[0].DeadLetter != nil {
@@ -679,8 +719,14 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v7_copy", 1, end)}); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// The endpoint rows go with the last subscription that names them.
+// checkV7EndpointsGo: the endpoint rows of V7Data's dead-letter URLs (dlEp
+// and shared, which a subscription also pushes to) go with the last
+// subscription that names them.
+func checkV7EndpointsGo(t *testing.T, s store.Store, dlEp, shared string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	sub, err := s.GetSubscription(ctx, "sub_v7b")
 	if err != nil {
 		t.Fatal(err)
@@ -1045,34 +1091,56 @@ VALUES ('dlv_v10_dead', 1, 1767603600000, 1000, 0, 'connection_refused',
 // the upgrade moves the subscription to its new URL's keyed endpoint.
 func CheckUpgradeFromV10(t *testing.T, s store.Store) {
 	t.Helper()
-	ctx := context.Background()
 	now := time.UnixMilli(1767603700000).UTC()
-	const url, dlURL, goneURL, x = "https://usr:pw10@v10.example/hook", "https://dl.v10.example/hook",
-		"https://gone.v10.example/hook", "acc_0000000000000000000000v10x"
-	const l1, lx, ldl, lgone = "ep_80xd22q4hn06sbmty17h", "ep_6wpaegxqj598vbhvcbhr", "ep_ch5wcgq0tbze3sph9m56", "ep_9az7tjv6v7dr2hnwx6rs"
-	for old, of := range map[string][2]string{l1: {"", url}, lx: {x, url}, ldl: {"", dlURL}, lgone: {"", goneURL}} {
+	for old, of := range map[string][2]string{v10Legacy[0]: {"", v10URL}, v10Legacy[1]: {v10Account, v10URL},
+		v10Legacy[2]: {"", v10DeadLetterURL}, v10Legacy[3]: {"", v10GoneURL}} {
 		if got := sqlrow.LegacyEndpointID(of[0], of[1]); got != old {
 			t.Fatalf("V10Data names the endpoint of %v %s; it is %s", of, old, got)
 		}
 	}
-	ep, epX, dlEp := endpointOf(s, url), s.EndpointID(x, url), endpointOf(s, dlURL)
-	legacy := []string{l1, lx, ldl, lgone}
-	for _, id := range []string{ep, epX, dlEp} {
-		if slices.Contains(legacy, id) {
+	e := v10Endpoints{ep: endpointOf(s, v10URL), epX: s.EndpointID(v10Account, v10URL), dlEp: endpointOf(s, v10DeadLetterURL)}
+	for _, id := range []string{e.ep, e.epX, e.dlEp} {
+		if slices.Contains(v10Legacy, id) {
 			t.Fatalf("the store makes the old ID %s", id)
 		}
 	}
-	if ep == epX {
-		t.Fatalf("one URL in two accounts is one endpoint %s", ep)
+	if e.ep == e.epX {
+		t.Fatalf("one URL in two accounts is one endpoint %s", e.ep)
 	}
+	checkV10Endpoints(t, s, e)
+	checkV10References(t, s, e)
+	checkV10Claims(t, s, e, now)
+	checkV10Move(t, s, e, now)
+}
 
+// V10Data's URLs, and the second account it pushes to v10URL in.
+const (
+	v10URL, v10DeadLetterURL, v10GoneURL = "https://usr:pw10@v10.example/hook", "https://dl.v10.example/hook", "https://gone.v10.example/hook"
+	v10Account                           = "acc_0000000000000000000000v10x"
+)
+
+// v10Legacy are the endpoint IDs schema 10 made of V10Data's URLs: of
+// v10URL in the default account and in v10Account, of v10DeadLetterURL, of
+// v10GoneURL.
+var v10Legacy = []string{"ep_80xd22q4hn06sbmty17h", "ep_6wpaegxqj598vbhvcbhr", "ep_ch5wcgq0tbze3sph9m56", "ep_9az7tjv6v7dr2hnwx6rs"}
+
+// v10Endpoints are the store's endpoint IDs of V10Data's URLs: v10URL in
+// the default account and in v10Account, and the dead-letter URL.
+type v10Endpoints struct{ ep, epX, dlEp string }
+
+// checkV10Endpoints: the upgraded endpoints are those three, each with its
+// URL, account and health, re-keyed at a new version.
+func checkV10Endpoints(t *testing.T, s store.Store, e v10Endpoints) {
+	t.Helper()
+	ctx := context.Background()
+	ep, epX, dlEp, url, dlURL, x := e.ep, e.epX, e.dlEp, v10URL, v10DeadLetterURL, v10Account
 	eps, err := s.AllEndpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	for _, e := range eps {
-		ids = append(ids, e.ID)
+	for _, row := range eps {
+		ids = append(ids, row.ID)
 	}
 	equal(t, "endpoints after the upgrade", ids, sortedCopy([]string{ep, epX, dlEp}))
 	for id, want := range map[string]struct {
@@ -1080,16 +1148,25 @@ func CheckUpgradeFromV10(t *testing.T, s store.Store) {
 		state        health.State
 		failures     int64
 	}{ep: {store.DefaultAccount, url, health.Disabled, 7}, epX: {x, url, health.Enabled, 0}, dlEp: {store.DefaultAccount, dlURL, health.Enabled, 0}} {
-		e, err := s.GetEndpoint(ctx, id)
-		if err != nil || e.AccountID != want.account || e.URL != want.url || e.Health.State != want.state ||
-			e.Health.ConsecutiveFailures != want.failures || e.Version <= 2 {
-			t.Fatalf("endpoint %s after the upgrade: %+v, %v; want %+v, re-keyed at a version after 2", id, e, err, want)
+		got, err := s.GetEndpoint(ctx, id)
+		if err != nil || got.AccountID != want.account || got.URL != want.url || got.Health.State != want.state ||
+			got.Health.ConsecutiveFailures != want.failures || got.Version <= 2 {
+			t.Fatalf("endpoint %s after the upgrade: %+v, %v; want %+v, re-keyed at a version after 2", id, got, err, want)
 		}
 	}
-	if e, _ := s.GetEndpoint(ctx, ep); !e.Health.NextProbeAt.Equal(time.UnixMilli(1767604200000)) {
-		t.Fatalf("the disabled endpoint's next probe after the upgrade: %v", e.Health.NextProbeAt)
+	if got, _ := s.GetEndpoint(ctx, ep); !got.Health.NextProbeAt.Equal(time.UnixMilli(1767604200000)) {
+		t.Fatalf("the disabled endpoint's next probe after the upgrade: %v", got.Health.NextProbeAt)
 	}
+}
 
+// checkV10References: the subscriptions and deliveries name the
+// endpoints they named; the delivery of an endpoint gone has a new ID of
+// its own; the operational events name the new IDs; the attempt log no
+// longer shows the password.
+func checkV10References(t *testing.T, s store.Store, e v10Endpoints) {
+	t.Helper()
+	ctx := context.Background()
+	ep, epX, dlEp := e.ep, e.epX, e.dlEp
 	for _, sub := range catalogAfterUpgrade(t, s, 3) {
 		want := map[string][2]string{"sub_v10": {ep, dlEp}, "sub_v10x": {epX, ""}, "sub_v10pull": {"", ""}}[sub.ID]
 		if sub.EndpointID != want[0] || sub.DeadLetterEndpointID != want[1] {
@@ -1107,10 +1184,10 @@ func CheckUpgradeFromV10(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphanID(t, gone.ID, gone.EndpointID, lgone, ep, epX, dlEp)
+	orphanID(t, gone.ID, gone.EndpointID, v10Legacy[3], ep, epX, dlEp)
 
 	// The operational events name the new IDs.
-	for delivery, want := range map[string][2]string{"dlv_v10_ops": {ep, l1}, "dlv_v10_gone": {gone.EndpointID, lgone}} {
+	for delivery, want := range map[string][2]string{"dlv_v10_ops": {ep, v10Legacy[0]}, "dlv_v10_gone": {gone.EndpointID, v10Legacy[3]}} {
 		d, err := s.GetDelivery(ctx, delivery)
 		if err != nil {
 			t.Fatal(err)
@@ -1126,22 +1203,32 @@ func CheckUpgradeFromV10(t *testing.T, s store.Store) {
 		len(as) != 1 || as[0].Error != want {
 		t.Fatalf("the attempt log after the upgrade: %+v, %v; want the error %s", as, err, want)
 	}
+}
 
-	// Claimed on the new IDs, on none of the old.
+// checkV10Claims: the deliveries are claimed on the new IDs, and none of
+// the old is left.
+func checkV10Claims(t *testing.T, s store.Store, e v10Endpoints, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	lease := store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)}
-	for id, want := range map[string]string{ep: "dlv_v10_pending", dlEp: "dlv_v10_copy", epX: "dlv_v10x"} {
+	for id, want := range map[string]string{e.ep: "dlv_v10_pending", e.dlEp: "dlv_v10_copy", e.epX: "dlv_v10x"} {
 		cs, err := s.ClaimDue(ctx, id, now, 10, lease)
 		if err != nil || len(cs) != 1 || cs[0].ID != want {
 			t.Fatalf("ClaimDue(%s) after the upgrade: %+v, %v; want %s", id, cs, err, want)
 		}
 	}
-	for _, old := range legacy {
+	for _, old := range v10Legacy {
 		if _, err := s.GetEndpoint(ctx, old); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("GetEndpoint(%s), an old ID, after the upgrade: %v; want ErrNotFound", old, err)
 		}
 	}
+}
 
-	// A subscription write after the upgrade keys its new URL's endpoint.
+// checkV10Move: a subscription write after the upgrade keys its new URL's
+// endpoint, and the old endpoint goes.
+func checkV10Move(t *testing.T, s store.Store, e v10Endpoints, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	sub, err := s.GetSubscription(ctx, "sub_v10")
 	if err != nil {
 		t.Fatal(err)
@@ -1158,7 +1245,7 @@ func CheckUpgradeFromV10(t *testing.T, s store.Store) {
 	if _, err := s.GetEndpoint(ctx, moved); err != nil {
 		t.Fatalf("the new URL's endpoint %s: %v", moved, err)
 	}
-	if _, err := s.GetEndpoint(ctx, ep); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("GetEndpoint(%s) after its subscription moved: %v; want ErrNotFound", ep, err)
+	if _, err := s.GetEndpoint(ctx, e.ep); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetEndpoint(%s) after its subscription moved: %v; want ErrNotFound", e.ep, err)
 	}
 }
