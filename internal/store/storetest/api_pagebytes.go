@@ -54,10 +54,7 @@ func testListDeadLettersBytes(t *testing.T, b *bundle) {
 	var want []string
 	for i, n := range pageSizes {
 		at := b.at(time.Duration(i) * time.Second)
-		ev := b.event(at, a)
-		// The dead letter's bytes count its event's id, source, type and
-		// subject too: the payload makes up the rest of n.
-		ev.Payload = filler(n - len(ev.ID) - len(ev.Source) - len(ev.Type) - len(ev.Subject))
+		ev := sizedEvent(b, at, a, n)
 		ev.Deliveries[0].Claimed = true
 		b.publish(ev)
 		id := ev.Deliveries[0].ID
@@ -66,13 +63,29 @@ func testListDeadLettersBytes(t *testing.T, b *bundle) {
 	}
 	checkBounded(t, "dead letters", reversed(want), func(p store.Page) ([]store.DeadLetter, string, error) {
 		return b.s.ListDeadLetters(b.ctx, store.DeadLetterFilter{SubscriptionID: a.ID, Page: p})
-	}, func(d store.DeadLetter) int64 {
+	}, withEventBytes(t, "dead letter"), func(d store.DeadLetter) string { return d.ID })
+}
+
+// sizedEvent returns an event published at `at` with a delivery to sub,
+// whose bytes as an item listed with its event (a dead letter, a queued
+// delivery: its id, source, type, subject and payload) are n: the payload
+// makes up the rest.
+func sizedEvent(b *bundle, at time.Time, sub store.Subscription, n int) store.NewEvent {
+	ev := b.event(at, sub)
+	ev.Payload = filler(n - len(ev.ID) - len(ev.Source) - len(ev.Type) - len(ev.Subject))
+	return ev
+}
+
+// withEventBytes returns the bytes of an item listed with its event (see
+// sizedEvent), failing the test for one (a what) listed without it.
+func withEventBytes(t *testing.T, what string) func(store.DeadLetter) int64 {
+	return func(d store.DeadLetter) int64 {
 		e := d.Event
 		if len(e.Payload) == 0 || e.ID != d.EventID {
-			t.Fatalf("dead letter %s without its event", d.ID)
+			t.Fatalf("%s %s without its event", what, d.ID)
 		}
 		return int64(len(e.ID) + len(e.Source) + len(e.Type) + len(e.Subject) + len(e.Payload))
-	}, func(d store.DeadLetter) string { return d.ID })
+	}
 }
 
 // testListDeliveriesBytes: a delivery's bytes are its event's id and source.

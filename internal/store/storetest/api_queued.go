@@ -145,21 +145,14 @@ func testListQueuedBytes(t *testing.T, b *bundle) {
 	p := b.pullSub(true)
 	var want []string
 	for i, n := range pageSizes {
-		ev := b.event(b.at(time.Duration(i)*time.Second), p)
-		ev.Payload = filler(n - len(ev.ID) - len(ev.Source) - len(ev.Type) - len(ev.Subject))
+		ev := sizedEvent(b, b.at(time.Duration(i)*time.Second), p, n)
 		ev.Deliveries[0].Queued = true
 		b.publish(ev)
 		want = append(want, ev.Deliveries[0].ID)
 	}
 	checkBounded(t, "queued", reversed(want), func(pg store.Page) ([]store.DeadLetter, string, error) {
 		return b.s.ListQueued(b.ctx, store.DeliveryFilter{SubscriptionID: p.ID, Page: pg})
-	}, func(d store.DeadLetter) int64 {
-		e := d.Event
-		if len(e.Payload) == 0 || e.ID != d.EventID {
-			t.Fatalf("queued delivery %s without its event", d.ID)
-		}
-		return int64(len(e.ID) + len(e.Source) + len(e.Type) + len(e.Subject) + len(e.Payload))
-	}, func(d store.DeadLetter) string { return d.ID })
+	}, withEventBytes(t, "queued delivery"), func(d store.DeadLetter) string { return d.ID })
 }
 
 // testListQueuedLimitsAndCursors: a page holds DefaultLimit items for a

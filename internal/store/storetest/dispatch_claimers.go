@@ -124,18 +124,28 @@ func (h *holders) take(me string, ids []string, holdAs func(i int) string) (give
 // holds each delivery at the end.
 func claimAll(t *testing.T, nodes []store.Store, ep string, now time.Time) map[string]string {
 	t.Helper()
+	return takeAll(t, nodes, claimersPerNode, "claimer", func(s store.Store, me string, c int, h *holders) error {
+		return claimUntilEmpty(s, ep, now, me, c, h)
+	})
+}
+
+// takeAll runs perNode takers on each of nodes at once, the c-th of node n
+// named node<n>-<kind><c>, each take(s, name, c, h) until it returns, and
+// fails the test on any error; it returns what h holds at the end.
+func takeAll(t *testing.T, nodes []store.Store, perNode int, kind string, take func(s store.Store, me string, c int, h *holders) error) map[string]string {
+	t.Helper()
 	h := &holders{m: map[string]string{}}
 	var wg sync.WaitGroup
-	errc := make(chan error, len(nodes)*claimersPerNode)
+	errc := make(chan error, len(nodes)*perNode)
 	start := make(chan struct{})
 	for ni, s := range nodes {
-		for c := range claimersPerNode {
-			me := fmt.Sprintf("node%d-claimer%d", ni, c)
+		for c := range perNode {
+			me := fmt.Sprintf("node%d-%s%d", ni, kind, c)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
-				if err := claimUntilEmpty(s, ep, now, me, c, h); err != nil {
+				if err := take(s, me, c, h); err != nil {
 					errc <- err
 				}
 			}()

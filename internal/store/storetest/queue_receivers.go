@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,30 +87,9 @@ func publishReceivable(t *testing.T, nodes []store.Store, id string) {
 // returns the lock token each delivery is held under at the end.
 func receiveAll(t *testing.T, nodes []store.Store, id string, now time.Time) map[string]string {
 	t.Helper()
-	h := &holders{m: map[string]string{}}
-	var wg sync.WaitGroup
-	errc := make(chan error, len(nodes)*consumersPerNode)
-	start := make(chan struct{})
-	for ni, s := range nodes {
-		for c := range consumersPerNode {
-			me := fmt.Sprintf("node%d-consumer%d", ni, c)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				if err := receiveUntilEmpty(s, id, now, me, c, h); err != nil {
-					errc <- err
-				}
-			}()
-		}
-	}
-	close(start)
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
-	return h.m
+	return takeAll(t, nodes, consumersPerNode, "consumer", func(s store.Store, me string, c int, h *holders) error {
+		return receiveUntilEmpty(s, id, now, me, c, h)
+	})
 }
 
 // receiveUntilEmpty is one consumer, me (the c-th of its store): it
