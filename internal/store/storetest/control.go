@@ -2,14 +2,25 @@ package storetest
 
 import "testing"
 
-// RunControlContract checks what the control service asks of the store
+// RunControlContract checks the writes the control service makes
 // (control.Store, in internal/control; and handshake.Store, its
 // GetSubscription and UpdateSubscription): subscription writes, each with
 // the endpoint rows of its URLs (an endpoint lives while a subscription
 // uses its URL) and what happens to the subscription's deliveries;
-// Redeliver and Redrive; ReactivateSubscription.
+// Redeliver and Redrive; ReactivateSubscription; account and key writes.
 func RunControlContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
+		{"Accounts", []test{
+			{"CreateGetUpdate", testAccountRoundTrip},
+			{"NameTakenAndIDConflict", testAccountConflicts},
+			{"NotFound", testAccountNotFound},
+			{"Delete", testAccountDelete},
+			{"DeleteRefused", testAccountDeleteRefused},
+		}},
+		{"Keys", []test{
+			{"CreateGetDelete", testKeyRoundTrip},
+			{"Conflicts", testKeyConflicts},
+		}},
 		{"Subscriptions", []test{
 			{"CreateGetRoundTrip", testSubscriptionRoundTrip},
 			{"NameTaken", testSubscriptionNameTaken},

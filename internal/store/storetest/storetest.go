@@ -11,14 +11,15 @@
 // interface it declares where it is used. Each contract has its own entry
 // point, which Run calls in turn, and its own files (named after it):
 //
-//	RunIngestContract    ingest.Store: Publish (ingest*.go)
-//	RunDispatchContract  dispatch.Store: claims, leases, outcomes, endpoint health (dispatch*.go)
-//	RunControlContract   control.Store and handshake.Store: subscription writes, redelivery, reactivation (control*.go)
-//	RunQueueContract     queue.Store: Receive and Settle (queue*.go)
-//	RunAPIContract       api.Store: accounts, keys, lists, counts (api*.go)
-//	RunCatalogContract   catalog.Source: SubscriptionChanges (catalog*.go)
-//	RunAuthContract      auth.Store and the first admin key (auth*.go)
-//	RunServerContract    the server's own: TryLead, Cleanup, Close (server*.go)
+//	RunAdmissionContract   publishing: Publish (admission*.go)
+//	RunSchedulingContract  claims, leases, endpoint health (scheduling*.go)
+//	RunRecordingContract   outcomes: Record (recording*.go)
+//	RunControlContract     control.Store and handshake.Store: subscription, account and key writes, redelivery (control*.go)
+//	RunQueueContract       queue.Store: Receive and Settle (queue*.go)
+//	RunAPIContract         api.Store: lists and counts (api*.go)
+//	RunCatalogContract     catalog.Source: SubscriptionChanges (catalog*.go)
+//	RunAuthContract        auth.Store and the first admin key (auth*.go)
+//	RunServerContract      the server's own: TryLead, Cleanup, Close (server*.go)
 //
 // A check may use any method to set up and observe what it checks: a
 // contract names what is checked, not all that is called.
@@ -60,8 +61,9 @@ func Run(t *testing.T, open Opener) {
 		name string
 		run  func(*testing.T, Opener)
 	}{
-		{"Ingest", RunIngestContract},
-		{"Dispatch", RunDispatchContract},
+		{"Admission", RunAdmissionContract},
+		{"Scheduling", RunSchedulingContract},
+		{"Recording", RunRecordingContract},
 		{"Control", RunControlContract},
 		{"Queue", RunQueueContract},
 		{"API", RunAPIContract},

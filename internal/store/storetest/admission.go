@@ -2,13 +2,13 @@ package storetest
 
 import "testing"
 
-// RunIngestContract checks what the publish path asks of the store
-// (ingest.Store, in internal/ingest): Publish durably writes events with
+// RunAdmissionContract checks what the publish path asks of the store (the
+// admission stage's Store: Publish): Publish durably writes events with
 // their deliveries (pending, leased to the caller, or queued), once per
 // (account, source, id); refuses a publish matched against subscriptions
 // that changed since (the catalog guard); and group-commits concurrent
 // calls so that one failing call fails alone.
-func RunIngestContract(t *testing.T, open Opener) {
+func RunAdmissionContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
 		{"Publish", []test{
 			{"StoresEventsAndDeliveries", testPublishStores},
