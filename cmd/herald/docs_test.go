@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-// TestReadmeDocumentsServeFlags checks that the README's configuration
-// section names every herald serve flag (--name) and its environment
-// variable (HERALD_NAME, see applyEnv).
-func TestReadmeDocumentsServeFlags(t *testing.T) {
-	section := readmeSectionT(t, "## Configuration")
+// TestDocsDocumentServeFlags checks that docs/configuration.md names every
+// herald serve flag (--name) and its environment variable (HERALD_NAME, see
+// applyEnv).
+func TestDocsDocumentServeFlags(t *testing.T) {
+	section := docSectionT(t, "docs/configuration.md", "# Configuration")
 	fs, _ := newServeFlags(io.Discard)
 	var missing []string
 	n := 0
@@ -32,19 +32,19 @@ func TestReadmeDocumentsServeFlags(t *testing.T) {
 		t.Fatal("herald serve has no flags")
 	}
 	if len(missing) > 0 {
-		t.Errorf("README.md's configuration section does not mention %d of herald serve's %d flags and environment variables:\n  %s",
+		t.Errorf("docs/configuration.md does not mention %d of herald serve's %d flags and environment variables:\n  %s",
 			len(missing), 2*n, strings.Join(missing, "\n  "))
 	}
 }
 
-// TestReadmeDocumentsCommands checks that the README's commands section
-// names every command, and every flag of those whose flags it lists (all
-// but serve's, under Configuration, and bench's, in docs/benchmarks.md).
-func TestReadmeDocumentsCommands(t *testing.T) {
-	section := readmeSectionT(t, "## Commands")
+// TestDocsDocumentCommands checks that docs/commands.md names every
+// command, and every flag of those whose flags it lists (all but serve's,
+// in docs/configuration.md, and bench's, in docs/benchmarks.md).
+func TestDocsDocumentCommands(t *testing.T) {
+	section := docSectionT(t, "docs/commands.md", "# Commands")
 	for name := range commands {
 		if !strings.Contains(section, "`herald "+name) {
-			t.Errorf("README.md's commands section lacks herald %s", name)
+			t.Errorf("docs/commands.md lacks herald %s", name)
 		}
 	}
 	for name, c := range commandsUnderTest(t) {
@@ -53,31 +53,31 @@ func TestReadmeDocumentsCommands(t *testing.T) {
 		}
 		c.flags(io.Discard).VisitAll(func(f *flag.Flag) {
 			if !strings.Contains(section, "--"+f.Name) {
-				t.Errorf("README.md's commands section lacks herald %s --%s", name, f.Name)
+				t.Errorf("docs/commands.md lacks herald %s --%s", name, f.Name)
 			}
 		})
 	}
 }
 
-// readmeSectionT returns the README's section under heading, failing the
-// test when there is none.
-func readmeSectionT(t *testing.T, heading string) string {
+// docSectionT returns the section under heading of the Markdown file at
+// path (from the repository root), failing the test when there is none.
+func docSectionT(t *testing.T, path, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../" + path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := readmeSection(string(b), heading)
+	section := docSection(string(b), heading)
 	if section == "" {
-		t.Fatalf("README.md has no %q section", heading)
+		t.Fatalf("%s has no %q section", path, heading)
 	}
 	return section
 }
 
-// readmeSection returns the text from the heading line to the next heading of
+// docSection returns the text from the heading line to the next heading of
 // the same or a higher level (outside code blocks), or "" when the heading is
 // absent.
-func readmeSection(doc, heading string) string {
+func docSection(doc, heading string) string {
 	lines := strings.Split(doc, "\n")
 	level := strings.Count(strings.Fields(heading)[0], "#")
 	start, fenced := -1, false
