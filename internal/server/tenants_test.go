@@ -13,11 +13,11 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// TestSmallPublishNotHeldBehindFanout (DESIGN.md §10.7, one tenant cannot
-// stall another): account A has 10,000 pull subscriptions of one type and
-// publishes, from two clients at once, two events each that match all of
-// them (10,000 deliveries a request), while account B publishes one event
-// at a time. B's publishes do not wait for A's fan-outs to commit: the
+// TestSmallPublishNotHeldBehindFanout (one tenant cannot stall another):
+// account A has 10,000 pull subscriptions of one type and publishes, from
+// two clients at once, two events each that match all of them (10,000
+// deliveries a request), while account B publishes one event at a time.
+// B's publishes do not wait for A's fan-outs to commit: the
 // SQLite writer writes each fan-out in steps with B's publishes between
 // them, and on PostgreSQL a fan-out has a writer of its own. So B's p99,
 // while A publishes, is a small part of an A request's time: a bound

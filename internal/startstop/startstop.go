@@ -1,6 +1,6 @@
 // Package startstop gives every long-running service in Herald the same
 // lifecycle: Start(ctx) error, Stop(), and the Started and Stopped
-// channels, the shape of River's rivershared/startstop. A service embeds
+// channels, the shape of River's startstop package. A service embeds
 // Base and begins its Start with StartInit.
 //
 // The rules every service keeps:
