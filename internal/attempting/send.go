@@ -1,4 +1,4 @@
-package dispatch
+package attempting
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ const DefaultTimeout = 30 * time.Second
 // NewHTTPClient returns the client attempts are sent with: no redirects
 // followed (a 3xx is the attempt's answer, and a failure), no proxy, bounded
 // dial and TLS handshake times, and at most maxIdle idle connections kept
-// for reuse (the engine gives MaxInFlight: no more could be in use at once;
+// for reuse (the server gives the scheduler's MaxInFlight: no more could be in use at once;
 // 256 per host at most, enough for the per-endpoint concurrency), so that
 // the descriptors pushes take are bounded (see server.ReservedDescriptors).
 // Each attempt's overall deadline comes from its subscription's timeout.
@@ -115,7 +115,7 @@ func attemptTimeout(sub *catalog.Entry) time.Duration {
 // deliveries), herald-subscription — and the subscription's own headers
 // and secret headers. The request is made with ctx, whose deadline is the
 // subscription's timeout (see attempt).
-func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
+func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
 	begin := time.Now()
 	var res result
 	// A single delivery's items stay on the stack; a batch's are allocated.
@@ -188,7 +188,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	if enc.ContentType != "" {
 		h.setCanonical("Content-Type", enc.ContentType)
 	}
-	h.setCanonical("User-Agent", e.cfg.UserAgent)
+	h.setCanonical("User-Agent", a.cfg.UserAgent)
 	h.setCanonical("Webhook-Id", id)
 	h.setCanonical("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	if sig := sub.Signer.Sign(id, ts, enc.Body, now); sig != "" {
@@ -198,7 +198,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	h.setCanonical("Herald-Subscription", sub.ID)
 	req.Header = h.header
 
-	resp, err := e.roundTrip(req)
+	resp, err := a.roundTrip(req)
 	if err != nil {
 		res.duration = time.Since(begin)
 		res.fail(classifyError(err), err)
@@ -290,8 +290,8 @@ func discard(r io.Reader, buf []byte, limit int) {
 // user information becomes basic authentication unless an Authorization
 // header is set. A client with a jar or a Timeout of its own (a test's)
 // goes through Do.
-func (e *Engine) roundTrip(req *http.Request) (*http.Response, error) {
-	c := e.cfg.Client
+func (a *Attempter) roundTrip(req *http.Request) (*http.Response, error) {
+	c := a.cfg.Client
 	if c.Jar != nil || c.Timeout != 0 {
 		return c.Do(req)
 	}
