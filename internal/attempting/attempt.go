@@ -155,8 +155,8 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 //
 // The request's context is the attempt's only one: it ends at the
 // subscription's timeout (an attempt that runs out of time fails with
-// context.DeadlineExceeded: "timeout"), at a hard stop (it is a child of
-// the engine's attemptsCtx), or when reg is cut short.
+// context.DeadlineExceeded: "timeout"), at a hard stop (Abandon cancels
+// its parent), or when reg is cut short.
 func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, *health.Outcome, bool) {
 	started := a.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(a.attemptsCtx, attemptTimeout(sub))

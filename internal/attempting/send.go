@@ -157,10 +157,28 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 		res.fail(outcomeRequestError, err) // net/url's error quotes the URL
 		return res
 	}
-	// The headers are set in this order, each replacing what an earlier
-	// one set under the same canonical name (http.Header.Set): the
-	// subscription's headers, its secret headers, the schema's, then
-	// Herald's own.
+	req.Header = a.header(sub, cs, enc, attempt, now)
+
+	resp, err := a.roundTrip(req)
+	if err != nil {
+		res.duration = time.Since(begin)
+		res.fail(classifyError(err), err)
+		return res
+	}
+	res.body = readBody(resp.Body)
+	res.duration = time.Since(begin)
+	res.status = resp.StatusCode
+	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
+	res.retryAfter = resp.Header.Get("Retry-After")
+	return res
+}
+
+// header builds an attempt's request header (attempt: the highest attempt
+// number among the deliveries). The headers are set in this
+// order, each replacing what an earlier one set under the same canonical
+// name (http.Header.Set): the subscription's headers, its secret headers,
+// the schema's, then Herald's own.
+func (a *Attempter) header(sub *catalog.Entry, cs []store.Claimed, enc event.Encoded, attempt int, now time.Time) http.Header {
 	deadLetter := cs[0].DeadLetterOf != ""
 	n := len(enc.Header) + heraldHeaders
 	if !deadLetter {
@@ -196,20 +214,7 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 	}
 	h.setCanonical("Herald-Delivery-Attempt", strconv.Itoa(attempt))
 	h.setCanonical("Herald-Subscription", sub.ID)
-	req.Header = h.header
-
-	resp, err := a.roundTrip(req)
-	if err != nil {
-		res.duration = time.Since(begin)
-		res.fail(classifyError(err), err)
-		return res
-	}
-	res.body = readBody(resp.Body)
-	res.duration = time.Since(begin)
-	res.status = resp.StatusCode
-	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
-	res.retryAfter = resp.Header.Get("Retry-After")
-	return res
+	return h.header
 }
 
 // heraldHeaders is how many headers send sets besides the subscription's

@@ -124,7 +124,7 @@ func (c Config) Validate() error {
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("--max-in-flight %d: must be at least 1", c.MaxInFlight)
 	case c.FlushInterval <= 0 || c.StoreTimeout <= 0 || c.PollInterval <= 0 || c.RefreshInterval < 0:
-		return errors.New("the engine's intervals and store timeout must be positive")
+		return errors.New("the scheduler's intervals and store timeout must be positive")
 	}
 	// health.Config.Validate names these three together; each is its own flag.
 	for _, t := range []struct {

@@ -31,7 +31,7 @@ import (
 //     FlushInterval otherwise. On a store of its own this finds the rows
 //     made anew: an endpoint deleted with its last subscription and
 //     subscribed again starts from fresh health, here too.
-//   - A lane new to this engine (an endpoint first used since the start, or
+//   - A lane new to this node (an endpoint first used since the start, or
 //     one dropped after ten idle minutes) sends nothing until the round has
 //     read its stored health.
 //   - A closed circuit's probe is taken with TakeProbe, which only one node

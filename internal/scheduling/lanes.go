@@ -98,7 +98,7 @@ type scheduler struct {
 	ready    ring             // lanes with queued work that may start one
 	inFlight int
 	// attempts counts the attempts started by pump and not yet ended; it is
-	// added to under mu, before stop sets stopping, so the engine's Stop
+	// added to under mu, before stop sets stopping, so the Service's shutdown
 	// can wait for it without racing a late start.
 	attempts  sync.WaitGroup
 	freshHeld int // reserved or held from the publish path
