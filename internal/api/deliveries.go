@@ -44,7 +44,7 @@ func optString(s string) *string {
 type circuitOf func(endpointID string) (h health.Health, ok bool)
 
 // circuits returns the circuit lookup of one response: each endpoint is read
-// once, from the dispatcher's live view when it holds the endpoint, else
+// once, from the scheduler's live view when it holds the endpoint, else
 // from the store.
 func (s *Server) circuits(ctx context.Context) circuitOf {
 	type entry struct {

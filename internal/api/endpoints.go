@@ -26,7 +26,7 @@ type endpointJSON struct {
 	UpdatedAt           *Time   `json:"updated_at"`
 }
 
-// endpointView returns the endpoint as the dispatcher sees it now when it
+// endpointView returns the endpoint as the scheduler sees it now when it
 // knows it (its health is saved every second), else as stored.
 func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
 	var limit *int

@@ -18,9 +18,8 @@ import (
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
@@ -45,14 +44,15 @@ func setupServer(t *testing.T) testServer {
 		}
 	})
 	cat := catalog.New(st)
-	eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat})
-	t.Cleanup(func() { eng.Stop(context.Background()) })
 	clk := clock.Real{}
+	pipe := pipeline.New(pipeline.Config{Store: st, Catalog: cat, Clock: clk})
+	t.Cleanup(pipe.Stop)
 	srv := &Server{
-		Store:     st,
-		Control:   &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
-		Publisher: &ingest.Ingester{Store: st, Catalog: cat, Dispatch: eng, Clock: clk},
-		Live:      eng,
+		Store: st,
+		Control: &control.Service{Store: st, Catalog: cat, Scheduler: pipe.Scheduler, Attempts: pipe.Attempter,
+			Deactivations: pipe.Recorder, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
+		Publisher: pipe.Admission,
+		Live:      pipe.Scheduler,
 		Version:   "test",
 	}
 	return testServer{srv: srv, handler: srv.Handler()}

@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -52,10 +52,10 @@ type Store interface {
 
 // Publisher is the publish path (ingest).
 type Publisher interface {
-	Publish(ctx context.Context, accountID string, evs []event.Event) ([]ingest.Result, error)
+	Publish(ctx context.Context, accountID string, evs []event.Event) ([]admission.Result, error)
 }
 
-// LiveEndpoints is the dispatcher's view of the endpoints it holds: health
+// LiveEndpoints is the scheduler's view of the endpoints it holds: health
 // ahead of the store's by up to a second, the adaptive concurrency limit and
 // the attempts in flight.
 type LiveEndpoints interface {
@@ -76,7 +76,7 @@ type Server struct {
 	// HealthWindow is the rolling window of the endpoint failure-rate rule,
 	// for the window counts the endpoint resource shows (default 1h).
 	HealthWindow time.Duration
-	// Destinations is the dispatcher's destination policy: a subscription
+	// Destinations is the attempting stage's destination policy: a subscription
 	// URL whose host is a literal address it refuses is refused (422). The
 	// zero Policy allows public addresses only.
 	Destinations destination.Policy

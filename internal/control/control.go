@@ -5,7 +5,7 @@
 // it at once; other nodes are held to it by the publish guard, see
 // ingest). Deleting a subscription also cuts its attempts in progress
 // short. Redeliver, redrive and enable release deliveries to the
-// dispatcher, and an endpoint in probation or disabled is probed at once.
+// scheduler, and an endpoint in probation or disabled is probed at once.
 // The API's handlers translate HTTP to these calls and back; the rules live
 // here.
 package control
@@ -39,15 +39,23 @@ type Catalog interface {
 	Sync(ctx context.Context) error
 }
 
-// Dispatcher is the engine, as the control plane drives it.
-type Dispatcher interface {
+// Scheduler is the scheduling stage, as the control plane drives it.
+type Scheduler interface {
 	// Released: deliveries of the endpoint were made due at `at`; an
 	// endpoint in probation or disabled is probed at once.
 	Released(ctx context.Context, endpointID string, at time.Time) error
 	// Enable re-enables an endpoint and resets its counters.
 	Enable(ctx context.Context, id string) (store.Endpoint, error)
-	// StopSubscription cuts short a subscription's attempts in progress.
+}
+
+// Attempts is the attempting stage: a deleted subscription's attempts in
+// progress are cut short.
+type Attempts interface {
 	StopSubscription(ctx context.Context, subscriptionID string) error
+}
+
+// Deactivations is the recording stage, which announces deactivations once.
+type Deactivations interface {
 	// Reactivated: a later deactivation of the subscription is news again.
 	Reactivated(subscriptionID string)
 }
@@ -59,11 +67,13 @@ type Notifier interface {
 
 // Service carries out control-plane calls. It is safe for concurrent use.
 type Service struct {
-	Store    Store
-	Catalog  Catalog
-	Dispatch Dispatcher
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	Store         Store
+	Catalog       Catalog
+	Scheduler     Scheduler
+	Attempts      Attempts
+	Deactivations Deactivations
+	Clock         clock.Clock
+	Logger        *slog.Logger
 	// Notifier, when set, hears of reactivations.
 	Notifier Notifier
 }
@@ -149,14 +159,14 @@ func (s *Service) DeleteSubscription(ctx context.Context, id string) error {
 		return err
 	}
 	s.syncCatalog(ctx)
-	if err := s.Dispatch.StopSubscription(ctx, id); err != nil {
+	if err := s.Attempts.StopSubscription(ctx, id); err != nil {
 		return fmt.Errorf("stopping the attempts of subscription %s: %w", id, err)
 	}
 	return nil
 }
 
 // Redeliver makes one delivery due now with a fresh attempt budget and
-// tells the dispatcher (see Dispatcher.Released). store.ErrNotFound;
+// tells the scheduler (see Scheduler.Released). store.ErrNotFound;
 // store.ErrConflict while an attempt is in progress;
 // store.ErrSubscriptionDeleted when its subscription is gone (nothing
 // changes).
@@ -173,7 +183,7 @@ func (s *Service) Redeliver(ctx context.Context, id string) (store.Delivery, err
 
 // Redrive moves a subscription's dead letters (all, or only ids) back to
 // pending with a fresh budget (queued, for a pull or deactivated
-// subscription's consumers) and tells the dispatcher of each endpoint.
+// subscription's consumers) and tells the scheduler of each endpoint.
 // store.ErrNotFound when the subscription does not exist.
 func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []string) (int, error) {
 	now := s.Clock.Now()
@@ -189,11 +199,11 @@ func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []stri
 	return res.Count, nil
 }
 
-// released tells the dispatcher; the change is committed whatever happens
+// released tells the scheduler; the change is committed whatever happens
 // here (the loader finds the deliveries on its next scan), so a failure to
 // open the circuit at once is logged.
 func (s *Service) released(ctx context.Context, endpointID string, at time.Time) {
-	if err := s.Dispatch.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
+	if err := s.Scheduler.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
 		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint", endpointID, "err", err)
 	}
 }
@@ -205,12 +215,12 @@ func (s *Service) EnableEndpoint(ctx context.Context, id string) (store.Endpoint
 	if _, err := s.Store.GetEndpoint(ctx, id); err != nil {
 		return store.Endpoint{}, err
 	}
-	return s.Dispatch.Enable(ctx, id)
+	return s.Scheduler.Enable(ctx, id)
 }
 
 // Reactivate makes a deactivated push subscription active again and pushes
 // every one of its queued deliveries with a fresh attempt budget (the
-// dispatcher is told at once, and the catalog synced before the call
+// scheduler is told at once, and the catalog synced before the call
 // returns, so the next publish is pushed). It returns the subscription as
 // it now is and how many deliveries went back to pending. An active push
 // subscription is left as it is (0). store.ErrNotFound;
@@ -246,7 +256,7 @@ func (s *Service) Activate(ctx context.Context, id string) error {
 }
 
 // activate moves a deactivated or validating subscription to active and its
-// queued deliveries to pending, and tells the catalog and the dispatcher.
+// queued deliveries to pending, and tells the catalog and the scheduler.
 func (s *Service) activate(ctx context.Context, id string) (int, error) {
 	now := s.Clock.Now()
 	res, err := s.Store.ReactivateSubscription(ctx, id, now)
@@ -254,7 +264,7 @@ func (s *Service) activate(ctx context.Context, id string) (int, error) {
 		return 0, err
 	}
 	s.syncCatalog(ctx)
-	s.Dispatch.Reactivated(id)
+	s.Deactivations.Reactivated(id)
 	for _, ep := range res.Endpoints {
 		s.released(ctx, ep, now)
 	}

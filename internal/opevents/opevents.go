@@ -177,7 +177,7 @@ type EndpointData struct {
 	NextProbeAt         time.Time `json:"next_probe_at,omitzero"`
 }
 
-// EndpointChanged implements dispatch.Notifier.
+// EndpointChanged implements scheduling.Notifier.
 func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
 	typ := map[health.State]string{
 		health.Probation: TypeProbation, health.Disabled: TypeDisabled,
@@ -208,7 +208,7 @@ type DeadLetterData struct {
 	LastOutcome      string `json:"last_delivery_outcome"`
 }
 
-// DeliveryDeadLettered implements dispatch.Notifier.
+// DeliveryDeadLettered implements recording.Notifier.
 func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome) {
 	if c.EventSource == Source {
 		return // never about an operational event itself
@@ -234,7 +234,7 @@ type SubscriptionData struct {
 	Requeued *int `json:"requeued,omitempty"`
 }
 
-// SubscriptionDeactivated implements dispatch.Notifier.
+// SubscriptionDeactivated implements recording.Notifier.
 func (p *Publisher) SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome) {
 	p.enqueue(sub.AccountID, TypeDeactivated, sub.ID, SubscriptionData{
 		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateDeactivated,

@@ -44,8 +44,8 @@ func TestOutOfDescriptorsIsNotTheEndpointsFailure(t *testing.T) {
 		return dialer.DialContext(ctx, network, addr)
 	}}}
 	b := setup(t, func(c *server.Config) {
-		c.Dispatch.Health = cfg
-		c.Dispatch.Client = client
+		c.Scheduling.Health = cfg
+		c.Attempting.Client = client
 	})
 	rc := newReceiver(t, status(http.StatusOK))
 	sub := b.subscribe(map[string]any{"name": "fine", "url": rc.URL, "event_types": []string{"t"},
@@ -240,7 +240,7 @@ func (k *keepAlive) send(request string) (int, error) {
 func TestConnectionCapUnderDescriptorLimit(t *testing.T) {
 	cfg := server.DefaultConfig()
 	reserved := uint64(cfg.ReservedDescriptors())
-	if min := uint64(3*cfg.Dispatch.MaxInFlight + 64); reserved < min {
+	if min := uint64(3*cfg.Scheduling.MaxInFlight + 64); reserved < min {
 		t.Fatalf("ReservedDescriptors = %d, less than three per attempt in flight and 64 (%d)", reserved, min)
 	}
 	for _, c := range []struct {
@@ -265,7 +265,7 @@ func TestConnectionCapUnderDescriptorLimit(t *testing.T) {
 	}
 	pg := cfg
 	pg.Store, pg.DBMaxConns = "postgres://h/db", 500
-	if got, min := pg.ReservedDescriptors(), 3*cfg.Dispatch.MaxInFlight+500; got < min {
+	if got, min := pg.ReservedDescriptors(), 3*cfg.Scheduling.MaxInFlight+500; got < min {
 		t.Errorf("with a PostgreSQL pool of 500, %d reserved; want at least %d (pushes and the pool)", got, min)
 	}
 }

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/destination"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/server"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
@@ -63,7 +63,7 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		Clock:    clk,
 		Version:  "test",
 		AdminKey: adminKey,
-		Dispatch: dispatch.Config{
+		Attempting: attempting.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
 			// The receivers are loopback servers (httptest).
 			Destinations: destination.Policy{AllowPrivate: true},

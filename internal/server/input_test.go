@@ -4,12 +4,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/herald-events/herald/internal/server"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/server"
 )
 
 // The tests in this file send bad input to every route that takes it, one

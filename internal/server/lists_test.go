@@ -46,7 +46,7 @@ const (
 func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 0 // every delivery is attempted at once, on the fake clock
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusBadRequest)

@@ -1,5 +1,5 @@
 // Package server assembles one Herald process: the store, the subscription
-// catalog, the dispatcher, the publish path and the HTTP API, with the
+// catalog, the delivery path (internal/pipeline) and the HTTP API, with the
 // background work that keeps them current (catalog reload, retention
 // clean-up). cmd/herald's serve command runs it; engine tests build it on a
 // fake clock.
@@ -22,16 +22,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/handshake"
-	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
+	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/queue"
+	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/sqlite"
@@ -95,12 +96,15 @@ type Config struct {
 	// zero value means here: DefaultConfig's is 1,000).
 	MaxSubscriptionsPerAccount int
 	// MaxFanout is the most deliveries one publish request may create
-	// (ingest.Ingester.MaxFanout; 0: no limit, also for a zero value:
+	// (admission.Publisher.MaxFanout; 0: no limit, also for a zero value:
 	// DefaultConfig's is 100,000).
 	MaxFanout int
-	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
-	// are filled in by New.
-	Dispatch dispatch.Config
+	// Scheduling tunes the scheduling stage (lanes, windows, concurrency,
+	// circuits, leases); Attempting the attempts (destinations, client,
+	// user agent). What the stages share (store, catalog, clock, logger,
+	// metrics) is filled in by New (see internal/pipeline).
+	Scheduling scheduling.Config
+	Attempting attempting.Config
 }
 
 // Auth settings.
@@ -112,7 +116,7 @@ const (
 	AdminKeyFile = "admin.key"
 )
 
-// DefaultConfig returns a server's defaults, the dispatcher's included: the
+// DefaultConfig returns a server's defaults, the stages' included: the
 // one place they are set (herald serve's flags take theirs from here).
 func DefaultConfig() Config {
 	return Config{
@@ -124,7 +128,8 @@ func DefaultConfig() Config {
 		Auth:           AuthOn,
 		AuthRecheck:    auth.DefaultRecheck,
 		MaxConnections: 4096,
-		Dispatch:       dispatch.DefaultConfig(),
+		Scheduling:     scheduling.DefaultConfig(),
+		Attempting:     attempting.DefaultConfig(),
 
 		MaxSubscriptionsPerAccount: 1000,
 		MaxFanout:                  100_000,
@@ -135,7 +140,7 @@ func DefaultConfig() Config {
 // herald serve's flag does. It checks the settings as given, before New
 // fills zero fields from DefaultConfig (which it leaves to programmatic
 // callers): a zero or negative value that New would silently replace is
-// refused here, and so is an empty Dispatch.Owner (see dispatch.Config).
+// refused here, and so is an empty Scheduling.Owner (see scheduling.Config).
 func (c Config) Validate() error {
 	switch {
 	case c.Store != "sqlite" && !isPostgresURL(c.Store):
@@ -171,7 +176,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--store: not a URL: %v", errors.Unwrap(err))
 		}
 	}
-	return c.Dispatch.Validate()
+	if err := c.Attempting.Validate(); err != nil {
+		return err
+	}
+	return c.Scheduling.Validate()
 }
 
 func isPostgresURL(s string) bool {
@@ -211,18 +219,19 @@ func (c *Config) setDefaults() {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = d.MaxConnections
 	}
-	if c.Dispatch.Owner == "" {
-		c.Dispatch.Owner = dispatch.DefaultOwner()
+	if c.Scheduling.Owner == "" {
+		c.Scheduling.Owner = scheduling.DefaultOwner()
 	}
 }
 
 // Server is one running Herald process.
 type Server struct {
-	cfg      Config
-	Store    store.Store
-	Catalog  *catalog.Catalog
-	Engine   *dispatch.Engine
-	Ingester *ingest.Ingester
+	cfg     Config
+	Store   store.Store
+	Catalog *catalog.Catalog
+	// Pipeline is the delivery path: admission, scheduling, attempting,
+	// recording.
+	Pipeline *pipeline.Pipeline
 	Control  *control.Service
 	API      *api.Server
 	Registry *prometheus.Registry
@@ -241,7 +250,7 @@ type Server struct {
 	closeOnce sync.Once
 }
 
-// New opens the store and builds the process; Start begins dispatching.
+// New opens the store and builds the process; Start begins delivering.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.setDefaults()
 
@@ -284,31 +293,28 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	dc := cfg.Dispatch
-	dc.Store, dc.Catalog, dc.Clock, dc.Logger = st, cat, cfg.Clock, cfg.Logger
-	dc.Metrics = dispatch.NewMetrics(reg)
-	if dc.UserAgent == "" {
-		dc.UserAgent = "Herald/" + cfg.Version
+	if cfg.Attempting.UserAgent == "" {
+		cfg.Attempting.UserAgent = "Herald/" + cfg.Version
 	}
-	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout}
+	var pipe *pipeline.Pipeline
 	ops := opevents.New(func(ctx context.Context, account string, evs []event.Event) error {
-		_, err := in.Publish(ctx, account, evs)
+		_, err := pipe.Admission.Publish(ctx, account, evs)
 		return err
 	}, cfg.Clock, cfg.Logger.With("component", "opevents"), reg)
-	dc.Notifier = ops
-	eng := dispatch.New(dc)
-	in.Dispatch = eng
-	reg.MustRegister(eng.Collector())
-	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
+	pipe = pipeline.New(pipeline.Config{Store: st, Catalog: cat, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg,
+		Notifier: ops, MaxFanout: cfg.MaxFanout, Scheduling: cfg.Scheduling, Attempting: cfg.Attempting})
+	sched, att := pipe.Scheduler, pipe.Attempter
+	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
+		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
 	q := queue.New(st, cfg.Clock, reg)
 	waiters.Store(q)
-	a := &api.Server{Store: st, Control: ctl, Publisher: in, Live: eng, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
-		Destinations: dc.Destinations, Queue: q}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	a := &api.Server{Store: st, Control: ctl, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
+		Destinations: att.Config().Destinations, Queue: q}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
 	s.Queue = q
-	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: eng.Config().Client, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: dc.UserAgent}
+	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: att.Config().Client, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: att.Config().UserAgent}
 	a.Validator = s.Validator
 	if cfg.Auth == AuthOff {
 		cfg.Logger.Warn("authentication is off (--auth=off): anyone who reaches this port can read every event, change every subscription and make Herald send requests; use it only for local experiments")
@@ -328,9 +334,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Start begins dispatching and the background work.
+// Start begins delivering and the background work.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.Engine.Start(ctx); err != nil {
+	if err := s.Pipeline.Start(ctx); err != nil {
 		return err
 	}
 	opsCtx, cancel := context.WithCancel(context.Background())
@@ -360,12 +366,12 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Sleepers is how many goroutines sleep on Config.Clock between rounds
 // once Start has run and nothing is being done: the engine's (see
-// dispatch.Engine.Sleepers), the catalog reload, the retention clean-up,
+// scheduling.Service.Loops), the catalog reload, the retention clean-up,
 // the validator and, with API keys, the authenticator's recheck. A test
 // driving a fake clock waits for that many timers before it moves the
 // time, so no round misses the move.
 func (s *Server) Sleepers() int {
-	n := s.Engine.Sleepers() + 3 // background, cleanup, Validator
+	n := len(s.Pipeline.Scheduler.Loops()) + 3 // background, cleanup, Validator
 	if s.Auth != nil {
 		n++
 	}
@@ -377,7 +383,7 @@ func (s *Server) Sleepers() int {
 // shutting the HTTP server down, which waits for requests in progress.
 func (s *Server) StopWaiting() { s.Queue.Close() }
 
-// Close stops dispatching (attempts in flight get until ctx ends to finish;
+// Close stops delivering (attempts in flight get until ctx ends to finish;
 // the rest are given back to the store), stops the background work and
 // closes the store. Stop the HTTP server first so no publish is in progress.
 func (s *Server) Close(ctx context.Context) error {
@@ -386,7 +392,11 @@ func (s *Server) Close(ctx context.Context) error {
 		s.Queue.Close()
 		close(s.stop)
 		s.bg.Wait()
-		s.Engine.Stop(ctx)
+		// Attempts in flight get until ctx ends; then they are cut short
+		// and their deliveries given back (at-least-once).
+		stopHard := context.AfterFunc(ctx, s.Pipeline.Abandon)
+		s.Pipeline.Stop()
+		stopHard()
 		if s.opsCancel != nil {
 			// Operational events from the last attempts are published before
 			// the store closes.
@@ -429,7 +439,7 @@ func (s *Server) background() {
 			return
 		case <-healthChanged:
 			t.Stop()
-			s.Engine.HealthChanged()
+			s.Pipeline.Scheduler.HealthChanged()
 			continue
 		case <-subsChanged:
 			t.Stop()
@@ -505,7 +515,7 @@ func (s *Server) cleanupRounds(ctx context.Context, st maintenance, now time.Tim
 // node only.
 func (s *Server) lead(ctx context.Context, role string, now time.Time, term time.Duration) bool {
 	var st maintenance = s.Store
-	ok, err := st.TryLead(ctx, role, s.cfg.Dispatch.Owner, now, now.Add(term))
+	ok, err := st.TryLead(ctx, role, s.cfg.Scheduling.Owner, now, now.Add(term))
 	if err != nil {
 		s.cfg.Logger.Warn("taking a cluster role", "role", role, "err", err)
 	}

@@ -1,4 +1,4 @@
-package ingest_test
+package admission_test
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/catalog"
-	"github.com/herald-events/herald/internal/clock"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/pipeline"
+	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
-// setup returns a store, a catalog, an ingester over them and a function
+// setup returns a store, a catalog, a publisher over them and a function
 // that creates a subscription of type t (with these advanced filters, if
 // any) pushing to a receiver that answers 200.
-func setup(t *testing.T) (*sqlite.Store, *catalog.Catalog, *ingest.Ingester, func(id string, filters ...string)) {
+func setup(t *testing.T) (*sqlite.Store, *catalog.Catalog, *admission.Publisher, func(id string, filters ...string)) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
 	if err != nil {
@@ -32,9 +32,9 @@ func setup(t *testing.T) (*sqlite.Store, *catalog.Catalog, *ingest.Ingester, fun
 	rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(rc.Close)
 	cat := catalog.New(st)
-	eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat})
-	t.Cleanup(func() { eng.Stop(ctx) })
-	in := &ingest.Ingester{Store: st, Catalog: cat, Dispatch: eng, Clock: clock.Real{}}
+	pipe := pipeline.New(pipeline.Config{Store: st, Catalog: cat})
+	t.Cleanup(pipe.Stop)
+	in := pipe.Admission
 	create := func(id string, filters ...string) {
 		t.Helper()
 		now := time.Now().UTC().Truncate(time.Millisecond)
@@ -59,7 +59,7 @@ func setup(t *testing.T) (*sqlite.Store, *catalog.Catalog, *ingest.Ingester, fun
 func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
 	ctx := context.Background()
 	st, cat, in, create := setup(t)
-	publish := func(id string) ingest.Result {
+	publish := func(id string) admission.Result {
 		res, err := in.Publish(ctx, "", []event.Event{{SpecVersion: "1.0", ID: id, Source: "/t", Type: "t"}})
 		if err != nil {
 			t.Fatalf("publish %s: %v", id, err)
@@ -111,31 +111,31 @@ func TestPublishMatchedAgainstAStaleCatalog(t *testing.T) {
 	}
 }
 
-// admitCounter counts the dispatcher's admissions: one per publish whose
+// admitCounter counts the scheduler's reservations: one per publish whose
 // matching ran to its end.
 type admitCounter struct {
-	ingest.Dispatcher
+	admission.Scheduler
 	admits int
 }
 
-func (a *admitCounter) Admit(endpointIDs []string, now time.Time) *dispatch.Admission {
+func (a *admitCounter) Reserve(endpointIDs []string, now time.Time) *scheduling.Reservation {
 	a.admits++
-	return a.Dispatcher.Admit(endpointIDs, now)
+	return a.Scheduler.Reserve(endpointIDs, now)
 }
 
 // TestPublishAbandonedWhenTheClientHasGone: a publish whose context is
 // cancelled (the client hung up) stops matching and returns the context's
 // error: nothing is admitted or stored, and the same event published
-// afterwards is new. Before, the matching ran to its end (the dispatcher
-// was asked to admit its deliveries) and only the store noticed.
+// afterwards is new. Before, the matching ran to its end (the scheduler
+// was asked to reserve places for its deliveries) and only the store noticed.
 func TestPublishAbandonedWhenTheClientHasGone(t *testing.T) {
 	_, cat, in, create := setup(t)
 	create("sub_a", `[{"operator_type": "StringIn", "key": "data.region", "values": ["eu"]}]`)
 	if err := cat.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	counter := &admitCounter{Dispatcher: in.Dispatch}
-	in.Dispatch = counter
+	counter := &admitCounter{Scheduler: in.Scheduler}
+	in.Scheduler = counter
 	region := make([]string, 1000)
 	for i := range region {
 		region[i] = "eu"

@@ -1,11 +1,14 @@
-package dispatch
+package scheduling
 
 import (
+	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -17,33 +20,58 @@ import (
 // finds work written by other processes). It sleeps until the earliest
 // known due time, PollInterval at most, or until kicked.
 
-// loaderState is the loader's own state, used by its goroutine only.
-type loaderState struct {
-	nextRefresh time.Time // zero: rescan at once
+// loader is the due loader's state and work.
+type loader struct {
+	loop   *startstop.Loop
+	sched  *scheduler
+	cfg    *Config
+	run    *runner
+	rel    *releaser
+	probes *probes
+	log    *slog.Logger
+	health *startstop.Loop // kicked to read an unknown lane's health
+
+	nextRefresh time.Time // zero: rescan at once; used by the loop's goroutine only
 }
 
-// loadRound is one round of the loader (a loop job): rescan when due,
-// claim what is due, and say how long to sleep.
-func (e *Engine) loadRound() time.Duration {
-	now := e.cfg.Clock.Now()
-	if !now.Before(e.loadState.nextRefresh) {
-		e.refresh()
-		e.loadState.nextRefresh = now.Add(e.cfg.RefreshInterval)
-	}
-	e.loadDue(now)
+func newLoader(s *scheduler, cfg *Config, run *runner, rel *releaser, p *probes, log *slog.Logger) *loader {
+	ld := &loader{sched: s, cfg: cfg, run: run, rel: rel, probes: p, log: log}
+	ld.loop = startstop.NewLoop("loader", cfg.Clock, ld.round)
+	return ld
+}
 
-	wake := now.Add(e.cfg.PollInterval)
-	if e.loadState.nextRefresh.Before(wake) {
-		wake = e.loadState.nextRefresh
+// round is one round of the loader: rescan when due, claim what is due,
+// and say how long to sleep.
+func (ld *loader) round(context.Context) time.Duration {
+	now := ld.cfg.Clock.Now()
+	if !now.Before(ld.nextRefresh) {
+		ld.refresh()
+		ld.nextRefresh = now.Add(ld.cfg.RefreshInterval)
 	}
-	s := e.sched
+	ld.loadDue(now)
+
+	wake := now.Add(ld.cfg.PollInterval)
+	if ld.nextRefresh.Before(wake) {
+		wake = ld.nextRefresh
+	}
+	starts, wake := ld.wakeAt(ld.cfg.Clock.Now(), wake)
+	ld.run.launch(starts)
+	return wake.Sub(ld.cfg.Clock.Now())
+}
+
+// wakeAt is when the loader must look again, no later than wake: the
+// earliest due time of a lane with room whose circuit is open, or the
+// next probe of a closed one; it also marks ready the lanes whose probe is
+// due (a held delivery may go as the probe) and returns what starts.
+func (ld *loader) wakeAt(now, wake time.Time) ([]start, time.Time) {
+	s := ld.sched
 	s.mu.Lock()
-	now = e.cfg.Clock.Now()
+	defer s.mu.Unlock()
 	for _, l := range s.lanes {
 		if l.nextDue.IsZero() && l.queued() == 0 {
 			continue // nothing to send there
 		}
-		switch s.gate(l, now) {
+		switch l.gate(s.cfg.Health, now) {
 		case health.Open:
 			if !l.nextDue.IsZero() && l.nextDue.Before(wake) && l.loaded < s.cfg.EndpointWindow {
 				wake = l.nextDue
@@ -56,22 +84,24 @@ func (e *Engine) loadRound() time.Duration {
 			}
 		}
 	}
-	starts := s.pump(now, nil)
-	s.mu.Unlock()
-	e.launch(starts)
-	return wake.Sub(e.cfg.Clock.Now())
+	return s.pump(now, nil), wake
 }
 
 // refresh rescans the store for endpoints with due work.
-func (e *Engine) refresh() {
-	ctx, cancel := e.storeCtx()
+func (ld *loader) refresh() {
+	ctx, cancel := ld.cfg.storeCtx()
 	defer cancel()
-	dues, err := e.cfg.Store.DueEndpoints(ctx)
+	dues, err := ld.cfg.Store.DueEndpoints(ctx)
 	if err != nil {
-		e.log.Warn("scanning for due deliveries", "err", err)
+		ld.log.Warn("scanning for due deliveries", "err", err)
 		return
 	}
-	s := e.sched
+	ld.refreshed(dues)
+}
+
+// refreshed takes in a rescan's due endpoints.
+func (ld *loader) refreshed(dues []store.EndpointDue) {
+	s := ld.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := make(map[string]bool, len(dues))
@@ -103,7 +133,8 @@ type claimWant struct {
 // starts one endpoint further along (in ID order) than the one before, so
 // none is always served last. An endpoint not yet known reads its health
 // first (the health sync is kicked).
-func (s *scheduler) wants(now time.Time) (ws []claimWant, unknown bool) {
+func (ld *loader) wants(now time.Time) (ws []claimWant, unknown bool) {
+	s := ld.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	room := s.cfg.LoadWindow - s.loadHeld
@@ -131,7 +162,7 @@ func (s *scheduler) wants(now time.Time) (ws []claimWant, unknown bool) {
 		}
 		n := s.cfg.EndpointWindow - l.loaded
 		probe := false
-		switch s.gate(l, now) {
+		switch l.gate(s.cfg.Health, now) {
 		case health.Closed:
 			continue
 		case health.ProbeNow:
@@ -159,7 +190,8 @@ func (s *scheduler) wants(now time.Time) (ws []claimWant, unknown bool) {
 // back the places not used and returns the attempts to start and the
 // deliveries to give back to the store (the endpoint's circuit closed while
 // they were claimed).
-func (s *scheduler) claimed(w claimWant, cs []store.Claimed, err error, next time.Time, more bool, now time.Time) ([]start, []string) {
+func (ld *loader) claimed(w claimWant, cs []store.Claimed, err error, next time.Time, more bool, now time.Time) ([]start, []string) {
+	s := ld.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.laneFor(w.id)
@@ -193,85 +225,33 @@ func (s *scheduler) claimed(w claimWant, cs []store.Claimed, err error, next tim
 }
 
 // loadDue claims due deliveries for every endpoint that wants them.
-func (e *Engine) loadDue(now time.Time) {
-	ws, unknown := e.sched.wants(now)
+func (ld *loader) loadDue(now time.Time) {
+	ws, unknown := ld.wants(now)
 	if unknown {
-		e.health.kick()
+		ld.health.Kick()
 	}
-	lease := e.lease(now)
+	lease := ld.cfg.lease(now)
 	for _, w := range ws {
-		if w.probe && !e.takeProbe(w.id, now) {
-			e.sched.claimed(w, nil, nil, now, true, now)
+		if w.probe && !ld.probes.take(w.id, now) {
+			ld.claimed(w, nil, nil, now, true, now)
 			continue
 		}
-		ctx, cancel := e.storeCtx()
-		cs, err := e.cfg.Store.ClaimDue(ctx, w.id, now, w.n, lease)
+		ctx, cancel := ld.cfg.storeCtx()
+		cs, err := ld.cfg.Store.ClaimDue(ctx, w.id, now, w.n, lease)
 		if err != nil {
-			e.log.Warn("claiming due deliveries", "endpoint", w.id, "err", err)
+			ld.log.Warn("claiming due deliveries", "endpoint", w.id, "err", err)
 		}
 		var next time.Time
 		var more bool
 		if err == nil && len(cs) < w.n {
-			next, more, err = e.cfg.Store.NextDue(ctx, w.id)
+			next, more, err = ld.cfg.Store.NextDue(ctx, w.id)
 			if err != nil {
-				e.log.Warn("reading next due time", "endpoint", w.id, "err", err)
+				ld.log.Warn("reading next due time", "endpoint", w.id, "err", err)
 			}
 		}
 		cancel()
-		starts, released := e.sched.claimed(w, cs, err, next, more, now)
-		e.launch(starts)
-		if len(released) > 0 {
-			e.releaseIDs(released)
-		}
-	}
-}
-
-// probeHold is how long a node that took a probe keeps the others from
-// taking the next: longer than any attempt (timeouts are at most 5 minutes).
-// The probe's outcome, once merged, sets the real next probe time.
-const probeHold = 6 * time.Minute
-
-// takeProbe asks the store for the right to send the endpoint's probe now.
-// When another node has it (or the store fails), this node's view waits a
-// FlushInterval, by which time the stored health has been adopted.
-func (e *Engine) takeProbe(endpointID string, now time.Time) bool {
-	hold := now.Add(probeHold)
-	ctx, cancel := e.storeCtx()
-	ok, err := e.cfg.Store.TakeProbe(ctx, endpointID, now, hold)
-	cancel()
-	if err != nil {
-		e.log.Warn("taking a probe", "endpoint", endpointID, "err", err)
-	}
-	s := e.sched
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l := s.laneFor(endpointID)
-	if ok && err == nil {
-		l.probeHold = hold
-		return true
-	}
-	if h := &l.ep.Health; !h.NextProbeAt.After(now) {
-		h.NextProbeAt = now.Add(e.cfg.FlushInterval)
-	}
-	return false
-}
-
-// returnProbe gives back a probe that sent nothing (its delivery's ttl had
-// passed): the stored next probe time goes back from the hold to now, so
-// this node (or another) takes the next probe at once.
-func (e *Engine) returnProbe(l *lane) {
-	now := e.cfg.Clock.Now()
-	s := e.sched
-	s.mu.Lock()
-	hold := l.probeHold
-	if l.ep.Health.NextProbeAt.After(now) || l.ep.Health.NextProbeAt.IsZero() {
-		s.mu.Unlock()
-		return // an outcome or another node moved it meanwhile
-	}
-	s.mu.Unlock()
-	ctx, cancel := e.storeCtx()
-	defer cancel()
-	if _, err := e.cfg.Store.TakeProbe(ctx, l.id, hold, now); err != nil {
-		e.log.Warn("giving back a probe", "endpoint", l.id, "err", err)
+		starts, released := ld.claimed(w, cs, err, next, more, now)
+		ld.run.launch(starts)
+		ld.rel.release(released)
 	}
 }

@@ -1,11 +1,13 @@
-package dispatch
+package scheduling
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -29,7 +31,7 @@ import (
 //     FlushInterval otherwise. On a store of its own this finds the rows
 //     made anew: an endpoint deleted with its last subscription and
 //     subscribed again starts from fresh health, here too.
-//   - A lane new to this engine (an endpoint first used since the start, or
+//   - A lane new to this node (an endpoint first used since the start, or
 //     one dropped after ten idle minutes) sends nothing until the round has
 //     read its stored health.
 //   - A closed circuit's probe is taken with TakeProbe, which only one node
@@ -40,32 +42,57 @@ import (
 // local view has them already; the stored counters then lag).
 const maxQueuedOutcomes = 10_000
 
-// healthState is the health sync's own state, used by its goroutine only.
-type healthState struct {
-	version int64 // endpoints version of the last EndpointChanges read
+// healthSync is the health sync's state and work.
+type healthSync struct {
+	loop     *startstop.Loop
+	sched    *scheduler
+	cfg      *Config
+	run      *runner
+	rel      *releaser
+	log      *slog.Logger
+	loader   *startstop.Loop // kicked when adopted health lets work through
+	reported *Metrics
+
+	version int64 // endpoints version of the last EndpointChanges read; the loop's goroutine's
 }
 
-// healthRound is one round of the health sync (a loop job).
-func (e *Engine) healthRound() time.Duration {
-	e.flush()
-	e.readUnknown()
-	e.adoptChanges()
-	if n := e.sched.evictIdle(e.cfg.Clock.Now()); n > 0 {
-		e.log.Debug("idle lanes dropped", "count", n)
+func newHealthSync(s *scheduler, cfg *Config, run *runner, rel *releaser, log *slog.Logger) *healthSync {
+	hs := &healthSync{sched: s, cfg: cfg, run: run, rel: rel, log: log, reported: cfg.Metrics}
+	hs.loop = startstop.NewLoop("health", cfg.Clock, hs.round)
+	return hs
+}
+
+// round is one round of the health sync.
+func (hs *healthSync) round(context.Context) time.Duration {
+	hs.flush()
+	hs.readUnknown()
+	hs.adoptChanges()
+	if n := hs.sched.evictIdle(hs.cfg.Clock.Now()); n > 0 {
+		hs.log.Debug("idle lanes dropped", "count", n)
 	}
-	return e.cfg.FlushInterval
+	return hs.cfg.FlushInterval
 }
 
-// HealthChanged tells the engine that the store announced endpoint health
-// written by another node: it is adopted at once.
-func (e *Engine) HealthChanged() { e.health.kick() }
+// loadAll adopts every endpoint's stored health (at Start, before the
+// loop runs).
+func (hs *healthSync) loadAll(ctx context.Context) error {
+	eps, v, err := hs.cfg.Store.EndpointChanges(ctx, 0)
+	if err != nil {
+		return err
+	}
+	hs.version = v
+	s := hs.sched
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ep := range eps {
+		s.adopt(s.laneFor(ep.ID), ep, hs.cfg.Clock.Now())
+	}
+	return nil
+}
 
-// Endpoint returns the live view of an endpoint's health (at most about one
-// FlushInterval ahead of the store's), with its current concurrency limit
-// and attempts in flight. ok is false for an endpoint this engine does not
-// hold.
-func (e *Engine) Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool) {
-	s := e.sched
+// endpoint returns the lanes' view of an endpoint (see Service.Endpoint).
+func (hs *healthSync) endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool) {
+	s := hs.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.lanes[id]
@@ -75,16 +102,13 @@ func (e *Engine) Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok
 	return l.ep, l.limit, l.inFlight, true
 }
 
-// Enable re-enables a disabled, frozen or probation endpoint (the API's
-// POST /v1/endpoints/{id}/enable): its counters are reset in the store
-// before Enable returns, and its backlog flows again on every node.
-// store.ErrNotFound when the endpoint does not exist.
-func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) {
+// enable is Service.Enable.
+func (hs *healthSync) enable(ctx context.Context, id string) (store.Endpoint, error) {
 	var tr health.Transition
-	eps, err := e.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
 		for _, ep := range eps {
-			tr = e.cfg.Health.Enable(&ep.Health)
-			ep.UpdatedAt = e.nextVersion(ep.UpdatedAt)
+			tr = hs.cfg.Health.Enable(&ep.Health)
+			ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
 		}
 		return nil
 	})
@@ -95,16 +119,16 @@ func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) 
 		return store.Endpoint{}, store.ErrNotFound
 	}
 	ep := eps[0]
-	s := e.sched
+	s := hs.sched
 	s.mu.Lock()
 	l := s.laneFor(id)
 	l.pending = nil
 	l.limit = s.cfg.InitialConcurrency
-	s.adopt(l, ep, e.cfg.Clock.Now())
+	s.adopt(l, ep, hs.cfg.Clock.Now())
 	s.mu.Unlock()
-	e.loader.kick()
+	hs.loader.Kick()
 	if tr.Changed() {
-		e.report(ep, tr)
+		hs.report(ep, tr)
 	}
 	return ep, nil
 }
@@ -113,15 +137,15 @@ func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) 
 // once (an operator's action said it is fixed): its stored next probe time
 // becomes now, here and, through the store, on every node. Enabled and
 // frozen endpoints are left alone.
-func (e *Engine) probeNow(ctx context.Context, id string) error {
-	now := e.cfg.Clock.Now()
+func (hs *healthSync) probeNow(ctx context.Context, id string) error {
+	now := hs.cfg.Clock.Now()
 	var changed bool
-	eps, err := e.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
 		changed = false
 		for _, ep := range eps {
 			if h := &ep.Health; (h.State == health.Probation || h.State == health.Disabled) && h.NextProbeAt.After(now) {
 				h.NextProbeAt = now
-				ep.UpdatedAt = e.nextVersion(ep.UpdatedAt)
+				ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
 				changed = true
 			}
 		}
@@ -130,7 +154,7 @@ func (e *Engine) probeNow(ctx context.Context, id string) error {
 	if err != nil || !changed || len(eps) == 0 {
 		return err
 	}
-	s := e.sched
+	s := hs.sched
 	s.mu.Lock()
 	l := s.laneFor(id)
 	// Outcomes queued here are in the stored health once merged; keep
@@ -139,15 +163,15 @@ func (e *Engine) probeNow(ctx context.Context, id string) error {
 	s.markReady(l)
 	starts := s.pump(now, nil)
 	s.mu.Unlock()
-	e.launch(starts)
+	hs.run.launch(starts)
 	return nil
 }
 
 // nextVersion returns the UpdatedAt to write over prev: now, or just after
 // prev if the clock has not moved past it, so that every write of an
 // endpoint's health has a later UpdatedAt than the one before.
-func (e *Engine) nextVersion(prev time.Time) time.Time {
-	now := e.cfg.Clock.Now().Truncate(time.Millisecond)
+func (hs *healthSync) nextVersion(prev time.Time) time.Time {
+	now := hs.cfg.Clock.Now().Truncate(time.Millisecond)
 	if !now.After(prev) {
 		now = prev.Add(time.Millisecond)
 	}
@@ -156,45 +180,19 @@ func (e *Engine) nextVersion(prev time.Time) time.Time {
 
 // report tells the log, the metrics and the notifier of a state change
 // found in the store.
-func (e *Engine) report(ep store.Endpoint, tr health.Transition) {
-	e.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", store.RedactedURL(ep.URL),
+func (hs *healthSync) report(ep store.Endpoint, tr health.Transition) {
+	hs.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", store.RedactedURL(ep.URL),
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
-	e.cfg.Metrics.transition(tr)
-	if e.cfg.Notifier != nil {
-		e.cfg.Notifier.EndpointChanged(ep, tr)
+	hs.reported.transition(tr)
+	if hs.cfg.Notifier != nil {
+		hs.cfg.Notifier.EndpointChanged(ep, tr)
 	}
-}
-
-// adopt makes a stored health this lane's view, re-applying the outcomes
-// queued since (they are in the next merge), and reacts to a change of
-// state the way a local transition does. It returns deliveries to release.
-// Caller holds s.mu.
-func (s *scheduler) adopt(l *lane, ep store.Endpoint, now time.Time) []string {
-	before := l.ep.Health.State
-	url, created := l.ep.URL, l.ep.CreatedAt
-	l.ep = ep
-	if l.ep.URL == "" {
-		l.ep.URL = url
-	}
-	if l.ep.CreatedAt.IsZero() {
-		l.ep.CreatedAt = created
-	}
-	l.known = true
-	for _, o := range l.pending {
-		s.cfg.Health.Observe(&l.ep.Health, o)
-	}
-	var released []string
-	if after := l.ep.Health.State; after != before {
-		released = s.onTransition(l, health.Transition{From: before, To: after}, now)
-	}
-	s.markReady(l) // a lane waiting for its health may start now
-	return released
 }
 
 // flush merges every lane's queued outcomes into the stored health. On
 // failure the outcomes are queued again for the next try.
-func (e *Engine) flush() {
-	s := e.sched
+func (hs *healthSync) flush() {
+	s := hs.sched
 	s.mu.Lock()
 	taken := map[string][]health.Outcome{}
 	var ids []string
@@ -214,23 +212,23 @@ func (e *Engine) flush() {
 		tr health.Transition
 	}
 	var changes []change
-	ctx, cancel := e.storeCtx()
+	ctx, cancel := hs.cfg.storeCtx()
 	defer cancel()
-	eps, err := e.cfg.Store.ModifyEndpoints(ctx, ids, func(eps []*store.Endpoint) error {
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, ids, func(eps []*store.Endpoint) error {
 		changes = changes[:0] // fn may run again if the store retries
 		for _, ep := range eps {
 			for _, o := range taken[ep.ID] {
-				if tr := e.cfg.Health.Observe(&ep.Health, o); tr.Changed() {
+				if tr := hs.cfg.Health.Observe(&ep.Health, o); tr.Changed() {
 					changes = append(changes, change{*ep, tr})
 				}
 			}
-			ep.UpdatedAt = e.nextVersion(ep.UpdatedAt)
+			ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
 		}
 		return nil
 	})
 	if err != nil {
 		if !errors.Is(err, store.ErrClosed) {
-			e.log.Warn("merging endpoint health", "endpoints", len(ids), "err", err)
+			hs.log.Warn("merging endpoint health", "endpoints", len(ids), "err", err)
 		}
 		s.mu.Lock()
 		for id, os := range taken {
@@ -240,20 +238,20 @@ func (e *Engine) flush() {
 		s.mu.Unlock()
 		return
 	}
-	e.adoptAll(eps)
+	hs.adoptAll(eps)
 	for _, c := range changes {
-		e.report(c.ep, c.tr)
+		hs.report(c.ep, c.tr)
 	}
 }
 
 // adoptAll adopts stored endpoints into their lanes (creating them), and
 // acts on what that changes.
-func (e *Engine) adoptAll(eps []store.Endpoint) {
+func (hs *healthSync) adoptAll(eps []store.Endpoint) {
 	if len(eps) == 0 {
 		return
 	}
-	s := e.sched
-	now := e.cfg.Clock.Now()
+	s := hs.sched
+	now := hs.cfg.Clock.Now()
 	var released []string
 	s.mu.Lock()
 	for _, ep := range eps {
@@ -261,16 +259,14 @@ func (e *Engine) adoptAll(eps []store.Endpoint) {
 	}
 	starts := s.pump(now, nil)
 	s.mu.Unlock()
-	e.launch(starts)
-	if len(released) > 0 {
-		e.releaseIDs(released)
-	}
-	e.loader.kick()
+	hs.run.launch(starts)
+	hs.rel.release(released)
+	hs.loader.Kick()
 }
 
 // readUnknown reads the stored health of lanes that have none yet.
-func (e *Engine) readUnknown() {
-	s := e.sched
+func (hs *healthSync) readUnknown() {
+	s := hs.sched
 	s.mu.Lock()
 	var ids []string
 	for id, l := range s.lanes {
@@ -281,8 +277,8 @@ func (e *Engine) readUnknown() {
 	s.mu.Unlock()
 	var eps []store.Endpoint
 	for _, id := range ids {
-		ctx, cancel := e.storeCtx()
-		ep, err := e.cfg.Store.GetEndpoint(ctx, id)
+		ctx, cancel := hs.cfg.storeCtx()
+		ep, err := hs.cfg.Store.GetEndpoint(ctx, id)
 		cancel()
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -293,30 +289,30 @@ func (e *Engine) readUnknown() {
 			ep.Health.State = health.Enabled
 		case err != nil:
 			if !errors.Is(err, store.ErrClosed) {
-				e.log.Warn("reading endpoint health", "endpoint", id, "err", err)
+				hs.log.Warn("reading endpoint health", "endpoint", id, "err", err)
 			}
 			continue
 		}
 		eps = append(eps, ep)
 	}
-	e.adoptAll(eps)
+	hs.adoptAll(eps)
 }
 
 // adoptChanges adopts stored health written since the version last read,
 // for lanes with no outcomes waiting to be merged (those adopt it at their
 // merge) and whose view is older.
-func (e *Engine) adoptChanges() {
-	ctx, cancel := e.storeCtx()
-	eps, v, err := e.cfg.Store.EndpointChanges(ctx, e.healthState.version)
+func (hs *healthSync) adoptChanges() {
+	ctx, cancel := hs.cfg.storeCtx()
+	eps, v, err := hs.cfg.Store.EndpointChanges(ctx, hs.version)
 	cancel()
 	if err != nil {
 		if !errors.Is(err, store.ErrClosed) {
-			e.log.Warn("reading endpoint health changes", "err", err)
+			hs.log.Warn("reading endpoint health changes", "err", err)
 		}
 		return
 	}
-	e.healthState.version = v
-	s := e.sched
+	hs.version = v
+	s := hs.sched
 	s.mu.Lock()
 	var take []store.Endpoint
 	for _, ep := range eps {
@@ -329,5 +325,5 @@ func (e *Engine) adoptChanges() {
 		}
 	}
 	s.mu.Unlock()
-	e.adoptAll(take)
+	hs.adoptAll(take)
 }

@@ -1,4 +1,4 @@
-package dispatch_test
+package scheduling_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/herald-events/herald/internal/catalog"
-	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
@@ -24,8 +24,8 @@ func TestScrapeDoesNotHoldTheScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	eng := dispatch.New(dispatch.Config{Store: st, Catalog: catalog.New(st)})
-	t.Cleanup(func() { eng.Stop(ctx) })
+	eng := scheduling.New(scheduling.Config{Store: st, Catalog: catalog.New(st)})
+	t.Cleanup(eng.Stop)
 
 	ch := make(chan prometheus.Metric) // unbuffered: each send waits for the reader
 	go func() { eng.Collector().Collect(ch); close(ch) }()
@@ -33,14 +33,14 @@ func TestScrapeDoesNotHoldTheScheduler(t *testing.T) {
 
 	done := make(chan struct{})
 	go func() {
-		eng.Admit([]string{"ep_a"}, time.Now()).Abort() // takes the scheduler's lock
+		eng.Reserve([]string{"ep_a"}, time.Now()).Abort() // takes the scheduler's lock
 		_ = eng.Stats()
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the engine's lock is held by a scrape that does not read")
+		t.Fatal("the scheduler's lock is held by a scrape that does not read")
 	}
 	for range ch { // let the collector finish
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package scheduling
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 	cfg.Health.ProbationMax = 4 * time.Millisecond
 	cfg.Health.ProbeInterval = 5 * time.Millisecond
 	s := newScheduler(cfg)
-	e := &Engine{sched: s, health: newLoop(nil, nil)}
+	e := testService(s)
 	lanes := []string{"e0", "e1", "e2", "e3", "e4"}
 	s.mu.Lock()
 	for _, id := range lanes {
@@ -123,7 +123,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 				for j := range eps {
 					eps[j] = lanes[rand.IntN(len(lanes))]
 				}
-				a := e.Admit(eps, now())
+				a := e.Reserve(eps, now())
 				if rand.IntN(10) == 0 {
 					a.Abort()
 					continue
@@ -158,7 +158,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 		defer loader.Done()
 		for !pubDone.Load() {
 			s.hint(lanes[rand.IntN(len(lanes))], now())
-			ws, _ := s.wants(now())
+			ws, _ := e.loader.wants(now())
 			for _, w := range ws {
 				var cs []store.Claimed
 				var err error
@@ -169,7 +169,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 						cs = append(cs, newClaimed(w.id, rand.IntN(2)))
 					}
 				}
-				starts, released := s.claimed(w, cs, err, now().Add(time.Millisecond), rand.IntN(2) == 0, now())
+				starts, released := e.loader.claimed(w, cs, err, now().Add(time.Millisecond), rand.IntN(2) == 0, now())
 				for _, id := range released {
 					if err := led.release(id); err != nil {
 						t.Error(err)
@@ -181,7 +181,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 			t1 := now()
 			s.mu.Lock()
 			for _, l := range s.lanes {
-				if s.gate(l, t1) == health.ProbeNow {
+				if l.gate(s.cfg.Health, t1) == health.ProbeNow {
 					s.markReady(l)
 				}
 			}
@@ -214,7 +214,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 			}
 			launch(starts)
 			s.evictIdle(now())
-			_ = s.heldIDs()
+			_ = e.keeper.heldIDs()
 			if err := schedBounds(s); err != nil {
 				t.Error(err)
 				return

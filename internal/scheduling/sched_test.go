@@ -1,4 +1,4 @@
-package dispatch
+package scheduling
 
 // Data-driven tests of the scheduler (sched.go, with the scheduler's parts of
 // admission.go, loader.go and health.go), in the style of
@@ -112,6 +112,7 @@ import (
 
 	"github.com/herald-events/herald/internal/datadriven"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -149,7 +150,7 @@ func defaultSchedTestConfig() schedConfig {
 type schedRunner struct {
 	cfg schedConfig
 	s   *scheduler
-	e   *Engine // only what Admit needs: the scheduler and a health loop never started
+	e   *Service // only what the commands use: see testService
 	now time.Time
 
 	adms  map[string]*schedAdm      // pending admissions, by name
@@ -159,7 +160,7 @@ type schedRunner struct {
 }
 
 type schedAdm struct {
-	a   *Admission
+	a   *Reservation
 	eps []string
 }
 
@@ -172,7 +173,7 @@ func newSchedRunner(cfg schedConfig) *schedRunner {
 	s := newScheduler(cfg)
 	return &schedRunner{
 		cfg: cfg, s: s, now: ddStart,
-		e:     &Engine{sched: s, health: newLoop(nil, nil)},
+		e:     testService(s),
 		adms:  map[string]*schedAdm{},
 		runs:  map[string]*schedRun{},
 		wants: map[string]claimWant{},
@@ -180,12 +181,24 @@ func newSchedRunner(cfg schedConfig) *schedRunner {
 	}
 }
 
-// commitAdmission is Admission.Commit without launching the attempts,
+// testService is a Service around s with only what the scheduler's tests
+// use: Reserve (its health loop never starts), the loader's wants and
+// claimed, the lease keeper's heldIDs. Nothing runs on it.
+func testService(s *scheduler) *Service {
+	return &Service{
+		sched:  s,
+		health: &healthSync{sched: s, loop: startstop.NewLoop("health", nil, nil)},
+		loader: &loader{sched: s},
+		keeper: &leaseKeeper{sched: s},
+	}
+}
+
+// commitAdmission is Reservation.Commit without launching the attempts,
 // releasing in the store or kicking the loader (which need a running
 // engine): it returns what Commit would act on.
-func commitAdmission(a *Admission, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, released []string, wake bool) {
+func commitAdmission(a *Reservation, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, released []string, wake bool) {
 	a.once.Do(func() {
-		starts, released, wake = a.e.sched.commit(a, held, unheld, at, now)
+		starts, released, wake = a.s.sched.commit(a.lanes, a.n, held, unheld, at, now)
 	})
 	return starts, released, wake
 }
@@ -279,7 +292,7 @@ func (r *schedRunner) do(line string) (string, error) {
 		slices.Sort(ids)
 		out = "released: " + list(ids)
 	case "held":
-		ids := r.s.heldIDs()
+		ids := r.e.keeper.heldIDs()
 		slices.Sort(ids)
 		out = "held: " + list(ids)
 	case "state":
@@ -458,11 +471,11 @@ func (r *schedRunner) admitReasons(eps []string) []string {
 
 // admitNow runs Engine.Admit and describes each refusal; a grant or refusal
 // the rule does not explain is written out.
-func (r *schedRunner) admitNow(eps []string, label func(i int) string) (*Admission, []string) {
+func (r *schedRunner) admitNow(eps []string, label func(i int) string) (*Reservation, []string) {
 	r.s.mu.Lock()
 	reasons := r.admitReasons(eps)
 	r.s.mu.Unlock()
-	adm := r.e.Admit(eps, r.now)
+	adm := r.e.Reserve(eps, r.now)
 	var lines []string
 	for i := range eps {
 		switch g := adm.Granted(i); {
@@ -642,7 +655,7 @@ func (r *schedRunner) doWants(a datadriven.Args) (string, error) {
 	if len(r.wants) > 0 {
 		return "", fmt.Errorf("claims reserved and not claimed: %v", r.wants)
 	}
-	ws, unknown := r.s.wants(r.now)
+	ws, unknown := r.e.loader.wants(r.now)
 	slices.SortFunc(ws, func(x, y claimWant) int { return strings.Compare(x.id, y.id) })
 	var lines []string
 	for _, w := range ws {
@@ -695,7 +708,7 @@ func (r *schedRunner) claim(a datadriven.Args) (string, error) {
 		cs = append(cs, c)
 	}
 	delete(r.wants, lane)
-	starts, released := r.s.claimed(w, cs, cerr, next, !next.IsZero(), r.now)
+	starts, released := r.e.loader.claimed(w, cs, cerr, next, !next.IsZero(), r.now)
 	out, err := r.started(starts)
 	if err != nil {
 		return "", err

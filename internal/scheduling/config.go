@@ -1,27 +1,31 @@
-package dispatch
+package scheduling
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net/http"
+	"os"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/herald-events/herald/internal/clock"
-	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
-// Config configures an Engine. A zero field takes its value from
-// DefaultConfig (Clock, Logger, Metrics, Owner, Client and Rand from
-// setDefaults); Validate says whether the result makes sense.
+// Config configures the scheduling stage. A zero field takes its value
+// from DefaultConfig (Clock, Logger, Metrics and Owner from setDefaults);
+// Validate says whether the result makes sense.
 type Config struct {
 	Store   Store
 	Catalog Subscriptions
+	// Attempter makes the attempts started (the attempting stage).
+	Attempter Attempter
+	// Results are the recording stage's answers, read by the finisher.
+	Results Results
 	Clock   clock.Clock  // default clock.Real{}
 	Logger  *slog.Logger // default discards
 	Metrics *Metrics     // default: a Metrics on a private registry
@@ -30,7 +34,7 @@ type Config struct {
 	// suffix).
 	Owner string
 	// Lease is how long a claimed delivery stays leased (default 30s). The
-	// engine renews the leases of everything it holds every Lease/3; on a
+	// stage renews the leases of everything it holds every Lease/3; on a
 	// shared database another node takes over a delivery whose lease
 	// expired (SQLite leases never expire: one process owns the file).
 	Lease time.Duration
@@ -47,14 +51,14 @@ type Config struct {
 	InitialConcurrency  int
 	// Health holds the circuit thresholds (default health.DefaultConfig()).
 	Health health.Config
-	// Notifier hears of circuit transitions and dead letters (optional).
+	// Notifier hears of circuit transitions (optional).
 	Notifier Notifier
 	// FlushInterval is how often this node's endpoint outcomes are merged
 	// into the store and, on a shared store, other nodes' changes adopted
 	// (default 1s; a local state change is merged at once, and a change
 	// announced by the store is adopted at once: HealthChanged).
 	FlushInterval time.Duration
-	// StoreTimeout bounds each store call the engine makes (default 30s).
+	// StoreTimeout bounds each store call the stage makes (default 30s).
 	StoreTimeout time.Duration
 	// MaxInFlight bounds attempts in flight across endpoints (default 1,024).
 	MaxInFlight int
@@ -64,20 +68,6 @@ type Config struct {
 	// ExpiringLeasesRefreshInterval on a store whose leases expire).
 	PollInterval    time.Duration
 	RefreshInterval time.Duration
-	// Destinations says which addresses attempts may go to (the zero
-	// Policy: public addresses only). The default Client enforces it on
-	// every connection; a Client given here is on its own.
-	Destinations destination.Policy
-	// Resolver looks up the addresses of URLs' host names for the default
-	// Client (default net.DefaultResolver); tests inject their own.
-	Resolver destination.Resolver
-	// Client sends the attempts (default NewHTTPClient(Destinations,
-	// Resolver, MaxInFlight)).
-	Client *http.Client
-	// UserAgent is sent with every attempt (default "Herald").
-	UserAgent string
-	// Rand returns numbers in [0,1) for jitter (default math/rand/v2).
-	Rand func() float64
 }
 
 // Defaults of the fields DefaultConfig leaves zero, and of RefreshInterval,
@@ -91,7 +81,7 @@ const (
 	ExpiringLeasesRefreshInterval = 5 * time.Second
 )
 
-// DefaultConfig returns the engine's defaults: the one place they are set
+// DefaultConfig returns the stage's defaults: the one place they are set
 // (herald serve's flags take theirs from here).
 func DefaultConfig() Config {
 	return Config{
@@ -106,7 +96,6 @@ func DefaultConfig() Config {
 		StoreTimeout:        30 * time.Second,
 		MaxInFlight:         1024,
 		PollInterval:        time.Second,
-		UserAgent:           "Herald",
 	}
 }
 
@@ -135,12 +124,7 @@ func (c Config) Validate() error {
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("--max-in-flight %d: must be at least 1", c.MaxInFlight)
 	case c.FlushInterval <= 0 || c.StoreTimeout <= 0 || c.PollInterval <= 0 || c.RefreshInterval < 0:
-		return errors.New("the engine's intervals and store timeout must be positive")
-	}
-	for _, p := range c.Destinations.Allow {
-		if !p.IsValid() {
-			return errors.New("--allow-destinations: an invalid range")
-		}
+		return errors.New("the scheduler's intervals and store timeout must be positive")
 	}
 	// health.Config.Validate names these three together; each is its own flag.
 	for _, t := range []struct {
@@ -197,13 +181,6 @@ func (c *Config) setDefaults(caps store.Capabilities) {
 			c.RefreshInterval = ExpiringLeasesRefreshInterval
 		}
 	}
-	if c.Client == nil {
-		c.Client = NewHTTPClient(c.Destinations, c.Resolver, c.MaxInFlight)
-	}
-	setZero(&c.UserAgent, d.UserAgent)
-	if c.Rand == nil {
-		c.Rand = rand.Float64
-	}
 }
 
 // setZero sets *p to v when *p is its zero value (or negative).
@@ -212,4 +189,16 @@ func setZero[T int | time.Duration | string](p *T, v T) {
 	if *p <= zero {
 		*p = v
 	}
+}
+
+// DefaultOwner names this process uniquely for leases: host name, process
+// ID and four random bytes.
+func DefaultOwner() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "herald"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }

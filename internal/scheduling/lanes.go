@@ -1,4 +1,4 @@
-package dispatch
+package scheduling
 
 import (
 	"sync"
@@ -8,11 +8,11 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// The scheduler is the dispatcher's memory: one lane per endpoint with its
+// The scheduler is the stage's memory: one lane per endpoint with its
 // queues, counters, adaptive concurrency limit and view of the circuit, the
 // ring of lanes ready to start an attempt, and the bounds on what is held.
 // It makes no store or network call and starts no goroutine: its methods
-// take the time as an argument and return what the engine must do (start
+// take the time as an argument and return what the caller must do (start
 // these attempts, release those deliveries, wake the loader), so it is
 // tested on its own (sched_test.go and testdata/sched).
 //
@@ -98,7 +98,7 @@ type scheduler struct {
 	ready    ring             // lanes with queued work that may start one
 	inFlight int
 	// attempts counts the attempts started by pump and not yet ended; it is
-	// added to under mu, before stop sets stopping, so the engine's Stop
+	// added to under mu, before stop sets stopping, so the Service's shutdown
 	// can wait for it without racing a late start.
 	attempts  sync.WaitGroup
 	freshHeld int // reserved or held from the publish path
@@ -123,20 +123,20 @@ func (s *scheduler) laneFor(id string) *lane {
 	return l
 }
 
-// gate is the lane's circuit gate at now; closed while its health is
-// unknown. Caller holds s.mu.
-func (s *scheduler) gate(l *lane, now time.Time) health.Gate {
+// gate is the lane's circuit gate at now under the thresholds h; closed
+// while its health is unknown. Caller holds scheduler.mu.
+func (l *lane) gate(h health.Config, now time.Time) health.Gate {
 	if !l.known {
 		return health.Closed
 	}
-	return s.cfg.Health.Gate(&l.ep.Health, now)
+	return h.Gate(&l.ep.Health, now)
 }
 
 // canStart reports whether the lane may start an attempt now: within its
 // limit when its circuit is open, one probe at a time when a probe is due,
-// nothing otherwise. Caller holds s.mu.
-func (s *scheduler) canStart(l *lane, now time.Time) bool {
-	switch s.gate(l, now) {
+// nothing otherwise. Caller holds scheduler.mu.
+func (l *lane) canStart(h health.Config, now time.Time) bool {
+	switch l.gate(h, now) {
 	case health.Open:
 		return l.inFlight < l.limit
 	case health.ProbeNow:
@@ -189,136 +189,6 @@ func (s *scheduler) enqueue(it *item) {
 	s.markReady(l)
 }
 
-// start is an attempt the engine must run: the lane it belongs to and the
-// delivery, with the others of its subscription sent in the same request
-// (a batch; none without batching).
-type start struct {
-	l     *lane
-	it    *item
-	batch []*item
-}
-
-// items returns every delivery of the start, the first one first.
-func (st start) items() []*item { return append([]*item{st.it}, st.batch...) }
-
-// pump takes the attempts to start now, while there is a ready lane and a
-// free global slot: one per lane per turn, round-robin, fresh before retry.
-// A lane that cannot start now leaves the ring; it is put back when one of
-// its attempts ends or the loader sees its probe come due. Caller holds
-// s.mu; the caller runs the returned attempts after unlocking.
-func (s *scheduler) pump(now time.Time, out []start) []start {
-	for !s.stopping && s.inFlight < s.cfg.MaxInFlight && s.ready.len() > 0 {
-		l := s.ready.pop()
-		l.inReady = false
-		if l.queued() == 0 || !s.canStart(l, now) {
-			continue
-		}
-		probe := s.gate(l, now) == health.ProbeNow
-		var it *item
-		if l.fresh.len() > 0 {
-			it = l.fresh.pop()
-		} else {
-			it = l.retry.pop()
-		}
-		it.probe = probe
-		s.running[it.c.ID] = it
-		var batch []*item
-		if !probe {
-			batch = s.batchFor(l, it)
-		}
-		for _, b := range batch {
-			s.running[b.c.ID] = b
-		}
-		l.inFlight++
-		s.inFlight++
-		s.attempts.Add(1)
-		if s.canStart(l, now) {
-			s.markReady(l)
-		}
-		out = append(out, start{l, it, batch})
-	}
-	return out
-}
-
-// batchFor takes from the lane's queues (fresh first, then retries, each in
-// order) the deliveries of first's subscription that go in one request
-// with it: what is queued now, never waiting for more; at most maxEvents
-// in all; and, counting the events' bytes, no more than preferredBytes,
-// except that an event larger than that goes alone. A probe goes alone
-// (the caller does not batch it). Caller holds s.mu.
-func (s *scheduler) batchFor(l *lane, first *item) []*item {
-	if s.cfg.Batch == nil {
-		return nil
-	}
-	maxEvents, preferred := s.cfg.Batch(first.c.SubscriptionID)
-	size := len(first.c.Payload)
-	if maxEvents <= 1 || size >= preferred || first.c.DeadLetterOf != "" {
-		return nil // a dead letter goes alone, in its own format
-	}
-	var batch []*item
-	for _, q := range []*deque{&l.fresh, &l.retry} {
-		q.take(func(it *item) bool {
-			if len(batch)+1 >= maxEvents || it.c.SubscriptionID != first.c.SubscriptionID || it.c.DeadLetterOf != "" ||
-				size+len(it.c.Payload) > preferred {
-				return false
-			}
-			size += len(it.c.Payload)
-			batch = append(batch, it)
-			return true
-		})
-	}
-	return batch
-}
-
-// ended is what the end of an attempt's HTTP exchange asks of the engine.
-type ended struct {
-	starts   []start           // attempts to start now
-	released []string          // deliveries to give back to the store
-	tr       health.Transition // the local circuit transition, if any
-	flush    bool              // merge the lane's outcomes into the store now
-	wake     bool              // wake the loader
-}
-
-// attemptEnded gives back the lane's and the global concurrency slot of an
-// attempt whose HTTP exchange ended, and applies what it said about the
-// endpoint's health to this node's view (obs nil: nothing, e.g. no attempt
-// was made, or a failure that says nothing about the endpoint).
-// url, when not empty, is the endpoint's URL, for its view.
-func (s *scheduler) attemptEnded(l *lane, obs *health.Outcome, url string, now time.Time) ended {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var res ended
-	if l.ep.URL == "" {
-		l.ep.URL = url
-	}
-	l.inFlight--
-	s.inFlight--
-	if obs != nil {
-		res.tr = s.cfg.Health.Observe(&l.ep.Health, *obs)
-		l.pending = append(l.pending, *obs)
-		if n := len(l.pending); n > 2*maxQueuedOutcomes {
-			l.pending = append(l.pending[:0], l.pending[n-maxQueuedOutcomes:]...)
-		}
-		if obs.Success {
-			if l.limit < s.cfg.EndpointConcurrency {
-				l.limit++
-			}
-		} else if l.limit > 1 {
-			l.limit /= 2
-		}
-		if res.tr.Changed() {
-			res.released = s.onTransition(l, res.tr, obs.At)
-			res.wake = true
-		}
-		// A probe's outcome replaces the probe hold in the store: merge it
-		// at once so the next probe is taken on time, here or elsewhere.
-		res.flush = res.tr.Changed() || obs.Probe || len(l.pending) >= maxQueuedOutcomes
-	}
-	s.markReady(l)
-	res.starts = s.pump(now, nil)
-	return res
-}
-
 // onTransition reacts to a change of circuit state. Leaving enabled, the
 // lane gives its queued deliveries back to the store (they wait there, not
 // in memory, until a probe succeeds) and returns their IDs for release;
@@ -358,30 +228,30 @@ func (s *scheduler) forget(l *lane, it *item) (refill bool) {
 	return (!l.nextDue.IsZero() && l.loaded == s.cfg.EndpointWindow/2) || s.loadHeld == s.cfg.LoadWindow/2
 }
 
-// finished ends a delivery's time in memory after its outcome was recorded
-// (or it was given back). next is the retry time of a delivery left pending
-// (zero: none). It reports whether the loader should look now.
-func (s *scheduler) finished(l *lane, it *item, next time.Time, now time.Time) (wake bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !next.IsZero() {
-		l.nextDue = earlier(l.nextDue, next)
-		l.hinted = earlier(l.hinted, next)
-		wake = true
+// adopt makes a stored health this lane's view, re-applying the outcomes
+// queued since (they are in the next merge), and reacts to a change of
+// state the way a local transition does. It returns deliveries to release.
+// Caller holds s.mu.
+func (s *scheduler) adopt(l *lane, ep store.Endpoint, now time.Time) []string {
+	before := l.ep.Health.State
+	url, created := l.ep.URL, l.ep.CreatedAt
+	l.ep = ep
+	if l.ep.URL == "" {
+		l.ep.URL = url
 	}
-	if s.forget(l, it) {
-		wake = true
+	if l.ep.CreatedAt.IsZero() {
+		l.ep.CreatedAt = created
 	}
-	delete(s.running, it.c.ID)
-	// The loader claims a closed circuit's probes one at a time: let it
-	// look for the next as soon as this one is done.
-	if s.gate(l, now) != health.Open {
-		wake = true
+	l.known = true
+	for _, o := range l.pending {
+		s.cfg.Health.Observe(&l.ep.Health, o)
 	}
-	if l.idle() {
-		l.idleSince = now // idle from its last finish, however busy before
+	var released []string
+	if after := l.ep.Health.State; after != before {
+		released = s.onTransition(l, health.Transition{From: before, To: after}, now)
 	}
-	return wake
+	s.markReady(l) // a lane waiting for its health may start now
+	return released
 }
 
 // hint records that an endpoint has a delivery due at `at` in the store. It
@@ -447,14 +317,7 @@ func (s *scheduler) stop() {
 	s.mu.Unlock()
 }
 
-// isStopping reports whether stop or drain was called.
-func (s *scheduler) isStopping() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopping
-}
-
-// Stats is a snapshot of the engine's memory use, for metrics and tests.
+// Stats is a snapshot of the stage's memory use, for metrics and tests.
 type Stats struct {
 	FreshHeld, LoadHeld, InFlight, Endpoints int
 }
@@ -463,103 +326,4 @@ func (s *scheduler) stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Stats{FreshHeld: s.freshHeld, LoadHeld: s.loadHeld, InFlight: s.inFlight, Endpoints: len(s.lanes)}
-}
-
-// heldIDs returns the IDs of every delivery held (queued or in flight), for
-// lease renewal.
-func (s *scheduler) heldIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var ids []string
-	for _, l := range s.lanes {
-		for _, q := range []*deque{&l.fresh, &l.retry} {
-			for i := q.head; i < len(q.buf); i++ {
-				ids = append(ids, q.buf[i].c.ID)
-			}
-		}
-	}
-	for id := range s.running {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// dropLost removes from the queues the deliveries that were asked about
-// (asked) and are no longer this node's (not in kept), returning how many.
-// Deliveries queued since the question are kept.
-func (s *scheduler) dropLost(asked, kept map[string]bool) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lost := 0
-	for _, l := range s.lanes {
-		for _, q := range []*deque{&l.fresh, &l.retry} {
-			var keep []*item
-			for q.len() > 0 {
-				it := q.pop()
-				if !asked[it.c.ID] || kept[it.c.ID] {
-					keep = append(keep, it)
-					continue
-				}
-				lost++
-				s.forget(l, it)
-			}
-			for _, it := range keep {
-				q.push(it)
-			}
-		}
-	}
-	return lost
-}
-
-// fifo is a first-in, first-out queue.
-type fifo[T any] struct {
-	buf  []T
-	head int
-}
-
-func (q *fifo[T]) len() int { return len(q.buf) - q.head }
-
-func (q *fifo[T]) push(v T) { q.buf = append(q.buf, v) }
-
-// pop removes the oldest element; the queue must not be empty. The backing
-// array is compacted once half of it is spent, so memory follows the length.
-func (q *fifo[T]) pop() T {
-	var zero T
-	v := q.buf[q.head]
-	q.buf[q.head] = zero
-	q.head++
-	if q.head > 64 && q.head*2 >= len(q.buf) {
-		q.buf = append(q.buf[:0], q.buf[q.head:]...)
-		q.head = 0
-	}
-	return v
-}
-
-// take removes, in order, the elements for which keep reports true and
-// leaves the others in their order. It reads the whole queue: O(len).
-func (q *fifo[T]) take(keep func(T) bool) {
-	rest := q.buf[q.head:q.head]
-	for _, v := range q.buf[q.head:] {
-		if !keep(v) {
-			rest = append(rest, v)
-		}
-	}
-	var zero T
-	for i := q.head + len(rest); i < len(q.buf); i++ {
-		q.buf[i] = zero
-	}
-	q.buf = q.buf[:q.head+len(rest)]
-}
-
-type (
-	deque = fifo[*item]
-	ring  = fifo[*lane]
-)
-
-// earlier returns the earlier of two times, where zero means "none".
-func earlier(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }

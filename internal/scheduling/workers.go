@@ -1,4 +1,4 @@
-package dispatch
+package scheduling
 
 import (
 	"sync"
@@ -16,7 +16,7 @@ const workerIdle = 30 * time.Second
 // CPU in herald bench's steady-batch (docs/benchmarks.md, "Issue 14").
 //
 // A job goes to the worker that became idle last, else to a new worker:
-// there are never more workers than jobs running at once (the engine
+// there are never more workers than jobs running at once (the scheduler
 // bounds those with MaxInFlight) plus the idle ones. Last in, first out
 // keeps the busy workers few and their stacks grown, where handing jobs
 // round to every idle worker would leave each idle long enough for the

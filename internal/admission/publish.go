@@ -1,8 +1,9 @@
-// Package ingest is the publish path: it fans accepted events out to the
-// subscriptions that match them, commits each event with its deliveries in
-// the store's group commit, and hands the fresh deliveries to the dispatcher
-// without a round trip through the store (the fast path).
-package ingest
+// Package admission is the first stage of the delivery path (publish →
+// durable commit): it fans accepted events out to the subscriptions that
+// match them, commits each event with its deliveries in the store's group
+// commit, and hands the fresh deliveries to the scheduling stage without a
+// round trip through the store (the fast path).
+package admission
 
 import (
 	"context"
@@ -12,10 +13,10 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -24,9 +25,10 @@ type Store interface {
 	Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error)
 }
 
-// Dispatcher takes fresh deliveries straight from the publish path.
-type Dispatcher interface {
-	Admit(endpointIDs []string, now time.Time) *dispatch.Admission
+// Scheduler takes fresh deliveries straight from the publish path: the
+// next stage.
+type Scheduler interface {
+	Reserve(endpointIDs []string, now time.Time) *scheduling.Reservation
 }
 
 // Catalog is the view of subscriptions events are matched against.
@@ -35,12 +37,12 @@ type Catalog interface {
 	Sync(ctx context.Context) error
 }
 
-// Ingester publishes events. It is safe for concurrent use.
-type Ingester struct {
-	Store    Store
-	Catalog  Catalog
-	Dispatch Dispatcher
-	Clock    clock.Clock
+// Publisher publishes events. It is safe for concurrent use.
+type Publisher struct {
+	Store     Store
+	Catalog   Catalog
+	Scheduler Scheduler
+	Clock     clock.Clock
 	// MaxFanout bounds the deliveries one Publish call may create, its
 	// events' together (0: no bound). A call whose events match more
 	// subscriptions than that is refused with a *FanoutError before
@@ -51,7 +53,7 @@ type Ingester struct {
 }
 
 // ErrFanout: a publish would have created more deliveries than
-// Ingester.MaxFanout allows; nothing was stored. A *FanoutError says the
+// Publisher.MaxFanout allows; nothing was stored. A *FanoutError says the
 // bound.
 var ErrFanout = errors.New("the events match too many subscriptions")
 
@@ -90,7 +92,7 @@ const maxMatchTries = 5
 // account ("": store.DefaultAccount): they match only its subscriptions,
 // and a duplicate is an event whose (source, id) the account published
 // before; a duplicate makes no deliveries.
-func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Event) ([]Result, error) {
+func (in *Publisher) Publish(ctx context.Context, account string, evs []event.Event) ([]Result, error) {
 	now := in.Clock.Now()
 	account = store.AccountOrDefault(account)
 	news := make([]store.NewEvent, len(evs))
@@ -143,14 +145,14 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 }
 
 // fanOut gives each event one new delivery per matching subscription of
-// snap, and asks the dispatcher which of the pushed ones it takes from
+// snap, and asks the scheduler which of the pushed ones it takes from
 // memory. A delivery for a subscription that queues (pull, or deactivated)
 // is written queued and never held. More than MaxFanout deliveries in all:
 // a *FanoutError, and nothing is admitted. Matching looks at ctx before each event
 // and every few subscriptions (catalog.Snapshot.Match): once ctx is done
 // (the client has gone) it stops and returns ctx.Err(), before anything is
 // admitted.
-func (in *Ingester) fanOut(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*dispatch.Admission, error) {
+func (in *Publisher) fanOut(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
 	var eps []string
 	total := 0
 	dlvID := ids.Sequence("dlv_", now) // in the order made: see ids.Sequence
@@ -174,7 +176,7 @@ func (in *Ingester) fanOut(ctx context.Context, news []store.NewEvent, snap *cat
 			}
 		}
 	}
-	adm := in.Dispatch.Admit(eps, now)
+	adm := in.Scheduler.Reserve(eps, now)
 	k := 0
 	for i := range news {
 		for j := range news[i].Deliveries {
@@ -187,9 +189,9 @@ func (in *Ingester) fanOut(ctx context.Context, news []store.NewEvent, snap *cat
 	return adm, nil
 }
 
-// commit hands the committed deliveries to the dispatcher and builds the
+// commit hands the committed deliveries to the scheduler and builds the
 // answer.
-func (in *Ingester) commit(adm *dispatch.Admission, news []store.NewEvent, res []store.PublishResult, now time.Time) []Result {
+func (in *Publisher) commit(adm *scheduling.Reservation, news []store.NewEvent, res []store.PublishResult, now time.Time) []Result {
 	out := make([]Result, len(news))
 	n := 0
 	for i := range news {

@@ -1,4 +1,4 @@
-package dispatch_test
+package recording_test
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/destination"
-	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/pipeline"
+	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
@@ -60,7 +62,7 @@ func (f *failingRecords) Record(ctx context.Context, outs []store.Outcome) error
 
 var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
-// recordFixture is a started engine on a real store whose Record fails the
+// recordFixture is a started delivery pipeline on a real store whose Record fails the
 // given number of times, with one subscription to a real receiver and one
 // pending delivery (dlv_1) of it.
 type recordFixture struct {
@@ -68,7 +70,7 @@ type recordFixture struct {
 	st  *failingRecords
 	got atomic.Int64 // requests the receiver got
 	sub store.Subscription
-	eng *dispatch.Engine
+	eng *pipeline.Pipeline
 }
 
 func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Store, failures int64) *recordFixture {
@@ -94,8 +96,9 @@ func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Sto
 	if _, err := f.st.Publish(ctx, []store.NewEvent{ev}, store.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.eng = dispatch.New(dispatch.Config{Store: f.st, Catalog: cat, Clock: f.clk, Lease: time.Hour,
-		Destinations: destination.Policy{AllowPrivate: true}}) // the receiver is on loopback
+	f.eng = pipeline.New(pipeline.Config{Store: f.st, Catalog: cat, Clock: f.clk,
+		Scheduling: scheduling.Config{Lease: time.Hour},
+		Attempting: attempting.Config{Destinations: destination.Policy{AllowPrivate: true}}}) // the receiver is on loopback
 	if err := f.eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,7 @@ func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Sto
 }
 
 // TestFailedOutcomeWriteKeepsTheDeliveryDeliverable: when writing an
-// attempt's outcome fails, the engine keeps the delivery and writes the
+// attempt's outcome fails, the recorder keeps the delivery and writes the
 // outcome again (on its clock) until it succeeds: the delivery ends
 // delivered, and its lease is given back.
 func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
@@ -111,11 +114,11 @@ func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
 		t.Run(sk.name, func(t *testing.T) {
 			f := newRecordFixture(t, sk.open, 3)
 			clk, st, got, sub, eng, ctx := f.clk, f.st, &f.got, f.sub, f.eng, context.Background()
-			stopped := sync.OnceFunc(func() { eng.Stop(ctx) })
+			stopped := sync.OnceFunc(eng.Stop)
 			t.Cleanup(stopped)
 
 			// Each failed write is tried again after 1 s, 2 s, 4 s of the
-			// engine's clock: move it on while waiting.
+			// recorder's clock: move it on while waiting.
 			waitFor(t, "the outcome written", func() bool {
 				d, err := st.GetDelivery(ctx, "dlv_1")
 				if err == nil && d.Status == store.StatusDelivered {
@@ -136,7 +139,7 @@ func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
 				t.Fatalf("the receiver got %d requests, want 1 (the write was retried, not the attempt)", n)
 			}
 			waitFor(t, "the delivery's memory place given back", func() bool {
-				s := eng.Stats()
+				s := eng.Scheduler.Stats()
 				return s.LoadHeld+s.FreshHeld+s.InFlight == 0
 			})
 			stopped()
@@ -159,9 +162,8 @@ func TestOutcomeGivenUpAtStopIsAttemptedAgain(t *testing.T) {
 			f := newRecordFixture(t, sk.open, 1<<40)
 			st, sub, eng, ctx := f.st, f.sub, f.eng, context.Background()
 			waitFor(t, "a failed write", func() bool { return st.calls.Load() > 0 })
-			stopCtx, cancel := context.WithCancel(ctx)
-			cancel() // no grace: give up at once
-			eng.Stop(stopCtx)
+			eng.Abandon() // no grace: give up at once
+			eng.Stop()
 			d, err := st.GetDelivery(ctx, "dlv_1")
 			if err != nil || d.Status != store.StatusPending {
 				t.Fatalf("after the stop: %+v, %v; want pending", d, err)

@@ -1,14 +1,14 @@
-package dispatch
+package attempting
 
 import (
 	"context"
 	"sync"
 )
 
-// attemptSet registers the attempts in progress by subscription, so that
+// registry registers the attempts in progress by subscription, so that
 // deleting a subscription can cut its attempts short (StopSubscription).
 // Its mutex is a leaf of the lock order.
-type attemptSet struct {
+type registry struct {
 	mu    sync.Mutex
 	bySub map[string]map[*runningAttempt]struct{}
 }
@@ -54,11 +54,11 @@ func (a *runningAttempt) wasCut() bool {
 	return a.cut
 }
 
-func (s *attemptSet) init() { s.bySub = map[string]map[*runningAttempt]struct{}{} }
+func (s *registry) init() { s.bySub = map[string]map[*runningAttempt]struct{}{} }
 
 // add registers an attempt of a subscription's delivery; arm gives it the
 // function that cancels its request.
-func (s *attemptSet) add(sub string) *runningAttempt {
+func (s *registry) add(sub string) *runningAttempt {
 	a := &runningAttempt{done: make(chan struct{})}
 	s.mu.Lock()
 	m := s.bySub[sub]
@@ -72,7 +72,7 @@ func (s *attemptSet) add(sub string) *runningAttempt {
 }
 
 // remove unregisters an attempt whose HTTP exchange is over.
-func (s *attemptSet) remove(sub string, a *runningAttempt) {
+func (s *registry) remove(sub string, a *runningAttempt) {
 	s.mu.Lock()
 	if m := s.bySub[sub]; m != nil {
 		delete(m, a)
@@ -85,7 +85,7 @@ func (s *attemptSet) remove(sub string, a *runningAttempt) {
 }
 
 // cancelSub cuts short every registered attempt of sub and returns them.
-func (s *attemptSet) cancelSub(sub string) []*runningAttempt {
+func (s *registry) cancelSub(sub string) []*runningAttempt {
 	s.mu.Lock()
 	out := make([]*runningAttempt, 0, len(s.bySub[sub]))
 	for a := range s.bySub[sub] {
@@ -104,10 +104,10 @@ func (s *attemptSet) cancelSub(sub string) []*runningAttempt {
 // subscription: an attempt registers itself before it reads the catalog,
 // so every attempt either is cancelled here or finds the subscription gone
 // and sends nothing.
-func (e *Engine) StopSubscription(ctx context.Context, subscriptionID string) error {
-	for _, a := range e.running.cancelSub(subscriptionID) {
+func (a *Attempter) StopSubscription(ctx context.Context, subscriptionID string) error {
+	for _, r := range a.running.cancelSub(subscriptionID) {
 		select {
-		case <-a.done:
+		case <-r.done:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -1,4 +1,4 @@
-package dispatch
+package attempting
 
 import (
 	"bytes"
@@ -25,17 +25,13 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// newSendEngine returns an engine that can make attempts (send, attempt)
-// and nothing else: no store, no scheduler, no background services. Its
-// client may connect to loopback receivers.
-func newSendEngine(tb testing.TB) *Engine {
+// newSendEngine returns an attempter that can make attempts (send,
+// attempt) and nothing else: no store, no catalog, no recorder. Its client
+// may connect to loopback receivers.
+func newSendEngine(tb testing.TB) *Attempter {
 	tb.Helper()
-	cfg := Config{Destinations: destination.Policy{AllowPrivate: true}, Owner: "test"}
-	cfg.setDefaults(store.Capabilities{})
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	e := &Engine{cfg: cfg, attemptsCtx: ctx, cancel: cancel}
-	e.running.init()
+	e := New(Config{Destinations: destination.Policy{AllowPrivate: true}, Owner: "test"})
+	tb.Cleanup(e.Abandon)
 	return e
 }
 
@@ -75,7 +71,7 @@ func newClaimed(tb testing.TB, dataLen int) store.Claimed {
 // attemptOnce makes one attempt of cs as run does, without the scheduler
 // and the recorder: registered in the running set. ok is false when it was
 // cut short.
-func attemptOnce(e *Engine, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, bool) {
+func attemptOnce(e *Attempter, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, bool) {
 	reg := e.running.add(sub.ID)
 	defer e.running.remove(sub.ID, reg)
 	outs, _, ok := e.attempt(reg, sub, cs)
@@ -327,13 +323,13 @@ func TestSendTimeout(t *testing.T) {
 func TestSendCutShort(t *testing.T) {
 	rc, arrived := blockingReceiver(t)
 	cs := []store.Claimed{newClaimed(t, 10)}
-	cut := map[string]func(e *Engine){
-		"StopSubscription": func(e *Engine) {
+	cut := map[string]func(e *Attempter){
+		"StopSubscription": func(e *Attempter) {
 			if err := e.StopSubscription(context.Background(), "sub_1"); err != nil {
 				t.Error(err)
 			}
 		},
-		"hard stop": func(e *Engine) { e.cancel() },
+		"hard stop": func(e *Attempter) { e.cancel() },
 	}
 	for name, cut := range cut {
 		t.Run(name+" during the request", func(t *testing.T) {
@@ -409,14 +405,14 @@ func TestSendRedactsSecrets(t *testing.T) {
 	addr := closedPort(t)
 	for _, c := range []struct {
 		name, url, outcome string
-		edit               func(*Engine, *catalog.Entry)
+		edit               func(*Attempter, *catalog.Entry)
 	}{
 		{"transport", "http://usr:" + password + "@" + addr + "/hook", "connection_refused", nil},
-		{"client", "http://usr:" + password + "@" + addr + "/hook", "connection_refused", func(e *Engine, _ *catalog.Entry) {
+		{"client", "http://usr:" + password + "@" + addr + "/hook", "connection_refused", func(e *Attempter, _ *catalog.Entry) {
 			e.cfg.Client = &http.Client{Timeout: time.Minute, Transport: e.cfg.Client.Transport}
 		}},
 		{"parse", "http://usr:" + password + "@" + addr + ":x/hook", outcomeRequestError, nil},
-		{"header", "http://usr:" + password + "@" + addr + "/hook", outcomeRequestError, func(_ *Engine, sub *catalog.Entry) {
+		{"header", "http://usr:" + password + "@" + addr + "/hook", outcomeRequestError, func(_ *Attempter, sub *catalog.Entry) {
 			sub.SecretHeaders["X-Key"] = secret + "\x01"
 		}},
 	} {

@@ -1,4 +1,4 @@
-package dispatch
+package attempting
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ const DefaultTimeout = 30 * time.Second
 // NewHTTPClient returns the client attempts are sent with: no redirects
 // followed (a 3xx is the attempt's answer, and a failure), no proxy, bounded
 // dial and TLS handshake times, and at most maxIdle idle connections kept
-// for reuse (the engine gives MaxInFlight: no more could be in use at once;
+// for reuse (the server gives the scheduler's MaxInFlight: no more could be in use at once;
 // 256 per host at most, enough for the per-endpoint concurrency), so that
 // the descriptors pushes take are bounded (see server.ReservedDescriptors).
 // Each attempt's overall deadline comes from its subscription's timeout.
@@ -115,7 +115,7 @@ func attemptTimeout(sub *catalog.Entry) time.Duration {
 // deliveries), herald-subscription — and the subscription's own headers
 // and secret headers. The request is made with ctx, whose deadline is the
 // subscription's timeout (see attempt).
-func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
+func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
 	begin := time.Now()
 	var res result
 	// A single delivery's items stay on the stack; a batch's are allocated.
@@ -157,10 +157,28 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 		res.fail(outcomeRequestError, err) // net/url's error quotes the URL
 		return res
 	}
-	// The headers are set in this order, each replacing what an earlier
-	// one set under the same canonical name (http.Header.Set): the
-	// subscription's headers, its secret headers, the schema's, then
-	// Herald's own.
+	req.Header = a.header(sub, cs, enc, attempt, now)
+
+	resp, err := a.roundTrip(req)
+	if err != nil {
+		res.duration = time.Since(begin)
+		res.fail(classifyError(err), err)
+		return res
+	}
+	res.body = readBody(resp.Body)
+	res.duration = time.Since(begin)
+	res.status = resp.StatusCode
+	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
+	res.retryAfter = resp.Header.Get("Retry-After")
+	return res
+}
+
+// header builds an attempt's request header (attempt: the highest attempt
+// number among the deliveries). The headers are set in this
+// order, each replacing what an earlier one set under the same canonical
+// name (http.Header.Set): the subscription's headers, its secret headers,
+// the schema's, then Herald's own.
+func (a *Attempter) header(sub *catalog.Entry, cs []store.Claimed, enc event.Encoded, attempt int, now time.Time) http.Header {
 	deadLetter := cs[0].DeadLetterOf != ""
 	n := len(enc.Header) + heraldHeaders
 	if !deadLetter {
@@ -188,7 +206,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	if enc.ContentType != "" {
 		h.setCanonical("Content-Type", enc.ContentType)
 	}
-	h.setCanonical("User-Agent", e.cfg.UserAgent)
+	h.setCanonical("User-Agent", a.cfg.UserAgent)
 	h.setCanonical("Webhook-Id", id)
 	h.setCanonical("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	if sig := sub.Signer.Sign(id, ts, enc.Body, now); sig != "" {
@@ -196,20 +214,7 @@ func (e *Engine) send(ctx context.Context, sub *catalog.Entry, cs []store.Claime
 	}
 	h.setCanonical("Herald-Delivery-Attempt", strconv.Itoa(attempt))
 	h.setCanonical("Herald-Subscription", sub.ID)
-	req.Header = h.header
-
-	resp, err := e.roundTrip(req)
-	if err != nil {
-		res.duration = time.Since(begin)
-		res.fail(classifyError(err), err)
-		return res
-	}
-	res.body = readBody(resp.Body)
-	res.duration = time.Since(begin)
-	res.status = resp.StatusCode
-	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
-	res.retryAfter = resp.Header.Get("Retry-After")
-	return res
+	return h.header
 }
 
 // heraldHeaders is how many headers send sets besides the subscription's
@@ -290,8 +295,8 @@ func discard(r io.Reader, buf []byte, limit int) {
 // user information becomes basic authentication unless an Authorization
 // header is set. A client with a jar or a Timeout of its own (a test's)
 // goes through Do.
-func (e *Engine) roundTrip(req *http.Request) (*http.Response, error) {
-	c := e.cfg.Client
+func (a *Attempter) roundTrip(req *http.Request) (*http.Response, error) {
+	c := a.cfg.Client
 	if c.Jar != nil || c.Timeout != 0 {
 		return c.Do(req)
 	}
