@@ -14,7 +14,7 @@ import (
 )
 
 // TestSchedulerConcurrent hammers one scheduler from several goroutines the
-// way the engine does (publishers: Admit then Commit or Abort; the loader:
+// way the stage does (publishers: Reserve then Commit or Abort; the loader:
 // hints, wants, claimed, and the pass that puts lanes whose probe is due
 // back in the ring; attempts: attemptEnded then finished; the health sync:
 // merge and adopt, evictIdle, stats, heldIDs), under -race. Circuits open
@@ -24,6 +24,51 @@ import (
 // the scheduler is drained every counter is back to zero and every delivery
 // was either attempted once or given back once.
 func TestSchedulerConcurrent(t *testing.T) {
+	f := newConcFixture(t)
+	var workers, producers, loader, side sync.WaitGroup
+	var pubDone, stop atomic.Bool
+	for range 3 {
+		workers.Go(f.work)
+	}
+	for range 2 {
+		producers.Go(func() { f.publish(3000) })
+	}
+	loader.Go(func() { f.load(&pubDone) }) // until the publishers are done
+	side.Go(func() { f.syncHealth(&stop) })
+
+	producers.Wait()
+	pubDone.Store(true)
+	loader.Wait()
+	stop.Store(true)
+	side.Wait()
+	f.outstanding.Wait()
+	close(f.ch)
+	workers.Wait()
+	f.checkDrained()
+}
+
+// concFixture is what the goroutines of TestSchedulerConcurrent share: one
+// scheduler over five known lanes, a clock, the ledger of the deliveries
+// handed to it and the attempts in flight.
+type concFixture struct {
+	t     *testing.T
+	s     *scheduler
+	e     *Service
+	lanes []string
+
+	clock  atomic.Int64 // moves 20µs with every reading: see now
+	nextID atomic.Int64
+	led    schedLedger
+
+	// Attempts in flight go through ch: at most MaxInFlight at once, so the
+	// buffer never fills. outstanding counts attempts handed out and not
+	// finished.
+	ch          chan start
+	outstanding sync.WaitGroup
+	probes      atomic.Int64 // attempts started as probes
+}
+
+func newConcFixture(t *testing.T) *concFixture {
 	cfg := schedConfig{
 		FreshWindow: 48, LoadWindow: 24, EndpointWindow: 6, MaxInFlight: 8,
 		InitialConcurrency: 2, EndpointConcurrency: 4,
@@ -34,211 +79,194 @@ func TestSchedulerConcurrent(t *testing.T) {
 	cfg.Health.ProbationMax = 4 * time.Millisecond
 	cfg.Health.ProbeInterval = 5 * time.Millisecond
 	s := newScheduler(cfg)
-	e := testService(s)
-	lanes := []string{"e0", "e1", "e2", "e3", "e4"}
+	f := &concFixture{
+		t: t, s: s, e: testService(s),
+		lanes: []string{"e0", "e1", "e2", "e3", "e4"},
+		ch:    make(chan start, cfg.MaxInFlight),
+	}
+	f.led.init()
 	s.mu.Lock()
-	for _, id := range lanes {
+	for _, id := range f.lanes {
 		ep := store.Endpoint{ID: id}
 		ep.Health.State = health.Enabled
 		s.adopt(s.laneFor(id), ep, ddStart)
 	}
 	s.mu.Unlock()
+	return f
+}
 
-	// A shared clock that moves 20µs with every reading.
-	var clock atomic.Int64
-	now := func() time.Time { return ddStart.Add(time.Duration(clock.Add(int64(20 * time.Microsecond)))) }
+// now reads the shared clock, which moves 20µs with every reading.
+func (f *concFixture) now() time.Time {
+	return ddStart.Add(time.Duration(f.clock.Add(int64(20 * time.Microsecond))))
+}
 
-	var led schedLedger
-	led.init()
-	var nextID atomic.Int64
-	newClaimed := func(ep string, attempts int) store.Claimed {
-		id := fmt.Sprintf("d%d", nextID.Add(1))
-		led.give(id)
-		return store.Claimed{Delivery: store.Delivery{ID: id, EndpointID: ep, Attempts: attempts}}
+func (f *concFixture) anyLane() string { return f.lanes[rand.IntN(len(f.lanes))] }
+
+// newClaimed makes a new delivery for the endpoint and notes it given.
+func (f *concFixture) newClaimed(ep string, attempts int) store.Claimed {
+	id := fmt.Sprintf("d%d", f.nextID.Add(1))
+	f.led.give(id)
+	return store.Claimed{Delivery: store.Delivery{ID: id, EndpointID: ep, Attempts: attempts}}
+}
+
+// launch hands the attempts started to the workers.
+func (f *concFixture) launch(starts []start) {
+	f.outstanding.Add(len(starts))
+	for _, st := range starts {
+		if st.it.probe {
+			f.probes.Add(1)
+		}
+		if err := f.led.start(st.it.c.ID); err != nil {
+			f.t.Error(err)
+		}
+		f.ch <- st
 	}
+}
 
-	// Attempts in flight go through ch: at most MaxInFlight at once, so the
-	// buffer never fills. outstanding counts attempts handed out and not
-	// finished.
-	ch := make(chan start, cfg.MaxInFlight)
-	var outstanding sync.WaitGroup
-	var probes atomic.Int64
-	launch := func(starts []start) {
-		outstanding.Add(len(starts))
-		for _, st := range starts {
-			if st.it.probe {
-				probes.Add(1)
-			}
-			if err := led.start(st.it.c.ID); err != nil {
-				t.Error(err)
-			}
-			ch <- st
+// release notes the deliveries given back.
+func (f *concFixture) release(ids []string) {
+	for _, id := range ids {
+		if err := f.led.release(id); err != nil {
+			f.t.Error(err)
 		}
 	}
+}
 
-	var workers sync.WaitGroup
-	for w := 0; w < 3; w++ {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for st := range ch {
-				var obs *health.Outcome
-				switch r := rand.IntN(100); {
-				case r < 80:
-					obs = &health.Outcome{Success: true}
-				case r < 96:
-					obs = &health.Outcome{}
-				case r < 97:
-					obs = &health.Outcome{Gone: true}
-				}
-				if obs != nil {
-					obs.At, obs.Probe = now(), st.it.probe
-				}
-				en := s.attemptEnded(st.l, obs, "", now())
-				for _, id := range en.released {
-					if err := led.release(id); err != nil {
-						t.Error(err)
-					}
-				}
-				launch(en.starts)
-				var next time.Time
-				if rand.IntN(3) == 0 {
-					next = now().Add(time.Millisecond)
-				}
-				s.finished(st.l, st.it, next, now())
-				outstanding.Done()
-			}
-		}()
-	}
-
-	var producers sync.WaitGroup
-	var stop atomic.Bool
-	// Publishers.
-	for p := 0; p < 2; p++ {
-		producers.Add(1)
-		go func() {
-			defer producers.Done()
-			for i := 0; i < 3000; i++ {
-				eps := make([]string, 1+rand.IntN(4))
-				for j := range eps {
-					eps[j] = lanes[rand.IntN(len(lanes))]
-				}
-				a := e.Reserve(eps, now())
-				if rand.IntN(10) == 0 {
-					a.Abort()
-					continue
-				}
-				var held []store.Claimed
-				var unheld []string
-				for j, ep := range eps {
-					switch {
-					case !a.Granted(j):
-						unheld = append(unheld, ep)
-					case rand.IntN(10) > 0: // else: a duplicate, not written
-						held = append(held, newClaimed(ep, 0))
-					}
-				}
-				t0 := now()
-				starts, released, _ := commitAdmission(a, held, unheld, t0, t0)
-				for _, id := range released {
-					if err := led.release(id); err != nil {
-						t.Error(err)
-					}
-				}
-				launch(starts)
-				runtime.Gosched() // let the attempts run: fewer refusals
-			}
-		}()
-	}
-	// The loader, until the publishers are done.
-	var pubDone atomic.Bool
-	var loader sync.WaitGroup
-	loader.Add(1)
-	go func() {
-		defer loader.Done()
-		for !pubDone.Load() {
-			s.hint(lanes[rand.IntN(len(lanes))], now())
-			ws, _ := e.loader.wants(now())
-			for _, w := range ws {
-				var cs []store.Claimed
-				var err error
-				if rand.IntN(20) == 0 {
-					err = fmt.Errorf("store failed")
-				} else {
-					for j := rand.IntN(w.n + 1); j > 0; j-- {
-						cs = append(cs, newClaimed(w.id, rand.IntN(2)))
-					}
-				}
-				starts, released := e.loader.claimed(w, cs, err, now().Add(time.Millisecond), rand.IntN(2) == 0, now())
-				for _, id := range released {
-					if err := led.release(id); err != nil {
-						t.Error(err)
-					}
-				}
-				launch(starts)
-			}
-			// loadRound's pass: lanes whose probe is due go back in the ring.
-			t1 := now()
-			s.mu.Lock()
-			for _, l := range s.lanes {
-				if l.gate(s.cfg.Health, t1) == health.ProbeNow {
-					s.markReady(l)
-				}
-			}
-			starts := s.pump(t1, nil)
-			s.mu.Unlock()
-			launch(starts)
-			runtime.Gosched()
+// work runs attempts until ch is closed: a random outcome (80% success, 16%
+// failure, 1% gone, else nothing observed), attemptEnded, then finished,
+// pending again a third of the time.
+func (f *concFixture) work() {
+	s := f.s
+	for st := range f.ch {
+		var obs *health.Outcome
+		switch r := rand.IntN(100); {
+		case r < 80:
+			obs = &health.Outcome{Success: true}
+		case r < 96:
+			obs = &health.Outcome{}
+		case r < 97:
+			obs = &health.Outcome{Gone: true}
 		}
-	}()
-	// The health sync: merge (the stored health is the lane's view),
-	// adopt, pump; evict; and readers.
-	var side sync.WaitGroup
-	side.Add(1)
-	go func() {
-		defer side.Done()
-		for !stop.Load() {
-			t2 := now()
-			var released []string
-			s.mu.Lock()
-			for _, l := range s.lanes {
-				l.pending = nil
-				released = append(released, s.adopt(l, l.ep, t2)...)
+		if obs != nil {
+			obs.At, obs.Probe = f.now(), st.it.probe
+		}
+		en := s.attemptEnded(st.l, obs, "", f.now())
+		f.release(en.released)
+		f.launch(en.starts)
+		var next time.Time
+		if rand.IntN(3) == 0 {
+			next = f.now().Add(time.Millisecond)
+		}
+		s.finished(st.l, st.it, next, f.now())
+		f.outstanding.Done()
+	}
+}
+
+// publish makes n publishes of 1 to 4 deliveries to random lanes: Reserve,
+// then Abort (one in ten) or Commit, with one granted delivery in ten a
+// duplicate (not written).
+func (f *concFixture) publish(n int) {
+	for range n {
+		eps := make([]string, 1+rand.IntN(4))
+		for j := range eps {
+			eps[j] = f.anyLane()
+		}
+		a := f.e.Reserve(eps, f.now())
+		if rand.IntN(10) == 0 {
+			a.Abort()
+			continue
+		}
+		var held []store.Claimed
+		var unheld []string
+		for j, ep := range eps {
+			switch {
+			case !a.Granted(j):
+				unheld = append(unheld, ep)
+			case rand.IntN(10) > 0: // else: a duplicate, not written
+				held = append(held, f.newClaimed(ep, 0))
 			}
-			starts := s.pump(t2, nil)
-			s.mu.Unlock()
-			for _, id := range released {
-				if err := led.release(id); err != nil {
-					t.Error(err)
+		}
+		t0 := f.now()
+		starts, released, _ := commitAdmission(a, held, unheld, t0, t0)
+		f.release(released)
+		f.launch(starts)
+		runtime.Gosched() // let the attempts run: fewer refusals
+	}
+}
+
+// load runs the loader's rounds until done: a hint, wants, a claim for
+// each (one in twenty fails), and loadRound's pass that puts lanes whose
+// probe is due back in the ring.
+func (f *concFixture) load(done *atomic.Bool) {
+	s := f.s
+	for !done.Load() {
+		s.hint(f.anyLane(), f.now())
+		ws, _ := f.e.loader.wants(f.now())
+		for _, w := range ws {
+			var cs []store.Claimed
+			var err error
+			if rand.IntN(20) == 0 {
+				err = fmt.Errorf("store failed")
+			} else {
+				for j := rand.IntN(w.n + 1); j > 0; j-- {
+					cs = append(cs, f.newClaimed(w.id, rand.IntN(2)))
 				}
 			}
-			launch(starts)
-			s.evictIdle(now())
-			_ = e.keeper.heldIDs()
-			if err := schedBounds(s); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(50 * time.Microsecond)
+			starts, released := f.e.loader.claimed(w, cs, err, f.now().Add(time.Millisecond), rand.IntN(2) == 0, f.now())
+			f.release(released)
+			f.launch(starts)
 		}
-	}()
+		// loadRound's pass: lanes whose probe is due go back in the ring.
+		t1 := f.now()
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			if l.gate(s.cfg.Health, t1) == health.ProbeNow {
+				s.markReady(l)
+			}
+		}
+		starts := s.pump(t1, nil)
+		s.mu.Unlock()
+		f.launch(starts)
+		runtime.Gosched()
+	}
+}
 
-	producers.Wait()
-	pubDone.Store(true)
-	loader.Wait()
-	stop.Store(true)
-	side.Wait()
-	outstanding.Wait()
-	close(ch)
-	workers.Wait()
+// syncHealth runs the health sync's rounds until stop: merge (the stored
+// health is the lane's view), adopt, pump; evict; and readers, checking
+// the bounds after each round.
+func (f *concFixture) syncHealth(stop *atomic.Bool) {
+	s := f.s
+	for !stop.Load() {
+		t2 := f.now()
+		var released []string
+		s.mu.Lock()
+		for _, l := range s.lanes {
+			l.pending = nil
+			released = append(released, s.adopt(l, l.ep, t2)...)
+		}
+		starts := s.pump(t2, nil)
+		s.mu.Unlock()
+		f.release(released)
+		f.launch(starts)
+		s.evictIdle(f.now())
+		_ = f.e.keeper.heldIDs()
+		if err := schedBounds(s); err != nil {
+			f.t.Error(err)
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
 
+// checkDrained drains the scheduler once every attempt has ended and
+// checks that every counter is back to zero, that every delivery was
+// attempted or given back, and that the run exercised attempts, probes and
+// give-backs.
+func (f *concFixture) checkDrained() {
+	t, s, led := f.t, f.s, &f.led
 	// Everything that ended was recorded; what is still queued (behind a
 	// closed circuit) goes back to the store.
-	for _, id := range s.drain() {
-		if err := led.release(id); err != nil {
-			t.Error(err)
-		}
-	}
+	f.release(s.drain())
 	st := s.stats()
 	if st.FreshHeld != 0 || st.LoadHeld != 0 || st.InFlight != 0 {
 		t.Errorf("after drain: %+v, want every counter 0", st)
@@ -256,8 +284,8 @@ func TestSchedulerConcurrent(t *testing.T) {
 	if err := led.settled(); err != nil {
 		t.Error(err)
 	}
-	t.Logf("%d deliveries: %d attempted (%d as probes), %d given back", len(led.given), len(led.started), probes.Load(), len(led.released))
-	if len(led.started) == 0 || len(led.released) == 0 || probes.Load() == 0 {
+	t.Logf("%d deliveries: %d attempted (%d as probes), %d given back", len(led.given), len(led.started), f.probes.Load(), len(led.released))
+	if len(led.started) == 0 || len(led.released) == 0 || f.probes.Load() == 0 {
 		t.Errorf("the run did not exercise attempts, probes and give-backs")
 	}
 }
