@@ -20,8 +20,6 @@ var knownViolations = []string{
 	"func internal/dispatch/sched_test.go schedRunner.do",
 	"func internal/dispatch/sched_test.go schedRunner.check",
 	"func internal/dispatch/send.go Engine.send",
-	"func internal/filter/filter_test.go TestMatchesReference",
-	"func internal/filter/ref_test.go refOne",
 	"func internal/server/auth_test.go TestEveryRouteChecksKeys",
 	"func internal/server/descriptors_test.go TestConnectionCap",
 	"func internal/server/input_test.go TestInputTextFields",
