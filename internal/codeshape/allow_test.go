@@ -42,10 +42,6 @@ var knownViolations = []string{
 	"type internal/store/storetest.bundle",
 	// Comments citing documents outside the repository.
 	"comment internal/dispatch/sched_test.go: review the diff against the rules (the doc comments of sched.go, DESIGN §4",
-	"comment internal/event/encode.go: use. The encodings (DESIGN.md §9.5):",
-	"comment internal/event/encode_test.go: (shared/seeds/azure-event-grid-delivery-and-retry.pt.md), copied to",
-	"comment internal/filter/filter.go: Package filter implements a subscription's advanced filters (DESIGN §9.6):",
-	"comment internal/filter/filter.go: (NumberNotIn, StringNotIn, NumberNotInRange) and IsNullOrUndefined (DESIGN",
 	// Store URLs told apart outside internal/store.
 	"store-url cmd/herald/bench.go benchOptions.check sqlite",
 	"store-url cmd/herald/bench.go benchOptions.check postgres://",
