@@ -64,7 +64,7 @@ func (e *Engine) Admit(endpointIDs []string, now time.Time) *Admission {
 	}
 	s.mu.Unlock()
 	if unknown {
-		e.health.kick() // read the new endpoints' stored health
+		e.health.Kick() // read the new endpoints' stored health
 	}
 	return a
 }
@@ -92,7 +92,7 @@ func (a *Admission) Commit(held []store.Claimed, unheld []string, at time.Time) 
 			e.releaseIDs(released)
 		}
 		if wake {
-			e.loader.kick()
+			e.loader.Kick()
 		}
 	})
 }

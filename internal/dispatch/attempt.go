@@ -152,13 +152,13 @@ func (e *Engine) afterExchange(l *lane, obs *health.Outcome, url string) {
 		e.log.Info("endpoint circuit changed here; merging", "endpoint", l.id, "from", en.tr.From, "to", en.tr.To, "reason", en.tr.Reason)
 	}
 	if en.flush {
-		e.health.kick() // share the change with the other nodes now
+		e.health.Kick() // share the change with the other nodes now
 	}
 	if len(en.released) > 0 {
 		e.releaseIDs(en.released)
 	}
 	if en.wake {
-		e.loader.kick()
+		e.loader.Kick()
 	}
 }
 
@@ -183,7 +183,7 @@ func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outco
 			e.deactivated(sub, it.c, out)
 		}
 		if cp := out.DeadLetterCopy; cp != nil && e.sched.hint(cp.EndpointID, e.cfg.Clock.Now()) {
-			e.loader.kick() // the dead letter is due now on its own endpoint
+			e.loader.Kick() // the dead letter is due now on its own endpoint
 		}
 		if it.c.DeadLetterOf != "" && out.Status == store.StatusDropped && out.DeadLetterReason == ReasonDeadLetterUndeliverable {
 			e.log.Warn("a dead letter was not taken by its dead-letter URL within its 4 hours; dropped",
@@ -191,7 +191,7 @@ func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outco
 		}
 	}
 	if e.sched.finished(l, it, next, e.cfg.Clock.Now()) {
-		e.loader.kick()
+		e.loader.Kick()
 	}
 }
 

@@ -9,8 +9,8 @@
 // and, within a lane, fresh before retry, never running more than the
 // endpoint's concurrency limit at once. Each attempt (attempt.go, send.go)
 // goes through the subscription's retry policy; its outcome is written by
-// the recorder (recorder.go) in batches. Background services share one
-// shape (loop.go): the loader, the health sync (health.go: endpoint health
+// the recorder (recorder.go) in batches. Background services are
+// startstop.Loops: the loader, the health sync (health.go: endpoint health
 // merged with the store and the other nodes), and on stores whose leases
 // expire the lease keeper (leases.go).
 //
@@ -36,6 +36,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -69,9 +70,9 @@ type Engine struct {
 	log   *slog.Logger
 	sched *scheduler
 	rec   *recorder
-	// Background services (loop.go). keeper runs only on stores whose
-	// leases expire.
-	loader, health, keeper *loop
+	// Background services. keeper runs only on stores whose leases
+	// expire.
+	loader, health, keeper *startstop.Loop
 	loadState              loaderState // the loader's, used by its goroutine only
 	healthState            healthState // the health sync's, used by its goroutine only
 	running                attemptSet
@@ -79,7 +80,6 @@ type Engine struct {
 	announce               announcements // deactivations announced
 
 	startMu sync.Mutex // orders Start and Stop
-	started bool
 	stopped bool
 
 	attemptsCtx context.Context
@@ -113,9 +113,9 @@ func New(cfg Config) *Engine {
 	}
 	e.running.init()
 	e.rec = newRecorder(cfg.Store.Record, cfg.Clock, cfg.Logger.With("component", "recorder"), cfg.StoreTimeout)
-	e.loader = newLoop(cfg.Clock, e.loadRound)
-	e.health = newLoop(cfg.Clock, e.healthRound)
-	e.keeper = newLoop(cfg.Clock, e.renewLeases)
+	e.loader = startstop.NewLoop("loader", cfg.Clock, func(context.Context) time.Duration { return e.loadRound() })
+	e.health = startstop.NewLoop("health sync", cfg.Clock, func(context.Context) time.Duration { return e.healthRound() })
+	e.keeper = startstop.NewLoop("lease keeper", cfg.Clock, func(context.Context) time.Duration { return e.renewLeases() })
 	return e
 }
 
@@ -131,7 +131,9 @@ type Notifier interface {
 	SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome)
 }
 
-// Start loads every endpoint's health and starts the background services.
+// Start loads every endpoint's health (within ctx) and starts the
+// background services, which run until Stop (not until ctx ends: Stop
+// orders their ends).
 func (e *Engine) Start(ctx context.Context) error {
 	eps, v, err := e.cfg.Store.EndpointChanges(ctx, 0)
 	if err != nil {
@@ -149,11 +151,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		s.adopt(s.laneFor(ep.ID), ep, e.cfg.Clock.Now())
 	}
 	s.mu.Unlock()
-	e.started = true
-	e.loader.start()
-	e.health.start()
-	if e.caps.LeasesExpire {
-		e.keeper.start()
+	for _, l := range e.Loops() {
+		if err := l.Start(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -170,12 +171,11 @@ func (e *Engine) Stop(ctx context.Context) {
 		return
 	}
 	e.stopped = true
-	started := e.started
 	e.startMu.Unlock()
 
 	e.sched.stop()
-	e.loader.stop(started)
-	e.keeper.stop(started && e.caps.LeasesExpire)
+	e.loader.Stop()
+	e.keeper.Stop()
 
 	done := make(chan struct{})
 	go func() { e.sched.attempts.Wait(); close(done) }()
@@ -187,7 +187,7 @@ func (e *Engine) Stop(ctx context.Context) {
 	}
 	e.workers.stop()
 	e.rec.stop(ctx) // every attempt has queued its outcome
-	e.health.stop(started)
+	e.health.Stop()
 	if ids := e.sched.drain(); len(ids) > 0 {
 		e.releaseIDs(ids)
 	}
@@ -212,7 +212,7 @@ func (e *Engine) launch(starts []start) {
 func (e *Engine) Released(ctx context.Context, endpointID string, at time.Time) error {
 	err := e.probeNow(ctx, endpointID)
 	if e.sched.hint(endpointID, at) || err == nil {
-		e.loader.kick()
+		e.loader.Kick()
 	}
 	return err
 }
@@ -226,15 +226,14 @@ func (e *Engine) Owner() string { return e.cfg.Owner }
 // Stats returns the current counts.
 func (e *Engine) Stats() Stats { return e.sched.stats() }
 
-// Sleepers is how many of the engine's goroutines sleep on its clock
-// between rounds once started (the loader, the health sync and, on stores
-// whose leases expire, the lease keeper). A test driving a fake clock waits
-// for that many timers before it moves the time, so no round misses it.
-func (e *Engine) Sleepers() int {
+// Loops returns the engine's background services that sleep on its clock
+// between rounds: the loader, the health sync and, on stores whose leases
+// expire, the lease keeper.
+func (e *Engine) Loops() []*startstop.Loop {
 	if e.caps.LeasesExpire {
-		return 3
+		return []*startstop.Loop{e.loader, e.health, e.keeper}
 	}
-	return 2
+	return []*startstop.Loop{e.loader, e.health}
 }
 
 // lease returns a lease from now for this engine.

@@ -58,7 +58,7 @@ func (e *Engine) healthRound() time.Duration {
 
 // HealthChanged tells the engine that the store announced endpoint health
 // written by another node: it is adopted at once.
-func (e *Engine) HealthChanged() { e.health.kick() }
+func (e *Engine) HealthChanged() { e.health.Kick() }
 
 // Endpoint returns the live view of an endpoint's health (at most about one
 // FlushInterval ahead of the store's), with its current concurrency limit
@@ -102,7 +102,7 @@ func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) 
 	l.limit = s.cfg.InitialConcurrency
 	s.adopt(l, ep, e.cfg.Clock.Now())
 	s.mu.Unlock()
-	e.loader.kick()
+	e.loader.Kick()
 	if tr.Changed() {
 		e.report(ep, tr)
 	}
@@ -265,7 +265,7 @@ func (e *Engine) adoptAll(eps []store.Endpoint) {
 	if len(released) > 0 {
 		e.releaseIDs(released)
 	}
-	e.loader.kick()
+	e.loader.Kick()
 }
 
 // readUnknown reads the stored health of lanes that have none yet.

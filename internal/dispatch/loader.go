@@ -196,7 +196,7 @@ func (s *scheduler) claimed(w claimWant, cs []store.Claimed, err error, next tim
 func (e *Engine) loadDue(now time.Time) {
 	ws, unknown := e.sched.wants(now)
 	if unknown {
-		e.health.kick()
+		e.health.Kick()
 	}
 	lease := e.lease(now)
 	for _, w := range ws {

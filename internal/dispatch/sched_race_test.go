@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -34,7 +35,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 	cfg.Health.ProbationMax = 4 * time.Millisecond
 	cfg.Health.ProbeInterval = 5 * time.Millisecond
 	s := newScheduler(cfg)
-	e := &Engine{sched: s, health: newLoop(nil, nil)}
+	e := &Engine{sched: s, health: startstop.NewLoop("health sync", nil, nil)}
 	lanes := []string{"e0", "e1", "e2", "e3", "e4"}
 	s.mu.Lock()
 	for _, id := range lanes {

@@ -112,6 +112,7 @@ import (
 
 	"github.com/herald-events/herald/internal/datadriven"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -172,7 +173,7 @@ func newSchedRunner(cfg schedConfig) *schedRunner {
 	s := newScheduler(cfg)
 	return &schedRunner{
 		cfg: cfg, s: s, now: ddStart,
-		e:     &Engine{sched: s, health: newLoop(nil, nil)},
+		e:     &Engine{sched: s, health: startstop.NewLoop("health sync", nil, nil)},
 		adms:  map[string]*schedAdm{},
 		runs:  map[string]*schedRun{},
 		wants: map[string]claimWant{},
