@@ -96,15 +96,7 @@ func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.
 // ctx ends); then what is left is published before Stop returns (each
 // batch within 10 s).
 func (p *Publisher) Start(ctx context.Context) error {
-	ctx, shouldStart, started, stopped := p.StartInit(ctx)
-	if !shouldStart {
-		return nil
-	}
-	go func() {
-		defer stopped()
-		started()
-		p.run(ctx)
-	}()
+	p.StartGo(ctx, p.run)
 	return nil
 }
 

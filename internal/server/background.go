@@ -53,26 +53,22 @@ type feed struct {
 
 // Start passes announcements on, on a goroutine of its own, until Stop.
 func (f *feed) Start(ctx context.Context) error {
-	ctx, shouldStart, started, stopped := f.StartInit(ctx)
-	if !shouldStart {
-		return nil
-	}
-	subs, endpoints := f.store.SubscriptionsChanged(), f.store.EndpointsChanged()
-	go func() {
-		defer stopped()
-		started()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-subs:
-				f.reload.Kick()
-			case <-endpoints:
-				f.healthChanged()
-			}
-		}
-	}()
+	f.StartGo(ctx, f.run)
 	return nil
+}
+
+func (f *feed) run(ctx context.Context) {
+	subs, endpoints := f.store.SubscriptionsChanged(), f.store.EndpointsChanged()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-subs:
+			f.reload.Kick()
+		case <-endpoints:
+			f.healthChanged()
+		}
+	}
 }
 
 // Retention clean-up: every cleanupEvery, on one node, rounds of at most

@@ -61,15 +61,7 @@ func NewPeriodic(name string, clk clock.Clock, period time.Duration, job func(ct
 
 // Start runs the loop on a goroutine of its own.
 func (l *Loop) Start(ctx context.Context) error {
-	ctx, shouldStart, started, stopped := l.StartInit(ctx)
-	if !shouldStart {
-		return nil
-	}
-	go func() {
-		defer stopped()
-		started()
-		l.run(ctx)
-	}()
+	l.StartGo(ctx, l.run)
 	return nil
 }
 
