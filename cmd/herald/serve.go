@@ -77,7 +77,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		go servePprof(pln, logger)
 	}
-	if err := srv.Start(ctx); err != nil {
+	// The services run until Close, which stops them in order; ctx ends
+	// at the signal, before the HTTP server has drained.
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
 		logger.Error("starting", "err", err)
 		_ = srv.Close(context.Background())
 		return 1

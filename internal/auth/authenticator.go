@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -55,7 +56,8 @@ type Authenticator struct {
 	log       *slog.Logger
 	recheck   time.Duration
 	size      int
-	adminHash []byte // HERALD_ADMIN_KEY's hash, or nil
+	adminHash []byte          // HERALD_ADMIN_KEY's hash, or nil
+	rechecks  *startstop.Loop // runs Check every recheck
 
 	mu       sync.Mutex
 	gen      uint64 // advanced by every flush
@@ -80,7 +82,7 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// New returns an authenticator reading st. Run keeps it current.
+// New returns an authenticator reading st. Start keeps it current.
 func New(st Store, o Options) *Authenticator {
 	a := &Authenticator{store: st, clock: o.Clock, log: o.Logger, recheck: o.Recheck, size: o.CacheSize}
 	if a.clock == nil {
@@ -99,10 +101,11 @@ func New(st Store, o Options) *Authenticator {
 		a.adminHash = Hash(o.AdminKey)
 	}
 	a.keys, a.accounts = map[string]keyEntry{}, map[string]store.Account{}
+	a.rechecks = startstop.NewPeriodic("auth recheck", a.clock, a.recheck, a.Check)
 	return a
 }
 
-// Recheck is how often Run reads the auth version.
+// Recheck is how often the cache reads the auth version (see Start).
 func (a *Authenticator) Recheck() time.Duration { return a.recheck }
 
 // Authenticate returns the principal of a bearer key, or
@@ -184,24 +187,25 @@ func (a *Authenticator) flushLocked() {
 	clear(a.accounts)
 }
 
-// Run reads the auth version every Recheck (on the injected clock) and
-// flushes the cache when it moved, until ctx ends. A failed read is logged
-// and the cache kept: the store being briefly unreachable does not log
-// everyone out.
-func (a *Authenticator) Run(ctx context.Context) {
-	for {
-		t := a.clock.NewTimer(a.recheck)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		a.Check(ctx)
-	}
-}
+// Start keeps the cache current until Stop (or ctx ends): Check every
+// Recheck on the injected clock, the first one Recheck after Start.
+func (a *Authenticator) Start(ctx context.Context) error { return a.rechecks.Start(ctx) }
+
+// Stop ends the rechecks and waits for the one in progress.
+func (a *Authenticator) Stop() { a.rechecks.Stop() }
+
+// Started is closed once the rechecks run.
+func (a *Authenticator) Started() <-chan struct{} { return a.rechecks.Started() }
+
+// Stopped is closed once the rechecks have stopped.
+func (a *Authenticator) Stopped() <-chan struct{} { return a.rechecks.Stopped() }
+
+// Loops returns the loop that runs the rechecks (tests read its signals).
+func (a *Authenticator) Loops() []*startstop.Loop { return []*startstop.Loop{a.rechecks} }
 
 // Check reads the auth version once and flushes the cache when it moved.
+// A failed read is logged and the cache kept: the store being briefly
+// unreachable does not log everyone out.
 func (a *Authenticator) Check(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	v, err := a.store.AuthVersion(rctx)

@@ -113,20 +113,27 @@ func TestCacheReadsNothingInSteadyState(t *testing.T) {
 
 // TestRevocationOnAnotherAuthenticator: two authenticators on one store
 // (two nodes). A key revoked through the store keeps working on the other
-// node only until its next version check, which the fake clock's Recheck
-// brings.
+// node until its next version check, which the fake clock's Recheck brings,
+// and not after it.
 func TestRevocationOnAnotherAuthenticator(t *testing.T) {
 	st, clk := setup(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	secret, k := auth.NewKey("", store.RolePublish, "k", t0)
 	if err := st.CreateKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	other := auth.New(st, auth.Options{Clock: clk, Recheck: time.Second})
 	other.Check(ctx)
-	done := make(chan struct{})
-	go func() { other.Run(ctx); close(done) }()
+	rechecks := &other.Loops()[0].TestSignals
+	rechecks.Slept.Init()
+	rechecks.Woke.Init()
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	if until := rechecks.Slept.WaitOrTimeout(); !until.Equal(t0.Add(time.Second)) {
+		t.Fatalf("the first recheck is due at %v, want %v (one Recheck after Start)", until, t0.Add(time.Second))
+	}
 	if _, err := other.Authenticate(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -137,21 +144,14 @@ func TestRevocationOnAnotherAuthenticator(t *testing.T) {
 	if _, err := other.Authenticate(ctx, secret); err != nil {
 		t.Fatalf("before the recheck: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if ch := clk.TimerAdded(); clk.Timers() == 0 {
-			<-ch // Run is between checks: wait until it sleeps again
-		}
-		clk.Advance(time.Second)
-		if _, err := other.Authenticate(ctx, secret); errors.Is(err, auth.ErrUnauthenticated) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the revoked key still works after its recheck")
-		}
+	clk.Advance(time.Second)
+	rechecks.Woke.WaitOrTimeout()
+	rechecks.Slept.WaitOrTimeout() // the recheck is done
+	if _, err := other.Authenticate(ctx, secret); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("after the recheck: %v, want the revoked key refused", err)
 	}
-	cancel()
-	<-done
+	other.Stop()
+	<-other.Stopped()
 }
 
 // TestAdminKeyFromEnvironment: HERALD_ADMIN_KEY is an admin of the default

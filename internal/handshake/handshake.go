@@ -28,6 +28,7 @@ import (
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -63,7 +64,7 @@ type Validator struct {
 	Store    Store
 	Catalog  Catalog
 	Activate Activator
-	// Client sends the handshakes: the dispatcher's (no redirects, the
+	// Client sends the handshakes: the attempting stage's (no redirects, the
 	// destination guard on every connection).
 	Client *http.Client
 	Clock  clock.Clock
@@ -75,6 +76,9 @@ type Validator struct {
 	UserAgent string
 	// Every is how often the validator looks for handshakes due (1 s).
 	Every time.Duration
+
+	once   sync.Once
+	rounds *startstop.Loop // runs Round every Every (see loop)
 
 	mu    sync.Mutex
 	tries map[string]*tries // by subscription
@@ -88,23 +92,36 @@ type tries struct {
 	done     bool // gave up: the policy ended
 }
 
-// Run looks for due handshakes every Every until ctx ends. Handshakes run
-// one at a time, each within its subscription's timeout.
-func (v *Validator) Run(ctx context.Context) {
-	every := v.Every
-	if every <= 0 {
-		every = time.Second
-	}
-	for {
-		v.Round(ctx)
-		t := v.Clock.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
+// Start looks for due handshakes now and every Every on the clock until
+// Stop (or ctx ends). Handshakes run one at a time, each within its
+// subscription's timeout.
+func (v *Validator) Start(ctx context.Context) error { return v.loop().Start(ctx) }
+
+// Stop ends the rounds and waits for the one in progress.
+func (v *Validator) Stop() { v.loop().Stop() }
+
+// Started is closed once the rounds run.
+func (v *Validator) Started() <-chan struct{} { return v.loop().Started() }
+
+// Stopped is closed once the rounds have stopped.
+func (v *Validator) Stopped() <-chan struct{} { return v.loop().Stopped() }
+
+// Loops returns the loop that runs the rounds (tests read its signals).
+func (v *Validator) Loops() []*startstop.Loop { return []*startstop.Loop{v.loop()} }
+
+// loop returns the loop of Round, made at its first use.
+func (v *Validator) loop() *startstop.Loop {
+	v.once.Do(func() {
+		every := v.Every
+		if every <= 0 {
+			every = time.Second
 		}
-	}
+		v.rounds = startstop.NewLoop("handshakes", v.Clock, func(ctx context.Context) time.Duration {
+			v.Round(ctx)
+			return every
+		})
+	})
+	return v.rounds
 }
 
 // Round runs every handshake due now, and forgets the schedules of

@@ -13,8 +13,9 @@
 // published in the account it is about (the endpoint's, the delivery's), so
 // an account's subscriptions see only their own account's.
 //
-// Events are queued (bounded: QueueSize) and published in batches by one
-// goroutine, so the dispatcher never waits for them. When the queue is full
+// Events are queued (bounded: QueueSize) and published in batches by the
+// Publisher's goroutine (between Start and Stop: a startstop.Service), so
+// the delivery path never waits for them. When the queue is full
 // an event is dropped, logged and counted. No dead-letter event is made for
 // a delivery of an operational event, so a failing operator endpoint cannot
 // feed itself.
@@ -33,6 +34,7 @@ import (
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -66,20 +68,19 @@ type queued struct {
 
 // Publisher turns engine notifications into CloudEvents and publishes them.
 type Publisher struct {
+	startstop.Base
 	publish PublishFunc
 	clock   clock.Clock
 	log     *slog.Logger
 	queue   chan queued
-	done    chan struct{}
 	dropped prometheus.Counter
 }
 
-// New returns a publisher; Run must be started to drain it.
+// New returns a publisher; Start must be called to drain it.
 func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Publisher {
 	p := &Publisher{
 		publish: publish, clock: clk, log: log,
 		queue: make(chan queued, QueueSize),
-		done:  make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_operational_events_dropped_total",
 			Help: "Operational events dropped because their queue was full.",
@@ -91,10 +92,15 @@ func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.
 	return p
 }
 
-// Run publishes queued events until ctx ends, then publishes what is left
-// (within 10 s) and returns.
-func (p *Publisher) Run(ctx context.Context) {
-	defer close(p.done)
+// Start publishes queued events, on a goroutine of its own, until Stop (or
+// ctx ends); then what is left is published before Stop returns (each
+// batch within 10 s).
+func (p *Publisher) Start(ctx context.Context) error {
+	p.StartGo(ctx, p.run)
+	return nil
+}
+
+func (p *Publisher) run(ctx context.Context) {
 	for {
 		select {
 		case q := <-p.queue:
@@ -111,9 +117,6 @@ func (p *Publisher) Run(ctx context.Context) {
 		}
 	}
 }
-
-// Done is closed when Run has returned.
-func (p *Publisher) Done() <-chan struct{} { return p.done }
 
 // flush publishes first and whatever else is queued, up to 100 at a time,
 // one publish per account.

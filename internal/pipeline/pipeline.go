@@ -19,6 +19,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/scheduling"
+	"github.com/herald-events/herald/internal/startstop"
 )
 
 // Store is what the stages need of the store together.
@@ -52,8 +53,9 @@ type Config struct {
 	Attempting attempting.Config
 }
 
-// Pipeline is the delivery path of one process.
+// Pipeline is the delivery path of one process, a startstop.Service.
 type Pipeline struct {
+	startstop.Base
 	Admission *admission.Publisher
 	Scheduler *scheduling.Service
 	Attempter *attempting.Attempter
@@ -102,8 +104,27 @@ func New(cfg Config) *Pipeline {
 
 // Start starts the stages from the last to the first: the finisher, the
 // recorder, then the scheduler (which loads endpoint health and begins
-// loading due deliveries).
+// loading due deliveries). Cancelling ctx stops them as Stop does.
 func (p *Pipeline) Start(ctx context.Context) error {
+	ctx, shouldStart, started, stopped := p.StartInit(ctx)
+	if !shouldStart {
+		return nil
+	}
+	if err := p.startStages(ctx); err != nil {
+		p.stopStages()
+		stopped()
+		return err
+	}
+	go func() {
+		defer stopped()
+		started()
+		<-ctx.Done()
+		p.stopStages()
+	}()
+	return nil
+}
+
+func (p *Pipeline) startStages(ctx context.Context) error {
 	if err := p.Scheduler.Finisher().Start(ctx); err != nil {
 		return err
 	}
@@ -117,12 +138,20 @@ func (p *Pipeline) Start(ctx context.Context) error {
 // more, waits for the attempts in flight — Abandon cuts them short — and
 // gives back what it held unattempted), then the recorder once every
 // outcome is written (or, after Abandon, given up), then the finisher once
-// it has freed every place. Stop without Start is allowed.
+// it has freed every place. Stop without Start stops what New made.
 func (p *Pipeline) Stop() {
+	p.Base.Stop()
+	p.stopStages() // when it never started; else they have stopped
+}
+
+func (p *Pipeline) stopStages() {
 	p.Scheduler.Stop()
 	p.Recorder.Stop()
 	p.Scheduler.Finisher().Stop()
 }
+
+// Loops are the pipeline's periodic services (the scheduler's).
+func (p *Pipeline) Loops() []*startstop.Loop { return p.Scheduler.Loops() }
 
 // Abandon is the hard stop: attempts in flight are cut short (their
 // deliveries given back, to be attempted again) and outcome writes that

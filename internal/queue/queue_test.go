@@ -78,12 +78,15 @@ func TestWaitEndsAtLockExpiry(t *testing.T) {
 	if err != nil || len(first.Received) != 1 {
 		t.Fatalf("first receive: %+v, %v", first, err)
 	}
+	svc.TestSignals.Slept.Init()
 	got := make(chan store.ReceiveResult, 1)
 	go func() {
 		res, _ := svc.Receive(context.Background(), store.ReceiveRequest{SubscriptionID: "sub_pull", Max: 5, LockFor: 10 * time.Second}, time.Minute)
 		got <- res
 	}()
-	waitUntil(t, "the receive sleeping", func() bool { return svc.Waiting() == 1 && clk.Timers() == 1 })
+	if until := svc.TestSignals.Slept.WaitOrTimeout(); !until.Equal(t0.Add(10*time.Second)) || svc.Waiting() != 1 {
+		t.Fatalf("the receive sleeps until %v with %d waiting; want the lock's end %v, 1", until, svc.Waiting(), t0.Add(10*time.Second))
+	}
 	if at, ok := clk.NextTimer(); !ok || !at.Equal(t0.Add(10*time.Second)) {
 		t.Fatalf("the waiting receive sleeps until %v, want the lock's end %v", at, t0.Add(10*time.Second))
 	}

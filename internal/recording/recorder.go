@@ -144,15 +144,7 @@ func New(cfg Config) *Recorder {
 
 // Start runs the recorder on a goroutine of its own.
 func (r *Recorder) Start(ctx context.Context) error {
-	_, shouldStart, started, stopped := r.StartInit(ctx)
-	if !shouldStart {
-		return nil
-	}
-	go func() {
-		defer stopped()
-		started()
-		r.run()
-	}()
+	r.StartGo(ctx, func(context.Context) { r.run() })
 	return nil
 }
 

@@ -31,17 +31,11 @@ type Finisher struct {
 
 // Start runs the finisher on a goroutine of its own.
 func (f *Finisher) Start(ctx context.Context) error {
-	_, shouldStart, started, stopped := f.StartInit(ctx)
-	if !shouldStart {
-		return nil
-	}
-	go func() {
-		defer stopped()
-		started()
+	f.StartGo(ctx, func(context.Context) {
 		for batch := range f.results.Results() {
 			f.finish(batch)
 		}
-	}()
+	})
 	return nil
 }
 

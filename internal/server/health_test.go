@@ -42,9 +42,9 @@ func (b *bundle) endpointOf(subID string) string {
 }
 
 // settle waits until the engine has no attempt in flight or waiting for its
-// outcome's commit, and its periodic goroutines (Server.Sleepers) have all
-// gone back to sleep on the fake clock, so that whatever the last clock move
-// allowed has happened.
+// outcome's commit, and the server's loops (Server.Loops) all sleep until
+// after the fake clock's now, so that whatever the last clock move allowed
+// has happened.
 func (b *bundle) settle() {
 	b.t.Helper()
 	eventually(b.t, "the engine to settle", func() bool {

@@ -1,8 +1,10 @@
 // Package server assembles one Herald process: the store, the subscription
 // catalog, the delivery path (internal/pipeline) and the HTTP API, with the
-// background work that keeps them current (catalog reload, retention
-// clean-up). cmd/herald's serve command runs it; engine tests build it on a
-// fake clock.
+// background work that keeps them current (background.go: catalog reload,
+// change feed, retention clean-up). Every long-running part is a
+// startstop.Service, started and stopped in one order (services.go).
+// cmd/herald's serve command runs it; engine tests build it on a fake
+// clock.
 package server
 
 import (
@@ -33,6 +35,7 @@ import (
 	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/scheduling"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/sqlite"
@@ -244,9 +247,7 @@ type Server struct {
 
 	handler   http.Handler
 	ops       *opevents.Publisher
-	opsCancel context.CancelFunc
-	stop      chan struct{}
-	bg        sync.WaitGroup
+	svcs      []startstop.Service // in start order (services.go)
 	closeOnce sync.Once
 }
 
@@ -311,7 +312,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	a := &api.Server{Store: st, Control: ctl, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
 		Destinations: att.Config().Destinations, Queue: q}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops}
 	s.Queue = q
 	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: att.Config().Client, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: att.Config().UserAgent}
@@ -328,55 +329,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.handler = a.Handler()
+	s.svcs = s.services()
 	return s, nil
 }
 
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
-
-// Start begins delivering and the background work.
-func (s *Server) Start(ctx context.Context) error {
-	if err := s.Pipeline.Start(ctx); err != nil {
-		return err
-	}
-	opsCtx, cancel := context.WithCancel(context.Background())
-	s.opsCancel = cancel
-	go s.ops.Run(opsCtx)
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { <-s.stop; cancel() }()
-		s.Validator.Run(ctx)
-	}()
-	if s.Auth != nil {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { <-s.stop; cancel() }()
-			s.Auth.Run(ctx)
-		}()
-	}
-	s.bg.Add(2)
-	go s.background()
-	go s.cleanup()
-	return nil
-}
-
-// Sleepers is how many goroutines sleep on Config.Clock between rounds
-// once Start has run and nothing is being done: the engine's (see
-// scheduling.Service.Loops), the catalog reload, the retention clean-up,
-// the validator and, with API keys, the authenticator's recheck. A test
-// driving a fake clock waits for that many timers before it moves the
-// time, so no round misses the move.
-func (s *Server) Sleepers() int {
-	n := len(s.Pipeline.Scheduler.Loops()) + 3 // background, cleanup, Validator
-	if s.Auth != nil {
-		n++
-	}
-	return n
-}
 
 // StopWaiting ends the receives waiting for queued deliveries (they answer
 // with what they have) and makes later ones answer at once: call it before
@@ -389,135 +347,13 @@ func (s *Server) StopWaiting() { s.Queue.Close() }
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.Queue.Close()
-		close(s.stop)
-		s.bg.Wait()
+		s.Queue.Close() // the receives waiting end first
 		// Attempts in flight get until ctx ends; then they are cut short
 		// and their deliveries given back (at-least-once).
 		stopHard := context.AfterFunc(ctx, s.Pipeline.Abandon)
-		s.Pipeline.Stop()
+		stopAll(s.svcs) // in order: see services
 		stopHard()
-		if s.opsCancel != nil {
-			// Operational events from the last attempts are published before
-			// the store closes.
-			s.opsCancel()
-			<-s.ops.Done()
-		}
 		err = s.Store.Close()
 	})
 	return err
-}
-
-// maintenance is what the background work needs of the store.
-type maintenance interface {
-	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
-	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
-}
-
-// changeFeed is implemented by stores that announce other processes'
-// writes (PostgreSQL, with LISTEN/NOTIFY).
-type changeFeed interface {
-	SubscriptionsChanged() <-chan struct{}
-	EndpointsChanged() <-chan struct{}
-}
-
-// background keeps the catalog current (at once when the store announces a
-// change, else every CatalogReload) and passes endpoint health
-// announcements to the engine (times read from the injected clock).
-func (s *Server) background() {
-	defer s.bg.Done()
-	log := s.cfg.Logger.With("component", "background")
-	var subsChanged, healthChanged <-chan struct{}
-	if f, ok := s.Store.(changeFeed); ok {
-		subsChanged, healthChanged = f.SubscriptionsChanged(), f.EndpointsChanged()
-	}
-	for {
-		t := s.cfg.Clock.NewTimer(s.cfg.CatalogReload)
-		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-healthChanged:
-			t.Stop()
-			s.Pipeline.Scheduler.HealthChanged()
-			continue
-		case <-subsChanged:
-			t.Stop()
-		case <-t.C():
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := s.Catalog.Sync(ctx); err != nil {
-			log.Warn("reading subscription changes", "err", err)
-		}
-		cancel()
-	}
-}
-
-// Retention clean-up: every cleanupEvery, on one node, rounds of at most
-// Config.CleanupBatch events each until a round finds fewer (the backlog is
-// cleared) or the clean-up has run for cleanupFor. A round is one write of
-// the store's, so the rounds keep each write short; the time bound keeps a
-// node that fell far behind from cleaning for longer than its term as the
-// cleaning node.
-const (
-	cleanupEvery = time.Minute
-	cleanupFor   = 50 * time.Second
-)
-
-// cleanup deletes finished events older than the dedup retention (see the
-// constants above), on one node at a time; its own goroutine, so a long
-// clean-up never delays the catalog.
-func (s *Server) cleanup() {
-	defer s.bg.Done()
-	log := s.cfg.Logger.With("component", "cleanup")
-	var st maintenance = s.Store
-	for {
-		t := s.cfg.Clock.NewTimer(cleanupEvery)
-		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		now := s.cfg.Clock.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupFor+10*time.Second)
-		if s.lead(ctx, "cleanup", now, 2*cleanupEvery) {
-			s.cleanupRounds(ctx, st, now, log)
-		}
-		cancel()
-	}
-}
-
-// cleanupRounds runs the clean-up's rounds (see cleanupEvery) and returns
-// the number of events deleted.
-func (s *Server) cleanupRounds(ctx context.Context, st maintenance, now time.Time, log *slog.Logger) int {
-	deleted := 0
-	for {
-		n, err := st.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), s.cfg.CleanupBatch)
-		deleted += n
-		if err != nil {
-			log.Warn("deleting old events", "err", err)
-			return deleted
-		}
-		select {
-		case <-s.stop:
-			return deleted
-		default:
-		}
-		if n < s.cfg.CleanupBatch || s.cfg.Clock.Now().Sub(now) >= cleanupFor {
-			return deleted
-		}
-	}
-}
-
-// lead reports whether this process holds the named cluster-wide role for
-// the next term (taking it if it is free), so that periodic work runs on one
-// node only.
-func (s *Server) lead(ctx context.Context, role string, now time.Time, term time.Duration) bool {
-	var st maintenance = s.Store
-	ok, err := st.TryLead(ctx, role, s.cfg.Scheduling.Owner, now, now.Add(term))
-	if err != nil {
-		s.cfg.Logger.Warn("taking a cluster role", "role", role, "err", err)
-	}
-	return ok && err == nil
 }
