@@ -40,7 +40,7 @@ type lane struct {
 	limit    int
 	held     int       // held in memory from either source, until recorded
 	loaded   int       // of which taken by the loader (or reserved for it)
-	reserved int       // fast-path places granted by Admit, not yet committed or aborted
+	reserved int       // fast-path places granted by Reserve, not yet committed or aborted
 	nextDue  time.Time // earliest unleased due delivery in the store; zero: none known
 	hinted   time.Time // earliest hint received since the loader's last claim began
 	inReady  bool
