@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -29,7 +30,7 @@ type accountSettings struct {
 	FailurePolicy string `json:"failure_policy"`
 }
 
-func toAccountJSON(a store.Account) accountJSON {
+func toAccountJSON(a account.Account) accountJSON {
 	fp := a.Settings.FailurePolicy
 	if fp == "" {
 		fp = failureRetry
@@ -47,7 +48,7 @@ type accountInput struct {
 }
 
 // apply validates in and writes it over a.
-func (in accountInput) apply(a *store.Account) *inputError {
+func (in accountInput) apply(a *account.Account) *inputError {
 	if in.Name != nil {
 		if err := checkText("name", *in.Name, maxNameLen, true); err != nil {
 			return err
@@ -75,7 +76,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond)
-	a := store.Account{ID: ids.New("acc_", now), Settings: store.AccountSettings{FailurePolicy: failureRetry}, CreatedAt: now, UpdatedAt: now}
+	a := account.Account{ID: ids.New("acc_", now), Settings: account.Settings{FailurePolicy: failureRetry}, CreatedAt: now, UpdatedAt: now}
 	if err := in.apply(&a); err != nil {
 		invalid(w, err.Field, err.Detail)
 		return
@@ -142,7 +143,7 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	err := s.Store.DeleteAccount(r.Context(), id)
 	switch {
-	case errors.Is(err, store.ErrConflict) && id == store.DefaultAccount:
+	case errors.Is(err, store.ErrConflict) && id == account.DefaultID:
 		conflict(w, "", "the default account cannot be deleted")
 	case errors.Is(err, store.ErrConflict):
 		conflict(w, "", "the account still has subscriptions; delete them first")

@@ -14,8 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // redriveInput has the shape of the redrive body (deliveries.go).
@@ -192,7 +193,7 @@ var checkTransport = &http.Transport{
 // (its URL and custom headers) without refusing it.
 func checkApply(t *testing.T, in subscriptionInput) {
 	t.Helper()
-	sub := store.Subscription{Name: "n", URL: "http://example.com/", Timeout: defaultSubscriptionTimeout}
+	sub := subscription.Subscription{Name: "n", URL: "http://example.com/", Timeout: defaultSubscriptionTimeout}
 	if err := applyInput(&sub, in); err != nil {
 		if err.Field == "" || err.Detail == "" {
 			t.Fatalf("applyInput: problem without a field or detail: %#v", err)
@@ -209,8 +210,8 @@ func checkApply(t *testing.T, in subscriptionInput) {
 	if _, err := checkTransport.RoundTrip(req); !errors.Is(err, errNoDial) {
 		t.Fatalf("accepted url %q and headers %q, which net/http refuses: %v", sub.URL, sub.Headers, err)
 	}
-	if pw, ok := req.URL.User.Password(); ok && pw != "xxxxx" && strings.Contains(store.RedactedURL(sub.URL), ":"+pw+"@") {
-		t.Fatalf("store.RedactedURL(%q) = %q shows the password", sub.URL, store.RedactedURL(sub.URL))
+	if pw, ok := req.URL.User.Password(); ok && pw != "xxxxx" && strings.Contains(redact.URL(sub.URL), ":"+pw+"@") {
+		t.Fatalf("redact.URL(%q) = %q shows the password", sub.URL, redact.URL(sub.URL))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -22,7 +23,7 @@ type keyJSON struct {
 	CreatedAt Time   `json:"created_at"`
 }
 
-func toKeyJSON(k store.APIKey) keyJSON {
+func toKeyJSON(k account.Key) keyJSON {
 	return keyJSON{ID: k.ID, AccountID: k.AccountID, Role: k.Role, Name: k.Name, Prefix: k.Prefix, CreatedAt: timestamp(k.CreatedAt)}
 }
 
@@ -41,19 +42,19 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := callerOf(r)
-	account := c.Account
+	accountID := c.Account
 	if in.AccountID != nil {
 		if *in.AccountID == "" {
 			invalid(w, "account_id", "must name an account; leave it out for the request's account")
 			return
 		}
-		account = *in.AccountID
+		accountID = *in.AccountID
 	}
 	if in.Role == nil {
 		invalid(w, "role", "role is required: admin, account or publish")
 		return
 	}
-	if !auth.ValidRole(*in.Role) {
+	if !account.ValidRole(*in.Role) {
 		invalid(w, "role", "must be admin, account or publish, not "+strconv.Quote(*in.Role))
 		return
 	}
@@ -65,25 +66,25 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		}
 		name = *in.Name
 	}
-	if c.Role != store.RoleAdmin {
-		if account != c.AccountID {
+	if c.Role != account.RoleAdmin {
+		if accountID != c.AccountID {
 			forbidden(w, "an account key makes keys of its own account ("+c.AccountID+") only")
 			return
 		}
-		if *in.Role == store.RoleAdmin {
+		if *in.Role == account.RoleAdmin {
 			forbidden(w, "an account key makes account and publish keys only")
 			return
 		}
 	}
-	if *in.Role == store.RoleAdmin && account != store.DefaultAccount {
-		invalid(w, "role", "admin keys act in every account and belong to "+store.DefaultAccount+"; leave account_id out")
+	if *in.Role == account.RoleAdmin && accountID != account.DefaultID {
+		invalid(w, "role", "admin keys act in every account and belong to "+account.DefaultID+"; leave account_id out")
 		return
 	}
-	secret, k := auth.NewKey(account, *in.Role, name, s.Clock.Now().UTC().Truncate(time.Millisecond))
+	secret, k := auth.NewKey(accountID, *in.Role, name, s.Clock.Now().UTC().Truncate(time.Millisecond))
 	if err := s.Store.CreateKey(r.Context(), k); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Field: "account_id",
-				Detail: "account " + strconv.Quote(account) + " not found"})
+				Detail: "account " + strconv.Quote(accountID) + " not found"})
 			return
 		}
 		s.storeError(w, r, err, "API key")
@@ -120,7 +121,7 @@ func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
 	}
 	c := callerOf(r)
 	// An admin revokes any key; others only their account's.
-	if c.Role != store.RoleAdmin && !ownedBy(w, r, k.AccountID, "API key") {
+	if c.Role != account.RoleAdmin && !ownedBy(w, r, k.AccountID, "API key") {
 		return
 	}
 	if err := s.Store.DeleteKey(r.Context(), k.ID); err != nil {

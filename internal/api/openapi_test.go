@@ -18,11 +18,11 @@ import (
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/retry"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
@@ -420,7 +420,7 @@ func TestOpenAPIDocumentsSubscriptionFields(t *testing.T) {
 	}
 	reasons := flowList(componentSchema(t, openAPI, "DeadLetterReason"), 0, "enum")
 	for _, r := range []string{retry.ReasonMaxAttempts, retry.ReasonTTL, retry.ReasonNoRetry, retry.ReasonDestinationBlocked,
-		store.ReasonSubscriptionDeleted, store.ReasonRejected, "DeadLetterUndeliverable", "DeadLetterURLRemoved"} {
+		delivery.ReasonSubscriptionDeleted, delivery.ReasonRejected, "DeadLetterUndeliverable", "DeadLetterURLRemoved"} {
 		if !slices.Contains(reasons, r) {
 			t.Errorf("openapi.yaml: DeadLetterReason's enum %v lacks %q", reasons, r)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/strictjson"
 )
 
@@ -64,27 +63,27 @@ type signingInput struct {
 
 // newSigning returns the signing of a new subscription from in (nil: the
 // defaults).
-func newSigning(in *signingInput) (store.Signing, *inputError) {
+func newSigning(in *signingInput) (signing.Keyring, *inputError) {
 	alg := signing.HMACSHA256
 	if in != nil && in.Algorithm != nil {
 		alg = *in.Algorithm
 		if alg != signing.HMACSHA256 && alg != signing.Ed25519 {
-			return store.Signing{}, badInput("signing.algorithm", "must be %s or %s, not %s", signing.HMACSHA256, signing.Ed25519, strictjson.Shorten(alg))
+			return signing.Keyring{}, badInput("signing.algorithm", "must be %s or %s, not %s", signing.HMACSHA256, signing.Ed25519, strictjson.Shorten(alg))
 		}
 	}
 	if in != nil && in.Secret != nil {
 		if alg != signing.HMACSHA256 {
-			return store.Signing{}, badInput("signing.secret", "can be given only for %s: an %s key is made by Herald, which keeps the private key", signing.HMACSHA256, alg)
+			return signing.Keyring{}, badInput("signing.secret", "can be given only for %s: an %s key is made by Herald, which keeps the private key", signing.HMACSHA256, alg)
 		}
 		key, err := signing.ParseSecret(*in.Secret)
 		if err != nil {
-			return store.Signing{}, badInput("signing.secret", "%s", err.Error())
+			return signing.Keyring{}, badInput("signing.secret", "%s", err.Error())
 		}
-		return store.Signing{Algorithm: alg, Keys: []store.SigningKey{{Key: key}}}, nil
+		return signing.Keyring{Algorithm: alg, Keys: []signing.Key{{Key: key}}}, nil
 	}
 	sg, err := signing.NewSigning(alg)
 	if err != nil {
-		return store.Signing{}, badInput("signing", "%s", err.Error())
+		return signing.Keyring{}, badInput("signing", "%s", err.Error())
 	}
 	return sg, nil
 }
@@ -104,7 +103,7 @@ type previousSecretJSON struct {
 	ExpiresAt Time   `json:"expires_at"`
 }
 
-func toSecretJSON(sg store.Signing, now time.Time) secretJSON {
+func toSecretJSON(sg signing.Keyring, now time.Time) secretJSON {
 	out := secretJSON{Algorithm: sg.Algorithm, Previous: []previousSecretJSON{}}
 	encode := func(key []byte) (secret, public string) {
 		if sg.Algorithm == signing.Ed25519 {

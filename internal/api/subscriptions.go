@@ -12,13 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/filter"
-	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // subscriptionJSON is the subscription resource.
@@ -50,19 +52,19 @@ type subscriptionJSON struct {
 	UpdatedAt         Time              `json:"updated_at"`
 }
 
-func toSubscriptionJSON(s store.Subscription) subscriptionJSON {
+func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 	out := subscriptionJSON{
-		ID: s.ID, Name: s.Name, URL: store.RedactedURL(s.URL), EventTypes: s.EventTypes,
+		ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), EventTypes: s.EventTypes,
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
 		SecretHeaders: maskedHeaders(s.SecretHeaders), DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
-		DeliveryMode: orDefault(s.DeliveryMode, store.ModePush), FailurePolicy: orDefault(s.FailurePolicy, store.FailureRetry),
+		DeliveryMode: orDefault(s.DeliveryMode, subscription.ModePush), FailurePolicy: orDefault(s.FailurePolicy, subscription.FailureRetry),
 		DeliverySchema:    orDefault(s.Delivery.Schema, event.SchemaCloudEvents),
 		MaxEventsPerBatch: max(s.Delivery.MaxEventsPerBatch, 1),
 		PreferredBatchKB:  cmp.Or(s.Delivery.PreferredBatchSizeKB, catalog.DefaultPreferredBatchKB),
-		Validation:        orDefault(s.Delivery.Validation, handshake.KindNone),
+		Validation:        orDefault(s.Delivery.Validation, subscription.ValidationNone),
 		ValidationError:   optString(s.Delivery.ValidationError),
-		DeadLetterURL:     optString(store.RedactedURL(s.Delivery.DeadLetterURL)),
+		DeadLetterURL:     optString(redact.URL(s.Delivery.DeadLetterURL)),
 		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}
 	if out.EventTypes == nil {
@@ -121,7 +123,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
-	sub := store.Subscription{
+	sub := subscription.Subscription{
 		ID: ids.New("sub_", now), AccountID: accountOf(r), State: "active", DeadLetter: true,
 		Timeout: defaultSubscriptionTimeout, CreatedAt: now, UpdatedAt: now,
 	}
@@ -129,17 +131,17 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "name", "name is required")
 		return
 	}
-	sub.DeliveryMode = store.ModePush
+	sub.DeliveryMode = subscription.ModePush
 	if in.DeliveryMode != nil {
 		switch m := *in.DeliveryMode; m {
-		case store.ModePush, store.ModePull:
+		case subscription.ModePush, subscription.ModePull:
 			sub.DeliveryMode = m
 		default:
 			invalid(w, "delivery_mode", "must be push or pull, not "+strconv.Quote(m))
 			return
 		}
 	}
-	pull := sub.DeliveryMode == store.ModePull
+	pull := sub.DeliveryMode == subscription.ModePull
 	switch {
 	case pull && in.URL != nil:
 		invalid(w, "url", "a pull subscription has no url: its consumers receive its events (POST /v1/subscriptions/{id}/receive)")
@@ -157,7 +159,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "account")
 		return
 	}
-	sub.FailurePolicy = orDefault(acc.Settings.FailurePolicy, store.FailureRetry)
+	sub.FailurePolicy = orDefault(acc.Settings.FailurePolicy, subscription.FailureRetry)
 	if in.RetryPolicy == nil {
 		in.RetryPolicy = json.RawMessage(`{"preset":"eventgrid"}`)
 	}
@@ -167,11 +169,11 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.Validation != nil {
 		switch v := *in.Validation; v {
-		case handshake.KindNone:
-		case handshake.KindEventGrid, handshake.KindCloudEvents:
+		case subscription.ValidationNone:
+		case subscription.ValidationEventGrid, subscription.ValidationCloudEvents:
 			sub.Delivery.Validation = v
 			sub.Delivery.ValidationToken = randomToken()
-			sub.State = store.StateAwaitingValidation
+			sub.State = subscription.StateAwaitingValidation
 		default:
 			invalid(w, "validation", "must be none, eventgrid or cloudevents, not "+strconv.Quote(v))
 			return
@@ -188,7 +190,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 	}
 	sub.Signing = sg
 	if pull {
-		sub.FailurePolicy = store.FailureRetry // nothing is pushed, so nothing fails
+		sub.FailurePolicy = subscription.FailureRetry // nothing is pushed, so nothing fails
 	} else if err := checkDestination(s.Destinations, sub.URL); err != nil {
 		unprocessable(w, err.Field, err.Detail)
 		return
@@ -225,12 +227,12 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var name string
-	account := accountOf(r)
-	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *store.Subscription) error {
-		if store.AccountOrDefault(sub.AccountID) != account {
+	accountID := accountOf(r)
+	sub, err := s.Control.UpdateSubscription(r.Context(), r.PathValue("id"), func(sub *subscription.Subscription) error {
+		if account.OrDefault(sub.AccountID) != accountID {
 			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
 		}
-		if sub.DeliveryMode == store.ModePull {
+		if sub.DeliveryMode == subscription.ModePull {
 			if field := pushOnlyField(in); field != "" {
 				return badInput(field, "a pull subscription pushes nothing: it has no %s", field)
 			}
@@ -315,7 +317,7 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 // applyInput validates in and writes it over sub. On a problem it returns
 // an *inputError naming the field; sub may then be half changed and must not
 // be stored.
-func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
+func applyInput(sub *subscription.Subscription, in subscriptionInput) *inputError {
 	if in.Name != nil {
 		if err := checkText("name", *in.Name, maxNameLen, true); err != nil {
 			return err
@@ -416,7 +418,7 @@ func applyInput(sub *store.Subscription, in subscriptionInput) *inputError {
 	}
 	if in.FailurePolicy != nil {
 		switch fp := *in.FailurePolicy; fp {
-		case store.FailureRetry, store.FailureQueue:
+		case subscription.FailureRetry, subscription.FailureQueue:
 			sub.FailurePolicy = fp
 		default:
 			return badInput("failure_policy", "must be retry or queue, not %s", strconv.Quote(fp))
@@ -507,16 +509,16 @@ func (e *combinationError) Error() string { return e.Field + ": " + e.Detail }
 
 // checkCombination refuses the settings a subscription's schema cannot
 // carry.
-func checkCombination(sub *store.Subscription) *combinationError {
+func checkCombination(sub *subscription.Subscription) *combinationError {
 	schema := orDefault(sub.Delivery.Schema, event.SchemaCloudEvents)
 	if !event.CanBatch(schema) && sub.Delivery.MaxEventsPerBatch > 1 {
 		return &combinationError{Field: "max_events_per_batch", Detail: fmt.Sprintf(
 			"the %s schema carries one event a request: batches need delivery_schema cloudevents or eventgrid", schema)}
 	}
 	switch v := sub.Delivery.Validation; {
-	case v == handshake.KindEventGrid && schema != event.SchemaEventGrid:
+	case v == subscription.ValidationEventGrid && schema != event.SchemaEventGrid:
 		return &combinationError{Field: "validation", Detail: "the eventgrid handshake goes with delivery_schema eventgrid, not " + schema}
-	case v == handshake.KindCloudEvents && schema != event.SchemaCloudEvents && schema != event.SchemaCloudEventsBinary:
+	case v == subscription.ValidationCloudEvents && schema != event.SchemaCloudEvents && schema != event.SchemaCloudEventsBinary:
 		return &combinationError{Field: "validation", Detail: "the cloudevents handshake goes with delivery_schema cloudevents or cloudevents-binary, not " + schema}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
@@ -173,10 +174,10 @@ func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outco
 		e.releaseIDs([]string{it.c.ID})
 	default:
 		e.cfg.Metrics.ended(out)
-		if out.Status == store.StatusPending {
+		if out.Status == delivery.StatusPending {
 			next = out.NextAttemptAt
 		}
-		if out.Status == store.StatusDeadLettered && e.cfg.Notifier != nil && sub != nil {
+		if out.Status == delivery.StatusDeadLettered && e.cfg.Notifier != nil && sub != nil {
 			e.cfg.Notifier.DeliveryDeadLettered(it.c, sub, out)
 		}
 		if out.Deactivate && sub != nil {
@@ -185,7 +186,7 @@ func (e *Engine) recorded(l *lane, it *item, sub *catalog.Entry, out store.Outco
 		if cp := out.DeadLetterCopy; cp != nil && e.sched.hint(cp.EndpointID, e.cfg.Clock.Now()) {
 			e.loader.kick() // the dead letter is due now on its own endpoint
 		}
-		if it.c.DeadLetterOf != "" && out.Status == store.StatusDropped && out.DeadLetterReason == ReasonDeadLetterUndeliverable {
+		if it.c.DeadLetterOf != "" && out.Status == delivery.StatusDropped && out.DeadLetterReason == ReasonDeadLetterUndeliverable {
 			e.log.Warn("a dead letter was not taken by its dead-letter URL within its 4 hours; dropped",
 				"delivery", it.c.ID, "dead_letter_of", it.c.DeadLetterOf, "subscription", it.c.SubscriptionID, "last_outcome", out.LastOutcome)
 		}
@@ -214,14 +215,14 @@ func (e *Engine) subscription(id string) *catalog.Entry {
 // exists: dropped, reason SubscriptionDeleted, no attempt logged.
 func dropped(c store.Claimed) store.Outcome {
 	return store.Outcome{
-		Attempt:          store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
-		Status:           store.StatusDropped,
+		Attempt:          delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
+		Status:           delivery.StatusDropped,
 		Attempts:         c.Attempts,
 		RoundAttempts:    c.RoundAttempts,
 		FirstFailure:     c.FirstFailure,
 		LastStatusCode:   c.LastStatusCode,
 		LastOutcome:      c.LastOutcome,
-		DeadLetterReason: store.ReasonSubscriptionDeleted,
+		DeadLetterReason: delivery.ReasonSubscriptionDeleted,
 	}
 }
 
@@ -249,7 +250,7 @@ func (e *Engine) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Cla
 	outs := make([]store.Outcome, len(cs))
 	for i, c := range cs {
 		out := store.Outcome{
-			Attempt: store.AttemptRecord{
+			Attempt: delivery.Attempt{
 				DeliveryID:   c.ID,
 				Number:       c.Attempts + 1,
 				StartedAt:    started,
@@ -275,7 +276,7 @@ func (e *Engine) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Cla
 			// queued by a failure policy) while its ttl allows.
 			out.RoundAttempts = c.RoundAttempts
 			if at := now.Add(localRetryDelay); !policy.Expired(c.RoundStart, at) {
-				out.Status, out.NextAttemptAt = store.StatusPending, at
+				out.Status, out.NextAttemptAt = delivery.StatusPending, at
 				outs[i] = out
 				continue
 			}
@@ -346,7 +347,7 @@ func (e *Engine) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
 		LastStatusCode: c.LastStatusCode,
 		LastOutcome:    c.LastOutcome,
 		// Number 0: nothing to log; the last attempt time stays.
-		Attempt: store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
+		Attempt: delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
 	}
 	e.applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, c, e.cfg.Clock.Now())
 	return out
@@ -364,25 +365,25 @@ func (e *Engine) applyVerdict(out *store.Outcome, v retry.Verdict, sub *catalog.
 		return
 	}
 	if v.Kind != retry.Delivered && sub.QueueOnFailure(v.Kind == retry.Retry) {
-		out.Status = store.StatusQueued
+		out.Status = delivery.StatusQueued
 		out.NextAttemptAt = now
 		out.Deactivate = true
 		return
 	}
 	switch v.Kind {
 	case retry.Delivered:
-		out.Status = store.StatusDelivered
+		out.Status = delivery.StatusDelivered
 		out.DeliveredAt = now
 	case retry.Retry:
-		out.Status = store.StatusPending
+		out.Status = delivery.StatusPending
 		out.NextAttemptAt = v.At
 	default:
-		out.Status = store.StatusDropped
+		out.Status = delivery.StatusDropped
 		if sub.DeadLetter {
-			out.Status = store.StatusDeadLettered
+			out.Status = delivery.StatusDeadLettered
 		}
 		out.DeadLetterReason = v.Reason
-		if out.Status == store.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
+		if out.Status == delivery.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
 			// Durably, in the same commit: the dead letter goes to the
 			// subscription's dead-letter URL as a delivery of its own.
 			out.DeadLetterCopy = &store.NewDelivery{
@@ -490,10 +491,10 @@ func policyOf(sub *catalog.Entry, c store.Claimed) retry.Policy {
 func applyDeadLetterVerdict(out *store.Outcome, v retry.Verdict, now time.Time) {
 	switch v.Kind {
 	case retry.Delivered:
-		out.Status, out.DeliveredAt = store.StatusDelivered, now
+		out.Status, out.DeliveredAt = delivery.StatusDelivered, now
 	case retry.Retry:
-		out.Status, out.NextAttemptAt = store.StatusPending, v.At
+		out.Status, out.NextAttemptAt = delivery.StatusPending, v.At
 	default:
-		out.Status, out.DeadLetterReason = store.StatusDropped, ReasonDeadLetterUndeliverable
+		out.Status, out.DeadLetterReason = delivery.StatusDropped, ReasonDeadLetterUndeliverable
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -48,9 +49,9 @@ type Store interface {
 	Release(ctx context.Context, deliveryIDs []string, owner string) error
 	ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error)
 	Record(ctx context.Context, outcomes []store.Outcome) error
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
-	EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error)
-	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+	EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error)
+	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error)
 	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
 }
 
@@ -123,7 +124,7 @@ func New(cfg Config) *Engine {
 // outside the engine's locks and must not block for long.
 type Notifier interface {
 	// EndpointChanged reports a circuit transition; ep is the endpoint after it.
-	EndpointChanged(ep store.Endpoint, tr health.Transition)
+	EndpointChanged(ep endpoint.Endpoint, tr health.Transition)
 	// DeliveryDeadLettered reports a delivery that was dead-lettered.
 	DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome)
 	// SubscriptionDeactivated reports a push subscription deactivated by

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -64,13 +66,13 @@ func (e *Engine) HealthChanged() { e.health.kick() }
 // FlushInterval ahead of the store's), with its current concurrency limit
 // and attempts in flight. ok is false for an endpoint this engine does not
 // hold.
-func (e *Engine) Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool) {
+func (e *Engine) Endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool) {
 	s := e.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.lanes[id]
 	if l == nil || !l.known {
-		return store.Endpoint{}, 0, 0, false
+		return endpoint.Endpoint{}, 0, 0, false
 	}
 	return l.ep, l.limit, l.inFlight, true
 }
@@ -79,9 +81,9 @@ func (e *Engine) Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok
 // POST /v1/endpoints/{id}/enable): its counters are reset in the store
 // before Enable returns, and its backlog flows again on every node.
 // store.ErrNotFound when the endpoint does not exist.
-func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) {
+func (e *Engine) Enable(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	var tr health.Transition
-	eps, err := e.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
+	eps, err := e.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*endpoint.Endpoint) error {
 		for _, ep := range eps {
 			tr = e.cfg.Health.Enable(&ep.Health)
 			ep.UpdatedAt = e.nextVersion(ep.UpdatedAt)
@@ -89,10 +91,10 @@ func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) 
 		return nil
 	})
 	if err != nil {
-		return store.Endpoint{}, err
+		return endpoint.Endpoint{}, err
 	}
 	if len(eps) == 0 {
-		return store.Endpoint{}, store.ErrNotFound
+		return endpoint.Endpoint{}, store.ErrNotFound
 	}
 	ep := eps[0]
 	s := e.sched
@@ -116,7 +118,7 @@ func (e *Engine) Enable(ctx context.Context, id string) (store.Endpoint, error) 
 func (e *Engine) probeNow(ctx context.Context, id string) error {
 	now := e.cfg.Clock.Now()
 	var changed bool
-	eps, err := e.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
+	eps, err := e.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*endpoint.Endpoint) error {
 		changed = false
 		for _, ep := range eps {
 			if h := &ep.Health; (h.State == health.Probation || h.State == health.Disabled) && h.NextProbeAt.After(now) {
@@ -156,8 +158,8 @@ func (e *Engine) nextVersion(prev time.Time) time.Time {
 
 // report tells the log, the metrics and the notifier of a state change
 // found in the store.
-func (e *Engine) report(ep store.Endpoint, tr health.Transition) {
-	e.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", store.RedactedURL(ep.URL),
+func (e *Engine) report(ep endpoint.Endpoint, tr health.Transition) {
+	e.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", redact.URL(ep.URL),
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
 	e.cfg.Metrics.transition(tr)
 	if e.cfg.Notifier != nil {
@@ -169,7 +171,7 @@ func (e *Engine) report(ep store.Endpoint, tr health.Transition) {
 // queued since (they are in the next merge), and reacts to a change of
 // state the way a local transition does. It returns deliveries to release.
 // Caller holds s.mu.
-func (s *scheduler) adopt(l *lane, ep store.Endpoint, now time.Time) []string {
+func (s *scheduler) adopt(l *lane, ep endpoint.Endpoint, now time.Time) []string {
 	before := l.ep.Health.State
 	url, created := l.ep.URL, l.ep.CreatedAt
 	l.ep = ep
@@ -210,13 +212,13 @@ func (e *Engine) flush() {
 		return
 	}
 	type change struct {
-		ep store.Endpoint
+		ep endpoint.Endpoint
 		tr health.Transition
 	}
 	var changes []change
 	ctx, cancel := e.storeCtx()
 	defer cancel()
-	eps, err := e.cfg.Store.ModifyEndpoints(ctx, ids, func(eps []*store.Endpoint) error {
+	eps, err := e.cfg.Store.ModifyEndpoints(ctx, ids, func(eps []*endpoint.Endpoint) error {
 		changes = changes[:0] // fn may run again if the store retries
 		for _, ep := range eps {
 			for _, o := range taken[ep.ID] {
@@ -248,7 +250,7 @@ func (e *Engine) flush() {
 
 // adoptAll adopts stored endpoints into their lanes (creating them), and
 // acts on what that changes.
-func (e *Engine) adoptAll(eps []store.Endpoint) {
+func (e *Engine) adoptAll(eps []endpoint.Endpoint) {
 	if len(eps) == 0 {
 		return
 	}
@@ -279,7 +281,7 @@ func (e *Engine) readUnknown() {
 		}
 	}
 	s.mu.Unlock()
-	var eps []store.Endpoint
+	var eps []endpoint.Endpoint
 	for _, id := range ids {
 		ctx, cancel := e.storeCtx()
 		ep, err := e.cfg.Store.GetEndpoint(ctx, id)
@@ -289,7 +291,7 @@ func (e *Engine) readUnknown() {
 			// The endpoint row is deleted with the last subscription
 			// using it; a delivery of it held here (its subscription
 			// deleted meanwhile) must not wait for ever: fresh health.
-			ep = store.Endpoint{ID: id}
+			ep = endpoint.Endpoint{ID: id}
 			ep.Health.State = health.Enabled
 		case err != nil:
 			if !errors.Is(err, store.ErrClosed) {
@@ -318,7 +320,7 @@ func (e *Engine) adoptChanges() {
 	e.healthState.version = v
 	s := e.sched
 	s.mu.Lock()
-	var take []store.Endpoint
+	var take []endpoint.Endpoint
 	for _, ep := range eps {
 		l := s.lanes[ep.ID]
 		if l == nil {

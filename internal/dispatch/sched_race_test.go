@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -38,7 +40,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 	lanes := []string{"e0", "e1", "e2", "e3", "e4"}
 	s.mu.Lock()
 	for _, id := range lanes {
-		ep := store.Endpoint{ID: id}
+		ep := endpoint.Endpoint{ID: id}
 		ep.Health.State = health.Enabled
 		s.adopt(s.laneFor(id), ep, ddStart)
 	}
@@ -54,7 +56,7 @@ func TestSchedulerConcurrent(t *testing.T) {
 	newClaimed := func(ep string, attempts int) store.Claimed {
 		id := fmt.Sprintf("d%d", nextID.Add(1))
 		led.give(id)
-		return store.Claimed{Delivery: store.Delivery{ID: id, EndpointID: ep, Attempts: attempts}}
+		return store.Claimed{Delivery: delivery.Delivery{ID: id, EndpointID: ep, Attempts: attempts}}
 	}
 
 	// Attempts in flight go through ch: at most MaxInFlight at once, so the

@@ -111,6 +111,8 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/datadriven"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -350,7 +352,7 @@ func (r *schedRunner) config(a datadriven.Args) (string, error) {
 
 // adoptAll is the scheduler's part of Engine.adoptAll: adopt every stored
 // endpoint, then pump.
-func (r *schedRunner) adoptAll(eps []store.Endpoint) (string, error) {
+func (r *schedRunner) adoptAll(eps []endpoint.Endpoint) (string, error) {
 	s := r.s
 	var released []string
 	s.mu.Lock()
@@ -374,9 +376,9 @@ func (r *schedRunner) known(a datadriven.Args) (string, error) {
 	if len(a.Pos) == 0 {
 		return "", errors.New("known: want lanes")
 	}
-	var eps []store.Endpoint
+	var eps []endpoint.Endpoint
 	for _, id := range a.Pos {
-		ep := store.Endpoint{ID: id}
+		ep := endpoint.Endpoint{ID: id}
 		ep.Health.State = health.Enabled
 		eps = append(eps, ep)
 	}
@@ -388,7 +390,7 @@ func (r *schedRunner) health(a datadriven.Args) (string, error) {
 		return "", errors.New("health: want one lane")
 	}
 	id := a.Pos[0]
-	ep := store.Endpoint{ID: id}
+	ep := endpoint.Endpoint{ID: id}
 	st, ok := a.Value("state")
 	if !ok {
 		return "", errors.New("health: state= is required")
@@ -414,7 +416,7 @@ func (r *schedRunner) health(a datadriven.Args) (string, error) {
 		l.pending = nil
 	}
 	r.s.mu.Unlock()
-	return r.adoptAll([]store.Endpoint{ep})
+	return r.adoptAll([]endpoint.Endpoint{ep})
 }
 
 func (r *schedRunner) admName(a datadriven.Args) string {
@@ -499,7 +501,7 @@ func (r *schedRunner) newItem(id, lane string, attempts int) (store.Claimed, err
 	if r.items[id] != nil {
 		return store.Claimed{}, fmt.Errorf("delivery %s given twice", id)
 	}
-	c := store.Claimed{Delivery: store.Delivery{ID: id, EndpointID: lane, Attempts: attempts}}
+	c := store.Claimed{Delivery: delivery.Delivery{ID: id, EndpointID: lane, Attempts: attempts}}
 	r.items[id] = &c
 	return c, nil
 }

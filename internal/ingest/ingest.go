@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/filter"
@@ -87,12 +89,12 @@ const maxMatchTries = 5
 // subscription change was answered, anywhere, is matched against it, and
 // no delivery is ever written for a subscription already deleted. An event
 // that matches nothing is still stored (and deduplicated). Events belong to
-// account ("": store.DefaultAccount): they match only its subscriptions,
+// accountID ("": account.DefaultID): they match only its subscriptions,
 // and a duplicate is an event whose (source, id) the account published
 // before; a duplicate makes no deliveries.
-func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Event) ([]Result, error) {
+func (in *Ingester) Publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
 	now := in.Clock.Now()
-	account = store.AccountOrDefault(account)
+	accountID = account.OrDefault(accountID)
 	news := make([]store.NewEvent, len(evs))
 	for i, ev := range evs {
 		payload, err := ev.Marshal()
@@ -100,7 +102,7 @@ func (in *Ingester) Publish(ctx context.Context, account string, evs []event.Eve
 			return nil, err
 		}
 		news[i] = store.NewEvent{
-			AccountID: account, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			AccountID: accountID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: payload, PublishedAt: now,
 		}
 	}
@@ -212,10 +214,10 @@ func (in *Ingester) commit(adm *dispatch.Admission, news []store.NewEvent, res [
 				continue
 			}
 			held = append(held, store.Claimed{
-				Delivery: store.Delivery{
+				Delivery: delivery.Delivery{
 					ID: d.ID, AccountID: ne.AccountID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 					EventSeq: res[i].Seq, EventID: ne.ID, EventSource: ne.Source,
-					Status: store.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
+					Status: delivery.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
 				},
 				Payload: ne.Payload,
 			})

@@ -32,6 +32,7 @@ import (
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/queue"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/sqlite"
@@ -139,7 +140,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Store != "sqlite" && !isPostgresURL(c.Store):
-		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(c.Store))
+		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", redact.URL(c.Store))
 	case c.DataDir == "":
 		return errors.New("--data must name a directory")
 	case c.DedupRetention < time.Minute:
@@ -273,7 +274,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		st = s
 	default:
-		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(cfg.Store))
+		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", redact.URL(cfg.Store))
 	}
 
 	cat := catalog.New(st)
