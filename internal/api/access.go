@@ -49,7 +49,6 @@ func (a access) allows(role string) bool {
 type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (auth.Principal, error)
 	Account(ctx context.Context, id string) (account.Account, error)
-	Flush()
 }
 
 // caller is who a request acts as, and in which account.
@@ -135,13 +134,6 @@ func (s *Server) account(ctx context.Context, id string) (account.Account, error
 		return s.Auth.Account(ctx, id)
 	}
 	return s.Store.GetAccount(ctx, id)
-}
-
-// flushAuth makes this node's account and key changes take effect at once.
-func (s *Server) flushAuth() {
-	if s.Auth != nil {
-		s.Auth.Flush()
-	}
 }
 
 func (a access) needs() string {

@@ -27,70 +27,44 @@ func toKeyJSON(k account.Key) keyJSON {
 	return keyJSON{ID: k.ID, AccountID: k.AccountID, Role: k.Role, Name: k.Name, Prefix: k.Prefix, CreatedAt: timestamp(k.CreatedAt)}
 }
 
-type keyInput struct {
-	AccountID *string `json:"account_id"`
-	Role      *string `json:"role"`
-	Name      *string `json:"name"`
-}
-
 // createKey makes a key. An admin key makes keys of any role in any
 // account (account_id, default the request's account); an account key
 // makes account and publish keys of its own account only (403 otherwise).
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	var in keyInput
+	var in account.KeyInput
 	if !decodeBody(w, r, &in) {
 		return
 	}
 	c := callerOf(r)
-	accountID := c.Account
-	if in.AccountID != nil {
-		if *in.AccountID == "" {
-			invalid(w, "account_id", "must name an account; leave it out for the request's account")
-			return
-		}
-		accountID = *in.AccountID
-	}
-	if in.Role == nil {
-		invalid(w, "role", "role is required: admin, account or publish")
+	spec, ierr := in.Spec(c.Account)
+	if ierr != nil {
+		invalid(w, ierr.Field, ierr.Detail)
 		return
-	}
-	if !account.ValidRole(*in.Role) {
-		invalid(w, "role", "must be admin, account or publish, not "+strconv.Quote(*in.Role))
-		return
-	}
-	name := ""
-	if in.Name != nil {
-		if err := checkText("name", *in.Name, maxNameLen, false); err != nil {
-			invalid(w, err.Field, err.Detail)
-			return
-		}
-		name = *in.Name
 	}
 	if c.Role != account.RoleAdmin {
-		if accountID != c.AccountID {
+		if spec.AccountID != c.AccountID {
 			forbidden(w, "an account key makes keys of its own account ("+c.AccountID+") only")
 			return
 		}
-		if *in.Role == account.RoleAdmin {
+		if spec.Role == account.RoleAdmin {
 			forbidden(w, "an account key makes account and publish keys only")
 			return
 		}
 	}
-	if *in.Role == account.RoleAdmin && accountID != account.DefaultID {
-		invalid(w, "role", "admin keys act in every account and belong to "+account.DefaultID+"; leave account_id out")
+	if ierr := spec.Check(); ierr != nil {
+		invalid(w, ierr.Field, ierr.Detail)
 		return
 	}
-	secret, k := auth.NewKey(accountID, *in.Role, name, s.Clock.Now().UTC().Truncate(time.Millisecond))
-	if err := s.Store.CreateKey(r.Context(), k); err != nil {
+	secret, k := auth.NewKey(spec.AccountID, spec.Role, spec.Name, s.Clock.Now().UTC().Truncate(time.Millisecond))
+	if err := s.Control.CreateKey(r.Context(), k); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Field: "account_id",
-				Detail: "account " + strconv.Quote(accountID) + " not found"})
+				Detail: "account " + strconv.Quote(spec.AccountID) + " not found"})
 			return
 		}
 		s.storeError(w, r, err, "API key")
 		return
 	}
-	s.flushAuth()
 	out := toKeyJSON(k)
 	out.Key = secret
 	w.Header().Set("Location", "/v1/keys/"+k.ID)
@@ -124,10 +98,9 @@ func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
 	if c.Role != account.RoleAdmin && !ownedBy(w, r, k.AccountID, "API key") {
 		return
 	}
-	if err := s.Store.DeleteKey(r.Context(), k.ID); err != nil {
+	if err := s.Control.DeleteKey(r.Context(), k.ID); err != nil {
 		s.storeError(w, r, err, "API key")
 		return
 	}
-	s.flushAuth()
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testServer is a Server on a fresh SQLite store in t.TempDir(), with its
@@ -393,7 +394,7 @@ func TestOpenAPIDocumentsSubscriptionFields(t *testing.T) {
 		}
 	}
 	create := schemaProperties(componentSchema(t, openAPI, "SubscriptionCreate"))
-	for _, name := range jsonNames(subscriptionInput{}) {
+	for _, name := range jsonNames(subscription.Input{}) {
 		if !slices.Contains(create, name) {
 			t.Errorf("openapi.yaml: SubscriptionCreate has no property %q, which POST /v1/subscriptions reads", name)
 		}

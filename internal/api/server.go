@@ -31,15 +31,10 @@ import (
 // the control plane (control.Service).
 type Store interface {
 	Ping(ctx context.Context) error
-	CreateAccount(ctx context.Context, a account.Account) error
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
-	UpdateAccount(ctx context.Context, a account.Account) error
-	DeleteAccount(ctx context.Context, id string) error
-	CreateKey(ctx context.Context, k account.Key) error
 	GetKey(ctx context.Context, id string) (account.Key, error)
 	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
-	DeleteKey(ctx context.Context, id string) error
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
 	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)

@@ -171,8 +171,9 @@ func (a *Authenticator) Account(ctx context.Context, id string) (account.Account
 	return acc, nil
 }
 
-// Flush forgets every cached key and account. The API calls it after its
-// own account and key writes, so that they take effect on this node at once.
+// Flush forgets every cached key and account. The control plane
+// (control.Service) calls it after its account and key writes, so that
+// they take effect on this node at once.
 func (a *Authenticator) Flush() {
 	a.mu.Lock()
 	a.flushLocked()

@@ -12,8 +12,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,21 +40,16 @@ type Entry struct {
 	filter *filter.Matcher // nil: no advanced filters
 }
 
-// NewEntry resolves s's retry policy and matcher.
+// NewEntry resolves s's retry policy and compiles its filters
+// (subscription.Subscription.ResolvePolicy and CompileFilters).
 func NewEntry(s subscription.Subscription) (*Entry, error) {
-	var spec retry.Spec
-	if len(s.RetryPolicy) > 0 {
-		if err := json.Unmarshal(s.RetryPolicy, &spec); err != nil {
-			return nil, fmt.Errorf("subscription %s: retry_policy: %w", s.ID, err)
-		}
-	}
-	p, err := retry.Resolve(spec)
+	p, err := s.ResolvePolicy()
 	if err != nil {
-		return nil, fmt.Errorf("subscription %s: retry_policy: %w", s.ID, err)
+		return nil, err
 	}
-	m, err := filter.Compile(s.Filters.Advanced)
+	m, err := s.CompileFilters()
 	if err != nil {
-		return nil, fmt.Errorf("subscription %s: advanced_filters: %w", s.ID, err)
+		return nil, err
 	}
 	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), filter: m}
 	if len(s.EventTypes) > 0 {

@@ -6,8 +6,10 @@
 // ingest). Deleting a subscription also cuts its attempts in progress
 // short. Redeliver, redrive and enable release deliveries to the
 // dispatcher, and an endpoint in probation or disabled is probed at once.
-// The API's handlers translate HTTP to these calls and back; the rules live
-// here.
+// An account or key write takes effect on this node at once (accounts.go).
+// The API's handlers translate HTTP to these calls and back, and make no
+// change any other way; the rules of the values themselves live beside their
+// types (packages subscription and account).
 package control
 
 import (
@@ -17,6 +19,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
@@ -35,6 +38,13 @@ type Store interface {
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error)
+
+	CreateAccount(ctx context.Context, a account.Account) error
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	UpdateAccount(ctx context.Context, a account.Account) error
+	DeleteAccount(ctx context.Context, id string) error
+	CreateKey(ctx context.Context, k account.Key) error
+	DeleteKey(ctx context.Context, id string) error
 }
 
 // Catalog is the in-memory view of the subscriptions.
@@ -69,6 +79,8 @@ type Service struct {
 	Logger   *slog.Logger
 	// Notifier, when set, hears of reactivations.
 	Notifier Notifier
+	// Auth, when set, is told of every account and key write.
+	Auth AuthCache
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A

@@ -317,6 +317,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Auth = auth.New(st, auth.Options{AdminKey: cfg.AdminKey, Recheck: cfg.AuthRecheck, Clock: cfg.Clock,
 			Logger: cfg.Logger.With("component", "auth")})
 		a.Auth = s.Auth
+		ctl.Auth = s.Auth
 		if err := s.bootstrapKey(ctx); err != nil {
 			_ = st.Close()
 			return nil, err
