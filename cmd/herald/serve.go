@@ -16,9 +16,9 @@ import (
 
 	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/server"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 )
 
@@ -148,7 +148,7 @@ func (o *serveOptions) config() (server.Config, error) {
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = defaultPublicURL(o.addr)
 	} else if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", store.RedactedURL(cfg.PublicURL))
+		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", redact.URL(cfg.PublicURL))
 	}
 	return cfg, nil
 }
@@ -270,4 +270,4 @@ func servePprof(ln net.Listener, logger *slog.Logger) {
 }
 
 // storeName is the store for logs: a PostgreSQL URL without its password.
-func storeName(s string) string { return store.RedactedURL(s) }
+func storeName(s string) string { return redact.URL(s) }

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/ids"
@@ -89,12 +91,12 @@ const maxMatchTries = 5
 // subscription change was answered, anywhere, is matched against it, and
 // no delivery is ever written for a subscription already deleted. An event
 // that matches nothing is still stored (and deduplicated). Events belong to
-// account ("": store.DefaultAccount): they match only its subscriptions,
+// the account accountID ("": account.DefaultID): they match only its subscriptions,
 // and a duplicate is an event whose (source, id) the account published
 // before; a duplicate makes no deliveries.
-func (in *Publisher) Publish(ctx context.Context, account string, evs []event.Event) ([]Result, error) {
+func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
 	now := in.Clock.Now()
-	account = store.AccountOrDefault(account)
+	accountID = account.OrDefault(accountID)
 	news := make([]store.NewEvent, len(evs))
 	for i, ev := range evs {
 		payload, err := ev.Marshal()
@@ -102,7 +104,7 @@ func (in *Publisher) Publish(ctx context.Context, account string, evs []event.Ev
 			return nil, err
 		}
 		news[i] = store.NewEvent{
-			AccountID: account, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			AccountID: accountID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: payload, PublishedAt: now,
 		}
 	}
@@ -214,10 +216,10 @@ func (in *Publisher) commit(adm *scheduling.Reservation, news []store.NewEvent, 
 				continue
 			}
 			held = append(held, store.Claimed{
-				Delivery: store.Delivery{
+				Delivery: delivery.Delivery{
 					ID: d.ID, AccountID: ne.AccountID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 					EventSeq: res[i].Seq, EventID: ne.ID, EventSource: ne.Source,
-					Status: store.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
+					Status: delivery.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
 				},
 				Payload: ne.Payload,
 			})

@@ -17,6 +17,7 @@ import (
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // setup returns a store, a catalog, a publisher over them and a function
@@ -38,7 +39,7 @@ func setup(t *testing.T) (*sqlite.Store, *catalog.Catalog, *admission.Publisher,
 	create := func(id string, filters ...string) {
 		t.Helper()
 		now := time.Now().UTC().Truncate(time.Millisecond)
-		s := store.Subscription{ID: id, Name: id, URL: rc.URL + "/" + id,
+		s := subscription.Subscription{ID: id, Name: id, URL: rc.URL + "/" + id,
 			EventTypes: []string{"t"}, State: "active", RetryPolicy: []byte(`{"preset":"eventgrid"}`),
 			CreatedAt: now, UpdatedAt: now}
 		if len(filters) > 0 {

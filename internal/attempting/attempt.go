@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/retry"
@@ -171,7 +172,7 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 	outs := make([]store.Outcome, len(cs))
 	for i, c := range cs {
 		out := store.Outcome{
-			Attempt: store.AttemptRecord{
+			Attempt: delivery.Attempt{
 				DeliveryID:   c.ID,
 				Number:       c.Attempts + 1,
 				StartedAt:    started,
@@ -197,7 +198,7 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 			// queued by a failure policy) while its ttl allows.
 			out.RoundAttempts = c.RoundAttempts
 			if at := now.Add(localRetryDelay); !policy.Expired(c.RoundStart, at) {
-				out.Status, out.NextAttemptAt = store.StatusPending, at
+				out.Status, out.NextAttemptAt = delivery.StatusPending, at
 				outs[i] = out
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/retry"
@@ -15,14 +16,14 @@ import (
 // exists: dropped, reason SubscriptionDeleted, no attempt logged.
 func dropped(c store.Claimed) store.Outcome {
 	return store.Outcome{
-		Attempt:          store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
-		Status:           store.StatusDropped,
+		Attempt:          delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
+		Status:           delivery.StatusDropped,
 		Attempts:         c.Attempts,
 		RoundAttempts:    c.RoundAttempts,
 		FirstFailure:     c.FirstFailure,
 		LastStatusCode:   c.LastStatusCode,
 		LastOutcome:      c.LastOutcome,
-		DeadLetterReason: store.ReasonSubscriptionDeleted,
+		DeadLetterReason: delivery.ReasonSubscriptionDeleted,
 	}
 }
 
@@ -57,7 +58,7 @@ func (a *Attempter) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
 		LastStatusCode: c.LastStatusCode,
 		LastOutcome:    c.LastOutcome,
 		// Number 0: nothing to log; the last attempt time stays.
-		Attempt: store.AttemptRecord{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
+		Attempt: delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
 	}
 	a.applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, c, a.cfg.Clock.Now())
 	return out
@@ -75,25 +76,25 @@ func (a *Attempter) applyVerdict(out *store.Outcome, v retry.Verdict, sub *catal
 		return
 	}
 	if v.Kind != retry.Delivered && sub.QueueOnFailure(v.Kind == retry.Retry) {
-		out.Status = store.StatusQueued
+		out.Status = delivery.StatusQueued
 		out.NextAttemptAt = now
 		out.Deactivate = true
 		return
 	}
 	switch v.Kind {
 	case retry.Delivered:
-		out.Status = store.StatusDelivered
+		out.Status = delivery.StatusDelivered
 		out.DeliveredAt = now
 	case retry.Retry:
-		out.Status = store.StatusPending
+		out.Status = delivery.StatusPending
 		out.NextAttemptAt = v.At
 	default:
-		out.Status = store.StatusDropped
+		out.Status = delivery.StatusDropped
 		if sub.DeadLetter {
-			out.Status = store.StatusDeadLettered
+			out.Status = delivery.StatusDeadLettered
 		}
 		out.DeadLetterReason = v.Reason
-		if out.Status == store.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
+		if out.Status == delivery.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
 			// Durably, in the same commit: the dead letter goes to the
 			// subscription's dead-letter URL as a delivery of its own.
 			out.DeadLetterCopy = &store.NewDelivery{
@@ -135,10 +136,10 @@ func policyOf(sub *catalog.Entry, c store.Claimed) retry.Policy {
 func applyDeadLetterVerdict(out *store.Outcome, v retry.Verdict, now time.Time) {
 	switch v.Kind {
 	case retry.Delivered:
-		out.Status, out.DeliveredAt = store.StatusDelivered, now
+		out.Status, out.DeliveredAt = delivery.StatusDelivered, now
 	case retry.Retry:
-		out.Status, out.NextAttemptAt = store.StatusPending, v.At
+		out.Status, out.NextAttemptAt = delivery.StatusPending, v.At
 	default:
-		out.Status, out.DeadLetterReason = store.StatusDropped, retry.ReasonDeadLetterUndeliverable
+		out.Status, out.DeadLetterReason = delivery.StatusDropped, retry.ReasonDeadLetterUndeliverable
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -81,11 +82,11 @@ type result struct {
 }
 
 // fail records an attempt that got no response: its outcome, and err's
-// text with the password of any URL in it redacted (store.RedactedError),
+// text with the password of any URL in it redacted (redact.Error),
 // as the attempt log, the logs and the API show it. Every error of send
 // leaves it through here.
 func (r *result) fail(outcome string, err error) {
-	r.outcome, r.err = outcome, store.RedactedError(err).Error()
+	r.outcome, r.err = outcome, redact.Error(err).Error()
 }
 
 // retryAfterAt is how long the response's Retry-After header asks the

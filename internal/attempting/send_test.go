@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // newSendEngine returns an attempter that can make attempts (send,
@@ -39,11 +41,11 @@ func newSendEngine(tb testing.TB) *Attempter {
 // two custom headers and one secret header.
 func newSendSub(tb testing.TB, url string) *catalog.Entry {
 	tb.Helper()
-	sub, err := catalog.NewEntry(store.Subscription{
-		ID: "sub_1", Name: "s", URL: url, State: store.StateActive,
+	sub, err := catalog.NewEntry(subscription.Subscription{
+		ID: "sub_1", Name: "s", URL: url, State: subscription.StateActive,
 		Headers:       map[string]string{"X-Tenant": "acme", "x-region": "eu"},
 		SecretHeaders: map[string]string{"Authorization": "Bearer t0k3n"},
-		Signing:       store.Signing{Algorithm: signing.HMACSHA256, Keys: []store.SigningKey{{Key: []byte(strings.Repeat("k", 32))}}},
+		Signing:       signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: []byte(strings.Repeat("k", 32))}}},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -270,7 +272,7 @@ func TestSendRetryAfter(t *testing.T) {
 	for _, ra := range []string{"", "3600"} {
 		retryAfter.Store(ra)
 		outs, ok := attemptOnce(e, sub, cs)
-		if !ok || outs[0].Status != store.StatusPending {
+		if !ok || outs[0].Status != delivery.StatusPending {
 			t.Fatalf("Retry-After %q: ok %v, outcome %+v", ra, ok, outs)
 		}
 		wait := outs[0].NextAttemptAt.Sub(outs[0].Attempt.StartedAt)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
@@ -17,7 +18,7 @@ import (
 var ErrUnauthenticated = errors.New("missing or unknown API key")
 
 // Principal is who a request acts as: its key's role and account. The
-// HERALD_ADMIN_KEY is an admin of store.DefaultAccount with KeyID "env".
+// HERALD_ADMIN_KEY is an admin of account.DefaultID with KeyID "env".
 type Principal struct {
 	KeyID     string
 	AccountID string
@@ -27,8 +28,8 @@ type Principal struct {
 // Store is what authentication reads: keys by hash, accounts, and the auth
 // version that every account and key write advances.
 type Store interface {
-	KeyByHash(ctx context.Context, hash []byte) (store.APIKey, error)
-	GetAccount(ctx context.Context, id string) (store.Account, error)
+	KeyByHash(ctx context.Context, hash []byte) (account.Key, error)
+	GetAccount(ctx context.Context, id string) (account.Account, error)
 	AuthVersion(ctx context.Context) (int64, error)
 }
 
@@ -63,18 +64,18 @@ type Authenticator struct {
 	gen      uint64 // advanced by every flush
 	version  int64  // the auth version the cache reflects (0: unknown)
 	keys     map[string]keyEntry
-	accounts map[string]store.Account
+	accounts map[string]account.Account
 }
 
 type keyEntry struct {
-	key   store.APIKey
+	key   account.Key
 	known bool
 }
 
 // Options configure an Authenticator; zero fields take the defaults.
 type Options struct {
 	// AdminKey, when not empty, is always accepted as an admin key of
-	// store.DefaultAccount (HERALD_ADMIN_KEY). It is never stored.
+	// account.DefaultID (HERALD_ADMIN_KEY). It is never stored.
 	AdminKey  string
 	Recheck   time.Duration
 	CacheSize int
@@ -100,7 +101,7 @@ func New(st Store, o Options) *Authenticator {
 	if o.AdminKey != "" {
 		a.adminHash = Hash(o.AdminKey)
 	}
-	a.keys, a.accounts = map[string]keyEntry{}, map[string]store.Account{}
+	a.keys, a.accounts = map[string]keyEntry{}, map[string]account.Account{}
 	a.rechecks = startstop.NewPeriodic("auth recheck", a.clock, a.recheck, a.Check)
 	return a
 }
@@ -117,7 +118,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal
 	}
 	h := Hash(key)
 	if a.adminHash != nil && sameHash(h, a.adminHash) {
-		return Principal{KeyID: "env", AccountID: store.DefaultAccount, Role: store.RoleAdmin}, nil
+		return Principal{KeyID: "env", AccountID: account.DefaultID, Role: account.RoleAdmin}, nil
 	}
 	a.mu.Lock()
 	e, ok := a.keys[string(h)]
@@ -150,7 +151,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal
 
 // Account returns an account (store.ErrNotFound when there is none),
 // cached like keys.
-func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, error) {
+func (a *Authenticator) Account(ctx context.Context, id string) (account.Account, error) {
 	a.mu.Lock()
 	acc, ok := a.accounts[id]
 	gen := a.gen
@@ -160,7 +161,7 @@ func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, 
 	}
 	acc, err := a.store.GetAccount(ctx, id)
 	if err != nil {
-		return store.Account{}, err
+		return account.Account{}, err
 	}
 	a.mu.Lock()
 	if a.gen == gen {
@@ -173,8 +174,9 @@ func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, 
 	return acc, nil
 }
 
-// Flush forgets every cached key and account. The API calls it after its
-// own account and key writes, so that they take effect on this node at once.
+// Flush forgets every cached key and account. The control plane
+// (control.Service) calls it after its account and key writes, so that
+// they take effect on this node at once.
 func (a *Authenticator) Flush() {
 	a.mu.Lock()
 	a.flushLocked()

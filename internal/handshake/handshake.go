@@ -25,18 +25,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
-)
-
-// Validation kinds (a subscription's validation).
-const (
-	KindNone        = "none"
-	KindEventGrid   = "eventgrid"
-	KindCloudEvents = "cloudevents"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // maxAnswer bounds how much of a handshake answer is read.
@@ -44,8 +40,8 @@ const maxAnswer = 64 << 10
 
 // Store is what the validator reads and writes.
 type Store interface {
-	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
-	UpdateSubscription(ctx context.Context, s store.Subscription) error
+	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	UpdateSubscription(ctx context.Context, s subscription.Subscription) error
 }
 
 // Catalog is the view of subscriptions the validator scans.
@@ -131,13 +127,13 @@ func (v *Validator) Round(ctx context.Context) {
 	snap := v.Catalog.Snapshot()
 	v.mu.Lock()
 	for id := range v.tries {
-		if e := snap.Get(id); e == nil || e.State != store.StateAwaitingValidation {
+		if e := snap.Get(id); e == nil || e.State != subscription.StateAwaitingValidation {
 			delete(v.tries, id)
 		}
 	}
 	v.mu.Unlock()
 	for _, e := range snap.All() {
-		if e.State != store.StateAwaitingValidation || ctx.Err() != nil {
+		if e.State != subscription.StateAwaitingValidation || ctx.Err() != nil {
 			continue
 		}
 		v.mu.Lock()
@@ -214,7 +210,7 @@ func (v *Validator) forget(id string) {
 
 // handshake sends e's handshake and says why it failed (nil: validated).
 // The error is what the log and the subscription's validation_error show:
-// the password of a URL in it is redacted (store.RedactedError).
+// the password of a URL in it is redacted (redact.Error).
 func (v *Validator) handshake(ctx context.Context, e *catalog.Entry) error {
 	timeout := e.Timeout
 	if timeout <= 0 {
@@ -223,10 +219,10 @@ func (v *Validator) handshake(ctx context.Context, e *catalog.Entry) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch e.Delivery.Validation {
-	case KindEventGrid:
-		return store.RedactedError(v.eventGrid(ctx, e))
-	case KindCloudEvents:
-		return store.RedactedError(v.cloudEvents(ctx, e))
+	case subscription.ValidationEventGrid:
+		return redact.Error(v.eventGrid(ctx, e))
+	case subscription.ValidationCloudEvents:
+		return redact.Error(v.cloudEvents(ctx, e))
 	}
 	return fmt.Errorf("unknown validation kind %q", e.Delivery.Validation)
 }
@@ -242,7 +238,7 @@ func (v *Validator) ValidationURL(e *catalog.Entry) string {
 func (v *Validator) eventGrid(ctx context.Context, e *catalog.Entry) error {
 	now := v.Clock.Now().UTC()
 	body, _ := json.Marshal([]map[string]any{{
-		"id": "validation-" + e.ID, "topic": "/accounts/" + store.AccountOrDefault(e.AccountID), "subject": "",
+		"id": "validation-" + e.ID, "topic": "/accounts/" + account.OrDefault(e.AccountID), "subject": "",
 		"eventType": "Microsoft.EventGrid.SubscriptionValidationEvent", "eventTime": now.Format(time.RFC3339Nano),
 		"data":        map[string]string{"validationCode": e.Delivery.ValidationToken, "validationUrl": v.ValidationURL(e)},
 		"dataVersion": "1", "metadataVersion": "1",
@@ -323,13 +319,13 @@ func (v *Validator) Confirm(ctx context.Context, id, code string) error {
 	if err != nil {
 		return err
 	}
-	if sub.Delivery.Validation != KindEventGrid || sub.Delivery.ValidationToken == "" {
+	if sub.Delivery.Validation != subscription.ValidationEventGrid || sub.Delivery.ValidationToken == "" {
 		return fmt.Errorf("subscription %s has no Event Grid validation: %w", id, store.ErrNotFound)
 	}
 	if subtle.ConstantTimeCompare([]byte(code), []byte(sub.Delivery.ValidationToken)) != 1 {
 		return ErrBadCode
 	}
-	if sub.State != store.StateAwaitingValidation {
+	if sub.State != subscription.StateAwaitingValidation {
 		return nil // validated already
 	}
 	if err := v.Activate.Activate(ctx, id); err != nil {

@@ -29,13 +29,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Source is the CloudEvents source of every operational event: a name
@@ -148,7 +152,7 @@ func (p *Publisher) flush(first queued) {
 	}
 }
 
-func (p *Publisher) enqueue(account, typ, subject string, data any) {
+func (p *Publisher) enqueue(accountID, typ, subject string, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		p.log.Error("encoding operational event", "type", typ, "err", err)
@@ -160,7 +164,7 @@ func (p *Publisher) enqueue(account, typ, subject string, data any) {
 		Subject: subject, Time: now.UTC(), DataContentType: "application/json", Data: raw,
 	}
 	select {
-	case p.queue <- queued{account: store.AccountOrDefault(account), ev: ev}:
+	case p.queue <- queued{account: account.OrDefault(accountID), ev: ev}:
 	default:
 		p.dropped.Inc()
 		p.log.Warn("operational event queue full; event dropped", "type", typ, "subject", subject)
@@ -181,7 +185,7 @@ type EndpointData struct {
 }
 
 // EndpointChanged implements scheduling.Notifier.
-func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
+func (p *Publisher) EndpointChanged(ep endpoint.Endpoint, tr health.Transition) {
 	typ := map[health.State]string{
 		health.Probation: TypeProbation, health.Disabled: TypeDisabled,
 		health.Frozen: TypeFrozen, health.Enabled: TypeEnabled,
@@ -190,8 +194,8 @@ func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
 		return
 	}
 	h := ep.Health
-	p.enqueue(ep.AccountID, typ, store.RedactedURL(ep.URL), EndpointData{
-		EndpointID: ep.ID, URL: store.RedactedURL(ep.URL), State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
+	p.enqueue(ep.AccountID, typ, redact.URL(ep.URL), EndpointData{
+		EndpointID: ep.ID, URL: redact.URL(ep.URL), State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
 		ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt.UTC(), LastFailureAt: h.LastFailureAt.UTC(),
 		NextProbeAt: h.NextProbeAt.UTC(),
 	})
@@ -217,7 +221,7 @@ func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, ou
 		return // never about an operational event itself
 	}
 	p.enqueue(sub.AccountID, TypeDeadLettered, c.ID, DeadLetterData{
-		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: store.RedactedURL(sub.URL),
+		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: redact.URL(sub.URL),
 		EventID: c.EventID, EventSource: c.EventSource, Reason: out.DeadLetterReason,
 		Attempts: out.Attempts, LastOutcome: out.LastOutcome,
 	})
@@ -240,16 +244,16 @@ type SubscriptionData struct {
 // SubscriptionDeactivated implements recording.Notifier.
 func (p *Publisher) SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome) {
 	p.enqueue(sub.AccountID, TypeDeactivated, sub.ID, SubscriptionData{
-		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateDeactivated,
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: redact.URL(sub.URL), State: subscription.StateDeactivated,
 		DeliveryID: c.ID, LastOutcome: out.LastOutcome,
 	})
 }
 
 // SubscriptionReactivated announces a subscription made active again and
 // how many queued deliveries it pushes.
-func (p *Publisher) SubscriptionReactivated(sub store.Subscription, requeued int) {
+func (p *Publisher) SubscriptionReactivated(sub subscription.Subscription, requeued int) {
 	p.enqueue(sub.AccountID, TypeReactivated, sub.ID, SubscriptionData{
-		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateActive,
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: redact.URL(sub.URL), State: subscription.StateActive,
 		Requeued: &requeued,
 	})
 }

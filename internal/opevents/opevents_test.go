@@ -10,7 +10,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/opevents"
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // TestStopPublishesWhatIsQueued: events queued while the publisher is busy
@@ -38,10 +38,10 @@ func TestStopPublishesWhatIsQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-p.Started()
-	p.SubscriptionReactivated(store.Subscription{ID: "sub_1", AccountID: "acc_a"}, 0)
+	p.SubscriptionReactivated(subscription.Subscription{ID: "sub_1", AccountID: "acc_a"}, 0)
 	<-busy // sub_1's publish is in progress
-	p.SubscriptionReactivated(store.Subscription{ID: "sub_2", AccountID: "acc_a"}, 0)
-	p.SubscriptionReactivated(store.Subscription{ID: "sub_3", AccountID: "acc_a"}, 0)
+	p.SubscriptionReactivated(subscription.Subscription{ID: "sub_2", AccountID: "acc_a"}, 0)
+	p.SubscriptionReactivated(subscription.Subscription{ID: "sub_3", AccountID: "acc_a"}, 0)
 	stopped := make(chan struct{})
 	go func() { p.Stop(); close(stopped) }()
 	close(release)

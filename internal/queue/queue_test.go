@@ -10,6 +10,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
@@ -27,7 +28,7 @@ func setup(t *testing.T) (*Service, *sqlite.Store, *clock.Fake) {
 	t.Cleanup(func() { _ = st.Close() })
 	clk := clock.NewFake(t0)
 	svc = New(st, clk, nil)
-	sub := store.Subscription{ID: "sub_pull", Name: "p", State: store.StateActive, DeliveryMode: store.ModePull,
+	sub := subscription.Subscription{ID: "sub_pull", Name: "p", State: subscription.StateActive, DeliveryMode: subscription.ModePull,
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: t0, UpdatedAt: t0}
 	if err := st.CreateSubscription(context.Background(), sub); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/scheduling"
@@ -21,6 +22,7 @@ import (
 	"github.com/herald-events/herald/internal/store/postgres"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // stores opens a fresh store of each kind for a test.
@@ -69,7 +71,7 @@ type recordFixture struct {
 	clk *clock.Fake
 	st  *failingRecords
 	got atomic.Int64 // requests the receiver got
-	sub store.Subscription
+	sub subscription.Subscription
 	eng *pipeline.Pipeline
 }
 
@@ -81,7 +83,7 @@ func newRecordFixture(t *testing.T, open func(*testing.T, clock.Clock) store.Sto
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { f.got.Add(1) }))
 	t.Cleanup(rc.Close)
 	ctx := context.Background()
-	f.sub = store.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
+	f.sub = subscription.Subscription{ID: "sub_1", Name: "s", URL: rc.URL, State: "active",
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: start, UpdatedAt: start}
 	if err := f.st.CreateSubscription(ctx, f.sub); err != nil {
 		t.Fatal(err)
@@ -121,7 +123,7 @@ func TestFailedOutcomeWriteKeepsTheDeliveryDeliverable(t *testing.T) {
 			// recorder's clock: move it on while waiting.
 			waitFor(t, "the outcome written", func() bool {
 				d, err := st.GetDelivery(ctx, "dlv_1")
-				if err == nil && d.Status == store.StatusDelivered {
+				if err == nil && d.Status == delivery.StatusDelivered {
 					return true
 				}
 				if st.calls.Load() > 0 {
@@ -165,7 +167,7 @@ func TestOutcomeGivenUpAtStopIsAttemptedAgain(t *testing.T) {
 			eng.Abandon() // no grace: give up at once
 			eng.Stop()
 			d, err := st.GetDelivery(ctx, "dlv_1")
-			if err != nil || d.Status != store.StatusPending {
+			if err != nil || d.Status != delivery.StatusPending {
 				t.Fatalf("after the stop: %+v, %v; want pending", d, err)
 			}
 			// A new process (another owner) may claim it at once.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -16,10 +17,10 @@ func (r *Recorder) report(q Request) Result {
 	out, c, sub := q.Outcome, q.Delivery, q.Subscription
 	res := Result{Delivery: c}
 	r.cfg.Metrics.ended(out)
-	if out.Status == store.StatusPending {
+	if out.Status == delivery.StatusPending {
 		res.Next = out.NextAttemptAt
 	}
-	if out.Status == store.StatusDeadLettered && r.cfg.Notifier != nil && sub != nil {
+	if out.Status == delivery.StatusDeadLettered && r.cfg.Notifier != nil && sub != nil {
 		r.cfg.Notifier.DeliveryDeadLettered(*c, sub, out)
 	}
 	if out.Deactivate && sub != nil {
@@ -28,7 +29,7 @@ func (r *Recorder) report(q Request) Result {
 	if cp := out.DeadLetterCopy; cp != nil {
 		res.DeadLetterEndpoint = cp.EndpointID // due now on its own endpoint
 	}
-	if c.DeadLetterOf != "" && out.Status == store.StatusDropped && out.DeadLetterReason == retry.ReasonDeadLetterUndeliverable {
+	if c.DeadLetterOf != "" && out.Status == delivery.StatusDropped && out.DeadLetterReason == retry.ReasonDeadLetterUndeliverable {
 		r.log.Warn("a dead letter was not taken by its dead-letter URL within its 4 hours; dropped",
 			"delivery", c.ID, "dead_letter_of", c.DeadLetterOf, "subscription", c.SubscriptionID, "last_outcome", out.LastOutcome)
 	}

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -91,21 +93,21 @@ func (hs *healthSync) loadAll(ctx context.Context) error {
 }
 
 // endpoint returns the lanes' view of an endpoint (see Service.Endpoint).
-func (hs *healthSync) endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool) {
+func (hs *healthSync) endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool) {
 	s := hs.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.lanes[id]
 	if l == nil || !l.known {
-		return store.Endpoint{}, 0, 0, false
+		return endpoint.Endpoint{}, 0, 0, false
 	}
 	return l.ep, l.limit, l.inFlight, true
 }
 
 // enable is Service.Enable.
-func (hs *healthSync) enable(ctx context.Context, id string) (store.Endpoint, error) {
+func (hs *healthSync) enable(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	var tr health.Transition
-	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*endpoint.Endpoint) error {
 		for _, ep := range eps {
 			tr = hs.cfg.Health.Enable(&ep.Health)
 			ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
@@ -113,10 +115,10 @@ func (hs *healthSync) enable(ctx context.Context, id string) (store.Endpoint, er
 		return nil
 	})
 	if err != nil {
-		return store.Endpoint{}, err
+		return endpoint.Endpoint{}, err
 	}
 	if len(eps) == 0 {
-		return store.Endpoint{}, store.ErrNotFound
+		return endpoint.Endpoint{}, store.ErrNotFound
 	}
 	ep := eps[0]
 	s := hs.sched
@@ -140,7 +142,7 @@ func (hs *healthSync) enable(ctx context.Context, id string) (store.Endpoint, er
 func (hs *healthSync) probeNow(ctx context.Context, id string) error {
 	now := hs.cfg.Clock.Now()
 	var changed bool
-	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*store.Endpoint) error {
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*endpoint.Endpoint) error {
 		changed = false
 		for _, ep := range eps {
 			if h := &ep.Health; (h.State == health.Probation || h.State == health.Disabled) && h.NextProbeAt.After(now) {
@@ -180,8 +182,8 @@ func (hs *healthSync) nextVersion(prev time.Time) time.Time {
 
 // report tells the log, the metrics and the notifier of a state change
 // found in the store.
-func (hs *healthSync) report(ep store.Endpoint, tr health.Transition) {
-	hs.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", store.RedactedURL(ep.URL),
+func (hs *healthSync) report(ep endpoint.Endpoint, tr health.Transition) {
+	hs.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", redact.URL(ep.URL),
 		"from", tr.From, "to", tr.To, "reason", tr.Reason)
 	hs.reported.transition(tr)
 	if hs.cfg.Notifier != nil {
@@ -208,13 +210,13 @@ func (hs *healthSync) flush() {
 		return
 	}
 	type change struct {
-		ep store.Endpoint
+		ep endpoint.Endpoint
 		tr health.Transition
 	}
 	var changes []change
 	ctx, cancel := hs.cfg.storeCtx()
 	defer cancel()
-	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, ids, func(eps []*store.Endpoint) error {
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, ids, func(eps []*endpoint.Endpoint) error {
 		changes = changes[:0] // fn may run again if the store retries
 		for _, ep := range eps {
 			for _, o := range taken[ep.ID] {
@@ -246,7 +248,7 @@ func (hs *healthSync) flush() {
 
 // adoptAll adopts stored endpoints into their lanes (creating them), and
 // acts on what that changes.
-func (hs *healthSync) adoptAll(eps []store.Endpoint) {
+func (hs *healthSync) adoptAll(eps []endpoint.Endpoint) {
 	if len(eps) == 0 {
 		return
 	}
@@ -275,7 +277,7 @@ func (hs *healthSync) readUnknown() {
 		}
 	}
 	s.mu.Unlock()
-	var eps []store.Endpoint
+	var eps []endpoint.Endpoint
 	for _, id := range ids {
 		ctx, cancel := hs.cfg.storeCtx()
 		ep, err := hs.cfg.Store.GetEndpoint(ctx, id)
@@ -285,7 +287,7 @@ func (hs *healthSync) readUnknown() {
 			// The endpoint row is deleted with the last subscription
 			// using it; a delivery of it held here (its subscription
 			// deleted meanwhile) must not wait for ever: fresh health.
-			ep = store.Endpoint{ID: id}
+			ep = endpoint.Endpoint{ID: id}
 			ep.Health.State = health.Enabled
 		case err != nil:
 			if !errors.Is(err, store.ErrClosed) {
@@ -314,7 +316,7 @@ func (hs *healthSync) adoptChanges() {
 	hs.version = v
 	s := hs.sched
 	s.mu.Lock()
-	var take []store.Endpoint
+	var take []endpoint.Endpoint
 	for _, ep := range eps {
 		l := s.lanes[ep.ID]
 		if l == nil {

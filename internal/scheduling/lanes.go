@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -47,7 +48,7 @@ type lane struct {
 	// ep is the endpoint with this node's view of its circuit health: the
 	// stored health last adopted (ep.Version is its version), plus the
 	// outcomes in pending, which the health sync merges into the store next.
-	ep      store.Endpoint
+	ep      endpoint.Endpoint
 	pending []health.Outcome
 	// probeHold is the stored next-probe time this node set when it last
 	// took a probe (TakeProbe).
@@ -116,7 +117,7 @@ func newScheduler(cfg schedConfig) *scheduler {
 func (s *scheduler) laneFor(id string) *lane {
 	l := s.lanes[id]
 	if l == nil {
-		l = &lane{id: id, limit: s.cfg.InitialConcurrency, ep: store.Endpoint{ID: id}}
+		l = &lane{id: id, limit: s.cfg.InitialConcurrency, ep: endpoint.Endpoint{ID: id}}
 		l.ep.Health.State = health.Enabled
 		s.lanes[id] = l
 	}
@@ -232,7 +233,7 @@ func (s *scheduler) forget(l *lane, it *item) (refill bool) {
 // queued since (they are in the next merge), and reacts to a change of
 // state the way a local transition does. It returns deliveries to release.
 // Caller holds s.mu.
-func (s *scheduler) adopt(l *lane, ep store.Endpoint, now time.Time) []string {
+func (s *scheduler) adopt(l *lane, ep endpoint.Endpoint, now time.Time) []string {
 	before := l.ep.Health.State
 	url, created := l.ep.URL, l.ep.CreatedAt
 	l.ep = ep

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -87,7 +89,7 @@ func newConcFixture(t *testing.T) *concFixture {
 	f.led.init()
 	s.mu.Lock()
 	for _, id := range f.lanes {
-		ep := store.Endpoint{ID: id}
+		ep := endpoint.Endpoint{ID: id}
 		ep.Health.State = health.Enabled
 		s.adopt(s.laneFor(id), ep, ddStart)
 	}
@@ -106,7 +108,7 @@ func (f *concFixture) anyLane() string { return f.lanes[rand.IntN(len(f.lanes))]
 func (f *concFixture) newClaimed(ep string, attempts int) store.Claimed {
 	id := fmt.Sprintf("d%d", f.nextID.Add(1))
 	f.led.give(id)
-	return store.Claimed{Delivery: store.Delivery{ID: id, EndpointID: ep, Attempts: attempts}}
+	return store.Claimed{Delivery: delivery.Delivery{ID: id, EndpointID: ep, Attempts: attempts}}
 }
 
 // launch hands the attempts started to the workers.

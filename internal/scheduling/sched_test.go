@@ -114,6 +114,8 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/datadriven"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
@@ -347,7 +349,7 @@ func fmtSchedConfig(c schedConfig) string {
 
 // adoptAll is the scheduler's part of healthSync.adoptAll: adopt every stored
 // endpoint, then pump.
-func (r *schedRunner) adoptAll(eps []store.Endpoint) (string, error) {
+func (r *schedRunner) adoptAll(eps []endpoint.Endpoint) (string, error) {
 	s := r.s
 	var released []string
 	s.mu.Lock()
@@ -371,9 +373,9 @@ func (r *schedRunner) known(a datadriven.Args) (string, error) {
 	if len(a.Pos) == 0 {
 		return "", errors.New("known: want lanes")
 	}
-	var eps []store.Endpoint
+	var eps []endpoint.Endpoint
 	for _, id := range a.Pos {
-		ep := store.Endpoint{ID: id}
+		ep := endpoint.Endpoint{ID: id}
 		ep.Health.State = health.Enabled
 		eps = append(eps, ep)
 	}
@@ -385,7 +387,7 @@ func (r *schedRunner) health(a datadriven.Args) (string, error) {
 		return "", errors.New("health: want one lane")
 	}
 	id := a.Pos[0]
-	ep := store.Endpoint{ID: id}
+	ep := endpoint.Endpoint{ID: id}
 	st, ok := a.Value("state")
 	if !ok {
 		return "", errors.New("health: state= is required")
@@ -411,7 +413,7 @@ func (r *schedRunner) health(a datadriven.Args) (string, error) {
 		l.pending = nil
 	}
 	r.s.mu.Unlock()
-	return r.adoptAll([]store.Endpoint{ep})
+	return r.adoptAll([]endpoint.Endpoint{ep})
 }
 
 func (r *schedRunner) pump(datadriven.Args) (string, error) {
@@ -471,7 +473,7 @@ func (r *schedRunner) newItem(id, lane string, attempts int) (store.Claimed, err
 	if r.items[id] != nil {
 		return store.Claimed{}, fmt.Errorf("delivery %s given twice", id)
 	}
-	c := store.Claimed{Delivery: store.Delivery{ID: id, EndpointID: lane, Attempts: attempts}}
+	c := store.Claimed{Delivery: delivery.Delivery{ID: id, EndpointID: lane, Attempts: attempts}}
 	r.items[id] = &c
 	return c, nil
 }

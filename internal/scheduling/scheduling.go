@@ -35,6 +35,7 @@ import (
 
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/startstop"
@@ -49,9 +50,9 @@ type Store interface {
 	NextDue(ctx context.Context, endpointID string) (time.Time, bool, error)
 	Release(ctx context.Context, deliveryIDs []string, owner string) error
 	ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error)
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
-	EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error)
-	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+	EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error)
+	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error)
 	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
 }
 
@@ -76,7 +77,7 @@ type Results interface {
 // scheduler's lock and must not block for long.
 type Notifier interface {
 	// EndpointChanged reports a circuit transition; ep is the endpoint after it.
-	EndpointChanged(ep store.Endpoint, tr health.Transition)
+	EndpointChanged(ep endpoint.Endpoint, tr health.Transition)
 }
 
 // Service is the scheduling stage. Create it with New; its lifecycle is
@@ -197,7 +198,7 @@ func (s *Service) Released(ctx context.Context, endpointID string, at time.Time)
 // POST /v1/endpoints/{id}/enable): its counters are reset in the store
 // before Enable returns, and its backlog flows again on every node.
 // store.ErrNotFound when the endpoint does not exist.
-func (s *Service) Enable(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *Service) Enable(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	return s.health.enable(ctx, id)
 }
 
@@ -209,7 +210,7 @@ func (s *Service) HealthChanged() { s.health.loop.Kick() }
 // FlushInterval ahead of the store's), with its current concurrency limit
 // and attempts in flight. ok is false for an endpoint this node does not
 // hold.
-func (s *Service) Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool) {
+func (s *Service) Endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool) {
 	return s.health.endpoint(id)
 }
 

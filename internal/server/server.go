@@ -34,6 +34,7 @@ import (
 	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/queue"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
@@ -147,7 +148,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Store != "sqlite" && !isPostgresURL(c.Store):
-		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(c.Store))
+		return fmt.Errorf("--store %q: want sqlite or a postgres:// URL", redact.URL(c.Store))
 	case c.DataDir == "":
 		return errors.New("--data must name a directory")
 	case c.DedupRetention < time.Minute:
@@ -283,7 +284,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		st = s
 	default:
-		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", store.RedactedURL(cfg.Store))
+		return nil, fmt.Errorf("--store %q: want sqlite or a postgres:// URL", redact.URL(cfg.Store))
 	}
 
 	cat := catalog.New(st)
@@ -323,6 +324,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Auth = auth.New(st, auth.Options{AdminKey: cfg.AdminKey, Recheck: cfg.AuthRecheck, Clock: cfg.Clock,
 			Logger: cfg.Logger.With("component", "auth")})
 		a.Auth = s.Auth
+		ctl.Auth = s.Auth
 		if err := s.bootstrapKey(ctx); err != nil {
 			_ = st.Close()
 			return nil, err

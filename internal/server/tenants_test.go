@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/ids"
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // TestSmallPublishNotHeldBehindFanout (one tenant cannot stall another):
@@ -73,9 +73,9 @@ func createFanout(t *testing.T, b *bundle, account string, n int) {
 			defer wg.Done()
 			for i := g; i < n; i += 16 {
 				now := time.Now()
-				if err := b.srv.Store.CreateSubscription(ctx, store.Subscription{ID: ids.New("sub_", now), AccountID: account,
-					Name: fmt.Sprint("fan-", i), DeliveryMode: store.ModePull, EventTypes: []string{"x"}, State: store.StateActive,
-					FailurePolicy: store.FailureRetry, RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now}); err != nil {
+				if err := b.srv.Store.CreateSubscription(ctx, subscription.Subscription{ID: ids.New("sub_", now), AccountID: account,
+					Name: fmt.Sprint("fan-", i), DeliveryMode: subscription.ModePull, EventTypes: []string{"x"}, State: subscription.StateActive,
+					FailurePolicy: subscription.FailureRetry, RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now}); err != nil {
 					errs <- err
 					return
 				}

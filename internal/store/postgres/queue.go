@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -104,7 +105,7 @@ RETURNING t.token`
 	// releaseSQL: $5 is when the delivery is receivable again.
 	releaseLockSQL = `UPDATE deliveries AS d SET next_attempt_at = $5, ` + unlock + settleWhere
 	// rejectSQL: $5 is dead_lettered or dropped.
-	rejectSQL = `UPDATE deliveries AS d SET status = $5, dead_letter_reason = '` + store.ReasonRejected + `', ` + unlock + settleWhere
+	rejectSQL = `UPDATE deliveries AS d SET status = $5, dead_letter_reason = '` + delivery.ReasonRejected + `', ` + unlock + settleWhere
 	// renewSQL: $5 is the lock's new end.
 	renewSQL = `UPDATE deliveries AS d SET next_attempt_at = $5, lock_until = $5` + settleWhere
 )
@@ -161,9 +162,9 @@ type candidate struct {
 func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.ReceiveResult, error) {
 	now := sqlrow.UnixMS(r.Now)
 	until := sqlrow.UnixMS(r.Now.Add(r.LockFor))
-	ended := string(store.StatusDropped)
+	ended := string(delivery.StatusDropped)
 	if r.DeadLetter {
-		ended = string(store.StatusDeadLettered)
+		ended = string(delivery.StatusDeadLettered)
 	}
 	res := store.ReceiveResult{}
 	nEnded, locked, bytes := 0, 0, int64(0)
@@ -197,7 +198,7 @@ func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.Rece
 			case r.TTL > 0 && c.roundStart+r.TTL.Milliseconds() <= now:
 				status[i], reasons[i] = ended, reasonTTL
 			default:
-				status[i], tokens[i] = string(store.StatusQueued), store.LockToken(c.id, rand.Text())
+				status[i], tokens[i] = string(delivery.StatusQueued), store.LockToken(c.id, rand.Text())
 				if c.token != "" {
 					res.ExpiredLocks++
 				}
@@ -278,9 +279,9 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 	case store.Release:
 		query, args = releaseLockSQL, append(args, sqlrow.UnixMS(r.Now.Add(r.Delay)))
 	case store.Reject:
-		status := store.StatusDropped
+		status := delivery.StatusDropped
 		if r.DeadLetter {
-			status = store.StatusDeadLettered
+			status = delivery.StatusDeadLettered
 		}
 		query, args = rejectSQL, append(args, string(status))
 	case store.Renew:

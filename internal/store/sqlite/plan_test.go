@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -157,7 +158,7 @@ func TestQueryPlans(t *testing.T) {
 	)
 	// Each status the status indexes hold, and delivered, which they
 	// leave out (its lists walk the subscription's or account's index).
-	for _, st := range []store.Status{store.StatusPending, store.StatusDeadLettered, store.StatusDelivered} {
+	for _, st := range []delivery.Status{delivery.StatusPending, delivery.StatusDeadLettered, delivery.StatusDelivered} {
 		for mask := 0; mask < sizes<<1; mask++ {
 			var f store.DeliveryFilter
 			if mask&bySubscription != 0 {
@@ -186,7 +187,7 @@ func TestQueryPlans(t *testing.T) {
 			// subscription, the subscription's.
 			account := mask&(byAccount|bySubscription|byEvent) == byAccount
 			switch {
-			case account && (f.Status == "" || f.Status == store.StatusDelivered):
+			case account && (f.Status == "" || f.Status == delivery.StatusDelivered):
 				if !strings.Contains(p, "SEARCH d USING INDEX deliveries_account (account_id=?") {
 					t.Errorf("%s:\n%s", name, p)
 				}
@@ -196,7 +197,7 @@ func TestQueryPlans(t *testing.T) {
 				}
 			case f.SubscriptionID != "" && f.EventID == "" && strings.Contains(p, "deliveries_account"):
 				t.Errorf("%s: the account's index rather than the subscription's:\n%s", name, p)
-			case f.SubscriptionID != "" && f.EventID == "" && f.Status == store.StatusDelivered:
+			case f.SubscriptionID != "" && f.EventID == "" && f.Status == delivery.StatusDelivered:
 				if !strings.Contains(p, "SEARCH d USING INDEX deliveries_subscription (subscription_id=?") {
 					t.Errorf("%s:\n%s", name, p)
 				}
@@ -237,7 +238,7 @@ func TestQueryPlans(t *testing.T) {
 	// subscription or not: the partial index by endpoint (or, with a
 	// subscription, one of the subscription's), never a scan or a sort.
 	for mask := 0; mask < 16; mask++ {
-		f := store.DeliveryFilter{EndpointID: "ep_x", Status: store.StatusQueued}
+		f := store.DeliveryFilter{EndpointID: "ep_x", Status: delivery.StatusQueued}
 		if mask&1 != 0 {
 			f.AccountID = "acc_x"
 		}

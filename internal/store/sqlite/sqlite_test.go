@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 func TestConformance(t *testing.T) {
@@ -73,7 +75,7 @@ func TestReopen(t *testing.T) {
 
 	s := open(t, path)
 	url := "https://a.example/hook"
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
+	sub := subscription.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
 		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
@@ -93,9 +95,9 @@ func TestReopen(t *testing.T) {
 	if got, err := s.ClaimDue(ctx, sub.EndpointID, now, 1, lease); err != nil || len(got) != 1 || got[0].ID != dlv[1] {
 		t.Fatalf("ClaimDue = %v, %v", got, err)
 	}
-	out := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
+	out := store.Outcome{Attempt: delivery.Attempt{DeliveryID: dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
 		Outcome: "http_500", ResponseBody: []byte("oops")},
-		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
+		Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
 		LastStatusCode: 500, LastOutcome: "http_500"}
 	if err := s.Record(ctx, []store.Outcome{out}); err != nil {
 		t.Fatal(err)
@@ -104,7 +106,7 @@ func TestReopen(t *testing.T) {
 	if got, err := s.ClaimDue(ctx, sub.EndpointID, now, 10, lease); err != nil || len(got) != 1 || got[0].ID != dlv[2] {
 		t.Fatalf("ClaimDue = %v, %v", got, err)
 	}
-	before := map[string]store.Delivery{}
+	before := map[string]delivery.Delivery{}
 	for _, id := range dlv {
 		if before[id], err = s.GetDelivery(ctx, id); err != nil {
 			t.Fatal(err)
@@ -427,10 +429,10 @@ func TestExtendLeasesWritesUntil(t *testing.T) {
 }
 
 // pullSubscription creates a pull subscription named name.
-func pullSubscription(t *testing.T, s *Store, name string, now time.Time) store.Subscription {
+func pullSubscription(t *testing.T, s *Store, name string, now time.Time) subscription.Subscription {
 	t.Helper()
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: name, EventTypes: []string{"x"}, DeadLetter: true,
-		State: store.StateActive, DeliveryMode: store.ModePull, CreatedAt: now, UpdatedAt: now}
+	sub := subscription.Subscription{ID: ids.New("sub_", now), Name: name, EventTypes: []string{"x"}, DeadLetter: true,
+		State: subscription.StateActive, DeliveryMode: subscription.ModePull, CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(context.Background(), sub); err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +441,7 @@ func pullSubscription(t *testing.T, s *Store, name string, now time.Time) store.
 
 // queuedEvent is an event published at now with one queued delivery to
 // each of subs.
-func queuedEvent(id string, now time.Time, subs ...store.Subscription) store.NewEvent {
+func queuedEvent(id string, now time.Time, subs ...subscription.Subscription) store.NewEvent {
 	ev := store.NewEvent{ID: id, Source: "/s", Type: "x", Payload: []byte(`{}`), PublishedAt: now}
 	for i, sub := range subs {
 		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: ids.New("dlv_", now.Add(time.Duration(i)*time.Millisecond)),
@@ -525,8 +527,8 @@ func TestOnQueued(t *testing.T) {
 	}
 	p, q := pullSubscription(t, s, "p", now), pullSubscription(t, s, "q", now)
 	url := "https://a.example/hook"
-	a := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
-		EventTypes: []string{"x"}, State: store.StateActive, CreatedAt: now, UpdatedAt: now}
+	a := subscription.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
+		EventTypes: []string{"x"}, State: subscription.StateActive, CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -575,13 +577,13 @@ func TestOnQueued(t *testing.T) {
 	}
 	expect("Release of nothing")
 
-	failed := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
-		Status: store.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
+	failed := store.Outcome{Attempt: delivery.Attempt{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
+		Status: delivery.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
 	if err := s.Record(ctx, []store.Outcome{failed}); err != nil {
 		t.Fatal(err)
 	}
 	expect("Record", a.ID)
-	if sub, err := s.GetSubscription(ctx, a.ID); err != nil || sub.State != store.StateDeactivated {
+	if sub, err := s.GetSubscription(ctx, a.ID); err != nil || sub.State != subscription.StateDeactivated {
 		t.Fatalf("subscription after a deactivation: %+v, %v", sub, err)
 	}
 	again := failed
@@ -610,7 +612,7 @@ func TestMergedPublishes(t *testing.T) {
 	if _, err := s.Publish(ctx, []store.NewEvent{taken}, store.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSubscription(ctx, store.Subscription{ID: "sub_v", Name: "v", URL: "https://v.example/",
+	if err := s.CreateSubscription(ctx, subscription.Subscription{ID: "sub_v", Name: "v", URL: "https://v.example/",
 		EndpointID: s.EndpointID("", "https://v.example/"), EventTypes: []string{"t"}, State: "active",
 		CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 var accountTests = []test{
@@ -34,9 +37,9 @@ var keyTests = []test{
 }
 
 // account creates an account with a new ID, named name, at b.now.
-func (b *bundle) account(name string) store.Account {
+func (b *bundle) account(name string) account.Account {
 	b.t.Helper()
-	a := store.Account{ID: b.id("acc_"), Name: name, Settings: store.AccountSettings{FailurePolicy: "queue"},
+	a := account.Account{ID: b.id("acc_"), Name: name, Settings: account.Settings{FailurePolicy: "queue"},
 		CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateAccount(b.ctx, a); err != nil {
 		b.t.Fatalf("CreateAccount(%s): %v", name, err)
@@ -44,17 +47,17 @@ func (b *bundle) account(name string) store.Account {
 	return a
 }
 
-// newKey returns a key of account with a new ID and a hash of its own
+// newKey returns a key of accountID with a new ID and a hash of its own
 // (not stored).
-func (b *bundle) newKey(account, role string) store.APIKey {
+func (b *bundle) newKey(accountID, role string) account.Key {
 	id := b.id("key_")
 	sum := sha256.Sum256([]byte("secret of " + id))
-	return store.APIKey{ID: id, AccountID: account, Role: role, Name: "key " + id[len(id)-4:],
+	return account.Key{ID: id, AccountID: accountID, Role: role, Name: "key " + id[len(id)-4:],
 		Hash: sum[:], Prefix: "hk_" + id[len(id)-6:], CreatedAt: b.now}
 }
 
 // key creates a key of account.
-func (b *bundle) key(account, role string) store.APIKey {
+func (b *bundle) key(account, role string) account.Key {
 	b.t.Helper()
 	k := b.newKey(account, role)
 	if err := b.s.CreateKey(b.ctx, k); err != nil {
@@ -63,7 +66,7 @@ func (b *bundle) key(account, role string) store.APIKey {
 	return k
 }
 
-func (b *bundle) getAccount(id string) store.Account {
+func (b *bundle) getAccount(id string) account.Account {
 	b.t.Helper()
 	a, err := b.s.GetAccount(b.ctx, id)
 	if err != nil {
@@ -72,7 +75,7 @@ func (b *bundle) getAccount(id string) store.Account {
 	return a
 }
 
-func (b *bundle) getKey(id string) store.APIKey {
+func (b *bundle) getKey(id string) account.Key {
 	b.t.Helper()
 	k, err := b.s.GetKey(b.ctx, id)
 	if err != nil {
@@ -93,42 +96,42 @@ func (b *bundle) authVersion() int64 {
 // listAccounts lists every account with limit, checking the page rule.
 func (b *bundle) listAccounts(limit int) []string {
 	b.t.Helper()
-	return pageIDs(b.t, limit, func(p store.Page) ([]store.Account, string, error) { return b.s.ListAccounts(b.ctx, p) },
-		func(a store.Account) string { return a.ID })
+	return pageIDs(b.t, limit, func(p store.Page) ([]account.Account, string, error) { return b.s.ListAccounts(b.ctx, p) },
+		func(a account.Account) string { return a.ID })
 }
 
-// listKeys lists every key of account with limit.
-func (b *bundle) listKeys(account string, limit int) []string {
+// listKeys lists every key of accountID with limit.
+func (b *bundle) listKeys(accountID string, limit int) []string {
 	b.t.Helper()
-	return pageIDs(b.t, limit, func(p store.Page) ([]store.APIKey, string, error) { return b.s.ListKeys(b.ctx, account, p) },
-		func(k store.APIKey) string { return k.ID })
+	return pageIDs(b.t, limit, func(p store.Page) ([]account.Key, string, error) { return b.s.ListKeys(b.ctx, accountID, p) },
+		func(k account.Key) string { return k.ID })
 }
 
-// testAccountDefault: a new store holds DefaultAccount, which lists first
+// testAccountDefault: a new store holds account.DefaultID, which lists first
 // (before accounts whose IDs sort before its own) and cannot be replaced.
 func testAccountDefault(t *testing.T, b *bundle) {
-	d, err := b.s.GetAccount(b.ctx, store.DefaultAccount)
+	d, err := b.s.GetAccount(b.ctx, account.DefaultID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ID != store.DefaultAccount || d.Name == "" || d.Settings.FailurePolicy != "retry" || d.CreatedAt.IsZero() {
+	if d.ID != account.DefaultID || d.Name == "" || d.Settings.FailurePolicy != "retry" || d.CreatedAt.IsZero() {
 		t.Fatalf("default account: %+v", d)
 	}
-	equal(t, "accounts of a new store", b.listAccounts(10), []string{store.DefaultAccount})
+	equal(t, "accounts of a new store", b.listAccounts(10), []string{account.DefaultID})
 	a, c := b.account("a"), b.account("c")
-	if !(a.ID < store.DefaultAccount) {
-		t.Fatalf("test setup: %s should sort before %s", a.ID, store.DefaultAccount)
+	if !(a.ID < account.DefaultID) {
+		t.Fatalf("test setup: %s should sort before %s", a.ID, account.DefaultID)
 	}
 	for _, limit := range []int{1, 2, 3, 4} {
-		equal(t, fmt.Sprintf("accounts, limit %d", limit), b.listAccounts(limit), []string{store.DefaultAccount, a.ID, c.ID})
+		equal(t, fmt.Sprintf("accounts, limit %d", limit), b.listAccounts(limit), []string{account.DefaultID, a.ID, c.ID})
 	}
-	if err := b.s.CreateAccount(b.ctx, store.Account{ID: store.DefaultAccount, Name: "another", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
+	if err := b.s.CreateAccount(b.ctx, account.Account{ID: account.DefaultID, Name: "another", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateAccount(default ID) = %v, want ErrConflict", err)
 	}
-	if err := b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: d.Name, CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
+	if err := b.s.CreateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: d.Name, CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("CreateAccount(default's name) = %v, want ErrNameTaken", err)
 	}
-	equal(t, "default account after refused creations", b.getAccount(store.DefaultAccount), d)
+	equal(t, "default account after refused creations", b.getAccount(account.DefaultID), d)
 }
 
 func testAccountRoundTrip(t *testing.T, b *bundle) {
@@ -155,10 +158,10 @@ func testAccountRoundTrip(t *testing.T, b *bundle) {
 
 func testAccountConflicts(t *testing.T, b *bundle) {
 	a, c := b.account("a"), b.account("c")
-	if err := b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "a", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
+	if err := b.s.CreateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: "a", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("CreateAccount(taken name) = %v, want ErrNameTaken", err)
 	}
-	if err := b.s.CreateAccount(b.ctx, store.Account{ID: a.ID, Name: "new", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
+	if err := b.s.CreateAccount(b.ctx, account.Account{ID: a.ID, Name: "new", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateAccount(existing ID) = %v, want ErrConflict", err)
 	}
 	up := c
@@ -167,7 +170,7 @@ func testAccountConflicts(t *testing.T, b *bundle) {
 		t.Fatalf("UpdateAccount(taken name) = %v, want ErrNameTaken", err)
 	}
 	equal(t, "account after a refused update", b.getAccount(c.ID), c)
-	equal(t, "accounts", b.listAccounts(10), []string{store.DefaultAccount, a.ID, c.ID})
+	equal(t, "accounts", b.listAccounts(10), []string{account.DefaultID, a.ID, c.ID})
 }
 
 func testAccountNotFound(t *testing.T, b *bundle) {
@@ -175,13 +178,13 @@ func testAccountNotFound(t *testing.T, b *bundle) {
 	if _, err := b.s.GetAccount(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetAccount(unknown) = %v, want ErrNotFound", err)
 	}
-	if err := b.s.UpdateAccount(b.ctx, store.Account{ID: id, Name: "x", UpdatedAt: b.now}); !errors.Is(err, store.ErrNotFound) {
+	if err := b.s.UpdateAccount(b.ctx, account.Account{ID: id, Name: "x", UpdatedAt: b.now}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("UpdateAccount(unknown) = %v, want ErrNotFound", err)
 	}
 	if err := b.s.DeleteAccount(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeleteAccount(unknown) = %v, want ErrNotFound", err)
 	}
-	sub := store.Subscription{ID: b.id("sub_"), AccountID: id, Name: "s", URL: "https://x.example/",
+	sub := subscription.Subscription{ID: b.id("sub_"), AccountID: id, Name: "s", URL: "https://x.example/",
 		EndpointID: b.s.EndpointID(id, "https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, sub); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateSubscription(unknown account) = %v, want ErrNotFound", err)
@@ -195,7 +198,7 @@ func testAccountNotFound(t *testing.T, b *bundle) {
 }
 
 func testAccountList(t *testing.T, b *bundle) {
-	want := []string{store.DefaultAccount}
+	want := []string{account.DefaultID}
 	for i := 0; i < 6; i++ {
 		want = append(want, b.account(fmt.Sprintf("account-%d", i)).ID)
 	}
@@ -208,7 +211,7 @@ func testAccountList(t *testing.T, b *bundle) {
 	}
 	equal(t, "first page", as[1], b.getAccount(want[1]))
 	// After the default account's ID come all the others.
-	as, _, err = b.s.ListAccounts(b.ctx, store.Page{Cursor: store.DefaultAccount})
+	as, _, err = b.s.ListAccounts(b.ctx, store.Page{Cursor: account.DefaultID})
 	if err != nil || len(as) != len(want)-1 || as[0].ID != want[1] {
 		t.Fatalf("after the default account: %+v, %v", as, err)
 	}
@@ -228,7 +231,7 @@ func testAccountCursors(t *testing.T, b *bundle) {
 	for c, want := range map[string][]string{
 		"acc_" + strings.Repeat("0", 26): {a.ID},
 		"acc_" + ulid:                    {},
-		store.DefaultAccount:             {a.ID},
+		account.DefaultID:                {a.ID},
 	} {
 		as, next, err := b.s.ListAccounts(b.ctx, store.Page{Cursor: c})
 		got := []string{}
@@ -246,8 +249,8 @@ func testAccountCursors(t *testing.T, b *bundle) {
 // its events and finished deliveries stay.
 func testAccountDelete(t *testing.T, b *bundle) {
 	a, kept := b.account("a"), b.account("kept")
-	k1, k2 := b.key(a.ID, store.RoleAccount), b.key(a.ID, store.RolePublish)
-	other := b.key(kept.ID, store.RoleAccount)
+	k1, k2 := b.key(a.ID, account.RoleAccount), b.key(a.ID, account.RolePublish)
+	other := b.key(kept.ID, account.RoleAccount)
 	sub := b.subIn(a.ID, "https://a.example/hook")
 	ev, seq := b.claimOne(sub, b.now)
 	done := ev.Deliveries[0].ID
@@ -260,7 +263,7 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	if _, err := b.s.GetAccount(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetAccount after delete = %v, want ErrNotFound", err)
 	}
-	for _, k := range []store.APIKey{k1, k2} {
+	for _, k := range []account.Key{k1, k2} {
 		if _, err := b.s.GetKey(b.ctx, k.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("GetKey(%s) of a deleted account = %v, want ErrNotFound", k.ID, err)
 		}
@@ -270,8 +273,8 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	}
 	equal(t, "keys of the deleted account", b.listKeys(a.ID, 10), []string{})
 	equal(t, "keys of another account", b.listKeys(kept.ID, 10), []string{other.ID})
-	equal(t, "accounts", b.listAccounts(10), []string{store.DefaultAccount, kept.ID})
-	if d := b.get(done); d.Status != store.StatusDelivered || d.AccountID != a.ID {
+	equal(t, "accounts", b.listAccounts(10), []string{account.DefaultID, kept.ID})
+	if d := b.get(done); d.Status != delivery.StatusDelivered || d.AccountID != a.ID {
 		t.Fatalf("finished delivery of a deleted account: %+v", d)
 	}
 	if e, err := b.s.GetEvent(b.ctx, seq); err != nil || e.AccountID != a.ID {
@@ -280,7 +283,7 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	if err := b.s.DeleteAccount(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second DeleteAccount = %v, want ErrNotFound", err)
 	}
-	if err := b.s.CreateKey(b.ctx, b.newKey(a.ID, store.RoleAccount)); !errors.Is(err, store.ErrNotFound) {
+	if err := b.s.CreateKey(b.ctx, b.newKey(a.ID, account.RoleAccount)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateKey in a deleted account = %v, want ErrNotFound", err)
 	}
 	// Its name is free again.
@@ -290,12 +293,12 @@ func testAccountDelete(t *testing.T, b *bundle) {
 // testAccountDeleteRefused: the default account and an account with
 // subscriptions stay, with their keys.
 func testAccountDeleteRefused(t *testing.T, b *bundle) {
-	dk := b.key(store.DefaultAccount, store.RoleAdmin)
-	if err := b.s.DeleteAccount(b.ctx, store.DefaultAccount); !errors.Is(err, store.ErrConflict) {
+	dk := b.key(account.DefaultID, account.RoleAdmin)
+	if err := b.s.DeleteAccount(b.ctx, account.DefaultID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("DeleteAccount(default) = %v, want ErrConflict", err)
 	}
 	a := b.account("a")
-	k := b.key(a.ID, store.RoleAccount)
+	k := b.key(a.ID, account.RoleAccount)
 	sub := b.subIn(a.ID, "https://a.example/hook")
 	v := b.authVersion()
 	if err := b.s.DeleteAccount(b.ctx, a.ID); !errors.Is(err, store.ErrConflict) {
@@ -342,12 +345,12 @@ func testAuthVersion(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	advanced("UpdateAccount")
-	first := b.newKey(a.ID, store.RoleAdmin)
+	first := b.newKey(a.ID, account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, first); err != nil || !ok {
 		t.Fatalf("CreateFirstKey = %v, %v", ok, err)
 	}
 	advanced("CreateFirstKey")
-	k := b.key(a.ID, store.RoleAccount)
+	k := b.key(a.ID, account.RoleAccount)
 	advanced("CreateKey")
 	if err := b.s.DeleteKey(b.ctx, k.ID); err != nil {
 		t.Fatal(err)
@@ -359,7 +362,7 @@ func testAuthVersion(t *testing.T, b *bundle) {
 	advanced("DeleteAccount")
 
 	// Reads.
-	_, _ = b.s.GetAccount(b.ctx, store.DefaultAccount)
+	_, _ = b.s.GetAccount(b.ctx, account.DefaultID)
 	_, _, _ = b.s.ListAccounts(b.ctx, store.Page{})
 	_, _ = b.s.GetKey(b.ctx, first.ID)
 	_, _ = b.s.KeyByHash(b.ctx, first.Hash)
@@ -368,14 +371,14 @@ func testAuthVersion(t *testing.T, b *bundle) {
 	// Refused writes.
 	c := b.account("c")
 	advanced("CreateAccount")
-	kc := b.key(c.ID, store.RoleAccount)
+	kc := b.key(c.ID, account.RoleAccount)
 	advanced("CreateKey")
-	_ = b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "c", CreatedAt: b.now, UpdatedAt: b.now})
-	_ = b.s.UpdateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "x", UpdatedAt: b.now})
-	_ = b.s.DeleteAccount(b.ctx, store.DefaultAccount)
+	_ = b.s.CreateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: "c", CreatedAt: b.now, UpdatedAt: b.now})
+	_ = b.s.UpdateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: "x", UpdatedAt: b.now})
+	_ = b.s.DeleteAccount(b.ctx, account.DefaultID)
 	_ = b.s.DeleteKey(b.ctx, b.id("key_"))
-	_ = b.s.CreateKey(b.ctx, b.newKey(b.id("acc_"), store.RoleAccount))
-	dup := b.newKey(c.ID, store.RoleAccount)
+	_ = b.s.CreateKey(b.ctx, b.newKey(b.id("acc_"), account.RoleAccount))
+	dup := b.newKey(c.ID, account.RoleAccount)
 	dup.Hash = kc.Hash
 	_ = b.s.CreateKey(b.ctx, dup)
 	unchanged("refused writes")
@@ -386,7 +389,7 @@ func testAuthVersion(t *testing.T, b *bundle) {
 
 func testKeyRoundTrip(t *testing.T, b *bundle) {
 	a := b.account("a")
-	k := b.key(a.ID, store.RolePublish)
+	k := b.key(a.ID, account.RolePublish)
 	equal(t, "GetKey", b.getKey(k.ID), k)
 	byHash, err := b.s.KeyByHash(b.ctx, k.Hash)
 	if err != nil {
@@ -394,11 +397,11 @@ func testKeyRoundTrip(t *testing.T, b *bundle) {
 	}
 	equal(t, "KeyByHash", byHash, k)
 	// A key without an account is the default account's.
-	d := b.newKey("", store.RoleAdmin)
+	d := b.newKey("", account.RoleAdmin)
 	if err := b.s.CreateKey(b.ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	d.AccountID = store.DefaultAccount
+	d.AccountID = account.DefaultID
 	equal(t, "key of the default account", b.getKey(d.ID), d)
 
 	if err := b.s.DeleteKey(b.ctx, k.ID); err != nil {
@@ -418,18 +421,18 @@ func testKeyRoundTrip(t *testing.T, b *bundle) {
 
 func testKeyConflicts(t *testing.T, b *bundle) {
 	a := b.account("a")
-	k := b.key(a.ID, store.RoleAccount)
-	sameID := b.newKey(a.ID, store.RoleAccount)
+	k := b.key(a.ID, account.RoleAccount)
+	sameID := b.newKey(a.ID, account.RoleAccount)
 	sameID.ID = k.ID
 	if err := b.s.CreateKey(b.ctx, sameID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateKey(existing ID) = %v, want ErrConflict", err)
 	}
-	sameHash := b.newKey(store.DefaultAccount, store.RoleAccount)
+	sameHash := b.newKey(account.DefaultID, account.RoleAccount)
 	sameHash.Hash = k.Hash
 	if err := b.s.CreateKey(b.ctx, sameHash); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateKey(existing hash) = %v, want ErrConflict", err)
 	}
-	missing := b.newKey(b.id("acc_"), store.RoleAccount)
+	missing := b.newKey(b.id("acc_"), account.RoleAccount)
 	if err := b.s.CreateKey(b.ctx, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateKey(unknown account) = %v, want ErrNotFound", err)
 	}
@@ -446,16 +449,16 @@ func testKeyList(t *testing.T, b *bundle) {
 	var ofA, ofC []string
 	for i := 0; i < 7; i++ {
 		if i%3 == 2 {
-			ofC = append(ofC, b.key(c.ID, store.RoleAccount).ID)
+			ofC = append(ofC, b.key(c.ID, account.RoleAccount).ID)
 		} else {
-			ofA = append(ofA, b.key(a.ID, store.RolePublish).ID)
+			ofA = append(ofA, b.key(a.ID, account.RolePublish).ID)
 		}
 	}
 	for _, limit := range []int{1, 2, 5, 6} {
 		equal(t, fmt.Sprintf("keys of a, limit %d", limit), b.listKeys(a.ID, limit), ofA)
 		equal(t, fmt.Sprintf("keys of c, limit %d", limit), b.listKeys(c.ID, limit), ofC)
 	}
-	equal(t, "keys of the default account", b.listKeys(store.DefaultAccount, 10), []string{})
+	equal(t, "keys of the default account", b.listKeys(account.DefaultID, 10), []string{})
 	ks, _, err := b.s.ListKeys(b.ctx, a.ID, store.Page{Limit: 1})
 	if err != nil || len(ks) != 1 {
 		t.Fatalf("ListKeys = %+v, %v", ks, err)
@@ -473,16 +476,16 @@ func testKeyList(t *testing.T, b *bundle) {
 }
 
 func testFirstKey(t *testing.T, b *bundle) {
-	missing := b.newKey(b.id("acc_"), store.RoleAdmin)
+	missing := b.newKey(b.id("acc_"), account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, missing); !errors.Is(err, store.ErrNotFound) || ok {
 		t.Fatalf("CreateFirstKey(unknown account) = %v, %v; want false, ErrNotFound", ok, err)
 	}
-	first := b.newKey(store.DefaultAccount, store.RoleAdmin)
+	first := b.newKey(account.DefaultID, account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, first); err != nil || !ok {
 		t.Fatalf("CreateFirstKey on a store without keys = %v, %v; want true", ok, err)
 	}
 	equal(t, "first key", b.getKey(first.ID), first)
-	second := b.newKey(store.DefaultAccount, store.RoleAdmin)
+	second := b.newKey(account.DefaultID, account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, second); err != nil || ok {
 		t.Fatalf("second CreateFirstKey = %v, %v; want false", ok, err)
 	}
@@ -494,7 +497,7 @@ func testFirstKey(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	a := b.account("a")
-	b.key(a.ID, store.RolePublish)
+	b.key(a.ID, account.RolePublish)
 	if ok, err := b.s.CreateFirstKey(b.ctx, second); err != nil || ok {
 		t.Fatalf("CreateFirstKey with another account's key stored = %v, %v; want false", ok, err)
 	}
@@ -504,9 +507,9 @@ func testFirstKey(t *testing.T, b *bundle) {
 // creates its first key.
 func testFirstKeyRace(t *testing.T, b *bundle) {
 	const n = 8
-	keys := make([]store.APIKey, n)
+	keys := make([]account.Key, n)
 	for i := range keys {
-		keys[i] = b.newKey(store.DefaultAccount, store.RoleAdmin)
+		keys[i] = b.newKey(account.DefaultID, account.RoleAdmin)
 	}
 	var wg sync.WaitGroup
 	created := make([]bool, n)
@@ -534,5 +537,5 @@ func testFirstKeyRace(t *testing.T, b *bundle) {
 	if len(winners) != 1 {
 		t.Fatalf("%d calls created their first key (%v), want exactly 1", len(winners), winners)
 	}
-	equal(t, "keys", b.listKeys(store.DefaultAccount, 100), winners)
+	equal(t, "keys", b.listKeys(account.DefaultID, 100), winners)
 }

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 var redeliverTests = []test{
@@ -21,7 +23,7 @@ var redeliverTests = []test{
 
 // deadAfterTwo makes a delivery to sub that failed twice and was then
 // dead-lettered; published at `at`.
-func (b *bundle) deadAfterTwo(sub store.Subscription, at time.Time) string {
+func (b *bundle) deadAfterTwo(sub subscription.Subscription, at time.Time) string {
 	b.t.Helper()
 	ev, _ := b.claimOne(sub, at)
 	id := ev.Deliveries[0].ID
@@ -43,7 +45,7 @@ func testRedeliverDeadLettered(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	want := before
-	want.Status = store.StatusPending
+	want.Status = delivery.StatusPending
 	want.RoundAttempts = 0
 	want.RoundStart = now
 	want.FirstFailure = time.Time{}
@@ -70,7 +72,7 @@ func testRedeliverDelivered(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.StatusPending || !got.NextAttemptAt.Equal(now) || !got.RoundStart.Equal(now) ||
+	if got.Status != delivery.StatusPending || !got.NextAttemptAt.Equal(now) || !got.RoundStart.Equal(now) ||
 		got.RoundAttempts != 0 || got.Attempts != 1 || !got.DeliveredAt.IsZero() {
 		t.Fatalf("redelivered %+v", got)
 	}
@@ -123,15 +125,15 @@ func testRedriveAll(t *testing.T, b *bundle) {
 	equal(t, "redrive result", res, store.RedriveResult{Count: 3, Endpoints: []string{a.EndpointID}})
 	for _, id := range []string{d1, d2, d3} {
 		d := b.get(id)
-		if d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) || !d.RoundStart.Equal(now) ||
+		if d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) || !d.RoundStart.Equal(now) ||
 			d.RoundAttempts != 0 || !d.FirstFailure.IsZero() || d.Attempts != 2 || d.DeadLetterReason != "" {
 			t.Fatalf("redriven %+v", d)
 		}
 	}
-	if d := b.get(other); d.Status != store.StatusDeadLettered {
+	if d := b.get(other); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("other subscription's dead letter moved: %+v", d)
 	}
-	if d := b.get(delivered); d.Status != store.StatusDelivered {
+	if d := b.get(delivered); d.Status != delivery.StatusDelivered {
 		t.Fatalf("delivered moved: %+v", d)
 	}
 	if d := b.get(pending); !d.NextAttemptAt.Equal(b.now) {
@@ -157,11 +159,11 @@ func testRedriveIDs(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	equal(t, "redrive result", res, store.RedriveResult{Count: 1, Endpoints: []string{a.EndpointID}})
-	if d := b.get(d2); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) {
+	if d := b.get(d2); d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) {
 		t.Fatalf("redriven %+v", d)
 	}
 	for _, id := range []string{d1, other} {
-		if d := b.get(id); d.Status != store.StatusDeadLettered {
+		if d := b.get(id); d.Status != delivery.StatusDeadLettered {
 			t.Fatalf("%s moved: %+v", id, d)
 		}
 	}
@@ -217,7 +219,7 @@ func testRedriveMovedSubscription(t *testing.T, b *bundle) {
 		t.Fatalf("redrive again = %+v; want nothing moved", res)
 	}
 	for _, id := range append(onA, onB...) {
-		if d := b.get(id); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) || d.EndpointID != epB {
+		if d := b.get(id); d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) || d.EndpointID != epB {
 			t.Fatalf("redriven %+v", d)
 		}
 	}

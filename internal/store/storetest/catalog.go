@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Subscription versions, the publish guard and endpoint versions: what lets
@@ -33,7 +36,7 @@ func (b *bundle) changes(since int64) store.CatalogChanges {
 	return c
 }
 
-func subIDs(subs []store.Subscription) []string {
+func subIDs(subs []subscription.Subscription) []string {
 	var out []string
 	for _, s := range subs {
 		out = append(out, s.ID)
@@ -135,7 +138,7 @@ func testPublishGuardVersion(t *testing.T, b *bundle) {
 }
 
 // eventFor is event with a fixed ID per i, safe to build concurrently.
-func (b *bundle) eventFor(i int, sub store.Subscription) store.NewEvent {
+func (b *bundle) eventFor(i int, sub subscription.Subscription) store.NewEvent {
 	id := "conc-" + string(rune('a'+i))
 	return store.NewEvent{
 		ID: id, Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`), PublishedAt: b.now,
@@ -203,7 +206,7 @@ func testDeleteRacingPublishes(t *testing.T, b *bundle) {
 				t.Fatalf("round %d: Publish: %v", round, err)
 			}
 		}
-		ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{SubscriptionID: a.ID, Status: store.StatusPending, Page: store.Page{Limit: 100}})
+		ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{SubscriptionID: a.ID, Status: delivery.StatusPending, Page: store.Page{Limit: 100}})
 		if err != nil || len(ds) != 0 {
 			t.Fatalf("round %d: pending deliveries of the deleted subscription: %v, %v; want none", round, deliveryIDs(ds), err)
 		}
@@ -227,7 +230,7 @@ func testRedeliverDeletedSubscription(t *testing.T, b *bundle) {
 	if _, err := b.s.Redrive(b.ctx, a.ID, nil, b.at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Redrive of a deleted subscription: %v; want ErrNotFound", err)
 	}
-	if d := b.get(dead); d.Status != store.StatusDeadLettered {
+	if d := b.get(dead); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("dead letter after a refused Redrive: %s", d.Status)
 	}
 }
@@ -241,7 +244,7 @@ func testEndpointChanges(t *testing.T, b *bundle) {
 	if eps, v, err := b.s.EndpointChanges(b.ctx, v0); err != nil || len(eps) != 0 || v != v0 {
 		t.Fatalf("EndpointChanges at the current version: %d endpoints, version %d, %v", len(eps), v, err)
 	}
-	b.modify([]string{a.EndpointID}, func(eps []*store.Endpoint) error {
+	b.modify([]string{a.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		eps[0].Health.State = health.Probation
 		eps[0].Health.NextProbeAt = b.at(time.Second)
 		return nil
@@ -257,7 +260,7 @@ func testEndpointChanges(t *testing.T, b *bundle) {
 		t.Fatalf("after TakeProbe: %+v, version %d (was %d), %v; want no change", eps, v2, v1, err)
 	}
 	// Several endpoints in one write: each reported once.
-	b.modify([]string{a.EndpointID, c.EndpointID}, func([]*store.Endpoint) error { return nil })
+	b.modify([]string{a.EndpointID, c.EndpointID}, func([]*endpoint.Endpoint) error { return nil })
 	eps, v3, err := b.s.EndpointChanges(b.ctx, v1)
 	if err != nil || v3 <= v1 || len(eps) != 2 {
 		t.Fatalf("after modifying two: %+v, version %d (was %d), %v", eps, v3, v1, err)

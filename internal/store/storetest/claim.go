@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 var claimTests = []test{
@@ -25,7 +27,7 @@ var claimTests = []test{
 
 // retrying makes a delivery to sub, published at `published`, whose first
 // attempt failed; it is due again at next (in the retry lane).
-func (b *bundle) retrying(sub store.Subscription, published, next time.Time) string {
+func (b *bundle) retrying(sub subscription.Subscription, published, next time.Time) string {
 	b.t.Helper()
 	ev := b.event(published, sub)
 	ev.Deliveries[0].Claimed = true
@@ -226,7 +228,7 @@ func testCountPending(t *testing.T, b *bundle) {
 	q := b.deliver(a, b.now)
 	b.claim(a.EndpointID, b.now, 1)
 	queued := failed(q, 1, b.now, b.now, time.Time{})
-	queued.Status = store.StatusQueued
+	queued.Status = delivery.StatusQueued
 	b.record(queued)
 	count(2, 1)
 }
@@ -293,7 +295,7 @@ func testExtendLeases(t *testing.T, b *bundle) {
 	if kept, err := b.s.ExtendLeases(b.ctx, []string{others}, store.Lease{Owner: "node-b", Until: b.lease.Until}); err != nil || len(kept) != 1 || kept[0] != others {
 		t.Fatalf("ExtendLeases by node-b = %v, %v; want [%s]", kept, err, others)
 	}
-	if d := b.get(delivered); d.Status != store.StatusDelivered {
+	if d := b.get(delivered); d.Status != delivery.StatusDelivered {
 		t.Fatalf("ExtendLeases changed a delivered delivery: %+v", d)
 	}
 	if kept, err := b.s.ExtendLeases(b.ctx, nil, longer); err != nil || len(kept) != 0 {

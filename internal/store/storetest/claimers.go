@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testConcurrentClaimsDisjoint runs CheckClaimsDisjoint on the test's store.
@@ -34,7 +36,7 @@ func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 	at := base
 	url := "https://claimers.example/hook"
 	id := ids.New("sub_", at)
-	sub := store.Subscription{ID: id, Name: "claimers-" + id, URL: url,
+	sub := subscription.Subscription{ID: id, Name: "claimers-" + id, URL: url,
 		EndpointID: nodes[0].EndpointID("", url), EventTypes: []string{"x"}, State: "active", CreatedAt: at, UpdatedAt: at}
 	if err := nodes[0].CreateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
@@ -63,8 +65,8 @@ func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 		var outs []store.Outcome
 		for i := 1; i < len(all); i += 2 {
 			outs = append(outs, store.Outcome{
-				Attempt: store.AttemptRecord{DeliveryID: all[i], Number: 1, StartedAt: published, StatusCode: 500, Outcome: "http_500"},
-				Status:  store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
+				Attempt: delivery.Attempt{DeliveryID: all[i], Number: 1, StartedAt: published, StatusCode: 500, Outcome: "http_500"},
+				Status:  delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
 			})
 		}
 		if err := nodes[0].Record(ctx, outs); err != nil {
@@ -132,8 +134,8 @@ func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 		// empty endpoint.
 		var done []store.Outcome
 		for _, id := range all {
-			done = append(done, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: now},
-				Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
+			done = append(done, store.Outcome{Attempt: delivery.Attempt{DeliveryID: id, Number: 2, StartedAt: now},
+				Status: delivery.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
 		}
 		last := nodes[len(nodes)-1]
 		if err := last.Record(ctx, done); err != nil {

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 var cleanupTests = []test{
@@ -19,7 +21,7 @@ func testCleanup(t *testing.T, b *bundle) {
 		deliveries []string
 	}
 	publish := func(at time.Time, n int) ev {
-		subs := make([]store.Subscription, n)
+		subs := make([]subscription.Subscription, n)
 		for i := range subs {
 			subs[i] = a
 		}
@@ -44,12 +46,12 @@ func testCleanup(t *testing.T, b *bundle) {
 	ended := publish(b.at(2*time.Second), 2)
 	b.record(deadLettered(ended.deliveries[0], 1, b.now, b.now))
 	dropped := failed(ended.deliveries[1], 1, b.now, b.now, time.Time{})
-	dropped.Status, dropped.DeadLetterReason = store.StatusDropped, "TimeToLiveExceeded"
+	dropped.Status, dropped.DeadLetterReason = delivery.StatusDropped, "TimeToLiveExceeded"
 	b.record(dropped)
 	empty := publish(b.at(3*time.Second), 0)
 	queued := publish(b.at(4*time.Second), 1)
 	q := failed(queued.deliveries[0], 1, b.now, b.now, time.Time{})
-	q.Status = store.StatusQueued
+	q.Status = delivery.StatusQueued
 	b.record(q)
 	recent := publish(b.at(time.Hour), 1)
 	b.record(succeeded(recent.deliveries[0], 1, b.at(time.Hour)))

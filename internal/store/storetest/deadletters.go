@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // The delivery of dead letters to a subscription's dead-letter URL
-// (store.DeliveryOptions.DeadLetterURL): Record writes it with the
+// (subscription.DeliveryOptions.DeadLetterURL): Record writes it with the
 // dead-lettering outcome (Outcome.DeadLetterCopy), ClaimDue hands it out
 // with the dead-lettered delivery (Claimed.DeadLetter), and the
 // dead-letter URL's endpoint row lives while a subscription names it.
@@ -37,28 +40,28 @@ var deadLetterTests = []test{
 const reasonDeadLetterURLRemoved = "DeadLetterURLRemoved"
 
 // dlSub creates a push subscription to url with the dead-letter URL dlURL,
-// in DefaultAccount.
-func (b *bundle) dlSub(url, dlURL string) store.Subscription {
+// in account.DefaultID.
+func (b *bundle) dlSub(url, dlURL string) subscription.Subscription {
 	b.t.Helper()
-	return b.dlSubIn(store.DefaultAccount, url, dlURL)
+	return b.dlSubIn(account.DefaultID, url, dlURL)
 }
 
 // dlSubIn creates a push subscription to url with the dead-letter URL
 // dlURL, in an account.
-func (b *bundle) dlSubIn(account, url, dlURL string) store.Subscription {
+func (b *bundle) dlSubIn(account, url, dlURL string) subscription.Subscription {
 	b.t.Helper()
-	return b.subWith(account, url, func(s *store.Subscription) { s.Delivery.DeadLetterURL = dlURL })
+	return b.subWith(account, url, func(s *subscription.Subscription) { s.Delivery.DeadLetterURL = dlURL })
 }
 
 // dlEndpoint is the endpoint of sub's dead-letter URL, as it is now.
-func (b *bundle) dlEndpoint(sub store.Subscription) string {
+func (b *bundle) dlEndpoint(sub subscription.Subscription) string {
 	return b.s.EndpointID(sub.AccountID, sub.Delivery.DeadLetterURL)
 }
 
 // withCopy returns o (a dead-lettered outcome) under b's lease, with the
 // delivery of its dead letter to sub's dead-letter URL, as the dispatcher
 // makes it.
-func (b *bundle) withCopy(o store.Outcome, sub store.Subscription) store.Outcome {
+func (b *bundle) withCopy(o store.Outcome, sub subscription.Subscription) store.Outcome {
 	o.LeaseOwner = b.lease.Owner
 	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: sub.ID, EndpointID: b.dlEndpoint(sub)}
 	return o
@@ -68,7 +71,7 @@ func (b *bundle) withCopy(o store.Outcome, sub store.Subscription) store.Outcome
 // dead-letters it at its first attempt, started at `at`, with the delivery
 // of its dead letter. It returns the event, its seq, the outcome and the
 // IDs of the dead-lettered delivery and of its dead letter's.
-func (b *bundle) deadLetter(sub store.Subscription, at time.Time) (store.NewEvent, int64, store.Outcome, string, string) {
+func (b *bundle) deadLetter(sub subscription.Subscription, at time.Time) (store.NewEvent, int64, store.Outcome, string, string) {
 	b.t.Helper()
 	ev, seq := b.claimOne(sub, at)
 	id := ev.Deliveries[0].ID
@@ -128,7 +131,7 @@ func testDeadLetterWritten(t *testing.T, b *bundle) {
 	copyID, end := o.DeadLetterCopy.ID, attemptDue(o)
 
 	dead := b.get(id)
-	if dead.Status != store.StatusDeadLettered || dead.DeadLetterReason != "NonRetriableStatus" || dead.Attempts != 2 ||
+	if dead.Status != delivery.StatusDeadLettered || dead.DeadLetterReason != "NonRetriableStatus" || dead.Attempts != 2 ||
 		dead.LastOutcome != "http_400" || dead.LastStatusCode != 400 || !dead.LastAttemptAt.Equal(b.at(time.Minute)) ||
 		dead.DeadLetterOf != "" || dead.EndpointID != a.EndpointID {
 		t.Fatalf("dead-lettered delivery: %+v", dead)
@@ -181,11 +184,11 @@ func testDeadLetterWritten(t *testing.T, b *bundle) {
 	s := succeeded(copyID, 1, end)
 	s.LeaseOwner = b.lease.Owner
 	b.record(s)
-	if d := b.get(copyID); d.Status != store.StatusDelivered || d.DeadLetterOf != id || d.EndpointID != dlEp {
+	if d := b.get(copyID); d.Status != delivery.StatusDelivered || d.DeadLetterOf != id || d.EndpointID != dlEp {
 		t.Fatalf("the dead letter's delivery after its success: %+v", d)
 	}
 	equal(t, "the dead-lettered delivery after its dead letter's success", b.get(id), dead)
-	equal(t, "its attempts", attempts(t, b, copyID), []store.AttemptRecord{s.Attempt})
+	equal(t, "its attempts", attempts(t, b, copyID), []delivery.Attempt{s.Attempt})
 }
 
 // testDeadLetterNoAttempt: an outcome that made no attempt (the delivery
@@ -195,8 +198,8 @@ func testDeadLetterNoAttempt(t *testing.T, b *bundle) {
 	a := b.dlSub("https://a.example/hook", "https://dl.example/hook")
 	expired := func(id string, last time.Time, attempts int) store.Outcome {
 		return b.withCopy(store.Outcome{
-			Attempt: store.AttemptRecord{DeliveryID: id, StartedAt: last},
-			Status:  store.StatusDeadLettered, Attempts: attempts, RoundAttempts: attempts,
+			Attempt: delivery.Attempt{DeliveryID: id, StartedAt: last},
+			Status:  delivery.StatusDeadLettered, Attempts: attempts, RoundAttempts: attempts,
 			DeadLetterReason: "TimeToLiveExceeded",
 		}, a)
 	}
@@ -205,7 +208,7 @@ func testDeadLetterNoAttempt(t *testing.T, b *bundle) {
 	o := expired(ev.Deliveries[0].ID, time.Time{}, 0)
 	b.record(o)
 	if d := b.get(o.DeadLetterCopy.ID); !d.RoundStart.Equal(ev.PublishedAt) || !d.NextAttemptAt.Equal(ev.PublishedAt) ||
-		d.DeadLetterOf != ev.Deliveries[0].ID || d.Status != store.StatusPending {
+		d.DeadLetterOf != ev.Deliveries[0].ID || d.Status != delivery.StatusPending {
 		t.Fatalf("dead letter of a delivery never attempted: %+v; want due at its publish time %v", d, ev.PublishedAt)
 	}
 	// Attempted before.
@@ -218,7 +221,7 @@ func testDeadLetterNoAttempt(t *testing.T, b *bundle) {
 	if d := b.get(o.DeadLetterCopy.ID); !d.RoundStart.Equal(b.now) || !d.NextAttemptAt.Equal(b.now) || d.DeadLetterOf != id {
 		t.Fatalf("dead letter of a delivery that expired after an attempt: %+v; want due at that attempt's start %v", d, b.now)
 	}
-	if got := b.get(id); !got.LastAttemptAt.Equal(b.now) || got.Status != store.StatusDeadLettered {
+	if got := b.get(id); !got.LastAttemptAt.Equal(b.now) || got.Status != delivery.StatusDeadLettered {
 		t.Fatalf("the expired delivery: %+v", got)
 	}
 }
@@ -235,7 +238,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o := b.withCopy(deadLettered(id, 1, b.now, b.now), a)
 	o.LeaseOwner = "node-b"
 	b.record(o)
-	if d := b.get(id); d.Status != store.StatusPending {
+	if d := b.get(id); d.Status != delivery.StatusPending {
 		t.Fatalf("state written under another owner's lease: %+v", d)
 	}
 	b.noDelivery(o.DeadLetterCopy.ID)
@@ -244,7 +247,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o = b.withCopy(deadLettered(id, 3, b.at(2*time.Second), b.now), a)
 	o.LeaseOwner = ""
 	b.record(o)
-	if d := b.get(id); d.Status != store.StatusDelivered {
+	if d := b.get(id); d.Status != delivery.StatusDelivered {
 		t.Fatalf("a delivered delivery changed: %+v", d)
 	}
 	b.noDelivery(o.DeadLetterCopy.ID)
@@ -254,7 +257,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o = b.withCopy(failed(id, 1, b.now, b.at(time.Second), b.at(time.Minute)), a)
 	b.record(o)
 	b.noDelivery(o.DeadLetterCopy.ID)
-	if d := b.get(id); d.Status != store.StatusPending || d.Attempts != 1 {
+	if d := b.get(id); d.Status != delivery.StatusPending || d.Attempts != 1 {
 		t.Fatalf("retry not recorded: %+v", d)
 	}
 	// A delivery that does not exist.
@@ -278,7 +281,7 @@ func testDeadLetterFollowsSubscription(t *testing.T, b *bundle) {
 	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: plain.ID,
 		EndpointID: b.s.EndpointID("", "https://dl.example/hook")}
 	b.record(o)
-	if d := b.get(ev.Deliveries[0].ID); d.Status != store.StatusDeadLettered {
+	if d := b.get(ev.Deliveries[0].ID); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("dead-lettered delivery: %+v", d)
 	}
 	b.noDelivery(o.DeadLetterCopy.ID)
@@ -329,7 +332,7 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	dlEp := b.dlEndpoint(a)
 	equal(t, "endpoints", b.allEndpointIDs(), sortedCopy([]string{a.EndpointID, dlEp}))
 	e := b.endpoint(dlEp)
-	if e.AccountID != store.DefaultAccount || e.URL != "https://dl.example/hook" || !e.CreatedAt.Equal(b.now) || e.Version <= 0 {
+	if e.AccountID != account.DefaultID || e.URL != "https://dl.example/hook" || !e.CreatedAt.Equal(b.now) || e.Version <= 0 {
 		t.Fatalf("dead-letter endpoint: %+v", e)
 	}
 	equal(t, "fresh health", e.Health, b.endpoint(a.EndpointID).Health)
@@ -486,20 +489,20 @@ func testDeadLetterURLRemoved(t *testing.T, b *bundle) {
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "", b.at(2*time.Second)
 	b.updateSub(a)
 	for _, id := range []string{c1, c2} {
-		if d := b.get(id); d.Status != store.StatusDropped || d.DeadLetterReason != reasonDeadLetterURLRemoved || d.EndpointID != dlEp {
+		if d := b.get(id); d.Status != delivery.StatusDropped || d.DeadLetterReason != reasonDeadLetterURLRemoved || d.EndpointID != dlEp {
 			t.Fatalf("dead letter %s after its URL was removed: %+v; want dropped (%s)", id, d, reasonDeadLetterURLRemoved)
 		}
 	}
-	if d := b.get(n); d.Status != store.StatusPending || d.EndpointID != a.EndpointID {
+	if d := b.get(n); d.Status != delivery.StatusPending || d.EndpointID != a.EndpointID {
 		t.Fatalf("other delivery after the dead-letter URL was removed: %+v", d)
 	}
-	if d := b.get(dead1); d.Status != store.StatusDeadLettered {
+	if d := b.get(dead1); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("dead-lettered delivery after the dead-letter URL was removed: %+v", d)
 	}
 	s := succeeded(c1, 1, b.at(3*time.Second))
 	s.LeaseOwner = b.lease.Owner
 	b.record(s)
-	if d := b.get(c1); d.Status != store.StatusDropped {
+	if d := b.get(c1); d.Status != delivery.StatusDropped {
 		t.Fatalf("outcome of a dropped dead letter applied: %+v", d)
 	}
 	if got := attempts(t, b, c1); len(got) != 1 {
@@ -536,12 +539,12 @@ func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 	deadAgain(c, b.dlEndpoint(a), at)
 	now := b.at(time.Hour)
 	d, err := b.s.Redeliver(b.ctx, c, now)
-	if err != nil || d.Status != store.StatusPending || d.EndpointID != b.dlEndpoint(a) || d.DeadLetterOf != dead || !d.NextAttemptAt.Equal(now) {
+	if err != nil || d.Status != delivery.StatusPending || d.EndpointID != b.dlEndpoint(a) || d.DeadLetterOf != dead || !d.NextAttemptAt.Equal(now) {
 		t.Fatalf("Redeliver of a dead letter = %+v, %v; want pending on %s", d, err, b.dlEndpoint(a))
 	}
 	got := b.claim(b.dlEndpoint(a), now, 10)
 	if len(got) != 1 || got[0].ID != c || got[0].DeadLetter == nil || got[0].DeadLetter.ID != dead ||
-		got[0].DeadLetter.Status != store.StatusDeadLettered {
+		got[0].DeadLetter.Status != delivery.StatusDeadLettered {
 		t.Fatalf("claimed after the redeliver: %+v", got)
 	}
 	o = deadLettered(c, 2, now, now)
@@ -558,7 +561,7 @@ func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 	}
 	equal(t, "redriven to", sortedCopy(res.Endpoints), sortedCopy([]string{a.EndpointID, b.dlEndpoint(a)}))
 	for id, want := range map[string]string{dead: a.EndpointID, c: b.dlEndpoint(a)} {
-		if d := b.get(id); d.Status != store.StatusPending || d.EndpointID != want {
+		if d := b.get(id); d.Status != delivery.StatusPending || d.EndpointID != want {
 			t.Fatalf("delivery %s after the redrive: %+v; want pending on %s", id, d, want)
 		}
 	}
@@ -595,7 +598,7 @@ func testDeadLetterReactivate(t *testing.T, b *bundle) {
 	o := queuedOutcome(d, 1, b.at(time.Second))
 	o.LeaseOwner = b.lease.Owner
 	b.record(o)
-	if got := b.get(c); got.Status != store.StatusQueued {
+	if got := b.get(c); got.Status != delivery.StatusQueued {
 		t.Fatalf("dead letter after the deactivation: %+v; want queued", got)
 	}
 	at := b.at(time.Minute)
@@ -605,7 +608,7 @@ func testDeadLetterReactivate(t *testing.T, b *bundle) {
 	}
 	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID, b.dlEndpoint(a)})
 	for id, want := range map[string]string{c: b.dlEndpoint(a), d: a.EndpointID} {
-		if got := b.get(id); got.Status != store.StatusPending || got.EndpointID != want || !got.NextAttemptAt.Equal(at) {
+		if got := b.get(id); got.Status != delivery.StatusPending || got.EndpointID != want || !got.NextAttemptAt.Equal(at) {
 			t.Fatalf("delivery %s after the reactivation: %+v; want pending on %s", id, got, want)
 		}
 	}
@@ -657,7 +660,7 @@ func testDeadLetterConcurrentChanges(t *testing.T, b *bundle) {
 	}
 	a = b.subscription(a.ID)
 	for _, o := range outcomes {
-		if d := b.get(o.DeadLetterCopy.ID); d.Status != store.StatusPending || d.EndpointID != b.dlEndpoint(a) {
+		if d := b.get(o.DeadLetterCopy.ID); d.Status != delivery.StatusPending || d.EndpointID != b.dlEndpoint(a) {
 			t.Fatalf("dead letter %s: %+v; want pending on %s", d.ID, d, b.dlEndpoint(a))
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // An endpoint row lives while a subscription uses its URL.
@@ -25,14 +27,14 @@ func (b *bundle) noEndpoint(id string) {
 	}
 }
 
-func (b *bundle) deleteSub(s store.Subscription) {
+func (b *bundle) deleteSub(s subscription.Subscription) {
 	b.t.Helper()
 	if err := b.s.DeleteSubscription(b.ctx, s.ID, b.now); err != nil {
 		b.t.Fatalf("DeleteSubscription(%s): %v", s.ID, err)
 	}
 }
 
-func (b *bundle) updateSub(s store.Subscription) {
+func (b *bundle) updateSub(s subscription.Subscription) {
 	b.t.Helper()
 	if err := b.s.UpdateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("UpdateSubscription(%s): %v", s.ID, err)
@@ -57,7 +59,7 @@ func testDeleteRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	}
 	// The health sync of a node that still holds the endpoint finds nothing
 	// to write.
-	if out := b.modify([]string{s2.EndpointID}, func([]*store.Endpoint) error { return nil }); len(out) != 0 {
+	if out := b.modify([]string{s2.EndpointID}, func([]*endpoint.Endpoint) error { return nil }); len(out) != 0 {
 		t.Fatalf("ModifyEndpoints on a deleted endpoint wrote %+v", out)
 	}
 }
@@ -136,7 +138,7 @@ func testRecreatedEndpointIsNew(t *testing.T, b *bundle) {
 // or moved, leave no endpoint behind but those in use.
 func testNoEndpointLeftBehind(t *testing.T, b *bundle) {
 	const n = 100
-	subs := make([]store.Subscription, n)
+	subs := make([]subscription.Subscription, n)
 	for i := range subs {
 		subs[i] = b.sub(fmt.Sprintf("https://user:pass%d@host%d.example/hook", i, i))
 	}

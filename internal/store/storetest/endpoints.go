@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -25,7 +26,7 @@ var endpointTests = []test{
 }
 
 // modify calls ModifyEndpoints and fails the test on error.
-func (b *bundle) modify(ids []string, fn func(eps []*store.Endpoint) error) []store.Endpoint {
+func (b *bundle) modify(ids []string, fn func(eps []*endpoint.Endpoint) error) []endpoint.Endpoint {
 	b.t.Helper()
 	out, err := b.s.ModifyEndpoints(b.ctx, ids, fn)
 	if err != nil {
@@ -37,7 +38,7 @@ func (b *bundle) modify(ids []string, fn func(eps []*store.Endpoint) error) []st
 // setHealth writes h (and UpdatedAt b.now) to endpoint id.
 func (b *bundle) setHealth(id string, h health.Health) {
 	b.t.Helper()
-	out := b.modify([]string{id}, func(eps []*store.Endpoint) error {
+	out := b.modify([]string{id}, func(eps []*endpoint.Endpoint) error {
 		for _, e := range eps {
 			e.Health, e.UpdatedAt = h, b.now
 		}
@@ -50,7 +51,7 @@ func (b *bundle) setHealth(id string, h health.Health) {
 
 // endpointIDs returns the IDs of eps (fn's argument), in order. fn may run
 // on another goroutine than the test's: it must not fail the test itself.
-func endpointIDs(eps []*store.Endpoint) []string {
+func endpointIDs(eps []*endpoint.Endpoint) []string {
 	out := []string{}
 	for _, e := range eps {
 		out = append(out, e.ID)
@@ -58,7 +59,7 @@ func endpointIDs(eps []*store.Endpoint) []string {
 	return out
 }
 
-func (b *bundle) endpoint(id string) store.Endpoint {
+func (b *bundle) endpoint(id string) endpoint.Endpoint {
 	b.t.Helper()
 	e, err := b.s.GetEndpoint(b.ctx, id)
 	if err != nil {
@@ -100,7 +101,7 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 	sub := b.sub("https://a.example/hook")
 	h := sampleHealth(b)
 	var seen []string
-	out := b.modify([]string{sub.EndpointID, "ep_unknown"}, func(eps []*store.Endpoint) error {
+	out := b.modify([]string{sub.EndpointID, "ep_unknown"}, func(eps []*endpoint.Endpoint) error {
 		seen = endpointIDs(eps)
 		for _, e := range eps {
 			e.Health, e.UpdatedAt = h, b.now
@@ -112,7 +113,7 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 	if !reflect.DeepEqual(norm(e.Health), norm(h)) || !e.UpdatedAt.Equal(b.now) || e.URL != sub.URL {
 		t.Fatalf("health round trip:\n got %+v\nwant %+v", e.Health, h)
 	}
-	equal(t, "ModifyEndpoints result", out, []store.Endpoint{e})
+	equal(t, "ModifyEndpoints result", out, []endpoint.Endpoint{e})
 	if a, f := e.Health.Window.Counts(time.Hour, b.now); a != 3 || f != 2 {
 		t.Fatalf("window counts %d/%d, want 2/3", f, a)
 	}
@@ -159,11 +160,11 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	h := sampleHealth(b)
 	b.setHealth(a.EndpointID, h)
-	before := map[string]store.Endpoint{a.EndpointID: b.endpoint(a.EndpointID), c.EndpointID: b.endpoint(c.EndpointID)}
+	before := map[string]endpoint.Endpoint{a.EndpointID: b.endpoint(a.EndpointID), c.EndpointID: b.endpoint(c.EndpointID)}
 	later := b.at(time.Minute)
 	calls := 0
-	given := map[string]store.Endpoint{}
-	out := b.modify([]string{c.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+	given := map[string]endpoint.Endpoint{}
+	out := b.modify([]string{c.EndpointID, a.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		calls++
 		for _, e := range eps {
 			given[e.ID] = *e
@@ -211,8 +212,8 @@ var errBoom = errors.New("boom")
 func testModifyError(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	b.setHealth(a.EndpointID, sampleHealth(b))
-	before := []store.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}
-	out, err := b.s.ModifyEndpoints(b.ctx, []string{a.EndpointID, c.EndpointID}, func(eps []*store.Endpoint) error {
+	before := []endpoint.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}
+	out, err := b.s.ModifyEndpoints(b.ctx, []string{a.EndpointID, c.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		for _, e := range eps {
 			e.Health = health.Health{State: health.Frozen, ConsecutiveFailures: 99}
 			e.UpdatedAt = b.at(time.Hour)
@@ -222,7 +223,7 @@ func testModifyError(t *testing.T, b *bundle) {
 	if !errors.Is(err, errBoom) || out != nil {
 		t.Fatalf("ModifyEndpoints with failing fn = %v, %v; want nil, errBoom", out, err)
 	}
-	equal(t, "endpoints after failed fn", []store.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}, before)
+	equal(t, "endpoints after failed fn", []endpoint.Endpoint{b.endpoint(a.EndpointID), b.endpoint(c.EndpointID)}, before)
 }
 
 // testModifyUnknown: unknown IDs are skipped, a repeated ID is given once,
@@ -230,7 +231,7 @@ func testModifyError(t *testing.T, b *bundle) {
 func testModifyUnknown(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	var seen []string
-	out := b.modify([]string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+	out := b.modify([]string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		seen = endpointIDs(eps)
 		for _, e := range eps {
 			e.Health.ConsecutiveFailures = 7
@@ -243,7 +244,7 @@ func testModifyUnknown(t *testing.T, b *bundle) {
 	}
 	for _, ids := range [][]string{{"ep_unknown", "ep_nope"}, nil} {
 		seen = nil
-		out = b.modify(ids, func(eps []*store.Endpoint) error {
+		out = b.modify(ids, func(eps []*endpoint.Endpoint) error {
 			seen = endpointIDs(eps)
 			return nil
 		})
@@ -277,7 +278,7 @@ func testModifyConcurrent(t *testing.T, b *bundle) {
 		go func() {
 			defer wg.Done()
 			for range perWorker {
-				_, err := b.s.ModifyEndpoints(b.ctx, ids, func(eps []*store.Endpoint) error {
+				_, err := b.s.ModifyEndpoints(b.ctx, ids, func(eps []*endpoint.Endpoint) error {
 					for _, e := range eps {
 						n := e.Health.ConsecutiveFailures
 						runtime.Gosched() // widen the window a missing lock would leave

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -38,7 +39,7 @@ func testPublishStores(t *testing.T, b *bundle) {
 			t.Fatal(err)
 		}
 		equal(t, "event", got, store.StoredEvent{
-			Seq: res[i].Seq, AccountID: store.DefaultAccount, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			Seq: res[i].Seq, AccountID: account.DefaultID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: ev.Payload, PublishedAt: ev.PublishedAt,
 		})
 	}

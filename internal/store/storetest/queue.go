@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Queued deliveries, receiving and the locks consumers settle
@@ -46,13 +49,13 @@ const (
 const lockFor = 30 * time.Second
 
 // pullSub creates a pull subscription (no URL, no endpoint) with a unique
-// name in DefaultAccount; deadLetter is its DeadLetter.
-func (b *bundle) pullSub(deadLetter bool) store.Subscription {
+// name in account.DefaultID; deadLetter is its DeadLetter.
+func (b *bundle) pullSub(deadLetter bool) subscription.Subscription {
 	b.t.Helper()
 	b.n++
-	s := store.Subscription{ID: b.id("sub_"), AccountID: store.DefaultAccount, Name: fmt.Sprintf("pull-%d", b.n),
+	s := subscription.Subscription{ID: b.id("sub_"), AccountID: account.DefaultID, Name: fmt.Sprintf("pull-%d", b.n),
 		EventTypes: []string{"invoice.paid"}, RetryPolicy: []byte(`{"preset":"eventgrid"}`), DeadLetter: deadLetter,
-		State: store.StateActive, DeliveryMode: store.ModePull, FailurePolicy: store.FailureRetry,
+		State: subscription.StateActive, DeliveryMode: subscription.ModePull, FailurePolicy: subscription.FailureRetry,
 		CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("CreateSubscription(pull): %v", err)
@@ -62,7 +65,7 @@ func (b *bundle) pullSub(deadLetter bool) store.Subscription {
 
 // enqueue publishes one event at `at` with a queued delivery to each of
 // subs, and returns it and its seq.
-func (b *bundle) enqueue(at time.Time, subs ...store.Subscription) (store.NewEvent, int64) {
+func (b *bundle) enqueue(at time.Time, subs ...subscription.Subscription) (store.NewEvent, int64) {
 	b.t.Helper()
 	ev := b.event(at, subs...)
 	for i := range ev.Deliveries {
@@ -73,7 +76,7 @@ func (b *bundle) enqueue(at time.Time, subs ...store.Subscription) (store.NewEve
 
 // queue publishes one event at `at` with a queued delivery to sub and
 // returns the delivery's ID.
-func (b *bundle) queue(sub store.Subscription, at time.Time) string {
+func (b *bundle) queue(sub subscription.Subscription, at time.Time) string {
 	b.t.Helper()
 	ev, _ := b.enqueue(at, sub)
 	return ev.Deliveries[0].ID
@@ -81,7 +84,7 @@ func (b *bundle) queue(sub store.Subscription, at time.Time) string {
 
 // receiveReq asks for up to max of sub's deliveries at now, locked for
 // lockFor, ended as sub's DeadLetter says.
-func receiveReq(sub store.Subscription, now time.Time, max int) store.ReceiveRequest {
+func receiveReq(sub subscription.Subscription, now time.Time, max int) store.ReceiveRequest {
 	return store.ReceiveRequest{SubscriptionID: sub.ID, Now: now, Max: max, LockFor: lockFor, DeadLetter: sub.DeadLetter}
 }
 
@@ -97,14 +100,14 @@ func (b *bundle) receiveWith(r store.ReceiveRequest) store.ReceiveResult {
 	return res
 }
 
-func (b *bundle) receive(sub store.Subscription, now time.Time, max int) store.ReceiveResult {
+func (b *bundle) receive(sub subscription.Subscription, now time.Time, max int) store.ReceiveResult {
 	b.t.Helper()
 	return b.receiveWith(receiveReq(sub, now, max))
 }
 
 // receiveNone receives from sub at now, fails the test if it gets
 // anything, and returns NextAt.
-func (b *bundle) receiveNone(sub store.Subscription, now time.Time) time.Time {
+func (b *bundle) receiveNone(sub subscription.Subscription, now time.Time) time.Time {
 	b.t.Helper()
 	res := b.receive(sub, now, 10)
 	if len(res.Received)+len(res.Ended) != 0 {
@@ -127,7 +130,7 @@ func (b *bundle) settleWith(r store.SettleRequest) []error {
 
 // settle applies action at now to tokens of sub (Renew for lockFor, Reject
 // as sub's DeadLetter says, Release without delay).
-func (b *bundle) settle(sub store.Subscription, action store.LockAction, now time.Time, tokens ...string) []error {
+func (b *bundle) settle(sub subscription.Subscription, action store.LockAction, now time.Time, tokens ...string) []error {
 	b.t.Helper()
 	return b.settleWith(store.SettleRequest{SubscriptionID: sub.ID, Action: action, Tokens: tokens, Now: now,
 		LockFor: lockFor, DeadLetter: sub.DeadLetter})
@@ -156,9 +159,9 @@ func receivedIDs(rs []store.Received) []string {
 }
 
 // queuedDelivery is the state Publish gives a queued delivery of ev.
-func queuedDelivery(ev store.NewEvent, i int, seq int64) store.Delivery {
+func queuedDelivery(ev store.NewEvent, i int, seq int64) delivery.Delivery {
 	d := pendingDelivery(ev, i, seq)
-	d.Status = store.StatusQueued
+	d.Status = delivery.StatusQueued
 	return d
 }
 
@@ -371,7 +374,7 @@ func testAcknowledge(t *testing.T, b *bundle) {
 	at := b.at(time.Second)
 	settled(t, "acknowledge", b.settle(p, store.Acknowledge, at, tok, tok), nil, store.ErrLockLost)
 	want := res.Received[0].Delivery
-	want.Status, want.DeliveredAt, want.LockedUntil = store.StatusDelivered, at, time.Time{}
+	want.Status, want.DeliveredAt, want.LockedUntil = delivery.StatusDelivered, at, time.Time{}
 	got := b.get(d1)
 	want.NextAttemptAt = got.NextAttemptAt // not meaningful once finished
 	equal(t, "acknowledged", got, want)
@@ -395,7 +398,7 @@ func testReleaseLock(t *testing.T, b *bundle) {
 	settled(t, "release", b.settleWith(store.SettleRequest{SubscriptionID: p.ID, Action: store.Release,
 		Tokens: []string{tok, tok}, Now: at, Delay: time.Minute}), nil, store.ErrLockLost)
 	d := b.get(id)
-	if d.Status != store.StatusQueued || !d.LockedUntil.IsZero() || !d.NextAttemptAt.Equal(at.Add(time.Minute)) || d.Receives != 1 {
+	if d.Status != delivery.StatusQueued || !d.LockedUntil.IsZero() || !d.NextAttemptAt.Equal(at.Add(time.Minute)) || d.Receives != 1 {
 		t.Fatalf("released: %+v; want queued, unlocked, due at %v, 1 receive", d, at.Add(time.Minute))
 	}
 	if next := b.receiveNone(p, at.Add(time.Minute-time.Millisecond)); !next.Equal(at.Add(time.Minute)) {
@@ -412,7 +415,7 @@ func testReleaseLock(t *testing.T, b *bundle) {
 	equal(t, "received at once", receivedIDs(b.receive(p, at, 10).Received), []string{id})
 }
 
-// testReject: rejected deliveries are dead-lettered with ReasonRejected,
+// testReject: rejected deliveries are dead-lettered with delivery.ReasonRejected,
 // or dropped without dead-lettering.
 func testReject(t *testing.T, b *bundle) {
 	p := b.pullSub(true)
@@ -424,9 +427,9 @@ func testReject(t *testing.T, b *bundle) {
 		Tokens: []string{res.Received[0].LockToken}, Now: at, DeadLetter: true}), nil)
 	settled(t, "reject", b.settleWith(store.SettleRequest{SubscriptionID: p.ID, Action: store.Reject,
 		Tokens: []string{res.Received[1].LockToken}, Now: at, DeadLetter: false}), nil)
-	for i, status := range []store.Status{store.StatusDeadLettered, store.StatusDropped} {
+	for i, status := range []delivery.Status{delivery.StatusDeadLettered, delivery.StatusDropped} {
 		want := res.Received[i].Delivery
-		want.Status, want.DeadLetterReason, want.LockedUntil = status, store.ReasonRejected, time.Time{}
+		want.Status, want.DeadLetterReason, want.LockedUntil = status, delivery.ReasonRejected, time.Time{}
 		got := b.get(want.ID)
 		want.NextAttemptAt = got.NextAttemptAt
 		equal(t, "rejected", got, want)
@@ -451,7 +454,7 @@ func testRenew(t *testing.T, b *bundle) {
 	end := at.Add(time.Minute)
 	settled(t, "renew", b.settleWith(store.SettleRequest{SubscriptionID: p.ID, Action: store.Renew,
 		Tokens: []string{tok, tok}, Now: at, LockFor: time.Minute}), nil, nil)
-	if d := b.get(id); !d.LockedUntil.Equal(end) || !d.NextAttemptAt.Equal(end) || d.Receives != 1 || d.Status != store.StatusQueued {
+	if d := b.get(id); !d.LockedUntil.Equal(end) || !d.NextAttemptAt.Equal(end) || d.Receives != 1 || d.Status != delivery.StatusQueued {
 		t.Fatalf("renewed: %+v; want locked until %v", d, end)
 	}
 	if next := b.receiveNone(p, end.Add(-time.Millisecond)); !next.Equal(end) {
@@ -488,10 +491,10 @@ func testSettleOtherSubscription(t *testing.T, b *bundle) {
 	lost := store.ErrLockLost
 	settled(t, "settle under q", b.settle(q, store.Acknowledge, b.now, tp, "", "garbage", "dlv_unknown.ABCDEF", dq+".WRONG", tq),
 		lost, lost, lost, lost, lost, nil)
-	if d := b.get(dp); d.Status != store.StatusQueued {
+	if d := b.get(dp); d.Status != delivery.StatusQueued {
 		t.Fatalf("p's delivery settled under q: %+v", d)
 	}
-	if d := b.get(dq); d.Status != store.StatusDelivered {
+	if d := b.get(dq); d.Status != delivery.StatusDelivered {
 		t.Fatalf("q's delivery: %+v", d)
 	}
 	settled(t, "settle under p", b.settle(p, store.Acknowledge, b.now, tp), nil)
@@ -520,7 +523,7 @@ func testMaxReceives(t *testing.T, b *bundle) {
 			receivedIDs(res.Received), res.Ended, res.ExpiredLocks, res.NextAt)
 	}
 	got := b.get(id)
-	if got.Status != store.StatusDeadLettered || got.DeadLetterReason != reasonMaxReceives || got.Receives != 2 || !got.LockedUntil.IsZero() {
+	if got.Status != delivery.StatusDeadLettered || got.DeadLetterReason != reasonMaxReceives || got.Receives != 2 || !got.LockedUntil.IsZero() {
 		t.Fatalf("ended: %+v; want dead-lettered, %s, 2 receives, unlocked", got, reasonMaxReceives)
 	}
 	equal(t, "Ended", res.Ended[0], got)
@@ -539,7 +542,7 @@ func testMaxReceives(t *testing.T, b *bundle) {
 	equal(t, "received past the exhausted ones", receivedIDs(res.Received), []string{x3})
 	equal(t, "ended", sortedCopy(deliveryIDs(res.Ended)), sortedCopy([]string{x1, x2}))
 	for _, e := range res.Ended {
-		if e.Status != store.StatusDropped || e.DeadLetterReason != reasonMaxReceives {
+		if e.Status != delivery.StatusDropped || e.DeadLetterReason != reasonMaxReceives {
 			t.Fatalf("ended %+v; want dropped, %s", e, reasonMaxReceives)
 		}
 		equal(t, "ended", b.get(e.ID), e)
@@ -557,7 +560,7 @@ func testReceiveTTL(t *testing.T, b *bundle) {
 	res := b.receiveWith(req)
 	equal(t, "received", receivedIDs(res.Received), []string{young})
 	equal(t, "ended", deliveryIDs(res.Ended), []string{old})
-	if e := res.Ended[0]; e.Status != store.StatusDeadLettered || e.DeadLetterReason != reasonTTL {
+	if e := res.Ended[0]; e.Status != delivery.StatusDeadLettered || e.DeadLetterReason != reasonTTL {
 		t.Fatalf("ended %+v; want dead-lettered, %s", e, reasonTTL)
 	}
 	equal(t, "ended", b.get(old), res.Ended[0])
@@ -602,16 +605,16 @@ func testListQueuedByEndpoint(t *testing.T, b *bundle) {
 	b.queue(oa, b.now)
 	b.deliver(a, b.now)
 	for _, f := range []store.DeliveryFilter{
-		{AccountID: store.DefaultAccount, EndpointID: a.EndpointID, Status: store.StatusQueued},
-		{EndpointID: a.EndpointID, Status: store.StatusQueued},
-		{AccountID: store.DefaultAccount, SubscriptionID: a.ID, EndpointID: a.EndpointID, Status: store.StatusQueued},
+		{AccountID: account.DefaultID, EndpointID: a.EndpointID, Status: delivery.StatusQueued},
+		{EndpointID: a.EndpointID, Status: delivery.StatusQueued},
+		{AccountID: account.DefaultID, SubscriptionID: a.ID, EndpointID: a.EndpointID, Status: delivery.StatusQueued},
 	} {
 		for _, limit := range []int{1, 2, 5, 6} {
 			got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
 				f.Page = p
 				ds, next, err := b.s.ListDeliveries(b.ctx, f)
 				for _, d := range ds {
-					if d.Status != store.StatusQueued || d.EndpointID != a.EndpointID {
+					if d.Status != delivery.StatusQueued || d.EndpointID != a.EndpointID {
 						t.Fatalf("listed %+v", d)
 					}
 				}
@@ -621,14 +624,14 @@ func testListQueuedByEndpoint(t *testing.T, b *bundle) {
 		}
 	}
 	// Another account's view of the endpoint is empty.
-	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{AccountID: other.ID, EndpointID: a.EndpointID, Status: store.StatusQueued})
+	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{AccountID: other.ID, EndpointID: a.EndpointID, Status: delivery.StatusQueued})
 	if err != nil || len(ds) != 0 {
 		t.Fatalf("another account's list = %v, %v; want none", deliveryIDs(ds), err)
 	}
 	// A settled delivery leaves the list.
 	res := b.receive(a, b.at(time.Hour), 1)
 	settled(t, "acknowledge", b.settle(a, store.Acknowledge, b.at(time.Hour), res.Received[0].LockToken), nil)
-	ds, _, err = b.s.ListDeliveries(b.ctx, store.DeliveryFilter{EndpointID: a.EndpointID, Status: store.StatusQueued})
+	ds, _, err = b.s.ListDeliveries(b.ctx, store.DeliveryFilter{EndpointID: a.EndpointID, Status: delivery.StatusQueued})
 	if err != nil || len(ds) != 4 {
 		t.Fatalf("after an acknowledgement: %v, %v; want 4", deliveryIDs(ds), err)
 	}
@@ -661,14 +664,14 @@ func testPullNoEndpoint(t *testing.T, b *bundle) {
 	equal(t, "endpoints", endpoints(), []string{a.EndpointID})
 	p.Name, p.EventTypes = "renamed", []string{"invoice.voided"}
 	b.updateSub(p)
-	if got, err := b.s.GetSubscription(b.ctx, p.ID); err != nil || got.Name != "renamed" || got.EndpointID != "" || got.DeliveryMode != store.ModePull {
+	if got, err := b.s.GetSubscription(b.ctx, p.ID); err != nil || got.Name != "renamed" || got.EndpointID != "" || got.DeliveryMode != subscription.ModePull {
 		t.Fatalf("updated pull subscription: %+v, %v", got, err)
 	}
 	equal(t, "endpoints after an update", endpoints(), []string{a.EndpointID})
 	id := b.queue(p, b.now)
 	b.deleteSub(p)
 	equal(t, "endpoints after a delete", endpoints(), []string{a.EndpointID})
-	if d := b.get(id); d.Status != store.StatusDropped || d.DeadLetterReason != store.ReasonSubscriptionDeleted {
+	if d := b.get(id); d.Status != delivery.StatusDropped || d.DeadLetterReason != delivery.ReasonSubscriptionDeleted {
 		t.Fatalf("queued delivery of a deleted pull subscription: %+v", d)
 	}
 	b.countQueued(0)

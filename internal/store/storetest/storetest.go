@@ -26,8 +26,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Run runs every conformance test. open must return a new, empty store for
@@ -114,24 +117,24 @@ func (b *bundle) id(prefix string) string {
 // at returns the suite's base time plus d.
 func (b *bundle) at(d time.Duration) time.Time { return b.now.Add(d) }
 
-// sub creates a subscription to url with a unique name in DefaultAccount.
-func (b *bundle) sub(url string) store.Subscription {
+// sub creates a subscription to url with a unique name in account.DefaultID.
+func (b *bundle) sub(url string) subscription.Subscription {
 	b.t.Helper()
-	return b.subIn(store.DefaultAccount, url)
+	return b.subIn(account.DefaultID, url)
 }
 
 // subIn creates a subscription to url with a unique name in an account.
-func (b *bundle) subIn(account, url string) store.Subscription {
+func (b *bundle) subIn(account, url string) subscription.Subscription {
 	b.t.Helper()
 	return b.subWith(account, url, nil)
 }
 
 // subWith creates a subscription to url with a unique name in an account,
 // as subIn does, after edit (when not nil) changed it.
-func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) store.Subscription {
+func (b *bundle) subWith(account, url string, edit func(*subscription.Subscription)) subscription.Subscription {
 	b.t.Helper()
 	b.n++
-	s := store.Subscription{
+	s := subscription.Subscription{
 		ID:            b.id("sub_"),
 		AccountID:     account,
 		Name:          fmt.Sprintf("sub-%d", b.n),
@@ -142,8 +145,8 @@ func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) st
 		Headers:       map[string]string{"X-Api-Key": "k"},
 		DeadLetter:    true,
 		State:         "active",
-		DeliveryMode:  store.ModePush,
-		FailurePolicy: store.FailureRetry,
+		DeliveryMode:  subscription.ModePush,
+		FailurePolicy: subscription.FailureRetry,
 		CreatedAt:     b.now,
 		UpdatedAt:     b.now,
 	}
@@ -159,9 +162,9 @@ func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) st
 
 // endpoints sets s's EndpointID and DeadLetterEndpointID as the store
 // sets them on a write.
-func (b *bundle) endpoints(s *store.Subscription) {
+func (b *bundle) endpoints(s *subscription.Subscription) {
 	s.EndpointID, s.DeadLetterEndpointID = "", ""
-	if s.DeliveryMode == "" || s.DeliveryMode == store.ModePush {
+	if s.DeliveryMode == "" || s.DeliveryMode == subscription.ModePush {
 		s.EndpointID = b.s.EndpointID(s.AccountID, s.URL)
 		if s.Delivery.DeadLetterURL != "" {
 			s.DeadLetterEndpointID = b.s.EndpointID(s.AccountID, s.Delivery.DeadLetterURL)
@@ -171,8 +174,8 @@ func (b *bundle) endpoints(s *store.Subscription) {
 
 // event returns an event published at `at` with one unclaimed delivery per
 // subscription in subs, in the account of the first (without subs, with no
-// account: DefaultAccount's).
-func (b *bundle) event(at time.Time, subs ...store.Subscription) store.NewEvent {
+// account: account.DefaultID's).
+func (b *bundle) event(at time.Time, subs ...subscription.Subscription) store.NewEvent {
 	b.n++
 	ev := store.NewEvent{
 		ID:          fmt.Sprintf("evt-%d", b.n),
@@ -205,14 +208,14 @@ func (b *bundle) publish(events ...store.NewEvent) []store.PublishResult {
 }
 
 // deliver publishes one event at `at` to sub and returns its delivery's ID.
-func (b *bundle) deliver(sub store.Subscription, at time.Time) string {
+func (b *bundle) deliver(sub subscription.Subscription, at time.Time) string {
 	b.t.Helper()
 	ev := b.event(at, sub)
 	b.publish(ev)
 	return ev.Deliveries[0].ID
 }
 
-func (b *bundle) get(id string) store.Delivery {
+func (b *bundle) get(id string) delivery.Delivery {
 	b.t.Helper()
 	d, err := b.s.GetDelivery(b.ctx, id)
 	if err != nil {
@@ -246,12 +249,12 @@ const attemptDuration = 1234567 * time.Microsecond
 // is the end of attempt 1.
 func failed(id string, n int, started, firstFailure, next time.Time) store.Outcome {
 	return store.Outcome{
-		Attempt: store.AttemptRecord{
+		Attempt: delivery.Attempt{
 			DeliveryID: id, Number: n, StartedAt: started, Duration: attemptDuration,
 			StatusCode: 503, Outcome: "http_503", Error: "service unavailable",
 			ResponseBody: []byte("busy\x00\xff"),
 		},
-		Status: store.StatusPending, Attempts: n, RoundAttempts: n,
+		Status: delivery.StatusPending, Attempts: n, RoundAttempts: n,
 		FirstFailure: firstFailure, NextAttemptAt: next,
 		LastStatusCode: 503, LastOutcome: "http_503",
 	}
@@ -260,11 +263,11 @@ func failed(id string, n int, started, firstFailure, next time.Time) store.Outco
 // succeeded is the outcome of successful attempt number n.
 func succeeded(id string, n int, started time.Time) store.Outcome {
 	return store.Outcome{
-		Attempt: store.AttemptRecord{
+		Attempt: delivery.Attempt{
 			DeliveryID: id, Number: n, StartedAt: started, Duration: attemptDuration,
 			StatusCode: 200, Outcome: "http_200", ResponseBody: []byte("ok"),
 		},
-		Status: store.StatusDelivered, Attempts: n, RoundAttempts: n,
+		Status: delivery.StatusDelivered, Attempts: n, RoundAttempts: n,
 		LastStatusCode: 200, LastOutcome: "http_200",
 		DeliveredAt: started.Add(1234 * time.Millisecond),
 	}
@@ -274,7 +277,7 @@ func succeeded(id string, n int, started time.Time) store.Outcome {
 func deadLettered(id string, n int, started, firstFailure time.Time) store.Outcome {
 	o := failed(id, n, started, firstFailure, time.Time{})
 	o.Attempt.StatusCode, o.Attempt.Outcome, o.Attempt.Error = 400, "http_400", ""
-	o.Status, o.LastStatusCode, o.LastOutcome = store.StatusDeadLettered, 400, "http_400"
+	o.Status, o.LastStatusCode, o.LastOutcome = delivery.StatusDeadLettered, 400, "http_400"
 	o.DeadLetterReason = "NonRetriableStatus"
 	return o
 }
@@ -335,7 +338,7 @@ func claimedIDs(cs []store.Claimed) []string {
 	return out
 }
 
-func deliveryIDs(ds []store.Delivery) []string {
+func deliveryIDs(ds []delivery.Delivery) []string {
 	out := []string{}
 	for _, d := range ds {
 		out = append(out, d.ID)
@@ -359,12 +362,12 @@ func reversed(s []string) []string {
 }
 
 // pendingDelivery is the state Publish gives a delivery of ev.
-func pendingDelivery(ev store.NewEvent, i int, seq int64) store.Delivery {
+func pendingDelivery(ev store.NewEvent, i int, seq int64) delivery.Delivery {
 	d := ev.Deliveries[i]
-	return store.Delivery{
-		ID: d.ID, AccountID: store.AccountOrDefault(ev.AccountID), SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
+	return delivery.Delivery{
+		ID: d.ID, AccountID: account.OrDefault(ev.AccountID), SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 		EventSeq: seq, EventID: ev.ID, EventSource: ev.Source,
-		Status:     store.StatusPending,
+		Status:     delivery.StatusPending,
 		RoundStart: ev.PublishedAt, NextAttemptAt: ev.PublishedAt, CreatedAt: ev.PublishedAt,
 	}
 }

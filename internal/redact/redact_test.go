@@ -1,4 +1,4 @@
-package store
+package redact
 
 import (
 	"errors"
@@ -29,8 +29,8 @@ func TestRedactedText(t *testing.T) {
 		{`://`, `://`},
 		{``, ``},
 	} {
-		if got := RedactedText(c.in); got != c.want {
-			t.Errorf("RedactedText(%q) = %q, want %q", c.in, got, c.want)
+		if got := Text(c.in); got != c.want {
+			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -43,24 +43,24 @@ func TestRedactedURL(t *testing.T) {
 		// Not a URL net/url reads (a bad port): redacted all the same.
 		{"https://usr:pw@h.example:port/hook", "https://usr:xxxxx@h.example:port/hook"},
 	} {
-		if got := RedactedURL(c.in); got != c.want {
-			t.Errorf("RedactedURL(%q) = %q, want %q", c.in, got, c.want)
+		if got := URL(c.in); got != c.want {
+			t.Errorf("URL(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
 
 func TestRedactedError(t *testing.T) {
-	if RedactedError(nil) != nil {
-		t.Fatal("RedactedError(nil) is not nil")
+	if Error(nil) != nil {
+		t.Fatal("Error(nil) is not nil")
 	}
 	plain := errors.New("connection refused")
-	if RedactedError(plain) != plain {
+	if Error(plain) != plain {
 		t.Fatal("an error with nothing to redact is not returned as is")
 	}
 	cause := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	err := RedactedError(&url.Error{Op: "Post", URL: "http://usr:SuperSecretPw1@127.0.0.1:9/", Err: cause})
+	err := Error(&url.Error{Op: "Post", URL: "http://usr:SuperSecretPw1@127.0.0.1:9/", Err: cause})
 	if want := `Post "http://usr:xxxxx@127.0.0.1:9/": dial tcp: connection refused`; err.Error() != want {
-		t.Fatalf("RedactedError: %q, want %q", err, want)
+		t.Fatalf("Error: %q, want %q", err, want)
 	}
 	var ue *url.Error
 	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &ue) {

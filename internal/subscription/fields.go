@@ -1,10 +1,8 @@
-package api
+package subscription
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -14,40 +12,32 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/strictjson"
 )
 
-// Limits on subscription fields and management request bodies.
+// Limits on a subscription's fields.
 const (
-	maxNameLen                 = 200
-	maxURLLen                  = 2048
-	maxEventTypes              = 100
-	maxEventTypeLen            = event.MaxTypeLen // every type a subscription lists can be published
-	maxSubjectFilter           = 1024
-	maxHeaders                 = 10   // Event Grid's limit on custom delivery headers
-	maxHeaderName              = 256  // bytes
-	maxHeaderValue             = 4096 // Event Grid's limit on a header value, in bytes
-	minTimeout                 = 100 * time.Millisecond
-	maxTimeout                 = 5 * time.Minute
-	defaultSubscriptionTimeout = 30 * time.Second // Event Grid's response timeout
-	maxJSONBody                = 1 << 20
+	// MaxNameLen bounds the name of a subscription, and of an account and
+	// an API key (package account), in bytes.
+	MaxNameLen       = 200
+	maxURLLen        = 2048
+	maxEventTypes    = 100
+	maxEventTypeLen  = event.MaxTypeLen // every type a subscription lists can be published
+	maxSubjectFilter = 1024
+	maxHeaders       = 10   // Event Grid's limit on custom delivery headers
+	maxHeaderName    = 256  // bytes
+	maxHeaderValue   = 4096 // Event Grid's limit on a header value, in bytes
+	minTimeout       = 100 * time.Millisecond
+	maxTimeout       = 5 * time.Minute
+	// DefaultTimeout is the timeout of a subscription that names none
+	// (Event Grid's response timeout).
+	DefaultTimeout = 30 * time.Second
+	// Batch bounds (Event Grid's).
+	maxEventsPerBatch   = 5000
+	maxPreferredBatchKB = 1024
 )
-
-// inputError is a problem with one field of a request: it answers 400
-// naming the field.
-type inputError = strictjson.Error
-
-// decodeJSON decodes a management body strictly (see strictjson.Decode).
-func decodeJSON(data []byte, path string, v any) *inputError {
-	return strictjson.Decode(data, path, v)
-}
-
-func badInput(field, format string, args ...any) *inputError {
-	return &inputError{Field: field, Detail: fmt.Sprintf(format, args...)}
-}
 
 // reservedHeaders are the header names a subscription's custom headers may
 // not use, lowercased, with the reason: the ones Herald sets on every
@@ -71,30 +61,15 @@ var reservedHeaders = map[string]string{
 // reservedHeaderPrefixes start header names Herald sets or will set.
 var reservedHeaderPrefixes = []string{"webhook-", "herald-", "ce-"}
 
-// checkText checks a text field: at most max bytes, no control characters
-// (tab included), and, when required, not blank.
-func checkText(field, s string, max int, required bool) *inputError {
-	switch {
-	case required && strings.TrimSpace(s) == "":
-		return badInput(field, "must not be empty")
-	case len(s) > max:
-		return badInput(field, "must be at most %d bytes, got %d", max, len(s))
-	}
-	if r, ok := strictjson.FindControl(s, false); ok {
-		return badInput(field, "must not contain control characters (found %U)", r)
-	}
-	if !utf8.ValidString(s) {
-		return badInput(field, "must be valid UTF-8")
-	}
-	return nil
+// badInput is the problem of one field of an Input.
+func badInput(field, format string, args ...any) *strictjson.Error {
+	return strictjson.Errorf(field, format, args...)
 }
 
-// checkURL checks a delivery URL: an absolute http or https URL with a
-// host an attempt can connect to, a port in range and no fragment.
-func checkURL(s string) *inputError { return checkURLField("url", s) }
-
-// checkURLField is checkURL for another field (dead_letter_url).
-func checkURLField(field, s string) *inputError {
+// checkURL checks a delivery URL in field (url, dead_letter_url): an
+// absolute http or https URL with a host an attempt can connect to, a port
+// in range and no fragment.
+func checkURL(field, s string) *strictjson.Error {
 	if len(s) > maxURLLen {
 		return badInput(field, "must be at most %d bytes, got %d", maxURLLen, len(s))
 	}
@@ -164,14 +139,14 @@ func checkHost(host string) string {
 	return ""
 }
 
-func checkEventTypes(ts []string) *inputError {
+func checkEventTypes(ts []string) *strictjson.Error {
 	if len(ts) > maxEventTypes {
 		return badInput("event_types", "must list at most %d event types, got %d", maxEventTypes, len(ts))
 	}
 	seen := make(map[string]bool, len(ts))
 	for i, t := range ts {
 		f := fmt.Sprintf("event_types[%d]", i)
-		if err := checkText(f, t, maxEventTypeLen, true); err != nil {
+		if err := strictjson.CheckText(f, t, maxEventTypeLen, true); err != nil {
 			return err
 		}
 		if seen[t] {
@@ -182,7 +157,7 @@ func checkEventTypes(ts []string) *inputError {
 	return nil
 }
 
-func checkTimeout(s string) (time.Duration, *inputError) {
+func checkTimeout(s string) (time.Duration, *strictjson.Error) {
 	const field = "timeout"
 	d, msg := retry.ParseDuration(s)
 	if msg != "" {
@@ -201,7 +176,7 @@ func checkTimeout(s string) (time.Duration, *inputError) {
 // maxHeaderValue bytes. Problems name the field "<field>.<Name>" (field:
 // headers or secret_headers); names are
 // visited in order, so the same input always reports the same field.
-func checkHeaders(field string, h map[string]string) *inputError {
+func checkHeaders(field string, h map[string]string) *strictjson.Error {
 	if len(h) > maxHeaders {
 		return badInput(field, "must hold at most %d headers, got %d", maxHeaders, len(h))
 	}
@@ -241,6 +216,34 @@ func checkHeaders(field string, h map[string]string) *inputError {
 	return nil
 }
 
+// checkHeaderMaps checks headers and secret headers together: at most
+// maxHeaders in all, and no name in both (names are case-insensitive).
+// Problems name secret_headers (or, when only headers were sent, headers).
+func checkHeaderMaps(headers, secret map[string]string, secretSent bool) *strictjson.Error {
+	field := "headers"
+	if secretSent {
+		field = "secret_headers"
+	}
+	if n := len(headers) + len(secret); n > maxHeaders {
+		return badInput(field, "headers and secret_headers must hold at most %d headers in all, got %d", maxHeaders, n)
+	}
+	plain := make(map[string]string, len(headers))
+	for k := range headers {
+		plain[strings.ToLower(k)] = k
+	}
+	names := make([]string, 0, len(secret))
+	for k := range secret {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if other, ok := plain[strings.ToLower(k)]; ok {
+			return badInput(strictjson.JoinPath("secret_headers", k), "is also in headers (as %s): a header is either in headers or in secret_headers", other)
+		}
+	}
+	return nil
+}
+
 func hasAnyPrefix(s string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if strings.HasPrefix(s, p) {
@@ -261,65 +264,4 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
-}
-
-// decodeBody reads a management request's body, at most 1 MiB, and decodes
-// it into v, a pointer to a struct, as decodeJSON does. On a problem it
-// answers and returns false.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge, Detail: "the body must be at most 1 MiB"})
-			return false
-		}
-		invalid(w, "body", "could not read the body")
-		return false
-	}
-	if err := decodeJSON(body, "", v); err != nil {
-		invalid(w, err.Field, err.Detail)
-		return false
-	}
-	return true
-}
-
-// destinationError is a subscription URL whose host is a literal address
-// the destination policy refuses: it answers 422 naming the field.
-type destinationError struct {
-	Field, Detail string
-}
-
-func (e *destinationError) Error() string { return e.Field + ": " + e.Detail }
-
-// checkDestination refuses a URL (already checked by checkURL) whose host is
-// a literal address the policy does not allow. A host name is not looked up
-// here: what it resolves to can change, and the dispatcher checks the
-// address of every connection it makes.
-func checkDestination(p destination.Policy, s string) *destinationError {
-	return checkDestinationField(p, "url", s)
-}
-
-// checkDestinationField is checkDestination for another field.
-func checkDestinationField(p destination.Policy, field, s string) *destinationError {
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil // checkURL refused it already
-	}
-	a, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
-		return nil
-	}
-	err = p.Allowed(a)
-	var b *destination.BlockedError
-	if !errors.As(err, &b) {
-		return nil
-	}
-	article := "a"
-	if strings.ContainsAny(b.Class.Name[:1], "aeiou") {
-		article = "an"
-	}
-	return &destinationError{Field: field, Detail: fmt.Sprintf(
-		"the host %s is %s %s address (%s), which Herald does not deliver to by default; to allow it, %s",
-		strconv.Quote(u.Hostname()), article, b.Class.Name, b.Range, b.Hint())}
 }
