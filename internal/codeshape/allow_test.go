@@ -23,11 +23,6 @@ var knownViolations = []string{
 	"func internal/store/storetest/upgrade.go CheckUpgradeFromV4",
 	"func internal/store/storetest/upgrade.go CheckUpgradeFromV7",
 	"func internal/store/storetest/upgrade.go CheckUpgradeFromV10",
-	"func test/process/multinode_test.go TestThreeNodesSurviveOneSIGKILL",
-	"func test/process/multinode_test.go TestTwoNodesNeverAttemptTheSameDeliveryAtOnce",
-	"func test/process/process_test.go TestAcknowledgedPublishSurvivesSIGKILL",
-	"func test/process/subscriptions_test.go TestSubscriptionChangesSeenAtOnceOnEveryNode",
-	"func test/process/subscriptions_test.go TestDeleteRacingPublishesLeavesNothingPending",
 	// Types over 20 methods.
 	"type internal/server.bundle",
 	"type internal/store/storetest.bundle",
