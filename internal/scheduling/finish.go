@@ -8,6 +8,7 @@ import (
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/startstop"
+	"github.com/herald-events/herald/internal/store"
 )
 
 // Finisher ends each recorded delivery's time in memory: it reads the
@@ -51,7 +52,7 @@ func (f *Finisher) finish(batch []recording.Result) {
 	wake := false
 	now := f.clock.Now()
 	for _, res := range batch {
-		if f.finishedID(res.Delivery.ID, res.Next, now) {
+		if f.finishedClaim(res.Delivery, res.Next, now) {
 			wake = true
 		}
 		if res.DeadLetterEndpoint != "" && f.sched.hint(res.DeadLetterEndpoint, now) {
@@ -63,13 +64,13 @@ func (f *Finisher) finish(batch []recording.Result) {
 	}
 }
 
-// finishedID is finished for a delivery in its attempt, by ID (an unknown
-// ID does nothing).
-func (f *Finisher) finishedID(id string, next, now time.Time) bool {
+// finishedClaim is finished for a delivery in its attempt, known by its
+// Claimed (an unknown one does nothing).
+func (f *Finisher) finishedClaim(c *store.Claimed, next, now time.Time) bool {
 	s := f.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	it := s.running[id]
+	it := s.running[c]
 	if it == nil {
 		return false
 	}
@@ -95,7 +96,7 @@ func (s *scheduler) finishLocked(l *lane, it *item, next time.Time, now time.Tim
 	if s.forget(l, it) {
 		wake = true
 	}
-	delete(s.running, it.c.ID)
+	delete(s.running, &it.c)
 	// The loader claims a closed circuit's probes one at a time: let it
 	// look for the next as soon as this one is done.
 	if l.gate(s.cfg.Health, now) != health.Open {

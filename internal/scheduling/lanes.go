@@ -93,10 +93,14 @@ type schedConfig struct {
 type scheduler struct {
 	cfg schedConfig
 
-	mu       sync.Mutex
-	lanes    map[string]*lane
-	running  map[string]*item // deliveries in their attempt, by ID
-	ready    ring             // lanes with queued work that may start one
+	mu    sync.Mutex
+	lanes map[string]*lane
+	// running holds the deliveries in their attempt, by the address of
+	// their Claimed (what the attempting and recording stages hand back):
+	// one delivery held twice (its lease expired and the loader claimed it
+	// again while its attempt ran) is two entries, each finished on its own.
+	running  map[*store.Claimed]*item
+	ready    ring // lanes with queued work that may start one
 	inFlight int
 	// attempts counts the attempts started by pump and not yet ended; it is
 	// added to under mu, before stop sets stopping, so the Service's shutdown
@@ -109,7 +113,7 @@ type scheduler struct {
 }
 
 func newScheduler(cfg schedConfig) *scheduler {
-	return &scheduler{cfg: cfg, lanes: map[string]*lane{}, running: map[string]*item{}}
+	return &scheduler{cfg: cfg, lanes: map[string]*lane{}, running: map[*store.Claimed]*item{}}
 }
 
 // laneFor returns the endpoint's lane, creating it unknown (its stored

@@ -83,8 +83,8 @@ func (k *leaseKeeper) heldIDs() []string {
 			}
 		}
 	}
-	for id := range s.running {
-		ids = append(ids, id)
+	for c := range s.running {
+		ids = append(ids, c.ID)
 	}
 	return ids
 }

@@ -38,13 +38,13 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 			it = l.retry.pop()
 		}
 		it.probe = probe
-		s.running[it.c.ID] = it
+		s.running[&it.c] = it
 		var batch []*item
 		if !probe {
 			batch = l.batchFor(it, s.cfg.Batch)
 		}
 		for _, b := range batch {
-			s.running[b.c.ID] = b
+			s.running[&b.c] = b
 		}
 		l.inFlight++
 		s.inFlight++

@@ -1146,7 +1146,7 @@ func (c *schedCheck) runs() error {
 		if s.lanes[run.st.l.id] != run.st.l {
 			return fmt.Errorf("%s runs on lane %s, which was dropped", run.st.it.c.ID, run.st.l.id)
 		}
-		if s.running[run.st.it.c.ID] != run.st.it {
+		if s.running[&run.st.it.c] != run.st.it {
 			return fmt.Errorf("%s is not in the running set", run.st.it.c.ID)
 		}
 		if run.st.it.fromPublish {
