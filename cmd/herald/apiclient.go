@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/redact"
 )
 
 // apiClient is how the commands that call a running Herald (herald pull)
@@ -143,7 +143,7 @@ func parseClientArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (sub str
 // takes.
 func checkClientFlags(api, data string) error {
 	if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--api %q: want an http:// or https:// URL", store.RedactedURL(api))
+		return fmt.Errorf("--api %q: want an http:// or https:// URL", redact.URL(api))
 	}
 	if data == "" {
 		return errors.New("--data must name the server's data directory")

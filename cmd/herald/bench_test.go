@@ -370,6 +370,35 @@ func TestBenchBaseline(t *testing.T) {
 		t.Skip("builds the binary and runs servers")
 	}
 	dir := t.TempDir()
+	rep, stdout := runBaselineBench(t, dir)
+	want := []string{"steady-batch herald 1", "steady-batch baseline 1", "steady-single herald 1", "steady-single baseline 1", "pull herald 1",
+		"steady-batch herald 2", "steady-batch baseline 2", "steady-single herald 2", "steady-single baseline 2", "pull herald 2"}
+	if rep.Runs != 2 || !rep.Baseline || len(rep.Results) != len(want) {
+		t.Fatalf("runs %d baseline %v, %d results:\n%s", rep.Runs, rep.Baseline, len(rep.Results), stdout)
+	}
+	rows := checkBaselineRows(t, rep, want)
+	if len(rep.Comparisons) != 4 || len(rep.Medians) != 2 {
+		t.Fatalf("comparisons %+v, medians %+v", rep.Comparisons, rep.Medians)
+	}
+	checkBaselineComparisons(t, rep, rows)
+	// pull is compared with the steady-batch of its own run.
+	for run := 1; run <= 2; run++ {
+		pull := rep.Results[rows[runKey{"pull", run}][0]]
+		push := rep.Results[rows[runKey{"steady-batch", run}][0]].Phases[0]
+		if len(pull.Budget) != 1 || pull.Budget[0].NotMeasured || !strings.Contains(pull.Budget[0].Measured, "vs. "+commas(push.DeliveriesPerSec)+"/s") {
+			t.Errorf("pull run %d: %+v (steady-batch %.0f/s)", run, pull.Budget, push.DeliveriesPerSec)
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "herald-bench-*")); len(matches) != 0 {
+		t.Errorf("scenario directories left behind: %v", matches)
+	}
+}
+
+// runBaselineBench builds herald and runs TestBenchBaseline's bench with
+// its scenario directories in dir; it returns the JSON report, read, and as
+// written.
+func runBaselineBench(t *testing.T, dir string) (*benchReport, string) {
+	t.Helper()
 	bin := buildHerald(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -384,16 +413,22 @@ func TestBenchBaseline(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
-	want := []string{"steady-batch herald 1", "steady-batch baseline 1", "steady-single herald 1", "steady-single baseline 1", "pull herald 1",
-		"steady-batch herald 2", "steady-batch baseline 2", "steady-single herald 2", "steady-single baseline 2", "pull herald 2"}
-	if rep.Runs != 2 || !rep.Baseline || len(rep.Results) != len(want) {
-		t.Fatalf("runs %d baseline %v, %d results:\n%s", rep.Runs, rep.Baseline, len(rep.Results), stdout.String())
-	}
-	type key struct {
-		scenario string
-		run      int
-	}
-	rows := map[key][2]int{} // indexes of Herald's and the baseline's results
+	return &rep, stdout.String()
+}
+
+// runKey names a scenario's run.
+type runKey struct {
+	scenario string
+	run      int
+}
+
+// checkBaselineRows checks that the results come in the order of want,
+// each finished with every event counted, the baseline's without budget
+// lines and pull's with the note that it ran on Herald alone. It returns
+// the indexes of Herald's and the baseline's result of each run.
+func checkBaselineRows(t *testing.T, rep *benchReport, want []string) map[runKey][2]int {
+	t.Helper()
+	rows := map[runKey][2]int{} // indexes of Herald's and the baseline's results
 	for i, r := range rep.Results {
 		if got := r.Scenario + " " + r.Target + " " + string(rune('0'+r.Run)); got != want[i] {
 			t.Errorf("result %d: %s, want %s", i, got, want[i])
@@ -406,7 +441,7 @@ func TestBenchBaseline(t *testing.T) {
 		if p.Events != n || p.Deliveries != n || p.Expected != n || p.Latency.Count != n || p.DeliveriesPerSec <= 0 {
 			t.Errorf("%s %s run %d: events %d deliveries %d/%d latencies %d, want %d", r.Scenario, r.Target, r.Run, p.Events, p.Deliveries, p.Expected, p.Latency.Count, n)
 		}
-		k := key{r.Scenario, r.Run}
+		k := runKey{r.Scenario, r.Run}
 		ix := rows[k]
 		if r.Target == "baseline" {
 			ix[1] = i
@@ -421,18 +456,22 @@ func TestBenchBaseline(t *testing.T) {
 			t.Errorf("pull's notes: %q", r.Notes)
 		}
 	}
-	if len(rep.Comparisons) != 4 || len(rep.Medians) != 2 {
-		t.Fatalf("comparisons %+v, medians %+v", rep.Comparisons, rep.Medians)
-	}
-	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	return rows
+}
+
+// checkBaselineComparisons checks each comparison against its pair of rows
+// (and Herald's budget line against its ratio), and each median against
+// the two ratios of its scenario.
+func checkBaselineComparisons(t *testing.T, rep *benchReport, rows map[runKey][2]int) {
+	t.Helper()
 	for _, c := range rep.Comparisons {
-		ix := rows[key{c.Scenario, c.Run}]
+		ix := rows[runKey{c.Scenario, c.Run}]
 		h, b := rep.Results[ix[0]].Phases[0], rep.Results[ix[1]].Phases[0]
 		if c.NotMeasured != "" || c.HeraldRate != h.DeliveriesPerSec || c.BaselineRate != b.DeliveriesPerSec ||
-			!near(c.Ratio, h.DeliveriesPerSec/b.DeliveriesPerSec) || c.HeraldCPU != h.CPUPer1000 || c.BaselineCPU != b.CPUPer1000 {
+			!near2(c.Ratio, h.DeliveriesPerSec/b.DeliveriesPerSec) || c.HeraldCPU != h.CPUPer1000 || c.BaselineCPU != b.CPUPer1000 {
 			t.Errorf("comparison %+v from rows %+v and %+v", c, h, b)
 		}
-		if b.CPUPer1000 > 0 && !near(c.CPURatio, h.CPUPer1000/b.CPUPer1000) {
+		if b.CPUPer1000 > 0 && !near2(c.CPURatio, h.CPUPer1000/b.CPUPer1000) {
 			t.Errorf("CPU ratio %v, rows %v / %v", c.CPURatio, h.CPUPer1000, b.CPUPer1000)
 		}
 		// Herald's result has the second-stage line, from this pair.
@@ -453,20 +492,9 @@ func TestBenchBaseline(t *testing.T) {
 				rs = append(rs, c.Ratio)
 			}
 		}
-		if m.Pairs != 2 || !near(m.Ratio, (rs[0]+rs[1])/2) {
+		if m.Pairs != 2 || !near2(m.Ratio, (rs[0]+rs[1])/2) {
 			t.Errorf("median %+v of %v", m, rs)
 		}
-	}
-	// pull is compared with the steady-batch of its own run.
-	for run := 1; run <= 2; run++ {
-		pull := rep.Results[rows[key{"pull", run}][0]]
-		push := rep.Results[rows[key{"steady-batch", run}][0]].Phases[0]
-		if len(pull.Budget) != 1 || pull.Budget[0].NotMeasured || !strings.Contains(pull.Budget[0].Measured, "vs. "+commas(push.DeliveriesPerSec)+"/s") {
-			t.Errorf("pull run %d: %+v (steady-batch %.0f/s)", run, pull.Budget, push.DeliveriesPerSec)
-		}
-	}
-	if matches, _ := filepath.Glob(filepath.Join(dir, "herald-bench-*")); len(matches) != 0 {
-		t.Errorf("scenario directories left behind: %v", matches)
 	}
 }
 
@@ -535,4 +563,6 @@ func TestBenchSoak(t *testing.T) {
 	}
 }
 
+// near2 reports whether a and b are equal but for rounding (relative to b
+// when it is over 1).
 func near2(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }

@@ -272,8 +272,8 @@ func TestGoodFlagsPass(t *testing.T) {
 			continue
 		}
 		cfg, err := o.config()
-		if err != nil || !cfg.Dispatch.Destinations.AllowPrivate || (v != "") != (len(cfg.Dispatch.Destinations.Allow) > 0) {
-			t.Errorf("serve --allow-destinations %q: %+v, %v", v, cfg.Dispatch.Destinations, err)
+		if err != nil || !cfg.Attempting.Destinations.AllowPrivate || (v != "") != (len(cfg.Attempting.Destinations.Allow) > 0) {
+			t.Errorf("serve --allow-destinations %q: %+v, %v", v, cfg.Attempting.Destinations, err)
 		}
 	}
 	_, bo := newBenchFlags(io.Discard)

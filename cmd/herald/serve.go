@@ -16,9 +16,9 @@ import (
 
 	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/destination"
-	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/server"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 )
 
@@ -77,13 +77,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		go servePprof(pln, logger)
 	}
-	if err := srv.Start(ctx); err != nil {
+	// The services run until Close, which stops them in order; ctx ends
+	// at the signal, before the HTTP server has drained.
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
 		logger.Error("starting", "err", err)
 		_ = srv.Close(context.Background())
 		return 1
 	}
 	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "data", cfg.DataDir,
-		"node", srv.Engine.Owner(), "version", build.Version, "revision", build.Revision)
+		"node", srv.Pipeline.Scheduler.Config().Owner, "version", build.Version, "revision", build.Revision)
 	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
 
 	serveErr := make(chan error, 1)
@@ -114,7 +116,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // configuration, and what only the command uses.
 type serveOptions struct {
 	server                               server.Config
-	window                               int // both of the dispatcher's windows
+	window                               int // both of the scheduler's windows
 	addr, logFormat, logLevel, pprofAddr string
 	grace                                time.Duration
 }
@@ -124,7 +126,7 @@ type serveOptions struct {
 // server.Config.Validate, and the command's own).
 func (o *serveOptions) config() (server.Config, error) {
 	cfg := o.server
-	cfg.Dispatch.FreshWindow, cfg.Dispatch.LoadWindow = o.window, o.window
+	cfg.Scheduling.FreshWindow, cfg.Scheduling.LoadWindow = o.window, o.window
 	// Not a flag: a key on the command line is visible to every user of
 	// the machine.
 	cfg.AdminKey = os.Getenv("HERALD_ADMIN_KEY")
@@ -146,7 +148,7 @@ func (o *serveOptions) config() (server.Config, error) {
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = defaultPublicURL(o.addr)
 	} else if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", store.RedactedURL(cfg.PublicURL))
+		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", redact.URL(cfg.PublicURL))
 	}
 	return cfg, nil
 }
@@ -166,12 +168,12 @@ func defaultPublicURL(addr string) string {
 
 // newServeFlags returns herald serve's flag set, writing usage and errors to
 // stderr, and the options its flags set. The server's flags default to
-// server.DefaultConfig() (the node's name to dispatch.DefaultOwner()); the
+// server.DefaultConfig() (the node's name to scheduling.DefaultOwner()); the
 // command's own are set here.
 func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	o := &serveOptions{server: server.DefaultConfig()}
-	sc, dc := &o.server, &o.server.Dispatch
-	o.window, dc.Owner = dc.FreshWindow, dispatch.DefaultOwner()
+	sc, dc, ac := &o.server, &o.server.Scheduling, &o.server.Attempting
+	o.window, dc.Owner = dc.FreshWindow, scheduling.DefaultOwner()
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address the API listens on")
@@ -194,9 +196,9 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
 	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints reach it, for the Event Grid validation URL (default http://--addr)")
 	fs.StringVar(&sc.Auth, "auth", sc.Auth, "on: every API route but /healthz, /readyz and /openapi.yaml needs an API key (Authorization: Bearer; the first admin key is HERALD_ADMIN_KEY, else made into <data>/admin.key); off: no key is needed, for local experiments only")
-	fs.BoolVar(&dc.Destinations.AllowPrivate, "allow-private-destinations", dc.Destinations.AllowPrivate,
+	fs.BoolVar(&ac.Destinations.AllowPrivate, "allow-private-destinations", ac.Destinations.AllowPrivate,
 		"deliver to loopback, private (RFC 1918) and unique local (fc00::/7) addresses too; by default only public addresses are delivered to (link-local, metadata and the other ranges need --allow-destinations)")
-	fs.Var(prefixesValue{&dc.Destinations.Allow}, "allow-destinations",
+	fs.Var(prefixesValue{&ac.Destinations.Allow}, "allow-destinations",
 		"deliver to these address `ranges` too, whatever their class: CIDR ranges or addresses separated by commas (10.1.0.0/16,fd00::/8,169.254.10.1)")
 	hc := &dc.Health
 	fs.DurationVar(&hc.Window, "health-window", hc.Window, "rolling window of the endpoint failure-rate rule")
@@ -268,4 +270,4 @@ func servePprof(ln net.Listener, logger *slog.Logger) {
 }
 
 // storeName is the store for logs: a PostgreSQL URL without its password.
-func storeName(s string) string { return store.RedactedURL(s) }
+func storeName(s string) string { return redact.URL(s) }

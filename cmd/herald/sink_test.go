@@ -17,7 +17,6 @@ import (
 
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
@@ -280,11 +279,11 @@ func TestSinkVerifiesSignatures(t *testing.T) {
 	}
 	now := time.Now()
 	body := `{"specversion":"1.0","id":"e1","source":"/s","type":"t"}`
-	sign := func(sg store.Signing, body string) string {
+	sign := func(sg signing.Keyring, body string) string {
 		return signing.NewSigner(sg).Sign("dlv_1", now.Unix(), []byte(body), now)
 	}
-	hmacSig := sign(store.Signing{Algorithm: signing.HMACSHA256, Keys: []store.SigningKey{{Key: key}}}, body)
-	edSig := sign(store.Signing{Algorithm: signing.Ed25519, Keys: []store.SigningKey{seed}}, body)
+	hmacSig := sign(signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: key}}}, body)
+	edSig := sign(signing.Keyring{Algorithm: signing.Ed25519, Keys: []signing.Key{seed}}, body)
 	ts := strconv.FormatInt(now.Unix(), 10)
 	for _, c := range []struct {
 		name string
@@ -342,7 +341,7 @@ func TestSinkSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer := signing.NewSigner(store.Signing{Algorithm: signing.HMACSHA256, Keys: []store.SigningKey{{Key: key}}})
+	signer := signing.NewSigner(signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: key}}})
 	published := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	first := storedPayload(t, event.Event{
 		ID: "evt 1", Source: "/billing", Type: "invoice.paid", Subject: "inv/42",

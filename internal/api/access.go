@@ -5,8 +5,12 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Problem types of authentication and authorization.
@@ -35,24 +39,23 @@ func (a access) allows(role string) bool {
 	case public, publishRole:
 		return true
 	case accountRole:
-		return role == store.RoleAccount || role == store.RoleAdmin
+		return role == account.RoleAccount || role == account.RoleAdmin
 	default:
-		return role == store.RoleAdmin
+		return role == account.RoleAdmin
 	}
 }
 
 // Authenticator is how the API knows who a request is (auth.Authenticator).
 type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (auth.Principal, error)
-	Account(ctx context.Context, id string) (store.Account, error)
-	Flush()
+	Account(ctx context.Context, id string) (account.Account, error)
 }
 
 // caller is who a request acts as, and in which account.
 type caller struct {
 	auth.Principal
 	// Account is the account the request acts in: the key's own, or for
-	// an admin key the ?account_id= one (store.DefaultAccount without it).
+	// an admin key the ?account_id= one (account.DefaultID without it).
 	Account string
 }
 
@@ -79,7 +82,7 @@ func (s *Server) authorize(a access, h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		p := auth.Principal{KeyID: "auth-off", AccountID: store.DefaultAccount, Role: store.RoleAdmin}
+		p := auth.Principal{KeyID: "auth-off", AccountID: account.DefaultID, Role: account.RoleAdmin}
 		if s.Auth != nil {
 			var err error
 			p, err = s.Auth.Authenticate(r.Context(), auth.BearerKey(r.Header.Get("Authorization")))
@@ -104,7 +107,7 @@ func (s *Server) authorize(a access, h http.Handler) http.Handler {
 				invalid(w, "account_id", "must name an account; leave it out to act in the key's own account")
 				return
 			}
-			if p.Role != store.RoleAdmin {
+			if p.Role != account.RoleAdmin {
 				if id[0] != p.AccountID {
 					forbidden(w, "a key of role "+p.Role+" acts only in its own account ("+p.AccountID+"); account_id names another")
 					return
@@ -126,18 +129,11 @@ func (s *Server) authorize(a access, h http.Handler) http.Handler {
 
 // account reads an account through the Authenticator's cache (the store
 // when auth is off).
-func (s *Server) account(ctx context.Context, id string) (store.Account, error) {
+func (s *Server) account(ctx context.Context, id string) (account.Account, error) {
 	if s.Auth != nil {
 		return s.Auth.Account(ctx, id)
 	}
 	return s.Store.GetAccount(ctx, id)
-}
-
-// flushAuth makes this node's account and key changes take effect at once.
-func (s *Server) flushAuth() {
-	if s.Auth != nil {
-		s.Auth.Flush()
-	}
 }
 
 func (a access) needs() string {
@@ -157,7 +153,7 @@ func forbidden(w http.ResponseWriter, detail string) {
 // ownSubscription reads the subscription the path's {id} names and
 // reports whether it may be served: 404 when it is absent or another
 // account's.
-func (s *Server) ownSubscription(w http.ResponseWriter, r *http.Request) (store.Subscription, bool) {
+func (s *Server) ownSubscription(w http.ResponseWriter, r *http.Request) (subscription.Subscription, bool) {
 	sub, err := s.Store.GetSubscription(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "subscription")
@@ -167,7 +163,7 @@ func (s *Server) ownSubscription(w http.ResponseWriter, r *http.Request) (store.
 }
 
 // ownDelivery is ownSubscription for a delivery.
-func (s *Server) ownDelivery(w http.ResponseWriter, r *http.Request) (store.Delivery, bool) {
+func (s *Server) ownDelivery(w http.ResponseWriter, r *http.Request) (delivery.Delivery, bool) {
 	d, err := s.Store.GetDelivery(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "delivery")
@@ -177,7 +173,7 @@ func (s *Server) ownDelivery(w http.ResponseWriter, r *http.Request) (store.Deli
 }
 
 // ownEndpoint is ownSubscription for an endpoint.
-func (s *Server) ownEndpoint(w http.ResponseWriter, r *http.Request) (store.Endpoint, bool) {
+func (s *Server) ownEndpoint(w http.ResponseWriter, r *http.Request) (endpoint.Endpoint, bool) {
 	ep, err := s.Store.GetEndpoint(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "endpoint")
@@ -188,8 +184,8 @@ func (s *Server) ownEndpoint(w http.ResponseWriter, r *http.Request) (store.Endp
 
 // ownedBy answers 404 (as if absent) when a resource of another account
 // than the request's is asked for, and reports whether it may be served.
-func ownedBy(w http.ResponseWriter, r *http.Request, account, what string) bool {
-	if store.AccountOrDefault(account) != accountOf(r) {
+func ownedBy(w http.ResponseWriter, r *http.Request, accountID, what string) bool {
+	if account.OrDefault(accountID) != accountOf(r) {
 		notFound(w, what)
 		return false
 	}

@@ -1,19 +1,17 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
-)
-
-// Failure policies an account's settings name.
-const (
-	failureRetry = "retry"
-	failureQueue = "queue"
+	"github.com/herald-events/herald/internal/strictjson"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // accountJSON is the account resource.
@@ -29,62 +27,27 @@ type accountSettings struct {
 	FailurePolicy string `json:"failure_policy"`
 }
 
-func toAccountJSON(a store.Account) accountJSON {
-	fp := a.Settings.FailurePolicy
-	if fp == "" {
-		fp = failureRetry
-	}
+func toAccountJSON(a account.Account) accountJSON {
+	fp := cmp.Or(a.Settings.FailurePolicy, subscription.FailureRetry)
 	return accountJSON{ID: a.ID, Name: a.Name, Settings: accountSettings{FailurePolicy: fp},
 		CreatedAt: timestamp(a.CreatedAt), UpdatedAt: timestamp(a.UpdatedAt)}
 }
 
-// accountInput is a create or update request; absent fields are nil.
-type accountInput struct {
-	Name     *string `json:"name"`
-	Settings *struct {
-		FailurePolicy *string `json:"failure_policy"`
-	} `json:"settings"`
-}
-
-// apply validates in and writes it over a.
-func (in accountInput) apply(a *store.Account) *inputError {
-	if in.Name != nil {
-		if err := checkText("name", *in.Name, maxNameLen, true); err != nil {
-			return err
-		}
-		a.Name = *in.Name
-	}
-	if in.Settings != nil && in.Settings.FailurePolicy != nil {
-		switch fp := *in.Settings.FailurePolicy; fp {
-		case failureRetry, failureQueue:
-			a.Settings.FailurePolicy = fp
-		default:
-			return badInput("settings.failure_policy", "must be %q or %q, not %s", failureRetry, failureQueue, strconv.Quote(fp))
-		}
-	}
-	return nil
-}
-
 func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
-	var in accountInput
+	var in account.Input
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	if in.Name == nil {
-		invalid(w, "name", "name is required")
-		return
-	}
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond)
-	a := store.Account{ID: ids.New("acc_", now), Settings: store.AccountSettings{FailurePolicy: failureRetry}, CreatedAt: now, UpdatedAt: now}
-	if err := in.apply(&a); err != nil {
-		invalid(w, err.Field, err.Detail)
+	a, ierr := in.New(ids.New("acc_", now), now)
+	if ierr != nil {
+		invalid(w, ierr.Field, ierr.Detail)
 		return
 	}
-	if err := s.Store.CreateAccount(r.Context(), a); err != nil {
+	if err := s.Control.CreateAccount(r.Context(), a); err != nil {
 		s.accountError(w, r, err, a.Name)
 		return
 	}
-	s.flushAuth()
 	w.Header().Set("Location", "/v1/accounts/"+a.ID)
 	writeJSON(w, http.StatusCreated, toAccountJSON(a))
 }
@@ -112,26 +75,27 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) {
-	var in accountInput
+	var in account.Input
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	a, err := s.Store.GetAccount(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "account")
-		return
+	var name string
+	a, err := s.Control.UpdateAccount(r.Context(), r.PathValue("id"), func(a *account.Account) error {
+		if err := in.Apply(a); err != nil {
+			return err
+		}
+		name = a.Name
+		return nil
+	})
+	var ie *strictjson.Error
+	switch {
+	case errors.As(err, &ie):
+		invalid(w, ie.Field, ie.Detail)
+	case err != nil:
+		s.accountError(w, r, err, name)
+	default:
+		writeJSON(w, http.StatusOK, toAccountJSON(a))
 	}
-	if err := in.apply(&a); err != nil {
-		invalid(w, err.Field, err.Detail)
-		return
-	}
-	a.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
-	if err := s.Store.UpdateAccount(r.Context(), a); err != nil {
-		s.accountError(w, r, err, a.Name)
-		return
-	}
-	s.flushAuth()
-	writeJSON(w, http.StatusOK, toAccountJSON(a))
 }
 
 // deleteAccount removes an account and revokes its keys. It refuses (409)
@@ -140,16 +104,15 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) {
 // ending a tenant's deliveries.
 func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	err := s.Store.DeleteAccount(r.Context(), id)
+	err := s.Control.DeleteAccount(r.Context(), id)
 	switch {
-	case errors.Is(err, store.ErrConflict) && id == store.DefaultAccount:
+	case errors.Is(err, store.ErrConflict) && id == account.DefaultID:
 		conflict(w, "", "the default account cannot be deleted")
 	case errors.Is(err, store.ErrConflict):
 		conflict(w, "", "the account still has subscriptions; delete them first")
 	case err != nil:
 		s.storeError(w, r, err, "account")
 	default:
-		s.flushAuth()
 		w.WriteHeader(http.StatusNoContent)
 	}
 }

@@ -14,8 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // redriveInput has the shape of the redrive body (deliveries.go).
@@ -37,8 +38,8 @@ type redriveInput struct {
 //     name in other letters is never accepted;
 //   - no string it accepts holds invalid UTF-8 or a control character
 //     other than tab;
-//   - a subscription input that applyInput also accepts has a URL and
-//     headers the HTTP client sends without complaint.
+//   - a subscription input that subscription.Input.Apply also accepts has
+//     a URL and headers the HTTP client sends without complaint.
 func FuzzManagementDecode(f *testing.F) {
 	seeds := []string{
 		`{"name":"billing","url":"https://example.com/hook","event_types":["invoice.paid"],"subject_begins_with":"/a","subject_ends_with":".pdf",` +
@@ -66,7 +67,7 @@ func FuzzManagementDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if in, ok := checkDecode[subscriptionInput](t, data); ok {
+		if in, ok := checkDecode[subscription.Input](t, data); ok {
 			checkApply(t, in)
 		}
 		checkDecode[redriveInput](t, data)
@@ -187,15 +188,15 @@ var checkTransport = &http.Transport{
 	DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, errNoDial },
 }
 
-// checkApply runs applyInput on a decoded subscription input and, when it
+// checkApply runs Apply on a decoded subscription input and, when it
 // accepts, checks that net/http builds and would send the attempt's request
 // (its URL and custom headers) without refusing it.
-func checkApply(t *testing.T, in subscriptionInput) {
+func checkApply(t *testing.T, in subscription.Input) {
 	t.Helper()
-	sub := store.Subscription{Name: "n", URL: "http://example.com/", Timeout: defaultSubscriptionTimeout}
-	if err := applyInput(&sub, in); err != nil {
+	sub := subscription.Subscription{Name: "n", URL: "http://example.com/", Timeout: subscription.DefaultTimeout}
+	if err := in.Apply(&sub); err != nil {
 		if err.Field == "" || err.Detail == "" {
-			t.Fatalf("applyInput: problem without a field or detail: %#v", err)
+			t.Fatalf("Apply: problem without a field or detail: %#v", err)
 		}
 		return
 	}
@@ -209,8 +210,8 @@ func checkApply(t *testing.T, in subscriptionInput) {
 	if _, err := checkTransport.RoundTrip(req); !errors.Is(err, errNoDial) {
 		t.Fatalf("accepted url %q and headers %q, which net/http refuses: %v", sub.URL, sub.Headers, err)
 	}
-	if pw, ok := req.URL.User.Password(); ok && pw != "xxxxx" && strings.Contains(store.RedactedURL(sub.URL), ":"+pw+"@") {
-		t.Fatalf("store.RedactedURL(%q) = %q shows the password", sub.URL, store.RedactedURL(sub.URL))
+	if pw, ok := req.URL.User.Password(); ok && pw != "xxxxx" && strings.Contains(redact.URL(sub.URL), ":"+pw+"@") {
+		t.Fatalf("redact.URL(%q) = %q shows the password", sub.URL, redact.URL(sub.URL))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -44,7 +46,7 @@ func optString(s string) *string {
 type circuitOf func(endpointID string) (h health.Health, ok bool)
 
 // circuits returns the circuit lookup of one response: each endpoint is read
-// once, from the dispatcher's live view when it holds the endpoint, else
+// once, from the scheduler's live view when it holds the endpoint, else
 // from the store.
 func (s *Server) circuits(ctx context.Context) circuitOf {
 	type entry struct {
@@ -73,7 +75,7 @@ func (s *Server) circuits(ctx context.Context) circuitOf {
 // nothing goes until the endpoint is enabled, so it is unknown (null).
 // held_by is "endpoint_" and the circuit's state whenever it is not
 // enabled (endpoint_probation, endpoint_disabled, endpoint_frozen).
-func toDeliveryJSON(d store.Delivery, circuit circuitOf) deliveryJSON {
+func toDeliveryJSON(d delivery.Delivery, circuit circuitOf) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 		EventID: d.EventID, EventSource: d.EventSource, Status: string(d.Status),
@@ -81,7 +83,7 @@ func toDeliveryJSON(d store.Delivery, circuit circuitOf) deliveryJSON {
 		LastOutcome: optString(d.LastOutcome), DeadLetterReason: optString(d.DeadLetterReason),
 		CreatedAt: timestamp(d.CreatedAt), DeliveredAt: optTime(d.DeliveredAt),
 	}
-	if d.Status == store.StatusPending {
+	if d.Status == delivery.StatusPending {
 		next := d.NextAttemptAt
 		if h, ok := circuit(d.EndpointID); ok && h.State != "" && h.State != health.Enabled {
 			out.HeldBy = optString("endpoint_" + string(h.State))
@@ -107,19 +109,19 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.DeliveryFilter{AccountID: accountOf(r), SubscriptionID: q.Get("subscription_id"), Status: store.Status(q.Get("status")), EventID: q.Get("event_id"), Page: p}
+	f := store.DeliveryFilter{AccountID: accountOf(r), SubscriptionID: q.Get("subscription_id"), Status: delivery.Status(q.Get("status")), EventID: q.Get("event_id"), Page: p}
 	if f.Status != "" && !f.Status.Valid() {
 		invalid(w, "status", "status must be one of pending, delivered, dead_lettered, dropped, queued")
 		return
 	}
 	if u, ok := q["url"]; ok {
-		if f.Status != store.StatusQueued {
+		if f.Status != delivery.StatusQueued {
 			invalid(w, "url", "url filters the queued deliveries: add status=queued")
 			return
 		}
 		f.EndpointID = s.Store.EndpointID(f.AccountID, u[0])
 	}
-	if f.Status == store.StatusQueued {
+	if f.Status == delivery.StatusQueued {
 		// Queued deliveries are listed with their events: what a
 		// subscriber fetching its queue needs.
 		s.listQueued(w, r, f)
@@ -131,7 +133,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	circuit := s.circuits(r.Context())
-	writeList(w, ds, next, func(d store.Delivery) deliveryJSON { return toDeliveryJSON(d, circuit) })
+	writeList(w, ds, next, func(d delivery.Delivery) deliveryJSON { return toDeliveryJSON(d, circuit) })
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +169,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	writeList(w, as, next, func(a store.AttemptRecord) attemptJSON {
+	writeList(w, as, next, func(a delivery.Attempt) attemptJSON {
 		j := attemptJSON{
 			Number: a.Number, StartedAt: timestamp(a.StartedAt), DurationMS: float64(a.Duration.Microseconds()) / 1000,
 			Outcome: a.Outcome, Error: optString(a.Error), ResponseBody: strings.ToValidUTF8(string(a.ResponseBody), "\uFFFD"),
@@ -260,7 +262,7 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	}
 	var n int
 	sub, err := s.Store.GetSubscription(r.Context(), in.SubscriptionID)
-	if err == nil && store.AccountOrDefault(sub.AccountID) != accountOf(r) {
+	if err == nil && account.OrDefault(sub.AccountID) != accountOf(r) {
 		err = store.ErrNotFound // another account's: as if absent
 	}
 	// An empty ids moves nothing; the control plane reads no ids as all.

@@ -3,7 +3,8 @@ package api
 import (
 	"net/http"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/redact"
 )
 
 // endpointJSON is the endpoint resource: a delivery URL and its circuit.
@@ -26,9 +27,9 @@ type endpointJSON struct {
 	UpdatedAt           *Time   `json:"updated_at"`
 }
 
-// endpointView returns the endpoint as the dispatcher sees it now when it
+// endpointView returns the endpoint as the scheduler sees it now when it
 // knows it (its health is saved every second), else as stored.
-func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
+func (s *Server) endpointView(ep endpoint.Endpoint) endpointJSON {
 	var limit *int
 	inFlight := 0
 	if live, l, n, ok := s.Live.Endpoint(ep.ID); ok {
@@ -40,7 +41,7 @@ func (s *Server) endpointView(ep store.Endpoint) endpointJSON {
 	h := ep.Health
 	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
 	out := endpointJSON{
-		ID: ep.ID, URL: store.RedactedURL(ep.URL), State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
+		ID: ep.ID, URL: redact.URL(ep.URL), State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
 		WindowAttempts: attempts, WindowFailures: failures,
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),

@@ -7,15 +7,15 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/ingest"
 )
 
 // publish accepts one or many CloudEvents (structured, batch, binary or
 // plain JSON; see openapi.yaml) and answers 202 once
 // they and their deliveries are durably committed. A batch with one bad event
 // is rejected whole; bodies over 1 MiB get 413, and so do events that would
-// make more deliveries together than the Publisher allows (ingest.FanoutError).
+// make more deliveries together than the Publisher allows (admission.FanoutError).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
@@ -44,7 +44,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Publisher.Publish(r.Context(), accountOf(r), evs)
-	if fe := (*ingest.FanoutError)(nil); errors.As(err, &fe) {
+	if fe := (*admission.FanoutError)(nil); errors.As(err, &fe) {
 		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the events would make more than " + strconv.Itoa(fe.Limit) + " deliveries, the most one publish request may make " +
 				"(the server's --max-fanout); nothing was stored: publish fewer events a request"})
@@ -63,7 +63,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	s.published.WithLabelValues("false").Add(float64(len(res) - dups))
 	s.published.WithLabelValues("true").Add(float64(dups))
 	writeJSON(w, http.StatusAccepted, struct {
-		Events []ingest.Result `json:"events"`
+		Events []admission.Result `json:"events"`
 	}{res})
 }
 

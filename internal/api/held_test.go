@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
-	"github.com/herald-events/herald/internal/store"
 )
 
 // TestHeldDeliveryReadsTheStoredCircuit: when the dispatcher does not hold
@@ -37,9 +37,9 @@ func TestHeldDeliveryReadsTheStoredCircuit(t *testing.T) {
 	call("POST", "/v1/events", `{"specversion": "1.0", "id": "e1", "source": "/s", "type": "t"}`, &struct{}{})
 	probe := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
 	modifier := ts.srv.Store.(interface {
-		ModifyEndpoints(ctx context.Context, ids []string, fn func([]*store.Endpoint) error) ([]store.Endpoint, error)
+		ModifyEndpoints(ctx context.Context, ids []string, fn func([]*endpoint.Endpoint) error) ([]endpoint.Endpoint, error)
 	})
-	if _, err := modifier.ModifyEndpoints(context.Background(), []string{sub.EndpointID}, func(eps []*store.Endpoint) error {
+	if _, err := modifier.ModifyEndpoints(context.Background(), []string{sub.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		eps[0].Health.State, eps[0].Health.NextProbeAt = health.Disabled, probe
 		return nil
 	}); err != nil {

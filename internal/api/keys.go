@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -22,74 +23,48 @@ type keyJSON struct {
 	CreatedAt Time   `json:"created_at"`
 }
 
-func toKeyJSON(k store.APIKey) keyJSON {
+func toKeyJSON(k account.Key) keyJSON {
 	return keyJSON{ID: k.ID, AccountID: k.AccountID, Role: k.Role, Name: k.Name, Prefix: k.Prefix, CreatedAt: timestamp(k.CreatedAt)}
-}
-
-type keyInput struct {
-	AccountID *string `json:"account_id"`
-	Role      *string `json:"role"`
-	Name      *string `json:"name"`
 }
 
 // createKey makes a key. An admin key makes keys of any role in any
 // account (account_id, default the request's account); an account key
 // makes account and publish keys of its own account only (403 otherwise).
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	var in keyInput
+	var in account.KeyInput
 	if !decodeBody(w, r, &in) {
 		return
 	}
 	c := callerOf(r)
-	account := c.Account
-	if in.AccountID != nil {
-		if *in.AccountID == "" {
-			invalid(w, "account_id", "must name an account; leave it out for the request's account")
-			return
-		}
-		account = *in.AccountID
-	}
-	if in.Role == nil {
-		invalid(w, "role", "role is required: admin, account or publish")
+	spec, ierr := in.Spec(c.Account)
+	if ierr != nil {
+		invalid(w, ierr.Field, ierr.Detail)
 		return
 	}
-	if !auth.ValidRole(*in.Role) {
-		invalid(w, "role", "must be admin, account or publish, not "+strconv.Quote(*in.Role))
-		return
-	}
-	name := ""
-	if in.Name != nil {
-		if err := checkText("name", *in.Name, maxNameLen, false); err != nil {
-			invalid(w, err.Field, err.Detail)
-			return
-		}
-		name = *in.Name
-	}
-	if c.Role != store.RoleAdmin {
-		if account != c.AccountID {
+	if c.Role != account.RoleAdmin {
+		if spec.AccountID != c.AccountID {
 			forbidden(w, "an account key makes keys of its own account ("+c.AccountID+") only")
 			return
 		}
-		if *in.Role == store.RoleAdmin {
+		if spec.Role == account.RoleAdmin {
 			forbidden(w, "an account key makes account and publish keys only")
 			return
 		}
 	}
-	if *in.Role == store.RoleAdmin && account != store.DefaultAccount {
-		invalid(w, "role", "admin keys act in every account and belong to "+store.DefaultAccount+"; leave account_id out")
+	if ierr := spec.Check(); ierr != nil {
+		invalid(w, ierr.Field, ierr.Detail)
 		return
 	}
-	secret, k := auth.NewKey(account, *in.Role, name, s.Clock.Now().UTC().Truncate(time.Millisecond))
-	if err := s.Store.CreateKey(r.Context(), k); err != nil {
+	secret, k := auth.NewKey(spec.AccountID, spec.Role, spec.Name, s.Clock.Now().UTC().Truncate(time.Millisecond))
+	if err := s.Control.CreateKey(r.Context(), k); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Field: "account_id",
-				Detail: "account " + strconv.Quote(account) + " not found"})
+				Detail: "account " + strconv.Quote(spec.AccountID) + " not found"})
 			return
 		}
 		s.storeError(w, r, err, "API key")
 		return
 	}
-	s.flushAuth()
 	out := toKeyJSON(k)
 	out.Key = secret
 	w.Header().Set("Location", "/v1/keys/"+k.ID)
@@ -120,13 +95,12 @@ func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
 	}
 	c := callerOf(r)
 	// An admin revokes any key; others only their account's.
-	if c.Role != store.RoleAdmin && !ownedBy(w, r, k.AccountID, "API key") {
+	if c.Role != account.RoleAdmin && !ownedBy(w, r, k.AccountID, "API key") {
 		return
 	}
-	if err := s.Store.DeleteKey(r.Context(), k.ID); err != nil {
+	if err := s.Control.DeleteKey(r.Context(), k.ID); err != nil {
 		s.storeError(w, r, err, "API key")
 		return
 	}
-	s.flushAuth()
 	w.WriteHeader(http.StatusNoContent)
 }

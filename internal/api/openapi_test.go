@@ -18,12 +18,12 @@ import (
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
-	"github.com/herald-events/herald/internal/dispatch"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/ingest"
+	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/retry"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testServer is a Server on a fresh SQLite store in t.TempDir(), with its
@@ -45,14 +45,15 @@ func setupServer(t *testing.T) testServer {
 		}
 	})
 	cat := catalog.New(st)
-	eng := dispatch.New(dispatch.Config{Store: st, Catalog: cat})
-	t.Cleanup(func() { eng.Stop(context.Background()) })
 	clk := clock.Real{}
+	pipe := pipeline.New(pipeline.Config{Store: st, Catalog: cat, Clock: clk})
+	t.Cleanup(pipe.Stop)
 	srv := &Server{
-		Store:     st,
-		Control:   &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
-		Publisher: &ingest.Ingester{Store: st, Catalog: cat, Dispatch: eng, Clock: clk},
-		Live:      eng,
+		Store: st,
+		Control: &control.Service{Store: st, Catalog: cat, Scheduler: pipe.Scheduler, Attempts: pipe.Attempter,
+			Deactivations: pipe.Recorder, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
+		Publisher: pipe.Admission,
+		Live:      pipe.Scheduler,
 		Version:   "test",
 	}
 	return testServer{srv: srv, handler: srv.Handler()}
@@ -393,7 +394,7 @@ func TestOpenAPIDocumentsSubscriptionFields(t *testing.T) {
 		}
 	}
 	create := schemaProperties(componentSchema(t, openAPI, "SubscriptionCreate"))
-	for _, name := range jsonNames(subscriptionInput{}) {
+	for _, name := range jsonNames(subscription.Input{}) {
 		if !slices.Contains(create, name) {
 			t.Errorf("openapi.yaml: SubscriptionCreate has no property %q, which POST /v1/subscriptions reads", name)
 		}
@@ -420,7 +421,7 @@ func TestOpenAPIDocumentsSubscriptionFields(t *testing.T) {
 	}
 	reasons := flowList(componentSchema(t, openAPI, "DeadLetterReason"), 0, "enum")
 	for _, r := range []string{retry.ReasonMaxAttempts, retry.ReasonTTL, retry.ReasonNoRetry, retry.ReasonDestinationBlocked,
-		store.ReasonSubscriptionDeleted, store.ReasonRejected, "DeadLetterUndeliverable", "DeadLetterURLRemoved"} {
+		delivery.ReasonSubscriptionDeleted, delivery.ReasonRejected, "DeadLetterUndeliverable", "DeadLetterURLRemoved"} {
 		if !slices.Contains(reasons, r) {
 			t.Errorf("openapi.yaml: DeadLetterReason's enum %v lacks %q", reasons, r)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Queue is the consumers' side of queued deliveries (queue.Service).
@@ -39,12 +40,12 @@ type receivedJSON struct {
 // queueOf reads the path's subscription and its catalog entry for a
 // consumer's call: 404 when absent or another account's; 409 for an active
 // push subscription, which has no queue.
-func (s *Server) queueOf(w http.ResponseWriter, r *http.Request) (store.Subscription, *catalog.Entry, bool) {
+func (s *Server) queueOf(w http.ResponseWriter, r *http.Request) (subscription.Subscription, *catalog.Entry, bool) {
 	sub, ok := s.ownSubscription(w, r)
 	if !ok {
 		return sub, nil, false
 	}
-	if sub.DeliveryMode != store.ModePull && sub.State != store.StateDeactivated {
+	if sub.DeliveryMode != subscription.ModePull && sub.State != subscription.StateDeactivated {
 		conflict(w, "", "subscription "+sub.ID+" is a push subscription in state "+sub.State+": only a pull subscription, or a deactivated push subscription, has a queue to receive from")
 		return sub, nil, false
 	}

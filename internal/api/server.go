@@ -15,36 +15,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Store is what the API reads from the store directly; changes go through
 // the control plane (control.Service).
 type Store interface {
 	Ping(ctx context.Context) error
-	CreateAccount(ctx context.Context, a store.Account) error
-	GetAccount(ctx context.Context, id string) (store.Account, error)
-	ListAccounts(ctx context.Context, p store.Page) ([]store.Account, string, error)
-	UpdateAccount(ctx context.Context, a store.Account) error
-	DeleteAccount(ctx context.Context, id string) error
-	CreateKey(ctx context.Context, k store.APIKey) error
-	GetKey(ctx context.Context, id string) (store.APIKey, error)
-	ListKeys(ctx context.Context, accountID string, p store.Page) ([]store.APIKey, string, error)
-	DeleteKey(ctx context.Context, id string) error
-	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
-	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]store.Subscription, string, error)
-	GetDelivery(ctx context.Context, id string) (store.Delivery, error)
-	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error)
-	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error)
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
+	GetKey(ctx context.Context, id string) (account.Key, error)
+	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
+	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
+	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
+	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
+	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
 	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
-	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error)
+	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error)
 	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountQueued(ctx context.Context) (int64, error)
@@ -52,14 +51,14 @@ type Store interface {
 
 // Publisher is the publish path (ingest).
 type Publisher interface {
-	Publish(ctx context.Context, accountID string, evs []event.Event) ([]ingest.Result, error)
+	Publish(ctx context.Context, accountID string, evs []event.Event) ([]admission.Result, error)
 }
 
-// LiveEndpoints is the dispatcher's view of the endpoints it holds: health
+// LiveEndpoints is the scheduler's view of the endpoints it holds: health
 // ahead of the store's by up to a second, the adaptive concurrency limit and
 // the attempts in flight.
 type LiveEndpoints interface {
-	Endpoint(id string) (ep store.Endpoint, limit, inFlight int, ok bool)
+	Endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool)
 }
 
 // Server holds what the handlers need.
@@ -76,7 +75,7 @@ type Server struct {
 	// HealthWindow is the rolling window of the endpoint failure-rate rule,
 	// for the window counts the endpoint resource shows (default 1h).
 	HealthWindow time.Duration
-	// Destinations is the dispatcher's destination policy: a subscription
+	// Destinations is the attempting stage's destination policy: a subscription
 	// URL whose host is a literal address it refuses is refused (422). The
 	// zero Policy allows public addresses only.
 	Destinations destination.Policy

@@ -3,13 +3,10 @@ package api
 import (
 	"errors"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/strictjson"
 )
 
@@ -24,69 +21,6 @@ func maskedHeaders(h map[string]string) map[string]string {
 		out[k] = maskedValue
 	}
 	return out
-}
-
-// checkHeaderMaps checks headers and secret headers together: at most
-// maxHeaders in all, and no name in both (names are case-insensitive).
-// Problems name secret_headers (or, when only headers were sent, headers).
-func checkHeaderMaps(headers, secret map[string]string, secretSent bool) *inputError {
-	field := "headers"
-	if secretSent {
-		field = "secret_headers"
-	}
-	if n := len(headers) + len(secret); n > maxHeaders {
-		return badInput(field, "headers and secret_headers must hold at most %d headers in all, got %d", maxHeaders, n)
-	}
-	plain := make(map[string]string, len(headers))
-	for k := range headers {
-		plain[strings.ToLower(k)] = k
-	}
-	names := make([]string, 0, len(secret))
-	for k := range secret {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if other, ok := plain[strings.ToLower(k)]; ok {
-			return badInput(strictjson.JoinPath("secret_headers", k), "is also in headers (as %s): a header is either in headers or in secret_headers", other)
-		}
-	}
-	return nil
-}
-
-// signingInput is the signing member of a create: the algorithm
-// (hmac-sha256, the default, or ed25519) and, for hmac-sha256, the secret
-// to start with (whsec_…; made when absent).
-type signingInput struct {
-	Algorithm *string `json:"algorithm"`
-	Secret    *string `json:"secret"`
-}
-
-// newSigning returns the signing of a new subscription from in (nil: the
-// defaults).
-func newSigning(in *signingInput) (store.Signing, *inputError) {
-	alg := signing.HMACSHA256
-	if in != nil && in.Algorithm != nil {
-		alg = *in.Algorithm
-		if alg != signing.HMACSHA256 && alg != signing.Ed25519 {
-			return store.Signing{}, badInput("signing.algorithm", "must be %s or %s, not %s", signing.HMACSHA256, signing.Ed25519, strictjson.Shorten(alg))
-		}
-	}
-	if in != nil && in.Secret != nil {
-		if alg != signing.HMACSHA256 {
-			return store.Signing{}, badInput("signing.secret", "can be given only for %s: an %s key is made by Herald, which keeps the private key", signing.HMACSHA256, alg)
-		}
-		key, err := signing.ParseSecret(*in.Secret)
-		if err != nil {
-			return store.Signing{}, badInput("signing.secret", "%s", err.Error())
-		}
-		return store.Signing{Algorithm: alg, Keys: []store.SigningKey{{Key: key}}}, nil
-	}
-	sg, err := signing.NewSigning(alg)
-	if err != nil {
-		return store.Signing{}, badInput("signing", "%s", err.Error())
-	}
-	return sg, nil
 }
 
 // secretJSON is the answer of the secret routes: the only place a
@@ -104,7 +38,7 @@ type previousSecretJSON struct {
 	ExpiresAt Time   `json:"expires_at"`
 }
 
-func toSecretJSON(sg store.Signing, now time.Time) secretJSON {
+func toSecretJSON(sg signing.Keyring, now time.Time) secretJSON {
 	out := secretJSON{Algorithm: sg.Algorithm, Previous: []previousSecretJSON{}}
 	encode := func(key []byte) (secret, public string) {
 		if sg.Algorithm == signing.Ed25519 {

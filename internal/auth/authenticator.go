@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -16,7 +18,7 @@ import (
 var ErrUnauthenticated = errors.New("missing or unknown API key")
 
 // Principal is who a request acts as: its key's role and account. The
-// HERALD_ADMIN_KEY is an admin of store.DefaultAccount with KeyID "env".
+// HERALD_ADMIN_KEY is an admin of account.DefaultID with KeyID "env".
 type Principal struct {
 	KeyID     string
 	AccountID string
@@ -26,8 +28,8 @@ type Principal struct {
 // Store is what authentication reads: keys by hash, accounts, and the auth
 // version that every account and key write advances.
 type Store interface {
-	KeyByHash(ctx context.Context, hash []byte) (store.APIKey, error)
-	GetAccount(ctx context.Context, id string) (store.Account, error)
+	KeyByHash(ctx context.Context, hash []byte) (account.Key, error)
+	GetAccount(ctx context.Context, id string) (account.Account, error)
 	AuthVersion(ctx context.Context) (int64, error)
 }
 
@@ -55,24 +57,25 @@ type Authenticator struct {
 	log       *slog.Logger
 	recheck   time.Duration
 	size      int
-	adminHash []byte // HERALD_ADMIN_KEY's hash, or nil
+	adminHash []byte          // HERALD_ADMIN_KEY's hash, or nil
+	rechecks  *startstop.Loop // runs Check every recheck
 
 	mu       sync.Mutex
 	gen      uint64 // advanced by every flush
 	version  int64  // the auth version the cache reflects (0: unknown)
 	keys     map[string]keyEntry
-	accounts map[string]store.Account
+	accounts map[string]account.Account
 }
 
 type keyEntry struct {
-	key   store.APIKey
+	key   account.Key
 	known bool
 }
 
 // Options configure an Authenticator; zero fields take the defaults.
 type Options struct {
 	// AdminKey, when not empty, is always accepted as an admin key of
-	// store.DefaultAccount (HERALD_ADMIN_KEY). It is never stored.
+	// account.DefaultID (HERALD_ADMIN_KEY). It is never stored.
 	AdminKey  string
 	Recheck   time.Duration
 	CacheSize int
@@ -80,7 +83,7 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// New returns an authenticator reading st. Run keeps it current.
+// New returns an authenticator reading st. Start keeps it current.
 func New(st Store, o Options) *Authenticator {
 	a := &Authenticator{store: st, clock: o.Clock, log: o.Logger, recheck: o.Recheck, size: o.CacheSize}
 	if a.clock == nil {
@@ -98,11 +101,12 @@ func New(st Store, o Options) *Authenticator {
 	if o.AdminKey != "" {
 		a.adminHash = Hash(o.AdminKey)
 	}
-	a.keys, a.accounts = map[string]keyEntry{}, map[string]store.Account{}
+	a.keys, a.accounts = map[string]keyEntry{}, map[string]account.Account{}
+	a.rechecks = startstop.NewPeriodic("auth recheck", a.clock, a.recheck, a.Check)
 	return a
 }
 
-// Recheck is how often Run reads the auth version.
+// Recheck is how often the cache reads the auth version (see Start).
 func (a *Authenticator) Recheck() time.Duration { return a.recheck }
 
 // Authenticate returns the principal of a bearer key, or
@@ -114,7 +118,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal
 	}
 	h := Hash(key)
 	if a.adminHash != nil && sameHash(h, a.adminHash) {
-		return Principal{KeyID: "env", AccountID: store.DefaultAccount, Role: store.RoleAdmin}, nil
+		return Principal{KeyID: "env", AccountID: account.DefaultID, Role: account.RoleAdmin}, nil
 	}
 	a.mu.Lock()
 	e, ok := a.keys[string(h)]
@@ -147,7 +151,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal
 
 // Account returns an account (store.ErrNotFound when there is none),
 // cached like keys.
-func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, error) {
+func (a *Authenticator) Account(ctx context.Context, id string) (account.Account, error) {
 	a.mu.Lock()
 	acc, ok := a.accounts[id]
 	gen := a.gen
@@ -157,7 +161,7 @@ func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, 
 	}
 	acc, err := a.store.GetAccount(ctx, id)
 	if err != nil {
-		return store.Account{}, err
+		return account.Account{}, err
 	}
 	a.mu.Lock()
 	if a.gen == gen {
@@ -170,8 +174,9 @@ func (a *Authenticator) Account(ctx context.Context, id string) (store.Account, 
 	return acc, nil
 }
 
-// Flush forgets every cached key and account. The API calls it after its
-// own account and key writes, so that they take effect on this node at once.
+// Flush forgets every cached key and account. The control plane
+// (control.Service) calls it after its account and key writes, so that
+// they take effect on this node at once.
 func (a *Authenticator) Flush() {
 	a.mu.Lock()
 	a.flushLocked()
@@ -184,24 +189,25 @@ func (a *Authenticator) flushLocked() {
 	clear(a.accounts)
 }
 
-// Run reads the auth version every Recheck (on the injected clock) and
-// flushes the cache when it moved, until ctx ends. A failed read is logged
-// and the cache kept: the store being briefly unreachable does not log
-// everyone out.
-func (a *Authenticator) Run(ctx context.Context) {
-	for {
-		t := a.clock.NewTimer(a.recheck)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		a.Check(ctx)
-	}
-}
+// Start keeps the cache current until Stop (or ctx ends): Check every
+// Recheck on the injected clock, the first one Recheck after Start.
+func (a *Authenticator) Start(ctx context.Context) error { return a.rechecks.Start(ctx) }
+
+// Stop ends the rechecks and waits for the one in progress.
+func (a *Authenticator) Stop() { a.rechecks.Stop() }
+
+// Started is closed once the rechecks run.
+func (a *Authenticator) Started() <-chan struct{} { return a.rechecks.Started() }
+
+// Stopped is closed once the rechecks have stopped.
+func (a *Authenticator) Stopped() <-chan struct{} { return a.rechecks.Stopped() }
+
+// Loops returns the loop that runs the rechecks (tests read its signals).
+func (a *Authenticator) Loops() []*startstop.Loop { return []*startstop.Loop{a.rechecks} }
 
 // Check reads the auth version once and flushes the cache when it moved.
+// A failed read is logged and the cache kept: the store being briefly
+// unreachable does not log everyone out.
 func (a *Authenticator) Check(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	v, err := a.store.AuthVersion(rctx)

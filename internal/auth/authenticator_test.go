@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/clock"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
 )
 
@@ -22,12 +22,12 @@ type countingStore struct {
 	keyReads, accountReads, versionReads atomic.Int64
 }
 
-func (c *countingStore) KeyByHash(ctx context.Context, h []byte) (store.APIKey, error) {
+func (c *countingStore) KeyByHash(ctx context.Context, h []byte) (account.Key, error) {
 	c.keyReads.Add(1)
 	return c.Store.KeyByHash(ctx, h)
 }
 
-func (c *countingStore) GetAccount(ctx context.Context, id string) (store.Account, error) {
+func (c *countingStore) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	c.accountReads.Add(1)
 	return c.Store.GetAccount(ctx, id)
 }
@@ -50,15 +50,15 @@ func setup(t *testing.T) (*countingStore, *clock.Fake) {
 }
 
 func TestKeysAreRandomAndStoredHashed(t *testing.T) {
-	s1, k1 := auth.NewKey("", store.RolePublish, "a", t0)
-	s2, _ := auth.NewKey("", store.RolePublish, "a", t0)
+	s1, k1 := auth.NewKey("", account.RolePublish, "a", t0)
+	s2, _ := auth.NewKey("", account.RolePublish, "a", t0)
 	if s1 == s2 || !strings.HasPrefix(s1, auth.KeyPrefix) || len(s1) != 46 {
 		t.Fatalf("keys %q, %q: want distinct hk_ keys of 46 characters", s1, s2)
 	}
 	if strings.Contains(string(k1.Hash), s1) || string(k1.Hash) != string(auth.Hash(s1)) || len(k1.Hash) != 32 {
 		t.Fatalf("stored hash %x is not the key's SHA-256", k1.Hash)
 	}
-	if k1.AccountID != store.DefaultAccount || !strings.HasPrefix(s1, k1.Prefix) || len(k1.Prefix) != 11 {
+	if k1.AccountID != account.DefaultID || !strings.HasPrefix(s1, k1.Prefix) || len(k1.Prefix) != 11 {
 		t.Fatalf("key %+v: want acc_default and an 11-character prefix of the secret", k1)
 	}
 }
@@ -81,20 +81,20 @@ func TestBearerKey(t *testing.T) {
 func TestCacheReadsNothingInSteadyState(t *testing.T) {
 	st, clk := setup(t)
 	ctx := context.Background()
-	secret, k := auth.NewKey("", store.RoleAccount, "k", t0)
+	secret, k := auth.NewKey("", account.RoleAccount, "k", t0)
 	if err := st.CreateKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	a := auth.New(st, auth.Options{Clock: clk})
 	for i := 0; i < 1000; i++ {
 		p, err := a.Authenticate(ctx, secret)
-		if err != nil || p.KeyID != k.ID || p.Role != store.RoleAccount || p.AccountID != store.DefaultAccount {
+		if err != nil || p.KeyID != k.ID || p.Role != account.RoleAccount || p.AccountID != account.DefaultID {
 			t.Fatalf("authenticate: %+v, %v", p, err)
 		}
 		if _, err := a.Authenticate(ctx, "hk_unknown"); !errors.Is(err, auth.ErrUnauthenticated) {
 			t.Fatalf("unknown key: %v", err)
 		}
-		if _, err := a.Account(ctx, store.DefaultAccount); err != nil {
+		if _, err := a.Account(ctx, account.DefaultID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,20 +113,27 @@ func TestCacheReadsNothingInSteadyState(t *testing.T) {
 
 // TestRevocationOnAnotherAuthenticator: two authenticators on one store
 // (two nodes). A key revoked through the store keeps working on the other
-// node only until its next version check, which the fake clock's Recheck
-// brings.
+// node until its next version check, which the fake clock's Recheck brings,
+// and not after it.
 func TestRevocationOnAnotherAuthenticator(t *testing.T) {
 	st, clk := setup(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	secret, k := auth.NewKey("", store.RolePublish, "k", t0)
+	ctx := context.Background()
+	secret, k := auth.NewKey("", account.RolePublish, "k", t0)
 	if err := st.CreateKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	other := auth.New(st, auth.Options{Clock: clk, Recheck: time.Second})
 	other.Check(ctx)
-	done := make(chan struct{})
-	go func() { other.Run(ctx); close(done) }()
+	rechecks := &other.Loops()[0].TestSignals
+	rechecks.Slept.Init()
+	rechecks.Woke.Init()
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	if until := rechecks.Slept.WaitOrTimeout(); !until.Equal(t0.Add(time.Second)) {
+		t.Fatalf("the first recheck is due at %v, want %v (one Recheck after Start)", until, t0.Add(time.Second))
+	}
 	if _, err := other.Authenticate(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -137,21 +144,14 @@ func TestRevocationOnAnotherAuthenticator(t *testing.T) {
 	if _, err := other.Authenticate(ctx, secret); err != nil {
 		t.Fatalf("before the recheck: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if ch := clk.TimerAdded(); clk.Timers() == 0 {
-			<-ch // Run is between checks: wait until it sleeps again
-		}
-		clk.Advance(time.Second)
-		if _, err := other.Authenticate(ctx, secret); errors.Is(err, auth.ErrUnauthenticated) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the revoked key still works after its recheck")
-		}
+	clk.Advance(time.Second)
+	rechecks.Woke.WaitOrTimeout()
+	rechecks.Slept.WaitOrTimeout() // the recheck is done
+	if _, err := other.Authenticate(ctx, secret); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("after the recheck: %v, want the revoked key refused", err)
 	}
-	cancel()
-	<-done
+	other.Stop()
+	<-other.Stopped()
 }
 
 // TestAdminKeyFromEnvironment: HERALD_ADMIN_KEY is an admin of the default
@@ -161,7 +161,7 @@ func TestAdminKeyFromEnvironment(t *testing.T) {
 	const admin = "an-admin-key-of-enough-length"
 	a := auth.New(st, auth.Options{Clock: clk, AdminKey: admin})
 	p, err := a.Authenticate(context.Background(), admin)
-	if err != nil || p.Role != store.RoleAdmin || p.AccountID != store.DefaultAccount {
+	if err != nil || p.Role != account.RoleAdmin || p.AccountID != account.DefaultID {
 		t.Fatalf("admin key: %+v, %v", p, err)
 	}
 	if st.keyReads.Load() != 0 {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
-	"github.com/herald-events/herald/internal/store"
 )
 
 // KeyPrefix starts every API key Herald makes.
@@ -32,14 +32,14 @@ const MinAdminKeyLen = 24
 // rest (256 random bits).
 const shownPrefix = len(KeyPrefix) + 8
 
-// NewKey makes a key for account with role and name: the secret to hand to
+// NewKey makes a key for accountID with role and name: the secret to hand to
 // the user once, and the key as stored (its SHA-256, never the secret).
-func NewKey(account, role, name string, now time.Time) (secret string, k store.APIKey) {
+func NewKey(accountID, role, name string, now time.Time) (secret string, k account.Key) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	secret = KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	return secret, store.APIKey{
-		ID: ids.New("key_", now), AccountID: store.AccountOrDefault(account), Role: role, Name: name,
+	return secret, account.Key{
+		ID: ids.New("key_", now), AccountID: account.OrDefault(accountID), Role: role, Name: name,
 		Hash: Hash(secret), Prefix: secret[:shownPrefix], CreatedAt: now,
 	}
 }
@@ -50,12 +50,6 @@ func NewKey(account, role, name string, now time.Time) (secret string, k store.A
 func Hash(secret string) []byte {
 	sum := sha256.Sum256([]byte(secret))
 	return sum[:]
-}
-
-// ValidRole reports whether role is one of store.RoleAdmin, RoleAccount,
-// RolePublish.
-func ValidRole(role string) bool {
-	return role == store.RoleAdmin || role == store.RoleAccount || role == store.RolePublish
 }
 
 // BearerKey returns the key of an Authorization header value

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -245,28 +244,6 @@ func (r *Result) label(phase string, runs int) string {
 		s += fmt.Sprintf(" #%d", r.Run)
 	}
 	return s
-}
-
-// serveForwarder starts the baseline forwarder for the scenario, with an
-// API client for it, as serve starts herald serve: the first in the
-// scenario's directory, a later one in a directory of its own under it.
-func (e *env) serveForwarder(ctx context.Context) ([]string, error) {
-	dir, err := e.nextServerDir()
-	if err != nil {
-		return nil, err
-	}
-	if len(e.cfg.Forwarder) == 0 {
-		return nil, fmt.Errorf("no baseline forwarder command")
-	}
-	args := append(slices.Clone(e.cfg.Forwarder[1:]), "--listen", "127.0.0.1:0")
-	e.prog.set(func() string { return e.name + " (baseline): starting the forwarder" })
-	srv, err := startChild(ctx, childSpec{what: "herald bench-forwarder", bin: e.cfg.Forwarder[0], args: args, dir: dir,
-		log: "forwarder.log", announce: forwarderAnnounce, env: e.serveEnv})
-	if err != nil {
-		return nil, err
-	}
-	e.attach(srv)
-	return nil, nil
 }
 
 // forwarderFigures adds the forwarder's counters to a baseline result.

@@ -308,7 +308,7 @@ func TestUUIDIDsCounted(t *testing.T) {
 func TestBaselineForwarderDrops(t *testing.T) {
 	cfg := testForwarderConfig(t)
 	cfg.Sizes.Events, cfg.Sizes.Endpoints = 200, 2
-	e := &env{cfg: &cfg, name: "steady-batch", prog: newProgress(nil, false), baseline: true, dir: t.TempDir()}
+	e := newEnv(&cfg, "steady-batch", true, t.TempDir(), newProgress(nil, false))
 	defer e.close()
 	if _, err := e.serve(context.Background()); err != nil {
 		t.Fatal(err)
@@ -357,7 +357,34 @@ func TestCompareBaseline(t *testing.T) {
 	if len(rep.Comparisons) != 5 {
 		t.Fatalf("comparisons: %+v", rep.Comparisons)
 	}
-	herald := map[[2]any]*Result{}
+	herald, batchRatios := checkComparisons(t, rep)
+	if r := herald[[2]any{"steady-single", 2}]; len(r.Budget) != 1 || !r.Budget[0].NotMeasured {
+		t.Errorf("failed Herald run: budget %+v", r.Budget)
+	}
+	if r := herald[[2]any{"pull", 1}]; len(r.Budget) != 0 {
+		t.Errorf("pull got a baseline line: %+v", r.Budget)
+	}
+	// Medians: steady-batch over 3 pairs; steady-single has one measured
+	// pair, so none.
+	if len(rep.Medians) != 1 || rep.Medians[0].Scenario != "steady-batch" || rep.Medians[0].Pairs != 3 ||
+		!near(rep.Medians[0].DeliveriesRatio, median(batchRatios)) || rep.Medians[0].HeraldDeliveriesPerSec != 6600 {
+		t.Errorf("medians %+v (ratios %v)", rep.Medians, batchRatios)
+	}
+	checkComparisonOutput(t, rep)
+	checkCompareBaselineOnPostgres(t)
+}
+
+// near reports whether a and b are equal but for rounding.
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// checkComparisons checks each of rep's comparisons against its rows:
+// Herald's figures divided by the baseline's (none when Herald's run
+// failed), and the budget line on Herald's result met as the ratio meets
+// the bar. It returns Herald's results by (scenario, run) and the
+// steady-batch ratios.
+func checkComparisons(t *testing.T, rep *Report) (herald map[[2]any]*Result, batchRatios []float64) {
+	t.Helper()
+	herald = map[[2]any]*Result{}
 	base := map[[2]any]*Result{}
 	for i := range rep.Results {
 		r := &rep.Results[i]
@@ -368,8 +395,6 @@ func TestCompareBaseline(t *testing.T) {
 			herald[k] = r
 		}
 	}
-	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-	var batchRatios []float64
 	for _, c := range rep.Comparisons {
 		k := [2]any{c.Scenario, c.Run}
 		h, b := herald[k], base[k]
@@ -399,19 +424,14 @@ func TestCompareBaseline(t *testing.T) {
 			t.Errorf("%v: budget line %+v for ratio %.3f against %.1f", k, line, c.DeliveriesRatio, bar)
 		}
 	}
-	if r := herald[[2]any{"steady-single", 2}]; len(r.Budget) != 1 || !r.Budget[0].NotMeasured {
-		t.Errorf("failed Herald run: budget %+v", r.Budget)
-	}
-	if r := herald[[2]any{"pull", 1}]; len(r.Budget) != 0 {
-		t.Errorf("pull got a baseline line: %+v", r.Budget)
-	}
-	// Medians: steady-batch over 3 pairs; steady-single has one measured
-	// pair, so none.
-	if len(rep.Medians) != 1 || rep.Medians[0].Scenario != "steady-batch" || rep.Medians[0].Pairs != 3 ||
-		!near(rep.Medians[0].DeliveriesRatio, median(batchRatios)) || rep.Medians[0].HeraldDeliveriesPerSec != 6600 {
-		t.Errorf("medians %+v (ratios %v)", rep.Medians, batchRatios)
-	}
+	return herald, batchRatios
+}
 
+// checkComparisonOutput checks that the table and the JSON of
+// TestCompareBaseline's report show the comparisons, the medians and the
+// budget line.
+func checkComparisonOutput(t *testing.T, rep *Report) {
+	t.Helper()
 	var out bytes.Buffer
 	if err := rep.WriteTable(&out); err != nil {
 		t.Fatal(err)
@@ -438,8 +458,12 @@ func TestCompareBaseline(t *testing.T) {
 			t.Errorf("JSON lacks %s", want)
 		}
 	}
+}
 
-	// On PostgreSQL: steady-batch against 0.5, steady-single has no line.
+// checkCompareBaselineOnPostgres: on PostgreSQL, steady-batch is held to
+// 0.5 and steady-single has no line.
+func checkCompareBaselineOnPostgres(t *testing.T) {
+	t.Helper()
 	pg := &Report{Results: []Result{
 		rowsResult("steady-batch", targetHerald, 1, true, 5500, 0.1), rowsResult("steady-batch", targetBaseline, 1, true, 10000, 0.05),
 		rowsResult("steady-single", targetHerald, 1, true, 3000, 0.1), rowsResult("steady-single", targetBaseline, 1, true, 8000, 0.05),

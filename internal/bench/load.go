@@ -57,124 +57,155 @@ func (r loadResult) seconds() float64 { return r.end.Sub(r.start).Seconds() }
 func (l *load) run(ctx context.Context, c *client) (loadResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		res      loadResult
-		mu       sync.Mutex
-		firstErr error
-		nreq     = (l.events + l.batch - 1) / l.batch
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		requests atomic.Int64
-		retries  atomic.Int64
-		dels     atomic.Int64
-		dups     atomic.Int64
-		lastNano atomic.Int64
-		late     atomic.Int64
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		cancel()
-	}
-	type job struct {
-		k  int
-		at time.Time // scheduled time (offered rate); zero: now
-	}
-	jobs := make(chan job, 2*l.publishers)
-	res.start = time.Now()
+	r := &loadRun{l: l, cancel: cancel, nreq: (l.events + l.batch - 1) / l.batch}
+	jobs := make(chan loadJob, 2*l.publishers)
+	r.start = time.Now()
 	if l.rate > 0 {
-		interval := time.Duration(float64(time.Second) * float64(l.batch) / l.rate)
-		go func() {
-			defer close(jobs)
-			for k := 0; k < nreq; k++ {
-				at := res.start.Add(time.Duration(k) * interval)
-				if d := time.Until(at); d > 0 {
-					t := time.NewTimer(d)
-					select {
-					case <-t.C:
-					case <-ctx.Done():
-						t.Stop()
-						return
-					}
-				}
-				select {
-				case jobs <- job{k, at}:
-				case <-ctx.Done():
-					return
-				}
-				if k == nreq-1 {
-					late.Store(int64(time.Since(at)))
-				}
-			}
-		}()
+		go r.pace(ctx, jobs)
 	} else {
-		go func() {
-			defer close(jobs)
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= nreq {
-					return
-				}
-				select {
-				case jobs <- job{k: k}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
+		go r.feed(ctx, jobs)
 	}
-
+	var wg sync.WaitGroup
 	for range l.publishers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var buf []byte
-			for j := range jobs {
-				lo := j.k * l.batch
-				hi := min(lo+l.batch, l.events)
-				sent := j.at
-				if sent.IsZero() {
-					sent = time.Now()
-				}
-				buf = l.body(buf[:0], lo, hi, sent.UnixNano())
-				ctype := "application/cloudevents+json"
-				if l.batch > 1 {
-					ctype = "application/cloudevents-batch+json"
-				}
-				d, u, tries, err := publishOnce(ctx, c, ctype, buf)
-				requests.Add(int64(tries))
-				retries.Add(int64(tries - 1))
-				if err != nil {
-					if ctx.Err() == nil {
-						fail(fmt.Errorf("publishing events %d–%d: %w", lo, hi-1, err))
-					}
-					return
-				}
-				dels.Add(d)
-				dups.Add(u)
-				l.accepted.Add(int64(hi - lo))
-				now := time.Now().UnixNano()
-				for {
-					v := lastNano.Load()
-					if now <= v || lastNano.CompareAndSwap(v, now) {
-						break
-					}
-				}
-			}
+			r.publish(ctx, c, jobs)
 		}()
 	}
 	wg.Wait()
+	return r.result(ctx)
+}
+
+// loadJob is one publish request of a load: the k-th, and under an offered
+// rate the time it is scheduled for (zero: now).
+type loadJob struct {
+	k  int
+	at time.Time
+}
+
+// loadRun is one run of a load: the counters its publishers share and the
+// first error, which cancels the run.
+type loadRun struct {
+	l      *load
+	cancel context.CancelFunc
+	nreq   int       // requests in the load
+	start  time.Time // when the run began; request k is scheduled from it
+
+	mu       sync.Mutex
+	firstErr error
+
+	requests, retries, dels, dups atomic.Int64
+	lastNano                      atomic.Int64 // when the last answer came, Unix ns
+	late                          atomic.Int64 // a time.Duration: see loadResult.Late
+}
+
+// fail records err if it is the first, and cancels the run.
+func (r *loadRun) fail(err error) {
+	r.mu.Lock()
+	if r.firstErr == nil {
+		r.firstErr = err
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+// pace sends the load's requests to jobs at its offered rate, request k at
+// start + k × the interval, and records how late the last one went; it
+// closes jobs at the end or when ctx ends.
+func (r *loadRun) pace(ctx context.Context, jobs chan<- loadJob) {
+	defer close(jobs)
+	interval := time.Duration(float64(time.Second) * float64(r.l.batch) / r.l.rate)
+	for k := 0; k < r.nreq; k++ {
+		at := r.start.Add(time.Duration(k) * interval)
+		if d := time.Until(at); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		select {
+		case jobs <- loadJob{k, at}:
+		case <-ctx.Done():
+			return
+		}
+		if k == r.nreq-1 {
+			r.late.Store(int64(time.Since(at)))
+		}
+	}
+}
+
+// feed sends the load's requests to jobs as fast as the publishers take
+// them; it closes jobs at the end or when ctx ends.
+func (r *loadRun) feed(ctx context.Context, jobs chan<- loadJob) {
+	defer close(jobs)
+	for k := 0; k < r.nreq; k++ {
+		select {
+		case jobs <- loadJob{k: k}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// publish is one publisher: it sends the requests of jobs one after the
+// other, each event stamped with its request's scheduled time (or the time
+// it is sent), and counts what the server answered. It returns when jobs
+// is closed or a request failed for good.
+func (r *loadRun) publish(ctx context.Context, c *client, jobs <-chan loadJob) {
+	l := r.l
+	ctype := "application/cloudevents+json"
+	if l.batch > 1 {
+		ctype = "application/cloudevents-batch+json"
+	}
+	var buf []byte
+	for j := range jobs {
+		lo := j.k * l.batch
+		hi := min(lo+l.batch, l.events)
+		sent := j.at
+		if sent.IsZero() {
+			sent = time.Now()
+		}
+		buf = l.body(buf[:0], lo, hi, sent.UnixNano())
+		d, u, tries, err := publishOnce(ctx, c, ctype, buf)
+		r.requests.Add(int64(tries))
+		r.retries.Add(int64(tries - 1))
+		if err != nil {
+			if ctx.Err() == nil {
+				r.fail(fmt.Errorf("publishing events %d–%d: %w", lo, hi-1, err))
+			}
+			return
+		}
+		r.dels.Add(d)
+		r.dups.Add(u)
+		l.accepted.Add(int64(hi - lo))
+		now := time.Now().UnixNano()
+		for {
+			v := r.lastNano.Load()
+			if now <= v || r.lastNano.CompareAndSwap(v, now) {
+				break
+			}
+		}
+	}
+}
+
+// result is what the run did, once its publishers have returned, and its
+// error: the first failure, else ctx's, else a shortfall of accepted events.
+func (r *loadRun) result(ctx context.Context) (loadResult, error) {
+	l := r.l
+	res := loadResult{start: r.start}
 	res.Accepted = l.accepted.Load()
-	res.Deliveries, res.Duplicates = dels.Load(), dups.Load()
-	res.Requests, res.Retries = requests.Load(), retries.Load()
-	res.end = time.Unix(0, lastNano.Load())
-	if lastNano.Load() == 0 {
+	res.Deliveries, res.Duplicates = r.dels.Load(), r.dups.Load()
+	res.Requests, res.Retries = r.requests.Load(), r.retries.Load()
+	res.end = time.Unix(0, r.lastNano.Load())
+	if r.lastNano.Load() == 0 {
 		res.end = time.Now()
 	}
-	res.Late = time.Duration(late.Load())
+	res.Late = time.Duration(r.late.Load())
+	firstErr := r.firstErr
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -100,7 +99,8 @@ func machine() Machine {
 	return m
 }
 
-// env is one scenario's world: its server, API client and receivers.
+// env is one scenario's world: its current server, API client and
+// receivers. Its launcher starts the servers; usage sums what they used.
 type env struct {
 	cfg  *Config
 	name string
@@ -108,23 +108,19 @@ type env struct {
 	// of herald serve.
 	baseline bool
 	dir      string
-	srv      *server
-	api      *client
-	recv     []*Receiver
 	prog     *progress
-	phase    string
+	launch   *launcher
+	usage    serverUsage
 
-	// What every server of the scenario is started with: flags before and
-	// after --store (when the store is PostgreSQL), environment, admin key.
-	flagsPre, flagsPost []string
-	serveEnv            []string
-	adminKey            string
-	servers             int           // servers started
-	cpu0                time.Duration // the current server's CPU when it was ready
-	cpuDone             time.Duration // CPU of the scenario's servers already stopped
-	peakDone            int64         // their largest VmHWM
-	drops               []func()      // drop the PostgreSQL schemas, after the servers
-	pgSchema            string        // the current server's PostgreSQL schema ("" on SQLite)
+	srv  *server
+	api  *client
+	recv []*Receiver
+}
+
+// newEnv is the world of scenario name in dir, before its first server.
+func newEnv(cfg *Config, name string, baseline bool, dir string, prog *progress) *env {
+	return &env{cfg: cfg, name: name, baseline: baseline, dir: dir, prog: prog,
+		launch: newLauncher(cfg, name, baseline, dir, prog)}
 }
 
 // scenarioFuncs run the scenarios; each fills res.Phases, res.Figures and
@@ -147,10 +143,8 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 // with target "baseline" the baseline forwarder.
 func runScenario(ctx context.Context, cfg *Config, name, target string, run int, prog *progress) (res Result) {
 	res.Scenario, res.Target, res.Run = name, target, run
-	res.LoadStart = loadavg()
-	start := time.Now()
-	benchCPU0 := procCPU(0)
-	busy0 := machineBusy()
+	m := startMeasure()
+	res.LoadStart = m.load
 	var serverCPU time.Duration
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -159,30 +153,18 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	e := &env{cfg: cfg, name: name, prog: prog, baseline: target == targetBaseline}
+	var e *env
 	defer func() {
 		prog.set(nil)
-		e.close()
-		for _, drop := range e.drops {
-			drop()
+		if e != nil {
+			e.close()
+			e.launch.dropSchemas()
 		}
-		res.Seconds = time.Since(start).Seconds()
-		res.LoadEnd = loadavg()
-		bench := procCPU(0) - benchCPU0
-		res.BenchCPUSeconds = bench.Seconds()
-		if secs := time.Since(start).Seconds(); secs > 0 && busy0 > 0 {
-			// Whatever else ran on the machine meanwhile: the figures are
-			// only as good as this is small.
-			others := machineBusy() - busy0 - bench - serverCPU
-			res.OtherCPUCores = max(others.Seconds(), 0) / secs
-		}
-		if res.Error == "" {
-			res.OK = true
-		}
+		m.finish(&res, serverCPU)
 	}()
 
 	tag := name
-	if e.baseline {
+	if target == targetBaseline {
 		tag += "-baseline"
 	}
 	dir, err := os.MkdirTemp(cfg.TempDir, "herald-bench-"+tag+"-")
@@ -190,28 +172,7 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 		res.Error = err.Error()
 		return res
 	}
-	e.dir = dir
-	if name == "backlog" {
-		// The backlog's endpoints fail every first attempt on purpose; the
-		// endpoint circuit would put them on probation or disable them and
-		// stop the first attempts. Its thresholds go out of reach so the
-		// scenario measures what the budget line names: a million
-		// deliveries pending retry. (Flags the binary lacks are left out.)
-		e.flagsPre = append(e.flagsPre, supported(cfg.Herald, relaxedHealth)...)
-	}
-	if name == "soak" {
-		// Retention short enough that clean-up runs behind the load: see
-		// soakScenario.
-		e.flagsPre = append(e.flagsPre, "--dedup-retention", cfg.Sizes.SoakRetention.String())
-	}
-	e.flagsPost = append(e.flagsPost, cfg.ServeArgs...)
-	if cfg.Pprof != "" {
-		e.flagsPost = append(e.flagsPost, "--pprof", cfg.Pprof)
-	}
-	e.serveEnv = cfg.ServeEnv
-	// The server runs with authentication on, as users run it: the bench
-	// is its admin through a key made for this run (not in the report).
-	e.adminKey = benchAdminKey()
+	e = newEnv(cfg, name, target == targetBaseline, dir, prog)
 	flags, err := e.serve(ctx)
 	res.ServeFlags = flags
 	res.ServeEnv = cfg.ServeEnv
@@ -228,9 +189,9 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 		res.Budget = nil
 	}
 
-	serverCPU = e.serverCPU()
+	serverCPU = e.usage.cpu(e.srv)
 	res.CPUSeconds = serverCPU.Seconds()
-	res.PeakRSSMiB = mib(e.serverPeak())
+	res.PeakRSSMiB = mib(e.usage.peak(e.srv))
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("did not finish within %s: %w", timeout, err)
@@ -243,53 +204,51 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 	return res
 }
 
-// nextServerDir returns the directory of the scenario's next server (herald
-// serve or the forwarder) and counts it: the scenario's directory for the
-// first, a directory of its own under it for each later one.
-func (e *env) nextServerDir() (string, error) {
-	dir := e.dir
-	if e.servers > 0 {
-		dir = filepath.Join(e.dir, fmt.Sprintf("server-%d", e.servers+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return "", err
-		}
-	}
-	e.servers++
-	return dir, nil
+// measure is what runScenario reads of the machine as a scenario starts.
+type measure struct {
+	start     time.Time
+	load      [3]float64
+	benchCPU0 time.Duration
+	busy0     time.Duration
 }
 
-// serve starts a server for the scenario on a fresh store — the first in
-// the scenario's directory, a later one in a directory of its own under it,
-// on PostgreSQL each in a fresh schema — with an API client for it, and
-// returns the flags it was given beyond the usual ones.
+// startMeasure reads the machine as a scenario starts.
+func startMeasure() measure {
+	m := measure{load: loadavg()}
+	m.start = time.Now()
+	m.benchCPU0, m.busy0 = procCPU(0), machineBusy()
+	return m
+}
+
+// finish fills in res what the scenario took: its time, the load average,
+// the bench's CPU and the cores other processes used meanwhile (all but
+// the bench and the servers, whose CPU is serverCPU); with no error it
+// marks res OK.
+func (m measure) finish(res *Result, serverCPU time.Duration) {
+	res.Seconds = time.Since(m.start).Seconds()
+	res.LoadEnd = loadavg()
+	bench := procCPU(0) - m.benchCPU0
+	res.BenchCPUSeconds = bench.Seconds()
+	if secs := time.Since(m.start).Seconds(); secs > 0 && m.busy0 > 0 {
+		// Whatever else ran on the machine meanwhile: the figures are
+		// only as good as this is small.
+		others := machineBusy() - m.busy0 - bench - serverCPU
+		res.OtherCPUCores = max(others.Seconds(), 0) / secs
+	}
+	if res.Error == "" {
+		res.OK = true
+	}
+}
+
+// serve starts a server for the scenario (see launcher) with an API client
+// for it, and returns the flags it was given beyond the usual ones.
 func (e *env) serve(ctx context.Context) ([]string, error) {
-	if e.baseline {
-		return e.serveForwarder(ctx)
-	}
-	dir, err := e.nextServerDir()
+	srv, flags, err := e.launch.start(ctx)
 	if err != nil {
-		return nil, err
-	}
-	extra := slices.Clone(e.flagsPre)
-	if isPostgres(e.cfg.Store) {
-		schemaURL, drop, err := freshSchema(ctx, e.cfg.Store)
-		if err != nil {
-			return nil, err
-		}
-		if !e.cfg.Keep {
-			e.drops = append(e.drops, drop)
-		}
-		e.pgSchema = schemaOf(schemaURL)
-		extra = append(extra, "--store", schemaURL)
-	}
-	extra = append(extra, e.flagsPost...)
-	e.prog.set(func() string { return e.name + ": starting herald serve" })
-	srv, err := startServer(ctx, e.cfg.Herald, dir, extra, append(slices.Clone(e.serveEnv), "HERALD_ADMIN_KEY="+e.adminKey))
-	if err != nil {
-		return extra, err
+		return flags, err
 	}
 	e.attach(srv)
-	return extra, nil
+	return flags, nil
 }
 
 // attach makes srv the scenario's server: its memory sampled, the API
@@ -298,8 +257,8 @@ func (e *env) attach(srv *server) {
 	e.srv = srv
 	srv.sampler = startSampler(srv.pid, sampleEvery)
 	s := e.cfg.Sizes
-	e.api = newClient(srv.url, e.adminKey, max(s.Publishers, s.SinglePubs, s.RateWorkers)+s.Consumers)
-	e.cpu0 = procCPU(srv.pid)
+	e.api = newClient(srv.url, e.launch.adminKey, max(s.Publishers, s.SinglePubs, s.RateWorkers)+s.Consumers)
+	e.usage.begin(srv)
 }
 
 // restart replaces the scenario's server with a fresh one on an empty store,
@@ -308,8 +267,7 @@ func (e *env) attach(srv *server) {
 // memory stay in the scenario's figures, its store is removed (unless Keep).
 func (e *env) restart(ctx context.Context) error {
 	if e.srv != nil {
-		e.cpuDone += procCPU(e.srv.pid) - e.cpu0
-		e.peakDone = max(e.peakDone, procMem(e.srv.pid).Peak)
+		e.usage.end(e.srv)
 		e.srv.stop()
 		if !e.cfg.Keep {
 			_ = os.RemoveAll(filepath.Join(e.srv.dir, "data"))
@@ -326,26 +284,6 @@ func (e *env) restart(ctx context.Context) error {
 	e.recv = nil
 	_, err := e.serve(ctx)
 	return err
-}
-
-// serverCPU is the CPU time the scenario's servers used since they were
-// ready.
-func (e *env) serverCPU() time.Duration {
-	d := e.cpuDone
-	if e.srv != nil {
-		d += procCPU(e.srv.pid) - e.cpu0
-	}
-	return d
-}
-
-// serverPeak is the largest peak resident memory (VmHWM) of the scenario's
-// servers.
-func (e *env) serverPeak() int64 {
-	p := e.peakDone
-	if e.srv != nil {
-		p = max(p, procMem(e.srv.pid).Peak)
-	}
-	return p
 }
 
 // close kills the server, stops the receivers and removes the directory
@@ -431,27 +369,7 @@ type phaseRun struct {
 func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	pr := &phaseRun{tracks: map[*Receiver]*track{}, loadAvg: loadavg()}
 	p.load.uuids = e.cfg.Sizes.UUIDIDs
-	var expected int64
-	for r, n := range p.expect {
-		lat := p.lat[r]
-		if lat == nil {
-			lat = &recorder{}
-		}
-		t := newTrack(p.load.prefix, p.load.uuids, p.load.events, lat)
-		if p.split != nil {
-			t.split, t.latAfter = p.split, p.latAfter[r]
-		}
-		pr.tracks[r] = t
-		r.setTrack(t)
-		expected += int64(n)
-	}
-	received := func() int64 {
-		var n int64
-		for _, t := range pr.tracks {
-			n += t.unique.Load()
-		}
-		return n
-	}
+	expected := pr.track(p)
 	e.srv.sampler.resetPeak()
 	cpu0 := procCPU(e.srv.pid)
 	started := time.Now()
@@ -464,15 +382,11 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	}
 	e.prog.set(func() string {
 		return fmt.Sprintf("%s: published %d/%d  received %d/%d  %.0fs  server rss %.0f MiB",
-			label, p.load.accepted.Load(), p.load.events, received(), expected,
+			label, p.load.accepted.Load(), p.load.events, pr.received(), expected,
 			time.Since(started).Seconds(), mib(e.srv.sampler.current().RSS))
 	})
 	defer e.prog.set(nil)
 
-	type loadDone struct {
-		res loadResult
-		err error
-	}
 	done := make(chan loadDone, 1)
 	loadStart := time.Now()
 	go func() {
@@ -482,48 +396,8 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	if p.during != nil {
 		go p.during(ctx, loadStart)
 	}
-
-	var loadErr error
-	loading := true
-	lastCount, lastChange := int64(-1), time.Now()
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	nextCheck := time.Now().Add(forwarderCheckEvery)
-	for {
-		n := received()
-		if n >= expected && !loading {
-			break
-		}
-		if n != lastCount {
-			lastCount, lastChange = n, time.Now()
-		}
-		if !loading && p.allowStall && time.Since(lastChange) > stallAfterPub {
-			pr.stalled = true
-			break
-		}
-		select {
-		case d := <-done:
-			loading = false
-			pr.load = d.res
-			if d.err != nil {
-				loadErr = d.err
-				return pr, fmt.Errorf("%s: %w", label, loadErr)
-			}
-		case <-tick.C:
-			if !e.srv.alive() {
-				return pr, fmt.Errorf("%s: %w", label, errExited)
-			}
-			if e.baseline && time.Now().After(nextCheck) {
-				// No retries: one failed POST and the receipts can never
-				// all arrive; say so instead of waiting for the deadline.
-				nextCheck = time.Now().Add(forwarderCheckEvery)
-				if st, err := e.api.forwarderStats(ctx); err == nil && st.Failed > 0 {
-					return pr, fmt.Errorf("%s: received %d of %d deliveries: %w: %d POSTs failed", label, n, expected, errForwarderDropped, st.Failed)
-				}
-			}
-		case <-ctx.Done():
-			return pr, fmt.Errorf("%s: received %d of %d deliveries: %w", label, n, expected, ctx.Err())
-		}
+	if err := pr.await(ctx, e, p, expected, done); err != nil {
+		return pr, fmt.Errorf("%s: %w", label, err)
 	}
 	// The forwarder keeps nothing to settle: what it has not POSTed yet it
 	// never will.
@@ -538,6 +412,89 @@ func (e *env) run(ctx context.Context, p *phase) (*phaseRun, error) {
 	pr.cpu = procCPU(e.srv.pid) - cpu0
 	pr.peakRSS = e.srv.sampler.windowPeak()
 	return pr, nil
+}
+
+// track gives each receiver p expects events at a new track of the phase's
+// events, and returns how many receipts p expects in all.
+func (pr *phaseRun) track(p *phase) (expected int64) {
+	for r, n := range p.expect {
+		lat := p.lat[r]
+		if lat == nil {
+			lat = &recorder{}
+		}
+		t := newTrack(p.load.prefix, p.load.uuids, p.load.events, lat)
+		if p.split != nil {
+			t.split, t.latAfter = p.split, p.latAfter[r]
+		}
+		pr.tracks[r] = t
+		r.setTrack(t)
+		expected += int64(n)
+	}
+	return expected
+}
+
+// received is how many of the phase's events its receivers have counted
+// (each once).
+func (pr *phaseRun) received() int64 {
+	var n int64
+	for _, t := range pr.tracks {
+		n += t.unique.Load()
+	}
+	return n
+}
+
+// loadDone is how a phase's load ended.
+type loadDone struct {
+	res loadResult
+	err error
+}
+
+// await waits until the load is done (its result in pr.load) and the
+// receivers have counted expected receipts, or, with p.allowStall, until
+// none arrived for stallAfterPub after the load (pr.stalled). It fails when
+// the load fails, the server exits, the baseline forwarder drops a POST or
+// ctx ends.
+func (pr *phaseRun) await(ctx context.Context, e *env, p *phase, expected int64, done <-chan loadDone) error {
+	loading := true
+	lastCount, lastChange := int64(-1), time.Now()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	nextCheck := time.Now().Add(forwarderCheckEvery)
+	for {
+		n := pr.received()
+		if n >= expected && !loading {
+			return nil
+		}
+		if n != lastCount {
+			lastCount, lastChange = n, time.Now()
+		}
+		if !loading && p.allowStall && time.Since(lastChange) > stallAfterPub {
+			pr.stalled = true
+			return nil
+		}
+		select {
+		case d := <-done:
+			loading = false
+			pr.load = d.res
+			if d.err != nil {
+				return d.err
+			}
+		case <-tick.C:
+			if !e.srv.alive() {
+				return errExited
+			}
+			if e.baseline && time.Now().After(nextCheck) {
+				// No retries: one failed POST and the receipts can never
+				// all arrive; say so instead of waiting for the deadline.
+				nextCheck = time.Now().Add(forwarderCheckEvery)
+				if st, err := e.api.forwarderStats(ctx); err == nil && st.Failed > 0 {
+					return fmt.Errorf("received %d of %d deliveries: %w: %d POSTs failed", n, expected, errForwarderDropped, st.Failed)
+				}
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("received %d of %d deliveries: %w", n, expected, ctx.Err())
+		}
+	}
 }
 
 // waitNoPending polls until the server lists no pending delivery.

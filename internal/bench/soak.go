@@ -68,84 +68,114 @@ func soakScenario(ctx context.Context, e *env, res *Result) error {
 	lat.every = max(1, int64(s.SoakDeliveries/soakLatencySamples))
 	p.settle = true
 
-	delivered := func() int64 {
-		var n int64
-		for _, r := range rs {
-			if t := r.cur.Load(); t != nil && t.prefix == l.prefix {
-				n += t.unique.Load()
-			}
-		}
-		return n
-	}
-	sample := func() soakPoint {
-		return soakPoint{t: time.Now(), delivered: delivered(), published: l.accepted.Load(),
-			cpu: procCPU(e.srv.pid), rss: e.srv.sampler.current().RSS}
-	}
 	// The samplers start before the phase (its start is known when it
 	// ends) and stop after it.
-	sctx, stop := context.WithCancel(ctx)
-	var (
-		wg          sync.WaitGroup
-		points      []soakPoint
-		storePeak   int64
-		storeErr    error
-		storeSample = func() {
-			n, ok, err := e.storeBytes(sctx)
-			switch {
-			case err != nil && sctx.Err() == nil:
-				storeErr = err
-			case ok:
-				storePeak = max(storePeak, n)
-			}
-		}
-	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(soakSampleEvery)
-		defer t.Stop()
-		for {
-			points = append(points, sample())
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		every := soakStoreEvery
-		if isPostgres(e.cfg.Store) {
-			every = soakStoreEveryPG
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			storeSample()
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	sm := startSoakSampler(ctx, e, rs, l)
 	pr, err := e.run(ctx, p)
-	stop()
-	wg.Wait()
-	points = append(points, sample())
+	sm.stop()
 
 	res.figure("dedup retention (--soak-retention)", s.SoakRetention.Minutes(), "min")
 	if lat.every > 1 {
 		res.figure("latency: one delivery in this many sampled", float64(lat.every), "")
 	}
-	if end, ok, serr := e.storeBytes(context.Background()); serr == nil && ok {
-		storePeak = max(storePeak, end)
+	sm.storeFigures(res)
+	if pr == nil || pr.load.Accepted == 0 {
+		return err
+	}
+	res.Phases = append(res.Phases, pr.result("", rs, l.events, lat))
+	soakCompare(res, pr, rs, sm.points, err == nil)
+	return err
+}
+
+// soakSampler samples a soak phase while it runs: the counts, the server's
+// CPU time and its RSS every soakSampleEvery (points), and the store's size
+// on disk, for its peak.
+type soakSampler struct {
+	e      *env
+	rs     []*Receiver
+	l      *load
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	points    []soakPoint
+	storePeak int64
+	storeErr  error // the last error reading the store's size
+}
+
+// startSoakSampler starts sampling the phase of load l to rs until stop.
+func startSoakSampler(ctx context.Context, e *env, rs []*Receiver, l *load) *soakSampler {
+	sctx, cancel := context.WithCancel(ctx)
+	sm := &soakSampler{e: e, rs: rs, l: l, cancel: cancel}
+	storeEvery := soakStoreEvery
+	if isPostgres(e.cfg.Store) {
+		storeEvery = soakStoreEveryPG
+	}
+	sm.wg.Add(2)
+	go sm.every(sctx, soakSampleEvery, func() { sm.points = append(sm.points, sm.sample()) })
+	go sm.every(sctx, storeEvery, func() { sm.sampleStore(sctx) })
+	return sm
+}
+
+// every calls f at once and then every d until ctx ends.
+func (sm *soakSampler) every(ctx context.Context, d time.Duration, f func()) {
+	defer sm.wg.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		f()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// delivered is how many of the load's events the receivers have counted.
+func (sm *soakSampler) delivered() int64 {
+	var n int64
+	for _, r := range sm.rs {
+		if t := r.cur.Load(); t != nil && t.prefix == sm.l.prefix {
+			n += t.unique.Load()
+		}
+	}
+	return n
+}
+
+// sample is the phase's point now.
+func (sm *soakSampler) sample() soakPoint {
+	return soakPoint{t: time.Now(), delivered: sm.delivered(), published: sm.l.accepted.Load(),
+		cpu: procCPU(sm.e.srv.pid), rss: sm.e.srv.sampler.current().RSS}
+}
+
+// sampleStore reads the store's size on disk into its peak.
+func (sm *soakSampler) sampleStore(ctx context.Context) {
+	n, ok, err := sm.e.storeBytes(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		sm.storeErr = err
+	case ok:
+		sm.storePeak = max(sm.storePeak, n)
+	}
+}
+
+// stop ends the sampling, with a last point.
+func (sm *soakSampler) stop() {
+	sm.cancel()
+	sm.wg.Wait()
+	sm.points = append(sm.points, sm.sample())
+}
+
+// storeFigures reports the store's size on disk at the end and at its
+// peak, or a note saying why it could not be measured.
+func (sm *soakSampler) storeFigures(res *Result) {
+	if end, ok, serr := sm.e.storeBytes(context.Background()); serr == nil && ok {
+		sm.storePeak = max(sm.storePeak, end)
 		res.figure("store on disk at the end", mib(end), "MiB")
-		res.figure("store on disk, peak", mib(storePeak), "MiB")
+		res.figure("store on disk, peak", mib(sm.storePeak), "MiB")
 	} else {
 		if serr == nil {
-			serr = storeErr
+			serr = sm.storeErr
 		}
 		why := "not measured"
 		if serr != nil {
@@ -153,30 +183,32 @@ func soakScenario(ctx context.Context, e *env, res *Result) error {
 		}
 		res.Notes = append(res.Notes, "store size on disk: n/a ("+why+")")
 	}
-	if pr == nil || pr.load.Accepted == 0 {
-		return err
-	}
-	res.Phases = append(res.Phases, pr.result("", rs, l.events, lat))
+}
+
+// soakCompare adds the first and the last window of the soak phase pr (see
+// soakWindows) to res with the ratios of their rates and, when the phase
+// finished, the budget line.
+func soakCompare(res *Result, pr *phaseRun, rs []*Receiver, points []soakPoint, finished bool) {
 	st := pr.stats(rs)
 	first, last, ok := soakWindows(points, pr.load, st, pr.loadAvg[0])
-	if ok {
-		res.Phases = append(res.Phases, first, last)
-		ratio := last.DeliveriesPerSec / first.DeliveriesPerSec
-		res.figure("deliveries/s, last 10 % vs. first 10 %", ratio, "×")
-		if first.EventsPerSec > 0 {
-			res.figure("publish events/s, last 10 % vs. first 10 %", last.EventsPerSec/first.EventsPerSec, "×")
-		}
-		if first.CPUPer1000 > 0 {
-			res.figure("server CPU s/1k, last 10 % vs. first 10 %", last.CPUPer1000/first.CPUPer1000, "×")
-		}
-		if err == nil {
-			res.check(fmt.Sprintf("soak: deliveries/s with %s finished deliveries within 15 %% of the start", thousands(float64(st.unique))),
-				"last 10 % ≥ 85 % of the first 10 %",
-				fmt.Sprintf("%.0f %% (%s/s vs. %s/s)", ratio*100, thousands(last.DeliveriesPerSec), thousands(first.DeliveriesPerSec)),
-				ratio >= budgetSoak)
-		}
+	if !ok {
+		return
 	}
-	return err
+	res.Phases = append(res.Phases, first, last)
+	ratio := last.DeliveriesPerSec / first.DeliveriesPerSec
+	res.figure("deliveries/s, last 10 % vs. first 10 %", ratio, "×")
+	if first.EventsPerSec > 0 {
+		res.figure("publish events/s, last 10 % vs. first 10 %", last.EventsPerSec/first.EventsPerSec, "×")
+	}
+	if first.CPUPer1000 > 0 {
+		res.figure("server CPU s/1k, last 10 % vs. first 10 %", last.CPUPer1000/first.CPUPer1000, "×")
+	}
+	if finished {
+		res.check(fmt.Sprintf("soak: deliveries/s with %s finished deliveries within 15 %% of the start", thousands(float64(st.unique))),
+			"last 10 % ≥ 85 % of the first 10 %",
+			fmt.Sprintf("%.0f %% (%s/s vs. %s/s)", ratio*100, thousands(last.DeliveriesPerSec), thousands(first.DeliveriesPerSec)),
+			ratio >= budgetSoak)
+	}
 }
 
 // soakWindows computes the first and the last window of a soak phase from
@@ -296,10 +328,10 @@ func (e *env) storeBytes(ctx context.Context) (int64, bool, error) {
 		return 0, false, nil
 	}
 	if isPostgres(e.cfg.Store) {
-		if e.pgSchema == "" {
+		if e.launch.pgSchema == "" {
 			return 0, false, nil
 		}
-		n, err := pgSchemaBytes(ctx, e.cfg.Store, e.pgSchema)
+		n, err := pgSchemaBytes(ctx, e.cfg.Store, e.launch.pgSchema)
 		return n, err == nil, err
 	}
 	n, err := dirBytes(filepath.Join(e.srv.dir, "data"))

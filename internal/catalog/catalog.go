@@ -12,8 +12,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -21,17 +19,19 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Entry is a subscription with its retry policy resolved and its signing
 // keys ready to sign with.
 type Entry struct {
-	store.Subscription
+	subscription.Subscription
 	Policy retry.Policy
 	// Signer signs its pushes (nil: a subscription without keys, which
 	// pushes unsigned).
@@ -40,21 +40,16 @@ type Entry struct {
 	filter *filter.Matcher // nil: no advanced filters
 }
 
-// NewEntry resolves s's retry policy and matcher.
-func NewEntry(s store.Subscription) (*Entry, error) {
-	var spec retry.Spec
-	if len(s.RetryPolicy) > 0 {
-		if err := json.Unmarshal(s.RetryPolicy, &spec); err != nil {
-			return nil, fmt.Errorf("subscription %s: retry_policy: %w", s.ID, err)
-		}
-	}
-	p, err := retry.Resolve(spec)
+// NewEntry resolves s's retry policy and compiles its filters
+// (subscription.Subscription.ResolvePolicy and CompileFilters).
+func NewEntry(s subscription.Subscription) (*Entry, error) {
+	p, err := s.ResolvePolicy()
 	if err != nil {
-		return nil, fmt.Errorf("subscription %s: retry_policy: %w", s.ID, err)
+		return nil, err
 	}
-	m, err := filter.Compile(s.Filters.Advanced)
+	m, err := s.CompileFilters()
 	if err != nil {
-		return nil, fmt.Errorf("subscription %s: advanced_filters: %w", s.ID, err)
+		return nil, err
 	}
 	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), filter: m}
 	if len(s.EventTypes) > 0 {
@@ -93,7 +88,7 @@ func (e *Entry) Explain(typ, subject string, ev *filter.Event) (why string, fail
 
 func (e *Entry) explain(typ, subject string, ev *filter.Event, detail bool) (string, int) {
 	switch e.State {
-	case store.StateActive, store.StateDeactivated, store.StateAwaitingValidation:
+	case subscription.StateActive, subscription.StateDeactivated, subscription.StateAwaitingValidation:
 	default:
 		return "the subscription is " + e.State, -1
 	}
@@ -148,14 +143,14 @@ func hasSuffix(s, p string, sensitive bool) bool {
 // push subscription's while it is deactivated (for its consumers, until it
 // is reactivated) or awaiting its endpoint's validation (until it passes).
 func (e *Entry) Queues() bool {
-	return e.DeliveryMode == store.ModePull || e.State == store.StateDeactivated || e.State == store.StateAwaitingValidation
+	return e.DeliveryMode == subscription.ModePull || e.State == subscription.StateDeactivated || e.State == subscription.StateAwaitingValidation
 }
 
 // QueueOnFailure reports whether a failed push ends queued (deactivating the
 // subscription) rather than dead-lettered: at once with failure policy
 // queue, after the retries with a policy that ends with then: queue.
 func (e *Entry) QueueOnFailure(retriesLeft bool) bool {
-	return e.FailurePolicy == store.FailureQueue || !retriesLeft && e.Policy.Then == retry.ThenQueue
+	return e.FailurePolicy == subscription.FailureQueue || !retriesLeft && e.Policy.Then == retry.ThenQueue
 }
 
 // Schema is the subscription's delivery schema (event.SchemaCloudEvents
@@ -228,7 +223,7 @@ type group struct {
 
 // groupKeys returns the groups e belongs to.
 func (e *Entry) groupKeys() []groupKey {
-	acc := store.AccountOrDefault(e.AccountID)
+	acc := account.OrDefault(e.AccountID)
 	if len(e.EventTypes) == 0 {
 		return []groupKey{{account: acc, every: true}}
 	}
@@ -391,7 +386,7 @@ func (s *Snapshot) All() []*Entry {
 	return out
 }
 
-// Match returns the entries of an account ("": store.DefaultAccount) that an
+// Match returns the entries of an account ("": account.DefaultID) that an
 // event of this type and subject goes to: those listing the type, then
 // those taking every type, each group in ID order. Its cost grows with the
 // number of the account's candidate subscriptions for the type, not with
@@ -401,11 +396,11 @@ func (s *Snapshot) All() []*Entry {
 // and filter.Event.Tested). It checks ctx before the first candidate and
 // after every matchCheckEvery of them, and returns ctx.Err() once ctx is
 // done, so matching for a client that has gone stops within that bound.
-func (s *Snapshot) Match(ctx context.Context, account, typ, subject string, ev *filter.Event) ([]*Entry, error) {
+func (s *Snapshot) Match(ctx context.Context, accountID, typ, subject string, ev *filter.Event) ([]*Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	account = store.AccountOrDefault(account)
+	accountID = account.OrDefault(accountID)
 	var out []*Entry
 	n := 0
 	check := func(e *Entry) error {
@@ -419,7 +414,7 @@ func (s *Snapshot) Match(ctx context.Context, account, typ, subject string, ev *
 		}
 		return nil
 	}
-	for _, g := range []*group{s.groups.get(groupKey{account: account, typ: typ}), s.groups.get(groupKey{account: account, every: true})} {
+	for _, g := range []*group{s.groups.get(groupKey{account: accountID, typ: typ}), s.groups.get(groupKey{account: accountID, every: true})} {
 		if g == nil {
 			continue
 		}

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/filter"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // fixture is a catalog over a real SQLite store.
@@ -33,10 +34,10 @@ func setup(t *testing.T) *fixture {
 	return &fixture{t: t, ctx: context.Background(), st: st, c: catalog.New(st)}
 }
 
-func (f *fixture) create(id string, types []string, prefix, suffix string) store.Subscription {
+func (f *fixture) create(id string, types []string, prefix, suffix string) subscription.Subscription {
 	f.t.Helper()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	s := store.Subscription{ID: id, Name: id, URL: "https://" + id + ".example/", State: "active", EventTypes: types,
+	s := subscription.Subscription{ID: id, Name: id, URL: "https://" + id + ".example/", State: "active", EventTypes: types,
 		SubjectBeginsWith: prefix, SubjectEndsWith: suffix, RetryPolicy: []byte(`{"preset":"eventgrid"}`),
 		CreatedAt: now, UpdatedAt: now}
 	if err := f.st.CreateSubscription(f.ctx, s); err != nil {
@@ -179,13 +180,13 @@ func TestSyncSkipsABadPolicy(t *testing.T) {
 func TestMatchIsPerAccount(t *testing.T) {
 	f := setup(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if err := f.st.CreateAccount(f.ctx, store.Account{ID: "acc_other", Name: "other", CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := f.st.CreateAccount(f.ctx, account.Account{ID: "acc_other", Name: "other", CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	f.create("d-typed", []string{"t"}, "", "")
 	f.create("d-any", nil, "", "")
 	for _, id := range []string{"o-typed", "o-any"} {
-		s := store.Subscription{ID: id, AccountID: "acc_other", Name: id, URL: "https://" + id + ".example/", State: "active",
+		s := subscription.Subscription{ID: id, AccountID: "acc_other", Name: id, URL: "https://" + id + ".example/", State: "active",
 			RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now}
 		if id == "o-typed" {
 			s.EventTypes = []string{"t"}
@@ -196,7 +197,7 @@ func TestMatchIsPerAccount(t *testing.T) {
 	}
 	f.sync()
 	snap := f.c.Snapshot()
-	for acc, want := range map[string][]string{"": {"d-typed", "d-any"}, store.DefaultAccount: {"d-typed", "d-any"},
+	for acc, want := range map[string][]string{"": {"d-typed", "d-any"}, account.DefaultID: {"d-typed", "d-any"},
 		"acc_other": {"o-typed", "o-any"}, "acc_none": nil} {
 		got := ids(match(t, snap, acc, "t", "", nil))
 		if len(got) != len(want) || len(got) > 0 && (got[0] != want[0] || got[1] != want[1]) {
@@ -210,8 +211,8 @@ func TestMatchIsPerAccount(t *testing.T) {
 func (f *fixture) createFiltered(id, filters string) {
 	f.t.Helper()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	s := store.Subscription{ID: id, Name: id, URL: "https://" + id + ".example/", State: "active", EventTypes: []string{"t"},
-		Filters: store.FilterOptions{Advanced: []byte(filters)}, RetryPolicy: []byte(`{"preset":"eventgrid"}`),
+	s := subscription.Subscription{ID: id, Name: id, URL: "https://" + id + ".example/", State: "active", EventTypes: []string{"t"},
+		Filters: subscription.FilterOptions{Advanced: []byte(filters)}, RetryPolicy: []byte(`{"preset":"eventgrid"}`),
 		CreatedAt: now, UpdatedAt: now}
 	if err := f.st.CreateSubscription(f.ctx, s); err != nil {
 		f.t.Fatal(err)

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/filter"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // TestSyncSharesWhatItDoesNotChange: a sync that brings one new
@@ -27,7 +28,7 @@ func TestSyncSharesWhatItDoesNotChange(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	create := func(id string, types ...string) {
 		t.Helper()
-		if err := st.CreateSubscription(ctx, store.Subscription{ID: id, Name: id, DeliveryMode: store.ModePull,
+		if err := st.CreateSubscription(ctx, subscription.Subscription{ID: id, Name: id, DeliveryMode: subscription.ModePull,
 			EventTypes: types, State: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestSyncSharesWhatItDoesNotChange(t *testing.T) {
 		t.Errorf("groups: %d shards differ, want 1", n)
 	}
 	for i := range 20 {
-		k := groupKey{account: store.DefaultAccount, typ: fmt.Sprintf("t%d", i)}
+		k := groupKey{account: account.DefaultID, typ: fmt.Sprintf("t%d", i)}
 		same := before.groups.get(k) == after.groups.get(k)
 		if same == (i == 3) {
 			t.Errorf("group t%d: shared %v, want %v", i, same, i != 3)
@@ -98,16 +99,16 @@ func differing[K comparable, V any](a, b *shardMap[K, V]) int {
 func TestIncrementalSyncMatchesAFullLoad(t *testing.T) {
 	ctx, st := context.Background(), openStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	accounts := []string{store.DefaultAccount, "acc_b", "acc_c"}
+	accounts := []string{account.DefaultID, "acc_b", "acc_c"}
 	for _, a := range accounts[1:] {
-		if err := st.CreateAccount(ctx, store.Account{ID: a, Name: a, CreatedAt: now, UpdatedAt: now}); err != nil {
+		if err := st.CreateAccount(ctx, account.Account{ID: a, Name: a, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	types := []string{"t1", "t2", "t3"}
 	regions := []string{"eu", "us", "ap"}
 	rng := rand.New(rand.NewPCG(1, 2))
-	random := func(s *store.Subscription) {
+	random := func(s *subscription.Subscription) {
 		s.EventTypes = nil
 		for _, ty := range types {
 			if rng.IntN(2) == 0 {
@@ -122,12 +123,12 @@ func TestIncrementalSyncMatchesAFullLoad(t *testing.T) {
 		}
 	}
 	c := New(st)
-	var live []store.Subscription
+	var live []subscription.Subscription
 	for step := range 300 {
 		switch op := rng.IntN(10); {
 		case op < 5 || len(live) == 0:
-			s := store.Subscription{ID: fmt.Sprintf("sub_%04d", step), AccountID: accounts[rng.IntN(3)], Name: fmt.Sprint("s", step),
-				DeliveryMode: store.ModePull, State: "active", CreatedAt: now, UpdatedAt: now}
+			s := subscription.Subscription{ID: fmt.Sprintf("sub_%04d", step), AccountID: accounts[rng.IntN(3)], Name: fmt.Sprint("s", step),
+				DeliveryMode: subscription.ModePull, State: "active", CreatedAt: now, UpdatedAt: now}
 			random(&s)
 			if err := st.CreateSubscription(ctx, s); err != nil {
 				t.Fatal(err)

@@ -25,6 +25,8 @@ type Timer interface {
 	C() <-chan time.Time
 	// Stop prevents the timer from firing. It reports whether it stopped it.
 	Stop() bool
+	// When is the clock's time at which the timer fires (or fired).
+	When() time.Time
 }
 
 // Real is the wall clock.
@@ -34,9 +36,15 @@ type Real struct{}
 func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer wraps time.NewTimer.
-func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+func (Real) NewTimer(d time.Duration) Timer {
+	return realTimer{t: time.NewTimer(d), at: time.Now().Add(d)}
+}
 
-type realTimer struct{ t *time.Timer }
+type realTimer struct {
+	t  *time.Timer
+	at time.Time
+}
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
+func (r realTimer) When() time.Time     { return r.at }

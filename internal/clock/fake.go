@@ -10,15 +10,14 @@ import (
 // Set is called; timers whose deadline is reached then fire, in deadline order.
 // It is safe for concurrent use.
 type Fake struct {
-	mu      sync.Mutex
-	now     time.Time
-	timers  []*fakeTimer
-	changed chan struct{} // closed and replaced whenever a timer is added
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
 }
 
 // NewFake returns a Fake clock reading start.
 func NewFake(start time.Time) *Fake {
-	return &Fake{now: start, changed: make(chan struct{})}
+	return &Fake{now: start}
 }
 
 // Now returns the fake time.
@@ -33,15 +32,13 @@ func (f *Fake) Now() time.Time {
 func (f *Fake) NewTimer(d time.Duration) Timer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t := &fakeTimer{f: f, at: f.now.Add(d), ch: make(chan time.Time, 1)}
+	t := &fakeTimer{f: f, at: f.now.Add(max(d, 0)), ch: make(chan time.Time, 1)}
 	if d <= 0 {
 		t.ch <- f.now
 		t.fired = true
 		return t
 	}
 	f.timers = append(f.timers, t)
-	close(f.changed)
-	f.changed = make(chan struct{})
 	return t
 }
 
@@ -88,14 +85,6 @@ func (f *Fake) Timers() int {
 	return len(f.timers)
 }
 
-// TimerAdded returns a channel closed when the next timer is created, so a
-// test can wait for a goroutine to go to sleep without sleeping itself.
-func (f *Fake) TimerAdded() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changed
-}
-
 type fakeTimer struct {
 	f     *Fake
 	at    time.Time
@@ -104,6 +93,9 @@ type fakeTimer struct {
 }
 
 func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+// When is the fake time at which the timer fires; it never changes.
+func (t *fakeTimer) When() time.Time { return t.at }
 
 func (t *fakeTimer) Stop() bool {
 	t.f.mu.Lock()

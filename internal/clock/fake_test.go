@@ -41,18 +41,10 @@ func TestFakeFiresDueTimersOnly(t *testing.T) {
 	if a.Stop() {
 		t.Fatal("Stop of a fired timer reported true")
 	}
-	if z := f.NewTimer(0); len(z.C()) != 1 {
+	if z := f.NewTimer(0); len(z.C()) != 1 || !z.When().Equal(f.Now()) {
 		t.Fatal("a zero timer must fire at once")
 	}
-}
-
-func TestTimerAddedSignals(t *testing.T) {
-	f := NewFake(time.Unix(0, 0))
-	ch := f.TimerAdded()
-	f.NewTimer(time.Second)
-	select {
-	case <-ch:
-	default:
-		t.Fatal("TimerAdded was not closed by NewTimer")
+	if !b.When().Equal(start.Add(time.Hour)) {
+		t.Fatalf("When %v, want %v", b.When(), start.Add(time.Hour))
 	}
 }

@@ -5,9 +5,11 @@
 // it at once; other nodes are held to it by the publish guard, see
 // ingest). Deleting a subscription also cuts its attempts in progress
 // short. Redeliver, redrive and enable release deliveries to the
-// dispatcher, and an endpoint in probation or disabled is probed at once.
-// The API's handlers translate HTTP to these calls and back; the rules live
-// here.
+// scheduler, and an endpoint in probation or disabled is probed at once.
+// An account or key write takes effect on this node at once (accounts.go).
+// The API's handlers translate HTTP to these calls and back, and make no
+// change any other way; the rules of the values themselves live beside their
+// types (packages subscription and account).
 package control
 
 import (
@@ -17,21 +19,32 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Store is what the control plane needs of the store.
 type Store interface {
-	CreateSubscription(ctx context.Context, s store.Subscription) error
-	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
-	UpdateSubscription(ctx context.Context, s store.Subscription) error
+	CreateSubscription(ctx context.Context, s subscription.Subscription) error
+	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	UpdateSubscription(ctx context.Context, s subscription.Subscription) error
 	DeleteSubscription(ctx context.Context, id string, now time.Time) error
-	Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error)
+	Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error)
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error)
+
+	CreateAccount(ctx context.Context, a account.Account) error
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	UpdateAccount(ctx context.Context, a account.Account) error
+	DeleteAccount(ctx context.Context, id string) error
+	CreateKey(ctx context.Context, k account.Key) error
+	DeleteKey(ctx context.Context, id string) error
 }
 
 // Catalog is the in-memory view of the subscriptions.
@@ -39,33 +52,45 @@ type Catalog interface {
 	Sync(ctx context.Context) error
 }
 
-// Dispatcher is the engine, as the control plane drives it.
-type Dispatcher interface {
+// Scheduler is the scheduling stage, as the control plane drives it.
+type Scheduler interface {
 	// Released: deliveries of the endpoint were made due at `at`; an
 	// endpoint in probation or disabled is probed at once.
 	Released(ctx context.Context, endpointID string, at time.Time) error
 	// Enable re-enables an endpoint and resets its counters.
-	Enable(ctx context.Context, id string) (store.Endpoint, error)
-	// StopSubscription cuts short a subscription's attempts in progress.
+	Enable(ctx context.Context, id string) (endpoint.Endpoint, error)
+}
+
+// Attempts is the attempting stage: a deleted subscription's attempts in
+// progress are cut short.
+type Attempts interface {
 	StopSubscription(ctx context.Context, subscriptionID string) error
+}
+
+// Deactivations is the recording stage, which announces deactivations once.
+type Deactivations interface {
 	// Reactivated: a later deactivation of the subscription is news again.
 	Reactivated(subscriptionID string)
 }
 
 // Notifier announces control-plane changes as operational events.
 type Notifier interface {
-	SubscriptionReactivated(sub store.Subscription, requeued int)
+	SubscriptionReactivated(sub subscription.Subscription, requeued int)
 }
 
 // Service carries out control-plane calls. It is safe for concurrent use.
 type Service struct {
-	Store    Store
-	Catalog  Catalog
-	Dispatch Dispatcher
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	Store         Store
+	Catalog       Catalog
+	Scheduler     Scheduler
+	Attempts      Attempts
+	Deactivations Deactivations
+	Clock         clock.Clock
+	Logger        *slog.Logger
 	// Notifier, when set, hears of reactivations.
 	Notifier Notifier
+	// Auth, when set, is told of every account and key write.
+	Auth AuthCache
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A
@@ -80,7 +105,7 @@ func (s *Service) syncCatalog(ctx context.Context) {
 // CreateSubscription stores sub (validated by the caller) and makes it
 // current on this node before returning. store.ErrNameTaken when the name
 // is used.
-func (s *Service) CreateSubscription(ctx context.Context, sub store.Subscription) error {
+func (s *Service) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	if err := s.Store.CreateSubscription(ctx, sub); err != nil {
 		return err
 	}
@@ -91,17 +116,17 @@ func (s *Service) CreateSubscription(ctx context.Context, sub store.Subscription
 // UpdateSubscription reads the subscription, lets change modify it (an
 // error from change is returned and nothing is written), stores it with
 // UpdatedAt now, and makes it current on this node before returning.
-func (s *Service) UpdateSubscription(ctx context.Context, id string, change func(*store.Subscription) error) (store.Subscription, error) {
+func (s *Service) UpdateSubscription(ctx context.Context, id string, change func(*subscription.Subscription) error) (subscription.Subscription, error) {
 	sub, err := s.Store.GetSubscription(ctx, id)
 	if err != nil {
-		return store.Subscription{}, err
+		return subscription.Subscription{}, err
 	}
 	if err := change(&sub); err != nil {
-		return store.Subscription{}, err
+		return subscription.Subscription{}, err
 	}
 	sub.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
 	if err := s.Store.UpdateSubscription(ctx, sub); err != nil {
-		return store.Subscription{}, err
+		return subscription.Subscription{}, err
 	}
 	s.syncCatalog(ctx)
 	return s.Store.GetSubscription(ctx, id)
@@ -115,8 +140,8 @@ var ErrGivenKey = errors.New("a given secret needs hmac-sha256 signing")
 // HMAC secret's bytes; nil: a new key of the subscription's algorithm). The
 // current key keeps signing too until now+grace. store.ErrNotFound when
 // the subscription does not exist.
-func (s *Service) RotateSecret(ctx context.Context, id string, secret []byte, grace time.Duration) (store.Subscription, error) {
-	return s.UpdateSubscription(ctx, id, func(sub *store.Subscription) error {
+func (s *Service) RotateSecret(ctx context.Context, id string, secret []byte, grace time.Duration) (subscription.Subscription, error) {
+	return s.UpdateSubscription(ctx, id, func(sub *subscription.Subscription) error {
 		alg := sub.Signing.Algorithm
 		if alg == "" {
 			alg = signing.HMACSHA256
@@ -125,7 +150,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string, secret []byte, gr
 		if secret != nil && alg != signing.HMACSHA256 {
 			return ErrGivenKey
 		}
-		next := store.SigningKey{Key: secret}
+		next := signing.Key{Key: secret}
 		if secret == nil {
 			k, err := signing.New(alg)
 			if err != nil {
@@ -149,23 +174,23 @@ func (s *Service) DeleteSubscription(ctx context.Context, id string) error {
 		return err
 	}
 	s.syncCatalog(ctx)
-	if err := s.Dispatch.StopSubscription(ctx, id); err != nil {
+	if err := s.Attempts.StopSubscription(ctx, id); err != nil {
 		return fmt.Errorf("stopping the attempts of subscription %s: %w", id, err)
 	}
 	return nil
 }
 
 // Redeliver makes one delivery due now with a fresh attempt budget and
-// tells the dispatcher (see Dispatcher.Released). store.ErrNotFound;
+// tells the scheduler (see Scheduler.Released). store.ErrNotFound;
 // store.ErrConflict while an attempt is in progress;
 // store.ErrSubscriptionDeleted when its subscription is gone (nothing
 // changes).
-func (s *Service) Redeliver(ctx context.Context, id string) (store.Delivery, error) {
+func (s *Service) Redeliver(ctx context.Context, id string) (delivery.Delivery, error) {
 	d, err := s.Store.Redeliver(ctx, id, s.Clock.Now())
 	if err != nil {
-		return store.Delivery{}, err
+		return delivery.Delivery{}, err
 	}
-	if d.Status == store.StatusPending {
+	if d.Status == delivery.StatusPending {
 		s.released(ctx, d.EndpointID, d.NextAttemptAt)
 	}
 	return d, nil
@@ -173,7 +198,7 @@ func (s *Service) Redeliver(ctx context.Context, id string) (store.Delivery, err
 
 // Redrive moves a subscription's dead letters (all, or only ids) back to
 // pending with a fresh budget (queued, for a pull or deactivated
-// subscription's consumers) and tells the dispatcher of each endpoint.
+// subscription's consumers) and tells the scheduler of each endpoint.
 // store.ErrNotFound when the subscription does not exist.
 func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []string) (int, error) {
 	now := s.Clock.Now()
@@ -189,11 +214,11 @@ func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []stri
 	return res.Count, nil
 }
 
-// released tells the dispatcher; the change is committed whatever happens
+// released tells the scheduler; the change is committed whatever happens
 // here (the loader finds the deliveries on its next scan), so a failure to
 // open the circuit at once is logged.
 func (s *Service) released(ctx context.Context, endpointID string, at time.Time) {
-	if err := s.Dispatch.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
+	if err := s.Scheduler.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
 		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint", endpointID, "err", err)
 	}
 }
@@ -201,38 +226,38 @@ func (s *Service) released(ctx context.Context, endpointID string, at time.Time)
 // EnableEndpoint re-enables a disabled, frozen or probation endpoint and
 // resets its counters; its held deliveries flow again on every node.
 // store.ErrNotFound when it does not exist.
-func (s *Service) EnableEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *Service) EnableEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	if _, err := s.Store.GetEndpoint(ctx, id); err != nil {
-		return store.Endpoint{}, err
+		return endpoint.Endpoint{}, err
 	}
-	return s.Dispatch.Enable(ctx, id)
+	return s.Scheduler.Enable(ctx, id)
 }
 
 // Reactivate makes a deactivated push subscription active again and pushes
 // every one of its queued deliveries with a fresh attempt budget (the
-// dispatcher is told at once, and the catalog synced before the call
+// scheduler is told at once, and the catalog synced before the call
 // returns, so the next publish is pushed). It returns the subscription as
 // it now is and how many deliveries went back to pending. An active push
 // subscription is left as it is (0). store.ErrNotFound;
 // store.ErrConflict for a pull subscription, and for one awaiting its
 // endpoint's validation (only the handshake activates it).
-func (s *Service) Reactivate(ctx context.Context, id string) (store.Subscription, int, error) {
+func (s *Service) Reactivate(ctx context.Context, id string) (subscription.Subscription, int, error) {
 	before, err := s.Store.GetSubscription(ctx, id)
 	if err != nil {
-		return store.Subscription{}, 0, err
+		return subscription.Subscription{}, 0, err
 	}
-	if before.State == store.StateAwaitingValidation {
-		return store.Subscription{}, 0, fmt.Errorf("subscription %s awaits validation: %w", id, store.ErrConflict)
+	if before.State == subscription.StateAwaitingValidation {
+		return subscription.Subscription{}, 0, fmt.Errorf("subscription %s awaits validation: %w", id, store.ErrConflict)
 	}
 	n, err := s.activate(ctx, id)
 	if err != nil {
-		return store.Subscription{}, 0, err
+		return subscription.Subscription{}, 0, err
 	}
 	sub, err := s.Store.GetSubscription(ctx, id)
 	if err != nil {
-		return store.Subscription{}, 0, err
+		return subscription.Subscription{}, 0, err
 	}
-	if s.Notifier != nil && before.State == store.StateDeactivated {
+	if s.Notifier != nil && before.State == subscription.StateDeactivated {
 		s.Notifier.SubscriptionReactivated(sub, n)
 	}
 	return sub, n, nil
@@ -246,7 +271,7 @@ func (s *Service) Activate(ctx context.Context, id string) error {
 }
 
 // activate moves a deactivated or validating subscription to active and its
-// queued deliveries to pending, and tells the catalog and the dispatcher.
+// queued deliveries to pending, and tells the catalog and the scheduler.
 func (s *Service) activate(ctx context.Context, id string) (int, error) {
 	now := s.Clock.Now()
 	res, err := s.Store.ReactivateSubscription(ctx, id, now)
@@ -254,7 +279,7 @@ func (s *Service) activate(ctx context.Context, id string) (int, error) {
 		return 0, err
 	}
 	s.syncCatalog(ctx)
-	s.Dispatch.Reactivated(id)
+	s.Deactivations.Reactivated(id)
 	for _, ep := range res.Endpoints {
 		s.released(ctx, ep, now)
 	}

@@ -97,7 +97,7 @@ func EventGridOutcome(outcome string, status int) string {
 // EncodeDeadLetter builds the request that pushes a dead-lettered delivery
 // to a subscription's dead_letter_url, in a form that follows the
 // subscription's delivery schema, with the fields of the Event Grid
-// dead-letter event (the seed's names):
+// dead-letter event, named as in testdata/seed/eventgrid-deadletter.json:
 //
 //   - eventgrid and data: a one-element JSON array holding the Event Grid
 //     event (as Encode writes it) followed by deadLetterReason,

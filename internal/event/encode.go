@@ -100,7 +100,7 @@ var ErrBatchNotSupported = errors.New("schema does not batch")
 // wrapping ErrMalformedPayload, one with two or more items in a schema that
 // cannot batch an error wrapping ErrBatchNotSupported. The body may share
 // memory with the payloads: neither is to be modified while the other is in
-// use. The encodings (DESIGN.md §9.5):
+// use. The encodings (docs/schemas.md shows a request of each):
 //
 //   - cloudevents: one item of a subscription that does not batch is sent
 //     as is: Body is the Payload itself (no copy), content type

@@ -174,13 +174,13 @@ func renderEncoded(enc Encoded) string {
 	return b.String()
 }
 
-// readSeed reads a JSON example of the Azure Event Grid seed
-// (shared/seeds/azure-event-grid-delivery-and-retry.pt.md), copied to
-// testdata/seed: eventgrid-event.json and eventgrid-deadletter.json are its
-// Event Grid schema event and dead-letter event, cloudevents-event.json and
-// cloudevents-deadletter.json its CloudEvents 1.0 ones (the dead letter
-// without the trailing comma that makes the seed's text invalid JSON), and
-// custom-deadletter.json its custom-schema dead-letter event.
+// readSeed reads testdata/seed/NAME, a JSON example copied from Azure Event
+// Grid's delivery documentation: eventgrid-event.json and
+// eventgrid-deadletter.json are its Event Grid schema event and dead-letter
+// event, cloudevents-event.json and cloudevents-deadletter.json its
+// CloudEvents 1.0 ones (the dead letter without the trailing comma that
+// makes the documentation's text invalid JSON), and custom-deadletter.json
+// its custom-schema dead-letter event.
 func readSeed(t *testing.T, name string) (map[string]any, []byte) {
 	t.Helper()
 	b, err := os.ReadFile("testdata/seed/" + name)

@@ -67,122 +67,23 @@ func eventGridName(attr string) string {
 // into a CloudEvent (see ParseWith), naming fields with prefix. Unless
 // opts.AllowReserved, the reserved names are refused (checkReserved).
 func parseEventGrid(raw []byte, prefix string, opts *ParseOptions) (Event, *FieldError) {
-	defaultSource := opts.DefaultSource
-	e := Event{SpecVersion: SpecVersion}
-	var fe *FieldError
-	bad := func(member, detail string) {
-		if len(member) > 64 {
-			member = member[:64] + "..."
-		}
-		field := prefix + member
-		if member == "" { // the event as a whole
-			field = strings.TrimSuffix(prefix, ".")
-			if field == "" {
-				field = "body"
-			}
-		}
-		fe = &FieldError{Field: field, Detail: detail}
-	}
-	var seen [8]bool // by member, in the order of the constants
-	members := [...]string{egID, egTopic, egSubject, egEventType, egEventTime, egData, egDataVersion, egMetadataVersion}
-	var topic, metadataVersion string
-	hasTopic, hasMetadataVersion, hasSubject, hasTime := false, false, false, false
-	ok := forEachMember(raw, func(nameB, _, val []byte) bool {
-		name := string(nameB)
-		k := -1
-		for i, m := range members {
-			if m == name {
-				k = i
-				break
-			}
-		}
-		if k < 0 {
-			detail := "not a member of an Event Grid event (id, topic, subject, eventType, eventTime, data, dataVersion, metadataVersion)"
-			if name == "" {
-				detail = "a member name must not be empty; " + detail[6:]
-			}
-			bad(name, detail)
-			return false
-		}
-		if seen[k] {
-			bad(name, repeatedDetail)
-			return false
-		}
-		seen[k] = true
-		if string(val) == "null" {
-			return true // absent
-		}
-		if name == egData {
-			data, repeated := dataJSON(val) // raw is valid JSON
-			if repeated != "" {
-				bad(name, repeatedDetail)
-				fe.Field += repeated
-				return false
-			}
-			e.Data = data
-			return true
-		}
-		s, d := jsonString(val)
-		if d != "" {
-			bad(name, d)
-			return false
-		}
-		switch name {
-		case egID:
-			e.ID = s
-		case egTopic:
-			if s == "" {
-				bad(name, "must not be empty when present")
-				return false
-			}
-			topic, hasTopic = s, true
-		case egSubject:
-			e.Subject, hasSubject = s, true
-		case egEventType:
-			e.Type = s
-		case egEventTime:
-			t, d := parseTime(s)
-			if d != "" {
-				bad(name, d)
-				return false
-			}
-			e.Time, hasTime = t, true
-		case egDataVersion:
-			if s != "" {
-				e.Extensions = map[string]any{extDataVersion: s}
-			}
-		case egMetadataVersion:
-			metadataVersion, hasMetadataVersion = s, true
-		}
-		return true
-	})
-	if fe != nil {
-		return Event{}, fe
+	r := egReader{prefix: prefix, e: Event{SpecVersion: SpecVersion}}
+	ok := forEachMember(raw, r.member)
+	if r.fe != nil {
+		return Event{}, r.fe
 	}
 	if !ok {
-		bad("", "not valid JSON")
-		return Event{}, fe
+		r.bad("", "not valid JSON")
+		return Event{}, r.fe
 	}
-	switch {
-	case e.ID == "":
-		bad(egID, "required")
-	case e.Type == "":
-		bad(egEventType, "required")
-	case !hasSubject:
-		bad(egSubject, "required (it may be empty)")
-	case !hasTime:
-		bad(egEventTime, "required")
-	case hasMetadataVersion && metadataVersion != eventGridMetadataVersion:
-		bad(egMetadataVersion, `must be "1", got `+quote(metadataVersion))
-	case !hasTopic && defaultSource == "":
-		bad(egTopic, "required: no default source applies to this request")
+	r.checkRequired(opts.DefaultSource)
+	if r.fe != nil {
+		return Event{}, r.fe
 	}
-	if fe != nil {
-		return Event{}, fe
-	}
-	e.Source = topic
-	if !hasTopic {
-		e.Source = defaultSource
+	e := r.e
+	e.Source = r.topic
+	if !r.hasTopic {
+		e.Source = opts.DefaultSource
 	}
 	name := func(attr string) string { return prefix + eventGridName(attr) }
 	if fe := e.validate(name); fe != nil {
@@ -195,4 +96,135 @@ func parseEventGrid(raw []byte, prefix string, opts *ParseOptions) (Event, *Fiel
 	}
 	e.checked = true
 	return e, nil
+}
+
+// egMembers are the members of an Event Grid event, in the order of the
+// constants.
+var egMembers = [...]string{egID, egTopic, egSubject, egEventType, egEventTime, egData, egDataVersion, egMetadataVersion}
+
+// egReader collects the members of one Event Grid event into a CloudEvent,
+// stopping at the first error (fe).
+type egReader struct {
+	prefix string // of the fields errors name
+	e      Event
+	fe     *FieldError
+	seen   [len(egMembers)]bool // by member, in the order of egMembers
+
+	topic, metadataVersion                            string
+	hasTopic, hasMetadataVersion, hasSubject, hasTime bool
+}
+
+// bad records the error detail about member ("" for the event as a whole),
+// its name cut to 64 bytes.
+func (r *egReader) bad(member, detail string) {
+	if len(member) > 64 {
+		member = member[:64] + "..."
+	}
+	field := r.prefix + member
+	if member == "" { // the event as a whole
+		field = strings.TrimSuffix(r.prefix, ".")
+		if field == "" {
+			field = "body"
+		}
+	}
+	r.fe = &FieldError{Field: field, Detail: detail}
+}
+
+// member reads one member of the event (a forEachMember callback): unknown
+// and repeated members are errors, null is absent, data is kept as JSON and
+// every other member must be a string. It returns false at an error.
+func (r *egReader) member(nameB, _, val []byte) bool {
+	name := string(nameB)
+	k := -1
+	for i, m := range egMembers {
+		if m == name {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		detail := "not a member of an Event Grid event (id, topic, subject, eventType, eventTime, data, dataVersion, metadataVersion)"
+		if name == "" {
+			detail = "a member name must not be empty; " + detail[6:]
+		}
+		r.bad(name, detail)
+		return false
+	}
+	if r.seen[k] {
+		r.bad(name, repeatedDetail)
+		return false
+	}
+	r.seen[k] = true
+	if string(val) == "null" {
+		return true // absent
+	}
+	if name == egData {
+		data, repeated := dataJSON(val) // raw is valid JSON
+		if repeated != "" {
+			r.bad(name, repeatedDetail)
+			r.fe.Field += repeated
+			return false
+		}
+		r.e.Data = data
+		return true
+	}
+	s, d := jsonString(val)
+	if d != "" {
+		r.bad(name, d)
+		return false
+	}
+	return r.set(name, s)
+}
+
+// set stores the string member name's value s where it goes in the
+// CloudEvent; it returns false if s is not a valid value for it.
+func (r *egReader) set(name, s string) bool {
+	switch name {
+	case egID:
+		r.e.ID = s
+	case egTopic:
+		if s == "" {
+			r.bad(name, "must not be empty when present")
+			return false
+		}
+		r.topic, r.hasTopic = s, true
+	case egSubject:
+		r.e.Subject, r.hasSubject = s, true
+	case egEventType:
+		r.e.Type = s
+	case egEventTime:
+		t, d := parseTime(s)
+		if d != "" {
+			r.bad(name, d)
+			return false
+		}
+		r.e.Time, r.hasTime = t, true
+	case egDataVersion:
+		if s != "" {
+			r.e.Extensions = map[string]any{extDataVersion: s}
+		}
+	case egMetadataVersion:
+		r.metadataVersion, r.hasMetadataVersion = s, true
+	}
+	return true
+}
+
+// checkRequired records an error for the first required member missing
+// (topic only when there is no defaultSource) or a metadataVersion other
+// than eventGridMetadataVersion.
+func (r *egReader) checkRequired(defaultSource string) {
+	switch {
+	case r.e.ID == "":
+		r.bad(egID, "required")
+	case r.e.Type == "":
+		r.bad(egEventType, "required")
+	case !r.hasSubject:
+		r.bad(egSubject, "required (it may be empty)")
+	case !r.hasTime:
+		r.bad(egEventTime, "required")
+	case r.hasMetadataVersion && r.metadataVersion != eventGridMetadataVersion:
+		r.bad(egMetadataVersion, `must be "1", got `+quote(r.metadataVersion))
+	case !r.hasTopic && defaultSource == "":
+		r.bad(egTopic, "required: no default source applies to this request")
+	}
 }

@@ -259,100 +259,114 @@ func TestParseBatchLimits(t *testing.T) {
 	}
 }
 
-func TestParseErrors(t *testing.T) {
-	const ok = `"specversion":"1.0","id":"1","source":"s","type":"t"`
-	structured := header(mediaStructured)
-	bin := func(ct string, kv ...string) http.Header {
-		base := []string{"ce-specversion", "1.0", "ce-id", "1", "ce-source", "s", "ce-type", "t"}
-		h := header(ct, base...)
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i+1] == "<delete>" {
-				h.Del(kv[i])
-				continue
-			}
-			h.Set(kv[i], kv[i+1])
+// ok is the required attributes of a structured event, without the braces.
+const ok = `"specversion":"1.0","id":"1","source":"s","type":"t"`
+
+// structured is the header of a structured-mode request.
+var structured = header(mediaStructured)
+
+// bin is the header of a binary-mode request of content type ct with the
+// required attributes, changed by kv (name, value pairs; the value
+// "<delete>" removes the header).
+func bin(ct string, kv ...string) http.Header {
+	base := []string{"ce-specversion", "1.0", "ce-id", "1", "ce-source", "s", "ce-type", "t"}
+	h := header(ct, base...)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "<delete>" {
+			h.Del(kv[i])
+			continue
 		}
-		return h
+		h.Set(kv[i], kv[i+1])
 	}
-	tests := []struct {
-		name      string
-		h         http.Header
-		body      string
-		field     string
-		index     int
-		detailHas string
-	}{
-		{"not json", structured, `{"id":`, "body", -1, "not valid JSON"},
-		{"trailing data", structured, `{` + ok + `} x`, "body", -1, "not valid JSON"},
-		{"json string", structured, `"hello"`, "body", -1, "JSON object"},
-		{"empty body", structured, ``, "body", -1, "empty"},
-		{"invalid utf8", structured, "{" + ok + `,"subject":"` + "\xff" + `"}`, "body", -1, "UTF-8"},
-		{"array as structured", structured, `[{` + ok + `}]`, "body", -1, "batch"},
-		{"object as batch", header(mediaBatch), `{` + ok + `}`, "body", -1, "array"},
-		{"empty batch", header(mediaJSON), `[]`, "body", -1, "no events"},
-		{"number as json", header(mediaJSON), `42`, "body", -1, "object or an array"},
-		{"missing specversion", structured, `{"id":"1","source":"s","type":"t"}`, "specversion", 0, "required"},
-		{"wrong specversion", structured, `{"specversion":"0.3","id":"1","source":"s","type":"t"}`, "specversion", 0, `"1.0"`},
-		{"missing id", structured, `{"specversion":"1.0","source":"s","type":"t"}`, "id", 0, "required"},
-		{"empty id", structured, `{"specversion":"1.0","id":"","source":"s","type":"t"}`, "id", 0, "required"},
-		{"missing source", structured, `{"specversion":"1.0","id":"1","type":"t"}`, "source", 0, "required"},
-		{"missing type", structured, `{"specversion":"1.0","id":"1","source":"s"}`, "type", 0, "required"},
-		{"type not string", structured, `{"specversion":"1.0","id":"1","source":"s","type":7}`, "type", 0, "must be a string"},
-		{"id not string", structured, `{"specversion":"1.0","id":{},"source":"s","type":"t"}`, "id", 0, "must be a string"},
-		{"source not uri", structured, `{"specversion":"1.0","id":"1","source":"http://[::1","type":"t"}`, "source", 0, "URI-reference"},
-		{"source bad escape", structured, `{"specversion":"1.0","id":"1","source":"/a%zz","type":"t"}`, "source", 0, "URI-reference"},
-		{"empty subject", structured, `{` + ok + `,"subject":""}`, "subject", 0, "empty"},
-		{"bad time", structured, `{` + ok + `,"time":"yesterday"}`, "time", 0, "RFC 3339"},
-		{"time with comma", structured, `{` + ok + `,"time":"2026-01-02T15:04:05,5Z"}`, "time", 0, "RFC 3339"},
-		{"time without zone", structured, `{` + ok + `,"time":"2026-01-02T15:04:05"}`, "time", 0, "RFC 3339"},
-		{"time not string", structured, `{` + ok + `,"time":1700000000}`, "time", 0, "must be a string"},
-		{"relative dataschema", structured, `{` + ok + `,"dataschema":"schemas/x"}`, "dataschema", 0, "absolute URI"},
-		{"bad datacontenttype", structured, `{` + ok + `,"datacontenttype":"json"}`, "datacontenttype", 0, "media type"},
-		{"data and data_base64", structured, `{` + ok + `,"data":1,"data_base64":"AA=="}`, "data_base64", 0, "mutually exclusive"},
-		{"bad base64", structured, `{` + ok + `,"data_base64":"!!!"}`, "data_base64", 0, "base64"},
-		{"base64 not string", structured, `{` + ok + `,"data_base64":12}`, "data_base64", 0, "base64"},
-		{"uppercase extension", structured, `{` + ok + `,"Foo":"x"}`, "Foo", 0, "lowercase"},
-		{"underscore extension", structured, `{` + ok + `,"foo_bar":"x"}`, "foo_bar", 0, "lowercase"},
-		{"long extension", structured, `{` + ok + `,"abcdefghijklmnopqrstu":"x"}`, "abcdefghijklmnopqrstu", 0, "20"},
-		{"object extension", structured, `{` + ok + `,"ext":{"a":1}}`, "ext", 0, "string, number or boolean"},
-		{"array extension", structured, `{` + ok + `,"ext":[1]}`, "ext", 0, "string, number or boolean"},
-		{"nul in id", structured, `{"specversion":"1.0","id":"a\u0000","source":"s","type":"t"}`, "id", 0, "control characters"},
-		{"escape in type", structured, `{"specversion":"1.0","id":"1","source":"s","type":"t\u001b[31m"}`, "type", 0, "control characters"},
-		{"del in source", structured, `{"specversion":"1.0","id":"1","source":"/s\u007f","type":"t"}`, "source", 0, "control characters"},
-		{"newline in subject", structured, `{` + ok + `,"subject":"a\nb"}`, "subject", 0, "control characters"},
-		{"control in extension", structured, `{` + ok + `,"ext":"\u0007"}`, "ext", 0, "control characters"},
-		{"noncharacter in subject", structured, `{` + ok + `,"subject":"\ufdd0"}`, "subject", 0, "noncharacter"},
-		{"lone high surrogate", structured, `{"specversion":"1.0","id":"\ud800x","source":"s","type":"t"}`, "id", 0, "unpaired surrogate"},
-		{"lone low surrogate", structured, `{` + ok + `,"ext":"\udead"}`, "ext", 0, "unpaired surrogate"},
-		{"reversed pair", structured, `{` + ok + `,"subject":"\udc00\ud800"}`, "subject", 0, "unpaired surrogate"},
-		{"id too long", structured, `{"specversion":"1.0","id":"` + strings.Repeat("i", MaxIDLen+1) + `","source":"s","type":"t"}`, "id", 0, "at most 512 bytes"},
-		{"source too long", structured, `{"specversion":"1.0","id":"1","source":"/` + strings.Repeat("s", MaxSourceLen) + `","type":"t"}`, "source", 0, "at most 1024 bytes"},
-		{"type too long", structured, `{"specversion":"1.0","id":"1","source":"s","type":"` + strings.Repeat("t", MaxTypeLen+1) + `"}`, "type", 0, "at most 256 bytes"},
-		{"subject too long", structured, `{` + ok + `,"subject":"` + strings.Repeat("s", MaxSubjectLen+1) + `"}`, "subject", 0, "at most 2048 bytes"},
-		{"extension too long", structured, `{` + ok + `,"ext":"` + strings.Repeat("x", MaxExtensionValueLen+1) + `"}`, "ext", 0, "at most 1024 bytes"},
-		{"extension number too long", structured, `{` + ok + `,"ext":1` + strings.Repeat("0", MaxExtensionValueLen) + `}`, "ext", 0, "at most 1024"},
-		{"binary nul in id", bin("text/plain", "ce-id", "a%00"), "x", "ce-id", 0, "control characters"},
-		{"binary escape in extension", bin("text/plain", "ce-ext", "%1B[2J"), "x", "ce-ext", 0, "control characters"},
-		{"binary long type", bin("text/plain", "ce-type", strings.Repeat("t", MaxTypeLen+1)), "x", "ce-type", 0, "at most 256 bytes"},
-		{"repeated member", structured, `{` + ok + `,"id":"2"}`, "id", 0, "repeated"},
-		{"second event bad", header(mediaBatch), `[{` + ok + `},{"specversion":"1.0","id":"2","type":"t"}]`, "events[1].source", 1, "required"},
-		{"batch element not object", header(mediaJSON), `[{` + ok + `},{` + ok + `},"x"]`, "events[2]", 2, "JSON object"},
-		{"batch extension", header(mediaBatch), `[{` + ok + `,"BAD":1}]`, "events[0].BAD", 0, "lowercase"},
-		{"binary missing id", bin("text/plain", "ce-id", "<delete>"), "x", "ce-id", 0, "required"},
-		{"binary wrong specversion", bin("text/plain", "ce-specversion", "0.3"), "x", "ce-specversion", 0, `"1.0"`},
-		{"binary bad time", bin("text/plain", "ce-time", "now"), "x", "ce-time", 0, "RFC 3339"},
-		{"binary bad source", bin("text/plain", "ce-source", "http://[::1"), "x", "ce-source", 0, "URI-reference"},
-		{"binary bad percent", bin("text/plain", "ce-subject", "50%"), "x", "ce-subject", 0, "percent"},
-		{"binary bad utf8", bin("text/plain", "ce-subject", "%FF"), "x", "ce-subject", 0, "UTF-8"},
-		{"binary empty subject", bin("text/plain", "ce-subject", ""), "x", "ce-subject", 0, "empty"},
-		{"binary datacontenttype header", bin("text/plain", "ce-datacontenttype", "text/plain"), "x", "ce-datacontenttype", 0, "Content-Type"},
-		{"binary data header", bin("text/plain", "ce-data", "x"), "x", "ce-data", 0, "reserved"},
-		{"binary bad extension", bin("text/plain", "ce-my_ext", "x"), "x", "ce-my_ext", 0, "lowercase"},
-		{"binary bad json", bin("application/json"), "{nope", "body", 0, "not valid JSON"},
-		{"binary two json values", bin("application/json"), "1 2", "body", 0, "not valid JSON"},
-		{"binary bad content type", bin("nonsense"), "x", "content-type", 0, "media type"},
-	}
-	for _, tt := range tests {
+	return h
+}
+
+// parseErrorCase is a request Parse refuses, and the field, index and
+// detail of the error it names.
+type parseErrorCase struct {
+	name      string
+	h         http.Header
+	body      string
+	field     string
+	index     int
+	detailHas string
+}
+
+// parseErrors are the cases of TestParseErrors.
+var parseErrors = []parseErrorCase{
+	{"not json", structured, `{"id":`, "body", -1, "not valid JSON"},
+	{"trailing data", structured, `{` + ok + `} x`, "body", -1, "not valid JSON"},
+	{"json string", structured, `"hello"`, "body", -1, "JSON object"},
+	{"empty body", structured, ``, "body", -1, "empty"},
+	{"invalid utf8", structured, "{" + ok + `,"subject":"` + "\xff" + `"}`, "body", -1, "UTF-8"},
+	{"array as structured", structured, `[{` + ok + `}]`, "body", -1, "batch"},
+	{"object as batch", header(mediaBatch), `{` + ok + `}`, "body", -1, "array"},
+	{"empty batch", header(mediaJSON), `[]`, "body", -1, "no events"},
+	{"number as json", header(mediaJSON), `42`, "body", -1, "object or an array"},
+	{"missing specversion", structured, `{"id":"1","source":"s","type":"t"}`, "specversion", 0, "required"},
+	{"wrong specversion", structured, `{"specversion":"0.3","id":"1","source":"s","type":"t"}`, "specversion", 0, `"1.0"`},
+	{"missing id", structured, `{"specversion":"1.0","source":"s","type":"t"}`, "id", 0, "required"},
+	{"empty id", structured, `{"specversion":"1.0","id":"","source":"s","type":"t"}`, "id", 0, "required"},
+	{"missing source", structured, `{"specversion":"1.0","id":"1","type":"t"}`, "source", 0, "required"},
+	{"missing type", structured, `{"specversion":"1.0","id":"1","source":"s"}`, "type", 0, "required"},
+	{"type not string", structured, `{"specversion":"1.0","id":"1","source":"s","type":7}`, "type", 0, "must be a string"},
+	{"id not string", structured, `{"specversion":"1.0","id":{},"source":"s","type":"t"}`, "id", 0, "must be a string"},
+	{"source not uri", structured, `{"specversion":"1.0","id":"1","source":"http://[::1","type":"t"}`, "source", 0, "URI-reference"},
+	{"source bad escape", structured, `{"specversion":"1.0","id":"1","source":"/a%zz","type":"t"}`, "source", 0, "URI-reference"},
+	{"empty subject", structured, `{` + ok + `,"subject":""}`, "subject", 0, "empty"},
+	{"bad time", structured, `{` + ok + `,"time":"yesterday"}`, "time", 0, "RFC 3339"},
+	{"time with comma", structured, `{` + ok + `,"time":"2026-01-02T15:04:05,5Z"}`, "time", 0, "RFC 3339"},
+	{"time without zone", structured, `{` + ok + `,"time":"2026-01-02T15:04:05"}`, "time", 0, "RFC 3339"},
+	{"time not string", structured, `{` + ok + `,"time":1700000000}`, "time", 0, "must be a string"},
+	{"relative dataschema", structured, `{` + ok + `,"dataschema":"schemas/x"}`, "dataschema", 0, "absolute URI"},
+	{"bad datacontenttype", structured, `{` + ok + `,"datacontenttype":"json"}`, "datacontenttype", 0, "media type"},
+	{"data and data_base64", structured, `{` + ok + `,"data":1,"data_base64":"AA=="}`, "data_base64", 0, "mutually exclusive"},
+	{"bad base64", structured, `{` + ok + `,"data_base64":"!!!"}`, "data_base64", 0, "base64"},
+	{"base64 not string", structured, `{` + ok + `,"data_base64":12}`, "data_base64", 0, "base64"},
+	{"uppercase extension", structured, `{` + ok + `,"Foo":"x"}`, "Foo", 0, "lowercase"},
+	{"underscore extension", structured, `{` + ok + `,"foo_bar":"x"}`, "foo_bar", 0, "lowercase"},
+	{"long extension", structured, `{` + ok + `,"abcdefghijklmnopqrstu":"x"}`, "abcdefghijklmnopqrstu", 0, "20"},
+	{"object extension", structured, `{` + ok + `,"ext":{"a":1}}`, "ext", 0, "string, number or boolean"},
+	{"array extension", structured, `{` + ok + `,"ext":[1]}`, "ext", 0, "string, number or boolean"},
+	{"nul in id", structured, `{"specversion":"1.0","id":"a\u0000","source":"s","type":"t"}`, "id", 0, "control characters"},
+	{"escape in type", structured, `{"specversion":"1.0","id":"1","source":"s","type":"t\u001b[31m"}`, "type", 0, "control characters"},
+	{"del in source", structured, `{"specversion":"1.0","id":"1","source":"/s\u007f","type":"t"}`, "source", 0, "control characters"},
+	{"newline in subject", structured, `{` + ok + `,"subject":"a\nb"}`, "subject", 0, "control characters"},
+	{"control in extension", structured, `{` + ok + `,"ext":"\u0007"}`, "ext", 0, "control characters"},
+	{"noncharacter in subject", structured, `{` + ok + `,"subject":"\ufdd0"}`, "subject", 0, "noncharacter"},
+	{"lone high surrogate", structured, `{"specversion":"1.0","id":"\ud800x","source":"s","type":"t"}`, "id", 0, "unpaired surrogate"},
+	{"lone low surrogate", structured, `{` + ok + `,"ext":"\udead"}`, "ext", 0, "unpaired surrogate"},
+	{"reversed pair", structured, `{` + ok + `,"subject":"\udc00\ud800"}`, "subject", 0, "unpaired surrogate"},
+	{"id too long", structured, `{"specversion":"1.0","id":"` + strings.Repeat("i", MaxIDLen+1) + `","source":"s","type":"t"}`, "id", 0, "at most 512 bytes"},
+	{"source too long", structured, `{"specversion":"1.0","id":"1","source":"/` + strings.Repeat("s", MaxSourceLen) + `","type":"t"}`, "source", 0, "at most 1024 bytes"},
+	{"type too long", structured, `{"specversion":"1.0","id":"1","source":"s","type":"` + strings.Repeat("t", MaxTypeLen+1) + `"}`, "type", 0, "at most 256 bytes"},
+	{"subject too long", structured, `{` + ok + `,"subject":"` + strings.Repeat("s", MaxSubjectLen+1) + `"}`, "subject", 0, "at most 2048 bytes"},
+	{"extension too long", structured, `{` + ok + `,"ext":"` + strings.Repeat("x", MaxExtensionValueLen+1) + `"}`, "ext", 0, "at most 1024 bytes"},
+	{"extension number too long", structured, `{` + ok + `,"ext":1` + strings.Repeat("0", MaxExtensionValueLen) + `}`, "ext", 0, "at most 1024"},
+	{"binary nul in id", bin("text/plain", "ce-id", "a%00"), "x", "ce-id", 0, "control characters"},
+	{"binary escape in extension", bin("text/plain", "ce-ext", "%1B[2J"), "x", "ce-ext", 0, "control characters"},
+	{"binary long type", bin("text/plain", "ce-type", strings.Repeat("t", MaxTypeLen+1)), "x", "ce-type", 0, "at most 256 bytes"},
+	{"repeated member", structured, `{` + ok + `,"id":"2"}`, "id", 0, "repeated"},
+	{"second event bad", header(mediaBatch), `[{` + ok + `},{"specversion":"1.0","id":"2","type":"t"}]`, "events[1].source", 1, "required"},
+	{"batch element not object", header(mediaJSON), `[{` + ok + `},{` + ok + `},"x"]`, "events[2]", 2, "JSON object"},
+	{"batch extension", header(mediaBatch), `[{` + ok + `,"BAD":1}]`, "events[0].BAD", 0, "lowercase"},
+	{"binary missing id", bin("text/plain", "ce-id", "<delete>"), "x", "ce-id", 0, "required"},
+	{"binary wrong specversion", bin("text/plain", "ce-specversion", "0.3"), "x", "ce-specversion", 0, `"1.0"`},
+	{"binary bad time", bin("text/plain", "ce-time", "now"), "x", "ce-time", 0, "RFC 3339"},
+	{"binary bad source", bin("text/plain", "ce-source", "http://[::1"), "x", "ce-source", 0, "URI-reference"},
+	{"binary bad percent", bin("text/plain", "ce-subject", "50%"), "x", "ce-subject", 0, "percent"},
+	{"binary bad utf8", bin("text/plain", "ce-subject", "%FF"), "x", "ce-subject", 0, "UTF-8"},
+	{"binary empty subject", bin("text/plain", "ce-subject", ""), "x", "ce-subject", 0, "empty"},
+	{"binary datacontenttype header", bin("text/plain", "ce-datacontenttype", "text/plain"), "x", "ce-datacontenttype", 0, "Content-Type"},
+	{"binary data header", bin("text/plain", "ce-data", "x"), "x", "ce-data", 0, "reserved"},
+	{"binary bad extension", bin("text/plain", "ce-my_ext", "x"), "x", "ce-my_ext", 0, "lowercase"},
+	{"binary bad json", bin("application/json"), "{nope", "body", 0, "not valid JSON"},
+	{"binary two json values", bin("application/json"), "1 2", "body", 0, "not valid JSON"},
+	{"binary bad content type", bin("nonsense"), "x", "content-type", 0, "media type"},
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range parseErrors {
 		t.Run(tt.name, func(t *testing.T) {
 			events, err := Parse(tt.h, []byte(tt.body))
 			if err == nil {

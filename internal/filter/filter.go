@@ -1,4 +1,5 @@
-// Package filter implements a subscription's advanced filters (DESIGN §9.6):
+// Package filter implements a subscription's advanced filters
+// (docs/subscriptions.md, "Filters"):
 // Azure Event Grid's advanced filters, written in snake case, compiled once
 // per subscription and matched against events as Herald stores them
 // (CloudEvents 1.0 structured-mode JSON).
@@ -56,8 +57,8 @@
 // A missing key (an absent attribute, a data path that does not exist, or
 // goes through something that is not an object, or any data.* key of an
 // event whose data is absent or not JSON) matches only the NotIn operators
-// (NumberNotIn, StringNotIn, NumberNotInRange) and IsNullOrUndefined (DESIGN
-// §9.6, Event Grid's documented rule; Event Grid's note predates
+// (NumberNotIn, StringNotIn, NumberNotInRange) and IsNullOrUndefined
+// (Event Grid's documented rule; Event Grid's note predates
 // NumberNotInRange, which Herald counts as a NotIn operator). Every other
 // operator, StringNotContains, StringNotBeginsWith and StringNotEndsWith
 // included, does not match a missing key.

@@ -175,85 +175,11 @@ func TestFoldRune(t *testing.T) {
 // events and filters.
 func TestMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	scalars := []string{`0`, `-0`, `1`, `2.5`, `-7`, `100`, `1e3`, `""`, `"a"`, `"A"`, `"ab"`, `"Ba"`, `"bA"`, `"é"`, `"É"`, `"100"`, `"true"`,
-		`true`, `false`, `null`, `{"x":1}`, `[]`}
-	value := func() string {
-		if rng.IntN(4) == 0 {
-			n := rng.IntN(4)
-			items := make([]string, n)
-			for i := range items {
-				items[i] = scalars[rng.IntN(len(scalars))]
-			}
-			return "[" + strings.Join(items, ",") + "]"
-		}
-		return scalars[rng.IntN(len(scalars))]
-	}
-	strs := []string{`""`, `"a"`, `"A"`, `"b"`, `"ab"`, `"É"`, `"é"`, `"100"`}
-	nums := []string{`-7`, `0`, `1`, `2.5`, `100`, `1000`}
-	pick := func(pool []string, n int) string {
-		items := make([]string, n)
-		for i := range items {
-			items[i] = pool[rng.IntN(len(pool))]
-		}
-		return "[" + strings.Join(items, ", ") + "]"
-	}
-	keys := []string{"data.a", "data.b", "data.c.d", "data.c", "subject", "ext", "Data.a", "dataschema"}
 	const runs = 20000
 	matched, later := 0, 0
 	for iter := range runs {
-		// An event with some of the keys.
-		var data, attrs []string
-		for _, k := range []string{"a", "b"} {
-			if rng.IntN(4) > 0 {
-				data = append(data, fmt.Sprintf("%q:%s", k, value()))
-			}
-		}
-		switch rng.IntN(3) {
-		case 0:
-			data = append(data, `"c":{"d":`+value()+`}`)
-		case 1:
-			data = append(data, `"c":`+value())
-		}
-		if rng.IntN(4) > 0 {
-			attrs = append(attrs, `"subject":`+strs[rng.IntN(len(strs))])
-		}
-		if rng.IntN(2) == 0 {
-			attrs = append(attrs, `"ext":`+scalars[rng.IntN(len(scalars)-2)])
-		}
-		switch rng.IntN(6) {
-		case 0:
-			attrs = append(attrs, `"data_base64":"AA=="`)
-		case 1:
-			attrs = append(attrs, `"datacontenttype":"text/plain","data":{`+strings.Join(data, ",")+`}`)
-		default:
-			attrs = append(attrs, `"data":{`+strings.Join(data, ",")+`}`)
-		}
-		payload := `{"specversion":"1.0","id":"x","source":"/s","type":"t",` + strings.Join(attrs, ",") + `}`
-
-		// Up to four filters.
-		n := 1 + rng.IntN(4)
-		filters := make([]string, n)
-		for i := range filters {
-			op := operators[rng.IntN(len(operators))]
-			f := fmt.Sprintf(`{"operator_type": %q, "key": %q`, op.name, keys[rng.IntN(len(keys))])
-			switch {
-			case op.operand == operandValue && op.kind == kindBool:
-				f += fmt.Sprintf(`, "value": %v`, rng.IntN(2) == 0)
-			case op.operand == operandValue:
-				f += `, "value": ` + nums[rng.IntN(len(nums))]
-			case op.operand == operandRanges:
-				f += `, "values": [[0, 1], [2.5, 100]]`
-				if rng.IntN(2) == 0 {
-					f = strings.Replace(f, "[[0, 1], ", "[[-7, -7], ", 1)
-				}
-			case op.operand == operandValues && op.kind == kindNumber:
-				f += `, "values": ` + pick(nums, 1+rng.IntN(3))
-			case op.operand == operandValues:
-				f += `, "values": ` + pick(strs, 1+rng.IntN(3))
-			}
-			filters[i] = f + "}"
-		}
-		raw := "[" + strings.Join(filters, ", ") + "]"
+		payload := randomEvent(rng)
+		raw := randomFilters(rng)
 		m := mustCompile(t, raw)
 		var list []Filter
 		if err := json.Unmarshal([]byte(raw), &list); err != nil {
@@ -277,6 +203,97 @@ func TestMatchesReference(t *testing.T) {
 		t.Fatalf("of %d random cases, %d match and %d fail after the first filter", runs, matched, later)
 	}
 	t.Logf("of %d random cases, %d match and %d fail after the first filter", runs, matched, later)
+}
+
+// The pools TestMatchesReference draws its events and filters from.
+var (
+	randScalars = []string{`0`, `-0`, `1`, `2.5`, `-7`, `100`, `1e3`, `""`, `"a"`, `"A"`, `"ab"`, `"Ba"`, `"bA"`, `"é"`, `"É"`, `"100"`, `"true"`,
+		`true`, `false`, `null`, `{"x":1}`, `[]`}
+	randStrings = []string{`""`, `"a"`, `"A"`, `"b"`, `"ab"`, `"É"`, `"é"`, `"100"`}
+	randNumbers = []string{`-7`, `0`, `1`, `2.5`, `100`, `1000`}
+	randKeys    = []string{"data.a", "data.b", "data.c.d", "data.c", "subject", "ext", "Data.a", "dataschema"}
+)
+
+// randomValue is a JSON value for an event: one of randScalars, or an array
+// of up to three of them.
+func randomValue(rng *rand.Rand) string {
+	if rng.IntN(4) == 0 {
+		n := rng.IntN(4)
+		items := make([]string, n)
+		for i := range items {
+			items[i] = randScalars[rng.IntN(len(randScalars))]
+		}
+		return "[" + strings.Join(items, ",") + "]"
+	}
+	return randScalars[rng.IntN(len(randScalars))]
+}
+
+// randomList is a JSON array of n items of pool.
+func randomList(rng *rand.Rand, pool []string, n int) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = pool[rng.IntN(len(pool))]
+	}
+	return "[" + strings.Join(items, ", ") + "]"
+}
+
+// randomEvent is a structured CloudEvent with some of the keys the filters
+// of randomFilters test, its data sometimes not JSON.
+func randomEvent(rng *rand.Rand) string {
+	var data, attrs []string
+	for _, k := range []string{"a", "b"} {
+		if rng.IntN(4) > 0 {
+			data = append(data, fmt.Sprintf("%q:%s", k, randomValue(rng)))
+		}
+	}
+	switch rng.IntN(3) {
+	case 0:
+		data = append(data, `"c":{"d":`+randomValue(rng)+`}`)
+	case 1:
+		data = append(data, `"c":`+randomValue(rng))
+	}
+	if rng.IntN(4) > 0 {
+		attrs = append(attrs, `"subject":`+randStrings[rng.IntN(len(randStrings))])
+	}
+	if rng.IntN(2) == 0 {
+		attrs = append(attrs, `"ext":`+randScalars[rng.IntN(len(randScalars)-2)])
+	}
+	switch rng.IntN(6) {
+	case 0:
+		attrs = append(attrs, `"data_base64":"AA=="`)
+	case 1:
+		attrs = append(attrs, `"datacontenttype":"text/plain","data":{`+strings.Join(data, ",")+`}`)
+	default:
+		attrs = append(attrs, `"data":{`+strings.Join(data, ",")+`}`)
+	}
+	return `{"specversion":"1.0","id":"x","source":"/s","type":"t",` + strings.Join(attrs, ",") + `}`
+}
+
+// randomFilters is a JSON array of one to four valid filters on randKeys.
+func randomFilters(rng *rand.Rand) string {
+	n := 1 + rng.IntN(4)
+	filters := make([]string, n)
+	for i := range filters {
+		op := operators[rng.IntN(len(operators))]
+		f := fmt.Sprintf(`{"operator_type": %q, "key": %q`, op.name, randKeys[rng.IntN(len(randKeys))])
+		switch {
+		case op.operand == operandValue && op.kind == kindBool:
+			f += fmt.Sprintf(`, "value": %v`, rng.IntN(2) == 0)
+		case op.operand == operandValue:
+			f += `, "value": ` + randNumbers[rng.IntN(len(randNumbers))]
+		case op.operand == operandRanges:
+			f += `, "values": [[0, 1], [2.5, 100]]`
+			if rng.IntN(2) == 0 {
+				f = strings.Replace(f, "[[0, 1], ", "[[-7, -7], ", 1)
+			}
+		case op.operand == operandValues && op.kind == kindNumber:
+			f += `, "values": ` + randomList(rng, randNumbers, 1+rng.IntN(3))
+		case op.operand == operandValues:
+			f += `, "values": ` + randomList(rng, randStrings, 1+rng.IntN(3))
+		}
+		filters[i] = f + "}"
+	}
+	return "[" + strings.Join(filters, ", ") + "]"
 }
 
 // TestArraysTestedOnce: every operator tests an array's elements at most

@@ -105,6 +105,7 @@ func refRunes(s string) []rune {
 	return rs
 }
 
+// refOne reports whether ev passes the filter f.
 func refOne(f Filter, ev refEvent) bool {
 	v, ok := refLookup(f.Key, ev)
 	name := f.OperatorType
@@ -121,97 +122,109 @@ func refOne(f Filter, ev refEvent) bool {
 	if v == nil {
 		return false
 	}
-	var single json.RawMessage = f.Value
 	var values []json.RawMessage
 	json.Unmarshal(f.Values, &values)
-
-	// test reports (of the operator's type, positive test holds).
-	test := func(x any) (bool, bool) {
-		switch {
-		case strings.HasPrefix(name, "Number"):
-			n, ok := refNumber(x)
-			if !ok {
-				return false, false
-			}
-			switch name {
-			case "NumberIn", "NumberNotIn":
-				for _, raw := range values {
-					w, _ := strconv.ParseFloat(string(raw), 64)
-					if n == w {
-						return true, true
-					}
-				}
-				return true, false
-			case "NumberInRange", "NumberNotInRange":
-				for _, raw := range values {
-					var pair []float64
-					json.Unmarshal(raw, &pair)
-					if n >= pair[0] && n <= pair[1] {
-						return true, true
-					}
-				}
-				return true, false
-			}
-			w, _ := strconv.ParseFloat(string(single), 64)
-			switch name {
-			case "NumberLessThan":
-				return true, n < w
-			case "NumberGreaterThan":
-				return true, n > w
-			case "NumberLessThanOrEquals":
-				return true, n <= w
-			case "NumberGreaterThanOrEquals":
-				return true, n >= w
-			}
-		case name == "BoolEquals":
-			b, ok := x.(bool)
-			return ok, ok && string(single) == strconv.FormatBool(b)
-		default:
-			s, ok := x.(string)
-			if !ok {
-				return false, false
-			}
-			sr := refRunes(s)
-			for _, raw := range values {
-				var w string
-				json.Unmarshal(raw, &w)
-				wr := refRunes(w)
-				if len(wr) > len(sr) {
-					continue
-				}
-				switch strings.TrimPrefix(strings.TrimPrefix(name, "String"), "Not") {
-				case "In":
-					if refEqualRunes(sr, wr) {
-						return true, true
-					}
-				case "BeginsWith":
-					if refEqualRunes(sr[:len(wr)], wr) {
-						return true, true
-					}
-				case "EndsWith":
-					if refEqualRunes(sr[len(sr)-len(wr):], wr) {
-						return true, true
-					}
-				case "Contains":
-					for i := 0; i+len(wr) <= len(sr); i++ {
-						if refEqualRunes(sr[i:i+len(wr)], wr) {
-							return true, true
-						}
-					}
-				}
-			}
-			return true, false
-		}
-		panic("unknown operator " + name)
-	}
 	if arr, ok := v.([]any); ok {
 		for _, x := range arr {
-			if typed, hit := test(x); typed && hit {
+			if typed, hit := refTest(name, f.Value, values, x); typed && hit {
 				return !negative
 			}
 		}
 		return negative
 	}
-	typed, hit := test(v)
+	typed, hit := refTest(name, f.Value, values, v)
 	return typed && hit != negative
+}
+
+// refTest reports whether x is of the type operator name tests (typed) and
+// whether its positive test holds against the filter's value (single) or
+// values (hit).
+func refTest(name string, single json.RawMessage, values []json.RawMessage, x any) (typed, hit bool) {
+	switch {
+	case strings.HasPrefix(name, "Number"):
+		return refTestNumber(name, single, values, x)
+	case name == "BoolEquals":
+		b, ok := x.(bool)
+		return ok, ok && string(single) == strconv.FormatBool(b)
+	default:
+		return refTestString(name, values, x)
+	}
+}
+
+// refTestNumber is refTest for the Number operators.
+func refTestNumber(name string, single json.RawMessage, values []json.RawMessage, x any) (typed, hit bool) {
+	n, ok := refNumber(x)
+	if !ok {
+		return false, false
+	}
+	switch name {
+	case "NumberIn", "NumberNotIn":
+		for _, raw := range values {
+			w, _ := strconv.ParseFloat(string(raw), 64)
+			if n == w {
+				return true, true
+			}
+		}
+		return true, false
+	case "NumberInRange", "NumberNotInRange":
+		for _, raw := range values {
+			var pair []float64
+			json.Unmarshal(raw, &pair)
+			if n >= pair[0] && n <= pair[1] {
+				return true, true
+			}
+		}
+		return true, false
+	}
+	w, _ := strconv.ParseFloat(string(single), 64)
+	switch name {
+	case "NumberLessThan":
+		return true, n < w
+	case "NumberGreaterThan":
+		return true, n > w
+	case "NumberLessThanOrEquals":
+		return true, n <= w
+	case "NumberGreaterThanOrEquals":
+		return true, n >= w
+	}
+	panic("unknown operator " + name)
+}
+
+// refTestString is refTest for the String operators: x must be a string,
+// compared rune by rune ignoring case with each of values.
+func refTestString(name string, values []json.RawMessage, x any) (typed, hit bool) {
+	s, ok := x.(string)
+	if !ok {
+		return false, false
+	}
+	sr := refRunes(s)
+	for _, raw := range values {
+		var w string
+		json.Unmarshal(raw, &w)
+		wr := refRunes(w)
+		if len(wr) > len(sr) {
+			continue
+		}
+		switch strings.TrimPrefix(strings.TrimPrefix(name, "String"), "Not") {
+		case "In":
+			if refEqualRunes(sr, wr) {
+				return true, true
+			}
+		case "BeginsWith":
+			if refEqualRunes(sr[:len(wr)], wr) {
+				return true, true
+			}
+		case "EndsWith":
+			if refEqualRunes(sr[len(sr)-len(wr):], wr) {
+				return true, true
+			}
+		case "Contains":
+			for i := 0; i+len(wr) <= len(sr); i++ {
+				if refEqualRunes(sr[i:i+len(wr)], wr) {
+					return true, true
+				}
+			}
+		}
+	}
+	return true, false
 }

@@ -25,17 +25,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
-)
-
-// Validation kinds (a subscription's validation).
-const (
-	KindNone        = "none"
-	KindEventGrid   = "eventgrid"
-	KindCloudEvents = "cloudevents"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // maxAnswer bounds how much of a handshake answer is read.
@@ -43,8 +40,8 @@ const maxAnswer = 64 << 10
 
 // Store is what the validator reads and writes.
 type Store interface {
-	GetSubscription(ctx context.Context, id string) (store.Subscription, error)
-	UpdateSubscription(ctx context.Context, s store.Subscription) error
+	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	UpdateSubscription(ctx context.Context, s subscription.Subscription) error
 }
 
 // Catalog is the view of subscriptions the validator scans.
@@ -63,7 +60,7 @@ type Validator struct {
 	Store    Store
 	Catalog  Catalog
 	Activate Activator
-	// Client sends the handshakes: the dispatcher's (no redirects, the
+	// Client sends the handshakes: the attempting stage's (no redirects, the
 	// destination guard on every connection).
 	Client *http.Client
 	Clock  clock.Clock
@@ -75,6 +72,9 @@ type Validator struct {
 	UserAgent string
 	// Every is how often the validator looks for handshakes due (1 s).
 	Every time.Duration
+
+	once   sync.Once
+	rounds *startstop.Loop // runs Round every Every (see loop)
 
 	mu    sync.Mutex
 	tries map[string]*tries // by subscription
@@ -88,23 +88,36 @@ type tries struct {
 	done     bool // gave up: the policy ended
 }
 
-// Run looks for due handshakes every Every until ctx ends. Handshakes run
-// one at a time, each within its subscription's timeout.
-func (v *Validator) Run(ctx context.Context) {
-	every := v.Every
-	if every <= 0 {
-		every = time.Second
-	}
-	for {
-		v.Round(ctx)
-		t := v.Clock.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
+// Start looks for due handshakes now and every Every on the clock until
+// Stop (or ctx ends). Handshakes run one at a time, each within its
+// subscription's timeout.
+func (v *Validator) Start(ctx context.Context) error { return v.loop().Start(ctx) }
+
+// Stop ends the rounds and waits for the one in progress.
+func (v *Validator) Stop() { v.loop().Stop() }
+
+// Started is closed once the rounds run.
+func (v *Validator) Started() <-chan struct{} { return v.loop().Started() }
+
+// Stopped is closed once the rounds have stopped.
+func (v *Validator) Stopped() <-chan struct{} { return v.loop().Stopped() }
+
+// Loops returns the loop that runs the rounds (tests read its signals).
+func (v *Validator) Loops() []*startstop.Loop { return []*startstop.Loop{v.loop()} }
+
+// loop returns the loop of Round, made at its first use.
+func (v *Validator) loop() *startstop.Loop {
+	v.once.Do(func() {
+		every := v.Every
+		if every <= 0 {
+			every = time.Second
 		}
-	}
+		v.rounds = startstop.NewLoop("handshakes", v.Clock, func(ctx context.Context) time.Duration {
+			v.Round(ctx)
+			return every
+		})
+	})
+	return v.rounds
 }
 
 // Round runs every handshake due now, and forgets the schedules of
@@ -114,13 +127,13 @@ func (v *Validator) Round(ctx context.Context) {
 	snap := v.Catalog.Snapshot()
 	v.mu.Lock()
 	for id := range v.tries {
-		if e := snap.Get(id); e == nil || e.State != store.StateAwaitingValidation {
+		if e := snap.Get(id); e == nil || e.State != subscription.StateAwaitingValidation {
 			delete(v.tries, id)
 		}
 	}
 	v.mu.Unlock()
 	for _, e := range snap.All() {
-		if e.State != store.StateAwaitingValidation || ctx.Err() != nil {
+		if e.State != subscription.StateAwaitingValidation || ctx.Err() != nil {
 			continue
 		}
 		v.mu.Lock()
@@ -197,7 +210,7 @@ func (v *Validator) forget(id string) {
 
 // handshake sends e's handshake and says why it failed (nil: validated).
 // The error is what the log and the subscription's validation_error show:
-// the password of a URL in it is redacted (store.RedactedError).
+// the password of a URL in it is redacted (redact.Error).
 func (v *Validator) handshake(ctx context.Context, e *catalog.Entry) error {
 	timeout := e.Timeout
 	if timeout <= 0 {
@@ -206,10 +219,10 @@ func (v *Validator) handshake(ctx context.Context, e *catalog.Entry) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch e.Delivery.Validation {
-	case KindEventGrid:
-		return store.RedactedError(v.eventGrid(ctx, e))
-	case KindCloudEvents:
-		return store.RedactedError(v.cloudEvents(ctx, e))
+	case subscription.ValidationEventGrid:
+		return redact.Error(v.eventGrid(ctx, e))
+	case subscription.ValidationCloudEvents:
+		return redact.Error(v.cloudEvents(ctx, e))
 	}
 	return fmt.Errorf("unknown validation kind %q", e.Delivery.Validation)
 }
@@ -225,7 +238,7 @@ func (v *Validator) ValidationURL(e *catalog.Entry) string {
 func (v *Validator) eventGrid(ctx context.Context, e *catalog.Entry) error {
 	now := v.Clock.Now().UTC()
 	body, _ := json.Marshal([]map[string]any{{
-		"id": "validation-" + e.ID, "topic": "/accounts/" + store.AccountOrDefault(e.AccountID), "subject": "",
+		"id": "validation-" + e.ID, "topic": "/accounts/" + account.OrDefault(e.AccountID), "subject": "",
 		"eventType": "Microsoft.EventGrid.SubscriptionValidationEvent", "eventTime": now.Format(time.RFC3339Nano),
 		"data":        map[string]string{"validationCode": e.Delivery.ValidationToken, "validationUrl": v.ValidationURL(e)},
 		"dataVersion": "1", "metadataVersion": "1",
@@ -306,13 +319,13 @@ func (v *Validator) Confirm(ctx context.Context, id, code string) error {
 	if err != nil {
 		return err
 	}
-	if sub.Delivery.Validation != KindEventGrid || sub.Delivery.ValidationToken == "" {
+	if sub.Delivery.Validation != subscription.ValidationEventGrid || sub.Delivery.ValidationToken == "" {
 		return fmt.Errorf("subscription %s has no Event Grid validation: %w", id, store.ErrNotFound)
 	}
 	if subtle.ConstantTimeCompare([]byte(code), []byte(sub.Delivery.ValidationToken)) != 1 {
 		return ErrBadCode
 	}
-	if sub.State != store.StateAwaitingValidation {
+	if sub.State != subscription.StateAwaitingValidation {
 		return nil // validated already
 	}
 	if err := v.Activate.Activate(ctx, id); err != nil {

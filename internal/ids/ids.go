@@ -10,7 +10,9 @@ import (
 	"time"
 )
 
-const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
+// Alphabet is the alphabet of an ID after its prefix: Crockford's base32
+// in lower case.
+const Alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
 // New returns prefix followed by a new ULID for time t.
 func New(prefix string, t time.Time) string {
@@ -25,7 +27,7 @@ func encode(prefix string, hi, lo uint64) string {
 	var out [26]byte
 	// 128 bits into 26 base32 characters: the first character carries 3 bits.
 	for i := 25; i >= 0; i-- {
-		out[i] = crockford[lo&31]
+		out[i] = Alphabet[lo&31]
 		lo = lo>>5 | hi<<59
 		hi >>= 5
 	}

@@ -13,8 +13,9 @@
 // published in the account it is about (the endpoint's, the delivery's), so
 // an account's subscriptions see only their own account's.
 //
-// Events are queued (bounded: QueueSize) and published in batches by one
-// goroutine, so the dispatcher never waits for them. When the queue is full
+// Events are queued (bounded: QueueSize) and published in batches by the
+// Publisher's goroutine (between Start and Stop: a startstop.Service), so
+// the delivery path never waits for them. When the queue is full
 // an event is dropped, logged and counted. No dead-letter event is made for
 // a delivery of an operational event, so a failing operator endpoint cannot
 // feed itself.
@@ -28,12 +29,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Source is the CloudEvents source of every operational event: a name
@@ -66,20 +72,19 @@ type queued struct {
 
 // Publisher turns engine notifications into CloudEvents and publishes them.
 type Publisher struct {
+	startstop.Base
 	publish PublishFunc
 	clock   clock.Clock
 	log     *slog.Logger
 	queue   chan queued
-	done    chan struct{}
 	dropped prometheus.Counter
 }
 
-// New returns a publisher; Run must be started to drain it.
+// New returns a publisher; Start must be called to drain it.
 func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer) *Publisher {
 	p := &Publisher{
 		publish: publish, clock: clk, log: log,
 		queue: make(chan queued, QueueSize),
-		done:  make(chan struct{}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_operational_events_dropped_total",
 			Help: "Operational events dropped because their queue was full.",
@@ -91,10 +96,15 @@ func New(publish PublishFunc, clk clock.Clock, log *slog.Logger, reg prometheus.
 	return p
 }
 
-// Run publishes queued events until ctx ends, then publishes what is left
-// (within 10 s) and returns.
-func (p *Publisher) Run(ctx context.Context) {
-	defer close(p.done)
+// Start publishes queued events, on a goroutine of its own, until Stop (or
+// ctx ends); then what is left is published before Stop returns (each
+// batch within 10 s).
+func (p *Publisher) Start(ctx context.Context) error {
+	p.StartGo(ctx, p.run)
+	return nil
+}
+
+func (p *Publisher) run(ctx context.Context) {
 	for {
 		select {
 		case q := <-p.queue:
@@ -111,9 +121,6 @@ func (p *Publisher) Run(ctx context.Context) {
 		}
 	}
 }
-
-// Done is closed when Run has returned.
-func (p *Publisher) Done() <-chan struct{} { return p.done }
 
 // flush publishes first and whatever else is queued, up to 100 at a time,
 // one publish per account.
@@ -145,7 +152,7 @@ func (p *Publisher) flush(first queued) {
 	}
 }
 
-func (p *Publisher) enqueue(account, typ, subject string, data any) {
+func (p *Publisher) enqueue(accountID, typ, subject string, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		p.log.Error("encoding operational event", "type", typ, "err", err)
@@ -157,7 +164,7 @@ func (p *Publisher) enqueue(account, typ, subject string, data any) {
 		Subject: subject, Time: now.UTC(), DataContentType: "application/json", Data: raw,
 	}
 	select {
-	case p.queue <- queued{account: store.AccountOrDefault(account), ev: ev}:
+	case p.queue <- queued{account: account.OrDefault(accountID), ev: ev}:
 	default:
 		p.dropped.Inc()
 		p.log.Warn("operational event queue full; event dropped", "type", typ, "subject", subject)
@@ -177,8 +184,8 @@ type EndpointData struct {
 	NextProbeAt         time.Time `json:"next_probe_at,omitzero"`
 }
 
-// EndpointChanged implements dispatch.Notifier.
-func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
+// EndpointChanged implements scheduling.Notifier.
+func (p *Publisher) EndpointChanged(ep endpoint.Endpoint, tr health.Transition) {
 	typ := map[health.State]string{
 		health.Probation: TypeProbation, health.Disabled: TypeDisabled,
 		health.Frozen: TypeFrozen, health.Enabled: TypeEnabled,
@@ -187,8 +194,8 @@ func (p *Publisher) EndpointChanged(ep store.Endpoint, tr health.Transition) {
 		return
 	}
 	h := ep.Health
-	p.enqueue(ep.AccountID, typ, store.RedactedURL(ep.URL), EndpointData{
-		EndpointID: ep.ID, URL: store.RedactedURL(ep.URL), State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
+	p.enqueue(ep.AccountID, typ, redact.URL(ep.URL), EndpointData{
+		EndpointID: ep.ID, URL: redact.URL(ep.URL), State: string(tr.To), PreviousState: string(tr.From), Reason: tr.Reason,
 		ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt.UTC(), LastFailureAt: h.LastFailureAt.UTC(),
 		NextProbeAt: h.NextProbeAt.UTC(),
 	})
@@ -208,13 +215,13 @@ type DeadLetterData struct {
 	LastOutcome      string `json:"last_delivery_outcome"`
 }
 
-// DeliveryDeadLettered implements dispatch.Notifier.
+// DeliveryDeadLettered implements recording.Notifier.
 func (p *Publisher) DeliveryDeadLettered(c store.Claimed, sub *catalog.Entry, out store.Outcome) {
 	if c.EventSource == Source {
 		return // never about an operational event itself
 	}
 	p.enqueue(sub.AccountID, TypeDeadLettered, c.ID, DeadLetterData{
-		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: store.RedactedURL(sub.URL),
+		DeliveryID: c.ID, SubscriptionID: sub.ID, SubscriptionName: sub.Name, EndpointID: c.EndpointID, URL: redact.URL(sub.URL),
 		EventID: c.EventID, EventSource: c.EventSource, Reason: out.DeadLetterReason,
 		Attempts: out.Attempts, LastOutcome: out.LastOutcome,
 	})
@@ -234,19 +241,19 @@ type SubscriptionData struct {
 	Requeued *int `json:"requeued,omitempty"`
 }
 
-// SubscriptionDeactivated implements dispatch.Notifier.
+// SubscriptionDeactivated implements recording.Notifier.
 func (p *Publisher) SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome) {
 	p.enqueue(sub.AccountID, TypeDeactivated, sub.ID, SubscriptionData{
-		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateDeactivated,
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: redact.URL(sub.URL), State: subscription.StateDeactivated,
 		DeliveryID: c.ID, LastOutcome: out.LastOutcome,
 	})
 }
 
 // SubscriptionReactivated announces a subscription made active again and
 // how many queued deliveries it pushes.
-func (p *Publisher) SubscriptionReactivated(sub store.Subscription, requeued int) {
+func (p *Publisher) SubscriptionReactivated(sub subscription.Subscription, requeued int) {
 	p.enqueue(sub.AccountID, TypeReactivated, sub.ID, SubscriptionData{
-		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: store.RedactedURL(sub.URL), State: store.StateActive,
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: redact.URL(sub.URL), State: subscription.StateActive,
 		Requeued: &requeued,
 	})
 }

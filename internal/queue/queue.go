@@ -18,6 +18,7 @@ import (
 
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/testsignal"
 )
 
 // Limits of the receive and settle calls.
@@ -53,6 +54,16 @@ type Service struct {
 	count   int
 	max     int
 	closed  bool // Close was called: nothing waits any more
+
+	// TestSignals are emitted for tests (off unless initialized).
+	TestSignals Signals
+}
+
+// Signals are what the service tells tests.
+type Signals struct {
+	// Slept is emitted when a receive goes to sleep, with the time (on the
+	// clock) at which its timer ends the sleep unless it is woken first.
+	Slept testsignal.Signal[time.Time]
 }
 
 // Close ends every wait in progress (those receives return what they
@@ -166,6 +177,7 @@ func (s *Service) Receive(ctx context.Context, r store.ReceiveRequest, maxWait t
 			continue
 		}
 		t := s.clock.NewTimer(d)
+		s.TestSignals.Slept.Signal(t.When())
 		select {
 		case <-ch:
 		case <-t.C():

@@ -10,6 +10,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlite"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
@@ -27,7 +28,7 @@ func setup(t *testing.T) (*Service, *sqlite.Store, *clock.Fake) {
 	t.Cleanup(func() { _ = st.Close() })
 	clk := clock.NewFake(t0)
 	svc = New(st, clk, nil)
-	sub := store.Subscription{ID: "sub_pull", Name: "p", State: store.StateActive, DeliveryMode: store.ModePull,
+	sub := subscription.Subscription{ID: "sub_pull", Name: "p", State: subscription.StateActive, DeliveryMode: subscription.ModePull,
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: t0, UpdatedAt: t0}
 	if err := st.CreateSubscription(context.Background(), sub); err != nil {
 		t.Fatal(err)
@@ -78,12 +79,15 @@ func TestWaitEndsAtLockExpiry(t *testing.T) {
 	if err != nil || len(first.Received) != 1 {
 		t.Fatalf("first receive: %+v, %v", first, err)
 	}
+	svc.TestSignals.Slept.Init()
 	got := make(chan store.ReceiveResult, 1)
 	go func() {
 		res, _ := svc.Receive(context.Background(), store.ReceiveRequest{SubscriptionID: "sub_pull", Max: 5, LockFor: 10 * time.Second}, time.Minute)
 		got <- res
 	}()
-	waitUntil(t, "the receive sleeping", func() bool { return svc.Waiting() == 1 && clk.Timers() == 1 })
+	if until := svc.TestSignals.Slept.WaitOrTimeout(); !until.Equal(t0.Add(10*time.Second)) || svc.Waiting() != 1 {
+		t.Fatalf("the receive sleeps until %v with %d waiting; want the lock's end %v, 1", until, svc.Waiting(), t0.Add(10*time.Second))
+	}
 	if at, ok := clk.NextTimer(); !ok || !at.Equal(t0.Add(10*time.Second)) {
 		t.Fatalf("the waiting receive sleeps until %v, want the lock's end %v", at, t0.Add(10*time.Second))
 	}

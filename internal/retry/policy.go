@@ -110,26 +110,54 @@ func Resolve(s Spec) (Policy, error) {
 		return Policy{}, fieldErr("preset", "unknown preset %q; known presets: %s", name, strings.Join(presetNames, ", "))
 	}
 	p := def.policy
+	if err := applySchedule(&p, s, name); err != nil {
+		return Policy{}, err
+	}
+	if err := applyBounds(&p, s, def, name); err != nil {
+		return Policy{}, err
+	}
+	if err := applyCodes(&p, s); err != nil {
+		return Policy{}, err
+	}
+	if err := applyThen(&p, s); err != nil {
+		return Policy{}, err
+	}
+	if p.MaxAttempts == 0 && p.TTL == 0 {
+		return Policy{}, fieldErr("ttl", "required when max_attempts is 0: a policy must end")
+	}
+	if p.MaxAttempts == 0 && p.Schedule.gap(math.MaxInt32) == 0 {
+		return Policy{}, fieldErr("max_attempts", "required when the last delay is 0: attempts would repeat without pause until the ttl")
+	}
+	return p, nil
+}
 
+// applySchedule replaces p's schedule with the spec's delays or backoff (not
+// both); a custom policy must have one of them.
+func applySchedule(p *Policy, s Spec, name string) error {
 	switch {
 	case len(s.Delays) > 0 && s.Backoff != nil:
-		return Policy{}, fieldErr("backoff", "set delays or backoff, not both")
+		return fieldErr("backoff", "set delays or backoff, not both")
 	case len(s.Delays) > 0:
 		sched, err := resolveDelays(s.Delays)
 		if err != nil {
-			return Policy{}, err
+			return err
 		}
 		p.Schedule = sched
 	case s.Backoff != nil:
 		sched, err := resolveBackoff(*s.Backoff)
 		if err != nil {
-			return Policy{}, err
+			return err
 		}
 		p.Schedule = sched
 	case name == PresetCustom:
-		return Policy{}, fieldErr("delays", "a custom policy needs delays or backoff")
+		return fieldErr("delays", "a custom policy needs delays or backoff")
 	}
+	return nil
+}
 
+// applyBounds sets the spec's max_attempts and ttl on p, each within the
+// preset def's range.
+func applyBounds(p *Policy, s Spec, def preset, name string) error {
 	if s.MaxAttempts != nil {
 		n := *s.MaxAttempts
 		if !(n == 0 && def.zeroAttempts) && (n < def.minAttempts || n > def.maxAttempts) {
@@ -137,41 +165,50 @@ func Resolve(s Spec) (Policy, error) {
 			if def.zeroAttempts {
 				zero = "0 (no limit) or "
 			}
-			return Policy{}, fieldErr("max_attempts", "must be %s%d..%d for preset %s, got %d", zero, def.minAttempts, def.maxAttempts, name, n)
+			return fieldErr("max_attempts", "must be %s%d..%d for preset %s, got %d", zero, def.minAttempts, def.maxAttempts, name, n)
 		}
 		p.MaxAttempts = n
 	}
 	if s.TTL != nil {
 		d := s.TTL.D()
 		if d < def.minTTL || d > def.maxTTL {
-			return Policy{}, fieldErr("ttl", "must be %s..%s for preset %s, got %s", Human(def.minTTL), Human(def.maxTTL), name, d)
+			return fieldErr("ttl", "must be %s..%s for preset %s, got %s", Human(def.minTTL), Human(def.maxTTL), name, d)
 		}
 		p.TTL = d
 	}
+	return nil
+}
+
+// applyCodes sets the spec's jitter, success_codes and no_retry_codes on p,
+// which any preset accepts, and checks that no code is both.
+func applyCodes(p *Policy, s Spec) error {
 	if s.Jitter != nil {
 		j := *s.Jitter
 		if math.IsNaN(j) || j < 0 || j > maxJitter {
-			return Policy{}, fieldErr("jitter", "must be between 0 and %g, got %g", maxJitter, j)
+			return fieldErr("jitter", "must be between 0 and %g, got %g", maxJitter, j)
 		}
 		p.Jitter = j
 	}
 	if len(s.SuccessCodes) > 0 {
 		codes, err := resolveCodes("success_codes", s.SuccessCodes)
 		if err != nil {
-			return Policy{}, err
+			return err
 		}
 		p.SuccessCodes = codes
 	}
 	if len(s.NoRetryCodes) > 0 {
 		codes, err := resolveCodes("no_retry_codes", s.NoRetryCodes)
 		if err != nil {
-			return Policy{}, err
+			return err
 		}
 		p.NoRetryCodes = codes
 	}
-	if err := checkOverlap(p, s); err != nil {
-		return Policy{}, err
-	}
+	return checkOverlap(*p, s)
+}
+
+// applyThen sets what happens to a delivery whose retries end: the spec's
+// choice, else the preset's, else dead-lettering.
+func applyThen(p *Policy, s Spec) error {
 	switch s.Then {
 	case "":
 		if p.Then == "" {
@@ -180,16 +217,9 @@ func Resolve(s Spec) (Policy, error) {
 	case ThenDeadLetter, ThenQueue:
 		p.Then = s.Then
 	default:
-		return Policy{}, fieldErr("then", "must be %q or %q, got %q", ThenDeadLetter, ThenQueue, s.Then)
+		return fieldErr("then", "must be %q or %q, got %q", ThenDeadLetter, ThenQueue, s.Then)
 	}
-
-	if p.MaxAttempts == 0 && p.TTL == 0 {
-		return Policy{}, fieldErr("ttl", "required when max_attempts is 0: a policy must end")
-	}
-	if p.MaxAttempts == 0 && p.Schedule.gap(math.MaxInt32) == 0 {
-		return Policy{}, fieldErr("max_attempts", "required when the last delay is 0: attempts would repeat without pause until the ttl")
-	}
-	return p, nil
+	return nil
 }
 
 // Success reports whether a status code means delivered.

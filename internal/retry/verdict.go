@@ -10,8 +10,12 @@ const (
 	ReasonNoRetry     = "NonRetriableStatus"
 	// ReasonDestinationBlocked ends a delivery whose URL's host resolved to
 	// an address Herald's destination policy refuses. Decide never gives
-	// it: the dispatcher does, since no policy retries such an attempt.
+	// it: the attempting stage does, since no policy retries such an attempt.
 	ReasonDestinationBlocked = "DestinationBlocked"
+	// ReasonDeadLetterUndeliverable drops the delivery of a dead letter
+	// that its subscription's dead-letter URL never took (within the
+	// attempting stage's DeadLetterTTL). Decide never gives it.
+	ReasonDeadLetterUndeliverable = "DeadLetterUndeliverable"
 )
 
 // Attempt describes a delivery attempt that has just ended, as Decide needs it.

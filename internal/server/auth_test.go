@@ -60,137 +60,186 @@ func (b *bundle) newKey(as, account, role string) (secret, id string) {
 // right key passes. The route list is the API's own, so a new route is
 // covered as soon as it exists.
 func TestEveryRouteChecksKeys(t *testing.T) {
-	b := setup(t)
-	x, y := b.newTenant("x"), b.newTenant("y")
-	rc := newReceiver(t, status(500))
-	var sub struct {
-		ID         string `json:"id"`
-		EndpointID string `json:"endpoint_id"`
-	}
-	if code, raw := b.doAs(x.accountKey, "POST", "/v1/subscriptions",
-		map[string]any{"name": "x-sub", "url": rc.URL, "retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 1}}, &sub); code != 201 {
-		t.Fatalf("create: %d %s", code, raw)
-	}
-	ev := map[string]any{"specversion": "1.0", "id": "e1", "source": "/x", "type": "t"}
-	if code, raw := b.doAs(x.pubKey, "POST", "/v1/events", ev, nil); code != http.StatusAccepted {
-		t.Fatalf("publish: %d %s", code, raw)
-	}
-	var dl delivery
-	eventually(t, "the delivery dead-lettered", func() bool {
-		var out struct{ Data []delivery }
-		b.doAs(x.accountKey, "GET", "/v1/deliveries?subscription_id="+sub.ID, nil, &out)
-		if len(out.Data) == 1 && out.Data[0].Status == "dead_lettered" {
-			dl = out.Data[0]
-			return true
-		}
-		return false
-	})
-	revoked, revokedID := b.newKey(x.accountKey, "", "publish")
-	if code, raw := b.doAs(x.accountKey, "DELETE", "/v1/keys/"+revokedID, nil, nil); code != 204 {
-		t.Fatalf("revoke: %d %s", code, raw)
-	}
-
-	// ids fills a route's path parameters with account x's resources.
-	ids := func(pattern string) string {
-		_, path, _ := strings.Cut(pattern, " ")
-		switch {
-		case strings.HasPrefix(path, "/v1/accounts/"):
-			path = strings.Replace(path, "{id}", x.id, 1)
-		case strings.HasPrefix(path, "/v1/keys/"):
-			path = strings.Replace(path, "{id}", x.pubKID, 1)
-		case strings.HasPrefix(path, "/v1/subscriptions/"):
-			path = strings.Replace(path, "{id}", sub.ID, 1)
-		case strings.HasPrefix(path, "/v1/deliveries/"):
-			path = strings.Replace(path, "{id}", dl.ID, 1)
-		case strings.HasPrefix(path, "/v1/endpoints/"):
-			path = strings.Replace(path, "{id}", sub.EndpointID, 1)
-		}
-		return path
-	}
-	// bodies are what a route needs to reach its account check.
-	bodies := map[string]any{
-		"POST /v1/dead-letters/redrive": map[string]any{"subscription_id": sub.ID},
-		"POST /v1/events":               ev,
-	}
-	send := func(key, pattern string) (int, []byte) {
-		method, _, _ := strings.Cut(pattern, " ")
-		body := bodies[pattern]
-		if body == nil && (method == "POST" || method == "PATCH") && !strings.HasSuffix(pattern, "/rotate") &&
-			!strings.HasSuffix(pattern, "/enable") && !strings.HasSuffix(pattern, "/redeliver") {
-			body = map[string]any{}
-		}
-		path := ids(pattern)
-		if key == adminKey {
-			path += "?account_id=" + x.id // the admin acts in x
-		}
-		return b.doAs(key, method, path, body, nil)
-	}
-
-	routes := b.srv.API.Routes()
+	w := newRouteWorld(t, setup(t))
+	routes := w.b.srv.API.Routes()
 	if len(routes) < 25 {
 		t.Fatalf("only %d routes listed", len(routes))
 	}
 	for _, rt := range routes {
-		if rt.Access == "public" {
-			// (The validation URL answers 404 for a subscription without
-			// validation: not 401 either way.)
-			if code, raw := send("", rt.Pattern); code == 401 || code == 403 || code >= 500 {
-				t.Errorf("%s without a key: %d %s", rt.Pattern, code, raw)
-			}
-			continue
+		w.checkRoute(rt.Pattern, rt.Access)
+	}
+	w.checkListsOfY()
+	w.checkAccountBounds()
+	w.checkDeletes()
+}
+
+// routeWorld is what TestEveryRouteChecksKeys tries the routes on: tenants
+// x and y, x's subscription with a dead-lettered delivery, the event x
+// published, and a revoked publish key of x.
+type routeWorld struct {
+	t    *testing.T
+	b    *bundle
+	x, y tenant
+	sub  struct {
+		ID         string `json:"id"`
+		EndpointID string `json:"endpoint_id"`
+	}
+	dl      delivery
+	ev      map[string]any
+	revoked string
+}
+
+// newRouteWorld makes the tenants, x's subscription to a receiver that
+// fails, x's event (waiting until its delivery is dead-lettered) and the
+// revoked key.
+func newRouteWorld(t *testing.T, b *bundle) *routeWorld {
+	w := &routeWorld{t: t, b: b, x: b.newTenant("x"), y: b.newTenant("y")}
+	rc := newReceiver(t, status(500))
+	if code, raw := b.doAs(w.x.accountKey, "POST", "/v1/subscriptions",
+		map[string]any{"name": "x-sub", "url": rc.URL, "retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 1}}, &w.sub); code != 201 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	w.ev = map[string]any{"specversion": "1.0", "id": "e1", "source": "/x", "type": "t"}
+	if code, raw := b.doAs(w.x.pubKey, "POST", "/v1/events", w.ev, nil); code != http.StatusAccepted {
+		t.Fatalf("publish: %d %s", code, raw)
+	}
+	eventually(t, "the delivery dead-lettered", func() bool {
+		var out struct{ Data []delivery }
+		b.doAs(w.x.accountKey, "GET", "/v1/deliveries?subscription_id="+w.sub.ID, nil, &out)
+		if len(out.Data) == 1 && out.Data[0].Status == "dead_lettered" {
+			w.dl = out.Data[0]
+			return true
 		}
-		for _, key := range []string{"", "hk_not-a-key", revoked} {
-			code, raw := send(key, rt.Pattern)
-			var p struct{ Type string }
-			_ = json.Unmarshal(raw, &p)
-			if code != 401 || p.Type != "urn:herald:problem:unauthorized" {
-				t.Errorf("%s with key %q: %d %s, want 401", rt.Pattern, key, code, raw)
-			}
+		return false
+	})
+	revoked, revokedID := b.newKey(w.x.accountKey, "", "publish")
+	if code, raw := b.doAs(w.x.accountKey, "DELETE", "/v1/keys/"+revokedID, nil, nil); code != 204 {
+		t.Fatalf("revoke: %d %s", code, raw)
+	}
+	w.revoked = revoked
+	return w
+}
+
+// path fills a route's path parameters with account x's resources.
+func (w *routeWorld) path(pattern string) string {
+	_, path, _ := strings.Cut(pattern, " ")
+	switch {
+	case strings.HasPrefix(path, "/v1/accounts/"):
+		path = strings.Replace(path, "{id}", w.x.id, 1)
+	case strings.HasPrefix(path, "/v1/keys/"):
+		path = strings.Replace(path, "{id}", w.x.pubKID, 1)
+	case strings.HasPrefix(path, "/v1/subscriptions/"):
+		path = strings.Replace(path, "{id}", w.sub.ID, 1)
+	case strings.HasPrefix(path, "/v1/deliveries/"):
+		path = strings.Replace(path, "{id}", w.dl.ID, 1)
+	case strings.HasPrefix(path, "/v1/endpoints/"):
+		path = strings.Replace(path, "{id}", w.sub.EndpointID, 1)
+	}
+	return path
+}
+
+// send calls the route pattern on x's resources with key, with the body it
+// needs to reach its account check (an empty object for a POST or PATCH
+// that takes one); the admin acts in x.
+func (w *routeWorld) send(key, pattern string) (int, []byte) {
+	method, _, _ := strings.Cut(pattern, " ")
+	bodies := map[string]any{
+		"POST /v1/dead-letters/redrive": map[string]any{"subscription_id": w.sub.ID},
+		"POST /v1/events":               w.ev,
+	}
+	body := bodies[pattern]
+	if body == nil && (method == "POST" || method == "PATCH") && !strings.HasSuffix(pattern, "/rotate") &&
+		!strings.HasSuffix(pattern, "/enable") && !strings.HasSuffix(pattern, "/redeliver") {
+		body = map[string]any{}
+	}
+	path := w.path(pattern)
+	if key == adminKey {
+		path += "?account_id=" + w.x.id // the admin acts in x
+	}
+	return w.b.doAs(key, method, path, body, nil)
+}
+
+// routeTry is one key tried on a route, and the status it must get.
+type routeTry struct {
+	who, key string
+	want     int // 0: passes the checks (neither 401, 403 nor 404)
+}
+
+// tries are the keys to try on a route of the access given, and what each
+// must get.
+func (w *routeWorld) tries(pattern, access string) []routeTry {
+	x, y := w.x, w.y
+	switch access {
+	case "publish":
+		return []routeTry{{"x's publish key", x.pubKey, 0}, {"x's account key", x.accountKey, 0}, {"the admin", adminKey, 0}}
+	case "account":
+		tries := []routeTry{{"x's publish key", x.pubKey, 403}, {"x's account key", x.accountKey, 0}, {"the admin", adminKey, 0}}
+		if strings.Contains(pattern, "{id}") || strings.HasSuffix(pattern, "/redrive") {
+			tries = append(tries, routeTry{"y's account key", y.accountKey, 404})
 		}
-		type try struct {
-			who, key string
-			want     int // 0: passes the checks (neither 401, 403 nor 404)
+		return tries
+	case "admin":
+		return []routeTry{{"x's publish key", x.pubKey, 403}, {"x's account key", x.accountKey, 403}, {"y's account key", y.accountKey, 403}, {"the admin", adminKey, 0}}
+	}
+	w.t.Fatalf("%s: unknown access %q", pattern, access)
+	return nil
+}
+
+// checkRoute checks one route: a public one takes no key; any other answers
+// 401 without a key or with an unknown or revoked one, and each of its
+// tries gets what it must (the deletes that would pass are left to
+// checkDeletes).
+func (w *routeWorld) checkRoute(pattern, access string) {
+	t := w.t
+	if access == "public" {
+		// (The validation URL answers 404 for a subscription without
+		// validation: not 401 either way.)
+		if code, raw := w.send("", pattern); code == 401 || code == 403 || code >= 500 {
+			t.Errorf("%s without a key: %d %s", pattern, code, raw)
 		}
-		var tries []try
-		switch rt.Access {
-		case "publish":
-			tries = []try{{"x's publish key", x.pubKey, 0}, {"x's account key", x.accountKey, 0}, {"the admin", adminKey, 0}}
-		case "account":
-			tries = []try{{"x's publish key", x.pubKey, 403}, {"x's account key", x.accountKey, 0}, {"the admin", adminKey, 0}}
-			if strings.Contains(rt.Pattern, "{id}") || strings.HasSuffix(rt.Pattern, "/redrive") {
-				tries = append(tries, try{"y's account key", y.accountKey, 404})
-			}
-		case "admin":
-			tries = []try{{"x's publish key", x.pubKey, 403}, {"x's account key", x.accountKey, 403}, {"y's account key", y.accountKey, 403}, {"the admin", adminKey, 0}}
-		default:
-			t.Fatalf("%s: unknown access %q", rt.Pattern, rt.Access)
-		}
-		for _, tr := range tries {
-			if strings.HasPrefix(rt.Pattern, "DELETE") && tr.want == 0 {
-				continue // the deletes are checked below, once
-			}
-			code, raw := send(tr.key, rt.Pattern)
-			switch {
-			case tr.want == 0 && (code == 401 || code == 403 || code == 404):
-				t.Errorf("%s as %s: %d %s, want it to pass", rt.Pattern, tr.who, code, raw)
-			case tr.want != 0 && code != tr.want:
-				t.Errorf("%s as %s: %d %s, want %d", rt.Pattern, tr.who, code, raw, tr.want)
-			}
+		return
+	}
+	for _, key := range []string{"", "hk_not-a-key", w.revoked} {
+		code, raw := w.send(key, pattern)
+		var p struct{ Type string }
+		_ = json.Unmarshal(raw, &p)
+		if code != 401 || p.Type != "urn:herald:problem:unauthorized" {
+			t.Errorf("%s with key %q: %d %s, want 401", pattern, key, code, raw)
 		}
 	}
-	// The lists of y show nothing of x's.
+	for _, tr := range w.tries(pattern, access) {
+		if strings.HasPrefix(pattern, "DELETE") && tr.want == 0 {
+			continue // the deletes are checked below, once
+		}
+		code, raw := w.send(tr.key, pattern)
+		switch {
+		case tr.want == 0 && (code == 401 || code == 403 || code == 404):
+			t.Errorf("%s as %s: %d %s, want it to pass", pattern, tr.who, code, raw)
+		case tr.want != 0 && code != tr.want:
+			t.Errorf("%s as %s: %d %s, want %d", pattern, tr.who, code, raw, tr.want)
+		}
+	}
+}
+
+// checkListsOfY: the lists of y show nothing of x's.
+func (w *routeWorld) checkListsOfY() {
 	for _, path := range []string{"/v1/subscriptions", "/v1/deliveries", "/v1/dead-letters", "/v1/endpoints", "/v1/keys"} {
 		var out struct{ Data []map[string]any }
-		if code, raw := b.doAs(y.accountKey, "GET", path, nil, &out); code != 200 {
-			t.Fatalf("%s as y: %d %s", path, code, raw)
+		if code, raw := w.b.doAs(w.y.accountKey, "GET", path, nil, &out); code != 200 {
+			w.t.Fatalf("%s as y: %d %s", path, code, raw)
 		}
 		for _, item := range out.Data {
-			if item["account_id"] != nil && item["account_id"] != y.id || item["id"] == sub.ID || item["id"] == dl.ID || item["id"] == sub.EndpointID {
-				t.Errorf("%s as y shows x's %v", path, item["id"])
+			if item["account_id"] != nil && item["account_id"] != w.y.id || item["id"] == w.sub.ID || item["id"] == w.dl.ID || item["id"] == w.sub.EndpointID {
+				w.t.Errorf("%s as y shows x's %v", path, item["id"])
 			}
 		}
 	}
-	// x's account key cannot act in y, nor make an admin key.
+}
+
+// checkAccountBounds: x's account key cannot act in y, nor make an admin
+// key; the admin acts in x with ?account_id=, and in acc_default without.
+func (w *routeWorld) checkAccountBounds() {
+	t, b, x, y := w.t, w.b, w.x, w.y
 	if code, _ := b.doAs(x.accountKey, "GET", "/v1/subscriptions?account_id="+y.id, nil, nil); code != 403 {
 		t.Errorf("x's key naming account y: %d, want 403", code)
 	}
@@ -200,9 +249,8 @@ func TestEveryRouteChecksKeys(t *testing.T) {
 	if code, _ := b.doAs(x.accountKey, "POST", "/v1/keys", map[string]any{"role": "publish", "account_id": y.id}, nil); code != 403 {
 		t.Errorf("x's account key making a key of y: %d, want 403", code)
 	}
-	// The admin acts in x with ?account_id=, and in acc_default without.
 	var got struct{ Data []struct{ ID string } }
-	if code, _ := b.do("GET", "/v1/subscriptions?account_id="+x.id, nil, &got); code != 200 || len(got.Data) != 1 || got.Data[0].ID != sub.ID {
+	if code, _ := b.do("GET", "/v1/subscriptions?account_id="+x.id, nil, &got); code != 200 || len(got.Data) != 1 || got.Data[0].ID != w.sub.ID {
 		t.Errorf("admin listing x's subscriptions: %d %v", code, got.Data)
 	}
 	if code, _ := b.do("GET", "/v1/subscriptions", nil, &got); code != 200 || len(got.Data) != 0 {
@@ -211,17 +259,23 @@ func TestEveryRouteChecksKeys(t *testing.T) {
 	if code, _ := b.do("GET", "/v1/subscriptions?account_id=acc_nope", nil, nil); code != 404 {
 		t.Errorf("admin naming a missing account: %d, want 404", code)
 	}
-	// Deletes: y cannot delete x's subscription or key (404 above); x can.
+}
+
+// checkDeletes: y cannot delete x's subscription or key (404 in
+// checkRoute); x can; an account with subscriptions, and acc_default, are
+// not deleted, an emptied one is, and its keys stop working.
+func (w *routeWorld) checkDeletes() {
+	t, b, x := w.t, w.b, w.x
 	if code, raw := b.doAs(x.accountKey, "DELETE", "/v1/keys/"+x.pubKID, nil, nil); code != 204 {
 		t.Errorf("x revoking its publish key: %d %s", code, raw)
 	}
-	if code, _ := b.doAs(x.pubKey, "POST", "/v1/events", ev, nil); code != 401 {
+	if code, _ := b.doAs(x.pubKey, "POST", "/v1/events", w.ev, nil); code != 401 {
 		t.Errorf("a revoked publish key publishes: %d, want 401", code)
 	}
 	if code, _ := b.do("DELETE", "/v1/accounts/"+x.id, nil, nil); code != 409 {
 		t.Errorf("deleting an account with subscriptions: %d, want 409", code)
 	}
-	if code, raw := b.doAs(x.accountKey, "DELETE", "/v1/subscriptions/"+sub.ID, nil, nil); code != 204 {
+	if code, raw := b.doAs(x.accountKey, "DELETE", "/v1/subscriptions/"+w.sub.ID, nil, nil); code != 204 {
 		t.Errorf("x deleting its subscription: %d %s", code, raw)
 	}
 	if code, raw := b.do("DELETE", "/v1/accounts/"+x.id, nil, nil); code != 204 {

@@ -14,7 +14,7 @@ import (
 // oneAtATime makes each endpoint take one request at a time, so that what
 // queues behind a request is batched deterministically.
 func oneAtATime(c *server.Config) {
-	c.Dispatch.EndpointConcurrency, c.Dispatch.InitialConcurrency = 1, 1
+	c.Scheduling.EndpointConcurrency, c.Scheduling.InitialConcurrency = 1, 1
 }
 
 // gatedReceiver holds its first request until open is called, answering

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -25,7 +26,7 @@ func (s *Server) bootstrapKey(ctx context.Context) error {
 		return nil
 	}
 	path := filepath.Join(s.cfg.DataDir, AdminKeyFile)
-	secret, k := auth.NewKey(store.DefaultAccount, store.RoleAdmin, "bootstrap admin key", s.cfg.Clock.Now().UTC().Truncate(time.Millisecond))
+	secret, k := auth.NewKey(account.DefaultID, account.RoleAdmin, "bootstrap admin key", s.cfg.Clock.Now().UTC().Truncate(time.Millisecond))
 	// The key is written to a temporary file of this process
 	// (admin.key.*.new) before it is stored and renamed to admin.key
 	// after: a crash before the commit leaves a file whose key was never

@@ -23,7 +23,7 @@ import (
 func TestPolicyRejectionDoesNotTripTheSharedCircuit(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 3
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	rc := newReceiver(t, status(http.StatusOK))
 	custom := map[string]any{"preset": "custom", "delays": []string{"1h"}, "max_attempts": 1}
 	picky := b.subscribe(map[string]any{"name": "picky", "url": rc.URL, "event_types": []string{"t"},
@@ -76,7 +76,7 @@ func TestPolicyRejectionDoesNotTripTheSharedCircuit(t *testing.T) {
 func TestRedriveProbesAtOnce(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 4
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	rc, failing := switchable(t, http.StatusInternalServerError, true)
 	sub := b.subscribe(map[string]any{"name": "r", "url": rc.URL,
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "max_attempts": 2}})

@@ -2,9 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
-	"github.com/herald-events/herald/internal/server"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/server"
 )
 
 // listed is a delivery as the dead-letter tests read it.
@@ -131,7 +132,7 @@ func TestDeadLetterURLGivesUpAfterFourHours(t *testing.T) {
 // TestDeadLetterURLIsChecked: the dead-letter URL is a URL Herald may
 // deliver to.
 func TestDeadLetterURLIsChecked(t *testing.T) {
-	b := setup(t, func(c *server.Config) { c.Dispatch.Destinations.AllowPrivate = false })
+	b := setup(t, func(c *server.Config) { c.Attempting.Destinations.AllowPrivate = false })
 	for _, c := range []struct {
 		url  string
 		code int

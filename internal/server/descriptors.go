@@ -22,17 +22,17 @@ const otherDescriptors = 64
 
 // ReservedDescriptors is how many file descriptors Herald keeps for what
 // is not an inbound API connection: three per attempt in flight
-// (Dispatch.MaxInFlight: its connection, or the two sockets of the DNS
+// (Scheduling.MaxInFlight: its connection, or the two sockets of the DNS
 // lookup before it; and one idle connection kept for reuse, of which the
-// dispatcher's client keeps at most MaxInFlight), the one a validation
+// attempting stage's client keeps at most MaxInFlight), the one a validation
 // handshake uses (they run one at a time), the store's (its connection
 // pool and files: sqlite.Options.Descriptors, postgres.Options.Descriptors)
 // and otherDescriptors. Call it on a Config as herald serve gives it
 // (before New fills defaults): a zero MaxInFlight counts as the default.
 func (c Config) ReservedDescriptors() int {
-	inFlight := c.Dispatch.MaxInFlight
+	inFlight := c.Scheduling.MaxInFlight
 	if inFlight <= 0 {
-		inFlight = DefaultConfig().Dispatch.MaxInFlight
+		inFlight = DefaultConfig().Scheduling.MaxInFlight
 	}
 	return 3*inFlight + 1 + c.storeDescriptors() + otherDescriptors
 }
@@ -55,7 +55,7 @@ func (c Config) ConnectionCap(limit uint64) (n int, lowered bool, err error) {
 	if limit < reserved+MinConnections {
 		return 0, false, fmt.Errorf("--max-connections: the file descriptor limit (ulimit -n) is %d, and pushes, the store and the process keep %d of them "+
 			"(three per attempt in flight: --max-in-flight %d), which leaves fewer than %d for connections: raise the limit, or lower --max-in-flight",
-			limit, reserved, c.Dispatch.MaxInFlight, MinConnections)
+			limit, reserved, c.Scheduling.MaxInFlight, MinConnections)
 	}
 	if room := limit - reserved; uint64(n) > room {
 		return int(room), true, nil

@@ -44,8 +44,8 @@ func TestOutOfDescriptorsIsNotTheEndpointsFailure(t *testing.T) {
 		return dialer.DialContext(ctx, network, addr)
 	}}}
 	b := setup(t, func(c *server.Config) {
-		c.Dispatch.Health = cfg
-		c.Dispatch.Client = client
+		c.Scheduling.Health = cfg
+		c.Attempting.Client = client
 	})
 	rc := newReceiver(t, status(http.StatusOK))
 	sub := b.subscribe(map[string]any{"name": "fine", "url": rc.URL, "event_types": []string{"t"},
@@ -99,8 +99,25 @@ func TestOutOfDescriptorsIsNotTheEndpointsFailure(t *testing.T) {
 // waits to be accepted, and no long poll is cut for it) until they answer
 // and their connections go idle.
 func TestConnectionCap(t *testing.T) {
-	const capacity, flood = 8, 40
 	b := setup(t)
+	c := startCapped(t, b, 8)
+	c.flood(40)
+	c.longPollsTakeEveryPlace()
+}
+
+// capped is an HTTP server of herald serve's handler on 127.0.0.1, with
+// its connections capped.
+type capped struct {
+	t        *testing.T
+	b        *bundle
+	hs       *api.HTTPServer
+	addr     string
+	capacity int
+}
+
+// startCapped serves b's handler on a new listener, at most capacity
+// connections at once, until the test ends.
+func startCapped(t *testing.T, b *bundle, capacity int) *capped {
 	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, capacity)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,50 +125,64 @@ func TestConnectionCap(t *testing.T) {
 	}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { _ = hs.Close() })
-	addr := ln.Addr().String()
-	checkOpen := func(when string) {
-		t.Helper()
-		if open, _, _ := hs.Conns(); open > capacity {
-			t.Fatalf("%s: %d connections open, over the cap of %d", when, open, capacity)
-		}
-	}
+	return &capped{t: t, b: b, hs: hs, addr: ln.Addr().String(), capacity: capacity}
+}
 
-	conns := make([]*keepAlive, flood)
+// checkOpen fails the test if more connections than the cap are open.
+func (c *capped) checkOpen(when string) {
+	c.t.Helper()
+	if open, _, _ := c.hs.Conns(); open > c.capacity {
+		c.t.Fatalf("%s: %d connections open, over the cap of %d", when, open, c.capacity)
+	}
+}
+
+// flood opens n keep-alive connections that each send GET /healthz and
+// then idle: the server never holds more than the cap open, the oldest
+// idle ones are closed (the last capacity still serve a second request),
+// and a new client's /healthz still answers.
+func (c *capped) flood(n int) {
+	t, hs := c.t, c.hs
+	conns := make([]*keepAlive, n)
 	for i := range conns {
-		conns[i] = dialKeepAlive(t, addr)
+		conns[i] = dialKeepAlive(t, c.addr)
 		if code, err := conns[i].get("/healthz"); err != nil || code != http.StatusOK {
 			t.Fatalf("flood connection %d: %d, %v", i, code, err)
 		}
-		checkOpen(fmt.Sprintf("after flood connection %d", i))
+		c.checkOpen(fmt.Sprintf("after flood connection %d", i))
 		// The server knows it idle a moment after the client read the
 		// answer: only then may it be closed for a newer one.
-		eventually(t, "the flood connection idle", func() bool { _, idle, _ := hs.Conns(); return idle == min(i+1, capacity) })
+		eventually(t, "the flood connection idle", func() bool { _, idle, _ := hs.Conns(); return idle == min(i+1, c.capacity) })
 	}
-	for i, c := range conns {
-		code, err := c.get("/healthz")
-		switch closed := i < flood-capacity; {
+	for i, conn := range conns {
+		code, err := conn.get("/healthz")
+		switch closed := i < n-c.capacity; {
 		case closed && err == nil:
 			t.Errorf("flood connection %d (of the oldest idle) still serves: %d", i, code)
 		case !closed && (err != nil || code != http.StatusOK):
 			t.Errorf("flood connection %d (of the newest) no longer serves: %d, %v", i, code, err)
 		}
 	}
-	fresh := dialKeepAlive(t, addr)
+	fresh := dialKeepAlive(t, c.addr)
 	if code, err := fresh.get("/healthz"); err != nil || code != http.StatusOK {
 		t.Fatalf("a new client's /healthz under the flood: %d, %v", code, err)
 	}
-	checkOpen("after the new client")
+	c.checkOpen("after the new client")
+}
 
-	// Every place taken by a request in progress.
+// longPollsTakeEveryPlace fills every place with a long poll: a new
+// connection is not served (it waits to be accepted, and no long poll is
+// cut for it) until they answer and their connections go idle.
+func (c *capped) longPollsTakeEveryPlace() {
+	t, b, hs := c.t, c.b, c.hs
 	var sub struct{ ID string }
 	if code, raw := b.do("POST", "/v1/subscriptions", map[string]any{"name": "p", "delivery_mode": "pull"}, &sub); code != 201 {
 		t.Fatalf("create: %d %s", code, raw)
 	}
-	polls := make(chan error, capacity)
-	for range capacity {
-		c := dialKeepAlive(t, addr)
+	polls := make(chan error, c.capacity)
+	for range c.capacity {
+		conn := dialKeepAlive(t, c.addr)
 		go func() {
-			code, err := c.post("/v1/subscriptions/"+sub.ID+"/receive", `{"max_wait": "60s"}`)
+			code, err := conn.post("/v1/subscriptions/"+sub.ID+"/receive", `{"max_wait": "60s"}`)
 			if err == nil && code != http.StatusOK {
 				err = fmt.Errorf("status %d", code)
 			}
@@ -164,12 +195,12 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatalf("a long poll ended before the clock moved: %v", err)
 		default:
 		}
-		return b.srv.API.Queue.(interface{ Waiting() int }).Waiting() == capacity
+		return b.srv.API.Queue.(interface{ Waiting() int }).Waiting() == c.capacity
 	})
 	late := make(chan error, 1)
 	go func() {
-		c := dialKeepAlive(t, addr)
-		code, err := c.get("/healthz")
+		conn := dialKeepAlive(t, c.addr)
+		code, err := conn.get("/healthz")
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("status %d", code)
 		}
@@ -182,7 +213,7 @@ func TestConnectionCap(t *testing.T) {
 	default:
 	}
 	b.clk.Advance(60 * time.Second)
-	for range capacity {
+	for range c.capacity {
 		if err := <-polls; err != nil {
 			t.Errorf("a long poll at the cap: %v", err)
 		}
@@ -190,7 +221,7 @@ func TestConnectionCap(t *testing.T) {
 	if err := <-late; err != nil {
 		t.Errorf("the connection that waited: %v", err)
 	}
-	checkOpen("at the end")
+	c.checkOpen("at the end")
 }
 
 // keepAlive is one client connection, reused for each request.
@@ -240,7 +271,7 @@ func (k *keepAlive) send(request string) (int, error) {
 func TestConnectionCapUnderDescriptorLimit(t *testing.T) {
 	cfg := server.DefaultConfig()
 	reserved := uint64(cfg.ReservedDescriptors())
-	if min := uint64(3*cfg.Dispatch.MaxInFlight + 64); reserved < min {
+	if min := uint64(3*cfg.Scheduling.MaxInFlight + 64); reserved < min {
 		t.Fatalf("ReservedDescriptors = %d, less than three per attempt in flight and 64 (%d)", reserved, min)
 	}
 	for _, c := range []struct {
@@ -265,7 +296,7 @@ func TestConnectionCapUnderDescriptorLimit(t *testing.T) {
 	}
 	pg := cfg
 	pg.Store, pg.DBMaxConns = "postgres://h/db", 500
-	if got, min := pg.ReservedDescriptors(), 3*cfg.Dispatch.MaxInFlight+500; got < min {
+	if got, min := pg.ReservedDescriptors(), 3*cfg.Scheduling.MaxInFlight+500; got < min {
 		t.Errorf("with a PostgreSQL pool of 500, %d reserved; want at least %d (pushes and the pool)", got, min)
 	}
 }

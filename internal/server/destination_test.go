@@ -81,8 +81,8 @@ func (d *dns) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, erro
 // and closes every connection (so each attempt dials, and resolves, again).
 func guarded(t *testing.T, d *dns, answer func(n int, r *http.Request, w http.ResponseWriter)) (*bundle, *receiver, string) {
 	b := setup(t, func(c *server.Config) {
-		c.Dispatch.Destinations = destination.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
-		c.Dispatch.Resolver = d
+		c.Attempting.Destinations = destination.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
+		c.Attempting.Resolver = d
 	})
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
@@ -200,7 +200,7 @@ func TestDestinationBlockedFirstAttempt(t *testing.T) {
 // that allow it) and changes nothing; names are not looked up there; the
 // allow flags let the same URLs through.
 func TestDestinationRefusedAtCreate(t *testing.T) {
-	b := setup(t, func(c *server.Config) { c.Dispatch.Destinations = destination.Policy{} })
+	b := setup(t, func(c *server.Config) { c.Attempting.Destinations = destination.Policy{} })
 	id := b.subscribe(map[string]any{"name": "public", "url": "https://93.184.216.34/hook"})
 	hosts := []struct{ host, class, flag string }{
 		{"127.0.0.1", "loopback", "--allow-private-destinations"},
@@ -260,7 +260,7 @@ func TestDestinationRefusedAtCreate(t *testing.T) {
 	// With the flags, the same URLs pass: loopback and private with
 	// --allow-private-destinations, the rest with --allow-destinations.
 	open := setup(t, func(c *server.Config) {
-		c.Dispatch.Destinations = destination.Policy{AllowPrivate: true, Allow: []netip.Prefix{
+		c.Attempting.Destinations = destination.Policy{AllowPrivate: true, Allow: []netip.Prefix{
 			netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fd00:ec2::254/128"), netip.MustParsePrefix("fe80::/10"),
 			netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("192.0.0.0/8"),
 			netip.MustParsePrefix("198.0.0.0/8"), netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32"),

@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/destination"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
 
@@ -31,7 +32,9 @@ type bundle struct {
 	cfg server.Config
 	clk *clock.Fake // nil when a tune gave the server the wall clock
 	srv *server.Server
-	api *httptest.Server
+	// loops follows the server's loops (nil with the wall clock).
+	loops *loopWatch
+	api   *httptest.Server
 	// client sends adminKey with every request that carries no
 	// Authorization header of its own.
 	client *http.Client
@@ -63,7 +66,7 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		Clock:    clk,
 		Version:  "test",
 		AdminKey: adminKey,
-		Dispatch: dispatch.Config{
+		Attempting: attempting.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
 			// The receivers are loopback servers (httptest).
 			Destinations: destination.Policy{AllowPrivate: true},
@@ -96,6 +99,10 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var loops *loopWatch
+	if clk != nil {
+		loops = watchLoops(t, srv.Loops()) // before Start: see watchLoops
+	}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -109,26 +116,84 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 			t.Errorf("close: %v", err)
 		}
 	})
-	b := &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey)}
+	b := &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey), loops: loops}
 	if clk != nil {
-		// A test's first clock move must not come before a goroutine's
-		// first sleep: that goroutine would sleep past it. Nothing else
-		// holds a timer yet, so the count is exact: a goroutine that
-		// sleeps on the clock and that Server.Sleepers does not count
-		// fails every test here, rather than now and then a settle.
-		eventually(t, "exactly Server.Sleepers timers on the fake clock", func() bool {
-			return b.clk.Timers() == b.srv.Sleepers()
-		})
+		// A test's first clock move must not come before a loop's first
+		// sleep: that loop would sleep past it.
+		eventually(t, "every loop of the server asleep", b.asleep)
 	}
 	return b
 }
 
-// asleep reports whether the fake clock holds at least one timer for each
-// goroutine that sleeps on it between rounds (Server.Sleepers): one still
-// in its round would arm its timer after a clock move and sleep past it.
-// Other timers (a waiting receive's) can make it true early; a test that
-// keeps one waits for it itself.
-func (b *bundle) asleep() bool { return b.clk.Timers() >= b.srv.Sleepers() }
+// asleep reports whether every loop of the server (Server.Loops) sleeps
+// until a time after the fake clock's now: each has done everything the
+// clock allowed so far, and a clock move from now on reaches each.
+func (b *bundle) asleep() bool { return b.loops.asleep(b.clk.Now()) }
+
+// loopWatch follows loops through their test signals (startstop.Loop's
+// Slept and Woke), which a goroutine per loop reads as they come.
+type loopWatch struct {
+	mu     sync.Mutex
+	states []loopState // by the loop's index
+}
+
+// loopState is what a loop's signals said so far. They alternate (Slept,
+// Woke, Slept, …) but arrive on two channels, so they are counted: the loop
+// sleeps when one more Slept than Woke came.
+type loopState struct {
+	slept, woke int
+	until       time.Time // of the last Slept
+}
+
+// watchLoops turns the loops' signals on and reads them until the test
+// ends. Call it before the loops start (testsignal.Signal.Init).
+func watchLoops(t *testing.T, loops []*startstop.Loop) *loopWatch {
+	w := &loopWatch{states: make([]loopState, len(loops))}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, l := range loops {
+		sig := &l.TestSignals
+		sig.Slept.Init()
+		sig.Woke.Init()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case until := <-sig.Slept.C():
+					w.mu.Lock()
+					w.states[i].slept++
+					w.states[i].until = until
+					w.mu.Unlock()
+				case <-sig.Woke.C():
+					w.mu.Lock()
+					w.states[i].woke++
+					w.mu.Unlock()
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	// Registered before the server's Close, so it runs after it.
+	t.Cleanup(func() {
+		close(done)
+		wg.Wait()
+	})
+	return w
+}
+
+// asleep reports whether every loop sleeps until after now.
+func (w *loopWatch) asleep(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, st := range w.states {
+		if st.slept != st.woke+1 || !st.until.After(now) {
+			return false
+		}
+	}
+	return true
+}
 
 // do sends a JSON request to the API and decodes the answer into out (when
 // not nil). It returns the status code and the raw body.

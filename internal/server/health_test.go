@@ -42,13 +42,13 @@ func (b *bundle) endpointOf(subID string) string {
 }
 
 // settle waits until the engine has no attempt in flight or waiting for its
-// outcome's commit, and its periodic goroutines (Server.Sleepers) have all
-// gone back to sleep on the fake clock, so that whatever the last clock move
-// allowed has happened.
+// outcome's commit, and the server's loops (Server.Loops) all sleep until
+// after the fake clock's now, so that whatever the last clock move allowed
+// has happened.
 func (b *bundle) settle() {
 	b.t.Helper()
 	eventually(b.t, "the engine to settle", func() bool {
-		st := b.srv.Engine.Stats()
+		st := b.srv.Pipeline.Scheduler.Stats()
 		// Held counts a delivery until its outcome is committed.
 		return st.InFlight == 0 && st.FreshHeld+st.LoadHeld == 0 && b.asleep()
 	})
@@ -79,7 +79,7 @@ func TestDisabledEndpointProbesEveryIntervalThenBacklogFlows(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 0
 	cfg.DisableConsecutive = 3
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	ops := b.opsReceiver("herald.endpoint.disabled", "herald.endpoint.enabled")
 	rc, failing := switchable(t, http.StatusServiceUnavailable, true)
 	sub := b.subscribe(map[string]any{"name": "flaky", "url": rc.URL, "event_types": []string{"t"},
@@ -146,7 +146,7 @@ func TestFrozenEndpointWaitsForTheAPI(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 0
 	cfg.FreezeConsecutive = 4
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	rc, failing := switchable(t, http.StatusInternalServerError, true)
 	sub := b.subscribe(map[string]any{"name": "dead", "url": rc.URL,
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1m"}, "ttl": "720h"}})
@@ -181,7 +181,7 @@ func TestFrozenEndpointWaitsForTheAPI(t *testing.T) {
 func TestProbationDoublesOnFailedProbes(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 2
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	rc, failing := switchable(t, http.StatusInternalServerError, true)
 	sub := b.subscribe(map[string]any{"name": "p", "url": rc.URL,
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "ttl": "1h"}})
@@ -304,7 +304,7 @@ func TestAdaptiveConcurrency(t *testing.T) {
 
 func TestTTLRunsWhileDisabled(t *testing.T) {
 	cfg := health.DefaultConfig()
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	rc, failing := switchable(t, http.StatusGone, true)
 	sub := b.subscribe(map[string]any{"name": "ttl", "url": rc.URL, "event_types": []string{"t"},
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "ttl": "15m"}})

@@ -4,12 +4,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/herald-events/herald/internal/server"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/server"
 )
 
 // The tests in this file send bad input to every route that takes it, one
@@ -280,11 +281,23 @@ func TestInputTextFields(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(200))
 	id := b.subscribe(map[string]any{"name": "text", "url": rc.URL})
+	b.refuseMembers(t, id, textMembers())
+	b.refuseAll(t, append(redriveTextRefusals(id), publishTextRefusals()...))
+	if rc.count() != 0 {
+		t.Fatalf("refused publishes reached the endpoint %d times", rc.count())
+	}
+}
 
-	// Control characters: NUL, an ANSI escape, DEL, a C1 control, a newline.
-	bad := map[string]string{"NUL": `\u0000`, "ANSI escape": `\u001b[2J`, "DEL": `\u007f`, "C1": `\u0085`, "newline": `\n`}
+// controlCharacters are JSON escapes of control characters no text field
+// takes: NUL, an ANSI escape, DEL, a C1 control, a newline.
+var controlCharacters = map[string]string{"NUL": `\u0000`, "ANSI escape": `\u001b[2J`, "DEL": `\u007f`, "C1": `\u0085`, "newline": `\n`}
+
+// textMembers are the subscription members with bad text: each string
+// field with each of controlCharacters, and the other refusals of text
+// (tabs, invalid UTF-8, blanks, lengths).
+func textMembers() []member {
 	var members []member
-	for what, s := range bad {
+	for what, s := range controlCharacters {
 		for _, f := range []struct{ json, field string }{
 			{`"name":"a` + s + `"`, "name"},
 			{`"event_types":["ok","a` + s + `"]`, "event_types[1]"},
@@ -298,7 +311,7 @@ func TestInputTextFields(t *testing.T) {
 			members = append(members, member{what + " in " + f.field, f.json, f.field, "control characters"})
 		}
 	}
-	members = append(members,
+	return append(members,
 		member{"tab in name", `"name":"a\tb"`, "name", "control characters"},
 		member{"tab in event type", `"event_types":["a\tb"]`, "event_types[0]", "control characters"},
 		member{"invalid UTF-8 in name", "\"name\":\"a\xc3\"", "name", "valid UTF-8"},
@@ -311,40 +324,50 @@ func TestInputTextFields(t *testing.T) {
 		member{"empty event type", `"event_types":[""]`, "event_types[0]", "must not be empty"},
 		member{"subject filter too long", `"subject_begins_with":"` + strings.Repeat("s", 1025) + `"`, "subject_begins_with", "at most 1024 bytes"},
 	)
-	b.refuseMembers(t, id, members)
+}
 
-	// The redrive body's strings.
+// redriveTextRefusals are the redrive bodies of subscription id with
+// controlCharacters in their strings.
+func redriveTextRefusals(id string) []refusal {
 	var cases []refusal
-	for what, s := range bad {
+	for what, s := range controlCharacters {
 		cases = append(cases,
 			refusal{name: what + " in subscription_id", method: "POST", path: "/v1/dead-letters/redrive", body: `{"subscription_id":"` + id + s + `"}`, field: "subscription_id", detail: "control characters"},
 			refusal{name: what + " in ids", method: "POST", path: "/v1/dead-letters/redrive", body: `{"subscription_id":"` + id + `","ids":["a","` + s + `"]}`, field: "ids[1]", detail: "control characters"},
 		)
 	}
+	return cases
+}
 
-	// CloudEvents attributes, in every publish format.
-	// ev is an event with attr set to value (a JSON value).
-	ev := func(attr, value string) string {
-		members := []string{`"specversion":"1.0"`, `"id":"1"`, `"source":"/s"`, `"type":"t"`}
-		i := map[string]int{"id": 1, "source": 2, "type": 3}[attr]
-		if i == 0 {
-			members = append(members, "")
-			i = len(members) - 1
-		}
-		members[i] = `"` + attr + `":` + value
-		return "{" + strings.Join(members, ",") + "}"
+// eventWith is a structured CloudEvent with attr set to value (a JSON
+// value).
+func eventWith(attr, value string) string {
+	members := []string{`"specversion":"1.0"`, `"id":"1"`, `"source":"/s"`, `"type":"t"`}
+	i := map[string]int{"id": 1, "source": 2, "type": 3}[attr]
+	if i == 0 {
+		members = append(members, "")
+		i = len(members) - 1
 	}
+	members[i] = `"` + attr + `":` + value
+	return "{" + strings.Join(members, ",") + "}"
+}
+
+// publishTextRefusals are publishes with bad CloudEvents attributes, in
+// every publish format: control characters, unpaired surrogates,
+// noncharacters and lengths over the limits.
+func publishTextRefusals() []refusal {
+	var cases []refusal
 	publish := func(name, ctype, body, field, detail string) {
 		cases = append(cases, refusal{name: name, method: "POST", path: "/v1/events", body: body,
 			header: map[string]string{"Content-Type": ctype}, field: field, detail: detail})
 	}
 	for _, attr := range []string{"id", "source", "type", "subject", "myext"} {
-		for what, s := range bad {
-			publish(what+" in "+attr, "application/cloudevents+json", ev(attr, `"a`+s+`"`), attr, "control characters")
+		for what, s := range controlCharacters {
+			publish(what+" in "+attr, "application/cloudevents+json", eventWith(attr, `"a`+s+`"`), attr, "control characters")
 		}
-		publish("unpaired surrogate in "+attr, "application/json", ev(attr, `"\udfff"`), attr, "unpaired surrogate")
-		publish("noncharacter in "+attr, "application/cloudevents+json", ev(attr, `"\uffff"`), attr, "noncharacters")
-		batch := `[{"specversion":"1.0","id":"0","source":"/s","type":"t"},` + ev(attr, `"\u0000"`) + `]`
+		publish("unpaired surrogate in "+attr, "application/json", eventWith(attr, `"\udfff"`), attr, "unpaired surrogate")
+		publish("noncharacter in "+attr, "application/cloudevents+json", eventWith(attr, `"\uffff"`), attr, "noncharacters")
+		batch := `[{"specversion":"1.0","id":"0","source":"/s","type":"t"},` + eventWith(attr, `"\u0000"`) + `]`
 		publish("NUL in "+attr+" of a batch", "application/cloudevents-batch+json", batch, "events[1]."+attr, "control characters")
 	}
 	limits := map[string]int{"id": 512, "source": 1024, "type": 256, "subject": 2048, "myext": 1024, "datacontenttype": 256, "dataschema": 2048}
@@ -356,7 +379,7 @@ func TestInputTextFields(t *testing.T) {
 		if attr == "datacontenttype" {
 			v = "text/" + v
 		}
-		publish(attr+" too long", "application/cloudevents+json", ev(attr, `"`+v+`"`), attr, fmt.Sprintf("at most %d", n))
+		publish(attr+" too long", "application/cloudevents+json", eventWith(attr, `"`+v+`"`), attr, fmt.Sprintf("at most %d", n))
 	}
 	binary := func(name, header, value, detail string) {
 		cases = append(cases, refusal{name: name, method: "POST", path: "/v1/events", body: "x",
@@ -367,10 +390,7 @@ func TestInputTextFields(t *testing.T) {
 	binary("binary escape in subject", "ce-subject", "%1B[2J", "control characters")
 	binary("binary DEL in extension", "ce-myext", "%7F", "control characters")
 	binary("binary long type", "ce-type", strings.Repeat("t", 257), "at most 256")
-	b.refuseAll(t, cases)
-	if rc.count() != 0 {
-		t.Fatalf("refused publishes reached the endpoint %d times", rc.count())
-	}
+	return cases
 }
 
 func TestInputURLs(t *testing.T) {

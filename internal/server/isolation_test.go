@@ -62,7 +62,7 @@ func (b *bundle) publishRange(prefix, typ string, from, to int) (duplicates int)
 func TestFreshNotBehindRetries(t *testing.T) {
 	// The circuit would (rightly) disable an endpoint that failed 10,000
 	// times; keep it open so the retries really are due.
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = circuitOff() })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = circuitOff() })
 	var hanging atomic.Bool
 	gate := make(chan struct{})
 	slow := newReceiver(t, func(_ int, r *http.Request, w http.ResponseWriter) {
@@ -104,7 +104,7 @@ func TestFreshNotBehindRetries(t *testing.T) {
 	if retry < n-limit {
 		t.Fatalf("only %d retries still pending; the fresh delivery should not have waited for them", retry)
 	}
-	st := b.srv.Engine.Stats()
+	st := b.srv.Pipeline.Scheduler.Stats()
 	if st.LoadHeld > 512 {
 		t.Fatalf("the loader holds %d deliveries of one endpoint, over its per-endpoint window", st.LoadHeld)
 	}

@@ -46,28 +46,8 @@ const (
 func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 0 // every delivery is attempted at once, on the fake clock
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
-	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusBadRequest)
-	}))
-	t.Cleanup(rc.Close)
-	sub := b.subscribe(map[string]any{"name": "big", "url": rc.URL})
-
-	data := strings.Repeat("x", bigData)
-	var eventBytes int
-	for i := 0; i < bigEvents; i++ {
-		ev := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"big-%02d","source":"/test","type":"big","data":%q}`, i, data))
-		eventBytes = max(eventBytes, len(ev))
-		if code, raw := b.do("POST", "/v1/events", ev, nil); code != http.StatusAccepted {
-			t.Fatalf("publish %d: %d %s", i, code, raw)
-		}
-	}
-	eventually(t, "every event dead-lettered", func() bool {
-		var out struct{ Data []delivery }
-		b.do("GET", "/v1/deliveries?limit=1000&status=dead_lettered&subscription_id="+sub, nil, &out)
-		return len(out.Data) == bigEvents
-	})
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
+	eventBytes := deadLetterBigEvents(t, b)
 
 	runtime.GC()
 	var ms runtime.MemStats
@@ -83,37 +63,7 @@ func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seen := map[string]int{}
-			cursor := ""
-			for {
-				pg, err := streamPage(b.client, b.api.URL+"/v1/dead-letters?limit=1000&cursor="+url.QueryEscape(cursor))
-				if err != nil {
-					t.Errorf("walk %d, page %d: %v", w, pages[w], err)
-					return
-				}
-				pages[w]++
-				if pg.bytes > largest.Load() {
-					largest.Store(pg.bytes)
-				}
-				if pg.bytes > maxResponse {
-					t.Errorf("walk %d, page %d: %d bytes, over %d (the page bound plus one event)", w, pages[w], pg.bytes, maxResponse)
-				}
-				for _, id := range pg.ids {
-					seen[id]++
-				}
-				if pg.next == "" {
-					break
-				}
-				cursor = pg.next
-			}
-			if len(seen) != bigEvents {
-				t.Errorf("walk %d: %d dead letters, want %d", w, len(seen), bigEvents)
-			}
-			for id, n := range seen {
-				if n != 1 {
-					t.Errorf("walk %d: %s listed %d times", w, id, n)
-				}
-			}
+			pages[w] = walkDeadLetters(t, b, w, maxResponse, &largest)
 		}()
 	}
 	wg.Wait()
@@ -139,6 +89,72 @@ func TestDeadLetterPagesBoundedInBytesAndMemory(t *testing.T) {
 	if code, raw := b.do("GET", "/v1/dead-letters?limit=1", nil, &one); code != 200 || len(one.Data) != 1 || one.NextCursor == "" {
 		t.Fatalf("limit=1: %d, %d items, cursor %q %.200s", code, len(one.Data), one.NextCursor, raw)
 	}
+}
+
+// deadLetterBigEvents publishes bigEvents events of bigData bytes of data
+// to a subscription whose endpoint answers 400, and waits until every one
+// is dead-lettered; it returns the size of the largest event.
+func deadLetterBigEvents(t *testing.T, b *bundle) (eventBytes int) {
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	t.Cleanup(rc.Close)
+	sub := b.subscribe(map[string]any{"name": "big", "url": rc.URL})
+
+	data := strings.Repeat("x", bigData)
+	for i := 0; i < bigEvents; i++ {
+		ev := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"big-%02d","source":"/test","type":"big","data":%q}`, i, data))
+		eventBytes = max(eventBytes, len(ev))
+		if code, raw := b.do("POST", "/v1/events", ev, nil); code != http.StatusAccepted {
+			t.Fatalf("publish %d: %d %s", i, code, raw)
+		}
+	}
+	eventually(t, "every event dead-lettered", func() bool {
+		var out struct{ Data []delivery }
+		b.do("GET", "/v1/deliveries?limit=1000&status=dead_lettered&subscription_id="+sub, nil, &out)
+		return len(out.Data) == bigEvents
+	})
+	return eventBytes
+}
+
+// walkDeadLetters, walk number w, streams GET /v1/dead-letters?limit=1000
+// page by page to its end: no response is over maxResponse bytes and every
+// dead letter comes exactly once. It keeps the largest response in largest
+// and returns the number of pages.
+func walkDeadLetters(t *testing.T, b *bundle, w int, maxResponse int64, largest *atomic.Int64) (pages int) {
+	seen := map[string]int{}
+	cursor := ""
+	for {
+		pg, err := streamPage(b.client, b.api.URL+"/v1/dead-letters?limit=1000&cursor="+url.QueryEscape(cursor))
+		if err != nil {
+			t.Errorf("walk %d, page %d: %v", w, pages, err)
+			return pages
+		}
+		pages++
+		if pg.bytes > largest.Load() {
+			largest.Store(pg.bytes)
+		}
+		if pg.bytes > maxResponse {
+			t.Errorf("walk %d, page %d: %d bytes, over %d (the page bound plus one event)", w, pages, pg.bytes, maxResponse)
+		}
+		for _, id := range pg.ids {
+			seen[id]++
+		}
+		if pg.next == "" {
+			break
+		}
+		cursor = pg.next
+	}
+	if len(seen) != bigEvents {
+		t.Errorf("walk %d: %d dead letters, want %d", w, len(seen), bigEvents)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("walk %d: %s listed %d times", w, id, n)
+		}
+	}
+	return pages
 }
 
 // watchLiveHeap samples the live heap (the heap after a garbage

@@ -15,7 +15,7 @@ import (
 // the URL.
 func TestValidateStore(t *testing.T) {
 	cfg := server.DefaultConfig()
-	cfg.Dispatch.Owner, cfg.DBStatementTimeout = "node-1", time.Minute
+	cfg.Scheduling.Owner, cfg.DBStatementTimeout = "node-1", time.Minute
 	for value, want := range map[string]string{
 		"sqlite":                      "",
 		"postgres://u:pw@h:5432/db":   "",

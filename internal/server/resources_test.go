@@ -47,7 +47,7 @@ func TestEveryTimestampHasMilliseconds(t *testing.T) {
 	cfg := health.DefaultConfig()
 	cfg.ProbationAfter = 0
 	cfg.FreezeConsecutive = 2
-	b := setup(t, func(c *server.Config) { c.Dispatch.Health = cfg })
+	b := setup(t, func(c *server.Config) { c.Scheduling.Health = cfg })
 	// Times at whole seconds, and with one, two and three significant
 	// fractional digits: RFC3339Nano would write them with 0 to 3 digits.
 	b.clk.Set(start.Add(100 * time.Millisecond))
@@ -207,7 +207,7 @@ func TestHeldDeliveriesShowWhenTheyGo(t *testing.T) {
 			cfg := health.DefaultConfig()
 			cfg.ProbationAfter = 0
 			c.tune(&cfg)
-			b := setup(t, func(sc *server.Config) { sc.Dispatch.Health = cfg })
+			b := setup(t, func(sc *server.Config) { sc.Scheduling.Health = cfg })
 			rc := newReceiver(t, status(c.code))
 			sub := b.subscribe(map[string]any{"name": "h", "url": rc.URL,
 				"retry_policy": map[string]any{"preset": "custom", "delays": []string{"1s"}, "ttl": "1h"}})

@@ -33,7 +33,7 @@ func TestSecretsNeverShown(t *testing.T) {
 	})
 	b := setup(t, func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		c.Dispatch.Health = hcfg
+		c.Scheduling.Health = hcfg
 	})
 	ops := b.opsReceiver("herald.endpoint.disabled", "herald.delivery.dead_lettered")
 	closed := httptest.NewServer(http.NotFoundHandler())

@@ -1,8 +1,10 @@
 // Package server assembles one Herald process: the store, the subscription
-// catalog, the dispatcher, the publish path and the HTTP API, with the
-// background work that keeps them current (catalog reload, retention
-// clean-up). cmd/herald's serve command runs it; engine tests build it on a
-// fake clock.
+// catalog, the delivery path (internal/pipeline) and the HTTP API, with the
+// background work that keeps them current (background.go: catalog reload,
+// change feed, retention clean-up). Every long-running part is a
+// startstop.Service, started and stopped in one order (services.go).
+// cmd/herald's serve command runs it; engine tests build it on a fake
+// clock.
 package server
 
 import (
@@ -19,16 +21,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
-	"github.com/herald-events/herald/internal/dispatch"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/handshake"
-	"github.com/herald-events/herald/internal/ingest"
 	"github.com/herald-events/herald/internal/opevents"
+	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/queue"
+	"github.com/herald-events/herald/internal/scheduling"
+	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
 )
@@ -91,12 +95,15 @@ type Config struct {
 	// zero value means here: DefaultConfig's is 1,000).
 	MaxSubscriptionsPerAccount int
 	// MaxFanout is the most deliveries one publish request may create
-	// (ingest.Ingester.MaxFanout; 0: no limit, also for a zero value:
+	// (admission.Publisher.MaxFanout; 0: no limit, also for a zero value:
 	// DefaultConfig's is 100,000).
 	MaxFanout int
-	// Dispatch tunes the dispatcher; Store, Catalog, Clock, Logger and Metrics
-	// are filled in by New.
-	Dispatch dispatch.Config
+	// Scheduling tunes the scheduling stage (lanes, windows, concurrency,
+	// circuits, leases); Attempting the attempts (destinations, client,
+	// user agent). What the stages share (store, catalog, clock, logger,
+	// metrics) is filled in by New (see internal/pipeline).
+	Scheduling scheduling.Config
+	Attempting attempting.Config
 }
 
 // Auth settings.
@@ -108,7 +115,7 @@ const (
 	AdminKeyFile = "admin.key"
 )
 
-// DefaultConfig returns a server's defaults, the dispatcher's included: the
+// DefaultConfig returns a server's defaults, the stages' included: the
 // one place they are set (herald serve's flags take theirs from here).
 func DefaultConfig() Config {
 	return Config{
@@ -120,7 +127,8 @@ func DefaultConfig() Config {
 		Auth:           AuthOn,
 		AuthRecheck:    auth.DefaultRecheck,
 		MaxConnections: 4096,
-		Dispatch:       dispatch.DefaultConfig(),
+		Scheduling:     scheduling.DefaultConfig(),
+		Attempting:     attempting.DefaultConfig(),
 
 		MaxSubscriptionsPerAccount: 1000,
 		MaxFanout:                  100_000,
@@ -131,7 +139,7 @@ func DefaultConfig() Config {
 // herald serve's flag does. It checks the settings as given, before New
 // fills zero fields from DefaultConfig (which it leaves to programmatic
 // callers): a zero or negative value that New would silently replace is
-// refused here, and so is an empty Dispatch.Owner (see dispatch.Config).
+// refused here, and so is an empty Scheduling.Owner (see scheduling.Config).
 func (c Config) Validate() error {
 	storeErr := checkStore(c.Store)
 	switch {
@@ -165,7 +173,10 @@ func (c Config) Validate() error {
 	if storeErr != nil {
 		return storeErr // a malformed URL
 	}
-	return c.Dispatch.Validate()
+	if err := c.Attempting.Validate(); err != nil {
+		return err
+	}
+	return c.Scheduling.Validate()
 }
 
 // setDefaults fills zero fields from DefaultConfig.
@@ -201,18 +212,19 @@ func (c *Config) setDefaults() {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = d.MaxConnections
 	}
-	if c.Dispatch.Owner == "" {
-		c.Dispatch.Owner = dispatch.DefaultOwner()
+	if c.Scheduling.Owner == "" {
+		c.Scheduling.Owner = scheduling.DefaultOwner()
 	}
 }
 
 // Server is one running Herald process.
 type Server struct {
-	cfg      Config
-	Store    store.Store
-	Catalog  *catalog.Catalog
-	Engine   *dispatch.Engine
-	Ingester *ingest.Ingester
+	cfg     Config
+	Store   store.Store
+	Catalog *catalog.Catalog
+	// Pipeline is the delivery path: admission, scheduling, attempting,
+	// recording.
+	Pipeline *pipeline.Pipeline
 	Control  *control.Service
 	API      *api.Server
 	Registry *prometheus.Registry
@@ -225,13 +237,11 @@ type Server struct {
 
 	handler   http.Handler
 	ops       *opevents.Publisher
-	opsCancel context.CancelFunc
-	stop      chan struct{}
-	bg        sync.WaitGroup
+	svcs      []startstop.Service // in start order (services.go)
 	closeOnce sync.Once
 }
 
-// New opens the store and builds the process; Start begins dispatching.
+// New opens the store and builds the process; Start begins delivering.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.setDefaults()
 
@@ -256,31 +266,28 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	dc := cfg.Dispatch
-	dc.Store, dc.Catalog, dc.Clock, dc.Logger = st, cat, cfg.Clock, cfg.Logger
-	dc.Metrics = dispatch.NewMetrics(reg)
-	if dc.UserAgent == "" {
-		dc.UserAgent = "Herald/" + cfg.Version
+	if cfg.Attempting.UserAgent == "" {
+		cfg.Attempting.UserAgent = "Herald/" + cfg.Version
 	}
-	in := &ingest.Ingester{Store: st, Catalog: cat, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout}
+	var pipe *pipeline.Pipeline
 	ops := opevents.New(func(ctx context.Context, account string, evs []event.Event) error {
-		_, err := in.Publish(ctx, account, evs)
+		_, err := pipe.Admission.Publish(ctx, account, evs)
 		return err
 	}, cfg.Clock, cfg.Logger.With("component", "opevents"), reg)
-	dc.Notifier = ops
-	eng := dispatch.New(dc)
-	in.Dispatch = eng
-	reg.MustRegister(eng.Collector())
-	ctl := &control.Service{Store: st, Catalog: cat, Dispatch: eng, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
+	pipe = pipeline.New(pipeline.Config{Store: st, Catalog: cat, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg,
+		Notifier: ops, MaxFanout: cfg.MaxFanout, Scheduling: cfg.Scheduling, Attempting: cfg.Attempting})
+	sched, att := pipe.Scheduler, pipe.Attempter
+	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
+		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
 	q := queue.New(st, cfg.Clock, reg)
 	waiters.Store(q)
-	a := &api.Server{Store: st, Control: ctl, Publisher: in, Live: eng, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: eng.Config().Health.Window,
-		Destinations: dc.Destinations, Queue: q}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Engine: eng, Ingester: in, Control: ctl, API: a, Registry: reg, ops: ops, stop: make(chan struct{})}
+	a := &api.Server{Store: st, Control: ctl, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
+		Destinations: att.Config().Destinations, Queue: q}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops}
 	s.Queue = q
-	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: eng.Config().Client, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: dc.UserAgent}
+	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: att.Config().Client, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: att.Config().UserAgent}
 	a.Validator = s.Validator
 	if cfg.Auth == AuthOff {
 		cfg.Logger.Warn("authentication is off (--auth=off): anyone who reaches this port can read every event, change every subscription and make Herald send requests; use it only for local experiments")
@@ -288,198 +295,38 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Auth = auth.New(st, auth.Options{AdminKey: cfg.AdminKey, Recheck: cfg.AuthRecheck, Clock: cfg.Clock,
 			Logger: cfg.Logger.With("component", "auth")})
 		a.Auth = s.Auth
+		ctl.Auth = s.Auth
 		if err := s.bootstrapKey(ctx); err != nil {
 			_ = st.Close()
 			return nil, err
 		}
 	}
 	s.handler = a.Handler()
+	s.svcs = s.services()
 	return s, nil
 }
 
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Start begins dispatching and the background work.
-func (s *Server) Start(ctx context.Context) error {
-	if err := s.Engine.Start(ctx); err != nil {
-		return err
-	}
-	opsCtx, cancel := context.WithCancel(context.Background())
-	s.opsCancel = cancel
-	go s.ops.Run(opsCtx)
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { <-s.stop; cancel() }()
-		s.Validator.Run(ctx)
-	}()
-	if s.Auth != nil {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { <-s.stop; cancel() }()
-			s.Auth.Run(ctx)
-		}()
-	}
-	s.bg.Add(2)
-	go s.background()
-	go s.cleanup()
-	return nil
-}
-
-// Sleepers is how many goroutines sleep on Config.Clock between rounds
-// once Start has run and nothing is being done: the engine's (see
-// dispatch.Engine.Sleepers), the catalog reload, the retention clean-up,
-// the validator and, with API keys, the authenticator's recheck. A test
-// driving a fake clock waits for that many timers before it moves the
-// time, so no round misses the move.
-func (s *Server) Sleepers() int {
-	n := s.Engine.Sleepers() + 3 // background, cleanup, Validator
-	if s.Auth != nil {
-		n++
-	}
-	return n
-}
-
 // StopWaiting ends the receives waiting for queued deliveries (they answer
 // with what they have) and makes later ones answer at once: call it before
 // shutting the HTTP server down, which waits for requests in progress.
 func (s *Server) StopWaiting() { s.Queue.Close() }
 
-// Close stops dispatching (attempts in flight get until ctx ends to finish;
+// Close stops delivering (attempts in flight get until ctx ends to finish;
 // the rest are given back to the store), stops the background work and
 // closes the store. Stop the HTTP server first so no publish is in progress.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.Queue.Close()
-		close(s.stop)
-		s.bg.Wait()
-		s.Engine.Stop(ctx)
-		if s.opsCancel != nil {
-			// Operational events from the last attempts are published before
-			// the store closes.
-			s.opsCancel()
-			<-s.ops.Done()
-		}
+		s.Queue.Close() // the receives waiting end first
+		// Attempts in flight get until ctx ends; then they are cut short
+		// and their deliveries given back (at-least-once).
+		stopHard := context.AfterFunc(ctx, s.Pipeline.Abandon)
+		stopAll(s.svcs) // in order: see services
+		stopHard()
 		err = s.Store.Close()
 	})
 	return err
-}
-
-// maintenance is what the background work needs of the store.
-type maintenance interface {
-	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
-	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
-}
-
-// changeFeed is implemented by stores that announce other processes'
-// writes (PostgreSQL, with LISTEN/NOTIFY).
-type changeFeed interface {
-	SubscriptionsChanged() <-chan struct{}
-	EndpointsChanged() <-chan struct{}
-}
-
-// background keeps the catalog current (at once when the store announces a
-// change, else every CatalogReload) and passes endpoint health
-// announcements to the engine (times read from the injected clock).
-func (s *Server) background() {
-	defer s.bg.Done()
-	log := s.cfg.Logger.With("component", "background")
-	var subsChanged, healthChanged <-chan struct{}
-	if f, ok := s.Store.(changeFeed); ok {
-		subsChanged, healthChanged = f.SubscriptionsChanged(), f.EndpointsChanged()
-	}
-	for {
-		t := s.cfg.Clock.NewTimer(s.cfg.CatalogReload)
-		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-healthChanged:
-			t.Stop()
-			s.Engine.HealthChanged()
-			continue
-		case <-subsChanged:
-			t.Stop()
-		case <-t.C():
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := s.Catalog.Sync(ctx); err != nil {
-			log.Warn("reading subscription changes", "err", err)
-		}
-		cancel()
-	}
-}
-
-// Retention clean-up: every cleanupEvery, on one node, rounds of at most
-// Config.CleanupBatch events each until a round finds fewer (the backlog is
-// cleared) or the clean-up has run for cleanupFor. A round is one write of
-// the store's, so the rounds keep each write short; the time bound keeps a
-// node that fell far behind from cleaning for longer than its term as the
-// cleaning node.
-const (
-	cleanupEvery = time.Minute
-	cleanupFor   = 50 * time.Second
-)
-
-// cleanup deletes finished events older than the dedup retention (see the
-// constants above), on one node at a time; its own goroutine, so a long
-// clean-up never delays the catalog.
-func (s *Server) cleanup() {
-	defer s.bg.Done()
-	log := s.cfg.Logger.With("component", "cleanup")
-	var st maintenance = s.Store
-	for {
-		t := s.cfg.Clock.NewTimer(cleanupEvery)
-		select {
-		case <-s.stop:
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		now := s.cfg.Clock.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupFor+10*time.Second)
-		if s.lead(ctx, "cleanup", now, 2*cleanupEvery) {
-			s.cleanupRounds(ctx, st, now, log)
-		}
-		cancel()
-	}
-}
-
-// cleanupRounds runs the clean-up's rounds (see cleanupEvery) and returns
-// the number of events deleted.
-func (s *Server) cleanupRounds(ctx context.Context, st maintenance, now time.Time, log *slog.Logger) int {
-	deleted := 0
-	for {
-		n, err := st.Cleanup(ctx, now.Add(-s.cfg.DedupRetention), s.cfg.CleanupBatch)
-		deleted += n
-		if err != nil {
-			log.Warn("deleting old events", "err", err)
-			return deleted
-		}
-		select {
-		case <-s.stop:
-			return deleted
-		default:
-		}
-		if n < s.cfg.CleanupBatch || s.cfg.Clock.Now().Sub(now) >= cleanupFor {
-			return deleted
-		}
-	}
-}
-
-// lead reports whether this process holds the named cluster-wide role for
-// the next term (taking it if it is free), so that periodic work runs on one
-// node only.
-func (s *Server) lead(ctx context.Context, role string, now time.Time, term time.Duration) bool {
-	var st maintenance = s.Store
-	ok, err := st.TryLead(ctx, role, s.cfg.Dispatch.Owner, now, now.Add(term))
-	if err != nil {
-		s.cfg.Logger.Warn("taking a cluster role", "role", role, "err", err)
-	}
-	return ok && err == nil
 }

@@ -21,8 +21,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/herald-events/herald/internal/store"
 )
 
 // Algorithms a subscription signs with.
@@ -51,29 +49,45 @@ const (
 	MaxGrace     = 7 * 24 * time.Hour
 )
 
+// Keyring is how a subscription's pushes are signed: the algorithm
+// (HMACSHA256 or Ed25519) and its keys, the current one first (no expiry),
+// then the previous ones of rotations, each signing too until it expires.
+// No keys: pushes go unsigned.
+type Keyring struct {
+	Algorithm string
+	Keys      []Key
+}
+
+// Key is one key: an HMAC secret's bytes, or an ed25519 private key's
+// seed.
+type Key struct {
+	Key       []byte
+	ExpiresAt time.Time // zero: the current key
+}
+
 // New makes a key for alg (HMACSHA256: a random secret; Ed25519: a random
 // private key seed).
-func New(alg string) (store.SigningKey, error) {
+func New(alg string) (Key, error) {
 	n := DefaultSecretLen
 	if alg == Ed25519 {
 		n = ed25519.SeedSize
 	} else if alg != HMACSHA256 {
-		return store.SigningKey{}, fmt.Errorf("unknown signing algorithm %q", alg)
+		return Key{}, fmt.Errorf("unknown signing algorithm %q", alg)
 	}
 	k := make([]byte, n)
 	if _, err := rand.Read(k); err != nil {
-		return store.SigningKey{}, err
+		return Key{}, err
 	}
-	return store.SigningKey{Key: k}, nil
+	return Key{Key: k}, nil
 }
 
 // NewSigning returns a subscription's signing with one new key of alg.
-func NewSigning(alg string) (store.Signing, error) {
+func NewSigning(alg string) (Keyring, error) {
 	k, err := New(alg)
 	if err != nil {
-		return store.Signing{}, err
+		return Keyring{}, err
 	}
-	return store.Signing{Algorithm: alg, Keys: []store.SigningKey{k}}, nil
+	return Keyring{Algorithm: alg, Keys: []Key{k}}, nil
 }
 
 // ParseSecret decodes a whsec_ secret: the prefix, then standard base64
@@ -148,7 +162,7 @@ type signerKey struct {
 
 // NewSigner returns the signer of s; nil when s has no keys (nothing to
 // sign with).
-func NewSigner(s store.Signing) *Signer {
+func NewSigner(s Keyring) *Signer {
 	if len(s.Keys) == 0 {
 		return nil
 	}
@@ -282,11 +296,11 @@ const MaxPrevious = 10
 // Rotate returns sg with next as its current key: the current one becomes a
 // previous key expiring at now+grace (at once for a zero grace), and
 // previous keys already expired at now are dropped.
-func Rotate(sg store.Signing, next store.SigningKey, now time.Time, grace time.Duration) store.Signing {
-	out := store.Signing{Algorithm: sg.Algorithm, Keys: []store.SigningKey{{Key: next.Key}}}
-	var prev []store.SigningKey
+func Rotate(sg Keyring, next Key, now time.Time, grace time.Duration) Keyring {
+	out := Keyring{Algorithm: sg.Algorithm, Keys: []Key{{Key: next.Key}}}
+	var prev []Key
 	if len(sg.Keys) > 0 && grace > 0 {
-		prev = append(prev, store.SigningKey{Key: sg.Keys[0].Key, ExpiresAt: now.Add(grace).UTC().Truncate(time.Millisecond)})
+		prev = append(prev, Key{Key: sg.Keys[0].Key, ExpiresAt: now.Add(grace).UTC().Truncate(time.Millisecond)})
 	}
 	prev = append(prev, Previous(sg, now)...)
 	if len(prev) > MaxPrevious {
@@ -297,8 +311,8 @@ func Rotate(sg store.Signing, next store.SigningKey, now time.Time, grace time.D
 }
 
 // Previous returns sg's previous keys not expired at now, newest first.
-func Previous(sg store.Signing, now time.Time) []store.SigningKey {
-	var out []store.SigningKey
+func Previous(sg Keyring, now time.Time) []Key {
+	var out []Key
 	for _, k := range sg.Keys {
 		if !k.ExpiresAt.IsZero() && now.Before(k.ExpiresAt) {
 			out = append(out, k)

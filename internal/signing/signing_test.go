@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 )
 
 // The Standard Webhooks specification's example: this secret, id,
@@ -23,7 +22,7 @@ func TestSignMatchesTheSpecificationsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := signing.NewSigner(store.Signing{Algorithm: signing.HMACSHA256, Keys: []store.SigningKey{{Key: key}}})
+	s := signing.NewSigner(signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: key}}})
 	if got := s.Sign(specID, specTimestamp, []byte(specBody), time.Unix(specTimestamp, 0)); got != specSignature {
 		t.Fatalf("Sign = %q, want the specification's %q", got, specSignature)
 	}
@@ -56,7 +55,7 @@ func TestRotationSignsWithEveryLiveKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sg := signing.Rotate(store.Signing{Algorithm: signing.HMACSHA256, Keys: []store.SigningKey{{Key: oldKey}}}, next, now, time.Hour)
+	sg := signing.Rotate(signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: oldKey}}}, next, now, time.Hour)
 	s := signing.NewSigner(sg)
 	oldV, _ := signing.NewSecretVerifier(specSecret)
 	newV, _ := signing.NewSecretVerifier(signing.Secret(next.Key))

@@ -1,7 +1,8 @@
 // Package startstop gives every long-running service in Herald the same
 // lifecycle: Start(ctx) error, Stop(), and the Started and Stopped
-// channels, the shape of River's rivershared/startstop. A service embeds
-// Base and begins its Start with StartInit.
+// channels, the shape of River's startstop package. A service embeds
+// Base and begins its Start with StartInit (or, when its work is one
+// goroutine, starts with StartGo).
 //
 // The rules every service keeps:
 //   - Start returns once the service runs (or with the error that kept it
@@ -66,6 +67,22 @@ func (b *Base) StartInit(ctx context.Context) (_ context.Context, shouldStart bo
 			b.mu.Unlock()
 			close(stoppedc)
 		}
+}
+
+// StartGo is the Start of a service whose work is one goroutine: it runs
+// body on a goroutine of its own with the service's context (body must
+// return when ctx ends), and the service has stopped when body returns. It
+// does nothing when the service already runs.
+func (b *Base) StartGo(ctx context.Context, body func(ctx context.Context)) {
+	ctx, shouldStart, started, stopped := b.StartInit(ctx)
+	if !shouldStart {
+		return
+	}
+	go func() {
+		defer stopped()
+		started()
+		body(ctx)
+	}()
 }
 
 // init makes the channels of the first run, when asked for before it

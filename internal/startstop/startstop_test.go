@@ -87,3 +87,35 @@ func TestStopByContext(t *testing.T) {
 	l.Stop()
 	<-l.Stopped()
 }
+
+// TestPeriodic: a periodic loop sleeps a period before its first round,
+// and a round that ends with a kick waiting runs the next at once, without
+// sleeping (no Slept, no Woke).
+func TestPeriodic(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clk.Now()
+	var rounds atomic.Int64
+	var l *startstop.Loop
+	l = startstop.NewPeriodic("test", clk, time.Minute, func(ctx context.Context) {
+		if rounds.Add(1) == 1 {
+			l.Kick() // while in the round
+		}
+	})
+	l.TestSignals.Slept.Init()
+	l.TestSignals.Woke.Init()
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	if until := l.TestSignals.Slept.WaitOrTimeout(); !until.Equal(start.Add(time.Minute)) || rounds.Load() != 0 {
+		t.Fatalf("first sleep until %v after %d rounds; want %v after none", until, rounds.Load(), start.Add(time.Minute))
+	}
+	clk.Advance(time.Minute)
+	l.TestSignals.Woke.WaitOrTimeout()
+	if until := l.TestSignals.Slept.WaitOrTimeout(); !until.Equal(start.Add(2*time.Minute)) || rounds.Load() != 2 {
+		t.Fatalf("second sleep until %v after %d rounds; want %v after 2 (the kick's round unslept)", until, rounds.Load(), start.Add(2*time.Minute))
+	}
+	if len(l.TestSignals.Woke.C()) != 0 {
+		t.Fatal("a Woke for the kick that was already waiting")
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/endpoint"
 )
 
 // EndpointStore keeps the endpoints (delivery URLs) and their circuit
@@ -17,29 +17,29 @@ import (
 // endpoint; finished ones may name an endpoint that is gone.
 type EndpointStore interface {
 	// EndpointID returns the ID of an account's endpoint for a delivery
-	// URL (an empty account is DefaultAccount): EndpointKey.ID with the
+	// URL (an empty account is account.DefaultID): endpoint.Key.ID with the
 	// installation's key, which the store keeps in its database, so that
 	// every process on the database makes the same IDs. The store sets
 	// every Subscription's EndpointID and DeadLetterEndpointID with it;
 	// others call it to find the endpoint of a URL.
 	EndpointID(accountID, url string) string
 	// GetEndpoint returns one endpoint or ErrNotFound.
-	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	// ListEndpoints returns a page of an account's endpoints (of every
 	// account when accountID is empty) in ID order after the cursor
 	// (EndpointCursor). An item's bytes (MaxPageBytes): its URL and health
 	// window.
-	ListEndpoints(ctx context.Context, accountID string, p Page) ([]Endpoint, string, error)
+	ListEndpoints(ctx context.Context, accountID string, p Page) ([]endpoint.Endpoint, string, error)
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).
-	AllEndpoints(ctx context.Context) ([]Endpoint, error)
+	AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error)
 	// EndpointChanges returns the endpoints whose health ModifyEndpoints
 	// wrote after endpoint version since, and the version they bring the
 	// reader to. Versions are committed in order, so a reader that asks
 	// again from the returned version misses none. TakeProbe's hold is not
 	// a change: it is the taker's business, and the others learn of the
 	// probe from TakeProbe itself (they lose it) and from its outcome.
-	EndpointChanges(ctx context.Context, since int64) ([]Endpoint, int64, error)
+	EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error)
 	// ModifyEndpoints reads the endpoints with these IDs (unknown IDs are
 	// skipped), locked against other writers (another node's
 	// ModifyEndpoints or TakeProbe waits), calls fn with them, and writes
@@ -51,26 +51,11 @@ type EndpointStore interface {
 	// called again with the endpoints read anew and only its last call's
 	// changes are written: fn must only change eps and set (not accumulate)
 	// whatever it hands back to its caller.
-	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*Endpoint) error) ([]Endpoint, error)
+	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error)
 	// TakeProbe claims the right to send an endpoint's next probe: if its
 	// Health.NextProbeAt is set and not after now, it moves NextProbeAt to
 	// hold and reports true; otherwise it changes nothing and reports false.
 	// Of several nodes racing for one probe, exactly one wins (given a hold
 	// after now).
 	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
-}
-
-// Endpoint is a delivery URL of one account and its circuit state.
-// Subscriptions of an account that share a URL share its endpoint; two
-// accounts delivering to one URL have an endpoint (a circuit) each.
-type Endpoint struct {
-	ID        string
-	AccountID string
-	URL       string
-	Health    health.Health
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	// Version is the endpoint version of its last health write (read only:
-	// the store assigns it; see EndpointChanges).
-	Version int64
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/redact"
 )
 
 // Choosing a backend. A --store value names the backend that opens it: a
@@ -78,9 +79,9 @@ type UnknownURLError struct{ URL string }
 func (e *UnknownURLError) Error() string {
 	usage := Usage()
 	if usage == "" {
-		return fmt.Sprintf("%q: no store backend is registered (import internal/store/backends)", RedactedURL(e.URL))
+		return fmt.Sprintf("%q: no store backend is registered (import internal/store/backends)", redact.URL(e.URL))
 	}
-	return fmt.Sprintf("%q: want %s", RedactedURL(e.URL), usage)
+	return fmt.Sprintf("%q: want %s", redact.URL(e.URL), usage)
 }
 
 // URLSyntaxError is the error of Parse and Open for a value that begins

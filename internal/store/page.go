@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/ids"
 )
 
 // ErrInvalidCursor is returned by a list method given a cursor it did not
@@ -70,10 +73,10 @@ var (
 )
 
 // AccountCursorCheck checks the format of the account list's cursors: an account
-// ID (DefaultAccount, or acc_ followed by 26 characters of the ID
+// ID (account.DefaultID, or acc_ followed by 26 characters of the ID
 // alphabet).
 func AccountCursorCheck(cursor string) error {
-	if cursor == DefaultAccount {
+	if cursor == account.DefaultID {
 		return nil
 	}
 	return IDCursor{Prefix: "acc_", Len: 26}.Check(cursor)
@@ -86,7 +89,7 @@ func (f IDCursor) Check(cursor string) error {
 		return nil
 	}
 	rest, ok := strings.CutPrefix(cursor, f.Prefix)
-	if !ok || len(rest) != f.Len || strings.Trim(rest, idAlphabet) != "" {
+	if !ok || len(rest) != f.Len || strings.Trim(rest, ids.Alphabet) != "" {
 		return fmt.Errorf("cursor %q is not an id %s…: %w", cursor, f.Prefix, ErrInvalidCursor)
 	}
 	return nil

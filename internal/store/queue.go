@@ -2,65 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/herald-events/herald/internal/delivery"
 )
-
-// Subscription delivery modes, failure policies and states.
-const (
-	// ModePush (the default, also ""): deliveries are POSTed to the URL.
-	ModePush = "push"
-	// ModePull: the subscription has no URL and pushes nothing; its
-	// deliveries are written queued and consumers receive them.
-	ModePull = "pull"
-
-	// FailureRetry (the default, also ""): a failed push is retried on the
-	// retry policy.
-	FailureRetry = "retry"
-	// FailureQueue: a failed push is not retried; the delivery is queued
-	// and the subscription deactivated.
-	FailureQueue = "queue"
-
-	// StateActive subscriptions push (or, pull, queue) what they match.
-	StateActive = "active"
-	// StateDeactivated push subscriptions push nothing: every delivery
-	// for them is queued until they are reactivated.
-	StateDeactivated = "deactivated"
-	// StateAwaitingValidation push subscriptions push nothing until their
-	// endpoint passes its validation handshake; their deliveries wait,
-	// pending.
-	StateAwaitingValidation = "awaiting_validation"
-)
-
-// DeliveryOptions are how a push subscription's requests are made. The
-// zero value is Herald's default: one CloudEvent a request in structured
-// mode, no validation handshake, no dead-letter destination.
-type DeliveryOptions struct {
-	// Schema is the body's format (event.Schema*; "": cloudevents).
-	Schema string `json:"schema,omitempty"`
-	// MaxEventsPerBatch is 1..5000 (0 means 1: no batches).
-	MaxEventsPerBatch int `json:"max_events_per_batch,omitempty"`
-	// PreferredBatchSizeKB is 1..1024 (0 means 64).
-	PreferredBatchSizeKB int `json:"preferred_batch_size_kb,omitempty"`
-	// Validation is the endpoint's handshake: "" (none), "eventgrid" or
-	// "cloudevents".
-	Validation string `json:"validation,omitempty"`
-	// ValidationToken is the secret of the validation URL an Event Grid
-	// endpoint may GET instead of answering the handshake.
-	ValidationToken string `json:"validation_token,omitempty"`
-	// ValidationError says why the last handshake failed ("" when it did
-	// not).
-	ValidationError string `json:"validation_error,omitempty"`
-	// DeadLetterURL, when set, receives every dead-lettered delivery (of a
-	// push subscription): the store keeps its endpoint, like the URL's, in
-	// the subscription's account (Subscription.DeadLetterEndpointID),
-	// while a subscription names it.
-	DeadLetterURL string `json:"dead_letter_url,omitempty"`
-}
-
-// ReasonRejected dead-letters a delivery a consumer rejected.
-const ReasonRejected = "Rejected"
 
 // ErrLockLost is a lock token's result when it holds no lock: it names no
 // queued delivery of the subscription, or its lock expired (the delivery
@@ -121,7 +67,7 @@ type ReceiveResult struct {
 	Received []Received
 	// Ended are the deliveries Receive dead-lettered or dropped instead of
 	// returning them (their new state set).
-	Ended []Delivery
+	Ended []delivery.Delivery
 	// ExpiredLocks counts the received deliveries whose previous lock had
 	// expired unsettled.
 	ExpiredLocks int
@@ -134,9 +80,9 @@ type ReceiveResult struct {
 
 // Received is a delivery locked by Receive.
 type Received struct {
-	Delivery  // Receives counts this receive; LockedUntil is the lock's end
-	LockToken string
-	Payload   []byte
+	delivery.Delivery // Receives counts this receive; LockedUntil is the lock's end
+	LockToken         string
+	Payload           []byte
 }
 
 // LockAction is what Settle does to a locked delivery.
@@ -147,7 +93,7 @@ const (
 	Acknowledge LockAction = iota + 1
 	// Release: queued again, receivable at now + Delay; the lock is cleared.
 	Release
-	// Reject: dead-lettered with ReasonRejected (dropped when DeadLetter is
+	// Reject: dead-lettered with delivery.ReasonRejected (dropped when DeadLetter is
 	// false); the lock is cleared.
 	Reject
 	// Renew: the lock lasts until now + LockFor (so does NextAttemptAt).
@@ -178,14 +124,4 @@ func LockTokenDelivery(token string) string {
 		}
 	}
 	return ""
-}
-
-// FilterOptions are a subscription's content filters, kept as written (the
-// filter package compiles them; the store only keeps them).
-type FilterOptions struct {
-	// Advanced is the advanced_filters list as JSON (nil: none).
-	Advanced json.RawMessage `json:"advanced,omitempty"`
-	// SubjectCaseSensitive makes subject_begins_with and subject_ends_with
-	// compare letter case (default: they ignore it).
-	SubjectCaseSensitive bool `json:"subject_case_sensitive,omitempty"`
 }

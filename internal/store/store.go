@@ -13,6 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Errors every implementation returns (wrapped or not; test with errors.Is).
@@ -95,14 +98,14 @@ type SubscriptionStore interface {
 	// count is read in the transaction that inserts, after the lock every
 	// subscription write takes, so concurrent creates, on any number of
 	// processes sharing the store, never take an account past the limit.
-	CreateSubscription(ctx context.Context, s Subscription) error
+	CreateSubscription(ctx context.Context, s subscription.Subscription) error
 	// GetSubscription returns one subscription or ErrNotFound.
-	GetSubscription(ctx context.Context, id string) (Subscription, error)
+	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
 	// ListSubscriptions returns a page of an account's subscriptions (of
 	// every account when accountID is empty) in ID order after the cursor
 	// (SubscriptionCursor). An item's bytes (MaxPageBytes): its name, URL,
 	// event types, subject filters, retry policy and headers.
-	ListSubscriptions(ctx context.Context, accountID string, p Page) ([]Subscription, string, error)
+	ListSubscriptions(ctx context.Context, accountID string, p Page) ([]subscription.Subscription, string, error)
 	// SubscriptionChanges returns, read in one snapshot, the subscriptions
 	// created or changed and the IDs of those deleted after catalog version
 	// since, with the version they bring the reader to. Every subscription
@@ -119,10 +122,10 @@ type SubscriptionStore interface {
 	// changes accounts: one whose AccountID is not the stored one's is
 	// ErrNotFound. The stored State is kept (only a deactivation and
 	// ReactivateSubscription change it). ErrNotFound, ErrNameTaken.
-	UpdateSubscription(ctx context.Context, s Subscription) error
+	UpdateSubscription(ctx context.Context, s subscription.Subscription) error
 	// DeleteSubscription removes the subscription. Its deliveries stay in the
 	// log; those still pending or queued end as dropped with reason
-	// ReasonSubscriptionDeleted, in the same transaction, and no Publish
+	// delivery.ReasonSubscriptionDeleted, in the same transaction, and no Publish
 	// committed after it writes a delivery for it (see PublishOptions). Its
 	// endpoint's row is deleted in the same transaction if no other
 	// subscription uses it. ErrNotFound when absent.
@@ -180,26 +183,26 @@ type DeliveryStore interface {
 	// is its NextAttemptAt). An outcome with Deactivate set (applied only
 	// when its state change is) also deactivates the delivery's
 	// subscription in the same transaction if it is active: state
-	// StateDeactivated at a new catalog version, and every other pending
+	// subscription.StateDeactivated at a new catalog version, and every other pending
 	// delivery of it queued (leases cleared).
 	Record(ctx context.Context, outcomes []Outcome) error
 
 	// GetDelivery returns one delivery or ErrNotFound.
-	GetDelivery(ctx context.Context, id string) (Delivery, error)
+	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
 	// ListDeliveries returns a page of the deliveries matching f, newest
 	// first (DeliveryCursor). An item's bytes (MaxPageBytes): its event's id
 	// and source.
-	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, string, error)
+	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]delivery.Delivery, string, error)
 	// ListAttempts returns a page of a delivery's attempts, oldest first
 	// (NumberCursor). An item's bytes (MaxPageBytes): its error and
 	// response body.
-	ListAttempts(ctx context.Context, deliveryID string, p Page) ([]AttemptRecord, string, error)
+	ListAttempts(ctx context.Context, deliveryID string, p Page) ([]delivery.Attempt, string, error)
 	// ListDeadLetters returns a page of dead-lettered deliveries with their
 	// events, newest first (DeliveryCursor). An item's bytes
 	// (MaxPageBytes): its event's id, source, type, subject and payload.
 	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, string, error)
 	// ListQueued returns a page of the queued deliveries matching f (its
-	// Status is taken as StatusQueued) with their events, newest first
+	// Status is taken as delivery.StatusQueued) with their events, newest first
 	// (DeliveryCursor). An item's bytes (MaxPageBytes): as
 	// ListDeadLetters'.
 	ListQueued(ctx context.Context, f DeliveryFilter) ([]DeadLetter, string, error)
@@ -214,7 +217,7 @@ type DeliveryStore interface {
 	// deactivated one. ErrNotFound; ErrConflict when it is pending and leased (an
 	// attempt is in progress); ErrSubscriptionDeleted when its subscription
 	// no longer exists (nothing changes).
-	Redeliver(ctx context.Context, id string, now time.Time) (Delivery, error)
+	Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error)
 	// Redrive does what Redeliver does to the dead-lettered deliveries of a
 	// subscription (all of them, or only ids) and returns how many it moved
 	// and the endpoint they now belong to (the subscription's).
@@ -229,98 +232,6 @@ type DeliveryStore interface {
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 }
 
-// ReasonSubscriptionDeleted ends pending deliveries of a deleted subscription.
-const ReasonSubscriptionDeleted = "SubscriptionDeleted"
-
-// Status of a delivery.
-type Status string
-
-const (
-	StatusPending      Status = "pending"
-	StatusDelivered    Status = "delivered"
-	StatusDeadLettered Status = "dead_lettered"
-	StatusDropped      Status = "dropped"
-	StatusQueued       Status = "queued"
-)
-
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusPending, StatusDelivered, StatusDeadLettered, StatusDropped, StatusQueued:
-		return true
-	}
-	return false
-}
-
-// Final reports whether a delivery in this status will not be attempted again
-// without an API call.
-func (s Status) Final() bool {
-	return s == StatusDelivered || s == StatusDeadLettered || s == StatusDropped
-}
-
-// Subscription is a subscriber's endpoint and what it wants delivered.
-type Subscription struct {
-	ID        string
-	AccountID string // "" on write: DefaultAccount
-	Name      string
-	URL       string
-	// EndpointID is the endpoint of URL in the account
-	// (EndpointStore.EndpointID), "" for a pull subscription. The store
-	// sets it on every write (what the caller set is ignored) and returns
-	// it on reads.
-	EndpointID        string
-	EventTypes        []string
-	SubjectBeginsWith string
-	SubjectEndsWith   string
-	// RetryPolicy is the user's retry.Spec as JSON, kept as written.
-	RetryPolicy []byte
-	Timeout     time.Duration
-	Headers     map[string]string
-	// SecretHeaders are sent like Headers; the API shows only their names.
-	SecretHeaders map[string]string
-	// Signing holds the keys pushes are signed with (internal/signing);
-	// the API never shows it.
-	Signing    Signing
-	DeadLetter bool
-	// State is StateActive or StateDeactivated.
-	State string
-	// DeliveryMode is ModePush ("" on write) or ModePull; a pull
-	// subscription has no URL and no endpoint (EndpointID "").
-	DeliveryMode string
-	// FailurePolicy is FailureRetry ("" on write) or FailureQueue.
-	FailurePolicy string
-	// Delivery is how a push subscription's requests are made: schema,
-	// batches, endpoint validation, dead-letter destination.
-	Delivery DeliveryOptions
-	// DeadLetterEndpointID is the endpoint of Delivery.DeadLetterURL in
-	// the account, "" without one; set by the store as EndpointID is.
-	DeadLetterEndpointID string
-	// Filters are the content filters beside EventTypes and the subject's
-	// prefix and suffix.
-	Filters   FilterOptions
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	// Version is the catalog version its last write set (read only: the
-	// store assigns it).
-	Version int64
-}
-
-// Signing is how a subscription's pushes are signed: the algorithm
-// (signing.HMACSHA256 or signing.Ed25519) and its keys, the current one
-// first (no expiry), then the previous ones of rotations, each signing too
-// until it expires. No keys: pushes go unsigned.
-type Signing struct {
-	Algorithm string
-	Keys      []SigningKey
-}
-
-// SigningKey is one key: an HMAC secret's bytes, or an ed25519 private
-// key's seed.
-type SigningKey struct {
-	Key       []byte
-	ExpiresAt time.Time // zero: the current key
-}
-
 // CatalogChanges is what SubscriptionChanges read.
 type CatalogChanges struct {
 	// Version is the catalog version the changes bring the reader to.
@@ -328,7 +239,7 @@ type CatalogChanges struct {
 	// Full: Changed holds every subscription and Deleted is empty; the
 	// reader replaces what it has.
 	Full    bool
-	Changed []Subscription
+	Changed []subscription.Subscription
 	Deleted []string
 }
 
@@ -369,7 +280,7 @@ type PublishOptions struct {
 
 // NewEvent is an event to publish with the deliveries it fans out to.
 type NewEvent struct {
-	AccountID   string // "" : DefaultAccount
+	AccountID   string // "" : account.DefaultID
 	ID          string // CloudEvents id
 	Source      string
 	Type        string
@@ -406,52 +317,14 @@ type StoredEvent struct {
 	PublishedAt time.Time
 }
 
-// Delivery is the state of one event's delivery to one subscription.
-type Delivery struct {
-	ID             string
-	AccountID      string // its subscription's (and event's) account
-	SubscriptionID string
-	EndpointID     string
-	EventSeq       int64
-	EventID        string
-	EventSource    string
-	Status         Status
-	// Attempts counts every attempt ever made; RoundAttempts only those of
-	// the current attempt budget (reset by a redeliver or redrive).
-	Attempts      int
-	RoundAttempts int
-	// RoundStart is when the current budget began: the publish time, or the
-	// last redeliver. The policy's TTL counts from it.
-	RoundStart time.Time
-	// FirstFailure is when the budget's first failed attempt ended (zero
-	// before any failure): t0 of the Workfront and SAP schedules.
-	FirstFailure     time.Time
-	NextAttemptAt    time.Time // meaningful while pending
-	LastAttemptAt    time.Time
-	LastStatusCode   int
-	LastOutcome      string
-	DeadLetterReason string
-	CreatedAt        time.Time // the event's publish time
-	DeliveredAt      time.Time
-	// Receives counts the times consumers received it (Receive).
-	Receives int
-	// DeadLetterOf, for the delivery of a dead letter to its
-	// subscription's dead-letter URL, is the dead-lettered delivery's ID
-	// ("" for any other delivery).
-	DeadLetterOf string
-	// LockedUntil is when the lock of its last receive ends (zero when it
-	// was never received or the lock was settled).
-	LockedUntil time.Time
-}
-
 // Claimed is a leased delivery with what is needed to attempt it.
 type Claimed struct {
-	Delivery
+	delivery.Delivery
 	Payload []byte
 	// DeadLetter, for a delivery of a dead letter (DeadLetterOf set), is
 	// the dead-lettered delivery as it ended (its reason, attempts, last
 	// outcome and attempt time), read with the claim. Nil otherwise.
-	DeadLetter *Delivery
+	DeadLetter *delivery.Delivery
 }
 
 // EndpointDue is an endpoint's earliest due delivery.
@@ -465,9 +338,9 @@ type EndpointDue struct {
 // while held): nothing is logged, and Attempt.StartedAt must carry the
 // delivery's previous LastAttemptAt, which the state update writes back.
 type Outcome struct {
-	Attempt AttemptRecord
+	Attempt delivery.Attempt
 	// The delivery's state after the attempt.
-	Status           Status
+	Status           delivery.Status
 	Attempts         int
 	RoundAttempts    int
 	FirstFailure     time.Time
@@ -482,10 +355,10 @@ type Outcome struct {
 	// was taken over by another then only logs its attempt and leaves the
 	// new owner's state alone. When empty, any pending delivery is updated.
 	LeaseOwner string
-	// Deactivate, with Status StatusQueued, deactivates the delivery's
+	// Deactivate, with Status delivery.StatusQueued, deactivates the delivery's
 	// subscription (see Record).
 	Deactivate bool
-	// DeadLetterCopy, with Status StatusDeadLettered, is the delivery of
+	// DeadLetterCopy, with Status delivery.StatusDeadLettered, is the delivery of
 	// the dead letter to the subscription's dead-letter URL: Record inserts
 	// it in the same transaction (when the state change applies), pending,
 	// due at the attempt's end, with the dead-lettered delivery's
@@ -493,26 +366,14 @@ type Outcome struct {
 	DeadLetterCopy *NewDelivery
 }
 
-// AttemptRecord is one row of the attempt log.
-type AttemptRecord struct {
-	DeliveryID   string
-	Number       int // 1-based over the delivery's whole life
-	StartedAt    time.Time
-	Duration     time.Duration
-	StatusCode   int
-	Outcome      string // "http_503", "timeout", "connection_refused", ...
-	Error        string
-	ResponseBody []byte // at most the first 4 KiB
-}
-
 // DeliveryFilter selects deliveries; empty fields match everything.
 type DeliveryFilter struct {
 	AccountID      string // "": every account
 	SubscriptionID string
-	Status         Status
+	Status         delivery.Status
 	EventID        string // the CloudEvents id
 	// EndpointID filters by endpoint (a URL of the account); only with
-	// Status StatusQueued, for which it is an index seek.
+	// Status delivery.StatusQueued, for which it is an index seek.
 	EndpointID string
 	Page
 }
@@ -526,7 +387,7 @@ type DeadLetterFilter struct {
 
 // DeadLetter is a dead-lettered delivery with its event.
 type DeadLetter struct {
-	Delivery
+	delivery.Delivery
 	Event StoredEvent
 }
 

@@ -462,9 +462,6 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 		}
 		return nil
 	}
-	mismatch := func(want string) *Error {
-		return errorf(field, "must be %s, not %s", want, j.kind)
-	}
 	switch t.Kind() {
 	case reflect.Map, reflect.Slice, reflect.Interface:
 		if j.kind == jsonNull {
@@ -474,61 +471,25 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if j.kind != jsonObject {
-			return mismatch("an object")
-		}
-		fields := fieldsOf(t)
-		for _, m := range j.members {
-			i, ok := fields.index[m.name]
-			if !ok {
-				return unknownField(JoinPath(path, m.name), m.name, fields.names)
-			}
-			if err := bindJSON(m.value, v.Field(i), JoinPath(path, m.name)); err != nil {
-				return err
-			}
-		}
+		return bindStruct(j, v, path)
 	case reflect.Map:
-		if j.kind != jsonObject {
-			return mismatch("an object")
-		}
-		if t.Key().Kind() != reflect.String {
-			panic("decodeJSON: map key type " + t.Key().String())
-		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMapWithSize(t, len(j.members)))
-		}
-		for _, m := range j.members {
-			e := reflect.New(t.Elem()).Elem()
-			if err := bindJSON(m.value, e, JoinPath(path, m.name)); err != nil {
-				return err
-			}
-			v.SetMapIndex(reflect.ValueOf(m.name).Convert(t.Key()), e)
-		}
+		return bindMap(j, v, path)
 	case reflect.Slice:
-		if j.kind != jsonArray {
-			return mismatch("an array")
-		}
-		s := reflect.MakeSlice(t, len(j.items), len(j.items))
-		for i, item := range j.items {
-			if err := bindJSON(item, s.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
+		return bindSlice(j, v, path)
 	case reflect.Interface:
 		var x any
 		if err := json.Unmarshal(j.raw, &x); err != nil || t.NumMethod() != 0 {
-			return mismatch("a value of type " + t.String())
+			return mismatch(j, field, "a value of type "+t.String())
 		}
 		v.Set(reflect.ValueOf(x))
 	case reflect.String:
 		if j.kind != jsonString {
-			return mismatch("a string")
+			return mismatch(j, field, "a string")
 		}
 		v.SetString(j.text)
 	case reflect.Bool:
 		if j.kind != jsonBool {
-			return mismatch("true or false")
+			return mismatch(j, field, "true or false")
 		}
 		v.SetBool(j.text == "true")
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -538,6 +499,69 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	default:
 		panic("decodeJSON: unsupported type " + t.String())
 	}
+	return nil
+}
+
+// mismatch is the error for a JSON value of the wrong kind at field.
+func mismatch(j *jsonValue, field, want string) *Error {
+	return errorf(field, "must be %s, not %s", want, j.kind)
+}
+
+// bindStruct stores the object j in the struct v member by member; a member
+// the struct has no field for is an error naming the fields it has.
+func bindStruct(j *jsonValue, v reflect.Value, path string) *Error {
+	if j.kind != jsonObject {
+		return mismatch(j, orBody(path), "an object")
+	}
+	fields := fieldsOf(v.Type())
+	for _, m := range j.members {
+		i, ok := fields.index[m.name]
+		if !ok {
+			return unknownField(JoinPath(path, m.name), m.name, fields.names)
+		}
+		if err := bindJSON(m.value, v.Field(i), JoinPath(path, m.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindMap stores the object j in the map v (made if nil), whose keys must be
+// strings.
+func bindMap(j *jsonValue, v reflect.Value, path string) *Error {
+	t := v.Type()
+	if j.kind != jsonObject {
+		return mismatch(j, orBody(path), "an object")
+	}
+	if t.Key().Kind() != reflect.String {
+		panic("decodeJSON: map key type " + t.Key().String())
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMapWithSize(t, len(j.members)))
+	}
+	for _, m := range j.members {
+		e := reflect.New(t.Elem()).Elem()
+		if err := bindJSON(m.value, e, JoinPath(path, m.name)); err != nil {
+			return err
+		}
+		v.SetMapIndex(reflect.ValueOf(m.name).Convert(t.Key()), e)
+	}
+	return nil
+}
+
+// bindSlice stores the array j in v as a new slice; v is left as it was if
+// an item does not bind.
+func bindSlice(j *jsonValue, v reflect.Value, path string) *Error {
+	if j.kind != jsonArray {
+		return mismatch(j, orBody(path), "an array")
+	}
+	s := reflect.MakeSlice(v.Type(), len(j.items), len(j.items))
+	for i, item := range j.items {
+		if err := bindJSON(item, s.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	v.Set(s)
 	return nil
 }
 

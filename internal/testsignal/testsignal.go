@@ -1,7 +1,7 @@
 // Package testsignal lets a service tell a test that it reached a point the
 // test waits for (a round finished, a sleep begun), so tests wait on events
-// the service emits instead of counting goroutines or sleeping. It is the
-// shape of River's rivershared/testsignal.
+// the service emits instead of counting goroutines or sleeping. It has the
+// shape of River's testsignal package.
 //
 // A Signal does nothing until a test calls Init on it, before the service
 // starts; production code pays one nil check per emission.

@@ -161,6 +161,90 @@ func TestSIGKILLMidDeliveryLosesNothing(t *testing.T) {
 		st.Requests, st.Aborted, st.Duplicates, st.DuplicatedIDs)
 }
 
+// ackOutcome is what one publisher of TestAcknowledgedPublishSurvivesSIGKILL
+// saw: the events of its batches answered 202, those of the publish that
+// failed, and how it failed (and whether that was after the SIGKILL began).
+type ackOutcome struct {
+	acked, unacked []string
+	err            error
+	errAfterKill   bool
+}
+
+// ackPublishers publish batches of events through one herald from several
+// goroutines without pause, each until its first failed publish or until
+// the context ends. enough is closed once enoughAt batches are acknowledged.
+type ackPublishers struct {
+	wg         sync.WaitGroup
+	killing    atomic.Bool // set just before the SIGKILL
+	ackBatches atomic.Int64
+	enough     chan struct{}
+	enoughOnce sync.Once
+	outcomes   []ackOutcome // one per publisher, read after wg.Wait
+}
+
+// startAckPublishers starts publishers goroutines publishing batches of
+// batch events (ids ack-pP-bNNNNN-eEE) through h.
+func startAckPublishers(ctx context.Context, h *herald, publishers, batch int, enoughAt int64) *ackPublishers {
+	ap := &ackPublishers{enough: make(chan struct{}), outcomes: make([]ackOutcome, publishers)}
+	for p := range publishers {
+		ap.wg.Add(1)
+		go func() {
+			defer ap.wg.Done()
+			ap.publish(ctx, h, p, batch, enoughAt)
+		}()
+	}
+	return ap
+}
+
+// publish is publisher p's loop.
+func (ap *ackPublishers) publish(ctx context.Context, h *herald, p, batch int, enoughAt int64) {
+	o := &ap.outcomes[p]
+	for n := 0; ctx.Err() == nil; n++ {
+		ids := make([]string, batch)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("ack-p%d-b%05d-e%02d", p, n, i)
+		}
+		if err := h.publish(ctx, ids); err != nil {
+			// Only a 202 counts as acknowledged; the publisher stops
+			// at its first error.
+			o.unacked = append(o.unacked, ids...)
+			o.err, o.errAfterKill = err, ap.killing.Load()
+			return
+		}
+		o.acked = append(o.acked, ids...)
+		if ap.ackBatches.Add(1) >= enoughAt {
+			ap.enoughOnce.Do(func() { close(ap.enough) })
+		}
+	}
+}
+
+// tally gathers the publishers' events once they have stopped: acknowledged,
+// unanswered, and both (known). Every publisher must have stopped at an
+// error that came after the SIGKILL.
+func (ap *ackPublishers) tally(t *testing.T) (acked, unacked []string, known map[string]bool) {
+	t.Helper()
+	known = map[string]bool{}
+	for p, o := range ap.outcomes {
+		acked = append(acked, o.acked...)
+		unacked = append(unacked, o.unacked...)
+		for _, id := range o.acked {
+			known[id] = true
+		}
+		for _, id := range o.unacked {
+			known[id] = true
+		}
+		switch {
+		case o.err == nil:
+			t.Errorf("publisher %d stopped without an error", p)
+		case !o.errAfterKill:
+			t.Errorf("publisher %d failed before the SIGKILL: %v", p, o.err)
+		default:
+			t.Logf("publisher %d: %d events acknowledged, then: %v", p, len(o.acked), o.err)
+		}
+	}
+	return acked, unacked, known
+}
+
 // TestAcknowledgedPublishSurvivesSIGKILL publishes small batches from a few
 // goroutines without pause, SIGKILLs Herald while they publish, starts it
 // again and requires every event whose publish was answered 202 to arrive
@@ -181,58 +265,22 @@ func TestAcknowledgedPublishSurvivesSIGKILL(t *testing.T) {
 	h1 := startHerald(t, "herald-1", dataDir, serveFlags...)
 	subID := h1.createSubscription(t, "process-publish", rcv.URL())
 
-	type outcome struct {
-		acked, unacked []string
-		err            error
-		errAfterKill   bool
-	}
-	var (
-		wg         sync.WaitGroup
-		killing    atomic.Bool
-		ackBatches atomic.Int64
-		enough     = make(chan struct{})
-		enoughOnce sync.Once
-		outcomes   = make([]outcome, publishers)
-	)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer wg.Wait()
+	ap := startAckPublishers(ctx, h1, publishers, batch, killAfterBatches)
+	defer ap.wg.Wait()
 	defer cancel() // runs first: stops the publishers if the test ends early
-	for p := range publishers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o := &outcomes[p]
-			for n := 0; ctx.Err() == nil; n++ {
-				ids := make([]string, batch)
-				for i := range ids {
-					ids[i] = fmt.Sprintf("ack-p%d-b%05d-e%02d", p, n, i)
-				}
-				if err := h1.publish(ctx, ids); err != nil {
-					// Only a 202 counts as acknowledged; the publisher stops
-					// at its first error.
-					o.unacked = append(o.unacked, ids...)
-					o.err, o.errAfterKill = err, killing.Load()
-					return
-				}
-				o.acked = append(o.acked, ids...)
-				if ackBatches.Add(1) >= killAfterBatches {
-					enoughOnce.Do(func() { close(enough) })
-				}
-			}
-		}()
-	}
 
 	published := time.Now()
 	select {
-	case <-enough:
+	case <-ap.enough:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("only %d batches acknowledged within 30s; want %d before the SIGKILL", ackBatches.Load(), killAfterBatches)
+		t.Fatalf("only %d batches acknowledged within 30s; want %d before the SIGKILL", ap.ackBatches.Load(), killAfterBatches)
 	}
-	t.Logf("%d batches acknowledged in %s", ackBatches.Load(), time.Since(published).Round(time.Millisecond))
-	killing.Store(true)
+	t.Logf("%d batches acknowledged in %s", ap.ackBatches.Load(), time.Since(published).Round(time.Millisecond))
+	ap.killing.Store(true)
 	h1.kill()
 	stopped := make(chan struct{})
-	go func() { wg.Wait(); close(stopped) }()
+	go func() { ap.wg.Wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(20 * time.Second):
@@ -240,26 +288,7 @@ func TestAcknowledgedPublishSurvivesSIGKILL(t *testing.T) {
 	}
 
 	rcv.waitIdle(t, 5*time.Second)
-	var acked, unacked []string
-	known := map[string]bool{}
-	for p, o := range outcomes {
-		acked = append(acked, o.acked...)
-		unacked = append(unacked, o.unacked...)
-		for _, id := range o.acked {
-			known[id] = true
-		}
-		for _, id := range o.unacked {
-			known[id] = true
-		}
-		switch {
-		case o.err == nil:
-			t.Errorf("publisher %d stopped without an error", p)
-		case !o.errAfterKill:
-			t.Errorf("publisher %d failed before the SIGKILL: %v", p, o.err)
-		default:
-			t.Logf("publisher %d: %d events acknowledged, then: %v", p, len(o.acked), o.err)
-		}
-	}
+	acked, unacked, known := ap.tally(t)
 	t.Logf("SIGKILL with %d events acknowledged and %d in unanswered publishes; %d events had arrived",
 		len(acked), len(unacked), rcv.stats().Distinct)
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -29,12 +30,12 @@ const (
 	accountHasSubsSQL   = `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE account_id = $1)`
 	deleteAccountKeySQL = `DELETE FROM api_keys WHERE account_id = $1`
 
-	// listAccountsSQL: DefaultAccount first, then the others in ID order
+	// listAccountsSQL: account.DefaultID first, then the others in ID order
 	// (an ID of the ID alphabet sorts before "acc_default"), after the
 	// cursor's place ($1, $2) in that order: a seek of the index
 	// accounts_list, whose expression this repeats.
-	listAccountsSQL = ` FROM accounts WHERE (id <> '` + store.DefaultAccount + `', id) > ($1::boolean, $2::text)
-ORDER BY id <> '` + store.DefaultAccount + `', id LIMIT $3`
+	listAccountsSQL = ` FROM accounts WHERE (id <> '` + account.DefaultID + `', id) > ($1::boolean, $2::text)
+ORDER BY id <> '` + account.DefaultID + `', id LIMIT $3`
 
 	insertKeySQL = `INSERT INTO api_keys (` + sqlrow.KeyCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	keyByHashSQL = `SELECT ` + sqlrow.KeyCols + ` FROM api_keys WHERE hash = $1`
@@ -98,7 +99,7 @@ func (s *Store) AuthVersion(ctx context.Context) (int64, error) {
 
 // CreateAccount implements store.AccountStore. ErrNameTaken (checked first)
 // when another account has the name, ErrConflict when the ID exists.
-func (s *Store) CreateAccount(ctx context.Context, a store.Account) error {
+func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
 	err := s.authWrite(ctx, func(tx pgx.Tx) error {
 		if err := nameFree(ctx, tx, a.Name, ""); err != nil {
 			return err
@@ -124,7 +125,7 @@ func nameFree(ctx context.Context, tx pgx.Tx, name, id string) error {
 }
 
 // accountError maps the unique violations of an account write.
-func accountError(err error, a store.Account) error {
+func accountError(err error, a account.Account) error {
 	switch {
 	case isUnique(err, "accounts_name_key"):
 		return fmt.Errorf("account name %q: %w", a.Name, store.ErrNameTaken)
@@ -135,33 +136,33 @@ func accountError(err error, a store.Account) error {
 }
 
 // GetAccount implements store.AccountStore.
-func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error) {
+func (s *Store) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.Account{}, err
+		return account.Account{}, err
 	}
 	a, err := queryRow(ctx, s, sqlrow.ScanAccount, getAccountSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Account{}, fmt.Errorf("account %s: %w", id, store.ErrNotFound)
+		return account.Account{}, fmt.Errorf("account %s: %w", id, store.ErrNotFound)
 	}
 	return a, s.err(err)
 }
 
-// ListAccounts implements store.AccountStore: DefaultAccount first, then
+// ListAccounts implements store.AccountStore: account.DefaultID first, then
 // the others in ID order, each page an index seek (accounts_list); the
 // cursor is the last ID of the previous page.
-func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]store.Account, string, error) {
+func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error) {
 	if err := store.AccountCursorCheck(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	// The cursor's place in the order: (false, "") before everything.
-	args := []any{p.Cursor != "" && p.Cursor != store.DefaultAccount, p.Cursor}
+	args := []any{p.Cursor != "" && p.Cursor != account.DefaultID, p.Cursor}
 	return readPage(ctx, s, p, `SELECT `+sqlrow.AccountBytes+listAccountsSQL, `SELECT `+sqlrow.AccountCols+listAccountsSQL,
-		args, sqlrow.ScanAccount, func(a store.Account) string { return a.ID })
+		args, sqlrow.ScanAccount, func(a account.Account) string { return a.ID })
 }
 
 // UpdateAccount implements store.AccountStore: the name, the settings and
 // UpdatedAt take a's values. ErrNotFound, ErrNameTaken.
-func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
+func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
 	err := s.authWrite(ctx, func(tx pgx.Tx) error {
 		if err := nameFree(ctx, tx, a.Name, a.ID); err != nil {
 			return err
@@ -182,7 +183,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
 // and then sees its subscription, and one that comes later finds the
 // account gone.
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
-	if id == store.DefaultAccount {
+	if id == account.DefaultID {
 		if err := s.checkOpen(); err != nil {
 			return err
 		}
@@ -211,9 +212,9 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 }
 
 // CreateKey implements store.AccountStore. An empty AccountID is
-// DefaultAccount. ErrNotFound when the account does not exist, ErrConflict
+// account.DefaultID. ErrNotFound when the account does not exist, ErrConflict
 // when the ID or the hash exists.
-func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
+func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 	return keyError(s.authWrite(ctx, func(tx pgx.Tx) error { return insertKey(ctx, tx, &k) }), k)
 }
 
@@ -221,7 +222,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 // row lock (see authWrite), so of several nodes racing on one database the
 // first to take the lock inserts its key and the others, once it commits,
 // find a key and write nothing.
-func (s *Store) CreateFirstKey(ctx context.Context, k store.APIKey) (bool, error) {
+func (s *Store) CreateFirstKey(ctx context.Context, k account.Key) (bool, error) {
 	err := s.authWrite(ctx, func(tx pgx.Tx) error {
 		var found bool
 		if err := tx.QueryRow(ctx, anyKeySQL).Scan(&found); err != nil {
@@ -242,8 +243,8 @@ func (s *Store) CreateFirstKey(ctx context.Context, k store.APIKey) (bool, error
 }
 
 // insertKey inserts k in tx if its account exists.
-func insertKey(ctx context.Context, tx pgx.Tx, k *store.APIKey) error {
-	if err := accountExists(ctx, tx, store.AccountOrDefault(k.AccountID)); err != nil {
+func insertKey(ctx context.Context, tx pgx.Tx, k *account.Key) error {
+	if err := accountExists(ctx, tx, account.OrDefault(k.AccountID)); err != nil {
 		return err
 	}
 	hash := k.Hash
@@ -257,7 +258,7 @@ func insertKey(ctx context.Context, tx pgx.Tx, k *store.APIKey) error {
 }
 
 // keyError maps the unique violations of a key write.
-func keyError(err error, k store.APIKey) error {
+func keyError(err error, k account.Key) error {
 	switch {
 	case isUnique(err, "api_keys_pkey"):
 		return fmt.Errorf("key %s already exists: %w", k.ID, store.ErrConflict)
@@ -269,41 +270,41 @@ func keyError(err error, k store.APIKey) error {
 
 // KeyByHash implements store.AccountStore: one seek of the hash's unique
 // index.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.APIKey, error) {
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (account.Key, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.APIKey{}, err
+		return account.Key{}, err
 	}
 	if hash == nil {
 		hash = []byte{}
 	}
 	k, err := queryRow(ctx, s, sqlrow.ScanKey, keyByHashSQL, hash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.APIKey{}, fmt.Errorf("key: %w", store.ErrNotFound)
+		return account.Key{}, fmt.Errorf("key: %w", store.ErrNotFound)
 	}
 	return k, s.err(err)
 }
 
 // GetKey implements store.AccountStore.
-func (s *Store) GetKey(ctx context.Context, id string) (store.APIKey, error) {
+func (s *Store) GetKey(ctx context.Context, id string) (account.Key, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.APIKey{}, err
+		return account.Key{}, err
 	}
 	k, err := queryRow(ctx, s, sqlrow.ScanKey, getKeySQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.APIKey{}, fmt.Errorf("key %s: %w", id, store.ErrNotFound)
+		return account.Key{}, fmt.Errorf("key %s: %w", id, store.ErrNotFound)
 	}
 	return k, s.err(err)
 }
 
 // ListKeys implements store.AccountStore: in ID order, a seek of the
 // (account_id, id) index; the cursor is the last ID of the previous page.
-// An empty accountID is DefaultAccount.
-func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([]store.APIKey, string, error) {
+// An empty accountID is account.DefaultID.
+func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error) {
 	if err := store.KeyCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	return listByID(ctx, s, "api_keys", sqlrow.KeyBytes, sqlrow.KeyCols, store.AccountOrDefault(accountID), p,
-		sqlrow.ScanKey, func(k store.APIKey) string { return k.ID })
+	return listByID(ctx, s, "api_keys", sqlrow.KeyBytes, sqlrow.KeyCols, account.OrDefault(accountID), p,
+		sqlrow.ScanKey, func(k account.Key) string { return k.ID })
 }
 
 // DeleteKey implements store.AccountStore.

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // TestDeleteAccountRacesSubscription: an account deleted on one node while
@@ -21,12 +23,12 @@ func TestDeleteAccountRacesSubscription(t *testing.T) {
 	a, b := openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})
 	ctx := context.Background()
 	for i := range 40 {
-		acc := store.Account{ID: ids.New("acc_", t0), Name: fmt.Sprintf("race-%d", i), CreatedAt: t0, UpdatedAt: t0}
+		acc := account.Account{ID: ids.New("acc_", t0), Name: fmt.Sprintf("race-%d", i), CreatedAt: t0, UpdatedAt: t0}
 		if err := a.CreateAccount(ctx, acc); err != nil {
 			t.Fatal(err)
 		}
 		u := fmt.Sprintf("https://race.example/%d", i)
-		sub := store.Subscription{ID: ids.New("sub_", t0), AccountID: acc.ID, Name: "s", URL: u,
+		sub := subscription.Subscription{ID: ids.New("sub_", t0), AccountID: acc.ID, Name: "s", URL: u,
 			EndpointID: a.EndpointID(acc.ID, u), State: "active", CreatedAt: t0, UpdatedAt: t0}
 		var created, deleted error
 		var wg sync.WaitGroup
@@ -66,7 +68,7 @@ func TestAuthChangeNotified(t *testing.T) {
 		}
 	}
 	wait("once listening") // every kind is signalled when the listener connects
-	if err := a.CreateAccount(context.Background(), store.Account{ID: ids.New("acc_", t0), Name: "n", CreatedAt: t0, UpdatedAt: t0}); err != nil {
+	if err := a.CreateAccount(context.Background(), account.Account{ID: ids.New("acc_", t0), Name: "n", CreatedAt: t0, UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 	wait("after CreateAccount on another node")

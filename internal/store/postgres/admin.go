@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -94,9 +95,9 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 // endpoint: ErrConflict when the subscription names no dead-letter URL any
 // more (read under that share lock, which an update of the subscription
 // waits for too).
-func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
+func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
 	at := sqlrow.UnixMS(now)
-	var d store.Delivery
+	var d delivery.Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var status, sub, deadLetterOf string
 		var lease int64
@@ -113,7 +114,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 		case err != nil:
 			return err
 		}
-		if store.Status(status) == store.StatusPending && lease != 0 && lease >= at {
+		if delivery.Status(status) == delivery.StatusPending && lease != 0 && lease >= at {
 			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
 		}
 		if deadLetterOf != "" {
@@ -136,7 +137,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 		return nil
 	})
 	if err != nil {
-		return store.Delivery{}, err
+		return delivery.Delivery{}, err
 	}
 	return d, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // BenchmarkStore runs the benchmarks every store shares (storetest.Bench).
@@ -103,7 +104,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 		}
 	})
 	b.Run("Publish100", func(b *testing.B) {
-		sub := store.Subscription{ID: "sub_1", EndpointID: "ep_0001"}
+		sub := subscription.Subscription{ID: "sub_1", EndpointID: "ep_0001"}
 		var seq int
 		start := time.Now()
 		for b.Loop() {

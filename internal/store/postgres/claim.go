@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -162,7 +163,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 			if err != nil {
 				return err
 			}
-			dead, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) { return scanDelivery(r) })
+			dead, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (delivery.Delivery, error) { return scanDelivery(r) })
 			if err != nil {
 				return err
 			}

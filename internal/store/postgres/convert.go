@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -22,7 +23,7 @@ func cleanText(s string) string {
 // scanner is pgx.Row or pgx.Rows.
 type scanner = sqlrow.RowScanner
 
-// deliveryCols selects a store.Delivery from deliveries d joined with events
+// deliveryCols selects a delivery.Delivery from deliveries d joined with events
 // e; scanDelivery reads them in this order.
 const deliveryCols = `d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
@@ -30,8 +31,8 @@ const deliveryCols = `d.id, d.account_id, d.subscription_id, d.endpoint_id, d.ev
 	d.dead_letter_of, d.lock_until`
 
 // scanDelivery reads deliveryCols followed by extra destinations.
-func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
-	var d store.Delivery
+func scanDelivery(s scanner, extra ...any) (delivery.Delivery, error) {
+	var d delivery.Delivery
 	var status string
 	var t [7]int64
 	dest := []any{&d.ID, &d.AccountID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &status,
@@ -39,9 +40,9 @@ func scanDelivery(s scanner, extra ...any) (store.Delivery, error) {
 		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &t[4], &t[5], &d.Receives,
 		&d.DeadLetterOf, &t[6]}
 	if err := s.Scan(append(dest, extra...)...); err != nil {
-		return store.Delivery{}, err
+		return delivery.Delivery{}, err
 	}
-	d.Status = store.Status(status)
+	d.Status = delivery.Status(status)
 	d.RoundStart = sqlrow.FromUnixMS(t[0])
 	d.FirstFailure = sqlrow.FromUnixMS(t[1])
 	d.NextAttemptAt = sqlrow.FromUnixMS(t[2])

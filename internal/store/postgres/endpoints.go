@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -59,7 +60,7 @@ WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 
 // saveHealth writes rows (distinct endpoints) at endpoints version v in one
 // statement and returns the endpoints as stored, in ID order.
-func saveHealth(ctx context.Context, tx pgx.Tx, rows []sqlrow.HealthRow, v int64) ([]store.Endpoint, error) {
+func saveHealth(ctx context.Context, tx pgx.Tx, rows []sqlrow.HealthRow, v int64) ([]endpoint.Endpoint, error) {
 	n := len(rows)
 	id, state, window := make([]string, n), make([]string, n), make([]string, n)
 	var cols [9][]int64
@@ -77,23 +78,23 @@ func saveHealth(ctx context.Context, tx pgx.Tx, rows []sqlrow.HealthRow, v int64
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
-	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (store.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
+	out, err := pgx.CollectRows(res, func(r pgx.CollectableRow) (endpoint.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
 	// UPDATE ... RETURNING has no order.
-	slices.SortFunc(out, func(a, b store.Endpoint) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b endpoint.Endpoint) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
 // GetEndpoint implements store.EndpointStore.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.Endpoint{}, err
+		return endpoint.Endpoint{}, err
 	}
 	e, err := queryRow(ctx, s, sqlrow.ScanEndpoint, getEndpointSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
+		return endpoint.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
 	}
 	return e, s.err(err)
 }
@@ -101,22 +102,22 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page. An account's page seeks its
 // (account_id, id) index.
-func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error) {
+func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	return listByID(ctx, s, "endpoints", sqlrow.EndpointBytes, endpointCols, accountID, p,
-		sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
+		sqlrow.ScanEndpoint, func(e endpoint.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.
-func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (s *Store) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
 	return queryAll(ctx, s, sqlrow.ScanEndpoint, allEndpointsSQL)
 }
 
 // EndpointChanges implements store.EndpointStore in one snapshot.
-func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error) {
-	var out []store.Endpoint
+func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error) {
+	var out []endpoint.Endpoint
 	var v int64
 	err := s.snapshot(ctx, func(tx pgx.Tx) error {
 		out = nil
@@ -130,7 +131,7 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpo
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (endpoint.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
 		return err
 	})
 	if err != nil {
@@ -160,11 +161,11 @@ func (s *Store) bumpEndpoints(ctx context.Context, tx pgx.Tx) (int64, error) {
 // connection is held: it must be quick. If the transaction is rolled back by
 // a deadlock or a serialization failure it runs again, calling fn again with
 // the endpoints read anew; only the last call's result is written.
-func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error) {
+func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error) {
 	if ids == nil {
 		ids = []string{} // a NULL array would match nothing too, but say what is meant
 	}
-	var out []store.Endpoint
+	var out []endpoint.Endpoint
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out = nil
 		var v int64
@@ -178,11 +179,11 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
 		}
-		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
+		read, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (endpoint.Endpoint, error) { return sqlrow.ScanEndpoint(r) })
 		if err != nil {
 			return fmt.Errorf("read endpoints: %w", err)
 		}
-		eps := make([]*store.Endpoint, len(read))
+		eps := make([]*endpoint.Endpoint, len(read))
 		for i := range read {
 			e := read[i]
 			eps[i] = &e

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/migrate"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/jackc/pgx/v5"
@@ -209,7 +208,7 @@ func backfillSigning(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return err
 	}
-	return sqlrow.BackfillSigning(ids, func() (store.Signing, error) { return signing.NewSigning(signing.HMACSHA256) },
+	return sqlrow.BackfillSigning(ids, func() (signing.Keyring, error) { return signing.NewSigning(signing.HMACSHA256) },
 		func(id, v string) error {
 			_, err := tx.Exec(ctx, `UPDATE subscriptions SET signing = $1 WHERE id = $2`, pgx.QueryExecModeExec, v, id)
 			return err

@@ -9,7 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // fill writes, straight in SQL, perEndpoint pending retries on each of
@@ -371,57 +373,57 @@ var deliveryListPlans = []struct {
 }{
 	{"small account", store.DeliveryFilter{AccountID: "acc_3"},
 		[]string{"Index Scan Backward using deliveries_account on", "!Sort"}, nil},
-	{"small account, status", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusPending},
+	{"small account, status", store.DeliveryFilter{AccountID: "acc_3", Status: delivery.StatusPending},
 		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-	{"small account, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDeadLettered},
+	{"small account, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", Status: delivery.StatusDeadLettered},
 		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-	{"small account, dropped", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDropped},
+	{"small account, dropped", store.DeliveryFilter{AccountID: "acc_3", Status: delivery.StatusDropped},
 		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-	{"small account, queued", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusQueued},
+	{"small account, queued", store.DeliveryFilter{AccountID: "acc_3", Status: delivery.StatusQueued},
 		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
 	// Delivered deliveries are in no partial index: the account's
 	// deliveries (or all, for a large account) newest first, filtered.
-	{"small account, delivered", store.DeliveryFilter{AccountID: "acc_3", Status: store.StatusDelivered},
+	{"small account, delivered", store.DeliveryFilter{AccountID: "acc_3", Status: delivery.StatusDelivered},
 		[]string{"Index Scan Backward using deliveries_account on", "!deliveries_account_status", "!Sort"}, nil},
 	{"large account", store.DeliveryFilter{AccountID: "acc_0"},
 		[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
-	{"large account, status", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDeadLettered},
+	{"large account, status", store.DeliveryFilter{AccountID: "acc_0", Status: delivery.StatusDeadLettered},
 		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-	{"large account, pending", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusPending},
+	{"large account, pending", store.DeliveryFilter{AccountID: "acc_0", Status: delivery.StatusPending},
 		[]string{"Index Scan Backward using deliveries_account_status", "!Sort"}, []string{"deliveries_account_status"}},
-	{"large account, delivered", store.DeliveryFilter{AccountID: "acc_0", Status: store.StatusDelivered},
+	{"large account, delivered", store.DeliveryFilter{AccountID: "acc_0", Status: delivery.StatusDelivered},
 		[]string{"Index Scan Backward using deliveries_", "!deliveries_account_status", "!Sort"}, nil},
 	{"account, subscription", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4"},
 		[]string{"deliveries_subscription"}, nil},
-	{"account, subscription, status", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusPending},
+	{"account, subscription, status", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: delivery.StatusPending},
 		[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
-	{"account, subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDeadLettered},
+	{"account, subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: delivery.StatusDeadLettered},
 		[]string{"deliveries_subscription_status"}, []string{"deliveries_subscription_status"}},
-	{"account, subscription, delivered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: store.StatusDelivered},
+	{"account, subscription, delivered", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: delivery.StatusDelivered},
 		[]string{"deliveries_subscription", neverDelivered, "!deliveries_account_status"}, nil},
 	{"large subscription", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4"},
 		[]string{"Index Scan Backward using deliveries_", "!Sort"}, nil},
-	{"large subscription, pending", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusPending},
+	{"large subscription, pending", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: delivery.StatusPending},
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-	{"large subscription, queued", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusQueued},
+	{"large subscription, queued", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: delivery.StatusQueued},
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, nil},
-	{"large subscription, dropped", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDropped},
+	{"large subscription, dropped", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: delivery.StatusDropped},
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-	{"large subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
+	{"large subscription, dead-lettered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: delivery.StatusDeadLettered},
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
-	{"large subscription, delivered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
+	{"large subscription, delivered", store.DeliveryFilter{AccountID: "acc_0", SubscriptionID: "sub_acc_0_4", Status: delivery.StatusDelivered},
 		[]string{"Index Scan Backward using deliveries_", neverDelivered, "!deliveries_account_status", "!Sort"}, nil},
 	// A subscription without its account (tools and tests).
-	{"subscription, delivered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDelivered},
+	{"subscription, delivered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: delivery.StatusDelivered},
 		[]string{"Index Scan Backward using deliveries_", neverDelivered, "!Sort"}, nil},
-	{"subscription, dead-lettered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: store.StatusDeadLettered},
+	{"subscription, dead-lettered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: delivery.StatusDeadLettered},
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
 	{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
 		[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}, nil},
 	// The queued deliveries of one URL (the API's list by endpoint).
-	{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: store.StatusQueued},
+	{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: delivery.StatusQueued},
 		[]string{"Index Scan Backward using deliveries_queued_endpoint"}, nil},
-	{"large account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_0", EndpointID: "ep_acc_0_4", Status: store.StatusQueued},
+	{"large account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_0", EndpointID: "ep_acc_0_4", Status: delivery.StatusQueued},
 		[]string{"Index Scan Backward using deliveries_queued_endpoint", "!Sort"}, nil},
 }
 
@@ -490,7 +492,7 @@ func TestCatalogChangesPlan(t *testing.T) {
 	s := openAt(t, dbURL, Options{})
 	ctx := context.Background()
 	now := time.Now()
-	if err := s.CreateSubscription(ctx, store.Subscription{ID: "sub_0", Name: "s", DeliveryMode: store.ModePull,
+	if err := s.CreateSubscription(ctx, subscription.Subscription{ID: "sub_0", Name: "s", DeliveryMode: subscription.ModePull,
 		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -268,7 +269,7 @@ type Store struct {
 	log   *slog.Logger
 	clock clock.Clock
 	opts  Options
-	key   store.EndpointKey // the schema's, read at Open
+	key   endpoint.Key // the schema's, read at Open
 
 	// txOpts begins every transaction: BEGIN and SET LOCAL
 	// statement_timeout in one query (see the package comment).
@@ -344,7 +345,7 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: read the endpoint key: %w", err)
 	}
-	if s.key, err = store.EndpointKeyFrom(key); err != nil {
+	if s.key, err = endpoint.KeyFrom(key); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}

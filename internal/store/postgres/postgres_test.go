@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testURL, freshSchema and withSearchPath are pgtest's: the shared way
@@ -120,7 +122,7 @@ type fixture struct {
 	t   *testing.T
 	ctx context.Context
 	url string
-	sub store.Subscription
+	sub subscription.Subscription
 	now time.Time
 	n   int
 }
@@ -130,7 +132,7 @@ var t0 = time.Date(2031, time.June, 7, 8, 9, 10, 0, time.UTC)
 func newFixture(t *testing.T, s *Store) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), now: t0}
 	u := "https://a.example/hook"
-	f.sub = store.Subscription{ID: ids.New("sub_", t0), Name: "a", URL: u, EndpointID: s.EndpointID("", u),
+	f.sub = subscription.Subscription{ID: ids.New("sub_", t0), Name: "a", URL: u, EndpointID: s.EndpointID("", u),
 		EventTypes: []string{"x"}, State: "active", CreatedAt: t0, UpdatedAt: t0}
 	if err := s.CreateSubscription(f.ctx, f.sub); err != nil {
 		t.Fatal(err)
@@ -223,16 +225,16 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 
 	// A finishes late: its outcome is logged, the state stays B's.
 	late := store.Outcome{
-		Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: t0.Add(time.Second),
+		Attempt: delivery.Attempt{DeliveryID: id, Number: 1, StartedAt: t0.Add(time.Second),
 			Duration: 29 * time.Second, StatusCode: 200, Outcome: "http_200"},
-		Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
+		Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
 		DeliveredAt: t0.Add(30 * time.Second), LeaseOwner: "node-a",
 	}
 	if err := a.Record(f.ctx, []store.Outcome{late}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := b.GetDelivery(f.ctx, id)
-	if err != nil || d.Status != store.StatusPending || d.Attempts != 0 {
+	if err != nil || d.Status != delivery.StatusPending || d.Attempts != 0 {
 		t.Fatalf("after A's stale Record: %+v, %v", d, err)
 	}
 	if _, err := b.Redeliver(f.ctx, id, now); !errors.Is(err, store.ErrConflict) {
@@ -246,7 +248,7 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err = a.GetDelivery(f.ctx, id)
-	if err != nil || d.Status != store.StatusDelivered || d.Attempts != 2 || !d.LastAttemptAt.Equal(now) {
+	if err != nil || d.Status != delivery.StatusDelivered || d.Attempts != 2 || !d.LastAttemptAt.Equal(now) {
 		t.Fatalf("after B's Record: %+v, %v", d, err)
 	}
 	as, _, err := a.ListAttempts(f.ctx, id, store.Page{})
@@ -387,8 +389,8 @@ func TestExtendLeases(t *testing.T) {
 	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(31*time.Second), 1, b); err != nil || len(got) != 1 || got[0].ID != all[0] {
 		t.Fatalf("takeover = %v, %v", claimIDs(got), err)
 	}
-	if err := s.Record(f.ctx, []store.Outcome{{Attempt: store.AttemptRecord{DeliveryID: all[1], Number: 1, StartedAt: t0},
-		Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: t0, LeaseOwner: "node-a"}}); err != nil {
+	if err := s.Record(f.ctx, []store.Outcome{{Attempt: delivery.Attempt{DeliveryID: all[1], Number: 1, StartedAt: t0},
+		Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: t0, LeaseOwner: "node-a"}}); err != nil {
 		t.Fatal(err)
 	}
 	kept, err := s.ExtendLeases(f.ctx, append(all, "dlv_unknown"), store.Lease{Owner: "node-a", Until: t0.Add(5 * time.Minute)})
@@ -424,9 +426,9 @@ func TestRecordCleansText(t *testing.T) {
 	evs := f.events(1, t0)
 	f.publish(s, evs, store.Lease{})
 	id := evs[0].Deliveries[0].ID
-	o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: t0, StatusCode: 500,
+	o := store.Outcome{Attempt: delivery.Attempt{DeliveryID: id, Number: 1, StartedAt: t0, StatusCode: 500,
 		Outcome: "http_500\xff", Error: "bad \xff byte and a NUL \x00"},
-		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0.Add(time.Minute),
+		Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0.Add(time.Minute),
 		LastOutcome: "http\x00_500"}
 	if err := s.Record(f.ctx, []store.Outcome{o}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -52,13 +53,13 @@ func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error
 }
 
 // GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
+func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.Delivery{}, err
+		return delivery.Delivery{}, err
 	}
-	d, err := queryRow(ctx, s, func(sc scanner) (store.Delivery, error) { return scanDelivery(sc) }, getDeliverySQL, id)
+	d, err := queryRow(ctx, s, func(sc scanner) (delivery.Delivery, error) { return scanDelivery(sc) }, getDeliverySQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Delivery{}, fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
+		return delivery.Delivery{}, fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 	}
 	return d, s.err(err)
 }
@@ -90,13 +91,13 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 // tools and tests) has no index of its own. An endpoint with status queued
 // seeks deliveries_queued_endpoint (endpoint_id, id); an endpoint with
 // another status (or none) is a filter on the other conditions' rows.
-func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
+func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error) {
 	where, args := deliveryFilter(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false)
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]store.Delivery, len(ds))
+	out := make([]delivery.Delivery, len(ds))
 	for i, d := range ds {
 		out[i] = d.Delivery
 	}
@@ -104,23 +105,23 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]s
 }
 
 // statusRows is the condition that a delivery (d) has a status, for each
-// valid status (store.Status.Valid). The status is a literal of the query,
+// valid status (delivery.Status.Valid). The status is a literal of the query,
 // made of the store's constants only, never of a caller's text, so that in
 // every plan, generic ones included, the planner can prove the rows to be
 // in the partial indexes that hold that status: those of queued deliveries
 // (queuedRows; 0006) and those of the deliveries not delivered
 // (deliveries_subscription_status, deliveries_account_status; 0010). A
 // status given as a parameter proves nothing in a generic plan.
-var statusRows = func() map[store.Status]string {
-	m := map[store.Status]string{}
-	for _, st := range []store.Status{store.StatusPending, store.StatusDelivered, store.StatusDeadLettered,
-		store.StatusDropped, store.StatusQueued} {
+var statusRows = func() map[delivery.Status]string {
+	m := map[delivery.Status]string{}
+	for _, st := range []delivery.Status{delivery.StatusPending, delivery.StatusDelivered, delivery.StatusDeadLettered,
+		delivery.StatusDropped, delivery.StatusQueued} {
 		if !st.Valid() || strings.ContainsAny(string(st), `'\`) {
 			panic("postgres: status " + string(st) + " cannot be a literal")
 		}
 		m[st] = `d.status = '` + string(st) + `'`
 	}
-	if m[store.StatusQueued] != queuedRows || m[store.StatusDeadLettered] != deadLetteredRows {
+	if m[delivery.StatusQueued] != queuedRows || m[delivery.StatusDeadLettered] != deadLetteredRows {
 		panic("postgres: statusRows disagrees with queuedRows or deadLetteredRows")
 	}
 	return m
@@ -168,7 +169,7 @@ func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
 // ListQueued implements store.DeliveryStore with ListDeliveries' indexes
 // (deliveryFilter), each delivery with its event.
 func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
-	f.Status = store.StatusQueued
+	f.Status = delivery.StatusQueued
 	where, args := deliveryFilter(f)
 	return s.listDeliveries(ctx, where, args, f.Page, true)
 }
@@ -288,13 +289,13 @@ func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rows
 // ListAttempts implements store.DeliveryStore: oldest first; the cursor is
 // the last attempt number of the previous page (store.NumberCursor).
 // ErrNotFound when the delivery does not exist.
-func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error) {
+func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error) {
 	after, err := store.NumberCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(sqlrow.AttemptCols), []any{deliveryID, after},
-		sqlrow.ScanAttempt, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+		sqlrow.ScanAttempt, func(a delivery.Attempt) string { return strconv.Itoa(a.Number) })
 	if err != nil {
 		return nil, "", err
 	}

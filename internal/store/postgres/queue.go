@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -104,7 +105,7 @@ RETURNING t.token`
 	// releaseSQL: $5 is when the delivery is receivable again.
 	releaseLockSQL = `UPDATE deliveries AS d SET next_attempt_at = $5, ` + unlock + settleWhere
 	// rejectSQL: $5 is dead_lettered or dropped.
-	rejectSQL = `UPDATE deliveries AS d SET status = $5, dead_letter_reason = '` + store.ReasonRejected + `', ` + unlock + settleWhere
+	rejectSQL = `UPDATE deliveries AS d SET status = $5, dead_letter_reason = '` + delivery.ReasonRejected + `', ` + unlock + settleWhere
 	// renewSQL: $5 is the lock's new end.
 	renewSQL = `UPDATE deliveries AS d SET next_attempt_at = $5, lock_until = $5` + settleWhere
 )
@@ -194,9 +195,9 @@ type receiver struct {
 }
 
 func newReceiver(r store.ReceiveRequest) *receiver {
-	rc := &receiver{r: r, now: sqlrow.UnixMS(r.Now), until: sqlrow.UnixMS(r.Now.Add(r.LockFor)), ended: string(store.StatusDropped)}
+	rc := &receiver{r: r, now: sqlrow.UnixMS(r.Now), until: sqlrow.UnixMS(r.Now.Add(r.LockFor)), ended: string(delivery.StatusDropped)}
 	if r.DeadLetter {
-		rc.ended = string(store.StatusDeadLettered)
+		rc.ended = string(delivery.StatusDeadLettered)
 	}
 	return rc
 }
@@ -252,7 +253,7 @@ func (rc *receiver) decide(cs []candidate) (d decisions, full bool) {
 		if rc.locked >= rc.r.Max || rc.bytes >= store.MaxPageBytes {
 			return d, true
 		}
-		status, token, reason := string(store.StatusQueued), "", ""
+		status, token, reason := string(delivery.StatusQueued), "", ""
 		switch {
 		case rc.r.MaxReceives > 0 && c.receives >= rc.r.MaxReceives:
 			status, reason = rc.ended, reasonMaxReceives
@@ -320,9 +321,9 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 	case store.Release:
 		query, args = releaseLockSQL, append(args, sqlrow.UnixMS(r.Now.Add(r.Delay)))
 	case store.Reject:
-		status := store.StatusDropped
+		status := delivery.StatusDropped
 		if r.DeadLetter {
-			status = store.StatusDeadLettered
+			status = delivery.StatusDeadLettered
 		}
 		query, args = rejectSQL, append(args, string(status))
 	case store.Renew:

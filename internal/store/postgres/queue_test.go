@@ -7,16 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // pullFixture creates a pull subscription on s and returns it.
-func pullFixture(t *testing.T, f *fixture, s *Store, name string) store.Subscription {
+func pullFixture(t *testing.T, f *fixture, s *Store, name string) subscription.Subscription {
 	t.Helper()
-	sub := store.Subscription{ID: ids.New("sub_", t0), Name: name, EventTypes: []string{"x"},
-		State: store.StateActive, DeliveryMode: store.ModePull, CreatedAt: t0, UpdatedAt: t0}
+	sub := subscription.Subscription{ID: ids.New("sub_", t0), Name: name, EventTypes: []string{"x"},
+		State: subscription.StateActive, DeliveryMode: subscription.ModePull, CreatedAt: t0, UpdatedAt: t0}
 	if err := s.CreateSubscription(f.ctx, sub); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func pullFixture(t *testing.T, f *fixture, s *Store, name string) store.Subscrip
 
 // enqueue publishes n events on s, each with a queued delivery to sub, and
 // returns the deliveries' IDs.
-func enqueue(t *testing.T, f *fixture, s *Store, sub store.Subscription, n int) []string {
+func enqueue(t *testing.T, f *fixture, s *Store, sub subscription.Subscription, n int) []string {
 	t.Helper()
 	evs := f.events(n, t0)
 	out := make([]string, n)
@@ -238,8 +240,8 @@ func TestOnQueuedAcrossNodes(t *testing.T) {
 	// deactivated.
 	evs := f.events(2, t0)
 	f.publish(a, evs, store.Lease{})
-	o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: evs[0].Deliveries[0].ID, Number: 1, StartedAt: now, Duration: time.Second,
-		StatusCode: 503, Outcome: "http_503"}, Status: store.StatusQueued, Attempts: 1, RoundAttempts: 1, FirstFailure: now.Add(time.Second),
+	o := store.Outcome{Attempt: delivery.Attempt{DeliveryID: evs[0].Deliveries[0].ID, Number: 1, StartedAt: now, Duration: time.Second,
+		StatusCode: 503, Outcome: "http_503"}, Status: delivery.StatusQueued, Attempts: 1, RoundAttempts: 1, FirstFailure: now.Add(time.Second),
 		NextAttemptAt: now.Add(time.Second), LastStatusCode: 503, LastOutcome: "http_503", Deactivate: true}
 	logA.heard()
 	if err := a.Record(f.ctx, []store.Outcome{o}); err != nil {
@@ -248,13 +250,13 @@ func TestOnQueuedAcrossNodes(t *testing.T) {
 	logA.heardAlready(t, "A's deactivation", f.sub.ID, f.sub.ID, pull.ID)
 	logB.await(t, "deactivation", f.sub.ID)
 	sub, err := b.GetSubscription(f.ctx, f.sub.ID)
-	if err != nil || sub.State != store.StateDeactivated {
+	if err != nil || sub.State != subscription.StateDeactivated {
 		t.Fatalf("subscription after the deactivation: %+v, %v", sub, err)
 	}
 	// The other pending delivery was queued too, receivable from the
 	// attempt's start (sqlrow.AttemptDueMS).
 	d, err := b.GetDelivery(f.ctx, evs[1].Deliveries[0].ID)
-	if err != nil || d.Status != store.StatusQueued || !d.NextAttemptAt.Equal(now) {
+	if err != nil || d.Status != delivery.StatusQueued || !d.NextAttemptAt.Equal(now) {
 		t.Fatalf("the subscription's other delivery: %+v, %v", d, err)
 	}
 

@@ -9,8 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // A push subscription is deactivated by a Record outcome (its failure
@@ -70,7 +72,7 @@ type deactivation struct {
 
 // deactivates reports whether o deactivates its subscription when applied.
 func deactivates(o *store.Outcome) bool {
-	return o.Deactivate && o.Status == store.StatusQueued
+	return o.Deactivate && o.Status == delivery.StatusQueued
 }
 
 // deactivateBatch deactivates, in tx, the subscriptions of ds (the first
@@ -141,7 +143,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 				return "", eps, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 			case err != nil:
 				return "", eps, err
-			case mode == store.ModePull:
+			case mode == subscription.ModePull:
 				return "", eps, fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
 			}
 			return state, eps, nil
@@ -152,7 +154,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if err != nil {
 			return err
 		}
-		if st != store.StateDeactivated && st != store.StateAwaitingValidation {
+		if st != subscription.StateDeactivated && st != subscription.StateAwaitingValidation {
 			return errUnchanged
 		}
 		v, err := s.bumpCatalog(ctx, tx)
@@ -163,7 +165,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if err != nil {
 			return err
 		}
-		if st != store.StateDeactivated && st != store.StateAwaitingValidation { // activated meanwhile
+		if st != subscription.StateDeactivated && st != subscription.StateAwaitingValidation { // activated meanwhile
 			return errUnchanged
 		}
 		if _, err := tx.Exec(ctx, reactivateSQL, id, v); err != nil {

@@ -8,8 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 const (
@@ -113,8 +115,8 @@ func isUnique(err error, c string) bool {
 }
 
 // CreateSubscription implements store.SubscriptionStore. An empty
-// AccountID is filled in as store.DefaultAccount, an empty DeliveryMode as
-// store.ModePush, an empty FailurePolicy as store.FailureRetry, and a push
+// AccountID is filled in as account.DefaultID, an empty DeliveryMode as
+// subscription.ModePush, an empty FailurePolicy as subscription.FailureRetry, and a push
 // subscription's EndpointID is s.EndpointID(AccountID, URL), whatever it
 // held (sqlrow.SubscriptionValues); a pull subscription has EndpointID ""
 // and gets no endpoint row (nor does its update or delete touch one). A
@@ -127,7 +129,7 @@ func isUnique(err error, c string) bool {
 // the catalog row lock that every subscription write takes (bumpCatalog),
 // in a statement of its own, so it sees every create committed before, on
 // any node, and none can commit until this one ends.
-func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
+func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
 		return err
@@ -188,7 +190,7 @@ func (s *Store) checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, account s
 // insertEndpoints creates the endpoint rows of sub's URL and dead-letter
 // URL in sub's account (both filled in: subscriptionArgs) unless they
 // exist. A pull subscription (EndpointID "") has none.
-func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *store.Subscription) error {
+func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *subscription.Subscription) error {
 	if err := s.insertEndpoint(ctx, tx, sub.EndpointID, sub.URL, sub); err != nil {
 		return err
 	}
@@ -197,7 +199,7 @@ func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *store.Subsc
 
 // insertEndpoint creates the endpoint row id of url, in sub's account,
 // unless it exists ("" names none).
-func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, sub *store.Subscription) error {
+func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, sub *subscription.Subscription) error {
 	if id == "" {
 		return nil
 	}
@@ -234,13 +236,13 @@ func deleteUnusedEndpoints(ctx context.Context, tx pgx.Tx, ids ...string) error 
 }
 
 // GetSubscription implements store.SubscriptionStore.
-func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscription, error) {
+func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Subscription, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.Subscription{}, err
+		return subscription.Subscription{}, err
 	}
 	sub, err := queryRow(ctx, s, sqlrow.ScanSubscription, getSubscriptionSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
 	return sub, s.err(err)
 }
@@ -248,12 +250,12 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscript
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page. An account's page seeks its
 // (account_id, id) index.
-func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]store.Subscription, string, error) {
+func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error) {
 	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	return listByID(ctx, s, "subscriptions", sqlrow.SubscriptionBytes, subscriptionCols, accountID, p,
-		sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
+		sqlrow.ScanSubscription, func(s subscription.Subscription) string { return s.ID })
 }
 
 // SubscriptionChanges implements store.SubscriptionStore in one read-only
@@ -279,7 +281,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if err != nil {
 			return err
 		}
-		out.Changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Subscription, error) {
+		out.Changed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (subscription.Subscription, error) {
 			return sqlrow.ScanSubscription(r)
 		})
 		if err != nil || out.Full {
@@ -311,7 +313,7 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 // UpdateSubscription implements store.SubscriptionStore: every column,
 // CreatedAt included, takes sub's value, but the account: a subscription
 // stays in its account, and ErrNotFound answers an update of a
-// subscription that is not in sub's account (DefaultAccount when empty).
+// subscription that is not in sub's account (account.DefaultID when empty).
 // When the URL changes, the deliveries still to be attempted move to the
 // new URL's endpoint, finished ones keep theirs, and the old endpoint's row
 // goes if no subscription uses it any more. The same holds for the
@@ -319,7 +321,7 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 // set), which move only with it; when the subscription names no
 // dead-letter URL any more, those still to be attempted are dropped
 // (sqlrow.ReasonDeadLetterURLRemoved).
-func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
+func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
 		return err
@@ -377,7 +379,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 // DeleteSubscription implements store.SubscriptionStore. Its pending and
-// queued deliveries become dropped with reason ReasonSubscriptionDeleted and
+// queued deliveries become dropped with reason delivery.ReasonSubscriptionDeleted and
 // lose their leases, in the same transaction; a later Record for one of
 // them logs the attempt only. now is the tombstone's time (clean-up forgets
 // it after the dedup retention); a delivery keeps no time of being dropped.
@@ -401,7 +403,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if _, err := tx.Exec(ctx, tombstoneSQL, id, v, sqlrow.UnixMS(now)); err != nil {
 			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
 		}
-		if _, err := tx.Exec(ctx, dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
+		if _, err := tx.Exec(ctx, dropSubscriptionDeliveriesSQL, delivery.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)
 		}
 		return deleteUnusedEndpoints(ctx, tx, endpoint, deadLetterEndpoint)
@@ -412,7 +414,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 // ID (account_id … updated_at: $1 … $21), followed by the ID ($22). It
 // fills in an empty AccountID, DeliveryMode and FailurePolicy, and the
 // endpoint IDs (sqlrow.SubscriptionValues, with the store's key).
-func (st *Store) subscriptionArgs(s *store.Subscription) ([]any, error) {
+func (st *Store) subscriptionArgs(s *subscription.Subscription) ([]any, error) {
 	v, err := sqlrow.SubscriptionValues(s, st.key)
 	return append(v, s.ID), err
 }

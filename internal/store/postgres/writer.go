@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -381,7 +383,7 @@ const presentSubscriptionsSQL = `SELECT id FROM subscriptions WHERE id = ANY($1)
 
 // eventKey returns ev's dedup key, in its account.
 func eventKey(ev *store.NewEvent) evKey {
-	return evKey{store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source}
+	return evKey{account.OrDefault(ev.AccountID), ev.ID, ev.Source}
 }
 
 // publishBatch writes the events of every Publish request in batch with
@@ -465,12 +467,12 @@ func (pr *publishRows) add(ev *store.NewEvent, owner string, until int64) {
 	pr.eID, pr.eSrc, pr.eType, pr.eSubj = append(pr.eID, ev.ID), append(pr.eSrc, ev.Source), append(pr.eType, ev.Type), append(pr.eSubj, ev.Subject)
 	pr.eAt, pr.ePayload = append(pr.eAt, sqlrow.UnixMS(ev.PublishedAt)), append(pr.ePayload, payload)
 	for _, d := range ev.Deliveries {
-		dOwner, lu, status := "", int64(0), store.StatusPending
+		dOwner, lu, status := "", int64(0), delivery.StatusPending
 		switch {
 		case d.Claimed:
 			dOwner, lu = owner, until
 		case d.Queued:
-			status = store.StatusQueued
+			status = delivery.StatusQueued
 			pr.qSlot, pr.qSub = append(pr.qSlot, slot), append(pr.qSub, d.SubscriptionID)
 		}
 		pr.dID, pr.dSub, pr.dEp = append(pr.dID, d.ID), append(pr.dSub, d.SubscriptionID), append(pr.dEp, d.EndpointID)
@@ -628,7 +630,7 @@ SELECT id, number FROM m`
 // copiesDeadLetter reports whether o writes the delivery of a dead letter
 // when applied (recordCopySQL).
 func copiesDeadLetter(o *store.Outcome) bool {
-	return o.DeadLetterCopy != nil && o.Status == store.StatusDeadLettered
+	return o.DeadLetterCopy != nil && o.Status == delivery.StatusDeadLettered
 }
 
 // recordBatch applies the outcomes of every Record request in batch, in
@@ -731,7 +733,7 @@ func (r *recordRound) queue(b *pgx.Batch, os []*store.Outcome) {
 		firstFailure[i], next[i], started[i] = sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt), sqlrow.UnixMS(a.StartedAt)
 		lastCode[i], lastOutcome[i], reason[i] = int32(o.LastStatusCode), cleanText(o.LastOutcome), cleanText(o.DeadLetterReason)
 		delivered[i], owner[i] = sqlrow.UnixMS(o.DeliveredAt), o.LeaseOwner
-		queuing = queuing || o.Status == store.StatusQueued
+		queuing = queuing || o.Status == delivery.StatusQueued
 		if copiesDeadLetter(o) {
 			if copyID == nil {
 				copyID, copyAt = make([]string, n), make([]int64, n)
@@ -775,7 +777,7 @@ func (r *recordRound) read(res pgx.BatchResults) error {
 				return err
 			}
 			r.applied++
-			if store.Status(status) == store.StatusQueued {
+			if delivery.Status(status) == delivery.StatusQueued {
 				if r.queued == nil {
 					r.queued = map[string]string{}
 				}
@@ -840,7 +842,7 @@ func (s *Store) recordMissing(ctx context.Context, tx pgx.Tx, rs []recordRound) 
 // Publish implements store.DeliveryStore. The call is one request of a
 // group commit: its events and deliveries are committed together or not at
 // all (a delivery ID that already exists fails the call). Events are
-// inserted in their account (store.AccountOrDefault) with ON CONFLICT
+// inserted in their account (account.OrDefault) with ON CONFLICT
 // (id, source, account_id) DO NOTHING, so an event the account stored
 // before, or stored by another node at the same time, is reported as a
 // duplicate with the stored event's sequence and none of its deliveries is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -21,7 +22,7 @@ const (
 
 	// accountListKey is the account list's order, that of the index
 	// accounts_list (the expression must stay the same word for word for
-	// SQLite to use it): "0acc_default" for DefaultAccount, "1" then the
+	// SQLite to use it): "0acc_default" for account.DefaultID, "1" then the
 	// ID for every other account.
 	accountListKey = `((id <> 'acc_default') || id)`
 
@@ -51,7 +52,7 @@ func accountListAfter(cursor string) string {
 	switch cursor {
 	case "":
 		return ""
-	case store.DefaultAccount:
+	case account.DefaultID:
 		return "0" + cursor
 	}
 	return "1" + cursor
@@ -92,7 +93,7 @@ func (w *writer) bumpAuth() error {
 }
 
 // CreateAccount implements store.AccountStore.
-func (s *Store) CreateAccount(ctx context.Context, a store.Account) error {
+func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
 	args := sqlrow.AccountValues(&a)
 	return s.write(ctx, func(w *writer) error {
 		var other string
@@ -119,28 +120,28 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account) error {
 }
 
 // GetAccount implements store.AccountStore.
-func (s *Store) GetAccount(ctx context.Context, id string) (store.Account, error) {
+func (s *Store) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	a, err := sqlrow.ScanAccount(s.readRow(ctx, getAccountSQL, id))
 	if isNoRows(err) {
-		return store.Account{}, fmt.Errorf("account %s: %w", id, store.ErrNotFound)
+		return account.Account{}, fmt.Errorf("account %s: %w", id, store.ErrNotFound)
 	}
 	return a, s.readErr(err)
 }
 
-// ListAccounts implements store.AccountStore: DefaultAccount first, then
+// ListAccounts implements store.AccountStore: account.DefaultID first, then
 // the others in ID order, each page an index seek (accounts_list); the
 // cursor is the last ID of the previous page.
-func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]store.Account, string, error) {
+func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error) {
 	if err := store.AccountCursorCheck(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	return readPage(ctx, s, p, listAccountsSQL(sqlrow.AccountBytes), listAccountsSQL(sqlrow.AccountCols),
-		[]any{accountListAfter(p.Cursor)}, sqlrow.ScanAccount, func(a store.Account) string { return a.ID })
+		[]any{accountListAfter(p.Cursor)}, sqlrow.ScanAccount, func(a account.Account) string { return a.ID })
 }
 
 // UpdateAccount implements store.AccountStore: the name, the settings and
 // UpdatedAt take a's values; the ID and CreatedAt stay.
-func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
+func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
 	v := sqlrow.AccountValues(&a) // id, name, settings, created_at, updated_at
 	return s.write(ctx, func(w *writer) error {
 		var other string
@@ -168,7 +169,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a store.Account) error {
 // has subscriptions is read on the single writer, so no subscription can
 // be created in it meanwhile.
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
-	if id == store.DefaultAccount {
+	if id == account.DefaultID {
 		if s.closed.Load() {
 			return store.ErrClosed
 		}
@@ -198,8 +199,8 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 }
 
 // CreateKey implements store.AccountStore. An empty AccountID is
-// DefaultAccount.
-func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
+// account.DefaultID.
+func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 	args := sqlrow.KeyValues(&k)
 	return s.write(ctx, func(w *writer) error { return insertKey(w, &k, args) })
 }
@@ -208,7 +209,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 // run in one request of the single writer, which no other write
 // interleaves, and one process owns the file: of concurrent calls exactly
 // one creates its key.
-func (s *Store) CreateFirstKey(ctx context.Context, k store.APIKey) (bool, error) {
+func (s *Store) CreateFirstKey(ctx context.Context, k account.Key) (bool, error) {
 	args := sqlrow.KeyValues(&k)
 	var created bool
 	err := s.write(ctx, func(w *writer) error {
@@ -233,8 +234,8 @@ func (s *Store) CreateFirstKey(ctx context.Context, k store.APIKey) (bool, error
 
 // insertKey inserts k (args: sqlrow.KeyValues) after checking its account
 // exists and neither its ID nor its hash does.
-func insertKey(w *writer, k *store.APIKey, args []any) error {
-	if err := w.accountExists(store.AccountOrDefault(k.AccountID)); err != nil {
+func insertKey(w *writer, k *account.Key, args []any) error {
+	if err := w.accountExists(account.OrDefault(k.AccountID)); err != nil {
 		return err
 	}
 	switch ok, err := w.exists(keyExistsSQL, k.ID); {
@@ -259,32 +260,32 @@ func insertKey(w *writer, k *store.APIKey, args []any) error {
 }
 
 // KeyByHash implements store.AccountStore.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.APIKey, error) {
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (account.Key, error) {
 	k, err := sqlrow.ScanKey(s.readRow(ctx, keyByHashSQL, hash))
 	if isNoRows(err) {
-		return store.APIKey{}, fmt.Errorf("key: %w", store.ErrNotFound)
+		return account.Key{}, fmt.Errorf("key: %w", store.ErrNotFound)
 	}
 	return k, s.readErr(err)
 }
 
 // GetKey implements store.AccountStore.
-func (s *Store) GetKey(ctx context.Context, id string) (store.APIKey, error) {
+func (s *Store) GetKey(ctx context.Context, id string) (account.Key, error) {
 	k, err := sqlrow.ScanKey(s.readRow(ctx, getKeySQL, id))
 	if isNoRows(err) {
-		return store.APIKey{}, fmt.Errorf("key %s: %w", id, store.ErrNotFound)
+		return account.Key{}, fmt.Errorf("key %s: %w", id, store.ErrNotFound)
 	}
 	return k, s.readErr(err)
 }
 
 // ListKeys implements store.AccountStore: in ID order; the cursor is the
-// last ID of the previous page. An empty accountID is DefaultAccount; an
+// last ID of the previous page. An empty accountID is account.DefaultID; an
 // account that does not exist has no keys.
-func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([]store.APIKey, string, error) {
+func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error) {
 	if err := store.KeyCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	sizes, rows, args := listSQL("api_keys", sqlrow.KeyBytes, sqlrow.KeyCols, store.AccountOrDefault(accountID), p.Cursor)
-	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanKey, func(k store.APIKey) string { return k.ID })
+	sizes, rows, args := listSQL("api_keys", sqlrow.KeyBytes, sqlrow.KeyCols, account.OrDefault(accountID), p.Cursor)
+	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanKey, func(k account.Key) string { return k.ID })
 }
 
 // DeleteKey implements store.AccountStore.

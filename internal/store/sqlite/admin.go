@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -84,9 +85,9 @@ WHERE event_seq IN ` + seqSet + ` AND status NOT IN ('delivered', 'dead_lettered
 // delivery of a dead letter goes to its subscription's dead-letter URL's
 // endpoint: ErrConflict when the subscription names no dead-letter URL any
 // more.
-func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
+func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
 	at := sqlrow.UnixMS(now)
-	var d store.Delivery
+	var d delivery.Delivery
 	err := s.write(ctx, func(w *writer) error {
 		var status string
 		var lease int64
@@ -100,7 +101,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 		if !subscribed {
 			return fmt.Errorf("delivery %s: %w", id, store.ErrSubscriptionDeleted)
 		}
-		if store.Status(status) == store.StatusPending && lease != 0 {
+		if delivery.Status(status) == delivery.StatusPending && lease != 0 {
 			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
 		}
 		if nowhere {
@@ -117,7 +118,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (store.
 		return nil
 	})
 	if err != nil {
-		return store.Delivery{}, err
+		return delivery.Delivery{}, err
 	}
 	return d, nil
 }

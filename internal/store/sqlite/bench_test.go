@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // BenchmarkStore runs the benchmarks every store shares (storetest.Bench).
@@ -110,7 +112,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 		}
 	})
 	b.Run("Publish100", func(b *testing.B) {
-		sub := store.Subscription{ID: "sub_1", EndpointID: "ep_0001"}
+		sub := subscription.Subscription{ID: "sub_1", EndpointID: "ep_0001"}
 		var seq int
 		start := time.Now()
 		for b.Loop() {
@@ -132,7 +134,7 @@ func BenchmarkCleanup(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	sub := store.Subscription{ID: "sub_bench", Name: "bench", URL: "http://127.0.0.1:1/h", EndpointID: s.EndpointID("", "http://127.0.0.1:1/h"),
+	sub := subscription.Subscription{ID: "sub_bench", Name: "bench", URL: "http://127.0.0.1:1/h", EndpointID: s.EndpointID("", "http://127.0.0.1:1/h"),
 		EventTypes: []string{"bench.event"}, State: "active", CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if err := s.CreateSubscription(ctx, sub); err != nil {
 		b.Fatal(err)
@@ -145,9 +147,9 @@ func BenchmarkCleanup(b *testing.B) {
 			outs := make([]store.Outcome, len(evs))
 			for j := range evs {
 				evs[j].Deliveries[0].Claimed = true
-				outs[j] = store.Outcome{Attempt: store.AttemptRecord{DeliveryID: evs[j].Deliveries[0].ID, Number: 1, StartedAt: now,
+				outs[j] = store.Outcome{Attempt: delivery.Attempt{DeliveryID: evs[j].Deliveries[0].ID, Number: 1, StartedAt: now,
 					Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
-					Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: now, LeaseOwner: lease.Owner}
+					Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: now, LeaseOwner: lease.Owner}
 			}
 			if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
 				b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -38,32 +39,32 @@ WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 )
 
 // GetEndpoint implements store.EndpointStore.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	e, err := sqlrow.ScanEndpoint(s.readRow(ctx, getEndpointSQL, id))
 	if isNoRows(err) {
-		return store.Endpoint{}, store.ErrNotFound
+		return endpoint.Endpoint{}, store.ErrNotFound
 	}
 	return e, s.readErr(err)
 }
 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page.
-func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]store.Endpoint, string, error) {
+func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	sizes, rows, args := listSQL("endpoints", sqlrow.EndpointBytes, endpointCols, accountID, p.Cursor)
-	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanEndpoint, func(e store.Endpoint) string { return e.ID })
+	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanEndpoint, func(e endpoint.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore.
-func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (s *Store) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
 	rows, err := s.readQuery(ctx, allEndpointsSQL)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []store.Endpoint
+	var out []endpoint.Endpoint
 	for rows.Next() {
 		e, err := sqlrow.ScanEndpoint(rows)
 		if err != nil {
@@ -75,8 +76,8 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 }
 
 // EndpointChanges implements store.EndpointStore, in one read snapshot.
-func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpoint, int64, error) {
-	var out []store.Endpoint
+func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error) {
+	var out []endpoint.Endpoint
 	var v int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		out = nil
@@ -118,14 +119,14 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]store.Endpo
 // transaction (a full disk, an I/O error), the request runs again: fn is then
 // called again with the endpoints read anew, and only that call's result is
 // written.
-func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*store.Endpoint) error) ([]store.Endpoint, error) {
+func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error) {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	var out []store.Endpoint
+	var out []endpoint.Endpoint
 	err := s.write(ctx, func(w *writer) error {
 		out = nil
-		var eps []*store.Endpoint
+		var eps []*endpoint.Endpoint
 		var found []string // the IDs as read, whatever fn does to eps
 		for _, id := range ids {
 			e, err := sqlrow.ScanEndpoint(w.row(getEndpointSQL, id))
@@ -198,7 +199,7 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 
 // healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
 // the endpoint id, written at endpoints version v.
-func healthArgs(id string, e *store.Endpoint, v int64) ([]any, error) {
+func healthArgs(id string, e *endpoint.Endpoint, v int64) ([]any, error) {
 	r, err := sqlrow.NewHealthRow(id, e)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // withUmask runs the rest of the test under umask mask (the process's:
@@ -27,7 +27,7 @@ func withUmask(t *testing.T, mask int) {
 func checkPrivate(t *testing.T, s *Store, dir string) {
 	t.Helper()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := s.CreateSubscription(context.Background(), store.Subscription{ID: "sub_1", Name: "a",
+	if err := s.CreateSubscription(context.Background(), subscription.Subscription{ID: "sub_1", Name: "a",
 		URL: "https://usr:pw@a.example/hook", EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // BenchmarkCommitPages counts the pages a steady-state commit writes to the
@@ -95,7 +97,7 @@ type pageRounds struct {
 	rng       *rand.Rand
 	randomIDs bool // event IDs random (UUIDv4's), else in publish order (UUIDv7's)
 	events    int  // events published so far
-	subs      []store.Subscription
+	subs      []subscription.Subscription
 	lease     store.Lease
 	prev      []store.Outcome // the previous round's outcomes
 }
@@ -119,9 +121,9 @@ func (r *pageRounds) round(b *testing.B, calls, perCall int) {
 			r.events++
 			evs[c] = append(evs[c], store.NewEvent{ID: fmt.Sprintf("%016x", id), Source: "bench", Type: "bench.event",
 				Payload: []byte(`{"specversion":"1.0","data":{"n":1}}`), PublishedAt: now, Deliveries: []store.NewDelivery{d}})
-			outs = append(outs, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: d.ID, Number: 1, StartedAt: now,
+			outs = append(outs, store.Outcome{Attempt: delivery.Attempt{DeliveryID: d.ID, Number: 1, StartedAt: now,
 				Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
-				Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
+				Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
 				DeliveredAt: now, LeaseOwner: r.lease.Owner})
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -97,7 +98,7 @@ const (
 // page: for each status the status indexes hold, and delivered, which
 // they leave out (its lists walk the subscription's or account's index).
 func checkDeliveryListPlans(t *testing.T, s *Store) {
-	for _, st := range []store.Status{store.StatusPending, store.StatusDeadLettered, store.StatusDelivered} {
+	for _, st := range []delivery.Status{delivery.StatusPending, delivery.StatusDeadLettered, delivery.StatusDelivered} {
 		for mask := 0; mask < sizes<<1; mask++ {
 			var f store.DeliveryFilter
 			if mask&bySubscription != 0 {
@@ -134,13 +135,13 @@ func checkDeliveryListPlans(t *testing.T, s *Store) {
 func deliveryListIndexOK(p string, f store.DeliveryFilter, mask int) bool {
 	account := mask&(byAccount|bySubscription|byEvent) == byAccount
 	switch {
-	case account && (f.Status == "" || f.Status == store.StatusDelivered):
+	case account && (f.Status == "" || f.Status == delivery.StatusDelivered):
 		return strings.Contains(p, "SEARCH d USING INDEX deliveries_account (account_id=?")
 	case account:
 		return strings.Contains(p, "SEARCH d USING INDEX deliveries_account_status (account_id=? AND status=?")
 	case f.SubscriptionID != "" && f.EventID == "" && strings.Contains(p, "deliveries_account"):
 		return false // the account's index rather than the subscription's
-	case f.SubscriptionID != "" && f.EventID == "" && f.Status == store.StatusDelivered:
+	case f.SubscriptionID != "" && f.EventID == "" && f.Status == delivery.StatusDelivered:
 		return strings.Contains(p, "SEARCH d USING INDEX deliveries_subscription (subscription_id=?")
 	case f.SubscriptionID != "" && f.EventID == "" && f.Status != "":
 		return strings.Contains(p, "SEARCH d USING INDEX deliveries_subscription_status (subscription_id=? AND status=?")
@@ -174,7 +175,7 @@ func deliveryListWalkOK(p string, f store.DeliveryFilter, where []string, mask i
 // subscription, one of the subscription's), never a scan or a sort.
 func checkQueuedListPlans(t *testing.T, s *Store) {
 	for mask := 0; mask < 16; mask++ {
-		f := store.DeliveryFilter{EndpointID: "ep_x", Status: store.StatusQueued}
+		f := store.DeliveryFilter{EndpointID: "ep_x", Status: delivery.StatusQueued}
 		if mask&1 != 0 {
 			f.AccountID = "acc_x"
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -44,7 +46,7 @@ VALUES `
 // Publish implements store.DeliveryStore. The whole call is one request of
 // a group commit: its events and deliveries are committed together or not at
 // all (a delivery ID that already exists fails the call). Each event is
-// inserted in its account (DefaultAccount when AccountID is empty) with ON
+// inserted in its account (account.DefaultID when AccountID is empty) with ON
 // CONFLICT (id, source, account_id) DO NOTHING; an event that was not
 // inserted is a duplicate, reported with the stored event's sequence, and
 // none of its deliveries is written. This holds within one call and within
@@ -134,7 +136,7 @@ func (w *writer) publish(ps []*publishReq) error {
 			}
 			ev, p := evs[i], from[i]
 			at := sqlrow.UnixMS(ev.PublishedAt)
-			account := store.AccountOrDefault(ev.AccountID)
+			account := account.OrDefault(ev.AccountID)
 			for k := range ev.Deliveries {
 				d := &ev.Deliveries[k]
 				status, owner, lu := p.deliveryState(d)
@@ -154,15 +156,15 @@ func (w *writer) publish(ps []*publishReq) error {
 // deliveryState returns how p writes d (see Publish): its status, and
 // the lease owner and end of a claimed one. A queued one's subscription
 // goes into p.queued.
-func (p *publishReq) deliveryState(d *store.NewDelivery) (status store.Status, owner string, until int64) {
+func (p *publishReq) deliveryState(d *store.NewDelivery) (status delivery.Status, owner string, until int64) {
 	switch {
 	case d.Claimed:
-		return store.StatusPending, p.opts.Lease.Owner, sqlrow.LeaseUntilMS(p.opts.Lease)
+		return delivery.StatusPending, p.opts.Lease.Owner, sqlrow.LeaseUntilMS(p.opts.Lease)
 	case d.Queued:
 		p.queued.Add(d.SubscriptionID)
-		return store.StatusQueued, "", 0
+		return delivery.StatusQueued, "", 0
 	}
-	return store.StatusPending, "", 0
+	return delivery.StatusPending, "", 0
 }
 
 // checkCatalog applies a Publish's guard (store.PublishOptions) in the
@@ -227,7 +229,7 @@ func (w *writer) insertEvents(events []*store.NewEvent, results []*store.Publish
 		if payload == nil {
 			payload = []byte{}
 		}
-		args = append(args, store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source, ev.Type, ev.Subject,
+		args = append(args, account.OrDefault(ev.AccountID), ev.ID, ev.Source, ev.Type, ev.Subject,
 			sqlrow.UnixMS(ev.PublishedAt), payload)
 	}
 	res, err := w.exec(w.valuesSQL(insertEventsSQL, eventParams, len(events), insertEventsTail), args...)
@@ -253,7 +255,7 @@ func (w *writer) insertEvents(events []*store.NewEvent, results []*store.Publish
 	type key struct{ account, id, source string }
 	seen := make(map[key]bool, len(events))
 	for i, ev := range events {
-		k := key{store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source}
+		k := key{account.OrDefault(ev.AccountID), ev.ID, ev.Source}
 		var seq int64
 		if err := w.scanRow(eventSeqSQL, []any{k.id, k.source, k.account}, &seq); err != nil {
 			return fmt.Errorf("look up event %q from %q: %w", ev.ID, ev.Source, err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -49,10 +50,10 @@ func listSQL(table, bytes, cols, accountID, cursor string) (sizes, rows string, 
 }
 
 // GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
+func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
 	d, err := scanDelivery(s.readRow(ctx, getDeliverySQL, id))
 	if isNoRows(err) {
-		return store.Delivery{}, fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
+		return delivery.Delivery{}, fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
 	}
 	return d, s.readErr(err)
 }
@@ -69,13 +70,13 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 // ListDeliveries implements store.DeliveryStore: newest first (by ID, which
 // sorts by creation time); the cursor is the last ID of the previous page.
 // Every combination of filters is served by an index (see deliveryConds).
-func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, string, error) {
+func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error) {
 	where, args := deliveryConds(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false, f.EventID != "")
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]store.Delivery, len(ds))
+	out := make([]delivery.Delivery, len(ds))
 	for i, d := range ds {
 		out[i] = d.Delivery
 	}
@@ -85,7 +86,7 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]s
 // ListQueued implements store.DeliveryStore with ListDeliveries' indexes
 // (deliveryConds), each delivery with its event.
 func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
-	f.Status = store.StatusQueued
+	f.Status = delivery.StatusQueued
 	where, args := deliveryConds(f)
 	return s.listDeliveries(ctx, where, args, f.Page, true, f.EventID != "")
 }
@@ -115,7 +116,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 // one account). An endpoint with another status, which the API never asks
 // for, is a filter on what the other conditions select.
 func deliveryConds(f store.DeliveryFilter) (where []string, args []any) {
-	queuedAt := f.EndpointID != "" && f.Status == store.StatusQueued
+	queuedAt := f.EndpointID != "" && f.Status == delivery.StatusQueued
 	if f.SubscriptionID != "" {
 		where, args = append(where, "d.subscription_id = ?"), append(args, f.SubscriptionID)
 	}
@@ -149,7 +150,7 @@ func deliveryConds(f store.DeliveryFilter) (where []string, args []any) {
 // makes them for the dead-lettered status.
 func deadLetterConds(f store.DeadLetterFilter) (where []string, args []any) {
 	where, args = deliveryConds(store.DeliveryFilter{AccountID: f.AccountID, SubscriptionID: f.SubscriptionID})
-	return append(statusConds(store.StatusDeadLettered), where...), args
+	return append(statusConds(delivery.StatusDeadLettered), where...), args
 }
 
 // statusConds are the conditions of a list by status, with the status as a
@@ -157,11 +158,11 @@ func deadLetterConds(f store.DeadLetterFilter) (where []string, args []any) {
 // condition, which it cannot see through a parameter. Every status but
 // delivered is in the status indexes (schema 10), whose condition the
 // second term repeats; a status that is not valid matches nothing.
-func statusConds(st store.Status) []string {
+func statusConds(st delivery.Status) []string {
 	switch {
 	case !st.Valid():
 		return []string{"0"}
-	case st == store.StatusDelivered:
+	case st == delivery.StatusDelivered:
 		return []string{"d.status = 'delivered'"}
 	}
 	return []string{"d.status = '" + string(st) + "'", "d.status <> 'delivered'"}
@@ -258,13 +259,13 @@ func queryRows[T any](ctx context.Context, tx *sql.Tx, scan func(scanner) (T, er
 // ListAttempts implements store.DeliveryStore: oldest first; the cursor is
 // the last attempt number of the previous page (store.NumberCursor).
 // ErrNotFound when the delivery does not exist.
-func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]store.AttemptRecord, string, error) {
+func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error) {
 	after, err := store.NumberCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	out, next, err := readPage(ctx, s, p, listAttemptsSQL(sqlrow.AttemptBytes), listAttemptsSQL(sqlrow.AttemptCols), []any{deliveryID, after},
-		sqlrow.ScanAttempt, func(a store.AttemptRecord) string { return strconv.Itoa(a.Number) })
+		sqlrow.ScanAttempt, func(a delivery.Attempt) string { return strconv.Itoa(a.Number) })
 	if err != nil {
 		return nil, "", err
 	}

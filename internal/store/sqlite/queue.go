@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Queued deliveries and their locks (store.QueueStore). The queries that
@@ -93,7 +95,7 @@ WHERE subscription_id = ? AND status = 'queued' RETURNING endpoint_id`
 
 // receivable is a row of receiveSQL.
 type receivable struct {
-	store.Delivery
+	delivery.Delivery
 	lockToken string
 	size      int64 // the payload's bytes
 }
@@ -116,9 +118,9 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 	}
 	now := sqlrow.UnixMS(r.Now)
 	until := sqlrow.UnixMS(r.Now.Add(r.LockFor))
-	ended := store.StatusDropped
+	ended := delivery.StatusDropped
 	if r.DeadLetter {
-		ended = store.StatusDeadLettered
+		ended = delivery.StatusDeadLettered
 	}
 	var res store.ReceiveResult
 	err := s.write(ctx, func(w *writer) error {
@@ -204,7 +206,7 @@ func (w *writer) receivable(subscriptionID string, now int64, limit int) ([]rece
 }
 
 // endReason is why Receive ends d instead of locking it ("" : it does not).
-func endReason(d store.Delivery, r store.ReceiveRequest, now int64) string {
+func endReason(d delivery.Delivery, r store.ReceiveRequest, now int64) string {
 	switch {
 	case r.MaxReceives > 0 && d.Receives >= r.MaxReceives:
 		return reasonMaxReceives
@@ -234,11 +236,11 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 	case store.Release:
 		q, args = releaseLockSQL, []any{sqlrow.UnixMS(r.Now.Add(r.Delay))}
 	case store.Reject:
-		status := store.StatusDropped
+		status := delivery.StatusDropped
 		if r.DeadLetter {
-			status = store.StatusDeadLettered
+			status = delivery.StatusDeadLettered
 		}
-		q, args = rejectSQL, []any{string(status), store.ReasonRejected}
+		q, args = rejectSQL, []any{string(status), delivery.ReasonRejected}
 	case store.Renew:
 		if r.LockFor <= 0 {
 			return nil, fmt.Errorf("settle: lock duration %v is not positive", r.LockFor)
@@ -302,10 +304,10 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		case err != nil:
 			return fmt.Errorf("reactivate %s: %w", id, err)
 		}
-		if mode == store.ModePull {
+		if mode == subscription.ModePull {
 			return fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
 		}
-		if state != store.StateDeactivated && state != store.StateAwaitingValidation {
+		if state != subscription.StateDeactivated && state != subscription.StateAwaitingValidation {
 			return nil
 		}
 		v, err := w.bumpCatalog()

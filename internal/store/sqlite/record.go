@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 const (
@@ -113,7 +115,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 				sqlrow.UnixMS(a.StartedAt), o.LastStatusCode, o.LastOutcome, o.DeadLetterReason,
 				sqlrow.UnixMS(o.DeliveredAt), a.DeliveryID, o.LeaseOwner, o.LeaseOwner}
 			var err error
-			if o.Status == store.StatusQueued {
+			if o.Status == delivery.StatusQueued {
 				err = w.scanRow(recordQueuedSQL, args, &sub)
 			} else if n, xerr := w.execN(recordStateSQL, args...); xerr != nil {
 				err = xerr
@@ -121,14 +123,14 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 				err = errNoRows
 			}
 			switch {
-			case err == nil && o.Status == store.StatusQueued:
+			case err == nil && o.Status == delivery.StatusQueued:
 				queued.Add(sub)
 				if o.Deactivate {
 					if err := w.deactivate(sub, a.StartedAt); err != nil {
 						return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 					}
 				}
-			case err == nil && o.Status == store.StatusDeadLettered && o.DeadLetterCopy != nil:
+			case err == nil && o.Status == delivery.StatusDeadLettered && o.DeadLetterCopy != nil:
 				if _, err := w.exec(insertDeadLetterSQL, o.DeadLetterCopy.ID, sqlrow.AttemptDueMS(a), a.DeliveryID); err != nil {
 					return fmt.Errorf("record %s: dead letter %s: %w", a.DeliveryID, o.DeadLetterCopy.ID, err)
 				}
@@ -182,7 +184,7 @@ func (w *writer) deactivate(id string, now time.Time) error {
 	case err != nil:
 		return fmt.Errorf("read subscription %s: %w", id, err)
 	}
-	if state == store.StateDeactivated {
+	if state == subscription.StateDeactivated {
 		return nil
 	}
 	v, err := w.bumpCatalog()

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/migrate"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -124,7 +124,7 @@ func backfillSigning(ctx context.Context, conn *sql.Conn) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return sqlrow.BackfillSigning(ids, func() (store.Signing, error) { return signing.NewSigning(signing.HMACSHA256) },
+	return sqlrow.BackfillSigning(ids, func() (signing.Keyring, error) { return signing.NewSigning(signing.HMACSHA256) },
 		func(id, v string) error {
 			_, err := conn.ExecContext(ctx, `UPDATE subscriptions SET signing = ? WHERE id = ?`, v, id)
 			return err
@@ -192,10 +192,10 @@ func (t migrationTx) Exec(query string, args ...any) error {
 
 // readEndpointKey reads the installation's endpoint key (schema 11 made
 // it).
-func readEndpointKey(ctx context.Context, conn *sql.Conn) (store.EndpointKey, error) {
+func readEndpointKey(ctx context.Context, conn *sql.Conn) (endpoint.Key, error) {
 	var b []byte
 	if err := conn.QueryRowContext(ctx, sqlrow.EndpointKeySQL).Scan(&b); err != nil {
-		return store.EndpointKey{}, fmt.Errorf("read the endpoint key: %w", err)
+		return endpoint.Key{}, fmt.Errorf("read the endpoint key: %w", err)
 	}
-	return store.EndpointKeyFrom(b)
+	return endpoint.KeyFrom(b)
 }

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 func TestConformance(t *testing.T) {
@@ -92,20 +94,20 @@ func TestReopen(t *testing.T) {
 type reopenRun struct {
 	now    time.Time
 	lease  store.Lease
-	sub    store.Subscription
+	sub    subscription.Subscription
 	evs    []store.NewEvent
 	dlv    []string
 	res    []store.PublishResult
-	before map[string]store.Delivery // as they were at Close
+	before map[string]delivery.Delivery // as they were at Close
 }
 
 // firstRun writes TestReopen's first run on s.
 func firstRun(t *testing.T, s *Store) *reopenRun {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := &reopenRun{now: now, lease: store.Lease{Owner: "run-1", Until: now.Add(time.Hour)}, before: map[string]store.Delivery{}}
+	r := &reopenRun{now: now, lease: store.Lease{Owner: "run-1", Until: now.Add(time.Hour)}, before: map[string]delivery.Delivery{}}
 	url := "https://a.example/hook"
-	r.sub = store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
+	r.sub = subscription.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
 		EventTypes: []string{"x"}, State: "active", CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, r.sub); err != nil {
 		t.Fatal(err)
@@ -123,9 +125,9 @@ func firstRun(t *testing.T, s *Store) *reopenRun {
 	if got, err := s.ClaimDue(ctx, r.sub.EndpointID, now, 1, r.lease); err != nil || len(got) != 1 || got[0].ID != r.dlv[1] {
 		t.Fatalf("ClaimDue = %v, %v", got, err)
 	}
-	out := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: r.dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
+	out := store.Outcome{Attempt: delivery.Attempt{DeliveryID: r.dlv[1], Number: 1, StartedAt: now, StatusCode: 500,
 		Outcome: "http_500", ResponseBody: []byte("oops")},
-		Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
+		Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
 		LastStatusCode: 500, LastOutcome: "http_500"}
 	if err := s.Record(ctx, []store.Outcome{out}); err != nil {
 		t.Fatal(err)
@@ -455,10 +457,10 @@ func TestExtendLeasesWritesUntil(t *testing.T) {
 }
 
 // pullSubscription creates a pull subscription named name.
-func pullSubscription(t *testing.T, s *Store, name string, now time.Time) store.Subscription {
+func pullSubscription(t *testing.T, s *Store, name string, now time.Time) subscription.Subscription {
 	t.Helper()
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: name, EventTypes: []string{"x"}, DeadLetter: true,
-		State: store.StateActive, DeliveryMode: store.ModePull, CreatedAt: now, UpdatedAt: now}
+	sub := subscription.Subscription{ID: ids.New("sub_", now), Name: name, EventTypes: []string{"x"}, DeadLetter: true,
+		State: subscription.StateActive, DeliveryMode: subscription.ModePull, CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(context.Background(), sub); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +469,7 @@ func pullSubscription(t *testing.T, s *Store, name string, now time.Time) store.
 
 // queuedEvent is an event published at now with one queued delivery to
 // each of subs.
-func queuedEvent(id string, now time.Time, subs ...store.Subscription) store.NewEvent {
+func queuedEvent(id string, now time.Time, subs ...subscription.Subscription) store.NewEvent {
 	ev := store.NewEvent{ID: id, Source: "/s", Type: "x", Payload: []byte(`{}`), PublishedAt: now}
 	for i, sub := range subs {
 		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: ids.New("dlv_", now.Add(time.Duration(i)*time.Millisecond)),
@@ -538,8 +540,8 @@ func TestOnQueued(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	p, q := pullSubscription(t, s, "p", now), pullSubscription(t, s, "q", now)
 	url := "https://a.example/hook"
-	a := store.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
-		EventTypes: []string{"x"}, State: store.StateActive, CreatedAt: now, UpdatedAt: now}
+	a := subscription.Subscription{ID: ids.New("sub_", now), Name: "a", URL: url, EndpointID: s.EndpointID("", url),
+		EventTypes: []string{"x"}, State: subscription.StateActive, CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +580,7 @@ func (l *onQueuedLog) expect(what string, want ...string) {
 // subscriptions after its commit; one of a duplicate, or of pending
 // deliveries (which it returns: one claimed, leased to "me", of a), tells
 // nothing.
-func onQueuedPublishes(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p, q, a store.Subscription) store.NewEvent {
+func onQueuedPublishes(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p, q, a subscription.Subscription) store.NewEvent {
 	ctx := context.Background()
 	e1, e2 := queuedEvent("e1", now, p, q), queuedEvent("e2", now, q, p)
 	if _, err := s.Publish(ctx, []store.NewEvent{e1, e2}, store.PublishOptions{}); err != nil {
@@ -604,7 +606,7 @@ func onQueuedPublishes(t *testing.T, s *Store, log *onQueuedLog, now time.Time, 
 
 // onQueuedSettles: only a Release that releases something tells (of its
 // subscription); a Receive, a Renew and an Acknowledge do not.
-func onQueuedSettles(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p store.Subscription) {
+func onQueuedSettles(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p subscription.Subscription) {
 	ctx := context.Background()
 	res, err := s.Receive(ctx, store.ReceiveRequest{SubscriptionID: p.ID, Now: now, Max: 2, LockFor: time.Minute})
 	if err != nil || len(res.Received) != 2 {
@@ -633,15 +635,15 @@ func onQueuedSettles(t *testing.T, s *Store, log *onQueuedLog, now time.Time, p 
 // onQueuedRecords: a Record that queues a delivery and deactivates its
 // subscription a tells of a; one for a delivery no longer pending does
 // not.
-func onQueuedRecords(t *testing.T, s *Store, log *onQueuedLog, now time.Time, a store.Subscription, pending store.NewEvent) {
+func onQueuedRecords(t *testing.T, s *Store, log *onQueuedLog, now time.Time, a subscription.Subscription, pending store.NewEvent) {
 	ctx := context.Background()
-	failed := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
-		Status: store.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
+	failed := store.Outcome{Attempt: delivery.Attempt{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
+		Status: delivery.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
 	if err := s.Record(ctx, []store.Outcome{failed}); err != nil {
 		t.Fatal(err)
 	}
 	log.expect("Record", a.ID)
-	if sub, err := s.GetSubscription(ctx, a.ID); err != nil || sub.State != store.StateDeactivated {
+	if sub, err := s.GetSubscription(ctx, a.ID); err != nil || sub.State != subscription.StateDeactivated {
 		t.Fatalf("subscription after a deactivation: %+v, %v", sub, err)
 	}
 	again := failed
@@ -670,7 +672,7 @@ func TestMergedPublishes(t *testing.T) {
 	if _, err := s.Publish(ctx, []store.NewEvent{taken}, store.PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSubscription(ctx, store.Subscription{ID: "sub_v", Name: "v", URL: "https://v.example/",
+	if err := s.CreateSubscription(ctx, subscription.Subscription{ID: "sub_v", Name: "v", URL: "https://v.example/",
 		EndpointID: s.EndpointID("", "https://v.example/"), EventTypes: []string{"t"}, State: "active",
 		CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -218,12 +220,12 @@ func (j *stagedPublish) write(w *writer) error {
 	for _, r := range rows {
 		ne := &j.p.events[r.ev]
 		status, owner, until := j.p.deliveryState(r.d)
-		if status == store.StatusPending && !r.d.Claimed {
+		if status == delivery.StatusPending && !r.d.Claimed {
 			owner, until = "", stagedLeaseUntil
 			j.unheld = append(j.unheld, r.d.ID)
 		}
 		at := sqlrow.UnixMS(ne.PublishedAt)
-		vals.add(r.d.ID, store.AccountOrDefault(ne.AccountID), r.d.SubscriptionID, r.d.EndpointID, j.seqs[r.ev],
+		vals.add(r.d.ID, account.OrDefault(ne.AccountID), r.d.SubscriptionID, r.d.EndpointID, j.seqs[r.ev],
 			string(status), at, at, at, owner, until)
 		if vals.full() {
 			if err := vals.flush(w); err != nil {
@@ -250,7 +252,7 @@ func (j *stagedPublish) start(w *writer) error {
 	firstOf := make(map[key]int, len(evs))
 	for i := range evs {
 		ev := &evs[i]
-		k := key{store.AccountOrDefault(ev.AccountID), ev.ID, ev.Source}
+		k := key{account.OrDefault(ev.AccountID), ev.ID, ev.Source}
 		f, seen := firstOf[k]
 		if !seen {
 			f = i
@@ -349,7 +351,7 @@ func (j *stagedPublish) reveal(w *writer) error {
 		if payload == nil {
 			payload = []byte{}
 		}
-		account := store.AccountOrDefault(ev.AccountID)
+		account := account.OrDefault(ev.AccountID)
 		n, err := w.execN(insertStagedEventSQL, seq, account, ev.ID, ev.Source, ev.Type, ev.Subject,
 			sqlrow.UnixMS(ev.PublishedAt), payload)
 		if err != nil {

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // stagedFixture is a store that stages every publish of more than 10 rows,
@@ -22,8 +24,8 @@ type stagedFixture struct {
 	path string
 	s    *Store
 	now  time.Time
-	push store.Subscription
-	pull []store.Subscription
+	push subscription.Subscription
+	pull []subscription.Subscription
 }
 
 func newStagedFixture(t *testing.T) *stagedFixture {
@@ -35,13 +37,13 @@ func newStagedFixture(t *testing.T) *stagedFixture {
 	}
 	t.Cleanup(func() { f.s.Close() })
 	url := "https://staged.example/hook"
-	f.push = store.Subscription{ID: ids.New("sub_", f.now), Name: "push", URL: url, EndpointID: f.s.EndpointID(store.DefaultAccount, url),
+	f.push = subscription.Subscription{ID: ids.New("sub_", f.now), Name: "push", URL: url, EndpointID: f.s.EndpointID(account.DefaultID, url),
 		EventTypes: []string{"x"}, State: "active", CreatedAt: f.now, UpdatedAt: f.now}
 	if err := f.s.CreateSubscription(f.ctx, f.push); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 999 {
-		sub := store.Subscription{ID: ids.New("sub_", f.now), Name: fmt.Sprint("pull-", i), DeliveryMode: store.ModePull,
+		sub := subscription.Subscription{ID: ids.New("sub_", f.now), Name: fmt.Sprint("pull-", i), DeliveryMode: subscription.ModePull,
 			EventTypes: []string{"x"}, State: "active", CreatedAt: f.now, UpdatedAt: f.now}
 		if err := f.s.CreateSubscription(f.ctx, sub); err != nil {
 			t.Fatal(err)

@@ -74,6 +74,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -165,7 +166,7 @@ type Store struct {
 	readDB  *sql.DB
 	w       *writer
 	lock    *os.File
-	key     store.EndpointKey // the installation's, read at Open
+	key     endpoint.Key // the installation's, read at Open
 
 	// mu orders Close against write: write holds it shared while queueing,
 	// Close exclusively while marking the store closed, so no request is

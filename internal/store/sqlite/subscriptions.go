@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 const (
@@ -89,8 +91,8 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'del
 )
 
 // CreateSubscription implements store.SubscriptionStore. An empty
-// AccountID is DefaultAccount, an empty DeliveryMode ModePush, an empty
-// FailurePolicy FailureRetry, and a push subscription's EndpointID is
+// AccountID is account.DefaultID, an empty DeliveryMode subscription.ModePush, an empty
+// FailurePolicy subscription.FailureRetry, and a push subscription's EndpointID is
 // s.EndpointID(AccountID, URL), whatever it held (sqlrow.SubscriptionValues);
 // a pull subscription has EndpointID "" and gets no endpoint row. A push
 // subscription naming a dead-letter URL gets that URL's endpoint row too,
@@ -99,7 +101,7 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'del
 // *store.SubscriptionLimitError when the account holds
 // Options.MaxSubscriptionsPerAccount already (counted on the writer, so
 // concurrent creates cannot pass it).
-func (s *Store) CreateSubscription(ctx context.Context, sub store.Subscription) error {
+func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
 		return err
@@ -155,7 +157,7 @@ func (w *writer) checkSubscriptionLimit(account string, max int) error {
 // insertEndpoints creates the endpoint rows of sub's URL and dead-letter
 // URL, in sub's account, unless they exist. A pull subscription
 // (EndpointID "") has none.
-func insertEndpoints(w *writer, sub *store.Subscription) error {
+func insertEndpoints(w *writer, sub *subscription.Subscription) error {
 	if err := insertEndpoint(w, sub.EndpointID, sub.URL, sub); err != nil {
 		return err
 	}
@@ -164,7 +166,7 @@ func insertEndpoints(w *writer, sub *store.Subscription) error {
 
 // insertEndpoint creates the endpoint row id of url, in sub's account,
 // unless it exists ("" names none).
-func insertEndpoint(w *writer, id, url string, sub *store.Subscription) error {
+func insertEndpoint(w *writer, id, url string, sub *subscription.Subscription) error {
 	if id == "" {
 		return nil
 	}
@@ -201,22 +203,22 @@ func deleteUnusedEndpoints(w *writer, ids ...string) error {
 }
 
 // GetSubscription implements store.SubscriptionStore.
-func (s *Store) GetSubscription(ctx context.Context, id string) (store.Subscription, error) {
+func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Subscription, error) {
 	sub, err := sqlrow.ScanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
 	if isNoRows(err) {
-		return store.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
 	return sub, s.readErr(err)
 }
 
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page.
-func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]store.Subscription, string, error) {
+func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error) {
 	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	sizes, rows, args := listSQL("subscriptions", sqlrow.SubscriptionBytes, subscriptionCols, accountID, p.Cursor)
-	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanSubscription, func(s store.Subscription) string { return s.ID })
+	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanSubscription, func(s subscription.Subscription) string { return s.ID })
 }
 
 // SubscriptionChanges implements store.SubscriptionStore. It reads in one
@@ -253,7 +255,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		slices.SortFunc(out.Changed, func(a, b store.Subscription) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(out.Changed, func(a, b subscription.Subscription) int { return strings.Compare(a.ID, b.ID) })
 		if out.Full {
 			return nil
 		}
@@ -304,7 +306,7 @@ func (w *writer) currentCatalog() (int64, error) {
 // UpdateSubscription implements store.SubscriptionStore: every column,
 // CreatedAt included, takes sub's value, but the account: a subscription
 // stays in its account, and ErrNotFound answers an update of a
-// subscription that is not in sub's account (DefaultAccount when empty).
+// subscription that is not in sub's account (account.DefaultID when empty).
 // When the URL changes, the deliveries still to be attempted move to the
 // new URL's endpoint, finished ones keep theirs, and the old endpoint's row
 // goes if no subscription uses it any more. The same holds for the
@@ -312,7 +314,7 @@ func (w *writer) currentCatalog() (int64, error) {
 // set), which move only with it; when the subscription names no
 // dead-letter URL any more, those still to be attempted are dropped
 // (sqlrow.ReasonDeadLetterURLRemoved).
-func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) error {
+func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
 		return err
@@ -366,7 +368,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub store.Subscription) 
 }
 
 // DeleteSubscription implements store.SubscriptionStore. Its pending and
-// queued deliveries become dropped with reason ReasonSubscriptionDeleted and
+// queued deliveries become dropped with reason delivery.ReasonSubscriptionDeleted and
 // lose their leases; a later Record for one of them logs the attempt only.
 // All of it is one write: a subscription with a large backlog holds the
 // writer while its deliveries are updated. now is the tombstone's time
@@ -389,7 +391,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 		if _, err := w.exec(tombstoneSQL, id, v, sqlrow.UnixMS(now)); err != nil {
 			return fmt.Errorf("remember deleted subscription %s: %w", id, err)
 		}
-		if _, err := w.exec(dropSubscriptionDeliveriesSQL, store.ReasonSubscriptionDeleted, id); err != nil {
+		if _, err := w.exec(dropSubscriptionDeliveriesSQL, delivery.ReasonSubscriptionDeleted, id); err != nil {
 			return fmt.Errorf("drop deliveries of subscription %s: %w", id, err)
 		}
 		return deleteUnusedEndpoints(w, endpoint, deadLetterEndpoint)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -472,7 +473,7 @@ func (s *Store) writePublish(ctx context.Context, p *publishReq) error {
 	for i := range p.events {
 		rows += len(p.events[i].Deliveries)
 	}
-	return s.writeRequest(ctx, &request{fn: p.run, pub: p, account: store.AccountOrDefault(p.events[0].AccountID),
+	return s.writeRequest(ctx, &request{fn: p.run, pub: p, account: account.OrDefault(p.events[0].AccountID),
 		rows: rows, staged: rows > s.w.maxTxRows, done: make(chan struct{})})
 }
 

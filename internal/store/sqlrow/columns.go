@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -46,20 +47,20 @@ func LeaseUntilMS(l store.Lease) int64 {
 // fake clock, put what follows in a future that never comes); 0 when its
 // start is unknown (an outcome that made no attempt on a delivery never
 // attempted before).
-func AttemptDueMS(a *store.AttemptRecord) int64 {
+func AttemptDueMS(a *delivery.Attempt) int64 {
 	if a.StartedAt.IsZero() {
 		return 0
 	}
 	return UnixMS(a.StartedAt)
 }
 
-// AttemptCols selects a store.AttemptRecord from attempts; ScanAttempt
+// AttemptCols selects a delivery.Attempt from attempts; ScanAttempt
 // reads them in this order.
 const AttemptCols = `delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body`
 
 // ScanAttempt reads AttemptCols.
-func ScanAttempt(sc RowScanner) (store.AttemptRecord, error) {
-	var a store.AttemptRecord
+func ScanAttempt(sc RowScanner) (delivery.Attempt, error) {
+	var a delivery.Attempt
 	var started, us int64
 	err := sc.Scan(&a.DeliveryID, &a.Number, &started, &us, &a.StatusCode, &a.Outcome, &a.Error, &a.ResponseBody)
 	a.StartedAt = FromUnixMS(started)
@@ -71,7 +72,7 @@ func ScanAttempt(sc RowScanner) (store.AttemptRecord, error) {
 // columns, read by scanDelivery (which reads extra destinations after
 // them), then, withEvent, its event's: e.seq, e.account_id, e.id, e.source,
 // e.type, e.subject, e.payload, e.published_at.
-func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (store.Delivery, error), withEvent bool) func(RowScanner) (store.DeadLetter, error) {
+func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (delivery.Delivery, error), withEvent bool) func(RowScanner) (store.DeadLetter, error) {
 	return func(sc RowScanner) (store.DeadLetter, error) {
 		var r store.DeadLetter
 		var extra []any

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // EndpointKeyMigration is the migration that keyed endpoint IDs (schema
@@ -49,7 +51,7 @@ func EachRow(rows interface {
 const rekeyPage = 1000
 
 // RekeyEndpoints makes the installation's endpoint key (a new random
-// store.EndpointKey, stored in installation_keys) and replaces every
+// endpoint.Key, stored in installation_keys) and replaces every
 // endpoint ID stored by earlier releases (unkeyed hashes of the URL:
 // LegacyEndpointID) with the keyed one, in tx, the migration's transaction
 // of schema 11. It runs once per database, under the migration lock, and
@@ -67,13 +69,13 @@ const rekeyPage = 1000
 // internal/opevents), so that no old ID is left to guess a password from.
 // Two endpoint rows of one account and URL (which earlier releases never
 // wrote) become one. The same step redacts the URL passwords that attempt
-// errors of earlier releases kept (store.RedactedText).
+// errors of earlier releases kept (redact.Text).
 //
 // Cost: one pass over each table, and every push delivery row is written once;
 // the mapping of old to new IDs (one entry per distinct endpoint ID) is
 // held in memory and in the endpoint_rekey table.
 func RekeyEndpoints(tx MigrationTx) error {
-	key, err := store.NewEndpointKey()
+	key, err := endpoint.NewKey()
 	if err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func RekeyEndpoints(tx MigrationTx) error {
 // rekeyMapping returns the new ID of every endpoint ID stored (see
 // RekeyEndpoints), and the endpoint rows that repeat another's account and
 // URL.
-func rekeyMapping(tx MigrationTx, key store.EndpointKey) (ids map[string]string, dups []string, err error) {
+func rekeyMapping(tx MigrationTx, key endpoint.Key) (ids map[string]string, dups []string, err error) {
 	ids = map[string]string{}
 	taken := map[string]bool{}
 	err = tx.Query(`SELECT id, account_id, url FROM endpoints ORDER BY id`, func(r RowScanner) error {
@@ -121,7 +123,7 @@ func rekeyMapping(tx MigrationTx, key store.EndpointKey) (ids map[string]string,
 	}
 	err = tx.Query(`SELECT id, account_id, url, endpoint_id, delivery_mode, delivery, dead_letter_endpoint_id FROM subscriptions ORDER BY id`,
 		func(r RowScanner) error {
-			var s store.Subscription
+			var s subscription.Subscription
 			var delivery, dl string
 			if err := r.Scan(&s.ID, &s.AccountID, &s.URL, &s.EndpointID, &s.DeliveryMode, &delivery, &dl); err != nil {
 				return err
@@ -245,7 +247,7 @@ func rekeyEvents(tx MigrationTx, ids map[string]string) error {
 }
 
 // redactAttempts redacts the URL passwords in the errors of the attempt
-// log (store.RedactedText), a page of rekeyPage attempts whose error may
+// log (redact.Text), a page of rekeyPage attempts whose error may
 // hold one at a time.
 func redactAttempts(tx MigrationTx) error {
 	type attempt struct {
@@ -270,7 +272,7 @@ ORDER BY delivery_id, number LIMIT $3`, func(r RowScanner) error {
 			return fmt.Errorf("read the attempt log: %w", err)
 		}
 		for _, a := range page {
-			if red := store.RedactedText(a.err); red != a.err {
+			if red := redact.Text(a.err); red != a.err {
 				if err := tx.Exec(`UPDATE attempts SET error = $1 WHERE delivery_id = $2 AND number = $3`, red, a.delivery, a.number); err != nil {
 					return fmt.Errorf("redact the attempt log of %s: %w", a.delivery, err)
 				}

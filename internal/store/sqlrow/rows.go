@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
-	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/signing"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Row codecs: both SQL stores keep subscriptions and endpoints in
@@ -26,40 +29,40 @@ type RowScanner interface {
 // timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
 // delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version.
 //
-// delivery holds the store.DeliveryOptions as JSON ('{}': the defaults): they
+// delivery holds the subscription.DeliveryOptions as JSON ('{}': the defaults): they
 // are read with the subscription and never queried, so one column keeps
 // them without a migration per option. dead_letter_endpoint_id is derived
 // from it (DeadLetterEndpointID) and kept in a column of its own because
 // it is queried (the endpoint rows a subscription keeps alive, the
-// endpoint of its dead letters). filters holds the store.FilterOptions the
+// endpoint of its dead letters). filters holds the subscription.FilterOptions the
 // same way ('{}': none), written by encodeFilters.
-func ScanSubscription(sc RowScanner) (store.Subscription, error) {
-	var s store.Subscription
+func ScanSubscription(sc RowScanner) (subscription.Subscription, error) {
+	var s subscription.Subscription
 	var types, headers, secretHeaders, signing, delivery, filters string
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
 		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy,
 		&delivery, &s.DeadLetterEndpointID, &filters, &created, &updated, &s.Version); err != nil {
-		return store.Subscription{}, err
+		return subscription.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(headers), &s.Headers); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: headers: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(secretHeaders), &s.SecretHeaders); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: secret_headers: %w", s.ID, err)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: secret_headers: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(delivery), &s.Delivery); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: delivery: %w", s.ID, err)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: delivery: %w", s.ID, err)
 	}
 	if err := json.Unmarshal([]byte(filters), &s.Filters); err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: filters: %w", s.ID, err)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: filters: %w", s.ID, err)
 	}
 	sg, err := DecodeSigning(signing)
 	if err != nil {
-		return store.Subscription{}, fmt.Errorf("subscription %s: signing: %w", s.ID, err)
+		return subscription.Subscription{}, fmt.Errorf("subscription %s: signing: %w", s.ID, err)
 	}
 	s.Signing = sg
 	s.Timeout = time.Duration(timeout) * time.Millisecond
@@ -69,12 +72,12 @@ func ScanSubscription(sc RowScanner) (store.Subscription, error) {
 
 // SubscriptionValues returns s's columns in ScanSubscription's order without
 // the ID and the version (account_id … updated_at), after setting in s what
-// the store fills in: an empty AccountID as store.DefaultAccount, an empty
+// the store fills in: an empty AccountID as account.DefaultID, an empty
 // DeliveryMode and FailurePolicy as their defaults, and the endpoint IDs
 // made with the installation's key: EndpointID (key.ID of the account and
 // URL for a push subscription, "" for a pull one) and DeadLetterEndpointID
 // (DeadLetterEndpointID), whatever they held.
-func SubscriptionValues(s *store.Subscription, key store.EndpointKey) ([]any, error) {
+func SubscriptionValues(s *subscription.Subscription, key endpoint.Key) ([]any, error) {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
 		return nil, err
@@ -95,15 +98,15 @@ func SubscriptionValues(s *store.Subscription, key store.EndpointKey) ([]any, er
 	if err != nil {
 		return nil, fmt.Errorf("subscription %s: %w", s.ID, err)
 	}
-	s.AccountID = store.AccountOrDefault(s.AccountID)
+	s.AccountID = account.OrDefault(s.AccountID)
 	if s.DeliveryMode == "" {
-		s.DeliveryMode = store.ModePush
+		s.DeliveryMode = subscription.ModePush
 	}
 	if s.FailurePolicy == "" {
-		s.FailurePolicy = store.FailureRetry
+		s.FailurePolicy = subscription.FailureRetry
 	}
 	s.EndpointID = ""
-	if s.DeliveryMode == store.ModePush {
+	if s.DeliveryMode == subscription.ModePush {
 		s.EndpointID = key.ID(s.AccountID, s.URL)
 	}
 	s.DeadLetterEndpointID = DeadLetterEndpointID(s, key)
@@ -119,7 +122,7 @@ func SubscriptionValues(s *store.Subscription, key store.EndpointKey) ([]any, er
 // json.Marshal would (compacted, with <, > and & escaped), so that
 // ScanSubscription reads back the same bytes; it must be one JSON value,
 // without white space around it (which would not be kept).
-func encodeFilters(f store.FilterOptions) (string, error) {
+func encodeFilters(f subscription.FilterOptions) (string, error) {
 	b := []byte{'{'}
 	if len(f.Advanced) > 0 {
 		if !json.Valid(f.Advanced) {
@@ -144,7 +147,7 @@ func encodeFilters(f store.FilterOptions) (string, error) {
 // its dead-letter URL: a subscription write creates the row of either when
 // it is new, and deletes the row of one it stopped using when no
 // subscription uses it in either way.
-func DeadLetterEndpointID(s *store.Subscription, key store.EndpointKey) string {
+func DeadLetterEndpointID(s *subscription.Subscription, key endpoint.Key) string {
 	if u := deadLetterURL(s); u != "" {
 		return key.ID(s.AccountID, u)
 	}
@@ -152,23 +155,23 @@ func DeadLetterEndpointID(s *store.Subscription, key store.EndpointKey) string {
 }
 
 // deadLetterURL is s's dead-letter URL that has an endpoint, or "". Only
-// a push subscription has one (store.DeliveryOptions.DeadLetterURL), as
+// a push subscription has one (subscription.DeliveryOptions.DeadLetterURL), as
 // only a push subscription has an endpoint.
-func deadLetterURL(s *store.Subscription) string {
-	if s.DeliveryMode != "" && s.DeliveryMode != store.ModePush {
+func deadLetterURL(s *subscription.Subscription) string {
+	if s.DeliveryMode != "" && s.DeliveryMode != subscription.ModePush {
 		return ""
 	}
 	return s.Delivery.DeadLetterURL
 }
 
 // LegacyEndpointID is the endpoint ID releases before schema 11 made
-// (store.EndpointKey.ID replaced it): "ep_" and 20 base32 characters of an
+// (endpoint.Key.ID replaced it): "ep_" and 20 base32 characters of an
 // unkeyed SHA-256 of the account and the URL (of the URL alone in
-// store.DefaultAccount). Only schema 8's backfill makes such IDs, which
+// account.DefaultID). Only schema 8's backfill makes such IDs, which
 // schema 11 then replaces with keyed ones (RekeyEndpoints).
 func LegacyEndpointID(accountID, url string) string {
 	var sum [sha256.Size]byte
-	if accountID == "" || accountID == store.DefaultAccount {
+	if accountID == "" || accountID == account.DefaultID {
 		sum = sha256.Sum256([]byte(url))
 	} else {
 		sum = sha256.Sum256([]byte(accountID + "\x00" + url))
@@ -218,7 +221,7 @@ func BackfillDeadLetters(rows interface {
 }) ([]DeadLetterEndpoint, error) {
 	var out []DeadLetterEndpoint
 	for rows.Next() {
-		var s store.Subscription
+		var s subscription.Subscription
 		var delivery string
 		var updated int64
 		if err := rows.Scan(&s.ID, &s.AccountID, &s.DeliveryMode, &delivery, &updated); err != nil {
@@ -229,7 +232,7 @@ func BackfillDeadLetters(rows interface {
 		}
 		if u := deadLetterURL(&s); u != "" {
 			out = append(out, DeadLetterEndpoint{Subscription: s.ID, ID: LegacyEndpointID(s.AccountID, u),
-				AccountID: store.AccountOrDefault(s.AccountID), URL: u, CreatedAt: updated})
+				AccountID: account.OrDefault(s.AccountID), URL: u, CreatedAt: updated})
 		}
 	}
 	return out, rows.Err()
@@ -247,7 +250,7 @@ type signingRow struct {
 }
 
 // EncodeSigning is the signing column's value of sg ("" without keys).
-func EncodeSigning(sg store.Signing) string {
+func EncodeSigning(sg signing.Keyring) string {
 	if len(sg.Keys) == 0 {
 		return ""
 	}
@@ -264,17 +267,17 @@ func EncodeSigning(sg store.Signing) string {
 }
 
 // DecodeSigning reads the signing column.
-func DecodeSigning(v string) (store.Signing, error) {
+func DecodeSigning(v string) (signing.Keyring, error) {
 	if v == "" {
-		return store.Signing{}, nil
+		return signing.Keyring{}, nil
 	}
 	var r signingRow
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return store.Signing{}, err
+		return signing.Keyring{}, err
 	}
-	sg := store.Signing{Algorithm: r.Algorithm, Keys: make([]store.SigningKey, len(r.Keys))}
+	sg := signing.Keyring{Algorithm: r.Algorithm, Keys: make([]signing.Key, len(r.Keys))}
 	for i, k := range r.Keys {
-		sg.Keys[i] = store.SigningKey{Key: k.Key, ExpiresAt: FromUnixMS(k.ExpiresAt)}
+		sg.Keys[i] = signing.Key{Key: k.Key, ExpiresAt: FromUnixMS(k.ExpiresAt)}
 	}
 	return sg, nil
 }
@@ -287,7 +290,7 @@ const BackfillSigningSQL = `SELECT id FROM subscriptions WHERE signing = '' ORDE
 // writing it with set (id, signing column value). Schema 4 runs it in its
 // migration's transaction, so that subscriptions made before it sign their
 // pushes from the upgrade on.
-func BackfillSigning(ids []string, newSigning func() (store.Signing, error), set func(id, signing string) error) error {
+func BackfillSigning(ids []string, newSigning func() (signing.Keyring, error), set func(id, signing string) error) error {
 	for _, id := range ids {
 		sg, err := newSigning()
 		if err != nil {
@@ -304,17 +307,17 @@ func BackfillSigning(ids []string, newSigning func() (store.Signing, error), set
 // health_window, first_attempt_at, last_success_at, last_failure_at,
 // disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
 // updated_at, version.
-func ScanEndpoint(sc RowScanner) (store.Endpoint, error) {
-	var e store.Endpoint
+func ScanEndpoint(sc RowScanner) (endpoint.Endpoint, error) {
+	var e endpoint.Endpoint
 	h := &e.Health
 	var state, window string
 	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
 	if err := sc.Scan(&e.ID, &e.AccountID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
 		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version); err != nil {
-		return store.Endpoint{}, err
+		return endpoint.Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
-		return store.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
+		return endpoint.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
 	}
 	h.State = health.State(state)
 	h.FirstAttemptAt, h.LastSuccessAt, h.LastFailureAt = FromUnixMS(first), FromUnixMS(success), FromUnixMS(failure)
@@ -333,7 +336,7 @@ type HealthRow struct {
 
 // NewHealthRow encodes e's Health and UpdatedAt for the endpoint id. An
 // empty state is stored as enabled.
-func NewHealthRow(id string, e *store.Endpoint) (HealthRow, error) {
+func NewHealthRow(id string, e *endpoint.Endpoint) (HealthRow, error) {
 	h := &e.Health
 	window, err := json.Marshal(h.Window)
 	if err != nil {
@@ -351,38 +354,38 @@ func NewHealthRow(id string, e *store.Endpoint) (HealthRow, error) {
 	}, nil
 }
 
-// AccountCols selects a store.Account from accounts; ScanAccount reads them
+// AccountCols selects a account.Account from accounts; ScanAccount reads them
 // in this order.
 const AccountCols = `id, name, settings, created_at, updated_at`
 
 // ScanAccount reads AccountCols.
-func ScanAccount(sc RowScanner) (store.Account, error) {
-	var a store.Account
+func ScanAccount(sc RowScanner) (account.Account, error) {
+	var a account.Account
 	var settings string
 	var created, updated int64
 	if err := sc.Scan(&a.ID, &a.Name, &settings, &created, &updated); err != nil {
-		return store.Account{}, err
+		return account.Account{}, err
 	}
 	if err := json.Unmarshal([]byte(settings), &a.Settings); err != nil {
-		return store.Account{}, fmt.Errorf("account %s: settings: %w", a.ID, err)
+		return account.Account{}, fmt.Errorf("account %s: settings: %w", a.ID, err)
 	}
 	a.CreatedAt, a.UpdatedAt = FromUnixMS(created), FromUnixMS(updated)
 	return a, nil
 }
 
 // AccountValues returns a's columns in AccountCols' order.
-func AccountValues(a *store.Account) []any {
+func AccountValues(a *account.Account) []any {
 	settings, _ := json.Marshal(a.Settings) // a struct of strings
 	return []any{a.ID, a.Name, string(settings), UnixMS(a.CreatedAt), UnixMS(a.UpdatedAt)}
 }
 
-// KeyCols selects a store.APIKey from api_keys; ScanKey reads them in this
+// KeyCols selects a account.Key from api_keys; ScanKey reads them in this
 // order.
 const KeyCols = `id, account_id, role, name, hash, prefix, created_at`
 
 // ScanKey reads KeyCols.
-func ScanKey(sc RowScanner) (store.APIKey, error) {
-	var k store.APIKey
+func ScanKey(sc RowScanner) (account.Key, error) {
+	var k account.Key
 	var created int64
 	err := sc.Scan(&k.ID, &k.AccountID, &k.Role, &k.Name, &k.Hash, &k.Prefix, &created)
 	k.CreatedAt = FromUnixMS(created)
@@ -390,6 +393,6 @@ func ScanKey(sc RowScanner) (store.APIKey, error) {
 }
 
 // KeyValues returns k's columns in KeyCols' order.
-func KeyValues(k *store.APIKey) []any {
-	return []any{k.ID, store.AccountOrDefault(k.AccountID), k.Role, k.Name, k.Hash, k.Prefix, UnixMS(k.CreatedAt)}
+func KeyValues(k *account.Key) []any {
+	return []any{k.ID, account.OrDefault(k.AccountID), k.Role, k.Name, k.Hash, k.Prefix, UnixMS(k.CreatedAt)}
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testConcurrentPublish publishes from 50 goroutines at once (their calls
@@ -114,7 +116,7 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 		}()
 		go func() {
 			defer wg.Done()
-			err := b.s.CreateSubscription(b.ctx, store.Subscription{ID: subID, Name: subName, URL: "https://x.example/",
+			err := b.s.CreateSubscription(b.ctx, subscription.Subscription{ID: subID, Name: subName, URL: "https://x.example/",
 				EndpointID: b.s.EndpointID("", "https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now})
 			if err != nil && !errors.Is(err, store.ErrNameTaken) {
 				errs <- err
@@ -132,7 +134,7 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{Status: store.StatusDelivered, Page: store.Page{Limit: 1000}})
+	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{Status: delivery.StatusDelivered, Page: store.Page{Limit: 1000}})
 	if err != nil || len(ds) != n {
 		t.Fatalf("delivered: %d, %v; want %d", len(ds), err, n)
 	}

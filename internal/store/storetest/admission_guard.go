@@ -5,7 +5,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 func testPublishGuardVersion(t *testing.T, b *bundle) {
@@ -59,7 +61,7 @@ func testPublishGuardVersion(t *testing.T, b *bundle) {
 }
 
 // eventFor is event with a fixed ID per i, safe to build concurrently.
-func eventFor(b *bundle, i int, sub store.Subscription) store.NewEvent {
+func eventFor(b *bundle, i int, sub subscription.Subscription) store.NewEvent {
 	id := "conc-" + string(rune('a'+i))
 	return store.NewEvent{
 		ID: id, Source: "/billing", Type: "invoice.paid", Payload: []byte(`{}`), PublishedAt: b.now,
@@ -127,7 +129,7 @@ func testDeleteRacingPublishes(t *testing.T, b *bundle) {
 				t.Fatalf("round %d: Publish: %v", round, err)
 			}
 		}
-		ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{SubscriptionID: a.ID, Status: store.StatusPending, Page: store.Page{Limit: 100}})
+		ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{SubscriptionID: a.ID, Status: delivery.StatusPending, Page: store.Page{Limit: 100}})
 		if err != nil || len(ds) != 0 {
 			t.Fatalf("round %d: pending deliveries of the deleted subscription: %v, %v; want none", round, deliveryIDs(ds), err)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -28,7 +30,7 @@ func testPublishStores(t *testing.T, b *bundle) {
 			t.Fatal(err)
 		}
 		equal(t, "event", got, store.StoredEvent{
-			Seq: res[i].Seq, AccountID: store.DefaultAccount, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			Seq: res[i].Seq, AccountID: account.DefaultID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: ev.Payload, PublishedAt: ev.PublishedAt,
 		})
 	}
@@ -288,7 +290,7 @@ func testTenantDedup(t *testing.T, b *bundle) {
 		ev.Deliveries = []store.NewDelivery{{ID: b.id("dlv_"), SubscriptionID: ev.Deliveries[0].SubscriptionID, EndpointID: ev.Deliveries[0].EndpointID}}
 		return ev
 	}
-	dups := []store.NewEvent{again(inAcc, acc.ID), again(inDefault, ""), again(inDefault, store.DefaultAccount)}
+	dups := []store.NewEvent{again(inAcc, acc.ID), again(inDefault, ""), again(inDefault, account.DefaultID)}
 	got := b.publish(dups...)
 	equal(t, "duplicates", got, []store.PublishResult{{Seq: res[1].Seq, Duplicate: true}, {Seq: res[0].Seq, Duplicate: true},
 		{Seq: res[0].Seq, Duplicate: true}})
@@ -308,8 +310,8 @@ func testTenantDedup(t *testing.T, b *bundle) {
 }
 
 // queuedDelivery is the state Publish gives a queued delivery of ev.
-func queuedDelivery(ev store.NewEvent, i int, seq int64) store.Delivery {
+func queuedDelivery(ev store.NewEvent, i int, seq int64) delivery.Delivery {
 	d := pendingDelivery(ev, i, seq)
-	d.Status = store.StatusQueued
+	d.Status = delivery.StatusQueued
 	return d
 }

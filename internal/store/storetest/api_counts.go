@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -55,7 +56,7 @@ func testCountPending(t *testing.T, b *bundle) {
 	q := b.deliver(a, b.now)
 	b.claim(a.EndpointID, b.now, 1)
 	queued := failed(q, 1, b.now, b.now, time.Time{})
-	queued.Status = store.StatusQueued
+	queued.Status = delivery.StatusQueued
 	b.record(queued)
 	count(2, 1)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -90,7 +91,7 @@ func testListDeliveriesPages(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "first item", ds, []store.Delivery{b.get(all[9])})
+	equal(t, "first item", ds, []delivery.Delivery{b.get(all[9])})
 	if ds[0].EventID == "" || ds[0].EventSource != "/billing" {
 		t.Fatalf("delivery without its event's id and source: %+v", ds[0])
 	}
@@ -117,12 +118,12 @@ func testListDeliveriesFilters(t *testing.T, b *bundle) {
 	}{
 		{"none", store.DeliveryFilter{}, []string{sx, sc, sa, pc, da, pa}},
 		{"subscription", store.DeliveryFilter{SubscriptionID: a.ID}, []string{sa, da, pa}},
-		{"status", store.DeliveryFilter{Status: store.StatusDelivered}, []string{da}},
-		{"status pending", store.DeliveryFilter{Status: store.StatusPending}, []string{sx, sc, sa, pc, pa}},
-		{"subscription and status", store.DeliveryFilter{SubscriptionID: a.ID, Status: store.StatusPending}, []string{sa, pa}},
+		{"status", store.DeliveryFilter{Status: delivery.StatusDelivered}, []string{da}},
+		{"status pending", store.DeliveryFilter{Status: delivery.StatusPending}, []string{sx, sc, sa, pc, pa}},
+		{"subscription and status", store.DeliveryFilter{SubscriptionID: a.ID, Status: delivery.StatusPending}, []string{sa, pa}},
 		{"event id", store.DeliveryFilter{EventID: shared.ID}, []string{sx, sc, sa}},
 		{"event id and subscription", store.DeliveryFilter{EventID: shared.ID, SubscriptionID: c.ID}, []string{sx, sc}},
-		{"event id, subscription, status", store.DeliveryFilter{EventID: shared.ID, SubscriptionID: c.ID, Status: store.StatusDelivered}, []string{}},
+		{"event id, subscription, status", store.DeliveryFilter{EventID: shared.ID, SubscriptionID: c.ID, Status: delivery.StatusDelivered}, []string{}},
 		{"unknown subscription", store.DeliveryFilter{SubscriptionID: "sub_unknown"}, []string{}},
 	} {
 		for _, limit := range []int{1, 2, 100} {
@@ -166,7 +167,7 @@ func testListAttempts(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	ev, _ := b.claimOne(a, b.now)
 	id := ev.Deliveries[0].ID
-	var want []store.AttemptRecord
+	var want []delivery.Attempt
 	for n := 1; n <= 4; n++ {
 		if n > 1 {
 			b.claim(a.EndpointID, b.at(time.Duration(n)*time.Minute), 1)
@@ -182,7 +183,7 @@ func testListAttempts(t *testing.T, b *bundle) {
 	want = append(want, o.Attempt)
 
 	for _, limit := range []int{1, 2, 5, 6} {
-		var got []store.AttemptRecord
+		var got []delivery.Attempt
 		allPages(t, limit, func(p store.Page) ([]string, string, error) {
 			as, next, err := b.s.ListAttempts(b.ctx, id, p)
 			got = append(got, as...)
@@ -221,7 +222,7 @@ func testListDeadLetters(t *testing.T, b *bundle) {
 			var ids []string
 			for _, dl := range dls {
 				ids = append(ids, dl.ID)
-				if dl.Status != store.StatusDeadLettered || dl.Event.Seq != dl.EventSeq || dl.Event.ID != dl.EventID ||
+				if dl.Status != delivery.StatusDeadLettered || dl.Event.Seq != dl.EventSeq || dl.Event.ID != dl.EventID ||
 					len(dl.Event.Payload) == 0 || dl.Attempts != 2 || dl.DeadLetterReason == "" || dl.LastAttemptAt.IsZero() {
 					return nil, "", fmt.Errorf("dead letter without its dead-letter fields or event: %+v", dl)
 				}

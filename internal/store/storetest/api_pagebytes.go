@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Tests of the page rule's byte bound (store.MaxPageBytes) on every list,
@@ -70,7 +73,7 @@ func testListDeadLettersBytes(t *testing.T, b *bundle) {
 // whose bytes as an item listed with its event (a dead letter, a queued
 // delivery: its id, source, type, subject and payload) are n: the payload
 // makes up the rest.
-func sizedEvent(b *bundle, at time.Time, sub store.Subscription, n int) store.NewEvent {
+func sizedEvent(b *bundle, at time.Time, sub subscription.Subscription, n int) store.NewEvent {
 	ev := b.event(at, sub)
 	ev.Payload = filler(n - len(ev.ID) - len(ev.Source) - len(ev.Type) - len(ev.Subject))
 	return ev
@@ -104,10 +107,10 @@ func testListDeliveriesBytes(t *testing.T, b *bundle) {
 	if err != nil || len(ds) != 41 || next != ds[40].ID {
 		t.Fatalf("first page: %d deliveries, cursor %q, %v; want 41 and a cursor", len(ds), next, err)
 	}
-	checkBounded(t, "deliveries", reversed(want), func(p store.Page) ([]store.Delivery, string, error) {
+	checkBounded(t, "deliveries", reversed(want), func(p store.Page) ([]delivery.Delivery, string, error) {
 		return b.s.ListDeliveries(b.ctx, store.DeliveryFilter{SubscriptionID: a.ID, Page: p})
-	}, func(d store.Delivery) int64 { return int64(len(d.EventID) + len(d.EventSource)) },
-		func(d store.Delivery) string { return d.ID })
+	}, func(d delivery.Delivery) int64 { return int64(len(d.EventID) + len(d.EventSource)) },
+		func(d delivery.Delivery) string { return d.ID })
 }
 
 // testListAttemptsBytes: an attempt's bytes are its error and response body.
@@ -128,16 +131,16 @@ func testListAttemptsBytes(t *testing.T, b *bundle) {
 		b.record(o)
 		want = append(want, fmt.Sprint(num))
 	}
-	checkBounded(t, "attempts", want, func(p store.Page) ([]store.AttemptRecord, string, error) {
+	checkBounded(t, "attempts", want, func(p store.Page) ([]delivery.Attempt, string, error) {
 		return b.s.ListAttempts(b.ctx, id, p)
-	}, func(a store.AttemptRecord) int64 { return int64(len(a.Error) + len(a.ResponseBody)) },
-		func(a store.AttemptRecord) string { return fmt.Sprint(a.Number) })
+	}, func(a delivery.Attempt) int64 { return int64(len(a.Error) + len(a.ResponseBody)) },
+		func(a delivery.Attempt) string { return fmt.Sprint(a.Number) })
 }
 
 // subscriptionBytes is a subscription's bytes: its name, URL, event types,
 // headers and secret headers (as stored: JSON), subject filters and retry
 // policy.
-func subscriptionBytes(t *testing.T, s store.Subscription) int64 {
+func subscriptionBytes(t *testing.T, s subscription.Subscription) int64 {
 	types, err := json.Marshal(s.EventTypes)
 	if err != nil {
 		t.Fatal(err)
@@ -165,10 +168,10 @@ func testListSubscriptionsBytes(t *testing.T, b *bundle) {
 		}
 		want = append(want, s.ID)
 	}
-	checkBounded(t, "subscriptions", want, func(p store.Page) ([]store.Subscription, string, error) {
+	checkBounded(t, "subscriptions", want, func(p store.Page) ([]subscription.Subscription, string, error) {
 		return b.s.ListSubscriptions(b.ctx, "", p)
-	}, func(s store.Subscription) int64 { return subscriptionBytes(t, s) },
-		func(s store.Subscription) string { return s.ID })
+	}, func(s subscription.Subscription) int64 { return subscriptionBytes(t, s) },
+		func(s subscription.Subscription) string { return s.ID })
 }
 
 // testListEndpointsBytes: an endpoint's bytes are its URL and its health
@@ -181,15 +184,15 @@ func testListEndpointsBytes(t *testing.T, b *bundle) {
 		want = append(want, s.EndpointID)
 	}
 	want = sortedCopy(want)
-	checkBounded(t, "endpoints", want, func(p store.Page) ([]store.Endpoint, string, error) {
+	checkBounded(t, "endpoints", want, func(p store.Page) ([]endpoint.Endpoint, string, error) {
 		return b.s.ListEndpoints(b.ctx, "", p)
-	}, func(e store.Endpoint) int64 {
+	}, func(e endpoint.Endpoint) int64 {
 		w, err := json.Marshal(e.Health.Window)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return int64(len(e.URL) + len(w))
-	}, func(e store.Endpoint) string { return e.ID })
+	}, func(e endpoint.Endpoint) string { return e.ID })
 }
 
 // testListInvalidCursors: every list answers ErrInvalidCursor for a cursor

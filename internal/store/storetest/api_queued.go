@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -24,16 +26,16 @@ func testListQueuedByEndpoint(t *testing.T, b *bundle) {
 	b.queue(oa, b.now)
 	b.deliver(a, b.now)
 	for _, f := range []store.DeliveryFilter{
-		{AccountID: store.DefaultAccount, EndpointID: a.EndpointID, Status: store.StatusQueued},
-		{EndpointID: a.EndpointID, Status: store.StatusQueued},
-		{AccountID: store.DefaultAccount, SubscriptionID: a.ID, EndpointID: a.EndpointID, Status: store.StatusQueued},
+		{AccountID: account.DefaultID, EndpointID: a.EndpointID, Status: delivery.StatusQueued},
+		{EndpointID: a.EndpointID, Status: delivery.StatusQueued},
+		{AccountID: account.DefaultID, SubscriptionID: a.ID, EndpointID: a.EndpointID, Status: delivery.StatusQueued},
 	} {
 		for _, limit := range []int{1, 2, 5, 6} {
 			got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
 				f.Page = p
 				ds, next, err := b.s.ListDeliveries(b.ctx, f)
 				for _, d := range ds {
-					if d.Status != store.StatusQueued || d.EndpointID != a.EndpointID {
+					if d.Status != delivery.StatusQueued || d.EndpointID != a.EndpointID {
 						t.Fatalf("listed %+v", d)
 					}
 				}
@@ -43,14 +45,14 @@ func testListQueuedByEndpoint(t *testing.T, b *bundle) {
 		}
 	}
 	// Another account's view of the endpoint is empty.
-	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{AccountID: other.ID, EndpointID: a.EndpointID, Status: store.StatusQueued})
+	ds, _, err := b.s.ListDeliveries(b.ctx, store.DeliveryFilter{AccountID: other.ID, EndpointID: a.EndpointID, Status: delivery.StatusQueued})
 	if err != nil || len(ds) != 0 {
 		t.Fatalf("another account's list = %v, %v; want none", deliveryIDs(ds), err)
 	}
 	// A settled delivery leaves the list.
 	res := receive(b, a, b.at(time.Hour), 1)
 	settled(t, "acknowledge", settle(b, a, store.Acknowledge, b.at(time.Hour), res.Received[0].LockToken), nil)
-	ds, _, err = b.s.ListDeliveries(b.ctx, store.DeliveryFilter{EndpointID: a.EndpointID, Status: store.StatusQueued})
+	ds, _, err = b.s.ListDeliveries(b.ctx, store.DeliveryFilter{EndpointID: a.EndpointID, Status: delivery.StatusQueued})
 	if err != nil || len(ds) != 4 {
 		t.Fatalf("after an acknowledgement: %v, %v; want 4", deliveryIDs(ds), err)
 	}
@@ -60,7 +62,7 @@ func testListQueuedByEndpoint(t *testing.T, b *bundle) {
 // seq): the delivery as GetDelivery reads it, with its event.
 func queuedItem(b *bundle, id string, ev store.NewEvent, seq int64) store.DeadLetter {
 	b.t.Helper()
-	return store.DeadLetter{Delivery: b.get(id), Event: store.StoredEvent{Seq: seq, AccountID: store.AccountOrDefault(ev.AccountID),
+	return store.DeadLetter{Delivery: b.get(id), Event: store.StoredEvent{Seq: seq, AccountID: account.OrDefault(ev.AccountID),
 		ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject, Payload: ev.Payload, PublishedAt: ev.PublishedAt}}
 }
 
@@ -105,7 +107,7 @@ func testListQueued(t *testing.T, b *bundle) {
 	all := listQueued(t, b, store.DeliveryFilter{}, 100)
 	equal(t, "every queued delivery", all, []store.DeadLetter{queuedItem(b, qo, evo, seqo), queuedItem(b, q3, ev3, seq3),
 		queuedItem(b, qsa, shared, seqShared), queuedItem(b, q1, ev1, seq1)})
-	if locked := all[3]; locked.Receives != 1 || !locked.LockedUntil.Equal(now.Add(lockFor)) || locked.Status != store.StatusQueued {
+	if locked := all[3]; locked.Receives != 1 || !locked.LockedUntil.Equal(now.Add(lockFor)) || locked.Status != delivery.StatusQueued {
 		t.Fatalf("a locked queued delivery listed as %+v; want its receive and lock", locked.Delivery)
 	}
 	for _, tc := range []struct {
@@ -114,17 +116,17 @@ func testListQueued(t *testing.T, b *bundle) {
 		want []string // newest first
 	}{
 		{"none", store.DeliveryFilter{}, []string{qo, q3, qsa, q1}},
-		{"status pending (taken as queued)", store.DeliveryFilter{Status: store.StatusPending}, []string{qo, q3, qsa, q1}},
-		{"status delivered (taken as queued)", store.DeliveryFilter{Status: store.StatusDelivered}, []string{qo, q3, qsa, q1}},
-		{"account", store.DeliveryFilter{AccountID: store.DefaultAccount}, []string{q3, qsa, q1}},
+		{"status pending (taken as queued)", store.DeliveryFilter{Status: delivery.StatusPending}, []string{qo, q3, qsa, q1}},
+		{"status delivered (taken as queued)", store.DeliveryFilter{Status: delivery.StatusDelivered}, []string{qo, q3, qsa, q1}},
+		{"account", store.DeliveryFilter{AccountID: account.DefaultID}, []string{q3, qsa, q1}},
 		{"other account", store.DeliveryFilter{AccountID: other.ID}, []string{qo}},
 		{"pull subscription", store.DeliveryFilter{SubscriptionID: p.ID}, []string{q1}},
-		{"push subscription", store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: a.ID}, []string{q3, qsa}},
+		{"push subscription", store.DeliveryFilter{AccountID: account.DefaultID, SubscriptionID: a.ID}, []string{q3, qsa}},
 		{"subscription of another account", store.DeliveryFilter{AccountID: other.ID, SubscriptionID: a.ID}, []string{}},
 		{"event id", store.DeliveryFilter{EventID: shared.ID}, []string{qsa}},
 		{"event id, other account", store.DeliveryFilter{AccountID: other.ID, EventID: shared.ID}, []string{}},
 		{"endpoint", store.DeliveryFilter{EndpointID: a.EndpointID}, []string{q3, qsa}},
-		{"endpoint, account", store.DeliveryFilter{AccountID: store.DefaultAccount, EndpointID: a.EndpointID}, []string{q3, qsa}},
+		{"endpoint, account", store.DeliveryFilter{AccountID: account.DefaultID, EndpointID: a.EndpointID}, []string{q3, qsa}},
 		{"endpoint, other account", store.DeliveryFilter{AccountID: other.ID, EndpointID: a.EndpointID}, []string{}},
 		{"other account's endpoint", store.DeliveryFilter{EndpointID: oa.EndpointID}, []string{qo}},
 		{"unknown subscription", store.DeliveryFilter{SubscriptionID: "sub_unknown"}, []string{}},

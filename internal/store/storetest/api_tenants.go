@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // pageIDs lists every page of list with limit, checking the page rule
@@ -51,23 +55,23 @@ func testTenantDeliveries(t *testing.T, b *bundle) {
 	}{
 		{"every account", store.DeliveryFilter{}, []string{sharedX, sharedA, dx, px, pa}},
 		{"account", store.DeliveryFilter{AccountID: acc.ID}, []string{sharedX, dx, px}},
-		{"default account", store.DeliveryFilter{AccountID: store.DefaultAccount}, []string{sharedA, pa}},
-		{"account and status", store.DeliveryFilter{AccountID: acc.ID, Status: store.StatusPending}, []string{sharedX, px}},
+		{"default account", store.DeliveryFilter{AccountID: account.DefaultID}, []string{sharedA, pa}},
+		{"account and status", store.DeliveryFilter{AccountID: acc.ID, Status: delivery.StatusPending}, []string{sharedX, px}},
 		{"account and subscription", store.DeliveryFilter{AccountID: acc.ID, SubscriptionID: x.ID}, []string{sharedX, dx, px}},
-		{"another account's subscription", store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: x.ID}, []string{}},
-		{"another account's subscription and status", store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: x.ID, Status: store.StatusDelivered}, []string{}},
+		{"another account's subscription", store.DeliveryFilter{AccountID: account.DefaultID, SubscriptionID: x.ID}, []string{}},
+		{"another account's subscription and status", store.DeliveryFilter{AccountID: account.DefaultID, SubscriptionID: x.ID, Status: delivery.StatusDelivered}, []string{}},
 		{"event id in every account", store.DeliveryFilter{EventID: sa.ID}, []string{sharedX, sharedA}},
 		{"event id in an account", store.DeliveryFilter{EventID: sa.ID, AccountID: acc.ID}, []string{sharedX}},
-		{"event id in the default account", store.DeliveryFilter{EventID: sa.ID, AccountID: store.DefaultAccount}, []string{sharedA}},
-		{"event id, account, status", store.DeliveryFilter{EventID: sa.ID, AccountID: acc.ID, Status: store.StatusDelivered}, []string{}},
+		{"event id in the default account", store.DeliveryFilter{EventID: sa.ID, AccountID: account.DefaultID}, []string{sharedA}},
+		{"event id, account, status", store.DeliveryFilter{EventID: sa.ID, AccountID: acc.ID, Status: delivery.StatusDelivered}, []string{}},
 		{"unknown account", store.DeliveryFilter{AccountID: "acc_" + strings.Repeat("0", 26)}, []string{}},
 	} {
 		for _, limit := range []int{1, 2, 100} {
-			got := pageIDs(t, limit, func(p store.Page) ([]store.Delivery, string, error) {
+			got := pageIDs(t, limit, func(p store.Page) ([]delivery.Delivery, string, error) {
 				f := tc.f
 				f.Page = p
 				return b.s.ListDeliveries(b.ctx, f)
-			}, func(d store.Delivery) string { return d.ID })
+			}, func(d delivery.Delivery) string { return d.ID })
 			equal(t, fmt.Sprintf("%s, limit %d", tc.name, limit), got, tc.want)
 		}
 	}
@@ -114,7 +118,7 @@ func testTenantDeadLetters(t *testing.T, b *bundle) {
 			f.Page = p
 			dls, next, err := b.s.ListDeadLetters(b.ctx, f)
 			for _, dl := range dls {
-				if want := store.AccountOrDefault(f.AccountID); f.AccountID != "" && (dl.AccountID != want || dl.Event.AccountID != want) {
+				if want := account.OrDefault(f.AccountID); f.AccountID != "" && (dl.AccountID != want || dl.Event.AccountID != want) {
 					return nil, "", fmt.Errorf("dead letter of %s (event of %s) listed in %s", dl.AccountID, dl.Event.AccountID, want)
 				}
 			}
@@ -124,7 +128,7 @@ func testTenantDeadLetters(t *testing.T, b *bundle) {
 	key := func(d store.DeadLetter) string { return d.ID }
 	for _, limit := range []int{1, 2, 10} {
 		equal(t, "dead letters of the account", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: acc.ID}), key), reversed(ofX))
-		equal(t, "dead letters of the default account", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: store.DefaultAccount}), key), reversed(ofA))
+		equal(t, "dead letters of the default account", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: account.DefaultID}), key), reversed(ofA))
 		equal(t, "dead letters of the account's subscription", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: acc.ID, SubscriptionID: x.ID}), key), reversed(ofX))
 		equal(t, "dead letters of another account's subscription", pageIDs(t, limit, list(store.DeadLetterFilter{AccountID: acc.ID, SubscriptionID: a.ID}), key), []string{})
 		equal(t, "dead letters of every account", len(pageIDs(t, limit, list(store.DeadLetterFilter{}), key)), len(ofA)+len(ofX))
@@ -138,7 +142,7 @@ func testTenantSubscriptions(t *testing.T, b *bundle) {
 	var all, ofAcc, ofDefault []string
 	for i := 0; i < 7; i++ {
 		url := fmt.Sprintf("https://example.com/%d", i)
-		var s store.Subscription
+		var s subscription.Subscription
 		if i%2 == 0 {
 			s = b.subIn(acc.ID, url)
 			ofAcc = append(ofAcc, s.ID)
@@ -151,15 +155,15 @@ func testTenantSubscriptions(t *testing.T, b *bundle) {
 			t.Fatalf("GetSubscription(%s) = %+v, %v; want it in %s", s.ID, got, err, s.AccountID)
 		}
 	}
-	key := func(s store.Subscription) string { return s.ID }
-	list := func(account string) func(store.Page) ([]store.Subscription, string, error) {
-		return func(p store.Page) ([]store.Subscription, string, error) {
+	key := func(s subscription.Subscription) string { return s.ID }
+	list := func(account string) func(store.Page) ([]subscription.Subscription, string, error) {
+		return func(p store.Page) ([]subscription.Subscription, string, error) {
 			return b.s.ListSubscriptions(b.ctx, account, p)
 		}
 	}
 	for _, limit := range []int{1, 2, 4, 8} {
 		equal(t, "subscriptions of the account", pageIDs(t, limit, list(acc.ID), key), ofAcc)
-		equal(t, "subscriptions of the default account", pageIDs(t, limit, list(store.DefaultAccount), key), ofDefault)
+		equal(t, "subscriptions of the default account", pageIDs(t, limit, list(account.DefaultID), key), ofDefault)
 		equal(t, "subscriptions of every account", pageIDs(t, limit, list(""), key), all)
 		equal(t, "subscriptions of an account without any", pageIDs(t, limit, list(other.ID), key), []string{})
 	}
@@ -184,34 +188,34 @@ func testTenantEndpoints(t *testing.T, b *bundle) {
 	if a.EndpointID != b.s.EndpointID("", url) || x.EndpointID != b.s.EndpointID(acc.ID, url) || a.EndpointID == x.EndpointID {
 		t.Fatalf("endpoint IDs %s and %s: want one per account (Store.EndpointID)", a.EndpointID, x.EndpointID)
 	}
-	for _, s := range []store.Subscription{a, x} {
-		if e := endpoint(b, s.EndpointID); e.AccountID != s.AccountID || e.URL != url {
+	for _, s := range []subscription.Subscription{a, x} {
+		if e := readEndpoint(b, s.EndpointID); e.AccountID != s.AccountID || e.URL != url {
 			t.Fatalf("endpoint of %s: %+v", s.AccountID, e)
 		}
 	}
-	key := func(e store.Endpoint) string { return e.ID }
-	list := func(account string) func(store.Page) ([]store.Endpoint, string, error) {
-		return func(p store.Page) ([]store.Endpoint, string, error) { return b.s.ListEndpoints(b.ctx, account, p) }
+	key := func(e endpoint.Endpoint) string { return e.ID }
+	list := func(account string) func(store.Page) ([]endpoint.Endpoint, string, error) {
+		return func(p store.Page) ([]endpoint.Endpoint, string, error) { return b.s.ListEndpoints(b.ctx, account, p) }
 	}
 	other := b.sub("https://other.example/hook")
 	for _, limit := range []int{1, 2, 3} {
 		equal(t, "endpoints of the account", pageIDs(t, limit, list(acc.ID), key), []string{x.EndpointID})
-		equal(t, "endpoints of the default account", pageIDs(t, limit, list(store.DefaultAccount), key), sortedCopy([]string{a.EndpointID, other.EndpointID}))
+		equal(t, "endpoints of the default account", pageIDs(t, limit, list(account.DefaultID), key), sortedCopy([]string{a.EndpointID, other.EndpointID}))
 		equal(t, "endpoints of every account", pageIDs(t, limit, list(""), key), sortedCopy([]string{a.EndpointID, other.EndpointID, x.EndpointID}))
 	}
 	// Each endpoint has its own deliveries and health.
 	da, dx := b.deliver(a, b.now), b.deliver(x, b.now)
 	equal(t, "claimed on the default account's endpoint", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{da})
 	setHealth(b, x.EndpointID, sampleHealth(b))
-	if e := endpoint(b, a.EndpointID); e.Health.ConsecutiveFailures != 0 {
+	if e := readEndpoint(b, a.EndpointID); e.Health.ConsecutiveFailures != 0 {
 		t.Fatalf("the other account's endpoint took the health: %+v", e.Health)
 	}
 	deleteSub(b, x)
 	noEndpoint(b, x.EndpointID)
-	if e := endpoint(b, a.EndpointID); e.AccountID != store.DefaultAccount {
+	if e := readEndpoint(b, a.EndpointID); e.AccountID != account.DefaultID {
 		t.Fatalf("endpoint left: %+v", e)
 	}
-	if d := b.get(dx); d.Status != store.StatusDropped {
+	if d := b.get(dx); d.Status != delivery.StatusDropped {
 		t.Fatalf("delivery of the deleted subscription: %+v", d)
 	}
 	equal(t, "endpoints of the account after its subscription went", pageIDs(t, 10, list(acc.ID), key), []string{})

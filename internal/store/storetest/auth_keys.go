@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -37,12 +38,12 @@ func testAuthVersion(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	advanced("UpdateAccount")
-	first := newKey(b, a.ID, store.RoleAdmin)
+	first := newKey(b, a.ID, account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, first); err != nil || !ok {
 		t.Fatalf("CreateFirstKey = %v, %v", ok, err)
 	}
 	advanced("CreateFirstKey")
-	k := key(b, a.ID, store.RoleAccount)
+	k := key(b, a.ID, account.RoleAccount)
 	advanced("CreateKey")
 	if err := b.s.DeleteKey(b.ctx, k.ID); err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func testAuthVersion(t *testing.T, b *bundle) {
 	advanced("DeleteAccount")
 
 	// Reads.
-	_, _ = b.s.GetAccount(b.ctx, store.DefaultAccount)
+	_, _ = b.s.GetAccount(b.ctx, account.DefaultID)
 	_, _, _ = b.s.ListAccounts(b.ctx, store.Page{})
 	_, _ = b.s.GetKey(b.ctx, first.ID)
 	_, _ = b.s.KeyByHash(b.ctx, first.Hash)
@@ -63,14 +64,14 @@ func testAuthVersion(t *testing.T, b *bundle) {
 	// Refused writes.
 	c := b.account("c")
 	advanced("CreateAccount")
-	kc := key(b, c.ID, store.RoleAccount)
+	kc := key(b, c.ID, account.RoleAccount)
 	advanced("CreateKey")
-	_ = b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "c", CreatedAt: b.now, UpdatedAt: b.now})
-	_ = b.s.UpdateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "x", UpdatedAt: b.now})
-	_ = b.s.DeleteAccount(b.ctx, store.DefaultAccount)
+	_ = b.s.CreateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: "c", CreatedAt: b.now, UpdatedAt: b.now})
+	_ = b.s.UpdateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: "x", UpdatedAt: b.now})
+	_ = b.s.DeleteAccount(b.ctx, account.DefaultID)
 	_ = b.s.DeleteKey(b.ctx, b.id("key_"))
-	_ = b.s.CreateKey(b.ctx, newKey(b, b.id("acc_"), store.RoleAccount))
-	dup := newKey(b, c.ID, store.RoleAccount)
+	_ = b.s.CreateKey(b.ctx, newKey(b, b.id("acc_"), account.RoleAccount))
+	dup := newKey(b, c.ID, account.RoleAccount)
 	dup.Hash = kc.Hash
 	_ = b.s.CreateKey(b.ctx, dup)
 	unchanged("refused writes")
@@ -80,16 +81,16 @@ func testAuthVersion(t *testing.T, b *bundle) {
 }
 
 func testFirstKey(t *testing.T, b *bundle) {
-	missing := newKey(b, b.id("acc_"), store.RoleAdmin)
+	missing := newKey(b, b.id("acc_"), account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, missing); !errors.Is(err, store.ErrNotFound) || ok {
 		t.Fatalf("CreateFirstKey(unknown account) = %v, %v; want false, ErrNotFound", ok, err)
 	}
-	first := newKey(b, store.DefaultAccount, store.RoleAdmin)
+	first := newKey(b, account.DefaultID, account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, first); err != nil || !ok {
 		t.Fatalf("CreateFirstKey on a store without keys = %v, %v; want true", ok, err)
 	}
 	equal(t, "first key", getKey(b, first.ID), first)
-	second := newKey(b, store.DefaultAccount, store.RoleAdmin)
+	second := newKey(b, account.DefaultID, account.RoleAdmin)
 	if ok, err := b.s.CreateFirstKey(b.ctx, second); err != nil || ok {
 		t.Fatalf("second CreateFirstKey = %v, %v; want false", ok, err)
 	}
@@ -101,7 +102,7 @@ func testFirstKey(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	a := b.account("a")
-	key(b, a.ID, store.RolePublish)
+	key(b, a.ID, account.RolePublish)
 	if ok, err := b.s.CreateFirstKey(b.ctx, second); err != nil || ok {
 		t.Fatalf("CreateFirstKey with another account's key stored = %v, %v; want false", ok, err)
 	}
@@ -111,9 +112,9 @@ func testFirstKey(t *testing.T, b *bundle) {
 // creates its first key.
 func testFirstKeyRace(t *testing.T, b *bundle) {
 	const n = 8
-	keys := make([]store.APIKey, n)
+	keys := make([]account.Key, n)
 	for i := range keys {
-		keys[i] = newKey(b, store.DefaultAccount, store.RoleAdmin)
+		keys[i] = newKey(b, account.DefaultID, account.RoleAdmin)
 	}
 	var wg sync.WaitGroup
 	created := make([]bool, n)
@@ -141,5 +142,5 @@ func testFirstKeyRace(t *testing.T, b *bundle) {
 	if len(winners) != 1 {
 		t.Fatalf("%d calls created their first key (%v), want exactly 1", len(winners), winners)
 	}
-	equal(t, "keys", listKeys(b, store.DefaultAccount, 100), winners)
+	equal(t, "keys", listKeys(b, account.DefaultID, 100), winners)
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // BenchStore is a backend under Bench.
@@ -129,9 +131,9 @@ func benchRecord1(b *testing.B, bs BenchStore) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := seq.Add(1)
-			o := store.Outcome{Attempt: store.AttemptRecord{DeliveryID: all[int(n)%len(all)], Number: int(n), StartedAt: now,
+			o := store.Outcome{Attempt: delivery.Attempt{DeliveryID: all[int(n)%len(all)], Number: int(n), StartedAt: now,
 				Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503"},
-				Status: store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute)}
+				Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute)}
 			if err := s.Record(ctx, []store.Outcome{o}); err != nil {
 				b.Error(err)
 				return
@@ -177,7 +179,7 @@ func benchClaimRecord100(b *testing.B, bs BenchStore) {
 // shape in herald bench, 10 that of an event many subscribers take.
 func benchLifecycle(b *testing.B, bs BenchStore, fanout int) {
 	s := bs.Open(b)
-	var sus []store.Subscription
+	var sus []subscription.Subscription
 	for i := range 10 {
 		sus = append(sus, BenchSub(b, s, i))
 	}
@@ -256,15 +258,15 @@ func benchSerialLifecycle(b *testing.B, bs BenchStore) {
 // deliveredOutcome is the outcome of delivery id delivered at its first
 // attempt, made at now by owner.
 func deliveredOutcome(id string, now time.Time, owner string) store.Outcome {
-	return store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: now,
+	return store.Outcome{Attempt: delivery.Attempt{DeliveryID: id, Number: 1, StartedAt: now,
 		Duration: time.Millisecond, StatusCode: 200, Outcome: "http_200"},
-		Status: store.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
+		Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
 		DeliveredAt: now, LeaseOwner: owner}
 }
 
 // BenchEvents returns n events published at `at`, with IDs prefix-0 … and
 // a 1 KiB payload, each with one delivery to sub.
-func BenchEvents(prefix string, n int, sub store.Subscription, at time.Time) []store.NewEvent {
+func BenchEvents(prefix string, n int, sub subscription.Subscription, at time.Time) []store.NewEvent {
 	payload := make([]byte, 1024)
 	for i := range payload {
 		payload[i] = 'x'
@@ -281,18 +283,18 @@ func BenchEvents(prefix string, n int, sub store.Subscription, at time.Time) []s
 }
 
 // benchSetup opens a store for b with one subscription.
-func benchSetup(b *testing.B, bs BenchStore) (store.Store, store.Subscription) {
+func benchSetup(b *testing.B, bs BenchStore) (store.Store, subscription.Subscription) {
 	b.Helper()
 	s := bs.Open(b)
 	return s, BenchSub(b, s, 0)
 }
 
 // BenchSub creates subscription number i (its own URL, so its own endpoint).
-func BenchSub(b *testing.B, s store.Store, i int) store.Subscription {
+func BenchSub(b *testing.B, s store.Store, i int) subscription.Subscription {
 	b.Helper()
 	now := time.Now()
 	url := fmt.Sprintf("http://127.0.0.1:1/hook/%d", i)
-	sub := store.Subscription{ID: ids.New("sub_", now), Name: fmt.Sprintf("bench-%d", i), URL: url,
+	sub := subscription.Subscription{ID: ids.New("sub_", now), Name: fmt.Sprintf("bench-%d", i), URL: url,
 		EndpointID: s.EndpointID("", url), EventTypes: []string{"bench.event"}, State: "active",
 		CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(context.Background(), sub); err != nil {

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // benchLookups measures the reads the API serves (lookups) on a store of
@@ -37,7 +39,7 @@ const lookupSubs, lookupCalls, lookupsPerCall = 10, 100, 100
 // deliveries each delivered, retrying (one failed attempt), dead-lettered
 // and still leased.
 type lookupData struct {
-	subs       []store.Subscription
+	subs       []subscription.Subscription
 	deliveries []string // every delivery
 	attempted  []string // those with an attempt
 	events     []string // their events' CloudEvents ids
@@ -82,17 +84,17 @@ func fillLookups(b *testing.B, s store.Store) *lookupData {
 // turn delivered, retrying in an hour and dead-lettered; none (ok false)
 // for every fourth, which stays leased.
 func lookupOutcome(id string, i int, now time.Time) (o store.Outcome, ok bool) {
-	o = store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 1, StartedAt: now,
+	o = store.Outcome{Attempt: delivery.Attempt{DeliveryID: id, Number: 1, StartedAt: now,
 		Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503", ResponseBody: []byte("busy")},
 		Attempts: 1, RoundAttempts: 1, FirstFailure: now, LastStatusCode: 503, LastOutcome: "http_503"}
 	switch i % 4 {
 	case 0:
 		o.Attempt.StatusCode, o.Attempt.Outcome = 200, "http_200"
-		o.Status, o.FirstFailure, o.LastStatusCode, o.LastOutcome, o.DeliveredAt = store.StatusDelivered, time.Time{}, 200, "http_200", now
+		o.Status, o.FirstFailure, o.LastStatusCode, o.LastOutcome, o.DeliveredAt = delivery.StatusDelivered, time.Time{}, 200, "http_200", now
 	case 1:
-		o.Status, o.NextAttemptAt = store.StatusPending, now.Add(time.Hour)
+		o.Status, o.NextAttemptAt = delivery.StatusPending, now.Add(time.Hour)
 	case 2:
-		o.Status, o.DeadLetterReason = store.StatusDeadLettered, "MaxAttemptsExceeded"
+		o.Status, o.DeadLetterReason = delivery.StatusDeadLettered, "MaxAttemptsExceeded"
 	default:
 		return o, false
 	}
@@ -103,7 +105,7 @@ func lookupOutcome(id string, i int, now time.Time) (o store.Outcome, ok bool) {
 var lookupPage = store.Page{Limit: 100}
 
 // lookupStatuses are the statuses ListDeliveries/status lists in turn.
-var lookupStatuses = []store.Status{store.StatusDelivered, store.StatusPending, store.StatusDeadLettered}
+var lookupStatuses = []delivery.Status{delivery.StatusDelivered, delivery.StatusPending, delivery.StatusDeadLettered}
 
 // lookups are benchLookups' reads: the i-th call of each reads what it
 // returns the count of (a get, 1).

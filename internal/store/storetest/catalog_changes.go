@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 func changes(b *bundle, since int64) store.CatalogChanges {
@@ -16,7 +17,7 @@ func changes(b *bundle, since int64) store.CatalogChanges {
 	return c
 }
 
-func subIDs(subs []store.Subscription) []string {
+func subIDs(subs []subscription.Subscription) []string {
 	var out []string
 	for _, s := range subs {
 		out = append(out, s.ID)

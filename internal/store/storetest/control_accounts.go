@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 func testAccountRoundTrip(t *testing.T, b *bundle) {
@@ -32,10 +35,10 @@ func testAccountRoundTrip(t *testing.T, b *bundle) {
 
 func testAccountConflicts(t *testing.T, b *bundle) {
 	a, c := b.account("a"), b.account("c")
-	if err := b.s.CreateAccount(b.ctx, store.Account{ID: b.id("acc_"), Name: "a", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
+	if err := b.s.CreateAccount(b.ctx, account.Account{ID: b.id("acc_"), Name: "a", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("CreateAccount(taken name) = %v, want ErrNameTaken", err)
 	}
-	if err := b.s.CreateAccount(b.ctx, store.Account{ID: a.ID, Name: "new", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
+	if err := b.s.CreateAccount(b.ctx, account.Account{ID: a.ID, Name: "new", CreatedAt: b.now, UpdatedAt: b.now}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateAccount(existing ID) = %v, want ErrConflict", err)
 	}
 	up := c
@@ -44,7 +47,7 @@ func testAccountConflicts(t *testing.T, b *bundle) {
 		t.Fatalf("UpdateAccount(taken name) = %v, want ErrNameTaken", err)
 	}
 	equal(t, "account after a refused update", getAccount(b, c.ID), c)
-	equal(t, "accounts", listAccounts(b, 10), []string{store.DefaultAccount, a.ID, c.ID})
+	equal(t, "accounts", listAccounts(b, 10), []string{account.DefaultID, a.ID, c.ID})
 }
 
 func testAccountNotFound(t *testing.T, b *bundle) {
@@ -52,13 +55,13 @@ func testAccountNotFound(t *testing.T, b *bundle) {
 	if _, err := b.s.GetAccount(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetAccount(unknown) = %v, want ErrNotFound", err)
 	}
-	if err := b.s.UpdateAccount(b.ctx, store.Account{ID: id, Name: "x", UpdatedAt: b.now}); !errors.Is(err, store.ErrNotFound) {
+	if err := b.s.UpdateAccount(b.ctx, account.Account{ID: id, Name: "x", UpdatedAt: b.now}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("UpdateAccount(unknown) = %v, want ErrNotFound", err)
 	}
 	if err := b.s.DeleteAccount(b.ctx, id); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeleteAccount(unknown) = %v, want ErrNotFound", err)
 	}
-	sub := store.Subscription{ID: b.id("sub_"), AccountID: id, Name: "s", URL: "https://x.example/",
+	sub := subscription.Subscription{ID: b.id("sub_"), AccountID: id, Name: "s", URL: "https://x.example/",
 		EndpointID: b.s.EndpointID(id, "https://x.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, sub); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateSubscription(unknown account) = %v, want ErrNotFound", err)
@@ -75,8 +78,8 @@ func testAccountNotFound(t *testing.T, b *bundle) {
 // its events and finished deliveries stay.
 func testAccountDelete(t *testing.T, b *bundle) {
 	a, kept := b.account("a"), b.account("kept")
-	k1, k2 := key(b, a.ID, store.RoleAccount), key(b, a.ID, store.RolePublish)
-	other := key(b, kept.ID, store.RoleAccount)
+	k1, k2 := key(b, a.ID, account.RoleAccount), key(b, a.ID, account.RolePublish)
+	other := key(b, kept.ID, account.RoleAccount)
 	sub := b.subIn(a.ID, "https://a.example/hook")
 	ev, seq := b.claimOne(sub, b.now)
 	done := ev.Deliveries[0].ID
@@ -89,7 +92,7 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	if _, err := b.s.GetAccount(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetAccount after delete = %v, want ErrNotFound", err)
 	}
-	for _, k := range []store.APIKey{k1, k2} {
+	for _, k := range []account.Key{k1, k2} {
 		if _, err := b.s.GetKey(b.ctx, k.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("GetKey(%s) of a deleted account = %v, want ErrNotFound", k.ID, err)
 		}
@@ -99,8 +102,8 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	}
 	equal(t, "keys of the deleted account", listKeys(b, a.ID, 10), []string{})
 	equal(t, "keys of another account", listKeys(b, kept.ID, 10), []string{other.ID})
-	equal(t, "accounts", listAccounts(b, 10), []string{store.DefaultAccount, kept.ID})
-	if d := b.get(done); d.Status != store.StatusDelivered || d.AccountID != a.ID {
+	equal(t, "accounts", listAccounts(b, 10), []string{account.DefaultID, kept.ID})
+	if d := b.get(done); d.Status != delivery.StatusDelivered || d.AccountID != a.ID {
 		t.Fatalf("finished delivery of a deleted account: %+v", d)
 	}
 	if e, err := b.s.GetEvent(b.ctx, seq); err != nil || e.AccountID != a.ID {
@@ -109,7 +112,7 @@ func testAccountDelete(t *testing.T, b *bundle) {
 	if err := b.s.DeleteAccount(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second DeleteAccount = %v, want ErrNotFound", err)
 	}
-	if err := b.s.CreateKey(b.ctx, newKey(b, a.ID, store.RoleAccount)); !errors.Is(err, store.ErrNotFound) {
+	if err := b.s.CreateKey(b.ctx, newKey(b, a.ID, account.RoleAccount)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateKey in a deleted account = %v, want ErrNotFound", err)
 	}
 	// Its name is free again.
@@ -119,12 +122,12 @@ func testAccountDelete(t *testing.T, b *bundle) {
 // testAccountDeleteRefused: the default account and an account with
 // subscriptions stay, with their keys.
 func testAccountDeleteRefused(t *testing.T, b *bundle) {
-	dk := key(b, store.DefaultAccount, store.RoleAdmin)
-	if err := b.s.DeleteAccount(b.ctx, store.DefaultAccount); !errors.Is(err, store.ErrConflict) {
+	dk := key(b, account.DefaultID, account.RoleAdmin)
+	if err := b.s.DeleteAccount(b.ctx, account.DefaultID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("DeleteAccount(default) = %v, want ErrConflict", err)
 	}
 	a := b.account("a")
-	k := key(b, a.ID, store.RoleAccount)
+	k := key(b, a.ID, account.RoleAccount)
 	sub := b.subIn(a.ID, "https://a.example/hook")
 	v := authVersion(b)
 	if err := b.s.DeleteAccount(b.ctx, a.ID); !errors.Is(err, store.ErrConflict) {
@@ -136,7 +139,7 @@ func testAccountDeleteRefused(t *testing.T, b *bundle) {
 	equal(t, "account", getAccount(b, a.ID), a)
 	equal(t, "key", getKey(b, k.ID), k)
 	equal(t, "default key", getKey(b, dk.ID), dk)
-	endpoint(b, sub.EndpointID)
+	readEndpoint(b, sub.EndpointID)
 	deleteSub(b, sub)
 	if err := b.s.DeleteAccount(b.ctx, a.ID); err != nil {
 		t.Fatalf("DeleteAccount after its subscription went = %v", err)
@@ -145,7 +148,7 @@ func testAccountDeleteRefused(t *testing.T, b *bundle) {
 
 func testKeyRoundTrip(t *testing.T, b *bundle) {
 	a := b.account("a")
-	k := key(b, a.ID, store.RolePublish)
+	k := key(b, a.ID, account.RolePublish)
 	equal(t, "GetKey", getKey(b, k.ID), k)
 	byHash, err := b.s.KeyByHash(b.ctx, k.Hash)
 	if err != nil {
@@ -153,11 +156,11 @@ func testKeyRoundTrip(t *testing.T, b *bundle) {
 	}
 	equal(t, "KeyByHash", byHash, k)
 	// A key without an account is the default account's.
-	d := newKey(b, "", store.RoleAdmin)
+	d := newKey(b, "", account.RoleAdmin)
 	if err := b.s.CreateKey(b.ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	d.AccountID = store.DefaultAccount
+	d.AccountID = account.DefaultID
 	equal(t, "key of the default account", getKey(b, d.ID), d)
 
 	if err := b.s.DeleteKey(b.ctx, k.ID); err != nil {
@@ -177,18 +180,18 @@ func testKeyRoundTrip(t *testing.T, b *bundle) {
 
 func testKeyConflicts(t *testing.T, b *bundle) {
 	a := b.account("a")
-	k := key(b, a.ID, store.RoleAccount)
-	sameID := newKey(b, a.ID, store.RoleAccount)
+	k := key(b, a.ID, account.RoleAccount)
+	sameID := newKey(b, a.ID, account.RoleAccount)
 	sameID.ID = k.ID
 	if err := b.s.CreateKey(b.ctx, sameID); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateKey(existing ID) = %v, want ErrConflict", err)
 	}
-	sameHash := newKey(b, store.DefaultAccount, store.RoleAccount)
+	sameHash := newKey(b, account.DefaultID, account.RoleAccount)
 	sameHash.Hash = k.Hash
 	if err := b.s.CreateKey(b.ctx, sameHash); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("CreateKey(existing hash) = %v, want ErrConflict", err)
 	}
-	missing := newKey(b, b.id("acc_"), store.RoleAccount)
+	missing := newKey(b, b.id("acc_"), account.RoleAccount)
 	if err := b.s.CreateKey(b.ctx, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CreateKey(unknown account) = %v, want ErrNotFound", err)
 	}

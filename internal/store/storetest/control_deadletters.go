@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -18,17 +20,17 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	a := dlSub(b, "https://a.example/hook", "https://dl.example/hook")
 	dlEp := dlEndpoint(b, a)
 	equal(t, "endpoints", allEndpointIDs(b), sortedCopy([]string{a.EndpointID, dlEp}))
-	e := endpoint(b, dlEp)
-	if e.AccountID != store.DefaultAccount || e.URL != "https://dl.example/hook" || !e.CreatedAt.Equal(b.now) || e.Version <= 0 {
+	e := readEndpoint(b, dlEp)
+	if e.AccountID != account.DefaultID || e.URL != "https://dl.example/hook" || !e.CreatedAt.Equal(b.now) || e.Version <= 0 {
 		t.Fatalf("dead-letter endpoint: %+v", e)
 	}
-	equal(t, "fresh health", e.Health, endpoint(b, a.EndpointID).Health)
+	equal(t, "fresh health", e.Health, readEndpoint(b, a.EndpointID).Health)
 
 	// In another account: an endpoint of that account.
 	acc := b.account("tenant")
 	other := dlSubIn(b, acc.ID, "https://a.example/hook", "https://dl.example/hook")
-	if otherEp := dlEndpoint(b, other); otherEp == dlEp || endpoint(b, otherEp).AccountID != acc.ID {
-		t.Fatalf("dead-letter endpoint in another account: %s, %+v", otherEp, endpoint(b, otherEp))
+	if otherEp := dlEndpoint(b, other); otherEp == dlEp || readEndpoint(b, otherEp).AccountID != acc.ID {
+		t.Fatalf("dead-letter endpoint in another account: %s, %+v", otherEp, readEndpoint(b, otherEp))
 	}
 
 	// An update that keeps the URL keeps the row and its health.
@@ -36,13 +38,13 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	setHealth(b, dlEp, h)
 	a.EventTypes, a.UpdatedAt = []string{"invoice.voided"}, b.at(time.Second)
 	updateSub(b, a)
-	equal(t, "health after an update that kept the dead-letter URL", endpoint(b, dlEp).Health, h)
+	equal(t, "health after an update that kept the dead-letter URL", readEndpoint(b, dlEp).Health, h)
 
 	// Changed: the new URL's row, the old one's gone.
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "https://dl2.example/hook", b.at(2*time.Second)
 	updateSub(b, a)
 	noEndpoint(b, dlEp)
-	if e := endpoint(b, dlEndpoint(b, a)); e.URL != "https://dl2.example/hook" || !e.CreatedAt.Equal(b.at(2*time.Second)) {
+	if e := readEndpoint(b, dlEndpoint(b, a)); e.URL != "https://dl2.example/hook" || !e.CreatedAt.Equal(b.at(2*time.Second)) {
 		t.Fatalf("new dead-letter endpoint: %+v", e)
 	}
 	// Removed.
@@ -50,11 +52,11 @@ func testDeadLetterEndpointLife(t *testing.T, b *bundle) {
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "", b.at(3*time.Second)
 	updateSub(b, a)
 	noEndpoint(b, dl2)
-	endpoint(b, a.EndpointID)
+	readEndpoint(b, a.EndpointID)
 	// Back, fresh, then deleted with the subscription.
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "https://dl.example/hook", b.at(4*time.Second)
 	updateSub(b, a)
-	equal(t, "health of the recreated dead-letter endpoint", endpoint(b, dlEp).Health, e.Health)
+	equal(t, "health of the recreated dead-letter endpoint", readEndpoint(b, dlEp).Health, e.Health)
 	deleteSub(b, a)
 	noEndpoint(b, dlEp)
 	noEndpoint(b, a.EndpointID)
@@ -76,11 +78,11 @@ func testDeadLetterSharedURL(t *testing.T, b *bundle) {
 	h := sampleHealth(b)
 	setHealth(b, epX, h)
 	deleteSub(b, s1)
-	equal(t, "health of the endpoint a dead-letter URL still uses", endpoint(b, epX).Health, h)
+	equal(t, "health of the endpoint a dead-letter URL still uses", readEndpoint(b, epX).Health, h)
 	s3 := b.sub(x) // and the other way round
 	s2.Delivery.DeadLetterURL, s2.UpdatedAt = "", b.at(time.Second)
 	updateSub(b, s2)
-	equal(t, "health of the endpoint a URL still uses", endpoint(b, epX).Health, h)
+	equal(t, "health of the endpoint a URL still uses", readEndpoint(b, epX).Health, h)
 	deleteSub(b, s3)
 	noEndpoint(b, epX)
 
@@ -88,7 +90,7 @@ func testDeadLetterSharedURL(t *testing.T, b *bundle) {
 	s4 := dlSub(b, "https://four.example/hook", x)
 	s5 := dlSub(b, "https://five.example/hook", x)
 	deleteSub(b, s4)
-	endpoint(b, epX)
+	readEndpoint(b, epX)
 	s5.Delivery.DeadLetterURL, s5.UpdatedAt = "https://elsewhere.example/hook", b.at(time.Second)
 	updateSub(b, s5)
 	noEndpoint(b, epX)
@@ -97,12 +99,12 @@ func testDeadLetterSharedURL(t *testing.T, b *bundle) {
 	s6 := dlSub(b, x, x)
 	s6.Delivery.DeadLetterURL, s6.UpdatedAt = "", b.at(2*time.Second)
 	updateSub(b, s6)
-	endpoint(b, epX)
+	readEndpoint(b, epX)
 	s6.Delivery.DeadLetterURL, s6.UpdatedAt = x, b.at(3*time.Second)
 	updateSub(b, s6)
 	s6.URL, s6.EndpointID, s6.UpdatedAt = "https://six.example/hook", b.s.EndpointID("", "https://six.example/hook"), b.at(4*time.Second)
 	updateSub(b, s6)
-	endpoint(b, epX)
+	readEndpoint(b, epX)
 	deleteSub(b, s6)
 	deleteSub(b, s5)
 	deleteSub(b, s2)
@@ -176,20 +178,20 @@ func testDeadLetterURLRemoved(t *testing.T, b *bundle) {
 	a.Delivery.DeadLetterURL, a.UpdatedAt = "", b.at(2*time.Second)
 	updateSub(b, a)
 	for _, id := range []string{c1, c2} {
-		if d := b.get(id); d.Status != store.StatusDropped || d.DeadLetterReason != reasonDeadLetterURLRemoved || d.EndpointID != dlEp {
+		if d := b.get(id); d.Status != delivery.StatusDropped || d.DeadLetterReason != reasonDeadLetterURLRemoved || d.EndpointID != dlEp {
 			t.Fatalf("dead letter %s after its URL was removed: %+v; want dropped (%s)", id, d, reasonDeadLetterURLRemoved)
 		}
 	}
-	if d := b.get(n); d.Status != store.StatusPending || d.EndpointID != a.EndpointID {
+	if d := b.get(n); d.Status != delivery.StatusPending || d.EndpointID != a.EndpointID {
 		t.Fatalf("other delivery after the dead-letter URL was removed: %+v", d)
 	}
-	if d := b.get(dead1); d.Status != store.StatusDeadLettered {
+	if d := b.get(dead1); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("dead-lettered delivery after the dead-letter URL was removed: %+v", d)
 	}
 	s := succeeded(c1, 1, b.at(3*time.Second))
 	s.LeaseOwner = b.lease.Owner
 	b.record(s)
-	if d := b.get(c1); d.Status != store.StatusDropped {
+	if d := b.get(c1); d.Status != delivery.StatusDropped {
 		t.Fatalf("outcome of a dropped dead letter applied: %+v", d)
 	}
 	if got := attempts(t, b, c1); len(got) != 1 {
@@ -226,12 +228,12 @@ func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 	deadAgain(c, dlEndpoint(b, a), at)
 	now := b.at(time.Hour)
 	d, err := b.s.Redeliver(b.ctx, c, now)
-	if err != nil || d.Status != store.StatusPending || d.EndpointID != dlEndpoint(b, a) || d.DeadLetterOf != dead || !d.NextAttemptAt.Equal(now) {
+	if err != nil || d.Status != delivery.StatusPending || d.EndpointID != dlEndpoint(b, a) || d.DeadLetterOf != dead || !d.NextAttemptAt.Equal(now) {
 		t.Fatalf("Redeliver of a dead letter = %+v, %v; want pending on %s", d, err, dlEndpoint(b, a))
 	}
 	got := b.claim(dlEndpoint(b, a), now, 10)
 	if len(got) != 1 || got[0].ID != c || got[0].DeadLetter == nil || got[0].DeadLetter.ID != dead ||
-		got[0].DeadLetter.Status != store.StatusDeadLettered {
+		got[0].DeadLetter.Status != delivery.StatusDeadLettered {
 		t.Fatalf("claimed after the redeliver: %+v", got)
 	}
 	o = deadLettered(c, 2, now, now)
@@ -248,7 +250,7 @@ func testDeadLetterRedeliver(t *testing.T, b *bundle) {
 	}
 	equal(t, "redriven to", sortedCopy(res.Endpoints), sortedCopy([]string{a.EndpointID, dlEndpoint(b, a)}))
 	for id, want := range map[string]string{dead: a.EndpointID, c: dlEndpoint(b, a)} {
-		if d := b.get(id); d.Status != store.StatusPending || d.EndpointID != want {
+		if d := b.get(id); d.Status != delivery.StatusPending || d.EndpointID != want {
 			t.Fatalf("delivery %s after the redrive: %+v; want pending on %s", id, d, want)
 		}
 	}
@@ -285,7 +287,7 @@ func testDeadLetterReactivate(t *testing.T, b *bundle) {
 	o := queuedOutcome(d, 1, b.at(time.Second))
 	o.LeaseOwner = b.lease.Owner
 	b.record(o)
-	if got := b.get(c); got.Status != store.StatusQueued {
+	if got := b.get(c); got.Status != delivery.StatusQueued {
 		t.Fatalf("dead letter after the deactivation: %+v; want queued", got)
 	}
 	at := b.at(time.Minute)
@@ -295,7 +297,7 @@ func testDeadLetterReactivate(t *testing.T, b *bundle) {
 	}
 	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID, dlEndpoint(b, a)})
 	for id, want := range map[string]string{c: dlEndpoint(b, a), d: a.EndpointID} {
-		if got := b.get(id); got.Status != store.StatusPending || got.EndpointID != want || !got.NextAttemptAt.Equal(at) {
+		if got := b.get(id); got.Status != delivery.StatusPending || got.EndpointID != want || !got.NextAttemptAt.Equal(at) {
 			t.Fatalf("delivery %s after the reactivation: %+v; want pending on %s", id, got, want)
 		}
 	}
@@ -345,9 +347,9 @@ func testDeadLetterConcurrentChanges(t *testing.T, b *bundle) {
 			t.Fatal(err)
 		}
 	}
-	a = subscription(b, a.ID)
+	a = readSubscription(b, a.ID)
 	for _, o := range outcomes {
-		if d := b.get(o.DeadLetterCopy.ID); d.Status != store.StatusPending || d.EndpointID != dlEndpoint(b, a) {
+		if d := b.get(o.DeadLetterCopy.ID); d.Status != delivery.StatusPending || d.EndpointID != dlEndpoint(b, a) {
 			t.Fatalf("dead letter %s: %+v; want pending on %s", d.ID, d, dlEndpoint(b, a))
 		}
 	}

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // noEndpoint fails the test unless endpoint id is gone.
@@ -17,14 +20,14 @@ func noEndpoint(b *bundle, id string) {
 	}
 }
 
-func deleteSub(b *bundle, s store.Subscription) {
+func deleteSub(b *bundle, s subscription.Subscription) {
 	b.t.Helper()
 	if err := b.s.DeleteSubscription(b.ctx, s.ID, b.now); err != nil {
 		b.t.Fatalf("DeleteSubscription(%s): %v", s.ID, err)
 	}
 }
 
-func updateSub(b *bundle, s store.Subscription) {
+func updateSub(b *bundle, s subscription.Subscription) {
 	b.t.Helper()
 	if err := b.s.UpdateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("UpdateSubscription(%s): %v", s.ID, err)
@@ -39,7 +42,7 @@ func testDeleteRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	h := sampleHealth(b)
 	setHealth(b, s1.EndpointID, h)
 	deleteSub(b, s1)
-	equal(t, "health of the endpoint another subscription still uses", endpoint(b, s2.EndpointID).Health, h)
+	equal(t, "health of the endpoint another subscription still uses", readEndpoint(b, s2.EndpointID).Health, h)
 	deleteSub(b, s2)
 	noEndpoint(b, s2.EndpointID)
 	deleteSub(b, secret)
@@ -49,7 +52,7 @@ func testDeleteRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	}
 	// The health sync of a node that still holds the endpoint finds nothing
 	// to write.
-	if out := modify(b, []string{s2.EndpointID}, func([]*store.Endpoint) error { return nil }); len(out) != 0 {
+	if out := modify(b, []string{s2.EndpointID}, func([]*endpoint.Endpoint) error { return nil }); len(out) != 0 {
 		t.Fatalf("ModifyEndpoints on a deleted endpoint wrote %+v", out)
 	}
 }
@@ -65,7 +68,7 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	setHealth(b, epA, h)
 	a.EventTypes, a.UpdatedAt = []string{"invoice.voided"}, b.at(time.Second)
 	updateSub(b, a)
-	equal(t, "health after an update that kept the URL", endpoint(b, epA).Health, h)
+	equal(t, "health after an update that kept the URL", readEndpoint(b, epA).Health, h)
 
 	dead := b.deadAfterTwo(a, b.now)
 	later := b.at(time.Hour)
@@ -92,8 +95,8 @@ func testMoveRemovesUnusedEndpoint(t *testing.T, b *bundle) {
 	a.URL, a.UpdatedAt = "https://c.example/hook", b.at(3*time.Second)
 	a.EndpointID = b.s.EndpointID("", a.URL)
 	updateSub(b, a)
-	endpoint(b, shared)
-	endpoint(b, a.EndpointID)
+	readEndpoint(b, shared)
+	readEndpoint(b, a.EndpointID)
 	if d, err := b.s.Redeliver(b.ctx, dead, later); err != nil || d.EndpointID != a.EndpointID {
 		t.Fatalf("Redeliver of a dead letter made before two moves = %+v, %v; want it on %s", d, err, a.EndpointID)
 	}
@@ -112,8 +115,8 @@ func testRecreatedEndpointIsNew(t *testing.T, b *bundle) {
 	}
 	deleteSub(b, a)
 	again := b.sub(url)
-	fresh := endpoint(b, b.sub("https://fresh.example/hook").EndpointID)
-	e := endpoint(b, again.EndpointID)
+	fresh := readEndpoint(b, b.sub("https://fresh.example/hook").EndpointID)
+	e := readEndpoint(b, again.EndpointID)
 	equal(t, "health of the recreated endpoint", e.Health, fresh.Health)
 	eps, v1, err := b.s.EndpointChanges(b.ctx, v0)
 	if err != nil || v1 <= v0 || len(eps) != 2 {
@@ -128,7 +131,7 @@ func testRecreatedEndpointIsNew(t *testing.T, b *bundle) {
 // or moved, leave no endpoint behind but those in use.
 func testNoEndpointLeftBehind(t *testing.T, b *bundle) {
 	const n = 100
-	subs := make([]store.Subscription, n)
+	subs := make([]subscription.Subscription, n)
 	for i := range subs {
 		subs[i] = b.sub(fmt.Sprintf("https://user:pass%d@host%d.example/hook", i, i))
 	}
@@ -173,14 +176,14 @@ func testPullNoEndpoint(t *testing.T, b *bundle) {
 	equal(t, "endpoints", endpoints(), []string{a.EndpointID})
 	p.Name, p.EventTypes = "renamed", []string{"invoice.voided"}
 	updateSub(b, p)
-	if got, err := b.s.GetSubscription(b.ctx, p.ID); err != nil || got.Name != "renamed" || got.EndpointID != "" || got.DeliveryMode != store.ModePull {
+	if got, err := b.s.GetSubscription(b.ctx, p.ID); err != nil || got.Name != "renamed" || got.EndpointID != "" || got.DeliveryMode != subscription.ModePull {
 		t.Fatalf("updated pull subscription: %+v, %v", got, err)
 	}
 	equal(t, "endpoints after an update", endpoints(), []string{a.EndpointID})
 	id := b.queue(p, b.now)
 	deleteSub(b, p)
 	equal(t, "endpoints after a delete", endpoints(), []string{a.EndpointID})
-	if d := b.get(id); d.Status != store.StatusDropped || d.DeadLetterReason != store.ReasonSubscriptionDeleted {
+	if d := b.get(id); d.Status != delivery.StatusDropped || d.DeadLetterReason != delivery.ReasonSubscriptionDeleted {
 		t.Fatalf("queued delivery of a deleted pull subscription: %+v", d)
 	}
 	countQueued(b, 0)

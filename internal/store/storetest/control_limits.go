@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // CheckSubscriptionLimit checks MaxSubscriptionsPerAccount. nodes are
@@ -26,7 +28,7 @@ func CheckSubscriptionLimit(t *testing.T, limit int, nodes ...store.Store) {
 	ctx := context.Background()
 	at := base
 	account := func(name string) string {
-		a := store.Account{ID: ids.New("acc_", at), Name: name + "-" + ids.New("", at), CreatedAt: at, UpdatedAt: at}
+		a := account.Account{ID: ids.New("acc_", at), Name: name + "-" + ids.New("", at), CreatedAt: at, UpdatedAt: at}
 		if err := nodes[0].CreateAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -35,18 +37,18 @@ func CheckSubscriptionLimit(t *testing.T, limit int, nodes ...store.Store) {
 	full, other := account("full"), account("other")
 	n := 0
 	var mu sync.Mutex
-	newSub := func(acc string) store.Subscription {
+	newSub := func(acc string) subscription.Subscription {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
 		url := fmt.Sprintf("https://limit.example/%d", n)
-		return store.Subscription{ID: ids.New("sub_", at), AccountID: acc, Name: fmt.Sprintf("limit-%d", n), URL: url,
+		return subscription.Subscription{ID: ids.New("sub_", at), AccountID: acc, Name: fmt.Sprintf("limit-%d", n), URL: url,
 			EndpointID: nodes[0].EndpointID(acc, url), EventTypes: []string{"x"}, State: "active", CreatedAt: at, UpdatedAt: at}
 	}
 
 	var wg sync.WaitGroup
 	errs := make([]error, 2*limit)
-	subs := make([]store.Subscription, 2*limit)
+	subs := make([]subscription.Subscription, 2*limit)
 	for i := range errs {
 		subs[i] = newSub(full)
 		wg.Add(1)
@@ -56,7 +58,7 @@ func CheckSubscriptionLimit(t *testing.T, limit int, nodes ...store.Store) {
 		}()
 	}
 	wg.Wait()
-	var created []store.Subscription
+	var created []subscription.Subscription
 	for i, err := range errs {
 		var le *store.SubscriptionLimitError
 		switch {

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testReactivate: reactivating a deactivated subscription makes it active
@@ -30,14 +32,14 @@ func testReactivate(t *testing.T, b *bundle) {
 		t.Fatalf("ReactivateSubscription = %+v, %v; want 2 moved", res, err)
 	}
 	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID})
-	got := subscription(b, a.ID)
-	if got.State != store.StateActive || got.Version <= v1 {
+	got := readSubscription(b, a.ID)
+	if got.State != subscription.StateActive || got.Version <= v1 {
 		t.Fatalf("reactivated subscription: %+v; want active at a version after %d", got, v1)
 	}
 	equal(t, "catalog changes", subIDs(changes(b, v1).Changed), []string{a.ID})
 	for id, attempts := range map[string]int{d1: 1, d2: 0} {
 		d := b.get(id)
-		if d.Status != store.StatusPending || d.Attempts != attempts || d.RoundAttempts != 0 || !d.RoundStart.Equal(at) ||
+		if d.Status != delivery.StatusPending || d.Attempts != attempts || d.RoundAttempts != 0 || !d.RoundStart.Equal(at) ||
 			!d.FirstFailure.IsZero() || !d.NextAttemptAt.Equal(at) || !d.LockedUntil.IsZero() || d.EndpointID != a.EndpointID {
 			t.Fatalf("delivery %s after the reactivation: %+v; want pending from %v with a fresh budget, unlocked", id, d, at)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -18,7 +19,7 @@ func testRedeliverDeadLettered(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	want := before
-	want.Status = store.StatusPending
+	want.Status = delivery.StatusPending
 	want.RoundAttempts = 0
 	want.RoundStart = now
 	want.FirstFailure = time.Time{}
@@ -45,7 +46,7 @@ func testRedeliverDelivered(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.StatusPending || !got.NextAttemptAt.Equal(now) || !got.RoundStart.Equal(now) ||
+	if got.Status != delivery.StatusPending || !got.NextAttemptAt.Equal(now) || !got.RoundStart.Equal(now) ||
 		got.RoundAttempts != 0 || got.Attempts != 1 || !got.DeliveredAt.IsZero() {
 		t.Fatalf("redelivered %+v", got)
 	}
@@ -98,15 +99,15 @@ func testRedriveAll(t *testing.T, b *bundle) {
 	equal(t, "redrive result", res, store.RedriveResult{Count: 3, Endpoints: []string{a.EndpointID}})
 	for _, id := range []string{d1, d2, d3} {
 		d := b.get(id)
-		if d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) || !d.RoundStart.Equal(now) ||
+		if d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) || !d.RoundStart.Equal(now) ||
 			d.RoundAttempts != 0 || !d.FirstFailure.IsZero() || d.Attempts != 2 || d.DeadLetterReason != "" {
 			t.Fatalf("redriven %+v", d)
 		}
 	}
-	if d := b.get(other); d.Status != store.StatusDeadLettered {
+	if d := b.get(other); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("other subscription's dead letter moved: %+v", d)
 	}
-	if d := b.get(delivered); d.Status != store.StatusDelivered {
+	if d := b.get(delivered); d.Status != delivery.StatusDelivered {
 		t.Fatalf("delivered moved: %+v", d)
 	}
 	if d := b.get(pending); !d.NextAttemptAt.Equal(b.now) {
@@ -132,11 +133,11 @@ func testRedriveIDs(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	equal(t, "redrive result", res, store.RedriveResult{Count: 1, Endpoints: []string{a.EndpointID}})
-	if d := b.get(d2); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) {
+	if d := b.get(d2); d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) {
 		t.Fatalf("redriven %+v", d)
 	}
 	for _, id := range []string{d1, other} {
-		if d := b.get(id); d.Status != store.StatusDeadLettered {
+		if d := b.get(id); d.Status != delivery.StatusDeadLettered {
 			t.Fatalf("%s moved: %+v", id, d)
 		}
 	}
@@ -192,7 +193,7 @@ func testRedriveMovedSubscription(t *testing.T, b *bundle) {
 		t.Fatalf("redrive again = %+v; want nothing moved", res)
 	}
 	for _, id := range append(onA, onB...) {
-		if d := b.get(id); d.Status != store.StatusPending || !d.NextAttemptAt.Equal(now) || d.EndpointID != epB {
+		if d := b.get(id); d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) || d.EndpointID != epB {
 			t.Fatalf("redriven %+v", d)
 		}
 	}
@@ -219,7 +220,7 @@ func testRedeliverDeletedSubscription(t *testing.T, b *bundle) {
 	if _, err := b.s.Redrive(b.ctx, a.ID, nil, b.at(time.Minute)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Redrive of a deleted subscription: %v; want ErrNotFound", err)
 	}
-	if d := b.get(dead); d.Status != store.StatusDeadLettered {
+	if d := b.get(dead); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("dead letter after a refused Redrive: %s", d.Status)
 	}
 }

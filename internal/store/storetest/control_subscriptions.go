@@ -6,14 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
-func fullSubscription(b *bundle) store.Subscription {
+func fullSubscription(b *bundle) subscription.Subscription {
 	url := "https://hooks.example.com/billing?x=1"
-	return store.Subscription{
+	return subscription.Subscription{
 		ID:                b.id("sub_"),
-		AccountID:         store.DefaultAccount,
+		AccountID:         account.DefaultID,
 		Name:              "billing",
 		URL:               url,
 		EndpointID:        b.s.EndpointID("", url),
@@ -24,17 +28,17 @@ func fullSubscription(b *bundle) store.Subscription {
 		Timeout:           2500 * time.Millisecond,
 		Headers:           map[string]string{"X-Api-Key": "secret", "X-Tenant": "t-1"},
 		SecretHeaders:     map[string]string{"Authorization": "Bearer t0ken"},
-		Signing: store.Signing{Algorithm: "hmac-sha256", Keys: []store.SigningKey{
+		Signing: signing.Keyring{Algorithm: "hmac-sha256", Keys: []signing.Key{
 			{Key: []byte("0123456789abcdef0123456789abcdef")},
 			{Key: []byte("previous key of twenty-four+ bytes"), ExpiresAt: b.at(time.Hour)},
 		}},
 		DeadLetter:    true,
 		State:         "active",
-		DeliveryMode:  store.ModePush,
-		FailurePolicy: store.FailureQueue,
+		DeliveryMode:  subscription.ModePush,
+		FailurePolicy: subscription.FailureQueue,
 		// Kept as written: white space, escapes, and characters
 		// json.Marshal would escape.
-		Filters:   store.FilterOptions{Advanced: json.RawMessage(advancedFilters), SubjectCaseSensitive: true},
+		Filters:   subscription.FilterOptions{Advanced: json.RawMessage(advancedFilters), SubjectCaseSensitive: true},
 		CreatedAt: b.now,
 		UpdatedAt: b.at(time.Second),
 	}
@@ -69,7 +73,7 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 	equal(t, "changed", ch.Changed[0], s)
 
 	// Empty lists and maps read back empty.
-	bare := store.Subscription{ID: b.id("sub_"), Name: "bare", URL: "https://bare.example/",
+	bare := subscription.Subscription{ID: b.id("sub_"), Name: "bare", URL: "https://bare.example/",
 		EndpointID: b.s.EndpointID("", "https://bare.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, bare); err != nil {
 		t.Fatal(err)
@@ -83,12 +87,12 @@ func testSubscriptionRoundTrip(t *testing.T, b *bundle) {
 		t.Fatalf("bare subscription read back as %+v", got)
 	}
 	got.EventTypes, got.Headers, got.SecretHeaders, got.RetryPolicy = nil, nil, nil, nil
-	got.Signing = store.Signing{}
+	got.Signing = signing.Keyring{}
 	bare.Version = got.Version
 	// An empty account is the default's; an empty mode and policy are
 	// push and retry.
-	bare.AccountID = store.DefaultAccount
-	bare.DeliveryMode, bare.FailurePolicy = store.ModePush, store.FailureRetry
+	bare.AccountID = account.DefaultID
+	bare.DeliveryMode, bare.FailurePolicy = subscription.ModePush, subscription.FailureRetry
 	equal(t, "bare subscription", got, bare)
 }
 
@@ -132,15 +136,15 @@ func testSubscriptionUpdate(t *testing.T, b *bundle) {
 	s.Timeout = 10 * time.Second
 	s.Headers = map[string]string{"A": "b"}
 	s.SecretHeaders = map[string]string{"C": "d"}
-	s.Signing = store.Signing{Algorithm: "ed25519", Keys: []store.SigningKey{
+	s.Signing = signing.Keyring{Algorithm: "ed25519", Keys: []signing.Key{
 		{Key: []byte("an ed25519 seed of 32 bytes.....")},
 		{Key: []byte("0123456789abcdef0123456789abcdef"), ExpiresAt: b.at(2 * time.Hour)},
 		{Key: []byte("previous key of twenty-four+ bytes"), ExpiresAt: b.at(time.Hour)},
 	}}
 	s.DeadLetter = false
 	s.State = "deactivated" // ignored
-	s.FailurePolicy = store.FailureRetry
-	s.Filters = store.FilterOptions{Advanced: json.RawMessage(`[{"operator_type":"IsNullOrUndefined","key":"data.x"}]`)}
+	s.FailurePolicy = subscription.FailureRetry
+	s.Filters = subscription.FilterOptions{Advanced: json.RawMessage(`[{"operator_type":"IsNullOrUndefined","key":"data.x"}]`)}
 	s.UpdatedAt = b.at(time.Hour)
 	before, err := b.s.GetSubscription(b.ctx, s.ID)
 	if err != nil {
@@ -229,14 +233,14 @@ func testSubscriptionDelete(t *testing.T, b *bundle) {
 	qev, _ := b.claimOne(a, b.now)
 	queued := qev.Deliveries[0].ID
 	q := failed(queued, 1, b.now, b.now, time.Time{})
-	q.Status = store.StatusQueued
+	q.Status = delivery.StatusQueued
 	b.record(q)
 	dev, _ := b.claimOne(a, b.now)
 	delivered := dev.Deliveries[0].ID
 	b.record(succeeded(delivered, 1, b.now))
 	keep := b.deliver(c, b.now)
 
-	before := map[string]store.Delivery{}
+	before := map[string]delivery.Delivery{}
 	for _, id := range []string{pending, leased, queued, delivered, dead, keep} {
 		before[id] = b.get(id)
 	}
@@ -248,7 +252,7 @@ func testSubscriptionDelete(t *testing.T, b *bundle) {
 	}
 	for _, id := range []string{pending, leased, queued} {
 		want := before[id]
-		want.Status, want.DeadLetterReason = store.StatusDropped, store.ReasonSubscriptionDeleted
+		want.Status, want.DeadLetterReason = delivery.StatusDropped, delivery.ReasonSubscriptionDeleted
 		got := b.get(id)
 		want.NextAttemptAt = got.NextAttemptAt
 		equal(t, "dropped", got, want)
@@ -276,13 +280,13 @@ func testSubscriptionDelete(t *testing.T, b *bundle) {
 // testTenantNames: a subscription name is unique in its account only.
 func testTenantNames(t *testing.T, b *bundle) {
 	acc := b.account("tenant")
-	named := func(account, name string) store.Subscription {
-		s := store.Subscription{ID: b.id("sub_"), AccountID: account, Name: name, URL: "https://n.example/",
+	named := func(account, name string) subscription.Subscription {
+		s := subscription.Subscription{ID: b.id("sub_"), AccountID: account, Name: name, URL: "https://n.example/",
 			EndpointID: b.s.EndpointID(account, "https://n.example/"), State: "active", CreatedAt: b.now, UpdatedAt: b.now}
 		return s
 	}
-	a, x := named(store.DefaultAccount, "billing"), named(acc.ID, "billing")
-	for _, s := range []store.Subscription{a, x} {
+	a, x := named(account.DefaultID, "billing"), named(acc.ID, "billing")
+	for _, s := range []subscription.Subscription{a, x} {
 		if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 			t.Fatalf("CreateSubscription(%q in %s) = %v", s.Name, s.AccountID, err)
 		}
@@ -316,7 +320,7 @@ func testTenantUpdateKeepsAccount(t *testing.T, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, account := range []string{"", store.DefaultAccount} {
+	for _, account := range []string{"", account.DefaultID} {
 		moved := x
 		moved.AccountID, moved.EndpointID, moved.EventTypes = account, b.s.EndpointID(account, x.URL), []string{"other"}
 		if err := b.s.UpdateSubscription(b.ctx, moved); !errors.Is(err, store.ErrNotFound) {

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // bundle is one test's store, its time and IDs, and the helpers that make
@@ -55,24 +58,24 @@ func (b *bundle) id(prefix string) string {
 // at returns the suite's base time plus d.
 func (b *bundle) at(d time.Duration) time.Time { return b.now.Add(d) }
 
-// sub creates a subscription to url with a unique name in DefaultAccount.
-func (b *bundle) sub(url string) store.Subscription {
+// sub creates a subscription to url with a unique name in account.DefaultID.
+func (b *bundle) sub(url string) subscription.Subscription {
 	b.t.Helper()
-	return b.subIn(store.DefaultAccount, url)
+	return b.subIn(account.DefaultID, url)
 }
 
 // subIn creates a subscription to url with a unique name in an account.
-func (b *bundle) subIn(account, url string) store.Subscription {
+func (b *bundle) subIn(account, url string) subscription.Subscription {
 	b.t.Helper()
 	return b.subWith(account, url, nil)
 }
 
 // subWith creates a subscription to url with a unique name in an account,
 // as subIn does, after edit (when not nil) changed it.
-func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) store.Subscription {
+func (b *bundle) subWith(account, url string, edit func(*subscription.Subscription)) subscription.Subscription {
 	b.t.Helper()
 	b.n++
-	s := store.Subscription{
+	s := subscription.Subscription{
 		ID:            b.id("sub_"),
 		AccountID:     account,
 		Name:          fmt.Sprintf("sub-%d", b.n),
@@ -83,8 +86,8 @@ func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) st
 		Headers:       map[string]string{"X-Api-Key": "k"},
 		DeadLetter:    true,
 		State:         "active",
-		DeliveryMode:  store.ModePush,
-		FailurePolicy: store.FailureRetry,
+		DeliveryMode:  subscription.ModePush,
+		FailurePolicy: subscription.FailureRetry,
 		CreatedAt:     b.now,
 		UpdatedAt:     b.now,
 	}
@@ -100,9 +103,9 @@ func (b *bundle) subWith(account, url string, edit func(*store.Subscription)) st
 
 // endpoints sets s's EndpointID and DeadLetterEndpointID as the store
 // sets them on a write.
-func (b *bundle) endpoints(s *store.Subscription) {
+func (b *bundle) endpoints(s *subscription.Subscription) {
 	s.EndpointID, s.DeadLetterEndpointID = "", ""
-	if s.DeliveryMode == "" || s.DeliveryMode == store.ModePush {
+	if s.DeliveryMode == "" || s.DeliveryMode == subscription.ModePush {
 		s.EndpointID = b.s.EndpointID(s.AccountID, s.URL)
 		if s.Delivery.DeadLetterURL != "" {
 			s.DeadLetterEndpointID = b.s.EndpointID(s.AccountID, s.Delivery.DeadLetterURL)
@@ -112,8 +115,8 @@ func (b *bundle) endpoints(s *store.Subscription) {
 
 // event returns an event published at `at` with one unclaimed delivery per
 // subscription in subs, in the account of the first (without subs, with no
-// account: DefaultAccount's).
-func (b *bundle) event(at time.Time, subs ...store.Subscription) store.NewEvent {
+// account: account.DefaultID's).
+func (b *bundle) event(at time.Time, subs ...subscription.Subscription) store.NewEvent {
 	b.n++
 	ev := store.NewEvent{
 		ID:          fmt.Sprintf("evt-%d", b.n),
@@ -146,14 +149,14 @@ func (b *bundle) publish(events ...store.NewEvent) []store.PublishResult {
 }
 
 // deliver publishes one event at `at` to sub and returns its delivery's ID.
-func (b *bundle) deliver(sub store.Subscription, at time.Time) string {
+func (b *bundle) deliver(sub subscription.Subscription, at time.Time) string {
 	b.t.Helper()
 	ev := b.event(at, sub)
 	b.publish(ev)
 	return ev.Deliveries[0].ID
 }
 
-func (b *bundle) get(id string) store.Delivery {
+func (b *bundle) get(id string) delivery.Delivery {
 	b.t.Helper()
 	d, err := b.s.GetDelivery(b.ctx, id)
 	if err != nil {
@@ -179,9 +182,9 @@ func (b *bundle) record(outcomes ...store.Outcome) {
 }
 
 // account creates an account with a new ID, named name, at b.now.
-func (b *bundle) account(name string) store.Account {
+func (b *bundle) account(name string) account.Account {
 	b.t.Helper()
-	a := store.Account{ID: b.id("acc_"), Name: name, Settings: store.AccountSettings{FailurePolicy: "queue"},
+	a := account.Account{ID: b.id("acc_"), Name: name, Settings: account.Settings{FailurePolicy: "queue"},
 		CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateAccount(b.ctx, a); err != nil {
 		b.t.Fatalf("CreateAccount(%s): %v", name, err)
@@ -191,7 +194,7 @@ func (b *bundle) account(name string) store.Account {
 
 // retrying makes a delivery to sub, published at `published`, whose first
 // attempt failed; it is due again at next (in the retry lane).
-func (b *bundle) retrying(sub store.Subscription, published, next time.Time) string {
+func (b *bundle) retrying(sub subscription.Subscription, published, next time.Time) string {
 	b.t.Helper()
 	ev := b.event(published, sub)
 	ev.Deliveries[0].Claimed = true
@@ -203,7 +206,7 @@ func (b *bundle) retrying(sub store.Subscription, published, next time.Time) str
 
 // deadAfterTwo makes a delivery to sub that failed twice and was then
 // dead-lettered; published at `at`.
-func (b *bundle) deadAfterTwo(sub store.Subscription, at time.Time) string {
+func (b *bundle) deadAfterTwo(sub subscription.Subscription, at time.Time) string {
 	b.t.Helper()
 	ev, _ := b.claimOne(sub, at)
 	id := ev.Deliveries[0].ID
@@ -216,7 +219,7 @@ func (b *bundle) deadAfterTwo(sub store.Subscription, at time.Time) string {
 }
 
 // claimOne publishes a delivery to sub at `at` and claims it.
-func (b *bundle) claimOne(sub store.Subscription, at time.Time) (store.NewEvent, int64) {
+func (b *bundle) claimOne(sub subscription.Subscription, at time.Time) (store.NewEvent, int64) {
 	b.t.Helper()
 	ev := b.event(at, sub)
 	ev.Deliveries[0].Claimed = true
@@ -225,13 +228,13 @@ func (b *bundle) claimOne(sub store.Subscription, at time.Time) (store.NewEvent,
 }
 
 // pullSub creates a pull subscription (no URL, no endpoint) with a unique
-// name in DefaultAccount; deadLetter is its DeadLetter.
-func (b *bundle) pullSub(deadLetter bool) store.Subscription {
+// name in account.DefaultID; deadLetter is its DeadLetter.
+func (b *bundle) pullSub(deadLetter bool) subscription.Subscription {
 	b.t.Helper()
 	b.n++
-	s := store.Subscription{ID: b.id("sub_"), AccountID: store.DefaultAccount, Name: fmt.Sprintf("pull-%d", b.n),
+	s := subscription.Subscription{ID: b.id("sub_"), AccountID: account.DefaultID, Name: fmt.Sprintf("pull-%d", b.n),
 		EventTypes: []string{"invoice.paid"}, RetryPolicy: []byte(`{"preset":"eventgrid"}`), DeadLetter: deadLetter,
-		State: store.StateActive, DeliveryMode: store.ModePull, FailurePolicy: store.FailureRetry,
+		State: subscription.StateActive, DeliveryMode: subscription.ModePull, FailurePolicy: subscription.FailureRetry,
 		CreatedAt: b.now, UpdatedAt: b.now}
 	if err := b.s.CreateSubscription(b.ctx, s); err != nil {
 		b.t.Fatalf("CreateSubscription(pull): %v", err)
@@ -241,7 +244,7 @@ func (b *bundle) pullSub(deadLetter bool) store.Subscription {
 
 // queue publishes one event at `at` with a queued delivery to sub and
 // returns the delivery's ID.
-func (b *bundle) queue(sub store.Subscription, at time.Time) string {
+func (b *bundle) queue(sub subscription.Subscription, at time.Time) string {
 	b.t.Helper()
 	ev, _ := enqueue(b, at, sub)
 	return ev.Deliveries[0].ID

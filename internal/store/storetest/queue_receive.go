@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // The reasons Receive ends deliveries with (retry.ReasonMaxAttempts and
@@ -21,7 +23,7 @@ const lockFor = 30 * time.Second
 
 // enqueue publishes one event at `at` with a queued delivery to each of
 // subs, and returns it and its seq.
-func enqueue(b *bundle, at time.Time, subs ...store.Subscription) (store.NewEvent, int64) {
+func enqueue(b *bundle, at time.Time, subs ...subscription.Subscription) (store.NewEvent, int64) {
 	b.t.Helper()
 	ev := b.event(at, subs...)
 	for i := range ev.Deliveries {
@@ -32,7 +34,7 @@ func enqueue(b *bundle, at time.Time, subs ...store.Subscription) (store.NewEven
 
 // receiveReq asks for up to max of sub's deliveries at now, locked for
 // lockFor, ended as sub's DeadLetter says.
-func receiveReq(sub store.Subscription, now time.Time, max int) store.ReceiveRequest {
+func receiveReq(sub subscription.Subscription, now time.Time, max int) store.ReceiveRequest {
 	return store.ReceiveRequest{SubscriptionID: sub.ID, Now: now, Max: max, LockFor: lockFor, DeadLetter: sub.DeadLetter}
 }
 
@@ -48,14 +50,14 @@ func receiveWith(b *bundle, r store.ReceiveRequest) store.ReceiveResult {
 	return res
 }
 
-func receive(b *bundle, sub store.Subscription, now time.Time, max int) store.ReceiveResult {
+func receive(b *bundle, sub subscription.Subscription, now time.Time, max int) store.ReceiveResult {
 	b.t.Helper()
 	return receiveWith(b, receiveReq(sub, now, max))
 }
 
 // receiveNone receives from sub at now, fails the test if it gets
 // anything, and returns NextAt.
-func receiveNone(b *bundle, sub store.Subscription, now time.Time) time.Time {
+func receiveNone(b *bundle, sub subscription.Subscription, now time.Time) time.Time {
 	b.t.Helper()
 	res := receive(b, sub, now, 10)
 	if len(res.Received)+len(res.Ended) != 0 {
@@ -78,7 +80,7 @@ func settleWith(b *bundle, r store.SettleRequest) []error {
 
 // settle applies action at now to tokens of sub (Renew for lockFor, Reject
 // as sub's DeadLetter says, Release without delay).
-func settle(b *bundle, sub store.Subscription, action store.LockAction, now time.Time, tokens ...string) []error {
+func settle(b *bundle, sub subscription.Subscription, action store.LockAction, now time.Time, tokens ...string) []error {
 	b.t.Helper()
 	return settleWith(b, store.SettleRequest{SubscriptionID: sub.ID, Action: action, Tokens: tokens, Now: now,
 		LockFor: lockFor, DeadLetter: sub.DeadLetter})
@@ -255,7 +257,7 @@ func testAcknowledge(t *testing.T, b *bundle) {
 	at := b.at(time.Second)
 	settled(t, "acknowledge", settle(b, p, store.Acknowledge, at, tok, tok), nil, store.ErrLockLost)
 	want := res.Received[0].Delivery
-	want.Status, want.DeliveredAt, want.LockedUntil = store.StatusDelivered, at, time.Time{}
+	want.Status, want.DeliveredAt, want.LockedUntil = delivery.StatusDelivered, at, time.Time{}
 	got := b.get(d1)
 	want.NextAttemptAt = got.NextAttemptAt // not meaningful once finished
 	equal(t, "acknowledged", got, want)
@@ -279,7 +281,7 @@ func testReleaseLock(t *testing.T, b *bundle) {
 	settled(t, "release", settleWith(b, store.SettleRequest{SubscriptionID: p.ID, Action: store.Release,
 		Tokens: []string{tok, tok}, Now: at, Delay: time.Minute}), nil, store.ErrLockLost)
 	d := b.get(id)
-	if d.Status != store.StatusQueued || !d.LockedUntil.IsZero() || !d.NextAttemptAt.Equal(at.Add(time.Minute)) || d.Receives != 1 {
+	if d.Status != delivery.StatusQueued || !d.LockedUntil.IsZero() || !d.NextAttemptAt.Equal(at.Add(time.Minute)) || d.Receives != 1 {
 		t.Fatalf("released: %+v; want queued, unlocked, due at %v, 1 receive", d, at.Add(time.Minute))
 	}
 	if next := receiveNone(b, p, at.Add(time.Minute-time.Millisecond)); !next.Equal(at.Add(time.Minute)) {
@@ -296,7 +298,7 @@ func testReleaseLock(t *testing.T, b *bundle) {
 	equal(t, "received at once", receivedIDs(receive(b, p, at, 10).Received), []string{id})
 }
 
-// testReject: rejected deliveries are dead-lettered with ReasonRejected,
+// testReject: rejected deliveries are dead-lettered with delivery.ReasonRejected,
 // or dropped without dead-lettering.
 func testReject(t *testing.T, b *bundle) {
 	p := b.pullSub(true)
@@ -308,9 +310,9 @@ func testReject(t *testing.T, b *bundle) {
 		Tokens: []string{res.Received[0].LockToken}, Now: at, DeadLetter: true}), nil)
 	settled(t, "reject", settleWith(b, store.SettleRequest{SubscriptionID: p.ID, Action: store.Reject,
 		Tokens: []string{res.Received[1].LockToken}, Now: at, DeadLetter: false}), nil)
-	for i, status := range []store.Status{store.StatusDeadLettered, store.StatusDropped} {
+	for i, status := range []delivery.Status{delivery.StatusDeadLettered, delivery.StatusDropped} {
 		want := res.Received[i].Delivery
-		want.Status, want.DeadLetterReason, want.LockedUntil = status, store.ReasonRejected, time.Time{}
+		want.Status, want.DeadLetterReason, want.LockedUntil = status, delivery.ReasonRejected, time.Time{}
 		got := b.get(want.ID)
 		want.NextAttemptAt = got.NextAttemptAt
 		equal(t, "rejected", got, want)
@@ -335,7 +337,7 @@ func testRenew(t *testing.T, b *bundle) {
 	end := at.Add(time.Minute)
 	settled(t, "renew", settleWith(b, store.SettleRequest{SubscriptionID: p.ID, Action: store.Renew,
 		Tokens: []string{tok, tok}, Now: at, LockFor: time.Minute}), nil, nil)
-	if d := b.get(id); !d.LockedUntil.Equal(end) || !d.NextAttemptAt.Equal(end) || d.Receives != 1 || d.Status != store.StatusQueued {
+	if d := b.get(id); !d.LockedUntil.Equal(end) || !d.NextAttemptAt.Equal(end) || d.Receives != 1 || d.Status != delivery.StatusQueued {
 		t.Fatalf("renewed: %+v; want locked until %v", d, end)
 	}
 	if next := receiveNone(b, p, end.Add(-time.Millisecond)); !next.Equal(end) {
@@ -372,10 +374,10 @@ func testSettleOtherSubscription(t *testing.T, b *bundle) {
 	lost := store.ErrLockLost
 	settled(t, "settle under q", settle(b, q, store.Acknowledge, b.now, tp, "", "garbage", "dlv_unknown.ABCDEF", dq+".WRONG", tq),
 		lost, lost, lost, lost, lost, nil)
-	if d := b.get(dp); d.Status != store.StatusQueued {
+	if d := b.get(dp); d.Status != delivery.StatusQueued {
 		t.Fatalf("p's delivery settled under q: %+v", d)
 	}
-	if d := b.get(dq); d.Status != store.StatusDelivered {
+	if d := b.get(dq); d.Status != delivery.StatusDelivered {
 		t.Fatalf("q's delivery: %+v", d)
 	}
 	settled(t, "settle under p", settle(b, p, store.Acknowledge, b.now, tp), nil)
@@ -404,7 +406,7 @@ func testMaxReceives(t *testing.T, b *bundle) {
 			receivedIDs(res.Received), res.Ended, res.ExpiredLocks, res.NextAt)
 	}
 	got := b.get(id)
-	if got.Status != store.StatusDeadLettered || got.DeadLetterReason != reasonMaxReceives || got.Receives != 2 || !got.LockedUntil.IsZero() {
+	if got.Status != delivery.StatusDeadLettered || got.DeadLetterReason != reasonMaxReceives || got.Receives != 2 || !got.LockedUntil.IsZero() {
 		t.Fatalf("ended: %+v; want dead-lettered, %s, 2 receives, unlocked", got, reasonMaxReceives)
 	}
 	equal(t, "Ended", res.Ended[0], got)
@@ -423,7 +425,7 @@ func testMaxReceives(t *testing.T, b *bundle) {
 	equal(t, "received past the exhausted ones", receivedIDs(res.Received), []string{x3})
 	equal(t, "ended", sortedCopy(deliveryIDs(res.Ended)), sortedCopy([]string{x1, x2}))
 	for _, e := range res.Ended {
-		if e.Status != store.StatusDropped || e.DeadLetterReason != reasonMaxReceives {
+		if e.Status != delivery.StatusDropped || e.DeadLetterReason != reasonMaxReceives {
 			t.Fatalf("ended %+v; want dropped, %s", e, reasonMaxReceives)
 		}
 		equal(t, "ended", b.get(e.ID), e)
@@ -441,7 +443,7 @@ func testReceiveTTL(t *testing.T, b *bundle) {
 	res := receiveWith(b, req)
 	equal(t, "received", receivedIDs(res.Received), []string{young})
 	equal(t, "ended", deliveryIDs(res.Ended), []string{old})
-	if e := res.Ended[0]; e.Status != store.StatusDeadLettered || e.DeadLetterReason != reasonTTL {
+	if e := res.Ended[0]; e.Status != delivery.StatusDeadLettered || e.DeadLetterReason != reasonTTL {
 		t.Fatalf("ended %+v; want dead-lettered, %s", e, reasonTTL)
 	}
 	equal(t, "ended", b.get(old), res.Ended[0])

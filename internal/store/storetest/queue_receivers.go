@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // CheckReceivesDisjoint has several consumers per store receive from one
@@ -27,8 +28,8 @@ func CheckReceivesDisjoint(t *testing.T, nodes ...store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	id := ids.New("sub_", base)
-	sub := store.Subscription{ID: id, Name: "receivers-" + id, EventTypes: []string{"x"}, State: store.StateActive,
-		DeliveryMode: store.ModePull, CreatedAt: base, UpdatedAt: base}
+	sub := subscription.Subscription{ID: id, Name: "receivers-" + id, EventTypes: []string{"x"}, State: subscription.StateActive,
+		DeliveryMode: subscription.ModePull, CreatedAt: base, UpdatedAt: base}
 	if err := nodes[0].CreateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
 	}

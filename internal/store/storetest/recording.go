@@ -23,7 +23,7 @@ func RunRecordingContract(t *testing.T, open Opener) {
 			{"InvalidOutcomeWritesNothing", testRecordInvalid},
 		}},
 		// The delivery of dead letters to a subscription's dead-letter
-		// URL (DeliveryOptions.DeadLetterURL): Record writes it with the
+		// URL (subscription.DeliveryOptions.DeadLetterURL): Record writes it with the
 		// dead-lettering outcome (Outcome.DeadLetterCopy), ClaimDue hands
 		// it out with the dead-lettered delivery (Claimed.DeadLetter).
 		// Its endpoint's life is control's.

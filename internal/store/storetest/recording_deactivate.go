@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Deactivation (a push that failed under the queue failure policy: Record
@@ -17,11 +19,11 @@ import (
 func queuedOutcome(id string, n int, started time.Time) store.Outcome {
 	end := started.Truncate(time.Millisecond)
 	o := failed(id, n, started, end, end)
-	o.Status, o.Deactivate = store.StatusQueued, true
+	o.Status, o.Deactivate = delivery.StatusQueued, true
 	return o
 }
 
-func subscription(b *bundle, id string) store.Subscription {
+func readSubscription(b *bundle, id string) subscription.Subscription {
 	b.t.Helper()
 	s, err := b.s.GetSubscription(b.ctx, id)
 	if err != nil {
@@ -56,7 +58,7 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	d5 := ev5.Deliveries[0].ID
 	b.record(succeeded(d5, 1, b.now))
 	d6 := b.deliver(other, b.now)
-	before := map[string]store.Delivery{}
+	before := map[string]delivery.Delivery{}
 	for _, id := range []string{d1, d2, d3, d4, d5, d6} {
 		before[id] = b.get(id)
 	}
@@ -67,12 +69,12 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	b.record(o)
 	end := o.NextAttemptAt
 
-	got := subscription(b, a.ID)
+	got := readSubscription(b, a.ID)
 	if got.Version <= v0 {
 		t.Fatalf("version after the deactivation %d, before %d: want it to advance", got.Version, v0)
 	}
 	want := a
-	want.State, want.Version = store.StateDeactivated, got.Version
+	want.State, want.Version = subscription.StateDeactivated, got.Version
 	want.UpdatedAt = got.UpdatedAt // the contract does not say
 	equal(t, "deactivated subscription", got, want)
 	ch := changes(b, v0)
@@ -80,14 +82,14 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	equal(t, "changed", ch.Changed[0], want)
 
 	w1 := before[d1]
-	w1.Status, w1.Attempts, w1.RoundAttempts = store.StatusQueued, 1, 1
+	w1.Status, w1.Attempts, w1.RoundAttempts = delivery.StatusQueued, 1, 1
 	w1.FirstFailure, w1.NextAttemptAt, w1.LastAttemptAt = end, end, b.at(time.Second)
 	w1.LastStatusCode, w1.LastOutcome = 503, "http_503"
 	equal(t, "the recorded delivery", b.get(d1), w1)
-	equal(t, "attempt log", attempts(t, b, d1), []store.AttemptRecord{o.Attempt})
+	equal(t, "attempt log", attempts(t, b, d1), []delivery.Attempt{o.Attempt})
 	for _, id := range []string{d2, d3, d4} {
 		w := before[id]
-		w.Status, w.NextAttemptAt = store.StatusQueued, end
+		w.Status, w.NextAttemptAt = delivery.StatusQueued, end
 		equal(t, "queued by the deactivation", b.get(id), w)
 	}
 	for _, id := range []string{d5, d6} {
@@ -104,7 +106,7 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	late := succeeded(d3, 1, b.at(time.Second))
 	late.LeaseOwner = b.lease.Owner
 	b.record(late)
-	if d := b.get(d3); d.Status != store.StatusQueued {
+	if d := b.get(d3); d.Status != delivery.StatusQueued {
 		t.Fatalf("a leased delivery queued by the deactivation, after its holder's outcome: %+v", d)
 	}
 	// All are receivable from the attempt's end.
@@ -121,7 +123,7 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 	o7.LeaseOwner = b.lease.Owner
 	b.record(o7)
 	noChanges(b, v1)
-	if d := b.get(d7); d.Status != store.StatusQueued {
+	if d := b.get(d7); d.Status != delivery.StatusQueued {
 		t.Fatalf("second queued outcome: %+v", d)
 	}
 }
@@ -140,18 +142,18 @@ func testDeactivateGuarded(t *testing.T, b *bundle) {
 	o.LeaseOwner = "node-b"
 	b.record(o)
 	noChanges(b, v0)
-	if s := subscription(b, a.ID); s.State != store.StateActive {
+	if s := readSubscription(b, a.ID); s.State != subscription.StateActive {
 		t.Fatalf("subscription after a stale owner's outcome: %+v", s)
 	}
 	equal(t, "delivery", b.get(id), before)
 	equal(t, "other delivery", b.get(pending), beforePending)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{o.Attempt})
 	countQueued(b, 0)
 
 	b.record(succeeded(id, 2, b.at(time.Minute)))
 	b.record(queuedOutcome(id, 3, b.at(2*time.Minute))) // delivered by then
 	noChanges(b, v0)
-	if d := b.get(id); d.Status != store.StatusDelivered {
+	if d := b.get(id); d.Status != delivery.StatusDelivered {
 		t.Fatalf("delivered delivery after a queued outcome: %+v", d)
 	}
 }

@@ -6,32 +6,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // dlSub creates a push subscription to url with the dead-letter URL dlURL,
-// in DefaultAccount.
-func dlSub(b *bundle, url, dlURL string) store.Subscription {
+// in account.DefaultID.
+func dlSub(b *bundle, url, dlURL string) subscription.Subscription {
 	b.t.Helper()
-	return dlSubIn(b, store.DefaultAccount, url, dlURL)
+	return dlSubIn(b, account.DefaultID, url, dlURL)
 }
 
 // dlSubIn creates a push subscription to url with the dead-letter URL
 // dlURL, in an account.
-func dlSubIn(b *bundle, account, url, dlURL string) store.Subscription {
+func dlSubIn(b *bundle, account, url, dlURL string) subscription.Subscription {
 	b.t.Helper()
-	return b.subWith(account, url, func(s *store.Subscription) { s.Delivery.DeadLetterURL = dlURL })
+	return b.subWith(account, url, func(s *subscription.Subscription) { s.Delivery.DeadLetterURL = dlURL })
 }
 
 // dlEndpoint is the endpoint of sub's dead-letter URL, as it is now.
-func dlEndpoint(b *bundle, sub store.Subscription) string {
+func dlEndpoint(b *bundle, sub subscription.Subscription) string {
 	return b.s.EndpointID(sub.AccountID, sub.Delivery.DeadLetterURL)
 }
 
 // withCopy returns o (a dead-lettered outcome) under b's lease, with the
 // delivery of its dead letter to sub's dead-letter URL, as the dispatcher
 // makes it.
-func withCopy(b *bundle, o store.Outcome, sub store.Subscription) store.Outcome {
+func withCopy(b *bundle, o store.Outcome, sub subscription.Subscription) store.Outcome {
 	o.LeaseOwner = b.lease.Owner
 	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: sub.ID, EndpointID: dlEndpoint(b, sub)}
 	return o
@@ -41,7 +44,7 @@ func withCopy(b *bundle, o store.Outcome, sub store.Subscription) store.Outcome 
 // dead-letters it at its first attempt, started at `at`, with the delivery
 // of its dead letter. It returns the event, its seq, the outcome and the
 // IDs of the dead-lettered delivery and of its dead letter's.
-func deadLetter(b *bundle, sub store.Subscription, at time.Time) (store.NewEvent, int64, store.Outcome, string, string) {
+func deadLetter(b *bundle, sub subscription.Subscription, at time.Time) (store.NewEvent, int64, store.Outcome, string, string) {
 	b.t.Helper()
 	ev, seq := b.claimOne(sub, at)
 	id := ev.Deliveries[0].ID
@@ -87,7 +90,7 @@ func testDeadLetterWritten(t *testing.T, b *bundle) {
 	copyID, end := o.DeadLetterCopy.ID, attemptDue(o)
 
 	dead := b.get(id)
-	if dead.Status != store.StatusDeadLettered || dead.DeadLetterReason != "NonRetriableStatus" || dead.Attempts != 2 ||
+	if dead.Status != delivery.StatusDeadLettered || dead.DeadLetterReason != "NonRetriableStatus" || dead.Attempts != 2 ||
 		dead.LastOutcome != "http_400" || dead.LastStatusCode != 400 || !dead.LastAttemptAt.Equal(b.at(time.Minute)) ||
 		dead.DeadLetterOf != "" || dead.EndpointID != a.EndpointID {
 		t.Fatalf("dead-lettered delivery: %+v", dead)
@@ -140,11 +143,11 @@ func testDeadLetterWritten(t *testing.T, b *bundle) {
 	s := succeeded(copyID, 1, end)
 	s.LeaseOwner = b.lease.Owner
 	b.record(s)
-	if d := b.get(copyID); d.Status != store.StatusDelivered || d.DeadLetterOf != id || d.EndpointID != dlEp {
+	if d := b.get(copyID); d.Status != delivery.StatusDelivered || d.DeadLetterOf != id || d.EndpointID != dlEp {
 		t.Fatalf("the dead letter's delivery after its success: %+v", d)
 	}
 	equal(t, "the dead-lettered delivery after its dead letter's success", b.get(id), dead)
-	equal(t, "its attempts", attempts(t, b, copyID), []store.AttemptRecord{s.Attempt})
+	equal(t, "its attempts", attempts(t, b, copyID), []delivery.Attempt{s.Attempt})
 }
 
 // testDeadLetterNoAttempt: an outcome that made no attempt (the delivery
@@ -154,8 +157,8 @@ func testDeadLetterNoAttempt(t *testing.T, b *bundle) {
 	a := dlSub(b, "https://a.example/hook", "https://dl.example/hook")
 	expired := func(id string, last time.Time, attempts int) store.Outcome {
 		return withCopy(b, store.Outcome{
-			Attempt: store.AttemptRecord{DeliveryID: id, StartedAt: last},
-			Status:  store.StatusDeadLettered, Attempts: attempts, RoundAttempts: attempts,
+			Attempt: delivery.Attempt{DeliveryID: id, StartedAt: last},
+			Status:  delivery.StatusDeadLettered, Attempts: attempts, RoundAttempts: attempts,
 			DeadLetterReason: "TimeToLiveExceeded",
 		}, a)
 	}
@@ -164,7 +167,7 @@ func testDeadLetterNoAttempt(t *testing.T, b *bundle) {
 	o := expired(ev.Deliveries[0].ID, time.Time{}, 0)
 	b.record(o)
 	if d := b.get(o.DeadLetterCopy.ID); !d.RoundStart.Equal(ev.PublishedAt) || !d.NextAttemptAt.Equal(ev.PublishedAt) ||
-		d.DeadLetterOf != ev.Deliveries[0].ID || d.Status != store.StatusPending {
+		d.DeadLetterOf != ev.Deliveries[0].ID || d.Status != delivery.StatusPending {
 		t.Fatalf("dead letter of a delivery never attempted: %+v; want due at its publish time %v", d, ev.PublishedAt)
 	}
 	// Attempted before.
@@ -177,7 +180,7 @@ func testDeadLetterNoAttempt(t *testing.T, b *bundle) {
 	if d := b.get(o.DeadLetterCopy.ID); !d.RoundStart.Equal(b.now) || !d.NextAttemptAt.Equal(b.now) || d.DeadLetterOf != id {
 		t.Fatalf("dead letter of a delivery that expired after an attempt: %+v; want due at that attempt's start %v", d, b.now)
 	}
-	if got := b.get(id); !got.LastAttemptAt.Equal(b.now) || got.Status != store.StatusDeadLettered {
+	if got := b.get(id); !got.LastAttemptAt.Equal(b.now) || got.Status != delivery.StatusDeadLettered {
 		t.Fatalf("the expired delivery: %+v", got)
 	}
 }
@@ -194,7 +197,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o := withCopy(b, deadLettered(id, 1, b.now, b.now), a)
 	o.LeaseOwner = "node-b"
 	b.record(o)
-	if d := b.get(id); d.Status != store.StatusPending {
+	if d := b.get(id); d.Status != delivery.StatusPending {
 		t.Fatalf("state written under another owner's lease: %+v", d)
 	}
 	noDelivery(b, o.DeadLetterCopy.ID)
@@ -203,7 +206,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o = withCopy(b, deadLettered(id, 3, b.at(2*time.Second), b.now), a)
 	o.LeaseOwner = ""
 	b.record(o)
-	if d := b.get(id); d.Status != store.StatusDelivered {
+	if d := b.get(id); d.Status != delivery.StatusDelivered {
 		t.Fatalf("a delivered delivery changed: %+v", d)
 	}
 	noDelivery(b, o.DeadLetterCopy.ID)
@@ -213,7 +216,7 @@ func testDeadLetterNotWritten(t *testing.T, b *bundle) {
 	o = withCopy(b, failed(id, 1, b.now, b.at(time.Second), b.at(time.Minute)), a)
 	b.record(o)
 	noDelivery(b, o.DeadLetterCopy.ID)
-	if d := b.get(id); d.Status != store.StatusPending || d.Attempts != 1 {
+	if d := b.get(id); d.Status != delivery.StatusPending || d.Attempts != 1 {
 		t.Fatalf("retry not recorded: %+v", d)
 	}
 	// A delivery that does not exist.
@@ -237,7 +240,7 @@ func testDeadLetterFollowsSubscription(t *testing.T, b *bundle) {
 	o.DeadLetterCopy = &store.NewDelivery{ID: b.id("dlv_"), SubscriptionID: plain.ID,
 		EndpointID: b.s.EndpointID("", "https://dl.example/hook")}
 	b.record(o)
-	if d := b.get(ev.Deliveries[0].ID); d.Status != store.StatusDeadLettered {
+	if d := b.get(ev.Deliveries[0].ID); d.Status != delivery.StatusDeadLettered {
 		t.Fatalf("dead-lettered delivery: %+v", d)
 	}
 	noDelivery(b, o.DeadLetterCopy.ID)

@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
-func attempts(t *testing.T, b *bundle, id string) []store.AttemptRecord {
+func attempts(t *testing.T, b *bundle, id string) []delivery.Attempt {
 	t.Helper()
 	as, next, err := b.s.ListAttempts(b.ctx, id, store.Page{Limit: 1000})
 	if err != nil || next != "" {
@@ -25,7 +27,7 @@ func testRecordSuccess(t *testing.T, b *bundle) {
 	b.record(o)
 
 	want := pendingDelivery(ev, 0, seq)
-	want.Status = store.StatusDelivered
+	want.Status = delivery.StatusDelivered
 	want.Attempts, want.RoundAttempts = 1, 1
 	want.LastAttemptAt = b.at(time.Second)
 	want.LastStatusCode, want.LastOutcome = 200, "http_200"
@@ -34,7 +36,7 @@ func testRecordSuccess(t *testing.T, b *bundle) {
 	got := b.get(id)
 	want.NextAttemptAt = got.NextAttemptAt // not meaningful once finished
 	equal(t, "delivery", got, want)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{o.Attempt})
 	if _, ok, _ := b.s.NextDue(b.ctx, a.EndpointID); ok {
 		t.Fatal("a delivered delivery is still due")
 	}
@@ -78,7 +80,7 @@ func testRecordRetry(t *testing.T, b *bundle) {
 		t.Fatalf("attempt log %+v", got)
 	}
 	got[1].ResponseBody = nil
-	equal(t, "attempt log", got, []store.AttemptRecord{o1.Attempt, o2.Attempt})
+	equal(t, "attempt log", got, []delivery.Attempt{o1.Attempt, o2.Attempt})
 }
 
 func testRecordDeadLetter(t *testing.T, b *bundle) {
@@ -88,7 +90,7 @@ func testRecordDeadLetter(t *testing.T, b *bundle) {
 	o := deadLettered(id, 1, b.at(time.Second), b.at(2*time.Second))
 	b.record(o)
 	want := pendingDelivery(ev, 0, seq)
-	want.Status = store.StatusDeadLettered
+	want.Status = delivery.StatusDeadLettered
 	want.Attempts, want.RoundAttempts = 1, 1
 	want.FirstFailure = b.at(2 * time.Second)
 	want.LastAttemptAt = b.at(time.Second)
@@ -103,7 +105,7 @@ func testRecordDeadLetter(t *testing.T, b *bundle) {
 		t.Fatalf("ListDeadLetters: next %q, %v", next, err)
 	}
 	equal(t, "dead letters", dls, []store.DeadLetter{{Delivery: want, Event: store.StoredEvent{
-		Seq: seq, AccountID: store.DefaultAccount, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+		Seq: seq, AccountID: account.DefaultID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 		Payload: ev.Payload, PublishedAt: ev.PublishedAt,
 	}}})
 	if fresh, retry, err := b.s.CountPending(b.ctx); err != nil || fresh+retry != 0 {
@@ -119,13 +121,13 @@ func testRecordDropped(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	before := b.get(id)
-	if before.Status != store.StatusDropped || before.DeadLetterReason != store.ReasonSubscriptionDeleted {
+	if before.Status != delivery.StatusDropped || before.DeadLetterReason != delivery.ReasonSubscriptionDeleted {
 		t.Fatalf("after delete: %+v", before)
 	}
 	o := succeeded(id, 1, b.at(2*time.Second))
 	b.record(o)
 	equal(t, "dropped delivery after Record", b.get(id), before)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{o.Attempt})
 }
 
 func testRecordReplace(t *testing.T, b *bundle) {
@@ -137,8 +139,8 @@ func testRecordReplace(t *testing.T, b *bundle) {
 	b.claim(a.EndpointID, b.at(time.Minute), 1)
 	again := succeeded(id, 1, b.at(time.Minute))
 	b.record(again)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{again.Attempt})
-	if d := b.get(id); d.Status != store.StatusDelivered || d.Attempts != 1 {
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{again.Attempt})
+	if d := b.get(id); d.Status != delivery.StatusDelivered || d.Attempts != 1 {
 		t.Fatalf("delivery %+v", d)
 	}
 }
@@ -155,7 +157,7 @@ func testRecordMany(t *testing.T, b *bundle) {
 		failed(ids[1], 1, b.at(time.Second), b.at(2*time.Second), b.at(time.Minute)),
 		deadLettered(ids[2], 1, b.at(time.Second), b.at(2*time.Second)),
 	)
-	for i, want := range []store.Status{store.StatusDelivered, store.StatusPending, store.StatusDeadLettered} {
+	for i, want := range []delivery.Status{delivery.StatusDelivered, delivery.StatusPending, delivery.StatusDeadLettered} {
 		if got := b.get(ids[i]).Status; got != want {
 			t.Fatalf("delivery %d: status %s, want %s", i, got, want)
 		}
@@ -185,7 +187,7 @@ func testRecordStaleOwner(t *testing.T, b *bundle) {
 	stale.LeaseOwner = "node-b"
 	b.record(stale)
 	equal(t, "delivery after a stale owner's Record", b.get(id), before)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{stale.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{stale.Attempt})
 	// Still leased: no claimer gets it.
 	if got := b.claim(a.EndpointID, b.at(time.Hour), 10); len(got) != 0 {
 		t.Fatalf("a stale owner's Record released the lease: claimed %v", claimedIDs(got))
@@ -201,20 +203,20 @@ func testRecordStaleOwner(t *testing.T, b *bundle) {
 	want.LastAttemptAt = b.at(time.Minute)
 	want.LastStatusCode, want.LastOutcome = 503, "http_503"
 	equal(t, "delivery after the owner's Record", b.get(id), want)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{stale.Attempt, own.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{stale.Attempt, own.Attempt})
 
 	// Claimed again by ClaimDue: the same guard holds for that lease.
 	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, b.at(2*time.Minute), 10)), []string{id})
 	stale = succeeded(id, 3, b.at(2*time.Minute))
 	stale.LeaseOwner = "node-b"
 	b.record(stale)
-	if d := b.get(id); d.Status != store.StatusPending || d.Attempts != 2 {
+	if d := b.get(id); d.Status != delivery.StatusPending || d.Attempts != 2 {
 		t.Fatalf("stale owner changed the state: %+v", d)
 	}
 	own = succeeded(id, 3, b.at(2*time.Minute))
 	own.LeaseOwner = b.lease.Owner
 	b.record(own)
-	if d := b.get(id); d.Status != store.StatusDelivered || d.Attempts != 3 {
+	if d := b.get(id); d.Status != delivery.StatusDelivered || d.Attempts != 3 {
 		t.Fatalf("owner's success not applied: %+v", d)
 	}
 	if n := len(attempts(t, b, id)); n != 3 {
@@ -225,7 +227,7 @@ func testRecordStaleOwner(t *testing.T, b *bundle) {
 	ev2, _ := b.claimOne(a, b.now)
 	id2 := ev2.Deliveries[0].ID
 	b.record(succeeded(id2, 1, b.at(time.Second)))
-	if d := b.get(id2); d.Status != store.StatusDelivered {
+	if d := b.get(id2); d.Status != delivery.StatusDelivered {
 		t.Fatalf("Record without LeaseOwner not applied: %+v", d)
 	}
 }
@@ -244,7 +246,7 @@ func testRecordOwnerReleased(t *testing.T, b *bundle) {
 	o.LeaseOwner = b.lease.Owner
 	b.record(o)
 	equal(t, "released delivery after Record", b.get(id), before)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{o.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{o.Attempt})
 	equal(t, "still due", claimedIDs(b.claim(a.EndpointID, b.now, 10)), []string{id})
 }
 
@@ -274,7 +276,7 @@ func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
 	b.record(fail, gFail, succeeded(oid, 1, b.now), ok, succeeded("dlv_gone", 1, b.now), gOK, late)
 
 	want := pendingDelivery(ev, 0, seq)
-	want.Status = store.StatusDelivered
+	want.Status = delivery.StatusDelivered
 	want.Attempts, want.RoundAttempts = 2, 2
 	want.FirstFailure = b.at(time.Second)
 	want.LastAttemptAt = b.at(time.Minute)
@@ -283,15 +285,15 @@ func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
 	got := b.get(id)
 	want.NextAttemptAt = got.NextAttemptAt // not meaningful once finished
 	equal(t, "delivery", got, want)
-	equal(t, "attempt log", attempts(t, b, id), []store.AttemptRecord{fail.Attempt, ok.Attempt, late.Attempt})
+	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{fail.Attempt, ok.Attempt, late.Attempt})
 
-	if d := b.get(oid); d.Status != store.StatusDelivered {
+	if d := b.get(oid); d.Status != delivery.StatusDelivered {
 		t.Fatalf("the other delivery: %+v", d)
 	}
-	if d := b.get(gid); d.Status != store.StatusPending || d.Attempts != 1 || !d.NextAttemptAt.Equal(b.at(time.Minute)) {
+	if d := b.get(gid); d.Status != delivery.StatusPending || d.Attempts != 1 || !d.NextAttemptAt.Equal(b.at(time.Minute)) {
 		t.Fatalf("guarded delivery %+v; want its first outcome only (the second's lease was gone)", d)
 	}
-	equal(t, "guarded attempt log", attempts(t, b, gid), []store.AttemptRecord{gFail.Attempt, gOK.Attempt})
+	equal(t, "guarded attempt log", attempts(t, b, gid), []delivery.Attempt{gFail.Attempt, gOK.Attempt})
 	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_gone", store.Page{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ListAttempts(dlv_gone) = %v, want ErrNotFound", err)
 	}
@@ -327,7 +329,7 @@ func testRecordManyMixed(t *testing.T, b *bundle) {
 			o.LeaseOwner = b.lease.Owner
 		case queued:
 			o = failed(id(i), 1, b.at(time.Second), b.at(2*time.Second), b.at(time.Minute))
-			o.Status = store.StatusQueued
+			o.Status = delivery.StatusQueued
 		}
 		if i == 10 {
 			outs = append(outs, succeeded("dlv_gone", 1, b.now))
@@ -338,25 +340,25 @@ func testRecordManyMixed(t *testing.T, b *bundle) {
 
 	for i := range n {
 		d := b.get(id(i))
-		var want store.Status
+		var want delivery.Status
 		switch i {
 		case stale:
-			want = store.StatusPending
+			want = delivery.StatusPending
 			equal(t, "the stale owner's delivery", d, pendingDelivery(evs[i], 0, seqs[i]))
 		case retried:
-			want = store.StatusPending
+			want = delivery.StatusPending
 			if d.Attempts != 1 || !d.NextAttemptAt.Equal(b.at(time.Minute)) || d.LastStatusCode != 503 {
 				t.Errorf("the retried delivery: %+v", d)
 			}
 		case queued:
-			want = store.StatusQueued
+			want = delivery.StatusQueued
 		case finished:
-			want = store.StatusDelivered
+			want = delivery.StatusDelivered
 			if d.Attempts != 1 {
 				t.Errorf("the delivery finished before the call was changed by it: %+v", d)
 			}
 		default:
-			want = store.StatusDelivered
+			want = delivery.StatusDelivered
 			if d.Attempts != 2 || d.LastStatusCode != 200 {
 				t.Errorf("delivery %d: %+v", i, d)
 			}
@@ -406,7 +408,7 @@ func testRecordInvalid(t *testing.T, b *bundle) {
 		t.Fatalf("a refused Record released the lease: claimed %v", claimedIDs(got))
 	}
 	b.record(valid)
-	if d := b.get(id); d.Status != store.StatusDelivered {
+	if d := b.get(id); d.Status != delivery.StatusDelivered {
 		t.Fatalf("after a valid Record: %+v", d)
 	}
 }

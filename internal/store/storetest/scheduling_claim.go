@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -237,7 +238,7 @@ func testExtendLeases(t *testing.T, b *bundle) {
 	if kept, err := b.s.ExtendLeases(b.ctx, []string{others}, store.Lease{Owner: "node-b", Until: b.lease.Until}); err != nil || len(kept) != 1 || kept[0] != others {
 		t.Fatalf("ExtendLeases by node-b = %v, %v; want [%s]", kept, err, others)
 	}
-	if d := b.get(delivered); d.Status != store.StatusDelivered {
+	if d := b.get(delivered); d.Status != delivery.StatusDelivered {
 		t.Fatalf("ExtendLeases changed a delivered delivery: %+v", d)
 	}
 	if kept, err := b.s.ExtendLeases(b.ctx, nil, longer); err != nil || len(kept) != 0 {

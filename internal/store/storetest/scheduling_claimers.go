@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testConcurrentClaimsDisjoint runs CheckClaimsDisjoint on the test's store.
@@ -48,11 +50,11 @@ func CheckClaimsDisjoint(t *testing.T, nodes ...store.Store) {
 const claimRounds, claimsPerRound, claimersPerNode = 3, 400, 3
 
 // claimersSubscription creates CheckClaimsDisjoint's subscription on s.
-func claimersSubscription(t *testing.T, s store.Store) store.Subscription {
+func claimersSubscription(t *testing.T, s store.Store) subscription.Subscription {
 	t.Helper()
 	url := "https://claimers.example/hook"
 	id := ids.New("sub_", base)
-	sub := store.Subscription{ID: id, Name: "claimers-" + id, URL: url,
+	sub := subscription.Subscription{ID: id, Name: "claimers-" + id, URL: url,
 		EndpointID: s.EndpointID("", url), EventTypes: []string{"x"}, State: "active", CreatedAt: base, UpdatedAt: base}
 	if err := s.CreateSubscription(context.Background(), sub); err != nil {
 		t.Fatal(err)
@@ -63,7 +65,7 @@ func claimersSubscription(t *testing.T, s store.Store) store.Subscription {
 // publishClaimRound publishes a round's deliveries to sub, through one of
 // nodes in turn, and returns their IDs: half of them fresh, half claimed
 // at publish and failed once (retries, due at once).
-func publishClaimRound(t *testing.T, nodes []store.Store, sub store.Subscription, round int) []string {
+func publishClaimRound(t *testing.T, nodes []store.Store, sub subscription.Subscription, round int) []string {
 	t.Helper()
 	ctx := context.Background()
 	setup := store.Lease{Owner: "setup", Until: base.Add(10000 * time.Hour)}
@@ -85,8 +87,8 @@ func publishClaimRound(t *testing.T, nodes []store.Store, sub store.Subscription
 	var outs []store.Outcome
 	for i := 1; i < len(all); i += 2 {
 		outs = append(outs, store.Outcome{
-			Attempt: store.AttemptRecord{DeliveryID: all[i], Number: 1, StartedAt: published, StatusCode: 500, Outcome: "http_500"},
-			Status:  store.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
+			Attempt: delivery.Attempt{DeliveryID: all[i], Number: 1, StartedAt: published, StatusCode: 500, Outcome: "http_500"},
+			Status:  delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
 		})
 	}
 	if err := nodes[0].Record(ctx, outs); err != nil {
@@ -195,8 +197,8 @@ func finishClaimRound(t *testing.T, last store.Store, all []string, holder map[s
 	ctx := context.Background()
 	var done []store.Outcome
 	for _, id := range all {
-		done = append(done, store.Outcome{Attempt: store.AttemptRecord{DeliveryID: id, Number: 2, StartedAt: now},
-			Status: store.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
+		done = append(done, store.Outcome{Attempt: delivery.Attempt{DeliveryID: id, Number: 2, StartedAt: now},
+			Status: delivery.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
 	}
 	if err := last.Record(ctx, done); err != nil {
 		t.Fatal(err)

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 )
 
 // modify calls ModifyEndpoints and fails the test on error.
-func modify(b *bundle, ids []string, fn func(eps []*store.Endpoint) error) []store.Endpoint {
+func modify(b *bundle, ids []string, fn func(eps []*endpoint.Endpoint) error) []endpoint.Endpoint {
 	b.t.Helper()
 	out, err := b.s.ModifyEndpoints(b.ctx, ids, fn)
 	if err != nil {
@@ -25,7 +26,7 @@ func modify(b *bundle, ids []string, fn func(eps []*store.Endpoint) error) []sto
 // setHealth writes h (and UpdatedAt b.now) to endpoint id.
 func setHealth(b *bundle, id string, h health.Health) {
 	b.t.Helper()
-	out := modify(b, []string{id}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{id}, func(eps []*endpoint.Endpoint) error {
 		for _, e := range eps {
 			e.Health, e.UpdatedAt = h, b.now
 		}
@@ -38,7 +39,7 @@ func setHealth(b *bundle, id string, h health.Health) {
 
 // endpointIDs returns the IDs of eps (fn's argument), in order. fn may run
 // on another goroutine than the test's: it must not fail the test itself.
-func endpointIDs(eps []*store.Endpoint) []string {
+func endpointIDs(eps []*endpoint.Endpoint) []string {
 	out := []string{}
 	for _, e := range eps {
 		out = append(out, e.ID)
@@ -46,7 +47,7 @@ func endpointIDs(eps []*store.Endpoint) []string {
 	return out
 }
 
-func endpoint(b *bundle, id string) store.Endpoint {
+func readEndpoint(b *bundle, id string) endpoint.Endpoint {
 	b.t.Helper()
 	e, err := b.s.GetEndpoint(b.ctx, id)
 	if err != nil {
@@ -88,7 +89,7 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 	sub := b.sub("https://a.example/hook")
 	h := sampleHealth(b)
 	var seen []string
-	out := modify(b, []string{sub.EndpointID, "ep_unknown"}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{sub.EndpointID, "ep_unknown"}, func(eps []*endpoint.Endpoint) error {
 		seen = endpointIDs(eps)
 		for _, e := range eps {
 			e.Health, e.UpdatedAt = h, b.now
@@ -96,11 +97,11 @@ func testHealthRoundTrip(t *testing.T, b *bundle) {
 		return nil
 	})
 	equal(t, "endpoints given to fn", seen, []string{sub.EndpointID})
-	e := endpoint(b, sub.EndpointID)
+	e := readEndpoint(b, sub.EndpointID)
 	if !reflect.DeepEqual(norm(e.Health), norm(h)) || !e.UpdatedAt.Equal(b.now) || e.URL != sub.URL {
 		t.Fatalf("health round trip:\n got %+v\nwant %+v", e.Health, h)
 	}
-	equal(t, "ModifyEndpoints result", out, []store.Endpoint{e})
+	equal(t, "ModifyEndpoints result", out, []endpoint.Endpoint{e})
 	if a, f := e.Health.Window.Counts(time.Hour, b.now); a != 3 || f != 2 {
 		t.Fatalf("window counts %d/%d, want 2/3", f, a)
 	}
@@ -115,11 +116,11 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	h := sampleHealth(b)
 	setHealth(b, a.EndpointID, h)
-	before := map[string]store.Endpoint{a.EndpointID: endpoint(b, a.EndpointID), c.EndpointID: endpoint(b, c.EndpointID)}
+	before := map[string]endpoint.Endpoint{a.EndpointID: readEndpoint(b, a.EndpointID), c.EndpointID: readEndpoint(b, c.EndpointID)}
 	later := b.at(time.Minute)
 	calls := 0
-	given := map[string]store.Endpoint{}
-	out := modify(b, []string{c.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+	given := map[string]endpoint.Endpoint{}
+	out := modify(b, []string{c.EndpointID, a.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		calls++
 		for _, e := range eps {
 			given[e.ID] = *e
@@ -141,14 +142,14 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 	want.Health.State = health.Disabled
 	want.Health.NextProbeAt = b.at(10 * time.Minute)
 	want.UpdatedAt = later
-	modified := endpoint(b, a.EndpointID)
+	modified := readEndpoint(b, a.EndpointID)
 	if modified.Version <= want.Version {
 		t.Fatalf("endpoint version after ModifyEndpoints %d, before %d: want it to advance", modified.Version, want.Version)
 	}
 	want.Version = modified.Version
 	equal(t, "modified endpoint", modified, want)
 	// Written back as fn left it: only its version moves.
-	untouched := endpoint(b, c.EndpointID)
+	untouched := readEndpoint(b, c.EndpointID)
 	wantC := before[c.EndpointID]
 	wantC.Version = untouched.Version
 	equal(t, "untouched endpoint", untouched, wantC)
@@ -156,7 +157,7 @@ func testModifySeesCurrent(t *testing.T, b *bundle) {
 		t.Fatalf("ModifyEndpoints returned %d endpoints, want 2", len(out))
 	}
 	for _, e := range out {
-		equal(t, "returned endpoint "+e.ID, e, endpoint(b, e.ID))
+		equal(t, "returned endpoint "+e.ID, e, readEndpoint(b, e.ID))
 	}
 }
 
@@ -167,8 +168,8 @@ var errBoom = errors.New("boom")
 func testModifyError(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	setHealth(b, a.EndpointID, sampleHealth(b))
-	before := []store.Endpoint{endpoint(b, a.EndpointID), endpoint(b, c.EndpointID)}
-	out, err := b.s.ModifyEndpoints(b.ctx, []string{a.EndpointID, c.EndpointID}, func(eps []*store.Endpoint) error {
+	before := []endpoint.Endpoint{readEndpoint(b, a.EndpointID), readEndpoint(b, c.EndpointID)}
+	out, err := b.s.ModifyEndpoints(b.ctx, []string{a.EndpointID, c.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		for _, e := range eps {
 			e.Health = health.Health{State: health.Frozen, ConsecutiveFailures: 99}
 			e.UpdatedAt = b.at(time.Hour)
@@ -178,7 +179,7 @@ func testModifyError(t *testing.T, b *bundle) {
 	if !errors.Is(err, errBoom) || out != nil {
 		t.Fatalf("ModifyEndpoints with failing fn = %v, %v; want nil, errBoom", out, err)
 	}
-	equal(t, "endpoints after failed fn", []store.Endpoint{endpoint(b, a.EndpointID), endpoint(b, c.EndpointID)}, before)
+	equal(t, "endpoints after failed fn", []endpoint.Endpoint{readEndpoint(b, a.EndpointID), readEndpoint(b, c.EndpointID)}, before)
 }
 
 // testModifyUnknown: unknown IDs are skipped, a repeated ID is given once,
@@ -186,7 +187,7 @@ func testModifyError(t *testing.T, b *bundle) {
 func testModifyUnknown(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	var seen []string
-	out := modify(b, []string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*store.Endpoint) error {
+	out := modify(b, []string{"ep_unknown", a.EndpointID, a.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		seen = endpointIDs(eps)
 		for _, e := range eps {
 			e.Health.ConsecutiveFailures = 7
@@ -199,7 +200,7 @@ func testModifyUnknown(t *testing.T, b *bundle) {
 	}
 	for _, ids := range [][]string{{"ep_unknown", "ep_nope"}, nil} {
 		seen = nil
-		out = modify(b, ids, func(eps []*store.Endpoint) error {
+		out = modify(b, ids, func(eps []*endpoint.Endpoint) error {
 			seen = endpointIDs(eps)
 			return nil
 		})
@@ -211,7 +212,7 @@ func testModifyUnknown(t *testing.T, b *bundle) {
 	if _, err := b.s.GetEndpoint(b.ctx, "ep_unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ModifyEndpoints created an unknown endpoint: %v", err)
 	}
-	if e := endpoint(b, a.EndpointID); e.Health.ConsecutiveFailures != 7 {
+	if e := readEndpoint(b, a.EndpointID); e.Health.ConsecutiveFailures != 7 {
 		t.Fatalf("endpoint %+v", e)
 	}
 }
@@ -233,7 +234,7 @@ func testModifyConcurrent(t *testing.T, b *bundle) {
 		go func() {
 			defer wg.Done()
 			for range perWorker {
-				_, err := b.s.ModifyEndpoints(b.ctx, ids, func(eps []*store.Endpoint) error {
+				_, err := b.s.ModifyEndpoints(b.ctx, ids, func(eps []*endpoint.Endpoint) error {
 					for _, e := range eps {
 						n := e.Health.ConsecutiveFailures
 						runtime.Gosched() // widen the window a missing lock would leave
@@ -254,7 +255,7 @@ func testModifyConcurrent(t *testing.T, b *bundle) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{a.EndpointID, c.EndpointID} {
-		if got := endpoint(b, id).Health.ConsecutiveFailures; got != workers*perWorker {
+		if got := readEndpoint(b, id).Health.ConsecutiveFailures; got != workers*perWorker {
 			t.Fatalf("endpoint %s counter = %d, want %d (lost updates)", id, got, workers*perWorker)
 		}
 	}
@@ -272,22 +273,22 @@ func testTakeProbe(t *testing.T, b *bundle) {
 	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
 	h := sampleHealth(b) // NextProbeAt +20s
 	setHealth(b, a.EndpointID, h)
-	before := endpoint(b, a.EndpointID)
+	before := readEndpoint(b, a.EndpointID)
 	// Not due yet.
 	takeProbe(b, a.EndpointID, b.at(20*time.Second-time.Millisecond), b.at(time.Minute), false)
-	equal(t, "endpoint after a refused TakeProbe", endpoint(b, a.EndpointID), before)
+	equal(t, "endpoint after a refused TakeProbe", readEndpoint(b, a.EndpointID), before)
 	// Due (at its very time): taken, and moved to hold; nothing else changes.
 	hold := b.at(80 * time.Second)
 	takeProbe(b, a.EndpointID, b.at(20*time.Second), hold, true)
 	want := before
 	want.Health.NextProbeAt = hold
-	equal(t, "endpoint after TakeProbe", endpoint(b, a.EndpointID), want) // its version too
+	equal(t, "endpoint after TakeProbe", readEndpoint(b, a.EndpointID), want) // its version too
 	// Held: not due again until hold.
 	takeProbe(b, a.EndpointID, b.at(30*time.Second), b.at(90*time.Second), false)
 	takeProbe(b, a.EndpointID, hold, b.at(140*time.Second), true)
 	// No probe time set (a new endpoint): never due.
 	takeProbe(b, c.EndpointID, b.at(time.Hour), b.at(2*time.Hour), false)
-	if e := endpoint(b, c.EndpointID); !e.Health.NextProbeAt.IsZero() {
+	if e := readEndpoint(b, c.EndpointID); !e.Health.NextProbeAt.IsZero() {
 		t.Fatalf("TakeProbe set the probe time of an endpoint without one: %+v", e.Health)
 	}
 	// Unknown endpoint.
@@ -328,7 +329,7 @@ func testTakeProbeRace(t *testing.T, b *bundle) {
 	if winners != 1 {
 		t.Fatalf("%d racers took the probe, want exactly 1", winners)
 	}
-	if e := endpoint(b, a.EndpointID); !e.Health.NextProbeAt.Equal(b.at(time.Minute)) {
+	if e := readEndpoint(b, a.EndpointID); !e.Health.NextProbeAt.Equal(b.at(time.Minute)) {
 		t.Fatalf("NextProbeAt = %v, want the hold %v", e.Health.NextProbeAt, b.at(time.Minute))
 	}
 }
@@ -342,7 +343,7 @@ func testEndpointChanges(t *testing.T, b *bundle) {
 	if eps, v, err := b.s.EndpointChanges(b.ctx, v0); err != nil || len(eps) != 0 || v != v0 {
 		t.Fatalf("EndpointChanges at the current version: %d endpoints, version %d, %v", len(eps), v, err)
 	}
-	modify(b, []string{a.EndpointID}, func(eps []*store.Endpoint) error {
+	modify(b, []string{a.EndpointID}, func(eps []*endpoint.Endpoint) error {
 		eps[0].Health.State = health.Probation
 		eps[0].Health.NextProbeAt = b.at(time.Second)
 		return nil
@@ -351,14 +352,14 @@ func testEndpointChanges(t *testing.T, b *bundle) {
 	if err != nil || v1 <= v0 || len(eps) != 1 || eps[0].ID != a.EndpointID || eps[0].Health.State != health.Probation {
 		t.Fatalf("after ModifyEndpoints: %+v, version %d (was %d), %v; want endpoint a in probation", eps, v1, v0, err)
 	}
-	equal(t, "changed endpoint", eps[0], endpoint(b, a.EndpointID))
+	equal(t, "changed endpoint", eps[0], readEndpoint(b, a.EndpointID))
 	// Taking a probe is not a change others must adopt.
 	takeProbe(b, a.EndpointID, b.at(time.Second), b.at(time.Minute), true)
 	if eps, v2, err := b.s.EndpointChanges(b.ctx, v1); err != nil || len(eps) != 0 || v2 != v1 {
 		t.Fatalf("after TakeProbe: %+v, version %d (was %d), %v; want no change", eps, v2, v1, err)
 	}
 	// Several endpoints in one write: each reported once.
-	modify(b, []string{a.EndpointID, c.EndpointID}, func([]*store.Endpoint) error { return nil })
+	modify(b, []string{a.EndpointID, c.EndpointID}, func([]*endpoint.Endpoint) error { return nil })
 	eps, v3, err := b.s.EndpointChanges(b.ctx, v1)
 	if err != nil || v3 <= v1 || len(eps) != 2 {
 		t.Fatalf("after modifying two: %+v, version %d (was %d), %v", eps, v3, v1, err)

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testCleanup: Cleanup deletes, oldest first and at most limit a call, the
@@ -67,7 +69,7 @@ type cleanupEvents struct {
 func publishCleanupEvents(b *bundle) cleanupEvents {
 	a := b.sub("https://a.example/hook")
 	publish := func(at time.Time, n int) cleanupEvent {
-		subs := make([]store.Subscription, n)
+		subs := make([]subscription.Subscription, n)
 		for i := range subs {
 			subs[i] = a
 		}
@@ -90,12 +92,12 @@ func publishCleanupEvents(b *bundle) cleanupEvents {
 	e.ended = publish(b.at(2*time.Second), 2)
 	b.record(deadLettered(e.ended.deliveries[0], 1, b.now, b.now))
 	dropped := failed(e.ended.deliveries[1], 1, b.now, b.now, time.Time{})
-	dropped.Status, dropped.DeadLetterReason = store.StatusDropped, "TimeToLiveExceeded"
+	dropped.Status, dropped.DeadLetterReason = delivery.StatusDropped, "TimeToLiveExceeded"
 	b.record(dropped)
 	e.empty = publish(b.at(3*time.Second), 0)
 	e.queued = publish(b.at(4*time.Second), 1)
 	q := failed(e.queued.deliveries[0], 1, b.now, b.now, time.Time{})
-	q.Status = store.StatusQueued
+	q.Status = delivery.StatusQueued
 	b.record(q)
 	e.recent = publish(b.at(time.Hour), 1)
 	b.record(succeeded(e.recent.deliveries[0], 1, b.at(time.Hour)))

@@ -46,6 +46,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -111,12 +113,12 @@ const attemptDuration = 1234567 * time.Microsecond
 // is the end of attempt 1.
 func failed(id string, n int, started, firstFailure, next time.Time) store.Outcome {
 	return store.Outcome{
-		Attempt: store.AttemptRecord{
+		Attempt: delivery.Attempt{
 			DeliveryID: id, Number: n, StartedAt: started, Duration: attemptDuration,
 			StatusCode: 503, Outcome: "http_503", Error: "service unavailable",
 			ResponseBody: []byte("busy\x00\xff"),
 		},
-		Status: store.StatusPending, Attempts: n, RoundAttempts: n,
+		Status: delivery.StatusPending, Attempts: n, RoundAttempts: n,
 		FirstFailure: firstFailure, NextAttemptAt: next,
 		LastStatusCode: 503, LastOutcome: "http_503",
 	}
@@ -125,11 +127,11 @@ func failed(id string, n int, started, firstFailure, next time.Time) store.Outco
 // succeeded is the outcome of successful attempt number n.
 func succeeded(id string, n int, started time.Time) store.Outcome {
 	return store.Outcome{
-		Attempt: store.AttemptRecord{
+		Attempt: delivery.Attempt{
 			DeliveryID: id, Number: n, StartedAt: started, Duration: attemptDuration,
 			StatusCode: 200, Outcome: "http_200", ResponseBody: []byte("ok"),
 		},
-		Status: store.StatusDelivered, Attempts: n, RoundAttempts: n,
+		Status: delivery.StatusDelivered, Attempts: n, RoundAttempts: n,
 		LastStatusCode: 200, LastOutcome: "http_200",
 		DeliveredAt: started.Add(1234 * time.Millisecond),
 	}
@@ -139,7 +141,7 @@ func succeeded(id string, n int, started time.Time) store.Outcome {
 func deadLettered(id string, n int, started, firstFailure time.Time) store.Outcome {
 	o := failed(id, n, started, firstFailure, time.Time{})
 	o.Attempt.StatusCode, o.Attempt.Outcome, o.Attempt.Error = 400, "http_400", ""
-	o.Status, o.LastStatusCode, o.LastOutcome = store.StatusDeadLettered, 400, "http_400"
+	o.Status, o.LastStatusCode, o.LastOutcome = delivery.StatusDeadLettered, 400, "http_400"
 	o.DeadLetterReason = "NonRetriableStatus"
 	return o
 }
@@ -200,7 +202,7 @@ func claimedIDs(cs []store.Claimed) []string {
 	return out
 }
 
-func deliveryIDs(ds []store.Delivery) []string {
+func deliveryIDs(ds []delivery.Delivery) []string {
 	out := []string{}
 	for _, d := range ds {
 		out = append(out, d.ID)
@@ -224,12 +226,12 @@ func reversed(s []string) []string {
 }
 
 // pendingDelivery is the state Publish gives a delivery of ev.
-func pendingDelivery(ev store.NewEvent, i int, seq int64) store.Delivery {
+func pendingDelivery(ev store.NewEvent, i int, seq int64) delivery.Delivery {
 	d := ev.Deliveries[i]
-	return store.Delivery{
-		ID: d.ID, AccountID: store.AccountOrDefault(ev.AccountID), SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
+	return delivery.Delivery{
+		ID: d.ID, AccountID: account.OrDefault(ev.AccountID), SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 		EventSeq: seq, EventID: ev.ID, EventSource: ev.Source,
-		Status:     store.StatusPending,
+		Status:     delivery.StatusPending,
 		RoundStart: ev.PublishedAt, NextAttemptAt: ev.PublishedAt, CreatedAt: ev.PublishedAt,
 	}
 }

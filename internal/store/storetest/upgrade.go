@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // RunUpgrades runs every upgrade check: open must return a store opened by
@@ -31,14 +35,14 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 	}
 }
 
-// endpointOf is the ID s makes of a URL in DefaultAccount: since schema 11
+// endpointOf is the ID s makes of a URL in account.DefaultID: since schema 11
 // every endpoint ID stored before is the keyed one of its URL.
-func endpointOf(s store.Store, url string) string { return s.EndpointID(store.DefaultAccount, url) }
+func endpointOf(s store.Store, url string) string { return s.EndpointID(account.DefaultID, url) }
 
 // catalogAfterUpgrade returns the n subscriptions of an upgraded store
 // as the catalog reads them (SubscriptionChanges from 0), checking that
 // each is what GetSubscription reads.
-func catalogAfterUpgrade(t *testing.T, s store.Store, n int) []store.Subscription {
+func catalogAfterUpgrade(t *testing.T, s store.Store, n int) []subscription.Subscription {
 	t.Helper()
 	changes, err := s.SubscriptionChanges(context.Background(), 0)
 	if err != nil || len(changes.Changed) != n {
@@ -104,16 +108,16 @@ func CheckUpgradeFromV1(t *testing.T, s store.Store) {
 	if err != nil || len(changes.Changed) != 1 || changes.Changed[0].ID != "sub_v1" {
 		t.Fatalf("SubscriptionChanges(0) after the upgrade: %+v, %v", changes, err)
 	}
-	for id, want := range map[string]store.Status{
-		"dlv_v1_pending": store.StatusPending, "dlv_v1_done": store.StatusDelivered, "dlv_v1_orphan": store.StatusDropped,
+	for id, want := range map[string]delivery.Status{
+		"dlv_v1_pending": delivery.StatusPending, "dlv_v1_done": delivery.StatusDelivered, "dlv_v1_orphan": delivery.StatusDropped,
 	} {
 		d, err := s.GetDelivery(ctx, id)
 		if err != nil || d.Status != want {
 			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s", id, d, err, want)
 		}
 	}
-	if d, _ := s.GetDelivery(ctx, "dlv_v1_orphan"); d.DeadLetterReason != store.ReasonSubscriptionDeleted {
-		t.Fatalf("orphaned delivery's reason %q, want %q", d.DeadLetterReason, store.ReasonSubscriptionDeleted)
+	if d, _ := s.GetDelivery(ctx, "dlv_v1_orphan"); d.DeadLetterReason != delivery.ReasonSubscriptionDeleted {
+		t.Fatalf("orphaned delivery's reason %q, want %q", d.DeadLetterReason, delivery.ReasonSubscriptionDeleted)
 	}
 	// The pending delivery is claimable and recordable as before.
 	now := time.UnixMilli(1767603700000).UTC()
@@ -319,7 +323,7 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.UnixMilli(1767603700000).UTC()
-	if a, err := s.GetAccount(ctx, store.DefaultAccount); err != nil || a.Settings.FailurePolicy != "retry" || a.CreatedAt.IsZero() {
+	if a, err := s.GetAccount(ctx, account.DefaultID); err != nil || a.Settings.FailurePolicy != "retry" || a.CreatedAt.IsZero() {
 		t.Fatalf("default account after the upgrade: %+v, %v", a, err)
 	}
 	v, err := s.AuthVersion(ctx)
@@ -329,7 +333,7 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	sub, ep := checkV4Subscription(t, s)
 	seqs := checkV4Deliveries(t, s)
 	cs, err := s.ClaimDue(ctx, ep, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
-	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v4_pending" || cs[0].AccountID != store.DefaultAccount ||
+	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v4_pending" || cs[0].AccountID != account.DefaultID ||
 		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
@@ -346,7 +350,7 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 	if err := s.CreateSubscription(ctx, other); err != nil {
 		t.Fatalf("the upgraded subscription's name in a new account: %v", err)
 	}
-	other.ID, other.AccountID = "sub_v4c", store.DefaultAccount
+	other.ID, other.AccountID = "sub_v4c", account.DefaultID
 	if err := s.CreateSubscription(ctx, other); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("the upgraded subscription's name again in the default account: %v; want ErrNameTaken", err)
 	}
@@ -355,7 +359,7 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 // checkV4Subscription: V4Data's subscription and its endpoint are the
 // default account's, the subscription re-keyed at a new catalog version
 // with its secrets; it returns them.
-func checkV4Subscription(t *testing.T, s store.Store) (store.Subscription, string) {
+func checkV4Subscription(t *testing.T, s store.Store) (subscription.Subscription, string) {
 	t.Helper()
 	ctx := context.Background()
 	sub, err := s.GetSubscription(ctx, "sub_v4")
@@ -366,23 +370,23 @@ func checkV4Subscription(t *testing.T, s store.Store) (store.Subscription, strin
 		t.Fatalf("subscription after the upgrade at version %d; want it re-keyed at a newer one than 2", sub.Version)
 	}
 	ep := endpointOf(s, "https://v4.example/hook")
-	want := store.Subscription{ID: "sub_v4", AccountID: store.DefaultAccount, Name: "v4", URL: "https://v4.example/hook",
+	want := subscription.Subscription{ID: "sub_v4", AccountID: account.DefaultID, Name: "v4", URL: "https://v4.example/hook",
 		EndpointID: ep, EventTypes: []string{"invoice.paid"}, SubjectBeginsWith: "invoices/",
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), Timeout: 30 * time.Second,
 		Headers: map[string]string{"X-Api-Key": "k"}, SecretHeaders: map[string]string{"Authorization": "Bearer t0ken"},
-		Signing:    store.Signing{Algorithm: "hmac-sha256", Keys: []store.SigningKey{{Key: []byte("0123456789abcdef0123456789abcdef")}}},
-		DeadLetter: true, State: "active", DeliveryMode: store.ModePush, FailurePolicy: store.FailureRetry,
+		Signing:    signing.Keyring{Algorithm: "hmac-sha256", Keys: []signing.Key{{Key: []byte("0123456789abcdef0123456789abcdef")}}},
+		DeadLetter: true, State: "active", DeliveryMode: subscription.ModePush, FailurePolicy: subscription.FailureRetry,
 		CreatedAt: time.UnixMilli(1767603600000).UTC(), UpdatedAt: time.UnixMilli(1767603600000).UTC(),
 		Version: sub.Version}
 	equal(t, "subscription after the upgrade", sub, want)
-	if ss, _, err := s.ListSubscriptions(ctx, store.DefaultAccount, store.Page{}); err != nil || len(ss) != 1 || ss[0].ID != "sub_v4" {
+	if ss, _, err := s.ListSubscriptions(ctx, account.DefaultID, store.Page{}); err != nil || len(ss) != 1 || ss[0].ID != "sub_v4" {
 		t.Fatalf("ListSubscriptions(default) after the upgrade: %+v, %v", ss, err)
 	}
 	e, err := s.GetEndpoint(ctx, ep)
-	if err != nil || e.AccountID != store.DefaultAccount {
+	if err != nil || e.AccountID != account.DefaultID {
 		t.Fatalf("endpoint after the upgrade: %+v, %v", e, err)
 	}
-	if eps, _, err := s.ListEndpoints(ctx, store.DefaultAccount, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != ep {
+	if eps, _, err := s.ListEndpoints(ctx, account.DefaultID, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != ep {
 		t.Fatalf("ListEndpoints(default) after the upgrade: %+v, %v", eps, err)
 	}
 	return sub, ep
@@ -397,16 +401,16 @@ func checkV4Deliveries(t *testing.T, s store.Store) []int64 {
 	var seqs []int64
 	for _, id := range []string{"dlv_v4_pending", "dlv_v4_done"} {
 		d, err := s.GetDelivery(ctx, id)
-		if err != nil || d.AccountID != store.DefaultAccount {
+		if err != nil || d.AccountID != account.DefaultID {
 			t.Fatalf("delivery %s after the upgrade: %+v, %v", id, d, err)
 		}
 		ev, err := s.GetEvent(ctx, d.EventSeq)
-		if err != nil || ev.AccountID != store.DefaultAccount || ev.ID != d.EventID {
+		if err != nil || ev.AccountID != account.DefaultID || ev.ID != d.EventID {
 			t.Fatalf("event %d after the upgrade: %+v, %v", d.EventSeq, ev, err)
 		}
 		seqs = append(seqs, d.EventSeq)
 	}
-	ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{AccountID: store.DefaultAccount, Status: store.StatusPending})
+	ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{AccountID: account.DefaultID, Status: delivery.StatusPending})
 	if err != nil || len(ds) != 1 || ds[0].ID != "dlv_v4_pending" {
 		t.Fatalf("pending deliveries of the default account after the upgrade: %+v, %v", ds, err)
 	}
@@ -416,10 +420,10 @@ func checkV4Deliveries(t *testing.T, s store.Store) []int64 {
 // checkV4Keys: the upgraded store takes its first key (advancing the auth
 // version past v), an account of its own and a key in it; it returns the
 // account.
-func checkV4Keys(t *testing.T, s store.Store, v int64, now time.Time) store.Account {
+func checkV4Keys(t *testing.T, s store.Store, v int64, now time.Time) account.Account {
 	t.Helper()
 	ctx := context.Background()
-	key := store.APIKey{ID: "key_v4", AccountID: store.DefaultAccount, Role: store.RoleAdmin, Name: "first",
+	key := account.Key{ID: "key_v4", AccountID: account.DefaultID, Role: account.RoleAdmin, Name: "first",
 		Hash: []byte("0123456789abcdef0123456789abcdef"), Prefix: "hk_v4", CreatedAt: now}
 	if ok, err := s.CreateFirstKey(ctx, key); err != nil || !ok {
 		t.Fatalf("CreateFirstKey after the upgrade = %v, %v; want true", ok, err)
@@ -427,12 +431,12 @@ func checkV4Keys(t *testing.T, s store.Store, v int64, now time.Time) store.Acco
 	if got, err := s.AuthVersion(ctx); err != nil || got <= v {
 		t.Fatalf("AuthVersion after a key was created: %d, %v; want more than %d", got, err, v)
 	}
-	acc := store.Account{ID: "acc_" + strings.Repeat("1", 26), Name: "tenant", Settings: store.AccountSettings{FailurePolicy: "retry"},
+	acc := account.Account{ID: "acc_" + strings.Repeat("1", 26), Name: "tenant", Settings: account.Settings{FailurePolicy: "retry"},
 		CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateAccount(ctx, acc); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateKey(ctx, store.APIKey{ID: "key_v4b", AccountID: acc.ID, Role: store.RoleAccount, Name: "tenant",
+	if err := s.CreateKey(ctx, account.Key{ID: "key_v4b", AccountID: acc.ID, Role: account.RoleAccount, Name: "tenant",
 		Hash: []byte("another hash of thirty-two bytes"), Prefix: "hk_v4b", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +446,7 @@ func checkV4Keys(t *testing.T, s store.Store, v int64, now time.Time) store.Acco
 // checkV4Dedup: e1 again is new in another account, a duplicate in the
 // default one; the new event does not take the deleted e3's seq
 // (published first and alone: a refused duplicate may use up a seq).
-func checkV4Dedup(t *testing.T, s store.Store, acc store.Account, seqs []int64, now time.Time) {
+func checkV4Dedup(t *testing.T, s store.Store, acc account.Account, seqs []int64, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := s.Publish(ctx, []store.NewEvent{
@@ -501,11 +505,11 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	now := time.UnixMilli(1767603700000).UTC()
 	ep := endpointOf(s, "https://v5.example/hook")
 	sub, err := s.GetSubscription(ctx, "sub_v5")
-	if err != nil || sub.DeliveryMode != store.ModePush || sub.FailurePolicy != store.FailureRetry ||
-		sub.State != store.StateActive || sub.EndpointID != ep || sub.Version <= 2 {
+	if err != nil || sub.DeliveryMode != subscription.ModePush || sub.FailurePolicy != subscription.FailureRetry ||
+		sub.State != subscription.StateActive || sub.EndpointID != ep || sub.Version <= 2 {
 		t.Fatalf("subscription after the upgrade: %+v, %v; want push, retry, active on %s, re-keyed after version 2", sub, err, ep)
 	}
-	for id, want := range map[string]store.Status{"dlv_v5_pending": store.StatusPending, "dlv_v5_done": store.StatusDelivered} {
+	for id, want := range map[string]delivery.Status{"dlv_v5_pending": delivery.StatusPending, "dlv_v5_done": delivery.StatusDelivered} {
 		d, err := s.GetDelivery(ctx, id)
 		if err != nil || d.Status != want || d.Receives != 0 || !d.LockedUntil.IsZero() {
 			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s, never received", id, d, err, want)
@@ -514,7 +518,7 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	if n, err := s.CountQueued(ctx); err != nil || n != 0 {
 		t.Fatalf("CountQueued after the upgrade = %d, %v; want 0", n, err)
 	}
-	if ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EndpointID: ep, Status: store.StatusQueued}); err != nil || len(ds) != 0 {
+	if ds, _, err := s.ListDeliveries(ctx, store.DeliveryFilter{EndpointID: ep, Status: delivery.StatusQueued}); err != nil || len(ds) != 0 {
 		t.Fatalf("queued deliveries of %s after the upgrade: %+v, %v; want none", ep, ds, err)
 	}
 	cs, err := s.ClaimDue(ctx, ep, now, 10, store.Lease{Owner: "upgrade", Until: now.Add(time.Hour)})
@@ -525,8 +529,8 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 
-	pull := store.Subscription{ID: "sub_v5pull", Name: "v5-pull", EventTypes: []string{"invoice.paid"}, State: store.StateActive,
-		DeliveryMode: store.ModePull, CreatedAt: now, UpdatedAt: now}
+	pull := subscription.Subscription{ID: "sub_v5pull", Name: "v5-pull", EventTypes: []string{"invoice.paid"}, State: subscription.StateActive,
+		DeliveryMode: subscription.ModePull, CreatedAt: now, UpdatedAt: now}
 	if err := s.CreateSubscription(ctx, pull); err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +551,7 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	if err != nil || len(got) != 1 || got[0] != nil {
 		t.Fatalf("Settle after the upgrade = %v, %v", got, err)
 	}
-	if d, err := s.GetDelivery(ctx, "dlv_v5_queued"); err != nil || d.Status != store.StatusDelivered {
+	if d, err := s.GetDelivery(ctx, "dlv_v5_queued"); err != nil || d.Status != delivery.StatusDelivered {
 		t.Fatalf("acknowledged delivery after the upgrade: %+v, %v", d, err)
 	}
 }
@@ -582,12 +586,12 @@ func CheckUpgradeFromV6(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	now := time.UnixMilli(1767603700000).UTC()
 	for id, want := range map[string]struct{ mode, state, policy string }{
-		"sub_v6":     {store.ModePush, store.StateDeactivated, store.FailureQueue},
-		"sub_v6pull": {store.ModePull, store.StateActive, store.FailureRetry},
+		"sub_v6":     {subscription.ModePush, subscription.StateDeactivated, subscription.FailureQueue},
+		"sub_v6pull": {subscription.ModePull, subscription.StateActive, subscription.FailureRetry},
 	} {
 		sub, err := s.GetSubscription(ctx, id)
 		if err != nil || sub.DeliveryMode != want.mode || sub.State != want.state || sub.FailurePolicy != want.policy ||
-			sub.Delivery != (store.DeliveryOptions{}) {
+			sub.Delivery != (subscription.DeliveryOptions{}) {
 			t.Fatalf("subscription %s after the upgrade: %+v, %v; want %+v and default delivery options", id, sub, err, want)
 		}
 	}
@@ -597,7 +601,7 @@ func CheckUpgradeFromV6(t *testing.T, s store.Store) {
 	}
 	// Delivery options written after the upgrade read back.
 	sub, _ := s.GetSubscription(ctx, "sub_v6")
-	sub.Delivery = store.DeliveryOptions{Schema: "eventgrid", MaxEventsPerBatch: 10, PreferredBatchSizeKB: 128,
+	sub.Delivery = subscription.DeliveryOptions{Schema: "eventgrid", MaxEventsPerBatch: 10, PreferredBatchSizeKB: 128,
 		Validation: "eventgrid", ValidationToken: "tok", DeadLetterURL: "https://dl.example/"}
 	sub.UpdatedAt = now
 	if err := s.UpdateSubscription(ctx, sub); err != nil {
@@ -670,7 +674,7 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 	}
 	equal(t, "endpoints after the upgrade", sortedCopy(ids), sortedCopy([]string{v7, shared, dlEp}))
 	e, err := s.GetEndpoint(ctx, dlEp)
-	if err != nil || e.URL != dlURL || e.AccountID != store.DefaultAccount || e.Version <= 1 ||
+	if err != nil || e.URL != dlURL || e.AccountID != account.DefaultID || e.Version <= 1 ||
 		!e.CreatedAt.Equal(time.UnixMilli(1767603601000)) || e.Health.ConsecutiveFailures != 0 {
 		t.Fatalf("dead-letter endpoint after the upgrade: %+v, %v", e, err)
 	}
@@ -683,7 +687,7 @@ func CheckUpgradeFromV7(t *testing.T, s store.Store) {
 			t.Fatalf("subscription %s after the upgrade: %+v, %v; want its dead-letter URL kept", id, sub, err)
 		}
 	}
-	for id, want := range map[string]store.Status{"dlv_v7_pending": store.StatusPending, "dlv_v7_dead": store.StatusDeadLettered} {
+	for id, want := range map[string]delivery.Status{"dlv_v7_pending": delivery.StatusPending, "dlv_v7_dead": delivery.StatusDeadLettered} {
 		if d, err := s.GetDelivery(ctx, id); err != nil || d.Status != want || d.DeadLetterOf != "" {
 			t.Fatalf("delivery %s after the upgrade: %+v, %v; want %s, the dead letter of none", id, d, err, want)
 		}
@@ -804,7 +808,7 @@ func CheckUpgradeFromV8(t *testing.T, s store.Store) {
 	}
 	dlEp := endpointOf(s, dlURL)
 	for _, sub := range catalogAfterUpgrade(t, s, 2) {
-		equal(t, "filters of "+sub.ID+" after the upgrade", sub.Filters, store.FilterOptions{})
+		equal(t, "filters of "+sub.ID+" after the upgrade", sub.Filters, subscription.FilterOptions{})
 	}
 	sub, err := s.GetSubscription(ctx, "sub_v8")
 	if err != nil || sub.Delivery.DeadLetterURL != dlURL || sub.Delivery.Schema != "eventgrid" ||
@@ -822,10 +826,10 @@ func CheckUpgradeFromV8(t *testing.T, s store.Store) {
 	const advanced = `[{"operator_type": "StringIn", "key": "data.region",  "values": ["eu<1>", "us & ca"]}]`
 	for _, w := range []struct {
 		id string
-		f  store.FilterOptions
+		f  subscription.FilterOptions
 	}{
-		{"sub_v8", store.FilterOptions{Advanced: json.RawMessage(advanced), SubjectCaseSensitive: true}},
-		{"sub_v8pull", store.FilterOptions{SubjectCaseSensitive: true}},
+		{"sub_v8", subscription.FilterOptions{Advanced: json.RawMessage(advanced), SubjectCaseSensitive: true}},
+		{"sub_v8pull", subscription.FilterOptions{SubjectCaseSensitive: true}},
 	} {
 		id, f := w.id, w.f
 		sub, err := s.GetSubscription(ctx, id)
@@ -863,7 +867,7 @@ func CheckUpgradeFromV8(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub.Filters = store.FilterOptions{}
+	sub.Filters = subscription.FilterOptions{}
 	if err := s.UpdateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
@@ -946,21 +950,21 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 		}
 		equal(t, what, got, append([]string{}, want...))
 	}
-	lists := func(when string, want map[store.Status][]string) {
+	lists := func(when string, want map[delivery.Status][]string) {
 		t.Helper()
-		for _, st := range []store.Status{store.StatusPending, store.StatusDelivered, store.StatusDeadLettered,
-			store.StatusDropped, store.StatusQueued} {
+		for _, st := range []delivery.Status{delivery.StatusPending, delivery.StatusDelivered, delivery.StatusDeadLettered,
+			delivery.StatusDropped, delivery.StatusQueued} {
 			sub := "sub_v9"
-			if st == store.StatusQueued {
+			if st == delivery.StatusQueued {
 				sub = "sub_v9pull"
 			}
 			list(fmt.Sprintf("%s deliveries of %s %s", st, sub, when), store.DeliveryFilter{SubscriptionID: sub, Status: st}, want[st]...)
 			list(fmt.Sprintf("%s deliveries of %s in its account %s", st, sub, when),
-				store.DeliveryFilter{AccountID: store.DefaultAccount, SubscriptionID: sub, Status: st}, want[st]...)
+				store.DeliveryFilter{AccountID: account.DefaultID, SubscriptionID: sub, Status: st}, want[st]...)
 			list(fmt.Sprintf("%s deliveries of the account %s", st, when),
-				store.DeliveryFilter{AccountID: store.DefaultAccount, Status: st}, want[st]...)
+				store.DeliveryFilter{AccountID: account.DefaultID, Status: st}, want[st]...)
 		}
-		for _, f := range []store.DeadLetterFilter{{SubscriptionID: "sub_v9"}, {AccountID: store.DefaultAccount}} {
+		for _, f := range []store.DeadLetterFilter{{SubscriptionID: "sub_v9"}, {AccountID: account.DefaultID}} {
 			dls, _, err := s.ListDeadLetters(ctx, f)
 			if err != nil {
 				t.Fatal(err)
@@ -969,12 +973,12 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 			for _, dl := range dls {
 				got = append(got, dl.ID)
 			}
-			equal(t, fmt.Sprintf("dead letters (%+v) %s", f, when), got, append([]string{}, want[store.StatusDeadLettered]...))
+			equal(t, fmt.Sprintf("dead letters (%+v) %s", f, when), got, append([]string{}, want[delivery.StatusDeadLettered]...))
 		}
 	}
-	lists("after the upgrade", map[store.Status][]string{
-		store.StatusPending: {d4}, store.StatusDelivered: {d5, d1}, store.StatusDeadLettered: {d2},
-		store.StatusDropped: {d3}, store.StatusQueued: {d6},
+	lists("after the upgrade", map[delivery.Status][]string{
+		delivery.StatusPending: {d4}, delivery.StatusDelivered: {d5, d1}, delivery.StatusDeadLettered: {d2},
+		delivery.StatusDropped: {d3}, delivery.StatusQueued: {d6},
 	})
 	list("deliveries of sub_v9 after the upgrade", store.DeliveryFilter{SubscriptionID: "sub_v9"}, d5, d4, d3, d2, d1)
 
@@ -991,9 +995,9 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 	if res, err := s.Redrive(ctx, "sub_v9", nil, now); err != nil || res.Count != 1 {
 		t.Fatalf("Redrive after the upgrade: %+v, %v; want 1 redriven", res, err)
 	}
-	lists("after a delivery and a redrive", map[store.Status][]string{
-		store.StatusPending: {d2}, store.StatusDelivered: {d5, d4, d1},
-		store.StatusDropped: {d3}, store.StatusQueued: {d6},
+	lists("after a delivery and a redrive", map[delivery.Status][]string{
+		delivery.StatusPending: {d2}, delivery.StatusDelivered: {d5, d4, d1},
+		delivery.StatusDropped: {d3}, delivery.StatusQueued: {d6},
 	})
 	// The redriven delivery is dead-lettered again.
 	later := now.Add(time.Minute)
@@ -1004,9 +1008,9 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 	if err := s.Record(ctx, []store.Outcome{deadLettered(d2, 4, later, later)}); err != nil {
 		t.Fatal(err)
 	}
-	lists("after the redriven delivery was dead-lettered again", map[store.Status][]string{
-		store.StatusDelivered: {d5, d4, d1}, store.StatusDeadLettered: {d2},
-		store.StatusDropped: {d3}, store.StatusQueued: {d6},
+	lists("after the redriven delivery was dead-lettered again", map[delivery.Status][]string{
+		delivery.StatusDelivered: {d5, d4, d1}, delivery.StatusDeadLettered: {d2},
+		delivery.StatusDropped: {d3}, delivery.StatusQueued: {d6},
 	})
 }
 
@@ -1147,7 +1151,7 @@ func checkV10Endpoints(t *testing.T, s store.Store, e v10Endpoints) {
 		account, url string
 		state        health.State
 		failures     int64
-	}{ep: {store.DefaultAccount, url, health.Disabled, 7}, epX: {x, url, health.Enabled, 0}, dlEp: {store.DefaultAccount, dlURL, health.Enabled, 0}} {
+	}{ep: {account.DefaultID, url, health.Disabled, 7}, epX: {x, url, health.Enabled, 0}, dlEp: {account.DefaultID, dlURL, health.Enabled, 0}} {
 		got, err := s.GetEndpoint(ctx, id)
 		if err != nil || got.AccountID != want.account || got.URL != want.url || got.Health.State != want.state ||
 			got.Health.ConsecutiveFailures != want.failures || got.Version <= 2 {

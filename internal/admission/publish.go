@@ -1,0 +1,230 @@
+// Package admission is the first stage of the delivery path (publish →
+// durable commit): it fans accepted events out to the subscriptions that
+// match them, commits each event with its deliveries in the store's group
+// commit, and hands the fresh deliveries to the scheduling stage without a
+// round trip through the store (the fast path).
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/filter"
+	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/scheduling"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Store is what the publish path needs of the store.
+type Store interface {
+	Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error)
+}
+
+// Scheduler takes fresh deliveries straight from the publish path: the
+// next stage.
+type Scheduler interface {
+	Reserve(endpointIDs []string, now time.Time) *scheduling.Reservation
+}
+
+// Catalog is the view of subscriptions events are matched against.
+type Catalog interface {
+	Snapshot() *catalog.Snapshot
+	Sync(ctx context.Context) error
+}
+
+// Publisher publishes events. It is safe for concurrent use.
+type Publisher struct {
+	Store     Store
+	Catalog   Catalog
+	Scheduler Scheduler
+	Clock     clock.Clock
+	// MaxFanout bounds the deliveries one Publish call may create, its
+	// events' together (0: no bound). A call whose events match more
+	// subscriptions than that is refused with a *FanoutError before
+	// anything is stored, and matching stops at the first event that
+	// passes the bound, so the refusal costs at most that many deliveries
+	// in memory.
+	MaxFanout int
+}
+
+// ErrFanout: a publish would have created more deliveries than
+// Publisher.MaxFanout allows; nothing was stored. A *FanoutError says the
+// bound.
+var ErrFanout = errors.New("the events match too many subscriptions")
+
+// FanoutError is the ErrFanout Publish returns, with the bound it applied.
+type FanoutError struct{ Limit int }
+
+func (e *FanoutError) Error() string {
+	return fmt.Sprintf("%v: more than %d deliveries", ErrFanout, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrFanout) true.
+func (e *FanoutError) Is(target error) bool { return target == ErrFanout }
+
+// Result is what happened to one published event.
+type Result struct {
+	ID         string `json:"id"`
+	Source     string `json:"source"`
+	Duplicate  bool   `json:"duplicate"`
+	Deliveries int    `json:"deliveries"`
+}
+
+// maxMatchTries bounds how often one publish is matched again because the
+// subscriptions changed under it. The second try cannot be refused for a
+// newer catalog, only for a subscription it matched being deleted since
+// (each such retry drops one), so in practice two tries suffice.
+const maxMatchTries = 5
+
+// Publish durably stores events and their deliveries and returns when they
+// are committed. Events are matched against the subscriptions as of a
+// catalog version, and the store refuses the commit when a subscription was
+// created, changed or deleted since (on any node): then the catalog catches
+// up and the events are matched again. So a publish that starts after a
+// subscription change was answered, anywhere, is matched against it, and
+// no delivery is ever written for a subscription already deleted. An event
+// that matches nothing is still stored (and deduplicated). Events belong to
+// the account accountID ("": account.DefaultID): they match only its subscriptions,
+// and a duplicate is an event whose (source, id) the account published
+// before; a duplicate makes no deliveries.
+func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
+	now := in.Clock.Now()
+	accountID = account.OrDefault(accountID)
+	news := make([]store.NewEvent, len(evs))
+	for i, ev := range evs {
+		payload, err := ev.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		news[i] = store.NewEvent{
+			AccountID: accountID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
+			Payload: payload, PublishedAt: now,
+		}
+	}
+	var opts store.PublishOptions
+	for try := 1; ; try++ {
+		snap := in.Catalog.Snapshot()
+		if snap.Version == 0 { // never loaded (the store was down at start)
+			if err := in.Catalog.Sync(ctx); err != nil {
+				return nil, fmt.Errorf("reading subscriptions: %w", err)
+			}
+			snap = in.Catalog.Snapshot()
+		}
+		if try == 1 {
+			opts.CatalogVersion = snap.Version
+		} else {
+			// The catalog caught up with the version the refusal named,
+			// which postdates this call's start: what it now says is
+			// current enough. Only a deletion since must still refuse.
+			opts.CatalogVersion, opts.RequireSubscriptions = 0, true
+		}
+		adm, err := in.fanOut(ctx, news, snap, now)
+		if err != nil {
+			return nil, err // the client has gone: nothing was admitted or stored
+		}
+		opts.Lease = adm.Lease()
+		res, err := in.Store.Publish(ctx, news, opts)
+		if errors.Is(err, store.ErrStaleCatalog) && try < maxMatchTries {
+			adm.Abort()
+			if err := in.Catalog.Sync(ctx); err != nil {
+				return nil, fmt.Errorf("reading subscription changes: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			adm.Abort()
+			return nil, err
+		}
+		return in.commit(adm, news, res, now), nil
+	}
+}
+
+// fanOut gives each event one new delivery per matching subscription of
+// snap, and asks the scheduler which of the pushed ones it takes from
+// memory. A delivery for a subscription that queues (pull, or deactivated)
+// is written queued and never held. More than MaxFanout deliveries in all:
+// a *FanoutError, and nothing is admitted. Matching looks at ctx before each event
+// and every few subscriptions (catalog.Snapshot.Match): once ctx is done
+// (the client has gone) it stops and returns ctx.Err(), before anything is
+// admitted.
+func (in *Publisher) fanOut(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
+	var eps []string
+	total := 0
+	dlvID := ids.Sequence("dlv_", now) // in the order made: see ids.Sequence
+	for i := range news {
+		ne := &news[i]
+		ne.Deliveries = ne.Deliveries[:0]
+		// Read by advanced filters only, and then parsed once for all.
+		fev := filter.NewEvent(ne.Payload)
+		subs, err := snap.Match(ctx, ne.AccountID, ne.Type, ne.Subject, fev)
+		if err != nil {
+			return nil, err
+		}
+		if total += len(subs); in.MaxFanout > 0 && total > in.MaxFanout {
+			return nil, &FanoutError{Limit: in.MaxFanout}
+		}
+		for _, sub := range subs {
+			d := store.NewDelivery{ID: dlvID(), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
+			ne.Deliveries = append(ne.Deliveries, d)
+			if !d.Queued {
+				eps = append(eps, sub.EndpointID)
+			}
+		}
+	}
+	adm := in.Scheduler.Reserve(eps, now)
+	k := 0
+	for i := range news {
+		for j := range news[i].Deliveries {
+			if d := &news[i].Deliveries[j]; !d.Queued {
+				d.Claimed = adm.Granted(k)
+				k++
+			}
+		}
+	}
+	return adm, nil
+}
+
+// commit hands the committed deliveries to the scheduler and builds the
+// answer.
+func (in *Publisher) commit(adm *scheduling.Reservation, news []store.NewEvent, res []store.PublishResult, now time.Time) []Result {
+	out := make([]Result, len(news))
+	n := 0
+	for i := range news {
+		n += len(news[i].Deliveries)
+	}
+	held := make([]store.Claimed, 0, n) // sized once: a Claimed is large
+	var unheld []string
+	for i, ne := range news {
+		out[i] = Result{ID: ne.ID, Source: ne.Source, Duplicate: res[i].Duplicate}
+		if res[i].Duplicate {
+			continue
+		}
+		out[i].Deliveries = len(ne.Deliveries)
+		for _, d := range ne.Deliveries {
+			if d.Queued {
+				continue // for consumers: the store announces it (OnQueued)
+			}
+			if !d.Claimed {
+				unheld = append(unheld, d.EndpointID) // over the fast path's bound: the loader picks it up
+				continue
+			}
+			held = append(held, store.Claimed{
+				Delivery: delivery.Delivery{
+					ID: d.ID, AccountID: ne.AccountID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
+					EventSeq: res[i].Seq, EventID: ne.ID, EventSource: ne.Source,
+					Status: delivery.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
+				},
+				Payload: ne.Payload,
+			})
+		}
+	}
+	adm.Commit(held, unheld, now)
+	return out
+}

@@ -1,0 +1,136 @@
+package scheduling
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/herald-events/herald/internal/attempting"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/startstop"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// runner runs the attempts pump started, each on a worker: it hands the
+// attempt to the attempting stage and, when the exchange is over, gives
+// back its concurrency slot and applies what it said of the endpoint's
+// health. The outcomes went forward to the recorder; their memory places
+// are freed by the finisher (finish.go).
+type runner struct {
+	sched     *scheduler
+	attempter Attempter
+	workers   *workers
+	rel       *releaser
+	probes    *probes
+	clock     clock.Clock
+	log       *slog.Logger
+	// The loops woken by what an exchange changes.
+	loader, health *startstop.Loop
+}
+
+// launch runs the attempts the scheduler started (pump counted each in
+// scheduler.attempts).
+func (r *runner) launch(starts []start) {
+	for _, st := range starts {
+		r.workers.run(func() { r.run(st) })
+	}
+}
+
+// run performs one start: one request, of one delivery or of a batch of
+// one subscription's deliveries. The endpoint's concurrency slot is given
+// back as soon as the HTTP exchange ends, before the outcomes' group
+// commit; each delivery's memory place only once its outcome is written
+// (the finisher).
+func (r *runner) run(st start) {
+	defer r.sched.attempts.Done()
+	items := st.items()
+	job := attempting.Job{Deliveries: make([]*store.Claimed, len(items)), Probe: st.it.probe}
+	for i, it := range items {
+		job.Deliveries[i] = &it.c
+	}
+	ex := r.attempter.Attempt(job)
+	r.exchangeEnded(st.l, ex.Health, ex.URL)
+	if len(ex.GiveBack) == 0 && !ex.ReturnProbe {
+		return
+	}
+	ids := make([]string, len(ex.GiveBack))
+	for i, k := range ex.GiveBack {
+		ids[i] = items[k].c.ID
+	}
+	r.rel.release(ids)
+	if ex.ReturnProbe {
+		r.probes.giveBack(st.l)
+	}
+	now := r.clock.Now()
+	for _, k := range ex.GiveBack {
+		r.sched.finished(st.l, items[k], time.Time{}, now)
+	}
+}
+
+// exchangeEnded tells the scheduler an attempt's HTTP exchange is over
+// (obs: what it said of the endpoint's health, nil for nothing) and does
+// what it asks: start attempts, merge health, release deliveries, wake the
+// loader.
+func (r *runner) exchangeEnded(l *lane, obs *health.Outcome, url string) {
+	en := r.sched.attemptEnded(l, obs, url, r.clock.Now())
+	r.launch(en.starts)
+	if en.tr.Changed() {
+		r.log.Info("endpoint circuit changed here; merging", "endpoint", l.id, "from", en.tr.From, "to", en.tr.To, "reason", en.tr.Reason)
+	}
+	if en.flush {
+		r.health.Kick() // share the change with the other nodes now
+	}
+	r.rel.release(en.released)
+	if en.wake {
+		r.loader.Kick()
+	}
+}
+
+// ended is what the end of an attempt's HTTP exchange asks of the runner.
+type ended struct {
+	starts   []start           // attempts to start now
+	released []string          // deliveries to give back to the store
+	tr       health.Transition // the local circuit transition, if any
+	flush    bool              // merge the lane's outcomes into the store now
+	wake     bool              // wake the loader
+}
+
+// attemptEnded gives back the lane's and the global concurrency slot of an
+// attempt whose HTTP exchange ended, and applies what it said about the
+// endpoint's health to this node's view (obs nil: nothing, e.g. no attempt
+// was made, or a failure that says nothing about the endpoint).
+// url, when not empty, is the endpoint's URL, for its view.
+func (s *scheduler) attemptEnded(l *lane, obs *health.Outcome, url string, now time.Time) ended {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var res ended
+	if l.ep.URL == "" {
+		l.ep.URL = url
+	}
+	l.inFlight--
+	s.inFlight--
+	if obs != nil {
+		res.tr = s.cfg.Health.Observe(&l.ep.Health, *obs)
+		l.pending = append(l.pending, *obs)
+		if n := len(l.pending); n > 2*maxQueuedOutcomes {
+			l.pending = append(l.pending[:0], l.pending[n-maxQueuedOutcomes:]...)
+		}
+		if obs.Success {
+			if l.limit < s.cfg.EndpointConcurrency {
+				l.limit++
+			}
+		} else if l.limit > 1 {
+			l.limit /= 2
+		}
+		if res.tr.Changed() {
+			res.released = s.onTransition(l, res.tr, obs.At)
+			res.wake = true
+		}
+		// A probe's outcome replaces the probe hold in the store: merge it
+		// at once so the next probe is taken on time, here or elsewhere.
+		res.flush = res.tr.Changed() || obs.Probe || len(l.pending) >= maxQueuedOutcomes
+	}
+	s.markReady(l)
+	res.starts = s.pump(now, nil)
+	return res
+}

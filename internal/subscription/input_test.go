@@ -1,0 +1,138 @@
+package subscription_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/signing"
+	"github.com/herald-events/herald/internal/strictjson"
+	"github.com/herald-events/herald/internal/subscription"
+)
+
+var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// input decodes a request body as the API does.
+func input(t *testing.T, body string) subscription.Input {
+	t.Helper()
+	var in subscription.Input
+	if err := strictjson.Decode([]byte(body), "", &in); err != nil {
+		t.Fatalf("decoding %s: %v", body, err)
+	}
+	return in
+}
+
+func create(t *testing.T, body, failurePolicy string) (subscription.Subscription, error) {
+	t.Helper()
+	return input(t, body).New(subscription.Creation{ID: "sub_1", AccountID: "acc_1", Now: t0, FailurePolicy: failurePolicy})
+}
+
+// TestNewDefaults: what a create leaves out takes Herald's defaults and
+// its account's failure policy; a pull subscription never fails over to a
+// queue; a handshake leaves the subscription awaiting it.
+func TestNewDefaults(t *testing.T) {
+	sub, err := create(t, `{"name":"n","url":"https://example.com/hook"}`, subscription.FailureQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.ID != "sub_1" || sub.AccountID != "acc_1" || !sub.CreatedAt.Equal(t0) || !sub.UpdatedAt.Equal(t0) ||
+		sub.State != subscription.StateActive || !sub.DeadLetter || sub.Timeout != subscription.DefaultTimeout ||
+		sub.DeliveryMode != subscription.ModePush || sub.FailurePolicy != subscription.FailureQueue {
+		t.Fatalf("New = %+v: want the defaults and the account's failure policy", sub)
+	}
+	if p, err := sub.ResolvePolicy(); err != nil || p.Preset != "eventgrid" {
+		t.Fatalf("retry policy %s resolves to %+v, %v; want the eventgrid preset", sub.RetryPolicy, p, err)
+	}
+	if sub.Signing.Algorithm != signing.HMACSHA256 || len(sub.Signing.Keys) != 1 || len(sub.Signing.Keys[0].Key) != signing.DefaultSecretLen {
+		t.Fatalf("signing %+v: want one new hmac-sha256 key", sub.Signing)
+	}
+
+	pull, err := create(t, `{"name":"p","delivery_mode":"pull"}`, subscription.FailureQueue)
+	if err != nil || pull.FailurePolicy != subscription.FailureRetry || pull.URL != "" {
+		t.Fatalf("pull subscription %+v, %v: want failure policy retry and no URL", pull, err)
+	}
+
+	v, err := create(t, `{"name":"v","url":"https://example.com/hook","delivery_schema":"eventgrid","validation":"eventgrid"}`, "")
+	if err != nil || v.State != subscription.StateAwaitingValidation || len(v.Delivery.ValidationToken) != 43 ||
+		v.FailurePolicy != subscription.FailureRetry {
+		t.Fatalf("validated subscription %+v, %v: want it awaiting validation with a token", v, err)
+	}
+}
+
+// TestNewProblems: each problem comes as the kind the API answers it with
+// (400, or 422 for combinations and refused destinations), naming the field.
+func TestNewProblems(t *testing.T) {
+	var (
+		field   *strictjson.Error
+		combo   *subscription.CombinationError
+		refused *subscription.DestinationError
+	)
+	for _, c := range []struct {
+		body, field string
+		kind        any
+	}{
+		{`{}`, "name", &field},
+		{`{"name":"n","delivery_mode":"pull","dead_letter_url":"https://example.com/dl"}`, "dead_letter_url", &field},
+		{`{"name":"n","url":"https://example.com/","retry_policy":{"preset":"custom"}}`, "retry_policy.delays", &field},
+		{`{"name":"n","url":"https://example.com/","signing":{"algorithm":"ed25519","secret":"whsec_x"}}`, "signing.secret", &field},
+		{`{"name":"n","url":"https://example.com/","delivery_schema":"cloudevents-binary","max_events_per_batch":2}`, "max_events_per_batch", &combo},
+		{`{"name":"n","url":"https://example.com/","validation":"eventgrid"}`, "validation", &combo},
+		{`{"name":"n","url":"http://127.0.0.1:8080/"}`, "url", &refused},
+		{`{"name":"n","url":"https://example.com/","dead_letter_url":"http://10.0.0.1/"}`, "dead_letter_url", &refused},
+	} {
+		_, err := create(t, c.body, "")
+		if !errors.As(err, c.kind) {
+			t.Errorf("%s: %v (%T), want a %T", c.body, err, err, c.kind)
+			continue
+		}
+		var got string
+		switch e := err.(type) {
+		case *strictjson.Error:
+			got = e.Field
+		case *subscription.CombinationError:
+			got = e.Field
+		case *subscription.DestinationError:
+			got = e.Field
+		}
+		if got != c.field {
+			t.Errorf("%s: problem names %q, want %q", c.body, got, c.field)
+		}
+	}
+}
+
+// TestUpdate: an update refuses what only a create sets and a pull
+// subscription's push fields, and checks a URL against the destination
+// policy only when it is sent.
+func TestUpdate(t *testing.T) {
+	stored := subscription.Subscription{ID: "sub_1", Name: "n", URL: "http://127.0.0.1:8080/", DeliveryMode: subscription.ModePush}
+	sub := stored
+	if err := input(t, `{"name":"renamed"}`).Update(&sub, destinationPolicy()); err != nil || sub.Name != "renamed" {
+		t.Fatalf("renaming a subscription whose URL the policy refuses: %v (%+v); want it renamed", err, sub)
+	}
+	for _, c := range []struct {
+		body, field string
+		sub         subscription.Subscription
+	}{
+		{`{"signing":{}}`, "signing", stored},
+		{`{"validation":"none"}`, "validation", stored},
+		{`{"url":"http://127.0.0.1:8081/"}`, "url", stored},
+		{`{"failure_policy":"queue"}`, "failure_policy", subscription.Subscription{DeliveryMode: subscription.ModePull}},
+		{`{"url":"https://example.net/"}`, "url", subscription.Subscription{URL: "https://example.com/",
+			Delivery: subscription.DeliveryOptions{Validation: subscription.ValidationCloudEvents}}},
+	} {
+		sub := c.sub
+		err := input(t, c.body).Update(&sub, destinationPolicy())
+		var fe *strictjson.Error
+		var de *subscription.DestinationError
+		switch {
+		case errors.As(err, &fe) && fe.Field == c.field:
+		case errors.As(err, &de) && de.Field == c.field:
+		default:
+			t.Errorf("%s: %v, want a problem naming %s", c.body, err, c.field)
+		}
+	}
+}
+
+// destinationPolicy is the default policy: public addresses only.
+func destinationPolicy() destination.Policy { return destination.Policy{} }
