@@ -23,21 +23,21 @@ type tenant struct {
 
 // newTenant creates an account and its account and publish keys as the
 // admin.
-func (b *bundle) newTenant(name string) tenant {
+func newTenant(b *bundle, name string) tenant {
 	b.t.Helper()
 	var acc struct{ ID string }
 	if code, raw := b.do("POST", "/v1/accounts", map[string]any{"name": name}, &acc); code != http.StatusCreated {
 		b.t.Fatalf("create account: %d %s", code, raw)
 	}
 	tn := tenant{id: acc.ID}
-	tn.accountKey, tn.accountKeyID = b.newKey(adminKey, acc.ID, "account")
-	tn.pubKey, tn.pubKID = b.newKey(adminKey, acc.ID, "publish")
+	tn.accountKey, tn.accountKeyID = newKey(b, adminKey, acc.ID, "account")
+	tn.pubKey, tn.pubKID = newKey(b, adminKey, acc.ID, "publish")
 	return tn
 }
 
 // newKey makes a key of role in account with the key as, and returns the
 // secret and the key's id.
-func (b *bundle) newKey(as, account, role string) (secret, id string) {
+func newKey(b *bundle, as, account, role string) (secret, id string) {
 	b.t.Helper()
 	var k struct{ ID, Key, Prefix string }
 	body := map[string]any{"role": role, "name": role + " key"}
@@ -93,7 +93,7 @@ type routeWorld struct {
 // fails, x's event (waiting until its delivery is dead-lettered) and the
 // revoked key.
 func newRouteWorld(t *testing.T, b *bundle) *routeWorld {
-	w := &routeWorld{t: t, b: b, x: b.newTenant("x"), y: b.newTenant("y")}
+	w := &routeWorld{t: t, b: b, x: newTenant(b, "x"), y: newTenant(b, "y")}
 	rc := newReceiver(t, status(500))
 	if code, raw := b.doAs(w.x.accountKey, "POST", "/v1/subscriptions",
 		map[string]any{"name": "x-sub", "url": rc.URL, "retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 1}}, &w.sub); code != 201 {
@@ -112,7 +112,7 @@ func newRouteWorld(t *testing.T, b *bundle) *routeWorld {
 		}
 		return false
 	})
-	revoked, revokedID := b.newKey(w.x.accountKey, "", "publish")
+	revoked, revokedID := newKey(b, w.x.accountKey, "", "publish")
 	if code, raw := b.doAs(w.x.accountKey, "DELETE", "/v1/keys/"+revokedID, nil, nil); code != 204 {
 		t.Fatalf("revoke: %d %s", code, raw)
 	}
@@ -295,7 +295,7 @@ func (w *routeWorld) checkDeletes() {
 // (two circuits).
 func TestTenantIsolation(t *testing.T) {
 	b := setup(t)
-	x, y := b.newTenant("x"), b.newTenant("y")
+	x, y := newTenant(b, "x"), newTenant(b, "y")
 	rx, ry := newReceiver(t, status(200)), newReceiver(t, status(200))
 	shared := newReceiver(t, status(200))
 	subOf := func(tn tenant, name, url string) (id, ep string) {
@@ -376,7 +376,7 @@ func TestRevocationReachesAnotherNode(t *testing.T) {
 	onPG := func(c *server.Config) { c.Store = url; c.AuthRecheck = time.Second }
 	a := setup(t, onPG)
 	bn := setup(t, onPG)
-	secret, id := a.newKey(adminKey, "", "account")
+	secret, id := newKey(a, adminKey, "", "account")
 	if code, raw := bn.doAs(secret, "GET", "/v1/subscriptions", nil, nil); code != 200 {
 		t.Fatalf("node B with the new key: %d %s", code, raw)
 	}
@@ -471,7 +471,7 @@ func TestAuthOff(t *testing.T) {
 // same types, hears nothing.
 func TestOperationalEventsStayInTheirAccount(t *testing.T) {
 	b := setup(t)
-	x := b.newTenant("x")
+	x := newTenant(b, "x")
 	types := []string{"herald.endpoint.disabled", "herald.delivery.dead_lettered"}
 	defaultOps := b.opsReceiver(types...)
 	xOps := newReceiver(t, status(200))

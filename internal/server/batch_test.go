@@ -61,7 +61,7 @@ func TestBatchesNeverWaitAndKeepTheirBound(t *testing.T) {
 	sub := b.subscribe(map[string]any{"name": "batched", "url": rc.URL, "max_events_per_batch": 3})
 	b.publish("lone", "t")
 	eventually(t, "the lone event sent at once", func() bool { return rc.count() == 1 })
-	b.publishBatch("q", "t", 10)
+	publishBatch(b, "q", "t", 10)
 	open()
 	eventually(t, "every event delivered", func() bool { return rc.count() == 5 })
 	b.settle()
@@ -80,7 +80,7 @@ func TestBatchesNeverWaitAndKeepTheirBound(t *testing.T) {
 		t.Fatalf("a batch's webhook-id %q", id)
 	}
 	// Its signature covers the batch's exact bytes.
-	if err := verifyWith(t, b.secret(sub).Secret, rc.request(1)); err != nil {
+	if err := verifyWith(t, secretOf(b, sub).Secret, rc.request(1)); err != nil {
 		t.Fatalf("a batch does not verify: %v", err)
 	}
 }
@@ -136,7 +136,7 @@ func TestFailedBatchIsRetriedWhole(t *testing.T) {
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"5s"}, "max_attempts": 3}})
 	b.publish("first", "t")
 	eventually(t, "the first event sent", func() bool { return rc.count() == 1 })
-	b.publishBatch("q", "t", 4)
+	publishBatch(b, "q", "t", 4)
 	open()
 	eventually(t, "the batch failed", func() bool { return rc.count() == 2 })
 	b.settle()

@@ -19,7 +19,7 @@ type listed struct {
 }
 
 // allDeliveries lists every delivery of the default account.
-func (b *bundle) allDeliveries() []listed {
+func allDeliveries(b *bundle) []listed {
 	b.t.Helper()
 	var out struct{ Data []listed }
 	if code, raw := b.do("GET", "/v1/deliveries?limit=1000", nil, &out); code != 200 {
@@ -67,13 +67,13 @@ func TestDeadLetterURLReceivesDeadLetters(t *testing.T) {
 	}
 	b.settle()
 	n := 0
-	for _, d := range b.allDeliveries() {
+	for _, d := range allDeliveries(b) {
 		if d.EventID == "e1" && d.Status == "delivered" {
 			n++
 		}
 	}
 	if n != 1 {
-		t.Fatalf("want the dead letter's own delivery delivered: %+v", b.allDeliveries())
+		t.Fatalf("want the dead letter's own delivery delivered: %+v", allDeliveries(b))
 	}
 }
 
@@ -96,7 +96,7 @@ func TestDeadLetterURLGivesUpAfterFourHours(t *testing.T) {
 		b.settle()
 		var next *time.Time
 		done := false
-		for _, d := range b.allDeliveries() {
+		for _, d := range allDeliveries(b) {
 			if d.EndpointID == "" || d.Status == "dead_lettered" {
 				continue
 			}

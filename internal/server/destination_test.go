@@ -248,7 +248,7 @@ func TestDestinationRefusedAtCreate(t *testing.T) {
 		cases = append(cases, refusal{name: h, method: "POST", path: "/v1/subscriptions",
 			body: `{"name":"new","url":"http://` + h + `/hook"}`, field: "url", detail: "no connection can be made"})
 	}
-	b.refuseAll(t, cases)
+	refuseAll(t, b, cases)
 
 	// A name is accepted whatever it may resolve to; a PATCH of other
 	// fields does not check the stored URL again.

@@ -10,7 +10,7 @@ import (
 )
 
 // publishEvent publishes one CloudEvent given as a map.
-func (b *bundle) publishEvent(ev map[string]any) {
+func publishEvent(b *bundle, ev map[string]any) {
 	b.t.Helper()
 	ev["specversion"] = "1.0"
 	if _, ok := ev["source"]; !ok {
@@ -33,12 +33,12 @@ func TestAdvancedFiltersMakeDeliveriesOnlyForMatches(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(200))
 	sub := b.subscribe(map[string]any{"name": "big-orders", "url": rc.URL, "advanced_filters": orderFilters})
-	b.publishEvent(map[string]any{"id": "match", "type": "order", "data": map[string]any{"amount": 150, "region": "EU"}})
-	b.publishEvent(map[string]any{"id": "small", "type": "order", "data": map[string]any{"amount": 50, "region": "eu"}})
-	b.publishEvent(map[string]any{"id": "asia", "type": "order", "data": map[string]any{"amount": 500, "region": "asia"}})
-	b.publishEvent(map[string]any{"id": "no-region", "type": "order", "data": map[string]any{"amount": 500}})
-	b.publishEvent(map[string]any{"id": "text-amount", "type": "order", "data": map[string]any{"amount": "500", "region": "us"}})
-	b.publishEvent(map[string]any{"id": "not-json", "type": "order", "datacontenttype": "text/plain", "data": "amount=500"})
+	publishEvent(b, map[string]any{"id": "match", "type": "order", "data": map[string]any{"amount": 150, "region": "EU"}})
+	publishEvent(b, map[string]any{"id": "small", "type": "order", "data": map[string]any{"amount": 50, "region": "eu"}})
+	publishEvent(b, map[string]any{"id": "asia", "type": "order", "data": map[string]any{"amount": 500, "region": "asia"}})
+	publishEvent(b, map[string]any{"id": "no-region", "type": "order", "data": map[string]any{"amount": 500}})
+	publishEvent(b, map[string]any{"id": "text-amount", "type": "order", "data": map[string]any{"amount": "500", "region": "us"}})
+	publishEvent(b, map[string]any{"id": "not-json", "type": "order", "datacontenttype": "text/plain", "data": "amount=500"})
 	ds := b.deliveries(sub)
 	if len(ds) != 1 || ds[0].EventID != "match" {
 		t.Fatalf("deliveries %+v, want one, for the matching event", ds)
@@ -62,7 +62,7 @@ func TestFilterPatchTakesEffectOnEveryNode(t *testing.T) {
 	bn := setup(t, onPG)
 	rc := newReceiver(t, status(200))
 	sub := a.subscribe(map[string]any{"name": "f", "url": rc.URL, "advanced_filters": orderFilters})
-	bn.publishEvent(map[string]any{"id": "small-1", "type": "order", "data": map[string]any{"amount": 50, "region": "eu"}})
+	publishEvent(bn, map[string]any{"id": "small-1", "type": "order", "data": map[string]any{"amount": 50, "region": "eu"}})
 	if n := len(a.deliveries(sub)); n != 0 {
 		t.Fatalf("%d deliveries for a filtered-out event", n)
 	}
@@ -70,7 +70,7 @@ func TestFilterPatchTakesEffectOnEveryNode(t *testing.T) {
 	if code, raw := a.do("PATCH", "/v1/subscriptions/"+sub, patch, nil); code != 200 {
 		t.Fatalf("PATCH: %d %s", code, raw)
 	}
-	bn.publishEvent(map[string]any{"id": "small-2", "type": "order", "data": map[string]any{"amount": 50, "region": "eu"}})
+	publishEvent(bn, map[string]any{"id": "small-2", "type": "order", "data": map[string]any{"amount": 50, "region": "eu"}})
 	if ds := a.deliveries(sub); len(ds) != 1 || ds[0].EventID != "small-2" {
 		t.Fatalf("after the PATCH through A, a publish through B: %+v", ds)
 	}

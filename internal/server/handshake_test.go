@@ -11,12 +11,14 @@ import (
 	"time"
 )
 
+// subState is a subscription's state, as the handshake tests read it.
 type subState struct {
 	State           string  `json:"state"`
 	ValidationError *string `json:"validation_error"`
 }
 
-func (b *bundle) subState(id string) subState {
+// subStateOf reads a subscription's state.
+func subStateOf(b *bundle, id string) subState {
 	b.t.Helper()
 	var s subState
 	if code, raw := b.do("GET", "/v1/subscriptions/"+id, nil, &s); code != 200 {
@@ -54,7 +56,7 @@ func TestEventGridHandshake(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"validationResponse": evs[0].Data.ValidationCode})
 	})
 	sub := b.subscribe(map[string]any{"name": "eg", "url": rc.URL, "delivery_schema": "eventgrid", "validation": "eventgrid"})
-	if s := b.subState(sub); s.State != "awaiting_validation" {
+	if s := subStateOf(b, sub); s.State != "awaiting_validation" {
 		t.Fatalf("state after create: %+v", s)
 	}
 	b.publish("held", "t")
@@ -63,7 +65,7 @@ func TestEventGridHandshake(t *testing.T) {
 		t.Fatalf("%d requests before the handshake", rc.count())
 	}
 	b.clk.Advance(time.Second) // the validator's round
-	eventually(t, "the subscription active", func() bool { return b.subState(sub).State == "active" })
+	eventually(t, "the subscription active", func() bool { return subStateOf(b, sub).State == "active" })
 	eventually(t, "the held event pushed", func() bool { return rc.count() == 2 })
 	if h := rc.request(1).header.Get("Aeg-Event-Type"); h != "Notification" {
 		t.Fatalf("the second request is %q, want the held event", h)
@@ -80,7 +82,7 @@ func TestEventGridValidationURL(t *testing.T) {
 	b.clk.Advance(time.Second)
 	eventually(t, "the handshake sent", func() bool { return rc.count() >= 1 })
 	eventually(t, "the failure recorded", func() bool {
-		s := b.subState(sub)
+		s := subStateOf(b, sub)
 		return s.State == "awaiting_validation" && s.ValidationError != nil && strings.Contains(*s.ValidationError, "202")
 	})
 	var evs []struct {
@@ -99,7 +101,7 @@ func TestEventGridValidationURL(t *testing.T) {
 	if code, _ := b.doAs("", "GET", bad, nil, nil); code != 404 {
 		t.Fatalf("a wrong code: %d, want 404", code)
 	}
-	if s := b.subState(sub); s.State != "awaiting_validation" {
+	if s := subStateOf(b, sub); s.State != "awaiting_validation" {
 		t.Fatalf("a wrong code validated: %+v", s)
 	}
 	resp, err := http.Get(b.api.URL + u.Path + "?" + u.RawQuery) // no key: the code is the secret
@@ -111,7 +113,7 @@ func TestEventGridValidationURL(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET of the validation URL: %d", resp.StatusCode)
 	}
-	if s := b.subState(sub); s.State != "active" {
+	if s := subStateOf(b, sub); s.State != "active" {
 		t.Fatalf("after the GET: %+v", s)
 	}
 }
@@ -138,7 +140,7 @@ func TestCloudEventsHandshakeRetried(t *testing.T) {
 	b.publish("held", "t")
 	b.clk.Advance(time.Second)
 	eventually(t, "the failed handshake recorded", func() bool {
-		s := b.subState(sub)
+		s := subStateOf(b, sub)
 		return s.ValidationError != nil && strings.Contains(*s.ValidationError, "WebHook-Allowed-Origin")
 	})
 	if r := rc.request(0); r.header.Get("Webhook-Request-Origin") == "" {
@@ -153,7 +155,7 @@ func TestCloudEventsHandshakeRetried(t *testing.T) {
 	}
 	allow.Store(true)
 	b.clk.Advance(20 * time.Second)
-	eventually(t, "the subscription active", func() bool { return b.subState(sub).State == "active" })
+	eventually(t, "the subscription active", func() bool { return subStateOf(b, sub).State == "active" })
 	eventually(t, "the held event pushed", func() bool { return rc.count() == n+2 })
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +27,12 @@ import (
 var start = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
 // bundle is one Herald process on a fake clock and a real SQLite file, with
-// its API on a real loopback HTTP server.
+// its API on a real loopback HTTP server. Its methods, all in this file, are
+// what most tests need: waiting for the engine (asleep, settle), calling the
+// API (do, doAs, send) and the common resources (subscribe, publish,
+// deliveries, attempts, endpoints, state, opsReceiver). A helper for one
+// topic is a function taking the bundle, in that topic's file (newTenant in
+// auth_test.go, refuseAll in input_test.go, receive in queue_test.go, …).
 type bundle struct {
 	t   *testing.T
 	cfg server.Config
@@ -129,6 +135,19 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 // until a time after the fake clock's now: each has done everything the
 // clock allowed so far, and a clock move from now on reaches each.
 func (b *bundle) asleep() bool { return b.loops.asleep(b.clk.Now()) }
+
+// settle waits until the engine has no attempt in flight or waiting for its
+// outcome's commit, and the server's loops (Server.Loops) all sleep until
+// after the fake clock's now, so that whatever the last clock move allowed
+// has happened.
+func (b *bundle) settle() {
+	b.t.Helper()
+	eventually(b.t, "the engine to settle", func() bool {
+		st := b.srv.Pipeline.Scheduler.Stats()
+		// Held counts a delivery until its outcome is committed.
+		return st.InFlight == 0 && st.FreshHeld+st.LoadHeld == 0 && b.asleep()
+	})
+}
 
 // loopWatch follows loops through their test signals (startstop.Loop's
 // Slept and Woke), which a goroutine per loop reads as they come.
@@ -241,6 +260,30 @@ func (b *bundle) doAs(key, method, path string, in any, out any) (int, []byte) {
 	return resp.StatusCode, raw
 }
 
+// send sends a request with these headers and body (none when "") and
+// returns the answer with its body read.
+func (b *bundle) send(method, path string, header map[string]string, body string) (*http.Response, []byte) {
+	b.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, b.api.URL+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, raw
+}
+
 // subscribe creates a subscription and returns its ID.
 func (b *bundle) subscribe(body map[string]any) string {
 	b.t.Helper()
@@ -302,6 +345,7 @@ func (b *bundle) only(subID string) delivery {
 	return ds[0]
 }
 
+// attempts lists a delivery's attempts.
 func (b *bundle) attempts(deliveryID string) []attempt {
 	b.t.Helper()
 	var out struct{ Data []attempt }
@@ -325,6 +369,53 @@ func (b *bundle) waitDelivery(subID string, what string, ok func(delivery) bool)
 		return ok(last)
 	})
 	return last
+}
+
+// state is what the API shows of everything a request could change, once
+// the engine is idle: to check that a refused request changed nothing.
+func (b *bundle) state() string {
+	b.t.Helper()
+	b.settle()
+	var all []byte
+	for _, p := range []string{"/v1/subscriptions", "/v1/deliveries", "/v1/dead-letters", "/v1/endpoints"} {
+		code, raw := b.do("GET", p+"?limit=1000", nil, nil)
+		if code != http.StatusOK {
+			b.t.Fatalf("GET %s: %d %s", p, code, raw)
+		}
+		all = append(all, raw...)
+	}
+	return string(all)
+}
+
+// endpointRes is the API's endpoint resource, as tests read it.
+type endpointRes struct {
+	ID                  string     `json:"id"`
+	URL                 string     `json:"url"`
+	State               string     `json:"state"`
+	ConsecutiveFailures int64      `json:"consecutive_failures"`
+	NextProbeAt         *time.Time `json:"next_probe_at"`
+	ProbationDelay      *string    `json:"probation_delay"`
+	ConcurrencyLimit    *int       `json:"concurrency_limit"`
+}
+
+// endpoint reads an endpoint.
+func (b *bundle) endpoint(id string) endpointRes {
+	b.t.Helper()
+	var ep endpointRes
+	if code, raw := b.do("GET", "/v1/endpoints/"+id, nil, &ep); code != 200 {
+		b.t.Fatalf("get endpoint: %d %s", code, raw)
+	}
+	return ep
+}
+
+// endpointOf returns the id of a subscription's endpoint.
+func (b *bundle) endpointOf(subID string) string {
+	b.t.Helper()
+	var sub struct {
+		EndpointID string `json:"endpoint_id"`
+	}
+	b.do("GET", "/v1/subscriptions/"+subID, nil, &sub)
+	return sub.EndpointID
 }
 
 // eventually waits for cond, checking it every few milliseconds, and fails
@@ -386,6 +477,27 @@ func (rc *receiver) request(i int) received {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.got[i]
+}
+
+// opsReceiver subscribes a receiver to Herald's operational events and
+// returns it; its bodies are CloudEvents.
+func (b *bundle) opsReceiver(types ...string) *receiver {
+	rc := newReceiver(b.t, status(200))
+	b.subscribe(map[string]any{"name": "ops", "url": rc.URL, "event_types": types})
+	return rc
+}
+
+// opsEvents decodes what an operations receiver got.
+func opsEvents(t *testing.T, rc *receiver) []map[string]any {
+	var out []map[string]any
+	for i := 0; i < rc.count(); i++ {
+		var ev map[string]any
+		if err := json.Unmarshal(rc.request(i).body, &ev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }

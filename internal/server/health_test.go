@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -11,69 +10,6 @@ import (
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/server"
 )
-
-// endpointRes is the API's endpoint resource, as tests read it.
-type endpointRes struct {
-	ID                  string     `json:"id"`
-	URL                 string     `json:"url"`
-	State               string     `json:"state"`
-	ConsecutiveFailures int64      `json:"consecutive_failures"`
-	NextProbeAt         *time.Time `json:"next_probe_at"`
-	ProbationDelay      *string    `json:"probation_delay"`
-	ConcurrencyLimit    *int       `json:"concurrency_limit"`
-}
-
-func (b *bundle) endpoint(id string) endpointRes {
-	b.t.Helper()
-	var ep endpointRes
-	if code, raw := b.do("GET", "/v1/endpoints/"+id, nil, &ep); code != 200 {
-		b.t.Fatalf("get endpoint: %d %s", code, raw)
-	}
-	return ep
-}
-
-func (b *bundle) endpointOf(subID string) string {
-	b.t.Helper()
-	var sub struct {
-		EndpointID string `json:"endpoint_id"`
-	}
-	b.do("GET", "/v1/subscriptions/"+subID, nil, &sub)
-	return sub.EndpointID
-}
-
-// settle waits until the engine has no attempt in flight or waiting for its
-// outcome's commit, and the server's loops (Server.Loops) all sleep until
-// after the fake clock's now, so that whatever the last clock move allowed
-// has happened.
-func (b *bundle) settle() {
-	b.t.Helper()
-	eventually(b.t, "the engine to settle", func() bool {
-		st := b.srv.Pipeline.Scheduler.Stats()
-		// Held counts a delivery until its outcome is committed.
-		return st.InFlight == 0 && st.FreshHeld+st.LoadHeld == 0 && b.asleep()
-	})
-}
-
-// opsReceiver subscribes a receiver to Herald's operational events and
-// returns it; its bodies are CloudEvents.
-func (b *bundle) opsReceiver(types ...string) *receiver {
-	rc := newReceiver(b.t, status(200))
-	b.subscribe(map[string]any{"name": "ops", "url": rc.URL, "event_types": types})
-	return rc
-}
-
-// opsEvents decodes what an operations receiver got.
-func opsEvents(t *testing.T, rc *receiver) []map[string]any {
-	var out []map[string]any
-	for i := 0; i < rc.count(); i++ {
-		var ev map[string]any
-		if err := json.Unmarshal(rc.request(i).body, &ev); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ev)
-	}
-	return out
-}
 
 func TestDisabledEndpointProbesEveryIntervalThenBacklogFlows(t *testing.T) {
 	cfg := health.DefaultConfig()

@@ -23,30 +23,6 @@ import (
 // which Content-Types and origins a change accepts, how paths and methods
 // are routed, what net/http's own refusals look like, and the request log.
 
-// send sends a request with these headers and body (none when "") and
-// returns the answer with its body read.
-func (b *bundle) send(method, path string, header map[string]string, body string) (*http.Response, []byte) {
-	b.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, b.api.URL+path, rd)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp, raw
-}
-
 // wantProblem checks that an answer is a problem document with this status
 // and returns it (nil for an answer to HEAD, which has no body).
 func wantProblem(t *testing.T, what string, resp *http.Response, raw []byte, status int) map[string]any {
@@ -73,22 +49,6 @@ func wantProblem(t *testing.T, what string, resp *http.Response, raw []byte, sta
 	return p
 }
 
-// state is what the API shows of everything a request could change, once
-// the engine is idle: to check that a refused request changed nothing.
-func (b *bundle) state() string {
-	b.t.Helper()
-	b.settle()
-	var all []byte
-	for _, p := range []string{"/v1/subscriptions", "/v1/deliveries", "/v1/dead-letters", "/v1/endpoints"} {
-		code, raw := b.do("GET", p+"?limit=1000", nil, nil)
-		if code != http.StatusOK {
-			b.t.Fatalf("GET %s: %d %s", p, code, raw)
-		}
-		all = append(all, raw...)
-	}
-	return string(all)
-}
-
 // changeRoute is a route that changes something, with a request body it
 // accepts ("" for the routes that read none) and a Content-Type it accepts.
 type changeRoute struct {
@@ -112,7 +72,7 @@ func changeRoutes(sub, dlv, ep string) []changeRoute {
 // deadLetters subscribes rc, which answers 404 (the eventgrid preset never
 // retries it), publishes n events, and returns the subscription and its
 // deliveries once they are all dead-lettered.
-func (b *bundle) deadLetters(rc *receiver, n int) (string, []delivery) {
+func deadLetters(b *bundle, rc *receiver, n int) (string, []delivery) {
 	b.t.Helper()
 	sub := b.subscribe(map[string]any{"name": "s", "url": rc.URL})
 	for i := range n {
@@ -128,15 +88,15 @@ func (b *bundle) deadLetters(rc *receiver, n int) (string, []delivery) {
 
 // withDeadLetter makes a subscription whose one delivery is dead-lettered
 // and returns the subscription, delivery and endpoint ids.
-func (b *bundle) withDeadLetter() (sub, dlv, ep string) {
+func withDeadLetter(b *bundle) (sub, dlv, ep string) {
 	b.t.Helper()
-	sub, ds := b.deadLetters(newReceiver(b.t, status(http.StatusNotFound)), 1)
+	sub, ds := deadLetters(b, newReceiver(b.t, status(http.StatusNotFound)), 1)
 	return sub, ds[0].ID, b.endpointOf(sub)
 }
 
 func TestChangesTakeOnlyJSONAndNoCrossOriginBrowser(t *testing.T) {
 	b := setup(t)
-	sub, dlv, ep := b.withDeadLetter()
+	sub, dlv, ep := withDeadLetter(b)
 	routes := changeRoutes(sub, dlv, ep)
 	before := b.state()
 

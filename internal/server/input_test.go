@@ -36,11 +36,11 @@ var goWording = []string{"json:", "JSON struct", "want a JSON", "Go struct", "un
 
 // refuseAll sends each request and checks its refusal and that the state did
 // not change.
-func (b *bundle) refuseAll(t *testing.T, cases []refusal) {
+func refuseAll(t *testing.T, b *bundle, cases []refusal) {
 	t.Helper()
 	before := b.state()
 	for _, c := range cases {
-		p := b.refused(t, c)
+		p := refused(t, b, c)
 		if p == nil {
 			continue
 		}
@@ -52,7 +52,7 @@ func (b *bundle) refuseAll(t *testing.T, cases []refusal) {
 
 // refused sends one request and checks the problem document; it returns the
 // document, or nil after reporting a mismatch.
-func (b *bundle) refused(t *testing.T, c refusal) map[string]any {
+func refused(t *testing.T, b *bundle, c refusal) map[string]any {
 	t.Helper()
 	if c.code == 0 {
 		c.code = http.StatusBadRequest
@@ -127,7 +127,7 @@ type member struct {
 }
 
 // refuseMembers refuses each member on both subscription routes.
-func (b *bundle) refuseMembers(t *testing.T, id string, members []member) {
+func refuseMembers(t *testing.T, b *bundle, id string, members []member) {
 	t.Helper()
 	var cases []refusal
 	for _, rt := range subscriptionRoutes(id) {
@@ -136,7 +136,7 @@ func (b *bundle) refuseMembers(t *testing.T, id string, members []member) {
 				body: rt.body(m.json), field: m.field, detail: m.detail})
 		}
 	}
-	b.refuseAll(t, cases)
+	refuseAll(t, b, cases)
 }
 
 func TestInputHeaders(t *testing.T) {
@@ -183,7 +183,7 @@ func TestInputHeaders(t *testing.T) {
 	} {
 		members = append(members, member{"reserved " + name, hdr(name, "v"), "headers." + name, "cannot be set"})
 	}
-	b.refuseMembers(t, id, members)
+	refuseMembers(t, b, id, members)
 
 	// What is allowed arrives as sent: a tab inside a value, the longest
 	// value and name, visible non-ASCII bytes.
@@ -268,7 +268,7 @@ func TestInputJSONStrictness(t *testing.T) {
 	}
 	cases = append(cases, refusal{name: "repeated id", method: "POST", path: "/v1/dead-letters/redrive",
 		body: `{"ids":["a"],"subscription_id":"` + id + `","ids":["a"]}`, field: "ids", detail: "more than once"})
-	b.refuseAll(t, cases)
+	refuseAll(t, b, cases)
 
 	// The accepted bodies are accepted, and the dead letter is redriven.
 	var rd struct{ Redriven int }
@@ -281,8 +281,8 @@ func TestInputTextFields(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(200))
 	id := b.subscribe(map[string]any{"name": "text", "url": rc.URL})
-	b.refuseMembers(t, id, textMembers())
-	b.refuseAll(t, append(redriveTextRefusals(id), publishTextRefusals()...))
+	refuseMembers(t, b, id, textMembers())
+	refuseAll(t, b, append(redriveTextRefusals(id), publishTextRefusals()...))
 	if rc.count() != 0 {
 		t.Fatalf("refused publishes reached the endpoint %d times", rc.count())
 	}
@@ -440,9 +440,9 @@ func TestInputURLs(t *testing.T) {
 		members = append(members, member{u.url, `"url":` + string(raw), "url", u.detail})
 	}
 	members = append(members, member{"url not a string", `"url":1`, "url", "must be a string, not a number"})
-	b.refuseMembers(t, id, members)
+	refuseMembers(t, b, id, members)
 	// A refused URL's password is not echoed.
-	p := b.refused(t, refusal{name: "password in a refused url", method: "POST", path: "/v1/subscriptions",
+	p := refused(t, b, refusal{name: "password in a refused url", method: "POST", path: "/v1/subscriptions",
 		body: `{"name":"p","url":"https://admin:s3cret@example.com:99999/"}`, field: "url", detail: "port"})
 	if strings.Contains(fmt.Sprint(p), "s3cret") {
 		t.Fatalf("the problem shows the password: %v", p)
@@ -537,7 +537,7 @@ func TestInputFieldPathsAndMessages(t *testing.T) {
 	id := b.subscribe(map[string]any{"name": "paths", "url": rc.URL})
 	b.subscribe(map[string]any{"name": "billing", "url": rc.URL})
 
-	b.refuseMembers(t, id, []member{
+	refuseMembers(t, b, id, []member{
 		{"delay overflowing as a string", `"retry_policy":{"delays":["1e308s"]}`, "retry_policy.delays[0]", `"1e308s" is not a duration`},
 		{"delay overflowing as a number", `"retry_policy":{"delays":[1e308]}`, "retry_policy.delays[0]", "1e308 seconds is out of range"},
 		{"delay out of range as a string", `"retry_policy":{"delays":["1s","9999999999h"]}`, "retry_policy.delays[1]", "out of range"},
@@ -581,7 +581,7 @@ func TestInputFieldPathsAndMessages(t *testing.T) {
 	redrive := func(name, body, field, detail string) refusal {
 		return refusal{name: name, method: "POST", path: "/v1/dead-letters/redrive", body: body, field: field, detail: detail}
 	}
-	b.refuseAll(t, []refusal{
+	refuseAll(t, b, []refusal{
 		{name: "create without a name", method: "POST", path: "/v1/subscriptions", body: `{"url":"https://example.com/"}`, field: "name", detail: "required"},
 		{name: "create without a url", method: "POST", path: "/v1/subscriptions", body: `{"name":"x"}`, field: "url", detail: "required"},
 		redrive("ids a string", `{"subscription_id":"`+id+`","ids":"dlv_1"}`, "ids", "must be an array, not a string"),
@@ -623,5 +623,5 @@ func TestInputQueryParameters(t *testing.T) {
 		cases = append(cases, refusal{name: fmt.Sprintf("redrive id %d", i), method: "POST", path: "/v1/dead-letters/redrive",
 			body: string(body), field: "ids[1]"})
 	}
-	b.refuseAll(t, cases)
+	refuseAll(t, b, cases)
 }

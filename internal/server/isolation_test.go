@@ -15,17 +15,17 @@ import (
 )
 
 // publishBatch publishes n events of one type as CloudEvents batches of 100.
-func (b *bundle) publishBatch(prefix, typ string, n int) {
+func publishBatch(b *bundle, prefix, typ string, n int) {
 	b.t.Helper()
 	for i := 0; i < n; i += 100 {
-		b.publishRange(prefix, typ, i, min(i+100, n))
+		publishRange(b, prefix, typ, i, min(i+100, n))
 	}
 }
 
 // publishRange publishes the events prefix-from … prefix-(to-1) of one type
 // in one CloudEvents batch and returns how many of them the server
 // reported as duplicates.
-func (b *bundle) publishRange(prefix, typ string, from, to int) (duplicates int) {
+func publishRange(b *bundle, prefix, typ string, from, to int) (duplicates int) {
 	b.t.Helper()
 	var evs []map[string]any
 	for j := from; j < to; j++ {
@@ -81,7 +81,7 @@ func TestFreshNotBehindRetries(t *testing.T) {
 	fastSub := b.subscribe(map[string]any{"name": "fast", "url": fast.URL, "event_types": []string{"b"}})
 
 	const n = 10_000
-	b.publishBatch("a", "a", n)
+	publishBatch(b, "a", "a", n)
 	eventually(t, "10,000 first attempts", func() bool {
 		_, retry, err := b.srv.Store.CountPending(context.Background())
 		return err == nil && retry == n

@@ -15,7 +15,7 @@ import (
 // room for one more.
 func TestSubscriptionLimitPerAccount(t *testing.T) {
 	b := setup(t, func(c *server.Config) { c.MaxSubscriptionsPerAccount = 3 })
-	a, other := b.newTenant("a"), b.newTenant("other")
+	a, other := newTenant(b, "a"), newTenant(b, "other")
 	create := func(tn tenant, name string) (int, []byte) {
 		return b.doAs(tn.accountKey, "POST", "/v1/subscriptions",
 			map[string]any{"name": name, "delivery_mode": "pull", "event_types": []string{"x"}}, nil)

@@ -53,7 +53,7 @@ func TestPublishRefusesReservedNamesAndRepeatedMembers(t *testing.T) {
 	add("binary body", bin("/s", "t", "application/json"), `{"x":{"a":1,"a":2}}`, "body.x.a", "repeated member")
 	add("event grid data", nil, "["+eg("/s", "t", `{"a":1,"a":2}`)+"]", "events[0].data.a", "repeated member")
 	add("envelope", structured, `{`+ok+`,"type":"u"}`, "type", "repeated member")
-	b.refuseAll(t, cases)
+	refuseAll(t, b, cases)
 	if rc.count() != 0 {
 		t.Fatalf("refused publishes reached the endpoint %d times", rc.count())
 	}

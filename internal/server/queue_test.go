@@ -25,7 +25,7 @@ type receivedItem struct {
 }
 
 // receive calls receive on a subscription and returns what it locked.
-func (b *bundle) receive(subID string, body map[string]any) []receivedItem {
+func receive(b *bundle, subID string, body map[string]any) []receivedItem {
 	b.t.Helper()
 	var out struct{ Data []receivedItem }
 	var in any
@@ -46,8 +46,8 @@ type settleResult struct {
 	}
 }
 
-// settle calls acknowledge, release, reject or renew-lock.
-func (b *bundle) settleLocks(subID, action string, tokens []string, extra map[string]any) settleResult {
+// settleLocks calls acknowledge, release, reject or renew-lock.
+func settleLocks(b *bundle, subID, action string, tokens []string, extra map[string]any) settleResult {
 	b.t.Helper()
 	body := map[string]any{"lock_tokens": tokens}
 	for k, v := range extra {
@@ -79,7 +79,7 @@ func TestSAPDeactivatesAndQueues(t *testing.T) {
 	rc, failing := switchable(t, http.StatusBadGateway, true)
 	sub := b.subscribe(map[string]any{"name": "sap", "url": rc.URL, "retry_policy": map[string]any{"preset": "sap"}})
 	b.publish("evt-1", "x")
-	d := b.stepRetries(sub, 5, func(k int) time.Duration { return time.Duration(1<<(3*k)) * time.Second })
+	d := stepRetries(b, sub, 5, func(k int) time.Duration { return time.Duration(1<<(3*k)) * time.Second })
 	if d.Status != "queued" || d.Attempts != 6 {
 		t.Fatalf("after the sap schedule: %+v, want queued after 6 attempts", d)
 	}
@@ -161,11 +161,11 @@ func TestFailurePolicyQueue(t *testing.T) {
 	if d.Attempts != 1 {
 		t.Fatalf("queued after %d attempts, want 1", d.Attempts)
 	}
-	got := b.receive(sub, map[string]any{"max_events": 10})
+	got := receive(b, sub, map[string]any{"max_events": 10})
 	if len(got) != 1 || got[0].DeliveryID != d.ID || got[0].DeliveryCount != 1 {
 		t.Fatalf("receive: %+v", got)
 	}
-	if r := b.settleLocks(sub, "acknowledge", tokens(got), nil); len(r.Succeeded) != 1 || len(r.Failed) != 0 {
+	if r := settleLocks(b, sub, "acknowledge", tokens(got), nil); len(r.Succeeded) != 1 || len(r.Failed) != 0 {
 		t.Fatalf("acknowledge: %+v", r)
 	}
 	if d := b.only(sub); d.Status != "delivered" {
@@ -192,8 +192,8 @@ func TestPullSubscription(t *testing.T) {
 	for _, id := range []string{"a", "b", "c", "d"} {
 		b.publish(id, "t")
 	}
-	first := b.receive(sub.ID, map[string]any{"max_events": 2})
-	second := b.receive(sub.ID, map[string]any{"max_events": 10, "lock_duration": "30s"})
+	first := receive(b, sub.ID, map[string]any{"max_events": 2})
+	second := receive(b, sub.ID, map[string]any{"max_events": 10, "lock_duration": "30s"})
 	if len(first) != 2 || len(second) != 2 {
 		t.Fatalf("receives got %d and %d, want 2 and 2", len(first), len(second))
 	}
@@ -204,41 +204,41 @@ func TestPullSubscription(t *testing.T) {
 		}
 		seen[it.DeliveryID] = true
 	}
-	if got := b.receive(sub.ID, nil); len(got) != 0 {
+	if got := receive(b, sub.ID, nil); len(got) != 0 {
 		t.Fatalf("everything is locked, yet receive got %d", len(got))
 	}
 	// first[0] acknowledged, first[1] rejected; second[0] released for 10s,
 	// second[1] renewed to 60s.
-	if r := b.settleLocks(sub.ID, "acknowledge", []string{first[0].LockToken, first[0].LockToken}, nil); len(r.Succeeded) != 1 || len(r.Failed) != 1 {
+	if r := settleLocks(b, sub.ID, "acknowledge", []string{first[0].LockToken, first[0].LockToken}, nil); len(r.Succeeded) != 1 || len(r.Failed) != 1 {
 		t.Fatalf("acknowledge twice: %+v", r)
 	}
-	if r := b.settleLocks(sub.ID, "reject", []string{first[1].LockToken}, nil); len(r.Succeeded) != 1 {
+	if r := settleLocks(b, sub.ID, "reject", []string{first[1].LockToken}, nil); len(r.Succeeded) != 1 {
 		t.Fatalf("reject: %+v", r)
 	}
-	if r := b.settleLocks(sub.ID, "release", []string{second[0].LockToken}, map[string]any{"delay": "10s"}); len(r.Succeeded) != 1 {
+	if r := settleLocks(b, sub.ID, "release", []string{second[0].LockToken}, map[string]any{"delay": "10s"}); len(r.Succeeded) != 1 {
 		t.Fatalf("release: %+v", r)
 	}
-	if r := b.settleLocks(sub.ID, "renew-lock", []string{second[1].LockToken}, map[string]any{"lock_duration": "60s"}); len(r.Succeeded) != 1 {
+	if r := settleLocks(b, sub.ID, "renew-lock", []string{second[1].LockToken}, map[string]any{"lock_duration": "60s"}); len(r.Succeeded) != 1 {
 		t.Fatalf("renew: %+v", r)
 	}
 	b.clk.Advance(10 * time.Second)
-	again := b.receive(sub.ID, map[string]any{"max_events": 10})
+	again := receive(b, sub.ID, map[string]any{"max_events": 10})
 	if len(again) != 1 || again[0].DeliveryID != second[0].DeliveryID || again[0].DeliveryCount != 2 {
 		t.Fatalf("after the release's delay: %+v", again)
 	}
 	// The old token of the released delivery no longer settles.
-	if r := b.settleLocks(sub.ID, "acknowledge", []string{second[0].LockToken}, nil); len(r.Failed) != 1 {
+	if r := settleLocks(b, sub.ID, "acknowledge", []string{second[0].LockToken}, nil); len(r.Failed) != 1 {
 		t.Fatalf("an old token: %+v", r)
 	}
 	// The renewed lock outlives the first 30 s; after 60 s it expires.
 	b.clk.Advance(25 * time.Second)
-	if got := b.receive(sub.ID, nil); len(got) != 0 {
+	if got := receive(b, sub.ID, nil); len(got) != 0 {
 		t.Fatalf("a renewed lock let its delivery go: %+v", got)
 	}
 	b.clk.Advance(60 * time.Second)
 	// again[0]'s lock (60 s) and the renewed one expired: both come back,
 	// but again[0] was received twice (max_attempts 2): it is dead-lettered.
-	last := b.receive(sub.ID, map[string]any{"max_events": 10})
+	last := receive(b, sub.ID, map[string]any{"max_events": 10})
 	if len(last) != 1 || last[0].DeliveryID != second[1].DeliveryID || last[0].DeliveryCount != 2 {
 		t.Fatalf("after the locks expired: %+v", last)
 	}
@@ -311,7 +311,7 @@ func TestConcurrentReceiversGetDisjointLocks(t *testing.T) {
 	if code, raw := b.do("POST", "/v1/subscriptions", map[string]any{"name": "p", "delivery_mode": "pull"}, &sub); code != 201 {
 		t.Fatalf("create: %d %s", code, raw)
 	}
-	b.publishBatch("ev", "t", 200)
+	publishBatch(b, "ev", "t", 200)
 	var mu sync.Mutex
 	seen := map[string]int{}
 	var wg sync.WaitGroup
@@ -517,7 +517,7 @@ func TestReceiveBoundedInBytesAndMemory(t *testing.T) {
 			t.Errorf("%s received %d times", id, n)
 		}
 	}
-	if got := b.receive(sub.ID, map[string]any{"max_events": 1000}); len(got) != 0 {
+	if got := receive(b, sub.ID, map[string]any{"max_events": 1000}); len(got) != 0 {
 		t.Errorf("%d events received again while locked", len(got))
 	}
 	growth := int64(top) - int64(before)

@@ -136,7 +136,7 @@ func TestRedriveIDs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := setup(t)
 			rc, failing := switchable(t, http.StatusNotFound, true)
-			sub, ds := b.deadLetters(rc, 2)
+			sub, ds := deadLetters(b, rc, 2)
 			failing.Store(false)
 			first := ds[0].ID
 			before := b.state()

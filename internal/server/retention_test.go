@@ -18,11 +18,11 @@ func TestRetentionCleansAWholeBacklog(t *testing.T) {
 	b := setup(t, func(c *server.Config) { c.DedupRetention = time.Minute; c.CleanupBatch = 10 })
 	const n = 2500
 	for i := 0; i < n; i += 500 {
-		if d := b.publishRange("old", "nobody.listens", i, i+500); d != 0 {
+		if d := publishRange(b, "old", "nobody.listens", i, i+500); d != 0 {
 			t.Fatalf("%d duplicates on first publish", d)
 		}
 	}
-	if d := b.publishRange("old", "nobody.listens", 0, 10); d != 10 {
+	if d := publishRange(b, "old", "nobody.listens", 0, 10); d != 10 {
 		t.Fatalf("republished before the clean-up: %d duplicates, want 10", d)
 	}
 	b.clk.Advance(2 * time.Minute) // past the retention and the clean-up's minute
@@ -43,5 +43,5 @@ func TestRetentionCleansAWholeBacklog(t *testing.T) {
 // isNew publishes prefix-i again and reports whether it was new (not a
 // duplicate).
 func isNew(b *bundle, prefix string, i int) bool {
-	return b.publishRange(prefix, "nobody.listens", i, i+1) == 0
+	return publishRange(b, prefix, "nobody.listens", i, i+1) == 0
 }

@@ -12,7 +12,7 @@ import (
 // against want(k) (k = retry number, 1-based, as an offset from the start),
 // moves the clock there and waits for the attempt. It returns the final
 // delivery.
-func (b *bundle) stepRetries(subID string, retries int, want func(k int) time.Duration) delivery {
+func stepRetries(b *bundle, subID string, retries int, want func(k int) time.Duration) delivery {
 	b.t.Helper()
 	d := b.waitDelivery(subID, "first attempt", func(d delivery) bool { return d.Attempts == 1 })
 	for k := 1; k <= retries; k++ {
@@ -38,7 +38,7 @@ func TestWorkfront48HourScheduleOnFakeClock(t *testing.T) {
 	// Workfront's schedule: retry k at t0 + (2^k − 1) × 84.8 s; t0 is the
 	// first failure (the fake clock does not move during an attempt, so
 	// t0 = start).
-	d := b.stepRetries(sub, 11, func(k int) time.Duration {
+	d := stepRetries(b, sub, 11, func(k int) time.Duration {
 		return time.Duration((1<<k)-1) * 84800 * time.Millisecond
 	})
 	if d.Status != "dead_lettered" || d.DeadLetterReason == nil || *d.DeadLetterReason != "MaxDeliveryAttemptsExceeded" {
@@ -72,7 +72,7 @@ func TestEventGridTTLDeadLetters(t *testing.T) {
 	// Gaps 10 s, 30 s; the third gap (1 min) would land at 100 s, past the
 	// 60 s ttl, so the third failure dead-letters at once.
 	offsets := []time.Duration{10 * time.Second, 40 * time.Second}
-	d := b.stepRetries(sub, 2, func(k int) time.Duration { return offsets[k-1] })
+	d := stepRetries(b, sub, 2, func(k int) time.Duration { return offsets[k-1] })
 	if d.Status != "dead_lettered" || *d.DeadLetterReason != "TimeToLiveExceeded" || d.Attempts != 3 {
 		t.Fatalf("want TimeToLiveExceeded after 3 attempts: %+v", d)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // publishData publishes one CloudEvent with JSON data and a subject.
-func (b *bundle) publishData(id string, data map[string]any) {
+func publishData(b *bundle, id string, data map[string]any) {
 	b.t.Helper()
 	ev := map[string]any{"specversion": "1.0", "id": id, "source": "/orders", "type": "order.created",
 		"subject": "orders/" + id, "dataversion": "2", "data": data}
@@ -102,7 +102,7 @@ func TestEventGridSchemaAndDeliveryCount(t *testing.T) {
 	})
 	sub := b.subscribe(map[string]any{"name": "orders-eg", "url": rc.URL, "delivery_schema": "eventgrid",
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"10s"}, "max_attempts": 3}})
-	b.publishData("eg-1", map[string]any{"amount": 5})
+	publishData(b, "eg-1", map[string]any{"amount": 5})
 	b.waitDelivery(sub, "the failed attempt", func(d delivery) bool { return d.Attempts == 1 })
 	b.clk.Advance(10 * time.Second)
 	b.waitDelivery(sub, "delivered", func(d delivery) bool { return d.Status == "delivered" })
@@ -141,7 +141,7 @@ func TestPubSubEnvelopeCountsAttempts(t *testing.T) {
 	})
 	sub := b.subscribe(map[string]any{"name": "ps", "url": rc.URL, "delivery_schema": "pubsub",
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"10s"}, "max_attempts": 5}})
-	b.publishData("ps-1", map[string]any{"amount": 7})
+	publishData(b, "ps-1", map[string]any{"amount": 7})
 	for k := 1; k <= 2; k++ {
 		b.waitDelivery(sub, "attempt "+strconv.Itoa(k), func(d delivery) bool { return d.Attempts == k })
 		b.clk.Advance(10 * time.Second)
@@ -177,14 +177,14 @@ func TestDataSchemaSendsTheData(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(200))
 	sub := b.subscribe(map[string]any{"name": "raw", "url": rc.URL, "delivery_schema": "data"})
-	b.publishData("d-1", map[string]any{"amount": 9})
+	publishData(b, "d-1", map[string]any{"amount": 9})
 	eventually(t, "the push", func() bool { return rc.count() == 1 })
 	r := rc.request(0)
 	if string(r.body) != `{"amount":9}` || r.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("data schema: %s %v", r.body, r.header)
 	}
 	// The signature covers the exact bytes sent, whatever the schema.
-	if err := verifyWith(t, b.secret(sub).Secret, r); err != nil {
+	if err := verifyWith(t, secretOf(b, sub).Secret, r); err != nil {
 		t.Fatalf("the data schema's push does not verify: %v", err)
 	}
 }

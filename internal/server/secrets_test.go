@@ -67,11 +67,11 @@ func TestSecretsNeverShown(t *testing.T) {
 	})
 	b.settle()
 	b.clk.Advance(time.Second) // the validator's round
-	eventually(t, "the handshake failed", func() bool { return b.subState(vsub).ValidationError != nil })
+	eventually(t, "the handshake failed", func() bool { return subStateOf(b, vsub).ValidationError != nil })
 
 	shown := map[string]string{"the problem": string(problem)}
 	var redacted bool
-	for _, d := range b.allDeliveries() {
+	for _, d := range allDeliveries(b) {
 		_, raw := b.do("GET", "/v1/deliveries/"+d.ID+"/attempts?limit=1000", nil, nil)
 		shown["the attempts of "+d.ID] = string(raw)
 		redacted = redacted || strings.Contains(string(raw), `usr:xxxxx@`)

@@ -34,7 +34,8 @@ type secretAnswer struct {
 	} `json:"previous"`
 }
 
-func (b *bundle) secret(id string) secretAnswer {
+// secretOf reads a subscription's signing secret (its secret route).
+func secretOf(b *bundle, id string) secretAnswer {
 	b.t.Helper()
 	var out secretAnswer
 	if code, raw := b.do("GET", "/v1/subscriptions/"+id+"/secret", nil, &out); code != http.StatusOK {
@@ -63,11 +64,11 @@ func TestSignatureStandardWebhooksLibrary(t *testing.T) {
 	rc := newReceiver(t, status(http.StatusOK))
 	given := b.subscribe(map[string]any{"name": "given", "url": rc.URL + "/given", "signing": map[string]any{"secret": secretA}})
 	made := b.subscribe(map[string]any{"name": "made", "url": rc.URL + "/made"})
-	madeSecret := b.secret(made)
+	madeSecret := secretOf(b, made)
 	if madeSecret.Algorithm != "hmac-sha256" || !strings.HasPrefix(madeSecret.Secret, "whsec_") || len(madeSecret.Previous) != 0 {
 		t.Fatalf("secret of a subscription made without one: %+v", madeSecret)
 	}
-	if got := b.secret(given); got.Secret != secretA {
+	if got := secretOf(b, given); got.Secret != secretA {
 		t.Fatalf("given secret reads back as %q", got.Secret)
 	}
 	b.publish("e1", "invoice.paid")
@@ -101,7 +102,7 @@ func TestSignatureEd25519(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(http.StatusOK))
 	id := b.subscribe(map[string]any{"name": "ed", "url": rc.URL, "signing": map[string]any{"algorithm": "ed25519"}})
-	sec := b.secret(id)
+	sec := secretOf(b, id)
 	if sec.Algorithm != "ed25519" || sec.Secret != "" || !strings.HasPrefix(sec.PublicKey, "whpk_") {
 		t.Fatalf("secret of an ed25519 subscription: %+v", sec)
 	}
@@ -132,7 +133,7 @@ func TestSignatureEd25519(t *testing.T) {
 		t.Fatalf("the signature verifies other content")
 	}
 	// A secret cannot be given for ed25519, at creation or rotation.
-	b.refuseAll(t, []refusal{
+	refuseAll(t, b, []refusal{
 		{name: "secret for ed25519", method: "POST", path: "/v1/subscriptions",
 			body: `{"name":"x","url":"https://example.com/","signing":{"algorithm":"ed25519","secret":"` + secretA + `"}}`, field: "signing.secret", detail: "only for hmac-sha256"},
 		{name: "rotate ed25519 with a secret", method: "POST", path: "/v1/subscriptions/" + id + "/secret/rotate",
@@ -172,7 +173,7 @@ func TestSignatureRotation(t *testing.T) {
 	}
 
 	b.clk.Advance(time.Hour)
-	if sec := b.secret(id); sec.Secret != secretB || len(sec.Previous) != 0 {
+	if sec := secretOf(b, id); sec.Secret != secretB || len(sec.Previous) != 0 {
 		t.Fatalf("secret after the grace period: %+v", sec)
 	}
 	b.publish("e2", "t")
@@ -269,7 +270,7 @@ func TestSigningInput(t *testing.T) {
 		members = append(members, `"X-H`+strconv.Itoa(i)+`":"v"`)
 	}
 	nineJSON := "{" + strings.Join(members, ",") + "}"
-	b.refuseMembers(t, id, []member{
+	refuseMembers(t, b, id, []member{
 		{"bad name", `"secret_headers":{"X Y":"v"}`, "secret_headers.X Y", "may hold only"},
 		{"reserved name", `"secret_headers":{"Webhook-Signature":"v"}`, "secret_headers.Webhook-Signature", "set by Herald"},
 		{"control character", `"secret_headers":{"X-T":"a\u0001b"}`, "secret_headers.X-T", "control characters"},
@@ -280,7 +281,7 @@ func TestSigningInput(t *testing.T) {
 		{"not an object", `"secret_headers":[]`, "secret_headers", "must be an object"},
 	})
 	// PATCH checks against the stored headers.
-	b.refuseAll(t, []refusal{
+	refuseAll(t, b, []refusal{
 		{name: "secret header named like a stored header", method: "PATCH", path: "/v1/subscriptions/" + id,
 			body: `{"secret_headers":{"x-plain":"s"}}`, field: "secret_headers.x-plain", detail: "also in headers"},
 		{name: "ten secret headers beside a stored header", method: "PATCH", path: "/v1/subscriptions/" + id,
@@ -295,7 +296,7 @@ func TestSigningInput(t *testing.T) {
 	rotate := func(name, body, field, detail string) refusal {
 		return refusal{name: name, method: "POST", path: "/v1/subscriptions/" + id + "/secret/rotate", body: body, field: field, detail: detail}
 	}
-	b.refuseAll(t, []refusal{
+	refuseAll(t, b, []refusal{
 		create("unknown algorithm", `{"algorithm":"rsa"}`, "signing.algorithm", "hmac-sha256 or ed25519"),
 		create("no prefix", `{"secret":"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, "signing.secret", "whsec_"),
 		create("not base64", `{"secret":"whsec_!!!!"}`, "signing.secret", "base64"),

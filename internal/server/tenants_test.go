@@ -34,7 +34,7 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 		t.Skip("creates 10,000 subscriptions and publishes 40,000 deliveries")
 	}
 	b := setup(t)
-	a, other := b.newTenant("a"), b.newTenant("b")
+	a, other := newTenant(b, "a"), newTenant(b, "b")
 	if code, raw := b.doAs(other.accountKey, "POST", "/v1/subscriptions",
 		map[string]any{"name": "b", "delivery_mode": "pull", "event_types": []string{"x"}}, nil); code != http.StatusCreated {
 		t.Fatalf("B's subscription: %d %s", code, raw)
