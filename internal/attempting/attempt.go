@@ -12,8 +12,8 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// Attempt performs one attempt, hands each delivery's outcome to the
-// Recorder and returns what the exchange said. A batch succeeds or fails
+// Attempt performs one attempt and returns what the exchange said and each
+// delivery's outcome to be written (Exchange.Record). A batch succeeds or fails
 // as a whole; each delivery keeps its own attempt count, log entry and
 // schedule. Nothing is sent, and the deliveries are given back or
 // recorded without an attempt, when:
@@ -40,7 +40,7 @@ func (a *Attempter) Attempt(job Job) Exchange {
 		}
 		a.running.remove(first.SubscriptionID, reg)
 		ex.ReturnProbe = job.Probe
-		a.record(job.Deliveries, outs, nil)
+		ex.Record = a.record(nil, job.Deliveries, outs, nil)
 	case sub.Queues():
 		a.running.remove(first.SubscriptionID, reg)
 		ex.GiveBack = allOf(job.Deliveries)
@@ -70,7 +70,7 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	if len(sent) == 0 {
 		a.running.remove(sub.ID, reg)
 		ex.ReturnProbe = job.Probe // a probe that sends nothing is given back
-		a.record(job.Deliveries, outs, sub)
+		ex.Record = a.record(nil, job.Deliveries, outs, sub)
 		return ex
 	}
 	cs := make([]store.Claimed, len(sent))
@@ -90,8 +90,7 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 				kept, keptOuts = append(kept, c), append(keptOuts, outs[i])
 			}
 		}
-		a.record(kept, keptOuts, sub)
-		return Exchange{GiveBack: sent, ReturnProbe: job.Probe}
+		return Exchange{GiveBack: sent, ReturnProbe: job.Probe, Record: a.record(nil, kept, keptOuts, sub)}
 	}
 	for j, i := range sent {
 		outs[i] = got[j]
@@ -100,7 +99,7 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 		obs.Probe = job.Probe
 	}
 	ex.Health = obs
-	a.record(job.Deliveries, outs, sub)
+	ex.Record = a.record(nil, job.Deliveries, outs, sub)
 	return ex
 }
 
@@ -123,14 +122,15 @@ func allOf(cs []*store.Claimed) []int {
 	return idx
 }
 
-// record hands each delivery's outcome to the Recorder (sub nil: the
-// subscription is gone).
-func (a *Attempter) record(cs []*store.Claimed, outs []store.Outcome, sub *catalog.Entry) {
+// record appends to reqs each delivery's outcome to be written (sub nil:
+// the subscription is gone).
+func (a *Attempter) record(reqs []recording.Request, cs []*store.Claimed, outs []store.Outcome, sub *catalog.Entry) []recording.Request {
 	for i, c := range cs {
 		out := outs[i]
 		out.LeaseOwner = a.cfg.Owner
-		a.cfg.Recorder.Add(recording.Request{Outcome: out, Delivery: c, Subscription: sub})
+		reqs = append(reqs, recording.Request{Outcome: out, Delivery: c, Subscription: sub})
 	}
+	return reqs
 }
 
 // subscription returns the catalog's entry for a subscription, syncing the

@@ -1,13 +1,13 @@
 // Package attempting is the third stage of the delivery path: it makes one
 // attempt (one HTTP request, of one delivery or of a batch of one
 // subscription's deliveries), decides by the subscription's retry policy
-// what follows for each delivery, hands each outcome to the recording stage
-// and returns what the exchange said of the endpoint.
+// what follows for each delivery, and returns what the exchange said of the
+// endpoint with each delivery's outcome to be written.
 //
 // The scheduling stage calls Attempt on one of its workers; Attempt never
-// calls back into it: what the scheduler needs (the endpoint's health, the
-// deliveries to give back) is Attempt's return value. The outcomes go
-// forward to the Recorder.
+// calls back into it: everything it found (the endpoint's health, the
+// deliveries to give back, the outcomes) is its return value, which the
+// worker applies and hands on to the recording stage.
 //
 // Bounds: an attempt lasts at most its subscription's timeout
 // (DefaultTimeout when it sets none); its response body is read up to
@@ -43,20 +43,13 @@ type Subscriptions interface {
 	Sync(ctx context.Context) error
 }
 
-// Recorder takes each outcome to be written: the next stage.
-type Recorder interface {
-	// Add queues an outcome, waiting for room.
-	Add(req recording.Request)
-}
-
 // Config configures an Attempter. A zero field takes its default (see
 // DefaultConfig and setDefaults).
 type Config struct {
-	Catalog  Subscriptions
-	Recorder Recorder
-	Clock    clock.Clock  // default clock.Real{}
-	Logger   *slog.Logger // default discards
-	Metrics  *Metrics     // default: a Metrics on a private registry
+	Catalog Subscriptions
+	Clock   clock.Clock  // default clock.Real{}
+	Logger  *slog.Logger // default discards
+	Metrics *Metrics     // default: a Metrics on a private registry
 	// Owner names this process in the outcomes' lease guard (the
 	// scheduler's lease owner).
 	Owner string
@@ -152,7 +145,7 @@ type Job struct {
 }
 
 // Exchange is what an attempt tells the scheduler once its HTTP exchange is
-// over (the outcomes went to the Recorder).
+// over.
 type Exchange struct {
 	// Health is what the attempt said of the endpoint's health; nil for
 	// nothing (no request was made, or one that failed before anything was
@@ -167,6 +160,10 @@ type Exchange struct {
 	// ReturnProbe: the job was a probe and sent nothing; the scheduler
 	// gives back its hold on the endpoint's next probe.
 	ReturnProbe bool
+	// Record are the outcomes to write, one per delivery neither given
+	// back nor cut short: the scheduler hands them to the recording stage
+	// once it has applied the rest.
+	Record []recording.Request
 }
 
 // Validate reports the first setting that makes no sense, naming it as

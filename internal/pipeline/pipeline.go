@@ -2,9 +2,10 @@
 // admission (publish → durable commit), scheduling (lanes, fairness,
 // concurrency, circuit gates), attempting (encode, sign, send, decide) and
 // recording (group commit of outcomes) — and starts and stops them
-// together. Each stage calls only the next one; the one way back is the
-// recorder's Results channel, which the scheduler's finisher reads to free
-// memory places. docs/architecture.md follows one event through them.
+// together. No stage calls an earlier one: the scheduler's worker hands an
+// attempt to the attempting stage and what it returns (the outcomes) to the
+// recording stage, and the one way back is the recorder's Results channel,
+// which the scheduler's finisher reads to free memory places. docs/architecture.md follows one event through them.
 package pipeline
 
 import (
@@ -88,13 +89,13 @@ func New(cfg Config) *Pipeline {
 		sc.Notifier, rc.Notifier = cfg.Notifier, cfg.Notifier
 	}
 	rec := recording.New(rc)
-	ac.Catalog, ac.Recorder, ac.Clock, ac.Logger, ac.Owner = cfg.Catalog, rec, cfg.Clock, cfg.Logger, sc.Owner
+	ac.Catalog, ac.Clock, ac.Logger, ac.Owner = cfg.Catalog, cfg.Clock, cfg.Logger, sc.Owner
 	ac.Metrics = attempting.NewMetrics(cfg.Registry)
 	if ac.MaxIdleConns == 0 {
 		ac.MaxIdleConns = sc.MaxInFlight
 	}
 	att := attempting.New(ac)
-	sc.Attempter, sc.Results = att, rec
+	sc.Attempter, sc.Recorder, sc.Results = att, rec, rec
 	sc.Metrics = scheduling.NewMetrics(cfg.Registry)
 	sched := scheduling.New(sc)
 	cfg.Registry.MustRegister(sched.Collector())

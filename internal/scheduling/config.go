@@ -24,6 +24,8 @@ type Config struct {
 	Catalog Subscriptions
 	// Attempter makes the attempts started (the attempting stage).
 	Attempter Attempter
+	// Recorder writes the outcomes (the recording stage).
+	Recorder Recorder
 	// Results are the recording stage's answers, read by the finisher.
 	Results Results
 	Clock   clock.Clock  // default clock.Real{}

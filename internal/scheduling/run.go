@@ -7,18 +7,20 @@ import (
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
 
 // runner runs the attempts pump started, each on a worker: it hands the
 // attempt to the attempting stage and, when the exchange is over, gives
-// back its concurrency slot and applies what it said of the endpoint's
-// health. The outcomes went forward to the recorder; their memory places
-// are freed by the finisher (finish.go).
+// back its concurrency slot, applies what it said of the endpoint's health
+// and hands the outcomes to the recording stage; their memory places are
+// freed by the finisher (finish.go) once they are written.
 type runner struct {
 	sched     *scheduler
 	attempter Attempter
+	recorder  Recorder
 	workers   *workers
 	rel       *releaser
 	probes    *probes
@@ -49,10 +51,19 @@ func (r *runner) run(st start) {
 		job.Deliveries[i] = &it.c
 	}
 	ex := r.attempter.Attempt(job)
-	r.exchangeEnded(st.l, ex.Health, ex.URL)
-	if len(ex.GiveBack) == 0 && !ex.ReturnProbe {
+	if len(ex.GiveBack) == 0 {
+		// A probe that sent nothing gives back its hold before anything
+		// wakes the loader (the exchange's end, the outcomes' commit), so
+		// the loader takes the next probe at once instead of finding it
+		// held and waiting a FlushInterval.
+		if ex.ReturnProbe {
+			r.probes.giveBack(st.l)
+		}
+		r.exchangeEnded(st.l, ex.Health, ex.URL)
+		r.record(ex.Record)
 		return
 	}
+	r.exchangeEnded(st.l, ex.Health, ex.URL)
 	ids := make([]string, len(ex.GiveBack))
 	for i, k := range ex.GiveBack {
 		ids[i] = items[k].c.ID
@@ -64,6 +75,14 @@ func (r *runner) run(st start) {
 	now := r.clock.Now()
 	for _, k := range ex.GiveBack {
 		r.sched.finished(st.l, items[k], time.Time{}, now)
+	}
+	r.record(ex.Record)
+}
+
+// record hands outcomes to the recorder, waiting for room.
+func (r *runner) record(reqs []recording.Request) {
+	for _, req := range reqs {
+		r.recorder.Add(req)
 	}
 }
 

@@ -2,10 +2,10 @@
 // which delivery is attempted when. It holds deliveries in memory in one
 // lane per endpoint (lanes.go), starts attempts round-robin across lanes
 // within each endpoint's adaptive concurrency limit and circuit gate
-// (pump.go), runs each on a worker that hands it to the attempting stage
-// and frees its slot when the exchange is over (run.go), and frees its
-// memory place once the recording stage reports its outcome written
-// (finish.go).
+// (pump.go), runs each on a worker that hands it to the attempting stage,
+// frees its slot when the exchange is over and hands its outcomes to the
+// recording stage (run.go), and frees its memory place once the recording
+// stage reports its outcome written (finish.go).
 //
 // Deliveries reach the lanes two ways: fresh ones straight from the
 // admission stage after their commit (Reserve, then Reservation.Commit:
@@ -67,6 +67,12 @@ type Attempter interface {
 	Attempt(job attempting.Job) attempting.Exchange
 }
 
+// Recorder takes outcomes to write: the stage after attempting.
+type Recorder interface {
+	// Add queues an outcome, waiting for room.
+	Add(req recording.Request)
+}
+
 // Results are the recording stage's answers: the one way back into this
 // stage, read by the finisher (finish.go).
 type Results interface {
@@ -114,7 +120,7 @@ func New(cfg Config) *Service {
 	})
 	rel := &releaser{store: cfg.Store, owner: cfg.Owner, timeout: cfg.StoreTimeout, log: s.log}
 	p := &probes{sched: s.sched, store: cfg.Store, cfg: &s.cfg, log: s.log}
-	s.run = &runner{sched: s.sched, attempter: cfg.Attempter, workers: s.workers, rel: rel, probes: p, clock: cfg.Clock, log: s.log}
+	s.run = &runner{sched: s.sched, attempter: cfg.Attempter, recorder: cfg.Recorder, workers: s.workers, rel: rel, probes: p, clock: cfg.Clock, log: s.log}
 	s.loader = newLoader(s.sched, &s.cfg, s.run, rel, p, s.log)
 	s.health = newHealthSync(s.sched, &s.cfg, s.run, rel, s.log)
 	s.keeper = newLeaseKeeper(s.sched, &s.cfg, s.log)
