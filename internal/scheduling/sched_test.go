@@ -478,6 +478,19 @@ func (r *schedRunner) newItem(id, lane string, attempts int) (store.Claimed, err
 	return c, nil
 }
 
+// newItems is newItem for each of ids.
+func (r *schedRunner) newItems(ids []string, lane string, attempts int) ([]store.Claimed, error) {
+	var cs []store.Claimed
+	for _, id := range ids {
+		c, err := r.newItem(id, lane, attempts)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
 func (r *schedRunner) runOf(a datadriven.Args) (*schedRun, string, error) {
 	if len(a.Pos) != 1 {
 		return nil, "", errors.New("want one delivery ID")
@@ -841,13 +854,9 @@ func (ld *schedLoads) load(a datadriven.Args) (string, error) {
 		return "", fmt.Errorf("load: %d more would exceed LoadWindow (%d held) or EndpointWindow (%d loaded)", len(ids), s.loadHeld, l.loaded)
 	}
 	s.mu.Unlock()
-	var cs []store.Claimed
-	for _, id := range ids {
-		c, err := r.newItem(id, lane, attempts)
-		if err != nil {
-			return "", err
-		}
-		cs = append(cs, c)
+	cs, err := r.newItems(ids, lane, attempts)
+	if err != nil {
+		return "", err
 	}
 	s.mu.Lock()
 	s.loadHeld += len(cs) // what wants reserves and claimed keeps
@@ -925,13 +934,9 @@ func (ld *schedLoads) claim(a datadriven.Args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var cs []store.Claimed
-	for _, id := range ids {
-		c, err := r.newItem(id, lane, attempts)
-		if err != nil {
-			return "", err
-		}
-		cs = append(cs, c)
+	cs, err := r.newItems(ids, lane, attempts)
+	if err != nil {
+		return "", err
 	}
 	delete(ld.reserved, lane)
 	starts, released := r.e.loader.claimed(w, cs, cerr, next, !next.IsZero(), r.now)
