@@ -33,9 +33,9 @@ func commandsUnderTest(t *testing.T) map[string]command {
 		"migrate": {[]string{"migrate", "--store", "postgres://127.0.0.1:1/none", "--timeout", "1s"},
 			func(w io.Writer) *flag.FlagSet { fs, _, _ := newMigrateFlags(w); return fs }, true},
 		"filter test": {[]string{"filter", "test", "sub_x", "--api", "http://127.0.0.1:1"},
-			func(w io.Writer) *flag.FlagSet { fs, _, _, _ := newFilterFlags(w); return fs }, false},
+			func(w io.Writer) *flag.FlagSet { fs, _, _ := newFilterFlags(w); return fs }, false},
 		"pull": {[]string{"pull", "sub_x", "--api", "http://127.0.0.1:1"},
-			func(w io.Writer) *flag.FlagSet { fs, _ := newPullFlags(w); return fs }, false},
+			func(w io.Writer) *flag.FlagSet { fs, _, _ := newPullFlags(w); return fs }, false},
 		"version": {[]string{"version"},
 			func(w io.Writer) *flag.FlagSet { fs, _ := newVersionFlags(w); return fs }, false},
 	}
@@ -281,7 +281,7 @@ func TestGoodFlagsPass(t *testing.T) {
 	if err := bo.check(); err != nil {
 		t.Errorf("bench: %v", err)
 	}
-	if _, _, ok := parseSinkFlags([]string{"--addr", ":0", "--fail-first", "0"}, io.Discard); !ok {
+	if _, _, ok := parseSinkFlags([]string{"--addr", ":0", "--fail-first", "0"}, io.Discard, io.Discard); !ok {
 		t.Error("sink refused good flags")
 	}
 }
