@@ -28,7 +28,7 @@ Flags:
 const maxFilterEvent = 1 << 20
 
 func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+	if len(args) > 0 && isHelpFlag(args[0]) {
 		args = []string{"test", "-h"} // herald help filter
 	}
 	if len(args) == 0 || args[0] != "test" {
@@ -36,7 +36,9 @@ func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if len(args) > 0 {
 			got = fmt.Sprintf("%q", args[0])
 		}
-		fmt.Fprintf(stderr, "herald filter: want test, not %s: the command is herald filter test [flags] SUBSCRIPTION\n", got)
+		fmt.Fprintf(stderr, "herald filter: want test, not %s: the command is herald filter test [flags] SUBSCRIPTION\n\n", got)
+		fs, _, _ := newFilterFlags(stderr)
+		fs.Usage()
 		return 2
 	}
 	fs, cf, file := newFilterFlags(stderr)

@@ -40,6 +40,17 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code 
 	return 0, true
 }
 
+// isHelpFlag reports whether arg asks for help as the flag package takes it
+// (-h, -help, --h, --help), for commands that look at their first argument
+// before parsing flags (herald, herald policy, herald filter).
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--h", "--help":
+		return true
+	}
+	return false
+}
+
 // parseFlags parses a command's arguments, which are flags only (see
 // parseArgs): a command that takes no arguments refuses any left after
 // them. With env, every flag not set on the command line then takes the

@@ -87,10 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name, rest := args[0], args[1:]
-	switch name {
-	case "--version", "-v":
+	if name == "--version" || name == "-v" {
 		name = "version"
-	case "help", "-h", "--help":
+	}
+	if name == "help" || isHelpFlag(name) {
 		switch {
 		case len(rest) == 0:
 			fmt.Fprint(stdout, usage)

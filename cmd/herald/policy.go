@@ -49,7 +49,8 @@ func runPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return policyList(stdout)
 	case "show":
 		return policyShow(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	}
+	if args[0] == "help" || isHelpFlag(args[0]) {
 		fmt.Fprint(stdout, policyUsage)
 		return 0
 	}
