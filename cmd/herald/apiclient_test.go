@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -170,5 +171,15 @@ func TestClientCommandsReadTheEnvironment(t *testing.T) {
 			t.Errorf("herald %q with HERALD_API=ftp://…: exit %d, stderr %q; want exit 2 naming --api and HERALD_API", args, code, errOut)
 		}
 		t.Setenv("HERALD_API", base)
+	}
+}
+
+// TestDefaultAPIIsServesAddress: without --api or HERALD_API a client
+// command calls herald serve at its default --addr (serve.go keeps that
+// default in its flag list; defaultAPI must follow it).
+func TestDefaultAPIIsServesAddress(t *testing.T) {
+	fs, _ := newServeFlags(io.Discard)
+	if want := defaultPublicURL(fs.Lookup("addr").DefValue); defaultAPI != want {
+		t.Errorf("defaultAPI is %s, herald serve listens at %s by default", defaultAPI, want)
 	}
 }
