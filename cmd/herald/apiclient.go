@@ -16,30 +16,104 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/server"
 )
 
-// apiClient is how the commands that call a running Herald (herald pull)
-// talk to its API: the base URL, an API key, and problem+json errors turned
-// into Go errors.
+// apiClient is how the commands that call a running Herald (herald pull,
+// herald filter test) talk to its API: the base URL, an API key, and
+// problem+json errors turned into Go errors. clientFlags makes one.
 type apiClient struct {
 	base string
 	key  string
 	hc   *http.Client
 }
 
-// clientKey returns the API key a command sends: HERALD_API_KEY, else the
-// admin key the server wrote to <dataDir>/admin.key at its first start.
-// Without either it says what to do.
-func clientKey(dataDir string) (string, error) {
-	if k := strings.TrimSpace(os.Getenv("HERALD_API_KEY")); k != "" {
-		return k, nil
+// defaultAPI is the API a client command calls without --api or
+// HERALD_API: herald serve's at its default --addr.
+const defaultAPI = "http://127.0.0.1:8080"
+
+// clientHelp is the paragraph of every client command's usage that says
+// where its API and its key come from (clientFlags decides both).
+const clientHelp = `It calls the Herald API at --api, else HERALD_API, else ` + defaultAPI + `.
+The API key is HERALD_API_KEY, else the admin key the server wrote to
+DATA/admin.key (--data).
+`
+
+// clientFlags are the flags every client command takes, and the one place
+// that decides which API it calls and with which key: the API is --api,
+// else HERALD_API, else defaultAPI; the key is HERALD_API_KEY, else the
+// admin key in <--data>/admin.key. The key is never a flag: a command
+// line is visible to every user of the machine.
+type clientFlags struct {
+	api, data string
+}
+
+// addClientFlags defines --api and --data on fs.
+func addClientFlags(fs *flag.FlagSet) *clientFlags {
+	c := &clientFlags{}
+	fs.StringVar(&c.api, "api", defaultAPI, "the Herald API's base URL; without it HERALD_API, else the default")
+	fs.StringVar(&c.data, "data", server.DefaultConfig().DataDir, "the server's data directory, for its admin.key when HERALD_API_KEY is not set")
+	return c
+}
+
+// parse parses the arguments of a client command that names one
+// subscription, given before the flags or after them (see parseArgs),
+// takes --api from HERALD_API when it is not given, and checks the
+// subscription id, --api and --data. When ok is false the command exits
+// with code (0 for -h, 2 for a usage error, said on stderr).
+func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (sub string, code int, ok bool) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
 	}
-	path := filepath.Join(dataDir, "admin.key")
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
+		return "", code, false
+	}
+	rest := fs.Args()
+	if sub == "" && len(rest) > 0 {
+		sub, rest = rest[0], rest[1:]
+	}
+	fromEnv, err := applyEnv(fs, os.LookupEnv, "api")
+	switch {
+	case err != nil:
+	case len(rest) > 0:
+		err = fmt.Errorf("unexpected argument %q (one SUBSCRIPTION, then flags)", rest[0])
+	case sub == "":
+		err = fmt.Errorf("name the subscription: %s [flags] SUBSCRIPTION", fs.Name())
+	case strings.ContainsAny(sub, "/?#%") || len(sub) > 100:
+		err = fmt.Errorf("%q is not a subscription id", sub)
+	default:
+		err = c.check()
+	}
+	if err != nil {
+		return "", usageError(stderr, fs.Name(), err, fromEnv), false
+	}
+	return sub, 0, true
+}
+
+// check checks --api and --data.
+func (c *clientFlags) check() error {
+	if u, err := url.Parse(c.api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--api %q: want an http:// or https:// URL", redact.URL(c.api))
+	}
+	if c.data == "" {
+		return errors.New("--data must name the server's data directory")
+	}
+	return nil
+}
+
+// client returns the client of the API the flags name, with its key:
+// HERALD_API_KEY, else the admin key the server wrote to <--data>/admin.key
+// at its first start. Without either it says what to do.
+func (c *clientFlags) client() (*apiClient, error) {
+	if k := strings.TrimSpace(os.Getenv("HERALD_API_KEY")); k != "" {
+		return &apiClient{base: c.api, key: k, hc: &http.Client{}}, nil
+	}
+	path := filepath.Join(c.data, server.AdminKeyFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("no API key: set HERALD_API_KEY, or point --data at the server's data directory (%s: %v)", path, errors.Unwrap(err))
+		return nil, fmt.Errorf("no API key: set HERALD_API_KEY, or point --data at the server's data directory (%s: %v)", path, errors.Unwrap(err))
 	}
-	return strings.TrimSpace(string(b)), nil
+	return &apiClient{base: c.api, key: strings.TrimSpace(string(b)), hc: &http.Client{}}, nil
 }
 
 // problemError is an API error answer.
@@ -101,52 +175,6 @@ func (c *apiClient) do(ctx context.Context, method, path string, in, out any, ti
 	}
 	if out != nil {
 		return json.Unmarshal(raw, out)
-	}
-	return nil
-}
-
-// parseClientArgs parses the flags of a command that names one
-// subscription, given before the flags or after them, and checks the
-// subscription id. When ok is false the caller exits with code (0 for -h,
-// 2 for a usage error, said on stderr).
-func parseClientArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (sub string, code int, ok bool) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", 0, false
-		}
-		return "", 2, false // the flag package said why
-	}
-	rest := fs.Args()
-	if sub == "" && len(rest) > 0 {
-		sub, rest = rest[0], rest[1:]
-	}
-	var err error
-	switch {
-	case len(rest) > 0:
-		err = fmt.Errorf("unexpected argument %q (one SUBSCRIPTION, then flags)", rest[0])
-	case sub == "":
-		err = fmt.Errorf("name the subscription: %s [flags] SUBSCRIPTION", fs.Name())
-	case strings.ContainsAny(sub, "/?#%") || len(sub) > 100:
-		err = fmt.Errorf("%q is not a subscription id", sub)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return "", 2, false
-	}
-	return sub, 0, true
-}
-
-// checkClientFlags checks the --api and --data every API client command
-// takes.
-func checkClientFlags(api, data string) error {
-	if u, err := url.Parse(api); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--api %q: want an http:// or https:// URL", redact.URL(api))
-	}
-	if data == "" {
-		return errors.New("--data must name the server's data directory")
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.IntVar(&s.SoakDeliveries, "soak-deliveries", s.SoakDeliveries, "soak: deliveries to wait for (--batch events a request, from --publishers, to --endpoints)")
 	fs.DurationVar(&s.SoakRetention, "soak-retention", s.SoakRetention, "soak: herald serve's --dedup-retention (at least 1m): finished events older than this are deleted once a minute")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, benchUsage, bench.ScenarioHelp())
+		fmt.Fprintf(fs.Output(), benchUsage, bench.ScenarioHelp())
 		fs.PrintDefaults()
 	}
 	return fs, o
@@ -191,7 +191,7 @@ func (o *benchOptions) check() error {
 // finished, 1 when one failed, 2 on a usage error.
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := newBenchFlags(stderr)
-	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+	if _, code, ok := parseFlags(fs, args, stdout, stderr, false); !ok {
 		return code
 	}
 	names, err := bench.ParseScenarios(o.scenario)
@@ -289,10 +289,10 @@ func runBenchForwarder(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.SetOutput(stderr)
 	o := bench.ForwarderFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: herald %s [flags]\n\nThe baseline forwarder of herald bench --baseline (started by the bench, not by hand).\n\nFlags:\n", benchForwarderCommand)
+		fmt.Fprintf(fs.Output(), "Usage: herald %s [flags]\n\nThe baseline forwarder of herald bench --baseline (started by the bench, not by hand).\n\nFlags:\n", benchForwarderCommand)
 		fs.PrintDefaults()
 	}
-	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+	if _, code, ok := parseFlags(fs, args, stdout, stderr, false); !ok {
 		return code
 	}
 	if err := o.Check(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,9 +18,9 @@ not which rule refused it: its event type, its subject, or which advanced
 filter and why. The event is one CloudEvent as JSON (as it would be
 published), read from --event (a file, or - for standard input). Nothing is
 published. The exit status is 0 when the event matches, 1 when it does not,
-2 for a usage error. The API key is HERALD_API_KEY, else the admin key in
-DATA/admin.key (--data).
+2 for a usage error.
 
+` + clientHelp + `
 Flags:
 `
 
@@ -29,24 +28,26 @@ Flags:
 const maxFilterEvent = 1 << 20
 
 func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+	if len(args) > 0 && isHelpFlag(args[0]) {
 		args = []string{"test", "-h"} // herald help filter
 	}
 	if len(args) == 0 || args[0] != "test" {
-		fmt.Fprint(stderr, "herald filter: the command is herald filter test [flags] SUBSCRIPTION\n")
+		got := "nothing"
+		if len(args) > 0 {
+			got = fmt.Sprintf("%q", args[0])
+		}
+		fmt.Fprintf(stderr, "herald filter: want test, not %s: the command is herald filter test [flags] SUBSCRIPTION\n\n", got)
+		fs, _, _ := newFilterFlags(stderr)
+		fs.Usage()
 		return 2
 	}
-	fs, api, data, file := newFilterFlags(stderr)
-	sub, code, ok := parseClientArgs(fs, args[1:], stderr)
+	fs, cf, file := newFilterFlags(stderr)
+	sub, code, ok := cf.parse(fs, args[1:], stdout, stderr)
 	if !ok {
 		return code
 	}
-	err := checkClientFlags(*api, *data)
-	if err == nil && *file == "" {
-		err = errors.New("--event must name a file, or - for standard input")
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "herald filter test: %v\n", err)
+	if *file == "" {
+		fmt.Fprintf(stderr, "herald filter test: --event must name a file, or - for standard input\n")
 		return 2
 	}
 	var in io.Reader = os.Stdin
@@ -64,12 +65,11 @@ func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "herald filter test: --event: unreadable or over 1 MiB\n")
 		return 2
 	}
-	key, err := clientKey(*data)
+	c, err := cf.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "herald filter test: %v\n", err)
 		return 1
 	}
-	c := &apiClient{base: *api, key: key, hc: &http.Client{}}
 	var res struct {
 		Matches      bool   `json:"matches"`
 		Reason       string `json:"reason"`
@@ -91,16 +91,16 @@ func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 1
 }
 
-// newFilterFlags returns herald filter test's flag set and its values.
-func newFilterFlags(stderr io.Writer) (fs *flag.FlagSet, api, data, file *string) {
+// newFilterFlags returns herald filter test's flag set, its client flags
+// and --event.
+func newFilterFlags(stderr io.Writer) (fs *flag.FlagSet, cf *clientFlags, file *string) {
 	fs = flag.NewFlagSet("herald filter test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	api = fs.String("api", "http://127.0.0.1:8080", "the Herald API's base URL")
-	data = fs.String("data", "./herald-data", "the server's data directory, for its admin.key when HERALD_API_KEY is not set")
+	cf = addClientFlags(fs)
 	file = fs.String("event", "-", "the event: a file holding one CloudEvent as JSON, or - for standard input")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, filterUsage)
+		fmt.Fprint(fs.Output(), filterUsage)
 		fs.PrintDefaults()
 	}
-	return fs, api, data, file
+	return fs, cf, file
 }

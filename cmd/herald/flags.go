@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,23 +10,56 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// parseFlags parses a command's arguments, which are flags only: a command
-// that takes no arguments refuses any left after them. With env, every flag
-// not set on the command line then takes the value of its environment
-// variable (see applyEnv). It returns the flags set from the environment,
-// by name. When ok is false the command exits with code: 0 after -h, 2
-// after a usage error (already printed to stderr).
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, env bool) (fromEnv map[string]string, code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, 0, false
-		}
-		return nil, 2, false // the flag package printed why
+// parseArgs parses args into fs; every command's flags are parsed here,
+// so that help goes where it is asked for. Help asked for (-h, --help)
+// goes to stdout and the command exits 0; a usage error the flag package
+// finds (an unknown flag, a value its type refuses) goes to stderr, its
+// first line naming the flag, then the usage, and the command exits 2. A
+// flag set's Usage must write to fs.Output(), where both are sent. When ok
+// is false the command exits with code.
+func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var out bytes.Buffer
+	prev := fs.Output()
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	fs.SetOutput(prev)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(out.Bytes())
+		return 0, false
+	case err != nil:
+		_, _ = stderr.Write(out.Bytes())
+		return 2, false
+	}
+	return 0, true
+}
+
+// isHelpFlag reports whether arg asks for help as the flag package takes it
+// (-h, -help, --h, --help), for commands that look at their first argument
+// before parsing flags (herald, herald policy, herald filter).
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--h", "--help":
+		return true
+	}
+	return false
+}
+
+// parseFlags parses a command's arguments, which are flags only (see
+// parseArgs): a command that takes no arguments refuses any left after
+// them. With env, every flag not set on the command line then takes the
+// value of its environment variable (see applyEnv). It returns the flags
+// set from the environment, by name. When ok is false the command exits
+// with code: 0 after -h, 2 after a usage error (already printed to stderr).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, env bool) (fromEnv map[string]string, code int, ok bool) {
+	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
+		return nil, code, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected argument %q (it takes flags only; -h lists them)\n", fs.Name(), fs.Arg(0))
@@ -34,7 +68,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, env bool) (fr
 	if !env {
 		return nil, 0, true
 	}
-	fromEnv, err := applyEnv(fs)
+	fromEnv, err := applyEnv(fs, os.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return nil, 2, false
@@ -42,22 +76,23 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, env bool) (fr
 	return fromEnv, 0, true
 }
 
-// applyEnv gives every flag not set on the command line the value of its
-// environment variable, HERALD_ followed by the flag name in upper case with
-// dashes as underscores (--health-window → HERALD_HEALTH_WINDOW), and returns
-// the flags it set, by name, with their variable's assignment. A variable
-// that is set but empty sets its flag to the empty value.
-func applyEnv(fs *flag.FlagSet) (map[string]string, error) {
+// applyEnv gives the flags named (every flag when none is named) that are
+// not set on the command line the value of their environment variable, as
+// lookup finds it: HERALD_ followed by the flag name in upper case with
+// dashes as underscores (--health-window → HERALD_HEALTH_WINDOW). It
+// returns the flags it set, by name, with their variable's assignment. A
+// variable that is set but empty sets its flag to the empty value.
+func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool), names ...string) (map[string]string, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	fromEnv := map[string]string{}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
+		if set[f.Name] || err != nil || (len(names) > 0 && !slices.Contains(names, f.Name)) {
 			return
 		}
 		name := envName(f.Name)
-		if v, ok := os.LookupEnv(name); ok {
+		if v, ok := lookup(name); ok {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = fmt.Errorf("%s=%q (--%s): %v", name, v, f.Name, e)
 			}

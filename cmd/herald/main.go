@@ -37,13 +37,15 @@ Usage:
               [--secret whsec_… | --public-key whpk_…]
       run a local webhook receiver that prints what arrives and whether its
       signature is valid
-  herald pull [--api URL] [--max-events N] [--max-wait D] [--count N] [--no-ack] SUBSCRIPTION
+  herald pull [--api URL] [--data DIR] [--max-events N] [--max-wait D] [--count N] [--no-ack] SUBSCRIPTION
       receive a pull (or deactivated push) subscription's queued events from a
-      running Herald, print and acknowledge them; the key is HERALD_API_KEY,
-      else DATA/admin.key (--data)
-  herald filter test [--api URL] [--event FILE|-] SUBSCRIPTION
+      running Herald, print and acknowledge them. It calls the API at --api,
+      else HERALD_API, else ` + defaultAPI + `, with the key in
+      HERALD_API_KEY, else the admin key in DIR/admin.key (--data)
+  herald filter test [--api URL] [--data DIR] [--event FILE|-] SUBSCRIPTION
       say whether an event would go to a subscription of a running Herald,
-      and which rule (event type, subject, advanced filter) refused it
+      and which rule (event type, subject, advanced filter) refused it; the
+      API and the key as for herald pull
   herald policy list
       list the retry presets
   herald policy show NAME [--json] [--spec JSON]
@@ -55,7 +57,7 @@ Usage:
   herald version [--json]
       print the version and the source it was built from
   herald help [COMMAND]
-      print this, or COMMAND's flags
+      print this, or COMMAND's flags (as herald COMMAND -h does), to stdout
 `
 
 // commands are herald's commands by name; each returns the exit status.
@@ -85,10 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name, rest := args[0], args[1:]
-	switch name {
-	case "--version", "-v":
+	if name == "--version" || name == "-v" {
 		name = "version"
-	case "help", "-h", "--help":
+	}
+	if name == "help" || isHelpFlag(name) {
 		switch {
 		case len(rest) == 0:
 			fmt.Fprint(stdout, usage)

@@ -17,7 +17,7 @@ import (
 // applies them at start, under an advisory lock).
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, storeURL, timeout := newMigrateFlags(stderr)
-	fromEnv, code, ok := parseFlags(fs, args, stderr, true)
+	fromEnv, code, ok := parseFlags(fs, args, stdout, stderr, true)
 	if !ok {
 		return code
 	}
@@ -44,7 +44,7 @@ func newMigrateFlags(stderr io.Writer) (fs *flag.FlagSet, storeURL *string, time
 	storeURL = fs.String("store", "", "the postgres:// URL to migrate (also HERALD_STORE)")
 	timeout = fs.Duration("timeout", 5*time.Minute, "give up after this long (also HERALD_TIMEOUT)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: herald migrate --store postgres://... [--timeout D]\n\nApplies the embedded PostgreSQL schema migrations (the SQLite store migrates itself at start).\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: herald migrate --store postgres://... [--timeout D]\n\nApplies the embedded PostgreSQL schema migrations (the SQLite store migrates itself at start).\n\n")
 		fs.PrintDefaults()
 	}
 	return fs, storeURL, timeout

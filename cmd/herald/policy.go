@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,14 +42,15 @@ func runPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	case "list":
 		fs := flag.NewFlagSet("herald policy list", flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
-		if _, code, ok := parseFlags(fs, args[1:], stderr, false); !ok {
+		fs.Usage = func() { fmt.Fprint(fs.Output(), policyUsage) }
+		if _, code, ok := parseFlags(fs, args[1:], stdout, stderr, false); !ok {
 			return code
 		}
 		return policyList(stdout)
 	case "show":
 		return policyShow(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	}
+	if args[0] == "help" || isHelpFlag(args[0]) {
 		fmt.Fprint(stdout, policyUsage)
 		return 0
 	}
@@ -75,7 +75,7 @@ func policyList(stdout io.Writer) int {
 func newPolicyShowFlags(stderr io.Writer) (fs *flag.FlagSet, asJSON *bool, spec *string) {
 	fs = flag.NewFlagSet("herald policy show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), policyUsage) }
 	asJSON = fs.Bool("json", false, "print the policy and its timetable as JSON")
 	spec = fs.String("spec", "", "retry_policy overrides as JSON")
 	return fs, asJSON, spec
@@ -87,11 +87,8 @@ func policyShow(args []string, stdout, stderr io.Writer) int {
 	fs, asJSON, specJSON := newPolicyShowFlags(stderr)
 	var names []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
+		if code, ok := parseArgs(fs, rest, stdout, stderr); !ok {
+			return code
 		}
 		if fs.NArg() == 0 {
 			break

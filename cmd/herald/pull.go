@@ -22,88 +22,77 @@ event it prints one line, then the event indented:
   TIME delivery=ID count=N type=TYPE id=EVENT_ID
 
 It waits up to --max-wait for events in each receive (a long poll), and runs
-until SIGINT or SIGTERM, or until it has received --count events. The API
-key is HERALD_API_KEY, else the admin key in DATA/admin.key (--data). With
+until SIGINT or SIGTERM, or until it has received --count events. With
 --no-ack nothing is acknowledged: each lock expires after --lock-duration and
 the events come back, their count up by one.
 
+` + clientHelp + `
 Flags:
 `
 
 // pullConfig is herald pull's behaviour, from its flags.
 type pullConfig struct {
-	API, Data, Subscription string
-	MaxEvents, Count        int
-	MaxWait, LockDuration   time.Duration
-	NoAck                   bool
+	Subscription          string
+	MaxEvents, Count      int
+	MaxWait, LockDuration time.Duration
+	NoAck                 bool
 }
 
 func runPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, code, ok := parsePullFlags(args, stderr)
+	fs, cfg, cf := newPullFlags(stderr)
+	sub, code, ok := cf.parse(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	key, err := clientKey(cfg.Data)
+	cfg.Subscription = sub
+	if err := cfg.check(); err != nil {
+		fmt.Fprintf(stderr, "herald pull: %v\n", err)
+		return 2
+	}
+	c, err := cf.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 1
 	}
-	c := &apiClient{base: cfg.API, key: key, hc: &http.Client{}}
-	if err := pull(ctx, c, cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	if err := pull(ctx, c, *cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// newPullFlags returns herald pull's flag set, writing usage and errors to
-// stderr, and the configuration its flags set.
-func newPullFlags(stderr io.Writer) (*flag.FlagSet, *pullConfig) {
+// newPullFlags returns herald pull's flag set, writing errors to stderr,
+// the configuration its flags set and its client flags.
+func newPullFlags(stderr io.Writer) (*flag.FlagSet, *pullConfig, *clientFlags) {
 	cfg := &pullConfig{}
 	fs := flag.NewFlagSet("herald pull", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.API, "api", "http://127.0.0.1:8080", "the Herald API's base URL")
-	fs.StringVar(&cfg.Data, "data", "./herald-data", "the server's data directory, for its admin.key when HERALD_API_KEY is not set")
+	cf := addClientFlags(fs)
 	fs.IntVar(&cfg.MaxEvents, "max-events", 10, "events a receive takes at most (1..1000; an answer also ends at 4 MiB of events, and the next receive takes the rest)")
 	fs.DurationVar(&cfg.MaxWait, "max-wait", 30*time.Second, "how long a receive waits for events (0s..60s)")
 	fs.DurationVar(&cfg.LockDuration, "lock-duration", 60*time.Second, "how long a received event stays locked (10s..300s)")
 	fs.IntVar(&cfg.Count, "count", 0, "stop after this many events (0: run until stopped)")
 	fs.BoolVar(&cfg.NoAck, "no-ack", false, "print events without acknowledging them")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, pullUsage)
+		fmt.Fprint(fs.Output(), pullUsage)
 		fs.PrintDefaults()
 	}
-	return fs, cfg
+	return fs, cfg, cf
 }
 
-// parsePullFlags parses herald pull's arguments. When ok is false the
-// caller exits with code (0 for -h, 2 for a usage error).
-func parsePullFlags(args []string, stderr io.Writer) (cfg pullConfig, code int, ok bool) {
-	fs, c := newPullFlags(stderr)
-	sub, code, ok := parseClientArgs(fs, args, stderr)
-	if !ok {
-		return cfg, code, false
-	}
-	cfg = *c
-	cfg.Subscription = sub
-	var err error
+// check reports the first flag out of its range.
+func (cfg *pullConfig) check() error {
 	switch {
 	case cfg.MaxEvents < 1 || cfg.MaxEvents > 1000:
-		err = fmt.Errorf("--max-events %d: must be from 1 to 1000", cfg.MaxEvents)
+		return fmt.Errorf("--max-events %d: must be from 1 to 1000", cfg.MaxEvents)
 	case cfg.MaxWait < 0 || cfg.MaxWait > time.Minute:
-		err = fmt.Errorf("--max-wait %v: must be from 0s to 60s", cfg.MaxWait)
+		return fmt.Errorf("--max-wait %v: must be from 0s to 60s", cfg.MaxWait)
 	case cfg.LockDuration < 10*time.Second || cfg.LockDuration > 300*time.Second:
-		err = fmt.Errorf("--lock-duration %v: must be from 10s to 300s", cfg.LockDuration)
+		return fmt.Errorf("--lock-duration %v: must be from 10s to 300s", cfg.LockDuration)
 	case cfg.Count < 0:
-		err = fmt.Errorf("--count %d: must be 0 or more", cfg.Count)
-	default:
-		err = checkClientFlags(cfg.API, cfg.Data)
+		return fmt.Errorf("--count %d: must be 0 or more", cfg.Count)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "herald pull: %v\n", err)
-		return cfg, 2, false
-	}
-	return cfg, 0, true
+	return nil
 }
 
 // pulled is one item of a receive answer.

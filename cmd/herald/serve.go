@@ -29,7 +29,7 @@ import (
 // setting is checked before anything starts: a bad one exits 2.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, o := newServeFlags(stderr)
-	fromEnv, code, ok := parseFlags(fs, args, stderr, true)
+	fromEnv, code, ok := parseFlags(fs, args, stdout, stderr, true)
 	if !ok {
 		return code
 	}
@@ -213,7 +213,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.DurationVar(&hc.ProbationInitial, "probation-initial", hc.ProbationInitial, "first probation cool-down; it doubles after each failed probe")
 	fs.DurationVar(&hc.ProbationMax, "probation-max", hc.ProbationMax, "longest probation cool-down")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: herald serve [flags]\n\nEvery flag can also be set in the environment as HERALD_<FLAG>, e.g. HERALD_ADDR.\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nEvery flag can also be set in the environment as HERALD_<FLAG>, e.g. HERALD_ADDR.\n\n")
 		fs.PrintDefaults()
 	}
 	return fs, o

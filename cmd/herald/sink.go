@@ -110,7 +110,7 @@ type sinkConfig struct {
 // SIGTERM), then prints the summary. It returns 0 on a clean stop, 1 when
 // it cannot listen, and 2 on a usage error.
 func runSink(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, code, ok := parseSinkFlags(args, stderr)
+	cfg, code, ok := parseSinkFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -132,7 +132,7 @@ func newSinkFlags(stderr io.Writer) (*flag.FlagSet, *sinkConfig) {
 	fs.StringVar(&cfg.PublicKey, "public-key", "", "verify each request's v1a (ed25519) signature with this `whpk_…` key and print whether it is valid")
 	fs.BoolVar(&cfg.Validate, "validate", false, "answer the endpoint validation handshakes (eventgrid and cloudevents) with 200 and the answer that passes them")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, sinkUsage)
+		fmt.Fprint(fs.Output(), sinkUsage)
 		fs.PrintDefaults()
 	}
 	return fs, cfg
@@ -140,9 +140,9 @@ func newSinkFlags(stderr io.Writer) (*flag.FlagSet, *sinkConfig) {
 
 // parseSinkFlags parses the flags of herald sink. When ok is false the caller
 // exits with code (0 for -h, 2 for a usage error).
-func parseSinkFlags(args []string, stderr io.Writer) (cfg sinkConfig, code int, ok bool) {
+func parseSinkFlags(args []string, stdout, stderr io.Writer) (cfg sinkConfig, code int, ok bool) {
 	fs, c := newSinkFlags(stderr)
-	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+	if _, code, ok := parseFlags(fs, args, stdout, stderr, false); !ok {
 		return *c, code, false
 	}
 	cfg = *c

@@ -197,14 +197,14 @@ func TestSinkDelayEndsWhenClientLeaves(t *testing.T) {
 }
 
 func TestSinkFlags(t *testing.T) {
-	var stderr strings.Builder
-	if code := runSink(context.Background(), []string{"-h"}, &strings.Builder{}, &stderr); code != 0 {
+	var stdout, stderr strings.Builder
+	if code := runSink(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("-h: exit %d", code)
 	}
 	for _, flag := range []string{"-addr", "-status", "-fail-first", "-delay", "-quiet", "-secret", "-public-key", "-validate",
 		"signature=valid", "schema=SCHEMA", "[events=N]", "cloudevents-binary", "pubsub", "validationResponse", "WebHook-Allowed-Origin", "10 MiB", "2 KiB"} {
-		if !strings.Contains(stderr.String(), flag) {
-			t.Fatalf("usage lacks %q:\n%s", flag, stderr.String())
+		if !strings.Contains(stdout.String(), flag) {
+			t.Fatalf("usage lacks %q:\n%s", flag, stdout.String())
 		}
 	}
 	for _, args := range [][]string{
@@ -217,7 +217,7 @@ func TestSinkFlags(t *testing.T) {
 			t.Fatalf("%v: exit %d, want 2 (%s)", args, code, stderr.String())
 		}
 	}
-	cfg, _, ok := parseSinkFlags([]string{"--addr", ":0", "--status", "204", "--fail-first", "3", "--delay", "250ms", "--quiet", "--validate"}, &stderr)
+	cfg, _, ok := parseSinkFlags([]string{"--addr", ":0", "--status", "204", "--fail-first", "3", "--delay", "250ms", "--quiet", "--validate"}, io.Discard, &stderr)
 	want := sinkConfig{Addr: ":0", Status: 204, FailFirst: 3, Delay: 250 * time.Millisecond, Quiet: true, Validate: true}
 	if !ok || cfg != want {
 		t.Fatalf("parsed %+v, want %+v", cfg, want)
@@ -304,7 +304,7 @@ func TestSinkVerifiesSignatures(t *testing.T) {
 		if c.cfg.PublicKey != "" {
 			args = []string{"--public-key", c.cfg.PublicKey}
 		}
-		cfg, _, ok := parseSinkFlags(args, &strings.Builder{})
+		cfg, _, ok := parseSinkFlags(args, io.Discard, &strings.Builder{})
 		if !ok {
 			t.Fatalf("%s: flags %v refused", c.name, args)
 		}
@@ -360,7 +360,7 @@ func TestSinkSchemas(t *testing.T) {
 	target := event.Target{AccountID: "acc_1", SubscriptionName: "billing"}
 	batched := target
 	batched.Batch = true
-	cfg, _, ok := parseSinkFlags([]string{"--secret", secret}, io.Discard)
+	cfg, _, ok := parseSinkFlags([]string{"--secret", secret}, io.Discard, io.Discard)
 	if !ok {
 		t.Fatal("--secret refused")
 	}
@@ -547,7 +547,7 @@ func TestSinkWithoutValidate(t *testing.T) {
 // valid; an unsigned one (Herald's) shows nothing.
 func TestSinkValidateSigned(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYo="
-	cfg, _, ok := parseSinkFlags([]string{"--secret", secret, "--validate"}, io.Discard)
+	cfg, _, ok := parseSinkFlags([]string{"--secret", secret, "--validate"}, io.Discard, io.Discard)
 	if !ok {
 		t.Fatal("flags refused")
 	}

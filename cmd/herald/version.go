@@ -91,7 +91,7 @@ func newVersionFlags(stderr io.Writer) (*flag.FlagSet, *bool) {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the version as JSON: version, go, and revision, time and modified when recorded")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: herald version [--json]\n\nPrints Herald's version, the Go version, and the commit it was built from when the build recorded it.\n\n")
+		fmt.Fprint(fs.Output(), "Usage: herald version [--json]\n\nPrints Herald's version, the Go version, and the commit it was built from when the build recorded it.\n\n")
 		fs.PrintDefaults()
 	}
 	return fs, asJSON
@@ -100,7 +100,7 @@ func newVersionFlags(stderr io.Writer) (*flag.FlagSet, *bool) {
 // runVersion implements `herald version`.
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, asJSON := newVersionFlags(stderr)
-	if _, code, ok := parseFlags(fs, args, stderr, false); !ok {
+	if _, code, ok := parseFlags(fs, args, stdout, stderr, false); !ok {
 		return code
 	}
 	b := currentBuild()

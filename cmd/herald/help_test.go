@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// tableCommands returns the names in the commands table, sorted.
+func tableCommands() []string {
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// subcommandArgs are, for each command of the table whose flags belong to
+// a subcommand, the arguments that reach those flags (before the flag).
+var subcommandArgs = map[string][][]string{
+	"filter": {{"filter", "test"}, {"filter", "test", "sub_x"}},
+	"policy": {{"policy", "list"}, {"policy", "show"}, {"policy", "show", "sap"}},
+}
+
+// TestHelpOnStdout: help asked for, as herald help COMMAND, herald COMMAND
+// -h or herald COMMAND --help, for every command of the commands table
+// (and its subcommands), goes to stdout with exit status 0 and nothing on
+// stderr, and lists the command's flags (herald help | less shows it).
+func TestHelpOnStdout(t *testing.T) {
+	flagSets := commandsUnderTest(t)
+	for _, name := range tableCommands() {
+		forms := [][]string{{"help", name}, {name, "-h"}, {name, "--help"}, {name, "-help"}}
+		for _, sub := range subcommandArgs[name] {
+			forms = append(forms, append(slices.Clone(sub), "-h"), append(slices.Clone(sub), "--help"))
+		}
+		for _, args := range forms {
+			var stdout, stderr strings.Builder
+			code := run(context.Background(), args, &stdout, &stderr)
+			out := stdout.String()
+			if code != 0 || stderr.Len() > 0 || !strings.Contains(out, "Usage") || !strings.Contains(out, "herald "+name) {
+				t.Errorf("herald %q: exit %d, stdout %q, stderr %q; want exit 0, the usage of herald %s on stdout and nothing on stderr",
+					args, code, firstLines(out), stderr.String(), name)
+				continue
+			}
+			// The flags of the command's flag sets (herald filter test's for
+			// herald filter, herald policy show's for herald policy).
+			for fsName, c := range flagSets {
+				if fsName != name && !strings.HasPrefix(fsName, name+" ") {
+					continue
+				}
+				c.flags(io.Discard).VisitAll(func(f *flag.Flag) {
+					if !strings.Contains(out, "-"+f.Name) {
+						t.Errorf("herald %q: the help lacks -%s", args, f.Name)
+					}
+				})
+			}
+		}
+	}
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"help"}, &stdout, &stderr); code != 0 || stderr.Len() > 0 || !strings.HasPrefix(stdout.String(), usage) {
+		t.Errorf("herald help: exit %d, stdout %q, stderr %q; want the usage on stdout", code, firstLines(stdout.String()), stderr.String())
+	}
+}
+
+// TestUsageErrorsOnStderr: a flag no command has, given to each command of
+// the table (and to its subcommands), exits 2 with stdout empty, the first
+// line of stderr naming the flag, and the usage after it on stderr.
+func TestUsageErrorsOnStderr(t *testing.T) {
+	const bad = "--no-such-flag"
+	for _, name := range tableCommands() {
+		forms := [][]string{{name, bad}, {name, bad, "x"}}
+		for _, sub := range subcommandArgs[name] {
+			forms = append(forms, append(slices.Clone(sub), bad))
+		}
+		for _, args := range forms {
+			var stdout, stderr strings.Builder
+			code := run(canceled(), args, &stdout, &stderr)
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			if code != 2 || stdout.Len() > 0 || !strings.Contains(first, "-no-such-flag") || !strings.Contains(stderr.String(), "Usage") {
+				t.Errorf("herald %q: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, the flag named first on stderr, then the usage",
+					args, code, firstLines(stdout.String()), firstLines(stderr.String()))
+			}
+		}
+	}
+	for _, args := range [][]string{nil, {"help", "nope"}, {"nope"}} {
+		var stdout, stderr strings.Builder
+		if code := run(canceled(), args, &stdout, &stderr); code != 2 || stdout.Len() > 0 || !strings.Contains(stderr.String(), "Usage") {
+			t.Errorf("herald %q: exit %d, stdout %q; want exit 2 and the usage on stderr", args, code, firstLines(stdout.String()))
+		}
+	}
+}
+
+// firstLines returns s's first three lines, for a failure message.
+func firstLines(s string) string {
+	lines := strings.SplitN(s, "\n", 4)
+	return strings.Join(lines[:min(3, len(lines))], "\n")
+}
