@@ -36,7 +36,7 @@ const defaultAPI = "http://127.0.0.1:8080"
 // where its API and its key come from (clientFlags decides both).
 const clientHelp = `It calls the Herald API at --api, else HERALD_API, else ` + defaultAPI + `.
 The API key is HERALD_API_KEY, else the admin key the server wrote to
-DATA/admin.key (--data).
+DATA/admin.key (--data, else HERALD_DATA, as herald serve reads it).
 `
 
 // clientFlags are the flags every client command takes, and the one place
@@ -58,7 +58,8 @@ func addClientFlags(fs *flag.FlagSet) *clientFlags {
 
 // parse parses the arguments of a client command that names one
 // subscription, given before the flags or after them (see parseArgs),
-// takes --api from HERALD_API when it is not given, and checks the
+// takes --api from HERALD_API and --data from HERALD_DATA when they are
+// not given (serve reads HERALD_DATA too), and checks the
 // subscription id, --api and --data. When ok is false the command exits
 // with code (0 for -h, 2 for a usage error, said on stderr).
 func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (sub string, code int, ok bool) {
@@ -72,7 +73,7 @@ func (c *clientFlags) parse(fs *flag.FlagSet, args []string, stdout, stderr io.W
 	if sub == "" && len(rest) > 0 {
 		sub, rest = rest[0], rest[1:]
 	}
-	fromEnv, err := applyEnv(fs, os.LookupEnv, "api")
+	fromEnv, err := applyEnv(fs, os.LookupEnv, "api", "data")
 	switch {
 	case err != nil:
 	case len(rest) > 0:

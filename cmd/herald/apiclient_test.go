@@ -128,9 +128,14 @@ func TestClientCommandsReadTheEnvironment(t *testing.T) {
 		{"--api over HERALD_API", dead, clientTestKey, []string{"--data", noKey, "--api", base}},
 		{"admin.key without HERALD_API_KEY", base, "", []string{"--data", withKey}},
 	}
+	pulls = append(pulls, struct {
+		name, api, key string
+		args           []string
+	}{"admin.key in HERALD_DATA", base, "", nil})
 	for i, c := range pulls {
 		t.Setenv("HERALD_API", c.api)
 		t.Setenv("HERALD_API_KEY", c.key)
+		t.Setenv("HERALD_DATA", withKey)
 		id := "o-" + string(rune('1'+i))
 		publishOrder(t, base, id)
 		args := append([]string{"pull", sub, "--count", "1", "--max-wait", "10s"}, c.args...)
