@@ -145,21 +145,7 @@ func (failingResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 // with --allow-private-destinations, or 127.0.0.0/8 allowed, it connects to
 // 127.0.0.1. A local network's name is refused as a name.
 func TestDialerLoopbackName(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := strconv.Itoa(listen(t))
 	for _, host := range []string{"localhost.", "LOCALHOST", "hooks.localhost"} {
 		d := &Dialer{Resolver: &askedResolver{t: t}}
 		conn, err := d.DialContext(context.Background(), "tcp4", net.JoinHostPort(host, port))
@@ -182,7 +168,7 @@ func TestDialerLoopbackName(t *testing.T) {
 		}
 	}
 	d := &Dialer{Resolver: &askedResolver{t: t}}
-	_, err = d.DialContext(context.Background(), "tcp", net.JoinHostPort("printer.local", port))
+	_, err := d.DialContext(context.Background(), "tcp", net.JoinHostPort("printer.local", port))
 	var nb *NameBlockedError
 	var op *net.OpError
 	if !errors.As(err, &nb) || !errors.As(err, &op) || !IsBlocked(err) {
