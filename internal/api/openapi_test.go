@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,6 +21,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/retry"
@@ -55,8 +58,17 @@ func setupServer(t *testing.T) testServer {
 		Publisher: pipe.Admission,
 		Live:      pipe.Scheduler,
 		Version:   "test",
+		// No test asks the network's DNS at create.
+		Destinations: destination.Guard{Resolver: unknownNames{}},
 	}
 	return testServer{srv: srv, handler: srv.Handler()}
+}
+
+// unknownNames is a resolver that finds no name.
+type unknownNames struct{}
+
+func (unknownNames) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 // httpMethods are the operation keys of an OpenAPI path item.

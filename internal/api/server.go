@@ -75,10 +75,11 @@ type Server struct {
 	// HealthWindow is the rolling window of the endpoint failure-rate rule,
 	// for the window counts the endpoint resource shows (default 1h).
 	HealthWindow time.Duration
-	// Destinations is the attempting stage's destination policy: a subscription
-	// URL whose host is a literal address it refuses is refused (422). The
-	// zero Policy allows public addresses only.
-	Destinations destination.Policy
+	// Destinations is the attempting stage's destination policy and
+	// resolver: a subscription URL whose host it refuses is refused (422;
+	// see destination.Guard.Check). The zero Guard allows public addresses
+	// only and looks names up with net.DefaultResolver.
+	Destinations destination.Guard
 	// Auth authenticates API keys; nil turns authentication off (every
 	// request acts as an admin: --auth=off, for local experiments only).
 	Auth Authenticator

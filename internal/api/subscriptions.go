@@ -95,7 +95,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
-	sub, err := in.New(subscription.Creation{
+	sub, err := in.New(r.Context(), subscription.Creation{
 		ID: ids.New("sub_", now), AccountID: accountOf(r), Now: now,
 		FailurePolicy: acc.Settings.FailurePolicy, Destinations: s.Destinations,
 	})
@@ -131,7 +131,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		if account.OrDefault(sub.AccountID) != accountID {
 			return fmt.Errorf("subscription %s: %w", sub.ID, store.ErrNotFound)
 		}
-		if err := in.Update(sub, s.Destinations); err != nil {
+		if err := in.Update(r.Context(), sub, s.Destinations); err != nil {
 			return err
 		}
 		name = sub.Name

@@ -61,7 +61,9 @@ type Config struct {
 	// every connection; a Client given here is on its own.
 	Destinations destination.Policy
 	// Resolver looks up the addresses of URLs' host names for the default
-	// Client (default net.DefaultResolver); tests inject their own.
+	// Client (default net.DefaultResolver); the server gives the same one
+	// to the API's check of a subscription's URL (destination.Guard).
+	// Tests inject their own.
 	Resolver destination.Resolver
 	// MaxIdleConns bounds the default Client's idle connections (default
 	// 1,024: the scheduler's default MaxInFlight; the server gives the

@@ -8,11 +8,17 @@
 // (IPv4-mapped ::ffff:0:0/96 and the NAT64 prefix 64:ff9b::/96 are judged
 // by the IPv4 address they carry).
 //
-// The API checks a literal address in a URL when a subscription is created
-// or changed; the dispatcher's dialer checks the address of every
-// connection, so a host name is judged by what it resolves to each time
-// (DNS rebinding is caught on the attempt that resolves to a refused
-// address).
+// Special-use names are answered without asking any resolver (names.go):
+// localhost and the names under it mean 127.0.0.1 and ::1 (RFC 6761), the
+// names of a local network (local, home.arpa, internal) are refused unless
+// the policy allows some non-public range, invalid and onion never resolve.
+//
+// The API checks a URL's host when a subscription is created or changed
+// (Guard.Check): a literal address, a special-use name, and a name that
+// resolves then only to refused addresses are refused. The dispatcher's
+// dialer checks the address of every connection, so a host name is judged
+// by what it resolves to each time (DNS rebinding is caught on the attempt
+// that resolves to a refused address).
 package destination
 
 import (
@@ -170,14 +176,30 @@ func (e *BlockedError) Error() string {
 // class's range; for the others, which that flag does not allow, the one
 // address (allowing all of 169.254.0.0/16 would allow the metadata address).
 func (e *BlockedError) Hint() string {
+	return hint(e.Class.Private, e.allowRange().String())
+}
+
+// allowRange is the range Hint names: the class's range for loopback and
+// private addresses, else the one address (its IPv4 address when it
+// carries one).
+func (e *BlockedError) allowRange() netip.Prefix {
 	if e.Class.Private {
-		return "start Herald with --allow-private-destinations or --allow-destinations " + e.Range.String()
+		return e.Range
 	}
 	a := e.Addr
 	if v4, ok := embeddedIPv4(a); ok {
 		a = v4
 	}
-	return "start Herald with --allow-destinations " + netip.PrefixFrom(a, a.BitLen()).String()
+	return netip.PrefixFrom(a, a.BitLen())
+}
+
+// hint names the flags that allow ranges: --allow-private-destinations too
+// when private says that flag would.
+func hint(private bool, ranges string) string {
+	if private {
+		return "start Herald with --allow-private-destinations or --allow-destinations " + ranges
+	}
+	return "start Herald with --allow-destinations " + ranges
 }
 
 // Allowed returns nil when the policy allows delivering to a, else a
@@ -197,11 +219,17 @@ func (p Policy) Allowed(a netip.Addr) error {
 	return &BlockedError{Addr: a, Class: c, Range: r}
 }
 
-// IsBlocked reports whether err is, or wraps, a *BlockedError.
+// IsBlocked reports whether err is, or wraps, a *BlockedError or a
+// *NameBlockedError.
 func IsBlocked(err error) bool {
 	var b *BlockedError
-	return errors.As(err, &b)
+	var n *NameBlockedError
+	return errors.As(err, &b) || errors.As(err, &n)
 }
+
+// allowsNonPublic reports whether the policy allows any address that is
+// not public: then a local network's names may be looked up (see Guard).
+func (p Policy) allowsNonPublic() bool { return p.AllowPrivate || len(p.Allow) > 0 }
 
 // ParsePrefixes reads --allow-destinations: ranges in CIDR notation (or
 // single addresses) separated by commas, spaces around them ignored. The

@@ -203,15 +203,14 @@ func (f fakeResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr
 	return f.addrs, nil
 }
 
-// TestDialerRefuses: the dialer refuses every non-public class, given as a
-// literal or as the only address a name resolves to, before connecting;
-// and with a public and a refused address it goes only to the allowed one.
-func TestDialerRefuses(t *testing.T) {
+// listen listens on 127.0.0.1 until the test ends, closing every
+// connection it accepts, and returns its port.
+func listen(t *testing.T) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -221,7 +220,14 @@ func TestDialerRefuses(t *testing.T) {
 			c.Close()
 		}
 	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestDialerRefuses: the dialer refuses every non-public class, given as a
+// literal or as the only address a name resolves to, before connecting;
+// and with a public and a refused address it goes only to the allowed one.
+func TestDialerRefuses(t *testing.T) {
+	port := listen(t)
 	for _, c := range classTable {
 		if c.class == Public {
 			continue

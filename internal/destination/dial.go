@@ -15,14 +15,16 @@ type Resolver interface {
 }
 
 // Dialer makes connections only to addresses its Policy allows. A host name
-// is resolved on every dial and each of its addresses checked: the allowed
-// ones are tried in the resolver's order, the refused ones never; when none
-// is allowed the dial fails with a *BlockedError (wrapped in a
-// *net.OpError). Each connection's address is checked once more just
-// before it connects (net.Dialer.Control), so nothing reaches a refused
-// address whatever path the dial took. Since every new connection is
-// checked, a name that resolved to a public address once and to a refused
-// one later (DNS rebinding) is refused then.
+// is resolved on every dial (Guard.Lookup: localhost and the names under it
+// mean 127.0.0.1 and ::1 and other special-use names are answered without
+// asking the Resolver) and each of its addresses checked: the allowed ones
+// are tried in the resolver's order, the refused ones never; when none is
+// allowed the dial fails with a *BlockedError or a *NameBlockedError
+// (wrapped in a *net.OpError). Each connection's address is checked once
+// more just before it connects (net.Dialer.Control), so nothing reaches a
+// refused address whatever path the dial took. Since every new connection
+// is checked, a name that resolved to a public address once and to a
+// refused one later (DNS rebinding) is refused then.
 type Dialer struct {
 	Policy Policy
 	// Resolver looks names up (default net.DefaultResolver).
@@ -42,28 +44,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("port %q: %w", portStr, err)}
 	}
-	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = []netip.Addr{a}
-	} else {
-		r := d.Resolver
-		if r == nil {
-			r = net.DefaultResolver
-		}
-		lookup := "ip"
-		switch network {
-		case "tcp4", "udp4":
-			lookup = "ip4"
-		case "tcp6", "udp6":
-			lookup = "ip6"
-		}
-		addrs, err = r.LookupNetIP(ctx, lookup, host)
-		if err != nil {
-			return nil, err
-		}
-		if len(addrs) == 0 {
-			return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
-		}
+	addrs, err := Guard{Policy: d.Policy, Resolver: d.Resolver}.Lookup(ctx, network, host)
+	if IsBlocked(err) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	if err != nil {
+		return nil, err
 	}
 	nd := d.netDialer()
 	var firstErr error

@@ -299,12 +299,19 @@ func normalizeTime(t time.Time) time.Time {
 }
 
 // urlErr returns the reason inside a url.Parse error, without the quoted
-// input that url.Error repeats.
+// input that url.Error repeats; a scheme it cannot read ("1a:b", ":b") is
+// said in the terms of RFC 3986 rather than url.Parse's ("first path
+// segment in URL cannot contain colon").
 func urlErr(err error) string {
 	if ue, ok := err.(*url.Error); ok {
-		return ue.Err.Error()
+		err = ue.Err
 	}
-	return err.Error()
+	switch msg := err.Error(); msg {
+	case "first path segment in URL cannot contain colon", "missing protocol scheme":
+		return `what precedes its first ":" is not a scheme, which begins with a letter (https://example.com/a, urn:example:a)`
+	default:
+		return msg
+	}
 }
 
 // quote quotes s for an error detail, shortening it past 64 bytes.

@@ -168,18 +168,19 @@ func TestDestinationRebinding(t *testing.T) {
 	}
 }
 
-// TestDestinationBlockedFirstAttempt: a name resolving to a refused address
-// from the start is never sent to; without dead letters the delivery is
-// dropped, reason DestinationBlocked. A name resolving to a refused and an
-// allowed address is delivered to the allowed one.
+// TestDestinationBlockedFirstAttempt: a name that did not resolve at create
+// and resolves to a refused address at the first attempt is never sent
+// to; without dead letters the delivery is dropped, reason
+// DestinationBlocked. A name resolving to a refused and an allowed address
+// is accepted at create and delivered to the allowed one.
 func TestDestinationBlockedFirstAttempt(t *testing.T) {
 	d := newDNS()
 	b, rc, port := guarded(t, d, status(http.StatusOK))
-	d.set("metadata.example", "169.254.169.254")
 	d.set("mixed.example", "10.0.0.1", "::1", "127.0.0.2")
 	drop := b.subscribe(map[string]any{"name": "drop", "url": "http://metadata.example:" + port + "/latest/meta-data/",
 		"dead_letter": false, "event_types": []string{"a"}})
 	mixed := b.subscribe(map[string]any{"name": "mixed", "url": "http://mixed.example:" + port + "/hook", "event_types": []string{"b"}})
+	d.set("metadata.example", "169.254.169.254")
 	b.publish("evt-a", "a")
 	b.publish("evt-b", "b")
 	dl := b.waitDelivery(drop, "dropped", func(d delivery) bool { return d.Status != "pending" })
@@ -197,8 +198,8 @@ func TestDestinationBlockedFirstAttempt(t *testing.T) {
 
 // TestDestinationRefusedAtCreate: a literal refused address in a URL is
 // refused at create and PATCH (422, field url, the detail naming the flags
-// that allow it) and changes nothing; names are not looked up there; the
-// allow flags let the same URLs through.
+// that allow it) and changes nothing; the allow flags let the same URLs
+// through. (Names: TestDestinationNamesRefusedAtCreate.)
 func TestDestinationRefusedAtCreate(t *testing.T) {
 	b := setup(t, func(c *server.Config) { c.Attempting.Destinations = destination.Policy{} })
 	id := b.subscribe(map[string]any{"name": "public", "url": "https://93.184.216.34/hook"})
@@ -250,9 +251,9 @@ func TestDestinationRefusedAtCreate(t *testing.T) {
 	}
 	refuseAll(t, b, cases)
 
-	// A name is accepted whatever it may resolve to; a PATCH of other
+	// A name that does not resolve (yet) is accepted; a PATCH of other
 	// fields does not check the stored URL again.
-	b.subscribe(map[string]any{"name": "named", "url": "http://localhost:9000/hook"})
+	b.subscribe(map[string]any{"name": "named", "url": "http://not-yet.example:9000/hook"})
 	if code, raw := b.do("PATCH", "/v1/subscriptions/"+id, map[string]any{"name": "renamed"}, nil); code != 200 {
 		t.Errorf("PATCH name: %d %s", code, raw)
 	}
@@ -277,5 +278,87 @@ func TestDestinationRefusedAtCreate(t *testing.T) {
 		if want := map[bool]int{true: http.StatusCreated, false: http.StatusUnprocessableEntity}[h.flag == "--allow-private-destinations"]; code != want {
 			t.Errorf("--allow-private-destinations, %s: %d %s, want %d", h.host, code, raw, want)
 		}
+	}
+}
+
+// TestDestinationNamesRefusedAtCreate: on a guarded server, a URL or
+// dead-letter URL whose host is a loopback name (localhost, LOCALHOST.,
+// foo.localhost) or a name that resolves only to a refused address is
+// refused at create and PATCH (422 naming the field, the addresses and the
+// flag that allows them) and changes nothing; the loopback names never
+// reach the resolver.
+func TestDestinationNamesRefusedAtCreate(t *testing.T) {
+	d := newDNS()
+	d.set("loop.example", "127.0.0.1")
+	d.set("inside.example", "10.0.0.1", "fd00::1")
+	d.set("public.example", "93.184.216.34")
+	b := setup(t, func(c *server.Config) {
+		c.Attempting.Destinations = destination.Policy{}
+		c.Attempting.Resolver = d
+	})
+	id := b.subscribe(map[string]any{"name": "public", "url": "https://public.example/hook"})
+	hosts := []struct{ host, detail string }{
+		{"localhost", "always names this host (RFC 6761): it resolves only to 127.0.0.1 (loopback, 127.0.0.0/8)"},
+		{"LOCALHOST.", "always names this host"},
+		{"foo.localhost", "always names this host"},
+		{"loop.example", "resolves only to 127.0.0.1 (loopback, 127.0.0.0/8)"},
+		{"inside.example", "resolves only to 10.0.0.1 (private, 10.0.0.0/8), fd00::1 (private, fc00::/7)"},
+	}
+	var cases []refusal
+	for _, h := range hosts {
+		url := "http://" + h.host + ":9000/hook"
+		for _, rt := range subscriptionRoutes(id) {
+			for _, field := range []string{"url", "dead_letter_url"} {
+				body := rt.body(`"` + field + `":"` + url + `"`)
+				for _, part := range []string{h.detail, "--allow-private-destinations"} {
+					cases = append(cases, refusal{name: h.host + " in " + field, method: rt.method, path: rt.path, body: body,
+						code: http.StatusUnprocessableEntity, field: field, detail: part})
+				}
+			}
+		}
+	}
+	refuseAll(t, b, cases)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name := range d.lookups {
+		if strings.Contains(strings.ToLower(name), "localhost") {
+			t.Errorf("the resolver was asked %q", name)
+		}
+	}
+	if d.lookups["loop.example"] == 0 {
+		t.Error("loop.example was not looked up at create")
+	}
+}
+
+// TestLocalhostDelivered: with --allow-private-destinations, or an
+// allow-list holding 127.0.0.0/8, a URL on localhost is accepted and
+// delivered to the receiver on 127.0.0.1, without asking the resolver.
+func TestLocalhostDelivered(t *testing.T) {
+	for name, policy := range map[string]destination.Policy{
+		"--allow-private-destinations":     {AllowPrivate: true},
+		"--allow-destinations 127.0.0.0/8": {Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newDNS()
+			b := setup(t, func(c *server.Config) {
+				c.Attempting.Destinations = policy
+				c.Attempting.Resolver = d
+			})
+			rc := newReceiver(t, status(http.StatusOK))
+			_, port, _ := net.SplitHostPort(rc.Listener.Addr().String())
+			if !strings.HasPrefix(rc.Listener.Addr().String(), "127.0.0.1:") {
+				t.Skipf("the receiver listens on %s, not 127.0.0.1", rc.Listener.Addr())
+			}
+			sub := b.subscribe(map[string]any{"name": "local", "url": "http://LocalHost.:" + port + "/hook"})
+			b.publish("evt-1", "x")
+			if dl := b.waitDelivery(sub, "delivered", func(d delivery) bool { return d.Status != "pending" }); dl.Status != "delivered" || rc.count() != 1 {
+				t.Errorf("%+v, the receiver got %d; want delivered once", dl, rc.count())
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if len(d.lookups) != 0 {
+				t.Errorf("the resolver was asked %v", d.lookups)
+			}
+		})
 	}
 }

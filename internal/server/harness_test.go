@@ -76,6 +76,9 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 			Rand: func() float64 { return 0.5 }, // no jitter
 			// The receivers are loopback servers (httptest).
 			Destinations: destination.Policy{AllowPrivate: true},
+			// No test asks the network's DNS: a name is not found unless a
+			// test answers it (see dns, in destination_test.go).
+			Resolver: newDNS(),
 		},
 	}
 	if os.Getenv("HERALD_TEST_STORE") == "postgres" {

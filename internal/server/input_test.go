@@ -32,7 +32,8 @@ type refusal struct {
 
 // goWording are fragments of Go's own error wording that must not reach a
 // client.
-var goWording = []string{"json:", "JSON struct", "want a JSON", "Go struct", "unmarshal", "time: ", "strconv.", "reflect", "-2562047h"}
+var goWording = []string{"json:", "JSON struct", "want a JSON", "Go struct", "unmarshal", "time: ", "strconv.", "reflect", "-2562047h",
+	"first path segment", "missing protocol scheme"}
 
 // refuseAll sends each request and checks its refusal and that the state did
 // not change.
@@ -427,7 +428,10 @@ func TestInputURLs(t *testing.T) {
 		{"ftp://example.com/", "absolute http or https"},
 		{"/relative/path", "absolute http or https"},
 		{"http:opaque", "absolute http or https"},
-		{"example.com/hook", "absolute http or https"},
+		{"example.com/hook", `needs http:// or https:// at its start: "http://example.com/hook" or "https://example.com/hook"`},
+		{"localhost:9000/hook", `"http://localhost:9000/hook"`},
+		{"127.0.0.1:9000/hook", `"http://127.0.0.1:9000/hook"`},
+		{"http://receiver.invalid/", "never resolves"},
 		{"https://example.com/#frag", "fragment"},
 		{"https://example.com/#", "fragment"},
 		{"https://example.com/" + strings.Repeat("p", 2048), "at most 2048 bytes"},

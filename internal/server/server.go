@@ -26,6 +26,7 @@ import (
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/opevents"
@@ -283,7 +284,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	waiters.Store(q)
 	a := &api.Server{Store: st, Control: ctl, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
-		Destinations: att.Config().Destinations, Queue: q}
+		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops}
 	s.Queue = q
 	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: att.Config().Client, Clock: cfg.Clock,

@@ -12,7 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/strictjson"
 )
@@ -68,18 +70,18 @@ func badInput(field, format string, args ...any) *strictjson.Error {
 
 // checkURL checks a delivery URL in field (url, dead_letter_url): an
 // absolute http or https URL with a host an attempt can connect to, a port
-// in range and no fragment.
+// in range and no fragment. A URL written without its scheme
+// ("localhost:9000/hook") is refused with the URL as it should be written.
 func checkURL(field, s string) *strictjson.Error {
 	if len(s) > maxURLLen {
 		return badInput(field, "must be at most %d bytes, got %d", maxURLLen, len(s))
 	}
 	u, err := url.Parse(s)
+	if missingScheme(s, u, err) {
+		return badInput(field, "needs http:// or https:// at its start: %s", withSchemes(s))
+	}
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return badInput(field, "is not a URL: %v", err)
+		return badInput(field, "is not a URL: %s", parseProblem(err))
 	}
 	switch {
 	case !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "":
@@ -98,6 +100,43 @@ func checkURL(field, s string) *strictjson.Error {
 		return badInput(field, "%s", msg)
 	}
 	return nil
+}
+
+// missingScheme reports whether s (url.Parse gave u, err) is a URL written
+// without its scheme: it has no "://" and names no scheme, or what
+// url.Parse takes for one is a host before a port ("localhost:9000/hook",
+// which url.Parse refuses because "first path segment in URL cannot
+// contain colon"; "example.com:443"). The empty string and a path ("/hook")
+// are not: they name no host either.
+func missingScheme(s string, u *url.URL, err error) bool {
+	if s == "" || strings.Contains(s, "://") || strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//") {
+		return false
+	}
+	return err != nil || u.Scheme == "" || u.Opaque != "" && u.Opaque[0] >= '0' && u.Opaque[0] <= '9'
+}
+
+// withSchemes writes s (a URL without its scheme) with http:// and with
+// https://, quoted, its password hidden (redact.URL) and shortened past
+// strictjson.MaxFieldName bytes.
+func withSchemes(s string) string {
+	s = strings.TrimPrefix(s, "//")
+	quote := func(scheme string) string {
+		return strconv.Quote(strictjson.Shorten(redact.URL(scheme + s)))
+	}
+	return quote("http://") + " or " + quote("https://")
+}
+
+// parseProblem says what url.Parse found wrong, without the URL it
+// quotes; a scheme it cannot read ("1http://host") is said plainly.
+func parseProblem(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if msg := err.Error(); msg == "missing protocol scheme" || msg == "first path segment in URL cannot contain colon" {
+		return "its scheme is not valid: it must begin with http:// or https://, such as https://example.com/hook"
+	}
+	return err.Error()
 }
 
 // checkHost returns why host (a URL's hostname, without brackets or port)
@@ -135,6 +174,9 @@ func checkHost(host string) string {
 	last := strings.ToLower(labels[len(labels)-1])
 	if strings.Trim(last, "0123456789") == "" || strings.HasPrefix(last, "0x") && strings.Trim(last[2:], "0123456789abcdef") == "" {
 		return "the host " + strconv.Quote(host) + " is not a valid IPv4 address: write one as four decimal numbers such as 192.0.2.1"
+	}
+	if why := destination.NeverResolves(host); why != "" {
+		return "the host " + strconv.Quote(host) + " " + why + ": no connection can be made to it"
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -60,9 +61,9 @@ type Creation struct {
 	// FailurePolicy is its account's default (account.Settings; "":
 	// FailureRetry).
 	FailurePolicy string
-	// Destinations refuses URLs whose host is a literal address it does
-	// not allow.
-	Destinations destination.Policy
+	// Destinations refuses URLs whose host it does not allow
+	// (destination.Guard.Check: this may look the host names up).
+	Destinations destination.Guard
 }
 
 // CheckCreate checks what a create request must say before anything else
@@ -94,8 +95,9 @@ func (in Input) CheckCreate() *strictjson.Error {
 // New checks in as a create request (CheckCreate first) and returns the
 // subscription it makes: active (awaiting validation when it asks for a
 // handshake), with dead-lettering on, DefaultTimeout, DefaultRetryPolicy
-// and new signing keys unless in says otherwise.
-func (in Input) New(c Creation) (Subscription, error) {
+// and new signing keys unless in says otherwise. The hosts of its URLs are
+// checked last, with c.Destinations (which may look them up within ctx).
+func (in Input) New(ctx context.Context, c Creation) (Subscription, error) {
 	if err := in.CheckCreate(); err != nil {
 		return Subscription{}, err
 	}
@@ -125,11 +127,13 @@ func (in Input) New(c Creation) (Subscription, error) {
 		sub.FailurePolicy = FailureRetry // nothing is pushed, so nothing fails
 		return sub, nil
 	}
-	if err := checkDestination(c.Destinations, "url", sub.URL); err != nil {
+	if err := checkDestination(ctx, c.Destinations, "url", sub.URL); err != nil {
 		return Subscription{}, err
 	}
-	if err := checkDestination(c.Destinations, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
-		return Subscription{}, err
+	if sub.Delivery.DeadLetterURL != "" {
+		if err := checkDestination(ctx, c.Destinations, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
+			return Subscription{}, err
+		}
 	}
 	return sub, nil
 }
@@ -150,9 +154,10 @@ func (in Input) CheckUpdate() *strictjson.Error {
 
 // Update checks in as an update of sub (CheckUpdate first) and writes it
 // over sub; on a problem sub may be half changed and must not be stored.
-// Only a URL in (url, dead_letter_url) is checked against p: a change of
-// other fields keeps a URL accepted under other --allow-* flags.
-func (in Input) Update(sub *Subscription, p destination.Policy) error {
+// Only a URL in (url, dead_letter_url) is checked with g (which may look
+// its host up within ctx): a change of other fields keeps a URL accepted
+// under other --allow-* flags.
+func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Guard) error {
 	if err := in.CheckUpdate(); err != nil {
 		return err
 	}
@@ -171,12 +176,12 @@ func (in Input) Update(sub *Subscription, p destination.Policy) error {
 		return err
 	}
 	if in.URL != nil {
-		if err := checkDestination(p, "url", sub.URL); err != nil {
+		if err := checkDestination(ctx, g, "url", sub.URL); err != nil {
 			return err
 		}
 	}
-	if in.DeadLetterURL != nil {
-		if err := checkDestination(p, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
+	if in.DeadLetterURL != nil && *in.DeadLetterURL != "" {
+		if err := checkDestination(ctx, g, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package subscription_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func input(t *testing.T, body string) subscription.Input {
 
 func create(t *testing.T, body, failurePolicy string) (subscription.Subscription, error) {
 	t.Helper()
-	return input(t, body).New(subscription.Creation{ID: "sub_1", AccountID: "acc_1", Now: t0, FailurePolicy: failurePolicy})
+	return input(t, body).New(context.Background(), subscription.Creation{ID: "sub_1", AccountID: "acc_1", Now: t0,
+		FailurePolicy: failurePolicy, Destinations: publicOnly(t)})
 }
 
 // TestNewDefaults: what a create leaves out takes Herald's defaults and
@@ -107,7 +109,7 @@ func TestNewProblems(t *testing.T) {
 func TestUpdate(t *testing.T) {
 	stored := subscription.Subscription{ID: "sub_1", Name: "n", URL: "http://127.0.0.1:8080/", DeliveryMode: subscription.ModePush}
 	sub := stored
-	if err := input(t, `{"name":"renamed"}`).Update(&sub, destinationPolicy()); err != nil || sub.Name != "renamed" {
+	if err := input(t, `{"name":"renamed"}`).Update(context.Background(), &sub, publicOnly(t)); err != nil || sub.Name != "renamed" {
 		t.Fatalf("renaming a subscription whose URL the policy refuses: %v (%+v); want it renamed", err, sub)
 	}
 	for _, c := range []struct {
@@ -122,7 +124,7 @@ func TestUpdate(t *testing.T) {
 			Delivery: subscription.DeliveryOptions{Validation: subscription.ValidationCloudEvents}}},
 	} {
 		sub := c.sub
-		err := input(t, c.body).Update(&sub, destinationPolicy())
+		err := input(t, c.body).Update(context.Background(), &sub, publicOnly(t))
 		var fe *strictjson.Error
 		var de *subscription.DestinationError
 		switch {
@@ -134,5 +136,8 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-// destinationPolicy is the default policy: public addresses only.
-func destinationPolicy() destination.Policy { return destination.Policy{} }
+// publicOnly is the default policy, public addresses only, with a
+// resolver that knows no name (see names).
+func publicOnly(t *testing.T) destination.Guard {
+	return destination.Guard{Resolver: &names{t: t}}
+}

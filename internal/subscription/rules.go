@@ -2,12 +2,12 @@ package subscription
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -95,38 +95,38 @@ func checkCombination(sub *Subscription) *CombinationError {
 	return nil
 }
 
-// DestinationError is a subscription URL whose host is a literal address
-// the destination policy refuses. The API answers it 422, naming the
+// DestinationError is a subscription URL whose host the destination guard
+// refuses (destination.Guard.Check). The API answers it 422, naming the
 // field.
 type DestinationError struct{ Field, Detail string }
 
 func (e *DestinationError) Error() string { return e.Field + ": " + e.Detail }
 
 // checkDestination refuses a URL in field (already checked by checkURL)
-// whose host is a literal address the policy does not allow. A host name
-// is not looked up here: what it resolves to can change, and the
-// dispatcher checks the address of every connection it makes.
-func checkDestination(p destination.Policy, field, s string) *DestinationError {
+// whose host g refuses: a literal address the policy does not allow, a
+// loopback or local network's name, or a name that resolves now only to
+// refused addresses (see destination.Guard.Check; a name that does not
+// resolve is accepted, and the dispatcher checks the address of every
+// connection it makes).
+func checkDestination(ctx context.Context, g destination.Guard, field, s string) *DestinationError {
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil // checkURL refused it already
 	}
-	a, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
-		return nil
+	host := strconv.Quote(u.Hostname())
+	switch err := g.Check(ctx, u.Hostname()).(type) {
+	case *destination.BlockedError:
+		article := "a"
+		if strings.ContainsAny(err.Class.Name[:1], "aeiou") {
+			article = "an"
+		}
+		return &DestinationError{Field: field, Detail: fmt.Sprintf(
+			"the host %s is %s %s address (%s), which Herald does not deliver to by default; to allow it, %s",
+			host, article, err.Class.Name, err.Range, err.Hint())}
+	case *destination.NameBlockedError:
+		return &DestinationError{Field: field, Detail: fmt.Sprintf("the host %s %s; to allow it, %s", host, err.Reason(), err.Hint())}
 	}
-	err = p.Allowed(a)
-	var b *destination.BlockedError
-	if !errors.As(err, &b) {
-		return nil
-	}
-	article := "a"
-	if strings.ContainsAny(b.Class.Name[:1], "aeiou") {
-		article = "an"
-	}
-	return &DestinationError{Field: field, Detail: fmt.Sprintf(
-		"the host %s is %s %s address (%s), which Herald does not deliver to by default; to allow it, %s",
-		strconv.Quote(u.Hostname()), article, b.Class.Name, b.Range, b.Hint())}
+	return nil
 }
 
 // SigningInput is the signing member of a create: the algorithm
