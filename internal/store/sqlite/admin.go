@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -138,9 +139,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delive
 // of a subscription is one write.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
-	var res store.RedriveResult
-	err := s.write(ctx, func(w *writer) error {
-		res = store.RedriveResult{}
+	return s.redrive(ctx, func(w *writer, res *store.RedriveResult) error {
 		var one int
 		if err := w.scanRow(subscriptionExistsSQL, []any{subscriptionID}, &one); err != nil {
 			if isNoRows(err) {
@@ -148,24 +147,19 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 			}
 			return err
 		}
-		seen := map[string]bool{}
 		if len(ids) == 0 {
-			if err := redriven(w, &res, seen, redriveAllSQL, at, at, subscriptionID); err != nil {
+			if err := redriven(w, res, redriveAllSQL, at, at, subscriptionID); err != nil {
 				return fmt.Errorf("redrive %s: %w", subscriptionID, err)
 			}
 			return nil
 		}
 		for _, id := range ids {
-			if err := redriven(w, &res, seen, redriveOneSQL, at, at, id, subscriptionID); err != nil {
+			if err := redriven(w, res, redriveOneSQL, at, at, id, subscriptionID); err != nil {
 				return fmt.Errorf("redrive %s: %w", id, err)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return store.RedriveResult{}, err
-	}
-	return res, nil
 }
 
 // RedriveIDs implements store.DeliveryStore in one write. IDs that do not
@@ -174,16 +168,23 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 // in the order first met.
 func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
-	var res store.RedriveResult
-	err := s.write(ctx, func(w *writer) error {
-		res = store.RedriveResult{}
-		seen := map[string]bool{}
+	return s.redrive(ctx, func(w *writer, res *store.RedriveResult) error {
 		for _, id := range ids {
-			if err := redriven(w, &res, seen, redriveIDSQL, at, at, id, account.OrDefault(accountID)); err != nil {
+			if err := redriven(w, res, redriveIDSQL, at, at, id, account.OrDefault(accountID)); err != nil {
 				return fmt.Errorf("redrive %s: %w", id, err)
 			}
 		}
 		return nil
+	})
+}
+
+// redrive runs move in one write, with a result of its own each time the
+// write runs it, and returns that result (the zero result on an error).
+func (s *Store) redrive(ctx context.Context, move func(w *writer, res *store.RedriveResult) error) (store.RedriveResult, error) {
+	var res store.RedriveResult
+	err := s.write(ctx, func(w *writer) error {
+		res = store.RedriveResult{}
+		return move(w, &res)
 	})
 	if err != nil {
 		return store.RedriveResult{}, err
@@ -192,9 +193,9 @@ func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, 
 }
 
 // redriven runs a redrive statement that returns the endpoint of each
-// delivery it moves, counting them in res and adding each endpoint not in
-// seen to res.Endpoints.
-func redriven(w *writer, res *store.RedriveResult, seen map[string]bool, query string, args ...any) error {
+// delivery it moves, counting them in res and adding each endpoint not
+// named yet to res.Endpoints.
+func redriven(w *writer, res *store.RedriveResult, query string, args ...any) error {
 	rows, err := w.query(query, args...)
 	if err != nil {
 		return err
@@ -206,8 +207,7 @@ func redriven(w *writer, res *store.RedriveResult, seen map[string]bool, query s
 			return err
 		}
 		res.Count++
-		if !seen[ep] {
-			seen[ep] = true
+		if !slices.Contains(res.Endpoints, ep) {
 			res.Endpoints = append(res.Endpoints, ep)
 		}
 	}
