@@ -250,11 +250,13 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch {
 	case in.SubscriptionID == "" && in.IDs == nil:
-		invalid(w, "subscription_id", "subscription_id is required unless ids is given: give subscription_id to redrive all of a subscription's dead letters, ids (up to 1000 delivery ids) to redrive those")
+		invalid(w, "subscription_id", fmt.Sprintf("subscription_id is required unless ids is given: give subscription_id to redrive "+
+			"all of a subscription's dead letters, ids (up to %d delivery ids) to redrive those", maxRedriveIDs))
 		return
 	case in.SubscriptionID == "" && len(in.IDs) > 0:
 		n, err = s.Control.RedriveIDs(r.Context(), accountOf(r), in.IDs)
-	case in.SubscriptionID != "":
+	case in.SubscriptionID == "": // an empty ids: none
+	default:
 		if !subscriptionIDs.fits(in.SubscriptionID) {
 			notFoundID(w, "subscription_id", &subscriptionIDs, in.SubscriptionID)
 			return
