@@ -45,6 +45,10 @@ func (a access) allows(role string) bool {
 	}
 }
 
+// takesAccount reports whether a route of access a acts in an account
+// that ?account_id= may name (authorize): the publish and account routes.
+func (a access) takesAccount() bool { return a == publishRole || a == accountRole }
+
 // Authenticator is how the API knows who a request is (auth.Authenticator).
 type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (auth.Principal, error)
@@ -73,9 +77,10 @@ func accountOf(r *http.Request) string { return callerOf(r).Account }
 // authorize runs h for requests whose key may call a route of access a:
 // 401 without a key or with an unknown one (with WWW-Authenticate), 403
 // for a key of a role the route does not take, or for a key that names an
-// account other than its own in ?account_id=. An admin's ?account_id= must
-// name an existing account (404 otherwise). With no Authenticator (auth
-// off) every request is an admin's.
+// account other than its own in ?account_id= (read on the routes whose
+// access takes an account; checkParams refuses it on the others). An
+// admin's ?account_id= must name an existing account (404 otherwise). With
+// no Authenticator (auth off) every request is an admin's.
 func (s *Server) authorize(a access, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a == public {
@@ -102,7 +107,7 @@ func (s *Server) authorize(a access, h http.Handler) http.Handler {
 			return
 		}
 		c := caller{Principal: p, Account: p.AccountID}
-		if id, ok := r.URL.Query()["account_id"]; ok {
+		if id, ok := r.URL.Query()[accountParam.name]; ok && a.takesAccount() {
 			if id[0] == "" {
 				invalid(w, "account_id", "must name an account; leave it out to act in the key's own account")
 				return
@@ -112,6 +117,9 @@ func (s *Server) authorize(a access, h http.Handler) http.Handler {
 					forbidden(w, "a key of role "+p.Role+" acts only in its own account ("+p.AccountID+"); account_id names another")
 					return
 				}
+			} else if !accountIDs.fits(id[0]) {
+				notFoundID(w, accountParam.name, &accountIDs, id[0])
+				return
 			} else if _, err := s.account(r.Context(), id[0]); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Field: "account_id",

@@ -108,18 +108,14 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	f := store.DeliveryFilter{AccountID: accountOf(r), SubscriptionID: q.Get("subscription_id"), Status: delivery.Status(q.Get("status")), EventID: q.Get("event_id"), Page: p}
-	if f.Status != "" && !f.Status.Valid() {
-		invalid(w, "status", "status must be one of pending, delivered, dead_lettered, dropped, queued")
-		return
-	}
-	if u, ok := q["url"]; ok {
+	f := store.DeliveryFilter{AccountID: accountOf(r), SubscriptionID: subscriptionFilter.in(r),
+		Status: delivery.Status(statusFilter.in(r)), EventID: eventFilter.in(r), Page: p}
+	if _, ok := r.URL.Query()[urlFilter.name]; ok {
 		if f.Status != delivery.StatusQueued {
-			invalid(w, "url", "url filters the queued deliveries: add status=queued")
+			invalid(w, urlFilter.name, "url filters the queued deliveries: add status=queued")
 			return
 		}
-		f.EndpointID = s.Store.EndpointID(f.AccountID, u[0])
+		f.EndpointID = s.Store.EndpointID(f.AccountID, urlFilter.in(r))
 	}
 	if f.Status == delivery.StatusQueued {
 		// Queued deliveries are listed with their events: what a
@@ -216,7 +212,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dls, next, err := s.Store.ListDeadLetters(r.Context(), store.DeadLetterFilter{AccountID: accountOf(r), SubscriptionID: r.URL.Query().Get("subscription_id"), Page: p})
+	dls, next, err := s.Store.ListDeadLetters(r.Context(), store.DeadLetterFilter{AccountID: accountOf(r), SubscriptionID: subscriptionFilter.in(r), Page: p})
 	if err != nil {
 		s.storeError(w, r, err, "dead letter")
 		return
@@ -235,39 +231,37 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// redrive moves a subscription's dead letters back to pending with a fresh
-// attempt budget: all of them when ids is absent or null, only those listed
-// otherwise, so an empty list redrives none.
+// maxRedriveIDs bounds the ids of one redrive.
+const maxRedriveIDs = 1000
+
+// redrive moves dead letters back to pending with a fresh attempt budget:
+// with subscription_id, all of the subscription's when ids is absent or
+// null, else those of ids that are its; without it, those of ids that are
+// the account's, whichever their subscriptions. An empty ids redrives none.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		SubscriptionID string   `json:"subscription_id"`
 		IDs            []string `json:"ids"`
 	}
-	if !decodeBody(w, r, &in) {
+	if !decodeBody(w, r, &in) || !redriveIDsValid(w, in.IDs) {
 		return
-	}
-	if in.SubscriptionID == "" {
-		invalid(w, "subscription_id", "subscription_id is required")
-		return
-	}
-	if len(in.IDs) > 1000 {
-		invalid(w, "ids", "at most 1000 ids per request")
-		return
-	}
-	for i, id := range in.IDs {
-		if store.DeliveryCursor.Check(id) != nil || id == "" {
-			invalid(w, fmt.Sprintf("ids[%d]", i), "must be a delivery id (dlv_ and 26 characters)")
-			return
-		}
 	}
 	var n int
-	sub, err := s.Store.GetSubscription(r.Context(), in.SubscriptionID)
-	if err == nil && account.OrDefault(sub.AccountID) != accountOf(r) {
-		err = store.ErrNotFound // another account's: as if absent
-	}
-	// An empty ids moves nothing; the control plane reads no ids as all.
-	if err == nil && (in.IDs == nil || len(in.IDs) > 0) {
-		n, err = s.Control.Redrive(r.Context(), in.SubscriptionID, in.IDs)
+	var err error
+	switch {
+	case in.SubscriptionID == "" && in.IDs == nil:
+		invalid(w, "subscription_id", fmt.Sprintf("subscription_id is required unless ids is given: give subscription_id to redrive "+
+			"all of a subscription's dead letters, ids (up to %d delivery ids) to redrive those", maxRedriveIDs))
+		return
+	case in.SubscriptionID == "" && len(in.IDs) > 0:
+		n, err = s.Control.RedriveIDs(r.Context(), accountOf(r), in.IDs)
+	case in.SubscriptionID == "": // an empty ids: none
+	default:
+		if !subscriptionIDs.fits(in.SubscriptionID) {
+			notFoundID(w, "subscription_id", &subscriptionIDs, in.SubscriptionID)
+			return
+		}
+		n, err = s.redriveSubscription(r, in.SubscriptionID, in.IDs)
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -279,6 +273,37 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]int{"redriven": n})
+}
+
+// redriveIDsValid answers 400 naming the member unless ids holds at most
+// maxRedriveIDs delivery ids.
+func redriveIDsValid(w http.ResponseWriter, ids []string) bool {
+	if len(ids) > maxRedriveIDs {
+		invalid(w, "ids", fmt.Sprintf("at most %d ids per request", maxRedriveIDs))
+		return false
+	}
+	for i, id := range ids {
+		if !deliveryIDs.fits(id) {
+			invalid(w, fmt.Sprintf("ids[%d]", i), "must be a delivery id ("+deliveryIDs.shape.String()+")")
+			return false
+		}
+	}
+	return true
+}
+
+// redriveSubscription redrives the dead letters of the account's
+// subscription id: all, or those among ids (none for an empty ids).
+// store.ErrNotFound when the account has no such subscription.
+func (s *Server) redriveSubscription(r *http.Request, id string, ids []string) (int, error) {
+	sub, err := s.Store.GetSubscription(r.Context(), id)
+	if err == nil && account.OrDefault(sub.AccountID) != accountOf(r) {
+		err = store.ErrNotFound // another account's: as if absent
+	}
+	// An empty ids moves nothing; the control plane reads no ids as all.
+	if err != nil || ids != nil && len(ids) == 0 {
+		return 0, err
+	}
+	return s.Control.Redrive(r.Context(), id, ids)
 }
 
 // queuedJSON is a queued delivery with its event.

@@ -57,6 +57,10 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	secret, k := auth.NewKey(spec.AccountID, spec.Role, spec.Name, s.Clock.Now().UTC().Truncate(time.Millisecond))
 	if err := s.Control.CreateKey(r.Context(), k); err != nil {
+		if errors.Is(err, store.ErrNotFound) && !accountIDs.fits(spec.AccountID) {
+			notFoundID(w, "account_id", &accountIDs, spec.AccountID)
+			return
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			writeProblem(w, Problem{Type: probNotFound, Title: "Not found", Status: http.StatusNotFound, Field: "account_id",
 				Detail: "account " + strconv.Quote(spec.AccountID) + " not found"})

@@ -439,3 +439,142 @@ func TestOpenAPIDocumentsSubscriptionFields(t *testing.T) {
 		}
 	}
 }
+
+// yamlLine is one line of the document that is neither blank nor a
+// comment: its number, indent and text without the indent.
+type yamlLine struct {
+	n, indent int
+	text      string
+}
+
+func yamlLines(doc []byte) []yamlLine {
+	var out []yamlLine
+	for i, line := range strings.Split(string(doc), "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed != "" && !strings.HasPrefix(trimmed, "#") {
+			out = append(out, yamlLine{i + 1, len(line) - len(trimmed), trimmed})
+		}
+	}
+	return out
+}
+
+// componentParameters reads the document's components.parameters: for
+// each one's key, the query parameter name it describes ("" when it is not
+// in: query).
+func componentParameters(lines []yamlLine) map[string]string {
+	out := map[string]string{}
+	section, inParams, key := "", false, ""
+	for _, l := range lines {
+		switch {
+		case l.indent == 0:
+			section = l.text
+		case section != "components:":
+		case l.indent == 2:
+			inParams = l.text == "parameters:"
+		case !inParams:
+		case l.indent == 4:
+			key = strings.TrimSuffix(l.text, ":")
+			out[key] = ""
+		case l.indent == 6 && strings.HasPrefix(l.text, "name: "):
+			out[key] = strings.TrimPrefix(l.text, "name: ") + out[key]
+		case l.indent == 6 && l.text != "in: query" && strings.HasPrefix(l.text, "in: "):
+			out[key] += "\x00" // not a query parameter
+		}
+	}
+	for k, v := range out {
+		if strings.Contains(v, "\x00") {
+			out[k] = ""
+		}
+	}
+	return out
+}
+
+// documentedQueryParameters reads, for every operation ("METHOD /path"),
+// the names of the query parameters the document gives it: those listed
+// under its parameters and its path's, inline ("- name: x" with "in:
+// query") or by $ref to components.parameters.
+func documentedQueryParameters(t *testing.T, doc []byte) map[string][]string {
+	t.Helper()
+	lines := yamlLines(doc)
+	components := componentParameters(lines)
+	ops := map[string][]string{}
+	pathParams := map[string][]string{}
+	section, path, op := "", "", ""
+	listIndent := -1 // the indent of the parameters: key being read
+	var inline string
+	add := func(name string) {
+		if op != "" {
+			ops[op] = append(ops[op], name)
+		} else {
+			pathParams[path] = append(pathParams[path], name)
+		}
+	}
+	for _, l := range lines {
+		if listIndent >= 0 && l.indent <= listIndent {
+			listIndent = -1
+		}
+		switch {
+		case l.indent == 0:
+			section = l.text
+		case section != "paths:":
+		case listIndent >= 0 && l.indent == listIndent+2 && strings.HasPrefix(l.text, "- "):
+			entry := strings.TrimPrefix(l.text, "- ")
+			inline = ""
+			if ref, ok := strings.CutPrefix(entry, "$ref: "); ok {
+				key := strings.TrimPrefix(strings.Trim(ref, `'"`), "#/components/parameters/")
+				name, ok := components[key]
+				if !ok {
+					t.Errorf("openapi.yaml:%d: %s refers to no component parameter", l.n, ref)
+				}
+				if name != "" {
+					add(name)
+				}
+			} else if name, ok := strings.CutPrefix(entry, "name: "); ok {
+				inline = name
+			}
+		case listIndent >= 0 && l.indent == listIndent+4 && l.text == "in: query" && inline != "":
+			add(inline)
+		case l.indent == 2:
+			path, op = strings.TrimSuffix(l.text, ":"), ""
+		case l.indent == 4 && httpMethods[strings.TrimSuffix(l.text, ":")]:
+			op = strings.ToUpper(strings.TrimSuffix(l.text, ":")) + " " + path
+			ops[op] = append(ops[op], pathParams[path]...)
+		case l.indent == 4 && l.text == "parameters:":
+			op, listIndent = "", 4
+		case l.indent == 6 && l.text == "parameters:" && op != "":
+			listIndent = 6
+		}
+	}
+	return ops
+}
+
+// TestOpenAPIDocumentsQueryParameters checks that every operation documents
+// exactly the query parameters its route takes (route.params): the route's
+// declaration is what checkParams lets through, so a parameter documented
+// and not declared would be refused, and one declared and not documented
+// would be unknown to a reader.
+func TestOpenAPIDocumentsQueryParameters(t *testing.T) {
+	ts := setupServer(t)
+	documented := documentedQueryParameters(t, openAPI)
+	if len(documented["GET /v1/deliveries"]) < 5 {
+		t.Fatalf("read only %v as the query parameters of GET /v1/deliveries", documented["GET /v1/deliveries"])
+	}
+	for _, rt := range ts.srv.routes() {
+		var declared []string
+		for _, p := range rt.params() {
+			declared = append(declared, p.name)
+		}
+		docs := documented[rt.pattern]
+		for _, name := range declared {
+			if !slices.Contains(docs, name) {
+				t.Errorf("%s takes query parameter %s, which openapi.yaml does not document on it", rt.pattern, name)
+			}
+		}
+		for _, name := range docs {
+			if !slices.Contains(declared, name) {
+				t.Errorf("openapi.yaml documents query parameter %s on %s, which the route does not take", name, rt.pattern)
+			}
+		}
+	}
+}

@@ -248,7 +248,7 @@ func (s *Server) confirmValidation(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "validation")
 		return
 	}
-	err := s.Validator.Confirm(r.Context(), r.PathValue("id"), r.URL.Query().Get("code"))
+	err := s.Validator.Confirm(r.Context(), r.PathValue("id"), codeParam.in(r))
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, handshake.ErrBadCode):
 		// The same answer for both: the URL does not say which ids exist.

@@ -36,6 +36,7 @@ type Store interface {
 	GetKey(ctx context.Context, id string) (account.Key, error)
 	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error)
 	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
@@ -113,20 +114,26 @@ func (s *Server) Handler() http.Handler {
 	routes := s.routes()
 	mux := http.NewServeMux()
 	for _, rt := range routes {
+		// After the key and the body's Content-Type, the route's own
+		// declaration: its query parameters, then the id in its path.
+		rt.handler = checkParams(rt, checkPathID(rt, rt.handler))
 		mux.Handle(rt.pattern, s.authorize(rt.access, guard(rt)))
 	}
 	mux.Handle("/", noRoute(routes))
 	return s.logRequests(s.recoverer(cleanPathsOnly(checkQuery(mux))))
 }
 
-// route is one operation of the API: a ServeMux pattern, its handler, and
-// the request body it takes, which decides the Content-Types it accepts
-// (see guard).
+// route is one operation of the API: a ServeMux pattern, its handler, the
+// request body it takes, which decides the Content-Types it accepts (see
+// guard), who may call it, and the query parameters it takes besides
+// account_id (which its access decides: route.params). checkParams refuses
+// any other parameter; checkPathID an {id} that cannot be one.
 type route struct {
 	pattern string
 	handler http.Handler
 	body    bodyKind
 	access  access
+	query   []param
 }
 
 // routes returns every operation Handler serves, in registration order. The
@@ -135,51 +142,51 @@ type route struct {
 func (s *Server) routes() []route {
 	h := func(f http.HandlerFunc) http.Handler { return f }
 	return []route{
-		{"POST /v1/accounts", h(s.createAccount), jsonBody, adminRole},
-		{"GET /v1/accounts", h(s.listAccounts), noBody, adminRole},
-		{"GET /v1/accounts/{id}", h(s.getAccount), noBody, adminRole},
-		{"PATCH /v1/accounts/{id}", h(s.updateAccount), jsonBody, adminRole},
-		{"DELETE /v1/accounts/{id}", h(s.deleteAccount), noBody, adminRole},
-		{"POST /v1/keys", h(s.createKey), jsonBody, accountRole},
-		{"GET /v1/keys", h(s.listKeys), noBody, accountRole},
-		{"DELETE /v1/keys/{id}", h(s.deleteKey), noBody, accountRole},
-		{"POST /v1/subscriptions", h(s.createSubscription), jsonBody, accountRole},
-		{"GET /v1/subscriptions", h(s.listSubscriptions), noBody, accountRole},
-		{"GET /v1/subscriptions/{id}", h(s.getSubscription), noBody, accountRole},
-		{"PATCH /v1/subscriptions/{id}", h(s.updateSubscription), jsonBody, accountRole},
-		{"DELETE /v1/subscriptions/{id}", h(s.deleteSubscription), noBody, accountRole},
-		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole},
+		{"POST /v1/accounts", h(s.createAccount), jsonBody, adminRole, nil},
+		{"GET /v1/accounts", h(s.listAccounts), noBody, adminRole, listParams()},
+		{"GET /v1/accounts/{id}", h(s.getAccount), noBody, adminRole, nil},
+		{"PATCH /v1/accounts/{id}", h(s.updateAccount), jsonBody, adminRole, nil},
+		{"DELETE /v1/accounts/{id}", h(s.deleteAccount), noBody, adminRole, nil},
+		{"POST /v1/keys", h(s.createKey), jsonBody, accountRole, nil},
+		{"GET /v1/keys", h(s.listKeys), noBody, accountRole, listParams()},
+		{"DELETE /v1/keys/{id}", h(s.deleteKey), noBody, accountRole, nil},
+		{"POST /v1/subscriptions", h(s.createSubscription), jsonBody, accountRole, nil},
+		{"GET /v1/subscriptions", h(s.listSubscriptions), noBody, accountRole, listParams(nameFilter)},
+		{"GET /v1/subscriptions/{id}", h(s.getSubscription), noBody, accountRole, nil},
+		{"PATCH /v1/subscriptions/{id}", h(s.updateSubscription), jsonBody, accountRole, nil},
+		{"DELETE /v1/subscriptions/{id}", h(s.deleteSubscription), noBody, accountRole, nil},
+		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole, nil},
 		// The body is optional: noBody takes no Content-Type or JSON.
-		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole},
-		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole},
+		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole, nil},
 		// Would this event go to this subscription? (Nothing is published.)
-		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole},
+		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole, nil},
 		// Consumers of a pull (or deactivated push) subscription's queue.
 		// receive's body is optional, like rotate's.
-		{"POST /v1/subscriptions/{id}/receive", h(s.receive), noBody, accountRole},
-		{"POST /v1/subscriptions/{id}/acknowledge", s.settle(store.Acknowledge), jsonBody, accountRole},
-		{"POST /v1/subscriptions/{id}/release", s.settle(store.Release), jsonBody, accountRole},
-		{"POST /v1/subscriptions/{id}/reject", s.settle(store.Reject), jsonBody, accountRole},
-		{"POST /v1/subscriptions/{id}/renew-lock", s.settle(store.Renew), jsonBody, accountRole},
-		{"POST /v1/events", h(s.publish), eventsBody, publishRole},
-		{"GET /v1/deliveries", h(s.listDeliveries), noBody, accountRole},
-		{"GET /v1/deliveries/{id}", h(s.getDelivery), noBody, accountRole},
-		{"GET /v1/deliveries/{id}/attempts", h(s.listAttempts), noBody, accountRole},
-		{"POST /v1/deliveries/{id}/redeliver", h(s.redeliver), noBody, accountRole},
-		{"GET /v1/dead-letters", h(s.listDeadLetters), noBody, accountRole},
-		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole},
-		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole},
-		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole},
-		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole},
+		{"POST /v1/subscriptions/{id}/receive", h(s.receive), noBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/acknowledge", s.settle(store.Acknowledge), jsonBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/release", s.settle(store.Release), jsonBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/reject", s.settle(store.Reject), jsonBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/renew-lock", s.settle(store.Renew), jsonBody, accountRole, nil},
+		{"POST /v1/events", h(s.publish), eventsBody, publishRole, nil},
+		{"GET /v1/deliveries", h(s.listDeliveries), noBody, accountRole, listParams(subscriptionFilter, statusFilter, eventFilter, urlFilter)},
+		{"GET /v1/deliveries/{id}", h(s.getDelivery), noBody, accountRole, nil},
+		{"GET /v1/deliveries/{id}/attempts", h(s.listAttempts), noBody, accountRole, listParams()},
+		{"POST /v1/deliveries/{id}/redeliver", h(s.redeliver), noBody, accountRole, nil},
+		{"GET /v1/dead-letters", h(s.listDeadLetters), noBody, accountRole, listParams(subscriptionFilter)},
+		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole, nil},
+		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams()},
+		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole, nil},
+		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole, nil},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
-		}), noBody, public},
-		{"GET /readyz", h(s.ready), noBody, public},
+		}), noBody, public, nil},
+		{"GET /readyz", h(s.ready), noBody, public, nil},
 		// An Event Grid endpoint validating itself: the code is the key.
-		{"GET /v1/validation/{id}", h(s.confirmValidation), noBody, public},
+		{"GET /v1/validation/{id}", h(s.confirmValidation), noBody, public, []param{codeParam}},
 		// Metrics count across accounts: an operator's, like the accounts.
-		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}), noBody, adminRole},
-		{"GET /openapi.yaml", h(serveOpenAPI), noBody, public},
+		{"GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}), noBody, adminRole, nil},
+		{"GET /openapi.yaml", h(serveOpenAPI), noBody, public, nil},
 	}
 }
 
@@ -236,8 +243,8 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 // cursor. The list checks the cursor: one it did not give is a
 // store.ErrInvalidCursor error, which storeError answers 400 naming cursor.
 func page(w http.ResponseWriter, r *http.Request) (store.Page, bool) {
-	p := store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: store.DefaultLimit}
-	if v := r.URL.Query().Get("limit"); v != "" {
+	p := store.Page{Cursor: cursorParam.in(r), Limit: store.DefaultLimit}
+	if v := limitParam.in(r); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > store.MaxLimit {
 			invalid(w, "limit", "limit must be a whole number from 1 to "+strconv.Itoa(store.MaxLimit))

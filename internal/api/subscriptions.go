@@ -185,12 +185,36 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if name := nameFilter.in(r); name != "" {
+		s.subscriptionNamed(w, r, name, p)
+		return
+	}
 	subs, next, err := s.Store.ListSubscriptions(r.Context(), accountOf(r), p)
 	if err != nil {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
 	writeList(w, subs, next, toSubscriptionJSON)
+}
+
+// subscriptionNamed answers the list of the account's subscriptions named
+// name, exactly: the one or none (names are unique in an account), after
+// the cursor as every page is.
+func (s *Server) subscriptionNamed(w http.ResponseWriter, r *http.Request, name string, p store.Page) {
+	var subs []subscription.Subscription
+	err := store.SubscriptionCursor.Check(p.Cursor)
+	if err == nil {
+		var sub subscription.Subscription
+		sub, err = s.Store.SubscriptionByName(r.Context(), accountOf(r), name)
+		if err == nil && sub.ID > p.Cursor {
+			subs = append(subs, sub)
+		}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.storeError(w, r, err, "subscription")
+		return
+	}
+	writeList(w, subs, "", toSubscriptionJSON)
 }
 
 // deleteSubscription removes a subscription; its pending deliveries end as

@@ -36,6 +36,7 @@ type Store interface {
 	DeleteSubscription(ctx context.Context, id string, now time.Time) error
 	Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error)
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
+	RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error)
 
@@ -203,6 +204,21 @@ func (s *Service) Redeliver(ctx context.Context, id string) (delivery.Delivery, 
 func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []string) (int, error) {
 	now := s.Clock.Now()
 	res, err := s.Store.Redrive(ctx, subscriptionID, ids, now)
+	return s.redriven(ctx, res, err, now)
+}
+
+// RedriveIDs does what Redrive does to the dead letters among ids of the
+// account, whichever their subscriptions (store.Store's RedriveIDs: the
+// others are ignored).
+func (s *Service) RedriveIDs(ctx context.Context, accountID string, ids []string) (int, error) {
+	now := s.Clock.Now()
+	res, err := s.Store.RedriveIDs(ctx, accountID, ids, now)
+	return s.redriven(ctx, res, err, now)
+}
+
+// redriven tells the scheduler of the endpoints of a redrive's deliveries
+// and returns how many moved.
+func (s *Service) redriven(ctx context.Context, res store.RedriveResult, err error, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}

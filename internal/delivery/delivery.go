@@ -3,7 +3,10 @@
 // attempt log's rows (Attempt).
 package delivery
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Status of a delivery.
 type Status string
@@ -16,14 +19,11 @@ const (
 	StatusQueued       Status = "queued"
 )
 
+// Statuses are the statuses a delivery can be in.
+var Statuses = []Status{StatusPending, StatusDelivered, StatusDeadLettered, StatusDropped, StatusQueued}
+
 // Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusPending, StatusDelivered, StatusDeadLettered, StatusDropped, StatusQueued:
-		return true
-	}
-	return false
-}
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 // Final reports whether a delivery in this status will not be attempted again
 // without an API call.

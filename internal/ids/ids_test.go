@@ -42,3 +42,21 @@ func TestSequenceSortsInOrderMade(t *testing.T) {
 		t.Fatal("two sequences in one millisecond start equal")
 	}
 }
+
+func TestShapeFitsTheIDsMade(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	for _, s := range []Shape{Account, Key, Subscription, Delivery} {
+		if id := New(s.Prefix, now); !s.Fits(id) {
+			t.Errorf("%s does not fit %q, an id New made", s, id)
+		}
+	}
+	id := New("sub_", now)
+	for _, bad := range []string{"", "billing", "sub_", id[:len(id)-1], id + "0", "dlv_" + id[4:], "sub_" + strings.ToUpper(id[4:]), id[:len(id)-1] + "u"} {
+		if Subscription.Fits(bad) {
+			t.Errorf("Subscription fits %q", bad)
+		}
+	}
+	if got := Endpoint.String(); got != "ep_ and 20 characters" {
+		t.Errorf("Endpoint.String() = %q", got)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
@@ -57,39 +56,31 @@ func (p Page) Len(sizes []int64) int {
 }
 
 // IDCursor is the format of the cursors of lists in ID order: the ID of
-// the last item of the page before, Prefix followed by Len characters of
-// the ID alphabet (internal/ids, EndpointID).
-type IDCursor struct {
-	Prefix string
-	Len    int
-}
+// the last item of the page before, in the shape of its kind's ids
+// (internal/ids).
+type IDCursor struct{ ids.Shape }
 
 // The cursors of the lists in ID order.
 var (
-	DeliveryCursor     = IDCursor{Prefix: "dlv_", Len: 26}
-	SubscriptionCursor = IDCursor{Prefix: "sub_", Len: 26}
-	EndpointCursor     = IDCursor{Prefix: "ep_", Len: 20}
-	KeyCursor          = IDCursor{Prefix: "key_", Len: 26}
+	DeliveryCursor     = IDCursor{ids.Delivery}
+	SubscriptionCursor = IDCursor{ids.Subscription}
+	EndpointCursor     = IDCursor{ids.Endpoint}
+	KeyCursor          = IDCursor{ids.Key}
 )
 
 // AccountCursorCheck checks the format of the account list's cursors: an account
-// ID (account.DefaultID, or acc_ followed by 26 characters of the ID
-// alphabet).
+// ID (account.DefaultID, or one of the shape ids.Account).
 func AccountCursorCheck(cursor string) error {
 	if cursor == account.DefaultID {
 		return nil
 	}
-	return IDCursor{Prefix: "acc_", Len: 26}.Check(cursor)
+	return IDCursor{ids.Account}.Check(cursor)
 }
 
 // Check returns an ErrInvalidCursor error unless cursor is empty (the first
 // page) or has the format.
 func (f IDCursor) Check(cursor string) error {
-	if cursor == "" {
-		return nil
-	}
-	rest, ok := strings.CutPrefix(cursor, f.Prefix)
-	if !ok || len(rest) != f.Len || strings.Trim(rest, ids.Alphabet) != "" {
+	if cursor != "" && !f.Fits(cursor) {
 		return fmt.Errorf("cursor %q is not an id %s…: %w", cursor, f.Prefix, ErrInvalidCursor)
 	}
 	return nil

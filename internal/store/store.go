@@ -101,6 +101,11 @@ type SubscriptionStore interface {
 	CreateSubscription(ctx context.Context, s subscription.Subscription) error
 	// GetSubscription returns one subscription or ErrNotFound.
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	// SubscriptionByName returns the account's subscription of that name,
+	// exactly (names are unique in an account; an empty accountID is
+	// account.DefaultID), or ErrNotFound. It seeks the (account_id, name)
+	// unique index.
+	SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error)
 	// ListSubscriptions returns a page of an account's subscriptions (of
 	// every account when accountID is empty) in ID order after the cursor
 	// (SubscriptionCursor). An item's bytes (MaxPageBytes): its name, URL,
@@ -222,6 +227,11 @@ type DeliveryStore interface {
 	// subscription (all of them, or only ids) and returns how many it moved
 	// and the endpoint they now belong to (the subscription's).
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (RedriveResult, error)
+	// RedriveIDs does what Redrive does to those of ids that name
+	// dead-lettered deliveries of the account (an empty accountID is
+	// account.DefaultID) whose subscription still exists, whichever
+	// subscriptions they belong to; it ignores the others.
+	RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (RedriveResult, error)
 
 	// Cleanup deletes events published before `before` whose deliveries are
 	// all finished (delivered, dead-lettered or dropped), with those

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -53,6 +54,18 @@ const (
 WHERE subscription_id = $2 AND status = 'dead_lettered'` + redrivable + ` RETURNING id, endpoint_id`
 	redriveIDsSQL = `UPDATE deliveries SET ` + restartSet + `
 WHERE id = ANY($3) AND subscription_id = $2 AND status = 'dead_lettered'` + redrivable + ` RETURNING id, endpoint_id`
+	// redriveAccountIDsSQL: the account's dead letters among the ids ($3)
+	// whose subscription exists, locked in share mode as Redrive locks its
+	// one (subscriptionExistsSQL): a delete waits, and a subscription
+	// deleted meanwhile is left out with its dead letters, which have
+	// nowhere to go.
+	redriveAccountIDsSQL = `WITH subs AS (
+	SELECT s.id FROM subscriptions AS s WHERE s.id IN (SELECT d.subscription_id FROM deliveries AS d
+		WHERE d.id = ANY($3) AND d.account_id = $2 AND d.status = 'dead_lettered') FOR SHARE
+)
+UPDATE deliveries SET ` + restartSet + `
+WHERE id = ANY($3) AND account_id = $2 AND status = 'dead_lettered'
+AND subscription_id IN (SELECT id FROM subs)` + redrivable + ` RETURNING id, endpoint_id`
 
 	// cleanupSQL: old events none of whose deliveries may still be attempted
 	// (an event without deliveries qualifies). Oldest first.
@@ -152,7 +165,6 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		res = store.RedriveResult{}
 		var one int
 		if err := tx.QueryRow(ctx, subscriptionExistsSQL, subscriptionID).Scan(&one); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -167,44 +179,74 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 		} else {
 			rows, err = tx.Query(ctx, redriveIDsSQL, at, subscriptionID, ids)
 		}
+		if err == nil {
+			res, err = redriven(rows, ids)
+		}
 		if err != nil {
 			return fmt.Errorf("redrive %s: %w", subscriptionID, err)
-		}
-		moved := map[string]string{} // delivery → endpoint
-		var order []string
-		for rows.Next() {
-			var id, ep string
-			if err := rows.Scan(&id, &ep); err != nil {
-				rows.Close()
-				return err
-			}
-			moved[id] = ep
-			order = append(order, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("redrive %s: %w", subscriptionID, err)
-		}
-		if len(ids) > 0 {
-			order = ids
-		}
-		seen := map[string]bool{}
-		for _, id := range order {
-			ep, ok := moved[id]
-			if !ok {
-				continue
-			}
-			delete(moved, id) // an ID given twice counts once
-			res.Count++
-			if !seen[ep] {
-				seen[ep] = true
-				res.Endpoints = append(res.Endpoints, ep)
-			}
 		}
 		return nil
 	})
 	if err != nil {
 		return store.RedriveResult{}, err
+	}
+	return res, nil
+}
+
+// RedriveIDs implements store.DeliveryStore in one statement. IDs that do
+// not name a dead-lettered delivery of the account whose subscription
+// exists are ignored, as Redrive ignores them. Endpoints are returned once
+// each, in the order of ids.
+func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
+	var res store.RedriveResult
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, redriveAccountIDsSQL, sqlrow.UnixMS(now), account.OrDefault(accountID), ids)
+		if err == nil {
+			res, err = redriven(rows, ids)
+		}
+		return err
+	})
+	if err != nil {
+		return store.RedriveResult{}, fmt.Errorf("redrive: %w", err)
+	}
+	return res, nil
+}
+
+// redriven reads and closes the rows of a redrive statement (each moved
+// delivery's id and endpoint) and returns what moved: each endpoint once,
+// in the order of ids when there are ids, else in the order of the rows.
+func redriven(rows pgx.Rows, ids []string) (store.RedriveResult, error) {
+	moved := map[string]string{} // delivery → endpoint
+	var order []string
+	for rows.Next() {
+		var id, ep string
+		if err := rows.Scan(&id, &ep); err != nil {
+			rows.Close()
+			return store.RedriveResult{}, err
+		}
+		moved[id] = ep
+		order = append(order, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return store.RedriveResult{}, err
+	}
+	if len(ids) > 0 {
+		order = ids
+	}
+	var res store.RedriveResult
+	seen := map[string]bool{}
+	for _, id := range order {
+		ep, ok := moved[id]
+		if !ok {
+			continue
+		}
+		delete(moved, id) // an ID given twice counts once
+		res.Count++
+		if !seen[ep] {
+			seen[ep] = true
+			res.Endpoints = append(res.Endpoints, ep)
+		}
 	}
 	return res, nil
 }

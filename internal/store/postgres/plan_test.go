@@ -455,6 +455,10 @@ var statusWritePlans = []struct {
 	want string
 }{
 	{"Redrive (all)", redriveAllSQL, []any{statusWriteAt, "sub_acc_0_4"}, "deliveries_subscription_status"},
+	// By ids: each id sought in the account's dead letters (the ids a
+	// condition of the index scan, not a filter over all of them).
+	{"RedriveIDs", redriveAccountIDsSQL, []any{statusWriteAt, "acc_0", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
+		"(status = 'dead_lettered'::text) AND (id = ANY ("},
 	{"UpdateSubscription (move deliveries)", moveDeliveriesSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (drop dead letters)", dropDeadLettersSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
@@ -483,7 +487,8 @@ func checkPlan(t *testing.T, name, plan string, want []string) {
 }
 
 // TestCatalogChangesPlan: the catalog's read of the subscriptions changed
-// since a version reads the version index, not the table, with statistics
+// since a version reads the version index, not the table (and the lookup
+// of a subscription by name its unique index), with statistics
 // that predate the subscriptions (none here: never analyzed, as between
 // two autovacuum runs after many creates), planned for its values and as a
 // generic plan. Bounded below only, it read all 5,000 subscriptions.
@@ -523,6 +528,12 @@ func TestCatalogChangesPlan(t *testing.T) {
 			if !strings.Contains(plan, q.index) || strings.Contains(plan, "Seq Scan") {
 				t.Errorf("%s (%s): want a scan of %s, not of the table:\n%s", q.name, mode, q.index, plan)
 			}
+		}
+		// GET /v1/subscriptions?name= on the same 5,000: the
+		// (account_id, name) unique index.
+		plan := explain(t, ctx, tx, getSubscriptionByNameSQL, []any{"acc_default", "s42"})
+		if !strings.Contains(plan, "subscriptions_account_name_key") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("SubscriptionByName (%s): want a scan of subscriptions_account_name_key:\n%s", mode, plan)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -65,8 +66,9 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, deleted_at = excluded
 	countSubscriptionsSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = $1 LIMIT $2) AS s`
 	// subscriptionExistsSQL locks the row in share mode: a delete waits
 	// until the caller's transaction ends, and so sees what it changed.
-	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
-	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = $1`
+	subscriptionExistsSQL    = `SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE`
+	getSubscriptionSQL       = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = $1`
+	getSubscriptionByNameSQL = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE account_id = $1 AND name = $2`
 
 	// An endpoint row lives while a subscription uses its URL, as its URL
 	// or as its dead-letter URL: a subscription write creates it (at a new
@@ -243,6 +245,18 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Su
 	sub, err := queryRow(ctx, s, sqlrow.ScanSubscription, getSubscriptionSQL, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return subscription.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+	}
+	return sub, s.err(err)
+}
+
+// SubscriptionByName implements store.SubscriptionStore.
+func (s *Store) SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error) {
+	if err := s.checkOpen(); err != nil {
+		return subscription.Subscription{}, err
+	}
+	sub, err := queryRow(ctx, s, sqlrow.ScanSubscription, getSubscriptionByNameSQL, account.OrDefault(accountID), name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return subscription.Subscription{}, fmt.Errorf("subscription named %q in %s: %w", name, account.OrDefault(accountID), store.ErrNotFound)
 	}
 	return sub, s.err(err)
 }

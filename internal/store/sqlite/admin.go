@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -47,6 +49,12 @@ FROM deliveries AS d LEFT JOIN subscriptions AS s ON s.id = d.subscription_id WH
 WHERE subscription_id = ? AND status = 'dead_lettered' AND status <> 'delivered'` + redrivable + ` RETURNING endpoint_id`
 	redriveOneSQL = `UPDATE deliveries SET ` + restartSet + `
 WHERE id = ? AND subscription_id = ? AND status = 'dead_lettered'` + redrivable + ` RETURNING endpoint_id`
+	// redriveIDSQL: a dead letter of the account whose subscription still
+	// exists (a deleted subscription's dead letters stay dead-lettered,
+	// with nowhere to go).
+	redriveIDSQL = `UPDATE deliveries SET ` + restartSet + `
+WHERE id = ? AND account_id = ? AND status = 'dead_lettered'
+AND EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)` + redrivable + ` RETURNING endpoint_id`
 
 	// cleanupSQL: old events none of whose deliveries may still be attempted
 	// (an event without deliveries qualifies). Oldest first.
@@ -131,9 +139,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delive
 // of a subscription is one write.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
-	var res store.RedriveResult
-	err := s.write(ctx, func(w *writer) error {
-		res = store.RedriveResult{}
+	return s.redrive(ctx, func(w *writer, res *store.RedriveResult) error {
 		var one int
 		if err := w.scanRow(subscriptionExistsSQL, []any{subscriptionID}, &one); err != nil {
 			if isNoRows(err) {
@@ -141,43 +147,71 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 			}
 			return err
 		}
-		seen := map[string]bool{}
-		collect := func(query string, args ...any) error {
-			rows, err := w.query(query, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var ep string
-				if err := rows.Scan(&ep); err != nil {
-					return err
-				}
-				res.Count++
-				if !seen[ep] {
-					seen[ep] = true
-					res.Endpoints = append(res.Endpoints, ep)
-				}
-			}
-			return rows.Err()
-		}
 		if len(ids) == 0 {
-			if err := collect(redriveAllSQL, at, at, subscriptionID); err != nil {
+			if err := redriven(w, res, redriveAllSQL, at, at, subscriptionID); err != nil {
 				return fmt.Errorf("redrive %s: %w", subscriptionID, err)
 			}
 			return nil
 		}
 		for _, id := range ids {
-			if err := collect(redriveOneSQL, at, at, id, subscriptionID); err != nil {
+			if err := redriven(w, res, redriveOneSQL, at, at, id, subscriptionID); err != nil {
 				return fmt.Errorf("redrive %s: %w", id, err)
 			}
 		}
 		return nil
 	})
+}
+
+// RedriveIDs implements store.DeliveryStore in one write. IDs that do not
+// name a dead-lettered delivery of the account whose subscription exists
+// are ignored, as Redrive ignores them. Endpoints are returned once each,
+// in the order first met.
+func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
+	at := sqlrow.UnixMS(now)
+	return s.redrive(ctx, func(w *writer, res *store.RedriveResult) error {
+		for _, id := range ids {
+			if err := redriven(w, res, redriveIDSQL, at, at, id, account.OrDefault(accountID)); err != nil {
+				return fmt.Errorf("redrive %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+}
+
+// redrive runs move in one write, with a result of its own each time the
+// write runs it, and returns that result (the zero result on an error).
+func (s *Store) redrive(ctx context.Context, move func(w *writer, res *store.RedriveResult) error) (store.RedriveResult, error) {
+	var res store.RedriveResult
+	err := s.write(ctx, func(w *writer) error {
+		res = store.RedriveResult{}
+		return move(w, &res)
+	})
 	if err != nil {
 		return store.RedriveResult{}, err
 	}
 	return res, nil
+}
+
+// redriven runs a redrive statement that returns the endpoint of each
+// delivery it moves, counting them in res and adding each endpoint not
+// named yet to res.Endpoints.
+func redriven(w *writer, res *store.RedriveResult, query string, args ...any) error {
+	rows, err := w.query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ep string
+		if err := rows.Scan(&ep); err != nil {
+			return err
+		}
+		res.Count++
+		if !slices.Contains(res.Endpoints, ep) {
+			res.Endpoints = append(res.Endpoints, ep)
+		}
+	}
+	return rows.Err()
 }
 
 // Cleanup implements store.DeliveryStore, oldest events first, and forgets

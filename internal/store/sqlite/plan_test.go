@@ -80,7 +80,12 @@ var queryPlans = []struct {
 	q    string
 	want []string // substrings of the plan
 	scan bool     // a full scan is expected (and fine)
-}{}
+}{
+	// GET /v1/subscriptions?name=: the (account_id, name) unique index.
+	{name: "SubscriptionByName", q: getSubscriptionByNameSQL, want: []string{"SEARCH subscriptions USING INDEX", "(account_id=? AND name=?)"}},
+	// A redrive by ids: each id by the primary key.
+	{name: "RedriveIDs", q: redriveIDSQL, want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+}
 
 // The filters of a delivery list, as bits of a mask, with a cursor and
 // for the sizes or the rows of a page.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
@@ -54,9 +55,10 @@ WHERE id = ?`
 	// countSubscriptionsSQL counts an account's subscriptions up to a cap
 	// (the second parameter): one seek on subscriptions_account that reads
 	// at most the cap's entries, however many the account holds.
-	countSubscriptionsSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = ? LIMIT ?)`
-	subscriptionExistsSQL = `SELECT 1 FROM subscriptions WHERE id = ?`
-	getSubscriptionSQL    = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
+	countSubscriptionsSQL    = `SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = ? LIMIT ?)`
+	subscriptionExistsSQL    = `SELECT 1 FROM subscriptions WHERE id = ?`
+	getSubscriptionSQL       = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE id = ?`
+	getSubscriptionByNameSQL = `SELECT ` + subscriptionCols + ` FROM subscriptions WHERE account_id = ? AND name = ?`
 
 	// An endpoint row lives while a subscription uses its URL, as its URL
 	// or as its dead-letter URL: a subscription write creates it (at a new
@@ -207,6 +209,15 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Su
 	sub, err := sqlrow.ScanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
 	if isNoRows(err) {
 		return subscription.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+	}
+	return sub, s.readErr(err)
+}
+
+// SubscriptionByName implements store.SubscriptionStore.
+func (s *Store) SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error) {
+	sub, err := sqlrow.ScanSubscription(s.readRow(ctx, getSubscriptionByNameSQL, account.OrDefault(accountID), name))
+	if isNoRows(err) {
+		return subscription.Subscription{}, fmt.Errorf("subscription named %q in %s: %w", name, account.OrDefault(accountID), store.ErrNotFound)
 	}
 	return sub, s.readErr(err)
 }

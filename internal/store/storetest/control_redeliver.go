@@ -224,3 +224,51 @@ func testRedeliverDeletedSubscription(t *testing.T, b *bundle) {
 		t.Fatalf("dead letter after a refused Redrive: %s", d.Status)
 	}
 }
+
+// testRedriveIDsAlone: RedriveIDs moves the account's dead letters among
+// the ids, of any of its subscriptions, each endpoint named once in the
+// order of ids; it ignores another account's dead letters, deliveries
+// that are not dead-lettered, unknown ids and the dead letters of a
+// deleted subscription; an ID given twice counts once.
+func testRedriveIDsAlone(t *testing.T, b *bundle) {
+	acc := b.account("other")
+	a, c := b.sub("https://a.example/hook"), b.sub("https://c.example/hook")
+	x := b.subIn(acc.ID, "https://a.example/hook")
+	gone := b.sub("https://gone.example/hook")
+	onA, onC := b.deadAfterTwo(a, b.now), b.deadAfterTwo(c, b.now)
+	leftOnA := b.deadAfterTwo(a, b.now)
+	theirs := b.deadAfterTwo(x, b.now)
+	ofGone := b.deadAfterTwo(gone, b.now)
+	pending := b.deliver(a, b.now)
+	if err := b.s.DeleteSubscription(b.ctx, gone.ID, b.now); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]delivery.Delivery{}
+	for _, id := range []string{leftOnA, theirs, ofGone, pending} {
+		before[id] = b.get(id)
+	}
+	now := b.at(time.Hour)
+	ids := []string{onC, theirs, onA, pending, ofGone, "dlv_unknown", onC}
+	res, err := b.s.RedriveIDs(b.ctx, "", ids, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "redrive result", res, store.RedriveResult{Count: 2, Endpoints: []string{c.EndpointID, a.EndpointID}})
+	for _, id := range []string{onA, onC} {
+		if d := b.get(id); d.Status != delivery.StatusPending || !d.NextAttemptAt.Equal(now) || d.Attempts != 2 {
+			t.Fatalf("redriven %+v", d)
+		}
+	}
+	for id, d := range before {
+		equal(t, "delivery "+id+" after RedriveIDs", b.get(id), d)
+	}
+	// In the other account, its own.
+	res, err = b.s.RedriveIDs(b.ctx, acc.ID, []string{leftOnA, theirs}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "the other account's redrive", res, store.RedriveResult{Count: 1, Endpoints: []string{x.EndpointID}})
+	if d := b.get(leftOnA); d.Status != delivery.StatusDeadLettered {
+		t.Fatalf("the default account's dead letter moved in another account's redrive: %+v", d)
+	}
+}

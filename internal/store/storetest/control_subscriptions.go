@@ -187,6 +187,44 @@ func testSubscriptionNotFound(t *testing.T, b *bundle) {
 	}
 }
 
+// testSubscriptionByName: SubscriptionByName finds the subscription of an
+// account by its exact name (letter case included), another account's of
+// the same name in that account only, and a renamed one by its new name
+// only; an empty account is the default one.
+func testSubscriptionByName(t *testing.T, b *bundle) {
+	acc := b.account("tenant")
+	mine := b.subWith(account.DefaultID, "https://n.example/a", func(s *subscription.Subscription) { s.Name = "billing" })
+	theirs := b.subWith(acc.ID, "https://n.example/b", func(s *subscription.Subscription) { s.Name = "billing" })
+	b.subWith(account.DefaultID, "https://n.example/c", func(s *subscription.Subscription) { s.Name = "billing-2" })
+	for _, c := range []struct {
+		account string
+		want    subscription.Subscription
+	}{{"", mine}, {account.DefaultID, mine}, {acc.ID, theirs}} {
+		got, err := b.s.SubscriptionByName(b.ctx, c.account, "billing")
+		if err != nil {
+			t.Fatalf("SubscriptionByName(%q, billing): %v", c.account, err)
+		}
+		stored, err := b.s.GetSubscription(b.ctx, c.want.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "SubscriptionByName in "+c.account, got, stored)
+	}
+	for _, name := range []string{"Billing", "billin", "billing ", ""} {
+		if _, err := b.s.SubscriptionByName(b.ctx, "", name); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("SubscriptionByName(%q) = %v, want ErrNotFound", name, err)
+		}
+	}
+	mine.Name = "invoices"
+	updateSub(b, mine)
+	if _, err := b.s.SubscriptionByName(b.ctx, "", "billing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("SubscriptionByName(the old name) = %v, want ErrNotFound", err)
+	}
+	if got, err := b.s.SubscriptionByName(b.ctx, "", "invoices"); err != nil || got.ID != mine.ID {
+		t.Fatalf("SubscriptionByName(the new name) = %+v, %v", got, err)
+	}
+}
+
 func testSubscriptionList(t *testing.T, b *bundle) {
 	var want []string
 	for i := 0; i < 7; i++ {
