@@ -41,7 +41,7 @@ func (e *Event) setMember(name, val []byte) (detail, path string) {
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return "not valid base64: " + err.Error(), ""
+			return base64Detail(s, err), ""
 		}
 		e.DataBase64 = base64.StdEncoding.EncodeToString(b)
 	default:

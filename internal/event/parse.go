@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -240,12 +241,7 @@ func checkJSON(body []byte) *FieldError {
 	if validJSON(body) {
 		return nil
 	}
-	var v any
-	err := json.Unmarshal(body, &v)
-	if err == nil { // cannot happen; keep a useful message anyway
-		return bodyError("not valid JSON")
-	}
-	return bodyError("not valid JSON: " + err.Error())
+	return bodyError(syntaxDetail(body))
 }
 
 // elementPrefix names the element i of a batch in field names: events[i].
@@ -278,11 +274,13 @@ func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError)
 		return Event{}, &FieldError{Field: f, Detail: detail}
 	}
 	// raw is valid JSON (the whole body was checked first): one pass over
-	// its members, each value's raw bytes taken as they stand.
+	// its members, each value's raw bytes taken as they stand. A refused
+	// extension (its name or its value) is reported after the required
+	// attributes: the member is more likely a required one misnamed.
 	var namesBuf [fewNames][]byte
 	names := namesBuf[:0]
 	var seen objectNames
-	var fe *FieldError
+	var fe, extension *FieldError
 	forEachMember(raw, func(name, _, val []byte) bool {
 		var isNew bool
 		if names, isNew = seen.add(names, name); !isNew {
@@ -293,16 +291,26 @@ func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError)
 			return true // JSON null: the attribute is absent
 		}
 		if d, path := e.setMember(name, val); d != "" {
-			_, fe = bad(string(name), d)
+			_, p := bad(string(name), d)
 			if path != "" { // inside data: the name is "data", short
-				fe.Field += path
+				p.Field += path
 			}
-			return false
+			if reserved[string(name)] {
+				fe = p
+				return false
+			}
+			extension = cmp.Or(extension, p)
 		}
 		return true
 	})
 	if fe != nil {
 		return Event{}, fe
+	}
+	if fe := e.structuredRequired(raw, field); fe != nil {
+		return Event{}, fe
+	}
+	if extension != nil {
+		return Event{}, extension
 	}
 	if fe := e.validate(field); fe != nil {
 		return Event{}, fe

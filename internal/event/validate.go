@@ -126,7 +126,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	if e.DataBase64 != "" {
 		raw, err := base64.StdEncoding.DecodeString(e.DataBase64)
 		if err != nil {
-			return bad(memberDataBase64, "not valid base64: "+err.Error())
+			return bad(memberDataBase64, base64Detail(e.DataBase64, err))
 		}
 		if base64.StdEncoding.EncodeToString(raw) != e.DataBase64 {
 			return bad(memberDataBase64, "not canonical padded standard base64")
