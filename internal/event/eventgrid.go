@@ -113,7 +113,7 @@ type egReader struct {
 	prefix      string // of the fields errors name
 	e           Event
 	fe, unknown *FieldError
-	seen   [len(egMembers)]bool // by member, in the order of egMembers
+	seen        [len(egMembers)]bool // by member, in the order of egMembers
 
 	topic, metadataVersion                            string
 	hasTopic, hasMetadataVersion, hasSubject, hasTime bool

@@ -4,7 +4,8 @@
 // fields exactly, valid UTF-8 without control characters, bounded nesting,
 // numbers that fit. Every problem names the JSON path of the value at fault
 // ("retry_policy.delays[0]"), for an API's problem documents or a command's
-// message.
+// message. A duration field is a Duration (duration.go): a Go duration
+// string, its problems showing how to write one.
 package strictjson
 
 import (
