@@ -15,12 +15,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/pipeline"
+	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store/sqlite"
 	"github.com/herald-events/herald/internal/subscription"
@@ -54,6 +57,7 @@ func setupServer(t *testing.T) testServer {
 			Deactivations: pipe.Recorder, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
 		Publisher: pipe.Admission,
 		Live:      pipe.Scheduler,
+		Queue:     queue.New(st, clk, prometheus.NewRegistry()),
 		Version:   "test",
 	}
 	return testServer{srv: srv, handler: srv.Handler()}
