@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // This file holds what a refused event is told about its required
@@ -137,7 +139,7 @@ func nearMiss(want string, names []string) string {
 		if s == "" {
 			continue
 		}
-		if s == w || (len(w) >= 4 && editDistance(s, w) <= 1) {
+		if s == w || (len(w) >= 4 && strictjson.EditDistance(s, w) <= 1) {
 			return n
 		}
 	}
@@ -168,31 +170,4 @@ func stem(name string) string {
 		}
 	}
 	return s
-}
-
-// editDistance is the optimal string alignment distance of a and b (ASCII
-// stems): the fewest letters inserted, deleted, changed or two neighbours
-// swapped that make one the other.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

@@ -601,11 +601,17 @@ func setNumber(j *jsonValue, v reflect.Value, field string) *Error {
 	return nil
 }
 
+// unknownField is the problem of a member name that matches no field: it
+// names the field the member was probably meant for (Closest), and lists
+// the fields.
 func unknownField(field, name string, known []string) *Error {
 	for _, k := range known {
 		if strings.EqualFold(k, name) {
 			return errorf(field, "unknown field; member names are case-sensitive: did you mean %s?", k)
 		}
+	}
+	if k := Closest(name, known); k != "" {
+		return errorf(field, "unknown field; did you mean %s? The fields here are %s", k, strings.Join(known, ", "))
 	}
 	return errorf(field, "unknown field; the fields here are %s", strings.Join(known, ", "))
 }
