@@ -137,7 +137,7 @@ func (e *Event) setHeaders(h http.Header) (misnamed, fe *FieldError) {
 func percentDetail(err error) string {
 	var esc url.EscapeError
 	if errors.As(err, &esc) {
-		return "bad percent-encoding: " + quote(string(esc)) + ` is not "%" followed by two hexadecimal digits (send a "%" itself as %25)`
+		return "bad percent-encoding: " + escapeReason(esc)
 	}
 	return "bad percent-encoding"
 }

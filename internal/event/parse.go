@@ -324,16 +324,36 @@ func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError)
 	return e, nil
 }
 
-// notString is jsonString's detail for a value that is not a JSON string.
+// notString begins jsonString's detail for a value that is not a JSON
+// string, which goes on to name its kind: "must be a string, not a number".
 const notString = "must be a string"
+
+// kindOf names the kind of val, valid JSON other than a string, for a
+// problem's detail.
+func kindOf(val []byte) string {
+	switch val[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
 
 // jsonString decodes val if it is a JSON string; otherwise, or when it holds
 // a \u escape of a surrogate that is not half of a pair (which CloudEvents
 // forbids, and encoding/json would silently turn into U+FFFD), it returns a
 // detail saying why not.
 func jsonString(val json.RawMessage) (string, string) {
-	if len(val) == 0 || val[0] != '"' {
+	if len(val) == 0 {
 		return "", notString
+	}
+	if val[0] != '"' {
+		return "", notString + ", not " + kindOf(val)
 	}
 	// Fast path: no escapes to undo (val is valid JSON, so the only quote
 	// is the closing one, and control characters cannot occur).

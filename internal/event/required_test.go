@@ -123,8 +123,9 @@ func TestPlainJSONToldWhatHeraldAccepts(t *testing.T) {
 	}
 }
 
-// Problems with JSON syntax and base64 name the place at fault in words of
-// their own, not encoding/json's or encoding/base64's.
+// Problems with JSON syntax, kinds of values, base64, percent-encoding and
+// URIs name the place at fault in words of their own, not encoding/json's,
+// encoding/base64's or net/url's.
 func TestSyntaxProblemsInPlainWords(t *testing.T) {
 	for _, tc := range []struct {
 		h                   http.Header
@@ -141,6 +142,18 @@ func TestSyntaxProblemsInPlainWords(t *testing.T) {
 		{structured, `{` + ok + `,"data_base64":"AB!D"}`, "data_base64", `not valid base64: found '!' at byte 3; it must be standard base64 (A-Z, a-z, 0-9, + and /), padded with = to a multiple of 4 characters`},
 		{structured, `{` + ok + `,"data_base64":"AB"}`, "data_base64", `not valid base64: it must be standard base64 (A-Z, a-z, 0-9, + and /), padded with = to a multiple of 4 characters`},
 		{bin("text/plain", "ce-subject", "50%"), "x", "ce-subject", `bad percent-encoding: "%" is not "%" followed by two hexadecimal digits (send a "%" itself as %25)`},
+		{structured, `{"specversion":1,"id":"1","source":"/s","type":"t"}`, "specversion", `must be the string "1.0", not a number`},
+		{structured, `{"specversion":"1.0","id":"1","source":"/s","type":["t"]}`, "type", `must be a string, not an array`},
+		{structured, `{` + ok + `,"data_base64":true}`, "data_base64", `must be a base64 string, not a boolean`},
+		{structured, `{"specversion":"1.0","id":"1","source":"a b:c","type":"t"}`, "source",
+			`must be a URI-reference such as "/shop/orders" or "urn:example:shop": the part before its first ":" is not a scheme (letters, digits, "+", "-" and "."), ` +
+				`and a reference without one may not hold ":" before its first "/": begin it with "/" or "./", or give a scheme`},
+		{structured, `{"specversion":"1.0","id":"1","source":"/a%zz","type":"t"}`, "source",
+			`must be a URI-reference such as "/shop/orders" or "urn:example:shop": "%zz" is not "%" followed by two hexadecimal digits (send a "%" itself as %25)`},
+		{structured, `{"specversion":"1.0","id":"1","source":"http://a b/","type":"t"}`, "source",
+			`must be a URI-reference such as "/shop/orders" or "urn:example:shop": its host may not hold " "`},
+		{structured, `{` + ok + `,"dataschema":"http://h:x/s"}`, "dataschema",
+			`must be an absolute URI such as "https://example.com/schemas/order.json": the port after its host must be digits`},
 	} {
 		_, err := Parse(tc.h, []byte(tc.body))
 		var fe *FieldError

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 )
+
+// This file says in a problem's words what encoding/json, encoding/base64
+// and net/url say in theirs, so that no Go error text reaches a client.
 
 // syntaxContexts turn what encoding/json's scanner says it was looking for
 // at an invalid character into what a client should have sent there.
@@ -77,3 +81,43 @@ func base64Detail(s string, err error) string {
 
 // base64Alphabet is standard base64's characters, padding included.
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
+// escapeReason says why esc (from a url.EscapeError) is not a percent
+// escape.
+func escapeReason(esc url.EscapeError) string {
+	return quote(string(esc)) + ` is not "%" followed by two hexadecimal digits (send a "%" itself as %25)`
+}
+
+// urlReasons say in plain words what net/url's errors without a type of
+// their own mean.
+var urlReasons = map[string]string{
+	"missing protocol scheme": `it begins with ":"; a scheme comes before it, as in "urn:example:a"`,
+	"first path segment in URL cannot contain colon": `the part before its first ":" is not a scheme (letters, digits, "+", "-" and "."), ` +
+		`and a reference without one may not hold ":" before its first "/": begin it with "/" or "./", or give a scheme`,
+	"missing ']' in host":       `its IPv6 host's "[" has no "]"`,
+	"net/url: invalid userinfo": `the user information before "@" holds a character it may not (percent-encode it)`,
+}
+
+// urlReason says in plain words why url.Parse refused a URI (err is its
+// error), without the input that url.Error repeats.
+func urlReason(err error) string {
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	switch {
+	case errors.As(err, &esc):
+		return escapeReason(esc)
+	case errors.As(err, &host):
+		return "its host may not hold " + quote(string(host))
+	}
+	if ue, ok := err.(*url.Error); ok {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if r, ok := urlReasons[msg]; ok {
+		return r
+	}
+	if strings.HasPrefix(msg, "invalid port") {
+		return "the port after its host must be digits"
+	}
+	return msg
+}

@@ -84,7 +84,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	}
 	if !plainPath(e.Source) {
 		if _, err := url.Parse(e.Source); err != nil {
-			return bad(attrSource, "must be a URI-reference: "+urlErr(err))
+			return bad(attrSource, "must be a URI-reference such as \"/shop/orders\" or \"urn:example:shop\": "+urlReason(err))
 		}
 	}
 	if e.DataContentType != "" {
@@ -95,7 +95,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	if e.DataSchema != "" {
 		u, err := url.Parse(e.DataSchema)
 		if err != nil {
-			return bad(attrDataSchema, "must be an absolute URI: "+urlErr(err))
+			return bad(attrDataSchema, "must be an absolute URI such as \"https://example.com/schemas/order.json\": "+urlReason(err))
 		}
 		if !u.IsAbs() {
 			return bad(attrDataSchema, "must be an absolute URI (with a scheme)")
@@ -296,15 +296,6 @@ func normalizeTime(t time.Time) time.Time {
 		return t.UTC()
 	}
 	return t.In(time.FixedZone("", off))
-}
-
-// urlErr returns the reason inside a url.Parse error, without the quoted
-// input that url.Error repeats.
-func urlErr(err error) string {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err.Error()
-	}
-	return err.Error()
 }
 
 // quote quotes s for an error detail, shortening it past 64 bytes.
