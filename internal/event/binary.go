@@ -48,22 +48,7 @@ func parseBinary(h http.Header, ct, mt string, body []byte, allowReserved bool) 
 	if fe := e.setBody(mt, body); fe != nil {
 		return Event{}, fe
 	}
-	if fe := e.binaryRequired(h); fe != nil {
-		return Event{}, fe
-	}
-	if misnamed != nil {
-		return Event{}, misnamed
-	}
-	if fe := e.validate(binaryName); fe != nil {
-		return Event{}, fe
-	}
-	if !allowReserved {
-		if fe := e.checkReserved(binaryName); fe != nil {
-			return Event{}, fe
-		}
-	}
-	e.checked = true
-	return e, nil
+	return e.finish(e.binaryRequired(h), misnamed, binaryName, allowReserved)
 }
 
 // headerError is a problem with the header field, its name cut to 64

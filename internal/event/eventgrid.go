@@ -77,28 +77,13 @@ func parseEventGrid(raw []byte, prefix string, opts *ParseOptions) (Event, *Fiel
 		return Event{}, r.fe
 	}
 	r.checkRequired(opts.DefaultSource, raw)
-	if r.fe != nil {
-		return Event{}, r.fe
-	}
-	if r.unknown != nil {
-		return Event{}, r.unknown
-	}
 	e := r.e
 	e.Source = r.topic
 	if !r.hasTopic {
 		e.Source = opts.DefaultSource
 	}
 	name := func(attr string) string { return prefix + eventGridName(attr) }
-	if fe := e.validate(name); fe != nil {
-		return Event{}, fe
-	}
-	if !opts.AllowReserved {
-		if fe := e.checkReserved(name); fe != nil {
-			return Event{}, fe
-		}
-	}
-	e.checked = true
-	return e, nil
+	return e.finish(r.fe, r.unknown, name, opts.AllowReserved)
 }
 
 // egMembers are the members of an Event Grid event, in the order of the

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // Media types of the publish formats.
@@ -306,43 +308,12 @@ func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError)
 	if fe != nil {
 		return Event{}, fe
 	}
-	if fe := e.structuredRequired(raw, field); fe != nil {
-		return Event{}, fe
-	}
-	if extension != nil {
-		return Event{}, extension
-	}
-	if fe := e.validate(field); fe != nil {
-		return Event{}, fe
-	}
-	if !allowReserved {
-		if fe := e.checkReserved(field); fe != nil {
-			return Event{}, fe
-		}
-	}
-	e.checked = true
-	return e, nil
+	return e.finish(e.structuredRequired(raw, field), extension, field, allowReserved)
 }
 
 // notString begins jsonString's detail for a value that is not a JSON
 // string, which goes on to name its kind: "must be a string, not a number".
 const notString = "must be a string"
-
-// kindOf names the kind of val, valid JSON other than a string, for a
-// problem's detail.
-func kindOf(val []byte) string {
-	switch val[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
 
 // jsonString decodes val if it is a JSON string; otherwise, or when it holds
 // a \u escape of a surrogate that is not half of a pair (which CloudEvents
@@ -353,7 +324,7 @@ func jsonString(val json.RawMessage) (string, string) {
 		return "", notString
 	}
 	if val[0] != '"' {
-		return "", notString + ", not " + kindOf(val)
+		return "", notString + ", not " + strictjson.KindOf(val)
 	}
 	// Fast path: no escapes to undo (val is valid JSON, so the only quote
 	// is the closing one, and control characters cannot occur).

@@ -35,6 +35,30 @@ const accepted = `this is not a CloudEvent. Herald accepts CloudEvents 1.0: ` +
 	`with the headers ce-specversion: 1.0, ce-id, ce-source and ce-type; or a batch, a JSON array of ` +
 	`structured events sent as application/cloudevents-batch+json (or application/json)`
 
+// finish checks e once its members are read, naming attributes with name,
+// and returns it checked: it reports required (a required attribute
+// missing), then misnamed (the first member whose name was refused), then
+// what Validate refuses, then, unless allowReserved, a reserved name
+// (checkReserved).
+func (e *Event) finish(required, misnamed *FieldError, name func(attr string) string, allowReserved bool) (Event, *FieldError) {
+	switch {
+	case required != nil:
+		return Event{}, required
+	case misnamed != nil:
+		return Event{}, misnamed
+	}
+	if fe := e.validate(name); fe != nil {
+		return Event{}, fe
+	}
+	if !allowReserved {
+		if fe := e.checkReserved(name); fe != nil {
+			return Event{}, fe
+		}
+	}
+	e.checked = true
+	return *e, nil
+}
+
 // missingRequired returns the first required attribute (specversion, id,
 // source, type, in that order) e lacks, or "".
 func (e *Event) missingRequired() string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -49,24 +48,11 @@ const durationUnits = `units ns, us, ms, s, m, h: "500ms", "30s", "1m30s", "2h"`
 // string, given for a duration: a number is shown as the string it
 // probably stands for, in seconds.
 func notADuration(raw []byte) string {
-	kinds := map[byte]string{'{': "an object", '[': "an array", 't': "a boolean", 'f': "a boolean", 'n': "null"}
-	kind, ok := kinds[firstByte(raw)]
-	if !ok {
-		kind = "a number"
-		if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f >= 0 && f < 1e9 {
-			n := strconv.FormatFloat(f, 'f', -1, 64)
-			return fmt.Sprintf(`must be a duration string, not a number: for %s seconds send "%ss" (%s)`, n, n, durationUnits)
-		}
+	if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f >= 0 && f < 1e9 {
+		n := strconv.FormatFloat(f, 'f', -1, 64)
+		return fmt.Sprintf(`must be a duration string, not a number: for %s seconds send "%ss" (%s)`, n, n, durationUnits)
 	}
-	return fmt.Sprintf(`must be a duration string such as "30s", not %s (%s)`, kind, durationUnits)
-}
-
-// firstByte is raw's first byte after white space, or 0.
-func firstByte(raw []byte) byte {
-	if s := strings.TrimLeft(string(raw), " \t\r\n"); s != "" {
-		return s[0]
-	}
-	return 0
+	return fmt.Sprintf(`must be a duration string such as "30s", not %s (%s)`, KindOf(raw), durationUnits)
 }
 
 // maxDurationText says how long a time.Duration can be.

@@ -503,6 +503,28 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	return nil
 }
 
+// KindOf names the kind of the JSON value raw (valid JSON, no white space
+// before it), with an article, for a problem's detail: "a string", "an
+// object", "null"; "nothing" for no bytes.
+func KindOf(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return jsonString.String()
+	case '{':
+		return jsonObject.String()
+	case '[':
+		return jsonArray.String()
+	case 't', 'f':
+		return jsonBool.String()
+	case 'n':
+		return jsonNull.String()
+	}
+	return jsonNumber.String()
+}
+
 // mismatch is the error for a JSON value of the wrong kind at field.
 func mismatch(j *jsonValue, field, want string) *Error {
 	return errorf(field, "must be %s, not %s", want, j.kind)
