@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -20,16 +21,42 @@ func decodeJSON(data []byte, path string, v any) *strictjson.Error {
 // it into v, a pointer to a struct, as decodeJSON does. On a problem it
 // answers and returns false.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readJSONBody(w, r)
+	return ok && decodeInto(w, body, v)
+}
+
+// decodeOptionalBody is decodeBody for a route whose body is optional
+// (optionalBody): a body empty or of whitespace only leaves v as it is.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readJSONBody(w, r)
+	if !ok {
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return true
+	}
+	return decodeInto(w, body, v)
+}
+
+// readJSONBody reads a management request's body, at most 1 MiB. On a
+// problem it answers and returns false.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge, Detail: "the body must be at most 1 MiB"})
-			return false
+			return nil, false
 		}
 		invalid(w, "body", "could not read the body")
-		return false
+		return nil, false
 	}
+	return body, true
+}
+
+// decodeInto decodes body into v as decodeJSON does; on a problem it
+// answers 400 naming the field and returns false.
+func decodeInto(w http.ResponseWriter, body []byte, v any) bool {
 	if err := decodeJSON(body, "", v); err != nil {
 		invalid(w, err.Field, err.Detail)
 		return false

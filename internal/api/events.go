@@ -33,9 +33,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var fe *event.FieldError
 		switch {
-		case errors.Is(err, event.ErrUnsupportedMediaType):
+		case errors.Is(err, event.ErrUnsupportedMediaType) && errors.As(err, &fe):
 			writeProblem(w, Problem{Type: probMediaType, Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
-				Field: "content-type", Detail: err.Error()})
+				Field: "content-type", Detail: fe.Detail})
 		case errors.As(err, &fe):
 			invalid(w, fe.Field, fe.Detail)
 		default:

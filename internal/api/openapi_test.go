@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
@@ -24,6 +26,7 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/pipeline"
+	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store/sqlite"
 	"github.com/herald-events/herald/internal/subscription"
@@ -57,6 +60,7 @@ func setupServer(t *testing.T) testServer {
 			Deactivations: pipe.Recorder, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
 		Publisher: pipe.Admission,
 		Live:      pipe.Scheduler,
+		Queue:     queue.New(st, clk, prometheus.NewRegistry()),
 		Version:   "test",
 		// No test asks the network's DNS at create.
 		Destinations: destination.Guard{Resolver: unknownNames{}},

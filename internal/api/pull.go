@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/queue"
-	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/strictjson"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -24,9 +25,7 @@ type Queue interface {
 }
 
 // releaseDelays are the delays a release may ask for (Event Grid's).
-var releaseDelays = map[string]time.Duration{
-	"0s": 0, "10s": 10 * time.Second, "60s": time.Minute, "600s": 10 * time.Minute, "3600s": time.Hour,
-}
+var releaseDelays = []time.Duration{0, 10 * time.Second, time.Minute, 10 * time.Minute, time.Hour}
 
 // receivedJSON is one received delivery.
 type receivedJSON struct {
@@ -59,15 +58,15 @@ func (s *Server) queueOf(w http.ResponseWriter, r *http.Request) (subscription.S
 
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		MaxEvents    *int    `json:"max_events"`
-		MaxWait      *string `json:"max_wait"`
-		LockDuration *string `json:"lock_duration"`
+		MaxEvents    *int                 `json:"max_events"`
+		MaxWait      *strictjson.Duration `json:"max_wait"`
+		LockDuration *strictjson.Duration `json:"lock_duration"`
 	}
 	sub, e, ok := s.queueOf(w, r)
 	if !ok {
 		return
 	}
-	if r.ContentLength != 0 && !decodeBody(w, r, &in) {
+	if !decodeOptionalBody(w, r, &in) {
 		return
 	}
 	max := 1
@@ -137,9 +136,9 @@ func extendWriteDeadline(w http.ResponseWriter, r *http.Request, wait time.Durat
 
 // settleInput is the body of acknowledge, release, reject and renew-lock.
 type settleInput struct {
-	LockTokens []string `json:"lock_tokens"`
-	Delay      *string  `json:"delay"`         // release only
-	LockFor    *string  `json:"lock_duration"` // renew-lock only
+	LockTokens []string             `json:"lock_tokens"`
+	Delay      *strictjson.Duration `json:"delay"`         // release only
+	LockFor    *strictjson.Duration `json:"lock_duration"` // renew-lock only
 }
 
 type failedToken struct {
@@ -184,12 +183,11 @@ func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 		}
 		req := store.SettleRequest{Action: action, Tokens: in.LockTokens}
 		if in.Delay != nil {
-			d, ok := releaseDelays[*in.Delay]
-			if !ok {
-				invalid(w, "delay", `must be one of "0s", "10s", "60s", "600s", "3600s"`)
+			if !slices.Contains(releaseDelays, in.Delay.D()) {
+				invalid(w, "delay", `must be one of "0s", "10s", "60s", "600s", "3600s", not `+in.Delay.D().String())
 				return
 			}
-			req.Delay = d
+			req.Delay = in.Delay.D()
 		}
 		if action == store.Renew {
 			d, ok := durationIn(w, "lock_duration", in.LockFor, queue.DefaultLock, queue.MinLock, queue.MaxLock)
@@ -262,17 +260,13 @@ func (s *Server) confirmValidation(w http.ResponseWriter, r *http.Request) {
 
 // durationIn reads an optional duration field: def when absent, else
 // within [min, max]. On a problem it answers and returns false.
-func durationIn(w http.ResponseWriter, field string, v *string, def, min, max time.Duration) (time.Duration, bool) {
+func durationIn(w http.ResponseWriter, field string, v *strictjson.Duration, def, min, max time.Duration) (time.Duration, bool) {
 	if v == nil {
 		return def, true
 	}
-	d, msg := retry.ParseDuration(*v)
-	if msg == "" && (d < min || d > max) {
-		msg = fmt.Sprintf("must be from %s to %s, got %s", min, max, d)
-	}
-	if msg != "" {
-		invalid(w, field, msg)
+	if d := v.D(); d < min || d > max {
+		invalid(w, field, fmt.Sprintf("must be from %s to %s, got %s", min, max, d))
 		return 0, false
 	}
-	return d, true
+	return v.D(), true
 }

@@ -31,6 +31,10 @@ const (
 	noBody bodyKind = iota
 	// jsonBody: one JSON object; application/json only.
 	jsonBody
+	// optionalBody: one JSON object or nothing (secret rotate, receive):
+	// a body must be application/json; without one, no Content-Type is
+	// accepted too.
+	optionalBody
 	// eventsBody: POST /v1/events, whose formats event.Parse checks (its
 	// own 415 for any other).
 	eventsBody
@@ -44,9 +48,10 @@ var crossOrigin = http.NewCrossOriginProtection()
 // guard runs rt's handler only for requests a web page on another site
 // cannot make a browser send. Every change answers 403 when a browser says
 // it comes from another origin. Besides, whatever the browser: a change
-// with a JSON body takes only application/json, and one without a body
-// only no Content-Type or application/json, so that the Content-Types a
-// page can send cross-site without a CORS preflight (text/plain,
+// with a JSON body takes only application/json, so does an optional body
+// when one is sent (a Content-Length other than 0), and a change without a
+// body takes only no Content-Type or application/json, so that the
+// Content-Types a page can send cross-site without a CORS preflight (text/plain,
 // application/x-www-form-urlencoded, multipart/form-data) are refused with
 // 415 before anything is read. Herald answers no preflight (it sends no
 // CORS headers), so a browser sends nothing else cross-site. A body-less
@@ -66,7 +71,10 @@ func guard(rt route) http.Handler {
 		ct := r.Header.Get("Content-Type")
 		switch {
 		case rt.body == jsonBody && !isJSON(ct):
-			unsupportedMediaType(w, ct, "the body must be JSON sent as application/json")
+			unsupportedMediaType(w, ct, "the body must be JSON sent as application/json"+curlHint(ct))
+			return
+		case rt.body == optionalBody && !isJSON(ct) && (ct != "" || r.ContentLength != 0):
+			unsupportedMediaType(w, ct, "this request's body is optional: send none, or send a JSON object as application/json"+curlHint(ct))
 			return
 		case rt.body == noBody && ct != "" && !isJSON(ct):
 			unsupportedMediaType(w, ct, "this request takes no body; send no Content-Type, or application/json")
@@ -85,6 +93,15 @@ func isJSON(ct string) bool {
 	}
 	cs, ok := params["charset"]
 	return !ok || strings.EqualFold(cs, "utf-8")
+}
+
+// curlHint says, for the Content-Type curl's -d sends unless told
+// otherwise, how to send JSON instead.
+func curlHint(ct string) string {
+	if mt, _, _ := mime.ParseMediaType(ct); mt == "application/x-www-form-urlencoded" {
+		return " (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: application/json')"
+	}
+	return ""
 }
 
 func unsupportedMediaType(w http.ResponseWriter, ct, want string) {

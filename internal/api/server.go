@@ -156,14 +156,12 @@ func (s *Server) routes() []route {
 		{"PATCH /v1/subscriptions/{id}", h(s.updateSubscription), jsonBody, accountRole, nil},
 		{"DELETE /v1/subscriptions/{id}", h(s.deleteSubscription), noBody, accountRole, nil},
 		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole, nil},
-		// The body is optional: noBody takes no Content-Type or JSON.
-		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), optionalBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole, nil},
 		// Would this event go to this subscription? (Nothing is published.)
 		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole, nil},
 		// Consumers of a pull (or deactivated push) subscription's queue.
-		// receive's body is optional, like rotate's.
-		{"POST /v1/subscriptions/{id}/receive", h(s.receive), noBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/receive", h(s.receive), optionalBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/acknowledge", s.settle(store.Acknowledge), jsonBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/release", s.settle(store.Release), jsonBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/reject", s.settle(store.Reject), jsonBody, accountRole, nil},

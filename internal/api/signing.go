@@ -67,8 +67,8 @@ func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) {
 
 // rotateInput is the optional body of a rotation.
 type rotateInput struct {
-	Grace  *string `json:"grace"`
-	Secret *string `json:"secret"`
+	Grace  *strictjson.Duration `json:"grace"`
+	Secret *string              `json:"secret"`
 }
 
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
@@ -76,23 +76,16 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in rotateInput
-	if r.ContentLength != 0 {
-		if !decodeBody(w, r, &in) {
-			return
-		}
+	if !decodeOptionalBody(w, r, &in) {
+		return
 	}
 	grace := signing.DefaultGrace
 	if in.Grace != nil {
-		d, err := time.ParseDuration(*in.Grace)
-		switch {
-		case err != nil:
-			invalid(w, "grace", "must be a Go duration such as 24h or 30m, not "+strictjson.Shorten(*in.Grace))
-			return
-		case d < 0 || d > signing.MaxGrace:
+		if d := in.Grace.D(); d < 0 || d > signing.MaxGrace {
 			invalid(w, "grace", "must be between 0s and 168h (7 days), not "+d.String())
 			return
 		}
-		grace = d
+		grace = in.Grace.D()
 	}
 	var key []byte
 	if in.Secret != nil {

@@ -2,7 +2,7 @@ package event
 
 import (
 	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,17 +35,37 @@ func binaryName(attr string) string {
 // parseBinary reads one binary-mode event: attributes from the ce-* headers,
 // datacontenttype from ct (the Content-Type value, mt its media type), data
 // from body. Unless allowReserved, the reserved names are refused
-// (checkReserved). See Parse.
+// (checkReserved). A header whose name is refused is reported after a
+// missing required attribute: it is more likely that one misnamed. See
+// Parse.
 func parseBinary(h http.Header, ct, mt string, body []byte, allowReserved bool) (Event, *FieldError) {
 	var e Event
-	bad := func(field, detail string) (Event, *FieldError) {
-		if len(field) > 64 {
-			field = field[:64] + "..."
-		}
-		return Event{}, &FieldError{Field: field, Detail: detail}
+	misnamed, fe := e.setHeaders(h)
+	if fe != nil {
+		return Event{}, fe
 	}
-	// Visit headers in name order so that the same request always reports
-	// the same field.
+	e.DataContentType = strings.TrimSpace(ct)
+	if fe := e.setBody(mt, body); fe != nil {
+		return Event{}, fe
+	}
+	return e.finish(e.binaryRequired(h), misnamed, binaryName, allowReserved)
+}
+
+// headerError is a problem with the header field, its name cut to 64
+// bytes.
+func headerError(field, detail string) *FieldError {
+	if len(field) > 64 {
+		field = field[:64] + "..."
+	}
+	return &FieldError{Field: field, Detail: detail}
+}
+
+// setHeaders sets e's attributes from the ce-* headers of h. It returns the
+// first header whose name is refused (misnamed: not an attribute name,
+// ce-datacontenttype or ce-data), and fe, a problem that stops the request
+// at once (a repeated header, a bad value). Headers are visited in name
+// order, so that the same request always reports the same field.
+func (e *Event) setHeaders(h http.Header) (misnamed, fe *FieldError) {
 	keys := make([]string, 0, len(h))
 	for k := range h {
 		if len(k) >= 3 && strings.EqualFold(k[:3], "ce-") {
@@ -62,65 +82,73 @@ func parseBinary(h http.Header, ct, mt string, body []byte, allowReserved bool) 
 		field := strings.ToLower(k)
 		attr := field[3:]
 		if len(vs) > 1 || seen[attr] {
-			return bad(field, "repeated header")
+			return nil, headerError(field, "repeated header")
 		}
 		seen[attr] = true
 		v, err := url.PathUnescape(vs[0])
 		if err != nil {
-			return bad(field, "bad percent-encoding: "+err.Error())
+			return nil, headerError(field, percentDetail(err))
 		}
 		if !utf8.ValidString(v) {
-			return bad(field, "not valid UTF-8 after percent-decoding")
+			return nil, headerError(field, "not valid UTF-8 after percent-decoding")
 		}
+		var refused string
 		switch attr {
 		case attrSpecVersion, attrID, attrSource, attrType, attrSubject, attrDataSchema, attrTime:
 			if d := e.setAttr(attr, v); d != "" {
-				return bad(field, d)
+				return nil, headerError(field, d)
 			}
 		case attrDataContentType:
-			return bad(field, "not allowed in binary mode; the Content-Type header carries datacontenttype")
+			refused = "not allowed in binary mode; the Content-Type header carries datacontenttype"
 		case memberData:
-			return bad(field, `"data" is reserved; in binary mode the body carries the data`)
+			refused = `"data" is reserved; in binary mode the body carries the data`
 		default:
-			if d := checkExtensionName(attr); d != "" {
-				return bad(field, d)
+			if refused = checkExtensionName(attr); refused == "" {
+				if e.Extensions == nil {
+					e.Extensions = make(map[string]any)
+				}
+				e.Extensions[attr] = v
 			}
-			if e.Extensions == nil {
-				e.Extensions = make(map[string]any)
-			}
-			e.Extensions[attr] = v
+		}
+		if refused != "" && misnamed == nil {
+			misnamed = headerError(field, refused)
 		}
 	}
-	e.DataContentType = strings.TrimSpace(ct)
-	if len(body) > 0 {
-		if isJSONMediaType(mt) {
-			if !utf8.Valid(body) {
-				return bad("body", "not valid UTF-8, as content type "+quote(mt)+" requires")
-			}
-			if !validJSON(body) {
-				var v any
-				err := json.Unmarshal(body, &v)
-				return bad("body", "not valid JSON, as content type "+quote(mt)+" requires: "+err.Error())
-			}
-			data, repeated := dataJSON(body)
-			if repeated != "" {
-				return Event{}, &FieldError{Field: "body" + repeated, Detail: repeatedDetail}
-			}
-			if string(data) != "null" {
-				e.Data = data
-			}
-		} else {
-			e.DataBase64 = base64.StdEncoding.EncodeToString(body)
-		}
+	return misnamed, nil
+}
+
+// percentDetail says why a header value is not percent-encoded as the
+// HTTP binding requires (err from url.PathUnescape).
+func percentDetail(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return "bad percent-encoding: " + escapeReason(esc)
 	}
-	if fe := e.validate(binaryName); fe != nil {
-		return Event{}, fe
+	return "bad percent-encoding"
+}
+
+// setBody sets e's data from a binary-mode body of media type mt: JSON
+// data for a JSON media type, else base64.
+func (e *Event) setBody(mt string, body []byte) *FieldError {
+	if len(body) == 0 {
+		return nil
 	}
-	if !allowReserved {
-		if fe := e.checkReserved(binaryName); fe != nil {
-			return Event{}, fe
-		}
+	if !isJSONMediaType(mt) {
+		e.DataBase64 = base64.StdEncoding.EncodeToString(body)
+		return nil
 	}
-	e.checked = true
-	return e, nil
+	if !utf8.Valid(body) {
+		return headerError("body", "not valid UTF-8, as content type "+quote(mt)+" requires")
+	}
+	if !validJSON(body) {
+		return headerError("body", syntaxDetail(body)+"; content type "+quote(mt)+" requires JSON")
+	}
+	data, repeated := dataJSON(body)
+	if repeated != "" {
+		return &FieldError{Field: "body" + repeated, Detail: repeatedDetail}
+	}
+	if string(data) != "null" {
+		e.Data = data
+	}
+	return nil
 }

@@ -76,26 +76,14 @@ func parseEventGrid(raw []byte, prefix string, opts *ParseOptions) (Event, *Fiel
 		r.bad("", "not valid JSON")
 		return Event{}, r.fe
 	}
-	r.checkRequired(opts.DefaultSource)
-	if r.fe != nil {
-		return Event{}, r.fe
-	}
+	r.checkRequired(opts.DefaultSource, raw)
 	e := r.e
 	e.Source = r.topic
 	if !r.hasTopic {
 		e.Source = opts.DefaultSource
 	}
 	name := func(attr string) string { return prefix + eventGridName(attr) }
-	if fe := e.validate(name); fe != nil {
-		return Event{}, fe
-	}
-	if !opts.AllowReserved {
-		if fe := e.checkReserved(name); fe != nil {
-			return Event{}, fe
-		}
-	}
-	e.checked = true
-	return e, nil
+	return e.finish(r.fe, r.unknown, name, opts.AllowReserved)
 }
 
 // egMembers are the members of an Event Grid event, in the order of the
@@ -103,36 +91,44 @@ func parseEventGrid(raw []byte, prefix string, opts *ParseOptions) (Event, *Fiel
 var egMembers = [...]string{egID, egTopic, egSubject, egEventType, egEventTime, egData, egDataVersion, egMetadataVersion}
 
 // egReader collects the members of one Event Grid event into a CloudEvent,
-// stopping at the first error (fe).
+// stopping at the first error (fe). The first unknown member is kept
+// (unknown) and reported after the required members: it is more likely one
+// of those misnamed.
 type egReader struct {
-	prefix string // of the fields errors name
-	e      Event
-	fe     *FieldError
-	seen   [len(egMembers)]bool // by member, in the order of egMembers
+	prefix      string // of the fields errors name
+	e           Event
+	fe, unknown *FieldError
+	seen        [len(egMembers)]bool // by member, in the order of egMembers
 
 	topic, metadataVersion                            string
 	hasTopic, hasMetadataVersion, hasSubject, hasTime bool
 }
 
-// bad records the error detail about member ("" for the event as a whole),
-// its name cut to 64 bytes.
+// bad records the error detail about member ("" for the event as a whole).
 func (r *egReader) bad(member, detail string) {
+	r.fe = &FieldError{Field: r.field(member), Detail: detail}
+}
+
+// field names member ("" for the event as a whole) in a problem, its name
+// cut to 64 bytes.
+func (r *egReader) field(member string) string {
 	if len(member) > 64 {
 		member = member[:64] + "..."
 	}
-	field := r.prefix + member
 	if member == "" { // the event as a whole
-		field = strings.TrimSuffix(r.prefix, ".")
+		field := strings.TrimSuffix(r.prefix, ".")
 		if field == "" {
 			field = "body"
 		}
+		return field
 	}
-	r.fe = &FieldError{Field: field, Detail: detail}
+	return r.prefix + member
 }
 
 // member reads one member of the event (a forEachMember callback): unknown
-// and repeated members are errors, null is absent, data is kept as JSON and
-// every other member must be a string. It returns false at an error.
+// and repeated members are errors (the first unknown one kept for later),
+// null is absent, data is kept as JSON and every other member must be a
+// string. It returns false at an error that stops the event.
 func (r *egReader) member(nameB, _, val []byte) bool {
 	name := string(nameB)
 	k := -1
@@ -147,8 +143,10 @@ func (r *egReader) member(nameB, _, val []byte) bool {
 		if name == "" {
 			detail = "a member name must not be empty; " + detail[6:]
 		}
-		r.bad(name, detail)
-		return false
+		if r.unknown == nil {
+			r.unknown = &FieldError{Field: r.field(name), Detail: detail}
+		}
+		return true
 	}
 	if r.seen[k] {
 		r.bad(name, repeatedDetail)
@@ -210,18 +208,26 @@ func (r *egReader) set(name, s string) bool {
 }
 
 // checkRequired records an error for the first required member missing
-// (topic only when there is no defaultSource) or a metadataVersion other
-// than eventGridMetadataVersion.
-func (r *egReader) checkRequired(defaultSource string) {
+// (topic only when there is no defaultSource), naming a member of raw, the
+// event, that looks like it misnamed, or a metadataVersion other than
+// eventGridMetadataVersion.
+func (r *egReader) checkRequired(defaultSource string, raw []byte) {
+	missing, example := "", ""
 	switch {
 	case r.e.ID == "":
-		r.bad(egID, "required")
+		missing, example = egID, requiredExamples[attrID]
 	case r.e.Type == "":
-		r.bad(egEventType, "required")
+		missing, example = egEventType, requiredExamples[attrType]
 	case !r.hasSubject:
-		r.bad(egSubject, "required (it may be empty)")
+		missing, example = egSubject, requiredExamples[egSubject]
 	case !r.hasTime:
-		r.bad(egEventTime, "required")
+		missing, example = egEventTime, requiredExamples[egEventTime]
+	}
+	if missing != "" {
+		r.fe = requiredProblem(r.field(missing), missing, example, memberNames(raw))
+		return
+	}
+	switch {
 	case r.hasMetadataVersion && r.metadataVersion != eventGridMetadataVersion:
 		r.bad(egMetadataVersion, `must be "1", got `+quote(r.metadataVersion))
 	case !r.hasTopic && defaultSource == "":

@@ -21,6 +21,9 @@ func (e *Event) setMember(name, val []byte) (detail, path string) {
 	switch attr := string(name); attr {
 	case attrSpecVersion, attrID, attrSource, attrType, attrSubject, attrDataContentType, attrDataSchema, attrTime:
 		s, d := jsonString(val)
+		if attr == attrSpecVersion && strings.HasPrefix(d, notString) {
+			d = `must be the string "1.0"` + strings.TrimPrefix(d, notString)
+		}
 		if d != "" {
 			return d, ""
 		}
@@ -33,15 +36,15 @@ func (e *Event) setMember(name, val []byte) (detail, path string) {
 		e.Data = data
 	case memberDataBase64:
 		s, d := jsonString(val)
-		if d == notString {
-			d = "must be a base64 string"
+		if strings.HasPrefix(d, notString) {
+			d = "must be a base64 string" + strings.TrimPrefix(d, notString)
 		}
 		if d != "" {
 			return d, ""
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return "not valid base64: " + err.Error(), ""
+			return base64Detail(s, err), ""
 		}
 		e.DataBase64 = base64.StdEncoding.EncodeToString(b)
 	default:

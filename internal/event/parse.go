@@ -2,12 +2,15 @@ package event
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // Media types of the publish formats.
@@ -240,12 +243,7 @@ func checkJSON(body []byte) *FieldError {
 	if validJSON(body) {
 		return nil
 	}
-	var v any
-	err := json.Unmarshal(body, &v)
-	if err == nil { // cannot happen; keep a useful message anyway
-		return bodyError("not valid JSON")
-	}
-	return bodyError("not valid JSON: " + err.Error())
+	return bodyError(syntaxDetail(body))
 }
 
 // elementPrefix names the element i of a batch in field names: events[i].
@@ -278,11 +276,13 @@ func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError)
 		return Event{}, &FieldError{Field: f, Detail: detail}
 	}
 	// raw is valid JSON (the whole body was checked first): one pass over
-	// its members, each value's raw bytes taken as they stand.
+	// its members, each value's raw bytes taken as they stand. A refused
+	// extension (its name or its value) is reported after the required
+	// attributes: the member is more likely a required one misnamed.
 	var namesBuf [fewNames][]byte
 	names := namesBuf[:0]
 	var seen objectNames
-	var fe *FieldError
+	var fe, extension *FieldError
 	forEachMember(raw, func(name, _, val []byte) bool {
 		var isNew bool
 		if names, isNew = seen.add(names, name); !isNew {
@@ -293,30 +293,26 @@ func parseObject(raw []byte, index int, allowReserved bool) (Event, *FieldError)
 			return true // JSON null: the attribute is absent
 		}
 		if d, path := e.setMember(name, val); d != "" {
-			_, fe = bad(string(name), d)
+			_, p := bad(string(name), d)
 			if path != "" { // inside data: the name is "data", short
-				fe.Field += path
+				p.Field += path
 			}
-			return false
+			if reserved[string(name)] {
+				fe = p
+				return false
+			}
+			extension = cmp.Or(extension, p)
 		}
 		return true
 	})
 	if fe != nil {
 		return Event{}, fe
 	}
-	if fe := e.validate(field); fe != nil {
-		return Event{}, fe
-	}
-	if !allowReserved {
-		if fe := e.checkReserved(field); fe != nil {
-			return Event{}, fe
-		}
-	}
-	e.checked = true
-	return e, nil
+	return e.finish(e.structuredRequired(raw, field), extension, field, allowReserved)
 }
 
-// notString is jsonString's detail for a value that is not a JSON string.
+// notString begins jsonString's detail for a value that is not a JSON
+// string, which goes on to name its kind: "must be a string, not a number".
 const notString = "must be a string"
 
 // jsonString decodes val if it is a JSON string; otherwise, or when it holds
@@ -324,8 +320,11 @@ const notString = "must be a string"
 // forbids, and encoding/json would silently turn into U+FFFD), it returns a
 // detail saying why not.
 func jsonString(val json.RawMessage) (string, string) {
-	if len(val) == 0 || val[0] != '"' {
+	if len(val) == 0 {
 		return "", notString
+	}
+	if val[0] != '"' {
+		return "", notString + ", not " + strictjson.KindOf(val)
 	}
 	// Fast path: no escapes to undo (val is valid JSON, so the only quote
 	// is the closing one, and control characters cannot occur).

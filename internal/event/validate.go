@@ -84,7 +84,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	}
 	if !plainPath(e.Source) {
 		if _, err := url.Parse(e.Source); err != nil {
-			return bad(attrSource, "must be a URI-reference: "+urlErr(err))
+			return bad(attrSource, "must be a URI-reference such as \"/shop/orders\" or \"urn:example:shop\": "+urlReason(err))
 		}
 	}
 	if e.DataContentType != "" {
@@ -95,7 +95,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	if e.DataSchema != "" {
 		u, err := url.Parse(e.DataSchema)
 		if err != nil {
-			return bad(attrDataSchema, "must be an absolute URI: "+urlErr(err))
+			return bad(attrDataSchema, "must be an absolute URI such as \"https://example.com/schemas/order.json\": "+urlReason(err))
 		}
 		if !u.IsAbs() {
 			return bad(attrDataSchema, "must be an absolute URI (with a scheme)")
@@ -126,7 +126,7 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 	if e.DataBase64 != "" {
 		raw, err := base64.StdEncoding.DecodeString(e.DataBase64)
 		if err != nil {
-			return bad(memberDataBase64, "not valid base64: "+err.Error())
+			return bad(memberDataBase64, base64Detail(e.DataBase64, err))
 		}
 		if base64.StdEncoding.EncodeToString(raw) != e.DataBase64 {
 			return bad(memberDataBase64, "not canonical padded standard base64")
@@ -296,22 +296,6 @@ func normalizeTime(t time.Time) time.Time {
 		return t.UTC()
 	}
 	return t.In(time.FixedZone("", off))
-}
-
-// urlErr returns the reason inside a url.Parse error, without the quoted
-// input that url.Error repeats; a scheme it cannot read ("1a:b", ":b") is
-// said in the terms of RFC 3986 rather than url.Parse's ("first path
-// segment in URL cannot contain colon").
-func urlErr(err error) string {
-	if ue, ok := err.(*url.Error); ok {
-		err = ue.Err
-	}
-	switch msg := err.Error(); msg {
-	case "first path segment in URL cannot contain colon", "missing protocol scheme":
-		return `what precedes its first ":" is not a scheme, which begins with a letter (https://example.com/a, urn:example:a)`
-	default:
-		return msg
-	}
 }
 
 // quote quotes s for an error detail, shortening it past 64 bytes.

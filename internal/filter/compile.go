@@ -241,9 +241,9 @@ func compileOne(c *cond, f *Filter, p string, before int) (int, *FieldError) {
 		var items []json.RawMessage
 		if json.Unmarshal(f.Values, &items) != nil {
 			if op.operand == operandRanges {
-				return bad(p+".values", "must be an array of [low, high] pairs of numbers, not %s", jsonKind(f.Values))
+				return bad(p+".values", "must be an array of [low, high] pairs of numbers, not %s", strictjson.KindOf(f.Values))
 			}
-			return bad(p+".values", "must be an array of %ss, not %s", op.kind, jsonKind(f.Values))
+			return bad(p+".values", "must be an array of %ss, not %s", op.kind, strictjson.KindOf(f.Values))
 		}
 		switch n := len(items); {
 		case n == 0:
@@ -301,7 +301,7 @@ func (c *cond) compileValue(raw json.RawMessage, field string) *FieldError {
 			c.shown = string(raw)
 			return nil
 		}
-		return &FieldError{Field: field, Detail: "must be true or false, not " + jsonKind(raw)}
+		return &FieldError{Field: field, Detail: "must be true or false, not " + strictjson.KindOf(raw)}
 	default: // kindNumber
 		f, err := number(raw, field)
 		if err != nil {
@@ -322,7 +322,7 @@ func (c *cond) compileValues(items []json.RawMessage, field string) *FieldError 
 		case c.op.operand == operandRanges:
 			var pair []json.RawMessage
 			if json.Unmarshal(raw, &pair) != nil || len(pair) != 2 {
-				what := jsonKind(raw)
+				what := strictjson.KindOf(raw)
 				if pair != nil {
 					what = fmt.Sprintf("an array of %d", len(pair))
 				}
@@ -351,7 +351,7 @@ func (c *cond) compileValues(items []json.RawMessage, field string) *FieldError 
 		default: // kindString
 			var s string
 			if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-				return &FieldError{Field: at, Detail: "must be a string, not " + jsonKind(raw)}
+				return &FieldError{Field: at, Detail: "must be a string, not " + strictjson.KindOf(raw)}
 			}
 			if n := utf8.RuneCountInString(s); n > MaxStringLen {
 				return &FieldError{Field: at, Detail: fmt.Sprintf("at most %d characters, got %d", MaxStringLen, n)}
@@ -377,7 +377,7 @@ func (c *cond) compileValues(items []json.RawMessage, field string) *FieldError 
 // number reads raw as a JSON number.
 func number(raw json.RawMessage, field string) (float64, *FieldError) {
 	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-		return 0, &FieldError{Field: field, Detail: "must be a number, not " + jsonKind(raw)}
+		return 0, &FieldError{Field: field, Detail: "must be a number, not " + strictjson.KindOf(raw)}
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil {
@@ -387,26 +387,6 @@ func number(raw json.RawMessage, field string) (float64, *FieldError) {
 		return 0, &FieldError{Field: field, Detail: "must be a number, not " + strictjson.Shorten(string(raw))}
 	}
 	return f, nil
-}
-
-// jsonKind names the type of the JSON value raw, with an article.
-func jsonKind(raw []byte) string {
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // quote quotes s for a message, shortened.

@@ -575,7 +575,7 @@ func TestInputFieldPathsAndMessages(t *testing.T) {
 		{"header reserved", `"headers":{"X-A":"1","Host":"x"}`, "headers.Host", "cannot be set"},
 		{"dead_letter a string", `"dead_letter":"yes"`, "dead_letter", "must be true or false, not a string"},
 		{"dead_letter null is fine but 1 is not", `"dead_letter":1`, "dead_letter", "must be true or false, not a number"},
-		{"timeout a number", `"timeout":30`, "timeout", "must be a string, not a number"},
+		{"timeout a number", `"timeout":30`, "timeout", `must be a duration string, not a number: for 30 seconds send "30s"`},
 		{"timeout out of range", `"timeout":"99999999999h"`, "timeout", "out of range"},
 		{"timeout too short", `"timeout":"1ms"`, "timeout", "must be from 100ms to 5m0s, got 1ms"},
 		{"name a number", `"name":7`, "name", "must be a string, not a number"},

@@ -307,7 +307,7 @@ func TestSigningInput(t *testing.T) {
 		create("too short", `{"secret":"whsec_c2hvcnQ="}`, "signing.secret", "24 to 64 bytes, got 5"),
 		create("too long", `{"secret":"whsec_`+base64.StdEncoding.EncodeToString(make([]byte, 65))+`"}`, "signing.secret", "24 to 64 bytes, got 65"),
 		create("unknown member", `{"key":"x"}`, "signing.key", "unknown field"),
-		rotate("grace not a duration", `{"grace":"tomorrow"}`, "grace", "Go duration"),
+		rotate("grace not a duration", `{"grace":"tomorrow"}`, "grace", `"tomorrow" is not a duration such as "30s"`),
 		rotate("negative grace", `{"grace":"-1s"}`, "grace", "between 0s and 168h"),
 		rotate("grace over 7 days", `{"grace":"169h"}`, "grace", "between 0s and 168h"),
 		rotate("bad secret", `{"secret":"whsec_c2hvcnQ="}`, "secret", "24 to 64 bytes"),

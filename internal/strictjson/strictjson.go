@@ -4,7 +4,8 @@
 // fields exactly, valid UTF-8 without control characters, bounded nesting,
 // numbers that fit. Every problem names the JSON path of the value at fault
 // ("retry_policy.delays[0]"), for an API's problem documents or a command's
-// message.
+// message. A duration field is a Duration (duration.go): a Go duration
+// string, its problems showing how to write one.
 package strictjson
 
 import (
@@ -502,6 +503,28 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	return nil
 }
 
+// KindOf names the kind of the JSON value raw (valid JSON, no white space
+// before it), with an article, for a problem's detail: "a string", "an
+// object", "null"; "nothing" for no bytes.
+func KindOf(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return jsonString.String()
+	case '{':
+		return jsonObject.String()
+	case '[':
+		return jsonArray.String()
+	case 't', 'f':
+		return jsonBool.String()
+	case 'n':
+		return jsonNull.String()
+	}
+	return jsonNumber.String()
+}
+
 // mismatch is the error for a JSON value of the wrong kind at field.
 func mismatch(j *jsonValue, field, want string) *Error {
 	return errorf(field, "must be %s, not %s", want, j.kind)
@@ -600,11 +623,17 @@ func setNumber(j *jsonValue, v reflect.Value, field string) *Error {
 	return nil
 }
 
+// unknownField is the problem of a member name that matches no field: it
+// names the field the member was probably meant for (Closest), and lists
+// the fields.
 func unknownField(field, name string, known []string) *Error {
 	for _, k := range known {
 		if strings.EqualFold(k, name) {
 			return errorf(field, "unknown field; member names are case-sensitive: did you mean %s?", k)
 		}
+	}
+	if k := Closest(name, known); k != "" {
+		return errorf(field, "unknown field; did you mean %s? The fields here are %s", k, strings.Join(known, ", "))
 	}
 	return errorf(field, "unknown field; the fields here are %s", strings.Join(known, ", "))
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/redact"
-	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/strictjson"
 )
 
@@ -199,16 +198,11 @@ func checkEventTypes(ts []string) *strictjson.Error {
 	return nil
 }
 
-func checkTimeout(s string) (time.Duration, *strictjson.Error) {
-	const field = "timeout"
-	d, msg := retry.ParseDuration(s)
-	if msg != "" {
-		return 0, badInput(field, "%s", msg)
-	}
+func checkTimeout(d time.Duration) *strictjson.Error {
 	if d < minTimeout || d > maxTimeout {
-		return 0, badInput(field, "must be from %s to %s, got %s", minTimeout, maxTimeout, d)
+		return badInput("timeout", "must be from %s to %s, got %s", minTimeout, maxTimeout, d)
 	}
-	return d, nil
+	return nil
 }
 
 // checkHeaders checks a subscription's custom headers: at most maxHeaders;

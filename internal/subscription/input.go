@@ -24,16 +24,16 @@ import (
 // Its checks return, for a problem: a *strictjson.Error naming the field
 // (the API answers 400), a *CombinationError or a *DestinationError (422).
 type Input struct {
-	Name              *string            `json:"name"`
-	URL               *string            `json:"url"`
-	EventTypes        *[]string          `json:"event_types"`
-	SubjectBeginsWith *string            `json:"subject_begins_with"`
-	SubjectEndsWith   *string            `json:"subject_ends_with"`
-	RetryPolicy       json.RawMessage    `json:"retry_policy"`
-	Timeout           *string            `json:"timeout"`
-	Headers           *map[string]string `json:"headers"`
-	SecretHeaders     *map[string]string `json:"secret_headers"`
-	DeadLetter        *bool              `json:"dead_letter"`
+	Name              *string              `json:"name"`
+	URL               *string              `json:"url"`
+	EventTypes        *[]string            `json:"event_types"`
+	SubjectBeginsWith *string              `json:"subject_begins_with"`
+	SubjectEndsWith   *string              `json:"subject_ends_with"`
+	RetryPolicy       json.RawMessage      `json:"retry_policy"`
+	Timeout           *strictjson.Duration `json:"timeout"`
+	Headers           *map[string]string   `json:"headers"`
+	SecretHeaders     *map[string]string   `json:"secret_headers"`
+	DeadLetter        *bool                `json:"dead_letter"`
 	// DeliveryMode is read on create only.
 	DeliveryMode   *string `json:"delivery_mode"`
 	FailurePolicy  *string `json:"failure_policy"`
@@ -244,11 +244,10 @@ func (in Input) applyMatch(sub *Subscription) *strictjson.Error {
 // dead-lettering and schema.
 func (in Input) applyRequest(sub *Subscription) *strictjson.Error {
 	if in.Timeout != nil {
-		d, err := checkTimeout(*in.Timeout)
-		if err != nil {
+		if err := checkTimeout(in.Timeout.D()); err != nil {
 			return err
 		}
-		sub.Timeout = d
+		sub.Timeout = in.Timeout.D()
 	}
 	if in.Headers != nil {
 		if err := checkHeaders("headers", *in.Headers); err != nil {
