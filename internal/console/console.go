@@ -12,6 +12,17 @@
 // headers of headers.go. An account key sees its own account only; an
 // admin key sees every account and may pick one. docs/console.md is the
 // user's guide.
+//
+// The code: Handler (here) holds the route table. sessions (session.go,
+// signin.go, csrf.go) signs in and out and wraps the handlers that need a
+// session (signedIn) or change something (change); pages (render.go,
+// headers.go) renders the templates of templates/ in their layout, the
+// error page and static/. Each group of pages is a type embedding base
+// (base.go: the store, pages, the account a request may see), such as
+// subscriptionPages (subscriptions.go). A new page is a handler on its
+// group's type taking the request's *visit, a template in templates/
+// defining "content", and a route in Handler wrapped in signedIn (and in
+// change for a POST); html/template escapes what it shows.
 package console
 
 import (
@@ -72,47 +83,19 @@ func (c *Console) Handler() http.Handler {
 	if c.Auth == nil {
 		c.Auth = authOff{}
 	}
+	pg := &pages{log: c.Logger}
+	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg}
+	subs := &subscriptionPages{base{store: c.Store, pages: pg}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /console/{$}", c.home)
-	mux.HandleFunc("GET /console/login", c.loginPage)
-	mux.HandleFunc("POST /console/login", c.signIn)
-	mux.Handle("POST /console/logout", c.signedIn(c.change(c.signOut)))
-	mux.Handle("GET /console/subscriptions", c.signedIn(c.subscriptions))
-	mux.Handle("GET /console/subscriptions/{id}", c.signedIn(c.subscription))
-	mux.Handle("GET /console/static/", c.staticFiles())
-	mux.HandleFunc("/console/", c.notFound)
-	return securityHeaders(c.recoverer(mux))
-}
-
-// home sends a visitor to the subscriptions, or to sign in first.
-func (c *Console) home(w http.ResponseWriter, r *http.Request) {
-	if _, err := c.session(w, r); err != nil {
-		redirect(w, r, "/console/login")
-		return
-	}
-	redirect(w, r, "/console/subscriptions")
-}
-
-// notFound answers a path the console does not serve, with its 404 page.
-func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
-	v, _ := c.session(w, r) // the navigation, when signed in
-	c.errorPage(w, r, v, http.StatusNotFound, "There is no page "+r.URL.Path+".")
-}
-
-// recoverer turns a handler panic into a 500 page and a log line.
-func (c *Console) recoverer(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				c.Logger.Error("console handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-				c.errorPage(w, r, nil, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
-			}
-		}()
-		h.ServeHTTP(w, r)
-	})
+	mux.HandleFunc("GET /console/{$}", s.home)
+	mux.HandleFunc("GET /console/login", s.loginPage)
+	mux.HandleFunc("POST /console/login", s.signIn)
+	mux.Handle("POST /console/logout", s.signedIn(s.change(s.signOut)))
+	mux.Handle("GET /console/subscriptions", s.signedIn(subs.subscriptions))
+	mux.Handle("GET /console/subscriptions/{id}", s.signedIn(subs.subscription))
+	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
+	mux.HandleFunc("/console/", s.notFound)
+	return securityHeaders(pg.recoverer(mux))
 }
 
 // redirect answers 303 See Other to path: after a form, the browser GETs

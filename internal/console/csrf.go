@@ -30,19 +30,19 @@ func csrfToken(token string) string {
 
 // change runs h for a request whose form carries the session's CSRF token
 // and that no page of another origin made; 403 otherwise.
-func (c *Console) change(h sessionHandler) sessionHandler {
+func (s *sessions) change(h sessionHandler) sessionHandler {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
-		if !c.sameOrigin(w, r) {
+		if !s.sameOrigin(w, r) {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
-			c.errorPage(w, r, v, http.StatusBadRequest, "The form could not be read: "+err.Error())
+			s.errorPage(w, r, v, http.StatusBadRequest, "The form could not be read: "+err.Error())
 			return
 		}
 		got := r.PostForm.Get(csrfField)
 		if subtle.ConstantTimeCompare([]byte(got), []byte(v.csrf)) != 1 {
-			c.errorPage(w, r, v, http.StatusForbidden,
+			s.errorPage(w, r, v, http.StatusForbidden,
 				"This form did not carry this session's CSRF token, so nothing was changed. Reload the page and try again.")
 			return
 		}
@@ -56,9 +56,9 @@ var crossOrigin = http.NewCrossOriginProtection()
 
 // sameOrigin reports whether a browser may have sent r from a page of the
 // console's own origin; it answers 403 when not.
-func (c *Console) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+func (s *sessions) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 	if err := crossOrigin.Check(r); err != nil {
-		c.errorPage(w, r, nil, http.StatusForbidden, "A page of another site sent this request; the console takes forms from its own pages only.")
+		s.errorPage(w, r, nil, http.StatusForbidden, "A page of another site sent this request; the console takes forms from its own pages only.")
 		return false
 	}
 	return true

@@ -40,8 +40,8 @@ const staticMaxAge = "max-age=300"
 // staticFiles serves the embedded files of static/ under
 // /console/static/; they hold no data, so a browser may cache them for
 // staticMaxAge. Any other path there (a directory, a file that is not
-// there) is the console's 404 page.
-func (c *Console) staticFiles() http.Handler {
+// there) is notFound's.
+func (p *pages) staticFiles(notFound http.HandlerFunc) http.Handler {
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		panic(err) // the directory is embedded: it is there
@@ -50,7 +50,7 @@ func (c *Console) staticFiles() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, Prefix+"static/")
 		if st, err := fs.Stat(sub, name); err != nil || st.IsDir() {
-			c.notFound(w, r)
+			notFound(w, r)
 			return
 		}
 		w.Header().Set("Cache-Control", staticMaxAge)

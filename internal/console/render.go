@@ -7,6 +7,7 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path"
 	"strings"
@@ -24,9 +25,15 @@ import (
 //go:embed templates
 var templateFS embed.FS
 
-// pages holds each page's template (the layout with its content), by the
+// pages makes the console's answers: pages from the templates, the error
+// page, the static files, and the 500 page of a handler that panicked.
+type pages struct {
+	log *slog.Logger
+}
+
+// templates holds each page's template (the layout with its content), by the
 // page's file name without .html.
-var pages = parsePages()
+var templates = parsePages()
 
 var funcs = template.FuncMap{
 	// when writes a time in UTC to the second, "—" for the zero time.
@@ -73,20 +80,36 @@ type frame struct {
 // render answers status with the page name, in the frame of v's session
 // (nil: none). The page is made whole before anything is sent, so a
 // template that fails answers 500 rather than half a page.
-func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, v *visit, title string, data any) {
+func (p *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, v *visit, title string, data any) {
 	f := frame{Title: title, Page: name, Data: data}
 	if v != nil {
 		f.Signed, f.Who, f.Admin, f.CSRF = true, v.Principal, v.admin(), v.csrf
 	}
 	var buf bytes.Buffer
-	if err := pages[name].ExecuteTemplate(&buf, "layout.html", f); err != nil {
-		c.Logger.Error("console: rendering a page", "page", name, "path", r.URL.Path, "err", err)
+	if err := templates[name].ExecuteTemplate(&buf, "layout.html", f); err != nil {
+		p.log.Error("console: rendering a page", "page", name, "path", r.URL.Path, "err", err)
 		http.Error(w, "The page could not be made; the server's log says why.", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
+}
+
+// recoverer turns a handler panic into a 500 page and a log line.
+func (p *pages) recoverer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				p.log.Error("console handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				p.errorPage(w, r, nil, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // errorView is what the error page shows.
@@ -98,23 +121,23 @@ type errorView struct {
 
 // errorPage answers status with the error page saying message, in the
 // frame of v's session (nil: none).
-func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, v *visit, status int, message string) {
+func (p *pages) errorPage(w http.ResponseWriter, r *http.Request, v *visit, status int, message string) {
 	text := http.StatusText(status)
-	c.render(w, r, status, "error", v, text, errorView{Status: status, Text: text, Message: message})
+	p.render(w, r, status, "error", v, text, errorView{Status: status, Text: text, Message: message})
 }
 
 // storeError answers for an error of the store: 400 for a cursor the list
 // did not give, 503 when the store is unavailable, nothing when the
 // browser went away, 500 (and a log line) otherwise.
-func (c *Console) storeError(w http.ResponseWriter, r *http.Request, v *visit, err error) {
+func (p *pages) storeError(w http.ResponseWriter, r *http.Request, v *visit, err error) {
 	switch {
 	case errors.Is(err, store.ErrInvalidCursor):
-		c.errorPage(w, r, v, http.StatusBadRequest, "This page's link (its cursor) is not one the list gave: start from the list's first page.")
+		p.errorPage(w, r, v, http.StatusBadRequest, "This page's link (its cursor) is not one the list gave: start from the list's first page.")
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
-		c.errorPage(w, r, v, http.StatusServiceUnavailable, "The store is not available; try again in a moment.")
+		p.errorPage(w, r, v, http.StatusServiceUnavailable, "The store is not available; try again in a moment.")
 	case errors.Is(err, context.Canceled):
 	default:
-		c.Logger.Error("console: store error", "method", r.Method, "path", r.URL.Path, "err", err)
-		c.errorPage(w, r, v, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
+		p.log.Error("console: store error", "method", r.Method, "path", r.URL.Path, "err", err)
+		p.errorPage(w, r, v, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
+	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -49,6 +51,31 @@ const maxTokenLen = 64
 // errNoSession: the request has no session, or one that has ended.
 var errNoSession = errors.New("no session")
 
+// sessions signs people in and out, and finds the session of each request.
+type sessions struct {
+	store store.SessionStore
+	auth  Authenticator
+	clock clock.Clock
+	log   *slog.Logger
+	*pages
+}
+
+// home sends a visitor to the subscriptions, or to sign in first.
+func (s *sessions) home(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.session(w, r); err != nil {
+		redirect(w, r, "/console/login")
+		return
+	}
+	redirect(w, r, "/console/subscriptions")
+}
+
+// notFound answers a path the console does not serve, with its 404 page
+// (with the navigation when signed in).
+func (s *sessions) notFound(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.session(w, r)
+	s.errorPage(w, r, v, http.StatusNotFound, "There is no page "+r.URL.Path+".")
+}
+
 // visit is one request of a signed-in session: who it is, and its
 // session's hash and CSRF token.
 type visit struct {
@@ -67,9 +94,9 @@ type sessionHandler func(w http.ResponseWriter, r *http.Request, v *visit)
 // signedIn runs h for requests of a live session. Without one a GET is
 // sent to sign in (saying the session ended when it brought a cookie); any
 // other method is refused (403).
-func (c *Console) signedIn(h sessionHandler) http.Handler {
+func (s *sessions) signedIn(h sessionHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v, err := c.session(w, r)
+		v, err := s.session(w, r)
 		switch {
 		case errors.Is(err, errNoSession) && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 			if _, had := r.Cookie(CookieName); had == nil {
@@ -78,9 +105,9 @@ func (c *Console) signedIn(h sessionHandler) http.Handler {
 			}
 			redirect(w, r, "/console/login")
 		case errors.Is(err, errNoSession):
-			c.errorPage(w, r, nil, http.StatusForbidden, "You are not signed in (or your session has ended): sign in again.")
+			s.errorPage(w, r, nil, http.StatusForbidden, "You are not signed in (or your session has ended): sign in again.")
 		case err != nil:
-			c.storeError(w, r, nil, err)
+			s.storeError(w, r, nil, err)
 		default:
 			h(w, r, v)
 		}
@@ -92,13 +119,13 @@ func (c *Console) signedIn(h sessionHandler) http.Handler {
 // IdleTimeout, or its key revoked (then the session is deleted). A cookie
 // that names no live session is cleared. A live session last seen more
 // than TouchEvery ago is touched.
-func (c *Console) session(w http.ResponseWriter, r *http.Request) (*visit, error) {
+func (s *sessions) session(w http.ResponseWriter, r *http.Request) (*visit, error) {
 	ck, err := r.Cookie(CookieName)
 	if err != nil || ck.Value == "" || len(ck.Value) > maxTokenLen {
 		return nil, errNoSession
 	}
-	ctx, hash, now := r.Context(), tokenHash(ck.Value), c.Clock.Now()
-	sess, err := c.Store.GetSession(ctx, hash)
+	ctx, hash, now := r.Context(), tokenHash(ck.Value), s.clock.Now()
+	sess, err := s.store.GetSession(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		clearCookie(w, r)
@@ -107,20 +134,20 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) (*visit, error
 		return nil, err
 	}
 	if !now.Before(sess.LastSeenAt.Add(IdleTimeout)) {
-		c.end(w, r, hash)
+		s.end(w, r, hash)
 		return nil, errNoSession
 	}
-	p, err := c.Auth.AuthenticateHash(ctx, sess.KeyHash)
+	p, err := s.auth.AuthenticateHash(ctx, sess.KeyHash)
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated), err == nil && !mayUse(p.Role):
-		c.end(w, r, hash)
+		s.end(w, r, hash)
 		return nil, errNoSession
 	case err != nil:
 		return nil, err
 	}
 	if sess.LastSeenAt.Before(now.Add(-TouchEvery)) {
-		if err := c.Store.TouchSession(ctx, hash, now, now.Add(-TouchEvery)); err != nil {
-			c.Logger.Warn("console: noting a session's use", "key_id", p.KeyID, "err", err)
+		if err := s.store.TouchSession(ctx, hash, now, now.Add(-TouchEvery)); err != nil {
+			s.log.Warn("console: noting a session's use", "key_id", p.KeyID, "err", err)
 		}
 	}
 	return &visit{Principal: p, hash: hash, csrf: csrfToken(ck.Value)}, nil
@@ -132,11 +159,11 @@ func mayUse(role string) bool { return role == account.RoleAdmin || role == acco
 
 // start makes a session for the principal of key and gives the browser
 // its cookie.
-func (c *Console) start(ctx context.Context, w http.ResponseWriter, r *http.Request, p auth.Principal, key string) error {
+func (s *sessions) start(ctx context.Context, w http.ResponseWriter, r *http.Request, p auth.Principal, key string) error {
 	token := newToken()
-	now := c.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
+	now := s.clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
 	sess := store.Session{Hash: tokenHash(token), KeyHash: auth.Hash(key), KeyID: p.KeyID, CreatedAt: now, LastSeenAt: now}
-	if err := c.Store.CreateSession(ctx, sess, MaxSessionsPerKey); err != nil {
+	if err := s.store.CreateSession(ctx, sess, MaxSessionsPerKey); err != nil {
 		return fmt.Errorf("making a session: %w", err)
 	}
 	http.SetCookie(w, sessionCookie(r, token))
@@ -145,9 +172,9 @@ func (c *Console) start(ctx context.Context, w http.ResponseWriter, r *http.Requ
 
 // end deletes the session of hash (a failure is logged: the session then
 // ends when idle) and clears the browser's cookie.
-func (c *Console) end(w http.ResponseWriter, r *http.Request, hash []byte) {
-	if err := c.Store.DeleteSession(context.WithoutCancel(r.Context()), hash); err != nil {
-		c.Logger.Warn("console: ending a session", "err", err)
+func (s *sessions) end(w http.ResponseWriter, r *http.Request, hash []byte) {
+	if err := s.store.DeleteSession(context.WithoutCancel(r.Context()), hash); err != nil {
+		s.log.Warn("console: ending a session", "err", err)
 	}
 	clearCookie(w, r)
 }

@@ -23,13 +23,13 @@ type loginView struct {
 }
 
 // loginPage shows the sign-in form, or sends a signed-in visitor on.
-func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	switch _, err := c.session(w, r); {
+func (s *sessions) loginPage(w http.ResponseWriter, r *http.Request) {
+	switch _, err := s.session(w, r); {
 	case err == nil:
 		redirect(w, r, "/console/subscriptions")
 		return
 	case !errors.Is(err, errNoSession):
-		c.storeError(w, r, nil, err)
+		s.storeError(w, r, nil, err)
 		return
 	}
 	var view loginView
@@ -39,7 +39,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Query().Has("ended"):
 		view.Message = "Your session has ended (idle for " + idleText + ", or its key was revoked): sign in again."
 	}
-	c.render(w, r, http.StatusOK, "login", nil, "Sign in", view)
+	s.render(w, r, http.StatusOK, "login", nil, "Sign in", view)
 }
 
 // idleText is IdleTimeout in words.
@@ -49,50 +49,50 @@ var idleText = strconv.Itoa(int(IdleTimeout.Hours())) + " hours"
 // starts a session (session.go) and goes to the subscriptions; any other
 // key shows the form again saying why (401 unknown or revoked, 403 a
 // publish key, 400 none).
-func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	if !c.sameOrigin(w, r) {
+func (s *sessions) signIn(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(w, r) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		c.loginRefused(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		s.loginRefused(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 		return
 	}
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	if key == "" {
-		c.loginRefused(w, r, http.StatusBadRequest, "Enter an API key.")
+		s.loginRefused(w, r, http.StatusBadRequest, "Enter an API key.")
 		return
 	}
-	p, err := c.Auth.Authenticate(r.Context(), key)
+	p, err := s.auth.Authenticate(r.Context(), key)
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
-		c.loginRefused(w, r, http.StatusUnauthorized, "Herald does not know this key: it was revoked, or never made.")
+		s.loginRefused(w, r, http.StatusUnauthorized, "Herald does not know this key: it was revoked, or never made.")
 		return
 	case err != nil:
-		c.storeError(w, r, nil, err)
+		s.storeError(w, r, nil, err)
 		return
 	case !mayUse(p.Role):
-		c.loginRefused(w, r, http.StatusForbidden, "A key of role "+p.Role+" cannot sign in: use an account or admin key.")
+		s.loginRefused(w, r, http.StatusForbidden, "A key of role "+p.Role+" cannot sign in: use an account or admin key.")
 		return
 	}
 	if old, err := r.Cookie(CookieName); err == nil && len(old.Value) <= maxTokenLen {
-		c.end(w, r, tokenHash(old.Value)) // this browser's earlier session
+		s.end(w, r, tokenHash(old.Value)) // this browser's earlier session
 	}
-	if err := c.start(r.Context(), w, r, p, key); err != nil {
-		c.storeError(w, r, nil, err)
+	if err := s.start(r.Context(), w, r, p, key); err != nil {
+		s.storeError(w, r, nil, err)
 		return
 	}
 	redirect(w, r, "/console/subscriptions")
 }
 
 // loginRefused shows the sign-in form again with status and why.
-func (c *Console) loginRefused(w http.ResponseWriter, r *http.Request, status int, why string) {
-	c.render(w, r, status, "login", nil, "Sign in", loginView{Message: why, Error: true})
+func (s *sessions) loginRefused(w http.ResponseWriter, r *http.Request, status int, why string) {
+	s.render(w, r, status, "login", nil, "Sign in", loginView{Message: why, Error: true})
 }
 
 // signOut ends the session and goes to the sign-in page.
-func (c *Console) signOut(w http.ResponseWriter, r *http.Request, v *visit) {
-	c.end(w, r, v.hash)
+func (s *sessions) signOut(w http.ResponseWriter, r *http.Request, v *visit) {
+	s.end(w, r, v.hash)
 	redirect(w, r, "/console/login?signed_out")
 }
 

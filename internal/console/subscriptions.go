@@ -25,6 +25,9 @@ const (
 	recentDeliveries = 20
 )
 
+// subscriptionPages are the subscriptions list and a subscription's page.
+type subscriptionPages struct{ base }
+
 // subscriptionsView is the subscriptions list: a page of one account's
 // subscriptions (of every account for an admin who picked none).
 type subscriptionsView struct {
@@ -47,15 +50,15 @@ type subscriptionRow struct {
 // subscriptions shows a page of subscriptions: of the key's own account,
 // or for an admin of the account picked (?account_id=, every account when
 // none), after ?cursor=.
-func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, v *visit) {
-	acc, ok := c.accountParam(w, r, v)
+func (sp *subscriptionPages) subscriptions(w http.ResponseWriter, r *http.Request, v *visit) {
+	acc, ok := sp.accountParam(w, r, v)
 	if !ok {
 		return
 	}
 	cursor := r.URL.Query().Get("cursor")
-	subs, next, err := c.Store.ListSubscriptions(r.Context(), acc, store.Page{Cursor: cursor, Limit: listSize})
+	subs, next, err := sp.store.ListSubscriptions(r.Context(), acc, store.Page{Cursor: cursor, Limit: listSize})
 	if err != nil {
-		c.storeError(w, r, v, err)
+		sp.storeError(w, r, v, err)
 		return
 	}
 	view := subscriptionsView{Account: acc}
@@ -70,12 +73,12 @@ func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, v *visit
 		view.First = listURL(acc, "")
 	}
 	if v.admin() {
-		if view.Accounts, _, err = c.Store.ListAccounts(r.Context(), store.Page{Limit: store.MaxLimit}); err != nil {
-			c.storeError(w, r, v, err)
+		if view.Accounts, _, err = sp.store.ListAccounts(r.Context(), store.Page{Limit: store.MaxLimit}); err != nil {
+			sp.storeError(w, r, v, err)
 			return
 		}
 	}
-	c.render(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
+	sp.render(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
 }
 
 // listURL is the URL of the subscriptions list of acc after cursor.
@@ -91,34 +94,6 @@ func listURL(acc, cursor string) string {
 		return "/console/subscriptions"
 	}
 	return "/console/subscriptions?" + q.Encode()
-}
-
-// accountParam returns the account a list shows. An account key's is its
-// own: naming another in ?account_id= is a 404, as if it did not exist. An
-// admin's is the one ?account_id= names (404 when there is none), or ""
-// (every account) without it.
-func (c *Console) accountParam(w http.ResponseWriter, r *http.Request, v *visit) (string, bool) {
-	id := r.URL.Query().Get("account_id")
-	if !v.admin() {
-		own := account.OrDefault(v.AccountID)
-		if id != "" && id != own {
-			c.errorPage(w, r, v, http.StatusNotFound, "There is no account "+id+".")
-			return "", false
-		}
-		return own, true
-	}
-	if id == "" {
-		return "", true
-	}
-	if _, err := c.Store.GetAccount(r.Context(), id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			c.errorPage(w, r, v, http.StatusNotFound, "There is no account "+id+".")
-		} else {
-			c.storeError(w, r, v, err)
-		}
-		return "", false
-	}
-	return id, true
 }
 
 // subscriptionView is one subscription's page: what the API's resource
@@ -143,26 +118,26 @@ type subscriptionView struct {
 
 // subscription shows one subscription and its recent deliveries: 404 for
 // one that does not exist, and for an account key one of another account.
-func (c *Console) subscription(w http.ResponseWriter, r *http.Request, v *visit) {
+func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request, v *visit) {
 	id := r.PathValue("id")
-	sub, err := c.Store.GetSubscription(r.Context(), id)
+	sub, err := sp.store.GetSubscription(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !v.admin() && account.OrDefault(sub.AccountID) != account.OrDefault(v.AccountID) {
-		c.errorPage(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
+		sp.errorPage(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
 		return
 	}
 	if err != nil {
-		c.storeError(w, r, v, err)
+		sp.storeError(w, r, v, err)
 		return
 	}
-	ds, next, err := c.Store.ListDeliveries(r.Context(), store.DeliveryFilter{AccountID: account.OrDefault(sub.AccountID),
+	ds, next, err := sp.store.ListDeliveries(r.Context(), store.DeliveryFilter{AccountID: account.OrDefault(sub.AccountID),
 		SubscriptionID: sub.ID, Page: store.Page{Limit: recentDeliveries}})
 	if err != nil {
-		c.storeError(w, r, v, err)
+		sp.storeError(w, r, v, err)
 		return
 	}
 	view := toSubscriptionView(sub)
 	view.Deliveries, view.More = ds, next != ""
-	c.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
+	sp.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
 }
 
 // toSubscriptionView returns what the page shows of s, the defaults of
