@@ -95,7 +95,7 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("GET /console/subscriptions/{id}", s.signedIn(subs.subscription))
 	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
 	mux.HandleFunc("/console/", s.notFound)
-	return securityHeaders(pg.recoverer(mux))
+	return securityHeaders(mux)
 }
 
 // redirect answers 303 See Other to path: after a form, the browser GETs

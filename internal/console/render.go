@@ -26,7 +26,8 @@ import (
 var templateFS embed.FS
 
 // pages makes the console's answers: pages from the templates, the error
-// page, the static files, and the 500 page of a handler that panicked.
+// page, the static files. (A handler that panics is the API's recoverer's:
+// internal/api mounts the console inside it.)
 type pages struct {
 	log *slog.Logger
 }
@@ -94,22 +95,6 @@ func (p *pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
-}
-
-// recoverer turns a handler panic into a 500 page and a log line.
-func (p *pages) recoverer(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				p.log.Error("console handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-				p.errorPage(w, r, nil, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
-			}
-		}()
-		h.ServeHTTP(w, r)
-	})
 }
 
 // errorView is what the error page shows.
