@@ -91,6 +91,10 @@ type Server struct {
 	Validator interface {
 		Confirm(ctx context.Context, id, code string) error
 	}
+	// Console, when not nil, serves /console and every path under
+	// /console/ (internal/console) beside the API's routes: see
+	// withConsole.
+	Console http.Handler
 
 	published *prometheus.CounterVec
 }
@@ -120,7 +124,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.pattern, s.authorize(rt.access, guard(rt)))
 	}
 	mux.Handle("/", noRoute(routes))
-	return s.logRequests(s.recoverer(cleanPathsOnly(checkQuery(mux))))
+	return s.logRequests(s.recoverer(s.withConsole(cleanPathsOnly(checkQuery(mux)))))
 }
 
 // route is one operation of the API: a ServeMux pattern, its handler, the

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"sync"
@@ -116,7 +117,17 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal
 	if key == "" || len(key) > MaxKeyLen {
 		return Principal{}, ErrUnauthenticated
 	}
-	h := Hash(key)
+	return a.AuthenticateHash(ctx, Hash(key))
+}
+
+// AuthenticateHash is Authenticate for a key known by its hash (Hash): the
+// console keeps the hash of the key a session signed in with, and checks it
+// on every request through the same cache, so that revoking the key ends
+// the session as it ends the key's API requests.
+func (a *Authenticator) AuthenticateHash(ctx context.Context, h []byte) (Principal, error) {
+	if len(h) != sha256.Size {
+		return Principal{}, ErrUnauthenticated
+	}
 	if a.adminHash != nil && sameHash(h, a.adminHash) {
 		return Principal{KeyID: "env", AccountID: account.DefaultID, Role: account.RoleAdmin}, nil
 	}

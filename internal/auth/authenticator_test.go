@@ -192,3 +192,45 @@ func TestCacheIsBounded(t *testing.T) {
 		t.Fatalf("%d reads on the second pass over 100 keys with a cache of 8: the cache holds more than 8", got)
 	}
 }
+
+// TestAuthenticateHash: a key known by its hash authenticates as the key
+// does, through the same cache (no second read), and stops when the key is
+// revoked; the admin key's hash is the admin; anything not a SHA-256 is
+// unauthenticated without a read.
+func TestAuthenticateHash(t *testing.T) {
+	st, clk := setup(t)
+	ctx := context.Background()
+	a := auth.New(st, auth.Options{Clock: clk, AdminKey: "the-admin-key-0123456789abcdef"})
+	secret, k := auth.NewKey("", account.RoleAccount, "console", t0)
+	if err := st.CreateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.AuthenticateHash(ctx, auth.Hash(secret))
+	if err != nil || p.KeyID != k.ID || p.Role != account.RoleAccount || p.AccountID != account.DefaultID {
+		t.Fatalf("AuthenticateHash = %+v, %v; want key %s of role account", p, err, k.ID)
+	}
+	if n := st.keyReads.Load(); n != 1 {
+		t.Fatalf("%d key reads; want 1: the hash shares the key's cache entry", n)
+	}
+	if p, err := a.AuthenticateHash(ctx, auth.Hash("the-admin-key-0123456789abcdef")); err != nil || p.Role != account.RoleAdmin || p.KeyID != "env" {
+		t.Fatalf("the admin key's hash: %+v, %v; want the env admin", p, err)
+	}
+	for _, h := range [][]byte{nil, []byte("short"), append(auth.Hash(secret), 0)} {
+		if _, err := a.AuthenticateHash(ctx, h); !errors.Is(err, auth.ErrUnauthenticated) {
+			t.Fatalf("AuthenticateHash(%x) = %v; want ErrUnauthenticated", h, err)
+		}
+	}
+	if n := st.keyReads.Load(); n != 1 {
+		t.Fatalf("%d key reads; want 1: a hash of the wrong length is refused without a read", n)
+	}
+	if err := st.DeleteKey(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	a.Flush() // what control.Service does after a key write
+	if _, err := a.AuthenticateHash(ctx, auth.Hash(secret)); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("the revoked key's hash: %v; want ErrUnauthenticated", err)
+	}
+}

@@ -5,17 +5,19 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-events/herald/internal/console"
 	"github.com/herald-events/herald/internal/startstop"
 )
 
 // The background work that keeps a process current: the catalog reload,
 // the change feed of a store shared with other processes, and the
-// retention clean-up. Each is a startstop.Service that Server.Start starts
+// retention clean-up (old events, idle console sessions). Each is a startstop.Service that Server.Start starts
 // (services.go).
 
 // maintenance is what the background work needs of the store.
 type maintenance interface {
 	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
+	DeleteIdleSessions(ctx context.Context, before time.Time) (int, error)
 	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
 }
 
@@ -95,6 +97,7 @@ func (s *Server) newCleanup() *startstop.Loop {
 		defer cancel()
 		if s.lead(sctx, "cleanup", now, 2*cleanupEvery) {
 			s.cleanupRounds(ctx, sctx, now, log)
+			s.deleteIdleSessions(sctx, now, log)
 		}
 	})
 }
@@ -115,6 +118,16 @@ func (s *Server) cleanupRounds(stop, sctx context.Context, now time.Time, log *s
 		if stop.Err() != nil || n < s.cfg.CleanupBatch || s.cfg.Clock.Now().Sub(now) >= cleanupFor {
 			return deleted
 		}
+	}
+}
+
+// deleteIdleSessions deletes the console sessions idle for
+// console.IdleTimeout (one store write; a session idle that long is
+// refused already, this only frees its row).
+func (s *Server) deleteIdleSessions(ctx context.Context, now time.Time, log *slog.Logger) {
+	var st maintenance = s.Store
+	if _, err := st.DeleteIdleSessions(ctx, now.Add(-console.IdleTimeout)); err != nil {
+		log.Warn("deleting idle console sessions", "err", err)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/console"
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
@@ -302,12 +303,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	con := &console.Console{Store: st, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
+	if s.Auth != nil {
+		con.Auth = s.Auth
+	}
+	a.Console = con.Handler()
 	s.handler = a.Handler()
 	s.svcs = s.services()
 	return s, nil
 }
 
-// Handler is the HTTP API.
+// Handler is the HTTP API, with the console at /console/.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // StopWaiting ends the receives waiting for queued deliveries (they answer

@@ -66,6 +66,7 @@ type Store interface {
 	QueueStore
 	DeliveryStore
 	EndpointStore
+	SessionStore
 	// Capabilities says how the store may be used.
 	Capabilities() Capabilities
 	// Ping reports whether the store can serve requests (for /readyz).

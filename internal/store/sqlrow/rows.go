@@ -12,6 +12,7 @@ import (
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/signing"
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -395,4 +396,22 @@ func ScanKey(sc RowScanner) (account.Key, error) {
 // KeyValues returns k's columns in KeyCols' order.
 func KeyValues(k *account.Key) []any {
 	return []any{k.ID, account.OrDefault(k.AccountID), k.Role, k.Name, k.Hash, k.Prefix, UnixMS(k.CreatedAt)}
+}
+
+// SessionCols selects a store.Session from console_sessions; ScanSession
+// reads them in this order.
+const SessionCols = `hash, key_hash, key_id, created_at, last_seen_at`
+
+// ScanSession reads SessionCols.
+func ScanSession(sc RowScanner) (store.Session, error) {
+	var s store.Session
+	var created, seen int64
+	err := sc.Scan(&s.Hash, &s.KeyHash, &s.KeyID, &created, &seen)
+	s.CreatedAt, s.LastSeenAt = FromUnixMS(created), FromUnixMS(seen)
+	return s, err
+}
+
+// SessionValues returns s's columns in SessionCols' order.
+func SessionValues(s *store.Session) []any {
+	return []any{s.Hash, s.KeyHash, s.KeyID, UnixMS(s.CreatedAt), UnixMS(s.LastSeenAt)}
 }

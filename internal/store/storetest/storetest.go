@@ -20,6 +20,7 @@
 //	RunCatalogContract     catalog.Source: SubscriptionChanges (catalog*.go)
 //	RunAuthContract        auth.Store and the first admin key (auth*.go)
 //	RunServerContract      the server's own: TryLead, Cleanup, Close (server*.go)
+//	RunConsoleContract     console.Store: sessions (console*.go)
 //
 // A check may use any method to set up and observe what it checks: a
 // contract names what is checked, not all that is called.
@@ -72,6 +73,7 @@ func Run(t *testing.T, open Opener) {
 		{"Catalog", RunCatalogContract},
 		{"Auth", RunAuthContract},
 		{"Server", RunServerContract},
+		{"Console", RunConsoleContract},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}

@@ -1,0 +1,45 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// base is what every group of pages shares: the store the pages read, and
+// the page machinery (render.go). Each group is a type of its own that
+// embeds it (subscriptionPages, …), so no type holds every handler.
+type base struct {
+	store Store
+	*pages
+}
+
+// accountParam returns the account a list shows. An account key's is its
+// own: naming another in ?account_id= is a 404, as if it did not exist. An
+// admin's is the one ?account_id= names (404 when there is none), or ""
+// (every account) without it.
+func (b base) accountParam(w http.ResponseWriter, r *http.Request, v *visit) (string, bool) {
+	id := r.URL.Query().Get("account_id")
+	if !v.admin() {
+		own := account.OrDefault(v.AccountID)
+		if id != "" && id != own {
+			b.errorPage(w, r, v, http.StatusNotFound, "There is no account "+id+".")
+			return "", false
+		}
+		return own, true
+	}
+	if id == "" {
+		return "", true
+	}
+	if _, err := b.store.GetAccount(r.Context(), id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			b.errorPage(w, r, v, http.StatusNotFound, "There is no account "+id+".")
+		} else {
+			b.storeError(w, r, v, err)
+		}
+		return "", false
+	}
+	return id, true
+}

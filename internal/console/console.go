@@ -1,0 +1,105 @@
+// Package console is Herald's web console, served by herald serve at
+// /console/ on the API's address (internal/api mounts it beside the API's
+// routes): server-rendered pages from the templates and static files
+// embedded in the binary, usable without JavaScript.
+//
+// A person signs in with an API key of role admin or account
+// (session.go): the console keeps a session in the store, valid on every
+// node, and gives the browser its token in the herald_session cookie.
+// Every request of the session authenticates the key again, so revoking
+// the key ends the session; every form that changes something carries the
+// session's CSRF token (csrf.go); every response carries the security
+// headers of headers.go. An account key sees its own account only; an
+// admin key sees every account and may pick one. docs/console.md is the
+// user's guide.
+//
+// The code: Handler (here) holds the route table. sessions (session.go,
+// signin.go, csrf.go) signs in and out and wraps the handlers that need a
+// session (signedIn) or change something (change); pages (render.go,
+// headers.go) renders the templates of templates/ in their layout, the
+// error page and static/. Each group of pages is a type embedding base
+// (base.go: the store, pages, the account a request may see), such as
+// subscriptionPages (subscriptions.go). A new page is a handler on its
+// group's type taking the request's *visit, a template in templates/
+// defining "content", and a route in Handler wrapped in signedIn (and in
+// change for a POST); html/template escapes what it shows.
+package console
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/auth"
+	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
+)
+
+// Prefix is the path the console is served under.
+const Prefix = "/console/"
+
+// Store is what the console reads and writes: its sessions, and the
+// resources its pages show.
+type Store interface {
+	store.SessionStore
+	GetAccount(ctx context.Context, id string) (account.Account, error)
+	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
+	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
+	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
+}
+
+// Authenticator is how the console knows whose key signs in, and whether
+// a session's key still works (auth.Authenticator, whose cache the API's
+// requests share).
+type Authenticator interface {
+	Authenticate(ctx context.Context, key string) (auth.Principal, error)
+	AuthenticateHash(ctx context.Context, hash []byte) (auth.Principal, error)
+}
+
+// Console serves the console's pages.
+type Console struct {
+	Store Store
+	// Auth authenticates keys; nil when authentication is off
+	// (--auth=off): then any key signs in, as an admin, as the API takes
+	// any request as an admin's.
+	Auth   Authenticator
+	Clock  clock.Clock  // default clock.Real{}
+	Logger *slog.Logger // default discards
+}
+
+// Handler returns the console's routes, every path under Prefix (and
+// Prefix without its slash, redirected to it).
+func (c *Console) Handler() http.Handler {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Auth == nil {
+		c.Auth = authOff{}
+	}
+	pg := &pages{log: c.Logger}
+	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg}
+	subs := &subscriptionPages{base{store: c.Store, pages: pg}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /console/{$}", s.home)
+	mux.HandleFunc("GET /console/login", s.loginPage)
+	mux.HandleFunc("POST /console/login", s.signIn)
+	mux.Handle("POST /console/logout", s.signedIn(s.change(s.signOut)))
+	mux.Handle("GET /console/subscriptions", s.signedIn(subs.subscriptions))
+	mux.Handle("GET /console/subscriptions/{id}", s.signedIn(subs.subscription))
+	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
+	mux.HandleFunc("/console/", s.notFound)
+	return securityHeaders(mux)
+}
+
+// redirect answers 303 See Other to path: after a form, the browser GETs
+// the page.
+func redirect(w http.ResponseWriter, r *http.Request, path string) {
+	http.Redirect(w, r, path, http.StatusSeeOther)
+}

@@ -1,0 +1,128 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/herald-events/herald/internal/auth"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// Pages are html/template files in templates/, embedded: layout.html is
+// the frame every page shares (head, navigation, who is signed in, the
+// sign-out form), and each other file defines the "content" its page puts
+// in it. html/template escapes every value for where it lands.
+
+//go:embed templates
+var templateFS embed.FS
+
+// pages makes the console's answers: pages from the templates, the error
+// page, the static files. (A handler that panics is the API's recoverer's:
+// internal/api mounts the console inside it.)
+type pages struct {
+	log *slog.Logger
+}
+
+// templates holds each page's template (the layout with its content), by the
+// page's file name without .html.
+var templates = parsePages()
+
+var funcs = template.FuncMap{
+	// when writes a time in UTC to the second, "—" for the zero time.
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	// idle is how long a session may go unused (IdleTimeout), in words.
+	"idle": func() string { return idleText },
+}
+
+func parsePages() map[string]*template.Template {
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*template.Template{}
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name != "layout" {
+			out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, f))
+		}
+	}
+	return out
+}
+
+// frame is what the layout is given: the page's title and name (its
+// navigation entry), who is signed in (Signed false on pages without a
+// session), the session's CSRF token for the forms, and the page's own
+// data.
+type frame struct {
+	Title  string
+	Page   string
+	Signed bool
+	Who    auth.Principal
+	Admin  bool
+	CSRF   string
+	Data   any
+}
+
+// render answers status with the page name, in the frame of v's session
+// (nil: none). The page is made whole before anything is sent, so a
+// template that fails answers 500 rather than half a page.
+func (p *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, v *visit, title string, data any) {
+	f := frame{Title: title, Page: name, Data: data}
+	if v != nil {
+		f.Signed, f.Who, f.Admin, f.CSRF = true, v.Principal, v.admin(), v.csrf
+	}
+	var buf bytes.Buffer
+	if err := templates[name].ExecuteTemplate(&buf, "layout.html", f); err != nil {
+		p.log.Error("console: rendering a page", "page", name, "path", r.URL.Path, "err", err)
+		http.Error(w, "The page could not be made; the server's log says why.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// errorView is what the error page shows.
+type errorView struct {
+	Status  int
+	Text    string
+	Message string
+}
+
+// errorPage answers status with the error page saying message, in the
+// frame of v's session (nil: none).
+func (p *pages) errorPage(w http.ResponseWriter, r *http.Request, v *visit, status int, message string) {
+	text := http.StatusText(status)
+	p.render(w, r, status, "error", v, text, errorView{Status: status, Text: text, Message: message})
+}
+
+// storeError answers for an error of the store: 400 for a cursor the list
+// did not give, 503 when the store is unavailable, nothing when the
+// browser went away, 500 (and a log line) otherwise.
+func (p *pages) storeError(w http.ResponseWriter, r *http.Request, v *visit, err error) {
+	switch {
+	case errors.Is(err, store.ErrInvalidCursor):
+		p.errorPage(w, r, v, http.StatusBadRequest, "This page's link (its cursor) is not one the list gave: start from the list's first page.")
+	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		p.errorPage(w, r, v, http.StatusServiceUnavailable, "The store is not available; try again in a moment.")
+	case errors.Is(err, context.Canceled):
+	default:
+		p.log.Error("console: store error", "method", r.Method, "path", r.URL.Path, "err", err)
+		p.errorPage(w, r, v, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
+	}
+}
