@@ -257,8 +257,11 @@ func (s *Service) Reactivate(ctx context.Context, id string) (subscription.Subsc
 	if err != nil {
 		return subscription.Subscription{}, 0, err
 	}
-	if s.Notifier != nil && before.State == subscription.StateDeactivated {
-		s.Notifier.SubscriptionReactivated(sub, n)
+	if before.State == subscription.StateDeactivated {
+		s.Logger.Info("subscription reactivated: its queued deliveries are pushed again", "subscription_id", id, "requeued", n)
+		if s.Notifier != nil {
+			s.Notifier.SubscriptionReactivated(sub, n)
+		}
 	}
 	return sub, n, nil
 }
