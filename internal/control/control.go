@@ -219,7 +219,7 @@ func (s *Service) Redrive(ctx context.Context, subscriptionID string, ids []stri
 // open the circuit at once is logged.
 func (s *Service) released(ctx context.Context, endpointID string, at time.Time) {
 	if err := s.Scheduler.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
-		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint", endpointID, "err", err)
+		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint_id", endpointID, "err", err)
 	}
 }
 

@@ -245,7 +245,7 @@ func (r *Recorder) write(batch []Request, res []Result) []Result {
 		case <-r.quit:
 			t.Stop()
 			for _, q := range batch {
-				r.log.Error("recording an attempt outcome failed; the delivery will be attempted again", "delivery", q.Delivery.ID, "err", err)
+				r.log.Error("recording an attempt outcome failed; the delivery will be attempted again", "delivery_id", q.Delivery.ID, "err", err)
 				res = append(res, Result{Delivery: q.Delivery, Err: err})
 			}
 			return res

@@ -296,7 +296,7 @@ func (hs *healthSync) readUnknown() {
 			ep.Health.State = health.Enabled
 		case err != nil:
 			if !errors.Is(err, store.ErrClosed) {
-				hs.log.Warn("reading endpoint health", "endpoint", id, "err", err)
+				hs.log.Warn("reading endpoint health", "endpoint_id", id, "err", err)
 			}
 			continue
 		}

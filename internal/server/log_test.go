@@ -52,11 +52,13 @@ func wantKeys(t *testing.T, what string, line map[string]any, want map[string]an
 // TestDeliveryLogAfterDeadLetter: at info, a delivery that fails three
 // times and is dead-lettered leaves exactly one warn line per failed
 // attempt (its number, status, outcome and next attempt's time) and one
-// dead-letter line with the reason; no line per API request, no other
-// delivery line.
+// dead-letter line with the reason; the same event delivered to another
+// subscription leaves none, and API requests none.
 func TestDeliveryLogAfterDeadLetter(t *testing.T) {
 	logs := &logBuffer{}
 	b := setup(t, jsonLog(logs, slog.LevelInfo))
+	healthy := newReceiver(t, status(http.StatusOK))
+	b.subscribe(map[string]any{"name": "healthy", "url": healthy.URL})
 	rc := newReceiver(t, status(http.StatusInternalServerError))
 	sub := b.subscribe(map[string]any{"name": "failing", "url": rc.URL,
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"10s"}, "max_attempts": 3}})
@@ -67,6 +69,9 @@ func TestDeliveryLogAfterDeadLetter(t *testing.T) {
 		t.Fatalf("after 3 attempts: %+v", d)
 	}
 	b.settle()
+	if healthy.count() != 1 {
+		t.Fatalf("the healthy receiver got %d requests, want 1", healthy.count())
+	}
 
 	ids := map[string]any{"delivery_id": d.ID, "subscription_id": sub, "event_id": "evt-1", "endpoint_id": ep, "url": rc.URL}
 	failed := linesOf(t, logs, "delivery attempt failed")
@@ -152,13 +157,16 @@ func TestDeliveryLogBlockedDestination(t *testing.T) {
 	}
 }
 
-// TestCircuitChangeLoggedOnce: even at debug, a change of an endpoint's
-// circuit is one "endpoint circuit changed" line (warn when it closes,
-// info when it is enabled again) with its states and reason; at debug
-// every API request is a line too.
-func TestCircuitChangeLoggedOnce(t *testing.T) {
+// TestCircuitChangeOnceAndDebugLines: even at debug, a change of an
+// endpoint's circuit is one "endpoint circuit changed" line (warn when it
+// closes, info when it is enabled again) with its states and reason, and
+// no other line above debug tells of it; at debug every API request and
+// every delivered attempt is a line too.
+func TestCircuitChangeOnceAndDebugLines(t *testing.T) {
 	logs := &logBuffer{}
 	b := setup(t, jsonLog(logs, slog.LevelDebug))
+	healthy := newReceiver(t, status(http.StatusOK))
+	okSub := b.subscribe(map[string]any{"name": "healthy", "url": healthy.URL})
 	rc := newReceiver(t, status(http.StatusGone))
 	sub := b.subscribe(map[string]any{"name": "gone", "url": rc.URL})
 	ep := b.endpointOf(sub)
@@ -193,6 +201,12 @@ func TestCircuitChangeLoggedOnce(t *testing.T) {
 	if !created {
 		t.Errorf("no debug line for POST /v1/subscriptions:\n%s", logs)
 	}
+	delivered := linesOf(t, logs, "delivered")
+	if len(delivered) != 1 {
+		t.Fatalf("%d delivered lines, want 1:\n%s", len(delivered), logs)
+	}
+	wantKeys(t, "delivered", delivered[0], map[string]any{"level": "DEBUG", "subscription_id": okSub, "event_id": "evt-1",
+		"url": healthy.URL, "attempt": 1.0, "status": 200.0})
 }
 
 // TestDeliveryLogBound: an endpoint's delivery lines are bounded: of 25
