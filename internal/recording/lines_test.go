@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +14,10 @@ import (
 func summaries(t *testing.T, log *bytes.Buffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
-		if l == "" {
-			continue
-		}
+	dec := json.NewDecoder(bytes.NewReader(log.Bytes()))
+	for dec.More() {
 		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
+		if err := dec.Decode(&m); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, m)
