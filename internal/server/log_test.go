@@ -171,7 +171,11 @@ func TestCircuitChangeOnceAndDebugLines(t *testing.T) {
 	sub := b.subscribe(map[string]any{"name": "gone", "url": rc.URL})
 	ep := b.endpointOf(sub)
 	b.publish("evt-1", "t")
-	eventually(t, "disabled by 410", func() bool { return b.endpoint(ep).State == "disabled" })
+	// The change is logged once merged into the store (the API may show
+	// the lane's view of it before): enabled only after that.
+	eventually(t, "the line of the change to disabled", func() bool {
+		return len(linesOf(t, logs, "endpoint circuit changed")) == 1
+	})
 	if code, raw := b.do("POST", "/v1/endpoints/"+ep+"/enable", nil, nil); code != http.StatusOK {
 		t.Fatalf("enable: %d %s", code, raw)
 	}
