@@ -51,7 +51,7 @@ var badValues = map[string]map[string][]string{
 		"db-max-conns":                    {"-3", "1", "x"},
 		"db-statement-timeout":            {"0s", "-1s"},
 		"log-format":                      {"xml"},
-		"log-level":                       {"loud"},
+		"log-level":                       {"nonsense", "info+2", "DEBUG-4", ""},
 		"dedup-retention":                 {"-1h", "0s", "59s"},
 		"endpoint-max-concurrency":        {"0", "-1"},
 		"max-in-flight":                   {"0", "-5"},

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/api"
@@ -184,7 +185,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.DurationVar(&dc.Lease, "lease", dc.Lease, "how long a node's claim on a delivery lasts unrenewed (renewed every third of it); with PostgreSQL, other nodes take over a dead node's deliveries this long after it died")
 	fs.StringVar(&dc.Owner, "node-id", dc.Owner, "this process's name in leases, unique among nodes sharing a database; unless given, the host name, the process ID and a random suffix")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds a line per API request), info (what happens to deliveries), warn or error")
 	fs.DurationVar(&sc.DedupRetention, "dedup-retention", sc.DedupRetention, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
 	fs.IntVar(&dc.EndpointConcurrency, "endpoint-max-concurrency", dc.EndpointConcurrency, "attempts in flight per endpoint (URL) at most")
 	fs.IntVar(&dc.MaxInFlight, "max-in-flight", dc.MaxInFlight, "attempts in flight across all endpoints at most")
@@ -239,9 +240,18 @@ func (v prefixesValue) Set(s string) error {
 	return nil
 }
 
+// logLevels are --log-level's values (slog's names of its levels, without
+// its offsets such as info+2).
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+}
+
+// newLogger returns the server's logger: --log-format's handler on w at
+// --log-level. Each API request is a line at debug; what happens to
+// deliveries is at info and warn (docs/monitoring.md#the-log).
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
+	lv, ok := logLevels[strings.ToLower(level)]
+	if !ok {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}

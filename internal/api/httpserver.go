@@ -107,7 +107,9 @@ func (c *problemConn) Write(p []byte) (int, error) {
 	body = append(body, '\n')
 	out := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)
-	c.log.Info("request", "status", status, "bytes", len(body), "remote", c.RemoteAddr().String(), "refused", detail)
+	// At debug whatever the status (a 501 or 505 too): the client sent
+	// what HTTP refuses; Herald did not fail.
+	c.log.Debug("request", "status", status, "bytes", len(body), "remote", c.RemoteAddr().String(), "refused", detail)
 	if _, err := c.Conn.Write(out); err != nil {
 		return 0, err
 	}

@@ -8,28 +8,43 @@ import (
 	"time"
 )
 
-// logRequests logs one line per request at info level: method, path, the
-// names of the query parameters (not their values), status, duration
-// (wall time), the body bytes sent, and the remote address. No header and
-// no query value is logged, so nothing secret is. Requests net/http refuses
-// before any handler runs are logged by HTTPServer's connections.
+// logRequests logs one line per request: method, path, the names of the
+// query parameters (not their values), status, duration (wall time), the
+// body bytes sent, and the remote address. It is at debug (--log-level
+// debug), except for a 5xx answer, at warn (the cause is logged at error
+// beside it: a store error, a handler panic). No header and no query value
+// is logged, so nothing secret is. Requests net/http refuses before any
+// handler runs are logged by HTTPServer's connections, at debug.
 func (s *Server) logRequests(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.Logger.Enabled(r.Context(), slog.LevelInfo) {
+		if !s.Logger.Enabled(r.Context(), requestLevel(http.StatusInternalServerError)) {
 			h.ServeHTTP(w, r)
 			return
 		}
 		began := time.Now()
 		rw := &recordingWriter{ResponseWriter: w}
 		h.ServeHTTP(rw, r)
+		level := requestLevel(rw.statusCode())
+		if !s.Logger.Enabled(r.Context(), level) {
+			return
+		}
 		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path)}
 		if names := queryNames(r); names != "" {
 			attrs = append(attrs, slog.String("query", names))
 		}
 		attrs = append(attrs, slog.Int("status", rw.statusCode()), slog.Duration("duration", time.Since(began)),
 			slog.Int64("bytes", rw.bytes), slog.String("remote", r.RemoteAddr))
-		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		s.Logger.LogAttrs(r.Context(), level, "request", attrs...)
 	})
+}
+
+// requestLevel is the level of a request's line by its answer's status:
+// warn for a 5xx (Herald failed), debug for the rest.
+func requestLevel(status int) slog.Level {
+	if status >= 500 {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 // queryNames returns the query's parameter names, sorted, without repeats,

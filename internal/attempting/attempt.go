@@ -6,6 +6,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/retry"
@@ -77,7 +78,7 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	for j, i := range sent {
 		cs[j] = *job.Deliveries[i]
 	}
-	got, obs, ok := a.attempt(reg, sub, cs)
+	got, obs, refused, ok := a.attempt(reg, sub, cs)
 	a.running.remove(sub.ID, reg)
 	if !ok {
 		// Cut short: nothing is recorded for what was sent; those
@@ -100,6 +101,9 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	}
 	ex.Health = obs
 	ex.Record = a.record(nil, job.Deliveries, outs, sub)
+	for _, i := range sent {
+		ex.Record[i].Refused = refused
+	}
 	return ex
 }
 
@@ -122,13 +126,17 @@ func allOf(cs []*store.Claimed) []int {
 	return idx
 }
 
-// record appends to reqs each delivery's outcome to be written (sub nil:
-// the subscription is gone).
+// record appends to reqs each delivery's outcome to be written, with the
+// URL it went to (sub nil: the subscription is gone).
 func (a *Attempter) record(reqs []recording.Request, cs []*store.Claimed, outs []store.Outcome, sub *catalog.Entry) []recording.Request {
 	for i, c := range cs {
 		out := outs[i]
 		out.LeaseOwner = a.cfg.Owner
-		reqs = append(reqs, recording.Request{Outcome: out, Delivery: c, Subscription: sub})
+		req := recording.Request{Outcome: out, Delivery: c, Subscription: sub}
+		if sub != nil {
+			req.URL = urlOf(sub, c)
+		}
+		reqs = append(reqs, req)
 	}
 	return reqs
 }
@@ -150,26 +158,27 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 
 // attempt sends the deliveries in one request and decides what follows for
 // each: the response is the batch's, and each delivery's own attempt count,
-// budget and first failure decide its verdict. ok is false when the attempt
-// was abandoned (see abandoned): Abandon was called, or the
+// budget and first failure decide its verdict. refused is Herald's refusal
+// of the destination, when it refused it (nil otherwise). ok is false when
+// the attempt was abandoned (see abandoned): Abandon was called, or the
 // subscription's attempts were cut short (StopSubscription).
 //
 // The request's context is the attempt's only one: it ends at the
 // subscription's timeout (an attempt that runs out of time fails with
 // context.DeadlineExceeded: "timeout"), at a hard stop (Abandon cancels
 // its parent), or when reg is cut short.
-func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, *health.Outcome, bool) {
+func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) (outs []store.Outcome, obs *health.Outcome, refused *destination.BlockedError, ok bool) {
 	started := a.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(a.attemptsCtx, attemptTimeout(sub))
 	defer cancel()
 	reg.arm(cancel)
 	res := a.send(ctx, sub, cs, started)
 	if a.abandoned(reg) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	now := a.cfg.Clock.Now()
 	a.cfg.Metrics.observe(res)
-	outs := make([]store.Outcome, len(cs))
+	outs = make([]store.Outcome, len(cs))
 	for i, c := range cs {
 		out := store.Outcome{
 			Attempt: delivery.Attempt{
@@ -227,7 +236,7 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 		a.applyVerdict(&out, v, sub, c, now)
 		outs[i] = out
 	}
-	return outs, healthOf(policyOf(sub, cs[0]), res, now), true
+	return outs, healthOf(policyOf(sub, cs[0]), res, now), res.refused, true
 }
 
 // abandoned reports whether an attempt is abandoned, nothing recorded: the

@@ -79,14 +79,19 @@ type result struct {
 	body       []byte // first MaxLoggedBody bytes of the response; nil without a response
 	retryAfter string // the response's Retry-After header; "" without one
 	duration   time.Duration
+	refused    *destination.BlockedError // the refusal of a destination_blocked attempt
 }
 
 // fail records an attempt that got no response: its outcome, and err's
 // text with the password of any URL in it redacted (redact.Error),
-// as the attempt log, the logs and the API show it. Every error of send
-// leaves it through here.
+// as the attempt log, the logs and the API show it, and the refusal of an
+// attempt Herald refused to make. Every error of send leaves it through
+// here.
 func (r *result) fail(outcome string, err error) {
 	r.outcome, r.err = outcome, redact.Error(err).Error()
+	if outcome == outcomeBlocked {
+		errors.As(err, &r.refused)
+	}
 }
 
 // retryAfterAt is how long the response's Retry-After header asks the

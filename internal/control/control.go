@@ -235,7 +235,7 @@ func (s *Service) redriven(ctx context.Context, res store.RedriveResult, err err
 // open the circuit at once is logged.
 func (s *Service) released(ctx context.Context, endpointID string, at time.Time) {
 	if err := s.Scheduler.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
-		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint", endpointID, "err", err)
+		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint_id", endpointID, "err", err)
 	}
 }
 
@@ -273,8 +273,11 @@ func (s *Service) Reactivate(ctx context.Context, id string) (subscription.Subsc
 	if err != nil {
 		return subscription.Subscription{}, 0, err
 	}
-	if s.Notifier != nil && before.State == subscription.StateDeactivated {
-		s.Notifier.SubscriptionReactivated(sub, n)
+	if before.State == subscription.StateDeactivated {
+		s.Logger.Info("subscription reactivated: its queued deliveries are pushed again", "subscription_id", id, "requeued", n)
+		if s.Notifier != nil {
+			s.Notifier.SubscriptionReactivated(sub, n)
+		}
 	}
 	return sub, n, nil
 }

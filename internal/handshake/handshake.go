@@ -159,10 +159,10 @@ func (v *Validator) attempt(ctx context.Context, e *catalog.Entry, tr *tries, no
 	if err == nil {
 		v.setError(ctx, e.ID, "") // passed: no error to show
 		if err := v.Activate.Activate(ctx, e.ID); err != nil {
-			v.Logger.Warn("activating a validated subscription", "subscription", e.ID, "err", err)
+			v.Logger.Warn("activating a validated subscription", "subscription_id", e.ID, "err", err)
 			return
 		}
-		v.Logger.Info("endpoint validated; the subscription is active", "subscription", e.ID, "kind", e.Delivery.Validation)
+		v.Logger.Info("endpoint validated; the subscription is active", "subscription_id", e.ID, "kind", e.Delivery.Validation)
 		v.forget(e.ID)
 		return
 	}
@@ -186,7 +186,7 @@ func (v *Validator) attempt(ctx context.Context, e *catalog.Entry, tr *tries, no
 	if done {
 		msg += fmt.Sprintf(" (gave up after %d attempts: the retry policy ended; create the subscription again to retry)", n)
 	}
-	v.Logger.Info("endpoint validation failed", "subscription", e.ID, "kind", e.Delivery.Validation, "err", err)
+	v.Logger.Info("endpoint validation failed", "subscription_id", e.ID, "kind", e.Delivery.Validation, "err", err)
 	v.setError(ctx, e.ID, msg)
 }
 
@@ -198,7 +198,7 @@ func (v *Validator) setError(ctx context.Context, id, msg string) {
 	}
 	sub.Delivery.ValidationError = msg
 	if err := v.Store.UpdateSubscription(ctx, sub); err != nil && !errors.Is(err, store.ErrNotFound) {
-		v.Logger.Warn("storing a validation error", "subscription", id, "err", err)
+		v.Logger.Warn("storing a validation error", "subscription_id", id, "err", err)
 	}
 }
 

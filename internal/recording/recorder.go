@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -79,6 +80,14 @@ type Request struct {
 	Outcome      store.Outcome
 	Delivery     *store.Claimed
 	Subscription *catalog.Entry
+	// URL is where the attempt went, or would have gone (the
+	// subscription's URL, or its dead-letter URL), for the log; "" when
+	// the subscription is gone.
+	URL string
+	// Refused, for an attempt Herald refused to make (its outcome
+	// destination_blocked), is the refusal: the address and how to allow
+	// it, for the log.
+	Refused *destination.BlockedError
 }
 
 // Result is what became of one Request.
@@ -118,6 +127,7 @@ type Recorder struct {
 	closeOnce sync.Once
 	quitOnce  sync.Once
 	announce  announcements // deactivations announced
+	lines     *lineBudget   // the delivery lines' bound, per endpoint
 }
 
 // New returns a recorder that has not started.
@@ -134,8 +144,9 @@ func New(cfg Config) *Recorder {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 30 * time.Second
 	}
+	log := cfg.Logger.With("component", "recorder")
 	return &Recorder{
-		cfg: cfg, log: cfg.Logger.With("component", "recorder"),
+		cfg: cfg, log: log, lines: newLineBudget(cfg.Clock, log),
 		queue:   make(chan Request, recordQueueSize),
 		results: make(chan []Result, resultsQueueSize),
 		quit:    make(chan struct{}),
@@ -166,28 +177,44 @@ func (r *Recorder) Add(req Request) { r.queue <- req }
 // order written; it is closed when the recorder ends.
 func (r *Recorder) Results() <-chan []Result { return r.results }
 
+// run writes what is queued, a batch at a time, and closes the delivery
+// lines' intervals as they end (see lineBudget), until the intake is
+// closed and drained.
 func (r *Recorder) run() {
 	defer close(r.results)
+	defer r.lines.stop()
 	batch := make([]Request, 0, maxRecordBatch)
-	for req := range r.queue {
-		batch = append(batch[:0], req)
-	fill:
-		for len(batch) < maxRecordBatch {
-			select {
-			case q, ok := <-r.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, q)
-			default:
-				break fill
+	for {
+		select {
+		case req, ok := <-r.queue:
+			if !ok {
+				return
 			}
+			batch = r.fill(append(batch[:0], req))
+			res := make([]Result, 0, len(batch))
+			res = r.write(batch, res)
+			r.results <- res
+			clear(batch)
+		case <-r.lines.due():
+			r.lines.expire()
 		}
-		res := make([]Result, 0, len(batch))
-		res = r.write(batch, res)
-		r.results <- res
-		clear(batch)
 	}
+}
+
+// fill adds to batch the requests waiting, up to maxRecordBatch.
+func (r *Recorder) fill(batch []Request) []Request {
+	for len(batch) < maxRecordBatch {
+		select {
+		case q, ok := <-r.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, q)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // recordSplitAfter is how many failed tries of a batch of several outcomes
@@ -218,7 +245,7 @@ func (r *Recorder) write(batch []Request, res []Result) []Result {
 		case <-r.quit:
 			t.Stop()
 			for _, q := range batch {
-				r.log.Error("recording an attempt outcome failed; the delivery will be attempted again", "delivery", q.Delivery.ID, "err", err)
+				r.log.Error("recording an attempt outcome failed; the delivery will be attempted again", "delivery_id", q.Delivery.ID, "err", err)
 				res = append(res, Result{Delivery: q.Delivery, Err: err})
 			}
 			return res

@@ -7,7 +7,6 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/delivery"
-	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -23,15 +22,12 @@ func (r *Recorder) report(q Request) Result {
 	if out.Status == delivery.StatusDeadLettered && r.cfg.Notifier != nil && sub != nil {
 		r.cfg.Notifier.DeliveryDeadLettered(*c, sub, out)
 	}
+	r.logOutcome(q) // before the deactivation's line, which it explains
 	if out.Deactivate && sub != nil {
 		r.deactivated(sub, c, out)
 	}
 	if cp := out.DeadLetterCopy; cp != nil {
 		res.DeadLetterEndpoint = cp.EndpointID // due now on its own endpoint
-	}
-	if c.DeadLetterOf != "" && out.Status == delivery.StatusDropped && out.DeadLetterReason == retry.ReasonDeadLetterUndeliverable {
-		r.log.Warn("a dead letter was not taken by its dead-letter URL within its 4 hours; dropped",
-			"delivery", c.ID, "dead_letter_of", c.DeadLetterOf, "subscription", c.SubscriptionID, "last_outcome", out.LastOutcome)
 	}
 	return res
 }
@@ -50,7 +46,8 @@ func (r *Recorder) deactivated(sub *catalog.Entry, c *store.Claimed, out store.O
 	if !r.announce.first(sub.ID) {
 		return
 	}
-	r.log.Info("subscription deactivated: its events are queued until it is reactivated", "subscription", sub.ID, "delivery", c.ID, "outcome", out.LastOutcome)
+	r.log.Warn("subscription deactivated: its events are queued until it is reactivated",
+		"subscription_id", sub.ID, "delivery_id", c.ID, "last_outcome", out.LastOutcome)
 	if r.cfg.Notifier != nil {
 		r.cfg.Notifier.SubscriptionDeactivated(sub, *c, out)
 	}

@@ -181,10 +181,15 @@ func (hs *healthSync) nextVersion(prev time.Time) time.Time {
 }
 
 // report tells the log, the metrics and the notifier of a state change
-// found in the store.
+// found in the store: the only line of it in the cluster's logs, at warn
+// when the circuit closes (or narrows), at info when it is enabled again.
 func (hs *healthSync) report(ep endpoint.Endpoint, tr health.Transition) {
-	hs.log.Info("endpoint circuit changed", "endpoint", ep.ID, "url", redact.URL(ep.URL),
-		"from", tr.From, "to", tr.To, "reason", tr.Reason)
+	level := slog.LevelWarn
+	if tr.To == health.Enabled {
+		level = slog.LevelInfo
+	}
+	hs.log.Log(context.Background(), level, "endpoint circuit changed", "endpoint_id", ep.ID, "url", redact.URL(ep.URL),
+		"from", tr.From, "to", tr.To, "reason", tr.Reason, "consecutive_failures", ep.Health.ConsecutiveFailures)
 	hs.reported.transition(tr)
 	if hs.cfg.Notifier != nil {
 		hs.cfg.Notifier.EndpointChanged(ep, tr)
@@ -291,7 +296,7 @@ func (hs *healthSync) readUnknown() {
 			ep.Health.State = health.Enabled
 		case err != nil:
 			if !errors.Is(err, store.ErrClosed) {
-				hs.log.Warn("reading endpoint health", "endpoint", id, "err", err)
+				hs.log.Warn("reading endpoint health", "endpoint_id", id, "err", err)
 			}
 			continue
 		}

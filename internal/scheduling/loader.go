@@ -239,14 +239,14 @@ func (ld *loader) loadDue(now time.Time) {
 		ctx, cancel := ld.cfg.storeCtx()
 		cs, err := ld.cfg.Store.ClaimDue(ctx, w.id, now, w.n, lease)
 		if err != nil {
-			ld.log.Warn("claiming due deliveries", "endpoint", w.id, "err", err)
+			ld.log.Warn("claiming due deliveries", "endpoint_id", w.id, "err", err)
 		}
 		var next time.Time
 		var more bool
 		if err == nil && len(cs) < w.n {
 			next, more, err = ld.cfg.Store.NextDue(ctx, w.id)
 			if err != nil {
-				ld.log.Warn("reading next due time", "endpoint", w.id, "err", err)
+				ld.log.Warn("reading next due time", "endpoint_id", w.id, "err", err)
 			}
 		}
 		cancel()

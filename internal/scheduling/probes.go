@@ -28,7 +28,7 @@ func (p *probes) take(endpointID string, now time.Time) bool {
 	ok, err := p.store.TakeProbe(ctx, endpointID, now, hold)
 	cancel()
 	if err != nil {
-		p.log.Warn("taking a probe", "endpoint", endpointID, "err", err)
+		p.log.Warn("taking a probe", "endpoint_id", endpointID, "err", err)
 	}
 	s := p.sched
 	s.mu.Lock()
@@ -61,6 +61,6 @@ func (p *probes) giveBack(l *lane) {
 	ctx, cancel := p.cfg.storeCtx()
 	defer cancel()
 	if _, err := p.store.TakeProbe(ctx, l.id, hold, now); err != nil {
-		p.log.Warn("giving back a probe", "endpoint", l.id, "err", err)
+		p.log.Warn("giving back a probe", "endpoint_id", l.id, "err", err)
 	}
 }

@@ -94,7 +94,9 @@ func (r *runner) exchangeEnded(l *lane, obs *health.Outcome, url string) {
 	en := r.sched.attemptEnded(l, obs, url, r.clock.Now())
 	r.launch(en.starts)
 	if en.tr.Changed() {
-		r.log.Info("endpoint circuit changed here; merging", "endpoint", l.id, "from", en.tr.From, "to", en.tr.To, "reason", en.tr.Reason)
+		// Logged at info or warn once merged into the store, on the node
+		// whose merge found it (healthSync.report).
+		r.log.Debug("endpoint circuit changed here; merging", "endpoint_id", l.id, "from", en.tr.From, "to", en.tr.To, "reason", en.tr.Reason)
 	}
 	if en.flush {
 		r.health.Kick() // share the change with the other nodes now

@@ -233,7 +233,9 @@ func TestRoutingAnswersProblems(t *testing.T) {
 // a problem document, not net/http's text/plain, and none reaches the API.
 func TestNetHTTPRefusalsAreProblems(t *testing.T) {
 	logs := &logBuffer{}
-	b := setup(t, func(c *server.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	b := setup(t, func(c *server.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, server.DefaultConfig().MaxConnections)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -325,9 +327,13 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
+// TestRequestLog: at debug, each request is a line with what may be
+// logged of it, and nothing secret.
 func TestRequestLog(t *testing.T) {
 	logs := &logBuffer{}
-	b := setup(t, func(c *server.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	b := setup(t, func(c *server.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 	b.send("GET", "/v1/subscriptions?limit=5&cursor=s3cr3t-cursor&limit=6", map[string]string{"X-Api-Key": "hunter2"}, "")
 	b.send("POST", "/v1/subscriptions", map[string]string{"Content-Type": "text/plain"}, "hunter3")
 
@@ -342,8 +348,8 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 	want := []map[string]any{
-		{"level": "INFO", "component": "api", "method": "GET", "path": "/v1/subscriptions", "query": "cursor,limit", "status": 400.0}, // not a cursor this list gives
-		{"level": "INFO", "component": "api", "method": "POST", "path": "/v1/subscriptions", "status": 415.0},
+		{"level": "DEBUG", "component": "api", "method": "GET", "path": "/v1/subscriptions", "query": "cursor,limit", "status": 400.0}, // not a cursor this list gives
+		{"level": "DEBUG", "component": "api", "method": "POST", "path": "/v1/subscriptions", "status": 415.0},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d request lines, want %d:\n%s", len(lines), len(want), logs)

@@ -831,7 +831,7 @@ func (s *Store) recordMissing(ctx context.Context, tx pgx.Tx, rs []recordRound) 
 		if err := rows.Scan(&dlv, &num); err != nil {
 			return fmt.Errorf("record: %w", err)
 		}
-		s.log.Warn("record: no such delivery; attempt not logged", "delivery", dlv, "attempt", num)
+		s.log.Warn("record: no such delivery; attempt not logged", "delivery_id", dlv, "attempt", num)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("record: %w", err)

@@ -141,7 +141,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 				var one int
 				if err := w.scanRow(deliveryExistsSQL, []any{a.DeliveryID}, &one); err != nil {
 					if isNoRows(err) {
-						w.log.Warn("record: no such delivery; attempt not logged", "delivery", a.DeliveryID, "attempt", a.Number)
+						w.log.Warn("record: no such delivery; attempt not logged", "delivery_id", a.DeliveryID, "attempt", a.Number)
 						continue
 					}
 					return fmt.Errorf("record %s: %w", a.DeliveryID, err)
