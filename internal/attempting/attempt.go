@@ -167,7 +167,7 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 // subscription's timeout (an attempt that runs out of time fails with
 // context.DeadlineExceeded: "timeout"), at a hard stop (Abandon cancels
 // its parent), or when reg is cut short.
-func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) (outs []store.Outcome, obs *health.Outcome, refused *destination.BlockedError, ok bool) {
+func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) (outs []store.Outcome, obs *health.Outcome, refused *destination.Refusal, ok bool) {
 	started := a.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(a.attemptsCtx, attemptTimeout(sub))
 	defer cancel()

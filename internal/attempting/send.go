@@ -79,7 +79,7 @@ type result struct {
 	body       []byte // first MaxLoggedBody bytes of the response; nil without a response
 	retryAfter string // the response's Retry-After header; "" without one
 	duration   time.Duration
-	refused    *destination.BlockedError // the refusal of a destination_blocked attempt
+	refused    *destination.Refusal // the refusal of a destination_blocked attempt
 }
 
 // fail records an attempt that got no response: its outcome, and err's
@@ -89,8 +89,8 @@ type result struct {
 // here.
 func (r *result) fail(outcome string, err error) {
 	r.outcome, r.err = outcome, redact.Error(err).Error()
-	if outcome == outcomeBlocked {
-		errors.As(err, &r.refused)
+	if ref, ok := destination.RefusalOf(err); ok && outcome == outcomeBlocked {
+		r.refused = &ref
 	}
 }
 

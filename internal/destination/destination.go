@@ -222,9 +222,30 @@ func (p Policy) Allowed(a netip.Addr) error {
 // IsBlocked reports whether err is, or wraps, a *BlockedError or a
 // *NameBlockedError.
 func IsBlocked(err error) bool {
+	_, ok := RefusalOf(err)
+	return ok
+}
+
+// Refusal is what the log says of a destination the policy refused (see
+// RefusalOf): the address or name, the class of the address ("" for a
+// name refused as a whole), and how to allow it.
+type Refusal struct {
+	Destination, Class, Hint string
+}
+
+// RefusalOf returns the refusal err is or wraps: a *BlockedError (an
+// address) or a *NameBlockedError (a name, which has no one class). ok is
+// false for any other error.
+func RefusalOf(err error) (r Refusal, ok bool) {
 	var b *BlockedError
 	var n *NameBlockedError
-	return errors.As(err, &b) || errors.As(err, &n)
+	switch {
+	case errors.As(err, &b):
+		return Refusal{Destination: b.Addr.String(), Class: b.Class.Name, Hint: b.Hint()}, true
+	case errors.As(err, &n):
+		return Refusal{Destination: n.Name, Hint: n.Hint()}, true
+	}
+	return Refusal{}, false
 }
 
 // allowsNonPublic reports whether the policy allows any address that is

@@ -175,3 +175,24 @@ func TestDialerLoopbackName(t *testing.T) {
 		t.Errorf("dial printer.local under a public-only policy: %v, want a NameBlockedError in a *net.OpError", err)
 	}
 }
+
+// TestRefusalOf: both refusals, wrapped as a dial wraps them, give what
+// the log says of them; any other error gives none.
+func TestRefusalOf(t *testing.T) {
+	g := Guard{Resolver: &askedResolver{t: t}}
+	_, nameErr := g.Lookup(context.Background(), "tcp", "printer.local")
+	addrErr := Policy{}.Allowed(netip.MustParseAddr("10.1.2.3"))
+	for _, c := range []struct {
+		err  error
+		want Refusal
+		ok   bool
+	}{
+		{fmt.Errorf("dial: %w", addrErr), Refusal{Destination: "10.1.2.3", Class: "private", Hint: addrErr.(*BlockedError).Hint()}, true},
+		{fmt.Errorf("dial: %w", nameErr), Refusal{Destination: "printer.local", Hint: nameErr.(*NameBlockedError).Hint()}, true},
+		{errors.New("connection refused"), Refusal{}, false},
+	} {
+		if got, ok := RefusalOf(c.err); got != c.want || ok != c.ok || IsBlocked(c.err) != c.ok {
+			t.Errorf("RefusalOf(%v) = %+v, %v; want %+v, %v", c.err, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -108,18 +108,16 @@ func failedAttrs(q Request) []slog.Attr {
 	return attrs
 }
 
-// blockedAttrs are a refused attempt's keys: its number, the address
-// refused (when the refusal names one), its class, and how to allow it.
+// blockedAttrs are a refused attempt's keys: its number, the address (or
+// the name, when the name was refused as a whole) and its class, and how
+// to allow it.
 func blockedAttrs(q Request) []slog.Attr {
 	b := q.Refused
-	attrs := []slog.Attr{slog.Int("attempt", q.Outcome.Attempt.Number)}
-	if b.Addr.IsValid() {
-		attrs = append(attrs, slog.String("address", b.Addr.String()))
+	attrs := []slog.Attr{slog.Int("attempt", q.Outcome.Attempt.Number), slog.String("address", b.Destination)}
+	if b.Class != "" {
+		attrs = append(attrs, slog.String("class", b.Class))
 	}
-	if b.Class.Name != "" {
-		attrs = append(attrs, slog.String("class", b.Class.Name))
-	}
-	return append(attrs, slog.String("hint", b.Hint()), slog.String("delivery_status", string(q.Outcome.Status)))
+	return append(attrs, slog.String("hint", b.Hint), slog.String("delivery_status", string(q.Outcome.Status)))
 }
 
 // endAttrs are the keys of a delivery's end: the reason, the attempts made,

@@ -87,7 +87,7 @@ type Request struct {
 	// Refused, for an attempt Herald refused to make (its outcome
 	// destination_blocked), is the refusal: the address and how to allow
 	// it, for the log.
-	Refused *destination.BlockedError
+	Refused *destination.Refusal
 }
 
 // Result is what became of one Request.
