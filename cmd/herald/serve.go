@@ -87,7 +87,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "data", cfg.DataDir,
 		"node", srv.Pipeline.Scheduler.Config().Owner, "version", build.Version, "revision", build.Revision)
-	fmt.Fprintf(stdout, "herald listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "herald listening on http://%s\nconsole at http://%s/console/ (sign in with an API key)\n", ln.Addr(), ln.Addr())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
