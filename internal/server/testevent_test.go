@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -114,21 +113,6 @@ func TestTestEventPushedSignedAndRetried(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-}
-
-// scrapeMetrics reads /metrics.
-func scrapeMetrics(b *bundle) string {
-	b.t.Helper()
-	resp, err := b.client.Get(b.api.URL + "/metrics")
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return string(raw)
 }
 
 // TestTestEventQueued: a pull subscription's test event (no body: type
