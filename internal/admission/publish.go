@@ -108,6 +108,18 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 			Payload: payload, PublishedAt: now,
 		}
 	}
+	return in.admit(ctx, news, now, in.fanOut)
+}
+
+// plan gives news their deliveries as of snap and reserves the pushed ones
+// with the scheduler (fanOut; PublishTo's one delivery).
+type plan func(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error)
+
+// admit commits news with the deliveries deliver gives them, under
+// Publish's guard: when the store refuses the commit because the
+// subscriptions changed since snap, the catalog catches up and deliver
+// runs again (at most maxMatchTries times).
+func (in *Publisher) admit(ctx context.Context, news []store.NewEvent, now time.Time, deliver plan) ([]Result, error) {
 	var opts store.PublishOptions
 	for try := 1; ; try++ {
 		snap := in.Catalog.Snapshot()
@@ -125,9 +137,9 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 			// current enough. Only a deletion since must still refuse.
 			opts.CatalogVersion, opts.RequireSubscriptions = 0, true
 		}
-		adm, err := in.fanOut(ctx, news, snap, now)
+		adm, err := deliver(ctx, news, snap, now)
 		if err != nil {
-			return nil, err // the client has gone: nothing was admitted or stored
+			return nil, err // refused, or the client has gone: nothing was admitted or stored
 		}
 		opts.Lease = adm.Lease()
 		res, err := in.Store.Publish(ctx, news, opts)

@@ -53,6 +53,9 @@ type Store interface {
 // Publisher is the publish path (ingest).
 type Publisher interface {
 	Publish(ctx context.Context, accountID string, evs []event.Event) ([]admission.Result, error)
+	// PublishTo publishes one event for one subscription alone (a test
+	// event).
+	PublishTo(ctx context.Context, accountID, subscriptionID string, ev event.Event) (admission.Targeted, error)
 }
 
 // LiveEndpoints is the scheduler's view of the endpoints it holds: health
@@ -162,6 +165,8 @@ func (s *Server) routes() []route {
 		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), optionalBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole, nil},
+		// A test event for this subscription alone, through the delivery path.
+		{"POST /v1/subscriptions/{id}/test", h(s.sendTestEvent), optionalBody, accountRole, nil},
 		// Would this event go to this subscription? (Nothing is published.)
 		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole, nil},
 		// Consumers of a pull (or deactivated push) subscription's queue.

@@ -19,16 +19,7 @@ func TestMetricsExposeTheEngine(t *testing.T) {
 	eventually(t, "the delivered one", func() bool { return ok.count() == 1 })
 	b.settle()
 
-	resp, err := b.client.Get(b.api.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(raw)
+	text := scrapeMetrics(b)
 	for _, want := range []string{
 		`herald_events_published_total{duplicate="false"} 1`,
 		`herald_events_published_total{duplicate="true"} 1`,
@@ -52,4 +43,19 @@ func TestMetricsExposeTheEngine(t *testing.T) {
 			t.Errorf("/metrics has a series per endpoint: %s", line)
 		}
 	}
+}
+
+// scrapeMetrics reads /metrics.
+func scrapeMetrics(b *bundle) string {
+	b.t.Helper()
+	resp, err := b.client.Get(b.api.URL + "/metrics")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return string(raw)
 }
