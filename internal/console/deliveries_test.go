@@ -149,6 +149,17 @@ func (n *node) pullSubscription(key string) string {
 	return n.must(http.StatusCreated, key, "POST", "/v1/subscriptions", map[string]any{"name": "pull", "delivery_mode": "pull"})["id"].(string)
 }
 
+// ofEvent returns the IDs of the deliveries of ds of the event evID.
+func ofEvent(evID string, ds []delivery.Delivery) []string {
+	var out []string
+	for _, d := range ds {
+		if d.EventID == evID {
+			out = append(out, d.ID)
+		}
+	}
+	return out
+}
+
 var deliveryLink = regexp.MustCompile(`href="/console/deliveries/(dlv_[0-9a-z]+)"`)
 
 // deliveriesListed returns the IDs of the deliveries a page links to, in
@@ -181,6 +192,10 @@ func TestDeliveriesSearch(t *testing.T) {
 	rivalDs := n.deliveriesOf(rivalPull)
 	cookie := n.signIn(ts.shopKey)
 
+	late := ofEvent("evt-late", append(n.deliveriesOf(dead), queued...))
+	if len(late) != 2 {
+		t.Fatalf("evt-late has %d deliveries; want 2 (pull and dead)", len(late))
+	}
 	search := func(q url.Values) page { return n.get("/console/deliveries?"+q.Encode(), cookie) }
 	for _, c := range []struct {
 		name string
@@ -190,7 +205,7 @@ func TestDeliveriesSearch(t *testing.T) {
 		{"dead-lettered", url.Values{"status": {"dead_lettered"}}, deadIDs},
 		{"queued", url.Values{"status": {"queued"}}, []string{queued[0].ID, queued[1].ID, queued[2].ID}},
 		{"subscription", url.Values{"subscription_id": {pull}}, []string{queued[0].ID, queued[1].ID, queued[2].ID}},
-		{"event id", url.Values{"event_id": {"evt-late"}}, []string{deadIDs[0], queued[0].ID}},
+		{"event id", url.Values{"event_id": {"evt-late"}}, late},
 		{"published before", url.Values{"before": {start.Add(time.Minute).Format("2006-01-02T15:04")}}, []string{queued[2].ID}},
 		{"published after, status", url.Values{"since": {start.Add(time.Hour).Format(time.RFC3339)}, "status": {"queued"}},
 			[]string{queued[0].ID, queued[1].ID}},
