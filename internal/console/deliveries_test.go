@@ -265,6 +265,29 @@ func TestDeliveriesPaged(t *testing.T) {
 	}
 }
 
+// deadFixture is a node with a receiver and two tenants, shop's
+// subscription dead pushing to the receiver's /dead, its dead letters
+// (newest first), and a session of shop's key.
+type deadFixture struct {
+	n      *node
+	rc     *receiver
+	ts     tenants
+	dead   string
+	ids    []string
+	cookie *http.Cookie
+}
+
+// newDeadFixture makes a deadFixture with a dead letter for each of evIDs.
+func newDeadFixture(t *testing.T, evIDs ...string) deadFixture {
+	t.Helper()
+	f := deadFixture{n: setup(t), rc: newReceiver(t)}
+	f.ts = twoTenants(f.n)
+	f.dead = f.n.subscribe(f.ts.shopKey, "dead", f.rc.URL+"/dead")
+	f.ids = f.n.deadLetters(f.ts.shopKey, f.dead, evIDs...)
+	f.cookie = f.n.signIn(f.ts.shopKey)
+	return f
+}
+
 // TestRedeliverFromThePage: a delivery's page shows its attempts (time,
 // status code, outcome, response excerpt, escaped); its Redeliver form
 // without the session's CSRF token is refused (403) and changes nothing;
@@ -272,12 +295,8 @@ func TestDeliveriesPaged(t *testing.T) {
 // While an attempt is in progress, the page says it cannot redeliver
 // (not an error page). Another account's key cannot redeliver it (404).
 func TestRedeliverFromThePage(t *testing.T) {
-	n := setup(t)
-	rc := newReceiver(t)
-	ts := twoTenants(n)
-	dead := n.subscribe(ts.shopKey, "dead", rc.URL+"/dead")
-	id := n.deadLetters(ts.shopKey, dead, "evt-1")[0]
-	cookie := n.signIn(ts.shopKey)
+	f := newDeadFixture(t, "evt-1")
+	n, rc, ts, cookie, id := f.n, f.rc, f.ts, f.cookie, f.ids[0]
 	p := n.get("/console/deliveries/"+id, cookie)
 	for _, s := range []string{`id="attempts"`, "<td>400</td>", "http_400", html.EscapeString("<b>no such order</b>"), "dead_lettered"} {
 		if p.status != http.StatusOK || !strings.Contains(p.body, s) {
@@ -332,12 +351,8 @@ func TestRedeliverFromThePage(t *testing.T) {
 // form with none selected or a value that is not a delivery ID is a 400
 // page.
 func TestRedriveFromThePage(t *testing.T) {
-	n := setup(t)
-	rc := newReceiver(t)
-	ts := twoTenants(n)
-	dead := n.subscribe(ts.shopKey, "dead", rc.URL+"/dead")
-	ids := n.deadLetters(ts.shopKey, dead, "evt-1", "evt-2", "evt-3")
-	cookie := n.signIn(ts.shopKey)
+	f := newDeadFixture(t, "evt-1", "evt-2", "evt-3")
+	n, rc, ts, cookie, dead, ids := f.n, f.rc, f.ts, f.cookie, f.dead, f.ids
 	p := n.get("/console/dead-letters?subscription_id="+dead, cookie)
 	if got := deliveriesListed(p); !slices.Equal(got, ids) || strings.Count(p.body, `type="checkbox" name="id"`) != 3 {
 		t.Fatalf("the dead letters page lists %v; want %v with a checkbox each\n%s", got, ids, p.body)

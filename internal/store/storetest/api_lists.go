@@ -126,18 +126,24 @@ func testListDeliveriesFilters(t *testing.T, b *bundle) {
 		{"event id, subscription, status", store.DeliveryFilter{EventID: shared.ID, SubscriptionID: c.ID, Status: delivery.StatusDelivered}, []string{}},
 		{"unknown subscription", store.DeliveryFilter{SubscriptionID: "sub_unknown"}, []string{}},
 	} {
-		for _, limit := range []int{1, 2, 100} {
-			got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
-				f := tc.f
-				f.Page = p
-				ds, next, err := b.s.ListDeliveries(b.ctx, f)
-				return deliveryIDs(ds), next, err
-			})
-			if got == nil {
-				got = []string{}
-			}
-			equal(t, fmt.Sprintf("%s, limit %d", tc.name, limit), got, tc.want)
+		listsAllPages(t, b, tc.name, tc.f, tc.want)
+	}
+}
+
+// listsAllPages checks that ListDeliveries with f lists want (newest
+// first), reading its pages at a few limits.
+func listsAllPages(t *testing.T, b *bundle, name string, f store.DeliveryFilter, want []string) {
+	t.Helper()
+	for _, limit := range []int{1, 2, 100} {
+		got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
+			f.Page = p
+			ds, next, err := b.s.ListDeliveries(b.ctx, f)
+			return deliveryIDs(ds), next, err
+		})
+		if got == nil {
+			got = []string{}
 		}
+		equal(t, fmt.Sprintf("%s, limit %d", name, limit), got, want)
 	}
 }
 
@@ -172,18 +178,7 @@ func testListDeliveriesTimeRange(t *testing.T, b *bundle) {
 		{"one millisecond", store.DeliveryFilter{SubscriptionID: a.ID, Since: minute(3), Before: minute(3).Add(time.Millisecond)}, []string{made[3]}},
 		{"empty range", store.DeliveryFilter{SubscriptionID: a.ID, Since: minute(3), Before: minute(3)}, []string{}},
 	} {
-		for _, limit := range []int{1, 100} {
-			got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
-				f := tc.f
-				f.Page = p
-				ds, next, err := b.s.ListDeliveries(b.ctx, f)
-				return deliveryIDs(ds), next, err
-			})
-			if got == nil {
-				got = []string{}
-			}
-			equal(t, fmt.Sprintf("%s, limit %d", tc.name, limit), got, tc.want)
-		}
+		listsAllPages(t, b, tc.name, tc.f, tc.want)
 	}
 }
 
