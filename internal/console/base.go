@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/store"
@@ -42,4 +43,35 @@ func (b base) accountParam(w http.ResponseWriter, r *http.Request, v *visit) (st
 		return "", false
 	}
 	return id, true
+}
+
+// accountChoices returns the accounts an admin picks from (the first
+// store.MaxLimit; another is reached with ?account_id=), none for an
+// account key; false when it answered an error.
+func (b base) accountChoices(w http.ResponseWriter, r *http.Request, v *visit) ([]account.Account, bool) {
+	if !v.admin() {
+		return nil, true
+	}
+	accs, _, err := b.store.ListAccounts(r.Context(), store.Page{Limit: store.MaxLimit})
+	if err != nil {
+		b.storeError(w, r, v, err)
+		return nil, false
+	}
+	return accs, true
+}
+
+// withQuery returns path with the parameters of q that are not empty.
+func withQuery(path string, q url.Values) string {
+	kept := url.Values{}
+	for k, vs := range q {
+		for _, v := range vs {
+			if v != "" {
+				kept.Add(k, v)
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return path
+	}
+	return path + "?" + kept.Encode()
 }

@@ -19,7 +19,9 @@
 // headers.go) renders the templates of templates/ in their layout, the
 // error page and static/. Each group of pages is a type embedding base
 // (base.go: the store, pages, the account a request may see), such as
-// subscriptionPages (subscriptions.go). A new page is a handler on its
+// subscriptionPages (subscriptions.go) and deliveryPages (deliveries.go,
+// delivery.go, deadletters.go: the forms there change deliveries through
+// Control). A new page is a handler on its
 // group's type taking the request's *visit, a template in templates/
 // defining "content", and a route in Handler wrapped in signedIn (and in
 // change for a POST); html/template escapes what it shows.
@@ -50,6 +52,22 @@ type Store interface {
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
 	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
+	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
+	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
+	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
+}
+
+// Control is how the console's forms change deliveries: the calls the
+// API's redeliver and redrive make (control.Service), which tell the
+// scheduler as well as the store.
+type Control interface {
+	// Redeliver makes a delivery due now with a fresh attempt budget:
+	// store.ErrConflict while an attempt is in progress,
+	// store.ErrSubscriptionDeleted when its subscription is gone.
+	Redeliver(ctx context.Context, id string) (delivery.Delivery, error)
+	// RedriveIDs redrives the dead letters among ids of the account (the
+	// others are ignored) and returns how many moved.
+	RedriveIDs(ctx context.Context, accountID string, ids []string) (int, error)
 }
 
 // Authenticator is how the console knows whose key signs in, and whether
@@ -62,7 +80,8 @@ type Authenticator interface {
 
 // Console serves the console's pages.
 type Console struct {
-	Store Store
+	Store   Store
+	Control Control
 	// Auth authenticates keys; nil when authentication is off
 	// (--auth=off): then any key signs in, as an admin, as the API takes
 	// any request as an admin's.
@@ -85,7 +104,9 @@ func (c *Console) Handler() http.Handler {
 	}
 	pg := &pages{log: c.Logger}
 	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg}
-	subs := &subscriptionPages{base{store: c.Store, pages: pg}}
+	b := base{store: c.Store, pages: pg}
+	subs := &subscriptionPages{b}
+	dls := &deliveryPages{base: b, control: c.Control}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /console/{$}", s.home)
 	mux.HandleFunc("GET /console/login", s.loginPage)
@@ -93,6 +114,11 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("POST /console/logout", s.signedIn(s.change(s.signOut)))
 	mux.Handle("GET /console/subscriptions", s.signedIn(subs.subscriptions))
 	mux.Handle("GET /console/subscriptions/{id}", s.signedIn(subs.subscription))
+	mux.Handle("GET /console/deliveries", s.signedIn(dls.deliveries))
+	mux.Handle("GET /console/deliveries/{id}", s.signedIn(dls.delivery))
+	mux.Handle("POST /console/deliveries/{id}/redeliver", s.signedIn(s.change(dls.redeliver)))
+	mux.Handle("GET /console/dead-letters", s.signedIn(dls.deadLetters))
+	mux.Handle("POST /console/dead-letters/redrive", s.signedIn(s.change(dls.redrive)))
 	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
 	mux.HandleFunc("/console/", s.notFound)
 	return securityHeaders(mux)

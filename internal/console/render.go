@@ -19,8 +19,9 @@ import (
 
 // Pages are html/template files in templates/, embedded: layout.html is
 // the frame every page shares (head, navigation, who is signed in, the
-// sign-out form), and each other file defines the "content" its page puts
-// in it. html/template escapes every value for where it lands.
+// sign-out form) and defines the pieces several pages share (the admin's
+// account-choice, a list's delivery-state cells, a list's pages links);
+// each other file defines the "content" its page puts in it. html/template escapes every value for where it lands.
 
 //go:embed templates
 var templateFS embed.FS

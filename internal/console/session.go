@@ -88,6 +88,12 @@ type visit struct {
 // account.
 func (v *visit) admin() bool { return v.Role == account.RoleAdmin }
 
+// sees reports whether the session may see a resource of accountID: an
+// admin's sees every account's, an account key's its own account's only.
+func (v *visit) sees(accountID string) bool {
+	return v.admin() || account.OrDefault(accountID) == account.OrDefault(v.AccountID)
+}
+
 // sessionHandler serves one request of a signed-in session.
 type sessionHandler func(w http.ResponseWriter, r *http.Request, v *visit)
 

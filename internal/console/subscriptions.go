@@ -72,28 +72,15 @@ func (sp *subscriptionPages) subscriptions(w http.ResponseWriter, r *http.Reques
 	if cursor != "" {
 		view.First = listURL(acc, "")
 	}
-	if v.admin() {
-		if view.Accounts, _, err = sp.store.ListAccounts(r.Context(), store.Page{Limit: store.MaxLimit}); err != nil {
-			sp.storeError(w, r, v, err)
-			return
-		}
+	if view.Accounts, ok = sp.accountChoices(w, r, v); !ok {
+		return
 	}
 	sp.render(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
 }
 
 // listURL is the URL of the subscriptions list of acc after cursor.
 func listURL(acc, cursor string) string {
-	q := url.Values{}
-	if acc != "" {
-		q.Set("account_id", acc)
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	if len(q) == 0 {
-		return "/console/subscriptions"
-	}
-	return "/console/subscriptions?" + q.Encode()
+	return withQuery("/console/subscriptions", url.Values{"account_id": {acc}, "cursor": {cursor}})
 }
 
 // subscriptionView is one subscription's page: what the API's resource
@@ -121,7 +108,7 @@ type subscriptionView struct {
 func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request, v *visit) {
 	id := r.PathValue("id")
 	sub, err := sp.store.GetSubscription(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.admin() && account.OrDefault(sub.AccountID) != account.OrDefault(v.AccountID) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(sub.AccountID) {
 		sp.errorPage(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
 		return
 	}

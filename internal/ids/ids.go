@@ -56,3 +56,11 @@ func Sequence(prefix string, t time.Time) func() string {
 		return s
 	}
 }
+
+// Floor returns the smallest ID of prefix for time t's millisecond: every
+// ID New or Sequence makes for t's millisecond or later sorts at or after
+// it, every one made for an earlier millisecond before it. A list of IDs
+// in order is bounded in time by Floor of its bounds.
+func Floor(prefix string, t time.Time) string {
+	return encode(prefix, uint64(t.UnixMilli())<<16, 0)
+}

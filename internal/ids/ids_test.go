@@ -60,3 +60,17 @@ func TestShapeFitsTheIDsMade(t *testing.T) {
 		t.Errorf("Endpoint.String() = %q", got)
 	}
 }
+
+func TestFloorBoundsTime(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	f := Floor("dlv_", t0)
+	for range 100 {
+		before, at, after := New("dlv_", t0.Add(-time.Millisecond)), New("dlv_", t0), New("dlv_", t0.Add(time.Millisecond))
+		if !(before < f && f <= at && at < Floor("dlv_", t0.Add(time.Millisecond)) && f < after) {
+			t.Fatalf("Floor %q does not lie between %q, %q and %q", f, before, at, after)
+		}
+	}
+	if s := Sequence("dlv_", t0)(); s < f || !Delivery.Fits(f) {
+		t.Fatalf("Floor %q: a sequence's first %q sorts before it, or it is not an ID's shape", f, s)
+	}
+}

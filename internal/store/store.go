@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -386,7 +387,25 @@ type DeliveryFilter struct {
 	// EndpointID filters by endpoint (a URL of the account); only with
 	// Status delivery.StatusQueued, for which it is an index seek.
 	EndpointID string
+	// Since and Before bound when a delivery was made (its CreatedAt, when
+	// its event was published): at or after Since, before Before, to the
+	// millisecond; zero times bound nothing. They bound its ID, which
+	// begins with that time (ids.New, ids.Floor), so each list above seeks
+	// its index over the range (IDRange).
+	Since, Before time.Time
 	Page
+}
+
+// IDRange returns the bounds of f's times as delivery IDs: lo (at or
+// after) and hi (before), "" where f sets no bound.
+func (f DeliveryFilter) IDRange() (lo, hi string) {
+	if !f.Since.IsZero() {
+		lo = ids.Floor(ids.Delivery.Prefix, f.Since)
+	}
+	if !f.Before.IsZero() {
+		hi = ids.Floor(ids.Delivery.Prefix, f.Before)
+	}
+	return lo, hi
 }
 
 // DeadLetterFilter selects dead-lettered deliveries.

@@ -365,6 +365,12 @@ const neverDelivered = "!deliveries_subscription_status"
 // sub_acc_3_4 (about 100 deliveries) may read its few rows through a
 // bitmap and sort them (so may those of the event's); those of larger sets
 // must read an index in list order.
+// planSince and planBefore are the plans' time range: the millisecond of
+// every fillAccounts delivery, whose IDs ('dlv_' and digits) begin with
+// the time 0 (ids.New), so that the range holds them all, as a range of a
+// busy hour does.
+var planSince, planBefore = time.UnixMilli(0), time.UnixMilli(1)
+
 var deliveryListPlans = []struct {
 	name    string
 	f       store.DeliveryFilter
@@ -420,6 +426,14 @@ var deliveryListPlans = []struct {
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
 	{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
 		[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}, nil},
+	// A time range (Since, Before) is a range of the index's last
+	// column, the ID: the same seeks, over the range.
+	{"small account, time", store.DeliveryFilter{AccountID: "acc_3", Since: planSince, Before: planBefore},
+		[]string{"Index Scan Backward using deliveries_account on", "Index Cond: ((account_id = 'acc_3'::text) AND (id >= ", "!Sort"}, nil},
+	{"large account, dead-lettered, time", store.DeliveryFilter{AccountID: "acc_0", Status: delivery.StatusDeadLettered, Since: planSince, Before: planBefore},
+		[]string{"Index Scan Backward using deliveries_account_status", "(id >= ", "!Sort"}, []string{"deliveries_account_status"}},
+	{"account, subscription, failed, time", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", Status: delivery.StatusPending, Before: planBefore},
+		[]string{"deliveries_subscription_status", "(id < "}, []string{"deliveries_subscription_status"}},
 	// The queued deliveries of one URL (the API's list by endpoint).
 	{"small account, endpoint, queued", store.DeliveryFilter{AccountID: "acc_3", EndpointID: "ep_acc_3_4", Status: delivery.StatusQueued},
 		[]string{"Index Scan Backward using deliveries_queued_endpoint"}, nil},

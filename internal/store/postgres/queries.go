@@ -163,6 +163,17 @@ func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
 			where = append(where, fmt.Sprintf("e.account_id = $%d", acc))
 		}
 	}
+	// The time range (store.DeliveryFilter's IDRange) is a range of d.id,
+	// which every index above ends with: it narrows their seeks.
+	lo, hi := f.IDRange()
+	if lo != "" {
+		args = append(args, lo)
+		where = append(where, fmt.Sprintf("d.id >= $%d", len(args)))
+	}
+	if hi != "" {
+		args = append(args, hi)
+		where = append(where, fmt.Sprintf("d.id < $%d", len(args)))
+	}
 	return where, args
 }
 

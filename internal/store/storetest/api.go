@@ -21,6 +21,7 @@ func RunAPIContract(t *testing.T, open Opener) {
 		{"Lists", []test{
 			{"DeliveriesPagination", testListDeliveriesPages},
 			{"DeliveriesFilters", testListDeliveriesFilters},
+			{"DeliveriesTimeRange", testListDeliveriesTimeRange},
 			{"DeliveriesLimitClamp", testListDeliveriesClamp},
 			{"AttemptsPagination", testListAttempts},
 			{"DeadLetters", testListDeadLetters},

@@ -126,18 +126,59 @@ func testListDeliveriesFilters(t *testing.T, b *bundle) {
 		{"event id, subscription, status", store.DeliveryFilter{EventID: shared.ID, SubscriptionID: c.ID, Status: delivery.StatusDelivered}, []string{}},
 		{"unknown subscription", store.DeliveryFilter{SubscriptionID: "sub_unknown"}, []string{}},
 	} {
-		for _, limit := range []int{1, 2, 100} {
-			got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
-				f := tc.f
-				f.Page = p
-				ds, next, err := b.s.ListDeliveries(b.ctx, f)
-				return deliveryIDs(ds), next, err
-			})
-			if got == nil {
-				got = []string{}
-			}
-			equal(t, fmt.Sprintf("%s, limit %d", tc.name, limit), got, tc.want)
+		listsAllPages(t, b, tc.name, tc.f, tc.want)
+	}
+}
+
+// listsAllPages checks that ListDeliveries with f lists want (newest
+// first), reading its pages at a few limits.
+func listsAllPages(t *testing.T, b *bundle, name string, f store.DeliveryFilter, want []string) {
+	t.Helper()
+	for _, limit := range []int{1, 2, 100} {
+		got := allPages(t, limit, func(p store.Page) ([]string, string, error) {
+			f.Page = p
+			ds, next, err := b.s.ListDeliveries(b.ctx, f)
+			return deliveryIDs(ds), next, err
+		})
+		if got == nil {
+			got = []string{}
 		}
+		equal(t, fmt.Sprintf("%s, limit %d", name, limit), got, want)
+	}
+}
+
+// testListDeliveriesTimeRange: Since and Before select the deliveries made
+// (by their IDs' time) at or after Since and before Before, to the
+// millisecond, with every other filter and page by page.
+func testListDeliveriesTimeRange(t *testing.T, b *bundle) {
+	a, c := b.subIn(b.account("times-a").ID, "https://a.example/hook"), b.sub("https://c.example/hook")
+	minute := func(i int) time.Time { return base.Add(time.Duration(i) * time.Minute) }
+	var made []string // made[i] at minute i, of a; the odd ones dead-lettered
+	for i := range 5 {
+		b.idAt = minute(i).Add(-time.Millisecond) // b.id adds one
+		made = append(made, b.deliver(a, minute(i)))
+		b.idAt = minute(i) // c's in the same millisecond
+		b.deliver(c, minute(i))
+	}
+	for _, i := range []int{1, 3} {
+		b.record(deadLettered(made[i], 1, b.now, b.now))
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.DeliveryFilter
+		want []string // newest first
+	}{
+		{"since, inclusive", store.DeliveryFilter{SubscriptionID: a.ID, Since: minute(2)}, []string{made[4], made[3], made[2]}},
+		{"before, exclusive", store.DeliveryFilter{SubscriptionID: a.ID, Before: minute(2)}, []string{made[1], made[0]}},
+		{"account, range", store.DeliveryFilter{AccountID: a.AccountID, Since: minute(1), Before: minute(4)}, []string{made[3], made[2], made[1]}},
+		{"account, status, range", store.DeliveryFilter{AccountID: a.AccountID, Status: delivery.StatusDeadLettered,
+			Since: minute(1), Before: minute(3)}, []string{made[1]}},
+		{"subscription, status, since", store.DeliveryFilter{SubscriptionID: a.ID, Status: delivery.StatusPending, Since: minute(1)},
+			[]string{made[4], made[2]}},
+		{"one millisecond", store.DeliveryFilter{SubscriptionID: a.ID, Since: minute(3), Before: minute(3).Add(time.Millisecond)}, []string{made[3]}},
+		{"empty range", store.DeliveryFilter{SubscriptionID: a.ID, Since: minute(3), Before: minute(3)}, []string{}},
+	} {
+		listsAllPages(t, b, tc.name, tc.f, tc.want)
 	}
 }
 

@@ -1,0 +1,136 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// excerptBytes bounds the response body an attempt's row shows (the store
+// keeps up to 4 KiB of it).
+const excerptBytes = 512
+
+// deliveryView is one delivery's page: its fields, a page of its
+// attempts (oldest first), and what the last redeliver did.
+type deliveryView struct {
+	delivery.Delivery
+	Attempts []attemptRow
+	// NextAttempts is the URL of the attempts' next page ("" on the last).
+	NextAttempts string
+	// Notice says what the redeliver the page follows did; Refused marks
+	// it as refused.
+	Notice  string
+	Refused bool
+}
+
+// attemptRow is one attempt as the page shows it.
+type attemptRow struct {
+	Number     int
+	StartedAt  time.Time
+	Latency    time.Duration
+	StatusCode int
+	Outcome    string
+	Error      string
+	// Excerpt is the start of the response body, as text.
+	Excerpt string
+}
+
+// redeliverNotices are the messages a redeliver leaves for the page it
+// returns to, by the value of its ?redeliver= parameter. Only these
+// texts are shown, never the parameter itself.
+var redeliverNotices = map[string]struct {
+	text    string
+	refused bool
+}{
+	"done":       {"Redelivered: the delivery is due now, with a fresh attempt budget.", false},
+	"attempting": {"Not redelivered: an attempt of this delivery is in progress. Try again when it ends.", true},
+	"deleted":    {"Not redelivered: its subscription was deleted.", true},
+}
+
+// delivery shows one delivery and a page of its attempts (?cursor=): 404
+// for one that does not exist, and for an account key one of another
+// account.
+func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *visit) {
+	d, ok := dp.ownDelivery(w, r, v)
+	if !ok {
+		return
+	}
+	as, next, err := dp.store.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+	if err != nil {
+		dp.storeError(w, r, v, err)
+		return
+	}
+	view := deliveryView{Delivery: d}
+	for _, a := range as {
+		view.Attempts = append(view.Attempts, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
+			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody)})
+	}
+	if next != "" {
+		view.NextAttempts = "/console/deliveries/" + d.ID + "?cursor=" + next
+	}
+	if n, ok := redeliverNotices[r.URL.Query().Get("redeliver")]; ok {
+		view.Notice, view.Refused = n.text, n.refused
+	}
+	dp.render(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
+}
+
+// excerpt is the start of a response body as text: at most excerptBytes,
+// not valid UTF-8 replaced.
+func excerpt(body []byte) string {
+	cut := len(body) > excerptBytes
+	if cut {
+		body = body[:excerptBytes]
+	}
+	s := strings.ToValidUTF8(string(body), "\uFFFD")
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// ownDelivery reads the delivery of the path's id, answering the 404 page
+// when there is none or the session may not see it.
+func (dp *deliveryPages) ownDelivery(w http.ResponseWriter, r *http.Request, v *visit) (delivery.Delivery, bool) {
+	id := r.PathValue("id")
+	d, err := dp.store.GetDelivery(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(d.AccountID) {
+		dp.errorPage(w, r, v, http.StatusNotFound, "There is no delivery "+id+".")
+		return d, false
+	}
+	if err != nil {
+		dp.storeError(w, r, v, err)
+		return d, false
+	}
+	return d, true
+}
+
+// redeliver takes the delivery page's Redeliver form: the delivery is
+// made due now with a fresh attempt budget (Control.Redeliver), and the
+// browser goes back to its page, which says what happened; a redeliver
+// refused (an attempt in progress, its subscription deleted) is said
+// there too.
+func (dp *deliveryPages) redeliver(w http.ResponseWriter, r *http.Request, v *visit) {
+	d, ok := dp.ownDelivery(w, r, v)
+	if !ok {
+		return
+	}
+	result := "done"
+	_, err := dp.control.Redeliver(r.Context(), d.ID)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		result = "attempting"
+	case errors.Is(err, store.ErrSubscriptionDeleted):
+		result = "deleted"
+	case errors.Is(err, store.ErrNotFound): // deleted since it was read
+		dp.errorPage(w, r, v, http.StatusNotFound, "There is no delivery "+d.ID+".")
+		return
+	case err != nil:
+		dp.storeError(w, r, v, err)
+		return
+	}
+	redirect(w, r, "/console/deliveries/"+d.ID+"?redeliver="+result)
+}
