@@ -96,7 +96,7 @@ type Console struct {
 	// not allow, as the API's (see api.Server's Destinations).
 	Destinations destination.Guard
 	Clock        clock.Clock  // default clock.Real{}
-	Logger *slog.Logger // default discards
+	Logger       *slog.Logger // default discards
 }
 
 // Handler returns the console's routes, every path under Prefix (and
