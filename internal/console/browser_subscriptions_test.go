@@ -30,7 +30,7 @@ func TestBrowserSubscriptionActions(t *testing.T) {
 	}
 	loc := read(t, b, "reading the address", chromedp.Location())
 	id := strings.TrimSuffix(strings.TrimPrefix(loc, n.url+"/console/subscriptions/"), "?done=created")
-	if got := n.sub(adminKey, id); got["url"] != rc.URL+"/ok" {
+	if got := subOf(n, adminKey, id); got["url"] != rc.URL+"/ok" {
 		t.Fatalf("the subscription made from the browser: %v", got)
 	}
 
@@ -60,7 +60,7 @@ func TestBrowserSubscriptionActions(t *testing.T) {
 	}
 
 	b.do(t, "deleting it", chromedp.Click(chromedp.CSS("#delete")), chromedp.WaitVisible(chromedp.CSS("#confirm-delete")))
-	n.sub(adminKey, id) // asking deletes nothing
+	subOf(n, adminKey, id) // asking deletes nothing
 	b.do(t, "confirming", chromedp.Click(chromedp.CSS("#confirm-delete")), chromedp.WaitVisible(chromedp.CSS("#no-subscriptions")))
 	n.must(http.StatusNotFound, adminKey, "GET", "/v1/subscriptions/"+id, nil)
 	b.noPolicyViolations(t)

@@ -95,17 +95,7 @@ func excerpt(body []byte, limit int) string {
 // ownDelivery reads the delivery of the path's id, answering the 404 page
 // when there is none or the session may not see it.
 func (dp *deliveryPages) ownDelivery(w http.ResponseWriter, r *http.Request, v *visit) (delivery.Delivery, bool) {
-	id := r.PathValue("id")
-	d, err := dp.store.GetDelivery(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(d.AccountID) {
-		dp.errorPage(w, r, v, http.StatusNotFound, "There is no delivery "+id+".")
-		return d, false
-	}
-	if err != nil {
-		dp.storeError(w, r, v, err)
-		return d, false
-	}
-	return d, true
+	return own(dp.base, w, r, v, "delivery", dp.store.GetDelivery, func(d delivery.Delivery) string { return d.AccountID })
 }
 
 // redeliver takes the delivery page's Redeliver form: the delivery is

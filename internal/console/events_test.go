@@ -8,7 +8,7 @@ import (
 
 // publishRaw publishes body, one CloudEvent as JSON, with key (as
 // written: json.Marshal would escape its markup).
-func (n *node) publishRaw(key, body string) {
+func publishRaw(n *node, key, body string) {
 	n.t.Helper()
 	req, _ := http.NewRequest("POST", n.url+"/v1/events", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -32,9 +32,9 @@ func TestEventsPage(t *testing.T) {
 	ts := twoTenants(n)
 	subA := n.subscribe(ts.shopKey, "a", "https://shop.example/a")
 	subB := n.subscribe(ts.shopKey, "b", "https://shop.example/b")
-	n.publishRaw(ts.shopKey, `{"specversion": "1.0", "id": "evt-markup", "source": "/shop", "type": "order.paid", "subject": "orders/1",
+	publishRaw(n, ts.shopKey, `{"specversion": "1.0", "id": "evt-markup", "source": "/shop", "type": "order.paid", "subject": "orders/1",
 		"data": {"note": "<script>alert(1)</script>"}}`)
-	a := n.signInActor(ts.shopKey)
+	a := signInAs(n, ts.shopKey)
 	p := n.get("/console/events?id=evt-markup", a.cookie)
 	if p.status != http.StatusOK || strings.Contains(p.body, "<script>alert") {
 		t.Fatalf("the event's page: %d, or its payload unescaped\n%s", p.status, p.body)
@@ -62,7 +62,7 @@ func TestEventsPage(t *testing.T) {
 		t.Fatalf("a 70 KiB payload: not cut, or shown whole (%d bytes)", len(p.body))
 	}
 
-	rival := n.signInActor(ts.rivalKey)
+	rival := signInAs(n, ts.rivalKey)
 	for _, path := range []string{"/console/events?id=evt-markup", "/console/events?id=evt-none"} {
 		p := n.get(path, rival.cookie)
 		if p.status != http.StatusOK || !strings.Contains(p.body, `id="no-event"`) || strings.Contains(p.body, "alert(1)") || len(deliveriesListed(p)) != 0 {
@@ -72,7 +72,7 @@ func TestEventsPage(t *testing.T) {
 	if p := n.get("/console/events?id=evt-markup&account_id="+ts.shop, rival.cookie); p.status != http.StatusNotFound {
 		t.Fatalf("the rival naming the shop's account: %d; want 404", p.status)
 	}
-	admin := n.signInActor(adminKey)
+	admin := signInAs(n, adminKey)
 	if p := n.get("/console/events?id=evt-markup", admin.cookie); len(deliveriesListed(p)) != 2 {
 		t.Fatalf("the admin's lookup in every account: %v", deliveriesListed(p))
 	}

@@ -159,17 +159,25 @@ func (sa *subscriptionActions) newSubscription(ctx context.Context, f subscripti
 // ownSubscription reads the subscription of the path's id, answering the
 // 404 page when there is none or the session may not see it.
 func (b base) ownSubscription(w http.ResponseWriter, r *http.Request, v *visit) (subscription.Subscription, bool) {
+	return own(b, w, r, v, "subscription", b.store.GetSubscription, func(s subscription.Subscription) string { return s.AccountID })
+}
+
+// own reads the what of the path's id with get, answering the 404 page
+// when there is none or the session may not see it (its account, by
+// accountOf), the store's error page for another error.
+func own[T any](b base, w http.ResponseWriter, r *http.Request, v *visit, what string,
+	get func(context.Context, string) (T, error), accountOf func(T) string) (T, bool) {
 	id := r.PathValue("id")
-	sub, err := b.store.GetSubscription(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(sub.AccountID) {
-		b.errorPage(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
-		return sub, false
+	x, err := get(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(accountOf(x)) {
+		b.errorPage(w, r, v, http.StatusNotFound, "There is no "+what+" "+id+".")
+		return x, false
 	}
 	if err != nil {
 		b.storeError(w, r, v, err)
-		return sub, false
+		return x, false
 	}
-	return sub, true
+	return x, true
 }
 
 // editForm shows the edit form, filled with the subscription's fields.

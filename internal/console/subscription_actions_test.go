@@ -25,8 +25,8 @@ type actor struct {
 	csrf   string
 }
 
-// signInActor signs in with key.
-func (n *node) signInActor(key string) actor {
+// signInAs signs in with key.
+func signInAs(n *node, key string) actor {
 	n.t.Helper()
 	c := n.signIn(key)
 	return actor{n: n, cookie: c, csrf: csrfOf(n.t, n.signedIn(c))}
@@ -42,20 +42,20 @@ func (a actor) post(path string, fields map[string]string) page {
 	return a.n.post(path, a.cookie, form)
 }
 
-// sub reads a subscription through the API with key.
-func (n *node) sub(key, id string) map[string]any {
+// subOf reads a subscription through the API with key.
+func subOf(n *node, key, id string) map[string]any {
 	n.t.Helper()
 	return n.must(http.StatusOK, key, "GET", "/v1/subscriptions/"+id, nil)
 }
 
 // subJSON is a subscription through the API with key, as JSON, to compare.
-func (n *node) subJSON(key, id string) string {
-	b, _ := json.Marshal(n.sub(key, id))
+func subJSON(n *node, key, id string) string {
+	b, _ := json.Marshal(subOf(n, key, id))
 	return string(b)
 }
 
-// count is how many subscriptions the account of key holds.
-func (n *node) count(key string) int {
+// countOf is how many subscriptions the account of key holds.
+func countOf(n *node, key string) int {
 	n.t.Helper()
 	return len(n.must(http.StatusOK, key, "GET", "/v1/subscriptions", nil)["data"].([]any))
 }
@@ -79,7 +79,7 @@ func refused(t *testing.T, what string, p page, status int, field, input string)
 func TestCreateFromTheForm(t *testing.T) {
 	n := setup(t)
 	ts := twoTenants(n)
-	a := n.signInActor(ts.shopKey)
+	a := signInAs(n, ts.shopKey)
 	if p := n.get("/console/subscriptions/new", a.cookie); p.status != http.StatusOK || !strings.Contains(p.body, `id="api-note"`) {
 		t.Fatalf("the create form: %d\n%s", p.status, p.body)
 	}
@@ -89,7 +89,7 @@ func TestCreateFromTheForm(t *testing.T) {
 	if p.status != http.StatusSeeOther || m == nil {
 		t.Fatalf("create: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
-	got := n.sub(ts.shopKey, m[1])
+	got := subOf(n, ts.shopKey, m[1])
 	if got["name"] != "orders" || got["url"] != "http://127.0.0.1:9/hook" || got["delivery_mode"] != "push" ||
 		strings.Join(toStrings(got["event_types"]), ",") != "order.paid,order.shipped" ||
 		got["retry_policy"].(map[string]any)["preset"] != "workfront" || got["headers"].(map[string]any)["X-Team"] != "payments" ||
@@ -119,18 +119,18 @@ func TestCreateFromTheForm(t *testing.T) {
 			t.Fatalf("%s: the form does not keep what was typed or say nothing was made\n%s", c.what, p.body)
 		}
 	}
-	if got := n.count(ts.shopKey); got != 1 {
+	if got := countOf(n, ts.shopKey); got != 1 {
 		t.Fatalf("the shop holds %d subscriptions after the refused forms; want 1", got)
 	}
 	if p := a.post("/console/subscriptions/new", map[string]string{"account_id": ts.rival, "name": "x", "url": "https://example.com/"}); p.status != http.StatusNotFound {
 		t.Fatalf("the shop key creating in the rival's account: %d; want 404", p.status)
 	}
-	if n.count(ts.rivalKey) != 0 {
+	if countOf(n, ts.rivalKey) != 0 {
 		t.Fatal("the shop key made a subscription in the rival's account")
 	}
-	admin := n.signInActor(adminKey)
+	admin := signInAs(n, adminKey)
 	p = admin.post("/console/subscriptions/new", map[string]string{"account_id": ts.rival, "name": "queue", "delivery_mode": "pull"})
-	if p.status != http.StatusSeeOther || n.count(ts.rivalKey) != 1 {
+	if p.status != http.StatusSeeOther || countOf(n, ts.rivalKey) != 1 {
 		t.Fatalf("the admin creating a pull subscription in the rival's account: %d\n%s", p.status, p.body)
 	}
 }
@@ -153,7 +153,7 @@ func TestEditFromTheForm(t *testing.T) {
 	id := n.must(http.StatusCreated, ts.shopKey, "POST", "/v1/subscriptions", map[string]any{"name": "orders",
 		"url": "https://user:hunter2@shop.example/hook", "subject_begins_with": "/orders", "timeout": "5s",
 		"retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 5}})["id"].(string)
-	a := n.signInActor(ts.shopKey)
+	a := signInAs(n, ts.shopKey)
 	form := n.get("/console/subscriptions/"+id+"/edit", a.cookie)
 	if form.status != http.StatusOK || !strings.Contains(form.body, `value="https://user:xxxxx@shop.example/hook"`) ||
 		strings.Contains(form.body, "hunter2") || !strings.Contains(form.body, `<option value="" selected>as it is`) {
@@ -164,7 +164,7 @@ func TestEditFromTheForm(t *testing.T) {
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/subscriptions/"+id+"?done=updated" {
 		t.Fatalf("edit: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
-	got := n.sub(ts.shopKey, id)
+	got := subOf(n, ts.shopKey, id)
 	if got["name"] != "orders-2" || got["url"] != "https://user:xxxxx@shop.example/hook" || got["subject_begins_with"] != "/orders" ||
 		got["timeout"] != "5s" || got["retry_policy"].(map[string]any)["max_attempts"] != float64(5) ||
 		toStrings(got["event_types"])[0] != "order.paid" || got["headers"].(map[string]any)["X-A"] != "1" {
@@ -175,10 +175,10 @@ func TestEditFromTheForm(t *testing.T) {
 		t.Fatalf("the stored URL after an edit that kept it: %q, %v", stored.URL, err)
 	}
 	p = a.post("/console/subscriptions/"+id+"/edit", map[string]string{"name": "orders-2", "url": "http://127.0.0.1:9/new"})
-	if p.status != http.StatusSeeOther || n.sub(ts.shopKey, id)["url"] != "http://127.0.0.1:9/new" {
-		t.Fatalf("editing the URL: %d, %v", p.status, n.sub(ts.shopKey, id)["url"])
+	if p.status != http.StatusSeeOther || subOf(n, ts.shopKey, id)["url"] != "http://127.0.0.1:9/new" {
+		t.Fatalf("editing the URL: %d, %v", p.status, subOf(n, ts.shopKey, id)["url"])
 	}
-	before := n.subJSON(ts.shopKey, id)
+	before := subJSON(n, ts.shopKey, id)
 	n.clk.Advance(time.Second)
 	for _, c := range []struct {
 		what         string
@@ -190,7 +190,7 @@ func TestEditFromTheForm(t *testing.T) {
 		{"an unknown preset", map[string]string{"name": "orders-2", "url": "http://127.0.0.1:9/new", "retry_policy": "nope"}, "retry_policy.preset", "retry_policy"},
 	} {
 		refused(t, c.what, a.post("/console/subscriptions/"+id+"/edit", c.fields), http.StatusBadRequest, c.field, c.input)
-		if after := n.subJSON(ts.shopKey, id); after != before {
+		if after := subJSON(n, ts.shopKey, id); after != before {
 			t.Fatalf("%s changed the subscription:\n%s\n%s", c.what, before, after)
 		}
 	}
@@ -203,12 +203,12 @@ func TestDeleteWithConfirmation(t *testing.T) {
 	n := setup(t)
 	ts := twoTenants(n)
 	id := n.subscribe(ts.shopKey, "orders", "https://shop.example/hook")
-	a := n.signInActor(ts.shopKey)
+	a := signInAs(n, ts.shopKey)
 	p := n.get("/console/subscriptions/"+id+"/delete", a.cookie)
 	if p.status != http.StatusOK || !strings.Contains(p.body, `id="confirm-delete"`) || !strings.Contains(p.body, "SubscriptionDeleted") {
 		t.Fatalf("the confirmation: %d\n%s", p.status, p.body)
 	}
-	n.sub(ts.shopKey, id) // the GET deleted nothing
+	subOf(n, ts.shopKey, id) // the GET deleted nothing
 	p = a.post("/console/subscriptions/"+id+"/delete", nil)
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/subscriptions" {
 		t.Fatalf("delete: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
@@ -229,7 +229,7 @@ func TestRotateAndReactivateFromThePage(t *testing.T) {
 	ts := twoTenants(n)
 	id := n.subscribe(ts.shopKey, "orders", "https://shop.example/hook")
 	old := n.must(http.StatusOK, ts.shopKey, "GET", "/v1/subscriptions/"+id+"/secret", nil)["secret"].(string)
-	a := n.signInActor(ts.shopKey)
+	a := signInAs(n, ts.shopKey)
 	if p := a.post("/console/subscriptions/"+id+"/rotate", map[string]string{"grace": "9d"}); p.status != http.StatusBadRequest ||
 		!strings.Contains(p.body, "grace:") {
 		t.Fatalf("a grace of 9d: %d\n%s", p.status, p.body)
@@ -251,15 +251,15 @@ func TestRotateAndReactivateFromThePage(t *testing.T) {
 	queuing := n.must(http.StatusCreated, ts.shopKey, "POST", "/v1/subscriptions",
 		map[string]any{"name": "queuing", "url": rc.URL + "/dead", "failure_policy": "queue"})["id"].(string)
 	n.publish(ts.shopKey, "evt-1")
-	eventually(t, "the subscription deactivated", func() bool { return n.sub(ts.shopKey, queuing)["state"] == "deactivated" })
+	eventually(t, "the subscription deactivated", func() bool { return subOf(n, ts.shopKey, queuing)["state"] == "deactivated" })
 	rc.cure()
 	id = queuing
 	if page := n.get("/console/subscriptions/"+id, a.cookie); !strings.Contains(page.body, `id="reactivate"`) {
 		t.Fatalf("a deactivated subscription's page has no Reactivate:\n%s", page.body)
 	}
 	p = a.post("/console/subscriptions/"+id+"/reactivate", nil)
-	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/subscriptions/"+id+"?done=reactivated" || n.sub(ts.shopKey, id)["state"] != "active" {
-		t.Fatalf("reactivate: %d to %q, state %v", p.status, p.header.Get("Location"), n.sub(ts.shopKey, id)["state"])
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/subscriptions/"+id+"?done=reactivated" || subOf(n, ts.shopKey, id)["state"] != "active" {
+		t.Fatalf("reactivate: %d to %q, state %v", p.status, p.header.Get("Location"), subOf(n, ts.shopKey, id)["state"])
 	}
 	eventually(t, "the queued delivery pushed", func() bool {
 		ds := n.deliveriesOf(id)
@@ -279,7 +279,7 @@ func TestFilterTestFromThePage(t *testing.T) {
 	id := n.must(http.StatusCreated, adminKey, "POST", "/v1/subscriptions", map[string]any{"name": "orders",
 		"url": "https://shop.example/hook", "event_types": []string{"order.paid"},
 		"advanced_filters": []any{map[string]any{"operator_type": "NumberGreaterThan", "key": "data.total", "value": 100}}})["id"].(string)
-	a := n.signInActor(adminKey)
+	a := signInAs(n, adminKey)
 	if p := n.get("/console/subscriptions/"+id+"/filter-test", a.cookie); p.status != http.StatusOK || !strings.Contains(p.body, `id="event"`) {
 		t.Fatalf("the filter test's form: %d\n%s", p.status, p.body)
 	}
@@ -313,7 +313,7 @@ func TestSendTestEventFromThePage(t *testing.T) {
 	rc := newReceiver(t)
 	id := n.subscribe(adminKey, "orders", rc.URL+"/ok")
 	other := n.subscribe(adminKey, "other", rc.URL+"/other")
-	a := n.signInActor(adminKey)
+	a := signInAs(n, adminKey)
 	if p := a.post("/console/subscriptions/"+id+"/test", map[string]string{"type": "order\x01paid"}); p.status != http.StatusBadRequest || !strings.Contains(p.body, "type:") {
 		t.Fatalf("a type with a control character: %d\n%s", p.status, p.body)
 	}
@@ -338,9 +338,9 @@ func TestActionsNeedCSRF(t *testing.T) {
 	n := setup(t)
 	rc := newReceiver(t)
 	id := n.subscribe(adminKey, "orders", rc.URL+"/ok")
-	a := n.signInActor(adminKey)
-	other := n.signInActor(adminKey)
-	before := n.subJSON(adminKey, id)
+	a := signInAs(n, adminKey)
+	other := signInAs(n, adminKey)
+	before := subJSON(n, adminKey, id)
 	fields := url.Values{"name": {"changed"}, "url": {rc.URL + "/changed"}, "grace": {"1h"}, "event": {`{}`}}
 	for _, path := range []string{"/console/subscriptions/new", "/console/subscriptions/" + id + "/edit",
 		"/console/subscriptions/" + id + "/delete", "/console/subscriptions/" + id + "/reactivate",
@@ -359,7 +359,7 @@ func TestActionsNeedCSRF(t *testing.T) {
 			}
 		}
 	}
-	if after := n.subJSON(adminKey, id); after != before || n.count(adminKey) != 1 || len(n.deliveriesOf(id)) != 0 {
+	if after := subJSON(n, adminKey, id); after != before || countOf(n, adminKey) != 1 || len(n.deliveriesOf(id)) != 0 {
 		t.Fatalf("a refused form changed something:\n%s\n%s", before, after)
 	}
 }
@@ -372,8 +372,8 @@ func TestActionsOnAnotherAccount(t *testing.T) {
 	ts := twoTenants(n)
 	rc := newReceiver(t)
 	id := n.subscribe(ts.rivalKey, rivalName, rc.URL+"/ok")
-	before := n.subJSON(ts.rivalKey, id)
-	a := n.signInActor(ts.shopKey)
+	before := subJSON(n, ts.rivalKey, id)
+	a := signInAs(n, ts.shopKey)
 	for _, path := range []string{"/edit", "/delete", "/filter-test"} {
 		if p := n.get("/console/subscriptions/"+id+path, a.cookie); p.status != http.StatusNotFound || strings.Contains(p.body, rivalName) {
 			t.Fatalf("GET %s of the rival's: %d\n%s", path, p.status, p.body)
@@ -385,7 +385,7 @@ func TestActionsOnAnotherAccount(t *testing.T) {
 			t.Fatalf("POST %s of the rival's: %d\n%s", path, p.status, p.body)
 		}
 	}
-	if after := n.subJSON(ts.rivalKey, id); after != before || len(n.deliveriesOf(id)) != 0 {
+	if after := subJSON(n, ts.rivalKey, id); after != before || len(n.deliveriesOf(id)) != 0 {
 		t.Fatalf("the shop key's forms changed the rival's subscription:\n%s\n%s", before, after)
 	}
 }
