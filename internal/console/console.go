@@ -21,7 +21,10 @@
 // (base.go: the store, pages, the account a request may see), such as
 // subscriptionPages (subscriptions.go) and deliveryPages (deliveries.go,
 // delivery.go, deadletters.go: the forms there change deliveries through
-// Control). A new page is a handler on its
+// Control), subscriptionActions (subscription_actions.go,
+// subscription_form.go, subscription_tools.go: the subscription forms,
+// through Control, Publisher and the subscription package's Input, as the
+// API's handlers) and eventPages (events.go). A new page is a handler on its
 // group's type taking the request's *visit, a template in templates/
 // defining "content", and a route in Handler wrapped in signedIn (and in
 // change for a POST); html/template escapes what it shows.
