@@ -6,7 +6,6 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/filter"
 )
 
 // filterTestJSON is the answer of filter-test.
@@ -35,30 +34,16 @@ func (s *Server) filterTest(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "body", "could not read the body (at most 1 MiB)")
 		return
 	}
-	h := http.Header{"Content-Type": []string{"application/cloudevents+json"}}
-	// Operational events (source /herald, types herald.*) may be tried:
-	// nothing is published.
-	evs, err := event.ParseWith(h, body, event.ParseOptions{DefaultSource: "/accounts/" + accountOf(r), AllowReserved: true})
-	if err != nil {
-		var fe *event.FieldError
-		if errors.As(err, &fe) {
-			invalid(w, fe.Field, fe.Detail)
-			return
-		}
-		invalid(w, "body", err.Error())
+	v, err := catalog.Try(sub, accountOf(r), body)
+	if fe := (*event.FieldError)(nil); errors.As(err, &fe) {
+		invalid(w, fe.Field, fe.Detail)
 		return
 	}
-	payload, err := evs[0].Marshal()
-	if err != nil {
-		invalid(w, "body", err.Error())
-		return
-	}
-	e, err := catalog.NewEntry(sub)
 	if err != nil {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
-	why, failed := e.Explain(evs[0].Type, evs[0].Subject, filter.NewEvent(payload))
+	why, failed := v.Why, v.Failed
 	out := filterTestJSON{Matches: why == "", Reason: why}
 	if failed >= 0 {
 		out.FailedFilter = &failed

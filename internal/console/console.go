@@ -21,7 +21,10 @@
 // (base.go: the store, pages, the account a request may see), such as
 // subscriptionPages (subscriptions.go) and deliveryPages (deliveries.go,
 // delivery.go, deadletters.go: the forms there change deliveries through
-// Control). A new page is a handler on its
+// Control), subscriptionActions (subscription_actions.go,
+// subscription_form.go, subscription_tools.go: the subscription forms,
+// through Control, Publisher and the subscription package's Input, as the
+// API's handlers) and eventPages (events.go). A new page is a handler on its
 // group's type taking the request's *visit, a template in templates/
 // defining "content", and a route in Handler wrapped in signedIn (and in
 // change for a POST); html/template escapes what it shows.
@@ -36,6 +39,7 @@ import (
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -53,14 +57,16 @@ type Store interface {
 	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
+	GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error)
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
 }
 
-// Control is how the console's forms change deliveries: the calls the
-// API's redeliver and redrive make (control.Service), which tell the
-// scheduler as well as the store.
+// Control is how the console's forms change deliveries and subscriptions:
+// the calls the API's handlers make (control.Service), which tell the
+// scheduler and the catalog as well as the store.
 type Control interface {
+	SubscriptionControl
 	// Redeliver makes a delivery due now with a fresh attempt budget:
 	// store.ErrConflict while an attempt is in progress,
 	// store.ErrSubscriptionDeleted when its subscription is gone.
@@ -85,9 +91,15 @@ type Console struct {
 	// Auth authenticates keys; nil when authentication is off
 	// (--auth=off): then any key signs in, as an admin, as the API takes
 	// any request as an admin's.
-	Auth   Authenticator
-	Clock  clock.Clock  // default clock.Real{}
-	Logger *slog.Logger // default discards
+	Auth Authenticator
+	// Publisher sends a subscription's test event (admission.Publisher,
+	// as the API's POST /v1/subscriptions/{id}/test does).
+	Publisher Publisher
+	// Destinations refuses a subscription URL whose host the policy does
+	// not allow, as the API's (see api.Server's Destinations).
+	Destinations destination.Guard
+	Clock        clock.Clock  // default clock.Real{}
+	Logger       *slog.Logger // default discards
 }
 
 // Handler returns the console's routes, every path under Prefix (and
@@ -106,6 +118,8 @@ func (c *Console) Handler() http.Handler {
 	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg}
 	b := base{store: c.Store, pages: pg}
 	subs := &subscriptionPages{b}
+	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock}
+	evs := &eventPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /console/{$}", s.home)
@@ -114,6 +128,8 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("POST /console/logout", s.signedIn(s.change(s.signOut)))
 	mux.Handle("GET /console/subscriptions", s.signedIn(subs.subscriptions))
 	mux.Handle("GET /console/subscriptions/{id}", s.signedIn(subs.subscription))
+	acts.routes(mux, s)
+	mux.Handle("GET /console/events", s.signedIn(evs.event))
 	mux.Handle("GET /console/deliveries", s.signedIn(dls.deliveries))
 	mux.Handle("GET /console/deliveries/{id}", s.signedIn(dls.delivery))
 	mux.Handle("POST /console/deliveries/{id}/redeliver", s.signedIn(s.change(dls.redeliver)))

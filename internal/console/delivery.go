@@ -67,7 +67,7 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 	view := deliveryView{Delivery: d}
 	for _, a := range as {
 		view.Attempts = append(view.Attempts, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
-			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody)})
+			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody, excerptBytes)})
 	}
 	if next != "" {
 		view.NextAttempts = "/console/deliveries/" + d.ID + "?cursor=" + next
@@ -78,12 +78,12 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 	dp.render(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
 }
 
-// excerpt is the start of a response body as text: at most excerptBytes,
-// not valid UTF-8 replaced.
-func excerpt(body []byte) string {
-	cut := len(body) > excerptBytes
+// excerpt is the start of a body as text: at most limit bytes, not valid
+// UTF-8 replaced, "…" after it when cut.
+func excerpt(body []byte, limit int) string {
+	cut := len(body) > limit
 	if cut {
-		body = body[:excerptBytes]
+		body = body[:limit]
 	}
 	s := strings.ToValidUTF8(string(body), "\uFFFD")
 	if cut {
@@ -95,17 +95,7 @@ func excerpt(body []byte) string {
 // ownDelivery reads the delivery of the path's id, answering the 404 page
 // when there is none or the session may not see it.
 func (dp *deliveryPages) ownDelivery(w http.ResponseWriter, r *http.Request, v *visit) (delivery.Delivery, bool) {
-	id := r.PathValue("id")
-	d, err := dp.store.GetDelivery(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(d.AccountID) {
-		dp.errorPage(w, r, v, http.StatusNotFound, "There is no delivery "+id+".")
-		return d, false
-	}
-	if err != nil {
-		dp.storeError(w, r, v, err)
-		return d, false
-	}
-	return d, true
+	return own(dp.base, w, r, v, "delivery", dp.store.GetDelivery, func(d delivery.Delivery) string { return d.AccountID })
 }
 
 // redeliver takes the delivery page's Redeliver form: the delivery is

@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -101,19 +100,17 @@ type subscriptionView struct {
 	// older ones.
 	Deliveries []delivery.Delivery
 	More       bool
+	// Notice says what the action the page follows did
+	// (subscriptionNotices).
+	Notice string
 }
 
-// subscription shows one subscription and its recent deliveries: 404 for
+// subscription shows one subscription, its actions' forms
+// (subscription_actions.go) and its recent deliveries: 404 for
 // one that does not exist, and for an account key one of another account.
 func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request, v *visit) {
-	id := r.PathValue("id")
-	sub, err := sp.store.GetSubscription(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(sub.AccountID) {
-		sp.errorPage(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
-		return
-	}
-	if err != nil {
-		sp.storeError(w, r, v, err)
+	sub, ok := sp.ownSubscription(w, r, v)
+	if !ok {
 		return
 	}
 	ds, next, err := sp.store.ListDeliveries(r.Context(), store.DeliveryFilter{AccountID: account.OrDefault(sub.AccountID),
@@ -124,6 +121,7 @@ func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request
 	}
 	view := toSubscriptionView(sub)
 	view.Deliveries, view.More = ds, next != ""
+	view.Notice = subscriptionNotices[r.URL.Query().Get("done")]
 	sp.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
 }
 

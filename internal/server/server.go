@@ -303,7 +303,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	con := &console.Console{Store: st, Control: ctl, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
+	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations,
+		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
 		con.Auth = s.Auth
 	}
