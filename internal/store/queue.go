@@ -40,13 +40,25 @@ type QueueStore interface {
 	// lock (its lock_until is not after r.Now).
 	Settle(ctx context.Context, r SettleRequest) ([]error, error)
 	// ReactivateSubscription makes a deactivated push subscription, or one
-	// awaiting validation, active (advancing the catalog version) and every
-	// one of its queued deliveries pending, due at now with a fresh attempt
-	// budget (locks cleared), and returns how many moved and to which
-	// endpoint. An active push subscription is left as it is (nothing
-	// moves: 0).
+	// awaiting validation, active (advancing the catalog version) with
+	// reason as its StateReason and UpdatedAt moved to now (see
+	// DeactivateSubscription), and every one of its queued deliveries
+	// pending, due at now with a fresh attempt budget (locks cleared), and
+	// returns how many moved and to which endpoint. An active push
+	// subscription is left as it is (nothing moves: 0).
 	// ErrNotFound; ErrConflict for a pull subscription.
-	ReactivateSubscription(ctx context.Context, id string, now time.Time) (RedriveResult, error)
+	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (RedriveResult, error)
+	// DeactivateSubscription deactivates an active push subscription by
+	// hand, as a Record outcome with Deactivate does: state
+	// subscription.StateDeactivated at a new catalog version, with reason
+	// as its StateReason and UpdatedAt moved to now (a millisecond after
+	// the UpdatedAt it had, if now is not later), and every pending
+	// delivery of it queued, receivable at now, leases cleared (an attempt
+	// in flight then only logs its outcome). It reports whether it changed
+	// anything: a deactivated subscription is left as it is (no new
+	// catalog version). ErrNotFound; ErrConflict for a pull subscription
+	// and for one awaiting validation.
+	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 	// CountQueued returns the number of queued deliveries.
 	CountQueued(ctx context.Context) (int64, error)
 }
