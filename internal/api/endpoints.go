@@ -12,6 +12,7 @@ type endpointJSON struct {
 	ID                  string  `json:"id"`
 	URL                 string  `json:"url"`
 	State               string  `json:"state"`
+	StateReason         *string `json:"state_reason"`
 	ConsecutiveFailures int64   `json:"consecutive_failures"`
 	WindowAttempts      int64   `json:"window_attempts"`
 	WindowFailures      int64   `json:"window_failures"`
@@ -41,8 +42,9 @@ func (s *Server) endpointView(ep endpoint.Endpoint) endpointJSON {
 	h := ep.Health
 	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
 	out := endpointJSON{
-		ID: ep.ID, URL: redact.URL(ep.URL), State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
-		WindowAttempts: attempts, WindowFailures: failures,
+		ID: ep.ID, URL: redact.URL(ep.URL), State: string(h.State), StateReason: optString(h.Reason),
+		ConsecutiveFailures: h.ConsecutiveFailures,
+		WindowAttempts:      attempts, WindowFailures: failures,
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),
 		ConcurrencyLimit: limit, InFlight: inFlight, CreatedAt: timestamp(ep.CreatedAt), UpdatedAt: optTime(ep.UpdatedAt),
@@ -85,6 +87,20 @@ func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep, err := s.Control.EnableEndpoint(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "endpoint")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.endpointView(ep))
+}
+
+// freezeEndpoint freezes an endpoint by hand: no attempt goes to it until
+// it is enabled. A frozen one is answered as it is.
+func (s *Server) freezeEndpoint(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownEndpoint(w, r); !ok {
+		return
+	}
+	ep, err := s.Control.FreezeEndpoint(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "endpoint")
 		return

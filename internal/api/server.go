@@ -151,6 +151,7 @@ func (s *Server) routes() []route {
 		// The body is optional: noBody takes no Content-Type or JSON.
 		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), noBody, accountRole},
 		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole},
+		{"POST /v1/subscriptions/{id}/deactivate", h(s.deactivate), noBody, accountRole},
 		// Would this event go to this subscription? (Nothing is published.)
 		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole},
 		// Consumers of a pull (or deactivated push) subscription's queue.
@@ -170,6 +171,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole},
 		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole},
+		{"POST /v1/endpoints/{id}/freeze", h(s.freezeEndpoint), noBody, accountRole},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public},

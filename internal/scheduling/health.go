@@ -135,6 +135,35 @@ func (hs *healthSync) enable(ctx context.Context, id string) (endpoint.Endpoint,
 	return ep, nil
 }
 
+// freeze is Service.Freeze.
+func (hs *healthSync) freeze(ctx context.Context, id string) (endpoint.Endpoint, error) {
+	now := hs.cfg.Clock.Now()
+	var tr health.Transition
+	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*endpoint.Endpoint) error {
+		tr = health.Transition{}
+		for _, ep := range eps {
+			if tr = hs.cfg.Health.Freeze(&ep.Health, now); tr.Changed() {
+				ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return endpoint.Endpoint{}, err
+	}
+	if len(eps) == 0 {
+		return endpoint.Endpoint{}, store.ErrNotFound
+	}
+	// Adopted like a merge's result: the lane gives back what it holds
+	// (onTransition) and keeps its queued outcomes, which leave the stored
+	// health frozen when merged.
+	hs.adoptAll(eps)
+	if tr.Changed() {
+		hs.report(eps[0], tr)
+	}
+	return eps[0], nil
+}
+
 // probeNow opens a probation or disabled endpoint's circuit for a probe at
 // once (an operator's action said it is fixed): its stored next probe time
 // becomes now, here and, through the store, on every node. Enabled and
