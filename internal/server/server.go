@@ -279,7 +279,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	sched, att := pipe.Scheduler, pipe.Attempter
 	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
 		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
-	q := queue.New(st, cfg.Clock, reg)
+	q := queue.New(st, cfg.Clock, reg, pipe.Finished)
 	waiters.Store(q)
 	a := &api.Server{Store: st, Control: ctl, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
