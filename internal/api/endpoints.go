@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/herald-events/herald/internal/endpoint"
@@ -80,30 +81,19 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.endpointView(ep))
 }
 
-// enableEndpoint re-enables a disabled, frozen or probation endpoint and
-// resets its counters; its held deliveries flow again.
-func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.ownEndpoint(w, r); !ok {
-		return
+// changeEndpoint answers an operator's change of an endpoint's circuit,
+// made by change (control.Service's EnableEndpoint or FreezeEndpoint), with
+// the endpoint as it now is.
+func (s *Server) changeEndpoint(change func(ctx context.Context, id string) (endpoint.Endpoint, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.ownEndpoint(w, r); !ok {
+			return
+		}
+		ep, err := change(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.storeError(w, r, err, "endpoint")
+			return
+		}
+		writeJSON(w, http.StatusOK, s.endpointView(ep))
 	}
-	ep, err := s.Control.EnableEndpoint(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "endpoint")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.endpointView(ep))
-}
-
-// freezeEndpoint freezes an endpoint by hand: no attempt goes to it until
-// it is enabled. A frozen one is answered as it is.
-func (s *Server) freezeEndpoint(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.ownEndpoint(w, r); !ok {
-		return
-	}
-	ep, err := s.Control.FreezeEndpoint(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "endpoint")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.endpointView(ep))
 }

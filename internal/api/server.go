@@ -170,8 +170,10 @@ func (s *Server) routes() []route {
 		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole},
 		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole},
-		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole},
-		{"POST /v1/endpoints/{id}/freeze", h(s.freezeEndpoint), noBody, accountRole},
+		// An operator's change of the circuit: enabled (counters reset), or
+		// frozen until enabled.
+		{"POST /v1/endpoints/{id}/enable", s.changeEndpoint(s.Control.EnableEndpoint), noBody, accountRole},
+		{"POST /v1/endpoints/{id}/freeze", s.changeEndpoint(s.Control.FreezeEndpoint), noBody, accountRole},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public},

@@ -67,10 +67,7 @@ func TestDeactivateByHandQueuesUntilReactivated(t *testing.T) {
 		re.Requeued != 2 || re.StateReason == nil || *re.StateReason != "reactivated by hand" || !re.UpdatedAt.Equal(start.Add(3*time.Minute)) {
 		t.Fatalf("reactivate: %d %s", code, raw)
 	}
-	eventually(t, "the queued deliveries delivered", func() bool {
-		ds := b.deliveries(sub)
-		return len(ds) == 2 && ds[0].Status == "delivered" && ds[1].Status == "delivered"
-	})
+	eventually(t, "the queued deliveries delivered", func() bool { return allDelivered(b, sub, 2) })
 	b.publish("e3", "t")
 	eventually(t, "a new event pushed at once", func() bool { return rc.count() == 3 })
 
@@ -149,15 +146,7 @@ func TestFreezeByHandHoldsUntilEnable(t *testing.T) {
 		*e.StateReason != "enabled by hand" || !e.UpdatedAt.Equal(b.clk.Now().Truncate(time.Millisecond)) {
 		t.Fatalf("enable: %d %s", code, raw)
 	}
-	eventually(t, "the held deliveries delivered", func() bool { return rc.count() == 4 })
-	eventually(t, "every delivery delivered", func() bool {
-		for _, d := range b.deliveries(sub) {
-			if d.Status != "delivered" {
-				return false
-			}
-		}
-		return true
-	})
+	eventually(t, "the held deliveries delivered", func() bool { return rc.count() == 4 && allDelivered(b, sub, 4) })
 	problemOf(t, b, "POST", "/v1/endpoints/ep_missing/freeze", nil, http.StatusNotFound)
 }
 
@@ -215,6 +204,18 @@ func TestStateReasonsAndUpdatedAtFollowTheCircuit(t *testing.T) {
 		!stored.UpdatedAt.Equal(last) {
 		t.Fatalf("stored: %+v, %v", stored, err)
 	}
+}
+
+// allDelivered reports whether the subscription has n deliveries, every
+// one delivered.
+func allDelivered(b *bundle, sub string, n int) bool {
+	ds := b.deliveries(sub)
+	for _, d := range ds {
+		if d.Status != "delivered" {
+			return false
+		}
+	}
+	return len(ds) == n
 }
 
 // storedState is an endpoint's state in the store (what every node adopts).

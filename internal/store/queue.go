@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // ErrLockLost is a lock token's result when it holds no lock: it names no
@@ -61,6 +63,20 @@ type QueueStore interface {
 	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 	// CountQueued returns the number of queued deliveries.
 	CountQueued(ctx context.Context) (int64, error)
+}
+
+// DeactivateRefused is the error DeactivateSubscription returns for
+// subscription id in its delivery mode and state: ErrConflict for a pull
+// subscription and for one awaiting validation; nil when it may be
+// deactivated (or is already).
+func DeactivateRefused(id, mode, state string) error {
+	switch {
+	case mode == subscription.ModePull:
+		return fmt.Errorf("subscription %s is a pull subscription: %w", id, ErrConflict)
+	case state == subscription.StateAwaitingValidation:
+		return fmt.Errorf("subscription %s awaits validation: %w", id, ErrConflict)
+	}
+	return nil
 }
 
 // ReceiveRequest is one Receive call.

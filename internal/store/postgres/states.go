@@ -225,11 +225,11 @@ func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.
 			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 		case err != nil:
 			return fmt.Errorf("deactivate subscription %s: %w", id, err)
-		case mode == subscription.ModePull:
-			return fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
-		case state == subscription.StateAwaitingValidation:
-			return fmt.Errorf("subscription %s awaits validation: %w", id, store.ErrConflict)
-		case state == subscription.StateDeactivated:
+		}
+		if err := store.DeactivateRefused(id, mode, state); err != nil {
+			return err
+		}
+		if state == subscription.StateDeactivated {
 			return errUnchanged
 		}
 		var queued sqlrow.IDSet

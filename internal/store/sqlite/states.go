@@ -83,6 +83,18 @@ func (w *writer) deactivate(id string, queueAt, changed time.Time, reason string
 	return nil
 }
 
+// subscriptionQueue reads a subscription's delivery mode, state, endpoint
+// and dead-letter URL's endpoint; store.ErrNotFound when it does not exist.
+func (w *writer) subscriptionQueue(id string) (mode, state string, eps [2]string, err error) {
+	switch err := w.scanRow(subscriptionQueueSQL, []any{id}, &mode, &state, &eps[0], &eps[1]); {
+	case isNoRows(err):
+		return "", "", eps, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+	case err != nil:
+		return "", "", eps, fmt.Errorf("read subscription %s: %w", id, err)
+	}
+	return mode, state, eps, nil
+}
+
 // DeactivateSubscription implements store.QueueStore in one write (see
 // deactivate), which holds the writer in proportion to the subscription's
 // pending deliveries. The consumers waiting on its queue are told after the
@@ -91,18 +103,12 @@ func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.
 	var changed bool
 	err := s.write(ctx, func(w *writer) error {
 		changed = false
-		var mode, state, endpoint, deadLetterEndpoint string
-		switch err := w.scanRow(subscriptionQueueSQL, []any{id}, &mode, &state, &endpoint, &deadLetterEndpoint); {
-		case isNoRows(err):
-			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("deactivate %s: %w", id, err)
-		case mode == subscription.ModePull:
-			return fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
-		case state == subscription.StateAwaitingValidation:
-			return fmt.Errorf("subscription %s awaits validation: %w", id, store.ErrConflict)
-		case state == subscription.StateDeactivated:
-			return nil
+		mode, state, _, err := w.subscriptionQueue(id)
+		if err != nil {
+			return err
+		}
+		if err := store.DeactivateRefused(id, mode, state); err != nil || state == subscription.StateDeactivated {
+			return err
 		}
 		changed = true
 		return w.deactivate(id, now, now, reason)
@@ -126,13 +132,11 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 	var res store.RedriveResult
 	err := s.write(ctx, func(w *writer) error {
 		res = store.RedriveResult{}
-		var mode, state, endpoint, deadLetterEndpoint string
-		switch err := w.scanRow(subscriptionQueueSQL, []any{id}, &mode, &state, &endpoint, &deadLetterEndpoint); {
-		case isNoRows(err):
-			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("reactivate %s: %w", id, err)
+		mode, state, eps, err := w.subscriptionQueue(id)
+		if err != nil {
+			return err
 		}
+		endpoint, deadLetterEndpoint := eps[0], eps[1]
 		if mode == subscription.ModePull {
 			return fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
 		}
