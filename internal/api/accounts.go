@@ -44,7 +44,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request) {
 		invalid(w, ierr.Field, ierr.Detail)
 		return
 	}
-	if err := s.Control.CreateAccount(r.Context(), a); err != nil {
+	if err := s.Accounts.CreateAccount(r.Context(), a); err != nil {
 		s.accountError(w, r, err, a.Name)
 		return
 	}
@@ -80,7 +80,7 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var name string
-	a, err := s.Control.UpdateAccount(r.Context(), r.PathValue("id"), func(a *account.Account) error {
+	a, err := s.Accounts.UpdateAccount(r.Context(), r.PathValue("id"), func(a *account.Account) error {
 		if err := in.Apply(a); err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) {
 // ending a tenant's deliveries.
 func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	err := s.Control.DeleteAccount(r.Context(), id)
+	err := s.Accounts.DeleteAccount(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrConflict) && id == account.DefaultID:
 		conflict(w, "", "the default account cannot be deleted")

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/herald-events/herald/internal/endpoint"
@@ -12,6 +13,7 @@ type endpointJSON struct {
 	ID                  string  `json:"id"`
 	URL                 string  `json:"url"`
 	State               string  `json:"state"`
+	StateReason         *string `json:"state_reason"`
 	ConsecutiveFailures int64   `json:"consecutive_failures"`
 	WindowAttempts      int64   `json:"window_attempts"`
 	WindowFailures      int64   `json:"window_failures"`
@@ -41,8 +43,9 @@ func (s *Server) endpointView(ep endpoint.Endpoint) endpointJSON {
 	h := ep.Health
 	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
 	out := endpointJSON{
-		ID: ep.ID, URL: redact.URL(ep.URL), State: string(h.State), ConsecutiveFailures: h.ConsecutiveFailures,
-		WindowAttempts: attempts, WindowFailures: failures,
+		ID: ep.ID, URL: redact.URL(ep.URL), State: string(h.State), StateReason: optString(h.Reason),
+		ConsecutiveFailures: h.ConsecutiveFailures,
+		WindowAttempts:      attempts, WindowFailures: failures,
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),
 		ConcurrencyLimit: limit, InFlight: inFlight, CreatedAt: timestamp(ep.CreatedAt), UpdatedAt: optTime(ep.UpdatedAt),
@@ -78,16 +81,19 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.endpointView(ep))
 }
 
-// enableEndpoint re-enables a disabled, frozen or probation endpoint and
-// resets its counters; its held deliveries flow again.
-func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.ownEndpoint(w, r); !ok {
-		return
+// changeEndpoint answers an operator's change of an endpoint's circuit,
+// made by change (control.Service's EnableEndpoint or FreezeEndpoint), with
+// the endpoint as it now is.
+func (s *Server) changeEndpoint(change func(ctx context.Context, id string) (endpoint.Endpoint, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.ownEndpoint(w, r); !ok {
+			return
+		}
+		ep, err := change(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.storeError(w, r, err, "endpoint")
+			return
+		}
+		writeJSON(w, http.StatusOK, s.endpointView(ep))
 	}
-	ep, err := s.Control.EnableEndpoint(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.storeError(w, r, err, "endpoint")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.endpointView(ep))
 }

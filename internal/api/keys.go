@@ -56,7 +56,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret, k := auth.NewKey(spec.AccountID, spec.Role, spec.Name, s.Clock.Now().UTC().Truncate(time.Millisecond))
-	if err := s.Control.CreateKey(r.Context(), k); err != nil {
+	if err := s.Accounts.CreateKey(r.Context(), k); err != nil {
 		if errors.Is(err, store.ErrNotFound) && !accountIDs.fits(spec.AccountID) {
 			notFoundID(w, "account_id", &accountIDs, spec.AccountID)
 			return
@@ -102,7 +102,7 @@ func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) {
 	if c.Role != account.RoleAdmin && !ownedBy(w, r, k.AccountID, "API key") {
 		return
 	}
-	if err := s.Control.DeleteKey(r.Context(), k.ID); err != nil {
+	if err := s.Accounts.DeleteKey(r.Context(), k.ID); err != nil {
 		s.storeError(w, r, err, "API key")
 		return
 	}

@@ -238,6 +238,35 @@ func (s *Server) reactivate(w http.ResponseWriter, r *http.Request) {
 	}{toSubscriptionJSON(sub), n})
 }
 
+// deactivate deactivates an active push subscription by hand: its
+// deliveries queue until it is reactivated. A deactivated one is answered
+// as it is.
+func (s *Server) deactivate(w http.ResponseWriter, r *http.Request) {
+	before, ok := s.ownSubscription(w, r)
+	if !ok {
+		return
+	}
+	sub, err := s.Control.Deactivate(r.Context(), before.ID)
+	if errors.Is(err, store.ErrConflict) {
+		conflict(w, "", deactivateConflict(before))
+		return
+	}
+	if err != nil {
+		s.storeError(w, r, err, "subscription")
+		return
+	}
+	writeJSON(w, http.StatusOK, toSubscriptionJSON(sub))
+}
+
+// deactivateConflict says why a subscription is not deactivated, and what
+// to do instead.
+func deactivateConflict(sub subscription.Subscription) string {
+	if sub.DeliveryMode == subscription.ModePull {
+		return "subscription " + sub.ID + " is a pull subscription: it pushes nothing, and its deliveries are always queued for its consumers; only a push subscription is deactivated"
+	}
+	return "subscription " + sub.ID + " awaits its endpoint's validation: it pushes nothing until the handshake passes; delete it to stop it"
+}
+
 // confirmValidation is the validation URL an Event Grid endpoint may GET
 // instead of answering the handshake: it needs no key, the code in it
 // being the subscription's secret.

@@ -69,6 +69,7 @@ type LiveEndpoints interface {
 type Server struct {
 	Store     Store
 	Control   *control.Service
+	Accounts  *control.Accounts
 	Publisher Publisher
 	Live      LiveEndpoints
 	Clock     clock.Clock
@@ -165,6 +166,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/subscriptions/{id}/secret", h(s.getSecret), noBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), optionalBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole, nil},
+		{"POST /v1/subscriptions/{id}/deactivate", h(s.deactivate), noBody, accountRole, nil},
 		// A test event for this subscription alone, through the delivery path.
 		{"POST /v1/subscriptions/{id}/test", h(s.sendTestEvent), optionalBody, accountRole, nil},
 		// Would this event go to this subscription? (Nothing is published.)
@@ -184,7 +186,10 @@ func (s *Server) routes() []route {
 		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole, nil},
 		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams()},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole, nil},
-		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole, nil},
+		// An operator's change of the circuit: enabled (counters reset), or
+		// frozen until enabled.
+		{"POST /v1/endpoints/{id}/enable", s.changeEndpoint(s.Control.EnableEndpoint), noBody, accountRole, nil},
+		{"POST /v1/endpoints/{id}/freeze", s.changeEndpoint(s.Control.FreezeEndpoint), noBody, accountRole, nil},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public, nil},

@@ -43,6 +43,7 @@ type subscriptionJSON struct {
 	DeadLetterURL     *string           `json:"dead_letter_url"`
 	FailurePolicy     string            `json:"failure_policy"`
 	State             string            `json:"state"`
+	StateReason       *string           `json:"state_reason"`
 	EndpointID        string            `json:"endpoint_id"`
 	CreatedAt         Time              `json:"created_at"`
 	UpdatedAt         Time              `json:"updated_at"`
@@ -53,7 +54,8 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 		ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), EventTypes: s.EventTypes,
 		SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		RetryPolicy: s.RetryPolicy, Timeout: s.Timeout.String(), Headers: s.Headers,
-		SecretHeaders: maskedHeaders(s.SecretHeaders), DeadLetter: s.DeadLetter, State: s.State, EndpointID: s.EndpointID,
+		SecretHeaders: maskedHeaders(s.SecretHeaders), DeadLetter: s.DeadLetter, State: s.State,
+		StateReason: optString(s.StateReason), EndpointID: s.EndpointID,
 		DeliveryMode: orDefault(s.DeliveryMode, subscription.ModePush), FailurePolicy: orDefault(s.FailurePolicy, subscription.FailureRetry),
 		DeliverySchema:    orDefault(s.Delivery.Schema, event.SchemaCloudEvents),
 		MaxEventsPerBatch: max(s.Delivery.MaxEventsPerBatch, 1),

@@ -78,7 +78,7 @@ func (a *Attempter) applyVerdict(out *store.Outcome, v retry.Verdict, sub *catal
 	if v.Kind != retry.Delivered && sub.QueueOnFailure(v.Kind == retry.Retry) {
 		out.Status = delivery.StatusQueued
 		out.NextAttemptAt = now
-		out.Deactivate = true
+		out.Deactivate, out.DeactivateReason = true, sub.QueueReason()
 		return
 	}
 	switch v.Kind {

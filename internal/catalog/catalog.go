@@ -153,6 +153,15 @@ func (e *Entry) QueueOnFailure(retriesLeft bool) bool {
 	return e.FailurePolicy == subscription.FailureQueue || !retriesLeft && e.Policy.Then == retry.ThenQueue
 }
 
+// QueueReason is the reason (the subscription's StateReason) a failed push
+// that QueueOnFailure queues deactivates the subscription with.
+func (e *Entry) QueueReason() string {
+	if e.FailurePolicy == subscription.FailureQueue {
+		return subscription.ReasonPushFailed
+	}
+	return subscription.ReasonRetriesRanOut
+}
+
 // Schema is the subscription's delivery schema (event.SchemaCloudEvents
 // when unset).
 func (e *Entry) Schema() string {

@@ -3,7 +3,6 @@ package control_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // authenticator it tells of its writes. The authenticator never rechecks
 // the auth version on its own (it is not run), so whatever it sees of a
 // write it sees because the control plane flushed it.
-func setup(t *testing.T) (*control.Service, *auth.Authenticator) {
+func setup(t *testing.T) (*control.Accounts, *auth.Authenticator) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), sqlite.Options{})
 	if err != nil {
@@ -31,7 +30,7 @@ func setup(t *testing.T) (*control.Service, *auth.Authenticator) {
 	t.Cleanup(func() { _ = st.Close() })
 	clk := clock.NewFake(t0)
 	a := auth.New(st, auth.Options{Clock: clk, Recheck: time.Hour})
-	return &control.Service{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), Auth: a}, a
+	return &control.Accounts{Store: st, Clock: clk, Auth: a}, a
 }
 
 // TestKeyWritesTakeEffectAtOnce: a key made through the control plane

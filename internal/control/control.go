@@ -6,6 +6,8 @@
 // ingest). Deleting a subscription also cuts its attempts in progress
 // short. Redeliver, redrive and enable release deliveries to the
 // scheduler, and an endpoint in probation or disabled is probed at once.
+// Deactivate and Reactivate pause and resume a push subscription, Freeze
+// and Enable an endpoint, by hand (states.go).
 // An account or key write takes effect on this node at once (accounts.go).
 // The API's handlers translate HTTP to these calls and back, and make no
 // change any other way; the rules of the values themselves live beside their
@@ -19,7 +21,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
@@ -38,14 +39,8 @@ type Store interface {
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
 	RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
-	ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error)
-
-	CreateAccount(ctx context.Context, a account.Account) error
-	GetAccount(ctx context.Context, id string) (account.Account, error)
-	UpdateAccount(ctx context.Context, a account.Account) error
-	DeleteAccount(ctx context.Context, id string) error
-	CreateKey(ctx context.Context, k account.Key) error
-	DeleteKey(ctx context.Context, id string) error
+	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error)
+	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 }
 
 // Catalog is the in-memory view of the subscriptions.
@@ -60,6 +55,8 @@ type Scheduler interface {
 	Released(ctx context.Context, endpointID string, at time.Time) error
 	// Enable re-enables an endpoint and resets its counters.
 	Enable(ctx context.Context, id string) (endpoint.Endpoint, error)
+	// Freeze freezes an endpoint until Enable.
+	Freeze(ctx context.Context, id string) (endpoint.Endpoint, error)
 }
 
 // Attempts is the attempting stage: a deleted subscription's attempts in
@@ -77,6 +74,7 @@ type Deactivations interface {
 // Notifier announces control-plane changes as operational events.
 type Notifier interface {
 	SubscriptionReactivated(sub subscription.Subscription, requeued int)
+	SubscriptionDeactivatedByHand(sub subscription.Subscription)
 }
 
 // Service carries out control-plane calls. It is safe for concurrent use.
@@ -88,10 +86,9 @@ type Service struct {
 	Deactivations Deactivations
 	Clock         clock.Clock
 	Logger        *slog.Logger
-	// Notifier, when set, hears of reactivations.
+	// Notifier, when set, hears of reactivations and deactivations by
+	// hand.
 	Notifier Notifier
-	// Auth, when set, is told of every account and key write.
-	Auth AuthCache
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A
@@ -237,70 +234,4 @@ func (s *Service) released(ctx context.Context, endpointID string, at time.Time)
 	if err := s.Scheduler.Released(ctx, endpointID, at); err != nil && !errors.Is(err, context.Canceled) {
 		s.Logger.Warn("opening an endpoint for a probe after an operator's release", "endpoint_id", endpointID, "err", err)
 	}
-}
-
-// EnableEndpoint re-enables a disabled, frozen or probation endpoint and
-// resets its counters; its held deliveries flow again on every node.
-// store.ErrNotFound when it does not exist.
-func (s *Service) EnableEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
-	if _, err := s.Store.GetEndpoint(ctx, id); err != nil {
-		return endpoint.Endpoint{}, err
-	}
-	return s.Scheduler.Enable(ctx, id)
-}
-
-// Reactivate makes a deactivated push subscription active again and pushes
-// every one of its queued deliveries with a fresh attempt budget (the
-// scheduler is told at once, and the catalog synced before the call
-// returns, so the next publish is pushed). It returns the subscription as
-// it now is and how many deliveries went back to pending. An active push
-// subscription is left as it is (0). store.ErrNotFound;
-// store.ErrConflict for a pull subscription, and for one awaiting its
-// endpoint's validation (only the handshake activates it).
-func (s *Service) Reactivate(ctx context.Context, id string) (subscription.Subscription, int, error) {
-	before, err := s.Store.GetSubscription(ctx, id)
-	if err != nil {
-		return subscription.Subscription{}, 0, err
-	}
-	if before.State == subscription.StateAwaitingValidation {
-		return subscription.Subscription{}, 0, fmt.Errorf("subscription %s awaits validation: %w", id, store.ErrConflict)
-	}
-	n, err := s.activate(ctx, id)
-	if err != nil {
-		return subscription.Subscription{}, 0, err
-	}
-	sub, err := s.Store.GetSubscription(ctx, id)
-	if err != nil {
-		return subscription.Subscription{}, 0, err
-	}
-	if before.State == subscription.StateDeactivated {
-		s.Logger.Info("subscription reactivated: its queued deliveries are pushed again", "subscription_id", id, "requeued", n)
-		if s.Notifier != nil {
-			s.Notifier.SubscriptionReactivated(sub, n)
-		}
-	}
-	return sub, n, nil
-}
-
-// Activate makes a subscription whose endpoint passed its validation
-// handshake active, and pushes what was queued while it waited.
-func (s *Service) Activate(ctx context.Context, id string) error {
-	_, err := s.activate(ctx, id)
-	return err
-}
-
-// activate moves a deactivated or validating subscription to active and its
-// queued deliveries to pending, and tells the catalog and the scheduler.
-func (s *Service) activate(ctx context.Context, id string) (int, error) {
-	now := s.Clock.Now()
-	res, err := s.Store.ReactivateSubscription(ctx, id, now)
-	if err != nil {
-		return 0, err
-	}
-	s.syncCatalog(ctx)
-	s.Deactivations.Reactivated(id)
-	for _, ep := range res.Endpoints {
-		s.released(ctx, ep, now)
-	}
-	return res.Count, nil
 }

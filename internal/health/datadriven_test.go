@@ -32,6 +32,8 @@ package health
 //	                          i counting from 1) or "no change", then the state.
 //	gate at=+T                what the dispatcher may send at T.
 //	enable                    re-enable through the API; transition and state.
+//	freeze at=+T              freeze through the API; transition and state.
+//	reason                    the reason of the state (Health.Reason).
 //	state [at=+T]             the state (window counted at T, default: the
 //	                          time of the last command that had one).
 //
@@ -112,6 +114,12 @@ func (r *ddRunner) do(line string) (string, error) {
 		out, err = r.gate(a)
 	case "enable":
 		out = fmtTransition(r.c.Enable(r.h)) + "\n" + r.dump()
+	case "freeze":
+		if r.now, err = a.Offset("at", ddStart, true, time.Time{}); err == nil {
+			out = fmtTransition(r.c.Freeze(r.h, r.now)) + "\n" + r.dump()
+		}
+	case "reason":
+		out = fmt.Sprintf("%q", r.h.Reason)
 	case "state":
 		r.now, err = a.Offset("at", ddStart, false, r.now)
 		out = r.dump()

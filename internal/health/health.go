@@ -18,13 +18,16 @@
 //     failures with the last success (or, with none, the first attempt) older
 //     than FreezeStaleAfter, or FreezeConsecutive consecutive failures.
 //     Nothing is sent until Enable (the API), which also resets the counters.
+//     Freeze (the API) freezes an endpoint by hand.
+//
+// Every change of state keeps its reason (Health.Reason; the reasons are
+// made in reasons.go).
 //
 // Everything here is a function of its inputs; time comes in as arguments.
 package health
 
 import (
 	"errors"
-	"strconv"
 	"time"
 )
 
@@ -107,6 +110,9 @@ type Health struct {
 	NextProbeAt time.Time
 	// ProbationDelay is the current cool-down (probation only).
 	ProbationDelay time.Duration
+	// Reason is why the endpoint is in State: the Reason of the
+	// transition that brought it there ("" while it never changed).
+	Reason string
 }
 
 // Outcome is what an attempt to the endpoint told about its health.
@@ -125,7 +131,7 @@ type Outcome struct {
 // Transition is a change of state, reported for events and metrics.
 type Transition struct {
 	From, To State
-	Reason   string // why, in words: "2000 consecutive failures", "410 Gone", ...
+	Reason   string // why, in words (reasons.go): "2000 consecutive failures", "410 Gone", ...
 }
 
 // Changed reports whether the transition changed the state.
@@ -136,8 +142,17 @@ func (t Transition) Changed() bool { return t.From != t.To }
 // evaluated when a failure arrives; any success re-enables a probation or
 // disabled endpoint. An outcome arriving while frozen
 // (an attempt that was in flight when the endpoint froze) updates the
-// counters but leaves it frozen.
+// counters but leaves it frozen. A change of state sets h.Reason.
 func (c Config) Observe(h *Health, o Outcome) Transition {
+	tr := c.observe(h, o)
+	if tr.Changed() {
+		h.Reason = tr.Reason
+	}
+	return tr
+}
+
+// observe is Observe but for the reason.
+func (c Config) observe(h *Health, o Outcome) Transition {
 	from := h.State
 	if from == "" {
 		from, h.State = Enabled, Enabled
@@ -153,7 +168,7 @@ func (c Config) Observe(h *Health, o Outcome) Transition {
 		if from == Probation || from == Disabled {
 			h.State = Enabled
 			h.NextProbeAt, h.ProbationDelay = time.Time{}, 0
-			return Transition{From: from, To: Enabled, Reason: "a delivery succeeded"}
+			return Transition{From: from, To: Enabled, Reason: ReasonSucceeded}
 		}
 		return Transition{From: from, To: from}
 	}
@@ -194,14 +209,14 @@ func (c Config) Observe(h *Health, o Outcome) Transition {
 		h.State = Probation
 		h.ProbationDelay = c.ProbationInitial
 		h.NextProbeAt = o.At.Add(h.ProbationDelay)
-		return Transition{From: from, To: Probation, Reason: itoa(h.ConsecutiveFailures) + " consecutive failures"}
+		return Transition{From: from, To: Probation, Reason: ReasonConsecutive(h.ConsecutiveFailures)}
 	}
 	return Transition{From: from, To: from}
 }
 
 func (c Config) freezeReason(h *Health, now time.Time) string {
 	if h.ConsecutiveFailures >= c.FreezeConsecutive {
-		return itoa(h.ConsecutiveFailures) + " consecutive failures"
+		return ReasonConsecutive(h.ConsecutiveFailures)
 	}
 	if h.ConsecutiveFailures > c.FreezeStaleConsecutive {
 		ref := h.LastSuccessAt
@@ -209,7 +224,7 @@ func (c Config) freezeReason(h *Health, now time.Time) string {
 			ref = h.FirstAttemptAt
 		}
 		if now.Sub(ref) > c.FreezeStaleAfter {
-			return itoa(h.ConsecutiveFailures) + " consecutive failures and no success for " + c.FreezeStaleAfter.String()
+			return ReasonStale(h.ConsecutiveFailures, c.FreezeStaleAfter)
 		}
 	}
 	return ""
@@ -217,24 +232,24 @@ func (c Config) freezeReason(h *Health, now time.Time) string {
 
 func (c Config) disableReason(h *Health, o Outcome) string {
 	if o.Gone {
-		return "410 Gone"
+		return ReasonGone
 	}
 	if h.ConsecutiveFailures >= c.DisableConsecutive {
-		return itoa(h.ConsecutiveFailures) + " consecutive failures"
+		return ReasonConsecutive(h.ConsecutiveFailures)
 	}
 	attempts, failures := h.Window.Counts(c.Window, o.At)
 	// The quotient is rounded once, to the same double as the rate when the
 	// two are equal (119/170 and 0.7): exactly the rate is not over it, as
 	// the product (0.7 × 170 = 118.99999999999999) would wrongly say.
 	if attempts > int64(c.MinAttempts) && float64(failures)/float64(attempts) > c.FailureRate {
-		return "failure rate " + strconv.FormatFloat(100*float64(failures)/float64(attempts), 'f', 1, 64) +
-			"% over " + itoa(attempts) + " attempts"
+		return ReasonRate(failures, attempts)
 	}
 	return ""
 }
 
 // Enable re-enables an endpoint through the API: state enabled, counters and
-// window reset, probes cleared. The success and failure times are kept.
+// window reset, probes cleared. The success and failure times are kept. A
+// change of state sets h.Reason (ReasonEnabledByHand).
 func (c Config) Enable(h *Health) Transition {
 	from := h.State
 	if from == "" {
@@ -246,7 +261,30 @@ func (c Config) Enable(h *Health) Transition {
 	h.NextProbeAt, h.ProbationDelay = time.Time{}, 0
 	h.DisabledAt, h.FrozenAt = time.Time{}, time.Time{}
 	h.FirstAttemptAt = time.Time{}
-	return Transition{From: from, To: Enabled, Reason: "enabled through the API"}
+	tr := Transition{From: from, To: Enabled, Reason: ReasonEnabledByHand}
+	if tr.Changed() {
+		h.Reason = tr.Reason
+	}
+	return tr
+}
+
+// Freeze freezes an endpoint through the API at now: nothing is sent to it
+// until Enable, and nothing thaws it on its own (no probe; a success of an
+// attempt that was in flight leaves it frozen, as Observe does). The
+// counters and the window are kept. h.Reason becomes ReasonFrozenByHand. An
+// endpoint already frozen, by hand or by its failures, is left as it is.
+func (c Config) Freeze(h *Health, now time.Time) Transition {
+	from := h.State
+	if from == "" {
+		from = Enabled
+	}
+	if from == Frozen {
+		return Transition{From: from, To: from}
+	}
+	h.State, h.FrozenAt = Frozen, now
+	h.NextProbeAt, h.ProbationDelay = time.Time{}, 0
+	h.Reason = ReasonFrozenByHand
+	return Transition{From: from, To: Frozen, Reason: ReasonFrozenByHand}
 }
 
 // Gate says what the dispatcher may send to the endpoint at now.
@@ -274,5 +312,3 @@ func (c Config) Gate(h *Health, now time.Time) Gate {
 	}
 	return Closed
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -233,8 +233,10 @@ type SubscriptionData struct {
 	SubscriptionName string `json:"subscription_name"`
 	URL              string `json:"url"`
 	State            string `json:"state"`
-	// Deactivated: the delivery whose failed push deactivated it, and how
-	// that push ended.
+	// Deactivated: why (the subscription's state_reason).
+	Reason string `json:"reason,omitempty"`
+	// Deactivated by a failed push: the delivery whose failed push
+	// deactivated it, and how that push ended.
 	DeliveryID  string `json:"delivery_id,omitempty"`
 	LastOutcome string `json:"last_delivery_outcome,omitempty"`
 	// Reactivated: how many queued deliveries went back to pending.
@@ -245,7 +247,16 @@ type SubscriptionData struct {
 func (p *Publisher) SubscriptionDeactivated(sub *catalog.Entry, c store.Claimed, out store.Outcome) {
 	p.enqueue(sub.AccountID, TypeDeactivated, sub.ID, SubscriptionData{
 		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: redact.URL(sub.URL), State: subscription.StateDeactivated,
-		DeliveryID: c.ID, LastOutcome: out.LastOutcome,
+		Reason: out.DeactivateReason, DeliveryID: c.ID, LastOutcome: out.LastOutcome,
+	})
+}
+
+// SubscriptionDeactivatedByHand announces a subscription deactivated
+// through the API (control.Notifier).
+func (p *Publisher) SubscriptionDeactivatedByHand(sub subscription.Subscription) {
+	p.enqueue(sub.AccountID, TypeDeactivated, sub.ID, SubscriptionData{
+		SubscriptionID: sub.ID, SubscriptionName: sub.Name, URL: redact.URL(sub.URL), State: subscription.StateDeactivated,
+		Reason: sub.StateReason,
 	})
 }
 

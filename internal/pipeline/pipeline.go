@@ -61,6 +61,10 @@ type Pipeline struct {
 	Scheduler *scheduling.Service
 	Attempter *attempting.Attempter
 	Recorder  *recording.Recorder
+	// Finished counts the deliveries that reach a final status
+	// (herald_deliveries_finished_total): the recorder's outcomes, and
+	// what the other ways of finishing one report to it (queue.New).
+	Finished *recording.Metrics
 }
 
 // New wires the stages; nothing runs until Start.
@@ -83,8 +87,9 @@ func New(cfg Config) *Pipeline {
 	if sc.Owner == "" {
 		sc.Owner = scheduling.DefaultOwner()
 	}
+	finished := recording.NewMetrics(cfg.Registry)
 	rc := recording.Config{Store: cfg.Store, Catalog: cfg.Catalog, Clock: cfg.Clock, Logger: cfg.Logger,
-		Metrics: recording.NewMetrics(cfg.Registry), StoreTimeout: sc.StoreTimeout}
+		Metrics: finished, StoreTimeout: sc.StoreTimeout}
 	if cfg.Notifier != nil {
 		sc.Notifier, rc.Notifier = cfg.Notifier, cfg.Notifier
 	}
@@ -100,7 +105,7 @@ func New(cfg Config) *Pipeline {
 	sched := scheduling.New(sc)
 	cfg.Registry.MustRegister(sched.Collector())
 	pub := &admission.Publisher{Store: cfg.Store, Catalog: cfg.Catalog, Scheduler: sched, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout}
-	return &Pipeline{Admission: pub, Scheduler: sched, Attempter: att, Recorder: rec}
+	return &Pipeline{Admission: pub, Scheduler: sched, Attempter: att, Recorder: rec, Finished: finished}
 }
 
 // Start starts the stages from the last to the first: the finisher, the

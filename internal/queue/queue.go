@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/testsignal"
 )
@@ -35,6 +36,12 @@ const (
 // ErrTooManyWaiters: the process already holds its bound of waiting
 // consumers; the caller should answer 503 and the consumer retry.
 var ErrTooManyWaiters = errors.New("too many consumers waiting")
+
+// Finished counts deliveries that reach a final status
+// (herald_deliveries_finished_total: recording.Metrics.Finished).
+type Finished interface {
+	Finished(status delivery.Status, n int)
+}
 
 // Store is what the consumers' calls need of the store.
 type Store interface {
@@ -81,9 +88,11 @@ func (s *Service) Close() {
 	}
 }
 
-// New returns a service; reg, when not nil, gets its metrics.
-func New(st Store, clk clock.Clock, reg prometheus.Registerer) *Service {
-	return &Service{store: st, clock: clk, metrics: newMetrics(reg), waiting: map[string]map[chan struct{}]struct{}{}, max: DefaultWaiters}
+// New returns a service; reg, when not nil, gets its metrics, and fin,
+// when not nil, counts the deliveries its calls finish (acknowledged,
+// rejected, or ended by a receive).
+func New(st Store, clk clock.Clock, reg prometheus.Registerer, fin Finished) *Service {
+	return &Service{store: st, clock: clk, metrics: newMetrics(reg, fin), waiting: map[string]map[chan struct{}]struct{}{}, max: DefaultWaiters}
 }
 
 // Notify wakes the consumers waiting on these subscriptions. It never
@@ -197,7 +206,7 @@ func (s *Service) Settle(ctx context.Context, r store.SettleRequest) ([]error, e
 	r.Now = s.clock.Now()
 	res, err := s.store.Settle(ctx, r)
 	if err == nil {
-		s.metrics.settled(r.Action, res)
+		s.metrics.settled(r, res)
 	}
 	return res, err
 }

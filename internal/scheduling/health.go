@@ -104,23 +104,36 @@ func (hs *healthSync) endpoint(id string) (ep endpoint.Endpoint, limit, inFlight
 	return l.ep, l.limit, l.inFlight, true
 }
 
-// enable is Service.Enable.
-func (hs *healthSync) enable(ctx context.Context, id string) (endpoint.Endpoint, error) {
+// modifyOne applies an operator's change to one endpoint's stored health
+// (ModifyEndpoints) and returns the endpoint as written and the change's
+// transition. store.ErrNotFound when the endpoint does not exist.
+func (hs *healthSync) modifyOne(ctx context.Context, id string, change func(*endpoint.Endpoint) health.Transition) (endpoint.Endpoint, health.Transition, error) {
 	var tr health.Transition
 	eps, err := hs.cfg.Store.ModifyEndpoints(ctx, []string{id}, func(eps []*endpoint.Endpoint) error {
+		tr = health.Transition{}
 		for _, ep := range eps {
-			tr = hs.cfg.Health.Enable(&ep.Health)
-			ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
+			tr = change(ep)
 		}
 		return nil
 	})
 	if err != nil {
-		return endpoint.Endpoint{}, err
+		return endpoint.Endpoint{}, tr, err
 	}
 	if len(eps) == 0 {
-		return endpoint.Endpoint{}, store.ErrNotFound
+		return endpoint.Endpoint{}, tr, store.ErrNotFound
 	}
-	ep := eps[0]
+	return eps[0], tr, nil
+}
+
+// enable is Service.Enable.
+func (hs *healthSync) enable(ctx context.Context, id string) (endpoint.Endpoint, error) {
+	ep, tr, err := hs.modifyOne(ctx, id, func(ep *endpoint.Endpoint) health.Transition {
+		ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
+		return hs.cfg.Health.Enable(&ep.Health)
+	})
+	if err != nil {
+		return endpoint.Endpoint{}, err
+	}
 	s := hs.sched
 	s.mu.Lock()
 	l := s.laneFor(id)
@@ -129,6 +142,29 @@ func (hs *healthSync) enable(ctx context.Context, id string) (endpoint.Endpoint,
 	s.adopt(l, ep, hs.cfg.Clock.Now())
 	s.mu.Unlock()
 	hs.loader.Kick()
+	if tr.Changed() {
+		hs.report(ep, tr)
+	}
+	return ep, nil
+}
+
+// freeze is Service.Freeze.
+func (hs *healthSync) freeze(ctx context.Context, id string) (endpoint.Endpoint, error) {
+	now := hs.cfg.Clock.Now()
+	ep, tr, err := hs.modifyOne(ctx, id, func(ep *endpoint.Endpoint) health.Transition {
+		tr := hs.cfg.Health.Freeze(&ep.Health, now)
+		if tr.Changed() {
+			ep.UpdatedAt = hs.nextVersion(ep.UpdatedAt)
+		}
+		return tr
+	})
+	if err != nil {
+		return endpoint.Endpoint{}, err
+	}
+	// Adopted like a merge's result: the lane gives back what it holds
+	// (onTransition) and keeps its queued outcomes, which leave the stored
+	// health frozen when merged.
+	hs.adoptAll([]endpoint.Endpoint{ep})
 	if tr.Changed() {
 		hs.report(ep, tr)
 	}

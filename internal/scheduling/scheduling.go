@@ -208,6 +208,19 @@ func (s *Service) Enable(ctx context.Context, id string) (endpoint.Endpoint, err
 	return s.health.enable(ctx, id)
 }
 
+// Freeze freezes an endpoint by hand (the API's POST
+// /v1/endpoints/{id}/freeze): the frozen health is in the store before
+// Freeze returns, this node gives back the deliveries it holds for the
+// endpoint and starts no attempt there, and every other node does the same
+// once it adopts the change (at once when the store announces it,
+// HealthChanged; else within a FlushInterval). Attempts in flight finish,
+// and their outcomes leave it frozen. Nothing thaws it but Enable: it gets
+// no probe. An endpoint already frozen is left as it is.
+// store.ErrNotFound when the endpoint does not exist.
+func (s *Service) Freeze(ctx context.Context, id string) (endpoint.Endpoint, error) {
+	return s.health.freeze(ctx, id)
+}
+
 // HealthChanged tells the stage that the store announced endpoint health
 // written by another node: it is adopted at once.
 func (s *Service) HealthChanged() { s.health.loop.Kick() }

@@ -13,8 +13,10 @@ import (
 
 // subState is a subscription's state, as the handshake tests read it.
 type subState struct {
-	State           string  `json:"state"`
-	ValidationError *string `json:"validation_error"`
+	State           string    `json:"state"`
+	StateReason     *string   `json:"state_reason"`
+	ValidationError *string   `json:"validation_error"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // subStateOf reads a subscription's state.
@@ -64,8 +66,16 @@ func TestEventGridHandshake(t *testing.T) {
 	if rc.count() != 0 {
 		t.Fatalf("%d requests before the handshake", rc.count())
 	}
+	if p := problemOf(t, b, "POST", "/v1/subscriptions/"+sub+"/deactivate", nil, http.StatusConflict); !strings.Contains(p["detail"].(string), "awaits its endpoint's validation") {
+		t.Fatalf("deactivate while awaiting validation: %v", p)
+	}
 	b.clk.Advance(time.Second) // the validator's round
 	eventually(t, "the subscription active", func() bool { return subStateOf(b, sub).State == "active" })
+	// The activation is a change of state like any other.
+	if s := subStateOf(b, sub); s.StateReason == nil || *s.StateReason != "its endpoint passed the validation handshake" ||
+		!s.UpdatedAt.Equal(start.Add(time.Second)) {
+		t.Fatalf("activated by the handshake: %+v", s)
+	}
 	eventually(t, "the held event pushed", func() bool { return rc.count() == 2 })
 	if h := rc.request(1).header.Get("Aeg-Event-Type"); h != "Notification" {
 		t.Fatalf("the second request is %q, want the held event", h)

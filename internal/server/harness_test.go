@@ -395,6 +395,9 @@ type endpointRes struct {
 	ID                  string     `json:"id"`
 	URL                 string     `json:"url"`
 	State               string     `json:"state"`
+	StateReason         *string    `json:"state_reason"`
+	FrozenAt            *time.Time `json:"frozen_at"`
+	UpdatedAt           *time.Time `json:"updated_at"`
 	ConsecutiveFailures int64      `json:"consecutive_failures"`
 	NextProbeAt         *time.Time `json:"next_probe_at"`
 	ProbationDelay      *string    `json:"probation_delay"`

@@ -172,7 +172,8 @@ func TestGoneDisablesAndNotifies(t *testing.T) {
 	ep := b.endpointOf(sub)
 	b.publish("e1", "t")
 	eventually(t, "disabled by 410", func() bool { return b.endpoint(ep).State == "disabled" })
-	if e := b.endpoint(ep); e.ConsecutiveFailures != 1 || !e.NextProbeAt.Equal(start.Add(10*time.Minute)) {
+	if e := b.endpoint(ep); e.ConsecutiveFailures != 1 || !e.NextProbeAt.Equal(start.Add(10*time.Minute)) ||
+		e.StateReason == nil || *e.StateReason != "410 Gone" {
 		t.Fatalf("after 410: %+v", e)
 	}
 	eventually(t, "disabled event", func() bool { return ops.count() == 1 })

@@ -64,7 +64,9 @@ func changeRoutes(sub, dlv, ep string) []changeRoute {
 		{"PATCH", "/v1/subscriptions/" + sub, `{"name": "renamed"}`, "application/json"},
 		{"POST", "/v1/deliveries/" + dlv + "/redeliver", "", ""},
 		{"POST", "/v1/dead-letters/redrive", `{"subscription_id": "` + sub + `"}`, "Application/JSON; Charset=UTF-8"},
+		{"POST", "/v1/endpoints/" + ep + "/freeze", "", ""},
 		{"POST", "/v1/endpoints/" + ep + "/enable", "", "application/json"},
+		{"POST", "/v1/subscriptions/" + sub + "/deactivate", "", "application/json"},
 		{"DELETE", "/v1/subscriptions/" + sub, "", ""},
 	}
 }

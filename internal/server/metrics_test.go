@@ -54,8 +54,41 @@ func scrapeMetrics(b *bundle) string {
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.t.Fatal(err)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.t.Fatalf("/metrics: %d, %v", resp.StatusCode, err)
 	}
 	return string(raw)
+}
+
+// TestFinishedCountsPullSettlements: herald_deliveries_finished_total
+// counts what a pull subscription's consumer finishes: an acknowledgement
+// as delivered, a rejection as dead_lettered, once each (a token already
+// settled counts nothing).
+func TestFinishedCountsPullSettlements(t *testing.T) {
+	b := setup(t)
+	var sub struct{ ID string }
+	if code, raw := b.do("POST", "/v1/subscriptions", map[string]any{"name": "puller", "delivery_mode": "pull"}, &sub); code != 201 {
+		t.Fatalf("create pull: %d %s", code, raw)
+	}
+	b.publish("a", "t")
+	b.publish("b", "t")
+	got := receive(b, sub.ID, map[string]any{"max_events": 2})
+	if len(got) != 2 {
+		t.Fatalf("received %d, want 2", len(got))
+	}
+	settleLocks(b, sub.ID, "acknowledge", []string{got[0].LockToken}, nil)
+	settleLocks(b, sub.ID, "acknowledge", []string{got[0].LockToken}, nil) // settled already
+	settleLocks(b, sub.ID, "reject", []string{got[1].LockToken}, nil)
+	text := scrapeMetrics(b)
+	for _, want := range []string{
+		`herald_deliveries_finished_total{status="delivered"} 1`,
+		`herald_deliveries_finished_total{status="dead_lettered"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(text, `herald_deliveries_finished_total{status="dropped"}`) {
+		t.Errorf("/metrics counts a dropped delivery")
+	}
 }

@@ -83,9 +83,9 @@ func TestSAPDeactivatesAndQueues(t *testing.T) {
 	if d.Status != "queued" || d.Attempts != 6 {
 		t.Fatalf("after the sap schedule: %+v, want queued after 6 attempts", d)
 	}
-	var s struct{ State string }
-	if b.do("GET", "/v1/subscriptions/"+sub, nil, &s); s.State != "deactivated" {
-		t.Fatalf("subscription state %q, want deactivated", s.State)
+	if s := subStateOf(b, sub); s.State != "deactivated" || s.StateReason == nil ||
+		*s.StateReason != "a push failed its last retry (retry_policy then: queue)" {
+		t.Fatalf("subscription after the sap schedule: %+v, want deactivated as its last retry failed", s)
 	}
 	b.publish("evt-2", "x")
 	b.publish("evt-3", "x")

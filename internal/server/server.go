@@ -281,9 +281,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	sched, att := pipe.Scheduler, pipe.Attempter
 	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
 		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
-	q := queue.New(st, cfg.Clock, reg)
+	q := queue.New(st, cfg.Clock, reg, pipe.Finished)
 	waiters.Store(q)
-	a := &api.Server{Store: st, Control: ctl, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
+	accounts := &control.Accounts{Store: st, Clock: cfg.Clock}
+	a := &api.Server{Store: st, Control: ctl, Accounts: accounts, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
 		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops}
@@ -297,7 +298,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Auth = auth.New(st, auth.Options{AdminKey: cfg.AdminKey, Recheck: cfg.AuthRecheck, Clock: cfg.Clock,
 			Logger: cfg.Logger.With("component", "auth")})
 		a.Auth = s.Auth
-		ctl.Auth = s.Auth
+		accounts.Auth = s.Auth
 		if err := s.bootstrapKey(ctx); err != nil {
 			_ = st.Close()
 			return nil, err

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // ErrLockLost is a lock token's result when it holds no lock: it names no
@@ -40,15 +42,41 @@ type QueueStore interface {
 	// lock (its lock_until is not after r.Now).
 	Settle(ctx context.Context, r SettleRequest) ([]error, error)
 	// ReactivateSubscription makes a deactivated push subscription, or one
-	// awaiting validation, active (advancing the catalog version) and every
-	// one of its queued deliveries pending, due at now with a fresh attempt
-	// budget (locks cleared), and returns how many moved and to which
-	// endpoint. An active push subscription is left as it is (nothing
-	// moves: 0).
+	// awaiting validation, active (advancing the catalog version) with
+	// reason as its StateReason and UpdatedAt moved to now (see
+	// DeactivateSubscription), and every one of its queued deliveries
+	// pending, due at now with a fresh attempt budget (locks cleared), and
+	// returns how many moved and to which endpoint. An active push
+	// subscription is left as it is (nothing moves: 0).
 	// ErrNotFound; ErrConflict for a pull subscription.
-	ReactivateSubscription(ctx context.Context, id string, now time.Time) (RedriveResult, error)
+	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (RedriveResult, error)
+	// DeactivateSubscription deactivates an active push subscription by
+	// hand, as a Record outcome with Deactivate does: state
+	// subscription.StateDeactivated at a new catalog version, with reason
+	// as its StateReason and UpdatedAt moved to now (a millisecond after
+	// the UpdatedAt it had, if now is not later), and every pending
+	// delivery of it queued, receivable at now, leases cleared (an attempt
+	// in flight then only logs its outcome). It reports whether it changed
+	// anything: a deactivated subscription is left as it is (no new
+	// catalog version). ErrNotFound; ErrConflict for a pull subscription
+	// and for one awaiting validation.
+	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 	// CountQueued returns the number of queued deliveries.
 	CountQueued(ctx context.Context) (int64, error)
+}
+
+// DeactivateRefused is the error DeactivateSubscription returns for
+// subscription id in its delivery mode and state: ErrConflict for a pull
+// subscription and for one awaiting validation; nil when it may be
+// deactivated (or is already).
+func DeactivateRefused(id, mode, state string) error {
+	switch {
+	case mode == subscription.ModePull:
+		return fmt.Errorf("subscription %s is a pull subscription: %w", id, ErrConflict)
+	case state == subscription.StateAwaitingValidation:
+		return fmt.Errorf("subscription %s awaits validation: %w", id, ErrConflict)
+	}
+	return nil
 }
 
 // ReceiveRequest is one Receive call.

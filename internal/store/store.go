@@ -190,8 +190,11 @@ type DeliveryStore interface {
 	// is its NextAttemptAt). An outcome with Deactivate set (applied only
 	// when its state change is) also deactivates the delivery's
 	// subscription in the same transaction if it is active: state
-	// subscription.StateDeactivated at a new catalog version, and every other pending
-	// delivery of it queued (leases cleared).
+	// subscription.StateDeactivated at a new catalog version, with
+	// DeactivateReason as its StateReason and UpdatedAt moved to the
+	// outcome's NextAttemptAt (a millisecond after the UpdatedAt it had, if
+	// that is not earlier), and every other pending delivery of it queued
+	// (leases cleared).
 	Record(ctx context.Context, outcomes []Outcome) error
 
 	// GetDelivery returns one delivery or ErrNotFound.
@@ -370,6 +373,9 @@ type Outcome struct {
 	// Deactivate, with Status delivery.StatusQueued, deactivates the delivery's
 	// subscription (see Record).
 	Deactivate bool
+	// DeactivateReason is the deactivated subscription's StateReason
+	// (subscription.ReasonPushFailed, subscription.ReasonRetriesRanOut).
+	DeactivateReason string
 	// DeadLetterCopy, with Status delivery.StatusDeadLettered, is the delivery of
 	// the dead letter to the subscription's dead-letter URL: Record inserts
 	// it in the same transaction (when the state change applies), pending,

@@ -36,6 +36,21 @@ const (
 	StateAwaitingValidation = "awaiting_validation"
 )
 
+// Why a subscription's state changed (Subscription.StateReason).
+const (
+	// ReasonDeactivatedByHand: POST /v1/subscriptions/{id}/deactivate.
+	ReasonDeactivatedByHand = "deactivated by hand"
+	// ReasonReactivatedByHand: POST /v1/subscriptions/{id}/reactivate.
+	ReasonReactivatedByHand = "reactivated by hand"
+	// ReasonValidated: its endpoint passed the validation handshake.
+	ReasonValidated = "its endpoint passed the validation handshake"
+	// ReasonPushFailed: a push failed under failure policy queue.
+	ReasonPushFailed = "a push failed (failure_policy queue)"
+	// ReasonRetriesRanOut: a push's retries ran out under a retry policy
+	// that ends with then: queue (the sap preset's does).
+	ReasonRetriesRanOut = "a push failed its last retry (retry_policy then: queue)"
+)
+
 // Validation handshakes an endpoint may be made to pass (internal/handshake
 // carries them out).
 const (
@@ -68,8 +83,12 @@ type Subscription struct {
 	// the API never shows it.
 	Signing    signing.Keyring
 	DeadLetter bool
-	// State is StateActive or StateDeactivated.
+	// State is StateActive, StateDeactivated or StateAwaitingValidation.
 	State string
+	// StateReason is why the subscription is in State (a Reason…
+	// constant): the reason of its last change of state, "" when it never
+	// changed. Read only: the store writes it with the state.
+	StateReason string
 	// DeliveryMode is ModePush ("" on write) or ModePull; a pull
 	// subscription has no URL and no endpoint (EndpointID "").
 	DeliveryMode string

@@ -477,7 +477,8 @@ var statusWritePlans = []struct {
 	{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (drop dead letters)", dropDeadLettersSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
-	{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{statusWriteAt}, int64(7)}, "deliveries_subscription_status"},
+	{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{statusWriteAt}, int64(7),
+		[]int64{statusWriteAt}, []string{"deactivated by hand"}}, "deliveries_subscription_status"},
 	{"ReactivateSubscription", unqueueSQL, []any{"sub_acc_0_4", statusWriteAt, "ep_a", "ep_b"}, "Index Scan on deliveries_queued"},
 }
 

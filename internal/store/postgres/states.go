@@ -16,29 +16,34 @@ import (
 )
 
 // A push subscription is deactivated by a Record outcome (its failure
-// policy queues a failed push: Outcome.Deactivate) and made active again by
-// ReactivateSubscription. Both are subscription writes: they take the
+// policy queues a failed push: Outcome.Deactivate) or by hand
+// (DeactivateSubscription), and made active again by
+// ReactivateSubscription (by hand, or when its endpoint passes its
+// validation handshake). Each is a subscription write: it takes the
 // catalog version's row lock before any other (a deactivating Record batch
-// takes it at its start, FOR UPDATE: guardBatch) and store the new version
+// takes it at its start, FOR UPDATE: guardBatch) and stores the new version
 // on the subscription, with the catalog's NOTIFY, so every node's catalog
 // learns of the change and publishes matched before it are refused and
 // matched again (a deactivated subscription's deliveries are written
-// queued).
+// queued). Each writes the state's reason and moves updated_at to the
+// change's time, or a millisecond after the one stored if that is not
+// earlier, so that every change moves it.
 const (
 	// activeSubscriptionsSQL: those of $1 a deactivation changes.
 	activeSubscriptionsSQL = `SELECT id FROM subscriptions
 WHERE id = ANY($1) AND state <> 'deactivated' AND delivery_mode = 'push'`
 
-	// deactivateSQL deactivates the subscriptions $1 at catalog version $3
-	// and queues their pending deliveries, leased ones included (their
-	// holders' outcomes then only log their attempts), receivable at $2
-	// (each subscription's), found in the partial index
-	// deliveries_subscription_status (the status is a literal: see
-	// statusRows). It returns the subscriptions it changed.
+	// deactivateSQL deactivates the subscriptions $1 at catalog version $3,
+	// changed at $4 for the reasons $5, and queues their pending
+	// deliveries, leased ones included (their holders' outcomes then only
+	// log their attempts), receivable at $2 (each subscription's), found
+	// in the partial index deliveries_subscription_status (the status is a
+	// literal: see statusRows). It returns the subscriptions it changed.
 	deactivateSQL = `WITH x AS (
-	SELECT * FROM unnest($1::text[], $2::int8[]) AS x(id, at)
+	SELECT * FROM unnest($1::text[], $2::int8[], $4::int8[], $5::text[]) AS x(id, at, changed, reason)
 ), s AS (
-	UPDATE subscriptions AS s SET state = 'deactivated', version = $3
+	UPDATE subscriptions AS s SET state = 'deactivated', state_reason = x.reason,
+	updated_at = GREATEST(s.updated_at + 1, x.changed), version = $3
 	FROM x WHERE s.id = x.id AND s.state <> 'deactivated' AND s.delivery_mode = 'push'
 	RETURNING s.id, x.at
 ), q AS (
@@ -48,7 +53,8 @@ WHERE id = ANY($1) AND state <> 'deactivated' AND delivery_mode = 'push'`
 SELECT id FROM s`
 
 	subscriptionStateSQL = `SELECT delivery_mode, state, endpoint_id, dead_letter_endpoint_id FROM subscriptions WHERE id = $1`
-	reactivateSQL        = `UPDATE subscriptions SET state = 'active', version = $2 WHERE id = $1`
+	reactivateSQL        = `UPDATE subscriptions SET state = 'active', version = $2, state_reason = $3,
+	updated_at = GREATEST(updated_at + 1, $4) WHERE id = $1`
 
 	// unqueueSQL makes every queued delivery of subscription $1 pending on
 	// its endpoint $3 (those of dead letters on its dead-letter URL's, $4),
@@ -62,12 +68,14 @@ SELECT id FROM s`
 WHERE subscription_id = $1 AND status = 'queued' RETURNING endpoint_id`
 )
 
-// deactivation is a subscription a Record batch deactivates, and when its
-// other pending deliveries become receivable (the deactivating attempt's
-// end, Unix ms).
+// deactivation is a subscription a Record batch (or DeactivateSubscription)
+// deactivates, when its other pending deliveries become receivable (the
+// deactivating attempt's start, Unix ms), when its state changed (the
+// outcome's NextAttemptAt, Unix ms) and why.
 type deactivation struct {
 	subscription string
-	at           int64
+	at, changed  int64
+	reason       string
 }
 
 // deactivates reports whether o deactivates its subscription when applied.
@@ -86,11 +94,12 @@ func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivatio
 		return nil
 	}
 	var subs sqlrow.IDSet
-	var at []int64
+	var at, changed []int64
+	var reasons []string
 	for _, d := range ds {
 		n := len(subs.IDs)
 		if subs.Add(d.subscription); len(subs.IDs) > n {
-			at = append(at, d.at)
+			at, changed, reasons = append(at, d.at), append(changed, d.changed), append(reasons, d.reason)
 		}
 	}
 	rows, err := tx.Query(ctx, activeSubscriptionsSQL, subs.IDs)
@@ -105,15 +114,15 @@ func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivatio
 	if err != nil {
 		return err
 	}
-	rows, err = tx.Query(ctx, deactivateSQL, subs.IDs, at, v)
+	rows, err = tx.Query(ctx, deactivateSQL, subs.IDs, at, v, changed, reasons)
 	if err != nil {
 		return fmt.Errorf("deactivate: %w", err)
 	}
-	changed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return fmt.Errorf("deactivate: %w", err)
 	}
-	for _, id := range changed {
+	for _, id := range done {
 		queued.Add(id)
 	}
 	return nil
@@ -128,9 +137,8 @@ var errUnchanged = errors.New("nothing to change")
 // pending on its endpoint, or its dead-letter URL's for those of dead
 // letters (see unqueueSQL): Endpoints names those any moved to, the URL's
 // first. An active one is left as it is (no new version).
-// UpdatedAt does not change. ErrNotFound; ErrConflict for a pull
-// subscription.
-func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error) {
+// ErrNotFound; ErrConflict for a pull subscription.
+func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -168,7 +176,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		if st != subscription.StateDeactivated && st != subscription.StateAwaitingValidation { // activated meanwhile
 			return errUnchanged
 		}
-		if _, err := tx.Exec(ctx, reactivateSQL, id, v); err != nil {
+		if _, err := tx.Exec(ctx, reactivateSQL, id, v, reason, at); err != nil {
 			return fmt.Errorf("reactivate subscription %s: %w", id, err)
 		}
 		rows, err := tx.Query(ctx, unqueueSQL, id, at, eps[0], eps[1])
@@ -194,4 +202,48 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 		return store.RedriveResult{}, err
 	}
 	return res, nil
+}
+
+// DeactivateSubscription implements store.QueueStore in one transaction: it
+// takes the catalog version's row lock first (as a deactivating Record
+// batch does), so the state it reads stays until it commits, then
+// deactivates as a Record outcome does (deactivateBatch) and announces the
+// subscription's queue (the consumers waiting on it, on every node).
+func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
+	at := sqlrow.UnixMS(now)
+	var changed bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		changed = false
+		var v int64
+		if err := tx.QueryRow(ctx, catalogLockSQL).Scan(&v); err != nil {
+			return fmt.Errorf("deactivate subscription %s: %w", id, err)
+		}
+		var mode, state string
+		var eps [2]string
+		switch err := tx.QueryRow(ctx, subscriptionStateSQL, id).Scan(&mode, &state, &eps[0], &eps[1]); {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("deactivate subscription %s: %w", id, err)
+		}
+		if err := store.DeactivateRefused(id, mode, state); err != nil {
+			return err
+		}
+		if state == subscription.StateDeactivated {
+			return errUnchanged
+		}
+		var queued sqlrow.IDSet
+		if err := s.deactivateBatch(ctx, tx, []deactivation{{id, at, at, reason}}, &queued); err != nil {
+			return err
+		}
+		changed = len(queued.IDs) > 0
+		return s.notifyQueued(ctx, tx, queued.IDs)
+	})
+	switch {
+	case errors.Is(err, errUnchanged):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return changed, nil
 }

@@ -16,19 +16,24 @@ import (
 )
 
 const (
-	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	// subscriptionWriteCols are the columns a create writes
+	// (subscriptionArgs and the version); subscriptionCols those read
+	// (sqlrow.ScanSubscription): state_reason too, '' at create.
+	subscriptionWriteCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
 	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version`
+	subscriptionCols = subscriptionWriteCols + `, state_reason`
 
 	// The parameters of both are subscriptionArgs' followed by the version.
-	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
+	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionWriteCols + `)
 VALUES ($22, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $23)`
 
 	// updateSubscriptionSQL keeps the account ($1 only selects the row): a
 	// subscription stays in the account it was created in. It keeps the
-	// state too ($14 is taken and ignored): only a deactivation (Record)
-	// and ReactivateSubscription change it, so a change made from an older
-	// read cannot undo a deactivation committed meanwhile.
+	// state too ($14 is taken and ignored): only a deactivation (Record,
+	// DeactivateSubscription) and ReactivateSubscription change it and its
+	// reason, so a change made from an older read cannot undo a
+	// deactivation committed meanwhile.
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = $2, url = $3, endpoint_id = $4, event_types = $5, subject_begins_with = $6, subject_ends_with = $7,
 	retry_policy = $8, timeout_ms = $9, headers = $10, secret_headers = $11, signing = $12, dead_letter = $13,
@@ -424,7 +429,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 	})
 }
 
-// subscriptionArgs returns s's columns in subscriptionCols order after the
+// subscriptionArgs returns s's columns in subscriptionWriteCols order after the
 // ID (account_id … updated_at: $1 … $21), followed by the ID ($22). It
 // fills in an empty AccountID, DeliveryMode and FailurePolicy, and the
 // endpoint IDs (sqlrow.SubscriptionValues, with the store's key).

@@ -687,7 +687,7 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 			}
 			queued.Add(sub)
 			if deactivates(o) {
-				deact = append(deact, deactivation{sub, sqlrow.UnixMS(o.Attempt.StartedAt)})
+				deact = append(deact, deactivation{sub, sqlrow.UnixMS(o.Attempt.StartedAt), sqlrow.UnixMS(o.NextAttemptAt), o.DeactivateReason})
 			}
 		}
 	}

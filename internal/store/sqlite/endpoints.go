@@ -14,7 +14,7 @@ import (
 
 const (
 	endpointCols = `id, account_id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
-	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version`
+	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version, state_reason`
 
 	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ?`
 	allEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
@@ -29,7 +29,7 @@ const (
 	// stored.
 	saveHealthSQL = `UPDATE endpoints SET state = ?, consecutive_failures = ?, health_window = ?,
 	first_attempt_at = ?, last_success_at = ?, last_failure_at = ?, disabled_at = ?, frozen_at = ?,
-	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?, version = ?
+	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?, version = ?, state_reason = ?
 WHERE id = ?
 RETURNING ` + endpointCols
 
@@ -205,5 +205,5 @@ func healthArgs(id string, e *endpoint.Endpoint, v int64) ([]any, error) {
 		return nil, err
 	}
 	return []any{r.State, r.Failures, r.Window, r.First, r.Success, r.Failure, r.Disabled, r.Frozen,
-		r.Probe, r.DelayMS, r.Updated, v, r.ID}, nil
+		r.Probe, r.DelayMS, r.Updated, v, r.Reason, r.ID}, nil
 }

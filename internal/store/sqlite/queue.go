@@ -10,7 +10,6 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
-	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Queued deliveries and their locks (store.QueueStore). The queries that
@@ -77,20 +76,6 @@ WHERE id = ? AND subscription_id = ? AND status = 'queued' AND lock_token = ? AN
 	releaseLockSQL = `UPDATE deliveries SET next_attempt_at = ?, lock_token = '', lock_until = 0` + lockHeld
 	rejectSQL      = `UPDATE deliveries SET status = ?, dead_letter_reason = ?, lock_token = '', lock_until = 0` + lockHeld
 	renewSQL       = `UPDATE deliveries SET lock_until = ?, next_attempt_at = ?` + lockHeld
-
-	subscriptionQueueSQL = `SELECT delivery_mode, state, endpoint_id, dead_letter_endpoint_id FROM subscriptions WHERE id = ?`
-	reactivateSQL        = `UPDATE subscriptions SET state = 'active', version = ? WHERE id = ?`
-	// unqueueSQL makes a subscription's queued deliveries pending on its
-	// endpoint with a fresh attempt budget, as redeliver does (Attempts
-	// and the Last* fields stay), unlocked: those of dead letters on its
-	// dead-letter URL's endpoint (the second), the others on its URL's
-	// (the first). A subscription naming no dead-letter URL has no dead
-	// letters queued: UpdateSubscription dropped them when it stopped
-	// naming one.
-	unqueueSQL = `UPDATE deliveries SET status = 'pending', receives = 0, round_attempts = 0, round_start = ?, first_failure = 0,
-	next_attempt_at = ?, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0,
-	endpoint_id = CASE WHEN dead_letter_of = '' THEN ? ELSE ? END
-WHERE subscription_id = ? AND status = 'queued' RETURNING endpoint_id`
 )
 
 // receivable is a row of receiveSQL.
@@ -284,68 +269,6 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 		s.notifyQueued(sqlrow.IDSet{IDs: []string{r.SubscriptionID}})
 	}
 	return results, nil
-}
-
-// ReactivateSubscription implements store.QueueStore in one write, which
-// holds the writer in proportion to the subscription's queued deliveries.
-// The deliveries move to the subscription's current endpoint, and those of
-// dead letters to its dead-letter URL's, which Endpoints names (those any
-// moved to, the URL's first); a consumer's lock on one of them is lost.
-// The subscription's UpdatedAt is left alone.
-func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time) (store.RedriveResult, error) {
-	at := sqlrow.UnixMS(now)
-	var res store.RedriveResult
-	err := s.write(ctx, func(w *writer) error {
-		res = store.RedriveResult{}
-		var mode, state, endpoint, deadLetterEndpoint string
-		switch err := w.scanRow(subscriptionQueueSQL, []any{id}, &mode, &state, &endpoint, &deadLetterEndpoint); {
-		case isNoRows(err):
-			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("reactivate %s: %w", id, err)
-		}
-		if mode == subscription.ModePull {
-			return fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
-		}
-		if state != subscription.StateDeactivated && state != subscription.StateAwaitingValidation {
-			return nil
-		}
-		v, err := w.bumpCatalog()
-		if err != nil {
-			return err
-		}
-		if _, err := w.exec(reactivateSQL, v, id); err != nil {
-			return fmt.Errorf("reactivate %s: %w", id, err)
-		}
-		rows, err := w.query(unqueueSQL, at, at, endpoint, deadLetterEndpoint, id)
-		if err != nil {
-			return fmt.Errorf("reactivate %s: move the queued deliveries: %w", id, err)
-		}
-		defer rows.Close()
-		moved := map[string]bool{}
-		for rows.Next() {
-			var ep string
-			if err := rows.Scan(&ep); err != nil {
-				return fmt.Errorf("reactivate %s: move the queued deliveries: %w", id, err)
-			}
-			res.Count++
-			moved[ep] = true
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("reactivate %s: move the queued deliveries: %w", id, err)
-		}
-		for _, ep := range []string{endpoint, deadLetterEndpoint} {
-			if moved[ep] {
-				res.Endpoints = append(res.Endpoints, ep)
-				delete(moved, ep) // one URL as both
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return store.RedriveResult{}, err
-	}
-	return res, nil
 }
 
 // CountQueued implements store.QueueStore. It counts the entries of

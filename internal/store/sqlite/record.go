@@ -3,12 +3,10 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
-	"github.com/herald-events/herald/internal/subscription"
 )
 
 const (
@@ -53,15 +51,6 @@ SELECT ?1, d.account_id, d.subscription_id, s.dead_letter_endpoint_id, d.event_s
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq JOIN subscriptions AS s ON s.id = d.subscription_id
 WHERE d.id = ?3 AND s.dead_letter_endpoint_id <> ''
 ON CONFLICT (id) DO NOTHING`
-
-	// A deactivation: the subscription, if active, becomes deactivated at
-	// a new catalog version, and its other pending deliveries (leased ones
-	// included: their holders' outcomes then only log) queued.
-	subscriptionStateSQL = `SELECT state FROM subscriptions WHERE id = ?`
-	deactivateSQL        = `UPDATE subscriptions SET state = 'deactivated', version = ? WHERE id = ?`
-	queuePendingSQL      = `UPDATE deliveries SET status = 'queued', next_attempt_at = ?,
-	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = ? AND status = 'pending' AND status <> 'delivered'`
 )
 
 // Record implements store.DeliveryStore. For each outcome, in order, it
@@ -75,8 +64,10 @@ WHERE subscription_id = ? AND status = 'pending' AND status <> 'delivered'`
 //
 // A queued outcome writes status queued and NextAttemptAt, unlocked. With
 // Deactivate too, and only when its state change applies, the delivery's
-// subscription, if it is active, is deactivated (see deactivate); Deactivate
-// on an outcome of another status is ignored. After the commit, the
+// subscription, if it is active, is deactivated (see deactivate: its other
+// pending deliveries queued at the attempt's start, its state changed at
+// the outcome's NextAttemptAt, for o.DeactivateReason); Deactivate on an
+// outcome of another status is ignored. After the commit, the
 // subscriptions that got queued deliveries are passed to Options.OnQueued.
 //
 // A dead-lettered outcome with DeadLetterCopy, when its state change
@@ -126,7 +117,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			case err == nil && o.Status == delivery.StatusQueued:
 				queued.Add(sub)
 				if o.Deactivate {
-					if err := w.deactivate(sub, a.StartedAt); err != nil {
+					if err := w.deactivate(sub, a.StartedAt, o.NextAttemptAt, o.DeactivateReason); err != nil {
 						return fmt.Errorf("record %s: %w", a.DeliveryID, err)
 					}
 				}
@@ -167,35 +158,5 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		return err
 	}
 	s.notifyQueued(queued)
-	return nil
-}
-
-// deactivate deactivates subscription id if it is active (any state but
-// deactivated, "" included: written by code that knows no states): state
-// deactivated at a new catalog version (so every catalog learns of it and
-// publishes matched before are refused and matched again), and its pending
-// deliveries queued, receivable at now. A subscription already deactivated,
-// or gone, is left as it is (the catalog version does not move).
-func (w *writer) deactivate(id string, now time.Time) error {
-	var state string
-	switch err := w.scanRow(subscriptionStateSQL, []any{id}, &state); {
-	case isNoRows(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("read subscription %s: %w", id, err)
-	}
-	if state == subscription.StateDeactivated {
-		return nil
-	}
-	v, err := w.bumpCatalog()
-	if err != nil {
-		return err
-	}
-	if _, err := w.exec(deactivateSQL, v, id); err != nil {
-		return fmt.Errorf("deactivate subscription %s: %w", id, err)
-	}
-	if _, err := w.exec(queuePendingSQL, sqlrow.UnixMS(now), id); err != nil {
-		return fmt.Errorf("queue the pending deliveries of subscription %s: %w", id, err)
-	}
 	return nil
 }

@@ -16,19 +16,24 @@ import (
 )
 
 const (
-	subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	// subscriptionWriteCols are the columns a create writes
+	// (sqlrow.SubscriptionValues and the version); subscriptionCols those
+	// read (sqlrow.ScanSubscription): state_reason too, '' at create.
+	subscriptionWriteCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
 	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
 	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version`
+	subscriptionCols = subscriptionWriteCols + `, state_reason`
 
-	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionCols + `)
+	insertSubscriptionSQL = `INSERT INTO subscriptions (` + subscriptionWriteCols + `)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// updateSubscriptionSQL sets every column but the ID and the account
 	// (sqlrow.SubscriptionValues without its first value), then the
 	// version: a subscription never changes accounts. The state value is
-	// taken and ignored: only a deactivation (Record) and
-	// ReactivateSubscription change the state, so a change made from an
-	// older read cannot undo a deactivation committed meanwhile.
+	// taken and ignored: only a deactivation (Record,
+	// DeactivateSubscription) and ReactivateSubscription change the state
+	// and its reason, so a change made from an older read cannot undo a
+	// deactivation committed meanwhile.
 	updateSubscriptionSQL = `UPDATE subscriptions SET
 	name = ?, url = ?, endpoint_id = ?, event_types = ?, subject_begins_with = ?, subject_ends_with = ?,
 	retry_policy = ?, timeout_ms = ?, headers = ?, secret_headers = ?, signing = ?, dead_letter = ?,

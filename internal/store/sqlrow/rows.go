@@ -28,7 +28,10 @@ type RowScanner interface {
 // ScanSubscription reads the columns id, account_id, name, url, endpoint_id,
 // event_types, subject_begins_with, subject_ends_with, retry_policy,
 // timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
-// delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version.
+// delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version,
+// state_reason. SubscriptionValues writes every one of them but the version
+// and state_reason, which the store writes itself (state_reason with the
+// state: ReactivateSubscription, a deactivation).
 //
 // delivery holds the subscription.DeliveryOptions as JSON ('{}': the defaults): they
 // are read with the subscription and never queried, so one column keeps
@@ -43,7 +46,7 @@ func ScanSubscription(sc RowScanner) (subscription.Subscription, error) {
 	var timeout, created, updated int64
 	if err := sc.Scan(&s.ID, &s.AccountID, &s.Name, &s.URL, &s.EndpointID, &types, &s.SubjectBeginsWith, &s.SubjectEndsWith,
 		&s.RetryPolicy, &timeout, &headers, &secretHeaders, &signing, &s.DeadLetter, &s.State, &s.DeliveryMode, &s.FailurePolicy,
-		&delivery, &s.DeadLetterEndpointID, &filters, &created, &updated, &s.Version); err != nil {
+		&delivery, &s.DeadLetterEndpointID, &filters, &created, &updated, &s.Version, &s.StateReason); err != nil {
 		return subscription.Subscription{}, err
 	}
 	if err := json.Unmarshal([]byte(types), &s.EventTypes); err != nil {
@@ -307,14 +310,14 @@ func BackfillSigning(ids []string, newSigning func() (signing.Keyring, error), s
 // ScanEndpoint reads the columns id, account_id, url, state, consecutive_failures,
 // health_window, first_attempt_at, last_success_at, last_failure_at,
 // disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
-// updated_at, version.
+// updated_at, version, state_reason (Health.Reason).
 func ScanEndpoint(sc RowScanner) (endpoint.Endpoint, error) {
 	var e endpoint.Endpoint
 	h := &e.Health
 	var state, window string
 	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
 	if err := sc.Scan(&e.ID, &e.AccountID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
-		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version); err != nil {
+		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version, &h.Reason); err != nil {
 		return endpoint.Endpoint{}, err
 	}
 	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
@@ -330,7 +333,7 @@ func ScanEndpoint(sc RowScanner) (endpoint.Endpoint, error) {
 
 // HealthRow is an endpoint's health as the health columns hold it.
 type HealthRow struct {
-	ID, State, Window                                                   string
+	ID, State, Window, Reason                                           string
 	Failures, First, Success, Failure, Disabled, Frozen, Probe, DelayMS int64
 	Updated                                                             int64
 }
@@ -348,7 +351,7 @@ func NewHealthRow(id string, e *endpoint.Endpoint) (HealthRow, error) {
 		state = health.Enabled
 	}
 	return HealthRow{
-		ID: id, State: string(state), Window: string(window), Failures: h.ConsecutiveFailures,
+		ID: id, State: string(state), Window: string(window), Reason: h.Reason, Failures: h.ConsecutiveFailures,
 		First: UnixMS(h.FirstAttemptAt), Success: UnixMS(h.LastSuccessAt), Failure: UnixMS(h.LastFailureAt),
 		Disabled: UnixMS(h.DisabledAt), Frozen: UnixMS(h.FrozenAt), Probe: UnixMS(h.NextProbeAt),
 		DelayMS: h.ProbationDelay.Milliseconds(), Updated: UnixMS(e.UpdatedAt),

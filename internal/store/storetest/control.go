@@ -7,7 +7,8 @@ import "testing"
 // GetSubscription and UpdateSubscription): subscription writes, each with
 // the endpoint rows of its URLs (an endpoint lives while a subscription
 // uses its URL) and what happens to the subscription's deliveries;
-// Redeliver and Redrive; ReactivateSubscription; account and key writes.
+// Redeliver and Redrive; ReactivateSubscription and DeactivateSubscription;
+// account and key writes.
 func RunControlContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
 		{"Accounts", []test{
@@ -53,6 +54,8 @@ func RunControlContract(t *testing.T, open Opener) {
 		}},
 		{"Reactivate", []test{
 			{"Reactivate", testReactivate},
+			{"DeactivateByHand", testDeactivateByHand},
+			{"DeactivateByHandRefused", testDeactivateByHandRefused},
 		}},
 		// A subscription's dead-letter URL: its endpoint row lives while
 		// a subscription names it, and its dead letters follow it.

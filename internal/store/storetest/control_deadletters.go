@@ -10,6 +10,7 @@ import (
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // testDeadLetterEndpointLife: a subscription's dead-letter URL has an
@@ -291,7 +292,7 @@ func testDeadLetterReactivate(t *testing.T, b *bundle) {
 		t.Fatalf("dead letter after the deactivation: %+v; want queued", got)
 	}
 	at := b.at(time.Minute)
-	res, err := b.s.ReactivateSubscription(b.ctx, a.ID, at)
+	res, err := b.s.ReactivateSubscription(b.ctx, a.ID, at, subscription.ReasonReactivatedByHand)
 	if err != nil || res.Count != 2 {
 		t.Fatalf("ReactivateSubscription = %+v, %v; want 2 moved", res, err)
 	}

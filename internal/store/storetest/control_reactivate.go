@@ -11,7 +11,8 @@ import (
 )
 
 // testReactivate: reactivating a deactivated subscription makes it active
-// at a new catalog version and its queued deliveries pending on its
+// at a new catalog version, with its reason and UpdatedAt moved to the
+// time given, and its queued deliveries pending on its
 // endpoint with a fresh attempt budget, unlocked; an active one is left
 // alone; a pull subscription cannot be.
 func testReactivate(t *testing.T, b *bundle) {
@@ -27,14 +28,15 @@ func testReactivate(t *testing.T, b *bundle) {
 	v1 := changes(b, 0).Version
 
 	at := end.Add(time.Second)
-	res, err := b.s.ReactivateSubscription(b.ctx, a.ID, at)
+	res, err := b.s.ReactivateSubscription(b.ctx, a.ID, at, subscription.ReasonReactivatedByHand)
 	if err != nil || res.Count != 2 {
 		t.Fatalf("ReactivateSubscription = %+v, %v; want 2 moved", res, err)
 	}
 	equal(t, "endpoints", res.Endpoints, []string{a.EndpointID})
 	got := readSubscription(b, a.ID)
-	if got.State != subscription.StateActive || got.Version <= v1 {
-		t.Fatalf("reactivated subscription: %+v; want active at a version after %d", got, v1)
+	if got.State != subscription.StateActive || got.Version <= v1 || got.StateReason != subscription.ReasonReactivatedByHand ||
+		!got.UpdatedAt.Equal(at) {
+		t.Fatalf("reactivated subscription: %+v; want active at a version after %d, reactivated by hand, updated at %v", got, v1, at)
 	}
 	equal(t, "catalog changes", subIDs(changes(b, v1).Changed), []string{a.ID})
 	for id, attempts := range map[string]int{d1: 1, d2: 0} {
@@ -49,16 +51,19 @@ func testReactivate(t *testing.T, b *bundle) {
 	equal(t, "claimed", claimedIDs(b.claim(a.EndpointID, at, 10)), []string{d2, d1})
 
 	v2 := changes(b, 0).Version
-	res, err = b.s.ReactivateSubscription(b.ctx, a.ID, at)
+	res, err = b.s.ReactivateSubscription(b.ctx, a.ID, at, subscription.ReasonReactivatedByHand)
 	if err != nil || res.Count != 0 {
 		t.Fatalf("ReactivateSubscription(active) = %+v, %v; want nothing moved", res, err)
 	}
 	noChanges(b, v2)
+	if s := readSubscription(b, a.ID); s.StateReason != subscription.ReasonReactivatedByHand || !s.UpdatedAt.Equal(at) {
+		t.Fatalf("subscription after reactivating it again: %+v; want its reason and UpdatedAt kept", s)
+	}
 	p := b.pullSub(true)
-	if _, err := b.s.ReactivateSubscription(b.ctx, p.ID, at); !errors.Is(err, store.ErrConflict) {
+	if _, err := b.s.ReactivateSubscription(b.ctx, p.ID, at, subscription.ReasonReactivatedByHand); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("ReactivateSubscription(pull) = %v, want ErrConflict", err)
 	}
-	if _, err := b.s.ReactivateSubscription(b.ctx, "sub_unknown", at); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.s.ReactivateSubscription(b.ctx, "sub_unknown", at, subscription.ReasonReactivatedByHand); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ReactivateSubscription(unknown) = %v, want ErrNotFound", err)
 	}
 }

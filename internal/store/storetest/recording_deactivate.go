@@ -15,11 +15,12 @@ import (
 // queuedOutcome is the outcome of failed attempt n of id, started at
 // `started`, under the queue failure policy: queued, receivable from the
 // attempt's start (to the millisecond: the dispatcher's clock, as
-// sqlrow.AttemptDueMS), the subscription deactivated.
+// sqlrow.AttemptDueMS), the subscription deactivated for
+// subscription.ReasonPushFailed.
 func queuedOutcome(id string, n int, started time.Time) store.Outcome {
 	end := started.Truncate(time.Millisecond)
 	o := failed(id, n, started, end, end)
-	o.Status, o.Deactivate = delivery.StatusQueued, true
+	o.Status, o.Deactivate, o.DeactivateReason = delivery.StatusQueued, true, subscription.ReasonPushFailed
 	return o
 }
 
@@ -42,7 +43,8 @@ func noChanges(b *bundle, v int64) {
 
 // testRecordDeactivates: a queued outcome with Deactivate, applied under
 // its lease, queues the delivery, deactivates its subscription at a new
-// catalog version, and queues the subscription's other pending deliveries
+// catalog version (with the outcome's reason, UpdatedAt its NextAttemptAt),
+// and queues the subscription's other pending deliveries
 // (leased ones too: their holders' outcomes then only log), receivable at
 // the attempt's end. Finished deliveries and other subscriptions' are left
 // alone; a subscription already deactivated stays at its version.
@@ -74,8 +76,8 @@ func testRecordDeactivates(t *testing.T, b *bundle) {
 		t.Fatalf("version after the deactivation %d, before %d: want it to advance", got.Version, v0)
 	}
 	want := a
-	want.State, want.Version = subscription.StateDeactivated, got.Version
-	want.UpdatedAt = got.UpdatedAt // the contract does not say
+	want.State, want.StateReason, want.Version = subscription.StateDeactivated, subscription.ReasonPushFailed, got.Version
+	want.UpdatedAt = end // the outcome's NextAttemptAt
 	equal(t, "deactivated subscription", got, want)
 	ch := changes(b, v0)
 	equal(t, "catalog changes", subIDs(ch.Changed), []string{a.ID})

@@ -82,6 +82,7 @@ func sampleHealth(b *bundle) health.Health {
 		FirstAttemptAt: b.at(-2 * time.Hour), LastSuccessAt: b.at(-time.Hour), LastFailureAt: b.at(-time.Minute),
 		DisabledAt: b.at(-90 * time.Minute), FrozenAt: b.at(-80 * time.Minute),
 		NextProbeAt: b.at(20 * time.Second), ProbationDelay: 20 * time.Second,
+		Reason: health.ReasonConsecutive(10),
 	}
 }
 

@@ -46,7 +46,8 @@ func testClosed(t *testing.T, b *bundle) {
 	_, calls["Receive"] = b.s.Receive(b.ctx, store.ReceiveRequest{SubscriptionID: a.ID, Now: b.now, Max: 1, LockFor: time.Minute})
 	_, calls["Settle"] = b.s.Settle(b.ctx, store.SettleRequest{SubscriptionID: a.ID, Action: store.Acknowledge,
 		Tokens: []string{store.LockToken(id, "x")}, Now: b.now})
-	_, calls["ReactivateSubscription"] = b.s.ReactivateSubscription(b.ctx, a.ID, b.now)
+	_, calls["ReactivateSubscription"] = b.s.ReactivateSubscription(b.ctx, a.ID, b.now, subscription.ReasonReactivatedByHand)
+	_, calls["DeactivateSubscription"] = b.s.DeactivateSubscription(b.ctx, a.ID, b.now, subscription.ReasonDeactivatedByHand)
 	_, calls["CountQueued"] = b.s.CountQueued(b.ctx)
 	for name, err := range calls {
 		if !errors.Is(err, store.ErrClosed) {
