@@ -45,6 +45,7 @@ type Store interface {
 	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error)
+	store.StatsReader
 	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountQueued(ctx context.Context) (int64, error)
@@ -185,6 +186,8 @@ func (s *Server) routes() []route {
 		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams()},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole, nil},
 		{"POST /v1/endpoints/{id}/enable", h(s.enableEndpoint), noBody, accountRole, nil},
+		// Deliveries per minute (or coarser step) from the rollups.
+		{"GET /v1/stats", h(s.getStats), noBody, accountRole, []param{windowParam, subscriptionFilter, endpointFilter}},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public, nil},
