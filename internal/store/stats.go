@@ -7,7 +7,8 @@ import (
 	"github.com/herald-events/herald/internal/stats"
 )
 
-// StatsQuery selects the delivery rollups of one account (stats.Row), added
+// StatsQuery selects the delivery rollups of one account ("": of every
+// account) (stats.Row), added
 // up per Step (a whole number of minutes) from From to Until (exclusive),
 // optionally of one subscription or endpoint ("": all).
 type StatsQuery struct {

@@ -15,12 +15,17 @@ import (
 // The delivery rollups are written by the record statements (writer.go)
 // and acknowledgeSQL (queue.go); these read and prune them.
 var (
-	// statsReadSQL adds an account's rollups up per step ($1 milliseconds)
-	// from $2 to $3, of subscription $4 and endpoint $5 when not empty:
-	// one range of delivery_stats_account.
+	// statsReadSQL adds rollups up per step ($1 milliseconds) from $2 to
+	// $3, of subscription $4 and endpoint $5 when not empty: those of
+	// account $6 (one range of delivery_stats_account), or of every
+	// account when $6 is empty (one range of the primary key).
 	statsReadSQL = `SELECT minute / $1 * $1 AS at, ` + sqlrow.StatsSums + `
 FROM delivery_stats
-WHERE account_id = $6 AND minute >= $2 AND minute < $3
+WHERE account_id = $6 AND ` + statsReadWhere
+	statsReadAllSQL = `SELECT minute / $1 * $1 AS at, ` + sqlrow.StatsSums + `
+FROM delivery_stats
+WHERE $6 = '' AND ` + statsReadWhere
+	statsReadWhere = `minute >= $2 AND minute < $3
 	AND ($4 = '' OR subscription_id = $4) AND ($5 = '' OR endpoint_id = $5)
 GROUP BY at ORDER BY at`
 )
@@ -32,9 +37,13 @@ const deleteOldStatsSQL = `DELETE FROM delivery_stats WHERE (minute, subscriptio
 
 // DeliveryStats implements store.StatsStore.
 func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error) {
+	query := statsReadSQL
+	if q.AccountID == "" {
+		query = statsReadAllSQL
+	}
 	var out []stats.Row
 	err := s.readTx(ctx, s.snapOpts, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, statsReadSQL, q.Step.Milliseconds(), sqlrow.UnixMS(q.From), sqlrow.UnixMS(q.Until),
+		rows, err := tx.Query(ctx, query, q.Step.Milliseconds(), sqlrow.UnixMS(q.From), sqlrow.UnixMS(q.Until),
 			q.SubscriptionID, q.EndpointID, q.AccountID)
 		if err != nil {
 			return err

@@ -22,11 +22,12 @@ const (
 	statsRowsSQL = `SELECT v.minute, d.account_id, d.subscription_id, d.endpoint_id, v.status, v.bucket
 	FROM v JOIN deliveries AS d ON d.id = v.id`
 
-	// statsReadSQL adds an account's rollups up per step (?1 milliseconds)
-	// from ?2 to ?3, of subscription ?4 and endpoint ?5 when not empty.
-	statsReadSQL = `SELECT minute / ?1 * ?1 AS at, ` + "%s" + `
-FROM delivery_stats INDEXED BY delivery_stats_account
-WHERE account_id = ?6 AND minute >= ?2 AND minute < ?3
+	// statsReadSQL adds rollups up per step (?1 milliseconds) from ?2 to
+	// ?3, of subscription ?4 and endpoint ?5 when not empty: those of
+	// account ?6 (one range of delivery_stats_account), or of every
+	// account (one range of the primary key).
+	statsReadSQL = `SELECT minute / ?1 * ?1 AS at, %s
+FROM delivery_stats %s minute >= ?2 AND minute < ?3
 	AND (?4 = '' OR subscription_id = ?4) AND (?5 = '' OR endpoint_id = ?5)
 GROUP BY at ORDER BY at`
 
@@ -42,7 +43,8 @@ INSERT INTO delivery_stats (` + sqlrow.StatsCols + `)
 SELECT minute, account_id, subscription_id, endpoint_id, ` + sqlrow.StatsOutcomeAggs + `
 FROM (` + statsRowsSQL + `) WHERE true
 GROUP BY minute, account_id, subscription_id, endpoint_id` + sqlrow.StatsUpsert
-	statsRead = fmt.Sprintf(statsReadSQL, sqlrow.StatsSums)
+	statsRead    = fmt.Sprintf(statsReadSQL, sqlrow.StatsSums, "INDEXED BY delivery_stats_account WHERE account_id = ?6 AND")
+	statsReadAll = fmt.Sprintf(statsReadSQL, sqlrow.StatsSums, "WHERE ?6 = '' AND")
 )
 
 // statsOf appends to rows the rollup input of outcome o, whose state
@@ -74,10 +76,13 @@ func acknowledgedStats(rows []any, id string, now time.Time) []any {
 	return append(rows, id, sqlrow.MinuteMS(sqlrow.UnixMS(now)), string(delivery.StatusDelivered), -1)
 }
 
-// DeliveryStats implements store.StatsStore: one seek of delivery_stats_account
-// over the account's minutes in the range.
+// DeliveryStats implements store.StatsStore (statsReadSQL).
 func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error) {
-	rows, err := s.readQuery(ctx, statsRead, q.Step.Milliseconds(), sqlrow.UnixMS(q.From), sqlrow.UnixMS(q.Until),
+	query := statsRead
+	if q.AccountID == "" {
+		query = statsReadAll
+	}
+	rows, err := s.readQuery(ctx, query, q.Step.Milliseconds(), sqlrow.UnixMS(q.From), sqlrow.UnixMS(q.Until),
 		q.SubscriptionID, q.EndpointID, q.AccountID)
 	if err != nil {
 		return nil, fmt.Errorf("read delivery stats: %w", err)

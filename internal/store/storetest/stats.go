@@ -122,6 +122,8 @@ func testStatsCounts(t *testing.T, b *bundle) {
 	equal(t, "the account's hour", countsOf(readStats(b, q)), []counts{{q.From, 32, 18, 8, 50}})
 	q.AccountID = other.ID
 	equal(t, "the other account's hour", countsOf(readStats(b, q)), []counts{{q.From, 1, 0, 0, 1}})
+	q.AccountID = ""
+	equal(t, "every account's hour", countsOf(readStats(b, q)), []counts{{q.From, 33, 18, 8, 51}})
 }
 
 // testStatsPercentiles: a minute's p50 and p99, from attempts of known
