@@ -55,6 +55,10 @@ type Store interface {
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
+	// The overview's charts and backlog.
+	store.StatsReader
+	CountPending(ctx context.Context) (fresh, retry int64, err error)
+	CountQueued(ctx context.Context) (int64, error)
 }
 
 // Control is how the console's forms change deliveries: the calls the
@@ -107,8 +111,9 @@ func (c *Console) Handler() http.Handler {
 	b := base{store: c.Store, pages: pg}
 	subs := &subscriptionPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
+	ov := &overviewPages{base: b, clockNow: c.Clock.Now}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /console/{$}", s.home)
+	mux.HandleFunc("GET /console/{$}", s.home(ov.overview))
 	mux.HandleFunc("GET /console/login", s.loginPage)
 	mux.HandleFunc("POST /console/login", s.signIn)
 	mux.Handle("POST /console/logout", s.signedIn(s.change(s.signOut)))
