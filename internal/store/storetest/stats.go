@@ -12,21 +12,12 @@ import (
 	"github.com/herald-events/herald/internal/subscription"
 )
 
-// RunStatsContract checks the per-minute delivery rollups
-// (store.StatsStore): Record and Settle's acknowledgements add to them in
-// their own transactions, counting only what applied; they add up across
-// concurrent group commits; DeliveryStats reads them per step, by account,
-// subscription and endpoint; DeleteOldStats prunes them, bounded.
-func RunStatsContract(t *testing.T, open Opener) {
-	runGroups(t, open, []group{
-		{"Stats", []test{
-			{"CountsAcrossCommits", testStatsCounts},
-			{"Percentiles", testStatsPercentiles},
-			{"AcknowledgeCountsDelivered", testStatsAcknowledge},
-			{"DeleteOld", testStatsDeleteOld},
-		}},
-	})
-}
+// The per-minute delivery rollups (store.StatsStore), checked as part of
+// the recording contract (RunRecordingContract): Record and Settle's
+// acknowledgements add to them in their own transactions, counting only
+// what applied; they add up across concurrent group commits; DeliveryStats
+// reads them per step, by account, subscription and endpoint;
+// DeleteOldStats prunes them, bounded.
 
 // outcomeTook is o with its attempt lasting d.
 func outcomeTook(o store.Outcome, d time.Duration) store.Outcome {

@@ -74,7 +74,6 @@ func Run(t *testing.T, open Opener) {
 		{"Auth", RunAuthContract},
 		{"Server", RunServerContract},
 		{"Console", RunConsoleContract},
-		{"Stats", RunStatsContract},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}
