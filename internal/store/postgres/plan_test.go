@@ -65,6 +65,17 @@ func fillQueued(t testing.TB, ctx context.Context, tx pgx.Tx, subs, perSub int) 
 	}
 }
 
+// fillStats writes a day of rollups of 10 accounts' 5 subscriptions each
+// (72,000 rows), to minute 10,000,000.
+func fillStats(t *testing.T, ctx context.Context, tx pgx.Tx) {
+	t.Helper()
+	if _, err := tx.Exec(ctx, `INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered)
+		SELECT 10000000 - m * 60000, 'acc_' || s % 10, 'sub_' || s, 'ep_' || s, 1
+		FROM generate_series(0, 1439) AS m, generate_series(0, 49) AS s`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestQueryPlans pins the plans of the due loader's queries: index scans of
 // the partial lane indexes, never a scan of the deliveries table, both as
 // planned for the given values and as a generic plan (pgx prepares its
@@ -91,12 +102,7 @@ func TestQueryPlans(t *testing.T) {
 	defer tx.Rollback(ctx)
 	fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
 	fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
-	// A day of rollups of 10 accounts' 5 subscriptions each: 72,000.
-	if _, err := tx.Exec(ctx, `INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered)
-		SELECT 10000000 - m * 60000, 'acc_' || s % 10, 'sub_' || s, 'ep_' || s, 1
-		FROM generate_series(0, 1439) AS m, generate_series(0, 49) AS s`); err != nil {
-		t.Fatal(err)
-	}
+	fillStats(t, ctx, tx)
 	if _, err := tx.Exec(ctx, `ANALYZE deliveries; ANALYZE events; ANALYZE delivery_stats`); err != nil {
 		t.Fatal(err)
 	}
