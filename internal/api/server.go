@@ -45,6 +45,7 @@ type Store interface {
 	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error)
+	store.StatsReader
 	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountQueued(ctx context.Context) (int64, error)
@@ -190,6 +191,8 @@ func (s *Server) routes() []route {
 		// frozen until enabled.
 		{"POST /v1/endpoints/{id}/enable", s.changeEndpoint(s.Control.EnableEndpoint), noBody, accountRole, nil},
 		{"POST /v1/endpoints/{id}/freeze", s.changeEndpoint(s.Control.FreezeEndpoint), noBody, accountRole, nil},
+		// Deliveries per minute (or coarser step) from the rollups.
+		{"GET /v1/stats", h(s.getStats), noBody, accountRole, []param{windowParam, subscriptionFilter, endpointFilter}},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public, nil},

@@ -60,6 +60,10 @@ type Store interface {
 	GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error)
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
+	// The overview's charts and backlog.
+	store.StatsReader
+	CountPending(ctx context.Context) (fresh, retry int64, err error)
+	CountQueued(ctx context.Context) (int64, error)
 }
 
 // Control is how the console's forms change deliveries and subscriptions:
@@ -121,8 +125,9 @@ func (c *Console) Handler() http.Handler {
 	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock}
 	evs := &eventPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
+	ov := &overviewPages{base: b, clockNow: c.Clock.Now}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /console/{$}", s.home)
+	mux.HandleFunc("GET /console/{$}", s.home(ov.overview))
 	mux.HandleFunc("GET /console/login", s.loginPage)
 	mux.HandleFunc("POST /console/login", s.signIn)
 	mux.Handle("POST /console/logout", s.signedIn(s.change(s.signOut)))

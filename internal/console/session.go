@@ -60,13 +60,17 @@ type sessions struct {
 	*pages
 }
 
-// home sends a visitor to the subscriptions, or to sign in first.
-func (s *sessions) home(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.session(w, r); err != nil {
-		redirect(w, r, "/console/login")
-		return
+// home shows a signed-in visitor the overview, and sends others to sign
+// in first.
+func (s *sessions) home(overview sessionHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.session(w, r)
+		if err != nil {
+			redirect(w, r, "/console/login")
+			return
+		}
+		overview(w, r, v)
 	}
-	redirect(w, r, "/console/subscriptions")
 }
 
 // notFound answers a path the console does not serve, with its 404 page

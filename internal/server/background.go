@@ -7,6 +7,7 @@ import (
 
 	"github.com/herald-events/herald/internal/console"
 	"github.com/herald-events/herald/internal/startstop"
+	"github.com/herald-events/herald/internal/stats"
 )
 
 // The background work that keeps a process current: the catalog reload,
@@ -18,6 +19,7 @@ import (
 type maintenance interface {
 	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
 	DeleteIdleSessions(ctx context.Context, before time.Time) (int, error)
+	DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error)
 	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
 }
 
@@ -98,6 +100,7 @@ func (s *Server) newCleanup() *startstop.Loop {
 		if s.lead(sctx, "cleanup", now, 2*cleanupEvery) {
 			s.cleanupRounds(ctx, sctx, now, log)
 			s.deleteIdleSessions(sctx, now, log)
+			s.deleteOldStats(sctx, now, log)
 		}
 	})
 }
@@ -128,6 +131,17 @@ func (s *Server) deleteIdleSessions(ctx context.Context, now time.Time, log *slo
 	var st maintenance = s.Store
 	if _, err := st.DeleteIdleSessions(ctx, now.Add(-console.IdleTimeout)); err != nil {
 		log.Warn("deleting idle console sessions", "err", err)
+	}
+}
+
+// deleteOldStats deletes the delivery rollups older than stats.Retention:
+// one store write of at most Config.CleanupBatch rows a round (a minute
+// writes a row per subscription and endpoint that delivered in it, so the
+// rounds keep up with any pace of at most that many a minute).
+func (s *Server) deleteOldStats(ctx context.Context, now time.Time, log *slog.Logger) {
+	var st maintenance = s.Store
+	if _, err := st.DeleteOldStats(ctx, now.Add(-stats.Retention), s.cfg.CleanupBatch); err != nil {
+		log.Warn("deleting old delivery stats", "err", err)
 	}
 }
 

@@ -68,6 +68,7 @@ type Store interface {
 	DeliveryStore
 	EndpointStore
 	SessionStore
+	StatsStore
 	// Capabilities says how the store may be used.
 	Capabilities() Capabilities
 	// Ping reports whether the store can serve requests (for /readyz).

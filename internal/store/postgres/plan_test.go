@@ -65,6 +65,17 @@ func fillQueued(t testing.TB, ctx context.Context, tx pgx.Tx, subs, perSub int) 
 	}
 }
 
+// fillStats writes a day of rollups of 10 accounts' 5 subscriptions each
+// (72,000 rows), to minute 10,000,000.
+func fillStats(t *testing.T, ctx context.Context, tx pgx.Tx) {
+	t.Helper()
+	if _, err := tx.Exec(ctx, `INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered)
+		SELECT 10000000 - m * 60000, 'acc_' || s % 10, 'sub_' || s, 'ep_' || s, 1
+		FROM generate_series(0, 1439) AS m, generate_series(0, 49) AS s`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestQueryPlans pins the plans of the due loader's queries: index scans of
 // the partial lane indexes, never a scan of the deliveries table, both as
 // planned for the given values and as a generic plan (pgx prepares its
@@ -91,7 +102,8 @@ func TestQueryPlans(t *testing.T) {
 	defer tx.Rollback(ctx)
 	fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
 	fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
-	if _, err := tx.Exec(ctx, `ANALYZE deliveries; ANALYZE events`); err != nil {
+	fillStats(t, ctx, tx)
+	if _, err := tx.Exec(ctx, `ANALYZE deliveries; ANALYZE events; ANALYZE delivery_stats`); err != nil {
 		t.Fatal(err)
 	}
 	const now, lease = int64(10000000 + 20000), int64(1 << 60)
@@ -122,14 +134,20 @@ func TestQueryPlans(t *testing.T) {
 		{"NextAt", nextQueuedSQL, []any{"sub_q_7"}, []string{"Scan using deliveries_queued on"}},
 		// Record: each outcome's delivery by key, whatever the round's
 		// statement; a dead letter's delivery joins the event by key too.
-		{"Record", recordStateSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
+		// The rollups: added to by key (the primary key, the upsert's
+		// arbiter), read per account by delivery_stats_account, deleted
+		// oldest first by the primary key.
+		{"Record", recordStateSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
 		{"Record (queued)", recordQueuedSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
-		{"Record (dead letter's delivery)", recordCopySQL, append(recordPlanArgs[:12:12], []string{"dlv_c1", ""}, []int64{now, 0}),
+		{"Record (dead letter's delivery)", recordCopySQL, append(recordPlanArgs[:14:14], []string{"dlv_c1", ""}, []int64{now, 0}),
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
 		{"Record (missing deliveries)", recordMissingSQL, []any{[]string{"dlv_1", "dlv_2"}, []int32{1, 1}},
 			[]string{"Index Only Scan using deliveries_pkey"}},
 		{"Settle", acknowledgeSQL, []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
-			[]string{"Index Scan using deliveries_pkey"}},
+			[]string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
+		{"DeliveryStats", statsReadSQL, []any{int64(60000), now - 3600000, now, "", "", "acc_7"},
+			[]string{"delivery_stats_account", "Index Cond: ((account_id = "}},
+		{"DeleteOldStats", deleteOldStatsSQL, []any{now - 3600000, 1000}, []string{"Tid Scan on delivery_stats", "Index Scan using delivery_stats_pkey"}},
 	} {
 		for _, mode := range []string{"auto", "force_generic_plan"} {
 			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
@@ -158,7 +176,7 @@ func TestQueryPlans(t *testing.T) {
 // recordQueuedSQL) for two outcomes.
 var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "dead_lettered"}, []int32{1, 3}, []int32{1, 3},
 	[]int64{0, 1000}, []int64{0, 0}, []int64{2000, 2000}, []int32{200, 400}, []string{"http_200", "http_400"},
-	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}}
+	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}, []int64{0, 0}, []int16{3, 5}}
 
 // explain returns the plan of query as prepared with args (so that
 // plan_cache_mode applies).
@@ -192,6 +210,12 @@ func explain(t *testing.T, ctx context.Context, tx pgx.Tx, query string, args []
 				ns[j] = fmt.Sprint(n)
 			}
 			lits[i] = "ARRAY[" + strings.Join(ns, ",") + "]::int4[]"
+		case []int16:
+			ns := make([]string, len(v))
+			for j, n := range v {
+				ns[j] = fmt.Sprint(n)
+			}
+			lits[i] = "ARRAY[" + strings.Join(ns, ",") + "]::int2[]"
 		default:
 			lits[i] = fmt.Sprint(v)
 		}

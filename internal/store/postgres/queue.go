@@ -101,7 +101,18 @@ WHERE d.id = t.id AND d.subscription_id || '' = $1 AND ` + queuedRows + ` AND d.
 RETURNING t.token`
 	unlock = `lock_token = '', lock_until = 0`
 
-	acknowledgeSQL = `UPDATE deliveries AS d SET status = 'delivered', delivered_at = $2, ` + unlock + settleWhere
+	// acknowledgeSQL adds the deliveries it acknowledged to the rollups
+	// (store.StatsStore): delivered, in the minute of now.
+	acknowledgeSQL = `WITH upd AS (
+	UPDATE deliveries AS d SET status = 'delivered', delivered_at = $2, ` + unlock + settleWhere + `,
+		d.account_id, d.subscription_id, d.endpoint_id
+), st AS (
+	INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered)
+	SELECT $2 - $2 % 60000, account_id, subscription_id, endpoint_id, count(*) FROM upd
+	GROUP BY account_id, subscription_id, endpoint_id ORDER BY subscription_id, endpoint_id
+	ON CONFLICT (minute, subscription_id, endpoint_id) DO UPDATE SET delivered = delivery_stats.delivered + excluded.delivered
+)
+SELECT token FROM upd`
 	// releaseSQL: $5 is when the delivery is receivable again.
 	releaseLockSQL = `UPDATE deliveries AS d SET next_attempt_at = $5, ` + unlock + settleWhere
 	// rejectSQL: $5 is dead_lettered or dropped.

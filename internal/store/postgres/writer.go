@@ -545,8 +545,8 @@ func (pr *publishRows) scan(rows pgx.Rows, ins bool) error {
 //
 // Most rounds hold only outcomes that need nothing back (delivered, retry,
 // dead-lettered without a dead letter's delivery to write, dropped):
-// recordStateSQL, a plain UPDATE whose row count says whether every
-// outcome applied. A round with a queued outcome (its subscription is
+// recordStateSQL, an UPDATE that returns only how many outcomes applied,
+// which says whether every one did. A round with a queued outcome (its subscription is
 // announced, maybe deactivated) or a dead letter's delivery to write runs
 // recordQueuedSQL or recordCopySQL instead, which return the rows they
 // changed.
@@ -557,33 +557,62 @@ func (pr *publishRows) scan(rows pgx.Rows, ins bool) error {
 // for deliveries that do not exist and delete the attempts logged for them
 // (an outcome for a delivery that no longer exists logs nothing), in the
 // same transaction.
+//
+// Each statement adds the outcomes it applied to the delivery rollups
+// (store.StatsStore) in a data-modifying CTE of its own (recordStats): no
+// extra statement or round trip, one upserted row per (minute,
+// subscription, endpoint) of the round.
 const (
-	// recordInput: $1…$12, one element per outcome.
+	// recordInput: $1…$14, one element per outcome: $13 the minute it
+	// counts in, $14 its latency bucket (-1: no attempt; see
+	// sqlrow.StatsMinute, sqlrow.StatsBucket).
 	recordInput = `unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int8[], $6::int8[], $7::int8[],
-		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[]`
+		$8::int4[], $9::text[], $10::text[], $11::int8[], $12::text[], $13::int8[], $14::int2[]`
 	recordInputCols = `id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
-		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner`
+		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner, stat_minute, bucket`
 	recordSet = `status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
 		first_failure = u.first_failure, next_attempt_at = u.next_attempt_at,
 		last_attempt_at = u.started_at, last_status_code = u.last_status_code,
 		last_outcome = u.last_outcome, dead_letter_reason = u.dead_letter_reason,
 		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0`
 	recordWhere = `d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)`
+	// recordReturning: what every statement's UPDATE returns (upd): the
+	// rollups' keys and inputs, and what recordQueuedSQL's and
+	// recordCopySQL's callers read.
+	recordReturning = `
+	RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, u.status, u.stat_minute AS minute, u.bucket`
 
-	recordStateSQL = `UPDATE deliveries AS d SET ` + recordSet + `
+	recordUpdate = `WITH upd AS (
+	UPDATE deliveries AS d SET ` + recordSet + `
 	FROM ` + recordInput + `) AS u(` + recordInputCols + `)
-	WHERE ` + recordWhere
+	WHERE ` + recordWhere + recordReturning + `
+)`
+)
+
+var (
+	// recordStats adds the outcomes of upd to delivery_stats.
+	recordStats = `, st AS (
+	INSERT INTO delivery_stats (` + sqlrow.StatsCols + `)
+	SELECT minute, account_id, subscription_id, endpoint_id, ` + sqlrow.StatsOutcomeAggs + `
+	FROM upd WHERE bucket >= 0 OR status IN ('delivered', 'dead_lettered')
+	GROUP BY minute, account_id, subscription_id, endpoint_id
+	ORDER BY minute, subscription_id, endpoint_id` + sqlrow.StatsUpsert + `
+)`
+
+	// recordStateSQL returns how many outcomes applied.
+	recordStateSQL = recordUpdate + recordStats + `
+SELECT count(*) FROM upd`
 
 	// recordQueuedSQL returns the delivery, subscription and status of
 	// each outcome it applied.
-	recordQueuedSQL = recordStateSQL + `
-	RETURNING d.id, d.subscription_id, u.status`
+	recordQueuedSQL = recordUpdate + recordStats + `
+SELECT id, subscription_id, status FROM upd`
 
 	// recordCopySQL does the same, and writes the delivery of each dead
-	// letter it made that has one to write (copy_id, $13): the
+	// letter it made that has one to write (copy_id, $15): the
 	// dead-lettered delivery's subscription, account and event, pending on
 	// the dead-letter URL's endpoint the subscription names now (none:
-	// nothing is written), due at the attempt's end (copy_at, $14; its
+	// nothing is written), due at the attempt's end (copy_at, $16; its
 	// round start too; the event's publish time when that is earlier or
 	// unknown), created at the event's publish time as every delivery of
 	// the event is. An ID already stored is left alone. The rows the
@@ -591,9 +620,8 @@ const (
 	// nothing but the event and the subscription, each by key.
 	recordCopySQL = `WITH upd AS (
 	UPDATE deliveries AS d SET ` + recordSet + `
-	FROM ` + recordInput + `, $13::text[], $14::int8[]) AS u(` + recordInputCols + `, copy_id, copy_at)
-	WHERE ` + recordWhere + `
-	RETURNING d.id, d.subscription_id, d.account_id, d.event_seq, u.status, u.copy_id, u.copy_at
+	FROM ` + recordInput + `, $15::text[], $16::int8[]) AS u(` + recordInputCols + `, copy_id, copy_at)
+	WHERE ` + recordWhere + recordReturning + `, d.event_seq, u.copy_id, u.copy_at
 ), dl AS (
 	INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
 		round_start, next_attempt_at, created_at, dead_letter_of)
@@ -603,9 +631,11 @@ const (
 		JOIN subscriptions AS s ON s.id = upd.subscription_id
 	WHERE upd.copy_id <> '' AND upd.status = 'dead_lettered' AND s.dead_letter_endpoint_id <> ''
 	ON CONFLICT (id) DO NOTHING
-)
+)` + recordStats + `
 SELECT id, subscription_id, status FROM upd`
+)
 
+const (
 	// recordAttemptsSQL logs attempts, replacing a logged attempt with the
 	// same number.
 	recordAttemptsSQL = `INSERT INTO attempts (delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body)
@@ -699,7 +729,7 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 type recordRound struct {
 	outcomes []*store.Outcome
 	// returning says which statement changes the states: recordStateSQL
-	// (false) or one that returns the rows it changed (recordQueuedSQL,
+	// (false: it returns their count) or one that returns the rows it changed (recordQueuedSQL,
 	// recordCopySQL); attempts whether recordAttemptsSQL follows it.
 	returning, attempts bool
 
@@ -719,6 +749,8 @@ func (r *recordRound) queue(b *pgx.Batch, os []*store.Outcome) {
 		firstFailure, next, started, delivered = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		copyID                                 []string
 		copyAt                                 []int64
+		statMinute                             = make([]int64, n)
+		bucket                                 = make([]int16, n)
 		queuing                                bool
 		// the attempts to log (Number 0 logs none)
 		aID, aOutcome, aErr []string
@@ -733,6 +765,7 @@ func (r *recordRound) queue(b *pgx.Batch, os []*store.Outcome) {
 		firstFailure[i], next[i], started[i] = sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt), sqlrow.UnixMS(a.StartedAt)
 		lastCode[i], lastOutcome[i], reason[i] = int32(o.LastStatusCode), cleanText(o.LastOutcome), cleanText(o.DeadLetterReason)
 		delivered[i], owner[i] = sqlrow.UnixMS(o.DeliveredAt), o.LeaseOwner
+		statMinute[i], bucket[i] = sqlrow.StatsMinute(o), int16(sqlrow.StatsBucket(o))
 		queuing = queuing || o.Status == delivery.StatusQueued
 		if copiesDeadLetter(o) {
 			if copyID == nil {
@@ -747,7 +780,7 @@ func (r *recordRound) queue(b *pgx.Batch, os []*store.Outcome) {
 		}
 	}
 	args := []any{id, status, attempts, roundAttempts, firstFailure, next, started,
-		lastCode, lastOutcome, reason, delivered, owner}
+		lastCode, lastOutcome, reason, delivered, owner, statMinute, bucket}
 	switch {
 	case copyID != nil:
 		r.returning = true
@@ -788,12 +821,8 @@ func (r *recordRound) read(res pgx.BatchResults) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-	} else {
-		tag, err := res.Exec()
-		if err != nil {
-			return err
-		}
-		r.applied = tag.RowsAffected()
+	} else if err := res.QueryRow().Scan(&r.applied); err != nil {
+		return err
 	}
 	if r.attempts {
 		if _, err := res.Exec(); err != nil {

@@ -86,6 +86,12 @@ var queryPlans = []struct {
 	{name: "SubscriptionByName", q: getSubscriptionByNameSQL, want: []string{"SEARCH subscriptions USING INDEX", "(account_id=? AND name=?)"}},
 	// A redrive by ids: each id by the primary key.
 	{name: "RedriveIDs", q: redriveIDSQL, want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	// The rollups: each counted outcome's delivery by key; an account's
+	// minutes by delivery_stats_account; the oldest by the primary key.
+	{name: "AddStats", q: statsInput + "(?, ?, ?, ?), (?, ?, ?, ?)" + statsUpsertTail, want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
+	{name: "DeliveryStats", q: statsRead, want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
+	{name: "DeliveryStatsAll", q: statsReadAll, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
+	{name: "DeleteOldStats", q: deleteOldStatsSQL, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},
 }
 
 // The filters of a delivery list, as bits of a mask, with a cursor and

@@ -202,7 +202,8 @@ func endReason(d delivery.Delivery, r store.ReceiveRequest, now int64) string {
 }
 
 // Settle implements store.QueueStore: one guarded update per token, all in
-// one write. A token that is not a lock token (no dot), names another
+// one write, which adds the acknowledged deliveries to the rollups
+// (store.StatsStore): delivered, in the minute of r.Now. A token that is not a lock token (no dot), names another
 // subscription's delivery, was settled (a token repeated in the call is
 // settled by its first occurrence, but for Renew) or whose lock ended at
 // or before r.Now gets ErrLockLost. At most 1000 tokens. After the commit,
@@ -243,8 +244,9 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 	}
 	results := make([]error, len(r.Tokens))
 	var released bool
+	var acked []any // the acknowledged deliveries' rollup input
 	err := s.write(ctx, func(w *writer) error {
-		released = false
+		released, acked = false, acked[:0]
 		for i, token := range r.Tokens {
 			results[i] = store.ErrLockLost
 			id := store.LockTokenDelivery(token)
@@ -258,9 +260,12 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 			if n > 0 {
 				results[i] = nil
 				released = released || r.Action == store.Release
+				if r.Action == store.Acknowledge {
+					acked = acknowledgedStats(acked, id, r.Now)
+				}
 			}
 		}
-		return nil
+		return w.addStats(acked)
 	})
 	if err != nil {
 		return nil, err

@@ -70,6 +70,10 @@ ON CONFLICT (id) DO NOTHING`
 // outcome of another status is ignored. After the commit, the
 // subscriptions that got queued deliveries are passed to Options.OnQueued.
 //
+// The outcomes whose state change applied are added to the delivery
+// rollups (store.StatsStore) in the same transaction: one statement for
+// the batch (addStats).
+//
 // A dead-lettered outcome with DeadLetterCopy, when its state change
 // applies, writes the delivery of the dead letter (insertDeadLetterSQL) on
 // the dead-letter URL's endpoint its subscription names in this
@@ -94,10 +98,11 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		}
 	}
 	var queued sqlrow.IDSet
-	var logged []any // the attempts to log: attemptParams values each
+	var logged []any  // the attempts to log: attemptParams values each
+	var counted []any // the applied outcomes' rollup input: statsParams values each
 	err := s.write(ctx, func(w *writer) error {
 		queued.Reset()
-		logged = logged[:0]
+		logged, counted = logged[:0], counted[:0]
 		for _, o := range outcomes {
 			a := &o.Attempt
 			var sub string
@@ -112,6 +117,9 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 				err = xerr
 			} else if n == 0 {
 				err = errNoRows
+			}
+			if err == nil {
+				counted = statsOf(counted, &o)
 			}
 			switch {
 			case err == nil && o.Status == delivery.StatusQueued:
@@ -152,7 +160,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			}
 			rest = rest[n*attemptParams:]
 		}
-		return nil
+		return w.addStats(counted)
 	})
 	if err != nil {
 		return err

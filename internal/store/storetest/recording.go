@@ -6,7 +6,8 @@ import "testing"
 // (the recording stage's Store: Record): Record logs each attempt and
 // applies the delivery's new state while its lease holds; writes, with a
 // dead-lettering outcome, the copy for the subscription's dead-letter URL;
-// and, under the queue failure policy, deactivates the subscription.
+// and, under the queue failure policy, deactivates the subscription; and
+// adds what applied to the delivery rollups (stats.go).
 func RunRecordingContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
 		{"Record", []test{
@@ -37,6 +38,12 @@ func RunRecordingContract(t *testing.T, open Opener) {
 		{"Deactivation", []test{
 			{"RecordQueuedDeactivates", testRecordDeactivates},
 			{"DeactivateOnlyWithTheLease", testDeactivateGuarded},
+		}},
+		{"Stats", []test{
+			{"CountsAcrossCommits", testStatsCounts},
+			{"Percentiles", testStatsPercentiles},
+			{"AcknowledgeCountsDelivered", testStatsAcknowledge},
+			{"DeleteOld", testStatsDeleteOld},
 		}},
 	})
 }

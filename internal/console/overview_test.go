@@ -1,0 +1,69 @@
+package console_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/herald-events/herald/internal/delivery"
+)
+
+// deliverTwoAndKillTwo subscribes ok (to rc's /ok) and dead (to rc's
+// /dead, which answers 400), publishes two events to both, and waits until
+// ok's are delivered and dead's dead-lettered.
+func deliverTwoAndKillTwo(n *node, rc *receiver) {
+	n.t.Helper()
+	ok := n.subscribe(adminKey, "ok", rc.URL+"/ok")
+	dead := n.subscribe(adminKey, "dead", rc.URL+"/dead")
+	n.deadLetters(adminKey, dead, "evt-1", "evt-2")
+	eventually(n.t, "ok's two delivered", func() bool {
+		ds := n.deliveriesOf(ok)
+		return len(ds) == 2 && ds[0].Status == delivery.StatusDelivered && ds[1].Status == delivery.StatusDelivered
+	})
+}
+
+// TestOverview: /console/ is the overview: for the admin, the last hour's
+// and day's totals and charts (inline SVG) of the deliveries, and the
+// backlog; for an account key of another account, its own empty charts
+// and no backlog.
+func TestOverview(t *testing.T) {
+	n := setup(t)
+	deliverTwoAndKillTwo(n, newReceiver(t))
+	p := n.get("/console/", n.signIn(adminKey))
+	if p.status != http.StatusOK {
+		t.Fatalf("the overview: %d\n%s", p.status, p.body)
+	}
+	for _, want := range []string{`<svg id="deliveries-1h"`, `<svg id="success-24h"`, `<svg id="latency-1h"`, `id="backlog"`,
+		"2 delivered · 2 failed attempts · 2 dead-lettered"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the admin's overview lacks %q", want)
+		}
+	}
+	_, _, key := n.tenant("other", "account")
+	p = n.get("/console/", n.signIn(key))
+	if !strings.Contains(p.body, "0 delivered · 0 failed attempts · 0 dead-lettered") || strings.Contains(p.body, `id="backlog"`) {
+		t.Errorf("another account's overview shows others' counts or the backlog:\n%s", p.body)
+	}
+}
+
+// TestBrowserOverview: in Chromium, after deliveries, the overview draws
+// its charts: lines of the deliveries per minute, a point of latency.
+func TestBrowserOverview(t *testing.T) {
+	b := newBrowser(t) // first: it may skip the test
+	n := setup(t)
+	deliverTwoAndKillTwo(n, newReceiver(t))
+	b.do(t, "opening the console", chromedp.Navigate(n.url+"/console/"))
+	b.signIn(t, adminKey)
+	b.do(t, "opening the overview", chromedp.Click(chromedp.CSS(`nav a[href="/console/"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#deliveries-1h polyline")), chromedp.WaitVisible(chromedp.CSS("#latency-1h circle")))
+	if totals := b.text(t, "#totals-1h"); !strings.HasPrefix(totals, "2 delivered") {
+		t.Fatalf("the last hour's totals read %q", totals)
+	}
+	svg := read(t, b, "reading the chart", chromedp.OuterHTML(chromedp.CSS("#deliveries-1h")))
+	if strings.Count(svg, "<polyline") != 3 {
+		t.Fatalf("the deliveries chart has %d lines, want 3:\n%s", strings.Count(svg, "<polyline"), svg)
+	}
+	b.noPolicyViolations(t)
+}
