@@ -31,7 +31,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{4, V4Data, CheckUpgradeFromV4}, {5, V5Data, CheckUpgradeFromV5},
 		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}, {8, V8Data, CheckUpgradeFromV8},
 		{9, V9Data, CheckUpgradeFromV9}, {10, V10Data, CheckUpgradeFromV10},
-		{ConsoleSessionsFrom, ConsoleSessionsData, CheckConsoleSessionsUpgrade}} {
+		{ConsoleSessionsFrom, ConsoleSessionsData, CheckConsoleSessionsUpgrade},
+		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
