@@ -64,11 +64,7 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 		dp.storeError(w, r, v, err)
 		return
 	}
-	view := deliveryView{Delivery: d}
-	for _, a := range as {
-		view.Attempts = append(view.Attempts, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
-			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody)})
-	}
+	view := deliveryView{Delivery: d, Attempts: attemptRows(as)}
 	if next != "" {
 		view.NextAttempts = "/console/deliveries/" + d.ID + "?cursor=" + next
 	}
@@ -118,13 +114,9 @@ func (dp *deliveryPages) redeliver(w http.ResponseWriter, r *http.Request, v *vi
 	if !ok {
 		return
 	}
-	result := "done"
 	_, err := dp.control.Redeliver(r.Context(), d.ID)
+	result, err := redeliverResult(err)
 	switch {
-	case errors.Is(err, store.ErrConflict):
-		result = "attempting"
-	case errors.Is(err, store.ErrSubscriptionDeleted):
-		result = "deleted"
 	case errors.Is(err, store.ErrNotFound): // deleted since it was read
 		dp.errorPage(w, r, v, http.StatusNotFound, "There is no delivery "+d.ID+".")
 		return
@@ -133,4 +125,29 @@ func (dp *deliveryPages) redeliver(w http.ResponseWriter, r *http.Request, v *vi
 		return
 	}
 	redirect(w, r, "/console/deliveries/"+d.ID+"?redeliver="+result)
+}
+
+// redeliverResult is the redeliverNotices key for what Control.Redeliver
+// returned, or the error a page answers instead.
+func redeliverResult(err error) (string, error) {
+	switch {
+	case err == nil:
+		return "done", nil
+	case errors.Is(err, store.ErrConflict):
+		return "attempting", nil
+	case errors.Is(err, store.ErrSubscriptionDeleted):
+		return "deleted", nil
+	default:
+		return "", err
+	}
+}
+
+// attemptRows returns the rows a delivery's page shows of as.
+func attemptRows(as []delivery.Attempt) []attemptRow {
+	rows := make([]attemptRow, 0, len(as))
+	for _, a := range as {
+		rows = append(rows, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
+			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody)})
+	}
+	return rows
 }
