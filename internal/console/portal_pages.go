@@ -21,9 +21,10 @@ type portalListView struct {
 	// Next and First are the list's page links ("" for none).
 	Next, First string
 	// Create: the session may make subscriptions (its scope names none);
-	// Choices are the event types it may pick (none: any, typed).
-	Create  bool
-	Choices []string
+	// Choices are the event types it may pick (none: any, typed), of
+	// which the form checks EventTypes (none).
+	Create              bool
+	Choices, EventTypes []string
 }
 
 // subscriptions lists the session's subscriptions: those its scope names,

@@ -308,6 +308,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		con.Auth = s.Auth
 	}
 	a.Console = con.Handler()
+	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations,
+		PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
+	if s.Auth != nil {
+		portal.Auth = s.Auth
+	}
+	a.Portal, a.PortalLinks = portal.Handler(), portal
 	s.handler = a.Handler()
 	s.svcs = s.services()
 	return s, nil
