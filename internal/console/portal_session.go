@@ -131,7 +131,7 @@ func (p *Portal) session(w http.ResponseWriter, r *http.Request) (*portalVisit, 
 		return nil, err
 	}
 	v, err := p.visit(r.Context(), sess, ck.Value)
-	if errors.Is(err, errNoSession) && sess.Portal != nil {
+	if errors.Is(err, errNoSession) && sess.Portal != nil && !sess.Portal.OpenedAt.IsZero() { // not an unopened link
 		p.end(r, hash)
 	}
 	return v, err
