@@ -246,4 +246,3 @@ func (p *Portal) inputError(w http.ResponseWriter, r *http.Request, v *portalVis
 	p.pages.portalError(w, r, v, status, field+": "+detail+"; nothing changed.")
 	return true
 }
-

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
@@ -13,8 +14,8 @@ import (
 )
 
 // PortalCookieName is the portal session's cookie: HttpOnly, Path
-// /portal/ (the browser sends it to no console page nor API route), with
-// the session's expiry. It is Secure when the request came over TLS or
+// /portal/ (the browser sends it to no console page nor API route),
+// lasting until the session's expiry (Max-Age). It is Secure when the request came over TLS or
 // the public URL is https. SameSite is None when it is Secure and the
 // account lets other sites frame the portal
 // (settings.portal_frame_ancestors), since a browser sends no Lax cookie
@@ -181,8 +182,11 @@ func (p *Portal) cookie(r *http.Request, v *portalVisit, token string) *http.Coo
 	if secure && len(v.account.Settings.PortalFrameAncestors) > 0 {
 		same = http.SameSiteNoneMode
 	}
+	// Max-Age rather than Expires: the browser's clock need not agree
+	// with the server's.
+	maxAge := max(int(v.scope.ExpiresAt.Sub(p.Clock.Now())/time.Second), 1)
 	return &http.Cookie{Name: PortalCookieName, Value: token, Path: PortalPrefix, HttpOnly: true, Secure: secure,
-		SameSite: same, Expires: v.scope.ExpiresAt}
+		SameSite: same, MaxAge: maxAge}
 }
 
 // change runs h for a request whose form carries the session's CSRF token

@@ -51,7 +51,7 @@ func (n *node) openPortal(link string) *http.Cookie {
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/portal/subscriptions" || c == nil {
 		n.t.Fatalf("opening %s: %d to %q, cookie %v\n%s", link, p.status, p.header.Get("Location"), c, p.body)
 	}
-	if !c.HttpOnly || c.Path != console.PortalPrefix || c.SameSite != http.SameSiteLaxMode || c.Expires.IsZero() {
+	if !c.HttpOnly || c.Path != console.PortalPrefix || c.SameSite != http.SameSiteLaxMode || c.MaxAge <= 0 {
 		n.t.Fatalf("the portal cookie: %+v", c)
 	}
 	return &http.Cookie{Name: c.Name, Value: c.Value}

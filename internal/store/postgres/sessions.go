@@ -28,8 +28,8 @@ WHERE key_hash = $1 AND hash <> $2 AND portal_account IS NULL ORDER BY last_seen
 	// at $2.
 	openPortalSQL = `UPDATE console_sessions SET hash = $1, opened_at = $2, last_seen_at = $2
 WHERE hash = $3 AND portal_account IS NOT NULL AND opened_at IS NULL AND expires_at > $2 RETURNING ` + sqlrow.SessionCols
-	touchSessionSQL       = `UPDATE console_sessions SET last_seen_at = $1 WHERE hash = $2 AND last_seen_at < $3`
-	deleteSessionSQL      = `DELETE FROM console_sessions WHERE hash = $1`
+	touchSessionSQL  = `UPDATE console_sessions SET last_seen_at = $1 WHERE hash = $2 AND last_seen_at < $3`
+	deleteSessionSQL = `DELETE FROM console_sessions WHERE hash = $1`
 	// deleteIdleSessionsSQL: console sessions idle, portal sessions
 	// expired, before $1 (seeks of console_sessions_idle and
 	// console_sessions_expiry).

@@ -22,8 +22,8 @@ WHERE key_hash = ?1 AND hash <> ?2 AND portal_account IS NULL ORDER BY last_seen
 	// at ?2.
 	openPortalSQL = `UPDATE console_sessions SET hash = ?1, opened_at = ?2, last_seen_at = ?2
 WHERE hash = ?3 AND portal_account IS NOT NULL AND opened_at IS NULL AND expires_at > ?2 RETURNING ` + sqlrow.SessionCols
-	touchSessionSQL       = `UPDATE console_sessions SET last_seen_at = ? WHERE hash = ? AND last_seen_at < ?`
-	deleteSessionSQL      = `DELETE FROM console_sessions WHERE hash = ?`
+	touchSessionSQL  = `UPDATE console_sessions SET last_seen_at = ? WHERE hash = ? AND last_seen_at < ?`
+	deleteSessionSQL = `DELETE FROM console_sessions WHERE hash = ?`
 	// deleteIdleSessionsSQL: console sessions idle, portal sessions
 	// expired, before ?1 (seeks of console_sessions_idle and
 	// console_sessions_expiry).
