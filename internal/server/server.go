@@ -79,8 +79,8 @@ type Config struct {
 	// <DataDir>/admin.key (mode 0600).
 	AdminKey string
 	// PublicURL is Herald's base URL as endpoints reach it: the Event Grid
-	// validation URL is built on it (herald serve: http://--addr unless
-	// --public-url).
+	// validation URL and the portal's links are built on it (herald
+	// serve: http://--addr unless --public-url).
 	PublicURL string
 	// AuthRecheck is how often cached keys are checked for revocation
 	// (auth.DefaultRecheck): a revoked key stops working on every node
