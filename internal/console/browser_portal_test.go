@@ -22,7 +22,7 @@ func TestBrowserPortal(t *testing.T) {
 	rc := newReceiver(t)
 	ts := twoTenants(n)
 	sub := n.subscribe(ts.shopKey, "orders", rc.URL+"/old")
-	link := n.portalLink(ts.shopKey, map[string]any{"subscription_ids": []string{sub}, "ttl": "30m"})
+	link := portalLink(n, ts.shopKey, map[string]any{"subscription_ids": []string{sub}, "ttl": "30m"})
 
 	b.do(t, "opening the link", chromedp.Navigate(n.url+link))
 	if list := b.text(t, "#subscriptions"); !strings.Contains(list, "orders") || !strings.Contains(list, rc.URL+"/old") {

@@ -20,11 +20,12 @@ import (
 // The subscriber portal, at /portal/: what a platform hands its own
 // customers (docs/portal.md). POST /v1/portal-sessions (internal/api)
 // calls NewLink, which stores an unopened portal session (store.Session
-// with a store.PortalScope) and returns a one-time link; opening the link
-// (portal_session.go) opens the session once and gives the browser the
-// herald_portal cookie. Every request of it sees one account, and only
+// with a store.PortalScope) and returns a one-time link; opening the
+// link (portal_session.go: portalSessions) opens the session once and
+// gives the browser the herald_portal cookie. Every request of it sees one account, and only
 // the subscriptions its scope names when it names some: their pages
-// (portal_pages.go) and their actions (portal_actions.go), every form
+// (portal_pages.go: portalPages) and their actions (portal_actions.go:
+// portalActions), every form
 // with the session's CSRF token. No console route takes its cookie (its
 // Path is /portal/, and the console refuses a portal session's token),
 // nor does the API (which takes keys only). Its pages have their own
@@ -120,19 +121,21 @@ func (p *Portal) defaults() {
 // (and PortalPrefix without its slash).
 func (p *Portal) Handler() http.Handler {
 	p.defaults()
+	s, pg := portalSessions{p}, portalPages{p}
+	ac := portalActions{pg}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /portal/{token}", p.open)
-	mux.Handle("GET /portal/{$}", p.signedIn(p.home))
-	mux.Handle("GET /portal/subscriptions", p.signedIn(p.subscriptions))
-	mux.Handle("POST /portal/subscriptions", p.signedIn(p.change(p.createSubscription)))
-	mux.Handle("GET /portal/subscriptions/{id}", p.signedIn(p.subscription))
-	mux.Handle("POST /portal/subscriptions/{id}", p.signedIn(p.change(p.editSubscription)))
-	mux.Handle("POST /portal/subscriptions/{id}/secret", p.signedIn(p.change(p.showSecret)))
-	mux.Handle("POST /portal/subscriptions/{id}/rotate", p.signedIn(p.change(p.rotateSecret)))
-	mux.Handle("POST /portal/subscriptions/{id}/test", p.signedIn(p.change(p.sendTest)))
-	mux.Handle("GET /portal/deliveries/{id}", p.signedIn(p.delivery))
-	mux.Handle("POST /portal/deliveries/{id}/redeliver", p.signedIn(p.change(p.redeliver)))
-	mux.HandleFunc("/portal/", p.notFound)
-	mux.HandleFunc("/portal", p.notFound)
+	mux.HandleFunc("GET /portal/{token}", s.open)
+	mux.Handle("GET /portal/{$}", s.signedIn(s.home))
+	mux.Handle("GET /portal/subscriptions", s.signedIn(pg.subscriptions))
+	mux.Handle("POST /portal/subscriptions", s.signedIn(s.change(pg.createSubscription)))
+	mux.Handle("GET /portal/subscriptions/{id}", s.signedIn(pg.subscription))
+	mux.Handle("POST /portal/subscriptions/{id}", s.signedIn(s.change(pg.editSubscription)))
+	mux.Handle("POST /portal/subscriptions/{id}/secret", s.signedIn(s.change(ac.showSecret)))
+	mux.Handle("POST /portal/subscriptions/{id}/rotate", s.signedIn(s.change(ac.rotateSecret)))
+	mux.Handle("POST /portal/subscriptions/{id}/test", s.signedIn(s.change(ac.sendTest)))
+	mux.Handle("GET /portal/deliveries/{id}", s.signedIn(ac.delivery))
+	mux.Handle("POST /portal/deliveries/{id}/redeliver", s.signedIn(s.change(ac.redeliver)))
+	mux.HandleFunc("/portal/", s.notFound)
+	mux.HandleFunc("/portal", s.notFound)
 	return mux
 }

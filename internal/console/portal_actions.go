@@ -12,6 +12,10 @@ import (
 	"github.com/herald-events/herald/internal/subscription"
 )
 
+// portalActions are a subscription's secret and test event, and a
+// delivery's page and redeliver.
+type portalActions struct{ portalPages }
+
 // secretView is the page that shows a subscription's signing secret: the
 // current one and those still valid after a rotation (their grace).
 type secretView struct {
@@ -51,7 +55,7 @@ func toSecretView(sub subscription.Subscription, now time.Time) secretView {
 
 // showSecret shows the subscription's signing secret: a POST, so that it
 // is shown only when asked for, and kept from the browser's history.
-func (p *Portal) showSecret(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalActions) showSecret(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	sub, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -61,7 +65,7 @@ func (p *Portal) showSecret(w http.ResponseWriter, r *http.Request, v *portalVis
 
 // rotateSecret gives the subscription a new signing key; the old one stays
 // valid for signing.DefaultGrace. The page shows the new secret.
-func (p *Portal) rotateSecret(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalActions) rotateSecret(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	sub, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -80,7 +84,7 @@ func (p *Portal) rotateSecret(w http.ResponseWriter, r *http.Request, v *portalV
 // admission.TestType) to the subscription alone, as the API's POST
 // /v1/subscriptions/{id}/test: pushed signed, retried, logged; 409 while
 // it awaits its endpoint's validation.
-func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalActions) sendTest(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	sub, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -109,7 +113,7 @@ func (p *Portal) sendTest(w http.ResponseWriter, r *http.Request, v *portalVisit
 
 // delivery shows one delivery of the session's subscriptions and a page of
 // its attempts (the console's delivery page's view); another's is a 404.
-func (p *Portal) delivery(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalActions) delivery(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	d, ok := p.ownDelivery(w, r, v)
 	if !ok {
 		return
@@ -131,24 +135,15 @@ func (p *Portal) delivery(w http.ResponseWriter, r *http.Request, v *portalVisit
 
 // ownDelivery reads the path's delivery, answering 404 for one the
 // session may not see.
-func (p *Portal) ownDelivery(w http.ResponseWriter, r *http.Request, v *portalVisit) (delivery.Delivery, bool) {
-	id := r.PathValue("id")
-	d, err := p.Store.GetDelivery(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(d.AccountID, d.SubscriptionID) {
-		p.pages.portalError(w, r, v, http.StatusNotFound, "There is no delivery "+id+".")
-		return d, false
-	}
-	if err != nil {
-		p.pages.portalStoreError(w, r, v, err)
-		return d, false
-	}
-	return d, true
+func (p portalActions) ownDelivery(w http.ResponseWriter, r *http.Request, v *portalVisit) (delivery.Delivery, bool) {
+	return portalOwn(p.Portal, w, r, v, "delivery", p.Store.GetDelivery,
+		func(d delivery.Delivery) (string, string) { return d.AccountID, d.SubscriptionID })
 }
 
 // redeliver makes the delivery due now with a fresh attempt budget, as the
 // console's Redeliver, and goes back to its page, which says what
 // happened.
-func (p *Portal) redeliver(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalActions) redeliver(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	d, ok := p.ownDelivery(w, r, v)
 	if !ok {
 		return

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -14,6 +15,9 @@ import (
 	"github.com/herald-events/herald/internal/strictjson"
 	"github.com/herald-events/herald/internal/subscription"
 )
+
+// portalPages are the portal's subscription pages and forms.
+type portalPages struct{ *Portal }
 
 // portalListView is the portal's subscriptions list.
 type portalListView struct {
@@ -29,7 +33,7 @@ type portalListView struct {
 
 // subscriptions lists the session's subscriptions: those its scope names,
 // or a page of its account's (?cursor=).
-func (p *Portal) subscriptions(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: v.account.Settings.PortalEventTypes}
 	subs, err := p.listed(r, v, &view)
 	if err != nil {
@@ -44,7 +48,7 @@ func (p *Portal) subscriptions(w http.ResponseWriter, r *http.Request, v *portal
 
 // listed returns the subscriptions the list shows, setting view's page
 // links: those of the scope that still exist, or a page of the account's.
-func (p *Portal) listed(r *http.Request, v *portalVisit, view *portalListView) ([]subscription.Subscription, error) {
+func (p portalPages) listed(r *http.Request, v *portalVisit, view *portalListView) ([]subscription.Subscription, error) {
 	if ids := v.scope.SubscriptionIDs; len(ids) > 0 {
 		var subs []subscription.Subscription
 		for _, id := range ids {
@@ -95,7 +99,7 @@ var portalNotices = map[string]string{
 // subscription shows one of the session's subscriptions: its URL and
 // event types (with the form that edits them), its actions, and a page of
 // its deliveries. Another's is a 404, as if it did not exist.
-func (p *Portal) subscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	sub, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -120,25 +124,37 @@ func (p *Portal) subscription(w http.ResponseWriter, r *http.Request, v *portalV
 
 // ownSubscription reads the path's subscription, answering 404 for one
 // the session may not see.
-func (p *Portal) ownSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Subscription, bool) {
+func (p portalPages) ownSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Subscription, bool) {
+	return portalOwn(p.Portal, w, r, v, "subscription", p.Store.GetSubscription,
+		func(s subscription.Subscription) (string, string) { return s.AccountID, s.ID })
+}
+
+// portalOwn reads the path's {id} with get, answering 404 (naming it a
+// what) when there is none or the session may not see it (scope gives
+// its account and subscription), and the store's error otherwise.
+func portalOwn[T any](p *Portal, w http.ResponseWriter, r *http.Request, v *portalVisit, what string,
+	get func(context.Context, string) (T, error), scope func(T) (string, string)) (T, bool) {
 	id := r.PathValue("id")
-	sub, err := p.Store.GetSubscription(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !v.sees(sub.AccountID, sub.ID) {
-		p.pages.portalError(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
-		return sub, false
+	x, err := get(r.Context(), id)
+	if err == nil && !v.sees(scope(x)) {
+		err = store.ErrNotFound
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		p.pages.portalError(w, r, v, http.StatusNotFound, "There is no "+what+" "+id+".")
+		return x, false
+	case err != nil:
 		p.pages.portalStoreError(w, r, v, err)
-		return sub, false
+		return x, false
 	}
-	return sub, true
+	return x, true
 }
 
 // createSubscription takes the list's form (name, url, event_types): a
 // push subscription of the account with the API's defaults. Only a
 // session whose scope names no subscriptions may (403 otherwise). Bad
 // input is a 400 page naming the field; nothing is made.
-func (p *Portal) createSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalPages) createSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	if len(v.scope.SubscriptionIDs) > 0 {
 		p.pages.portalError(w, r, v, http.StatusForbidden, "This portal session is limited to some subscriptions: it cannot make others.")
 		return
@@ -168,7 +184,7 @@ func (p *Portal) createSubscription(w http.ResponseWriter, r *http.Request, v *p
 // editSubscription takes a subscription's form (url, event_types), as the
 // API's PATCH would; bad input is a 400 page naming the field and changes
 // nothing.
-func (p *Portal) editSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalPages) editSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	sub, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -193,7 +209,7 @@ func (p *Portal) editSubscription(w http.ResponseWriter, r *http.Request, v *por
 // each of the account's portal event types, or one text field of types
 // separated by commas or spaces), refusing types outside the account's
 // settings.portal_event_types (400).
-func (p *Portal) formInput(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Input, bool) {
+func (p portalPages) formInput(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Input, bool) {
 	var types []string
 	for _, f := range r.PostForm["event_types"] {
 		types = append(types, strings.FieldsFunc(f, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' })...)
@@ -210,7 +226,7 @@ func (p *Portal) formInput(w http.ResponseWriter, r *http.Request, v *portalVisi
 // changeError answers for the error of a create or update and reports
 // whether there was one: the field at fault (400; 422 for a destination
 // refused), a name taken (409), a subscription gone (404).
-func (p *Portal) changeError(w http.ResponseWriter, r *http.Request, v *portalVisit, err error) bool {
+func (p portalPages) changeError(w http.ResponseWriter, r *http.Request, v *portalVisit, err error) bool {
 	switch {
 	case err == nil:
 		return false
@@ -228,7 +244,7 @@ func (p *Portal) changeError(w http.ResponseWriter, r *http.Request, v *portalVi
 // inputError answers 400 (422 for a destination refused or fields that
 // do not go together) naming the field of a domain package's refusal,
 // and reports whether err was one.
-func (p *Portal) inputError(w http.ResponseWriter, r *http.Request, v *portalVisit, err error) bool {
+func (p portalPages) inputError(w http.ResponseWriter, r *http.Request, v *portalVisit, err error) bool {
 	var ie *strictjson.Error
 	var refused *subscription.DestinationError
 	var combo *subscription.CombinationError

@@ -2,10 +2,7 @@ package console
 
 import (
 	"html/template"
-	"io/fs"
 	"net/http"
-	"path"
-	"strings"
 
 	"github.com/herald-events/herald/internal/account"
 )
@@ -23,18 +20,7 @@ var portalTemplates = parsePortalPages()
 func parsePortalPages() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
 		"templates/layout.html", "templates/portal/frame.html"))
-	files, err := fs.Glob(templateFS, "templates/portal/*.html")
-	if err != nil {
-		panic(err)
-	}
-	out := map[string]*template.Template{}
-	for _, f := range files {
-		name := strings.TrimSuffix(path.Base(f), ".html")
-		if name != "frame" {
-			out[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, f))
-		}
-	}
-	return out
+	return parseEach(base, "templates/portal/*.html", "frame")
 }
 
 // portalFrame is what the portal's frame is given: the page's title, the

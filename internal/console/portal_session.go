@@ -46,6 +46,9 @@ func (v *portalVisit) sees(accountID, subscriptionID string) bool {
 	return len(v.scope.SubscriptionIDs) == 0 || slices.Contains(v.scope.SubscriptionIDs, subscriptionID)
 }
 
+// portalSessions opens links and finds the session of each request.
+type portalSessions struct{ *Portal }
+
 // portalHandler serves one request of a portal session.
 type portalHandler func(w http.ResponseWriter, r *http.Request, v *portalVisit)
 
@@ -53,7 +56,7 @@ type portalHandler func(w http.ResponseWriter, r *http.Request, v *portalVisit)
 // token names nothing after) and the browser given its cookie and sent to
 // the subscriptions. A link used already, expired or unknown is a 410 page
 // saying so, as is one whose key was revoked or whose account is gone.
-func (p *Portal) open(w http.ResponseWriter, r *http.Request) {
+func (p portalSessions) open(w http.ResponseWriter, r *http.Request) {
 	setPortalHeaders(w, nil)
 	token := r.PathValue("token")
 	const gone = "This portal link was used already or has expired. Ask for a new one where you found it."
@@ -87,7 +90,7 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request) {
 
 // signedIn runs h for the requests of a live portal session, with the
 // portal's headers for its account; any other is a 403 page.
-func (p *Portal) signedIn(h portalHandler) http.Handler {
+func (p portalSessions) signedIn(h portalHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := p.session(w, r)
 		setPortalHeaders(w, v)
@@ -104,21 +107,21 @@ func (p *Portal) signedIn(h portalHandler) http.Handler {
 }
 
 // notFound answers a path the portal does not serve.
-func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
+func (p portalSessions) notFound(w http.ResponseWriter, r *http.Request) {
 	v, _ := p.session(w, r)
 	setPortalHeaders(w, v)
 	p.pages.portalError(w, r, v, http.StatusNotFound, "There is no page "+r.URL.Path+".")
 }
 
 // home sends the session to its subscriptions.
-func (p *Portal) home(w http.ResponseWriter, r *http.Request, _ *portalVisit) {
+func (p portalSessions) home(w http.ResponseWriter, r *http.Request, _ *portalVisit) {
 	redirect(w, r, "/portal/subscriptions")
 }
 
 // session returns the visit of the request's portal cookie, or
 // errNoSession when there is none or it has ended (then it is deleted and
 // the cookie cleared): see visit.
-func (p *Portal) session(w http.ResponseWriter, r *http.Request) (*portalVisit, error) {
+func (p portalSessions) session(w http.ResponseWriter, r *http.Request) (*portalVisit, error) {
 	ck, err := r.Cookie(PortalCookieName)
 	if err != nil || ck.Value == "" || len(ck.Value) > maxTokenLen {
 		return nil, errNoSession
@@ -142,7 +145,7 @@ func (p *Portal) session(w http.ResponseWriter, r *http.Request) (*portalVisit, 
 // errNoSession when it is no opened portal session (a console session, a
 // link not opened), or has ended: expired, its key revoked (or no longer
 // one that acts in its account), its account deleted.
-func (p *Portal) visit(ctx context.Context, sess store.Session, token string) (*portalVisit, error) {
+func (p portalSessions) visit(ctx context.Context, sess store.Session, token string) (*portalVisit, error) {
 	sc := sess.Portal
 	if sc == nil || sc.OpenedAt.IsZero() || !p.Clock.Now().Before(sc.ExpiresAt) {
 		return nil, errNoSession
@@ -168,7 +171,7 @@ func (p *Portal) visit(ctx context.Context, sess store.Session, token string) (*
 
 // end deletes the portal session of hash (a failure is logged: the
 // clean-up deletes it once expired).
-func (p *Portal) end(r *http.Request, hash []byte) {
+func (p portalSessions) end(r *http.Request, hash []byte) {
 	if err := p.Store.DeleteSession(context.WithoutCancel(r.Context()), hash); err != nil {
 		p.Logger.Warn("portal: ending a session", "err", err)
 	}
@@ -176,7 +179,7 @@ func (p *Portal) end(r *http.Request, hash []byte) {
 
 // cookie is the cookie that carries v's session token (see
 // PortalCookieName).
-func (p *Portal) cookie(r *http.Request, v *portalVisit, token string) *http.Cookie {
+func (p portalSessions) cookie(r *http.Request, v *portalVisit, token string) *http.Cookie {
 	secure := r.TLS != nil || strings.HasPrefix(p.PublicURL, "https://")
 	same := http.SameSiteLaxMode
 	if secure && len(v.account.Settings.PortalFrameAncestors) > 0 {
@@ -191,7 +194,7 @@ func (p *Portal) cookie(r *http.Request, v *portalVisit, token string) *http.Coo
 
 // change runs h for a request whose form carries the session's CSRF token
 // and that no page of another origin made (checkForm); 403 otherwise.
-func (p *Portal) change(h portalHandler) portalHandler {
+func (p portalSessions) change(h portalHandler) portalHandler {
 	return func(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 		if status, msg := checkForm(w, r, v.csrf); status != 0 {
 			p.pages.portalError(w, r, v, status, msg)

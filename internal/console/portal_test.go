@@ -19,7 +19,7 @@ import (
 
 // portalLink makes a portal link with key for body (POST
 // /v1/portal-sessions) and returns its path.
-func (n *node) portalLink(key string, body map[string]any) string {
+func portalLink(n *node, key string, body map[string]any) string {
 	n.t.Helper()
 	out := n.must(http.StatusCreated, key, "POST", "/v1/portal-sessions", body)
 	u, err := url.Parse(out["url"].(string))
@@ -44,7 +44,7 @@ func portalCookie(p page) *http.Cookie {
 
 // openPortal opens the link and returns the portal cookie it sets,
 // failing the test unless it sends the browser to the subscriptions.
-func (n *node) openPortal(link string) *http.Cookie {
+func openPortal(n *node, link string) *http.Cookie {
 	n.t.Helper()
 	p := n.get(link, nil)
 	c := portalCookie(p)
@@ -64,8 +64,8 @@ func (n *node) openPortal(link string) *http.Cookie {
 func TestPortalLinkOpensOnce(t *testing.T) {
 	n := setup(t)
 	ts := makeTenants(n)
-	link := n.portalLink(ts.shopKey, map[string]any{})
-	ck := n.openPortal(link)
+	link := portalLink(n, ts.shopKey, map[string]any{})
+	ck := openPortal(n, link)
 	again := n.get(link, nil)
 	if again.status != http.StatusGone || !strings.Contains(again.body, "used already or has expired") || portalCookie(again) != nil {
 		t.Fatalf("the link opened again: %d\n%s", again.status, again.body)
@@ -99,7 +99,7 @@ func TestPortalScope(t *testing.T) {
 	eventually(t, "the rival's delivery", func() bool { return len(n.deliveriesOf(rivalHook)) == 1 })
 	rivalDelivery := n.deliveriesOf(rivalHook)[0].ID
 	mine, other := ts.shopSubs[0], ts.shopSubs[1]
-	ck := n.openPortal(n.portalLink(adminKey, map[string]any{"account_id": ts.shop, "subscription_ids": []string{mine}}))
+	ck := openPortal(n, portalLink(n, adminKey, map[string]any{"account_id": ts.shop, "subscription_ids": []string{mine}}))
 	list := n.get("/portal/subscriptions", ck)
 	if !strings.Contains(list.body, "/portal/subscriptions/"+mine) || strings.Contains(list.body, other) || strings.Contains(list.body, `id="create"`) {
 		t.Fatalf("the limited session's list:\n%s", list.body)
@@ -130,12 +130,12 @@ func TestPortalScope(t *testing.T) {
 	if ds := n.deliveriesOf(rivalHook); len(ds) != 1 || ds[0].Attempts != 1 {
 		t.Fatalf("the rival's deliveries: %+v", ds)
 	}
-	n.portalReachesNoOperatorPage(ck)
+	portalReachesNoOperatorPage(n, ck)
 }
 
 // portalReachesNoOperatorPage fails the test if the portal cookie (or its
 // value as the console's cookie) opens a console page or an API route.
-func (n *node) portalReachesNoOperatorPage(ck *http.Cookie) {
+func portalReachesNoOperatorPage(n *node, ck *http.Cookie) {
 	n.t.Helper()
 	asConsole := &http.Cookie{Name: console.CookieName, Value: ck.Value}
 	for _, c := range []*http.Cookie{ck, asConsole} {
@@ -151,21 +151,21 @@ func (n *node) portalReachesNoOperatorPage(ck *http.Cookie) {
 // session either.
 func TestPortalLinkAsConsoleCookie(t *testing.T) {
 	n := setup(t)
-	link := n.portalLink(adminKey, map[string]any{})
+	link := portalLink(n, adminKey, map[string]any{})
 	token := strings.TrimPrefix(link, console.PortalPrefix)
 	n.signedOut(&http.Cookie{Name: console.CookieName, Value: token})
 	if p := n.get("/portal/subscriptions", &http.Cookie{Name: console.PortalCookieName, Value: token}); p.status != http.StatusForbidden {
 		t.Fatalf("an unopened link's token as the portal cookie: %d; want 403", p.status)
 	}
-	n.openPortal(link) // still unused
+	openPortal(n, link) // still unused
 }
 
 // TestPortalExpiry: a session ends at its expiry (on the fake clock), and
 // a link opened after its expiry opens nothing.
 func TestPortalExpiry(t *testing.T) {
 	n := setup(t)
-	ck := n.openPortal(n.portalLink(adminKey, map[string]any{"ttl": "10m"}))
-	late := n.portalLink(adminKey, map[string]any{"ttl": "10m"})
+	ck := openPortal(n, portalLink(n, adminKey, map[string]any{"ttl": "10m"}))
+	late := portalLink(n, adminKey, map[string]any{"ttl": "10m"})
 	n.clk.Advance(10*time.Minute - time.Millisecond)
 	if p := n.get("/portal/subscriptions", ck); p.status != http.StatusOK {
 		t.Fatalf("the session before its expiry: %d", p.status)
@@ -184,8 +184,8 @@ func TestPortalExpiry(t *testing.T) {
 func TestPortalRevokedKey(t *testing.T) {
 	n := setup(t)
 	ts := makeTenants(n)
-	_, keyID, key := n.tenantKey(ts.shop)
-	ck := n.openPortal(n.portalLink(key, map[string]any{}))
+	_, keyID, key := tenantKey(n, ts.shop)
+	ck := openPortal(n, portalLink(n, key, map[string]any{}))
 	n.get("/portal/subscriptions", ck)
 	n.must(http.StatusNoContent, adminKey, "DELETE", "/v1/keys/"+keyID, nil)
 	if p := n.get("/portal/subscriptions", ck); p.status != http.StatusForbidden {
@@ -194,7 +194,7 @@ func TestPortalRevokedKey(t *testing.T) {
 }
 
 // tenantKey makes another account key of acc.
-func (n *node) tenantKey(acc string) (string, string, string) {
+func tenantKey(n *node, acc string) (string, string, string) {
 	k := n.must(201, adminKey, "POST", "/v1/keys", map[string]any{"account_id": acc, "role": "account", "name": "portal-maker"})
 	return acc, k["id"].(string), k["key"].(string)
 }
@@ -210,7 +210,7 @@ func TestPortalEdit(t *testing.T) {
 	n.must(200, adminKey, "PATCH", "/v1/accounts/"+ts.shop, map[string]any{"settings": map[string]any{
 		"portal_event_types": []string{"order.paid", "order.refunded"}}})
 	sub := ts.shopSubs[1]
-	ck := n.openPortal(n.portalLink(ts.shopKey, map[string]any{}))
+	ck := openPortal(n, portalLink(n, ts.shopKey, map[string]any{}))
 	page := n.get("/portal/subscriptions/"+sub, ck)
 	if !strings.Contains(page.body, `value="order.refunded"`) {
 		t.Fatalf("the form offers no portal event types:\n%s", page.body)
@@ -264,10 +264,10 @@ func toStrings(v any) []string {
 func TestPortalFrameAncestors(t *testing.T) {
 	n := setup(t)
 	ts := makeTenants(n)
-	plain := n.openPortal(n.portalLink(ts.rivalKey, map[string]any{}))
+	plain := openPortal(n, portalLink(n, ts.rivalKey, map[string]any{}))
 	n.must(200, adminKey, "PATCH", "/v1/accounts/"+ts.shop, map[string]any{"settings": map[string]any{
 		"portal_frame_ancestors": []string{"https://app.example.com", "https://*.shop.example:8443"}}})
-	framed := n.openPortal(n.portalLink(ts.shopKey, map[string]any{}))
+	framed := openPortal(n, portalLink(n, ts.shopKey, map[string]any{}))
 	p := n.get("/portal/subscriptions", framed)
 	if csp := p.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "frame-ancestors https://app.example.com https://*.shop.example:8443") ||
 		p.header.Get("X-Frame-Options") != "" {

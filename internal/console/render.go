@@ -51,15 +51,21 @@ var funcs = template.FuncMap{
 
 func parsePages() map[string]*template.Template {
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
-	files, err := fs.Glob(templateFS, "templates/*.html")
+	return parseEach(layout, "templates/*.html", "layout")
+}
+
+// parseEach returns a template for each file of glob but the one named
+// frame: base (cloned) with the file, by the file's name without .html.
+func parseEach(base *template.Template, glob, frame string) map[string]*template.Template {
+	files, err := fs.Glob(templateFS, glob)
 	if err != nil {
 		panic(err)
 	}
 	out := map[string]*template.Template{}
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".html")
-		if name != "layout" {
-			out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, f))
+		if name != frame {
+			out[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, f))
 		}
 	}
 	return out
