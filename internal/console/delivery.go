@@ -59,19 +59,29 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 	if !ok {
 		return
 	}
-	as, next, err := dp.store.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+	view, err := newDeliveryView(r, dp.store, d, "/console/deliveries/")
 	if err != nil {
 		dp.storeError(w, r, v, err)
 		return
 	}
+	dp.render(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
+}
+
+// newDeliveryView returns the page of d at r (its ?cursor= the attempts',
+// its ?redeliver= the notice), the delivery pages being under prefix.
+func newDeliveryView(r *http.Request, st Store, d delivery.Delivery, prefix string) (deliveryView, error) {
+	as, next, err := st.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+	if err != nil {
+		return deliveryView{}, err
+	}
 	view := deliveryView{Delivery: d, Attempts: attemptRows(as)}
 	if next != "" {
-		view.NextAttempts = "/console/deliveries/" + d.ID + "?cursor=" + next
+		view.NextAttempts = prefix + d.ID + "?cursor=" + next
 	}
 	if n, ok := redeliverNotices[r.URL.Query().Get("redeliver")]; ok {
 		view.Notice, view.Refused = n.text, n.refused
 	}
-	dp.render(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
+	return view, nil
 }
 
 // excerpt is the start of a response body as text: at most excerptBytes,

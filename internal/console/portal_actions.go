@@ -8,7 +8,6 @@ import (
 	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/signing"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -118,17 +117,10 @@ func (p portalActions) delivery(w http.ResponseWriter, r *http.Request, v *porta
 	if !ok {
 		return
 	}
-	as, next, err := p.Store.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+	view, err := newDeliveryView(r, p.Store, d, "/portal/deliveries/")
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
 		return
-	}
-	view := deliveryView{Delivery: d, Attempts: attemptRows(as)}
-	if next != "" {
-		view.NextAttempts = "/portal/deliveries/" + d.ID + "?cursor=" + next
-	}
-	if n, ok := redeliverNotices[r.URL.Query().Get("redeliver")]; ok {
-		view.Notice, view.Refused = n.text, n.refused
 	}
 	p.pages.portalRender(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
 }
