@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/console"
+	"github.com/herald-events/herald/internal/delivery"
 )
 
 // The portal's tests: a link made through the API, opened once; what a
@@ -96,7 +97,10 @@ func TestPortalScope(t *testing.T) {
 	rc := newReceiver(t)
 	rivalHook := n.subscribe(ts.rivalKey, "rival-hook", rc.URL+"/ok")
 	n.publish(ts.rivalKey, "evt-rival")
-	eventually(t, "the rival's delivery", func() bool { return len(n.deliveriesOf(rivalHook)) == 1 })
+	eventually(t, "the rival's delivery delivered", func() bool {
+		ds := n.deliveriesOf(rivalHook)
+		return len(ds) == 1 && ds[0].Status == delivery.StatusDelivered
+	})
 	rivalDelivery := n.deliveriesOf(rivalHook)[0].ID
 	mine, other := ts.shopSubs[0], ts.shopSubs[1]
 	ck := openPortal(n, portalLink(n, adminKey, map[string]any{"account_id": ts.shop, "subscription_ids": []string{mine}}))
