@@ -323,3 +323,46 @@ func TestPortalSessionBadInput(t *testing.T) {
 		t.Fatalf("sessions stored after refusals: %d, %v", n, err)
 	}
 }
+
+// TestPortalCreateAndRedeliver: a session of the whole account makes a
+// subscription (its event types within portal_event_types; another type
+// is refused and makes nothing), opens a delivery of it with its attempts
+// and redelivers it.
+func TestPortalCreateAndRedeliver(t *testing.T) {
+	n := setup(t)
+	ts := twoTenants(n)
+	rc := newReceiver(t)
+	n.must(200, adminKey, "PATCH", "/v1/accounts/"+ts.shop, map[string]any{"settings": map[string]any{
+		"portal_event_types": []string{"order.paid"}}})
+	ck := openPortal(n, portalLink(n, ts.shopKey, map[string]any{}))
+	csrf := csrfOf(t, n.get("/portal/subscriptions", ck))
+	bad := n.post("/portal/subscriptions", ck, url.Values{"csrf": {csrf}, "name": {"hooks"}, "url": {rc.URL + "/ok"}, "event_types": {"order.lost"}})
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "event_types: ") {
+		t.Fatalf("a subscription of another type: %d\n%s", bad.status, bad.body)
+	}
+	if subs := n.must(200, ts.shopKey, "GET", "/v1/subscriptions", nil)["data"].([]any); len(subs) != 0 {
+		t.Fatalf("a refused form made %v", subs)
+	}
+	p := n.post("/portal/subscriptions", ck, url.Values{"csrf": {csrf}, "name": {"hooks"}, "url": {rc.URL + "/ok"}, "event_types": {"order.paid"}})
+	sub := strings.TrimSuffix(strings.TrimPrefix(p.header.Get("Location"), "/portal/subscriptions/"), "?done=created")
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(sub, "sub_") {
+		t.Fatalf("creating: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	if got := n.must(200, ts.shopKey, "GET", "/v1/subscriptions/"+sub, nil); got["url"] != rc.URL+"/ok" || !slices.Equal(toStrings(got["event_types"]), []string{"order.paid"}) {
+		t.Fatalf("the subscription made: %v", got)
+	}
+	n.publish(ts.shopKey, "evt-portal")
+	eventually(t, "the delivery delivered", func() bool {
+		ds := n.deliveriesOf(sub)
+		return len(ds) == 1 && ds[0].Status == delivery.StatusDelivered
+	})
+	d := n.deliveriesOf(sub)[0].ID
+	if pg := n.get("/portal/deliveries/"+d, ck); pg.status != http.StatusOK || !strings.Contains(pg.body, `id="attempts"`) {
+		t.Fatalf("the delivery's page: %d\n%s", pg.status, pg.body)
+	}
+	if p := n.post("/portal/deliveries/"+d+"/redeliver", ck, url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther ||
+		p.header.Get("Location") != "/portal/deliveries/"+d+"?redeliver=done" {
+		t.Fatalf("redeliver: %d to %q", p.status, p.header.Get("Location"))
+	}
+	eventually(t, "the redelivery", func() bool { return n.delivery(d).Attempts == 2 })
+}
