@@ -357,7 +357,8 @@ func TestPortalCreateAndRedeliver(t *testing.T) {
 		return len(ds) == 1 && ds[0].Status == delivery.StatusDelivered
 	})
 	d := n.deliveriesOf(sub)[0].ID
-	if pg := n.get("/portal/deliveries/"+d, ck); pg.status != http.StatusOK || !strings.Contains(pg.body, `id="attempts"`) {
+	if pg := n.get("/portal/deliveries/"+d, ck); pg.status != http.StatusOK || !strings.Contains(pg.body, `id="attempts"`) ||
+		!strings.Contains(pg.body, "<dd>1 (1 of this budget") {
 		t.Fatalf("the delivery's page: %d\n%s", pg.status, pg.body)
 	}
 	if p := n.post("/portal/deliveries/"+d+"/redeliver", ck, url.Values{"csrf": {csrf}}); p.status != http.StatusSeeOther ||
