@@ -195,7 +195,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&sc.MaxFanout, "max-fanout", sc.MaxFanout, "deliveries one publish request may create at most (0: no limit); more is refused with 413 and nothing is stored")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
-	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints reach it, for the Event Grid validation URL (default http://--addr)")
+	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints and browsers reach it, for the Event Grid validation URL and the portal's links (default http://--addr)")
 	fs.StringVar(&sc.Auth, "auth", sc.Auth, "on: every API route but /healthz, /readyz and /openapi.yaml needs an API key (Authorization: Bearer; the first admin key is HERALD_ADMIN_KEY, else made into <data>/admin.key); off: no key is needed, for local experiments only")
 	fs.BoolVar(&ac.Destinations.AllowPrivate, "allow-private-destinations", ac.Destinations.AllowPrivate,
 		"deliver to loopback, private (RFC 1918) and unique local (fc00::/7) addresses too; by default only public addresses are delivered to (link-local, metadata and the other ranges need --allow-destinations)")

@@ -33,6 +33,13 @@ type Settings struct {
 	// FailurePolicy is "retry" (the default: a failed push is retried on
 	// the subscription's retry policy) or "queue".
 	FailurePolicy string `json:"failure_policy"`
+	// PortalEventTypes, when not empty, are the only event types the
+	// subscriber portal lets the account's subscriptions take
+	// (internal/console's portal; checked in portal.go).
+	PortalEventTypes []string `json:"portal_event_types,omitempty"`
+	// PortalFrameAncestors are the origins whose pages may show the
+	// account's portal in a frame (CSP frame-ancestors); none: no page may.
+	PortalFrameAncestors []string `json:"portal_frame_ancestors,omitempty"`
 }
 
 // Key roles.

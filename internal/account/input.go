@@ -19,6 +19,10 @@ type Input struct {
 // SettingsInput is the settings member of an Input.
 type SettingsInput struct {
 	FailurePolicy *string `json:"failure_policy"`
+	// PortalEventTypes and PortalFrameAncestors replace the settings of
+	// those names ([] empties one; see portal.go).
+	PortalEventTypes     *[]string `json:"portal_event_types"`
+	PortalFrameAncestors *[]string `json:"portal_frame_ancestors"`
 }
 
 // New checks in as a create request and returns the account it makes:
@@ -52,6 +56,9 @@ func (in Input) Apply(a *Account) *strictjson.Error {
 			return strictjson.Errorf("settings.failure_policy", "must be %q or %q, not %s",
 				subscription.FailureRetry, subscription.FailureQueue, strconv.Quote(fp))
 		}
+	}
+	if in.Settings != nil {
+		return in.Settings.applyPortal(&a.Settings)
 	}
 	return nil
 }

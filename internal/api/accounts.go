@@ -24,12 +24,15 @@ type accountJSON struct {
 }
 
 type accountSettings struct {
-	FailurePolicy string `json:"failure_policy"`
+	FailurePolicy        string   `json:"failure_policy"`
+	PortalEventTypes     []string `json:"portal_event_types"`
+	PortalFrameAncestors []string `json:"portal_frame_ancestors"`
 }
 
 func toAccountJSON(a account.Account) accountJSON {
 	fp := cmp.Or(a.Settings.FailurePolicy, subscription.FailureRetry)
-	return accountJSON{ID: a.ID, Name: a.Name, Settings: accountSettings{FailurePolicy: fp},
+	return accountJSON{ID: a.ID, Name: a.Name, Settings: accountSettings{FailurePolicy: fp,
+		PortalEventTypes: orNone(a.Settings.PortalEventTypes), PortalFrameAncestors: orNone(a.Settings.PortalFrameAncestors)},
 		CreatedAt: timestamp(a.CreatedAt), UpdatedAt: timestamp(a.UpdatedAt)}
 }
 
@@ -125,4 +128,12 @@ func (s *Server) accountError(w http.ResponseWriter, r *http.Request, err error,
 		return
 	}
 	s.storeError(w, r, err, "account")
+}
+
+// orNone is ts, or [] for nil: a list the resource always shows.
+func orNone(ts []string) []string {
+	if ts == nil {
+		return []string{}
+	}
+	return ts
 }

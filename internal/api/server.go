@@ -100,6 +100,12 @@ type Server struct {
 	// /console/ (internal/console) beside the API's routes: see
 	// withConsole.
 	Console http.Handler
+	// Portal, when not nil, serves /portal and every path under /portal/
+	// (internal/console's subscriber portal), as Console does; PortalLinks
+	// makes its links for POST /v1/portal-sessions (which answers 404
+	// without it).
+	Portal      http.Handler
+	PortalLinks PortalLinks
 
 	published *prometheus.CounterVec
 }
@@ -185,6 +191,8 @@ func (s *Server) routes() []route {
 		{"POST /v1/deliveries/{id}/redeliver", h(s.redeliver), noBody, accountRole, nil},
 		{"GET /v1/dead-letters", h(s.listDeadLetters), noBody, accountRole, listParams(subscriptionFilter)},
 		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole, nil},
+		// A one-time link to the subscriber portal (internal/console).
+		{"POST /v1/portal-sessions", h(s.createPortalSession), jsonBody, accountRole, nil},
 		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams()},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole, nil},
 		// An operator's change of the circuit: enabled (counters reset), or

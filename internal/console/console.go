@@ -28,6 +28,10 @@
 // group's type taking the request's *visit, a template in templates/
 // defining "content", and a route in Handler wrapped in signedIn (and in
 // change for a POST); html/template escapes what it shows.
+//
+// The subscriber portal (portal.go) is another handler of this package,
+// Portal, served at /portal/: it shares the session store, the CSRF check,
+// the headers and the templates' pieces, never the console's routes.
 package console
 
 import (

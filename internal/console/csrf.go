@@ -29,25 +29,40 @@ func csrfToken(token string) string {
 }
 
 // change runs h for a request whose form carries the session's CSRF token
-// and that no page of another origin made; 403 otherwise.
+// and that no page of another origin made (checkForm); 403 otherwise.
 func (s *sessions) change(h sessionHandler) sessionHandler {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
-		if !s.sameOrigin(w, r) {
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			s.errorPage(w, r, v, http.StatusBadRequest, "The form could not be read: "+err.Error())
-			return
-		}
-		got := r.PostForm.Get(csrfField)
-		if subtle.ConstantTimeCompare([]byte(got), []byte(v.csrf)) != 1 {
-			s.errorPage(w, r, v, http.StatusForbidden,
-				"This form did not carry this session's CSRF token, so nothing was changed. Reload the page and try again.")
+		if status, msg := checkForm(w, r, v.csrf); status != 0 {
+			if status == http.StatusForbidden && msg == crossOriginMessage {
+				v = nil
+			}
+			s.errorPage(w, r, v, status, msg)
 			return
 		}
 		h(w, r, v)
 	}
+}
+
+// crossOriginMessage is checkForm's answer to a form another origin sent.
+const crossOriginMessage = "A page of another site sent this request; the console takes forms from its own pages only."
+
+// checkForm reads r's form (at most maxFormBytes) and returns 0 when a
+// page of the same origin sent it (sameOrigin) with the CSRF token want;
+// else the status to answer (403, or 400 for a form that cannot be read)
+// and what to say. The console's and the portal's changes share it.
+func checkForm(w http.ResponseWriter, r *http.Request, want string) (int, string) {
+	if err := crossOrigin.Check(r); err != nil {
+		return http.StatusForbidden, crossOriginMessage
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return http.StatusBadRequest, "The form could not be read: " + err.Error()
+	}
+	got := r.PostForm.Get(csrfField)
+	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return http.StatusForbidden, "This form did not carry this session's CSRF token, so nothing was changed. Reload the page and try again."
+	}
+	return 0, ""
 }
 
 // crossOrigin is net/http's check of Sec-Fetch-Site, else Origin against
@@ -58,7 +73,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 // console's own origin; it answers 403 when not.
 func (s *sessions) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 	if err := crossOrigin.Check(r); err != nil {
-		s.errorPage(w, r, nil, http.StatusForbidden, "A page of another site sent this request; the console takes forms from its own pages only.")
+		s.errorPage(w, r, nil, http.StatusForbidden, crossOriginMessage)
 		return false
 	}
 	return true

@@ -30,6 +30,14 @@ type receiver struct {
 	flakies int
 	held    chan struct{} // a request to /hold arrived
 	release chan struct{} // closed: /hold answers
+	got     []string      // the paths of the requests, in order
+}
+
+// paths returns the paths of the requests the receiver got, in order.
+func (rc *receiver) paths() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -41,6 +49,7 @@ func newReceiver(t *testing.T) *receiver {
 
 func (rc *receiver) answer(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
+	rc.got = append(rc.got, r.URL.Path)
 	cured := rc.cured
 	rc.flakies += boolInt(r.URL.Path == "/flaky")
 	first := rc.flakies == 1 && r.URL.Path == "/flaky"

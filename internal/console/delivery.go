@@ -59,23 +59,29 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 	if !ok {
 		return
 	}
-	as, next, err := dp.store.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+	view, err := newDeliveryView(r, dp.store, d, "/console/deliveries/")
 	if err != nil {
 		dp.storeError(w, r, v, err)
 		return
 	}
-	view := deliveryView{Delivery: d}
-	for _, a := range as {
-		view.Attempts = append(view.Attempts, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
-			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody, excerptBytes)})
+	dp.render(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
+}
+
+// newDeliveryView returns the page of d at r (its ?cursor= the attempts',
+// its ?redeliver= the notice), the delivery pages being under prefix.
+func newDeliveryView(r *http.Request, st Store, d delivery.Delivery, prefix string) (deliveryView, error) {
+	as, next, err := st.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+	if err != nil {
+		return deliveryView{}, err
 	}
+	view := deliveryView{Delivery: d, Attempts: attemptRows(as)}
 	if next != "" {
-		view.NextAttempts = "/console/deliveries/" + d.ID + "?cursor=" + next
+		view.NextAttempts = prefix + d.ID + "?cursor=" + next
 	}
 	if n, ok := redeliverNotices[r.URL.Query().Get("redeliver")]; ok {
 		view.Notice, view.Refused = n.text, n.refused
 	}
-	dp.render(w, r, http.StatusOK, "delivery", v, "Delivery "+d.ID, view)
+	return view, nil
 }
 
 // excerpt is the start of a body as text: at most limit bytes, not valid
@@ -108,13 +114,9 @@ func (dp *deliveryPages) redeliver(w http.ResponseWriter, r *http.Request, v *vi
 	if !ok {
 		return
 	}
-	result := "done"
 	_, err := dp.control.Redeliver(r.Context(), d.ID)
+	result, err := redeliverResult(err)
 	switch {
-	case errors.Is(err, store.ErrConflict):
-		result = "attempting"
-	case errors.Is(err, store.ErrSubscriptionDeleted):
-		result = "deleted"
 	case errors.Is(err, store.ErrNotFound): // deleted since it was read
 		dp.errorPage(w, r, v, http.StatusNotFound, "There is no delivery "+d.ID+".")
 		return
@@ -123,4 +125,29 @@ func (dp *deliveryPages) redeliver(w http.ResponseWriter, r *http.Request, v *vi
 		return
 	}
 	redirect(w, r, "/console/deliveries/"+d.ID+"?redeliver="+result)
+}
+
+// redeliverResult is the redeliverNotices key for what Control.Redeliver
+// returned, or the error a page answers instead.
+func redeliverResult(err error) (string, error) {
+	switch {
+	case err == nil:
+		return "done", nil
+	case errors.Is(err, store.ErrConflict):
+		return "attempting", nil
+	case errors.Is(err, store.ErrSubscriptionDeleted):
+		return "deleted", nil
+	default:
+		return "", err
+	}
+}
+
+// attemptRows returns the rows a delivery's page shows of as.
+func attemptRows(as []delivery.Attempt) []attemptRow {
+	rows := make([]attemptRow, 0, len(as))
+	for _, a := range as {
+		rows = append(rows, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
+			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody, excerptBytes)})
+	}
+	return rows
 }

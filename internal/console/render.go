@@ -51,15 +51,21 @@ var funcs = template.FuncMap{
 
 func parsePages() map[string]*template.Template {
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
-	files, err := fs.Glob(templateFS, "templates/*.html")
+	return parseEach(layout, "templates/*.html", "layout")
+}
+
+// parseEach returns a template for each file of glob but the one named
+// frame: base (cloned) with the file, by the file's name without .html.
+func parseEach(base *template.Template, glob, frame string) map[string]*template.Template {
+	files, err := fs.Glob(templateFS, glob)
 	if err != nil {
 		panic(err)
 	}
 	out := map[string]*template.Template{}
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".html")
-		if name != "layout" {
-			out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, f))
+		if name != frame {
+			out[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, f))
 		}
 	}
 	return out
@@ -87,8 +93,15 @@ func (p *pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 	if v != nil {
 		f.Signed, f.Who, f.Admin, f.CSRF = true, v.Principal, v.admin(), v.csrf
 	}
+	p.execute(w, r, status, templates[name], "layout.html", name, f)
+}
+
+// execute answers status with the template root of t, given data. The
+// page is made whole before anything is sent, so a template that fails
+// answers 500 rather than half a page.
+func (p *pages) execute(w http.ResponseWriter, r *http.Request, status int, t *template.Template, root, name string, data any) {
 	var buf bytes.Buffer
-	if err := templates[name].ExecuteTemplate(&buf, "layout.html", f); err != nil {
+	if err := t.ExecuteTemplate(&buf, root, data); err != nil {
 		p.log.Error("console: rendering a page", "page", name, "path", r.URL.Path, "err", err)
 		http.Error(w, "The page could not be made; the server's log says why.", http.StatusInternalServerError)
 		return
@@ -116,14 +129,23 @@ func (p *pages) errorPage(w http.ResponseWriter, r *http.Request, v *visit, stat
 // did not give, 503 when the store is unavailable, nothing when the
 // browser went away, 500 (and a log line) otherwise.
 func (p *pages) storeError(w http.ResponseWriter, r *http.Request, v *visit, err error) {
+	if status, msg := p.storeProblem(r, err); status != 0 {
+		p.errorPage(w, r, v, status, msg)
+	}
+}
+
+// storeProblem is what storeError answers for err: the status and the
+// message, 0 when it answers nothing (the browser went away).
+func (p *pages) storeProblem(r *http.Request, err error) (int, string) {
 	switch {
 	case errors.Is(err, store.ErrInvalidCursor):
-		p.errorPage(w, r, v, http.StatusBadRequest, "This page's link (its cursor) is not one the list gave: start from the list's first page.")
+		return http.StatusBadRequest, "This page's link (its cursor) is not one the list gave: start from the list's first page."
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
-		p.errorPage(w, r, v, http.StatusServiceUnavailable, "The store is not available; try again in a moment.")
+		return http.StatusServiceUnavailable, "The store is not available; try again in a moment."
 	case errors.Is(err, context.Canceled):
+		return 0, ""
 	default:
 		p.log.Error("console: store error", "method", r.Method, "path", r.URL.Path, "err", err)
-		p.errorPage(w, r, v, http.StatusInternalServerError, "Something went wrong; the server's log says what.")
+		return http.StatusInternalServerError, "Something went wrong; the server's log says what."
 	}
 }

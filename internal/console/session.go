@@ -127,7 +127,8 @@ func (s *sessions) signedIn(h sessionHandler) http.Handler {
 // session returns the visit of the request's session cookie, or
 // errNoSession when there is none or it has ended: unknown, idle for
 // IdleTimeout, or its key revoked (then the session is deleted). A cookie
-// that names no live session is cleared. A live session last seen more
+// that names no live session (or a portal session: portal_session.go) is
+// cleared. A live session last seen more
 // than TouchEvery ago is touched.
 func (s *sessions) session(w http.ResponseWriter, r *http.Request) (*visit, error) {
 	ck, err := r.Cookie(CookieName)
@@ -142,6 +143,9 @@ func (s *sessions) session(w http.ResponseWriter, r *http.Request) (*visit, erro
 		return nil, errNoSession
 	case err != nil:
 		return nil, err
+	case sess.Portal != nil: // a portal session's token (or link): never the console's
+		clearCookie(w, r)
+		return nil, errNoSession
 	}
 	if !now.Before(sess.LastSeenAt.Add(IdleTimeout)) {
 		s.end(w, r, hash)

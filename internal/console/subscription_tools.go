@@ -50,19 +50,6 @@ func (sa *subscriptionActions) reactivate(w http.ResponseWriter, r *http.Request
 	redirect(w, r, "/console/subscriptions/"+sub.ID+"?done="+done)
 }
 
-// secretView is the page a rotation answers: the new key (the secret, or
-// for ed25519 the public key) and the previous keys still signing.
-type secretView struct {
-	ID, Name, Algorithm, Current string
-	Previous                     []previousKey
-}
-
-// previousKey is a previous key and when it stops signing.
-type previousKey struct {
-	Key     string
-	Expires time.Time
-}
-
 // rotate takes the Rotate secret form: the subscription gets a new signing
 // key as the API's POST /v1/subscriptions/{id}/secret/rotate gives one
 // (Herald makes it), the current key signing too for the form's grace
@@ -86,17 +73,7 @@ func (sa *subscriptionActions) rotate(w http.ResponseWriter, r *http.Request, v 
 	if sa.gone(w, r, v, sub.ID, err) {
 		return
 	}
-	now := sa.clock.Now()
-	show := func(key []byte) string {
-		if sub.Signing.Algorithm == signing.Ed25519 {
-			return signing.PublicKey(key)
-		}
-		return signing.Secret(key)
-	}
-	view := secretView{ID: sub.ID, Name: sub.Name, Algorithm: sub.Signing.Algorithm, Current: show(sub.Signing.Keys[0].Key)}
-	for _, k := range signing.Previous(sub.Signing, now) {
-		view.Previous = append(view.Previous, previousKey{Key: show(k.Key), Expires: k.ExpiresAt})
-	}
+	view := toSecretView(sub, sa.clock.Now())
 	sa.render(w, r, http.StatusOK, "subscription_secret", v, "New secret of "+sub.Name, view)
 }
 

@@ -124,7 +124,7 @@ func (s *Server) cleanupRounds(stop, sctx context.Context, now time.Time, log *s
 	}
 }
 
-// deleteIdleSessions deletes the console sessions idle for
+// deleteIdleSessions deletes the portal sessions expired before then and the console sessions idle for
 // console.IdleTimeout (one store write; a session idle that long is
 // refused already, this only frees its row).
 func (s *Server) deleteIdleSessions(ctx context.Context, now time.Time, log *slog.Logger) {

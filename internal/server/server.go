@@ -79,8 +79,8 @@ type Config struct {
 	// <DataDir>/admin.key (mode 0600).
 	AdminKey string
 	// PublicURL is Herald's base URL as endpoints reach it: the Event Grid
-	// validation URL is built on it (herald serve: http://--addr unless
-	// --public-url).
+	// validation URL and the portal's links are built on it (herald
+	// serve: http://--addr unless --public-url).
 	PublicURL string
 	// AuthRecheck is how often cached keys are checked for revocation
 	// (auth.DefaultRecheck): a revoked key stops working on every node
@@ -310,6 +310,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		con.Auth = s.Auth
 	}
 	a.Console = con.Handler()
+	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations,
+		PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
+	if s.Auth != nil {
+		portal.Auth = s.Auth
+	}
+	a.Portal, a.PortalLinks = portal.Handler(), portal
 	s.handler = a.Handler()
 	s.svcs = s.services()
 	return s, nil

@@ -180,13 +180,19 @@ func checkHost(host string) string {
 	return ""
 }
 
-func checkEventTypes(ts []string) *strictjson.Error {
+func checkEventTypes(ts []string) *strictjson.Error { return CheckEventTypes("event_types", ts) }
+
+// CheckEventTypes checks a list of event types named field (a
+// subscription's event_types, an account's settings.portal_event_types):
+// at most maxEventTypes, each non-empty text of at most maxEventTypeLen
+// bytes, none twice. A problem names the entry, as field[i].
+func CheckEventTypes(field string, ts []string) *strictjson.Error {
 	if len(ts) > maxEventTypes {
-		return badInput("event_types", "must list at most %d event types, got %d", maxEventTypes, len(ts))
+		return badInput(field, "must list at most %d event types, got %d", maxEventTypes, len(ts))
 	}
 	seen := make(map[string]bool, len(ts))
 	for i, t := range ts {
-		f := fmt.Sprintf("event_types[%d]", i)
+		f := fmt.Sprintf("%s[%d]", field, i)
 		if err := strictjson.CheckText(f, t, maxEventTypeLen, true); err != nil {
 			return err
 		}

@@ -16,16 +16,24 @@ import (
 const (
 	// insertSessionSQL inserts nothing when the hash exists (the caller
 	// sees no row affected).
-	insertSessionSQL = `INSERT INTO console_sessions (` + sqlrow.SessionCols + `) VALUES ($1, $2, $3, $4, $5)
+	insertSessionSQL = `INSERT INTO console_sessions (` + sqlrow.SessionCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (hash) DO NOTHING`
 	getSessionSQL = `SELECT ` + sqlrow.SessionCols + ` FROM console_sessions WHERE hash = $1`
 	// trimSessionsSQL deletes a key's sessions ($1) but one ($2) beyond
 	// the $3 others last seen most recently: a seek of console_sessions_key.
+	// Portal sessions are not counted.
 	trimSessionsSQL = `DELETE FROM console_sessions WHERE hash IN (SELECT hash FROM console_sessions
-WHERE key_hash = $1 AND hash <> $2 ORDER BY last_seen_at DESC, hash OFFSET $3)`
-	touchSessionSQL       = `UPDATE console_sessions SET last_seen_at = $1 WHERE hash = $2 AND last_seen_at < $3`
-	deleteSessionSQL      = `DELETE FROM console_sessions WHERE hash = $1`
-	deleteIdleSessionsSQL = `DELETE FROM console_sessions WHERE last_seen_at < $1`
+WHERE key_hash = $1 AND hash <> $2 AND portal_account IS NULL ORDER BY last_seen_at DESC, hash OFFSET $3)`
+	// openPortalSQL opens an unopened, unexpired portal session ($3) as $1
+	// at $2.
+	openPortalSQL = `UPDATE console_sessions SET hash = $1, opened_at = $2, last_seen_at = $2
+WHERE hash = $3 AND portal_account IS NOT NULL AND opened_at IS NULL AND expires_at > $2 RETURNING ` + sqlrow.SessionCols
+	touchSessionSQL  = `UPDATE console_sessions SET last_seen_at = $1 WHERE hash = $2 AND last_seen_at < $3`
+	deleteSessionSQL = `DELETE FROM console_sessions WHERE hash = $1`
+	// deleteIdleSessionsSQL: console sessions idle, portal sessions
+	// expired, before $1 (seeks of console_sessions_idle and
+	// console_sessions_expiry).
+	deleteIdleSessionsSQL = `DELETE FROM console_sessions WHERE (last_seen_at < $1 AND portal_account IS NULL) OR expires_at < $1`
 )
 
 // CreateSession implements store.SessionStore.
@@ -37,6 +45,9 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session, perKey in
 			return fmt.Errorf("insert session: %w", err)
 		case tag.RowsAffected() == 0:
 			return fmt.Errorf("session exists: %w", store.ErrConflict)
+		}
+		if sess.Portal != nil {
+			return nil
 		}
 		if _, err := tx.Exec(ctx, trimSessionsSQL, sess.KeyHash, sess.Hash, max(perKey-1, 0)); err != nil {
 			return fmt.Errorf("trim the key's sessions: %w", err)
@@ -53,6 +64,18 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (store.Session, err
 	sess, err := queryRow(ctx, s, sqlrow.ScanSession, getSessionSQL, orEmpty(hash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
+	}
+	return sess, s.err(err)
+}
+
+// OpenPortalSession implements store.SessionStore.
+func (s *Store) OpenPortalSession(ctx context.Context, link, session []byte, at time.Time) (store.Session, error) {
+	if err := s.checkOpen(); err != nil {
+		return store.Session{}, err
+	}
+	sess, err := queryRow(ctx, s, sqlrow.ScanSession, openPortalSQL, orEmpty(session), sqlrow.UnixMS(at), orEmpty(link))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("portal session: %w", store.ErrNotFound)
 	}
 	return sess, s.err(err)
 }

@@ -403,18 +403,48 @@ func KeyValues(k *account.Key) []any {
 
 // SessionCols selects a store.Session from console_sessions; ScanSession
 // reads them in this order.
-const SessionCols = `hash, key_hash, key_id, created_at, last_seen_at`
+const SessionCols = `hash, key_hash, key_id, created_at, last_seen_at, portal_account, portal_subscriptions, expires_at, opened_at`
 
-// ScanSession reads SessionCols.
+// ScanSession reads SessionCols. A row whose portal_account is NULL is a
+// console session (Portal nil).
 func ScanSession(sc RowScanner) (store.Session, error) {
 	var s store.Session
 	var created, seen int64
-	err := sc.Scan(&s.Hash, &s.KeyHash, &s.KeyID, &created, &seen)
+	var acc, subs *string
+	var expires, opened *int64
+	err := sc.Scan(&s.Hash, &s.KeyHash, &s.KeyID, &created, &seen, &acc, &subs, &expires, &opened)
 	s.CreatedAt, s.LastSeenAt = FromUnixMS(created), FromUnixMS(seen)
-	return s, err
+	if err != nil || acc == nil {
+		return s, err
+	}
+	p := &store.PortalScope{AccountID: *acc}
+	if subs != nil {
+		if err := json.Unmarshal([]byte(*subs), &p.SubscriptionIDs); err != nil {
+			return s, fmt.Errorf("portal_subscriptions: %w", err)
+		}
+	}
+	if expires != nil {
+		p.ExpiresAt = FromUnixMS(*expires)
+	}
+	if opened != nil {
+		p.OpenedAt = FromUnixMS(*opened)
+	}
+	s.Portal = p
+	return s, nil
 }
 
 // SessionValues returns s's columns in SessionCols' order.
 func SessionValues(s *store.Session) []any {
-	return []any{s.Hash, s.KeyHash, s.KeyID, UnixMS(s.CreatedAt), UnixMS(s.LastSeenAt)}
+	v := []any{s.Hash, s.KeyHash, s.KeyID, UnixMS(s.CreatedAt), UnixMS(s.LastSeenAt), nil, nil, nil, nil}
+	if p := s.Portal; p != nil {
+		v[5], v[7] = p.AccountID, UnixMS(p.ExpiresAt)
+		if len(p.SubscriptionIDs) > 0 {
+			b, _ := json.Marshal(p.SubscriptionIDs) // strings
+			v[6] = string(b)
+		}
+		if !p.OpenedAt.IsZero() {
+			v[8] = UnixMS(p.OpenedAt)
+		}
+	}
+	return v
 }

@@ -13,7 +13,8 @@ import (
 // RunConsoleContract checks what the console asks of the store
 // (console.Store, in internal/console: the session methods): sessions kept
 // by their hash, touched only when last seen before a time, bounded per
-// key, deleted one by one and when idle.
+// key, deleted one by one and when idle; portal sessions (console_portal.go
+// beside this file) opened once, not bounded, deleted when expired.
 func RunConsoleContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
 		{"Sessions", []test{
@@ -21,6 +22,12 @@ func RunConsoleContract(t *testing.T, open Opener) {
 			{"Touch", testSessionTouch},
 			{"BoundPerKey", testSessionBound},
 			{"DeleteIdle", testIdleSessions},
+		}},
+		{"PortalSessions", []test{
+			{"OpenOnce", testPortalOpenOnce},
+			{"OpenExpired", testPortalOpenExpired},
+			{"NotBounded", testPortalNotBounded},
+			{"DeleteExpired", testPortalDeleteExpired},
 		}},
 	})
 }

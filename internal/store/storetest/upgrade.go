@@ -32,7 +32,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{6, V6Data, CheckUpgradeFromV6}, {7, V7Data, CheckUpgradeFromV7}, {8, V8Data, CheckUpgradeFromV8},
 		{9, V9Data, CheckUpgradeFromV9}, {10, V10Data, CheckUpgradeFromV10}, {11, V11Data, CheckUpgradeFromV11},
 		{ConsoleSessionsFrom, ConsoleSessionsData, CheckConsoleSessionsUpgrade},
-		{StatsFrom, StatsData, CheckStatsUpgrade}} {
+		{StatsFrom, StatsData, CheckStatsUpgrade},
+		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }

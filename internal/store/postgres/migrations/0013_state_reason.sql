@@ -1,4 +1,4 @@
--- Herald schema for PostgreSQL, version 12: why an endpoint or a
+-- Herald schema for PostgreSQL, version 13: why an endpoint or a
 -- subscription is in its state.
 --
 -- state_reason is the reason of the row's last change of state, in words:

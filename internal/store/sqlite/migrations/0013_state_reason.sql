@@ -1,4 +1,4 @@
--- Herald schema, version 12: why an endpoint or a subscription is in its
+-- Herald schema, version 13: why an endpoint or a subscription is in its
 -- state.
 --
 -- state_reason is the reason of the row's last change of state, in words:

@@ -1,0 +1,264 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/strictjson"
+	"github.com/herald-events/herald/internal/subscription"
+)
+
+// portalPages are the portal's subscription pages and forms.
+type portalPages struct{ *Portal }
+
+// portalListView is the portal's subscriptions list.
+type portalListView struct {
+	Items []subscriptionRow
+	// Next and First are the list's page links ("" for none).
+	Next, First string
+	// Create: the session may make subscriptions (its scope names none);
+	// Choices are the event types it may pick (none: any, typed), of
+	// which the form checks EventTypes (none).
+	Create              bool
+	Choices, EventTypes []string
+}
+
+// subscriptions lists the session's subscriptions: those its scope names,
+// or a page of its account's (?cursor=).
+func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: v.account.Settings.PortalEventTypes}
+	subs, err := p.listed(r, v, &view)
+	if err != nil {
+		p.pages.portalStoreError(w, r, v, err)
+		return
+	}
+	for _, s := range subs {
+		view.Items = append(view.Items, subscriptionRow{ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), State: s.State})
+	}
+	p.pages.portalRender(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
+}
+
+// listed returns the subscriptions the list shows, setting view's page
+// links: those of the scope that still exist, or a page of the account's.
+func (p portalPages) listed(r *http.Request, v *portalVisit, view *portalListView) ([]subscription.Subscription, error) {
+	if ids := v.scope.SubscriptionIDs; len(ids) > 0 {
+		var subs []subscription.Subscription
+		for _, id := range ids {
+			s, err := p.Store.GetSubscription(r.Context(), id)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return nil, err
+			case v.sees(s.AccountID, s.ID):
+				subs = append(subs, s)
+			}
+		}
+		return subs, nil
+	}
+	cursor := r.URL.Query().Get("cursor")
+	subs, next, err := p.Store.ListSubscriptions(r.Context(), account.OrDefault(v.account.ID), store.Page{Cursor: cursor, Limit: listSize})
+	if next != "" {
+		view.Next = "/portal/subscriptions?cursor=" + next
+	}
+	if cursor != "" {
+		view.First = "/portal/subscriptions"
+	}
+	return subs, err
+}
+
+// portalSubView is a subscription's portal page.
+type portalSubView struct {
+	ID, Name, URL, State string
+	EventTypes           []string
+	// Choices are the event types the form offers (the account's
+	// settings.portal_event_types); none: a text field.
+	Choices []string
+	// Deliveries are a page of its deliveries, newest first (?cursor=).
+	Deliveries  []delivery.Delivery
+	Next, First string
+	Notice      string
+}
+
+// portalNotices are the messages an action leaves for the subscription's
+// page, by the value of its ?done= parameter; only these are shown.
+var portalNotices = map[string]string{
+	"saved":   "Saved.",
+	"created": "Subscription created.",
+	"test":    "A test event was sent: its delivery is at the top of the list.",
+	"queued":  "A test event was queued: this subscription does not push now (deactivated or pull).",
+}
+
+// subscription shows one of the session's subscriptions: its URL and
+// event types (with the form that edits them), its actions, and a page of
+// its deliveries. Another's is a 404, as if it did not exist.
+func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+	sub, ok := p.ownSubscription(w, r, v)
+	if !ok {
+		return
+	}
+	cursor := r.URL.Query().Get("cursor")
+	ds, next, err := p.Store.ListDeliveries(r.Context(), store.DeliveryFilter{AccountID: account.OrDefault(sub.AccountID),
+		SubscriptionID: sub.ID, Page: store.Page{Cursor: cursor, Limit: listSize}})
+	if err != nil {
+		p.pages.portalStoreError(w, r, v, err)
+		return
+	}
+	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
+		Choices: v.account.Settings.PortalEventTypes, Deliveries: ds, Notice: portalNotices[r.URL.Query().Get("done")]}
+	if next != "" {
+		view.Next = "/portal/subscriptions/" + sub.ID + "?cursor=" + next
+	}
+	if cursor != "" {
+		view.First = "/portal/subscriptions/" + sub.ID
+	}
+	p.pages.portalRender(w, r, http.StatusOK, "subscription", v, sub.Name, view)
+}
+
+// ownSubscription reads the path's subscription, answering 404 for one
+// the session may not see.
+func (p portalPages) ownSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Subscription, bool) {
+	return portalOwn(p.Portal, w, r, v, "subscription", p.Store.GetSubscription,
+		func(s subscription.Subscription) (string, string) { return s.AccountID, s.ID })
+}
+
+// portalOwn reads the path's {id} with get, answering 404 (naming it a
+// what) when there is none or the session may not see it (scope gives
+// its account and subscription), and the store's error otherwise.
+func portalOwn[T any](p *Portal, w http.ResponseWriter, r *http.Request, v *portalVisit, what string,
+	get func(context.Context, string) (T, error), scope func(T) (string, string)) (T, bool) {
+	id := r.PathValue("id")
+	x, err := get(r.Context(), id)
+	if err == nil && !v.sees(scope(x)) {
+		err = store.ErrNotFound
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		p.pages.portalError(w, r, v, http.StatusNotFound, "There is no "+what+" "+id+".")
+		return x, false
+	case err != nil:
+		p.pages.portalStoreError(w, r, v, err)
+		return x, false
+	}
+	return x, true
+}
+
+// createSubscription takes the list's form (name, url, event_types): a
+// push subscription of the account with the API's defaults. Only a
+// session whose scope names no subscriptions may (403 otherwise). Bad
+// input is a 400 page naming the field; nothing is made.
+func (p portalPages) createSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+	if len(v.scope.SubscriptionIDs) > 0 {
+		p.pages.portalError(w, r, v, http.StatusForbidden, "This portal session is limited to some subscriptions: it cannot make others.")
+		return
+	}
+	in, ok := p.formInput(w, r, v)
+	if !ok {
+		return
+	}
+	name := r.PostForm.Get("name")
+	in.Name = &name
+	if err := in.CheckCreate(); err != nil {
+		p.inputError(w, r, v, err)
+		return
+	}
+	now := p.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
+	sub, err := in.New(r.Context(), subscription.Creation{ID: ids.New("sub_", now), AccountID: account.OrDefault(v.account.ID),
+		Now: now, FailurePolicy: v.account.Settings.FailurePolicy, Destinations: p.Destinations})
+	if err == nil {
+		err = p.Control.CreateSubscription(r.Context(), sub)
+	}
+	if p.changeError(w, r, v, err) {
+		return
+	}
+	redirect(w, r, "/portal/subscriptions/"+sub.ID+"?done=created")
+}
+
+// editSubscription takes a subscription's form (url, event_types), as the
+// API's PATCH would; bad input is a 400 page naming the field and changes
+// nothing.
+func (p portalPages) editSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+	sub, ok := p.ownSubscription(w, r, v)
+	if !ok {
+		return
+	}
+	in, ok := p.formInput(w, r, v)
+	if !ok {
+		return
+	}
+	_, err := p.Control.UpdateSubscription(r.Context(), sub.ID, func(s *subscription.Subscription) error {
+		if !v.sees(s.AccountID, s.ID) {
+			return store.ErrNotFound
+		}
+		return in.Update(r.Context(), s, p.Destinations)
+	})
+	if p.changeError(w, r, v, err) {
+		return
+	}
+	redirect(w, r, "/portal/subscriptions/"+sub.ID+"?done=saved")
+}
+
+// formInput reads a subscription form's url and event_types (a box for
+// each of the account's portal event types, or one text field of types
+// separated by commas or spaces), refusing types outside the account's
+// settings.portal_event_types (400).
+func (p portalPages) formInput(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Input, bool) {
+	var types []string
+	for _, f := range r.PostForm["event_types"] {
+		types = append(types, strings.FieldsFunc(f, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' })...)
+	}
+	if t, ok := v.account.Settings.PortalAllows(types); !ok {
+		p.inputError(w, r, v, strictjson.Errorf("event_types", "may only list the event types %s, not %s",
+			strings.Join(v.account.Settings.PortalEventTypes, ", "), t))
+		return subscription.Input{}, false
+	}
+	url := r.PostForm.Get("url")
+	return subscription.Input{URL: &url, EventTypes: &types}, true
+}
+
+// changeError answers for the error of a create or update and reports
+// whether there was one: the field at fault (400; 422 for a destination
+// refused), a name taken (409), a subscription gone (404).
+func (p portalPages) changeError(w http.ResponseWriter, r *http.Request, v *portalVisit, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case p.inputError(w, r, v, err):
+	case errors.Is(err, store.ErrNameTaken):
+		p.pages.portalError(w, r, v, http.StatusConflict, "name: another subscription of this account has this name; nothing changed.")
+	case errors.Is(err, store.ErrNotFound):
+		p.pages.portalError(w, r, v, http.StatusNotFound, "There is no such subscription.")
+	default:
+		p.pages.portalStoreError(w, r, v, err)
+	}
+	return true
+}
+
+// inputError answers 400 (422 for a destination refused or fields that
+// do not go together) naming the field of a domain package's refusal,
+// and reports whether err was one.
+func (p portalPages) inputError(w http.ResponseWriter, r *http.Request, v *portalVisit, err error) bool {
+	var ie *strictjson.Error
+	var refused *subscription.DestinationError
+	var combo *subscription.CombinationError
+	status, field, detail := http.StatusUnprocessableEntity, "", ""
+	switch {
+	case errors.As(err, &refused):
+		field, detail = refused.Field, refused.Detail
+	case errors.As(err, &combo):
+		field, detail = combo.Field, combo.Detail
+	case errors.As(err, &ie):
+		status, field, detail = http.StatusBadRequest, ie.Field, ie.Detail
+	default:
+		return false
+	}
+	p.pages.portalError(w, r, v, status, field+": "+detail+"; nothing changed.")
+	return true
+}
