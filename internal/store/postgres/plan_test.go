@@ -149,9 +149,7 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
 		{"DeliveryStats", statsReadSQL, []any{int64(60000), now - 3600000, now, "", "", "acc_7"},
 			[]string{"delivery_stats_account", "Index Cond: ((account_id = "}},
-		// GET /v1/endpoints?state=: the account's endpoints in ID order
-		// from endpoints_account, the state a filter on that walk (an
-		// account has one endpoint per subscription URL).
+		// GET /v1/endpoints?state=: endpoints_account, the state a filter.
 		{"ListEndpoints (state)", endpointsByState, endpointsByStateArgs, []string{"Index Scan using endpoints_account", "Filter: (state = "}},
 		{"DeleteOldStats", deleteOldStatsSQL, []any{now - 3600000, 1000}, []string{"Tid Scan on delivery_stats", "Index Scan using delivery_stats_pkey"}},
 	} {
