@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/redact"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	eps, next, err := s.Store.ListEndpoints(r.Context(), accountOf(r), p)
+	eps, next, err := s.Store.ListEndpoints(r.Context(), accountOf(r), health.State(stateFilter.in(r)), p)
 	if err != nil {
 		s.storeError(w, r, err, "endpoint")
 		return

@@ -61,7 +61,7 @@ func setupServer(t *testing.T) testServer {
 		Accounts:  &control.Accounts{Store: st, Clock: clk},
 		Publisher: pipe.Admission,
 		Live:      pipe.Scheduler,
-		Queue:     queue.New(st, clk, prometheus.NewRegistry(), pipe.Finished),
+		Queue:     queue.New(st, clk, prometheus.NewRegistry(), pipe.Finished, nil),
 		Version:   "test",
 		// No test asks the network's DNS at create.
 		Destinations: destination.Guard{Resolver: unknownNames{}},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/health"
 )
 
 // param is a query parameter a route takes. A route's declaration
@@ -31,18 +32,20 @@ var (
 	cursorParam  = param{name: "cursor"}
 	// The filters of the lists.
 	subscriptionFilter = param{name: "subscription_id", id: &subscriptionIDs}
-	statusFilter       = param{name: "status", values: statusNames()}
-	eventFilter        = param{name: "event_id"} // producers choose event ids: no shape
+	statusFilter       = param{name: "status", values: valueNames(delivery.Statuses)}
+	stateFilter        = param{name: "state", values: valueNames(health.States)} // an endpoint's
+	eventFilter        = param{name: "event_id"}                                 // producers choose event ids: no shape
 	urlFilter          = param{name: "url"}
 	nameFilter         = param{name: "name"}
 	// codeParam is the validation URL's code (confirmValidation).
 	codeParam = param{name: "code"}
 )
 
-func statusNames() []string {
-	var out []string
-	for _, s := range delivery.Statuses {
-		out = append(out, string(s))
+// valueNames returns the names of a fixed set of values, in its order.
+func valueNames[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
 	}
 	return out
 }

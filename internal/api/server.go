@@ -23,6 +23,7 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -44,7 +45,7 @@ type Store interface {
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
 	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
-	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error)
+	ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error)
 	store.StatsReader
 	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
@@ -193,7 +194,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/dead-letters/redrive", h(s.redrive), jsonBody, accountRole, nil},
 		// A one-time link to the subscriber portal (internal/console).
 		{"POST /v1/portal-sessions", h(s.createPortalSession), jsonBody, accountRole, nil},
-		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams()},
+		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams(stateFilter)},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole, nil},
 		// An operator's change of the circuit: enabled (counters reset), or
 		// frozen until enabled.

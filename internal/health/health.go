@@ -41,6 +41,10 @@ const (
 	Frozen    State = "frozen"
 )
 
+// States are the circuit states, in the order of the list above (the
+// values GET /v1/endpoints?state= takes).
+var States = []State{Enabled, Probation, Disabled, Frozen}
+
 // Config holds the thresholds. Defaults (DefaultConfig) are Workfront's and
 // Event Grid's numbers where they give one.
 type Config struct {

@@ -11,6 +11,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ type Service struct {
 	store   Store
 	clock   clock.Clock
 	metrics *metrics
+	log     *slog.Logger // the deliveries the calls end (log.go)
 
 	mu      sync.Mutex
 	waiting map[string]map[chan struct{}]struct{} // by subscription
@@ -88,11 +90,16 @@ func (s *Service) Close() {
 	}
 }
 
-// New returns a service; reg, when not nil, gets its metrics, and fin,
-// when not nil, counts the deliveries its calls finish (acknowledged,
-// rejected, or ended by a receive).
-func New(st Store, clk clock.Clock, reg prometheus.Registerer, fin Finished) *Service {
-	return &Service{store: st, clock: clk, metrics: newMetrics(reg, fin), waiting: map[string]map[chan struct{}]struct{}{}, max: DefaultWaiters}
+// New returns a service; reg, when not nil, gets its metrics; fin, when
+// not nil, counts the deliveries its calls finish (acknowledged, rejected,
+// or ended by a receive); log, when not nil, gets a line for each delivery
+// its calls dead-letter or drop (log.go).
+func New(st Store, clk clock.Clock, reg prometheus.Registerer, fin Finished, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: st, clock: clk, metrics: newMetrics(reg, fin), log: log,
+		waiting: map[string]map[chan struct{}]struct{}{}, max: DefaultWaiters}
 }
 
 // Notify wakes the consumers waiting on these subscriptions. It never
@@ -170,10 +177,12 @@ func (s *Service) Receive(ctx context.Context, r store.ReceiveRequest, maxWait t
 			done()
 			if err == nil {
 				s.metrics.received(res)
+				s.logEnds(r.SubscriptionID, res.Ended)
 			}
 			return res, err
 		}
 		s.metrics.received(res) // what it ended
+		s.logEnds(r.SubscriptionID, res.Ended)
 		until := deadline
 		if !res.NextAt.IsZero() && res.NextAt.Before(until) {
 			until = res.NextAt
@@ -207,6 +216,7 @@ func (s *Service) Settle(ctx context.Context, r store.SettleRequest) ([]error, e
 	res, err := s.store.Settle(ctx, r)
 	if err == nil {
 		s.metrics.settled(r, res)
+		s.logRejected(r, res)
 	}
 	return res, err
 }

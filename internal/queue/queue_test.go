@@ -27,7 +27,7 @@ func setup(t *testing.T) (*Service, *sqlite.Store, *clock.Fake) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	clk := clock.NewFake(t0)
-	svc = New(st, clk, nil, nil)
+	svc = New(st, clk, nil, nil, nil)
 	sub := subscription.Subscription{ID: "sub_pull", Name: "p", State: subscription.StateActive, DeliveryMode: subscription.ModePull,
 		RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: t0, UpdatedAt: t0}
 	if err := st.CreateSubscription(context.Background(), sub); err != nil {

@@ -16,10 +16,8 @@ import (
 //     the delivery is to be tried again, the next attempt's time;
 //   - an attempt Herald refused to make: "destination blocked" (warn), with
 //     the address refused and how to allow it;
-//   - a delivery dead-lettered: "delivery dead-lettered" (warn), with its
-//     reason;
-//   - a delivery dropped: "delivery dropped" (warn, with its reason; debug
-//     when its subscription was deleted);
+//   - a delivery dead-lettered or dropped: its EndLine, "delivery
+//     dead-lettered" or "delivery dropped", with its reason;
 //   - an attempt that delivered: "delivered", at debug only.
 //
 // The warn lines are bounded per endpoint (lineBudget). The keys are
@@ -35,29 +33,82 @@ func (r *Recorder) logOutcome(q Request) {
 	default:
 		r.logLine(q, lineFailed, slog.LevelWarn, "delivery attempt failed", failedAttrs(q))
 	}
-	switch out.Status {
-	case delivery.StatusDeadLettered:
-		r.logLine(q, lineDeadLettered, slog.LevelWarn, "delivery dead-lettered", endAttrs(q))
-	case delivery.StatusDropped:
-		level := slog.LevelWarn
-		if out.DeadLetterReason == delivery.ReasonSubscriptionDeleted {
-			level = slog.LevelDebug // what deleting it asked for
+	d := q.Delivery.Delivery
+	d.Status, d.DeadLetterReason, d.Attempts, d.LastOutcome = out.Status, out.DeadLetterReason, out.Attempts, out.LastOutcome
+	copyID := ""
+	if cp := out.DeadLetterCopy; cp != nil {
+		copyID = cp.ID
+	}
+	if end, ok := EndLine(d, q.URL, copyID); ok {
+		kind := lineDropped
+		if d.Status == delivery.StatusDeadLettered {
+			kind = lineDeadLettered
 		}
-		r.logLine(q, lineDropped, level, "delivery dropped", endAttrs(q))
+		r.logBounded(d.EndpointID, kind, end)
 	}
 }
 
-// logLine writes one delivery line: the delivery's keys, then attrs. A
-// line above debug is written only if the endpoint's budget allows it.
-func (r *Recorder) logLine(q Request, kind lineKind, level slog.Level, msg string, attrs []slog.Attr) {
+// Line is one log line: its level, message and keys.
+type Line struct {
+	Level slog.Level
+	Msg   string
+	Attrs []slog.Attr
+}
+
+// EndLine is the line of a delivery's end, as the recorder and the
+// consumers' calls (internal/queue) write it: "delivery dead-lettered"
+// (warn) or "delivery dropped" (warn; debug when its subscription was
+// deleted), with the delivery's keys (DeliveryAttrs, url the one it was
+// sent to or "") then reason, attempts (when any were made), receives
+// (when consumers received it), last_outcome (when known) and
+// dead_letter_delivery_id (copyID, the dead letter's delivery to the
+// dead-letter URL, when there is one). d is the delivery as it ended; ok
+// is false when d.Status is not an end without delivery.
+func EndLine(d delivery.Delivery, url, copyID string) (line Line, ok bool) {
+	switch d.Status {
+	case delivery.StatusDeadLettered:
+		line = Line{Level: slog.LevelWarn, Msg: "delivery dead-lettered"}
+	case delivery.StatusDropped:
+		line = Line{Level: slog.LevelWarn, Msg: "delivery dropped"}
+		if d.DeadLetterReason == delivery.ReasonSubscriptionDeleted {
+			line.Level = slog.LevelDebug // what deleting it asked for
+		}
+	default:
+		return Line{}, false
+	}
+	line.Attrs = append(DeliveryAttrs(d, url), slog.String("reason", d.DeadLetterReason))
+	if d.Attempts > 0 {
+		line.Attrs = append(line.Attrs, slog.Int("attempts", d.Attempts))
+	}
+	if d.Receives > 0 {
+		line.Attrs = append(line.Attrs, slog.Int("receives", d.Receives))
+	}
+	if d.LastOutcome != "" {
+		line.Attrs = append(line.Attrs, slog.String("last_outcome", d.LastOutcome))
+	}
+	if copyID != "" {
+		line.Attrs = append(line.Attrs, slog.String("dead_letter_delivery_id", copyID))
+	}
+	return line, true
+}
+
+// logBounded writes a delivery line; one above debug only if the
+// endpoint's budget allows it.
+func (r *Recorder) logBounded(endpointID string, kind lineKind, l Line) {
 	ctx := context.Background()
-	if !r.log.Enabled(ctx, level) {
+	if !r.log.Enabled(ctx, l.Level) {
 		return
 	}
-	if level > slog.LevelDebug && !r.lines.allow(q.Delivery.EndpointID, kind) {
+	if l.Level > slog.LevelDebug && !r.lines.allow(endpointID, kind) {
 		return
 	}
-	r.log.LogAttrs(ctx, level, msg, append(deliveryAttrs(q), attrs...)...)
+	r.log.LogAttrs(ctx, l.Level, l.Msg, l.Attrs...)
+}
+
+// logLine writes one delivery line: the delivery's keys, then attrs
+// (logBounded).
+func (r *Recorder) logLine(q Request, kind lineKind, level slog.Level, msg string, attrs []slog.Attr) {
+	r.logBounded(q.Delivery.EndpointID, kind, Line{Level: level, Msg: msg, Attrs: append(DeliveryAttrs(q.Delivery.Delivery, q.URL), attrs...)})
 }
 
 // logDelivered writes the debug line of a delivered attempt.
@@ -67,22 +118,22 @@ func (r *Recorder) logDelivered(q Request) {
 		return
 	}
 	a := q.Outcome.Attempt
-	r.log.LogAttrs(ctx, slog.LevelDebug, "delivered", append(deliveryAttrs(q),
+	r.log.LogAttrs(ctx, slog.LevelDebug, "delivered", append(DeliveryAttrs(q.Delivery.Delivery, q.URL),
 		slog.Int("attempt", a.Number), slog.Int("status", a.StatusCode), slog.Duration("duration", a.Duration))...)
 }
 
-// deliveryAttrs are the keys that begin every delivery line: which
-// delivery, of which subscription and event, to which endpoint.
-func deliveryAttrs(q Request) []slog.Attr {
-	c := q.Delivery
+// DeliveryAttrs are the keys that begin every delivery line: which
+// delivery, of which subscription and event, to which endpoint and URL
+// (the URL's password hidden), and the dead-lettered delivery of a dead
+// letter's delivery. A key whose value is not known (empty) is left out.
+func DeliveryAttrs(d delivery.Delivery, url string) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 12)
-	attrs = append(attrs, slog.String("delivery_id", c.ID), slog.String("subscription_id", c.SubscriptionID),
-		slog.String("event_id", c.EventID), slog.String("endpoint_id", c.EndpointID))
-	if q.URL != "" {
-		attrs = append(attrs, slog.String("url", redact.URL(q.URL)))
-	}
-	if c.DeadLetterOf != "" {
-		attrs = append(attrs, slog.String("dead_letter_of", c.DeadLetterOf))
+	attrs = append(attrs, slog.String("delivery_id", d.ID), slog.String("subscription_id", d.SubscriptionID))
+	for _, a := range []slog.Attr{slog.String("event_id", d.EventID), slog.String("endpoint_id", d.EndpointID),
+		slog.String("url", redact.URL(url)), slog.String("dead_letter_of", d.DeadLetterOf)} {
+		if a.Value.String() != "" {
+			attrs = append(attrs, a)
+		}
 	}
 	return attrs
 }
@@ -118,19 +169,4 @@ func blockedAttrs(q Request) []slog.Attr {
 		attrs = append(attrs, slog.String("class", b.Class))
 	}
 	return append(attrs, slog.String("hint", b.Hint), slog.String("delivery_status", string(q.Outcome.Status)))
-}
-
-// endAttrs are the keys of a delivery's end: the reason, the attempts made,
-// the last outcome, and the dead letter's delivery to the dead-letter URL
-// when there is one.
-func endAttrs(q Request) []slog.Attr {
-	out := q.Outcome
-	attrs := []slog.Attr{slog.String("reason", out.DeadLetterReason), slog.Int("attempts", out.Attempts)}
-	if out.LastOutcome != "" {
-		attrs = append(attrs, slog.String("last_outcome", out.LastOutcome))
-	}
-	if cp := out.DeadLetterCopy; cp != nil {
-		attrs = append(attrs, slog.String("dead_letter_delivery_id", cp.ID))
-	}
-	return attrs
 }

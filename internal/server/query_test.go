@@ -89,12 +89,13 @@ func TestListFiltersRefuseNames(t *testing.T) {
 			refusal{name: list + " ?subscription=", method: "GET", path: list + "?subscription=billing", field: "subscription", detail: "did you mean subscription_id?"},
 		)
 	}
-	for _, list := range []string{"/v1/subscriptions", "/v1/deliveries", "/v1/dead-letters", "/v1/endpoints", "/v1/keys", "/v1/accounts"} {
+	for _, list := range []string{"/v1/subscriptions", "/v1/deliveries", "/v1/dead-letters", "/v1/keys", "/v1/accounts"} {
 		cases = append(cases, refusal{name: list + " unknown", method: "GET", path: list + "?state=disabled", field: "state", detail: "unknown query parameter"})
 	}
 	cases = append(cases,
 		refusal{name: "event", method: "GET", path: "/v1/deliveries?event=e1", field: "event", detail: "did you mean event_id?"},
 		refusal{name: "status", method: "GET", path: "/v1/deliveries?status=failed", field: "status", detail: "must be one of pending, delivered, dead_lettered, dropped, queued"},
+		refusal{name: "endpoint state", method: "GET", path: "/v1/endpoints?state=off", field: "state", detail: `must be one of enabled, probation, disabled, frozen, not "off"`},
 		refusal{name: "redrive by name", method: "POST", path: "/v1/dead-letters/redrive", body: `{"subscription_id":"billing"}`,
 			code: http.StatusNotFound, field: "subscription_id", detail: "GET /v1/subscriptions?name=billing"},
 	)

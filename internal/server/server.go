@@ -281,7 +281,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	sched, att := pipe.Scheduler, pipe.Attempter
 	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
 		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
-	q := queue.New(st, cfg.Clock, reg, pipe.Finished)
+	q := queue.New(st, cfg.Clock, reg, pipe.Finished, cfg.Logger.With("component", "queue"))
 	waiters.Store(q)
 	accounts := &control.Accounts{Store: st, Clock: cfg.Clock}
 	a := &api.Server{Store: st, Control: ctl, Accounts: accounts, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 )
 
 // EndpointStore keeps the endpoints (delivery URLs) and their circuit
@@ -27,9 +28,11 @@ type EndpointStore interface {
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	// ListEndpoints returns a page of an account's endpoints (of every
 	// account when accountID is empty) in ID order after the cursor
-	// (EndpointCursor). An item's bytes (MaxPageBytes): its URL and health
-	// window.
-	ListEndpoints(ctx context.Context, accountID string, p Page) ([]endpoint.Endpoint, string, error)
+	// (EndpointCursor), only those in state when it is not empty. An item's
+	// bytes (MaxPageBytes): its URL and health window. The state is a
+	// filter on the walk of the account's endpoints (an account has one
+	// endpoint per distinct subscription URL), not an index of its own.
+	ListEndpoints(ctx context.Context, accountID string, state health.State, p Page) ([]endpoint.Endpoint, string, error)
 	// AllEndpoints returns every endpoint (the dispatcher loads their health
 	// at start; there is one per distinct subscription URL).
 	AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -101,13 +102,21 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, 
 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page. An account's page seeks its
-// (account_id, id) index.
-func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error) {
+// (account_id, id) index, which a state filters.
+func (s *Store) ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
 	return listByID(ctx, s, "endpoints", sqlrow.EndpointBytes, endpointCols, accountID, p,
-		sqlrow.ScanEndpoint, func(e endpoint.Endpoint) string { return e.ID })
+		sqlrow.ScanEndpoint, func(e endpoint.Endpoint) string { return e.ID }, endpointStateFilter(state)...)
+}
+
+// endpointStateFilter is ListEndpoints' filter of a state ("" is none).
+func endpointStateFilter(state health.State) []listFilter {
+	if state == "" {
+		return nil
+	}
+	return []listFilter{{"state", string(state)}}
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.

@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -147,6 +149,8 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
 		{"DeliveryStats", statsReadSQL, []any{int64(60000), now - 3600000, now, "", "", "acc_7"},
 			[]string{"delivery_stats_account", "Index Cond: ((account_id = "}},
+		// GET /v1/endpoints?state=: endpoints_account, the state a filter.
+		{"ListEndpoints (state)", endpointsByState, endpointsByStateArgs, []string{"Index Scan using endpoints_account", "Filter: (state = "}},
 		{"DeleteOldStats", deleteOldStatsSQL, []any{now - 3600000, 1000}, []string{"Tid Scan on delivery_stats", "Index Scan using delivery_stats_pkey"}},
 	} {
 		for _, mode := range []string{"auto", "force_generic_plan"} {
@@ -171,6 +175,13 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 }
+
+// endpointsByState and endpointsByStateArgs are ListEndpoints' rows query
+// of one account's disabled endpoints, with its arguments and limit.
+var endpointsByState, endpointsByStateArgs = func() (string, []any) {
+	_, rows, args := listByIDSQL("endpoints", sqlrow.EndpointBytes, endpointCols, "acc_7", "", endpointStateFilter(health.Disabled)...)
+	return rows, append(args, 100)
+}()
 
 // recordPlanArgs are the arguments of recordStateSQL (and
 // recordQueuedSQL) for two outcomes.

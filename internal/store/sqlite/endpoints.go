@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -48,13 +49,23 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, 
 }
 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
-// the last ID of the previous page.
-func (s *Store) ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error) {
+// the last ID of the previous page; a state filters the walk of the
+// account's endpoints_account index (listEndpointsSQL).
+func (s *Store) ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
-	sizes, rows, args := listSQL("endpoints", sqlrow.EndpointBytes, endpointCols, accountID, p.Cursor)
+	sizes, rows, args := listEndpointsSQL(accountID, state, p.Cursor)
 	return readPage(ctx, s, p, sizes, rows, args, sqlrow.ScanEndpoint, func(e endpoint.Endpoint) string { return e.ID })
+}
+
+// listEndpointsSQL returns ListEndpoints' queries and arguments (listSQL).
+func listEndpointsSQL(accountID string, state health.State, cursor string) (sizes, rows string, args []any) {
+	var and []listFilter
+	if state != "" {
+		and = append(and, listFilter{"state", string(state)})
+	}
+	return listSQL("endpoints", sqlrow.EndpointBytes, endpointCols, accountID, cursor, and...)
 }
 
 // AllEndpoints implements store.EndpointStore.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -84,6 +85,11 @@ var queryPlans = []struct {
 }{
 	// GET /v1/subscriptions?name=: the (account_id, name) unique index.
 	{name: "SubscriptionByName", q: getSubscriptionByNameSQL, want: []string{"SEARCH subscriptions USING INDEX", "(account_id=? AND name=?)"}},
+	// GET /v1/endpoints?state=: the account's endpoints_account index (or,
+	// of every account, the primary key) in ID order, the state a filter
+	// on that walk (an account has one endpoint per subscription URL).
+	{name: "EndpointsByState", q: endpointsByStateSQL("acc_1"), want: []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}},
+	{name: "EndpointsByStateAll", q: endpointsByStateSQL(""), want: []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}},
 	// A redrive by ids: each id by the primary key.
 	{name: "RedriveIDs", q: redriveIDSQL, want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
 	// The rollups: each counted outcome's delivery by key; an account's
@@ -92,6 +98,12 @@ var queryPlans = []struct {
 	{name: "DeliveryStats", q: statsRead, want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
 	{name: "DeliveryStatsAll", q: statsReadAll, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
 	{name: "DeleteOldStats", q: deleteOldStatsSQL, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},
+}
+
+// endpointsByStateSQL is the rows query of ListEndpoints with a state.
+func endpointsByStateSQL(accountID string) string {
+	_, rows, _ := listEndpointsSQL(accountID, health.Disabled, "")
+	return rows
 }
 
 // The filters of a delivery list, as bits of a mask, with a cursor and

@@ -25,28 +25,35 @@ func listAttemptsSQL(cols string) string {
 	return `SELECT ` + cols + ` FROM attempts WHERE delivery_id = ? AND number > ? ORDER BY number LIMIT ?`
 }
 
-// listByIDSQL selects cols of the rows of table after an ID, in ID order,
-// with a LIMIT parameter last.
-func listByIDSQL(table, cols string) string {
-	return `SELECT ` + cols + ` FROM ` + table + ` WHERE id > ? ORDER BY id LIMIT ?`
+// listWhere is the condition of a list of table's rows in ID order after
+// a cursor: of every account when accountID is empty, else of that account
+// (table has an index on (account_id, id)); each of and is one more
+// column = ? filtered on that walk. It returns the condition and its
+// arguments.
+func listWhere(accountID, cursor string, and ...listFilter) (string, []any) {
+	where, args := `id > ?`, []any{cursor}
+	if accountID != "" {
+		where, args = `account_id = ? AND `+where, []any{accountID, cursor}
+	}
+	for _, f := range and {
+		where += ` AND ` + f.column + ` = ?`
+		args = append(args, f.value)
+	}
+	return where, args
 }
 
-// listByAccountSQL selects cols of one account's rows of table after an
-// ID, in ID order, with a LIMIT parameter last; table has an index on
-// (account_id, id).
-func listByAccountSQL(table, cols string) string {
-	return `SELECT ` + cols + ` FROM ` + table + ` WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`
-}
+// listFilter is an equality a list filters its walk in ID order with.
+type listFilter struct{ column, value string }
 
 // listSQL returns readPage's queries (the sizes, as bytes selects them, and
-// the rows, as cols) and arguments for the page after cursor of a list of
-// table's rows in ID order: of every account when accountID is empty, else
-// of that account.
-func listSQL(table, bytes, cols, accountID, cursor string) (sizes, rows string, args []any) {
-	if accountID == "" {
-		return listByIDSQL(table, bytes), listByIDSQL(table, cols), []any{cursor}
+// the rows, as cols), with a LIMIT parameter last, and their arguments for
+// the page after cursor of a list of table's rows (listWhere).
+func listSQL(table, bytes, cols, accountID, cursor string, and ...listFilter) (sizes, rows string, args []any) {
+	where, args := listWhere(accountID, cursor, and...)
+	sql := func(sel string) string {
+		return `SELECT ` + sel + ` FROM ` + table + ` WHERE ` + where + ` ORDER BY id LIMIT ?`
 	}
-	return listByAccountSQL(table, bytes), listByAccountSQL(table, cols), []any{accountID, cursor}
+	return sql(bytes), sql(cols), args
 }
 
 // GetDelivery implements store.DeliveryStore.

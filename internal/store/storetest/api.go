@@ -32,6 +32,7 @@ func RunAPIContract(t *testing.T, open Opener) {
 			{"EndpointsBytes", testListEndpointsBytes},
 			{"InvalidCursors", testListInvalidCursors},
 			{"EndpointPagesAndUnknownIDs", testEndpointList},
+			{"EndpointsByState", testEndpointsByState},
 		}},
 		{"Queued", []test{
 			{"ListQueued", testListQueued},

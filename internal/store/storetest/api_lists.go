@@ -286,7 +286,7 @@ func testEndpointList(t *testing.T, b *bundle) {
 	seen := map[string]bool{}
 	cursor := ""
 	for i := 0; i < 5; i++ {
-		eps, next, err := b.s.ListEndpoints(b.ctx, "", store.Page{Cursor: cursor, Limit: 2})
+		eps, next, err := b.s.ListEndpoints(b.ctx, "", "", store.Page{Cursor: cursor, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -185,7 +185,7 @@ func testListEndpointsBytes(t *testing.T, b *bundle) {
 	}
 	want = sortedCopy(want)
 	checkBounded(t, "endpoints", want, func(p store.Page) ([]endpoint.Endpoint, string, error) {
-		return b.s.ListEndpoints(b.ctx, "", p)
+		return b.s.ListEndpoints(b.ctx, "", "", p)
 	}, func(e endpoint.Endpoint) int64 {
 		w, err := json.Marshal(e.Health.Window)
 		if err != nil {
@@ -226,7 +226,7 @@ func testListInvalidCursors(t *testing.T, b *bundle) {
 			return len(ss), err
 		}, "sub_" + strings.Repeat("0", 26), 1, []string{"sub_" + ulid[1:], "dlv_" + ulid, "sub_" + ulid + " ", "zzz"}},
 		{"endpoints", func(c string) (int, error) {
-			eps, _, err := b.s.ListEndpoints(b.ctx, "", store.Page{Cursor: c})
+			eps, _, err := b.s.ListEndpoints(b.ctx, "", "", store.Page{Cursor: c})
 			return len(eps), err
 		}, "ep_" + strings.Repeat("0", 20), 1, []string{"ep_" + ulid, "ep_" + ulid[:19], "ep_" + ulid[:19] + "i", "sub_" + ulid, "~"}},
 	}

@@ -195,7 +195,9 @@ func testTenantEndpoints(t *testing.T, b *bundle) {
 	}
 	key := func(e endpoint.Endpoint) string { return e.ID }
 	list := func(account string) func(store.Page) ([]endpoint.Endpoint, string, error) {
-		return func(p store.Page) ([]endpoint.Endpoint, string, error) { return b.s.ListEndpoints(b.ctx, account, p) }
+		return func(p store.Page) ([]endpoint.Endpoint, string, error) {
+			return b.s.ListEndpoints(b.ctx, account, "", p)
+		}
 	}
 	other := b.sub("https://other.example/hook")
 	for _, limit := range []int{1, 2, 3} {

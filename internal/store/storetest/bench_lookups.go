@@ -154,7 +154,7 @@ var lookups = []struct {
 		return 1, err
 	}},
 	{"ListEndpoints", func(ctx context.Context, s store.Store, _ *lookupData, _ int) (int, error) {
-		eps, _, err := s.ListEndpoints(ctx, "", lookupPage)
+		eps, _, err := s.ListEndpoints(ctx, "", "", lookupPage)
 		return len(eps), err
 	}},
 	{"CountPending", func(ctx context.Context, s store.Store, _ *lookupData, _ int) (int, error) {

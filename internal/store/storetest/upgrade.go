@@ -389,7 +389,7 @@ func checkV4Subscription(t *testing.T, s store.Store) (subscription.Subscription
 	if err != nil || e.AccountID != account.DefaultID {
 		t.Fatalf("endpoint after the upgrade: %+v, %v", e, err)
 	}
-	if eps, _, err := s.ListEndpoints(ctx, account.DefaultID, store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != ep {
+	if eps, _, err := s.ListEndpoints(ctx, account.DefaultID, "", store.Page{}); err != nil || len(eps) != 1 || eps[0].ID != ep {
 		t.Fatalf("ListEndpoints(default) after the upgrade: %+v, %v", eps, err)
 	}
 	return sub, ep
