@@ -223,13 +223,7 @@ func (ap *accountPages) createKey(w http.ResponseWriter, r *http.Request, v *vis
 		return
 	}
 	secret, k := auth.NewKey(spec.AccountID, spec.Role, spec.Name, ap.clock.Now().UTC().Truncate(time.Millisecond))
-	err := ap.accounts.CreateKey(r.Context(), k)
-	switch {
-	case errors.Is(err, store.ErrNotFound): // the account was deleted meanwhile
-		ap.errorPage(w, r, v, http.StatusNotFound, "There is no account "+a.ID+".")
-		return
-	case err != nil:
-		ap.storeError(w, r, v, err)
+	if ap.failed(w, r, v, "account", a.ID, ap.accounts.CreateKey(r.Context(), k)) {
 		return
 	}
 	ap.showAccount(w, r, v, http.StatusCreated, accountView{Created: &k, Secret: secret})

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -173,13 +172,7 @@ func (ep *endpointPages) change(change func(ctx context.Context, id string) (end
 		if !ok {
 			return
 		}
-		_, err := change(r.Context(), e.ID)
-		switch {
-		case errors.Is(err, store.ErrNotFound): // deleted meanwhile
-			ep.errorPage(w, r, v, http.StatusNotFound, "There is no endpoint "+e.ID+".")
-			return
-		case err != nil:
-			ep.storeError(w, r, v, err)
+		if _, err := change(r.Context(), e.ID); ep.failed(w, r, v, "endpoint", e.ID, err) {
 			return
 		}
 		redirect(w, r, "/console/endpoints/"+e.ID+"?done="+done)
