@@ -60,6 +60,21 @@ func (b base) accountChoices(w http.ResponseWriter, r *http.Request, v *visit) (
 	return accs, true
 }
 
+// failed answers for the error of a change of the what of id, and reports
+// whether there was one: the 404 page when it was deleted meanwhile
+// (store.ErrNotFound), the store's error page otherwise.
+func (b base) failed(w http.ResponseWriter, r *http.Request, v *visit, what, id string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrNotFound):
+		b.errorPage(w, r, v, http.StatusNotFound, "There is no "+what+" "+id+".")
+	default:
+		b.storeError(w, r, v, err)
+	}
+	return true
+}
+
 // withQuery returns path with the parameters of q that are not empty.
 func withQuery(path string, q url.Values) string {
 	kept := url.Values{}

@@ -24,7 +24,9 @@
 // Control), subscriptionActions (subscription_actions.go,
 // subscription_form.go, subscription_tools.go: the subscription forms,
 // through Control, Publisher and the subscription package's Input, as the
-// API's handlers) and eventPages (events.go). A new page is a handler on its
+// API's handlers), eventPages (events.go), endpointPages (endpoints.go:
+// Enable and Freeze through Control) and the admin's accountPages
+// (accounts.go: accounts and keys through Accounts). A new page is a handler on its
 // group's type taking the request's *visit, a template in templates/
 // defining "content", and a route in Handler wrapped in signedIn (and in
 // change for a POST); html/template escapes what it shows.
@@ -38,12 +40,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -64,6 +68,11 @@ type Store interface {
 	GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error)
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
+	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error)
+	// The admin's accounts pages.
+	GetKey(ctx context.Context, id string) (account.Key, error)
+	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
 	// The overview's charts and backlog.
 	store.StatsReader
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
@@ -75,6 +84,7 @@ type Store interface {
 // scheduler and the catalog as well as the store.
 type Control interface {
 	SubscriptionControl
+	EndpointControl
 	// Redeliver makes a delivery due now with a fresh attempt budget:
 	// store.ErrConflict while an attempt is in progress,
 	// store.ErrSubscriptionDeleted when its subscription is gone.
@@ -106,6 +116,14 @@ type Console struct {
 	// Destinations refuses a subscription URL whose host the policy does
 	// not allow, as the API's (see api.Server's Destinations).
 	Destinations destination.Guard
+	// Accounts makes accounts and keys and revokes keys for the admin's
+	// pages (control.Accounts, as the API's routes).
+	Accounts AccountControl
+	// Live is the scheduler's view of the endpoints (nil: the store's
+	// health is shown); HealthWindow the failure-rate rule's window, for
+	// the endpoints' window counts (default 1h, as the API's).
+	Live         LiveEndpoints
+	HealthWindow time.Duration
 	Clock        clock.Clock  // default clock.Real{}
 	Logger       *slog.Logger // default discards
 }
@@ -122,6 +140,9 @@ func (c *Console) Handler() http.Handler {
 	if c.Auth == nil {
 		c.Auth = authOff{}
 	}
+	if c.HealthWindow <= 0 {
+		c.HealthWindow = time.Hour
+	}
 	pg := &pages{log: c.Logger}
 	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg}
 	b := base{store: c.Store, pages: pg}
@@ -130,6 +151,8 @@ func (c *Console) Handler() http.Handler {
 	evs := &eventPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
 	ov := &overviewPages{base: b, clockNow: c.Clock.Now}
+	eps := &endpointPages{base: b, control: c.Control, live: c.Live, window: c.HealthWindow, clockNow: c.Clock.Now}
+	accs := &accountPages{base: b, accounts: c.Accounts, clock: c.Clock}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /console/{$}", s.home(ov.overview))
 	mux.HandleFunc("GET /console/login", s.loginPage)
@@ -144,6 +167,8 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("POST /console/deliveries/{id}/redeliver", s.signedIn(s.change(dls.redeliver)))
 	mux.Handle("GET /console/dead-letters", s.signedIn(dls.deadLetters))
 	mux.Handle("POST /console/dead-letters/redrive", s.signedIn(s.change(dls.redrive)))
+	eps.routes(mux, s)
+	accs.routes(mux, s)
 	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
 	mux.HandleFunc("/console/", s.notFound)
 	return securityHeaders(mux)

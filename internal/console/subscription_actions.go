@@ -221,18 +221,9 @@ func (sa *subscriptionActions) edit(w http.ResponseWriter, r *http.Request, v *v
 }
 
 // gone answers for the error of a change of subscription id, and reports
-// whether there was one: the 404 page when it was deleted meanwhile, the
-// store's error page otherwise.
+// whether there was one (base's failed).
 func (sa *subscriptionActions) gone(w http.ResponseWriter, r *http.Request, v *visit, id string, err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, store.ErrNotFound):
-		sa.errorPage(w, r, v, http.StatusNotFound, "There is no subscription "+id+".")
-	default:
-		sa.storeError(w, r, v, err)
-	}
-	return true
+	return sa.failed(w, r, v, "subscription", id, err)
 }
 
 // confirmDelete asks whether to delete the subscription, saying what

@@ -1,0 +1,189 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/store"
+)
+
+// EndpointControl is how the console's endpoint forms change an endpoint's
+// circuit: the calls the API's POST /v1/endpoints/{id}/enable and
+// /freeze make (control.Service), which go through the scheduler so that
+// every node follows. store.ErrNotFound when the endpoint is gone.
+type EndpointControl interface {
+	EnableEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+	FreezeEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+}
+
+// LiveEndpoints is the scheduler's view of the endpoints it holds, as the
+// API's endpoint resource reads it (api.LiveEndpoints): health ahead of
+// the store's by up to a second, the adaptive concurrency limit and the
+// attempts in flight.
+type LiveEndpoints interface {
+	Endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool)
+}
+
+// endpointPages are the endpoints list and an endpoint's page with its
+// Enable and Freeze forms.
+type endpointPages struct {
+	base
+	control EndpointControl
+	// live is nil when no scheduler runs here: the store's health is shown.
+	live LiveEndpoints
+	// window is the failure-rate rule's window, the API's HealthWindow.
+	window   time.Duration
+	clockNow func() time.Time
+}
+
+// endpointView is what the pages show of an endpoint: the fields of the
+// API's endpoint resource (internal/api/endpoints.go), its URL without
+// the password, the window counts over the same window.
+type endpointView struct {
+	ID, Account, URL, State, Reason                                 string
+	ConsecutiveFailures, WindowAttempts, WindowFailures             int64
+	Window                                                          time.Duration
+	LastSuccessAt, LastFailureAt, DisabledAt, FrozenAt, NextProbeAt time.Time
+	ProbationDelay                                                  time.Duration
+	// Live says the scheduler holds it: Limit and InFlight are its.
+	Live            bool
+	Limit, InFlight int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	// Notice says what the action the page follows did.
+	Notice string
+}
+
+// FailureRate is the window's failures over its attempts, in percent
+// ("—" without attempts).
+func (v endpointView) FailureRate() string {
+	if v.WindowAttempts == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(100*float64(v.WindowFailures)/float64(v.WindowAttempts), 'f', 1, 64) + "%"
+}
+
+// view returns ep as the API's endpoint resource shows it: as the
+// scheduler sees it now when it holds it, else as stored.
+func (ep *endpointPages) view(e endpoint.Endpoint) endpointView {
+	v := endpointView{Window: ep.window}
+	if ep.live != nil {
+		if live, limit, n, ok := ep.live.Endpoint(e.ID); ok {
+			url, created, acc := e.URL, e.CreatedAt, e.AccountID
+			e = live
+			e.URL, e.CreatedAt, e.AccountID = url, created, acc
+			v.Live, v.Limit, v.InFlight = true, limit, n
+		}
+	}
+	h := e.Health
+	v.WindowAttempts, v.WindowFailures = h.Window.Counts(ep.window, ep.clockNow())
+	v.ID, v.Account, v.URL, v.State, v.Reason = e.ID, account.OrDefault(e.AccountID), redact.URL(e.URL), string(h.State), h.Reason
+	if v.State == "" {
+		v.State = string(health.Enabled)
+	}
+	v.ConsecutiveFailures, v.LastSuccessAt, v.LastFailureAt = h.ConsecutiveFailures, h.LastSuccessAt, h.LastFailureAt
+	v.DisabledAt, v.FrozenAt, v.NextProbeAt, v.ProbationDelay = h.DisabledAt, h.FrozenAt, h.NextProbeAt, h.ProbationDelay
+	v.CreatedAt, v.UpdatedAt = e.CreatedAt, e.UpdatedAt
+	return v
+}
+
+// endpointsView is the endpoints list.
+type endpointsView struct {
+	Accounts    []account.Account
+	Account     string
+	Items       []endpointView
+	Next, First string
+}
+
+// endpoints shows a page of endpoints: of the key's own account, or for
+// an admin of the account picked (?account_id=, every account when none),
+// after ?cursor=.
+func (ep *endpointPages) endpoints(w http.ResponseWriter, r *http.Request, v *visit) {
+	acc, ok := ep.accountParam(w, r, v)
+	if !ok {
+		return
+	}
+	cursor := r.URL.Query().Get("cursor")
+	eps, next, err := ep.store.ListEndpoints(r.Context(), acc, store.Page{Cursor: cursor, Limit: listSize})
+	if err != nil {
+		ep.storeError(w, r, v, err)
+		return
+	}
+	view := endpointsView{Account: acc}
+	for _, e := range eps {
+		view.Items = append(view.Items, ep.view(e))
+	}
+	if next != "" {
+		view.Next = endpointsURL(acc, next)
+	}
+	if cursor != "" {
+		view.First = endpointsURL(acc, "")
+	}
+	if view.Accounts, ok = ep.accountChoices(w, r, v); !ok {
+		return
+	}
+	ep.render(w, r, http.StatusOK, "endpoints", v, "Endpoints", view)
+}
+
+// endpointsURL is the URL of the endpoints list of acc after cursor.
+func endpointsURL(acc, cursor string) string {
+	return withQuery("/console/endpoints", url.Values{"account_id": {acc}, "cursor": {cursor}})
+}
+
+// endpointNotices are what an endpoint's page says after its forms
+// (?done=).
+var endpointNotices = map[string]string{
+	"enabled": "Enabled: its circuit is closed, and its waiting deliveries are attempted again.",
+	"frozen":  "Frozen: no attempt is made to it, on any node, until it is enabled.",
+}
+
+// endpoint shows one endpoint and its forms: 404 for one that does not
+// exist, and for an account key one of another account.
+func (ep *endpointPages) endpoint(w http.ResponseWriter, r *http.Request, v *visit) {
+	e, ok := ep.ownEndpoint(w, r, v)
+	if !ok {
+		return
+	}
+	view := ep.view(e)
+	view.Notice = endpointNotices[r.URL.Query().Get("done")]
+	ep.render(w, r, http.StatusOK, "endpoint", v, "Endpoint "+view.URL, view)
+}
+
+// ownEndpoint reads the endpoint of the path's id, answering the 404 page
+// when there is none or the session may not see it.
+func (ep *endpointPages) ownEndpoint(w http.ResponseWriter, r *http.Request, v *visit) (endpoint.Endpoint, bool) {
+	return own(ep.base, w, r, v, "endpoint", ep.store.GetEndpoint, func(e endpoint.Endpoint) string { return e.AccountID })
+}
+
+// change returns the handler of an endpoint form: change (EnableEndpoint
+// or FreezeEndpoint, as the API's route of that name calls it) is made on
+// the endpoint of the path, and the browser goes back to its page, which
+// says done.
+func (ep *endpointPages) change(change func(ctx context.Context, id string) (endpoint.Endpoint, error), done string) sessionHandler {
+	return func(w http.ResponseWriter, r *http.Request, v *visit) {
+		e, ok := ep.ownEndpoint(w, r, v)
+		if !ok {
+			return
+		}
+		if _, err := change(r.Context(), e.ID); ep.failed(w, r, v, "endpoint", e.ID, err) {
+			return
+		}
+		redirect(w, r, "/console/endpoints/"+e.ID+"?done="+done)
+	}
+}
+
+// routes adds the endpoint pages' routes to mux, each POST wrapped in the
+// CSRF check (s.change).
+func (ep *endpointPages) routes(mux *http.ServeMux, s *sessions) {
+	mux.Handle("GET /console/endpoints", s.signedIn(ep.endpoints))
+	mux.Handle("GET /console/endpoints/{id}", s.signedIn(ep.endpoint))
+	mux.Handle("POST /console/endpoints/{id}/enable", s.signedIn(s.change(ep.change(ep.control.EnableEndpoint, "enabled"))))
+	mux.Handle("POST /console/endpoints/{id}/freeze", s.signedIn(s.change(ep.change(ep.control.FreezeEndpoint, "frozen"))))
+}
