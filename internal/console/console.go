@@ -48,6 +48,7 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -69,7 +70,7 @@ type Store interface {
 	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
 	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
-	ListEndpoints(ctx context.Context, accountID string, p store.Page) ([]endpoint.Endpoint, string, error)
+	ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error)
 	// The admin's accounts pages.
 	GetKey(ctx context.Context, id string) (account.Key, error)
 	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)

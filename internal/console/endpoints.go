@@ -111,7 +111,7 @@ func (ep *endpointPages) endpoints(w http.ResponseWriter, r *http.Request, v *vi
 		return
 	}
 	cursor := r.URL.Query().Get("cursor")
-	eps, next, err := ep.store.ListEndpoints(r.Context(), acc, store.Page{Cursor: cursor, Limit: listSize})
+	eps, next, err := ep.store.ListEndpoints(r.Context(), acc, "", store.Page{Cursor: cursor, Limit: listSize})
 	if err != nil {
 		ep.storeError(w, r, v, err)
 		return
