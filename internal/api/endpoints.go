@@ -32,27 +32,19 @@ type endpointJSON struct {
 
 // endpointView returns the endpoint as the scheduler sees it now when it
 // knows it (its health is saved every second), else as stored.
-func (s *Server) endpointView(ep endpoint.Endpoint) endpointJSON {
-	var limit *int
-	inFlight := 0
-	if live, l, n, ok := s.Live.Endpoint(ep.ID); ok {
-		url, created := ep.URL, ep.CreatedAt
-		ep = live
-		ep.URL, ep.CreatedAt = url, created
-		limit, inFlight = &l, n
-	}
-	h := ep.Health
-	attempts, failures := h.Window.Counts(s.HealthWindow, s.Clock.Now())
+func (s *Server) endpointView(e endpoint.Endpoint) endpointJSON {
+	st := endpoint.StatusOf(e, s.Live, s.HealthWindow, s.Clock.Now())
+	h := st.Health
 	out := endpointJSON{
-		ID: ep.ID, URL: redact.URL(ep.URL), State: string(h.State), StateReason: optString(h.Reason),
+		ID: st.ID, URL: redact.URL(st.URL), State: string(h.State), StateReason: optString(h.Reason),
 		ConsecutiveFailures: h.ConsecutiveFailures,
-		WindowAttempts:      attempts, WindowFailures: failures,
+		WindowAttempts:      st.WindowAttempts, WindowFailures: st.WindowFailures,
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),
-		ConcurrencyLimit: limit, InFlight: inFlight, CreatedAt: timestamp(ep.CreatedAt), UpdatedAt: optTime(ep.UpdatedAt),
+		InFlight: st.InFlight, CreatedAt: timestamp(st.CreatedAt), UpdatedAt: optTime(st.UpdatedAt),
 	}
-	if out.State == "" {
-		out.State = "enabled"
+	if st.Held {
+		out.ConcurrencyLimit = &st.Limit
 	}
 	if h.ProbationDelay > 0 {
 		d := h.ProbationDelay.String()

@@ -60,20 +60,13 @@ type Publisher interface {
 	PublishTo(ctx context.Context, accountID, subscriptionID string, ev event.Event) (admission.Targeted, error)
 }
 
-// LiveEndpoints is the scheduler's view of the endpoints it holds: health
-// ahead of the store's by up to a second, the adaptive concurrency limit and
-// the attempts in flight.
-type LiveEndpoints interface {
-	Endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool)
-}
-
 // Server holds what the handlers need.
 type Server struct {
 	Store     Store
 	Control   *control.Service
 	Accounts  *control.Accounts
 	Publisher Publisher
-	Live      LiveEndpoints
+	Live      endpoint.Live
 	Clock     clock.Clock
 	Logger    *slog.Logger
 	// Registry serves /metrics; the server adds its own collectors to it.

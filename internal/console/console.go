@@ -123,7 +123,7 @@ type Console struct {
 	// Live is the scheduler's view of the endpoints (nil: the store's
 	// health is shown); HealthWindow the failure-rate rule's window, for
 	// the endpoints' window counts (default 1h, as the API's).
-	Live         LiveEndpoints
+	Live         endpoint.Live
 	HealthWindow time.Duration
 	Clock        clock.Clock  // default clock.Real{}
 	Logger       *slog.Logger // default discards

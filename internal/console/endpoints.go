@@ -9,7 +9,6 @@ import (
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/endpoint"
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -23,21 +22,13 @@ type EndpointControl interface {
 	FreezeEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 }
 
-// LiveEndpoints is the scheduler's view of the endpoints it holds, as the
-// API's endpoint resource reads it (api.LiveEndpoints): health ahead of
-// the store's by up to a second, the adaptive concurrency limit and the
-// attempts in flight.
-type LiveEndpoints interface {
-	Endpoint(id string) (ep endpoint.Endpoint, limit, inFlight int, ok bool)
-}
-
 // endpointPages are the endpoints list and an endpoint's page with its
 // Enable and Freeze forms.
 type endpointPages struct {
 	base
 	control EndpointControl
 	// live is nil when no scheduler runs here: the store's health is shown.
-	live LiveEndpoints
+	live endpoint.Live
 	// window is the failure-rate rule's window, the API's HealthWindow.
 	window   time.Duration
 	clockNow func() time.Time
@@ -47,16 +38,10 @@ type endpointPages struct {
 // API's endpoint resource (internal/api/endpoints.go), its URL without
 // the password, the window counts over the same window.
 type endpointView struct {
-	ID, Account, URL, State, Reason                                 string
-	ConsecutiveFailures, WindowAttempts, WindowFailures             int64
-	Window                                                          time.Duration
-	LastSuccessAt, LastFailureAt, DisabledAt, FrozenAt, NextProbeAt time.Time
-	ProbationDelay                                                  time.Duration
-	// Live says the scheduler holds it: Limit and InFlight are its.
-	Live            bool
-	Limit, InFlight int
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	endpoint.Status
+	// Account is the endpoint's account; URL its URL with any password
+	// hidden (redact.URL); State and Reason its health's.
+	Account, URL, State, Reason string
 	// Notice says what the action the page follows did.
 	Notice string
 }
@@ -70,28 +55,11 @@ func (v endpointView) FailureRate() string {
 	return strconv.FormatFloat(100*float64(v.WindowFailures)/float64(v.WindowAttempts), 'f', 1, 64) + "%"
 }
 
-// view returns ep as the API's endpoint resource shows it: as the
-// scheduler sees it now when it holds it, else as stored.
+// view returns e as the API's endpoint resource shows it (endpoint.StatusOf).
 func (ep *endpointPages) view(e endpoint.Endpoint) endpointView {
-	v := endpointView{Window: ep.window}
-	if ep.live != nil {
-		if live, limit, n, ok := ep.live.Endpoint(e.ID); ok {
-			url, created, acc := e.URL, e.CreatedAt, e.AccountID
-			e = live
-			e.URL, e.CreatedAt, e.AccountID = url, created, acc
-			v.Live, v.Limit, v.InFlight = true, limit, n
-		}
-	}
-	h := e.Health
-	v.WindowAttempts, v.WindowFailures = h.Window.Counts(ep.window, ep.clockNow())
-	v.ID, v.Account, v.URL, v.State, v.Reason = e.ID, account.OrDefault(e.AccountID), redact.URL(e.URL), string(h.State), h.Reason
-	if v.State == "" {
-		v.State = string(health.Enabled)
-	}
-	v.ConsecutiveFailures, v.LastSuccessAt, v.LastFailureAt = h.ConsecutiveFailures, h.LastSuccessAt, h.LastFailureAt
-	v.DisabledAt, v.FrozenAt, v.NextProbeAt, v.ProbationDelay = h.DisabledAt, h.FrozenAt, h.NextProbeAt, h.ProbationDelay
-	v.CreatedAt, v.UpdatedAt = e.CreatedAt, e.UpdatedAt
-	return v
+	st := endpoint.StatusOf(e, ep.live, ep.window, ep.clockNow())
+	return endpointView{Status: st, Account: account.OrDefault(e.AccountID), URL: redact.URL(e.URL),
+		State: string(st.Health.State), Reason: st.Health.Reason}
 }
 
 // endpointsView is the endpoints list.
