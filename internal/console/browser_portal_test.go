@@ -62,6 +62,7 @@ func TestBrowserPortal(t *testing.T) {
 	if ds := b.text(t, "#deliveries"); !strings.Contains(ds, "delivered") {
 		t.Fatalf("the deliveries show %q; want the test event delivered", ds)
 	}
+	b.shot(t, "portal-subscription")
 	if got := rc.paths(); len(got) != 1 || got[0] != "/new" {
 		t.Fatalf("the receiver got requests at %v; want one at /new", got)
 	}

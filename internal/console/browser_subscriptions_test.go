@@ -43,6 +43,7 @@ func TestBrowserSubscriptionActions(t *testing.T) {
 	}
 
 	b.do(t, "back to the subscription", chromedp.Click(chromedp.CSS(`#fields a[href="/console/subscriptions/`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS("#rotate")))
+	b.shot(t, "subscription")
 	b.do(t, "rotating the secret", chromedp.SendKeys(chromedp.CSS(`input[name="grace"]`), "1h"), chromedp.Click(chromedp.CSS("#rotate")))
 	shown := b.text(t, "#new-secret")
 	secret := n.must(http.StatusOK, adminKey, "GET", "/v1/subscriptions/"+id+"/secret", nil)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,30 @@ func (b *browser) text(t *testing.T, sel string) string {
 	t.Helper()
 	b.do(t, "waiting for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
 	return read(t, b, "reading "+sel, chromedp.Text(chromedp.CSS(sel)))
+}
+
+// shot saves the page in the browser as name.png, 1200×800 pixels at
+// device scale 1, in the directory HERALD_SCREENSHOTS names (a relative one
+// from the repository's root, two levels above this package), for the
+// pictures in docs/console.md and docs/portal.md. Without the variable it
+// writes nothing.
+func (b *browser) shot(t *testing.T, name string) {
+	t.Helper()
+	dir := os.Getenv("HERALD_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", "..", dir)
+	}
+	b.do(t, "sizing the window for "+name, chromedp.EmulateViewport(1200, 800))
+	png := read(t, b, "shooting "+name, chromedp.CaptureScreenshot())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // signIn fills the sign-in form with key and sends it.

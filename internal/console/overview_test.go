@@ -65,5 +65,6 @@ func TestBrowserOverview(t *testing.T) {
 	if strings.Count(svg, "<polyline") != 3 {
 		t.Fatalf("the deliveries chart has %d lines, want 3:\n%s", strings.Count(svg, "<polyline"), svg)
 	}
+	b.shot(t, "overview")
 	b.noPolicyViolations(t)
 }
