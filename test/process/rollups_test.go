@@ -176,13 +176,7 @@ func rollupsAfterSIGKILL(t *testing.T, start rollupStore) {
 			t.Fatalf("publishing events %d..%d: %v", i, i+batch-1, err)
 		}
 	}
-	reached := rcv.reached(killAfter)
-	rcv.open()
-	select {
-	case <-reached:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("only %d of %d events arrived within 30s; want %d before the SIGKILL", rcv.stats().Distinct, total, killAfter)
-	}
+	rcv.openUntil(t, killAfter, total)
 	h1.kill()
 	rcv.waitIdle(t, 5*time.Second)
 	if n := rcv.stats().Distinct; n >= len(deliverable) {
