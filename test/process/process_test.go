@@ -127,13 +127,7 @@ func TestSIGKILLMidDeliveryLosesNothing(t *testing.T) {
 	}
 	t.Logf("published %d events in %d requests in %s", total, total/batch, time.Since(start).Round(time.Millisecond))
 
-	reached := rcv.reached(killAfter)
-	rcv.open()
-	select {
-	case <-reached:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("only %d of %d events arrived within 30s; want %d before the SIGKILL", rcv.stats().Distinct, total, killAfter)
-	}
+	rcv.openUntil(t, killAfter, total)
 	beforeKill := rcv.stats()
 	h1.kill()
 	// Pushes the receiver was still handling end, received or aborted,

@@ -187,6 +187,19 @@ func (r *receiver) reached(n int) <-chan struct{} {
 	return ch
 }
 
+// openUntil opens the gate and waits (30 s at most, else it fails the
+// test) until n distinct event ids of total were received.
+func (r *receiver) openUntil(t testing.TB, n, total int) {
+	t.Helper()
+	reached := r.reached(n)
+	r.open()
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("only %d of %d events arrived within 30s; want %d", r.stats().Distinct, total, n)
+	}
+}
+
 // receiverStats is a snapshot of the receiver's counters.
 type receiverStats struct {
 	Requests, Aborted, InFlight int
