@@ -57,6 +57,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"-h"}, 0, "-runs"},
 		{[]string{"-h"}, 0, "soak"},
 		{[]string{"-h"}, 0, `not in "all"`},
+		{[]string{"-h"}, 0, "-console-deliveries"},
 		{[]string{"--runs", "0"}, 2, "--runs 0: must be from 1 to 100"},
 		{[]string{"--runs", "101"}, 2, "--runs 101"},
 		{[]string{"--soak-retention", "30s", "--herald", "/nonexistent/herald"}, 2, "--herald"},
@@ -570,3 +571,58 @@ func TestBenchSoak(t *testing.T) {
 // near2 reports whether a and b are equal but for rounding (relative to b
 // when it is over 1).
 func near2(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// TestBenchConsole runs a tiny console scenario: it asserts what was
+// stored and that every page was timed and answered, never how fast.
+func TestBenchConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	dir := t.TempDir()
+	bin := buildHerald(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := benchMain(ctx, []string{"--herald", bin, "--scenario", "console", "--console-deliveries", "2000",
+		"--batch", "50", "--publishers", "2", "--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 1 || !rep.Results[0].OK || len(rep.Results[0].Phases) != 1 {
+		t.Fatalf("report: %s", stdout.String())
+	}
+	r := rep.Results[0]
+	// One event in 20 goes to the pull subscription and stays queued; the
+	// others reach a receiver (one in 20 answered 500 and dead-lettered).
+	if fill := r.Phases[0]; fill.Events != 2000 || fill.Deliveries != 1900 || fill.Expected != 1900 {
+		t.Errorf("fill: %+v", fill)
+	}
+	f := map[string]float64{}
+	for _, x := range r.Figures {
+		f[x.Name] = x.Value
+	}
+	var slowest float64
+	for _, page := range []string{"/console/", "/console/deliveries?status=dead_lettered", "/console/deliveries?since={since}&before={before}",
+		"/console/deliveries/{id}", "/console/endpoints", "/v1/deliveries?subscription_id={sub}", "/v1/deliveries?subscription_id={sub}&status=dead_lettered",
+		"/v1/deliveries?status=pending", "/v1/dead-letters", "/v1/endpoints"} {
+		med, p99 := f["GET "+page+" median"], f["GET "+page+" p99"]
+		if med <= 0 || p99 < med {
+			t.Errorf("%s: median %v, p99 %v", page, med, p99)
+		}
+	}
+	for name, v := range f {
+		if strings.HasSuffix(name, " median") {
+			slowest = max(slowest, v)
+		}
+	}
+	if f["deliveries stored"] != 2000 || len(f) != 1+2*20 {
+		t.Errorf("figures: %v", f)
+	}
+	if len(r.Budget) != 1 || !strings.Contains(r.Budget[0].Line, "a page answers with 2,000 deliveries stored") || r.Budget[0].Met != (slowest < 100) {
+		t.Errorf("budget: %+v (slowest median %v ms)", r.Budget, slowest)
+	}
+}
