@@ -147,9 +147,9 @@ type timedPage struct {
 
 // consolePages lists the pages to time: sub is a delivered subscription's
 // id, from…to the fill's time (its middle third is the time range).
-// ?status=pending lists the pull subscription's queued deliveries; sub's
-// dead-lettered deliveries are none, the page a search that matches
-// nothing among 1 in 20 of the deliveries.
+// ?status=queued lists the pull subscription's deliveries (with their
+// events); sub's dead-lettered deliveries are none, the page a search that
+// matches nothing among 1 in 20 of the deliveries.
 func (e *env) consolePages(ctx context.Context, sub string, from, to time.Time) ([]timedPage, error) {
 	var one struct {
 		Data []struct {
@@ -176,9 +176,9 @@ func (e *env) consolePages(ctx context.Context, sub string, from, to time.Time) 
 	for _, l := range []string{"/console/", "/console/subscriptions", "/console/deliveries",
 		"/console/deliveries?status=dead_lettered", "/console/deliveries?subscription_id={sub}",
 		"/console/deliveries?since={since}&before={before}", "/console/deliveries/{id}",
-		"/console/deliveries?status=pending", "/console/deliveries?subscription_id={sub}&status=dead_lettered",
+		"/console/deliveries?status=queued", "/console/deliveries?subscription_id={sub}&status=dead_lettered",
 		"/console/dead-letters", "/console/endpoints",
-		"/v1/subscriptions", "/v1/deliveries", "/v1/deliveries?status=dead_lettered", "/v1/deliveries?status=pending",
+		"/v1/subscriptions", "/v1/deliveries", "/v1/deliveries?status=dead_lettered", "/v1/deliveries?status=queued",
 		"/v1/deliveries?subscription_id={sub}", "/v1/deliveries?subscription_id={sub}&status=dead_lettered",
 		"/v1/deliveries/{id}", "/v1/dead-letters", "/v1/endpoints"} {
 		pages = append(pages, timedPage{path: fill.Replace(l), label: l, console: strings.HasPrefix(l, "/console/")})
