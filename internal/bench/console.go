@@ -37,7 +37,7 @@ const (
 // slowest median.
 func consoleScenario(ctx context.Context, e *env, res *Result) error {
 	s := e.cfg.Sizes
-	rs, ids, err := e.consoleSubscriptions(ctx)
+	rs, ids, err := consoleSubscriptions(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -57,22 +57,22 @@ func consoleScenario(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	e.prog.set(func() string { return e.name + ": waiting until the dead-letters are written" })
-	if err := e.waitSubscriptionSettled(ctx, ids[consoleTypes-2]); err != nil {
+	if err := waitSubscriptionSettled(ctx, e, ids[consoleTypes-2]); err != nil {
 		return err
 	}
-	pages, err := e.consolePages(ctx, ids[0], pr.load.start, pr.load.end)
+	pages, err := consolePages(ctx, e, ids[0], pr.load.start, pr.load.end)
 	if err != nil {
 		return err
 	}
 	res.figure("deliveries stored", float64(l.events), "")
-	return e.timePages(ctx, res, pages)
+	return timePages(ctx, e, res, pages)
 }
 
 func isQueued(n int) bool { return n%consoleTypes == consoleTypes-1 }
 
 // consoleSubscriptions creates the scenario's subscriptions and returns
 // the push ones' receivers and every subscription's id (type k's at k).
-func (e *env) consoleSubscriptions(ctx context.Context) ([]*Receiver, []string, error) {
+func consoleSubscriptions(ctx context.Context, e *env) ([]*Receiver, []string, error) {
 	var rs []*Receiver
 	var ids []string
 	for k := range consoleTypes {
@@ -105,7 +105,7 @@ func (e *env) consoleSubscriptions(ctx context.Context) ([]*Receiver, []string, 
 
 // waitSubscriptionSettled polls until subscription id lists no pending
 // delivery.
-func (e *env) waitSubscriptionSettled(ctx context.Context, id string) error {
+func waitSubscriptionSettled(ctx context.Context, e *env, id string) error {
 	path := "/v1/deliveries?status=pending&limit=1&subscription_id=" + url.QueryEscape(id)
 	for {
 		var out struct {
@@ -134,7 +134,7 @@ func (c *client) getJSON(ctx context.Context, path string, out any) error {
 	if code != http.StatusOK {
 		return fmt.Errorf("GET %s: %d %s", path, code, strings.TrimSpace(string(body)))
 	}
-	return json.Unmarshal(body, &out)
+	return json.Unmarshal(body, out)
 }
 
 // timedPage is one page the scenario times: a console page (with the
@@ -150,7 +150,7 @@ type timedPage struct {
 // ?status=queued lists the pull subscription's deliveries (with their
 // events); sub's dead-lettered deliveries are none, the page a search that
 // matches nothing among 1 in 20 of the deliveries.
-func (e *env) consolePages(ctx context.Context, sub string, from, to time.Time) ([]timedPage, error) {
+func consolePages(ctx context.Context, e *env, sub string, from, to time.Time) ([]timedPage, error) {
 	var one struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -189,8 +189,8 @@ func (e *env) consolePages(ctx context.Context, sub string, from, to time.Time) 
 // timePages signs a console session in and GETs each page consoleSamples
 // times, reporting the median and p99 of each and checking the slowest
 // median against budgetPage.
-func (e *env) timePages(ctx context.Context, res *Result, pages []timedPage) error {
-	session, err := e.consoleSession(ctx)
+func timePages(ctx context.Context, e *env, res *Result, pages []timedPage) error {
+	session, err := consoleSession(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (e *env) timePages(ctx context.Context, res *Result, pages []timedPage) err
 		e.prog.set(func() string { return fmt.Sprintf("%s: timing %s (%d/%d)", e.name, pg.label, i+1, len(pages)) })
 		lat := &recorder{}
 		for range consoleSamples {
-			d, err := e.timeOne(ctx, session, pg)
+			d, err := timeOne(ctx, e, session, pg)
 			if err != nil {
 				return err
 			}
@@ -220,7 +220,7 @@ func (e *env) timePages(ctx context.Context, res *Result, pages []timedPage) err
 
 // consoleSession signs in at /console/login with the admin key and returns
 // a client that holds the session's cookie.
-func (e *env) consoleSession(ctx context.Context) (*http.Client, error) {
+func consoleSession(ctx context.Context, e *env) (*http.Client, error) {
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, Timeout: requestTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -243,7 +243,7 @@ func (e *env) consoleSession(ctx context.Context) (*http.Client, error) {
 
 // timeOne GETs pg once, reading the whole body, and returns how long it
 // took; any status but 200 is an error.
-func (e *env) timeOne(ctx context.Context, session *http.Client, pg timedPage) (time.Duration, error) {
+func timeOne(ctx context.Context, e *env, session *http.Client, pg timedPage) (time.Duration, error) {
 	start := time.Now()
 	if !pg.console {
 		code, body, err := e.api.do(ctx, http.MethodGet, pg.path, "", nil)
