@@ -57,6 +57,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"-h"}, 0, "-runs"},
 		{[]string{"-h"}, 0, "soak"},
 		{[]string{"-h"}, 0, `not in "all"`},
+		{[]string{"-h"}, 0, "-console-deliveries"},
 		{[]string{"--runs", "0"}, 2, "--runs 0: must be from 1 to 100"},
 		{[]string{"--runs", "101"}, 2, "--runs 101"},
 		{[]string{"--soak-retention", "30s", "--herald", "/nonexistent/herald"}, 2, "--herald"},
@@ -312,40 +313,43 @@ var heraldBuild struct {
 	err      error
 }
 
+// benchResult is what the tests read of one result of a JSON report.
+type benchResult struct {
+	Scenario string   `json:"scenario"`
+	Target   string   `json:"target"`
+	Run      int      `json:"run"`
+	OK       bool     `json:"ok"`
+	Notes    []string `json:"notes"`
+	Phases   []struct {
+		Name             string  `json:"name"`
+		Events           int64   `json:"events"`
+		EventsPerSec     float64 `json:"events_per_sec"`
+		Deliveries       int64   `json:"deliveries"`
+		Expected         int64   `json:"expected"`
+		DeliveriesPerSec float64 `json:"deliveries_per_sec"`
+		CPUPer1000       float64 `json:"server_cpu_seconds_per_1000"`
+		Latency          struct {
+			Count int64 `json:"count"`
+		} `json:"latency"`
+	} `json:"phases"`
+	ServeFlags []string `json:"serve_flags"`
+	Figures    []struct {
+		Name  string  `json:"name"`
+		Value float64 `json:"value"`
+	} `json:"figures"`
+	Budget []struct {
+		Line        string `json:"line"`
+		Measured    string `json:"measured"`
+		Met         bool   `json:"met"`
+		NotMeasured bool   `json:"not_measured"`
+	} `json:"budget"`
+}
+
 // benchReport is what the tests read of a JSON report.
 type benchReport struct {
-	Runs     int  `json:"runs"`
-	Baseline bool `json:"baseline"`
-	Results  []struct {
-		Scenario string   `json:"scenario"`
-		Target   string   `json:"target"`
-		Run      int      `json:"run"`
-		OK       bool     `json:"ok"`
-		Notes    []string `json:"notes"`
-		Phases   []struct {
-			Name             string  `json:"name"`
-			Events           int64   `json:"events"`
-			EventsPerSec     float64 `json:"events_per_sec"`
-			Deliveries       int64   `json:"deliveries"`
-			Expected         int64   `json:"expected"`
-			DeliveriesPerSec float64 `json:"deliveries_per_sec"`
-			CPUPer1000       float64 `json:"server_cpu_seconds_per_1000"`
-			Latency          struct {
-				Count int64 `json:"count"`
-			} `json:"latency"`
-		} `json:"phases"`
-		ServeFlags []string `json:"serve_flags"`
-		Figures    []struct {
-			Name  string  `json:"name"`
-			Value float64 `json:"value"`
-		} `json:"figures"`
-		Budget []struct {
-			Line        string `json:"line"`
-			Measured    string `json:"measured"`
-			Met         bool   `json:"met"`
-			NotMeasured bool   `json:"not_measured"`
-		} `json:"budget"`
-	} `json:"results"`
+	Runs        int           `json:"runs"`
+	Baseline    bool          `json:"baseline"`
+	Results     []benchResult `json:"results"`
 	Comparisons []struct {
 		Scenario     string  `json:"scenario"`
 		Run          int     `json:"run"`
@@ -519,24 +523,7 @@ func TestBenchSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a server")
 	}
-	dir := t.TempDir()
-	bin := buildHerald(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := benchMain(ctx, []string{"--herald", bin, "--scenario", "soak", "--soak-deliveries", "4000", "--soak-retention", "1m",
-		"--endpoints", "2", "--batch", "50", "--publishers", "2", "--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	var rep benchReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, stdout.String())
-	}
-	if len(rep.Results) != 1 || !rep.Results[0].OK || len(rep.Results[0].Phases) != 3 {
-		t.Fatalf("report: %s", stdout.String())
-	}
-	r := rep.Results[0]
+	r := benchOne(t, 3, "--scenario", "soak", "--soak-deliveries", "4000", "--soak-retention", "1m", "--endpoints", "2")
 	whole, first, last := r.Phases[0], r.Phases[1], r.Phases[2]
 	if whole.Events != 4000 || whole.Deliveries != 4000 || whole.Expected != 4000 || whole.Latency.Count != 4000 {
 		t.Errorf("whole run: %+v", whole)
@@ -570,3 +557,63 @@ func TestBenchSoak(t *testing.T) {
 // near2 reports whether a and b are equal but for rounding (relative to b
 // when it is over 1).
 func near2(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// TestBenchConsole runs a tiny console scenario: it asserts what was
+// stored and that every page was timed and answered, never how fast.
+func TestBenchConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	r := benchOne(t, 1, "--scenario", "console", "--console-deliveries", "2000")
+	// One event in 20 goes to the pull subscription and stays queued; the
+	// others reach a receiver (one in 20 answered 500 and dead-lettered).
+	if fill := r.Phases[0]; fill.Events != 2000 || fill.Deliveries != 1900 || fill.Expected != 1900 {
+		t.Errorf("fill: %+v", fill)
+	}
+	f := map[string]float64{}
+	for _, x := range r.Figures {
+		f[x.Name] = x.Value
+	}
+	var slowest float64
+	for _, page := range []string{"/console/", "/console/deliveries?status=dead_lettered", "/console/deliveries?since={since}&before={before}",
+		"/console/deliveries/{id}", "/console/endpoints", "/v1/deliveries?subscription_id={sub}", "/v1/deliveries?subscription_id={sub}&status=dead_lettered",
+		"/v1/deliveries?status=queued", "/v1/dead-letters", "/v1/endpoints"} {
+		med, p99 := f["GET "+page+" median"], f["GET "+page+" p99"]
+		if med <= 0 || p99 < med {
+			t.Errorf("%s: median %v, p99 %v", page, med, p99)
+		}
+	}
+	for name, v := range f {
+		if strings.HasSuffix(name, " median") {
+			slowest = max(slowest, v)
+		}
+	}
+	if f["deliveries stored"] != 2000 || len(f) != 1+2*20 {
+		t.Errorf("figures: %v", f)
+	}
+	if len(r.Budget) != 1 || !strings.Contains(r.Budget[0].Line, "a page answers with 2,000 deliveries stored") || r.Budget[0].Met != (slowest < 100) {
+		t.Errorf("budget: %+v (slowest median %v ms)", r.Budget, slowest)
+	}
+}
+
+// benchOne runs herald bench with args (one scenario, 50 events a request
+// from 2 publishers, a 2-minute deadline) against a fresh build and returns
+// its one result, which must be OK with phases phases.
+func benchOne(t *testing.T, phases int, args ...string) benchResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args = append([]string{"--herald", buildHerald(t), "--batch", "50", "--publishers", "2", "--json", "--tmp", t.TempDir(), "--timeout", "2m"}, args...)
+	if code := benchMain(ctx, args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 1 || !rep.Results[0].OK || len(rep.Results[0].Phases) != phases {
+		t.Fatalf("report: %s", stdout.String())
+	}
+	return rep.Results[0]
+}

@@ -21,7 +21,9 @@
 // repeats everything, the herald/baseline pairs alternating. The soak
 // scenario (soak.go, not in "all") runs steady-batch's load until millions
 // of deliveries have finished with retention clean-up behind it, and
-// compares the deliveries/s of its first and last tenth.
+// compares the deliveries/s of its first and last tenth. The console
+// scenario (console.go, not in "all") stores a million deliveries and times
+// the console's pages and the API's lists.
 //
 // # Measuring
 //

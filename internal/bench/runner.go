@@ -137,6 +137,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
 	"soak":            soakScenario,
+	"console":         consoleScenario,
 }
 
 // runScenario runs one scenario on a server of its own: herald serve, or
