@@ -123,6 +123,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.listQueued(w, r, f)
 		return
 	}
+	f.AccountID = s.listAccount(r, f.AccountID, f.SubscriptionID)
 	ds, next, err := s.Store.ListDeliveries(r.Context(), f)
 	if err != nil {
 		s.storeError(w, r, err, "delivery")
@@ -130,6 +131,25 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	circuit := s.circuits(r.Context())
 	writeList(w, ds, next, func(d delivery.Delivery) deliveryJSON { return toDeliveryJSON(d, circuit) })
+}
+
+// listAccount is the account condition of a list of acc's deliveries
+// filtered by subscriptionID: "" (none) when the subscription is the
+// account's, for a subscription is of one account and its own index then
+// serves the list alone (with the account's condition too, PostgreSQL's
+// planner may prefer the account's index under stale statistics, and sort:
+// 1.3 s at a million deliveries, docs/benchmarks.md); acc otherwise
+// (no subscription filter, another account's subscription, or one deleted,
+// whose deliveries the account keeps).
+func (s *Server) listAccount(r *http.Request, acc, subscriptionID string) string {
+	if subscriptionID == "" || acc == "" {
+		return acc
+	}
+	sub, err := s.Store.GetSubscription(r.Context(), subscriptionID)
+	if err != nil || account.OrDefault(sub.AccountID) != account.OrDefault(acc) {
+		return acc
+	}
+	return ""
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +232,8 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dls, next, err := s.Store.ListDeadLetters(r.Context(), store.DeadLetterFilter{AccountID: accountOf(r), SubscriptionID: subscriptionFilter.in(r), Page: p})
+	sub := subscriptionFilter.in(r)
+	dls, next, err := s.Store.ListDeadLetters(r.Context(), store.DeadLetterFilter{AccountID: s.listAccount(r, accountOf(r), sub), SubscriptionID: sub, Page: p})
 	if err != nil {
 		s.storeError(w, r, err, "dead letter")
 		return

@@ -133,6 +133,18 @@ func TestRedriveByIDsAlone(t *testing.T) {
 		}
 		return true
 	})
+	// A subscription filter naming another account's subscription lists
+	// nothing of it (the account's condition stays when the subscription
+	// is not the caller's; see api's listAccount).
+	for _, path := range []string{"/v1/deliveries?subscription_id=", "/v1/dead-letters?subscription_id="} {
+		var out struct{ Data []map[string]any }
+		if code, raw := b.doAs(x.accountKey, "GET", path+a, nil, &out); code != http.StatusOK || len(out.Data) != 0 {
+			t.Fatalf("x lists %s%s (another account's): %d %s; want 200 and nothing", path, a, code, raw)
+		}
+		if code, raw := b.doAs(x.accountKey, "GET", path+xs.ID, nil, &out); code != http.StatusOK || len(out.Data) != 1 {
+			t.Fatalf("x lists %s%s (its own): %d %s; want its dead letter", path, xs.ID, code, raw)
+		}
+	}
 	failing.Store(false)
 	redrive := func(key string, ids []string, want int) {
 		t.Helper()
