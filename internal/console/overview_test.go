@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,6 +46,36 @@ func TestOverview(t *testing.T) {
 	p = n.get("/console/", n.signIn(key))
 	if !strings.Contains(p.body, "0 delivered · 0 failed attempts · 0 dead-lettered") || strings.Contains(p.body, `id="backlog"`) {
 		t.Errorf("another account's overview shows others' counts or the backlog:\n%s", p.body)
+	}
+}
+
+// TestOverviewBacklog: the admin's overview counts the queued deliveries
+// exactly up to the cap (10,000) and shows "over 10000" past it.
+func TestOverviewBacklog(t *testing.T) {
+	n := setup(t)
+	n.pullSubscription(adminKey)
+	publishMany(n, adminKey, "few", 3)
+	cookie := n.signIn(adminKey)
+	want := `<strong id="backlog-pending">0</strong> pending (<span id="backlog-retrying">0</span> of them waiting to retry), <strong id="backlog-queued">3</strong> queued`
+	if p := n.get("/console/", cookie); !strings.Contains(p.body, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, p.body)
+	}
+	publishMany(n, adminKey, "many", 9_998) // 10,001 queued
+	want = `<strong id="backlog-queued">over 10000</strong> queued`
+	if p := n.get("/console/", cookie); !strings.Contains(p.body, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, p.body)
+	}
+}
+
+// publishMany publishes n events with IDs prefix-0…, 1,000 a request.
+func publishMany(nd *node, key, prefix string, n int) {
+	nd.t.Helper()
+	for from := 0; from < n; from += 1000 {
+		var batch []map[string]any
+		for i := from; i < min(n, from+1000); i++ {
+			batch = append(batch, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("%s-%d", prefix, i), "source": "/shop", "type": "order.paid"})
+		}
+		nd.must(http.StatusAccepted, key, "POST", "/v1/events", batch)
 	}
 }
 
