@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -82,7 +81,7 @@ type portalSubView struct {
 	// settings.portal_event_types); none: a text field.
 	Choices []string
 	// Deliveries are a page of its deliveries, newest first (?cursor=).
-	Deliveries  []delivery.Delivery
+	Deliveries  deliveryTable
 	Next, First string
 	Notice      string
 }
@@ -112,7 +111,7 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: v.account.Settings.PortalEventTypes, Deliveries: ds, Notice: portalNotices[r.URL.Query().Get("done")]}
+		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
 	if next != "" {
 		view.Next = "/portal/subscriptions/" + sub.ID + "?cursor=" + next
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -98,7 +97,7 @@ type subscriptionView struct {
 	CreatedAt, UpdatedAt                                           time.Time
 	// Deliveries are the recentDeliveries newest; More says there are
 	// older ones.
-	Deliveries []delivery.Delivery
+	Deliveries deliveryTable
 	More       bool
 	// Notice says what the action the page follows did
 	// (subscriptionNotices).
@@ -120,7 +119,7 @@ func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request
 		return
 	}
 	view := toSubscriptionView(sub)
-	view.Deliveries, view.More = ds, next != ""
+	view.Deliveries, view.More = deliveryTable{Link: consoleDeliveries, Items: ds}, next != ""
 	view.Notice = subscriptionNotices[r.URL.Query().Get("done")]
 	sp.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
 }
