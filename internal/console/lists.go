@@ -19,9 +19,7 @@ type accountList[T any] struct {
 	// Account is the account shown; "" for every account.
 	Account string
 	Items   []T
-	// Next is the URL of the next page ("" on the last); First that of
-	// the first page when this is a later one.
-	Next, First string
+	pageLinks
 }
 
 // accountPage reads a page of listSize items of the list at path: of the
@@ -45,12 +43,7 @@ func accountPage[S, T any](b base, w http.ResponseWriter, r *http.Request, v *vi
 	for _, it := range items {
 		view.Items = append(view.Items, row(it))
 	}
-	if next != "" {
-		view.Next = accountListURL(path, acc, next)
-	}
-	if cursor != "" {
-		view.First = accountListURL(path, acc, "")
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string { return accountListURL(path, acc, c) })
 	view.Accounts, ok = b.accountChoices(w, r, v)
 	return view, ok
 }
@@ -58,4 +51,23 @@ func accountPage[S, T any](b base, w http.ResponseWriter, r *http.Request, v *vi
 // accountListURL is the URL of the list at path of acc after cursor.
 func accountListURL(path, acc, cursor string) string {
 	return withQuery(path, url.Values{"account_id": {acc}, "cursor": {cursor}})
+}
+
+// pageLinks are a list page's links (the "pages" template): Next is the
+// URL of the next page ("" on the last), First that of the first page
+// when this is a later one.
+type pageLinks struct{ Next, First string }
+
+// newPageLinks returns the links of the page read after cursor, whose
+// list goes on after next ("": it does not); at(c) is the list's URL
+// after c.
+func newPageLinks(cursor, next string, at func(c string) string) pageLinks {
+	var l pageLinks
+	if next != "" {
+		l.Next = at(next)
+	}
+	if cursor != "" {
+		l.First = at("")
+	}
+	return l
 }

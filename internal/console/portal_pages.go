@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -21,8 +22,7 @@ type portalPages struct{ *Portal }
 // portalListView is the portal's subscriptions list.
 type portalListView struct {
 	Items []subscriptionRow
-	// Next and First are the list's page links ("" for none).
-	Next, First string
+	pageLinks
 	// Create: the session may make subscriptions (its scope names none);
 	// Choices are the event types it may pick (none: any, typed), of
 	// which the form checks EventTypes (none).
@@ -64,12 +64,7 @@ func (p portalPages) listed(r *http.Request, v *portalVisit, view *portalListVie
 	}
 	cursor := r.URL.Query().Get("cursor")
 	subs, next, err := p.Store.ListSubscriptions(r.Context(), account.OrDefault(v.account.ID), store.Page{Cursor: cursor, Limit: listSize})
-	if next != "" {
-		view.Next = "/portal/subscriptions?cursor=" + next
-	}
-	if cursor != "" {
-		view.First = "/portal/subscriptions"
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string { return withQuery("/portal/subscriptions", url.Values{"cursor": {c}}) })
 	return subs, err
 }
 
@@ -81,9 +76,9 @@ type portalSubView struct {
 	// settings.portal_event_types); none: a text field.
 	Choices []string
 	// Deliveries are a page of its deliveries, newest first (?cursor=).
-	Deliveries  deliveryTable
-	Next, First string
-	Notice      string
+	Deliveries deliveryTable
+	pageLinks
+	Notice string
 }
 
 // portalNotices are the messages an action leaves for the subscription's
@@ -112,12 +107,9 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
 		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
-	if next != "" {
-		view.Next = "/portal/subscriptions/" + sub.ID + "?cursor=" + next
-	}
-	if cursor != "" {
-		view.First = "/portal/subscriptions/" + sub.ID
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
+		return withQuery("/portal/subscriptions/"+sub.ID, url.Values{"cursor": {c}})
+	})
 	p.pages.portalRender(w, r, http.StatusOK, "subscription", v, sub.Name, view)
 }
 
