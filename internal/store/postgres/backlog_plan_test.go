@@ -26,17 +26,9 @@ const backlogPlanLimit = 1001
 // limit: the count reads a bounded number of entries however many
 // deliveries wait.
 func TestBacklogPlans(t *testing.T) {
-	dbURL := freshSchema(t)
-	if err := Migrate(context.Background(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	dbURL, conn := migratedConn(t)
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
 		fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
 		return nil
