@@ -123,12 +123,15 @@ func number(v float64) string { return strings.TrimSuffix(fmt.Sprintf("%.6g", v)
 
 // The overview's charts of a series (stats.Row per step).
 
+// deliveriesChart draws deliveries per second: each step's counts over
+// its length (the mean rate over the step).
 func deliveriesChart(id string, rows []stats.Row, step time.Duration) template.HTML {
 	var d, f, x []float64
+	per := step.Seconds()
 	for _, r := range rows {
-		d, f, x = append(d, float64(r.Delivered)), append(f, float64(r.Failed)), append(x, float64(r.DeadLettered))
+		d, f, x = append(d, float64(r.Delivered)/per), append(f, float64(r.Failed)/per), append(x, float64(r.DeadLettered)/per)
 	}
-	return chart(id, "Deliveries per "+stepWords(step), "", firstAt(rows), step,
+	return chart(id, "Deliveries per second (mean over each "+stepWords(step)+")", "/s", firstAt(rows), step,
 		line{"delivered", "#2a8a4a", d}, line{"failed attempts", "#d08a00", f}, line{"dead-lettered", "#c03030", x})
 }
 

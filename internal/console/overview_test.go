@@ -26,9 +26,9 @@ func deliverTwoAndKillTwo(n *node, rc *receiver) {
 }
 
 // TestOverview: /console/ is the overview: for the admin, the last hour's
-// and day's totals and charts (inline SVG) of the deliveries, and the
-// backlog; for an account key of another account, its own empty charts
-// and no backlog.
+// and day's totals and charts (inline SVG) of the deliveries (per
+// second), and the backlog; for an account key of another account, its
+// own empty charts and no backlog.
 func TestOverview(t *testing.T) {
 	n := setup(t)
 	deliverTwoAndKillTwo(n, newReceiver(t))
@@ -37,7 +37,9 @@ func TestOverview(t *testing.T) {
 		t.Fatalf("the overview: %d\n%s", p.status, p.body)
 	}
 	for _, want := range []string{`<svg id="deliveries-1h"`, `<svg id="success-24h"`, `<svg id="latency-1h"`, `id="backlog"`,
-		"2 delivered · 2 failed attempts · 2 dead-lettered"} {
+		"2 delivered · 2 failed attempts · 2 dead-lettered",
+		// Deliveries per second: 2 in a minute is 0.033/s (the axis: 0.05).
+		"<title>Deliveries per second (mean over each minute)</title>", ">0.05 /s</text>"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the admin's overview lacks %q", want)
 		}
@@ -80,7 +82,7 @@ func publishMany(nd *node, key, prefix string, n int) {
 }
 
 // TestBrowserOverview: in Chromium, after deliveries, the overview draws
-// its charts: lines of the deliveries per minute, a point of latency.
+// its charts: lines of the deliveries per second, a point of latency.
 func TestBrowserOverview(t *testing.T) {
 	b := newBrowser(t) // first: it may skip the test
 	n := setup(t)
