@@ -39,7 +39,9 @@ func TestOverview(t *testing.T) {
 	for _, want := range []string{`<svg id="deliveries-1h"`, `<svg id="success-24h"`, `<svg id="latency-1h"`, `id="backlog"`,
 		"2 delivered · 2 failed attempts · 2 dead-lettered",
 		// Deliveries per second: 2 in a minute is 0.033/s (the axis: 0.05).
-		"<title>Deliveries per second (mean over each minute)</title>", ">0.05 /s</text>"} {
+		"<title>Deliveries per second (mean over each minute)</title>", ">0.05 /s</text>",
+		// The success rate's axis goes to 100 % (here: 50 %, 2 of 4).
+		">100 %</text>"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the admin's overview lacks %q", want)
 		}
