@@ -39,6 +39,9 @@ var (
 	nameFilter         = param{name: "name"}
 	// codeParam is the validation URL's code (confirmValidation).
 	codeParam = param{name: "code"}
+	// Event Grid's (eventgrid.go): api-version takes any value (Herald
+	// serves one version of each API).
+	apiVersionParam = param{name: "api-version"}
 )
 
 // valueNames returns the names of a fixed set of values, in its order.

@@ -129,7 +129,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.pattern, s.authorize(rt.access, guard(rt)))
 	}
 	mux.Handle("/", noRoute(routes))
-	return s.logRequests(s.recoverer(s.withConsole(cleanPathsOnly(checkQuery(mux)))))
+	return s.logRequests(s.recoverer(s.withConsole(eventGridForm(cleanPathsOnly(checkQuery(mux))))))
 }
 
 // route is one operation of the API: a ServeMux pattern, its handler, the
@@ -195,6 +195,9 @@ func (s *Server) routes() []route {
 		{"POST /v1/endpoints/{id}/freeze", s.changeEndpoint(s.Control.FreezeEndpoint), noBody, accountRole, nil},
 		// Deliveries per minute (or coarser step) from the rollups.
 		{"GET /v1/stats", h(s.getStats), noBody, accountRole, []param{windowParam, subscriptionFilter, endpointFilter}},
+		// Azure Event Grid's publishing, for its clients (eventgrid.go): a
+		// topic's endpoint.
+		{"POST /api/events", h(s.publishEventGrid), eventsBody, publishRole, []param{apiVersionParam}},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public, nil},
