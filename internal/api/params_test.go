@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/account"
 )
 
 // paramsClient sends requests to a real server of the API on 127.0.0.1
@@ -85,6 +87,8 @@ func routePath(pattern string) (method, path string) {
 			id = kind.shape.Prefix + strings.Repeat("0", kind.shape.Len)
 		}
 	}
+	path = strings.Replace(path, "{topic}", account.DefaultID, 1)
+	path = strings.Replace(path, "{subscription}", "x_missing", 1)
 	return method, strings.Replace(path, "{id}", id, 1)
 }
 
