@@ -150,19 +150,15 @@ func (s *Server) settleEventGrid(action store.LockAction) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		out := struct {
+		var out struct {
 			Succeeded []string          `json:"succeededLockTokens"`
 			Failed    []eventGridFailed `json:"failedLockTokens"`
-		}{Succeeded: []string{}, Failed: []eventGridFailed{}}
-		for i, err := range res {
-			if err == nil {
-				out.Succeeded = append(out.Succeeded, in.LockTokens[i])
-				continue
-			}
-			f := eventGridFailed{LockToken: in.LockTokens[i]}
-			f.Error.Code, f.Error.Message = "TokenLost", err.Error()
-			out.Failed = append(out.Failed, f)
 		}
+		out.Succeeded, out.Failed = splitSettled(in.LockTokens, res, func(token string, err error) eventGridFailed {
+			f := eventGridFailed{LockToken: token}
+			f.Error.Code, f.Error.Message = "TokenLost", err.Error()
+			return f
+		})
 		writeJSON(w, http.StatusOK, out)
 	}
 }

@@ -207,17 +207,13 @@ func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		out := struct {
+		var out struct {
 			Succeeded []string      `json:"succeeded"`
 			Failed    []failedToken `json:"failed"`
-		}{Succeeded: []string{}, Failed: []failedToken{}}
-		for i, err := range res {
-			if err == nil {
-				out.Succeeded = append(out.Succeeded, in.LockTokens[i])
-			} else {
-				out.Failed = append(out.Failed, failedToken{LockToken: in.LockTokens[i], Error: err.Error()})
-			}
 		}
+		out.Succeeded, out.Failed = splitSettled(in.LockTokens, res, func(token string, err error) failedToken {
+			return failedToken{LockToken: token, Error: err.Error()}
+		})
 		writeJSON(w, http.StatusOK, out)
 	}
 }
@@ -241,6 +237,20 @@ func checkTokens(w http.ResponseWriter, field string, tokens []string) bool {
 		}
 	}
 	return true
+}
+
+// splitSettled splits tokens by their results (settleFor's, in order):
+// those that succeeded, and what failed makes of each other one.
+func splitSettled[F any](tokens []string, res []error, failed func(token string, err error) F) ([]string, []F) {
+	succeeded, failures := []string{}, []F{}
+	for i, err := range res {
+		if err == nil {
+			succeeded = append(succeeded, tokens[i])
+		} else {
+			failures = append(failures, failed(tokens[i], err))
+		}
+	}
+	return succeeded, failures
 }
 
 // settleFor settles req's tokens on sub's queue: each token's result (nil
