@@ -19,6 +19,7 @@ import (
 // serve runs (api.HTTPServer), with a certificate made for the test.
 type tlsAPI struct {
 	base              string // https://127.0.0.1:PORT
+	hs                *api.HTTPServer
 	pair              *certfile.Pair
 	cert              certtest.Pair
 	certFile, keyFile string
@@ -41,7 +42,7 @@ func serveTLS(b *bundle) *tlsAPI {
 	}
 	go func() { _ = hs.Serve(ln) }()
 	b.t.Cleanup(func() { b.srv.StopWaiting(); _ = hs.Close() })
-	return &tlsAPI{base: "https://" + ln.Addr().String(), pair: pair, cert: cert, certFile: certFile, keyFile: keyFile}
+	return &tlsAPI{base: "https://" + ln.Addr().String(), hs: hs, pair: pair, cert: cert, certFile: certFile, keyFile: keyFile}
 }
 
 // transport returns a transport trusting the certificates of pairs, HTTP/2
@@ -70,6 +71,12 @@ func TestHTTPSServesHTTP2(t *testing.T) {
 	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || resp.TLS == nil || resp.TLS.NegotiatedProtocol != "h2" {
 		t.Fatalf("GET /readyz over TLS: %d %s (ALPN %v); want 200 over HTTP/2", resp.StatusCode, resp.Proto, resp.TLS)
 	}
+	// The connection cap sees TLS connections, HTTP/2's idle state too (so
+	// that it can close the oldest idle one).
+	eventually(t, "the HTTP/2 connection counted, and idle", func() bool {
+		open, idle, _ := s.hs.Conns()
+		return open == 1 && idle == 1
+	})
 	h1 := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.cert.Pool}}
 	resp, err = (&http.Client{Transport: h1}).Get(s.base + "/healthz")
 	if err != nil {
