@@ -231,7 +231,11 @@ func reloadOnHangup(ctx context.Context, pair *certfile.Pair, logger *slog.Logge
 					logger.Warn("TLS certificate not reloaded; the previous one is still served", "err", err)
 					continue
 				}
-				logger.Info("TLS certificate reloaded", "not_after", pair.Certificate().Leaf.NotAfter)
+				var about []any
+				if leaf := pair.Certificate().Leaf; leaf != nil {
+					about = []any{"subject", leaf.Subject.String(), "not_after", leaf.NotAfter}
+				}
+				logger.Info("TLS certificate reloaded", about...)
 			}
 		}
 	}()
