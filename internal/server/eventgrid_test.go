@@ -343,3 +343,53 @@ func TestEventGridBadInput(t *testing.T) {
 		t.Errorf("%d deliveries; the refused publishes stored some", len(ds))
 	}
 }
+
+// TestEventGridReceiveWaits: an aznamespaces receive with maxWaitTime 120
+// (over Herald's own 60 s bound for /v1) waits on the queue, over HTTP/2,
+// until an event sent to the topic wakes it; without any (the default
+// wait, 60 s on the clock) it answers an empty list.
+func TestEventGridReceiveWaits(t *testing.T) {
+	b := setup(t)
+	s := serveTLS(b)
+	tn := newTenant(b, "shop")
+	pullSubscription(b, tn.accountKey, "orders")
+	ctx := context.Background()
+	rc := nsReceiver(t, s, "shop", "orders", tn.accountKey)
+	waiting := func() bool { return b.srv.API.Queue.(interface{ Waiting() int }).Waiting() == 1 }
+	type result struct {
+		details []aznamespaces.ReceiveDetails
+		err     error
+	}
+	got := make(chan result, 1)
+	receive := func(opts *aznamespaces.ReceiveEventsOptions) {
+		res, err := rc.ReceiveEvents(ctx, opts)
+		got <- result{res.Details, err}
+	}
+	go receive(&aznamespaces.ReceiveEventsOptions{MaxWaitTime: to.Ptr[int32](120)})
+	eventually(t, "the receive waiting", waiting)
+	if _, err := nsSender(t, s, "shop", tn.pubKey).SendEvent(ctx, shopEvent(t, "late"), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil || len(r.details) != 1 || r.details[0].Event.ID != "late" {
+			t.Fatalf("the woken receive: %+v %v", r.details, r.err)
+		}
+		if _, err := rc.AcknowledgeEvents(ctx, []string{*r.details[0].BrokerProperties.LockToken}, nil); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting receive was not woken by the send")
+	}
+	go receive(nil)
+	eventually(t, "the second receive waiting", waiting)
+	b.clk.Advance(60 * time.Second)
+	select {
+	case r := <-got:
+		if r.err != nil || len(r.details) != 0 {
+			t.Fatalf("a receive of an empty queue: %+v %v", r.details, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the receive did not end at the default 60 s")
+	}
+}
