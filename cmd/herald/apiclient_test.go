@@ -184,7 +184,7 @@ func TestClientCommandsReadTheEnvironment(t *testing.T) {
 // default in its flag list; defaultAPI must follow it).
 func TestDefaultAPIIsServesAddress(t *testing.T) {
 	fs, _ := newServeFlags(io.Discard)
-	if want := defaultPublicURL(fs.Lookup("addr").DefValue); defaultAPI != want {
+	if want := defaultPublicURL(fs.Lookup("addr").DefValue, false); defaultAPI != want {
 		t.Errorf("defaultAPI is %s, herald serve listens at %s by default", defaultAPI, want)
 	}
 }

@@ -44,6 +44,8 @@ func commandsUnderTest(t *testing.T) map[string]command {
 var badValues = map[string]map[string][]string{
 	"serve": {
 		"addr":                            {"bogus", "127.0.0.1:nope", ""},
+		"tls-cert":                        {"/nonexistent/cert.pem"}, // without --tls-key
+		"tls-key":                         {"/nonexistent/key.pem"},  // without --tls-cert
 		"data":                            {""},
 		"store":                           {"", "mysql://db"},
 		"node-id":                         {"", "a\nb", strings.Repeat("n", 201)},

@@ -12,10 +12,13 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/herald-events/herald/internal/api"
+	"github.com/herald-events/herald/internal/certfile"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/scheduling"
@@ -69,6 +72,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger, maxConns)
+	if o.tls != nil {
+		hs.TLSConfig = o.tls.TLSConfig()
+		reloadOnHangup(ctx, o.tls, logger)
+	}
 	if o.pprofAddr != "" {
 		pln, err := net.Listen("tcp", o.pprofAddr)
 		if err != nil {
@@ -87,7 +94,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger.Info("herald listening", "addr", ln.Addr().String(), "store", storeName(cfg.Store), "data", cfg.DataDir,
 		"node", srv.Pipeline.Scheduler.Config().Owner, "version", build.Version, "revision", build.Revision)
-	fmt.Fprintf(stdout, "herald listening on http://%s\nconsole at http://%s/console/ (sign in with an API key)\n", ln.Addr(), ln.Addr())
+	base := o.scheme() + "://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "herald listening on %s\nconsole at %s/console/ (sign in with an API key)\n", base, base)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
@@ -120,6 +128,10 @@ type serveOptions struct {
 	window                               int // both of the scheduler's windows
 	addr, logFormat, logLevel, pprofAddr string
 	grace                                time.Duration
+	// tlsCert and tlsKey are the API's certificate and key files (both
+	// or neither); tls is their pair once config has loaded it.
+	tlsCert, tlsKey string
+	tls             *certfile.Pair
 }
 
 // config returns the server's configuration from the flags as given, or
@@ -146,25 +158,87 @@ func (o *serveOptions) config() (server.Config, error) {
 	if o.grace <= 0 {
 		return cfg, fmt.Errorf("--shutdown-grace %v: must be positive", o.grace)
 	}
+	if err := o.loadTLS(); err != nil {
+		return cfg, err
+	}
 	if cfg.PublicURL == "" {
-		cfg.PublicURL = defaultPublicURL(o.addr)
+		cfg.PublicURL = defaultPublicURL(o.addr, o.tls != nil)
 	} else if u, err := url.Parse(cfg.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return cfg, fmt.Errorf("--public-url %q: want an http:// or https:// URL", redact.URL(cfg.PublicURL))
 	}
 	return cfg, nil
 }
 
-// defaultPublicURL is http:// and the listening address, localhost for an
-// address without a host (":8080").
-func defaultPublicURL(addr string) string {
+// loadTLS loads --tls-cert and --tls-key, which go together: one without
+// the other, or a pair that does not load, is a bad setting naming the
+// flag or the file.
+func (o *serveOptions) loadTLS() error {
+	switch {
+	case o.tlsCert == "" && o.tlsKey == "":
+		return nil
+	case o.tlsKey == "":
+		return fmt.Errorf("--tls-cert %q needs --tls-key: give both, or neither to serve plain HTTP", o.tlsCert)
+	case o.tlsCert == "":
+		return fmt.Errorf("--tls-key %q needs --tls-cert: give both, or neither to serve plain HTTP", o.tlsKey)
+	}
+	p, err := certfile.Load(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return fmt.Errorf("--tls-cert/--tls-key: %v", err)
+	}
+	o.tls = p
+	return nil
+}
+
+// scheme is the API's URL scheme: https with --tls-cert.
+func (o *serveOptions) scheme() string {
+	if o.tls != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// defaultPublicURL is http:// (https:// with TLS) and the listening
+// address, localhost for an address without a host (":8080").
+func defaultPublicURL(addr string, tls bool) string {
+	scheme := "http://"
+	if tls {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://" + addr
+		return scheme + addr
 	}
 	if host == "" {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
+}
+
+// reloadOnHangup re-reads the TLS pair on each SIGHUP until ctx ends: new
+// connections get the new pair, open ones keep theirs; a pair that does
+// not load is logged and the one in use stays.
+func reloadOnHangup(ctx context.Context, pair *certfile.Pair, logger *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := pair.Reload(); err != nil {
+					logger.Warn("TLS certificate not reloaded; the previous one is still served", "err", err)
+					continue
+				}
+				var about []any
+				if leaf := pair.Certificate().Leaf; leaf != nil {
+					about = []any{"subject", leaf.Subject.String(), "not_after", leaf.NotAfter}
+				}
+				logger.Info("TLS certificate reloaded", about...)
+			}
+		}
+	}()
 }
 
 // newServeFlags returns herald serve's flag set, writing usage and errors to
@@ -178,6 +252,8 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address the API listens on")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS (HTTP/2) with this PEM certificate `file` (the chain, leaf first); needs --tls-key; both re-read on SIGHUP")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
 	fs.StringVar(&sc.DataDir, "data", sc.DataDir, "directory of the embedded store")
 	fs.StringVar(&sc.Store, "store", sc.Store, "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
 	fs.IntVar(&sc.DBMaxConns, "db-max-conns", sc.DBMaxConns, fmt.Sprintf("PostgreSQL connection pool size: 0 for max(8, 2×CPUs), or at least %d", postgres.MinMaxConns))
@@ -195,7 +271,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&sc.MaxFanout, "max-fanout", sc.MaxFanout, "deliveries one publish request may create at most (0: no limit); more is refused with 413 and nothing is stored")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
-	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints and browsers reach it, for the Event Grid validation URL and the portal's links (default http://--addr)")
+	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints and browsers reach it, for the Event Grid validation URL and the portal's links (default http://--addr, https:// with --tls-cert)")
 	fs.StringVar(&sc.Auth, "auth", sc.Auth, "on: every API route but /healthz, /readyz and /openapi.yaml needs an API key (Authorization: Bearer; the first admin key is HERALD_ADMIN_KEY, else made into <data>/admin.key); off: no key is needed, for local experiments only")
 	fs.BoolVar(&ac.Destinations.AllowPrivate, "allow-private-destinations", ac.Destinations.AllowPrivate,
 		"deliver to loopback, private (RFC 1918) and unique local (fc00::/7) addresses too; by default only public addresses are delivered to (link-local, metadata and the other ranges need --allow-destinations)")

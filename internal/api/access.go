@@ -31,14 +31,20 @@ const (
 	accountRole
 	// adminRole: admin keys only (accounts, metrics).
 	adminRole
+	// topicPublish and topicAccount are publishRole and accountRole for
+	// the Event Grid namespace routes (eventgrid.go): they act in the
+	// account the path's {topic} names (topicAccount) instead of one
+	// ?account_id= names.
+	topicPublish
+	topicAccount
 )
 
 // allows reports whether a key of this role may call a route of access a.
 func (a access) allows(role string) bool {
 	switch a {
-	case public, publishRole:
+	case public, publishRole, topicPublish:
 		return true
-	case accountRole:
+	case accountRole, topicAccount:
 		return role == account.RoleAccount || role == account.RoleAdmin
 	default:
 		return role == account.RoleAdmin
@@ -146,7 +152,7 @@ func (s *Server) account(ctx context.Context, id string) (account.Account, error
 
 func (a access) needs() string {
 	switch a {
-	case accountRole:
+	case accountRole, topicAccount:
 		return "an account or admin key"
 	case adminRole:
 		return "an admin key"
@@ -212,7 +218,8 @@ type RouteAccess struct {
 // Routes lists every route the API serves with its access, in
 // registration order (for tests and documentation).
 func (s *Server) Routes() []RouteAccess {
-	names := map[access]string{public: "public", publishRole: "publish", accountRole: "account", adminRole: "admin"}
+	names := map[access]string{public: "public", publishRole: "publish", accountRole: "account", adminRole: "admin",
+		topicPublish: "publish", topicAccount: "account"}
 	var out []RouteAccess
 	for _, rt := range s.routes() {
 		out = append(out, RouteAccess{Pattern: rt.pattern, Access: names[rt.access]})

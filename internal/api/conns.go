@@ -2,6 +2,7 @@ package api
 
 import (
 	"container/list"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -98,7 +99,12 @@ func (l *connLimiter) forget(c *limitedConn) {
 }
 
 // connState is the http.Server's ConnState hook: it keeps the idle list.
+// Over TLS the connection it is told of is the *tls.Conn around the
+// limitedConn (HTTP/2's idle and active states included).
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return

@@ -56,10 +56,13 @@ func (s *errorsServer) send(method, path string, header map[string]string, body 
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	var p Problem
-	if resp.Header.Get("Content-Type") == "application/problem+json" {
+	switch {
+	case resp.Header.Get("Content-Type") == "application/problem+json":
 		if err := json.Unmarshal(raw, &p); err != nil {
 			s.t.Fatalf("%s %s: a problem document that does not decode: %s", method, path, raw)
 		}
+	case isEventGridPath(path) && resp.StatusCode >= 400:
+		p = eventGridProblem(s.t, method+" "+path, resp.StatusCode, raw)
 	}
 	return resp.StatusCode, p, string(raw)
 }

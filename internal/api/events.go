@@ -17,16 +17,31 @@ import (
 // is rejected whole; bodies over 1 MiB get 413, and so do events that would
 // make more deliveries together than the Publisher allows (admission.FanoutError).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
+	res, ok := s.publishRequest(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusAccepted, struct {
+		Events []admission.Result `json:"events"`
+	}{res})
+}
+
+// publishRequest reads, parses and publishes the events of a publish
+// request in the request's account (every format event.ParseWith reads)
+// and counts them: the publish path of both APIs (this one and
+// eventgrid.go's). On a problem it answers and returns false; nothing was
+// stored then.
+func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admission.Result, bool) {
 	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 				Detail: "a publish request must be at most " + strconv.Itoa(event.MaxBodyBytes) + " bytes"})
-			return
+			return nil, false
 		}
 		invalid(w, "body", "could not read the body")
-		return
+		return nil, false
 	}
 	// An Event Grid event without a topic gets its account as its source.
 	evs, err := event.ParseWith(r.Header, body, event.ParseOptions{DefaultSource: "/accounts/" + accountOf(r)})
@@ -41,18 +56,18 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 		default:
 			invalid(w, "body", err.Error())
 		}
-		return
+		return nil, false
 	}
 	res, err := s.Publisher.Publish(r.Context(), accountOf(r), evs)
 	if fe := (*admission.FanoutError)(nil); errors.As(err, &fe) {
 		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the events would make more than " + strconv.Itoa(fe.Limit) + " deliveries, the most one publish request may make " +
 				"(the server's --max-fanout); nothing was stored: publish fewer events a request"})
-		return
+		return nil, false
 	}
 	if err != nil {
 		s.storeError(w, r, err, "event")
-		return
+		return nil, false
 	}
 	dups := 0
 	for _, x := range res {
@@ -62,9 +77,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	s.published.WithLabelValues("false").Add(float64(len(res) - dups))
 	s.published.WithLabelValues("true").Add(float64(dups))
-	writeJSON(w, http.StatusAccepted, struct {
-		Events []admission.Result `json:"events"`
-	}{res})
+	return res, true
 }
 
 // readBody reads r's body, at most limit bytes (more: an

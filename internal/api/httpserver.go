@@ -68,8 +68,15 @@ func NewHTTPServer(h http.Handler, log *slog.Logger, maxConns int) *HTTPServer {
 // under its cap (for tests).
 func (s *HTTPServer) Conns() (open, idle int, waiting bool) { return s.conns.state() }
 
-// Serve serves HTTP on ln until Shutdown or Close.
+// Serve serves HTTP on ln until Shutdown or Close; HTTPS (HTTP/2 and
+// HTTP/1.1) when TLSConfig is set, with its certificates (GetCertificate:
+// see internal/certfile). Over TLS the answers net/http writes itself
+// before any handler runs stay its text/plain ones: problemListener reads
+// the connection's bytes, which TLS encrypts.
 func (s *HTTPServer) Serve(ln net.Listener) error {
+	if s.TLSConfig != nil {
+		return s.Server.ServeTLS(&limitListener{Listener: ln, l: s.conns, done: make(chan struct{})}, "", "")
+	}
 	return s.Server.Serve(&limitListener{Listener: problemListener{ln, s.log}, l: s.conns, done: make(chan struct{})})
 }
 

@@ -11,7 +11,7 @@ import (
 // writeItems. The bytes are those json.Encoder writes for the whole list
 // at once.
 func writeList[T, V any](w http.ResponseWriter, items []T, next string, view func(T) V) {
-	enc, ok := writeItems(w, items, view)
+	enc, ok := writeItems(w, "data", items, view)
 	if !ok {
 		return
 	}
@@ -24,19 +24,19 @@ func writeList[T, V any](w http.ResponseWriter, items []T, next string, view fun
 	_, _ = io.WriteString(w, "}\n")
 }
 
-// writeItems answers 200 with the start of an object whose "data" member
-// is items: `{"data":[...]`, for the caller to add its other members and
+// writeItems answers 200 with the start of an object whose member (named
+// member: "data" in Herald's lists) is items: `{"data":[...]`, for the caller to add its other members and
 // the closing brace with the encoder it returns (ok is false when the
 // client went away: the status line is sent, and nothing more should be).
 // It encodes the items one at a time straight to w, view making each its
 // resource, and lets go of each item once written, so a page is never
 // held in memory twice (as items and as JSON) and its JSON never whole: at
 // most one item's.
-func writeItems[T, V any](w http.ResponseWriter, items []T, view func(T) V) (*json.Encoder, bool) {
+func writeItems[T, V any](w http.ResponseWriter, member string, items []T, view func(T) V) (*json.Encoder, bool) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(noNewline{w})
-	if _, err := io.WriteString(w, `{"data":[`); err != nil {
+	if _, err := io.WriteString(w, `{"`+member+`":[`); err != nil {
 		return nil, false
 	}
 	for i := range items {

@@ -108,7 +108,7 @@ func documentedOperations(t *testing.T, doc []byte) []string {
 		if !inPaths {
 			continue
 		}
-		key, rest, ok := strings.Cut(trimmed, ":")
+		key, rest, ok := cutKey(trimmed)
 		if !ok {
 			continue
 		}
@@ -252,7 +252,7 @@ func operationFields(t *testing.T, doc []byte) map[string]map[string]string {
 		case !inPaths:
 			continue
 		}
-		key, rest, ok := strings.Cut(trimmed, ":")
+		key, rest, ok := cutKey(trimmed)
 		if !ok {
 			continue
 		}
@@ -582,4 +582,16 @@ func TestOpenAPIDocumentsQueryParameters(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cutKey splits a YAML line into its key and the rest, at the colon after
+// the key: the last colon of a path key, which may hold colons of its own
+// (a custom method's "/topics/{topic}:publish:"), the first of any other.
+func cutKey(line string) (key, rest string, ok bool) {
+	if strings.HasPrefix(line, "/") {
+		if i := strings.LastIndex(line, ":"); i >= 0 {
+			return line[:i], line[i+1:], true
+		}
+	}
+	return strings.Cut(line, ":")
 }

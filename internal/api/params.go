@@ -3,7 +3,9 @@ package api
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
@@ -39,7 +41,23 @@ var (
 	nameFilter         = param{name: "name"}
 	// codeParam is the validation URL's code (confirmValidation).
 	codeParam = param{name: "code"}
+	// Event Grid's (eventgrid.go): api-version takes any value (Herald
+	// serves one version of each API); the others are a receive's and a
+	// release's.
+	apiVersionParam   = param{name: "api-version"}
+	maxEventsParam    = param{name: "maxEvents"}
+	maxWaitTimeParam  = param{name: "maxWaitTime"}
+	releaseDelayParam = param{name: "releaseDelayInSeconds", values: secondsOf(releaseDelays)}
 )
+
+// secondsOf returns durations as whole seconds ("10").
+func secondsOf(ds []time.Duration) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = strconv.Itoa(int(d / time.Second))
+	}
+	return out
+}
 
 // valueNames returns the names of a fixed set of values, in its order.
 func valueNames[T ~string](values []T) []string {

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/account"
 )
 
 // paramsClient sends requests to a real server of the API on 127.0.0.1
@@ -47,12 +49,31 @@ func (c paramsClient) send(method, path, query string) (int, Problem) {
 	}
 	defer resp.Body.Close()
 	var p Problem
-	if resp.Header.Get("Content-Type") == "application/problem+json" {
+	switch {
+	case resp.Header.Get("Content-Type") == "application/problem+json":
 		if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
 			c.t.Fatalf("%s %s: problem: %v", method, path, err)
 		}
+	case isEventGridPath(strings.TrimPrefix(path, c.srv.URL)) && resp.StatusCode >= 400:
+		raw, _ := io.ReadAll(resp.Body)
+		p = eventGridProblem(c.t, method+" "+path, resp.StatusCode, raw)
 	}
 	return resp.StatusCode, p
+}
+
+// eventGridProblem reads an Event Grid error as the problem it was made
+// from: the field its message begins with, the rest as its detail.
+func eventGridProblem(t *testing.T, what string, status int, raw []byte) Problem {
+	t.Helper()
+	var e eventGridError
+	if err := json.Unmarshal(raw, &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
+		t.Fatalf("%s: %d, not an Event Grid error (%v): %s", what, status, err, raw)
+	}
+	p := Problem{Status: status, Detail: e.Error.Message}
+	if field, detail, ok := strings.Cut(e.Error.Message, ": "); ok && !strings.Contains(field, " ") {
+		p.Field, p.Detail = field, detail
+	}
+	return p
 }
 
 // routePath fills a route pattern's {id} with an id of the kind its path
@@ -66,6 +87,8 @@ func routePath(pattern string) (method, path string) {
 			id = kind.shape.Prefix + strings.Repeat("0", kind.shape.Len)
 		}
 	}
+	path = strings.Replace(path, "{topic}", account.DefaultID, 1)
+	path = strings.Replace(path, "{subscription}", "x_missing", 1)
 	return method, strings.Replace(path, "{id}", id, 1)
 }
 

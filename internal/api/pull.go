@@ -44,6 +44,11 @@ func (s *Server) queueOf(w http.ResponseWriter, r *http.Request) (subscription.S
 	if !ok {
 		return sub, nil, false
 	}
+	return s.queueFor(w, r, sub)
+}
+
+// queueFor is queueOf for a subscription already read.
+func (s *Server) queueFor(w http.ResponseWriter, r *http.Request, sub subscription.Subscription) (subscription.Subscription, *catalog.Entry, bool) {
 	if sub.DeliveryMode != subscription.ModePull && sub.State != subscription.StateDeactivated {
 		conflict(w, "", "subscription "+sub.ID+" is a push subscription in state "+sub.State+": only a pull subscription, or a deactivated push subscription, has a queue to receive from")
 		return sub, nil, false
@@ -85,6 +90,23 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	res, ok := s.receiveFrom(w, r, sub, e, max, wait, lock)
+	if !ok {
+		return
+	}
+	// Streamed as a list page is: the store returned at most
+	// store.MaxPageBytes of events and one more, and each is let go once
+	// written.
+	if _, ok := writeItems(w, "data", res.Received, toReceivedJSON); ok {
+		_, _ = io.WriteString(w, "}\n")
+	}
+}
+
+// receiveFrom locks up to max of sub's queued deliveries for lock, waiting
+// up to wait for some (the write deadline moved by as much): the receive
+// of both APIs (this one and eventgrid.go's). On a problem it answers and
+// returns false.
+func (s *Server) receiveFrom(w http.ResponseWriter, r *http.Request, sub subscription.Subscription, e *catalog.Entry, max int, wait, lock time.Duration) (store.ReceiveResult, bool) {
 	if wait > 0 {
 		extendWriteDeadline(w, r, wait)
 	}
@@ -94,18 +116,13 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}, wait)
 	switch {
 	case errors.Is(err, queue.ErrTooManyWaiters):
-		unavailable(w, "too many consumers are waiting on this server; try again, or with max_wait 0s")
-		return
+		unavailable(w, "too many consumers are waiting on this server; try again, or with no wait")
+		return res, false
 	case err != nil:
 		s.storeError(w, r, err, "subscription")
-		return
+		return res, false
 	}
-	// Streamed as a list page is: the store returned at most
-	// store.MaxPageBytes of events and one more, and each is let go once
-	// written.
-	if _, ok := writeItems(w, res.Received, toReceivedJSON); ok {
-		_, _ = io.WriteString(w, "}\n")
-	}
+	return res, true
 }
 
 // toReceivedJSON is a received delivery's resource.
@@ -162,11 +179,7 @@ func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 			return
 		}
 		switch {
-		case len(in.LockTokens) == 0:
-			invalid(w, "lock_tokens", "lock_tokens is required: one or more tokens from receive")
-			return
-		case len(in.LockTokens) > queue.MaxTokens:
-			invalid(w, "lock_tokens", fmt.Sprintf("at most %d tokens a request, got %d", queue.MaxTokens, len(in.LockTokens)))
+		case !checkTokens(w, "lock_tokens", in.LockTokens):
 			return
 		case in.Delay != nil && action != store.Release:
 			invalid(w, "delay", "only release takes a delay")
@@ -174,12 +187,6 @@ func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 		case in.LockFor != nil && action != store.Renew:
 			invalid(w, "lock_duration", "only renew-lock takes a lock_duration")
 			return
-		}
-		for i, t := range in.LockTokens {
-			if store.LockTokenDelivery(t) == "" || len(t) > 100 {
-				invalid(w, fmt.Sprintf("lock_tokens[%d]", i), "not a lock token from receive")
-				return
-			}
 		}
 		req := store.SettleRequest{Action: action, Tokens: in.LockTokens}
 		if in.Delay != nil {
@@ -196,25 +203,67 @@ func (s *Server) settle(action store.LockAction) http.HandlerFunc {
 			}
 			req.LockFor = d
 		}
-		req.SubscriptionID, req.DeadLetter = sub.ID, sub.DeadLetter
-		res, err := s.Queue.Settle(r.Context(), req)
-		if err != nil {
-			s.storeError(w, r, err, "subscription")
+		res, ok := s.settleFor(w, r, sub, req)
+		if !ok {
 			return
 		}
-		out := struct {
+		var out struct {
 			Succeeded []string      `json:"succeeded"`
 			Failed    []failedToken `json:"failed"`
-		}{Succeeded: []string{}, Failed: []failedToken{}}
-		for i, err := range res {
-			if err == nil {
-				out.Succeeded = append(out.Succeeded, in.LockTokens[i])
-			} else {
-				out.Failed = append(out.Failed, failedToken{LockToken: in.LockTokens[i], Error: err.Error()})
-			}
 		}
+		out.Succeeded, out.Failed = splitSettled(in.LockTokens, res, func(token string, err error) failedToken {
+			return failedToken{LockToken: token, Error: err.Error()}
+		})
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// checkTokens answers 400 naming field (or one of its tokens) unless
+// tokens holds 1 to queue.MaxTokens tokens of receive's shape, and
+// reports whether it did not.
+func checkTokens(w http.ResponseWriter, field string, tokens []string) bool {
+	switch {
+	case len(tokens) == 0:
+		invalid(w, field, field+" is required: one or more tokens from receive")
+		return false
+	case len(tokens) > queue.MaxTokens:
+		invalid(w, field, fmt.Sprintf("at most %d tokens a request, got %d", queue.MaxTokens, len(tokens)))
+		return false
+	}
+	for i, t := range tokens {
+		if store.LockTokenDelivery(t) == "" || len(t) > 100 {
+			invalid(w, fmt.Sprintf("%s[%d]", field, i), "not a lock token from receive")
+			return false
+		}
+	}
+	return true
+}
+
+// splitSettled splits tokens by their results (settleFor's, in order):
+// those that succeeded, and what failed makes of each other one.
+func splitSettled[F any](tokens []string, res []error, failed func(token string, err error) F) ([]string, []F) {
+	succeeded, failures := []string{}, []F{}
+	for i, err := range res {
+		if err == nil {
+			succeeded = append(succeeded, tokens[i])
+		} else {
+			failures = append(failures, failed(tokens[i], err))
+		}
+	}
+	return succeeded, failures
+}
+
+// settleFor settles req's tokens on sub's queue: each token's result (nil
+// or store.ErrLockLost), in order. On a problem it answers and returns
+// false.
+func (s *Server) settleFor(w http.ResponseWriter, r *http.Request, sub subscription.Subscription, req store.SettleRequest) ([]error, bool) {
+	req.SubscriptionID, req.DeadLetter = sub.ID, sub.DeadLetter
+	res, err := s.Queue.Settle(r.Context(), req)
+	if err != nil {
+		s.storeError(w, r, err, "subscription")
+		return nil, false
+	}
+	return res, true
 }
 
 // reactivate makes a deactivated push subscription active again and pushes

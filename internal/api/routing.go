@@ -191,9 +191,13 @@ func noRoute(routes []route) http.Handler {
 	methods := map[string][]string{}
 	var paths []string
 	for _, rt := range routes {
-		method, p, _ := strings.Cut(rt.pattern, " ")
+		pattern, _, _, _ := splitAction(rt.pattern)
+		method, p, _ := strings.Cut(pattern, " ")
 		if methods[p] == nil {
 			paths = append(paths, p)
+		}
+		if slices.Contains(methods[p], method) {
+			continue // another action of the path
 		}
 		methods[p] = append(methods[p], method)
 		if method == http.MethodGet {
@@ -217,4 +221,55 @@ func noRoute(routes []route) http.Handler {
 		}
 		notRouted(w, r, "")
 	})
+}
+
+// A custom method is a route whose path ends in a wildcard and a colon and
+// an action: "POST /topics/{topic}:publish", the form of Azure's (and
+// Google's) APIs. ServeMux cannot match it (a wildcard is a whole
+// segment), so the routes of one path that differ only by their action
+// share one ServeMux pattern, the path without the action, whose last
+// wildcard then holds "name:action"; actions dispatches on what follows
+// its last colon, the wildcard's value set to what precedes it. Each
+// action stays a route of its own in the route table: its access, body
+// and query parameters are its own, and so is its path in openapi.yaml.
+
+// splitAction returns the ServeMux pattern of a custom method's route
+// pattern, the name of its last wildcard and its action; ok is false for
+// any other pattern.
+func splitAction(pattern string) (muxPattern, wildcard, action string, ok bool) {
+	i := strings.LastIndexByte(pattern, '/')
+	last := pattern[i+1:]
+	name, action, ok := strings.Cut(last, "}:")
+	if !ok || !strings.HasPrefix(name, "{") || action == "" {
+		return pattern, "", "", false
+	}
+	return pattern[:i+1] + name + "}", name[1:], action, true
+}
+
+// actions serves the custom methods of one ServeMux pattern.
+type actions struct {
+	wildcard string
+	byName   map[string]http.Handler
+	names    []string // for the 404's detail
+}
+
+func (a *actions) add(action string, h http.Handler) {
+	if a.byName == nil {
+		a.byName = map[string]http.Handler{}
+	}
+	a.byName[action] = h
+	a.names = append(a.names, ":"+action)
+}
+
+// ServeHTTP runs the action's handler, or answers 404 naming the actions
+// the path takes.
+func (a *actions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	seg := r.PathValue(a.wildcard)
+	i := strings.LastIndexByte(seg, ':')
+	if i < 0 || a.byName[seg[i+1:]] == nil {
+		notRouted(w, r, " (this path ends in one of "+strings.Join(a.names, ", ")+")")
+		return
+	}
+	r.SetPathValue(a.wildcard, seg[:i])
+	a.byName[seg[i+1:]].ServeHTTP(w, r)
 }

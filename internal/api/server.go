@@ -122,14 +122,26 @@ func (s *Server) Handler() http.Handler {
 
 	routes := s.routes()
 	mux := http.NewServeMux()
+	custom := map[string]*actions{} // by ServeMux pattern
 	for _, rt := range routes {
 		// After the key and the body's Content-Type, the route's own
-		// declaration: its query parameters, then the id in its path.
-		rt.handler = checkParams(rt, checkPathID(rt, rt.handler))
-		mux.Handle(rt.pattern, s.authorize(rt.access, guard(rt)))
+		// declaration: its query parameters, then the id in its path (or
+		// the account its {topic} names).
+		rt.handler = checkParams(rt, checkPathID(rt, s.inTopic(rt, rt.handler)))
+		h := s.authorize(rt.access, guard(rt))
+		pattern, wildcard, action, ok := splitAction(rt.pattern)
+		if !ok {
+			mux.Handle(rt.pattern, h)
+			continue
+		}
+		if custom[pattern] == nil {
+			custom[pattern] = &actions{wildcard: wildcard}
+			mux.Handle(pattern, custom[pattern])
+		}
+		custom[pattern].add(action, h)
 	}
 	mux.Handle("/", noRoute(routes))
-	return s.logRequests(s.recoverer(s.withConsole(cleanPathsOnly(checkQuery(mux)))))
+	return s.logRequests(s.recoverer(s.withConsole(eventGridForm(cleanPathsOnly(checkQuery(mux))))))
 }
 
 // route is one operation of the API: a ServeMux pattern, its handler, the
@@ -195,6 +207,16 @@ func (s *Server) routes() []route {
 		{"POST /v1/endpoints/{id}/freeze", s.changeEndpoint(s.Control.FreezeEndpoint), noBody, accountRole, nil},
 		// Deliveries per minute (or coarser step) from the rollups.
 		{"GET /v1/stats", h(s.getStats), noBody, accountRole, []param{windowParam, subscriptionFilter, endpointFilter}},
+		// Azure Event Grid's publishing, for its clients (eventgrid.go): a
+		// topic's endpoint, and a namespace's topics and their
+		// subscriptions' queues (custom methods: see splitAction).
+		{"POST /api/events", h(s.publishEventGrid), eventsBody, publishRole, []param{apiVersionParam}},
+		{"POST /topics/{topic}:publish", h(s.publishToTopic), eventsBody, topicPublish, []param{apiVersionParam}},
+		{"POST /topics/{topic}/eventsubscriptions/{subscription}:receive", h(s.receiveEventGrid), noBody, topicAccount, []param{apiVersionParam, maxEventsParam, maxWaitTimeParam}},
+		{"POST /topics/{topic}/eventsubscriptions/{subscription}:acknowledge", s.settleEventGrid(store.Acknowledge), jsonBody, topicAccount, []param{apiVersionParam}},
+		{"POST /topics/{topic}/eventsubscriptions/{subscription}:release", s.settleEventGrid(store.Release), jsonBody, topicAccount, []param{apiVersionParam, releaseDelayParam}},
+		{"POST /topics/{topic}/eventsubscriptions/{subscription}:reject", s.settleEventGrid(store.Reject), jsonBody, topicAccount, []param{apiVersionParam}},
+		{"POST /topics/{topic}/eventsubscriptions/{subscription}:renewLock", s.settleEventGrid(store.Renew), jsonBody, topicAccount, []param{apiVersionParam}},
 		{"GET /healthz", h(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.Version})
 		}), noBody, public, nil},

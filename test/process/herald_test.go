@@ -3,6 +3,8 @@ package process
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +61,14 @@ func startHerald(t testing.TB, name, dataDir string, extra ...string) *herald {
 // for example.
 func startHeraldUnder(t testing.TB, wrap []string, name, dataDir string, extra ...string) *herald {
 	t.Helper()
+	return startHeraldTrusting(t, wrap, nil, name, dataDir, extra...)
+}
+
+// startHeraldTrusting is startHeraldUnder for a Herald serving HTTPS
+// (--tls-cert and --tls-key in extra) when roots is not nil: its client
+// trusts roots, and its address is https://.
+func startHeraldTrusting(t testing.TB, wrap []string, roots *x509.CertPool, name, dataDir string, extra ...string) *herald {
+	t.Helper()
 	if heraldBin == "" {
 		t.Fatal("the herald binary was not built (TestMain)")
 	}
@@ -104,13 +114,14 @@ func startHeraldUnder(t testing.TB, wrap []string, name, dataDir string, extra .
 	case <-deadline.C:
 		t.Fatalf("%s did not print %q within %s", name, stdout.prefix, startTimeout)
 	}
-	if u, err := url.Parse(h.base); err != nil || u.Scheme != "http" || !strings.HasPrefix(u.Host, "127.0.0.1:") {
+	scheme, tr := "http", &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}
+	if roots != nil {
+		scheme, tr.TLSClientConfig, tr.ForceAttemptHTTP2 = "https", &tls.Config{RootCAs: roots}, true
+	}
+	if u, err := url.Parse(h.base); err != nil || u.Scheme != scheme || !strings.HasPrefix(u.Host, "127.0.0.1:") {
 		t.Fatalf("%s: unexpected listening address %q", name, h.base)
 	}
-	h.client = &http.Client{
-		Timeout:   15 * time.Second,
-		Transport: keyTransport{key: adminKey, next: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}},
-	}
+	h.client = &http.Client{Timeout: 15 * time.Second, Transport: keyTransport{key: adminKey, next: tr}}
 	t.Cleanup(h.client.CloseIdleConnections)
 
 	ready := func() bool {
