@@ -65,23 +65,9 @@ type EndpointStore interface {
 	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
 }
 
-// SharedBuckets is what a store shared between processes (PostgreSQL)
-// offers for endpoint rate limits: the token bucket of each limited
-// endpoint, kept in the database so that every node takes from the same
-// one. A store of one process (SQLite) does not implement it: its bucket is
-// kept in the scheduling stage's memory (internal/scheduling/rate.go).
-type SharedBuckets interface {
-	// TakeTokens takes up to Want tokens from each endpoint's bucket (each
-	// endpoint once) after refilling it for the time elapsed since its last
-	// take at the endpoint's stored rate, capped at its burst, on the
-	// database's clock, atomically against every other node's take. An
-	// endpoint with no rate limit (or none at all) is left out of the
-	// answer. Granted is what was taken; Left the tokens (fractional) left
-	// in the bucket.
-	TakeTokens(ctx context.Context, wants []TokenWant) ([]TokenGrant, error)
-}
-
-// TokenWant asks for up to Want tokens of an endpoint's bucket.
+// TokenWant asks a store whose processes share endpoint rate limits
+// (PostgreSQL's TakeTokens; the scheduling stage declares the interface,
+// scheduling.SharedBuckets) for up to Want tokens of an endpoint's bucket.
 type TokenWant struct {
 	EndpointID string
 	Want       int

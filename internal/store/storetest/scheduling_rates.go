@@ -1,12 +1,19 @@
 package storetest
 
 import (
+	"context"
 	"sync"
 	"testing"
 
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 )
+
+// sharedBuckets is what a store shared between processes offers for rate
+// limits (scheduling.SharedBuckets).
+type sharedBuckets interface {
+	TakeTokens(ctx context.Context, wants []store.TokenWant) ([]store.TokenGrant, error)
+}
 
 // testRateLimitRoundTrip: ModifyEndpoints writes the rate limit at a new
 // endpoint version (EndpointChanges reports it), every read returns it, a
@@ -68,7 +75,7 @@ func testRateLimitRoundTrip(t *testing.T, b *bundle) {
 // new bucket's burst and no more, leaves out endpoints without a limit,
 // and concurrent takes never grant more than the bucket holds.
 func testSharedBuckets(t *testing.T, b *bundle) {
-	sb, ok := b.s.(store.SharedBuckets)
+	sb, ok := b.s.(sharedBuckets)
 	if !b.s.Capabilities().Shared {
 		if ok {
 			t.Fatal("a store of one process implements SharedBuckets: the scheduler would not use it")
@@ -76,7 +83,7 @@ func testSharedBuckets(t *testing.T, b *bundle) {
 		t.Skip("the store is one process's: buckets are kept in memory")
 	}
 	if !ok {
-		t.Fatal("a shared store does not implement store.SharedBuckets")
+		t.Fatal("a shared store does not implement TakeTokens")
 	}
 	a, free := b.sub("https://a.example/hook"), b.sub("https://free.example/hook")
 	// 0.01 a second: nothing refills during the test.

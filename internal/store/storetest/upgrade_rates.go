@@ -46,7 +46,7 @@ func CheckRateLimitsUpgrade(t *testing.T, s store.Store) {
 	if err != nil || len(eps) != 1 || eps[0].RateLimit == nil || *eps[0].RateLimit != want || eps[0].Health.State != health.Disabled {
 		t.Fatalf("EndpointChanges after setting a rate limit: %+v, %v", eps, err)
 	}
-	if sb, ok := s.(store.SharedBuckets); ok {
+	if sb, ok := s.(sharedBuckets); ok {
 		got, err := sb.TakeTokens(ctx, []store.TokenWant{{EndpointID: id, Want: 5}})
 		if err != nil || len(got) != 1 || got[0].Granted != 2 {
 			t.Fatalf("TakeTokens after the upgrade: %+v, %v; want the burst of 2", got, err)
