@@ -54,6 +54,8 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		s.attempts.Add(1)
 		if l.canStart(s.cfg.Health, now) {
 			s.markReady(l)
+		} else {
+			s.rateBlocked(l, now) // out of tokens: ask for more
 		}
 		out = append(out, start{l, it, batch})
 	}

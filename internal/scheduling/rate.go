@@ -140,7 +140,8 @@ func (s *scheduler) rateWants(now time.Time) []rateWant {
 // rateGranted hands the tokens taken to their lanes (a lane granted none
 // waits until its bucket should hold one, within [minTokenWait, maxWait])
 // and returns the attempts that start and how long the keeper may sleep:
-// until the earliest wait of a lane still needing tokens, maxWait at most.
+// until the earliest wait of a lane still needing tokens, maxWait at most
+// (never zero: what needs a token at once kicks the keeper).
 func (s *scheduler) rateGranted(ws []rateWant, grants []store.TokenGrant, now time.Time, maxWait time.Duration) ([]start, time.Duration) {
 	got := make(map[string]store.TokenGrant, len(grants))
 	for _, g := range grants {
@@ -165,8 +166,11 @@ func (s *scheduler) rateGranted(ws []rateWant, grants []store.TokenGrant, now ti
 	starts := s.pump(now, nil)
 	sleep := maxWait
 	for _, l := range s.lanes {
-		if l.ep.RateLimit != nil && l.queued() > 0 && !l.hasToken(now) {
-			sleep = min(sleep, max(l.rate.askAt.Sub(now), 0))
+		// A lane that needs a token and may ask now was in ws (or is
+		// kicked in by pump); one that cannot start for another reason (its
+		// concurrency limit) is kicked in when an attempt ends.
+		if l.rate.askAt.After(now) && s.needsToken(l, now) {
+			sleep = min(sleep, l.rate.askAt.Sub(now))
 		}
 	}
 	return starts, sleep
