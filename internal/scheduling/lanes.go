@@ -111,13 +111,8 @@ type scheduler struct {
 	freshHeld int // reserved or held from the publish path
 	loadHeld  int // held from the loader (or reserved by it)
 	stopping  bool
-	wantsTurn int // where the loader's next round starts among due lanes (loader.go)
-	// kickRate wakes the rate keeper (rate.go; nil in tests of the
-	// scheduler alone). It never blocks (startstop.Loop.Kick).
-	kickRate func()
-	// rateWaited is the time lanes waited for a token, ended waits only
-	// (herald_endpoint_rate_limited_seconds_total).
-	rateWaited time.Duration
+	wantsTurn int       // where the loader's next round starts among due lanes (loader.go)
+	rates     rateState // the rate gates' (rate.go)
 }
 
 func newScheduler(cfg schedConfig) *scheduler {

@@ -68,7 +68,7 @@ func (c gauges) Collect(ch chan<- prometheus.Metric) {
 			states[l.ep.Health.State]++
 		}
 	}
-	fresh, loaded, inFlight, lanes, waited := s.freshHeld, s.loadHeld, s.inFlight, len(s.lanes), s.rateWaited
+	fresh, loaded, inFlight, lanes, waited := s.freshHeld, s.loadHeld, s.inFlight, len(s.lanes), s.rates.waited
 	s.mu.Unlock()
 	for st, n := range states {
 		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, float64(n), string(st))

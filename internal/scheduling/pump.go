@@ -29,10 +29,10 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		l := s.ready.pop()
 		l.inReady = false
 		if l.queued() == 0 || !l.canStart(s.cfg.Health, now) {
-			s.rateBlocked(l, now)
+			s.rates.blocked(l, s.cfg.Health, now)
 			continue
 		}
-		s.takeToken(l, now)
+		s.rates.took(l, now)
 		probe := l.gate(s.cfg.Health, now) == health.ProbeNow
 		var it *item
 		if l.fresh.len() > 0 {
@@ -55,7 +55,7 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		if l.canStart(s.cfg.Health, now) {
 			s.markReady(l)
 		} else {
-			s.rateBlocked(l, now) // out of tokens: ask for more
+			s.rates.blocked(l, s.cfg.Health, now) // out of tokens: ask for more
 		}
 		out = append(out, start{l, it, batch})
 	}

@@ -73,40 +73,49 @@ func (l *lane) hasToken(now time.Time) bool {
 
 // needsToken reports whether the lane could start an attempt now but for
 // a token. Caller holds scheduler.mu.
-func (s *scheduler) needsToken(l *lane, now time.Time) bool {
-	return l.ep.RateLimit != nil && l.queued() > 0 && !l.hasToken(now) && l.slotFree(s.cfg.Health, now)
+func (l *lane) needsToken(h health.Config, now time.Time) bool {
+	return l.ep.RateLimit != nil && l.queued() > 0 && !l.hasToken(now) && l.slotFree(h, now)
 }
 
-// rateBlocked notes a lane pump could not start: waiting for a token (the
+// rateState is the scheduler's part of the rate gates. Guarded by
+// scheduler.mu.
+type rateState struct {
+	// kick wakes the rate keeper (nil in tests of the scheduler alone). It
+	// never blocks (startstop.Loop.Kick).
+	kick func()
+	// waited is the time lanes waited for a token, ended waits only
+	// (herald_endpoint_rate_limited_seconds_total).
+	waited time.Duration
+}
+
+// blocked notes a lane pump could not start: waiting for a token (the
 // keeper is kicked unless it asked for the lane's recently), or not (a wait
-// it was in ends). Caller holds scheduler.mu.
-func (s *scheduler) rateBlocked(l *lane, now time.Time) {
-	if !s.needsToken(l, now) {
-		s.endRateWait(l, now)
+// it was in ends).
+func (rs *rateState) blocked(l *lane, h health.Config, now time.Time) {
+	if !l.needsToken(h, now) {
+		rs.endWait(l, now)
 		return
 	}
 	if l.rate.waitFrom.IsZero() {
 		l.rate.waitFrom = now
 	}
-	if !now.Before(l.rate.askAt) && s.kickRate != nil {
-		s.kickRate()
+	if !now.Before(l.rate.askAt) && rs.kick != nil {
+		rs.kick()
 	}
 }
 
-// takeToken uses a token of a limited lane for the attempt pump starts.
-// Caller holds scheduler.mu.
-func (s *scheduler) takeToken(l *lane, now time.Time) {
+// took uses a token of a limited lane for the attempt pump starts.
+func (rs *rateState) took(l *lane, now time.Time) {
 	if l.ep.RateLimit != nil {
 		l.rate.tokens--
 	}
-	s.endRateWait(l, now)
+	rs.endWait(l, now)
 }
 
-// endRateWait adds a lane's wait for a token, if any, to rateWaited.
-// Caller holds scheduler.mu.
-func (s *scheduler) endRateWait(l *lane, now time.Time) {
+// endWait adds a lane's wait for a token, if any, to waited.
+func (rs *rateState) endWait(l *lane, now time.Time) {
 	if !l.rate.waitFrom.IsZero() {
-		s.rateWaited += now.Sub(l.rate.waitFrom)
+		rs.waited += now.Sub(l.rate.waitFrom)
 		l.rate.waitFrom = time.Time{}
 	}
 }
@@ -118,14 +127,15 @@ type rateWant struct {
 	limit endpoint.RateLimit
 }
 
-// rateWants returns the lanes that need tokens now and whose bucket may
+// wants returns the lanes that need tokens now and whose bucket may
 // have some: at most a lease each, and no more than they can start.
-func (s *scheduler) rateWants(now time.Time) []rateWant {
+func (k *rateKeeper) wants(now time.Time) []rateWant {
+	s := k.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ws []rateWant
 	for _, l := range s.lanes {
-		if !s.needsToken(l, now) || now.Before(l.rate.askAt) {
+		if !l.needsToken(s.cfg.Health, now) || now.Before(l.rate.askAt) {
 			continue
 		}
 		n := 1
@@ -137,12 +147,13 @@ func (s *scheduler) rateWants(now time.Time) []rateWant {
 	return ws
 }
 
-// rateGranted hands the tokens taken to their lanes (a lane granted none
+// granted hands the tokens taken to their lanes (a lane granted none
 // waits until its bucket should hold one, within [minTokenWait, maxWait])
 // and returns the attempts that start and how long the keeper may sleep:
 // until the earliest wait of a lane still needing tokens, maxWait at most
 // (never zero: what needs a token at once kicks the keeper).
-func (s *scheduler) rateGranted(ws []rateWant, grants []store.TokenGrant, now time.Time, maxWait time.Duration) ([]start, time.Duration) {
+func (k *rateKeeper) granted(ws []rateWant, grants []store.TokenGrant, now time.Time, maxWait time.Duration) ([]start, time.Duration) {
+	s := k.sched
 	got := make(map[string]store.TokenGrant, len(grants))
 	for _, g := range grants {
 		got[g.EndpointID] = g
@@ -169,7 +180,7 @@ func (s *scheduler) rateGranted(ws []rateWant, grants []store.TokenGrant, now ti
 		// A lane that needs a token and may ask now was in ws (or is
 		// kicked in by pump); one that cannot start for another reason (its
 		// concurrency limit) is kicked in when an attempt ends.
-		if l.rate.askAt.After(now) && s.needsToken(l, now) {
+		if l.rate.askAt.After(now) && l.needsToken(s.cfg.Health, now) {
 			sleep = min(sleep, l.rate.askAt.Sub(now))
 		}
 	}
@@ -193,7 +204,7 @@ func newRateKeeper(s *scheduler, cfg *Config, run *runner, log *slog.Logger) *ra
 		k.shared = sb
 	}
 	k.loop = startstop.NewLoop("rate keeper", cfg.Clock, k.round)
-	s.kickRate = k.loop.Kick
+	s.rates.kick = k.loop.Kick
 	return k
 }
 
@@ -201,7 +212,7 @@ func newRateKeeper(s *scheduler, cfg *Config, run *runner, log *slog.Logger) *ra
 // through, and sleeps until a lane may ask again (PollInterval at most).
 func (k *rateKeeper) round(context.Context) time.Duration {
 	now := k.cfg.Clock.Now()
-	ws := k.sched.rateWants(now)
+	ws := k.wants(now)
 	var grants []store.TokenGrant
 	if len(ws) > 0 {
 		var err error
@@ -209,7 +220,7 @@ func (k *rateKeeper) round(context.Context) time.Duration {
 			k.log.Warn("taking rate limit tokens", "endpoints", len(ws), "err", err)
 		}
 	}
-	starts, sleep := k.sched.rateGranted(ws, grants, now, k.cfg.PollInterval)
+	starts, sleep := k.granted(ws, grants, now, k.cfg.PollInterval)
 	k.run.launch(starts)
 	return sleep
 }

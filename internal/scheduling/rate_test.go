@@ -23,7 +23,7 @@ type rateBed struct {
 
 func newRateBed(t *testing.T, rl endpoint.RateLimit) *rateBed {
 	rb := &rateBed{t: t, s: newScheduler(defaultSchedTestConfig()), lb: newLocalBuckets(), now: ddStart}
-	rb.s.kickRate = func() { rb.kicked++ }
+	rb.s.rates.kick = func() { rb.kicked++ }
 	rb.s.mu.Lock()
 	for _, id := range []string{"a", "b"} {
 		ep := endpoint.Endpoint{ID: id}
@@ -52,8 +52,9 @@ func (rb *rateBed) offer(lane string, attempts int, ids ...string) []string {
 
 // keep runs one keeper round at now; it returns what started and the sleep.
 func (rb *rateBed) keep() ([]string, time.Duration) {
-	ws := rb.s.rateWants(rb.now)
-	starts, sleep := rb.s.rateGranted(ws, rb.lb.take(ws, rb.now), rb.now, time.Second)
+	k := &rateKeeper{sched: rb.s}
+	ws := k.wants(rb.now)
+	starts, sleep := k.granted(ws, rb.lb.take(ws, rb.now), rb.now, time.Second)
 	return startIDs(starts), sleep
 }
 
@@ -118,7 +119,7 @@ func TestRateGate(t *testing.T) {
 		t.Fatalf("with an empty bucket: started %v, sleep %v; want none, 500ms", got, sleep)
 	}
 	rb.now = rb.now.Add(200 * time.Millisecond)
-	if ws := rb.s.rateWants(rb.now); len(ws) != 0 {
+	if ws := (&rateKeeper{sched: rb.s}).wants(rb.now); len(ws) != 0 {
 		t.Fatalf("the keeper asks again before the next token: %+v", ws)
 	}
 	rb.now = rb.now.Add(300 * time.Millisecond)
@@ -130,8 +131,8 @@ func TestRateGate(t *testing.T) {
 	if got, _ := rb.keep(); !slices.Equal(got, []string{"r1@a"}) {
 		t.Fatalf("after another 500ms: %v; want the retry r1@a", got)
 	}
-	if rb.s.rateWaited < time.Second {
-		t.Fatalf("rate-limited wait %v; want at least the second f3 and r1 waited", rb.s.rateWaited)
+	if rb.s.rates.waited < time.Second {
+		t.Fatalf("rate-limited wait %v; want at least the second f3 and r1 waited", rb.s.rates.waited)
 	}
 	// Nothing waits: the keeper sleeps its bound.
 	if _, sleep := rb.keep(); sleep != time.Second {
