@@ -239,7 +239,7 @@ func (s *scheduler) forget(l *lane, it *item) (refill bool) {
 	}
 	l.loaded--
 	s.loadHeld--
-	return (!l.nextDue.IsZero() && l.loaded == s.cfg.EndpointWindow/2) || s.loadHeld == s.cfg.LoadWindow/2
+	return (!l.nextDue.IsZero() && l.loaded == l.window(s.cfg.EndpointWindow)/2) || s.loadHeld == s.cfg.LoadWindow/2
 }
 
 // adopt makes a stored health this lane's view, re-applying the outcomes

@@ -16,8 +16,10 @@ import (
 // Endpoint rate limits (endpoint.RateLimit) are a gate on a lane beside its
 // circuit: a limited lane starts an attempt only with a token in hand, and
 // each attempt (one request: a batch is one) uses one. Deliveries waiting
-// for a token stay queued in memory, leased, or in the store (the loader
-// claims at most EndpointWindow of an endpoint): nothing is dropped,
+// for a token stay queued in memory, leased, or in the store (a limited
+// lane holds at most what its rate sends in rateWindow: lane.window, so
+// that its backlog does not fill the windows other endpoints share):
+// nothing is dropped,
 // attempted or counted against the circuit for it, and fresh deliveries
 // still go before retries. Other lanes are not held up: a lane without a
 // token leaves the ready ring like one at its concurrency limit.
@@ -55,6 +57,21 @@ const (
 // in this process's memory.
 type SharedBuckets interface {
 	TakeTokens(ctx context.Context, wants []store.TokenWant) ([]store.TokenGrant, error)
+}
+
+// rateWindow is how much of its rate a limited lane holds in memory.
+const rateWindow = 2 * time.Second
+
+// window is the most deliveries the lane holds from the loader, and the
+// most first attempts it queues from the fast path: endpointWindow, or
+// for a rate-limited endpoint what its rate sends in rateWindow (at least
+// its burst, at most endpointWindow).
+func (l *lane) window(endpointWindow int) int {
+	r := l.ep.RateLimit
+	if r == nil {
+		return endpointWindow
+	}
+	return min(endpointWindow, max(r.Burst, int(math.Ceil(r.PerSecond*rateWindow.Seconds()))))
 }
 
 // laneRate is a lane's tokens. Guarded by scheduler.mu.

@@ -185,3 +185,32 @@ func TestLocalBucketsRefillAndCap(t *testing.T) {
 		t.Fatalf("a full bucket is kept: %+v", lb.m)
 	}
 }
+
+// TestRateWindow: a limited lane takes from the fast path and the loader
+// only what its rate sends in rateWindow (at least its burst), so its
+// backlog waits in the store, not in the windows the lanes share.
+func TestRateWindow(t *testing.T) {
+	rb := newRateBed(t, endpoint.RateLimit{PerSecond: 2, Burst: 3})
+	ids := []string{"a", "a", "a", "a", "a", "a", "b", "b", "b", "b", "b", "b"}
+	granted, _, _ := rb.s.admit(ids)
+	n := map[string]int{}
+	for i, g := range granted {
+		if g {
+			n[ids[i]]++
+		}
+	}
+	// 2/s for 2 s is 4, more than the burst; b takes what the test config's
+	// EndpointWindow (10) allows.
+	if n["a"] != 4 || n["b"] != 6 {
+		t.Fatalf("places granted: %v; want a 4, b 6", n)
+	}
+	rb.s.mu.Lock()
+	defer rb.s.mu.Unlock()
+	if w := rb.s.lanes["a"].window(512); w != 4 {
+		t.Fatalf("the limited lane's window: %d; want 4", w)
+	}
+	rb.s.lanes["a"].ep.RateLimit = &endpoint.RateLimit{PerSecond: 10_000, Burst: 1}
+	if w := rb.s.lanes["a"].window(512); w != 512 {
+		t.Fatalf("a fast limit's window: %d; want EndpointWindow", w)
+	}
+}
