@@ -252,3 +252,31 @@ func TestRateLimitAcrossNodes(t *testing.T) {
 	eventually(t, "the limited endpoint gets every event", func() bool { return limited.count() >= 450 })
 	limited.check(t, 450, 30, 300)
 }
+
+// TestRateLimitedEndpointKeeps429: a rate-limited endpoint's 429 with
+// Retry-After still sets its delivery's next attempt (as on an unlimited
+// one), and the retry goes when it is due, one attempt each time.
+func TestRateLimitedEndpointKeeps429(t *testing.T) {
+	b := setup(t)
+	rc := newReceiver(t, func(n int, _ *http.Request, w http.ResponseWriter) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "120")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	sub := b.subscribe(map[string]any{"name": "limited", "url": rc.URL, "event_types": []string{"t"},
+		"retry_policy": map[string]any{"jitter": 0}})
+	mustDo(b, "PATCH", "/v1/endpoints/"+b.endpointOf(sub), []byte(`{"rate_limit": {"per_second": 100, "burst": 10}}`), nil)
+	b.publish("e1", "t")
+	d := b.waitDelivery(sub, "the 429", func(d delivery) bool { return d.Attempts == 1 })
+	if d.Status != "pending" || !d.NextAttemptAt.Equal(start.Add(120*time.Second)) {
+		t.Fatalf("after a 429 with Retry-After 120: %s, next attempt %v; want pending at +120s", d.Status, d.NextAttemptAt)
+	}
+	b.clk.Advance(120 * time.Second)
+	d = b.waitDelivery(sub, "the retry", func(d delivery) bool { return d.Status == "delivered" })
+	if d.Attempts != 2 || rc.count() != 2 {
+		t.Fatalf("delivered after %d attempts, %d requests; want 2", d.Attempts, rc.count())
+	}
+}
