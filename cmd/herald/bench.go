@@ -37,6 +37,11 @@ The fanout-filtered scenario runs steady-batch's load twice, each on a fresh
 server, with the subscriptions filtered by advanced filters every event
 matches: first alongside 1,000 more subscriptions to the same event types
 whose filters never match, then without them.
+The rate-limited scenario runs steady-batch's load twice, each on a fresh
+server: first beside one more endpoint limited to 200 requests/s (burst 200)
+that takes one event in every --events/2000 (at least every other), then the
+same events without it; it reports the unlimited endpoints' deliveries/s in
+both runs and the limited endpoint's achieved rate after its burst.
 The soak scenario runs steady-batch's load until --soak-deliveries (10
 million) deliveries have arrived, with the server's --dedup-retention at
 --soak-retention (default 30m, longer than the run, so that the store holds

@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // endpointJSON is the endpoint resource: a delivery URL and its circuit.
@@ -25,9 +27,11 @@ type endpointJSON struct {
 	NextProbeAt         *Time   `json:"next_probe_at"`
 	ProbationDelay      *string `json:"probation_delay"`
 	ConcurrencyLimit    *int    `json:"concurrency_limit"`
-	InFlight            int     `json:"in_flight"`
-	CreatedAt           Time    `json:"created_at"`
-	UpdatedAt           *Time   `json:"updated_at"`
+	// RateLimit is null when the endpoint has none.
+	RateLimit *endpoint.RateLimit `json:"rate_limit"`
+	InFlight  int                 `json:"in_flight"`
+	CreatedAt Time                `json:"created_at"`
+	UpdatedAt *Time               `json:"updated_at"`
 }
 
 // endpointView returns the endpoint as the scheduler sees it now when it
@@ -42,6 +46,7 @@ func (s *Server) endpointView(e endpoint.Endpoint) endpointJSON {
 		LastSuccessAt: optTime(h.LastSuccessAt), LastFailureAt: optTime(h.LastFailureAt),
 		DisabledAt: optTime(h.DisabledAt), FrozenAt: optTime(h.FrozenAt), NextProbeAt: optTime(h.NextProbeAt),
 		InFlight: st.InFlight, CreatedAt: timestamp(st.CreatedAt), UpdatedAt: optTime(st.UpdatedAt),
+		RateLimit: st.RateLimit,
 	}
 	if st.Held {
 		out.ConcurrencyLimit = &st.Limit
@@ -72,6 +77,29 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.endpointView(ep))
+}
+
+// updateEndpoint answers PATCH /v1/endpoints/{id} (endpoint.Input: the
+// rate limit) with the endpoint as it now is; a bad value is a 400 naming
+// its field, and nothing changes.
+func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.ownEndpoint(w, r); !ok {
+		return
+	}
+	var in endpoint.Input
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	ep, err := s.Control.UpdateEndpoint(r.Context(), r.PathValue("id"), in)
+	var ie *strictjson.Error
+	switch {
+	case errors.As(err, &ie):
+		invalid(w, ie.Field, ie.Detail)
+	case err != nil:
+		s.storeError(w, r, err, "endpoint")
+	default:
+		writeJSON(w, http.StatusOK, s.endpointView(ep))
+	}
 }
 
 // changeEndpoint answers an operator's change of an endpoint's circuit,

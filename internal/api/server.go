@@ -201,6 +201,8 @@ func (s *Server) routes() []route {
 		{"POST /v1/portal-sessions", h(s.createPortalSession), jsonBody, accountRole, nil},
 		{"GET /v1/endpoints", h(s.listEndpoints), noBody, accountRole, listParams(stateFilter)},
 		{"GET /v1/endpoints/{id}", h(s.getEndpoint), noBody, accountRole, nil},
+		// The endpoint's settings: its rate limit.
+		{"PATCH /v1/endpoints/{id}", h(s.updateEndpoint), jsonBody, accountRole, nil},
 		// An operator's change of the circuit: enabled (counters reset), or
 		// frozen until enabled.
 		{"POST /v1/endpoints/{id}/enable", s.changeEndpoint(s.Control.EnableEndpoint), noBody, accountRole, nil},

@@ -2,23 +2,31 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // EndpointControl is how the console's endpoint forms change an endpoint's
-// circuit: the calls the API's POST /v1/endpoints/{id}/enable and
-// /freeze make (control.Service), which go through the scheduler so that
-// every node follows. store.ErrNotFound when the endpoint is gone.
+// circuit and rate limit: the calls the API's POST
+// /v1/endpoints/{id}/enable and /freeze and PATCH /v1/endpoints/{id} make
+// (control.Service), which go through the scheduler so that every node
+// follows. store.ErrNotFound when the endpoint is gone; a bad rate limit is
+// a *strictjson.Error naming its field.
 type EndpointControl interface {
 	EnableEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	FreezeEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
+	UpdateEndpoint(ctx context.Context, id string, in endpoint.Input) (endpoint.Endpoint, error)
 }
 
 // endpointPages are the endpoints list and an endpoint's page with its
@@ -43,6 +51,10 @@ type endpointView struct {
 	Account, URL, State, Reason string
 	// Notice says what the action the page follows did.
 	Notice string
+	// Problem is why the rate limit form was refused; PerSecond and Burst
+	// what it held then.
+	Problem          formProblem
+	PerSecond, Burst string
 }
 
 // FailureRate is the window's failures over its attempts, in percent
@@ -75,8 +87,10 @@ func (ep *endpointPages) endpoints(w http.ResponseWriter, r *http.Request, v *vi
 // endpointNotices are what an endpoint's page says after its forms
 // (?done=).
 var endpointNotices = map[string]string{
-	"enabled": "Enabled: its circuit is closed, and its waiting deliveries are attempted again.",
-	"frozen":  "Frozen: no attempt is made to it, on any node, until it is enabled.",
+	"enabled":        "Enabled: its circuit is closed, and its waiting deliveries are attempted again.",
+	"frozen":         "Frozen: no attempt is made to it, on any node, until it is enabled.",
+	"rate-limited":   "Rate limit set: every node together sends it no faster.",
+	"rate-unlimited": "Rate limit removed.",
 }
 
 // endpoint shows one endpoint and its forms: 404 for one that does not
@@ -121,4 +135,60 @@ func (ep *endpointPages) routes(mux *http.ServeMux, s *sessions) {
 	mux.Handle("GET /console/endpoints/{id}", s.signedIn(ep.endpoint))
 	mux.Handle("POST /console/endpoints/{id}/enable", s.signedIn(s.change(ep.change(ep.control.EnableEndpoint, "enabled"))))
 	mux.Handle("POST /console/endpoints/{id}/freeze", s.signedIn(s.change(ep.change(ep.control.FreezeEndpoint, "frozen"))))
+	mux.Handle("POST /console/endpoints/{id}/rate-limit", s.signedIn(s.change(ep.setRateLimit)))
+	mux.Handle("POST /console/endpoints/{id}/rate-limit/remove", s.signedIn(s.change(ep.removeRateLimit)))
+}
+
+// setRateLimit is the rate limit form: per_second and burst as typed. A
+// refused value shows the page again (400) naming the field, as the API's
+// PATCH /v1/endpoints/{id} names it, and nothing changes.
+func (ep *endpointPages) setRateLimit(w http.ResponseWriter, r *http.Request, v *visit) {
+	e, ok := ep.ownEndpoint(w, r, v)
+	if !ok {
+		return
+	}
+	perSecond, burst := strings.TrimSpace(r.PostFormValue("per_second")), strings.TrimSpace(r.PostFormValue("burst"))
+	raw, ierr := rateLimitJSON(perSecond, burst)
+	if ierr == nil {
+		_, err := ep.control.UpdateEndpoint(r.Context(), e.ID, endpoint.Input{RateLimit: raw})
+		if !errors.As(err, &ierr) {
+			if ep.failed(w, r, v, "endpoint", e.ID, err) {
+				return
+			}
+			redirect(w, r, "/console/endpoints/"+e.ID+"?done=rate-limited")
+			return
+		}
+	}
+	view := ep.view(e)
+	view.Problem = formProblem{ierr.Field, ierr.Detail, http.StatusBadRequest}
+	view.PerSecond, view.Burst = perSecond, burst
+	ep.render(w, r, http.StatusBadRequest, "endpoint", v, "Endpoint "+view.URL, view)
+}
+
+// rateLimitJSON is the rate_limit member of the form's values; a value
+// that is not a number is refused naming its field.
+func rateLimitJSON(perSecond, burst string) (json.RawMessage, *strictjson.Error) {
+	ps, err := strconv.ParseFloat(perSecond, 64)
+	if err != nil || math.IsInf(ps, 0) || math.IsNaN(ps) {
+		return nil, strictjson.Errorf("rate_limit.per_second", "must be a number of requests a second")
+	}
+	b, err := strconv.Atoi(burst)
+	if err != nil {
+		return nil, strictjson.Errorf("rate_limit.burst", "must be a whole number of requests")
+	}
+	raw, _ := json.Marshal(endpoint.RateLimit{PerSecond: ps, Burst: b}) // two numbers
+	return raw, nil
+}
+
+// removeRateLimit removes the endpoint's rate limit.
+func (ep *endpointPages) removeRateLimit(w http.ResponseWriter, r *http.Request, v *visit) {
+	e, ok := ep.ownEndpoint(w, r, v)
+	if !ok {
+		return
+	}
+	_, err := ep.control.UpdateEndpoint(r.Context(), e.ID, endpoint.Input{RateLimit: json.RawMessage("null")})
+	if ep.failed(w, r, v, "endpoint", e.ID, err) {
+		return
+	}
+	redirect(w, r, "/console/endpoints/"+e.ID+"?done=rate-unlimited")
 }

@@ -113,3 +113,67 @@ func TestEndpointOfAnotherAccount(t *testing.T) {
 		t.Fatalf("the admin's view of the rival's endpoint: %d\n%s", p.status, p.body)
 	}
 }
+
+// storedRateLimit is the endpoint's rate limit in the store ("none").
+func storedRateLimit(n *node, id string) string {
+	n.t.Helper()
+	ep, err := n.srv.Store.GetEndpoint(context.Background(), id)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if ep.RateLimit == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%v/%d", ep.RateLimit.PerSecond, ep.RateLimit.Burst)
+}
+
+// TestEndpointRateLimitForm: the endpoint's page sets the rate limit as
+// the API's PATCH does (in the store, shown on the page, the list and the
+// API's resource) and removes it; a bad value shows the page again (400)
+// naming the field as the API does, and changes nothing; a form without
+// the CSRF token is refused.
+func TestEndpointRateLimitForm(t *testing.T) {
+	n := setup(t)
+	rc := newReceiver(t)
+	_, _, key := n.tenant("shop", "account")
+	n.subscribe(key, "orders", rc.URL+"/limited")
+	id := endpointOf(n, key)["id"].(string)
+	a := signInAs(n, key)
+	form := "/console/endpoints/" + id + "/rate-limit"
+
+	if p := n.post(form, a.cookie, url.Values{"csrf": {"not-the-token"}, "per_second": {"5"}, "burst": {"10"}}); p.status != http.StatusForbidden || storedRateLimit(n, id) != "none" {
+		t.Fatalf("a rate limit without the CSRF token: %d, stored %s; want 403, none", p.status, storedRateLimit(n, id))
+	}
+	p := a.post(form, map[string]string{"per_second": "2.5", "burst": "10"})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/endpoints/"+id+"?done=rate-limited" || storedRateLimit(n, id) != "2.5/10" {
+		t.Fatalf("set: %d to %q, stored %s\n%s", p.status, p.header.Get("Location"), storedRateLimit(n, id), p.body)
+	}
+	page := n.get(p.header.Get("Location"), a.cookie)
+	api := n.must(http.StatusOK, key, "GET", "/v1/endpoints/"+id, nil)
+	if rl, _ := api["rate_limit"].(map[string]any); rl["per_second"] != 2.5 || rl["burst"] != float64(10) ||
+		!strings.Contains(page.body, `id="rate-limit">2.5 a second, burst 10<`) || !strings.Contains(page.body, "Rate limit set") {
+		t.Fatalf("after setting it the API shows %v; the page:\n%s", api["rate_limit"], page.body)
+	}
+	if list := n.get("/console/endpoints", a.cookie); !strings.Contains(list.body, "2.5/s, burst 10") {
+		t.Fatalf("the list does not show the rate limit:\n%s", list.body)
+	}
+	for _, c := range []struct{ perSecond, burst, field string }{
+		{"0", "10", "rate_limit.per_second"}, {"20000", "10", "rate_limit.per_second"}, {"fast", "10", "rate_limit.per_second"},
+		{"5", "0", "rate_limit.burst"}, {"5", "1.5", "rate_limit.burst"},
+	} {
+		p := a.post(form, map[string]string{"per_second": c.perSecond, "burst": c.burst})
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, `id="problem"><code>`+c.field+`</code>`) ||
+			!strings.Contains(p.body, `value="`+html.EscapeString(c.perSecond)+`"`) || storedRateLimit(n, id) != "2.5/10" {
+			t.Fatalf("per_second %q burst %q: %d, stored %s; want 400 naming %s, unchanged\n%s", c.perSecond, c.burst, p.status,
+				storedRateLimit(n, id), c.field, p.body)
+		}
+	}
+	p = a.post(form+"/remove", nil)
+	if p.status != http.StatusSeeOther || storedRateLimit(n, id) != "none" {
+		t.Fatalf("remove: %d, stored %s\n%s", p.status, storedRateLimit(n, id), p.body)
+	}
+	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, "Rate limit removed") ||
+		strings.Contains(page.body, `id="remove-rate-limit"`) {
+		t.Fatalf("after removing it the page:\n%s", page.body)
+	}
+}

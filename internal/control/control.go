@@ -57,6 +57,8 @@ type Scheduler interface {
 	Enable(ctx context.Context, id string) (endpoint.Endpoint, error)
 	// Freeze freezes an endpoint until Enable.
 	Freeze(ctx context.Context, id string) (endpoint.Endpoint, error)
+	// SetRateLimit sets (nil: removes) an endpoint's rate limit.
+	SetRateLimit(ctx context.Context, id string, rl *endpoint.RateLimit) (endpoint.Endpoint, error)
 }
 
 // Attempts is the attempting stage: a deleted subscription's attempts in

@@ -38,6 +38,27 @@ func (s *Service) FreezeEndpoint(ctx context.Context, id string) (endpoint.Endpo
 	return s.Scheduler.Freeze(ctx, id)
 }
 
+// UpdateEndpoint applies an endpoint PATCH: its rate limit set or removed
+// (endpoint.Input). The limit is in the store before it returns and governs
+// this node at once, the other nodes as soon as they adopt the change (the
+// Scheduler's SetRateLimit). A bad value is a *strictjson.Error naming
+// its field, and nothing changes; an input that changes nothing returns
+// the endpoint as it is. store.ErrNotFound when it does not exist.
+func (s *Service) UpdateEndpoint(ctx context.Context, id string, in endpoint.Input) (endpoint.Endpoint, error) {
+	ep, err := s.Store.GetEndpoint(ctx, id)
+	if err != nil {
+		return endpoint.Endpoint{}, err
+	}
+	next := ep
+	if ierr := in.Apply(&next); ierr != nil {
+		return endpoint.Endpoint{}, ierr
+	}
+	if in.RateLimit == nil {
+		return ep, nil
+	}
+	return s.Scheduler.SetRateLimit(ctx, id, next.RateLimit)
+}
+
 // Deactivate deactivates an active push subscription by hand, as Herald
 // does after a failed push under a queue policy: its pending deliveries
 // are queued, and so is every delivery published from now on, until

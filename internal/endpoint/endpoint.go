@@ -17,6 +17,9 @@ type Endpoint struct {
 	AccountID string
 	URL       string
 	Health    health.Health
+	// RateLimit is the endpoint's rate limit; nil: none (ratelimit.go).
+	// It is written with the health (store.EndpointStore.ModifyEndpoints).
+	RateLimit *RateLimit
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Version is the endpoint version of its last health write (read only:

@@ -28,7 +28,8 @@ type Reservation struct {
 // per endpoint ID given (repeats allowed), published at now. A place is
 // granted while the fast path has room (FreshWindow), the endpoint's
 // circuit is open, its health known, and it has fewer than EndpointWindow
-// first attempts queued (one slow endpoint cannot fill the fast path).
+// first attempts queued, or for a rate-limited endpoint than its window
+// (lane.window: one slow endpoint cannot fill the fast path).
 func (s *Service) Reserve(endpointIDs []string, now time.Time) *Reservation {
 	r := &Reservation{s: s, lease: s.cfg.lease(now)}
 	if len(endpointIDs) == 0 {
@@ -97,7 +98,7 @@ func (s *scheduler) admit(endpointIDs []string) (granted []bool, lanes []*lane, 
 			continue
 		}
 		// Places granted to other publishes not yet committed count.
-		if l.fresh.len()+l.reserved >= s.cfg.EndpointWindow {
+		if l.fresh.len()+l.reserved >= l.window(s.cfg.EndpointWindow) {
 			continue
 		}
 		l.reserved++

@@ -60,6 +60,8 @@ type lane struct {
 	// in flight or waiting to be merged); lanes idle for laneIdleTTL are
 	// evicted.
 	idleSince time.Time
+	// rate is the lane's share of its endpoint's rate limit (rate.go).
+	rate laneRate
 }
 
 func (l *lane) queued() int { return l.fresh.len() + l.retry.len() }
@@ -109,7 +111,8 @@ type scheduler struct {
 	freshHeld int // reserved or held from the publish path
 	loadHeld  int // held from the loader (or reserved by it)
 	stopping  bool
-	wantsTurn int // where the loader's next round starts among due lanes (loader.go)
+	wantsTurn int       // where the loader's next round starts among due lanes (loader.go)
+	rates     rateState // the rate gates' (rate.go)
 }
 
 func newScheduler(cfg schedConfig) *scheduler {
@@ -139,8 +142,14 @@ func (l *lane) gate(h health.Config, now time.Time) health.Gate {
 
 // canStart reports whether the lane may start an attempt now: within its
 // limit when its circuit is open, one probe at a time when a probe is due,
-// nothing otherwise. Caller holds scheduler.mu.
+// nothing otherwise; and, when its endpoint is rate limited, with a token
+// in hand (rate.go). Caller holds scheduler.mu.
 func (l *lane) canStart(h health.Config, now time.Time) bool {
+	return l.slotFree(h, now) && l.hasToken(now)
+}
+
+// slotFree is canStart but for the rate limit. Caller holds scheduler.mu.
+func (l *lane) slotFree(h health.Config, now time.Time) bool {
 	switch l.gate(h, now) {
 	case health.Open:
 		return l.inFlight < l.limit
@@ -230,7 +239,7 @@ func (s *scheduler) forget(l *lane, it *item) (refill bool) {
 	}
 	l.loaded--
 	s.loadHeld--
-	return (!l.nextDue.IsZero() && l.loaded == s.cfg.EndpointWindow/2) || s.loadHeld == s.cfg.LoadWindow/2
+	return (!l.nextDue.IsZero() && l.loaded == l.window(s.cfg.EndpointWindow)/2) || s.loadHeld == s.cfg.LoadWindow/2
 }
 
 // adopt makes a stored health this lane's view, re-applying the outcomes

@@ -73,7 +73,7 @@ func (ld *loader) wakeAt(now, wake time.Time) ([]start, time.Time) {
 		}
 		switch l.gate(s.cfg.Health, now) {
 		case health.Open:
-			if !l.nextDue.IsZero() && l.nextDue.Before(wake) && l.loaded < s.cfg.EndpointWindow {
+			if !l.nextDue.IsZero() && l.nextDue.Before(wake) && l.loaded < l.window(s.cfg.EndpointWindow) {
 				wake = l.nextDue
 			}
 		case health.ProbeNow:
@@ -160,7 +160,7 @@ func (ld *loader) wants(now time.Time) (ws []claimWant, unknown bool) {
 			unknown = true
 			continue
 		}
-		n := s.cfg.EndpointWindow - l.loaded
+		n := l.window(s.cfg.EndpointWindow) - l.loaded
 		probe := false
 		switch l.gate(s.cfg.Health, now) {
 		case health.Closed:

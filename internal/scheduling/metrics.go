@@ -33,7 +33,7 @@ func (m *Metrics) transition(tr health.Transition) {
 // Collector returns a Prometheus collector of the stage's gauges:
 // endpoints by circuit state (as this node sees the endpoints it holds),
 // the deliveries held in memory by source, attempts in flight and lanes in
-// memory. There is no series per endpoint: a user with many endpoints
+// memory; and of the time rate-limited endpoints waited for a token. There is no series per endpoint: a user with many endpoints
 // would get as many series; an endpoint's concurrency limit and attempts in
 // flight are in its API resource (GET /v1/endpoints/{id}).
 func (s *Service) Collector() prometheus.Collector { return gauges{s.sched} }
@@ -43,6 +43,8 @@ var (
 	heldDesc      = prometheus.NewDesc("herald_dispatch_held", "Deliveries held in memory, by where they came from (publish fast path or due loader).", []string{"source"}, nil)
 	inFlightAll   = prometheus.NewDesc("herald_dispatch_in_flight", "Delivery attempts in flight in this process.", nil, nil)
 	lanesDesc     = prometheus.NewDesc("herald_dispatch_lanes", "Endpoints with a lane in this process's memory (idle lanes are dropped after ten minutes).", nil, nil)
+	rateWaitDesc  = prometheus.NewDesc("herald_endpoint_rate_limited_seconds_total",
+		"Time rate-limited endpoints had deliveries ready to send (circuit open, a concurrency slot free) but waited for a token of their rate limit, summed over endpoints; a wait counts once it ends.", nil, nil)
 )
 
 type gauges struct{ s *scheduler }
@@ -52,6 +54,7 @@ func (c gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- heldDesc
 	ch <- inFlightAll
 	ch <- lanesDesc
+	ch <- rateWaitDesc
 }
 
 // Collect copies the counts under the scheduler's lock and sends them after
@@ -65,7 +68,7 @@ func (c gauges) Collect(ch chan<- prometheus.Metric) {
 			states[l.ep.Health.State]++
 		}
 	}
-	fresh, loaded, inFlight, lanes := s.freshHeld, s.loadHeld, s.inFlight, len(s.lanes)
+	fresh, loaded, inFlight, lanes, waited := s.freshHeld, s.loadHeld, s.inFlight, len(s.lanes), s.rates.waited
 	s.mu.Unlock()
 	for st, n := range states {
 		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, float64(n), string(st))
@@ -74,4 +77,5 @@ func (c gauges) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(loaded), "loader")
 	ch <- prometheus.MustNewConstMetric(inFlightAll, prometheus.GaugeValue, float64(inFlight))
 	ch <- prometheus.MustNewConstMetric(lanesDesc, prometheus.GaugeValue, float64(lanes))
+	ch <- prometheus.MustNewConstMetric(rateWaitDesc, prometheus.CounterValue, waited.Seconds())
 }

@@ -19,7 +19,8 @@ type start struct {
 func (st start) items() []*item { return append([]*item{st.it}, st.batch...) }
 
 // pump takes the attempts to start now, while there is a ready lane and a
-// free global slot: one per lane per turn, round-robin, fresh before retry.
+// free global slot: one per lane per turn, round-robin, fresh before retry;
+// a rate-limited lane only with a token (rate.go), which the attempt uses.
 // A lane that cannot start now leaves the ring; it is put back when one of
 // its attempts ends or the loader sees its probe come due. Caller holds
 // s.mu; the caller runs the returned attempts after unlocking.
@@ -28,8 +29,10 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		l := s.ready.pop()
 		l.inReady = false
 		if l.queued() == 0 || !l.canStart(s.cfg.Health, now) {
+			s.rates.blocked(l, s.cfg.Health, now)
 			continue
 		}
+		s.rates.took(l, now)
 		probe := l.gate(s.cfg.Health, now) == health.ProbeNow
 		var it *item
 		if l.fresh.len() > 0 {
@@ -51,6 +54,8 @@ func (s *scheduler) pump(now time.Time, out []start) []start {
 		s.attempts.Add(1)
 		if l.canStart(s.cfg.Health, now) {
 			s.markReady(l)
+		} else {
+			s.rates.blocked(l, s.cfg.Health, now) // out of tokens: ask for more
 		}
 		out = append(out, start{l, it, batch})
 	}

@@ -2,7 +2,8 @@
 // which delivery is attempted when. It holds deliveries in memory in one
 // lane per endpoint (lanes.go), starts attempts round-robin across lanes
 // within each endpoint's adaptive concurrency limit and circuit gate
-// (pump.go), runs each on a worker that hands it to the attempting stage,
+// (pump.go) and, for a rate-limited endpoint, with a token of its bucket
+// (rate.go), runs each on a worker that hands it to the attempting stage,
 // frees its slot when the exchange is over and hands its outcomes to the
 // recording stage (run.go), and frees its memory place once the recording
 // stage reports its outcome written (finish.go).
@@ -12,8 +13,9 @@
 // admit.go), and everything else through the due loader (loader.go), which
 // leases due deliveries from the store endpoint by endpoint. Background
 // services keep the rest true: the health sync (health.go: endpoint health
-// merged with the store and the other nodes) and, on stores whose leases
-// expire, the lease keeper (leases.go).
+// merged with the store and the other nodes), the rate keeper (rate.go:
+// rate limits' tokens) and, on stores whose leases expire, the lease
+// keeper (leases.go).
 //
 // Bounds: at most Config.FreshWindow deliveries taken from the publish path
 // and Config.LoadWindow taken by the loader are held in memory (the loader
@@ -99,6 +101,7 @@ type Service struct {
 	loader  *loader
 	health  *healthSync
 	keeper  *leaseKeeper
+	rate    *rateKeeper
 	fin     *Finisher
 	workers *workers // the goroutines attempts run on
 }
@@ -124,6 +127,7 @@ func New(cfg Config) *Service {
 	s.loader = newLoader(s.sched, &s.cfg, s.run, rel, p, s.log)
 	s.health = newHealthSync(s.sched, &s.cfg, s.run, rel, s.log)
 	s.keeper = newLeaseKeeper(s.sched, &s.cfg, s.log)
+	s.rate = newRateKeeper(s.sched, &s.cfg, s.run, s.log)
 	s.run.loader, s.run.health = s.loader.loop, s.health.loop
 	s.health.loader = s.loader.loop
 	s.loader.health = s.health.loop
@@ -164,6 +168,7 @@ func (s *Service) shutdown() {
 	s.sched.stop()
 	s.loader.loop.Stop()
 	s.keeper.loop.Stop()
+	s.rate.loop.Stop()
 	s.sched.attempts.Wait()
 	s.workers.stop()
 	s.health.loop.Stop()
@@ -172,10 +177,10 @@ func (s *Service) shutdown() {
 }
 
 // Loops are the stage's periodic services, which sleep on its clock
-// between rounds: the loader, the health sync and, on stores whose leases
-// expire, the lease keeper.
+// between rounds: the loader, the health sync, the rate keeper (rate.go)
+// and, on stores whose leases expire, the lease keeper.
 func (s *Service) Loops() []*startstop.Loop {
-	loops := []*startstop.Loop{s.loader.loop, s.health.loop}
+	loops := []*startstop.Loop{s.loader.loop, s.health.loop, s.rate.loop}
 	if s.caps.LeasesExpire {
 		loops = append(loops, s.keeper.loop)
 	}
@@ -219,6 +224,17 @@ func (s *Service) Enable(ctx context.Context, id string) (endpoint.Endpoint, err
 // store.ErrNotFound when the endpoint does not exist.
 func (s *Service) Freeze(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	return s.health.freeze(ctx, id)
+}
+
+// SetRateLimit sets an endpoint's rate limit (nil: removes it; the
+// API's PATCH /v1/endpoints/{id}): it is in the store, at a new endpoint
+// version, before SetRateLimit returns and governs this node's lane at
+// once; every other node adopts it as it adopts health (at once when the
+// store announces it, HealthChanged; else within a FlushInterval). rl must
+// be valid (endpoint.RateLimit.Check). store.ErrNotFound when the endpoint
+// does not exist.
+func (s *Service) SetRateLimit(ctx context.Context, id string, rl *endpoint.RateLimit) (endpoint.Endpoint, error) {
+	return s.health.setRateLimit(ctx, id, rl)
 }
 
 // HealthChanged tells the stage that the store announced endpoint health

@@ -181,7 +181,7 @@ func TestRoutingAnswersProblems(t *testing.T) {
 		{"/v1/dead-letters", "GET, HEAD"},
 		{"/v1/dead-letters/redrive", "POST"},
 		{"/v1/endpoints", "GET, HEAD"},
-		{"/v1/endpoints/ep_x", "GET, HEAD"},
+		{"/v1/endpoints/ep_x", "GET, HEAD, PATCH"},
 		{"/v1/endpoints/ep_x/enable", "POST"},
 		{"/healthz", "GET, HEAD"},
 		{"/readyz", "GET, HEAD"},

@@ -48,7 +48,9 @@ type EndpointStore interface {
 	// ModifyEndpoints or TakeProbe waits), calls fn with them, and writes
 	// back the Health and UpdatedAt fn leaves, all in one transaction. It
 	// returns the endpoints as written. An error from fn writes nothing and
-	// is returned. fn must not call the store. fn is called even when no ID
+	// is returned. The RateLimit fn leaves is written too (the endpoint's
+	// rate limit changes at a new endpoint version, so every node adopts it
+	// as it adopts health). fn must not call the store. fn is called even when no ID
 	// is known (with no endpoints). When the transaction must run again (a
 	// deadlock, or a shared write batch aborted by another request), fn is
 	// called again with the endpoints read anew and only its last call's
@@ -61,4 +63,19 @@ type EndpointStore interface {
 	// Of several nodes racing for one probe, exactly one wins (given a hold
 	// after now).
 	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
+}
+
+// TokenWant asks a store whose processes share endpoint rate limits
+// (PostgreSQL's TakeTokens; the scheduling stage declares the interface,
+// scheduling.SharedBuckets) for up to Want tokens of an endpoint's bucket.
+type TokenWant struct {
+	EndpointID string
+	Want       int
+}
+
+// TokenGrant is what a take gave an endpoint.
+type TokenGrant struct {
+	EndpointID string
+	Granted    int
+	Left       float64
 }

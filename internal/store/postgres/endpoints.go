@@ -18,7 +18,8 @@ import (
 
 const (
 	endpointCols = `id, account_id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
-	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version, state_reason`
+	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version, state_reason,
+	rate_per_second, rate_burst`
 
 	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = $1`
 	allEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
@@ -42,15 +43,15 @@ const (
 	first_attempt_at = u.first_attempt_at, last_success_at = u.last_success_at,
 	last_failure_at = u.last_failure_at, disabled_at = u.disabled_at, frozen_at = u.frozen_at,
 	next_probe_at = u.next_probe_at, probation_delay_ms = u.probation_delay_ms, updated_at = u.updated_at,
-	state_reason = u.state_reason, version = $13
+	state_reason = u.state_reason, version = $13, rate_per_second = u.rate_per_second, rate_burst = u.rate_burst
 FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::int8[], $7::int8[],
-	$8::int8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $14::text[])
+	$8::int8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $14::text[], $15::float8[], $16::int4[])
 	AS u(id, state, consecutive_failures, health_window, first_attempt_at, last_success_at, last_failure_at,
-	disabled_at, frozen_at, next_probe_at, probation_delay_ms, updated_at, state_reason)
+	disabled_at, frozen_at, next_probe_at, probation_delay_ms, updated_at, state_reason, rate_per_second, rate_burst)
 WHERE e.id = u.id
 RETURNING e.id, e.account_id, e.url, e.state, e.consecutive_failures, e.health_window, e.first_attempt_at, e.last_success_at,
 	e.last_failure_at, e.disabled_at, e.frozen_at, e.next_probe_at, e.probation_delay_ms, e.created_at, e.updated_at,
-	e.version, e.state_reason`
+	e.version, e.state_reason, e.rate_per_second, e.rate_burst`
 
 	// takeProbeSQL moves a due probe time (set, and not after now) to hold.
 	// A concurrent caller waits for the row and re-checks the condition on
@@ -64,18 +65,20 @@ WHERE id = $1 AND next_probe_at <> 0 AND next_probe_at <= $2`
 func saveHealth(ctx context.Context, tx pgx.Tx, rows []sqlrow.HealthRow, v int64) ([]endpoint.Endpoint, error) {
 	n := len(rows)
 	id, state, window, reason := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	rate, burst := make([]float64, n), make([]int32, n)
 	var cols [9][]int64
 	for i := range cols {
 		cols[i] = make([]int64, n)
 	}
 	for i, h := range rows {
 		id[i], state[i], window[i], reason[i] = h.ID, h.State, h.Window, h.Reason
+		rate[i], burst[i] = h.RatePerSecond, int32(h.RateBurst)
 		for j, v := range []int64{h.Failures, h.First, h.Success, h.Failure, h.Disabled, h.Frozen, h.Probe, h.DelayMS, h.Updated} {
 			cols[j][i] = v
 		}
 	}
 	res, err := tx.Query(ctx, saveHealthSQL, id, state, cols[0], window, cols[1], cols[2], cols[3],
-		cols[4], cols[5], cols[6], cols[7], cols[8], v, reason)
+		cols[4], cols[5], cols[6], cols[7], cols[8], v, reason, rate, burst)
 	if err != nil {
 		return nil, fmt.Errorf("save endpoint health: %w", err)
 	}
@@ -162,8 +165,8 @@ func (s *Store) bumpEndpoints(ctx context.Context, tx pgx.Tx) (int64, error) {
 // ModifyEndpoints implements store.EndpointStore in one transaction: it
 // reads the endpoints with SELECT ... FOR UPDATE (in ID order), so another
 // node's ModifyEndpoints or TakeProbe on any of them waits until this one
-// commits, calls fn, and writes back the Health and UpdatedAt fn leaves in
-// one statement. Endpoints are passed to fn and returned in ID order, each
+// commits, calls fn, and writes back the Health, UpdatedAt and RateLimit fn
+// leaves in one statement. Endpoints are passed to fn and returned in ID order, each
 // once however often its ID is given; fn's changes to ID, URL and CreatedAt
 // are ignored. When no ID is known fn is still called (with no endpoints)
 // and nothing is written. fn runs while the rows are locked and a pooled

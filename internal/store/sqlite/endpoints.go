@@ -15,7 +15,8 @@ import (
 
 const (
 	endpointCols = `id, account_id, url, state, consecutive_failures, health_window, first_attempt_at, last_success_at,
-	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version, state_reason`
+	last_failure_at, disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at, updated_at, version, state_reason,
+	rate_per_second, rate_burst`
 
 	getEndpointSQL  = `SELECT ` + endpointCols + ` FROM endpoints WHERE id = ?`
 	allEndpointsSQL = `SELECT ` + endpointCols + ` FROM endpoints ORDER BY id`
@@ -30,7 +31,8 @@ const (
 	// stored.
 	saveHealthSQL = `UPDATE endpoints SET state = ?, consecutive_failures = ?, health_window = ?,
 	first_attempt_at = ?, last_success_at = ?, last_failure_at = ?, disabled_at = ?, frozen_at = ?,
-	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?, version = ?, state_reason = ?
+	next_probe_at = ?, probation_delay_ms = ?, updated_at = ?, version = ?, state_reason = ?,
+	rate_per_second = ?, rate_burst = ?
 WHERE id = ?
 RETURNING ` + endpointCols
 
@@ -121,7 +123,7 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.En
 // ModifyEndpoints implements store.EndpointStore. It runs as one request of
 // the single writer, which serialises it with every other write (this
 // process is the only one writing the file): the endpoints are read, fn is
-// called and its Health and UpdatedAt written back in one transaction, in
+// called and its Health, UpdatedAt and RateLimit written back in one transaction, in
 // which fn runs on the writer goroutine, so it must be quick. Endpoints are
 // read, passed to fn and returned in ID order, each once however often its
 // ID is given; fn's changes to ID, URL and CreatedAt are ignored. When no ID
@@ -208,7 +210,8 @@ func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time
 	return took, nil
 }
 
-// healthArgs are saveHealthSQL's arguments: e's Health and UpdatedAt, for
+// healthArgs are saveHealthSQL's arguments: e's Health, UpdatedAt and
+// RateLimit, for
 // the endpoint id, written at endpoints version v.
 func healthArgs(id string, e *endpoint.Endpoint, v int64) ([]any, error) {
 	r, err := sqlrow.NewHealthRow(id, e)
@@ -216,5 +219,5 @@ func healthArgs(id string, e *endpoint.Endpoint, v int64) ([]any, error) {
 		return nil, err
 	}
 	return []any{r.State, r.Failures, r.Window, r.First, r.Success, r.Failure, r.Disabled, r.Frozen,
-		r.Probe, r.DelayMS, r.Updated, v, r.Reason, r.ID}, nil
+		r.Probe, r.DelayMS, r.Updated, v, r.Reason, r.RatePerSecond, r.RateBurst, r.ID}, nil
 }

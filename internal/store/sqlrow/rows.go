@@ -310,15 +310,20 @@ func BackfillSigning(ids []string, newSigning func() (signing.Keyring, error), s
 // ScanEndpoint reads the columns id, account_id, url, state, consecutive_failures,
 // health_window, first_attempt_at, last_success_at, last_failure_at,
 // disabled_at, frozen_at, next_probe_at, probation_delay_ms, created_at,
-// updated_at, version, state_reason (Health.Reason).
+// updated_at, version, state_reason (Health.Reason), rate_per_second,
+// rate_burst (RateLimit: none when 0).
 func ScanEndpoint(sc RowScanner) (endpoint.Endpoint, error) {
 	var e endpoint.Endpoint
 	h := &e.Health
 	var state, window string
-	var first, success, failure, disabled, frozen, probe, delay, created, updated int64
+	var first, success, failure, disabled, frozen, probe, delay, created, updated, burst int64
+	var rate float64
 	if err := sc.Scan(&e.ID, &e.AccountID, &e.URL, &state, &h.ConsecutiveFailures, &window, &first, &success,
-		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version, &h.Reason); err != nil {
+		&failure, &disabled, &frozen, &probe, &delay, &created, &updated, &e.Version, &h.Reason, &rate, &burst); err != nil {
 		return endpoint.Endpoint{}, err
+	}
+	if rate > 0 {
+		e.RateLimit = &endpoint.RateLimit{PerSecond: rate, Burst: int(burst)}
 	}
 	if err := json.Unmarshal([]byte(window), &h.Window); err != nil {
 		return endpoint.Endpoint{}, fmt.Errorf("endpoint %s: health_window: %w", e.ID, err)
@@ -331,15 +336,17 @@ func ScanEndpoint(sc RowScanner) (endpoint.Endpoint, error) {
 	return e, nil
 }
 
-// HealthRow is an endpoint's health as the health columns hold it.
+// HealthRow is an endpoint's health as the health columns hold it, with
+// its rate limit (RatePerSecond and RateBurst 0: none).
 type HealthRow struct {
 	ID, State, Window, Reason                                           string
 	Failures, First, Success, Failure, Disabled, Frozen, Probe, DelayMS int64
-	Updated                                                             int64
+	Updated, RateBurst                                                  int64
+	RatePerSecond                                                       float64
 }
 
-// NewHealthRow encodes e's Health and UpdatedAt for the endpoint id. An
-// empty state is stored as enabled.
+// NewHealthRow encodes e's Health, UpdatedAt and RateLimit for the
+// endpoint id. An empty state is stored as enabled.
 func NewHealthRow(id string, e *endpoint.Endpoint) (HealthRow, error) {
 	h := &e.Health
 	window, err := json.Marshal(h.Window)
@@ -350,7 +357,13 @@ func NewHealthRow(id string, e *endpoint.Endpoint) (HealthRow, error) {
 	if state == "" {
 		state = health.Enabled
 	}
+	var rate float64
+	var burst int64
+	if r := e.RateLimit; r != nil {
+		rate, burst = r.PerSecond, int64(r.Burst)
+	}
 	return HealthRow{
+		RatePerSecond: rate, RateBurst: burst,
 		ID: id, State: string(state), Window: string(window), Reason: h.Reason, Failures: h.ConsecutiveFailures,
 		First: UnixMS(h.FirstAttemptAt), Success: UnixMS(h.LastSuccessAt), Failure: UnixMS(h.LastFailureAt),
 		Disabled: UnixMS(h.DisabledAt), Frozen: UnixMS(h.FrozenAt), Probe: UnixMS(h.NextProbeAt),

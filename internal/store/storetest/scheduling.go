@@ -7,7 +7,8 @@ import "testing"
 // fresh before retries, to one claimer at a time; DueEndpoints and NextDue
 // say when; Release and ExtendLeases give back and keep leases;
 // GetEndpoint, EndpointChanges, ModifyEndpoints and TakeProbe keep
-// endpoint health.
+// endpoint health and rate limits; a shared store's TakeTokens hands out
+// their tokens.
 func RunSchedulingContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
 		{"Claim", []test{
@@ -34,6 +35,8 @@ func RunSchedulingContract(t *testing.T, open Opener) {
 			{"TakeProbe", testTakeProbe},
 			{"TakeProbe race has one winner", testTakeProbeRace},
 			{"EndpointChanges", testEndpointChanges},
+			{"rate limits round-trip", testRateLimitRoundTrip},
+			{"shared buckets", testSharedBuckets},
 		}},
 	})
 }
