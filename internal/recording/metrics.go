@@ -30,7 +30,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) ended(out store.Outcome) { m.Finished(out.Status, 1) }
 
 // Finished counts n deliveries that reached status. The recorder counts
-// those its outcomes finish; the consumers' calls count theirs here too,
+// those its outcomes finish, when the store applied them (report); the
+// consumers' calls count theirs here too,
 // each on the node that made the write, once (internal/queue): an
 // acknowledgement (delivered), a rejection (dead_lettered, or dropped) and
 // a receive that ended deliveries (dead_lettered or dropped). A status

@@ -43,7 +43,7 @@ const (
 
 // Store is what the recorder needs of the store.
 type Store interface {
-	Record(ctx context.Context, outcomes []store.Outcome) error
+	Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error)
 }
 
 // Subscriptions is the recorder's view of the subscriptions: the catalog,
@@ -227,10 +227,10 @@ const recordSplitAfter = 3
 func (r *Recorder) write(batch []Request, res []Result) []Result {
 	wait := recordRetryFirst
 	for tries := 1; ; tries++ {
-		err := r.try(batch)
+		applied, err := r.try(batch)
 		if err == nil {
-			for _, q := range batch {
-				res = append(res, r.report(q))
+			for i, q := range batch {
+				res = append(res, r.report(q, applied[i]))
 			}
 			return res
 		}
@@ -255,8 +255,8 @@ func (r *Recorder) write(batch []Request, res []Result) []Result {
 	}
 }
 
-// try makes one Record call of batch's outcomes.
-func (r *Recorder) try(batch []Request) error {
+// try makes one Record call of batch's outcomes and returns which applied.
+func (r *Recorder) try(batch []Request) ([]bool, error) {
 	outs := make([]store.Outcome, len(batch))
 	for i, q := range batch {
 		outs[i] = q.Outcome

@@ -54,10 +54,10 @@ type failingRecords struct {
 	calls atomic.Int64
 }
 
-func (f *failingRecords) Record(ctx context.Context, outs []store.Outcome) error {
+func (f *failingRecords) Record(ctx context.Context, outs []store.Outcome) ([]bool, error) {
 	f.calls.Add(1)
 	if f.fail.Add(-1) >= 0 {
-		return errors.New("injected: the disk is full")
+		return nil, errors.New("injected: the disk is full")
 	}
 	return f.Store.Record(ctx, outs)
 }

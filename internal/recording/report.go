@@ -11,10 +11,19 @@ import (
 )
 
 // report tells what a written outcome means (the metrics, the operational
-// events, the log) and returns its result.
-func (r *Recorder) report(q Request) Result {
+// events, the log) and returns its result. An outcome whose state change
+// did not apply (applied false: the delivery was no longer pending, or its
+// lease went to another owner, who reports its own) changed nothing but
+// the attempt log: it is reported by one debug line alone, and its result
+// frees the delivery's place with nothing due.
+func (r *Recorder) report(q Request, applied bool) Result {
 	out, c, sub := q.Outcome, q.Delivery, q.Subscription
 	res := Result{Delivery: c}
+	if !applied {
+		r.log.Debug("outcome not applied: the delivery changed meanwhile (no longer pending, or leased to another owner)",
+			"delivery_id", c.ID, "attempt", out.Attempt.Number, "status", out.Status)
+		return res
+	}
 	r.cfg.Metrics.ended(out)
 	if out.Status == delivery.StatusPending {
 		res.Next = out.NextAttemptAt

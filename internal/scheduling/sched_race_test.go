@@ -196,12 +196,27 @@ func (f *concFixture) publish(n int) {
 	}
 }
 
-// load runs the loader's rounds until done: a hint, wants, a claim for
-// each (one in twenty fails), and loadRound's pass that puts lanes whose
-// probe is due back in the ring.
+// maxExtraLoadRounds bounds the loader's rounds after the publishers are
+// done (see load).
+const maxExtraLoadRounds = 1_000_000
+
+// load runs the loader's rounds until done and the run has exercised
+// attempts, probes and give-backs (exercised), for at most
+// maxExtraLoadRounds rounds after done: a hint, wants, a claim for each
+// (one in twenty fails), and loadRound's pass that puts lanes whose probe
+// is due back in the ring. On a loaded machine the publishers may finish
+// while the workers have made few attempts (the fast path is full, so
+// most publishes hold nothing), before any circuit closed: the loader's
+// claims then go on until one has, and its probe was sent.
 func (f *concFixture) load(done *atomic.Bool) {
 	s := f.s
-	for !done.Load() {
+	for extra := 0; extra < maxExtraLoadRounds; {
+		if done.Load() {
+			if f.exercised() {
+				return
+			}
+			extra++
+		}
 		s.hint(f.anyLane(), f.now())
 		ws, _ := f.e.loader.wants(f.now())
 		for _, w := range ws {
@@ -258,6 +273,14 @@ func (f *concFixture) syncHealth(stop *atomic.Bool) {
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
+}
+
+// exercised reports whether the run has attempted, probed and given back
+// deliveries (what checkDrained requires of it).
+func (f *concFixture) exercised() bool {
+	f.led.mu.Lock()
+	defer f.led.mu.Unlock()
+	return len(f.led.started) > 0 && len(f.led.released) > 0 && f.probes.Load() > 0
 }
 
 // checkDrained drains the scheduler once every attempt has ended and

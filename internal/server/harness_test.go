@@ -424,19 +424,40 @@ func (b *bundle) endpointOf(subID string) string {
 	return sub.EndpointID
 }
 
+// stallBound is how long a wait (eventually, eventuallyProgressing) goes
+// without progress before it fails the test: generous, since CI runs
+// packages side by side under the race detector.
+const stallBound = 90 * time.Second
+
 // eventually waits for cond, checking it every few milliseconds, and fails
-// the test after 90 seconds (generous: CI runs packages side by side under
-// the race detector).
+// the test after stallBound.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	eventuallyProgressing(t, what, func() (int, bool) { return 0, cond() })
+}
+
+// eventuallyProgressing waits for a piece of work of many steps (thousands
+// of attempts, a backlog draining), checking every few milliseconds:
+// check returns a count that moves as the work goes on and whether it is
+// done. It fails the test once the count has not moved for stallBound, so
+// the wait is bounded by the work's progress, not by a total time a loaded
+// machine can exceed while the work goes on; a wait whose work is stuck
+// still fails. Its whole length is at most stallBound per change of the
+// count.
+func eventuallyProgressing(t *testing.T, what string, check func() (n int, done bool)) {
+	t.Helper()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	last, done := check()
+	for moved := time.Now(); !done; {
+		if time.Since(moved) > stallBound {
+			t.Fatalf("timed out waiting for %s (at %d, unchanged for %v)", what, last, stallBound)
 		}
 		<-tick.C
+		var n int
+		if n, done = check(); n != last {
+			last, moved = n, time.Now()
+		}
 	}
 }
 

@@ -77,20 +77,27 @@ func TestFreshNotBehindRetries(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	})
 	fast := newReceiver(t, status(http.StatusOK))
-	b.subscribe(map[string]any{"name": "slow", "url": slow.URL, "event_types": []string{"a"}, "retry_policy": map[string]any{"jitter": 0}})
+	// The longest timeout: an attempt hanging at the gate must not time out
+	// (on the wall clock) before the test opens it, however long a loaded
+	// machine takes to deliver the fresh event; a timed-out attempt's slot
+	// would go to another retry, over the count checked below.
+	b.subscribe(map[string]any{"name": "slow", "url": slow.URL, "event_types": []string{"a"}, "timeout": "5m",
+		"retry_policy": map[string]any{"jitter": 0}})
 	fastSub := b.subscribe(map[string]any{"name": "fast", "url": fast.URL, "event_types": []string{"b"}})
 
 	const n = 10_000
 	publishBatch(b, "a", "a", n)
-	eventually(t, "10,000 first attempts", func() bool {
+	// 10,000 attempts each, first and last: their waits are bounded by
+	// progress (a loaded machine under -race takes minutes).
+	eventuallyProgressing(t, "10,000 first attempts", func() (int, bool) {
 		_, retry, err := b.srv.Store.CountPending(context.Background())
-		return err == nil && retry == n
+		return int(retry), err == nil && retry == n
 	})
 
 	hanging.Store(true)
 	b.clk.Advance(10 * time.Second) // every retry is now due
 	const limit = 64                // the endpoint's most concurrency
-	eventually(t, "retries hanging at the slow endpoint", func() bool { return slow.count() > n })
+	eventuallyProgressing(t, "retries hanging at the slow endpoint", func() (int, bool) { return slow.count(), slow.count() > n })
 
 	b.publish("b-1", "b")
 	d := b.waitDelivery(fastSub, "fresh delivery to the healthy endpoint", func(d delivery) bool { return d.Status == "delivered" })
@@ -110,9 +117,9 @@ func TestFreshNotBehindRetries(t *testing.T) {
 	}
 
 	close(gate)
-	eventually(t, "the backlog to drain", func() bool {
+	eventuallyProgressing(t, "the backlog to drain", func() (int, bool) {
 		fresh, retry, err := b.srv.Store.CountPending(context.Background())
-		return err == nil && fresh == 0 && retry == 0
+		return int(fresh + retry), err == nil && fresh == 0 && retry == 0
 	})
 }
 

@@ -195,8 +195,12 @@ type DeliveryStore interface {
 	// DeactivateReason as its StateReason and UpdatedAt moved to the
 	// outcome's NextAttemptAt (a millisecond after the UpdatedAt it had, if
 	// that is not earlier), and every other pending delivery of it queued
-	// (leases cleared).
-	Record(ctx context.Context, outcomes []Outcome) error
+	// (leases cleared). applied says, in input order, whether each
+	// outcome's state change applied (the delivery was still pending, and
+	// leased to LeaseOwner when that is set): only those changed anything
+	// but the attempt log, so only those are to be reported (metrics, log
+	// lines, notifications). err set: nothing was written, applied is nil.
+	Record(ctx context.Context, outcomes []Outcome) (applied []bool, err error)
 
 	// GetDelivery returns one delivery or ErrNotFound.
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)

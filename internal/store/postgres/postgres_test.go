@@ -230,7 +230,7 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 		Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, LastStatusCode: 200, LastOutcome: "http_200",
 		DeliveredAt: t0.Add(30 * time.Second), LeaseOwner: "node-a",
 	}
-	if err := a.Record(f.ctx, []store.Outcome{late}); err != nil {
+	if _, err := a.Record(f.ctx, []store.Outcome{late}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := b.GetDelivery(f.ctx, id)
@@ -244,7 +244,7 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 	mine := late
 	mine.Attempt.Number, mine.Attempt.StartedAt, mine.Attempts, mine.RoundAttempts = 2, now, 2, 2
 	mine.DeliveredAt, mine.LeaseOwner = now.Add(time.Second), "node-b"
-	if err := b.Record(f.ctx, []store.Outcome{mine}); err != nil {
+	if _, err := b.Record(f.ctx, []store.Outcome{mine}); err != nil {
 		t.Fatal(err)
 	}
 	d, err = a.GetDelivery(f.ctx, id)
@@ -389,7 +389,7 @@ func TestExtendLeases(t *testing.T) {
 	if got, err := s.ClaimDue(f.ctx, ep, t0.Add(31*time.Second), 1, b); err != nil || len(got) != 1 || got[0].ID != all[0] {
 		t.Fatalf("takeover = %v, %v", claimIDs(got), err)
 	}
-	if err := s.Record(f.ctx, []store.Outcome{{Attempt: delivery.Attempt{DeliveryID: all[1], Number: 1, StartedAt: t0},
+	if _, err := s.Record(f.ctx, []store.Outcome{{Attempt: delivery.Attempt{DeliveryID: all[1], Number: 1, StartedAt: t0},
 		Status: delivery.StatusDelivered, Attempts: 1, RoundAttempts: 1, DeliveredAt: t0, LeaseOwner: "node-a"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestRecordCleansText(t *testing.T) {
 		Outcome: "http_500\xff", Error: "bad \xff byte and a NUL \x00"},
 		Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: t0, NextAttemptAt: t0.Add(time.Minute),
 		LastOutcome: "http\x00_500"}
-	if err := s.Record(f.ctx, []store.Outcome{o}); err != nil {
+	if _, err := s.Record(f.ctx, []store.Outcome{o}); err != nil {
 		t.Fatal(err)
 	}
 	as, _, err := s.ListAttempts(f.ctx, id, store.Page{})

@@ -244,7 +244,7 @@ func TestOnQueuedAcrossNodes(t *testing.T) {
 		StatusCode: 503, Outcome: "http_503"}, Status: delivery.StatusQueued, Attempts: 1, RoundAttempts: 1, FirstFailure: now.Add(time.Second),
 		NextAttemptAt: now.Add(time.Second), LastStatusCode: 503, LastOutcome: "http_503", Deactivate: true}
 	logA.heard()
-	if err := a.Record(f.ctx, []store.Outcome{o}); err != nil {
+	if _, err := a.Record(f.ctx, []store.Outcome{o}); err != nil {
 		t.Fatal(err)
 	}
 	logA.heardAlready(t, "A's deactivation", f.sub.ID, f.sub.ID, pull.ID)

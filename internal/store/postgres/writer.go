@@ -50,6 +50,8 @@ type request struct {
 	opts     store.PublishOptions
 	results  []store.PublishResult
 	outcomes []store.Outcome
+	// applied says which outcomes' state changes applied (Record).
+	applied []bool
 	// refused is the guard's verdict on a Publish (a *StaleCatalogError),
 	// set anew on every run: such a request writes nothing and is answered
 	// with it while the rest of its batch commits.
@@ -599,9 +601,12 @@ var (
 	ORDER BY minute, subscription_id, endpoint_id` + sqlrow.StatsUpsert + `
 )`
 
-	// recordStateSQL returns how many outcomes applied.
+	// recordStateSQL returns how many outcomes applied and, when some did
+	// not, the IDs of their deliveries (the array is built only then).
 	recordStateSQL = recordUpdate + recordStats + `
-SELECT count(*) FROM upd`
+SELECT count(*), CASE WHEN count(*) = cardinality($1::text[]) THEN '{}'::text[]
+	ELSE array(SELECT k.id FROM unnest($1::text[]) AS k(id) WHERE k.id NOT IN (SELECT id FROM upd)) END
+FROM upd`
 
 	// recordQueuedSQL returns the delivery, subscription and status of
 	// each outcome it applied.
@@ -673,7 +678,11 @@ func copiesDeadLetter(o *store.Outcome) bool {
 func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
 	var rounds [][]*store.Outcome
 	last := map[string]int{} // delivery ID → the last round holding it
+	var roundOf [][]int      // each request's outcomes' rounds
 	for _, r := range batch {
+		r.applied = make([]bool, len(r.outcomes))
+		in := make([]int, len(r.outcomes))
+		roundOf = append(roundOf, in)
 		for i := range r.outcomes {
 			o := &r.outcomes[i]
 			n := 0
@@ -681,6 +690,7 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 				n = prev + 1
 			}
 			last[o.Attempt.DeliveryID] = n
+			in[i] = n
 			if n == len(rounds) {
 				rounds = append(rounds, nil)
 			}
@@ -707,6 +717,11 @@ func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, qu
 	}
 	if err := s.recordMissing(ctx, tx, rs); err != nil {
 		return err
+	}
+	for k, r := range batch {
+		for i := range r.outcomes {
+			r.applied[i] = rs[roundOf[k][i]].didApply(r.outcomes[i].Attempt.DeliveryID)
+		}
 	}
 	var deact []deactivation
 	for i, round := range rounds {
@@ -735,8 +750,22 @@ type recordRound struct {
 
 	// applied is how many outcomes changed their delivery's state; queued
 	// the subscription of each delivery an outcome queued, by delivery ID.
-	applied int64
-	queued  map[string]string
+	// When some did not apply, changed (a statement that returns rows) or
+	// missed (recordStateSQL) says which, by delivery ID.
+	applied         int64
+	queued          map[string]string
+	changed, missed map[string]bool
+}
+
+// didApply reports whether the round's outcome for delivery id applied.
+func (r *recordRound) didApply(id string) bool {
+	switch {
+	case r.applied == int64(len(r.outcomes)):
+		return true
+	case r.returning:
+		return r.changed[id]
+	}
+	return !r.missed[id]
 }
 
 // queue adds the round's statements for os to b.
@@ -810,6 +839,10 @@ func (r *recordRound) read(res pgx.BatchResults) error {
 				return err
 			}
 			r.applied++
+			if r.changed == nil {
+				r.changed = map[string]bool{}
+			}
+			r.changed[id] = true
 			if delivery.Status(status) == delivery.StatusQueued {
 				if r.queued == nil {
 					r.queued = map[string]string{}
@@ -821,8 +854,17 @@ func (r *recordRound) read(res pgx.BatchResults) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-	} else if err := res.QueryRow().Scan(&r.applied); err != nil {
-		return err
+	} else {
+		var missed []string
+		if err := res.QueryRow().Scan(&r.applied, &missed); err != nil {
+			return err
+		}
+		for _, id := range missed {
+			if r.missed == nil {
+				r.missed = map[string]bool{}
+			}
+			r.missed[id] = true
+		}
 	}
 	if r.attempts {
 		if _, err := res.Exec(); err != nil {
@@ -934,17 +976,26 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 // copy's other fields are ignored. DeadLetterCopy on an outcome of another
 // status is ignored. Such a batch reads the catalog version's row FOR
 // SHARE first (guardBatch), as a publishing one does.
-func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
+//
+// applied says which outcomes' state changes applied (see store.Store).
+func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error) {
 	if len(outcomes) == 0 {
-		return s.checkOpen()
+		if err := s.checkOpen(); err != nil {
+			return nil, err
+		}
+		return []bool{}, nil
 	}
 	for i, o := range outcomes {
 		if o.Attempt.DeliveryID == "" {
-			return fmt.Errorf("record: outcome %d has no delivery ID", i)
+			return nil, fmt.Errorf("record: outcome %d has no delivery ID", i)
 		}
 		if !o.Status.Valid() {
-			return fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
+			return nil, fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
 		}
 	}
-	return s.write(ctx, &request{outcomes: outcomes})
+	r := &request{outcomes: outcomes}
+	if err := s.write(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.applied, nil
 }

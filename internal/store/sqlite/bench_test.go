@@ -154,7 +154,7 @@ func BenchmarkCleanup(b *testing.B) {
 			if _, err := s.Publish(ctx, evs, store.PublishOptions{Lease: lease}); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Record(ctx, outs); err != nil {
+			if _, err := s.Record(ctx, outs); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -107,10 +107,23 @@ func (w *writer) nextBatch(dst []*request) []*request {
 }
 
 // step runs one step of the staged publish whose turn it is, answers it
-// when it is done, and passes the turn on.
+// when it is done, and passes the turn on. After a committed step it
+// emits StagedStep and, in a test that set holdAfterStep to that step,
+// waits for the next request: the next round writes it before any other
+// step.
 func (w *writer) step() {
 	j := w.staged.head()
-	if !j.step(w) {
+	steps := j.steps
+	done := j.step(w)
+	if j.steps > steps {
+		w.signals.StagedStep.Signal(j.steps)
+		if j.steps == w.holdAfterStep {
+			if r, ok := <-w.reqs; ok {
+				w.add(r)
+			}
+		}
+	}
+	if !done {
 		w.staged.pass()
 		return
 	}

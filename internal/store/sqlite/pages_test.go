@@ -140,7 +140,10 @@ func (r *pageRounds) round(b *testing.B, calls, perCall int) {
 	queued := calls
 	if len(r.prev) > 0 {
 		queued++
-		wg.Go(func() { errs <- r.s.Record(ctx, r.prev) })
+		wg.Go(func() {
+			_, err := r.s.Record(ctx, r.prev)
+			errs <- err
+		})
 	}
 	waitQueued(b, r.s, queued)
 	release()

@@ -82,28 +82,32 @@ ON CONFLICT (id) DO NOTHING`
 // is written when it names none any more). Its ID is DeadLetterCopy.ID;
 // the copy's other fields are ignored. DeadLetterCopy on an outcome of
 // another status is ignored.
-func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
+//
+// applied says which outcomes' state changes applied (see store.Store).
+func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error) {
 	if len(outcomes) == 0 {
 		if s.closed.Load() {
-			return store.ErrClosed
+			return nil, store.ErrClosed
 		}
-		return nil
+		return []bool{}, nil
 	}
 	for i, o := range outcomes {
 		if o.Attempt.DeliveryID == "" {
-			return fmt.Errorf("record: outcome %d has no delivery ID", i)
+			return nil, fmt.Errorf("record: outcome %d has no delivery ID", i)
 		}
 		if !o.Status.Valid() {
-			return fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
+			return nil, fmt.Errorf("record: outcome %d for %s: invalid status %q", i, o.Attempt.DeliveryID, o.Status)
 		}
 	}
 	var queued sqlrow.IDSet
 	var logged []any  // the attempts to log: attemptParams values each
 	var counted []any // the applied outcomes' rollup input: statsParams values each
-	err := s.write(ctx, func(w *writer) error {
+	applied = make([]bool, len(outcomes))
+	err = s.write(ctx, func(w *writer) error {
 		queued.Reset()
 		logged, counted = logged[:0], counted[:0]
-		for _, o := range outcomes {
+		clear(applied) // the request may run again (writer.commit)
+		for i, o := range outcomes {
 			a := &o.Attempt
 			var sub string
 			args := []any{
@@ -120,6 +124,7 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 			}
 			if err == nil {
 				counted = statsOf(counted, &o)
+				applied[i] = true
 			}
 			switch {
 			case err == nil && o.Status == delivery.StatusQueued:
@@ -163,8 +168,8 @@ func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) error {
 		return w.addStats(counted)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.notifyQueued(queued)
-	return nil
+	return applied, nil
 }

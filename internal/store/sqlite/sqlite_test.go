@@ -129,7 +129,7 @@ func firstRun(t *testing.T, s *Store) *reopenRun {
 		Outcome: "http_500", ResponseBody: []byte("oops")},
 		Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute),
 		LastStatusCode: 500, LastOutcome: "http_500"}
-	if err := s.Record(ctx, []store.Outcome{out}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{out}); err != nil {
 		t.Fatal(err)
 	}
 	// Lease dlv[2] too: after the restart, all three must be claimable.
@@ -639,7 +639,7 @@ func onQueuedRecords(t *testing.T, s *Store, log *onQueuedLog, now time.Time, a 
 	ctx := context.Background()
 	failed := store.Outcome{Attempt: delivery.Attempt{DeliveryID: pending.Deliveries[0].ID, Number: 1, StartedAt: now},
 		Status: delivery.StatusQueued, Attempts: 1, RoundAttempts: 1, NextAttemptAt: now, Deactivate: true, LeaseOwner: "me"}
-	if err := s.Record(ctx, []store.Outcome{failed}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{failed}); err != nil {
 		t.Fatal(err)
 	}
 	log.expect("Record", a.ID)
@@ -648,7 +648,7 @@ func onQueuedRecords(t *testing.T, s *Store, log *onQueuedLog, now time.Time, a 
 	}
 	again := failed
 	again.Attempt.Number, again.LeaseOwner = 2, ""
-	if err := s.Record(ctx, []store.Outcome{again}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{again}); err != nil {
 		t.Fatal(err)
 	}
 	log.expect("Record of a delivery no longer pending")

@@ -121,6 +121,7 @@ type stagedPublish struct {
 	// counter: the reserved range's counter is still stored.
 	counter bool
 	err     error // the error being undone
+	steps   int   // steps committed
 }
 
 // step runs the publish's next step in a transaction of its own and
@@ -135,6 +136,7 @@ func (j *stagedPublish) step(w *writer) (done bool) {
 		err = w.inTx(j.finish)
 	}
 	if err == nil {
+		j.steps++
 		if j.phase == stageDone && j.err != nil {
 			j.r.err = j.err
 		}

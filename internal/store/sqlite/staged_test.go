@@ -14,6 +14,7 @@ import (
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
+	"github.com/herald-events/herald/internal/testsignal"
 )
 
 // stagedFixture is a store that stages every publish of more than 10 rows,
@@ -54,12 +55,15 @@ func newStagedFixture(t *testing.T) *stagedFixture {
 }
 
 // event returns an event with one delivery per subscription: the push
-// one's neither claimed nor queued (the dispatcher does not hold it).
+// one's neither claimed nor queued (the dispatcher does not hold it). Its
+// delivery IDs come from one sequence, as a publish's do, so the steps
+// write them in the order of the subscriptions: push, then pull[0], …
 func (f *stagedFixture) event(id string) store.NewEvent {
+	next := ids.Sequence("dlv_", f.now)
 	ev := store.NewEvent{ID: id, Source: "/staged", Type: "x", Payload: []byte(`{}`), PublishedAt: f.now,
-		Deliveries: []store.NewDelivery{{ID: ids.New("dlv_", f.now), SubscriptionID: f.push.ID, EndpointID: f.push.EndpointID}}}
+		Deliveries: []store.NewDelivery{{ID: next(), SubscriptionID: f.push.ID, EndpointID: f.push.EndpointID}}}
 	for _, sub := range f.pull {
-		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: ids.New("dlv_", f.now), SubscriptionID: sub.ID, Queued: true})
+		ev.Deliveries = append(ev.Deliveries, store.NewDelivery{ID: next(), SubscriptionID: sub.ID, Queued: true})
 	}
 	return ev
 }
@@ -75,26 +79,31 @@ func (f *stagedFixture) staging() bool {
 	return n > 0
 }
 
-// publishing starts publishing ev (1,000 deliveries: 100 steps) and
-// returns once its first step committed, with the channel its result
-// comes on.
-func (f *stagedFixture) publishing(ev store.NewEvent) <-chan error {
+// publishing starts publishing ev (1,000 deliveries: 100 steps) with opts
+// and returns once its first step committed, with the channel its result
+// comes on. The publish then waits until the next write request is queued
+// (holdAfterStep), and that request is written before its second step, so
+// the caller's next write comes between two steps whatever the load.
+func (f *stagedFixture) publishing(ev store.NewEvent, opts store.PublishOptions) <-chan error {
+	f.t.Helper()
+	f.s.TestSignals.StagedStep.Init()
+	f.s.w.holdAfterStep = 1
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.s.Publish(f.ctx, []store.NewEvent{ev}, store.PublishOptions{})
+		_, err := f.s.Publish(f.ctx, []store.NewEvent{ev}, opts)
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !f.staging() {
-		select {
-		case err := <-done:
-			f.t.Fatalf("the publish ended (%v) before its first step was seen", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatal("no staged publish began within 30s")
-		}
-		time.Sleep(time.Millisecond)
+	timeout := time.NewTimer(testsignal.WaitTimeout)
+	defer timeout.Stop()
+	select {
+	case <-f.s.TestSignals.StagedStep.C():
+	case err := <-done:
+		f.t.Fatalf("the publish ended (%v) before its first step committed", err)
+	case <-timeout.C:
+		f.t.Fatalf("no step of the publish committed within %v", testsignal.WaitTimeout)
+	}
+	if !f.staging() {
+		f.t.Fatal("the publish's first step committed and no staged counter is stored")
 	}
 	return done
 }
@@ -108,7 +117,7 @@ func (f *stagedFixture) publishing(ev store.NewEvent) <-chan error {
 func TestStagedPublishInvisibleUntilDone(t *testing.T) {
 	f := newStagedFixture(t)
 	ev := f.event("big")
-	done := f.publishing(ev)
+	done := f.publishing(ev, store.PublishOptions{})
 	conclusive := 0
 	for other := 0; ; other++ {
 		var (
@@ -181,7 +190,7 @@ func TestStagedPublishCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := f.event("big")
-	done := f.publishing(ev)
+	done := f.publishing(ev, store.PublishOptions{})
 
 	// Hold the writer in a request of its own, between two steps, and copy
 	// the files: what a crash at that moment leaves on disk.
@@ -196,7 +205,7 @@ func TestStagedPublishCrash(t *testing.T) {
 	<-held
 	if !f.staging() {
 		close(release)
-		t.Skip("the publish finished before the writer was held") // its 100 steps make this unlikely
+		t.Fatal("the publish finished before the writer was held, though it waits after its first step for the next request")
 	}
 	crashed := filepath.Join(t.TempDir(), "herald.db")
 	for _, suffix := range []string{"", "-wal"} {
@@ -226,7 +235,10 @@ func TestStagedPublishCrash(t *testing.T) {
 }
 
 // TestStagedPublishRefusedMidway: a subscription the publish matched is
-// deleted between two of its steps. The publish is refused as stale (the
+// deleted between two of its steps (its first and second: publishing),
+// the last one, whose delivery the last step writes (the first step
+// writes 9 rows: a subscription whose delivery it wrote loses it to the
+// delete, and the publish goes on). The publish is refused as stale (the
 // caller matches again) and what its earlier steps wrote is deleted.
 func TestStagedPublishRefusedMidway(t *testing.T) {
 	f := newStagedFixture(t)
@@ -234,17 +246,7 @@ func TestStagedPublishRefusedMidway(t *testing.T) {
 	if err := f.s.readRow(f.ctx, catalogSQL).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
-	ev := f.event("big")
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.s.Publish(f.ctx, []store.NewEvent{ev}, store.PublishOptions{CatalogVersion: v})
-		done <- err
-	}()
-	for deadline := time.Now().Add(30 * time.Second); !f.staging(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no staged publish began within 30s")
-		}
-	}
+	done := f.publishing(f.event("big"), store.PublishOptions{CatalogVersion: v})
 	if err := f.s.DeleteSubscription(f.ctx, f.pull[len(f.pull)-1].ID, f.now); err != nil {
 		t.Fatal(err)
 	}

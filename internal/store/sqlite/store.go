@@ -78,6 +78,7 @@ import (
 
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/testsignal"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -178,6 +179,17 @@ type Store struct {
 
 	readMu    sync.Mutex
 	readStmts map[string]*sql.Stmt
+
+	// TestSignals are emitted for tests (off unless initialized).
+	TestSignals Signals
+}
+
+// Signals are what the store tells tests.
+type Signals struct {
+	// StagedStep is emitted by the writer after each committed step of a
+	// staged publish (staged.go), with the number of its steps committed
+	// so far.
+	StagedStep testsignal.Signal[int]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -251,6 +263,7 @@ func (s *Store) openWriter(ctx context.Context, opts Options) (err error) {
 		execs:     map[string]driver.Stmt{},
 		writes:    map[string]bool{},
 		values:    map[valuesKey]string{},
+		signals:   &s.TestSignals,
 	}
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {

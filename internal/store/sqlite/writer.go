@@ -97,6 +97,13 @@ type writer struct {
 	// own (see commit).
 	unmerged bool
 
+	// signals are the store's TestSignals; holdAfterStep (tests only),
+	// when positive, makes a staged publish wait after its holdAfterStep-th
+	// committed step until another request is queued, and that request is
+	// then written before the publish's next step (see step).
+	signals       *Signals
+	holdAfterStep int
+
 	commits atomic.Int64 // transactions committed (for tests and Stats)
 	served  atomic.Int64 // requests answered
 }

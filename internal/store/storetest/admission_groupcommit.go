@@ -110,7 +110,7 @@ func testConcurrentMixed(t *testing.T, b *bundle) {
 				errs <- err
 				return
 			}
-			if err := b.s.Record(b.ctx, []store.Outcome{succeeded(ev.Deliveries[0].ID, 1, b.now)}); err != nil {
+			if _, err := b.s.Record(b.ctx, []store.Outcome{succeeded(ev.Deliveries[0].ID, 1, b.now)}); err != nil {
 				errs <- err
 			}
 		}()

@@ -134,7 +134,7 @@ func benchRecord1(b *testing.B, bs BenchStore) {
 			o := store.Outcome{Attempt: delivery.Attempt{DeliveryID: all[int(n)%len(all)], Number: int(n), StartedAt: now,
 				Duration: time.Millisecond, StatusCode: 503, Outcome: "http_503"},
 				Status: delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: now, NextAttemptAt: now.Add(time.Minute)}
-			if err := s.Record(ctx, []store.Outcome{o}); err != nil {
+			if _, err := s.Record(ctx, []store.Outcome{o}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -165,7 +165,7 @@ func benchClaimRecord100(b *testing.B, bs BenchStore) {
 		for j, c := range cs {
 			outs[j] = deliveredOutcome(c.ID, now, lease.Owner)
 		}
-		if err := s.Record(ctx, outs); err != nil {
+		if _, err := s.Record(ctx, outs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -210,7 +210,7 @@ func benchLifecycle(b *testing.B, bs BenchStore, fanout int) {
 				b.Error(err)
 				return
 			}
-			if err := s.Record(ctx, outs); err != nil {
+			if _, err := s.Record(ctx, outs); err != nil {
 				b.Error(err)
 				return
 			}
@@ -245,7 +245,7 @@ func benchSerialLifecycle(b *testing.B, bs BenchStore) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := s.Record(ctx, outs); err != nil {
+		if _, err := s.Record(ctx, outs); err != nil {
 			b.Fatal(err)
 		}
 		rec += time.Since(t1)

@@ -73,7 +73,7 @@ func fillLookups(b *testing.B, s store.Store) *lookupData {
 				d.attempted = append(d.attempted, id)
 			}
 		}
-		if err := s.Record(ctx, outs); err != nil {
+		if _, err := s.Record(ctx, outs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -325,7 +325,8 @@ func testDeadLetterConcurrentChanges(t *testing.T, b *bundle) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- b.s.Record(b.ctx, []store.Outcome{o})
+			_, err := b.s.Record(b.ctx, []store.Outcome{o})
+			errs <- err
 		}()
 	}
 	wg.Add(1)

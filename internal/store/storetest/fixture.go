@@ -174,11 +174,18 @@ func (b *bundle) claim(endpointID string, now time.Time, limit int) []store.Clai
 	return cs
 }
 
-func (b *bundle) record(outcomes ...store.Outcome) {
+// record records outcomes and returns which applied, checking that Record
+// says it of each.
+func (b *bundle) record(outcomes ...store.Outcome) (applied []bool) {
 	b.t.Helper()
-	if err := b.s.Record(b.ctx, outcomes); err != nil {
+	applied, err := b.s.Record(b.ctx, outcomes)
+	if err != nil {
 		b.t.Fatalf("Record: %v", err)
 	}
+	if len(applied) != len(outcomes) {
+		b.t.Fatalf("Record of %d outcomes reported %d applied or not", len(outcomes), len(applied))
+	}
+	return applied
 }
 
 // account creates an account with a new ID, named name, at b.now.

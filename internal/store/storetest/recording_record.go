@@ -165,7 +165,7 @@ func testRecordMany(t *testing.T, b *bundle) {
 			t.Fatalf("delivery %d: %d attempts logged, want 1", i, n)
 		}
 	}
-	if err := b.s.Record(b.ctx, nil); err != nil {
+	if _, err := b.s.Record(b.ctx, nil); err != nil {
 		t.Fatalf("Record(nil): %v", err)
 	}
 	if _, _, err := b.s.ListAttempts(b.ctx, "dlv_unknown", store.Page{}); !errors.Is(err, store.ErrNotFound) {
@@ -185,7 +185,7 @@ func testRecordStaleOwner(t *testing.T, b *bundle) {
 
 	stale := succeeded(id, 1, b.at(time.Second))
 	stale.LeaseOwner = "node-b"
-	b.record(stale)
+	equal(t, "a stale owner's outcome applied", b.record(stale), []bool{false})
 	equal(t, "delivery after a stale owner's Record", b.get(id), before)
 	equal(t, "attempt log", attempts(t, b, id), []delivery.Attempt{stale.Attempt})
 	// Still leased: no claimer gets it.
@@ -195,7 +195,7 @@ func testRecordStaleOwner(t *testing.T, b *bundle) {
 
 	own := failed(id, 2, b.at(time.Minute), b.at(time.Minute+time.Second), b.at(2*time.Minute))
 	own.LeaseOwner = b.lease.Owner
-	b.record(own)
+	equal(t, "the owner's outcome applied", b.record(own), []bool{true})
 	want := pendingDelivery(ev, 0, seq)
 	want.Attempts, want.RoundAttempts = 2, 2
 	want.FirstFailure = b.at(time.Minute + time.Second)
@@ -253,7 +253,7 @@ func testRecordOwnerReleased(t *testing.T, b *bundle) {
 // testRecordSameDeliveryTwice: outcomes for one delivery in one call are
 // applied in order, as if recorded one call each: a later outcome sees the
 // state (and the cleared lease) an earlier one left. An outcome for a
-// delivery that does not exist is skipped.
+// delivery that does not exist is skipped. Record reports which applied.
 func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	ev, seq := b.claimOne(a, b.now)
@@ -273,7 +273,8 @@ func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
 	gFail.LeaseOwner = b.lease.Owner
 	gOK := succeeded(gid, 2, b.at(time.Minute))
 	gOK.LeaseOwner = b.lease.Owner
-	b.record(fail, gFail, succeeded(oid, 1, b.now), ok, succeeded("dlv_gone", 1, b.now), gOK, late)
+	applied := b.record(fail, gFail, succeeded(oid, 1, b.now), ok, succeeded("dlv_gone", 1, b.now), gOK, late)
+	equal(t, "applied", applied, []bool{true, true, true, true, false, false, false})
 
 	want := pendingDelivery(ev, 0, seq)
 	want.Status = delivery.StatusDelivered
@@ -304,7 +305,7 @@ func testRecordSameDeliveryTwice(t *testing.T, b *bundle) {
 // among them outcomes whose state change does not apply (a stale lease
 // owner, a delivery already finished), one for a delivery that does not
 // exist and a queued one: each is applied or logged as it would be on its
-// own.
+// own, and Record reports which applied.
 func testRecordManyMixed(t *testing.T, b *bundle) {
 	a := b.sub("https://a.example/hook")
 	const n = 70
@@ -318,6 +319,7 @@ func testRecordManyMixed(t *testing.T, b *bundle) {
 	const stale, retried, finished, queued = 5, 20, 30, 45
 	b.record(succeeded(id(finished), 1, b.now)) // finished before the call
 	var outs []store.Outcome
+	var wantApplied []bool
 	for i := range n {
 		o := succeeded(id(i), 2, b.at(time.Second))
 		o.LeaseOwner = b.lease.Owner
@@ -333,10 +335,12 @@ func testRecordManyMixed(t *testing.T, b *bundle) {
 		}
 		if i == 10 {
 			outs = append(outs, succeeded("dlv_gone", 1, b.now))
+			wantApplied = append(wantApplied, false)
 		}
 		outs = append(outs, o)
+		wantApplied = append(wantApplied, i != stale && i != finished)
 	}
-	b.record(outs...)
+	equal(t, "applied", b.record(outs...), wantApplied)
 
 	for i := range n {
 		d := b.get(id(i))
@@ -394,7 +398,7 @@ func testRecordInvalid(t *testing.T, b *bundle) {
 	empty.Status = ""
 	for name, bad := range map[string]store.Outcome{"no delivery ID": noID, "invalid status": bogus, "empty status": empty} {
 		for _, outs := range [][]store.Outcome{{valid, bad}, {bad, valid}, {bad}} {
-			if err := b.s.Record(b.ctx, outs); err == nil {
+			if _, err := b.s.Record(b.ctx, outs); err == nil {
 				t.Fatalf("Record with an outcome with %s (%d outcomes) succeeded", name, len(outs))
 			}
 			equal(t, "delivery after a refused Record", b.get(id), before)

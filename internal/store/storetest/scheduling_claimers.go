@@ -91,7 +91,7 @@ func publishClaimRound(t *testing.T, nodes []store.Store, sub subscription.Subsc
 			Status:  delivery.StatusPending, Attempts: 1, RoundAttempts: 1, FirstFailure: published, NextAttemptAt: published,
 		})
 	}
-	if err := nodes[0].Record(ctx, outs); err != nil {
+	if _, err := nodes[0].Record(ctx, outs); err != nil {
 		t.Fatal(err)
 	}
 	return all
@@ -200,7 +200,7 @@ func finishClaimRound(t *testing.T, last store.Store, all []string, holder map[s
 		done = append(done, store.Outcome{Attempt: delivery.Attempt{DeliveryID: id, Number: 2, StartedAt: now},
 			Status: delivery.StatusDelivered, Attempts: 2, RoundAttempts: 2, DeliveredAt: now, LeaseOwner: holder[id]})
 	}
-	if err := last.Record(ctx, done); err != nil {
+	if _, err := last.Record(ctx, done); err != nil {
 		t.Fatal(err)
 	}
 	if fresh, retry, err := last.CountPending(ctx); err != nil || fresh+retry != 0 {

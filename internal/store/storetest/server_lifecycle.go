@@ -19,7 +19,7 @@ func testClosed(t *testing.T, b *bundle) {
 	}
 	calls := map[string]error{}
 	_, calls["Publish"] = b.s.Publish(b.ctx, []store.NewEvent{b.event(b.now, a)}, store.PublishOptions{Lease: b.lease})
-	calls["Record"] = b.s.Record(b.ctx, []store.Outcome{succeeded(id, 1, b.now)})
+	_, calls["Record"] = b.s.Record(b.ctx, []store.Outcome{succeeded(id, 1, b.now)})
 	_, calls["ClaimDue"] = b.s.ClaimDue(b.ctx, a.EndpointID, b.now, 10, b.lease)
 	calls["Release"] = b.s.Release(b.ctx, []string{id}, b.lease.Owner)
 	_, calls["ExtendLeases"] = b.s.ExtendLeases(b.ctx, []string{id}, b.lease)

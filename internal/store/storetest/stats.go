@@ -83,7 +83,7 @@ func testStatsCounts(t *testing.T, b *bundle) {
 					outs = append(outs, outcomeTook(succeeded(id, len(outs)+1, minute.Add(time.Minute)), 3*time.Millisecond))
 				}
 				for _, o := range outs {
-					if err := b.s.Record(b.ctx, []store.Outcome{o}); err != nil {
+					if _, err := b.s.Record(b.ctx, []store.Outcome{o}); err != nil {
 						t.Errorf("Record: %v", err)
 						return
 					}

@@ -130,7 +130,7 @@ func CheckUpgradeFromV1(t *testing.T, s store.Store) {
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v1_pending" || string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v1_pending", 1, now)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{succeeded("dlv_v1_pending", 1, now)}); err != nil {
 		t.Fatal(err)
 	}
 	// Writes advance the versions from where the upgrade put them.
@@ -285,7 +285,7 @@ func CheckUpgradeFromV3(t *testing.T, s store.Store) {
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v3_pending" {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v3_pending", 1, now)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{succeeded("dlv_v3_pending", 1, now)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -341,7 +341,7 @@ func CheckUpgradeFromV4(t *testing.T, s store.Store) {
 		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v4_pending", 1, now)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{succeeded("dlv_v4_pending", 1, now)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -529,7 +529,7 @@ func CheckUpgradeFromV5(t *testing.T, s store.Store) {
 	if err != nil || len(cs) != 1 || cs[0].ID != "dlv_v5_pending" || string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v5_pending", 1, now)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{succeeded("dlv_v5_pending", 1, now)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -714,7 +714,7 @@ func checkV7DeadLetter(t *testing.T, s store.Store, v7, dlEp string, now time.Ti
 	o := deadLettered("dlv_v7_pending", 1, now, now)
 	o.LeaseOwner = lease.Owner
 	o.DeadLetterCopy = &store.NewDelivery{ID: "dlv_v7_copy", SubscriptionID: "sub_v7a", EndpointID: dlEp}
-	if err := s.Record(ctx, []store.Outcome{o}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{o}); err != nil {
 		t.Fatal(err)
 	}
 	end := attemptDue(o)
@@ -724,7 +724,7 @@ func checkV7DeadLetter(t *testing.T, s store.Store, v7, dlEp string, now time.Ti
 		string(cs[0].Payload) != `{"specversion":"1.0","id":"e1"}` {
 		t.Fatalf("ClaimDue of the dead letter after the upgrade: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{succeeded("dlv_v7_copy", 1, end)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{succeeded("dlv_v7_copy", 1, end)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -993,7 +993,7 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 	if err != nil || len(cs) != 1 || cs[0].ID != d4 {
 		t.Fatalf("ClaimDue after the upgrade: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{succeeded(d4, 1, now)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{succeeded(d4, 1, now)}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := s.Redrive(ctx, "sub_v9", nil, now); err != nil || res.Count != 1 {
@@ -1009,7 +1009,7 @@ func CheckUpgradeFromV9(t *testing.T, s store.Store) {
 	if err != nil || len(cs) != 1 || cs[0].ID != d2 {
 		t.Fatalf("ClaimDue of the redriven delivery: %+v, %v", cs, err)
 	}
-	if err := s.Record(ctx, []store.Outcome{deadLettered(d2, 4, later, later)}); err != nil {
+	if _, err := s.Record(ctx, []store.Outcome{deadLettered(d2, 4, later, later)}); err != nil {
 		t.Fatal(err)
 	}
 	lists("after the redriven delivery was dead-lettered again", map[delivery.Status][]string{
