@@ -33,7 +33,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{9, V9Data, CheckUpgradeFromV9}, {10, V10Data, CheckUpgradeFromV10}, {11, V11Data, CheckUpgradeFromV11},
 		{ConsoleSessionsFrom, ConsoleSessionsData, CheckConsoleSessionsUpgrade},
 		{StatsFrom, StatsData, CheckStatsUpgrade},
-		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade}} {
+		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade},
+		{OrderingFrom, OrderingData, CheckOrderingUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
