@@ -41,7 +41,8 @@ const (
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.id < d.id)
 	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
-			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until >= $2 AND l.id <> d.id)))`
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))`
 
 	// claimSQL: each lane's candidates in due order, locked with FOR UPDATE
 	// SKIP LOCKED so that concurrent claimers (any node) skip each other's
