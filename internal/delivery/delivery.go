@@ -80,7 +80,7 @@ type Delivery struct {
 	// OrderingKey is the partitionkey of a delivery of a subscription with
 	// "ordering": "key" when it was made, "" for an unordered one. Among a
 	// subscription's pending deliveries with the same key, only the one
-	// with the smallest ID is attempted (docs/ordering.md).
+	// of the earliest event (publish order) is attempted (docs/ordering.md).
 	OrderingKey string
 }
 

@@ -26,11 +26,12 @@ const (
 
 	// keyHead (now is $2) holds for an unordered delivery d, and for a
 	// keyed one (ordering_key set) that is its key's head: no pending
-	// delivery of its subscription and key has a smaller ID
+	// delivery of its subscription and key has an earlier event (a smaller
+	// event_seq: publish order, one sequence for every node)
 	// (deliveries_ordering: one seek to the key's first entry), and no
 	// other one holds a lease still running at now (deliveries_ordering_leased:
 	// one seek), so a key has at most one delivery out at a time, on every
-	// node, whatever redelivers an older one or commits out of ID order
+	// node, whatever redelivers an older one or commits out of seq order
 	// (docs/ordering.md). Only one delivery of a key passes it in one
 	// statement: a claim, and so a batch, takes at most one per key. A
 	// claim's snapshot that still sees the previous head pending leaves
@@ -38,7 +39,7 @@ const (
 	keyHead = `(d.ordering_key IS NULL OR (
 	NOT EXISTS (SELECT 1 FROM deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
-			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.id < d.id)
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
 	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0

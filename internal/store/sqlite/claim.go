@@ -20,16 +20,17 @@ const (
 
 	// keyHead holds for an unordered delivery d, and for a keyed one
 	// (ordering_key set) that is its key's head: no pending delivery of
-	// its subscription and key has a smaller ID (deliveries_ordering: one
+	// its subscription and key has an earlier event (a smaller event_seq:
+	// publish order, as the single writer commits) (deliveries_ordering: one
 	// seek to the key's first entry), and none holds a lease
 	// (deliveries_ordering_leased: one seek), so a key has at most one
 	// delivery out at a time, whatever redelivers an older one or commits
-	// out of ID order (docs/ordering.md). Only one delivery of a key passes
+	// out of seq order (docs/ordering.md). Only one delivery of a key passes
 	// it in one query: a claim, and so a batch, takes at most one per key.
 	keyHead = `(d.ordering_key IS NULL OR (
 	NOT EXISTS (SELECT 1 FROM deliveries AS h INDEXED BY deliveries_ordering
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
-			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.id < d.id)
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
 	AND NOT EXISTS (SELECT 1 FROM deliveries AS l INDEXED BY deliveries_ordering_leased
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.lease_until > 0 AND l.ordering_key IS NOT NULL)))`

@@ -85,7 +85,7 @@ func checkOrderingPlans(t *testing.T, s *Store) {
 	for name, q := range map[string]string{"ClaimFresh": claimFreshSQL, "ClaimRetry": claimRetrySQL, "NextDue": nextDueSQL} {
 		p := plan(t, s, q)
 		for _, w := range []string{
-			"SEARCH h USING COVERING INDEX deliveries_ordering (subscription_id=? AND ordering_key=? AND id<?)",
+			"SEARCH h USING COVERING INDEX deliveries_ordering (subscription_id=? AND ordering_key=? AND event_seq<?)",
 			"SEARCH l USING COVERING INDEX deliveries_ordering_leased (subscription_id=? AND ordering_key=? AND lease_until>?)",
 		} {
 			if !strings.Contains(p, w) {

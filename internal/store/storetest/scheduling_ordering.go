@@ -20,8 +20,9 @@ func (b *bundle) keyed(sub subscription.Subscription, key string, at time.Time) 
 }
 
 // testClaimKeyHeads: a claim takes a keyed delivery only as its key's
-// head (no pending delivery of its subscription and key with a smaller ID,
-// none leased), so one claim takes at most one per key, in ID order; a
+// head (no pending delivery of its subscription and key of an earlier
+// event, none leased), so one claim takes at most one per key, in publish
+// order; a
 // retrying head holds back its key only, until it ends (delivered or
 // dead-lettered); NextDue passes the waiting ones by; an unkeyed delivery
 // and the same key in another subscription are not held.
@@ -58,7 +59,7 @@ func testClaimKeyHeads(t *testing.T, b *bundle) {
 
 // testClaimKeyLeaseHolds: while a delivery of a key is leased, no other
 // delivery of the key is claimed, by any owner, even one with a smaller
-// ID (an older one redelivered); it becomes the head when the leased one
+// event (an older one redelivered); it becomes the head when the leased one
 // ends. ListDeliveries by subscription and ordering key lists the key's,
 // newest first.
 func testClaimKeyLeaseHolds(t *testing.T, b *bundle) {

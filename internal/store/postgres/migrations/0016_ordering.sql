@@ -5,7 +5,8 @@
 -- subscription with "ordering": "key" (at most 256 bytes), NULL for every
 -- other delivery and every delivery written before this version. Among the
 -- unfinished (pending: due, leased or waiting for a retry) deliveries of a
--- (subscription, key), only the one with the smallest id, its key's head,
+-- (subscription, key), only the one of the earliest event (the smallest
+-- event_seq: publish order), its key's head,
 -- may be claimed, and only while no other one of the key holds a live
 -- lease (claim.go). Both checks are index seeks on partial indexes of
 -- keyed pending deliveries: deliveries_ordering finds a key's head as its
@@ -19,7 +20,7 @@
 -- so it is not a HOT update: the price of the lease check, paid by keyed
 -- deliveries only.
 ALTER TABLE deliveries ADD COLUMN ordering_key text COLLATE "C";
-CREATE INDEX deliveries_ordering ON deliveries (subscription_id, ordering_key, id)
+CREATE INDEX deliveries_ordering ON deliveries (subscription_id, ordering_key, event_seq)
     WHERE status = 'pending' AND ordering_key IS NOT NULL;
 CREATE INDEX deliveries_ordering_leased ON deliveries (subscription_id, ordering_key, lease_until)
     WHERE status = 'pending' AND ordering_key IS NOT NULL AND lease_until > 0;

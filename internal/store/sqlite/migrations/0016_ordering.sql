@@ -5,7 +5,8 @@
 -- subscription with "ordering": "key" (at most 256 bytes), NULL for every
 -- other delivery and every delivery written before this version. Among the
 -- unfinished (pending: due, leased or waiting for a retry) deliveries of a
--- (subscription, key), only the one with the smallest id, its key's head,
+-- (subscription, key), only the one of the earliest event (the smallest
+-- event_seq: publish order), its key's head,
 -- may be claimed, and only while no other one of the key holds a lease
 -- (claim.go). Both checks are index seeks on partial indexes of keyed
 -- deliveries: deliveries_ordering (the pending ones) finds a key's head as
@@ -16,7 +17,7 @@
 -- lists a subscription's deliveries of one key, newest first. Queries
 -- repeat the conditions literally (SQLite uses a partial index only then).
 ALTER TABLE deliveries ADD COLUMN ordering_key TEXT;
-CREATE INDEX deliveries_ordering ON deliveries (subscription_id, ordering_key, id)
+CREATE INDEX deliveries_ordering ON deliveries (subscription_id, ordering_key, event_seq)
     WHERE status = 'pending' AND ordering_key IS NOT NULL;
 CREATE INDEX deliveries_ordering_leased ON deliveries (subscription_id, ordering_key, lease_until)
     WHERE lease_until > 0 AND ordering_key IS NOT NULL;
