@@ -136,6 +136,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"pull":            pullScenario,
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
+	"ordered":         orderedScenario,
 	"soak":            soakScenario,
 	"console":         consoleScenario,
 }
