@@ -24,24 +24,12 @@ func orderedKey(n int) string { return "key-" + strconv.Itoa(n%orderedKeys) }
 // latency of the two runs. It checks no budget line: the lead sets one
 // from its figures.
 func orderedScenario(ctx context.Context, e *env, res *Result) error {
-	var phases []PhaseResult
-	for i, ordering := range []string{"key", ""} {
-		name := "ordered"
-		if ordering == "" {
-			name = "unordered"
-		}
-		if i > 0 {
-			if err := e.restart(ctx); err != nil {
-				return fmt.Errorf("%s: a fresh server: %w", name, err)
-			}
-		}
-		ph, err := e.orderedPhase(ctx, res, name, ordering)
-		if ph != nil {
-			phases = append(phases, *ph)
-		}
-		if err != nil {
-			return err
-		}
+	orderings := []string{"key", ""}
+	phases, err := e.freshRuns(ctx, []string{"ordered", "unordered"}, func(i int, name string) (*PhaseResult, error) {
+		return e.orderedPhase(ctx, res, name, orderings[i])
+	})
+	if err != nil {
+		return err
 	}
 	ordered, unordered := phases[0], phases[1]
 	if unordered.DeliveriesPerSec > 0 {
@@ -66,13 +54,6 @@ func (e *env) orderedPhase(ctx context.Context, res *Result, name, ordering stri
 	}
 	l := &load{prefix: prefix(e.name, name), events: s.Events, batch: s.Batch, publishers: s.Publishers, data: eventData(s.PayloadBytes),
 		keyOf: orderedKey}
-	p, lat := spread(name, l, rs)
-	p.settle = true
-	pr, err := e.run(ctx, p)
-	if pr == nil || pr.load.Accepted == 0 {
-		return nil, err
-	}
-	ph := pr.result(name, rs, l.events, lat)
-	res.Phases = append(res.Phases, ph)
-	return &ph, err
+	ph, _, err := e.spreadPhase(ctx, res, name, l, rs)
+	return ph, err
 }

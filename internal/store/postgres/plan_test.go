@@ -135,8 +135,7 @@ func TestQueryPlans(t *testing.T) {
 		want []string
 	}{
 		{"ClaimDue", claimSQL, []any{"ep_0007", now, 100, "node", lease},
-			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey",
-				"using deliveries_ordering on", "using deliveries_ordering_leased on"}},
+			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
 		// The dead-lettered deliveries of the dead letters ClaimDue
 		// claimed, by key.
 		{"ClaimDue dead letters", deadLettersSQL, []any{[]string{"dlv_1", "dlv_2"}},
