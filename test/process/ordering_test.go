@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
 
 // keyedReceiver is a subscriber endpoint on loopback for ordered
@@ -83,6 +85,9 @@ func (kr *keyedReceiver) counts() (total, distinct, busy int) {
 	return kr.total, distinct, kr.busy
 }
 
+// Sizes of the SIGKILL tests of ordered delivery.
+const killKeys, killPerKey = 40, 25
+
 // TestSIGKILLKeepsKeyOrder publishes 40 keys × 25 events to a subscription
 // with "ordering": "key", SIGKILLs Herald while their deliveries arrive,
 // starts it again on the same data directory, and requires every event to
@@ -93,15 +98,47 @@ func TestSIGKILLKeepsKeyOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test: builds and runs the herald binary")
 	}
-	const keys, perKey = 40, 25
 	dataDir := t.TempDir()
-	rcv := newKeyedReceiver(t, 3*time.Millisecond)
 	h1 := startHerald(t, "herald-1", dataDir, serveFlags...)
+	killMidKeys(t, h1, func(rcv *keyedReceiver) *herald {
+		// The killed process's pushes end (aborted) before the restart's.
+		waitFor(t, 5*time.Second, "the receiver idle after the SIGKILL", func() (bool, string) {
+			_, _, busy := rcv.counts()
+			return busy == 0, fmt.Sprintf("%d pushes in flight", busy)
+		})
+		return startHerald(t, "herald-2", dataDir, serveFlags...)
+	})
+}
+
+// TestSIGKILLKeepsKeyOrderAcrossNodes is TestSIGKILLKeepsKeyOrder on two
+// nodes sharing a PostgreSQL schema (3 s leases): node 1 is killed, and
+// node 2, delivering beside it all along, takes over its deliveries once
+// their leases end, keeping every key's order.
+func TestSIGKILLKeepsKeyOrderAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test: builds and runs the herald binary")
+	}
+	dbURL := pgtest.SchemaURL(t)
+	flags := append([]string{"--lease", "3s"}, serveFlags...)
+	n1 := startNode(t, "node-1", dbURL, flags...)
+	n2 := startNode(t, "node-2", dbURL, flags...)
+	killMidKeys(t, n1, func(*keyedReceiver) *herald { return n2 })
+}
+
+// killMidKeys runs the SIGKILL tests of ordered delivery: it subscribes a
+// keyedReceiver through h1 with ordering key, publishes killKeys keys ×
+// killPerKey events through it, SIGKILLs it once a fifth have arrived,
+// and checks through next() (a restart, or another node) that every event
+// arrives, each key's in order, never two of a key at once.
+func killMidKeys(t *testing.T, h1 *herald, next func(*keyedReceiver) *herald) {
+	t.Helper()
+	total := killKeys * killPerKey
+	rcv := newKeyedReceiver(t, 3*time.Millisecond)
 	subID := h1.createSubscriptionWith(t, "process-ordered", rcv.srv.URL+"/hook", map[string]any{"ordering": "key"})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for i := range perKey {
-		evs := make([]map[string]any, keys)
+	for i := range killPerKey {
+		evs := make([]map[string]any, killKeys)
 		for k := range evs {
 			evs[k] = map[string]any{"specversion": "1.0", "id": fmt.Sprintf("ord-%02d-%03d", k, i), "source": "/load", "type": "t",
 				"partitionkey": fmt.Sprintf("k%02d", k), "data": map[string]any{"seq": i}}
@@ -113,31 +150,27 @@ func TestSIGKILLKeepsKeyOrder(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "a fifth of the events delivered", func() (bool, string) {
 		_, distinct, _ := rcv.counts()
-		return distinct >= keys*perKey/5, fmt.Sprintf("%d delivered", distinct)
+		return distinct >= total/5, fmt.Sprintf("%d delivered", distinct)
 	})
 	h1.kill()
-	waitFor(t, 5*time.Second, "the receiver idle after the SIGKILL", func() (bool, string) {
-		_, _, busy := rcv.counts()
-		return busy == 0, fmt.Sprintf("%d pushes in flight", busy)
-	})
-	if _, distinct, _ := rcv.counts(); distinct >= keys*perKey {
+	if _, distinct, _ := rcv.counts(); distinct >= total {
 		t.Fatalf("all %d events arrived before the SIGKILL: the test did not kill Herald mid-delivery", distinct)
 	}
-	h2 := startHerald(t, "herald-2", dataDir, serveFlags...)
-	waitFor(t, 60*time.Second, "every event delivered after the restart", func() (bool, string) {
+	h2 := next(rcv)
+	waitFor(t, 60*time.Second, "every event delivered after the SIGKILL", func() (bool, string) {
 		_, distinct, _ := rcv.counts()
-		return distinct == keys*perKey, fmt.Sprintf("%d of %d delivered", distinct, keys*perKey)
+		return distinct == total, fmt.Sprintf("%d of %d delivered", distinct, total)
 	})
 	waitNonePending(t, h2, subID, 30*time.Second)
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	for key, seqs := range rcv.seqs {
-		if !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != perKey {
-			t.Errorf("key %s received %v: want 0 … %d in order (a push repeated right after itself at most)", key, seqs, perKey-1)
+		if !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != killPerKey {
+			t.Errorf("key %s received %v: want 0 … %d in order (a push repeated right after itself at most)", key, seqs, killPerKey-1)
 		}
 		if rcv.maxInFlight[key] > 1 {
 			t.Errorf("key %s had %d pushes in flight at once", key, rcv.maxInFlight[key])
 		}
 	}
-	t.Logf("%d pushes for %d events", rcv.total, keys*perKey)
+	t.Logf("%d pushes for %d events", rcv.total, total)
 }
