@@ -32,8 +32,8 @@ type load struct {
 	rate       float64
 	typeOf     func(n int) string
 	keyOf      func(n int) string // event n's partitionkey; nil: none
-	data       []byte // the "data" member of each event, JSON
-	uuids      bool   // ids are random UUIDs (ids.go); set by env.run
+	data       []byte             // the "data" member of each event, JSON
+	uuids      bool               // ids are random UUIDs (ids.go); set by env.run
 
 	accepted atomic.Int64 // events answered 202 so far, for progress
 }
