@@ -9,8 +9,13 @@ import (
 )
 
 // pendingCollector reports pending deliveries by lane, and queued ones,
-// from the store. The counts are cached for pendingCacheFor so frequent
-// scrapes cost two queries.
+// from the store. The counts are exact (CountPending, CountQueued): they
+// read an index entry per waiting delivery (about 70 ms for a million on
+// PostgreSQL), which a scrape every 15 s or more can afford and a gauge
+// needs, unlike a page (the console's overview counts up to a cap: see
+// backlogCap in internal/console/overview.go). They are cached for
+// pendingCacheFor, so a node counts at most once per pendingCacheFor
+// however often it is scraped.
 type pendingCollector struct {
 	store interface {
 		CountPending(ctx context.Context) (fresh, retry int64, err error)

@@ -66,8 +66,8 @@ func (ap *accountPages) adminOnly(h sessionHandler) sessionHandler {
 
 // accountsView is the accounts list and its create form.
 type accountsView struct {
-	Items       []account.Account
-	Next, First string
+	Items []account.Account
+	pageLinks
 	// Name and Problem are the create form's, after a refused one.
 	Name    string
 	Problem formProblem
@@ -88,12 +88,7 @@ func (ap *accountPages) showList(w http.ResponseWriter, r *http.Request, v *visi
 		return
 	}
 	view.Items = accs
-	if next != "" {
-		view.Next = withQuery("/console/accounts", url.Values{"cursor": {next}})
-	}
-	if cursor != "" {
-		view.First = "/console/accounts"
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string { return withQuery("/console/accounts", url.Values{"cursor": {c}}) })
 	ap.render(w, r, status, "accounts", v, "Accounts", view)
 }
 
@@ -125,9 +120,9 @@ func (ap *accountPages) create(w http.ResponseWriter, r *http.Request, v *visit)
 // (never their secrets: Herald keeps only their hashes) and the create
 // key form.
 type accountView struct {
-	Account     account.Account
-	Keys        []account.Key
-	Next, First string
+	Account account.Account
+	Keys    []account.Key
+	pageLinks
 	// Roles are the roles the create key form offers.
 	Roles []string
 	// Form and Problem are the create key form's, after a refused one.
@@ -170,12 +165,9 @@ func (ap *accountPages) showAccount(w http.ResponseWriter, r *http.Request, v *v
 		return
 	}
 	view.Account, view.Keys = a, keys
-	if next != "" {
-		view.Next = withQuery("/console/accounts/"+a.ID, url.Values{"cursor": {next}})
-	}
-	if cursor != "" {
-		view.First = "/console/accounts/" + a.ID
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
+		return withQuery("/console/accounts/"+a.ID, url.Values{"cursor": {c}})
+	})
 	view.Roles = keyRoles(a.ID)
 	if view.Form.Role == "" {
 		view.Form.Role = account.RoleAccount

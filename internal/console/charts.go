@@ -37,20 +37,23 @@ type line struct {
 }
 
 // chart draws lines over the steps of a series that starts at from, each
-// step long, as an SVG line chart titled title whose y axis is in unit.
-// id names the svg element (for the page's tests and links).
-func chart(id, title, unit string, from time.Time, step time.Duration, lines ...line) template.HTML {
-	top := 0.0
+// step long, as an SVG line chart titled title whose y axis is in unit,
+// from 0 to top (0: niceCeil of the largest value). id names the svg
+// element (for the page's tests and links).
+func chart(id, title, unit string, top float64, from time.Time, step time.Duration, lines ...line) template.HTML {
+	largest := 0.0
 	n := 0
 	for _, l := range lines {
 		n = max(n, len(l.values))
 		for _, v := range l.values {
 			if !math.IsNaN(v) {
-				top = math.Max(top, v)
+				largest = math.Max(largest, v)
 			}
 		}
 	}
-	top = niceCeil(top)
+	if top == 0 {
+		top = niceCeil(largest)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg id="%s" class="chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`,
 		html.EscapeString(id), chartW, chartH, chartW, chartH)
@@ -123,18 +126,21 @@ func number(v float64) string { return strings.TrimSuffix(fmt.Sprintf("%.6g", v)
 
 // The overview's charts of a series (stats.Row per step).
 
+// deliveriesChart draws deliveries per second: each step's counts over
+// its length (the mean rate over the step).
 func deliveriesChart(id string, rows []stats.Row, step time.Duration) template.HTML {
 	var d, f, x []float64
+	per := step.Seconds()
 	for _, r := range rows {
-		d, f, x = append(d, float64(r.Delivered)), append(f, float64(r.Failed)), append(x, float64(r.DeadLettered))
+		d, f, x = append(d, float64(r.Delivered)/per), append(f, float64(r.Failed)/per), append(x, float64(r.DeadLettered)/per)
 	}
-	return chart(id, "Deliveries per "+stepWords(step), "", firstAt(rows), step,
+	return chart(id, "Deliveries per second (mean over each "+stepWords(step)+")", "/s", 0, firstAt(rows), step,
 		line{"delivered", "#2a8a4a", d}, line{"failed attempts", "#d08a00", f}, line{"dead-lettered", "#c03030", x})
 }
 
 // successChart draws the share of attempts and acknowledgements that
 // delivered: delivered / (delivered + failed), none for a step without
-// either.
+// either, on an axis from 0 to 100 %.
 func successChart(id string, rows []stats.Row, step time.Duration) template.HTML {
 	var v []float64
 	for _, r := range rows {
@@ -144,7 +150,7 @@ func successChart(id string, rows []stats.Row, step time.Duration) template.HTML
 			v = append(v, math.NaN())
 		}
 	}
-	return chart(id, "Success rate", "%", firstAt(rows), step, line{"delivered / (delivered + failed)", "#2a8a4a", v})
+	return chart(id, "Success rate", "%", 100, firstAt(rows), step, line{"delivered / (delivered + failed)", "#2a8a4a", v})
 }
 
 func latencyChart(id string, rows []stats.Row, step time.Duration) template.HTML {
@@ -156,7 +162,7 @@ func latencyChart(id string, rows []stats.Row, step time.Duration) template.HTML
 		}
 		p50, p99 = append(p50, a), append(p99, b)
 	}
-	return chart(id, "Attempt latency", "ms", firstAt(rows), step, line{"p50", "#3060c0", p50}, line{"p99", "#8040a0", p99})
+	return chart(id, "Attempt latency", "ms", 0, firstAt(rows), step, line{"p50", "#3060c0", p50}, line{"p99", "#8040a0", p99})
 }
 
 func firstAt(rows []stats.Row) time.Time {

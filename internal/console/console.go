@@ -76,8 +76,7 @@ type Store interface {
 	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
 	// The overview's charts and backlog.
 	store.StatsReader
-	CountPending(ctx context.Context) (fresh, retry int64, err error)
-	CountQueued(ctx context.Context) (int64, error)
+	CountBacklog(ctx context.Context, limit int64) (store.Backlog, error)
 }
 
 // Control is how the console's forms change deliveries and subscriptions:

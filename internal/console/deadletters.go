@@ -21,7 +21,7 @@ type deadLettersView struct {
 	Account        string
 	SubscriptionID string
 	Items          []store.DeadLetter
-	Next, First    string
+	pageLinks
 	// Notice says what the redrive the page follows did.
 	Notice string
 }
@@ -47,12 +47,9 @@ func (dp *deliveryPages) deadLetters(w http.ResponseWriter, r *http.Request, v *
 		return
 	}
 	view.Items = dls
-	if next != "" {
-		view.Next = deadLettersURL(acc, view.SubscriptionID, url.Values{"cursor": {next}})
-	}
-	if cursor != "" {
-		view.First = deadLettersURL(acc, view.SubscriptionID, nil)
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
+		return deadLettersURL(acc, view.SubscriptionID, url.Values{"cursor": {c}})
+	})
 	if n, err := strconv.Atoi(q.Get("redriven")); err == nil && n >= 0 {
 		view.Notice = redrivenText(n)
 	}

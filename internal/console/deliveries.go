@@ -33,9 +33,7 @@ type deliveriesView struct {
 	// page then lists nothing.
 	Invalid string
 	Items   []delivery.Delivery
-	// Next is the URL of the next page ("" on the last); First that of
-	// the first page when this is a later one.
-	Next, First string
+	pageLinks
 }
 
 // deliverySearch is the search form's fields, as the URL gives them.
@@ -114,11 +112,6 @@ func (dp *deliveryPages) deliveries(w http.ResponseWriter, r *http.Request, v *v
 		return
 	}
 	view.Items = ds
-	if next != "" {
-		view.Next = withQuery("/console/deliveries", view.Search.query(acc, next))
-	}
-	if cursor != "" {
-		view.First = withQuery("/console/deliveries", view.Search.query(acc, ""))
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string { return withQuery("/console/deliveries", view.Search.query(acc, c)) })
 	dp.render(w, r, http.StatusOK, "deliveries", v, "Deliveries", view)
 }

@@ -10,6 +10,20 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
+// consoleDeliveries and portalDeliveries are where the console's and the
+// portal's delivery pages are: a delivery's is the prefix and its ID.
+const (
+	consoleDeliveries = "/console/deliveries/"
+	portalDeliveries  = "/portal/deliveries/"
+)
+
+// deliveryTable is a subscription page's table of deliveries (the
+// "subscription-deliveries" template): each links to Link and its ID.
+type deliveryTable struct {
+	Link  string
+	Items []delivery.Delivery
+}
+
 // excerptBytes bounds the response body an attempt's row shows (the store
 // keeps up to 4 KiB of it).
 const excerptBytes = 512
@@ -18,6 +32,9 @@ const excerptBytes = 512
 // attempts (oldest first), and what the last redeliver did.
 type deliveryView struct {
 	delivery.Delivery
+	// Link is where the delivery pages are: consoleDeliveries or
+	// portalDeliveries (the page's links and form go there).
+	Link     string
 	Attempts []attemptRow
 	// NextAttempts is the URL of the attempts' next page ("" on the last).
 	NextAttempts string
@@ -59,7 +76,7 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 	if !ok {
 		return
 	}
-	view, err := newDeliveryView(r, dp.store, d, "/console/deliveries/")
+	view, err := newDeliveryView(r, dp.store, d, consoleDeliveries)
 	if err != nil {
 		dp.storeError(w, r, v, err)
 		return
@@ -74,7 +91,7 @@ func newDeliveryView(r *http.Request, st Store, d delivery.Delivery, prefix stri
 	if err != nil {
 		return deliveryView{}, err
 	}
-	view := deliveryView{Delivery: d, Attempts: attemptRows(as)}
+	view := deliveryView{Delivery: d, Link: prefix, Attempts: attemptRows(as)}
 	if next != "" {
 		view.NextAttempts = prefix + d.ID + "?cursor=" + next
 	}
@@ -124,7 +141,7 @@ func (dp *deliveryPages) redeliver(w http.ResponseWriter, r *http.Request, v *vi
 		dp.storeError(w, r, v, err)
 		return
 	}
-	redirect(w, r, "/console/deliveries/"+d.ID+"?redeliver="+result)
+	redirect(w, r, consoleDeliveries+d.ID+"?redeliver="+result)
 }
 
 // redeliverResult is the redeliverNotices key for what Control.Redeliver

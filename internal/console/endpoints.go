@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -62,47 +61,15 @@ func (ep *endpointPages) view(e endpoint.Endpoint) endpointView {
 		State: string(st.Health.State), Reason: st.Health.Reason}
 }
 
-// endpointsView is the endpoints list.
-type endpointsView struct {
-	Accounts    []account.Account
-	Account     string
-	Items       []endpointView
-	Next, First string
-}
-
-// endpoints shows a page of endpoints: of the key's own account, or for
-// an admin of the account picked (?account_id=, every account when none),
-// after ?cursor=.
+// endpoints shows a page of endpoints (accountPage).
 func (ep *endpointPages) endpoints(w http.ResponseWriter, r *http.Request, v *visit) {
-	acc, ok := ep.accountParam(w, r, v)
-	if !ok {
-		return
+	view, ok := accountPage(ep.base, w, r, v, "/console/endpoints",
+		func(ctx context.Context, acc string, p store.Page) ([]endpoint.Endpoint, string, error) {
+			return ep.store.ListEndpoints(ctx, acc, "", p)
+		}, ep.view)
+	if ok {
+		ep.render(w, r, http.StatusOK, "endpoints", v, "Endpoints", view)
 	}
-	cursor := r.URL.Query().Get("cursor")
-	eps, next, err := ep.store.ListEndpoints(r.Context(), acc, "", store.Page{Cursor: cursor, Limit: listSize})
-	if err != nil {
-		ep.storeError(w, r, v, err)
-		return
-	}
-	view := endpointsView{Account: acc}
-	for _, e := range eps {
-		view.Items = append(view.Items, ep.view(e))
-	}
-	if next != "" {
-		view.Next = endpointsURL(acc, next)
-	}
-	if cursor != "" {
-		view.First = endpointsURL(acc, "")
-	}
-	if view.Accounts, ok = ep.accountChoices(w, r, v); !ok {
-		return
-	}
-	ep.render(w, r, http.StatusOK, "endpoints", v, "Endpoints", view)
-}
-
-// endpointsURL is the URL of the endpoints list of acc after cursor.
-func endpointsURL(acc, cursor string) string {
-	return withQuery("/console/endpoints", url.Values{"account_id": {acc}, "cursor": {cursor}})
 }
 
 // endpointNotices are what an endpoint's page says after its forms

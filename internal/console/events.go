@@ -32,10 +32,9 @@ type eventsView struct {
 	Account  string
 	ID       string
 	Events   []eventRow
-	// Deliveries are the deliveries of the ID; Next the URL of their next
-	// page ("" on the last), First that of the first on a later one.
-	Deliveries  []delivery.Delivery
-	Next, First string
+	// Deliveries are a page of the deliveries of the ID.
+	Deliveries []delivery.Delivery
+	pageLinks
 }
 
 // eventRow is one stored event: its fields and its payload, indented.
@@ -80,15 +79,9 @@ func (ep *eventPages) lookUp(w http.ResponseWriter, r *http.Request, v *visit, v
 		return false
 	}
 	view.Deliveries = ds
-	query := func(c string) string {
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
 		return withQuery("/console/events", url.Values{"account_id": {view.Account}, "id": {view.ID}, "cursor": {c}})
-	}
-	if next != "" {
-		view.Next = query(next)
-	}
-	if cursor != "" {
-		view.First = query("")
-	}
+	})
 	seen := map[int64]bool{}
 	for _, d := range ds {
 		if seen[d.EventSeq] {

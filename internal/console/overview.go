@@ -3,6 +3,7 @@ package console
 import (
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
@@ -27,7 +28,7 @@ type overviewView struct {
 	Account  string            // "": every account (an admin's)
 	Windows  []windowView
 	// Backlog is shown to admins only: the store counts it across every
-	// account (CountPending, CountQueued).
+	// account, up to backlogCap (CountBacklog).
 	Backlog *backlogView
 }
 
@@ -37,7 +38,45 @@ type windowView struct {
 	Deliveries, SuccessRate, Latency template.HTML
 }
 
-type backlogView struct{ Pending, Retrying, Queued int64 }
+// backlogCap is where the overview's backlog counts stop. Each of them
+// (pending deliveries of each lane, queued ones) reads at most
+// backlogCap+1 index entries (store's CountBacklog: TestBacklogPlans on
+// PostgreSQL, TestBacklogPlan on SQLite), so the overview costs the same
+// with a million deliveries waiting as with none, and a count above the
+// cap shows as "over 10000". An exact count reads an entry per waiting
+// delivery: 70 ms for a million pending on PostgreSQL (see
+// internal/store/postgres/postgres.go), too slow for a page.
+//
+// The /metrics gauges herald_deliveries_pending and
+// herald_deliveries_queued (internal/api/metrics.go) keep exact counts:
+// a gauge must be a number to graph and alert on, a scrape comes every
+// 15 s or more and each node counts at most once per 5 s
+// (pendingCacheFor), off any page's path.
+const backlogCap = 10_000
+
+// backlogView is the backlog as overview.html shows it: each count in
+// digits, or "over 10000" when a count it adds up went past backlogCap.
+// Pending counts every pending delivery (both lanes), Retrying those of
+// them that wait to retry.
+type backlogView struct{ Pending, Retrying, Queued string }
+
+// newBacklogView shows b, counted up to backlogCap+1.
+func newBacklogView(b store.Backlog) *backlogView {
+	return &backlogView{Pending: backlogCount(b.Fresh, b.Retry), Retrying: backlogCount(b.Retry), Queued: backlogCount(b.Queued)}
+}
+
+// backlogCount is the sum of counts in digits, or "over <backlogCap>"
+// when one of them is over it (it stopped counting there).
+func backlogCount(counts ...int64) string {
+	var sum int64
+	for _, n := range counts {
+		if n > backlogCap {
+			return "over " + strconv.Itoa(backlogCap)
+		}
+		sum += n
+	}
+	return strconv.FormatInt(sum, 10)
+}
 
 // overview answers the overview of the account the request may see (an
 // admin's: the one ?account_id= names, or every account).
@@ -69,16 +108,12 @@ func (p *overviewPages) overview(w http.ResponseWriter, r *http.Request, v *visi
 		view.Windows = append(view.Windows, wv)
 	}
 	if v.admin() {
-		var bl backlogView
-		var err error
-		if bl.Pending, bl.Retrying, err = p.store.CountPending(r.Context()); err == nil {
-			bl.Queued, err = p.store.CountQueued(r.Context())
-		}
+		bl, err := p.store.CountBacklog(r.Context(), backlogCap+1)
 		if err != nil {
 			p.storeError(w, r, v, err)
 			return
 		}
-		view.Backlog = &bl
+		view.Backlog = newBacklogView(bl)
 	}
 	p.render(w, r, http.StatusOK, "overview", v, "Overview", view)
 }

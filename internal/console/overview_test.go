@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,9 +26,9 @@ func deliverTwoAndKillTwo(n *node, rc *receiver) {
 }
 
 // TestOverview: /console/ is the overview: for the admin, the last hour's
-// and day's totals and charts (inline SVG) of the deliveries, and the
-// backlog; for an account key of another account, its own empty charts
-// and no backlog.
+// and day's totals and charts (inline SVG) of the deliveries (per
+// second), and the backlog; for an account key of another account, its
+// own empty charts and no backlog.
 func TestOverview(t *testing.T) {
 	n := setup(t)
 	deliverTwoAndKillTwo(n, newReceiver(t))
@@ -36,7 +37,11 @@ func TestOverview(t *testing.T) {
 		t.Fatalf("the overview: %d\n%s", p.status, p.body)
 	}
 	for _, want := range []string{`<svg id="deliveries-1h"`, `<svg id="success-24h"`, `<svg id="latency-1h"`, `id="backlog"`,
-		"2 delivered · 2 failed attempts · 2 dead-lettered"} {
+		"2 delivered · 2 failed attempts · 2 dead-lettered",
+		// Deliveries per second: 2 in a minute is 0.033/s (the axis: 0.05).
+		"<title>Deliveries per second (mean over each minute)</title>", ">0.05 /s</text>",
+		// The success rate's axis goes to 100 % (here: 50 %, 2 of 4).
+		">100 %</text>"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the admin's overview lacks %q", want)
 		}
@@ -48,8 +53,38 @@ func TestOverview(t *testing.T) {
 	}
 }
 
+// TestOverviewBacklog: the admin's overview counts the queued deliveries
+// exactly up to the cap (10,000) and shows "over 10000" past it.
+func TestOverviewBacklog(t *testing.T) {
+	n := setup(t)
+	n.pullSubscription(adminKey)
+	publishMany(n, adminKey, "few", 3)
+	cookie := n.signIn(adminKey)
+	want := `<strong id="backlog-pending">0</strong> pending (<span id="backlog-retrying">0</span> of them waiting to retry), <strong id="backlog-queued">3</strong> queued`
+	if p := n.get("/console/", cookie); !strings.Contains(p.body, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, p.body)
+	}
+	publishMany(n, adminKey, "many", 9_998) // 10,001 queued
+	want = `<strong id="backlog-queued">over 10000</strong> queued`
+	if p := n.get("/console/", cookie); !strings.Contains(p.body, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, p.body)
+	}
+}
+
+// publishMany publishes n events with IDs prefix-0…, 1,000 a request.
+func publishMany(nd *node, key, prefix string, n int) {
+	nd.t.Helper()
+	for from := 0; from < n; from += 1000 {
+		var batch []map[string]any
+		for i := from; i < min(n, from+1000); i++ {
+			batch = append(batch, map[string]any{"specversion": "1.0", "id": fmt.Sprintf("%s-%d", prefix, i), "source": "/shop", "type": "order.paid"})
+		}
+		nd.must(http.StatusAccepted, key, "POST", "/v1/events", batch)
+	}
+}
+
 // TestBrowserOverview: in Chromium, after deliveries, the overview draws
-// its charts: lines of the deliveries per minute, a point of latency.
+// its charts: lines of the deliveries per second, a point of latency.
 func TestBrowserOverview(t *testing.T) {
 	b := newBrowser(t) // first: it may skip the test
 	n := setup(t)

@@ -117,7 +117,7 @@ func (p portalActions) delivery(w http.ResponseWriter, r *http.Request, v *porta
 	if !ok {
 		return
 	}
-	view, err := newDeliveryView(r, p.Store, d, "/portal/deliveries/")
+	view, err := newDeliveryView(r, p.Store, d, portalDeliveries)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
 		return
@@ -146,5 +146,5 @@ func (p portalActions) redeliver(w http.ResponseWriter, r *http.Request, v *port
 		p.changeError(w, r, v, err)
 		return
 	}
-	redirect(w, r, "/portal/deliveries/"+d.ID+"?redeliver="+result)
+	redirect(w, r, portalDeliveries+d.ID+"?redeliver="+result)
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -22,8 +22,7 @@ type portalPages struct{ *Portal }
 // portalListView is the portal's subscriptions list.
 type portalListView struct {
 	Items []subscriptionRow
-	// Next and First are the list's page links ("" for none).
-	Next, First string
+	pageLinks
 	// Create: the session may make subscriptions (its scope names none);
 	// Choices are the event types it may pick (none: any, typed), of
 	// which the form checks EventTypes (none).
@@ -65,12 +64,7 @@ func (p portalPages) listed(r *http.Request, v *portalVisit, view *portalListVie
 	}
 	cursor := r.URL.Query().Get("cursor")
 	subs, next, err := p.Store.ListSubscriptions(r.Context(), account.OrDefault(v.account.ID), store.Page{Cursor: cursor, Limit: listSize})
-	if next != "" {
-		view.Next = "/portal/subscriptions?cursor=" + next
-	}
-	if cursor != "" {
-		view.First = "/portal/subscriptions"
-	}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string { return withQuery("/portal/subscriptions", url.Values{"cursor": {c}}) })
 	return subs, err
 }
 
@@ -82,9 +76,9 @@ type portalSubView struct {
 	// settings.portal_event_types); none: a text field.
 	Choices []string
 	// Deliveries are a page of its deliveries, newest first (?cursor=).
-	Deliveries  []delivery.Delivery
-	Next, First string
-	Notice      string
+	Deliveries deliveryTable
+	pageLinks
+	Notice string
 }
 
 // portalNotices are the messages an action leaves for the subscription's
@@ -112,13 +106,10 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: v.account.Settings.PortalEventTypes, Deliveries: ds, Notice: portalNotices[r.URL.Query().Get("done")]}
-	if next != "" {
-		view.Next = "/portal/subscriptions/" + sub.ID + "?cursor=" + next
-	}
-	if cursor != "" {
-		view.First = "/portal/subscriptions/" + sub.ID
-	}
+		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
+	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
+		return withQuery("/portal/subscriptions/"+sub.ID, url.Values{"cursor": {c}})
+	})
 	p.pages.portalRender(w, r, http.StatusOK, "subscription", v, sub.Name, view)
 }
 

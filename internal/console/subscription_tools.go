@@ -159,5 +159,5 @@ func (sa *subscriptionActions) sendTest(w http.ResponseWriter, r *http.Request, 
 	if sa.gone(w, r, v, sub.ID, err) {
 		return
 	}
-	redirect(w, r, "/console/deliveries/"+res.DeliveryID)
+	redirect(w, r, consoleDeliveries+res.DeliveryID)
 }

@@ -3,12 +3,10 @@ package console
 import (
 	"cmp"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -27,59 +25,21 @@ const (
 // subscriptionPages are the subscriptions list and a subscription's page.
 type subscriptionPages struct{ base }
 
-// subscriptionsView is the subscriptions list: a page of one account's
-// subscriptions (of every account for an admin who picked none).
-type subscriptionsView struct {
-	// Accounts are the admin's choices: the first store.MaxLimit
-	// accounts (another is reached with ?account_id=).
-	Accounts []account.Account
-	// Account is the account shown; "" for every account.
-	Account string
-	Items   []subscriptionRow
-	// Next is the URL of the next page ("" on the last); First that of
-	// the first page when this is a later one.
-	Next, First string
-}
-
 // subscriptionRow is one subscription in the list.
 type subscriptionRow struct {
 	ID, Name, URL, State, Mode, Account string
 }
 
-// subscriptions shows a page of subscriptions: of the key's own account,
-// or for an admin of the account picked (?account_id=, every account when
-// none), after ?cursor=.
+// subscriptions shows a page of subscriptions (accountPage).
 func (sp *subscriptionPages) subscriptions(w http.ResponseWriter, r *http.Request, v *visit) {
-	acc, ok := sp.accountParam(w, r, v)
-	if !ok {
-		return
+	view, ok := accountPage(sp.base, w, r, v, "/console/subscriptions", sp.store.ListSubscriptions,
+		func(s subscription.Subscription) subscriptionRow {
+			return subscriptionRow{ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), State: s.State,
+				Mode: cmp.Or(s.DeliveryMode, subscription.ModePush), Account: account.OrDefault(s.AccountID)}
+		})
+	if ok {
+		sp.render(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
 	}
-	cursor := r.URL.Query().Get("cursor")
-	subs, next, err := sp.store.ListSubscriptions(r.Context(), acc, store.Page{Cursor: cursor, Limit: listSize})
-	if err != nil {
-		sp.storeError(w, r, v, err)
-		return
-	}
-	view := subscriptionsView{Account: acc}
-	for _, s := range subs {
-		view.Items = append(view.Items, subscriptionRow{ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), State: s.State,
-			Mode: cmp.Or(s.DeliveryMode, subscription.ModePush), Account: account.OrDefault(s.AccountID)})
-	}
-	if next != "" {
-		view.Next = listURL(acc, next)
-	}
-	if cursor != "" {
-		view.First = listURL(acc, "")
-	}
-	if view.Accounts, ok = sp.accountChoices(w, r, v); !ok {
-		return
-	}
-	sp.render(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
-}
-
-// listURL is the URL of the subscriptions list of acc after cursor.
-func listURL(acc, cursor string) string {
-	return withQuery("/console/subscriptions", url.Values{"account_id": {acc}, "cursor": {cursor}})
 }
 
 // subscriptionView is one subscription's page: what the API's resource
@@ -99,7 +59,7 @@ type subscriptionView struct {
 	CreatedAt, UpdatedAt                                           time.Time
 	// Deliveries are the recentDeliveries newest; More says there are
 	// older ones.
-	Deliveries []delivery.Delivery
+	Deliveries deliveryTable
 	More       bool
 	// Notice says what the action the page follows did
 	// (subscriptionNotices).
@@ -121,7 +81,7 @@ func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request
 		return
 	}
 	view := toSubscriptionView(sub)
-	view.Deliveries, view.More = ds, next != ""
+	view.Deliveries, view.More = deliveryTable{Link: consoleDeliveries, Items: ds}, next != ""
 	view.Notice = subscriptionNotices[r.URL.Query().Get("done")]
 	sp.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
 }

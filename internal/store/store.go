@@ -244,9 +244,23 @@ type DeliveryStore interface {
 	// deliveries and their attempts, at most limit events per call. It
 	// returns how many events it deleted.
 	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
-	// CountPending returns the number of pending deliveries by lane.
+	// CountPending returns the number of pending deliveries by lane. It
+	// reads an index entry per pending delivery, so it takes time in
+	// proportion to the backlog (the metrics' gauge; see CountBacklog for
+	// a page).
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
+	// CountBacklog counts what CountPending and CountQueued count, each of
+	// its three counts stopping at limit (a count equal to limit means
+	// limit or more), so that it reads at most about 3 × limit index
+	// entries however large the backlog: a count a page may show (the
+	// console's overview). A limit below 1 counts nothing (zeros).
+	CountBacklog(ctx context.Context, limit int64) (Backlog, error)
 }
+
+// Backlog is what waits in the store: pending deliveries by lane, leased
+// or not (Fresh: no attempt yet; Retry: at least one), and queued ones (a
+// pull or deactivated push subscription's, waiting for consumers).
+type Backlog struct{ Fresh, Retry, Queued int64 }
 
 // CatalogChanges is what SubscriptionChanges read.
 type CatalogChanges struct {

@@ -140,6 +140,19 @@ SELECT ep, at FROM (
 	countPendingSQL = `SELECT
 	(SELECT COUNT(*) FROM deliveries AS d WHERE ` + freshLane + `),
 	(SELECT COUNT(*) FROM deliveries AS d WHERE ` + retryLane + `)`
+
+	// countBacklogSQL counts each lane's partial index and the queued
+	// deliveries' (deliveries_queued) up to $1 entries each. Each count
+	// reads its rows in its index's order, so that under indexSeeksOnly
+	// the one plan left is that index's scan, which stops after $1 entries
+	// (TestBacklogPlans).
+	countBacklogSQL = `SELECT
+	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE ` + freshLane + `
+		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS f),
+	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE ` + retryLane + `
+		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS r),
+	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE ` + queuedRows + `
+		ORDER BY d.subscription_id, d.next_attempt_at, d.id LIMIT $1) AS q)`
 )
 
 // ClaimDue implements store.DeliveryStore in one statement (its own
@@ -329,4 +342,27 @@ func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error
 		return 0, 0, s.err(err)
 	}
 	return fresh, retry, nil
+}
+
+// indexSeeksOnly, run at the start of a transaction, makes its queries
+// planned without table scans, bitmap scans or sorts, whatever the
+// planner's statistics say (stale ones, on a cluster without autovacuum,
+// estimate a few rows and prefer a bitmap scan and a sort of all of
+// them): a query that orders its rows as an index does is then that
+// index's scan, and its LIMIT ends the scan.
+const indexSeeksOnly = `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off`
+
+// CountBacklog implements store.DeliveryStore: it reads at most limit
+// entries of each of the three partial indexes (deliveries_fresh,
+// deliveries_retry, deliveries_queued), one statement in a transaction
+// begun with indexSeeksOnly (no extra round trip).
+func (s *Store) CountBacklog(ctx context.Context, limit int64) (store.Backlog, error) {
+	var b store.Backlog
+	err := s.readTx(ctx, s.seekOpts, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, countBacklogSQL, max(limit, 0)).Scan(&b.Fresh, &b.Retry, &b.Queued)
+	})
+	if err != nil {
+		return store.Backlog{}, fmt.Errorf("count backlog: %w", err)
+	}
+	return b, nil
 }

@@ -105,16 +105,8 @@ func fillStats(t *testing.T, ctx context.Context, tx pgx.Tx) {
 // is the right plan; so is CountQueued (TestListPlans checks it where, as
 // usual, few deliveries are queued).
 func TestQueryPlans(t *testing.T) {
-	dbURL := freshSchema(t)
-	if err := Migrate(context.Background(), dbURL, nil); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	_, conn := migratedConn(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +185,22 @@ func TestQueryPlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// migratedConn connects to a fresh schema migrated to the current
+// version; the connection is closed when the test ends.
+func migratedConn(t *testing.T) (dbURL string, conn *pgx.Conn) {
+	t.Helper()
+	dbURL = freshSchema(t)
+	if err := Migrate(context.Background(), dbURL, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return dbURL, conn
 }
 
 // endpointsByState and endpointsByStateArgs are ListEndpoints' rows query

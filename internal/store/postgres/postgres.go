@@ -124,7 +124,9 @@
 // about 2 ms to claim and release 100, 0.2 ms for NextDue (half of it the
 // round trips of its own transaction's BEGIN and COMMIT); DueEndpoints
 // costs a few index seeks per endpoint with pending deliveries (16 ms for
-// 1,000); CountPending counts the whole backlog (about 70 ms).
+// 1,000); CountPending counts the whole backlog (about 70 ms), which
+// CountBacklog does not: it reads at most its limit of entries of each
+// partial index (TestBacklogPlans), however large the backlog.
 // DeleteSubscription and Redrive change all their rows in one statement.
 // Receive is a range scan of the subscription's entries of the partial
 // index of queued deliveries from its earliest due, and a primary-key
@@ -276,9 +278,12 @@ type Store struct {
 	txOpts pgx.TxOptions
 	// snapOpts begins a read-only REPEATABLE READ transaction: its queries
 	// read one snapshot. listOpts begins readPage's: the same, with every
-	// query planned for its arguments (see readPage).
+	// query planned for its arguments (see readPage). seekOpts begins
+	// CountBacklog's: the same, planned without table scans, bitmaps or
+	// sorts (indexSeeksOnly).
 	snapOpts pgx.TxOptions
 	listOpts pgx.TxOptions
+	seekOpts pgx.TxOptions
 	// notify names this store's schema on the change channel (see
 	// changes.go); feed tells the process of other nodes' changes.
 	schema string
@@ -333,6 +338,7 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		txOpts:   pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
 		snapOpts: pgx.TxOptions{BeginQuery: snapBegin},
 		listOpts: pgx.TxOptions{BeginQuery: snapBegin + "; SET LOCAL plan_cache_mode = force_custom_plan"},
+		seekOpts: pgx.TxOptions{BeginQuery: snapBegin + "; " + indexSeeksOnly},
 		reqs:     make(chan *request, opts.QueueSize),
 		large:    make(chan *request, opts.QueueSize),
 	}

@@ -107,6 +107,23 @@ SELECT ep, MIN(at) FROM (
 	(SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_retry WHERE ` + retryLane + `)
 	+ (SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_leased
 		WHERE d.status = 'pending' AND d.attempts > 0 AND d.lease_until > 0)`
+
+	// countBacklogSQL counts what countPendingSQL and countQueuedSQL count,
+	// up to ?1 entries each: each count reads its partial indexes (a
+	// lane's unleased entries, then its leased ones) through a compound
+	// SELECT whose LIMIT ends the scan at ?1 rows.
+	countBacklogSQL = `SELECT
+	(SELECT COUNT(*) FROM (
+		SELECT 1 FROM deliveries AS d INDEXED BY deliveries_fresh WHERE ` + freshLane + `
+		UNION ALL
+		SELECT 1 FROM deliveries AS d INDEXED BY deliveries_leased WHERE d.status = 'pending' AND d.attempts = 0 AND d.lease_until > 0
+		LIMIT ?1)),
+	(SELECT COUNT(*) FROM (
+		SELECT 1 FROM deliveries AS d INDEXED BY deliveries_retry WHERE ` + retryLane + `
+		UNION ALL
+		SELECT 1 FROM deliveries AS d INDEXED BY deliveries_leased WHERE d.status = 'pending' AND d.attempts > 0 AND d.lease_until > 0
+		LIMIT ?1)),
+	(SELECT COUNT(*) FROM (` + countQueuedRows + ` LIMIT ?1))`
 )
 
 // ClaimDue implements store.DeliveryStore. It runs on the writer (it writes
@@ -275,4 +292,14 @@ func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error
 		return 0, 0, s.readErr(err)
 	}
 	return fresh, retry, nil
+}
+
+// CountBacklog implements store.DeliveryStore: it reads at most limit
+// entries of each lane's partial indexes and of deliveries_queued.
+func (s *Store) CountBacklog(ctx context.Context, limit int64) (store.Backlog, error) {
+	var b store.Backlog
+	if err := s.readRow(ctx, countBacklogSQL, max(limit, 0)).Scan(&b.Fresh, &b.Retry, &b.Queued); err != nil {
+		return store.Backlog{}, s.readErr(err)
+	}
+	return b, nil
 }

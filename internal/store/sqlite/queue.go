@@ -65,7 +65,10 @@ WHERE id = ?`
 	CROSS JOIN events AS e ON e.seq = d.event_seq
 WHERE d.subscription_id = ? AND d.status = 'queued' ORDER BY d.next_attempt_at LIMIT 1)`
 
-	countQueuedSQL = `SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_queued WHERE d.status = 'queued'`
+	// countQueuedRows are the queued deliveries' entries of
+	// deliveries_queued (CountQueued, CountBacklog).
+	countQueuedRows = `SELECT 1 FROM deliveries AS d INDEXED BY deliveries_queued WHERE d.status = 'queued'`
+	countQueuedSQL  = `SELECT COUNT(*) FROM (` + countQueuedRows + `)`
 
 	// lockHeld applies a Settle only to a delivery still queued for the
 	// subscription under the token's live lock: id, subscription, token,

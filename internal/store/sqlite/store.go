@@ -51,7 +51,9 @@
 // TestQueryPlans; see BenchmarkBacklog1M), while CountPending reads both lane
 // indexes whole (about 50 ms). Receive, its NextAt and the queued list of
 // an endpoint are index seeks too; CountQueued reads the queued deliveries'
-// index whole. DeleteSubscription, Redrive, ReactivateSubscription and a
+// index whole. CountBacklog reads at most its limit of entries of each
+// lane's and the queued deliveries' partial indexes (TestBacklogPlan).
+// DeleteSubscription, Redrive, ReactivateSubscription and a
 // deactivation change all the rows they concern in one write, which holds
 // the writer in proportion to their number. The database is never
 // VACUUMed: Cleanup frees pages for reuse but the file does not shrink.

@@ -51,6 +51,7 @@ func RunAPIContract(t *testing.T, open Opener) {
 		{"Counts", []test{
 			{"CountPendingByLane", testCountPending},
 			{"CountQueued", testCountQueued},
+			{"CountBacklogUpToLimit", testCountBacklog},
 			{"Ping", testPing},
 		}},
 	})

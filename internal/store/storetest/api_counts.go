@@ -60,3 +60,38 @@ func testCountPending(t *testing.T, b *bundle) {
 	b.record(queued)
 	count(2, 1)
 }
+
+// testCountBacklog: CountBacklog counts what CountPending and CountQueued
+// count (leased deliveries too), each count exact up to its limit and the
+// limit itself above it; a limit below 1 counts nothing.
+func testCountBacklog(t *testing.T, b *bundle) {
+	count := func(limit int64, want store.Backlog) {
+		t.Helper()
+		if got, err := b.s.CountBacklog(b.ctx, limit); err != nil || got != want {
+			t.Fatalf("CountBacklog(%d) = %+v, %v; want %+v", limit, got, err, want)
+		}
+	}
+	count(10, store.Backlog{})
+	a, p := b.sub("https://a.example/hook"), b.pullSub(true)
+	for range 3 {
+		b.deliver(a, b.now) // fresh
+	}
+	b.retrying(a, b.now, b.at(time.Minute))
+	b.retrying(a, b.now, b.at(time.Hour))
+	for range 4 {
+		b.queue(p, b.now)
+	}
+	b.claim(a.EndpointID, b.now, 2) // two of the fresh ones, leased
+	fresh, retry, err := b.s.CountPending(b.ctx)
+	queued, qerr := b.s.CountQueued(b.ctx)
+	if err != nil || qerr != nil || fresh != 3 || retry != 2 || queued != 4 {
+		t.Fatalf("CountPending, CountQueued = %d, %d, %d, %v, %v; want 3, 2, 4", fresh, retry, queued, err, qerr)
+	}
+	count(10, store.Backlog{Fresh: 3, Retry: 2, Queued: 4})
+	count(4, store.Backlog{Fresh: 3, Retry: 2, Queued: 4})
+	count(3, store.Backlog{Fresh: 3, Retry: 2, Queued: 3})
+	count(2, store.Backlog{Fresh: 2, Retry: 2, Queued: 2})
+	count(1, store.Backlog{Fresh: 1, Retry: 1, Queued: 1})
+	count(0, store.Backlog{})
+	count(-1, store.Backlog{})
+}

@@ -49,6 +49,7 @@ func testClosed(t *testing.T, b *bundle) {
 	_, calls["ReactivateSubscription"] = b.s.ReactivateSubscription(b.ctx, a.ID, b.now, subscription.ReasonReactivatedByHand)
 	_, calls["DeactivateSubscription"] = b.s.DeactivateSubscription(b.ctx, a.ID, b.now, subscription.ReasonDeactivatedByHand)
 	_, calls["CountQueued"] = b.s.CountQueued(b.ctx)
+	_, calls["CountBacklog"] = b.s.CountBacklog(b.ctx, 10)
 	for name, err := range calls {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)

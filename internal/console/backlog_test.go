@@ -1,0 +1,27 @@
+package console
+
+import (
+	"testing"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// TestBacklogView: each count in digits up to backlogCap, "over 10000"
+// past it; pending is both lanes together, over the cap when either lane
+// is.
+func TestBacklogView(t *testing.T) {
+	for _, c := range []struct {
+		in   store.Backlog
+		want backlogView
+	}{
+		{store.Backlog{}, backlogView{"0", "0", "0"}},
+		{store.Backlog{Fresh: 3, Retry: 2, Queued: 7}, backlogView{"5", "2", "7"}},
+		{store.Backlog{Fresh: 10_000, Retry: 10_000, Queued: 10_000}, backlogView{"20000", "10000", "10000"}},
+		{store.Backlog{Fresh: 10_001, Retry: 5, Queued: 10_001}, backlogView{"over 10000", "5", "over 10000"}},
+		{store.Backlog{Fresh: 5, Retry: 10_001}, backlogView{"over 10000", "over 10000", "0"}},
+	} {
+		if got := *newBacklogView(c.in); got != c.want {
+			t.Errorf("newBacklogView(%+v) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}

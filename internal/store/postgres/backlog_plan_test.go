@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/store"
+)
+
+// backlogPlanLimit is the limit TestBacklogPlans counts to: well below
+// each of the counted sets (100 fresh, 50,000 retries, 20,000 queued),
+// except the fresh lane's, which it counts whole.
+const backlogPlanLimit = 1001
+
+// TestBacklogPlans pins CountBacklog's plan: each of its three counts is
+// a scan of its partial index (deliveries_fresh, deliveries_retry,
+// deliveries_queued) under a Limit, never a scan of the table or a sort,
+// with the statistics of a table never analyzed (as on a cluster without
+// autovacuum) and with fresh ones, as planned for the limit and as a
+// generic plan. Run (EXPLAIN ANALYZE), each index scan returns at most the
+// limit: the count reads a bounded number of entries however many
+// deliveries wait.
+func TestBacklogPlans(t *testing.T) {
+	ctx := context.Background()
+	dbURL, conn := migratedConn(t)
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
+		fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openAt(t, dbURL, Options{})
+	for _, stats := range []string{"never analyzed", "analyzed"} {
+		if stats == "analyzed" {
+			if _, err := conn.Exec(ctx, `ANALYZE deliveries`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The store's own transaction for CountBacklog.
+		tx, err := conn.BeginTx(ctx, s.seekOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"auto", "force_generic_plan"} {
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			plan := explain(t, ctx, tx, countBacklogSQL, []any{backlogPlanLimit})
+			if testing.Verbose() {
+				t.Logf("CountBacklog (%s, %s):\n%s", stats, mode, plan)
+			}
+			checkPlan(t, "CountBacklog ("+stats+", "+mode+")", plan, []string{
+				"Limit", "Scan using deliveries_fresh on", "Scan using deliveries_retry on", "Scan using deliveries_queued on",
+				"!Sort", "!Bitmap Heap Scan on deliveries"})
+		}
+		checkBacklogRows(t, ctx, tx, stats)
+		_ = tx.Rollback(ctx)
+		if b, err := s.CountBacklog(ctx, backlogPlanLimit); err != nil || b != (store.Backlog{Fresh: 100, Retry: backlogPlanLimit, Queued: backlogPlanLimit}) {
+			t.Errorf("CountBacklog (%s) = %+v, %v; want 100, %d, %d", stats, b, err, backlogPlanLimit, backlogPlanLimit)
+		}
+	}
+}
+
+// scanRows matches an index scan's line of EXPLAIN ANALYZE: the index
+// and the rows it returned.
+var scanRows = regexp.MustCompile(`Scan using (deliveries_\w+) on .*actual rows=(\d+) loops=1`)
+
+// checkBacklogRows runs countBacklogSQL under EXPLAIN ANALYZE in tx: each
+// of the three index scans returns at most backlogPlanLimit rows.
+func checkBacklogRows(t *testing.T, ctx context.Context, tx pgx.Tx, stats string) {
+	t.Helper()
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+
+		strings.ReplaceAll(countBacklogSQL, "$1", strconv.Itoa(backlogPlanLimit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	scans := scanRows.FindAllStringSubmatch(plan, -1)
+	if len(scans) != 3 {
+		t.Fatalf("CountBacklog (%s): %d index scans, want 3:\n%s", stats, len(scans), plan)
+	}
+	for _, m := range scans {
+		if n, _ := strconv.Atoi(m[2]); n > backlogPlanLimit {
+			t.Errorf("CountBacklog (%s): the scan of %s returned %d rows, over the limit %d:\n%s", stats, m[1], n, backlogPlanLimit, plan)
+		}
+	}
+}
