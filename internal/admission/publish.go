@@ -105,7 +105,7 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 		}
 		news[i] = store.NewEvent{
 			AccountID: accountID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
-			Payload: payload, PublishedAt: now,
+			Payload: payload, PublishedAt: now, PartitionKey: ev.PartitionKey(),
 		}
 	}
 	return in.admit(ctx, news, now, in.fanOut)
@@ -183,9 +183,10 @@ func (in *Publisher) fanOut(ctx context.Context, news []store.NewEvent, snap *ca
 			return nil, &FanoutError{Limit: in.MaxFanout}
 		}
 		for _, sub := range subs {
-			d := store.NewDelivery{ID: dlvID(), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues()}
+			d := store.NewDelivery{ID: dlvID(), SubscriptionID: sub.ID, EndpointID: sub.EndpointID, Queued: sub.Queues(),
+				OrderingKey: sub.OrderingKeyOf(ne.PartitionKey)}
 			ne.Deliveries = append(ne.Deliveries, d)
-			if !d.Queued {
+			if fastPath(&d) {
 				eps = append(eps, sub.EndpointID)
 			}
 		}
@@ -194,13 +195,21 @@ func (in *Publisher) fanOut(ctx context.Context, news []store.NewEvent, snap *ca
 	k := 0
 	for i := range news {
 		for j := range news[i].Deliveries {
-			if d := &news[i].Deliveries[j]; !d.Queued {
+			if d := &news[i].Deliveries[j]; fastPath(d) {
 				d.Claimed = adm.Granted(k)
 				k++
 			}
 		}
 	}
 	return adm, nil
+}
+
+// fastPath says whether d may be held from memory at publish: a pushed
+// delivery without an ordering key. A keyed one goes through the loader,
+// whose claim takes it only as its key's head (docs/ordering.md): whether
+// it is cannot be known before the publish commits.
+func fastPath(d *store.NewDelivery) bool {
+	return !d.Queued && d.OrderingKey == ""
 }
 
 // commit hands the committed deliveries to the scheduler and builds the

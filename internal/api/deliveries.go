@@ -22,6 +22,7 @@ type deliveryJSON struct {
 	EndpointID       string  `json:"endpoint_id"`
 	EventID          string  `json:"event_id"`
 	EventSource      string  `json:"event_source"`
+	OrderingKey      *string `json:"ordering_key"`
 	Status           string  `json:"status"`
 	Attempts         int     `json:"attempts"`
 	NextAttemptAt    *Time   `json:"next_attempt_at"`
@@ -78,7 +79,7 @@ func (s *Server) circuits(ctx context.Context) circuitOf {
 func toDeliveryJSON(d delivery.Delivery, circuit circuitOf) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
-		EventID: d.EventID, EventSource: d.EventSource, Status: string(d.Status),
+		EventID: d.EventID, EventSource: d.EventSource, OrderingKey: optString(d.OrderingKey), Status: string(d.Status),
 		Attempts: d.Attempts, LastAttemptAt: optTime(d.LastAttemptAt),
 		LastOutcome: optString(d.LastOutcome), DeadLetterReason: optString(d.DeadLetterReason),
 		CreatedAt: timestamp(d.CreatedAt), DeliveredAt: optTime(d.DeliveredAt),
@@ -109,7 +110,11 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := store.DeliveryFilter{AccountID: accountOf(r), SubscriptionID: subscriptionFilter.in(r),
-		Status: delivery.Status(statusFilter.in(r)), EventID: eventFilter.in(r), Page: p}
+		Status: delivery.Status(statusFilter.in(r)), EventID: eventFilter.in(r), OrderingKey: orderingKeyFilter.in(r), Page: p}
+	if f.OrderingKey != "" && f.SubscriptionID == "" {
+		invalid(w, orderingKeyFilter.name, "ordering keys are a subscription's: add subscription_id")
+		return
+	}
 	if _, ok := r.URL.Query()[urlFilter.name]; ok {
 		if f.Status != delivery.StatusQueued {
 			invalid(w, urlFilter.name, "url filters the queued deliveries: add status=queued")

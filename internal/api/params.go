@@ -38,6 +38,7 @@ var (
 	stateFilter        = param{name: "state", values: valueNames(health.States)} // an endpoint's
 	eventFilter        = param{name: "event_id"}                                 // producers choose event ids: no shape
 	urlFilter          = param{name: "url"}
+	orderingKeyFilter  = param{name: "ordering_key"} // an event's partitionkey: no shape
 	nameFilter         = param{name: "name"}
 	// codeParam is the validation URL's code (confirmValidation).
 	codeParam = param{name: "code"}

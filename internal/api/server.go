@@ -191,7 +191,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/subscriptions/{id}/reject", s.settle(store.Reject), jsonBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/renew-lock", s.settle(store.Renew), jsonBody, accountRole, nil},
 		{"POST /v1/events", h(s.publish), eventsBody, publishRole, nil},
-		{"GET /v1/deliveries", h(s.listDeliveries), noBody, accountRole, listParams(subscriptionFilter, statusFilter, eventFilter, urlFilter)},
+		{"GET /v1/deliveries", h(s.listDeliveries), noBody, accountRole, listParams(subscriptionFilter, statusFilter, eventFilter, urlFilter, orderingKeyFilter)},
 		{"GET /v1/deliveries/{id}", h(s.getDelivery), noBody, accountRole, nil},
 		{"GET /v1/deliveries/{id}/attempts", h(s.listAttempts), noBody, accountRole, listParams()},
 		{"POST /v1/deliveries/{id}/redeliver", h(s.redeliver), noBody, accountRole, nil},

@@ -42,6 +42,7 @@ type subscriptionJSON struct {
 	ValidationError   *string           `json:"validation_error"`
 	DeadLetterURL     *string           `json:"dead_letter_url"`
 	FailurePolicy     string            `json:"failure_policy"`
+	Ordering          string            `json:"ordering"`
 	State             string            `json:"state"`
 	StateReason       *string           `json:"state_reason"`
 	EndpointID        string            `json:"endpoint_id"`
@@ -61,6 +62,7 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 		MaxEventsPerBatch: max(s.Delivery.MaxEventsPerBatch, 1),
 		PreferredBatchKB:  cmp.Or(s.Delivery.PreferredBatchSizeKB, catalog.DefaultPreferredBatchKB),
 		Validation:        orDefault(s.Delivery.Validation, subscription.ValidationNone),
+		Ordering:          orDefault(s.Delivery.Ordering, subscription.OrderingNone),
 		ValidationError:   optString(s.Delivery.ValidationError),
 		DeadLetterURL:     optString(redact.URL(s.Delivery.DeadLetterURL)),
 		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),

@@ -86,6 +86,8 @@ type subscription struct {
 	PreferredBatchKB  int `json:"preferred_batch_size_kb,omitempty"`
 	// AdvancedFilters (Event Grid's advanced filters), JSON; nil: none.
 	AdvancedFilters json.RawMessage `json:"advanced_filters,omitempty"`
+	// Ordering: "" (the server's default, none) or "key".
+	Ordering string `json:"ordering,omitempty"`
 }
 
 // createSubscription creates s and returns its id.

@@ -11,7 +11,7 @@ import (
 
 // Scenarios lists every scenario, in the order "all" runs those it runs
 // (AllScenarios).
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch", "fanout-filtered", "rate-limited", "soak", "console"}
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch", "fanout-filtered", "rate-limited", "ordered", "soak", "console"}
 
 // notInAll are the scenarios "all" leaves out: soak takes about twenty
 // minutes with its defaults, longer than everything else together, and
@@ -42,6 +42,7 @@ var scenarioInfo = map[string]string{
 	"batch":           "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
 	"fanout-filtered": "steady-batch's load with 1,000 subscriptions whose advanced filters never match, then on a fresh server without them",
 	"rate-limited":    "steady-batch's load twice, on fresh servers: beside one more endpoint limited to 200 requests/s, then without it",
+	"ordered":         "steady-batch's load with a partitionkey of 10,000 keys on subscriptions with ordering key, then on a fresh server unordered",
 	"soak":            "steady-batch's load until --soak-deliveries have arrived, --soak-retention clean-up behind it: deliveries/s of the first vs. the last 10 %, store size on disk (not in all: about 15 minutes)",
 	"console":         "--console-deliveries stored (delivered, dead-lettered, queued), then median and p99 of the console's pages and the API's lists (not in all: minutes to fill)",
 }
@@ -295,6 +296,9 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 		return 2*time.Minute + 2*s.FailDuration
 	case "batch":
 		// Two runs of steady-batch's load: allow 1,000 deliveries/s at worst.
+		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
+	case "ordered":
+		// Two runs of steady-batch's load.
 		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
 	case "fanout-filtered":
 		// Two runs of steady-batch's load and 1,000 subscriptions created.

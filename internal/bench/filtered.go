@@ -46,24 +46,12 @@ func filteredData(size int) []byte {
 // (the filters are evaluated when an event is published) and the
 // deliveries/s of the two runs.
 func filteredScenario(ctx context.Context, e *env, res *Result) error {
-	var phases []PhaseResult
-	for i, misses := range []int{filteredMisses, 0} {
-		name := "with-misses"
-		if misses == 0 {
-			name = "matching-only"
-		}
-		if i > 0 {
-			if err := e.restart(ctx); err != nil {
-				return fmt.Errorf("%s: a fresh server: %w", name, err)
-			}
-		}
-		ph, err := e.filteredPhase(ctx, res, name, misses)
-		if ph != nil {
-			phases = append(phases, *ph)
-		}
-		if err != nil {
-			return err
-		}
+	misses := []int{filteredMisses, 0}
+	phases, err := e.freshRuns(ctx, []string{"with-misses", "matching-only"}, func(i int, name string) (*PhaseResult, error) {
+		return e.filteredPhase(ctx, res, name, misses[i])
+	})
+	if err != nil {
+		return err
 	}
 	with, without := phases[0], phases[1]
 	ratio := 0.0
@@ -105,18 +93,11 @@ func (e *env) filteredPhase(ctx context.Context, res *Result, name string, misse
 		res.figure(name+": seconds to create them (untimed)", took.Seconds(), "s")
 	}
 	l := &load{prefix: prefix(e.name, name), events: s.Events, batch: s.Batch, publishers: s.Publishers, data: filteredData(s.PayloadBytes)}
-	p, lat := spread(name, l, rs)
-	p.settle = true
-	pr, err := e.run(ctx, p)
-	if pr == nil || pr.load.Accepted == 0 {
-		return nil, err
+	ph, deliveries, err := e.spreadPhase(ctx, res, name, l, rs)
+	if ph != nil && err == nil && deliveries != int64(l.events) {
+		err = fmt.Errorf("%s: the server answered %d deliveries for %d events: the filters that never match matched", name, deliveries, l.events)
 	}
-	ph := pr.result(name, rs, l.events, lat)
-	res.Phases = append(res.Phases, ph)
-	if err == nil && pr.load.Deliveries != int64(l.events) {
-		err = fmt.Errorf("%s: the server answered %d deliveries for %d events: the filters that never match matched", name, pr.load.Deliveries, l.events)
-	}
-	return &ph, err
+	return ph, err
 }
 
 // createMisses creates n subscriptions to types whose filters never match,

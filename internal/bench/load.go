@@ -31,8 +31,9 @@ type load struct {
 	publishers int
 	rate       float64
 	typeOf     func(n int) string
-	data       []byte // the "data" member of each event, JSON
-	uuids      bool   // ids are random UUIDs (ids.go); set by env.run
+	keyOf      func(n int) string // event n's partitionkey; nil: none
+	data       []byte             // the "data" member of each event, JSON
+	uuids      bool               // ids are random UUIDs (ids.go); set by env.run
 
 	accepted atomic.Int64 // events answered 202 so far, for progress
 }
@@ -274,6 +275,10 @@ func (l *load) body(b []byte, lo, hi int, sent int64) []byte {
 		b = appendEventID(b, l.prefix, n, l.uuids)
 		b = append(b, `","source":"`+eventSource+`","type":"`...)
 		b = append(b, l.typeOf(n)...)
+		if l.keyOf != nil {
+			b = append(b, `","partitionkey":"`...)
+			b = append(b, l.keyOf(n)...)
+		}
 		b = append(b, `","benchsent":"`...)
 		b = strconv.AppendInt(b, sent, 10)
 		b = append(b, `","datacontenttype":"application/json","data":`...)

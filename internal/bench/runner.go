@@ -137,6 +137,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
 	"rate-limited":    rateLimitedScenario,
+	"ordered":         orderedScenario,
 	"soak":            soakScenario,
 	"console":         consoleScenario,
 }

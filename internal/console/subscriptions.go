@@ -55,6 +55,7 @@ type subscriptionView struct {
 	SecretHeaders                                                  []string
 	DeadLetter                                                     bool
 	DeadLetterURL, Schema, Validation, ValidationError             string
+	Ordering                                                       string
 	CreatedAt, UpdatedAt                                           time.Time
 	// Deliveries are the recentDeliveries newest; More says there are
 	// older ones.
@@ -97,6 +98,7 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 		Timeout: s.Timeout, Headers: s.Headers, DeadLetter: s.DeadLetter, DeadLetterURL: redact.URL(s.Delivery.DeadLetterURL),
 		Schema:     cmp.Or(s.Delivery.Schema, event.SchemaCloudEvents),
 		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: s.Delivery.ValidationError,
+		Ordering:  cmp.Or(s.Delivery.Ordering, subscription.OrderingNone),
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	}
 	for name := range s.SecretHeaders {

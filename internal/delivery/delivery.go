@@ -77,6 +77,11 @@ type Delivery struct {
 	// LockedUntil is when the lock of its last receive ends (zero when it
 	// was never received or the lock was settled).
 	LockedUntil time.Time
+	// OrderingKey is the partitionkey of a delivery of a subscription with
+	// "ordering": "key" when it was made, "" for an unordered one. Among a
+	// subscription's pending deliveries with the same key, only the one
+	// of the earliest event (publish order) is attempted (docs/ordering.md).
+	OrderingKey string
 }
 
 // Attempt is one row of the attempt log.

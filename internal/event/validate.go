@@ -33,7 +33,9 @@ import (
 //     data_base64 is padded standard base64 in canonical form;
 //   - extension names are 1 to 20 characters of a-z and 0-9, none of them a
 //     context attribute or "data"; extension values are strings, booleans,
-//     json.Number values or finite Go numbers.
+//     json.Number values or finite Go numbers;
+//   - partitionkey (ExtPartitionKey), when set, is a string of 1 to
+//     MaxPartitionKeyLen bytes.
 //
 // The error is a *FieldError naming the attribute, with Index -1.
 func (e Event) Validate() error {
@@ -115,6 +117,9 @@ func (e *Event) validate(name func(attr string) string) *FieldError {
 			if d := checkExtensionValue(e.Extensions[n]); d != "" {
 				return bad(n, d)
 			}
+		}
+		if d := checkPartitionKey(e.Extensions); d != "" {
+			return bad(ExtPartitionKey, d)
 		}
 	}
 	if len(e.Data) > 0 && e.DataBase64 != "" {

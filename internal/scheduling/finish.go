@@ -14,7 +14,8 @@ import (
 // Finisher ends each recorded delivery's time in memory: it reads the
 // recording stage's Results (the one way back into this stage) and, for
 // each, frees the delivery's place in its lane, tells the loader when a
-// retry is due (and of a dead-letter copy, due now), and gives back to the
+// retry is due (and of a dead-letter copy, due now, and of the next
+// delivery of an ordering key whose delivery ended, due now), and gives back to the
 // store a delivery whose outcome was given up at stop, to be attempted
 // again.
 //
@@ -57,6 +58,9 @@ func (f *Finisher) finish(batch []recording.Result) {
 		}
 		if res.DeadLetterEndpoint != "" && f.sched.hint(res.DeadLetterEndpoint, now) {
 			wake = true // the dead letter is due now on its own endpoint
+		}
+		if ended := res.Delivery.OrderingKey != "" && res.Next.IsZero(); ended && f.sched.hint(res.Delivery.EndpointID, now) {
+			wake = true // the key's next delivery is its head now (docs/ordering.md)
 		}
 	}
 	if wake {

@@ -321,7 +321,11 @@ type NewEvent struct {
 	Subject     string
 	Payload     []byte // the event as CloudEvents structured-mode JSON
 	PublishedAt time.Time
-	Deliveries  []NewDelivery
+	// PartitionKey is the event's CloudEvents partitionkey ("" for none):
+	// the ordering key of its deliveries to subscriptions that order by
+	// key. The store keeps it on those deliveries only.
+	PartitionKey string
+	Deliveries   []NewDelivery
 }
 
 // NewDelivery is one (event, subscription) pair to deliver.
@@ -331,6 +335,11 @@ type NewDelivery struct {
 	EndpointID     string // "" for a pull subscription's
 	Claimed        bool   // written leased to the Publish lease
 	Queued         bool   // written queued (not with Claimed)
+	// OrderingKey is the event's partitionkey when the subscription orders
+	// by key (subscription.Subscription.OrderingKeyOf), "" for none. A
+	// keyed delivery must not be Claimed: only a claim may lease it, when
+	// it is its key's head (docs/ordering.md).
+	OrderingKey string
 }
 
 // PublishResult says what Publish did with one event.
@@ -409,6 +418,9 @@ type DeliveryFilter struct {
 	SubscriptionID string
 	Status         delivery.Status
 	EventID        string // the CloudEvents id
+	// OrderingKey filters by ordering key (delivery.Delivery.OrderingKey);
+	// only with SubscriptionID, for which it is an index seek.
+	OrderingKey string
 	// EndpointID filters by endpoint (a URL of the account); only with
 	// Status delivery.StatusQueued, for which it is an index seek.
 	EndpointID string

@@ -48,6 +48,8 @@ type Input struct {
 	SubjectCaseSensitive *bool           `json:"subject_case_sensitive"`
 	// DeadLetterURL: "" (or null) removes it.
 	DeadLetterURL *string `json:"dead_letter_url"`
+	// Ordering is OrderingNone or OrderingKey (docs/ordering.md).
+	Ordering *string `json:"ordering"`
 	// Signing is read on create only (see SigningInput).
 	Signing *SigningInput `json:"signing"`
 }
@@ -195,7 +197,7 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 // Update do).
 func (in Input) Apply(sub *Subscription) *strictjson.Error {
 	for _, apply := range []func(*Subscription) *strictjson.Error{
-		in.applyMatch, in.applyRequest, in.applyFilters, in.applyDelivery, in.applyRetry,
+		in.applyMatch, in.applyRequest, in.applyFilters, in.applyDelivery, in.applyOrdering, in.applyRetry,
 	} {
 		if err := apply(sub); err != nil {
 			return err
@@ -332,6 +334,23 @@ func (in Input) applyDelivery(sub *Subscription) *strictjson.Error {
 	return nil
 }
 
+// applyOrdering applies the ordering: OrderingNone is kept as "" (the
+// default, as stored before ordering existed).
+func (in Input) applyOrdering(sub *Subscription) *strictjson.Error {
+	if in.Ordering == nil {
+		return nil
+	}
+	switch o := *in.Ordering; o {
+	case OrderingNone:
+		sub.Delivery.Ordering = ""
+	case OrderingKey:
+		sub.Delivery.Ordering = o
+	default:
+		return badInput("ordering", "must be none or key, not %s", strconv.Quote(o))
+	}
+	return nil
+}
+
 // applyRetry applies the retry policy, kept as its fields (a preset named
 // when none is).
 func (in Input) applyRetry(sub *Subscription) *strictjson.Error {
@@ -397,6 +416,8 @@ func (in Input) pushOnlyField() string {
 		return "validation"
 	case in.DeadLetterURL != nil:
 		return "dead_letter_url"
+	case in.Ordering != nil:
+		return "ordering"
 	}
 	return ""
 }

@@ -141,3 +141,33 @@ func TestUpdate(t *testing.T) {
 func publicOnly(t *testing.T) destination.Guard {
 	return destination.Guard{Resolver: &names{t: t}}
 }
+
+// TestOrdering: "ordering" defaults to none (kept as ""), takes key and
+// none on create and update, refuses any other value naming ordering and
+// leaves the subscription unchanged, and is a push field (a pull
+// subscription refuses it). OrderingKeyOf gives the partition key only
+// when the subscription orders by key.
+func TestOrdering(t *testing.T) {
+	sub, err := create(t, `{"name":"n","url":"https://example.com/hook"}`, "")
+	if err != nil || sub.Delivery.Ordering != "" || sub.OrderingKeyOf("k") != "" {
+		t.Fatalf("default ordering %q, %v: want none", sub.Delivery.Ordering, err)
+	}
+	sub, err = create(t, `{"name":"n","url":"https://example.com/hook","ordering":"key"}`, "")
+	if err != nil || sub.Delivery.Ordering != subscription.OrderingKey || sub.OrderingKeyOf("k") != "k" || sub.OrderingKeyOf("") != "" {
+		t.Fatalf("ordering key: %+v, %v", sub.Delivery, err)
+	}
+	before := sub
+	var fe *strictjson.Error
+	if err := input(t, `{"ordering":"fifo"}`).Apply(&sub); !errors.As(err, &fe) || fe.Field != "ordering" {
+		t.Fatalf("ordering fifo: %v; want an error naming ordering", err)
+	}
+	if sub.Delivery != before.Delivery {
+		t.Fatalf("a refused ordering changed the subscription: %+v", sub.Delivery)
+	}
+	if err := input(t, `{"ordering":"none"}`).Apply(&sub); err != nil || sub.Delivery.Ordering != "" {
+		t.Fatalf("ordering none: %q, %v", sub.Delivery.Ordering, err)
+	}
+	if _, err := create(t, `{"name":"p","delivery_mode":"pull","ordering":"key"}`, ""); !errors.As(err, &fe) || fe.Field != "ordering" {
+		t.Fatalf("pull with ordering: %v; want an error naming ordering", err)
+	}
+}

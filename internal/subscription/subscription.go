@@ -134,6 +134,26 @@ type DeliveryOptions struct {
 	// the subscription's account (Subscription.DeadLetterEndpointID),
 	// while a subscription names it.
 	DeadLetterURL string `json:"dead_letter_url,omitempty"`
+	// Ordering is "" (OrderingNone: deliveries go in any order) or
+	// OrderingKey: the deliveries of events with the same partitionkey
+	// go one at a time, in publish order (docs/ordering.md).
+	Ordering string `json:"ordering,omitempty"`
+}
+
+// The orderings of a push subscription's deliveries.
+const (
+	OrderingNone = "none"
+	OrderingKey  = "key"
+)
+
+// OrderingKeyOf is the ordering key of a delivery of an event with
+// partitionKey ("" for none) to sub: the partition key when sub orders by
+// key, else "" (unordered).
+func (sub *Subscription) OrderingKeyOf(partitionKey string) string {
+	if sub.Delivery.Ordering == OrderingKey {
+		return partitionKey
+	}
+	return ""
 }
 
 // FilterOptions are a subscription's content filters, kept as written (the

@@ -24,6 +24,27 @@ const (
 	freshLane = `d.status = 'pending' AND d.attempts = 0`
 	retryLane = `d.status = 'pending' AND d.attempts > 0`
 
+	// keyHead (now is $2) holds for an unordered delivery d, and for a
+	// keyed one (ordering_key set) that is its key's head: no pending
+	// delivery of its subscription and key has an earlier event (a smaller
+	// event_seq: publish order, one sequence for every node)
+	// (deliveries_ordering: one seek to the key's first entry), and no
+	// other one holds a lease still running at now (deliveries_ordering_leased:
+	// one seek), so a key has at most one delivery out at a time, on every
+	// node, whatever redelivers an older one or commits out of seq order
+	// (docs/ordering.md). Only one delivery of a key passes it in one
+	// statement: a claim, and so a batch, takes at most one per key. A
+	// claim's snapshot that still sees the previous head pending leaves
+	// the next one for a later claim, never two.
+	keyHead = `(d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))`
+
 	// claimSQL: each lane's candidates in due order, locked with FOR UPDATE
 	// SKIP LOCKED so that concurrent claimers (any node) skip each other's
 	// rows instead of waiting or sharing them. The CTEs are evaluated lazily
@@ -34,12 +55,14 @@ const (
 	claimSQL = `WITH fresh AS (
 	SELECT d.id FROM deliveries AS d
 	WHERE d.endpoint_id = $1 AND ` + freshLane + ` AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+		AND ` + keyHead + `
 	ORDER BY d.next_attempt_at, d.id
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
 ), retry AS (
 	SELECT d.id FROM deliveries AS d
 	WHERE d.endpoint_id = $1 AND ` + retryLane + ` AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+		AND ` + keyHead + `
 	ORDER BY d.next_attempt_at, d.id
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
@@ -68,13 +91,15 @@ RETURNING id`
 
 	// nextDueSQL: the first available entry of each lane: an index range
 	// scan from the endpoint's earliest entry that stops at the first one
-	// not leased.
+	// not leased and passing keyHead, so a key's waiting deliveries, due
+	// but not claimable, never make the loader look again before their
+	// head ends.
 	nextDueSQL = `SELECT LEAST(
 	(SELECT d.next_attempt_at FROM deliveries AS d
-		WHERE d.endpoint_id = $1 AND ` + freshLane + ` AND (d.lease_until = 0 OR d.lease_until < $2)
+		WHERE d.endpoint_id = $1 AND ` + freshLane + ` AND (d.lease_until = 0 OR d.lease_until < $2) AND ` + keyHead + `
 		ORDER BY d.next_attempt_at LIMIT 1),
 	(SELECT d.next_attempt_at FROM deliveries AS d
-		WHERE d.endpoint_id = $1 AND ` + retryLane + ` AND (d.lease_until = 0 OR d.lease_until < $2)
+		WHERE d.endpoint_id = $1 AND ` + retryLane + ` AND (d.lease_until = 0 OR d.lease_until < $2) AND ` + keyHead + `
 		ORDER BY d.next_attempt_at LIMIT 1))`
 
 	// dueEndpointsSQL walks each lane's index from one endpoint to the next

@@ -28,7 +28,7 @@ type scanner = sqlrow.RowScanner
 const deliveryCols = `d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
-	d.dead_letter_of, d.lock_until`
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')`
 
 // scanDelivery reads deliveryCols followed by extra destinations.
 func scanDelivery(s scanner, extra ...any) (delivery.Delivery, error) {
@@ -38,7 +38,7 @@ func scanDelivery(s scanner, extra ...any) (delivery.Delivery, error) {
 	dest := []any{&d.ID, &d.AccountID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &status,
 		&d.Attempts, &d.RoundAttempts, &t[0], &t[1], &t[2], &t[3],
 		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &t[4], &t[5], &d.Receives,
-		&d.DeadLetterOf, &t[6]}
+		&d.DeadLetterOf, &t[6], &d.OrderingKey}
 	if err := s.Scan(append(dest, extra...)...); err != nil {
 		return delivery.Delivery{}, err
 	}

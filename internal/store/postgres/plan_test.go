@@ -43,6 +43,24 @@ func fill(t testing.TB, ctx context.Context, tx pgx.Tx, endpoints, perEndpoint i
 	}
 }
 
+// fillKeyed writes, straight in SQL, 20,000 keyed deliveries pending on
+// ep_0007 (sub_k, 1,000 keys, 20 each), half fresh and half retries, due
+// among fill's: the claims' head checks must seek the ordering indexes.
+func fillKeyed(t testing.TB, ctx context.Context, tx pgx.Tx) {
+	t.Helper()
+	for _, q := range []string{
+		`INSERT INTO events (id, source, type, subject, published_at, payload)
+		 SELECT 'evt-k-' || i, '/keyed', 'keyed', '', 1000, '\x00'::bytea FROM generate_series(1, 20000) AS i`,
+		`INSERT INTO deliveries (id, subscription_id, endpoint_id, event_seq, status, attempts, round_start, next_attempt_at, created_at, ordering_key)
+		 SELECT 'dlv_k_' || lpad(seq::text, 24, '0'), 'sub_k', 'ep_0007', seq, 'pending', seq % 2, 1000, 10000000 + seq % 20000, 1000, 'k' || (seq % 1000)
+		 FROM events WHERE source = '/keyed'`,
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // queuedNow is a time at which fillQueued's deliveries are all receivable.
 const queuedNow = int64(30_000_000)
 
@@ -97,6 +115,7 @@ func TestQueryPlans(t *testing.T) {
 	fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
 	fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
 	fillStats(t, ctx, tx)
+	fillKeyed(t, ctx, tx)
 	if _, err := tx.Exec(ctx, `ANALYZE deliveries; ANALYZE events; ANALYZE delivery_stats`); err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +127,13 @@ func TestQueryPlans(t *testing.T) {
 		want []string
 	}{
 		{"ClaimDue", claimSQL, []any{"ep_0007", now, 100, "node", lease},
-			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
+			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
 		// The dead-lettered deliveries of the dead letters ClaimDue
 		// claimed, by key.
 		{"ClaimDue dead letters", deadLettersSQL, []any{[]string{"dlv_1", "dlv_2"}},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
 		{"NextDue", nextDueSQL, []any{"ep_0007", now},
-			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
+			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
 		{"DueEndpoints", dueEndpointsSQL, []any{now},
 			[]string{"Index Only Scan using deliveries_fresh", "Index Only Scan using deliveries_retry", "Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
 		{"Release", releaseSQL, []any{[]string{"dlv_1", "dlv_2"}, "node"}, []string{"Index Scan using deliveries_pkey"}},
@@ -467,6 +486,9 @@ var deliveryListPlans = []struct {
 		[]string{"Index Scan Backward using deliveries_", neverDelivered, "!Sort"}, nil},
 	{"subscription, dead-lettered", store.DeliveryFilter{SubscriptionID: "sub_acc_0_4", Status: delivery.StatusDeadLettered},
 		[]string{"Index Scan Backward using deliveries_subscription_status", "!Sort"}, []string{"deliveries_subscription_status"}},
+	// A subscription's ordering key: deliveries_ordering_all, newest first.
+	{"account, subscription, ordering key", store.DeliveryFilter{AccountID: "acc_3", SubscriptionID: "sub_acc_3_4", OrderingKey: "k"},
+		[]string{"Index Scan Backward using deliveries_ordering_all", "!Sort"}, []string{"deliveries_ordering_all"}},
 	{"account, event", store.DeliveryFilter{AccountID: "acc_3", EventID: "evt-93"},
 		[]string{"Index Scan using events_id_source_account_key", "Index Scan using deliveries_event"}, nil},
 	// A time range (Since, Before) is a range of the index's last

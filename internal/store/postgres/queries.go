@@ -156,6 +156,10 @@ func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
 		args = append(args, f.EndpointID)
 		where = append(where, fmt.Sprintf("d.endpoint_id = $%d", len(args)))
 	}
+	if f.OrderingKey != "" { // deliveries_ordering_all (subscription_id, ordering_key, id)
+		args = append(args, f.OrderingKey)
+		where = append(where, fmt.Sprintf("d.ordering_key = $%d", len(args)), "d.ordering_key IS NOT NULL")
+	}
 	if f.EventID != "" {
 		args = append(args, f.EventID)
 		where = append(where, fmt.Sprintf("e.id = $%d", len(args)))

@@ -278,11 +278,11 @@ const publishSQL = `WITH input AS MATERIALIZED (
 	RETURNING seq, account_id, id, source, published_at
 ), dl AS (
 	INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
-		round_start, next_attempt_at, created_at, lease_owner, lease_until)
+		round_start, next_attempt_at, created_at, lease_owner, lease_until, ordering_key)
 	SELECT n.id, ev.account_id, n.subscription_id, n.endpoint_id, ev.seq, n.status,
-		ev.published_at, ev.published_at, ev.published_at, n.lease_owner, n.lease_until
-	FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[], $16::text[])
-		AS n(id, subscription_id, endpoint_id, event_account, event_id, event_source, lease_owner, lease_until, status)
+		ev.published_at, ev.published_at, ev.published_at, n.lease_owner, n.lease_until, NULLIF(n.ordering_key, '')
+	FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[], $16::text[], $17::text[])
+		AS n(id, subscription_id, endpoint_id, event_account, event_id, event_source, lease_owner, lease_until, status, ordering_key)
 	JOIN ev ON ev.id = n.event_id AND ev.source = n.event_source AND ev.account_id = n.event_account
 )
 SELECT seq, account_id, id, source FROM ev`
@@ -442,7 +442,7 @@ type publishRows struct {
 	eAt                               []int64
 	ePayload                          [][]byte
 	dID, dSub, dEp, dEvA, dEvID, dEvS []string
-	dOwner, dStatus                   []string
+	dOwner, dStatus, dKey             []string
 	dUntil                            []int64
 	qSlot                             []int // the event slot of each queued delivery
 	qSub                              []string
@@ -480,6 +480,7 @@ func (pr *publishRows) add(ev *store.NewEvent, owner string, until int64) {
 		pr.dID, pr.dSub, pr.dEp = append(pr.dID, d.ID), append(pr.dSub, d.SubscriptionID), append(pr.dEp, d.EndpointID)
 		pr.dEvA, pr.dEvID, pr.dEvS = append(pr.dEvA, k.account), append(pr.dEvID, ev.ID), append(pr.dEvS, ev.Source)
 		pr.dOwner, pr.dUntil, pr.dStatus = append(pr.dOwner, dOwner), append(pr.dUntil, lu), append(pr.dStatus, string(status))
+		pr.dKey = append(pr.dKey, d.OrderingKey)
 	}
 }
 
@@ -489,7 +490,7 @@ func (pr *publishRows) add(ev *store.NewEvent, owner string, until int64) {
 func (pr *publishRows) write(ctx context.Context, tx pgx.Tx) error {
 	pr.seqs, pr.inserted = make([]int64, len(pr.eID)), make([]bool, len(pr.eID))
 	rows, err := tx.Query(ctx, publishSQL, pr.eAcc, pr.eID, pr.eSrc, pr.eType, pr.eSubj, pr.eAt, pr.ePayload,
-		pr.dID, pr.dSub, pr.dEp, pr.dEvA, pr.dEvID, pr.dEvS, pr.dOwner, pr.dUntil, pr.dStatus)
+		pr.dID, pr.dSub, pr.dEp, pr.dEvA, pr.dEvID, pr.dEvS, pr.dOwner, pr.dUntil, pr.dStatus, pr.dKey)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}

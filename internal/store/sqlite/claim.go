@@ -18,14 +18,34 @@ const (
 	freshLane = `d.status = 'pending' AND d.lease_until = 0 AND d.attempts = 0`
 	retryLane = `d.status = 'pending' AND d.lease_until = 0 AND d.attempts > 0`
 
+	// keyHead holds for an unordered delivery d, and for a keyed one
+	// (ordering_key set) that is its key's head: no pending delivery of
+	// its subscription and key has an earlier event (a smaller event_seq:
+	// publish order, as the single writer commits) (deliveries_ordering: one
+	// seek to the key's first entry), and none holds a lease
+	// (deliveries_ordering_leased: one seek), so a key has at most one
+	// delivery out at a time, whatever redelivers an older one or commits
+	// out of seq order (docs/ordering.md). Only one delivery of a key passes
+	// it in one query: a claim, and so a batch, takes at most one per key.
+	keyHead = `(d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h INDEXED BY deliveries_ordering
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l INDEXED BY deliveries_ordering_leased
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.lease_until > 0 AND l.ordering_key IS NOT NULL)))`
+
+	// The claims walk a lane in due order past the keyed deliveries that
+	// wait behind their key's head (keyHead): a claim reads, beyond what
+	// it takes, the waiting deliveries due before its last one.
 	claimFreshSQL = `SELECT ` + deliveryCols + `, e.payload
 FROM deliveries AS d INDEXED BY deliveries_fresh CROSS JOIN events AS e ON e.seq = d.event_seq
-WHERE d.endpoint_id = ? AND ` + freshLane + ` AND d.next_attempt_at <= ?
+WHERE d.endpoint_id = ? AND ` + freshLane + ` AND d.next_attempt_at <= ? AND ` + keyHead + `
 ORDER BY d.next_attempt_at LIMIT ?`
 
 	claimRetrySQL = `SELECT ` + deliveryCols + `, e.payload
 FROM deliveries AS d INDEXED BY deliveries_retry CROSS JOIN events AS e ON e.seq = d.event_seq
-WHERE d.endpoint_id = ? AND ` + retryLane + ` AND d.next_attempt_at <= ?
+WHERE d.endpoint_id = ? AND ` + retryLane + ` AND d.next_attempt_at <= ? AND ` + keyHead + `
 ORDER BY d.next_attempt_at LIMIT ?`
 
 	leaseSQL = `UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id = ?`
@@ -38,13 +58,17 @@ WHERE id = ? AND lease_owner = ? AND lease_until <> 0`
 	extendSQL = `UPDATE deliveries SET lease_until = ?
 WHERE id = ? AND status = 'pending' AND lease_owner = ? AND lease_until <> 0`
 
-	// nextDueSQL: one MIN per lane, each a single seek on (endpoint_id, next_attempt_at).
+	// nextDueSQL: the first claimable entry of each lane, a walk on
+	// (endpoint_id, next_attempt_at) that stops at the first delivery
+	// passing keyHead (the first entry when no key waits), so a key's
+	// waiting deliveries, due but not claimable, never make the loader
+	// look again before their head ends.
 	nextDueSQL = `SELECT MIN(at) FROM (
-SELECT MIN(d.next_attempt_at) AS at FROM deliveries AS d INDEXED BY deliveries_fresh
-	WHERE d.endpoint_id = ?1 AND ` + freshLane + `
+SELECT * FROM (SELECT d.next_attempt_at AS at FROM deliveries AS d INDEXED BY deliveries_fresh
+	WHERE d.endpoint_id = ?1 AND ` + freshLane + ` AND ` + keyHead + ` ORDER BY d.next_attempt_at LIMIT 1)
 UNION ALL
-SELECT MIN(d.next_attempt_at) FROM deliveries AS d INDEXED BY deliveries_retry
-	WHERE d.endpoint_id = ?1 AND ` + retryLane + `)`
+SELECT * FROM (SELECT d.next_attempt_at FROM deliveries AS d INDEXED BY deliveries_retry
+	WHERE d.endpoint_id = ?1 AND ` + retryLane + ` AND ` + keyHead + ` ORDER BY d.next_attempt_at LIMIT 1))`
 
 	// dueEndpointsSQL walks each lane's index from one endpoint to the next
 	// (a skip scan: one seek per endpoint, however many deliveries each has)

@@ -14,13 +14,13 @@ type scanner = sqlrow.RowScanner
 const deliveryCols = `d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at,
-	d.receives, d.dead_letter_of, d.lock_until`
+	d.receives, d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')`
 
 func deliveryDest(d *delivery.Delivery, times *[7]int64) []any {
 	return []any{&d.ID, &d.AccountID, &d.SubscriptionID, &d.EndpointID, &d.EventSeq, &d.EventID, &d.EventSource, &d.Status,
 		&d.Attempts, &d.RoundAttempts, &times[0], &times[1], &times[2], &times[3],
 		&d.LastStatusCode, &d.LastOutcome, &d.DeadLetterReason, &times[4], &times[5],
-		&d.Receives, &d.DeadLetterOf, &times[6]}
+		&d.Receives, &d.DeadLetterOf, &times[6], &d.OrderingKey}
 }
 
 func deliveryTimes(d *delivery.Delivery, times *[7]int64) {

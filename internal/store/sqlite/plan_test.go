@@ -74,6 +74,38 @@ func TestQueryPlans(t *testing.T) {
 	checkDeliveryListPlans(t, s)
 	checkQueuedListPlans(t, s)
 	checkDeadLetterListPlans(t, s)
+	checkOrderingPlans(t, s)
+}
+
+// checkOrderingPlans: the claims and NextDue check a keyed delivery's
+// head with one seek each of deliveries_ordering and
+// deliveries_ordering_leased; a subscription's deliveries of one ordering
+// key are a seek of deliveries_ordering_all, newest first.
+func checkOrderingPlans(t *testing.T, s *Store) {
+	for name, q := range map[string]string{"ClaimFresh": claimFreshSQL, "ClaimRetry": claimRetrySQL, "NextDue": nextDueSQL} {
+		p := plan(t, s, q)
+		for _, w := range []string{
+			"SEARCH h USING COVERING INDEX deliveries_ordering (subscription_id=? AND ordering_key=? AND event_seq<?)",
+			"SEARCH l USING COVERING INDEX deliveries_ordering_leased (subscription_id=? AND ordering_key=? AND lease_until>?)",
+		} {
+			if !strings.Contains(p, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", name, w, p)
+			}
+		}
+		if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("%s: scans or sorts:\n%s", name, p)
+		}
+	}
+	for _, f := range []store.DeliveryFilter{
+		{SubscriptionID: "sub_x", OrderingKey: "k"},
+		{SubscriptionID: "sub_x", OrderingKey: "k", AccountID: "acc_x", Status: delivery.StatusPending},
+	} {
+		where, _ := deliveryConds(f)
+		p := plan(t, s, listDeliveriesSQL(deliveryCols, where, false))
+		if !strings.Contains(p, "USING INDEX deliveries_ordering") || fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("ListDeliveries %v:\n%s", where, p)
+		}
+	}
 }
 
 // queryPlans are TestQueryPlans' queries with what their plans must hold.

@@ -33,11 +33,11 @@ ON CONFLICT (id, source, account_id) DO NOTHING`
 	// most of a statement's cost in SQLite is per statement (arguments
 	// converted, bound, the program started and reset), not per row.
 	insertDeliveriesSQL = `INSERT INTO deliveries
-(id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until)
+(id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, lease_owner, lease_until, ordering_key)
 VALUES `
-	deliveryParams = 11
+	deliveryParams = 12
 
-	// maxRowsPerInsert bounds a multi-row INSERT: 32 rows of 11 parameters,
+	// maxRowsPerInsert bounds a multi-row INSERT: 32 rows of 12 parameters,
 	// far below SQLite's limit of 32,766, and few statement texts to
 	// prepare (one per row count).
 	maxRowsPerInsert = 32
@@ -141,7 +141,7 @@ func (w *writer) publish(ps []*publishReq) error {
 				d := &ev.Deliveries[k]
 				status, owner, lu := p.deliveryState(d)
 				rows.add(d.ID, account, d.SubscriptionID, d.EndpointID, res[i].Seq, string(status),
-					at, at, at, owner, lu)
+					at, at, at, owner, lu, sqlrow.OrderingKey(d.OrderingKey))
 				if rows.full() {
 					if err := rows.flush(w); err != nil {
 						return err

@@ -117,6 +117,8 @@ func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 // (account_id, id) or (account_id, status, id) for an account; (status, id)
 // for a status in every account; for an event's id, the events with that
 // id (in the account, when given) then their deliveries by (event_seq);
+// for a subscription's ordering key, the partial index
+// deliveries_ordering_all (subscription_id, ordering_key, id);
 // for an endpoint's queued deliveries, the partial index
 // deliveries_queued_endpoint (endpoint_id, id), whose condition the status
 // repeats literally (the account is a filter then too: an endpoint is in
@@ -138,6 +140,10 @@ func deliveryConds(f store.DeliveryFilter) (where []string, args []any) {
 	}
 	if f.EventID != "" {
 		where, args = append(where, "e.id = ?"), append(args, f.EventID)
+	}
+	if f.OrderingKey != "" {
+		// deliveries_ordering_all's condition, literally.
+		where, args = append(where, "d.ordering_key = ?", "d.ordering_key IS NOT NULL"), append(args, f.OrderingKey)
 	}
 	where, args = idRange(f, where, args)
 	if f.AccountID != "" {

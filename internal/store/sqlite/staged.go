@@ -228,7 +228,7 @@ func (j *stagedPublish) write(w *writer) error {
 		}
 		at := sqlrow.UnixMS(ne.PublishedAt)
 		vals.add(r.d.ID, account.OrDefault(ne.AccountID), r.d.SubscriptionID, r.d.EndpointID, j.seqs[r.ev],
-			string(status), at, at, at, owner, until)
+			string(status), at, at, at, owner, until, sqlrow.OrderingKey(r.d.OrderingKey))
 		if vals.full() {
 			if err := vals.flush(w); err != nil {
 				return err

@@ -137,3 +137,13 @@ func (s *IDSet) Reset() {
 	s.IDs = s.IDs[:0]
 	clear(s.seen)
 }
+
+// OrderingKey is the ordering_key column value of a delivery's ordering
+// key: NULL for "" (an unordered delivery), so the ordering indexes, which
+// hold only keyed deliveries, stay as small as the ordered traffic.
+func OrderingKey(key string) any {
+	if key == "" {
+		return nil
+	}
+	return key
+}

@@ -24,6 +24,8 @@ func RunSchedulingContract(t *testing.T, open Opener) {
 			{"ExtendLeases", testExtendLeases},
 			{"ExtendLeasesMovesLease", testExtendLeasesMoves},
 			{"ConcurrentClaimsDisjoint", testConcurrentClaimsDisjoint},
+			{"KeyHeads", testClaimKeyHeads},
+			{"KeyLeaseHolds", testClaimKeyLeaseHolds},
 		}},
 		{"Endpoints", []test{
 			{"new endpoints are enabled", testEndpointDefaults},

@@ -34,7 +34,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{ConsoleSessionsFrom, ConsoleSessionsData, CheckConsoleSessionsUpgrade},
 		{StatsFrom, StatsData, CheckStatsUpgrade},
 		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade},
-		{RateLimitsFrom, RateLimitsData, CheckRateLimitsUpgrade}} {
+		{RateLimitsFrom, RateLimitsData, CheckRateLimitsUpgrade},
+		{OrderingFrom, OrderingData, CheckOrderingUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }

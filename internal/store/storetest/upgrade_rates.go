@@ -10,7 +10,7 @@ import (
 )
 
 // RateLimitsFrom is the schema version before the one that gave endpoints
-// their rate limits (0016_rate_limits.sql; 0017 once renumbered):
+// their rate limits (0016_rate_limits.sql):
 // RunUpgrades opens RateLimitsData written at it.
 const RateLimitsFrom = 15
 

@@ -1,5 +1,5 @@
--- Herald schema, version 16 (17 once merged after ordering keys): endpoint
--- rate limits (internal/endpoint/ratelimit.go).
+-- Herald schema, version 16: endpoint rate limits
+-- (internal/endpoint/ratelimit.go).
 --
 -- rate_per_second and rate_burst are the endpoint's rate limit, written
 -- with its health (ModifyEndpoints); 0 and 0 is none, as for every row
