@@ -470,12 +470,13 @@ func (s *Store) checkOpen() error {
 }
 
 // err turns the errors of a pool closed under a running call into
-// ErrClosed.
+// ErrClosed, and marks those of a server away store.ErrUnavailable
+// (unavailable.go).
 func (s *Store) err(err error) error {
 	if err != nil && s.closed.Load() && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, store.ErrClosed) {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
-	return err
+	return unavailable(err)
 }
 
 // inTx runs fn in a transaction on the pool (see tx) and commits it,
@@ -499,9 +500,10 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // in force, and commits it if fn returns nil (else rolls it back and returns
 // fn's error). It does not retry. Every statement of the store runs in such
 // a transaction (the writers begin theirs the same way): a statement run on
-// the pool outside one would run without the timeout.
+// the pool outside one would run without the timeout. Its error is
+// classified (unavailable.go).
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn)
+	return unavailable(pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn))
 }
 
 // queryRow runs one query in its own transaction (see tx) and scans its

@@ -173,6 +173,9 @@ type Store struct {
 	// queued after the writer's channel is closed.
 	mu     sync.RWMutex
 	closed atomic.Bool
+	// away holds the error of the last write that failed as
+	// store.ErrUnavailable, nil since one committed (noteWrite).
+	away atomic.Pointer[error]
 
 	readMu    sync.Mutex
 	readStmts map[string]*sql.Stmt
@@ -358,11 +361,15 @@ func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accou
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Ping reports whether the store can serve requests: ErrClosed after Close,
-// else whether a read connection answers.
+// Ping reports whether the store can serve requests: ErrClosed after Close;
+// after a write failed as store.ErrUnavailable (a full disk), whether a
+// small write commits now (probe); else whether a read connection answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
+	}
+	if s.away.Load() != nil {
+		return s.probe(ctx)
 	}
 	var one int
 	return s.readErr(s.readRow(ctx, `SELECT 1`).Scan(&one))
@@ -487,7 +494,7 @@ func (s *Store) readErr(err error) error {
 	if err != nil && s.closed.Load() && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
-	return err
+	return unavailable(err)
 }
 
 func firstLine(q string) string {
