@@ -368,8 +368,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if s.away.Load() != nil {
-		return s.probe(ctx)
+	if away := s.away.Load(); away != nil {
+		return s.probe(ctx, *away)
 	}
 	var one int
 	return s.readErr(s.readRow(ctx, `SELECT 1`).Scan(&one))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 
 	"github.com/herald-events/herald/internal/store"
@@ -64,9 +65,23 @@ func (s *Store) noteWrite(err error) {
 // log to take a page, as any publish does, and changes nothing.
 const probeSQL = `UPDATE counters SET value = value WHERE name = 'catalog_pruned'`
 
-// probe answers Ping while the store is marked away: whether a small write
-// commits now (and so the mark clears), else the error that says why not.
-func (s *Store) probe(ctx context.Context) error {
+// minFreeAfterFull is the room the file's filesystem must have before a
+// store marked away by a full disk is ready again: a few of the largest
+// publishes (1 MiB each, internal/event) and their write-ahead log frames.
+// A small write alone would prove too little: it fits in the log's space
+// that the failed write left, where the next publish does not.
+const minFreeAfterFull = 4 << 20
+
+// probe answers Ping while the store is marked away: whether the file's
+// filesystem has minFreeAfterFull bytes free (where that can be read) and
+// a small write commits now (and so the mark clears), else an error that
+// says why not (cause: the failure that marked it away).
+func (s *Store) probe(ctx context.Context, cause error) error {
+	dir := filepath.Dir(s.path)
+	if free, ok := freeBytes(dir); ok && free < minFreeAfterFull {
+		return store.Unavailable(fmt.Errorf("the disk holding %s has %d bytes free, less than the %d a write needs after a full disk: %w",
+			dir, free, minFreeAfterFull, cause))
+	}
 	err := s.write(ctx, func(w *writer) error {
 		_, err := w.exec(probeSQL)
 		return err
