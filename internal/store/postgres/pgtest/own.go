@@ -171,4 +171,3 @@ func skipOrFail(t testing.TB, why string) {
 	}
 	t.Skip(why)
 }
-
