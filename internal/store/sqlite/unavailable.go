@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/herald-events/herald/internal/store"
@@ -79,8 +80,8 @@ const minFreeAfterFull = 4 << 20
 func (s *Store) probe(ctx context.Context, cause error) error {
 	dir := filepath.Dir(s.path)
 	if free, ok := freeBytes(dir); ok && free < minFreeAfterFull {
-		return store.Unavailable(fmt.Errorf("the disk holding %s has %d bytes free, less than the %d a write needs after a full disk: %w",
-			dir, free, minFreeAfterFull, cause))
+		return fmt.Errorf("%w: the disk holding %s has %d bytes free, less than the %d a write needs after a full disk (the last write: %v)",
+			store.ErrUnavailable, dir, free, minFreeAfterFull, strings.TrimPrefix(cause.Error(), store.ErrUnavailable.Error()+": "))
 	}
 	err := s.write(ctx, func(w *writer) error {
 		_, err := w.exec(probeSQL)
