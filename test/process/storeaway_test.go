@@ -157,6 +157,7 @@ func checkReadyzAway(t *testing.T, h *herald, reason string) {
 		!strings.Contains(string(raw), "not ready: the store does not answer: the store is unavailable") || !strings.Contains(string(raw), reason) {
 		t.Errorf("/readyz while the store is away: %d Retry-After %q %s\nwant 503, not ready, saying %q", resp.StatusCode, resp.Header.Get("Retry-After"), raw, reason)
 	}
+	t.Logf("/readyz while the store is away: %s", bytes.TrimSpace(raw))
 }
 
 // checkDelivered stops the load and checks that every acknowledged event
