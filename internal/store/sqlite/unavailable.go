@@ -56,7 +56,9 @@ func unavailable(err error) error {
 func (s *Store) noteWrite(err error) {
 	switch {
 	case err == nil:
-		s.away.Store(nil)
+		if s.away.Load() != nil { // a load, not a store, on every write
+			s.away.Store(nil)
+		}
 	case errors.Is(err, store.ErrUnavailable):
 		s.away.Store(&err)
 	}
