@@ -160,6 +160,13 @@ import (
 // DefaultStatementTimeout is Options.StatementTimeout's default.
 const DefaultStatementTimeout = 60 * time.Second
 
+// DefaultConnectTimeout bounds each connection attempt (the pool's, the
+// change feed's, the migrations') when the URL sets no connect_timeout:
+// a server that is unreachable, its packets dropped rather than refused,
+// then fails calls as store.ErrUnavailable within seconds instead of
+// after the system's TCP retries (about two minutes on Linux).
+const DefaultConnectTimeout = 5 * time.Second
+
 // defaultWriters is Options.Writers' default.
 const defaultWriters = 2
 
@@ -358,7 +365,8 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 }
 
 // poolConfig parses url and applies opts (with defaults set) to the pool's
-// configuration. The connections' start-up parameters are the URL's (pgx
+// configuration, with DefaultConnectTimeout unless the URL sets
+// connect_timeout. The connections' start-up parameters are the URL's (pgx
 // sends its unknown query parameters, such as search_path, as such) plus
 // application_name=herald unless the URL names one; nothing else, so that a
 // bouncer accepts them: the statement timeout is set per transaction.
@@ -368,6 +376,9 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	cfg.MaxConns = int32(opts.MaxConns)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "herald"

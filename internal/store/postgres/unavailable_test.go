@@ -91,3 +91,22 @@ func TestIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// A URL without connect_timeout gets DefaultConnectTimeout (an
+// unreachable server then fails a call within seconds); one with it keeps
+// its own.
+func TestPoolConfigConnectTimeout(t *testing.T) {
+	for url, want := range map[string]time.Duration{
+		"postgres://h@127.0.0.1/h":                   DefaultConnectTimeout,
+		"postgres://h@127.0.0.1/h?connect_timeout=2": 2 * time.Second,
+		"host=127.0.0.1 user=h connect_timeout=30":   30 * time.Second,
+	} {
+		cfg, err := poolConfig(url, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.ConnConfig.ConnectTimeout; got != want {
+			t.Errorf("%s: connect timeout %v, want %v", url, got, want)
+		}
+	}
+}
