@@ -7,6 +7,12 @@
 // only once the WAL is fsynced. Publish, Record and every other write return
 // only after their own data is committed.
 //
+// A full disk or a failing file (SQLITE_FULL, SQLITE_IOERR, ...) fails the
+// writes it meets as store.ErrUnavailable, having committed nothing of
+// theirs; reads go on; Ping reports the store away until the disk has room
+// and a small write commits again, and the same Store then works as before
+// (unavailable.go).
+//
 // # Writes: one writer, group commit
 //
 // One goroutine owns the single write connection. Write methods queue a
