@@ -124,6 +124,15 @@ func (l *awayLoad) note(phase int32, what string, ids []string) {
 	}
 }
 
+// waitAcked waits until n events were acknowledged, the store still up.
+func (l *awayLoad) waitAcked(n int) {
+	waitFor(l.t, 30*time.Second, fmt.Sprintf("%d events acknowledged", n), func() (bool, string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.acked) >= n, fmt.Sprintf("%d acknowledged", len(l.acked))
+	})
+}
+
 // waitAway waits until n answers came while the store was away.
 func (l *awayLoad) waitAway(n int) {
 	waitFor(l.t, 60*time.Second, fmt.Sprintf("%d publish answers while the store is away", n), func() (bool, string) {
@@ -209,11 +218,7 @@ func TestPostgresStoppedUnderLoad(t *testing.T) {
 	h := startHerald(t, "herald", t.TempDir(), "--store", pg.URL(), "--db-max-conns", "8")
 	h.createSubscription(t, "away", rcv.URL())
 	load := startAwayLoad(t, h, 4)
-	waitFor(t, 30*time.Second, "publishes acknowledged before the stop", func() (bool, string) {
-		load.mu.Lock()
-		defer load.mu.Unlock()
-		return len(load.acked) >= 200, fmt.Sprintf("%d acknowledged", len(load.acked))
-	})
+	load.waitAcked(200)
 	pg.Stop("immediate")
 	load.phase.Store(storeAway)
 	load.waitAway(50)
@@ -236,11 +241,7 @@ func TestSQLiteDiskFullUnderLoad(t *testing.T) {
 	h := startHerald(t, "herald", dir)
 	h.createSubscription(t, "away", rcv.URL())
 	load := startAwayLoad(t, h, 4)
-	waitFor(t, 30*time.Second, "publishes acknowledged before the disk fills", func() (bool, string) {
-		load.mu.Lock()
-		defer load.mu.Unlock()
-		return len(load.acked) >= 200, fmt.Sprintf("%d acknowledged", len(load.acked))
-	})
+	load.waitAcked(200)
 	free := disktest.Fill(t, dir)
 	waitFor(t, 60*time.Second, "/readyz to say the store is unavailable", func() (bool, string) {
 		resp, err := h.client.Get(h.base + "/readyz")
