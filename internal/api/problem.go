@@ -3,6 +3,10 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/herald-events/herald/internal/store"
 )
 
 // Problem is an RFC 9457 problem document. Validation problems name the
@@ -61,9 +65,21 @@ func conflict(w http.ResponseWriter, field, detail string) {
 	writeProblem(w, Problem{Type: probConflict, Title: "Conflict", Status: http.StatusConflict, Field: field, Detail: detail})
 }
 
+// unavailable answers 503 with Retry-After: store.RetryAfter, the one
+// wait Herald asks of a client for any refusal that passes by itself (the
+// store away, too many waiting consumers, subscriptions changing under a
+// publish).
 func unavailable(w http.ResponseWriter, detail string) {
+	w.Header().Set("Retry-After", retryAfter)
 	writeProblem(w, Problem{Type: probUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable, Detail: detail})
 }
+
+// retryAfter is store.RetryAfter in whole seconds, as Retry-After says it.
+var retryAfter = strconv.Itoa(int(store.RetryAfter / time.Second))
+
+// storeUnavailable is unavailable's detail for a store that is away
+// (store.ErrUnavailable, store.ErrClosed, a call that ran out of time).
+const storeUnavailable = "the store is unavailable (its database is away or its disk full); retry after Retry-After seconds"
 
 func internalError(w http.ResponseWriter) {
 	writeProblem(w, Problem{Type: probInternal, Title: "Internal error", Status: http.StatusInternalServerError, Detail: "see the server log"})

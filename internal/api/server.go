@@ -235,7 +235,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.Store.Ping(ctx); err != nil {
-		unavailable(w, "store: "+err.Error())
+		unavailable(w, "not ready: the store does not answer: "+err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -266,8 +266,8 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, w
 		conflict(w, "", "the "+what+"'s subscription was deleted; it cannot be delivered again")
 	case errors.Is(err, store.ErrInvalidCursor):
 		invalid(w, "cursor", "not a cursor this list returned")
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
-		unavailable(w, "the store is not available")
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		unavailable(w, storeUnavailable)
 	case errors.Is(err, store.ErrStaleCatalog):
 		// A publish re-matched several times while subscriptions kept
 		// changing under it: nothing was written.

@@ -47,6 +47,7 @@ func (p *pages) portalRender(w http.ResponseWriter, r *http.Request, status int,
 // portalError answers status with the portal's error page saying
 // message.
 func (p *pages) portalError(w http.ResponseWriter, r *http.Request, v *portalVisit, status int, message string) {
+	retryLater(w, status)
 	text := http.StatusText(status)
 	p.portalRender(w, r, status, "error", v, text, errorView{Status: status, Text: text, Message: message})
 }

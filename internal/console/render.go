@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,12 +122,18 @@ type errorView struct {
 // errorPage answers status with the error page saying message, in the
 // frame of v's session (nil: none).
 func (p *pages) errorPage(w http.ResponseWriter, r *http.Request, v *visit, status int, message string) {
+	retryLater(w, status)
 	text := http.StatusText(status)
 	p.render(w, r, status, "error", v, text, errorView{Status: status, Text: text, Message: message})
 }
 
+// storeUnavailable is what a page says when the store is away (its
+// database stopped or unreachable, its disk full).
+const storeUnavailable = "The store is unavailable; retry shortly."
+
 // storeError answers for an error of the store: 400 for a cursor the list
-// did not give, 503 when the store is unavailable, nothing when the
+// did not give, 503 with Retry-After (errorPage) when the store is
+// unavailable (store.ErrUnavailable, ErrClosed, out of time), nothing when the
 // browser went away, 500 (and a log line) otherwise.
 func (p *pages) storeError(w http.ResponseWriter, r *http.Request, v *visit, err error) {
 	if status, msg := p.storeProblem(r, err); status != 0 {
@@ -140,12 +147,21 @@ func (p *pages) storeProblem(r *http.Request, err error) (int, string) {
 	switch {
 	case errors.Is(err, store.ErrInvalidCursor):
 		return http.StatusBadRequest, "This page's link (its cursor) is not one the list gave: start from the list's first page."
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, "The store is not available; try again in a moment."
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, storeUnavailable
 	case errors.Is(err, context.Canceled):
 		return 0, ""
 	default:
 		p.log.Error("console: store error", "method", r.Method, "path", r.URL.Path, "err", err)
 		return http.StatusInternalServerError, "Something went wrong; the server's log says what."
+	}
+}
+
+// retryLater sets Retry-After (store.RetryAfter, as the API does) on a 503
+// page: every 503 the console and the portal answer is a refusal that
+// passes by itself.
+func retryLater(w http.ResponseWriter, status int) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(store.RetryAfter/time.Second)))
 	}
 }

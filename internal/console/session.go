@@ -61,15 +61,18 @@ type sessions struct {
 }
 
 // home shows a signed-in visitor the overview, and sends others to sign
-// in first.
+// in first; a session that cannot be read (the store away) is storeError's.
 func (s *sessions) home(overview sessionHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.session(w, r)
-		if err != nil {
+		switch {
+		case errors.Is(err, errNoSession):
 			redirect(w, r, "/console/login")
-			return
+		case err != nil: // the store: 503 while it is away, not a sign-in
+			s.storeError(w, r, nil, err)
+		default:
+			overview(w, r, v)
 		}
-		overview(w, r, v)
 	}
 }
 

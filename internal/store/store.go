@@ -36,7 +36,33 @@ var (
 	// holding as many subscriptions as the store allows one account. The
 	// call wrote nothing; a *SubscriptionLimitError says the limit.
 	ErrSubscriptionLimit = errors.New("the account holds as many subscriptions as allowed")
+	// ErrUnavailable: the store cannot serve the call now, for a reason
+	// that passes without anyone changing Herald: the database server is
+	// stopped, restarting, unreachable or out of connections, or the disk
+	// is full or failing. The call wrote nothing, or (a commit whose
+	// answer was lost) what it wrote is as if a crash had come. Both
+	// backends classify their errors so (postgres/unavailable.go,
+	// sqlite/unavailable.go); callers answer "retry in RetryAfter", never
+	// "a bug".
+	ErrUnavailable = errors.New("the store is unavailable")
 )
+
+// RetryAfter is how long Herald asks a client to wait (HTTP Retry-After,
+// whole seconds) before retrying a request refused because the store was
+// unavailable (ErrUnavailable, ErrClosed): long enough not to hammer a
+// database that is starting, short enough that a client's retry lands soon
+// after it is back.
+const RetryAfter = 5 * time.Second
+
+// Unavailable wraps err so that errors.Is(err, ErrUnavailable) holds and
+// err's own text and chain are kept. Nil stays nil; an err that already
+// is ErrUnavailable is returned as is.
+func Unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
 
 // SubscriptionLimitError is the ErrSubscriptionLimit CreateSubscription
 // returns, with the limit it applied.

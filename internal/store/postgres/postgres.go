@@ -162,6 +162,13 @@ import (
 // DefaultStatementTimeout is Options.StatementTimeout's default.
 const DefaultStatementTimeout = 60 * time.Second
 
+// DefaultConnectTimeout bounds each connection attempt (the pool's, the
+// change feed's, the migrations') when the URL sets no connect_timeout:
+// a server that is unreachable, its packets dropped rather than refused,
+// then fails calls as store.ErrUnavailable within seconds instead of
+// after the system's TCP retries (about two minutes on Linux).
+const DefaultConnectTimeout = 5 * time.Second
+
 // defaultWriters is Options.Writers' default.
 const defaultWriters = 2
 
@@ -364,7 +371,8 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 }
 
 // poolConfig parses url and applies opts (with defaults set) to the pool's
-// configuration. The connections' start-up parameters are the URL's (pgx
+// configuration, with DefaultConnectTimeout unless the URL sets
+// connect_timeout. The connections' start-up parameters are the URL's (pgx
 // sends its unknown query parameters, such as search_path, as such) plus
 // application_name=herald unless the URL names one; nothing else, so that a
 // bouncer accepts them: the statement timeout is set per transaction.
@@ -374,6 +382,9 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	cfg.MaxConns = int32(opts.MaxConns)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "herald"
@@ -476,12 +487,13 @@ func (s *Store) checkOpen() error {
 }
 
 // err turns the errors of a pool closed under a running call into
-// ErrClosed.
+// ErrClosed, and marks those of a server away store.ErrUnavailable
+// (unavailable.go).
 func (s *Store) err(err error) error {
 	if err != nil && s.closed.Load() && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, store.ErrClosed) {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
-	return err
+	return unavailable(err)
 }
 
 // inTx runs fn in a transaction on the pool (see tx) and commits it,
@@ -505,9 +517,10 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // in force, and commits it if fn returns nil (else rolls it back and returns
 // fn's error). It does not retry. Every statement of the store runs in such
 // a transaction (the writers begin theirs the same way): a statement run on
-// the pool outside one would run without the timeout.
+// the pool outside one would run without the timeout. Its error is
+// classified (unavailable.go).
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn)
+	return unavailable(pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn))
 }
 
 // queryRow runs one query in its own transaction (see tx) and scans its

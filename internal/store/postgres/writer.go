@@ -172,6 +172,7 @@ func (s *Store) answer(rs []*request, err error) {
 		if err == nil {
 			r.err = r.refused
 		}
+		r.err = unavailable(r.err)
 		close(r.done)
 	}
 }
@@ -246,13 +247,14 @@ func (s *Store) run(batch []*request) (err error) {
 	return nil
 }
 
-// stmtError classifies an error met before COMMIT.
+// stmtError classifies an error met before COMMIT. A server going away
+// (isUnavailable) is no call's fault: the batch is not run call by call.
 func stmtError(err error) error {
 	if retryable(err) {
 		return err
 	}
 	var pe *pgconn.PgError
-	return &batchError{err: err, isolate: errors.As(err, &pe)}
+	return &batchError{err: err, isolate: errors.As(err, &pe) && !isUnavailable(err)}
 }
 
 // evKey identifies an event: (account, id, source).

@@ -7,6 +7,12 @@
 // only once the WAL is fsynced. Publish, Record and every other write return
 // only after their own data is committed.
 //
+// A full disk or a failing file (SQLITE_FULL, SQLITE_IOERR, ...) fails the
+// writes it meets as store.ErrUnavailable, having committed nothing of
+// theirs; reads go on; Ping reports the store away until the disk has room
+// and a small write commits again, and the same Store then works as before
+// (unavailable.go).
+//
 // # Writes: one writer, group commit
 //
 // One goroutine owns the single write connection. Write methods queue a
@@ -176,6 +182,9 @@ type Store struct {
 	// queued after the writer's channel is closed.
 	mu     sync.RWMutex
 	closed atomic.Bool
+	// away holds the error of the last write that failed as
+	// store.ErrUnavailable, nil since one committed (noteWrite).
+	away atomic.Pointer[error]
 
 	readMu    sync.Mutex
 	readStmts map[string]*sql.Stmt
@@ -373,11 +382,15 @@ func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accou
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Ping reports whether the store can serve requests: ErrClosed after Close,
-// else whether a read connection answers.
+// Ping reports whether the store can serve requests: ErrClosed after Close;
+// after a write failed as store.ErrUnavailable (a full disk), whether a
+// small write commits now (probe); else whether a read connection answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
+	}
+	if away := s.away.Load(); away != nil {
+		return s.probe(ctx, *away)
 	}
 	var one int
 	return s.readErr(s.readRow(ctx, `SELECT 1`).Scan(&one))
@@ -502,7 +515,7 @@ func (s *Store) readErr(err error) error {
 	if err != nil && s.closed.Load() && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
-	return err
+	return unavailable(err)
 }
 
 func firstLine(q string) string {

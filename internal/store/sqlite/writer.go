@@ -484,7 +484,8 @@ func (s *Store) writePublish(ctx context.Context, p *publishReq) error {
 		rows: rows, staged: rows > s.w.maxTxRows, done: make(chan struct{})})
 }
 
-// writeRequest queues r and waits for its answer (see write).
+// writeRequest queues r and waits for its answer (see write), classified
+// (unavailable.go): a full disk or a failing file is store.ErrUnavailable.
 func (s *Store) writeRequest(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -502,7 +503,9 @@ func (s *Store) writeRequest(ctx context.Context, r *request) error {
 		return ctx.Err()
 	}
 	<-r.done
-	return r.err
+	err := unavailable(r.err)
+	s.noteWrite(err)
+	return err
 }
 
 func isNoTransaction(err error) bool {
