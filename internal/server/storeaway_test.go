@@ -35,6 +35,9 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 	ep := b.endpointOf(push)
 	_, keyID := newKey(b, adminKey, "", "publish")
 	ids := map[string]string{"accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push}
+	// The Event Grid namespace routes: the topic is an account, the
+	// subscription a pull subscription of it.
+	eventGrid := strings.NewReplacer("{topic}", tn.id, "{subscription}", pullSubscription(b, tn.accountKey, "eg"))
 	queueRoute := regexp.MustCompile(`/(receive|acknowledge|release|reject|renew-lock)$`)
 	cookie := consoleSignIn(t, b)
 
@@ -57,7 +60,7 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 		if queueRoute.MatchString(path) {
 			id = pull
 		}
-		path = regexp.MustCompile(`\{[a-z_]+\}`).ReplaceAllString(path, id)
+		path = regexp.MustCompile(`\{[a-z_]+\}`).ReplaceAllString(eventGrid.Replace(path), id)
 		path += awayQuery[rt.Pattern]
 		for try := range 2 { // the first may meet a pooled connection the server ended
 			resp, raw := b.send(method, path, map[string]string{"Content-Type": "application/json"},
@@ -68,7 +71,7 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 					t.Errorf("%s (call %d): %d %s, want 200: it needs no store", rt.Pattern, try+1, resp.StatusCode, raw)
 				}
 			case resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" ||
-				resp.Header.Get("Content-Type") != "application/problem+json":
+				resp.Header.Get("Content-Type") != awayType(path, raw):
 				t.Errorf("%s %s (call %d): %d Retry-After %q %s\nwant 503 problem+json with Retry-After 5", method, path, try+1,
 					resp.StatusCode, resp.Header.Get("Retry-After"), raw)
 			case rt.Pattern == "GET /readyz" && !strings.Contains(string(raw), "not ready: the store does not answer: the store is unavailable"):
@@ -89,20 +92,39 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 // awayBody is a body each route that takes one accepts, so that the
 // request reaches the store (SUB: a subscription's id).
 var awayBody = map[string]string{
-	"POST /v1/accounts":                       `{"name": "another"}`,
-	"PATCH /v1/accounts/{id}":                 `{"name": "renamed"}`,
-	"POST /v1/keys":                           `{"role": "publish", "name": "k"}`,
-	"POST /v1/subscriptions":                  `{"name": "new", "delivery_mode": "pull"}`,
-	"PATCH /v1/subscriptions/{id}":            `{"event_types": ["x"]}`,
-	"POST /v1/subscriptions/{id}/filter-test": `{"event": {"specversion": "1.0", "id": "f", "source": "/s", "type": "t"}}`,
-	"POST /v1/subscriptions/{id}/acknowledge": `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/release":     `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/reject":      `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/renew-lock":  `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/receive":     `{"max_wait": "0s"}`,
-	"POST /v1/events":                         `{"specversion": "1.0", "id": "away", "source": "/s", "type": "t"}`,
-	"POST /v1/dead-letters/redrive":           `{"subscription_id": "SUB"}`,
-	"POST /v1/portal-sessions":                `{}`,
+	"POST /v1/accounts":                                                  `{"name": "another"}`,
+	"PATCH /v1/accounts/{id}":                                            `{"name": "renamed"}`,
+	"POST /v1/keys":                                                      `{"role": "publish", "name": "k"}`,
+	"POST /v1/subscriptions":                                             `{"name": "new", "delivery_mode": "pull"}`,
+	"PATCH /v1/subscriptions/{id}":                                       `{"event_types": ["x"]}`,
+	"POST /v1/subscriptions/{id}/filter-test":                            `{"event": {"specversion": "1.0", "id": "f", "source": "/s", "type": "t"}}`,
+	"POST /v1/subscriptions/{id}/acknowledge":                            `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/release":                                `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/reject":                                 `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/renew-lock":                             `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/receive":                                `{"max_wait": "0s"}`,
+	"POST /v1/events":                                                    `{"specversion": "1.0", "id": "away", "source": "/s", "type": "t"}`,
+	"POST /v1/dead-letters/redrive":                                      `{"subscription_id": "SUB"}`,
+	"POST /v1/portal-sessions":                                           `{}`,
+	"POST /api/events":                                                   `[{"id": "away-eg", "eventType": "t", "subject": "/s", "eventTime": "2026-01-01T00:00:00Z", "data": {}, "dataVersion": "1"}]`,
+	"POST /topics/{topic}:publish":                                       `{"specversion": "1.0", "id": "away-ns", "source": "/s", "type": "t"}`,
+	"POST /topics/{topic}/eventsubscriptions/{subscription}:acknowledge": `{"lockTokens": ["tok"]}`,
+	"POST /topics/{topic}/eventsubscriptions/{subscription}:release":     `{"lockTokens": ["tok"]}`,
+	"POST /topics/{topic}/eventsubscriptions/{subscription}:reject":      `{"lockTokens": ["tok"]}`,
+	"POST /topics/{topic}/eventsubscriptions/{subscription}:renewLock":   `{"lockTokens": ["tok"]}`,
+}
+
+// awayType is the media type of a 503 on path: Event Grid's error form
+// (an "error" object with the code ServiceUnavailable) on the Event Grid
+// routes, problem+json on every other.
+func awayType(path string, raw []byte) string {
+	if !strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/topics/") {
+		return "application/problem+json"
+	}
+	if !strings.Contains(string(raw), `"code":"ServiceUnavailable"`) {
+		return "an Event Grid error with the code ServiceUnavailable"
+	}
+	return "application/json"
 }
 
 // awayQuery is the query each route that needs one takes.
