@@ -47,7 +47,7 @@ func filteredData(size int) []byte {
 // deliveries/s of the two runs.
 func filteredScenario(ctx context.Context, e *env, res *Result) error {
 	misses := []int{filteredMisses, 0}
-	phases, err := e.freshRuns(ctx, []string{"with-misses", "matching-only"}, func(i int, name string) (*PhaseResult, error) {
+	phases, err := freshRuns(ctx, e, []string{"with-misses", "matching-only"}, func(i int, name string) (*PhaseResult, error) {
 		return e.filteredPhase(ctx, res, name, misses[i])
 	})
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 )
 
-// freshRuns runs phase once per name, each run after the first on a fresh
+// freshRuns runs phase once per name on e, each run after the first on a fresh
 // server (env.restart), and returns the phases that published something,
 // in order. It stops at the first error, returning it with the phases so
 // far.
-func (e *env) freshRuns(ctx context.Context, names []string, phase func(i int, name string) (*PhaseResult, error)) ([]PhaseResult, error) {
+func freshRuns(ctx context.Context, e *env, names []string, phase func(i int, name string) (*PhaseResult, error)) ([]PhaseResult, error) {
 	var phases []PhaseResult
 	for i, name := range names {
 		if i > 0 {

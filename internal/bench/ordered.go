@@ -25,7 +25,7 @@ func orderedKey(n int) string { return "key-" + strconv.Itoa(n%orderedKeys) }
 // from its figures.
 func orderedScenario(ctx context.Context, e *env, res *Result) error {
 	orderings := []string{"key", ""}
-	phases, err := e.freshRuns(ctx, []string{"ordered", "unordered"}, func(i int, name string) (*PhaseResult, error) {
+	phases, err := freshRuns(ctx, e, []string{"ordered", "unordered"}, func(i int, name string) (*PhaseResult, error) {
 		return e.orderedPhase(ctx, res, name, orderings[i])
 	})
 	if err != nil {

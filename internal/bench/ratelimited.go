@@ -84,7 +84,7 @@ func (e *env) rateLimitedPhase(ctx context.Context, res *Result, limited bool) (
 	}
 	var lim *Receiver
 	if limited {
-		if lim, err = e.limitedEndpoint(ctx); err != nil {
+		if lim, err = limitedEndpoint(ctx, e); err != nil {
 			return 0, err
 		}
 		p.expect[lim] = count(l.events, func(n int) bool { return n%stride == 0 })
@@ -114,9 +114,9 @@ func (e *env) rateLimitedPhase(ctx context.Context, res *Result, limited bool) (
 	return ph.DeliveriesPerSec, err
 }
 
-// limitedEndpoint starts the limited endpoint's receiver, subscribes it to
+// limitedEndpoint starts e's limited endpoint's receiver, subscribes it to
 // limitedType and sets its endpoint's rate limit.
-func (e *env) limitedEndpoint(ctx context.Context) (*Receiver, error) {
+func limitedEndpoint(ctx context.Context, e *env) (*Receiver, error) {
 	r, err := startReceiver("/hook/limited", false)
 	if err != nil {
 		return nil, err
