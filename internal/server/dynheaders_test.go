@@ -133,17 +133,22 @@ func TestDynamicHeadersInBatches(t *testing.T) {
 	wantHeaders(t, "the batch", rc.request(1).header, map[string]string{"X-Tenant": "acme", "X-Subject": "", "X-Region": ""})
 }
 
+// nineHeaders is a JSON object of nine headers, X-H0 to X-H8.
+func nineHeaders() string {
+	var members []string
+	for i := range 9 {
+		members = append(members, `"X-H`+strconv.Itoa(i)+`":"v"`)
+	}
+	return "{" + strings.Join(members, ",") + "}"
+}
+
 // TestDynamicHeadersInput: bad dynamic headers are refused naming
 // dynamic_headers.<Name> (or dynamic_headers for the count), nothing
 // changed.
 func TestDynamicHeadersInput(t *testing.T) {
 	b := setup(t)
 	id := b.subscribe(map[string]any{"name": "base", "url": "https://example.com/hook", "headers": map[string]string{"X-Plain": "p"}})
-	var members []string
-	for i := range 9 {
-		members = append(members, `"X-H`+strconv.Itoa(i)+`":"v"`)
-	}
-	ten := `{"X-Ten":"v",` + strings.Join(members, ",") + "}"
+	ten := strings.Replace(nineHeaders(), "{", `{"X-Ten":"v",`, 1)
 	refuseMembers(t, b, id, []member{
 		{"empty path member", `"dynamic_headers":{"X-Name":"data..id"}`, "dynamic_headers.X-Name", "empty member name"},
 		{"data itself", `"dynamic_headers":{"X-Name":"data"}`, "dynamic_headers.X-Name", "is not a key"},
@@ -164,7 +169,7 @@ func TestDynamicHeadersInput(t *testing.T) {
 		{name: "ten beside a stored header", method: "PATCH", path: "/v1/subscriptions/" + id,
 			body: `{"dynamic_headers":` + ten + `}`, field: "dynamic_headers", detail: "at most 10 headers in all"},
 	})
-	if code, raw := b.do("PATCH", "/v1/subscriptions/"+id, []byte(`{"dynamic_headers":`+strings.Replace(ten, `"X-Ten":"v",`, "", 1)+`}`), nil); code != 200 {
+	if code, raw := b.do("PATCH", "/v1/subscriptions/"+id, []byte(`{"dynamic_headers":`+nineHeaders()+`}`), nil); code != 200 {
 		t.Fatalf("nine dynamic headers beside one header (10 in all): %d %s", code, raw)
 	}
 }
