@@ -118,9 +118,9 @@ func attemptTimeout(sub *catalog.Entry) time.Duration {
 // has an id of its own, as its events are deduplicated by source and id),
 // webhook-timestamp, webhook-signature (see internal/signing) over the exact
 // body sent, herald-delivery-attempt (the highest attempt number among the
-// deliveries), herald-subscription — and the subscription's own headers
-// secret headers and dynamic headers. The request is made with ctx, whose deadline is the
-// subscription's timeout (see attempt).
+// deliveries), herald-subscription — and the subscription's own headers,
+// secret headers and dynamic headers. The request is made with ctx, whose
+// deadline is the subscription's timeout (see attempt).
 func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
 	begin := time.Now()
 	var res result
