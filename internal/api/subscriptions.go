@@ -33,6 +33,7 @@ type subscriptionJSON struct {
 	Timeout           string            `json:"timeout"`
 	Headers           map[string]string `json:"headers"`
 	SecretHeaders     map[string]string `json:"secret_headers"` // values shown as ****
+	DynamicHeaders    map[string]string `json:"dynamic_headers"`
 	DeadLetter        bool              `json:"dead_letter"`
 	DeliveryMode      string            `json:"delivery_mode"`
 	DeliverySchema    string            `json:"delivery_schema"`
@@ -72,6 +73,10 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 	}
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
+	}
+	out.DynamicHeaders = s.Delivery.DynamicHeaders
+	if out.DynamicHeaders == nil {
+		out.DynamicHeaders = map[string]string{}
 	}
 	out.SubjectCaseSens = s.Filters.SubjectCaseSensitive
 	out.AdvancedFilters = s.Filters.Advanced

@@ -118,9 +118,9 @@ func attemptTimeout(sub *catalog.Entry) time.Duration {
 // has an id of its own, as its events are deduplicated by source and id),
 // webhook-timestamp, webhook-signature (see internal/signing) over the exact
 // body sent, herald-delivery-attempt (the highest attempt number among the
-// deliveries), herald-subscription — and the subscription's own headers
-// and secret headers. The request is made with ctx, whose deadline is the
-// subscription's timeout (see attempt).
+// deliveries), herald-subscription — and the subscription's own headers,
+// secret headers and dynamic headers. The request is made with ctx, whose
+// deadline is the subscription's timeout (see attempt).
 func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
 	begin := time.Now()
 	var res result
@@ -183,12 +183,13 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 // number among the deliveries). The headers are set in this
 // order, each replacing what an earlier one set under the same canonical
 // name (http.Header.Set): the subscription's headers, its secret headers,
-// the schema's, then Herald's own.
+// its dynamic headers (setDynamicHeaders), the schema's, then Herald's own.
+// A dead letter gets none of the subscription's.
 func (a *Attempter) header(sub *catalog.Entry, cs []store.Claimed, enc event.Encoded, attempt int, now time.Time) http.Header {
 	deadLetter := cs[0].DeadLetterOf != ""
 	n := len(enc.Header) + heraldHeaders
 	if !deadLetter {
-		n += len(sub.Headers) + len(sub.SecretHeaders)
+		n += len(sub.Headers) + len(sub.SecretHeaders) + len(sub.DynamicHeaders)
 	}
 	h := newHeaderBuilder(n)
 	if !deadLetter {
@@ -200,6 +201,7 @@ func (a *Attempter) header(sub *catalog.Entry, cs []store.Claimed, enc event.Enc
 		for k, v := range sub.SecretHeaders {
 			h.set(k, v)
 		}
+		a.setDynamicHeaders(&h, sub, cs)
 	}
 	for _, kv := range enc.Header {
 		h.set(kv[0], kv[1])

@@ -36,12 +36,15 @@ type Entry struct {
 	// Signer signs its pushes (nil: a subscription without keys, which
 	// pushes unsigned).
 	Signer *signing.Signer
-	types  map[string]bool // nil: every type
-	filter *filter.Matcher // nil: no advanced filters
+	// DynamicHeaders are its dynamic headers compiled (nil: none).
+	DynamicHeaders []subscription.DynamicHeader
+	types          map[string]bool // nil: every type
+	filter         *filter.Matcher // nil: no advanced filters
 }
 
-// NewEntry resolves s's retry policy and compiles its filters
-// (subscription.Subscription.ResolvePolicy and CompileFilters).
+// NewEntry resolves s's retry policy and compiles its filters and dynamic
+// headers (subscription.Subscription.ResolvePolicy, CompileFilters and
+// CompileDynamicHeaders).
 func NewEntry(s subscription.Subscription) (*Entry, error) {
 	p, err := s.ResolvePolicy()
 	if err != nil {
@@ -51,7 +54,11 @@ func NewEntry(s subscription.Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), filter: m}
+	dh, err := s.CompileDynamicHeaders()
+	if err != nil {
+		return nil, err
+	}
+	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), DynamicHeaders: dh, filter: m}
 	if len(s.EventTypes) > 0 {
 		e.types = make(map[string]bool, len(s.EventTypes))
 		for _, t := range s.EventTypes {

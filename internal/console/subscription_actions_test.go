@@ -84,7 +84,8 @@ func TestCreateFromTheForm(t *testing.T) {
 		t.Fatalf("the create form: %d\n%s", p.status, p.body)
 	}
 	p := a.post("/console/subscriptions/new", map[string]string{"name": "orders", "url": "http://127.0.0.1:9/hook",
-		"event_types": "order.paid, order.shipped", "retry_policy": "workfront", "headers": "X-Team: payments\n\n"})
+		"event_types": "order.paid, order.shipped", "retry_policy": "workfront", "headers": "X-Team: payments\n\n",
+		"dynamic_headers": "X-Tenant: data.tenant.id\n"})
 	m := createdAt.FindStringSubmatch(p.header.Get("Location"))
 	if p.status != http.StatusSeeOther || m == nil {
 		t.Fatalf("create: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
@@ -93,10 +94,11 @@ func TestCreateFromTheForm(t *testing.T) {
 	if got["name"] != "orders" || got["url"] != "http://127.0.0.1:9/hook" || got["delivery_mode"] != "push" ||
 		strings.Join(toStrings(got["event_types"]), ",") != "order.paid,order.shipped" ||
 		got["retry_policy"].(map[string]any)["preset"] != "workfront" || got["headers"].(map[string]any)["X-Team"] != "payments" ||
-		got["timeout"] != "30s" || got["dead_letter"] != true {
+		got["dynamic_headers"].(map[string]any)["X-Tenant"] != "data.tenant.id" || got["timeout"] != "30s" || got["dead_letter"] != true {
 		t.Fatalf("the subscription made: %v", got)
 	}
-	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, `id="message">Created.`) {
+	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, `id="message">Created.`) ||
+		!strings.Contains(page.body, "<dt>Dynamic headers</dt><dd><code>X-Tenant: data.tenant.id</code>") {
 		t.Fatalf("the subscription's page after create:\n%s", page.body)
 	}
 	for _, c := range []struct {
@@ -109,6 +111,7 @@ func TestCreateFromTheForm(t *testing.T) {
 		{"no URL", map[string]string{"name": "x"}, 400, "url", "url"},
 		{"an unknown preset", map[string]string{"name": "x", "url": "https://example.com/", "retry_policy": "nope"}, 400, "retry_policy.preset", "retry_policy"},
 		{"a header line without a colon", map[string]string{"name": "x", "url": "https://example.com/", "headers": "X-Team payments"}, 400, "headers", "headers"},
+		{"a dynamic header's bad key", map[string]string{"name": "x", "url": "https://example.com/", "dynamic_headers": "X-T: data..id"}, 400, "dynamic_headers.X-T", "dynamic_headers"},
 		{"a name in use", map[string]string{"name": "orders", "url": "https://example.com/"}, 409, "name", "name"},
 		{"a pull subscription with a URL", map[string]string{"name": "x", "delivery_mode": "pull", "url": "https://example.com/"}, 400, "url", "url"},
 		{"an unknown mode", map[string]string{"name": "x", "delivery_mode": "carrier-pigeon"}, 400, "delivery_mode", "delivery_mode"},

@@ -37,6 +37,8 @@ type subscriptionForm struct {
 	RetryPolicy string
 	// Headers are "Name: value" lines.
 	Headers string
+	// DynamicHeaders are "Name: key" lines (the dynamic_headers field).
+	DynamicHeaders string
 }
 
 // readSubscriptionForm returns the form's fields of a POST (parsed by
@@ -45,7 +47,8 @@ func readSubscriptionForm(r *http.Request) subscriptionForm {
 	f := r.PostForm
 	return subscriptionForm{Account: strings.TrimSpace(f.Get("account_id")), Name: f.Get("name"),
 		URL: strings.TrimSpace(f.Get("url")), EventTypes: f.Get("event_types"), Mode: f.Get("delivery_mode"),
-		RetryPolicy: f.Get("retry_policy"), Headers: f.Get("headers")}
+		RetryPolicy: f.Get("retry_policy"), Headers: f.Get("headers"),
+		DynamicHeaders: f.Get("dynamic_headers")}
 }
 
 // formOf is the edit form of sub: its fields as they are (the URL without
@@ -53,10 +56,18 @@ func readSubscriptionForm(r *http.Request) subscriptionForm {
 func formOf(sub subscription.Subscription) subscriptionForm {
 	f := subscriptionForm{Account: account.OrDefault(sub.AccountID), Name: sub.Name, URL: redact.URL(sub.URL),
 		EventTypes: strings.Join(sub.EventTypes, ", "), Mode: sub.DeliveryMode, RetryPolicy: presetOf(sub)}
-	for _, k := range slices.Sorted(maps.Keys(sub.Headers)) {
-		f.Headers += k + ": " + sub.Headers[k] + "\n"
-	}
+	f.Headers = headerText(sub.Headers)
+	f.DynamicHeaders = headerText(sub.Delivery.DynamicHeaders)
 	return f
+}
+
+// headerText writes h as "Name: value" lines, in name order.
+func headerText(h map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		b.WriteString(k + ": " + h[k] + "\n")
+	}
+	return b.String()
 }
 
 // presetOf is the preset sub's retry policy names when it says nothing
@@ -79,18 +90,19 @@ func (f subscriptionForm) types() []string {
 	return strings.FieldsFunc(f.EventTypes, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' || r == '\n' })
 }
 
-// headers returns the headers typed, one "Name: value" a line (blank
-// lines skipped); a line without a colon is a problem of field headers.
-func (f subscriptionForm) headers() (map[string]string, *strictjson.Error) {
+// headerLines reads the header map typed in the form's field (headers,
+// dynamic_headers), one "Name: value" a line (blank lines skipped); a
+// line without a colon is a problem of that field.
+func headerLines(field, text string) (map[string]string, *strictjson.Error) {
 	out := map[string]string{}
-	for i, line := range strings.Split(f.Headers, "\n") {
+	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, &strictjson.Error{Field: "headers", Detail: "line " + strconv.Itoa(i+1) + ": write each header as Name: value"}
+			return nil, &strictjson.Error{Field: field, Detail: "line " + strconv.Itoa(i+1) + ": write each header as Name: value"}
 		}
 		out[strings.TrimSpace(name)] = strings.TrimSpace(value)
 	}
@@ -119,12 +131,19 @@ func (f subscriptionForm) createInput() (subscription.Input, *strictjson.Error) 
 	if f.RetryPolicy != "" {
 		in.RetryPolicy = retryPolicy(f.RetryPolicy)
 	}
-	h, err := f.headers()
+	h, err := headerLines("headers", f.Headers)
 	if err != nil {
 		return in, err
 	}
 	if len(h) > 0 {
 		in.Headers = &h
+	}
+	dh, err := headerLines("dynamic_headers", f.DynamicHeaders)
+	if err != nil {
+		return in, err
+	}
+	if len(dh) > 0 {
+		in.DynamicHeaders = &dh
 	}
 	return in, nil
 }
@@ -146,12 +165,19 @@ func (f subscriptionForm) updateInput(cur subscription.Subscription) (subscripti
 	if f.RetryPolicy != "" && f.RetryPolicy != presetOf(cur) {
 		in.RetryPolicy = retryPolicy(f.RetryPolicy)
 	}
-	h, err := f.headers()
+	h, err := headerLines("headers", f.Headers)
 	if err != nil {
 		return in, err
 	}
 	if !maps.Equal(h, cur.Headers) && len(h)+len(cur.Headers) > 0 {
 		in.Headers = &h
+	}
+	dh, err := headerLines("dynamic_headers", f.DynamicHeaders)
+	if err != nil {
+		return in, err
+	}
+	if !maps.Equal(dh, cur.Delivery.DynamicHeaders) && len(dh)+len(cur.Delivery.DynamicHeaders) > 0 {
+		in.DynamicHeaders = &dh
 	}
 	return in, nil
 }

@@ -51,7 +51,7 @@ type subscriptionView struct {
 	SubjectBeginsWith, SubjectEndsWith                             string
 	AdvancedFilters, RetryPolicy                                   string
 	Timeout                                                        time.Duration
-	Headers                                                        map[string]string
+	Headers, DynamicHeaders                                        map[string]string
 	SecretHeaders                                                  []string
 	DeadLetter                                                     bool
 	DeadLetterURL, Schema, Validation, ValidationError             string
@@ -95,7 +95,7 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 		FailurePolicy: cmp.Or(s.FailurePolicy, subscription.FailureRetry), EndpointID: s.EndpointID,
 		EventTypes: s.EventTypes, SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		AdvancedFilters: string(s.Filters.Advanced), RetryPolicy: cmp.Or(string(s.RetryPolicy), subscription.DefaultRetryPolicy),
-		Timeout: s.Timeout, Headers: s.Headers, DeadLetter: s.DeadLetter, DeadLetterURL: redact.URL(s.Delivery.DeadLetterURL),
+		Timeout: s.Timeout, Headers: s.Headers, DynamicHeaders: s.Delivery.DynamicHeaders, DeadLetter: s.DeadLetter, DeadLetterURL: redact.URL(s.Delivery.DeadLetterURL),
 		Schema:     cmp.Or(s.Delivery.Schema, event.SchemaCloudEvents),
 		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: s.Delivery.ValidationError,
 		Ordering:  cmp.Or(s.Delivery.Ordering, subscription.OrderingNone),

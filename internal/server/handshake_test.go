@@ -57,7 +57,8 @@ func TestEventGridHandshake(t *testing.T) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"validationResponse": evs[0].Data.ValidationCode})
 	})
-	sub := b.subscribe(map[string]any{"name": "eg", "url": rc.URL, "delivery_schema": "eventgrid", "validation": "eventgrid"})
+	sub := b.subscribe(map[string]any{"name": "eg", "url": rc.URL, "delivery_schema": "eventgrid", "validation": "eventgrid",
+		"dynamic_headers": map[string]string{"X-Type": "type"}})
 	if s := subStateOf(b, sub); s.State != "awaiting_validation" {
 		t.Fatalf("state after create: %+v", s)
 	}
@@ -79,6 +80,10 @@ func TestEventGridHandshake(t *testing.T) {
 	eventually(t, "the held event pushed", func() bool { return rc.count() == 2 })
 	if h := rc.request(1).header.Get("Aeg-Event-Type"); h != "Notification" {
 		t.Fatalf("the second request is %q, want the held event", h)
+	}
+	// Dynamic headers are the pushes' (docs/subscriptions.md), not the handshake's.
+	if hs, push := rc.request(0).header["X-Type"], rc.request(1).header.Get("X-Type"); hs != nil || push != "t" {
+		t.Fatalf("X-Type on the handshake %q, on the push %q; want none and t", hs, push)
 	}
 }
 

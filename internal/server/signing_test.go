@@ -269,11 +269,7 @@ func TestSecretHeaders(t *testing.T) {
 func TestSigningInput(t *testing.T) {
 	b := setup(t)
 	id := b.subscribe(map[string]any{"name": "base", "url": "https://example.com/hook", "headers": map[string]string{"X-Plain": "p"}})
-	var members []string
-	for i := range 9 {
-		members = append(members, `"X-H`+strconv.Itoa(i)+`":"v"`)
-	}
-	nineJSON := "{" + strings.Join(members, ",") + "}"
+	nineJSON := nineHeaders()
 	refuseMembers(t, b, id, []member{
 		{"bad name", `"secret_headers":{"X Y":"v"}`, "secret_headers.X Y", "may hold only"},
 		{"reserved name", `"secret_headers":{"Webhook-Signature":"v"}`, "secret_headers.Webhook-Signature", "set by Herald"},

@@ -219,19 +219,34 @@ func checkTimeout(d time.Duration) *strictjson.Error {
 // headers or secret_headers); names are
 // visited in order, so the same input always reports the same field.
 func checkHeaders(field string, h map[string]string) *strictjson.Error {
+	return checkHeaderNames(field, h, checkHeaderValue)
+}
+
+// checkHeaderValue checks a custom header's value v, the field f's.
+func checkHeaderValue(f, v string) *strictjson.Error {
+	switch {
+	case len(v) > maxHeaderValue:
+		return badInput(f, "a header value must be at most %d bytes, got %d", maxHeaderValue, len(v))
+	case strings.Trim(v, " \t") != v:
+		return badInput(f, "a header value must not begin or end with a space or tab")
+	}
+	if r, ok := strictjson.FindControl(v, true); ok {
+		return badInput(f, "a header value must not contain control characters other than tab (found %U)", r)
+	}
+	return nil
+}
+
+// checkHeaderNames checks the names of a header map named field (at most
+// maxHeaders, the rules of checkHeaders), in sorted order, and each value
+// with checkValue, which gets the field "<field>.<Name>".
+func checkHeaderNames(field string, h map[string]string, checkValue func(f, v string) *strictjson.Error) *strictjson.Error {
 	if len(h) > maxHeaders {
 		return badInput(field, "must hold at most %d headers, got %d", maxHeaders, len(h))
 	}
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	slices.Sort(names)
 	seen := make(map[string]string, len(h))
-	for _, k := range names {
+	for _, k := range sortedNames(h) {
 		f := strictjson.JoinPath(field, k)
 		lk := strings.ToLower(k)
-		v := h[k]
 		switch {
 		case k == "":
 			return badInput(f, "a header name must not be empty")
@@ -245,42 +260,48 @@ func checkHeaders(field string, h map[string]string) *strictjson.Error {
 			return badInput(f, "cannot be set: %s %s", k, reservedHeaders[lk])
 		case hasAnyPrefix(lk, reservedHeaderPrefixes):
 			return badInput(f, "cannot be set: names starting with %s are set by Herald", lk[:strings.IndexByte(lk, '-')+1])
-		case len(v) > maxHeaderValue:
-			return badInput(f, "a header value must be at most %d bytes, got %d", maxHeaderValue, len(v))
-		case strings.Trim(v, " \t") != v:
-			return badInput(f, "a header value must not begin or end with a space or tab")
 		}
-		if r, ok := strictjson.FindControl(v, true); ok {
-			return badInput(f, "a header value must not contain control characters other than tab (found %U)", r)
+		if err := checkValue(f, h[k]); err != nil {
+			return err
 		}
 		seen[lk] = k
 	}
 	return nil
 }
 
-// checkHeaderMaps checks headers and secret headers together: at most
-// maxHeaders in all, and no name in both (names are case-insensitive).
-// Problems name secret_headers (or, when only headers were sent, headers).
-func checkHeaderMaps(headers, secret map[string]string, secretSent bool) *strictjson.Error {
-	field := "headers"
-	if secretSent {
-		field = "secret_headers"
-	}
-	if n := len(headers) + len(secret); n > maxHeaders {
-		return badInput(field, "headers and secret_headers must hold at most %d headers in all, got %d", maxHeaders, n)
-	}
-	plain := make(map[string]string, len(headers))
-	for k := range headers {
-		plain[strings.ToLower(k)] = k
-	}
-	names := make([]string, 0, len(secret))
-	for k := range secret {
+// sortedNames returns h's names in order.
+func sortedNames(h map[string]string) []string {
+	names := make([]string, 0, len(h))
+	for k := range h {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	for _, k := range names {
-		if other, ok := plain[strings.ToLower(k)]; ok {
-			return badInput(strictjson.JoinPath("secret_headers", k), "is also in headers (as %s): a header is either in headers or in secret_headers", other)
+	return names
+}
+
+// checkHeaderMaps checks sub's headers, secret headers and dynamic
+// headers together: at most maxHeaders in all, and no name in two of them
+// (names are case-insensitive). The count's problem names field (the map
+// the request sent: see Input.sentHeaderField); a name in two maps names
+// the later one's entry (secret_headers.<Name>, dynamic_headers.<Name>).
+func checkHeaderMaps(sub *Subscription, field string) *strictjson.Error {
+	maps := []struct {
+		field string
+		h     map[string]string
+	}{{"headers", sub.Headers}, {"secret_headers", sub.SecretHeaders}, {"dynamic_headers", sub.Delivery.DynamicHeaders}}
+	if n := len(sub.Headers) + len(sub.SecretHeaders) + len(sub.Delivery.DynamicHeaders); n > maxHeaders {
+		return badInput(field, "headers, secret_headers and dynamic_headers must hold at most %d headers in all, got %d", maxHeaders, n)
+	}
+	type place struct{ field, name string }
+	seen := make(map[string]place, maxHeaders)
+	for _, m := range maps {
+		for _, k := range sortedNames(m.h) {
+			if p, ok := seen[strings.ToLower(k)]; ok {
+				return badInput(strictjson.JoinPath(m.field, k), "is also in %s (as %s): a header is in one of headers, secret_headers and dynamic_headers", p.field, p.name)
+			}
+		}
+		for _, k := range sortedNames(m.h) {
+			seen[strings.ToLower(k)] = place{m.field, k}
 		}
 	}
 	return nil

@@ -33,7 +33,10 @@ type Input struct {
 	Timeout           *strictjson.Duration `json:"timeout"`
 	Headers           *map[string]string   `json:"headers"`
 	SecretHeaders     *map[string]string   `json:"secret_headers"`
-	DeadLetter        *bool                `json:"dead_letter"`
+	// DynamicHeaders replaces the dynamic headers as a whole ({} removes
+	// them), as Headers does the headers.
+	DynamicHeaders *map[string]string `json:"dynamic_headers"`
+	DeadLetter     *bool              `json:"dead_letter"`
 	// DeliveryMode is read on create only.
 	DeliveryMode   *string `json:"delivery_mode"`
 	FailurePolicy  *string `json:"failure_policy"`
@@ -263,7 +266,16 @@ func (in Input) applyRequest(sub *Subscription) *strictjson.Error {
 		}
 		sub.SecretHeaders = *in.SecretHeaders
 	}
-	if err := checkHeaderMaps(sub.Headers, sub.SecretHeaders, in.SecretHeaders != nil); err != nil {
+	if in.DynamicHeaders != nil {
+		if err := checkDynamicHeaders(*in.DynamicHeaders); err != nil {
+			return err
+		}
+		sub.Delivery.DynamicHeaders = *in.DynamicHeaders
+		if len(sub.Delivery.DynamicHeaders) == 0 {
+			sub.Delivery.DynamicHeaders = nil
+		}
+	}
+	if err := checkHeaderMaps(sub, in.sentHeaderField()); err != nil {
 		return err
 	}
 	if in.DeadLetter != nil {
@@ -276,6 +288,19 @@ func (in Input) applyRequest(sub *Subscription) *strictjson.Error {
 		sub.Delivery.Schema = *in.DeliverySchema
 	}
 	return nil
+}
+
+// sentHeaderField names the header map a problem of the headers taken
+// together is reported on: dynamic_headers when sent, else secret_headers
+// when sent, else headers.
+func (in Input) sentHeaderField() string {
+	switch {
+	case in.DynamicHeaders != nil:
+		return "dynamic_headers"
+	case in.SecretHeaders != nil:
+		return "secret_headers"
+	}
+	return "headers"
 }
 
 // applyFilters applies the content filters.

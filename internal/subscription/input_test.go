@@ -3,6 +3,7 @@ package subscription_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -161,7 +162,7 @@ func TestOrdering(t *testing.T) {
 	if err := input(t, `{"ordering":"fifo"}`).Apply(&sub); !errors.As(err, &fe) || fe.Field != "ordering" {
 		t.Fatalf("ordering fifo: %v; want an error naming ordering", err)
 	}
-	if sub.Delivery != before.Delivery {
+	if !reflect.DeepEqual(sub.Delivery, before.Delivery) {
 		t.Fatalf("a refused ordering changed the subscription: %+v", sub.Delivery)
 	}
 	if err := input(t, `{"ordering":"none"}`).Apply(&sub); err != nil || sub.Delivery.Ordering != "" {

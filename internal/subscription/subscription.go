@@ -138,6 +138,10 @@ type DeliveryOptions struct {
 	// OrderingKey: the deliveries of events with the same partitionkey
 	// go one at a time, in publish order (docs/ordering.md).
 	Ordering string `json:"ordering,omitempty"`
+	// DynamicHeaders are headers whose values each push takes from its
+	// event: header name → key in the advanced filters' key syntax
+	// (docs/subscriptions.md, "Dynamic headers"; see DynamicHeader).
+	DynamicHeaders map[string]string `json:"dynamic_headers,omitempty"`
 }
 
 // The orderings of a push subscription's deliveries.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -596,7 +597,7 @@ func CheckUpgradeFromV6(t *testing.T, s store.Store) {
 	} {
 		sub, err := s.GetSubscription(ctx, id)
 		if err != nil || sub.DeliveryMode != want.mode || sub.State != want.state || sub.FailurePolicy != want.policy ||
-			sub.Delivery != (subscription.DeliveryOptions{}) {
+			!reflect.DeepEqual(sub.Delivery, subscription.DeliveryOptions{}) {
 			t.Fatalf("subscription %s after the upgrade: %+v, %v; want %+v and default delivery options", id, sub, err, want)
 		}
 	}
@@ -612,7 +613,7 @@ func CheckUpgradeFromV6(t *testing.T, s store.Store) {
 	if err := s.UpdateSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.GetSubscription(ctx, "sub_v6"); err != nil || got.Delivery != sub.Delivery {
+	if got, err := s.GetSubscription(ctx, "sub_v6"); err != nil || !reflect.DeepEqual(got.Delivery, sub.Delivery) {
 		t.Fatalf("delivery options after an update: %+v, %v; want %+v", got.Delivery, err, sub.Delivery)
 	}
 }
