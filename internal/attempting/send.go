@@ -165,7 +165,7 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 	}
 	req.Header = a.header(sub, cs, enc, attempt, now)
 
-	resp, err := a.roundTrip(req)
+	resp, err := a.roundTripAuth(sub, req)
 	if err != nil {
 		res.duration = time.Since(begin)
 		res.fail(classifyError(err), err)
@@ -294,15 +294,14 @@ func discard(r io.Reader, buf []byte, limit int) {
 	}
 }
 
-// roundTrip sends req with the client's transport directly: an attempt
+// roundTrip sends req with c's transport directly: an attempt
 // follows no redirect (a 3xx is its answer) and has no cookie jar, so
 // http.Client.Do would only add its redirect bookkeeping (a copy of the
 // headers per request, about 2 % of a delivery's CPU). As Do does, a URL's
 // user information becomes basic authentication unless an Authorization
 // header is set. A client with a jar or a Timeout of its own (a test's)
 // goes through Do.
-func (a *Attempter) roundTrip(req *http.Request) (*http.Response, error) {
-	c := a.cfg.Client
+func (a *Attempter) roundTrip(req *http.Request, c *http.Client) (*http.Response, error) {
 	if c.Jar != nil || c.Timeout != 0 {
 		return c.Do(req)
 	}
@@ -342,7 +341,8 @@ const outcomeBlocked = "destination_blocked"
 // attempt).
 const outcomeLocalError = "local_error"
 
-// classifyError names a transport failure: request_error or
+// classifyError names a transport failure: auth_failed (see authError),
+// request_error or
 // destination_blocked (nothing was sent), local_error (Herald's host ran
 // out of file descriptors), timeout, connection_refused, connection_reset,
 // dns_error, tls_error, or network_error for the rest.
@@ -350,6 +350,9 @@ func classifyError(err error) string {
 	// net/http checks header names and values before it dials.
 	if msg := err.Error(); strings.Contains(msg, "net/http: invalid header ") {
 		return outcomeRequestError
+	}
+	if _, ok := errors.AsType[*authError](err); ok {
+		return outcomeAuthFailed
 	}
 	if destination.IsBlocked(err) {
 		return outcomeBlocked

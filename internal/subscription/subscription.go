@@ -138,6 +138,8 @@ type DeliveryOptions struct {
 	// OrderingKey: the deliveries of events with the same partitionkey
 	// go one at a time, in publish order (docs/ordering.md).
 	Ordering string `json:"ordering,omitempty"`
+	// Auth, when set, authenticates the pushes (Auth; nil: none).
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // The orderings of a push subscription's deliveries.
