@@ -378,12 +378,21 @@ func classifyError(err error) string {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "connection_reset"
 	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert),
-		errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalid):
+		errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalid), isRemoteTLSAlert(err):
 		return "tls_error"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "timeout"
 	}
 	return "network_error"
+}
+
+// isRemoteTLSAlert reports whether err is an alert the peer sent in the
+// TLS handshake (crypto/tls reports it as a *net.OpError "remote error"):
+// a receiver that wants a client certificate and got none or one it does
+// not trust, for one.
+func isRemoteTLSAlert(err error) bool {
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "remote error"
 }
 
 // isLocalResourceError reports whether err says Herald's host could not

@@ -6,7 +6,10 @@
 package certfile
 
 import (
+	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
@@ -98,4 +101,35 @@ func readFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes, not a PEM certificate or key", name, maxFileBytes)
 	}
 	return b, nil
+}
+
+// LoadPool returns the system's trusted certificate authorities (none
+// when the system's cannot be read) and the PEM certificates in file
+// (--outbound-ca-file). A file that cannot be read, holds no certificate,
+// or holds anything else, is an error naming it.
+func LoadPool(file string) (*x509.CertPool, error) {
+	b, err := readFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	n := 0
+	for rest := b; ; n++ {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			if len(bytes.TrimSpace(rest)) != 0 || n == 0 {
+				return nil, fmt.Errorf("%s: not a file of PEM certificates", file)
+			}
+			return pool, nil
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if blk.Type != "CERTIFICATE" || err != nil {
+			return nil, fmt.Errorf("%s: PEM block %d is not a certificate", file, n+1)
+		}
+		pool.AddCert(c)
+	}
 }

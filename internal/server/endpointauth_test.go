@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"github.com/herald-events/herald/internal/certfile"
 	"github.com/herald-events/herald/internal/certfile/certtest"
 	"github.com/herald-events/herald/internal/destination"
 	"log/slog"
@@ -240,4 +242,65 @@ func TestEndpointAuthRefused(t *testing.T) {
 			code: http.StatusUnprocessableEntity, field: "auth.token_url", detail: "loopback address"})
 	}
 	refuseAll(t, guarded, cases)
+}
+
+// TestMTLSAndOutboundCA: an HTTPS receiver whose certificate only the CA
+// file (--outbound-ca-file, loaded by certfile.LoadPool) trusts, and which
+// requires a client certificate: a subscription with mtls auth is
+// delivered, presenting its certificate; one without is refused (a
+// tls_error, retried) and never reaches the handler. The private key is
+// shown as ****, and is not in the server's log.
+func TestMTLSAndOutboundCA(t *testing.T) {
+	serverPair, clientPair := certtest.New(t, "receiver"), certtest.New(t, "herald-client")
+	caFile, _ := serverPair.Write(t, t.TempDir())
+	pool, err := certfile.LoadPool(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	b := setup(t, func(c *server.Config) {
+		c.Attempting.RootCAs = pool
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	var mu sync.Mutex
+	var peers []string
+	rc := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		peers = append(peers, r.TLS.PeerCertificates[0].Subject.CommonName)
+	}))
+	cert, err := tls.X509KeyPair(serverPair.CertPEM, serverPair.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientPair.Pool}
+	rc.StartTLS()
+	t.Cleanup(rc.Close)
+
+	with := b.subscribe(map[string]any{"name": "mtls", "url": rc.URL + "/with", "event_types": []string{"t"},
+		"auth": map[string]string{"type": "mtls", "certificate": string(clientPair.CertPEM), "private_key": string(clientPair.KeyPEM)}})
+	without := b.subscribe(map[string]any{"name": "plain", "url": rc.URL + "/without", "event_types": []string{"t"}})
+	b.publish("e1", "t")
+	b.waitDelivery(with, "delivered with the client certificate", func(d delivery) bool { return d.Status == "delivered" })
+	d := b.waitDelivery(without, "refused without one", func(d delivery) bool { return d.LastOutcome != nil })
+	if d.Status != "pending" || *d.LastOutcome != "tls_error" {
+		t.Fatalf("without a client certificate: %+v %s, want pending after tls_error", d, *d.LastOutcome)
+	}
+	mu.Lock()
+	if len(peers) != 1 || peers[0] != "herald-client" {
+		t.Fatalf("the receiver saw the clients %q, want herald-client once", peers)
+	}
+	mu.Unlock()
+
+	var shown struct {
+		Auth map[string]any `json:"auth"`
+	}
+	code, raw := b.do("GET", "/v1/subscriptions/"+with, nil, &shown)
+	if code != 200 || shown.Auth["private_key"] != "****" || shown.Auth["certificate"] != string(clientPair.CertPEM) {
+		t.Fatalf("GET: %d %s", code, raw)
+	}
+	keyBody := strings.Split(string(clientPair.KeyPEM), "\n")[1]
+	if strings.Contains(b.state()+string(raw), keyBody) || strings.Contains(logs.String(), keyBody) {
+		t.Fatal("the private key is in an answer or in the server's log")
+	}
 }
