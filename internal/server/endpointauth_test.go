@@ -299,6 +299,13 @@ func TestMTLSAndOutboundCA(t *testing.T) {
 	if code != 200 || shown.Auth["private_key"] != "****" || shown.Auth["certificate"] != string(clientPair.CertPEM) {
 		t.Fatalf("GET: %d %s", code, raw)
 	}
+	// A PATCH without auth keeps it; null removes it.
+	if code, raw := b.do("PATCH", "/v1/subscriptions/"+with, map[string]any{"name": "renamed"}, &shown); code != 200 || shown.Auth["type"] != "mtls" {
+		t.Fatalf("PATCH name: %d %s", code, raw)
+	}
+	if code, raw := b.do("PATCH", "/v1/subscriptions/"+with, map[string]any{"auth": nil}, nil); code != 200 || !strings.Contains(string(raw), `"auth":null`) {
+		t.Fatalf("PATCH auth null: %d %s", code, raw)
+	}
 	keyBody := strings.Split(string(clientPair.KeyPEM), "\n")[1]
 	if strings.Contains(b.state()+string(raw), keyBody) || strings.Contains(logs.String(), keyBody) {
 		t.Fatal("the private key is in an answer or in the server's log")
