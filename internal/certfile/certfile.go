@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,24 +113,38 @@ func LoadPool(file string) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
+	certs, err := ParseCertificates(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
 	pool, err := x509.SystemCertPool()
 	if err != nil {
 		pool = x509.NewCertPool()
 	}
-	n := 0
-	for rest := b; ; n++ {
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
+}
+
+// ParseCertificates parses b, PEM certificates and nothing else (white
+// space between them): at least one, each a CERTIFICATE block that
+// parses.
+func ParseCertificates(b []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
 		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
+		blk, b = pem.Decode(b)
 		if blk == nil {
-			if len(bytes.TrimSpace(rest)) != 0 || n == 0 {
-				return nil, fmt.Errorf("%s: not a file of PEM certificates", file)
+			if len(bytes.TrimSpace(b)) != 0 || len(out) == 0 {
+				return nil, errors.New("not PEM certificates")
 			}
-			return pool, nil
+			return out, nil
 		}
 		c, err := x509.ParseCertificate(blk.Bytes)
 		if blk.Type != "CERTIFICATE" || err != nil {
-			return nil, fmt.Errorf("%s: PEM block %d is not a certificate", file, n+1)
+			return nil, fmt.Errorf("PEM block %d is not a certificate", len(out)+1)
 		}
-		pool.AddCert(c)
+		out = append(out, c)
 	}
 }

@@ -1,13 +1,13 @@
 package subscription
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"strconv"
 	"strings"
+
+	"github.com/herald-events/herald/internal/certfile"
 
 	"github.com/herald-events/herald/internal/strictjson"
 )
@@ -171,7 +171,7 @@ func (ai authInput) mtls() (*Auth, *strictjson.Error) {
 		}
 	}
 	cert, key := []byte(*ai.Certificate), []byte(*ai.PrivateKey)
-	if !parsesCertificate(cert) {
+	if _, err := certfile.ParseCertificates(cert); err != nil {
 		return nil, badInput("auth.certificate", "is not a PEM certificate")
 	}
 	if b, _ := pem.Decode(key); b == nil || !strings.HasSuffix(b.Type, "PRIVATE KEY") {
@@ -192,24 +192,4 @@ func (a Auth) Masked() Auth {
 		a.PrivateKey = masked
 	}
 	return a
-}
-
-// parsesCertificate reports whether b holds a PEM certificate, and only
-// certificates that parse.
-func parsesCertificate(b []byte) bool {
-	n := 0
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			return n > 0 && len(bytes.TrimSpace(b)) == 0
-		}
-		if blk.Type != "CERTIFICATE" {
-			return false
-		}
-		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
-			return false
-		}
-		n++
-	}
 }
