@@ -87,13 +87,13 @@ func (ai authInput) auth() (*Auth, *strictjson.Error) {
 	}
 	switch *ai.Type {
 	case AuthOAuth2:
-		if field := ai.present(ai.Certificate, "certificate", ai.PrivateKey, "private_key"); field != "" {
+		if field := firstSet(named{"certificate", ai.Certificate}, named{"private_key", ai.PrivateKey}); field != "" {
 			return nil, badInput("auth."+field, "is for type %s, not %s", AuthMTLS, AuthOAuth2)
 		}
 		return ai.oauth2()
 	case AuthMTLS:
-		if field := ai.present(ai.TokenURL, "token_url", ai.ClientID, "client_id", ai.ClientSecret, "client_secret",
-			ai.Audience, "audience"); field != "" || ai.Scopes != nil {
+		if field := firstSet(named{"token_url", ai.TokenURL}, named{"client_id", ai.ClientID},
+			named{"client_secret", ai.ClientSecret}, named{"audience", ai.Audience}); field != "" || ai.Scopes != nil {
 			return nil, badInput("auth."+cmp.Or(field, "scopes"), "is for type %s, not %s", AuthOAuth2, AuthMTLS)
 		}
 		return ai.mtls()
@@ -101,11 +101,17 @@ func (ai authInput) auth() (*Auth, *strictjson.Error) {
 	return nil, badInput("auth.type", "must be %s or %s, not %s", AuthOAuth2, AuthMTLS, strconv.Quote(*ai.Type))
 }
 
-// present names the first of the (value, name) pairs whose value is set.
-func (authInput) present(pairs ...any) string {
-	for i := 0; i < len(pairs); i += 2 {
-		if p := pairs[i].(*string); p != nil {
-			return pairs[i+1].(string)
+// named is a text field of an auth and its name.
+type named struct {
+	name string
+	v    *string
+}
+
+// firstSet names the first of fields that is set ("" when none is).
+func firstSet(fields ...named) string {
+	for _, f := range fields {
+		if f.v != nil {
+			return f.name
 		}
 	}
 	return ""
