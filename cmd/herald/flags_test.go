@@ -46,6 +46,7 @@ var badValues = map[string]map[string][]string{
 		"addr":                            {"bogus", "127.0.0.1:nope", ""},
 		"tls-cert":                        {"/nonexistent/cert.pem"}, // without --tls-key
 		"tls-key":                         {"/nonexistent/key.pem"},  // without --tls-cert
+		"outbound-ca-file":                {"/nonexistent/ca.pem"},
 		"data":                            {""},
 		"store":                           {"", "mysql://db"},
 		"node-id":                         {"", "a\nb", strings.Repeat("n", 201)},

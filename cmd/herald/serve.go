@@ -132,6 +132,9 @@ type serveOptions struct {
 	// or neither); tls is their pair once config has loaded it.
 	tlsCert, tlsKey string
 	tls             *certfile.Pair
+	// outboundCA is --outbound-ca-file: CA certificates trusted for
+	// pushes besides the system's (Attempting.RootCAs).
+	outboundCA string
 }
 
 // config returns the server's configuration from the flags as given, or
@@ -160,6 +163,13 @@ func (o *serveOptions) config() (server.Config, error) {
 	}
 	if err := o.loadTLS(); err != nil {
 		return cfg, err
+	}
+	if o.outboundCA != "" {
+		pool, err := certfile.LoadPool(o.outboundCA)
+		if err != nil {
+			return cfg, fmt.Errorf("--outbound-ca-file: %v", err)
+		}
+		cfg.Attempting.RootCAs = pool
 	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = defaultPublicURL(o.addr, o.tls != nil)
@@ -254,6 +264,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address the API listens on")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS (HTTP/2) with this PEM certificate `file` (the chain, leaf first); needs --tls-key; both re-read on SIGHUP")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
+	fs.StringVar(&o.outboundCA, "outbound-ca-file", "", "trust the PEM CA certificates in this `file` besides the system's, for pushes, OAuth2 token fetches and handshakes (receivers with a private CA)")
 	fs.StringVar(&sc.DataDir, "data", sc.DataDir, "directory of the embedded store")
 	fs.StringVar(&sc.Store, "store", sc.Store, "store: sqlite (embedded, in --data) or a postgres:// URL shared by any number of nodes")
 	fs.IntVar(&sc.DBMaxConns, "db-max-conns", sc.DBMaxConns, fmt.Sprintf("PostgreSQL connection pool size: 0 for max(8, 2×CPUs), or at least %d", postgres.MinMaxConns))

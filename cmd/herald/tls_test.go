@@ -34,6 +34,9 @@ func TestTLSPairRefusedNamingTheFile(t *testing.T) {
 	} {
 		checkRefused(t, "bad pair", append(serve, "--tls-cert", c.cert, "--tls-key", c.key), c.names)
 	}
+	for _, bad := range []string{missing, garbage, keyFile} {
+		checkRefused(t, "bad CA file", append(serve, "--outbound-ca-file", bad), "--outbound-ca-file")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
 		t.Errorf("herald serve made its data directory (%v): it started", err)
 	}

@@ -21,34 +21,35 @@ import (
 
 // subscriptionJSON is the subscription resource.
 type subscriptionJSON struct {
-	ID                string            `json:"id"`
-	Name              string            `json:"name"`
-	URL               string            `json:"url"`
-	EventTypes        []string          `json:"event_types"`
-	SubjectBeginsWith string            `json:"subject_begins_with"`
-	SubjectEndsWith   string            `json:"subject_ends_with"`
-	SubjectCaseSens   bool              `json:"subject_case_sensitive"`
-	AdvancedFilters   json.RawMessage   `json:"advanced_filters"`
-	RetryPolicy       json.RawMessage   `json:"retry_policy"`
-	Timeout           string            `json:"timeout"`
-	Headers           map[string]string `json:"headers"`
-	SecretHeaders     map[string]string `json:"secret_headers"` // values shown as ****
-	DynamicHeaders    map[string]string `json:"dynamic_headers"`
-	DeadLetter        bool              `json:"dead_letter"`
-	DeliveryMode      string            `json:"delivery_mode"`
-	DeliverySchema    string            `json:"delivery_schema"`
-	MaxEventsPerBatch int               `json:"max_events_per_batch"`
-	PreferredBatchKB  int               `json:"preferred_batch_size_kb"`
-	Validation        string            `json:"validation"`
-	ValidationError   *string           `json:"validation_error"`
-	DeadLetterURL     *string           `json:"dead_letter_url"`
-	FailurePolicy     string            `json:"failure_policy"`
-	Ordering          string            `json:"ordering"`
-	State             string            `json:"state"`
-	StateReason       *string           `json:"state_reason"`
-	EndpointID        string            `json:"endpoint_id"`
-	CreatedAt         Time              `json:"created_at"`
-	UpdatedAt         Time              `json:"updated_at"`
+	ID                string             `json:"id"`
+	Name              string             `json:"name"`
+	URL               string             `json:"url"`
+	EventTypes        []string           `json:"event_types"`
+	SubjectBeginsWith string             `json:"subject_begins_with"`
+	SubjectEndsWith   string             `json:"subject_ends_with"`
+	SubjectCaseSens   bool               `json:"subject_case_sensitive"`
+	AdvancedFilters   json.RawMessage    `json:"advanced_filters"`
+	RetryPolicy       json.RawMessage    `json:"retry_policy"`
+	Timeout           string             `json:"timeout"`
+	Headers           map[string]string  `json:"headers"`
+	SecretHeaders     map[string]string  `json:"secret_headers"` // values shown as ****
+	DynamicHeaders    map[string]string  `json:"dynamic_headers"`
+	DeadLetter        bool               `json:"dead_letter"`
+	DeliveryMode      string             `json:"delivery_mode"`
+	DeliverySchema    string             `json:"delivery_schema"`
+	MaxEventsPerBatch int                `json:"max_events_per_batch"`
+	PreferredBatchKB  int                `json:"preferred_batch_size_kb"`
+	Validation        string             `json:"validation"`
+	ValidationError   *string            `json:"validation_error"`
+	DeadLetterURL     *string            `json:"dead_letter_url"`
+	FailurePolicy     string             `json:"failure_policy"`
+	Ordering          string             `json:"ordering"`
+	Auth              *subscription.Auth `json:"auth"` // secrets shown as ****
+	State             string             `json:"state"`
+	StateReason       *string            `json:"state_reason"`
+	EndpointID        string             `json:"endpoint_id"`
+	CreatedAt         Time               `json:"created_at"`
+	UpdatedAt         Time               `json:"updated_at"`
 }
 
 func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
@@ -67,6 +68,10 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 		ValidationError:   optString(s.Delivery.ValidationError),
 		DeadLetterURL:     optString(redact.URL(s.Delivery.DeadLetterURL)),
 		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
+	}
+	if a := s.Delivery.Auth; a != nil {
+		m := a.Masked()
+		out.Auth = &m
 	}
 	if out.EventTypes == nil {
 		out.EventTypes = []string{}

@@ -21,6 +21,8 @@ package attempting
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -31,6 +33,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/oauth2"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -72,6 +75,13 @@ type Config struct {
 	// Client sends the attempts (default NewHTTPClient(Destinations,
 	// Resolver, MaxIdleConns)).
 	Client *http.Client
+	// RootCAs, when set, are the certificate authorities the default
+	// Client trusts (the system's and --outbound-ca-file's): for pushes,
+	// token fetches and handshakes. nil: the system's.
+	RootCAs *x509.CertPool
+	// Tokens fetches and caches the OAuth2 tokens of subscriptions with
+	// oauth2_client_credentials auth (default oauth2.New(Client, Clock.Now)).
+	Tokens *oauth2.Cache
 	// UserAgent is sent with every attempt (default "Herald").
 	UserAgent string
 	// Rand returns numbers in [0,1) for jitter (default math/rand/v2).
@@ -103,6 +113,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Client == nil {
 		c.Client = NewHTTPClient(c.Destinations, c.Resolver, c.MaxIdleConns)
+		if c.RootCAs != nil {
+			c.Client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: c.RootCAs}
+		}
+	}
+	if c.Tokens == nil {
+		c.Tokens = oauth2.New(c.Client, c.Clock.Now)
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = d.UserAgent
@@ -117,6 +133,7 @@ type Attempter struct {
 	cfg     Config
 	log     *slog.Logger
 	running registry
+	certs   certClients // the clients of mTLS subscriptions
 	// attemptsCtx is every request's parent; Abandon cancels it.
 	attemptsCtx context.Context
 	cancel      context.CancelFunc

@@ -165,7 +165,7 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 	}
 	req.Header = a.header(sub, cs, enc, attempt, now)
 
-	resp, err := a.roundTrip(req)
+	resp, err := a.roundTripAuth(sub, req)
 	if err != nil {
 		res.duration = time.Since(begin)
 		res.fail(classifyError(err), err)
@@ -296,15 +296,14 @@ func discard(r io.Reader, buf []byte, limit int) {
 	}
 }
 
-// roundTrip sends req with the client's transport directly: an attempt
+// roundTrip sends req with c's transport directly: an attempt
 // follows no redirect (a 3xx is its answer) and has no cookie jar, so
 // http.Client.Do would only add its redirect bookkeeping (a copy of the
 // headers per request, about 2 % of a delivery's CPU). As Do does, a URL's
 // user information becomes basic authentication unless an Authorization
 // header is set. A client with a jar or a Timeout of its own (a test's)
 // goes through Do.
-func (a *Attempter) roundTrip(req *http.Request) (*http.Response, error) {
-	c := a.cfg.Client
+func (a *Attempter) roundTrip(req *http.Request, c *http.Client) (*http.Response, error) {
 	if c.Jar != nil || c.Timeout != 0 {
 		return c.Do(req)
 	}
@@ -344,7 +343,8 @@ const outcomeBlocked = "destination_blocked"
 // attempt).
 const outcomeLocalError = "local_error"
 
-// classifyError names a transport failure: request_error or
+// classifyError names a transport failure: auth_failed (see authError),
+// request_error or
 // destination_blocked (nothing was sent), local_error (Herald's host ran
 // out of file descriptors), timeout, connection_refused, connection_reset,
 // dns_error, tls_error, or network_error for the rest.
@@ -352,6 +352,9 @@ func classifyError(err error) string {
 	// net/http checks header names and values before it dials.
 	if msg := err.Error(); strings.Contains(msg, "net/http: invalid header ") {
 		return outcomeRequestError
+	}
+	if _, ok := errors.AsType[*authError](err); ok {
+		return outcomeAuthFailed
 	}
 	if destination.IsBlocked(err) {
 		return outcomeBlocked
@@ -377,12 +380,21 @@ func classifyError(err error) string {
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "connection_reset"
 	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert),
-		errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalid):
+		errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &invalid), isRemoteTLSAlert(err):
 		return "tls_error"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "timeout"
 	}
 	return "network_error"
+}
+
+// isRemoteTLSAlert reports whether err is an alert the peer sent in the
+// TLS handshake (crypto/tls reports it as a *net.OpError "remote error"):
+// a receiver that wants a client certificate and got none or one it does
+// not trust, for one.
+func isRemoteTLSAlert(err error) bool {
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "remote error"
 }
 
 // isLocalResourceError reports whether err says Herald's host could not

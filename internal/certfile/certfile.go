@@ -6,7 +6,11 @@
 package certfile
 
 import (
+	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -98,4 +102,49 @@ func readFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes, not a PEM certificate or key", name, maxFileBytes)
 	}
 	return b, nil
+}
+
+// LoadPool returns the system's trusted certificate authorities (none
+// when the system's cannot be read) and the PEM certificates in file
+// (--outbound-ca-file). A file that cannot be read, holds no certificate,
+// or holds anything else, is an error naming it.
+func LoadPool(file string) (*x509.CertPool, error) {
+	b, err := readFile(file)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := ParseCertificates(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
+}
+
+// ParseCertificates parses b, PEM certificates and nothing else (white
+// space between them): at least one, each a CERTIFICATE block that
+// parses.
+func ParseCertificates(b []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			if len(bytes.TrimSpace(b)) != 0 || len(out) == 0 {
+				return nil, errors.New("not PEM certificates")
+			}
+			return out, nil
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if blk.Type != "CERTIFICATE" || err != nil {
+			return nil, fmt.Errorf("PEM block %d is not a certificate", len(out)+1)
+		}
+		out = append(out, c)
+	}
 }

@@ -43,7 +43,8 @@ func errorf(field, format string, args ...any) *Error {
 // nothing after it; no object may repeat a member name; member names match
 // struct fields' json names exactly (letter case included) and a name that
 // matches none is an error; strings must be valid UTF-8 without unpaired
-// surrogate escapes or control characters other than tab; nesting is at
+// surrogate escapes or control characters other than tab (and the line
+// breaks of a PEM document: see pemLines); nesting is at
 // most MaxDepth deep; null is accepted only where encoding/json would
 // store it (pointers, slices, maps, json.RawMessage), and numbers must fit
 // their Go type. path names the value in problems ("" for the request body,
@@ -353,7 +354,7 @@ func (p *jsonParser) str(path string, isName bool) string {
 		case c == '"':
 			p.pos++
 			s := string(b)
-			if r, ok := FindControl(s, !isName); ok {
+			if r, ok := FindControl(s, !isName); ok && (isName || !pemLines(s)) {
 				p.flag(field, "%s not contain control characters (found %U)", what, r)
 			}
 			return s
@@ -691,6 +692,19 @@ func JoinPath(path, name string) string {
 		return Shorten(name)
 	}
 	return path + "." + Shorten(name)
+}
+
+// pemLines reports whether s is a PEM document (RFC 7468: a certificate,
+// a private key), whose lines it may break with LF or CRLF: it begins with
+// "-----BEGIN ", and it has no control character but those line breaks.
+// Its fields still check what they hold (a header value refuses line
+// breaks, whatever they hold).
+func pemLines(s string) bool {
+	if !strings.HasPrefix(s, "-----BEGIN ") {
+		return false
+	}
+	_, found := FindControl(strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", ""), "\n", ""), false)
+	return !found
 }
 
 // FindControl returns the first control character in s (U+0000 to U+001F,

@@ -53,6 +53,8 @@ type Input struct {
 	DeadLetterURL *string `json:"dead_letter_url"`
 	// Ordering is OrderingNone or OrderingKey (docs/ordering.md).
 	Ordering *string `json:"ordering"`
+	// Auth: null removes it, an object replaces it whole (Auth).
+	Auth json.RawMessage `json:"auth"`
 	// Signing is read on create only (see SigningInput).
 	Signing *SigningInput `json:"signing"`
 }
@@ -140,6 +142,11 @@ func (in Input) New(ctx context.Context, c Creation) (Subscription, error) {
 			return Subscription{}, err
 		}
 	}
+	if a := sub.Delivery.Auth; a != nil && a.TokenURL != "" {
+		if err := checkDestination(ctx, c.Destinations, "auth.token_url", a.TokenURL); err != nil {
+			return Subscription{}, err
+		}
+	}
 	return sub, nil
 }
 
@@ -190,6 +197,11 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 			return err
 		}
 	}
+	if a := sub.Delivery.Auth; in.Auth != nil && a != nil && a.TokenURL != "" {
+		if err := checkDestination(ctx, g, "auth.token_url", a.TokenURL); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -200,7 +212,7 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 // Update do).
 func (in Input) Apply(sub *Subscription) *strictjson.Error {
 	for _, apply := range []func(*Subscription) *strictjson.Error{
-		in.applyMatch, in.applyRequest, in.applyFilters, in.applyDelivery, in.applyOrdering, in.applyRetry,
+		in.applyMatch, in.applyRequest, in.applyFilters, in.applyDelivery, in.applyOrdering, in.applyAuth, in.applyRetry,
 	} {
 		if err := apply(sub); err != nil {
 			return err
@@ -441,6 +453,8 @@ func (in Input) pushOnlyField() string {
 		return "validation"
 	case in.DeadLetterURL != nil:
 		return "dead_letter_url"
+	case in.Auth != nil:
+		return "auth"
 	case in.Ordering != nil:
 		return "ordering"
 	}

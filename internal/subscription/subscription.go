@@ -142,6 +142,8 @@ type DeliveryOptions struct {
 	// event: header name → key in the advanced filters' key syntax
 	// (docs/subscriptions.md, "Dynamic headers"; see DynamicHeader).
 	DynamicHeaders map[string]string `json:"dynamic_headers,omitempty"`
+	// Auth, when set, authenticates the pushes (Auth; nil: none).
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // The orderings of a push subscription's deliveries.

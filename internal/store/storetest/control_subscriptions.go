@@ -36,6 +36,10 @@ func fullSubscription(b *bundle) subscription.Subscription {
 		State:         "active",
 		DeliveryMode:  subscription.ModePush,
 		FailurePolicy: subscription.FailureQueue,
+		// Its secrets are kept (and read back) like the secret headers.
+		Delivery: subscription.DeliveryOptions{Auth: &subscription.Auth{Type: subscription.AuthOAuth2,
+			TokenURL: "https://auth.example/token", ClientID: "herald", ClientSecret: "s3cret",
+			Scopes: []string{"a", "b"}, Audience: "https://api.example"}},
 		// Kept as written: white space, escapes, and characters
 		// json.Marshal would escape.
 		Filters:   subscription.FilterOptions{Advanced: json.RawMessage(advancedFilters), SubjectCaseSensitive: true},
