@@ -20,7 +20,6 @@ import (
 	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/testsignal"
 )
 
 const (
@@ -44,12 +43,6 @@ type Batches interface {
 	RecoverBatch(ctx context.Context, id, owner string, limit int, until time.Time) (job.Job, error)
 }
 
-// Signals are what a runner tells tests.
-type Signals struct {
-	// Batch is emitted after each batch with the job as it was stored.
-	Batch testsignal.Signal[job.Job]
-}
-
 // Runner is the job runner. Its loop is Loop (startstop); Stop releases
 // the job it holds.
 type Runner struct {
@@ -60,16 +53,17 @@ type Runner struct {
 	owner   string
 	pace    time.Duration
 	log     *slog.Logger
+	batch   int
 	held    string // the job held; the loop's goroutine only, and Stop after it
-
-	// TestSignals are emitted for tests (off unless initialized).
-	TestSignals Signals
 }
 
 // New returns a runner that has not started: owner names this node in the
-// jobs' leases, pace is the pause between two batches of a job (zero: none).
-func New(st Store, batches Batches, clk clock.Clock, owner string, pace time.Duration, log *slog.Logger) *Runner {
-	r := &Runner{store: st, batches: batches, clock: clk, owner: owner, pace: pace, log: log}
+// jobs' leases, batch is the most deliveries of a batch (job.BatchSize
+// unless a test makes it smaller), pace the pause between two batches of a
+// job (zero: none). Tests follow it through its loop's signals (Loops): it
+// sleeps pace after each batch of a job it holds.
+func New(st Store, batches Batches, clk clock.Clock, owner string, batch int, pace time.Duration, log *slog.Logger) *Runner {
+	r := &Runner{store: st, batches: batches, clock: clk, owner: owner, batch: batch, pace: pace, log: log}
 	r.loop = startstop.NewLoop("job runner", clk, r.round)
 	return r
 }
@@ -121,7 +115,7 @@ func (r *Runner) round(ctx context.Context) time.Duration {
 		}
 		r.held = j.ID
 	}
-	j, err := r.batches.RecoverBatch(ctx, r.held, r.owner, job.BatchSize, r.clock.Now().Add(Lease))
+	j, err := r.batches.RecoverBatch(ctx, r.held, r.owner, r.batch, r.clock.Now().Add(Lease))
 	if errors.Is(err, store.ErrConflict) { // no longer ours (or it ended)
 		r.held = ""
 		return 0
@@ -130,7 +124,6 @@ func (r *Runner) round(ctx context.Context) time.Duration {
 		r.log.Warn("a batch of a job", "job_id", r.held, "err", err)
 		return Idle
 	}
-	r.TestSignals.Batch.Signal(j)
 	if j.Finished() {
 		r.log.Info("job ended", "job_id", j.ID, "kind", j.Kind, "state", j.State, "done", j.Done, "errors", j.Errors)
 		r.held = ""
