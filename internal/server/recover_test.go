@@ -225,4 +225,3 @@ func TestRecoverRefusesBadInput(t *testing.T) {
 		t.Fatalf("another account's job: %d; want 404", code)
 	}
 }
-
