@@ -56,3 +56,32 @@ func (sa *subscriptionActions) job(w http.ResponseWriter, r *http.Request, v *vi
 		sa.render(w, r, http.StatusOK, "job", v, "Job "+j.ID, jobView{Job: j, Running: !j.Finished()})
 	}
 }
+
+// recoverSubscription is the portal's Recover form: as the console's, for
+// a subscription of the session; the browser goes to the job's page.
+func (p portalActions) recoverSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+	sub, ok := p.ownSubscription(w, r, v)
+	if !ok {
+		return
+	}
+	j, perr := recoverRequest(r).Recover(account.OrDefault(sub.AccountID), sub.ID)
+	if perr != nil {
+		p.pages.portalError(w, r, v, http.StatusBadRequest, "Not recovered: "+perr.Field+" "+perr.Detail+".")
+		return
+	}
+	j, err := p.Control.Recover(r.Context(), j)
+	if err != nil {
+		p.changeError(w, r, v, err)
+		return
+	}
+	redirect(w, r, "/portal/jobs/"+j.ID)
+}
+
+// job is the portal's page of a job of the session's subscriptions;
+// another's is a 404.
+func (p portalActions) job(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+	j, ok := portalOwn(p.Portal, w, r, v, "job", p.Store.GetJob, func(j job.Job) (string, string) { return j.AccountID, j.SubscriptionID })
+	if ok {
+		p.pages.portalRender(w, r, http.StatusOK, "job", v, "Job "+j.ID, jobView{Job: j, Running: !j.Finished()})
+	}
+}
