@@ -60,8 +60,7 @@ func (s *Store) CreateJob(ctx context.Context, j job.Job) (job.Job, error) {
 			}
 			j.Total += n
 		}
-		_, err := tx.Exec(ctx, insertJobSQL, j.ID, string(j.Kind), j.AccountID, j.SubscriptionID, string(j.State),
-			sqlrow.UnixMS(j.Since), sqlrow.UntilMS(j), sqlrow.JobStatuses(j), j.Total, sqlrow.UnixMS(j.CreatedAt))
+		_, err := tx.Exec(ctx, insertJobSQL, sqlrow.JobValues(j)...)
 		return err
 	})
 	if err != nil {
@@ -134,7 +133,8 @@ func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, n
 				return err
 			}
 		}
-		return saveJob(ctx, tx, &j, owner, now, until)
+		_, err = tx.Exec(ctx, saveJobSQL, sqlrow.JobProgress(&j, owner, now, until)...)
+		return err
 	})
 	if err != nil {
 		return job.Job{}, store.RedriveResult{}, fmt.Errorf("recover batch: %w", err)
@@ -165,17 +165,4 @@ func recoverStep(ctx context.Context, tx pgx.Tx, j job.Job, limit int, now time.
 		}
 	}
 	return sqlrow.RecoverStep(j, looked, res, limit), res, nil
-}
-
-// saveJob stores j's progress; an ended job is finished at now and
-// released, a running one leased to owner until `until`.
-func saveJob(ctx context.Context, tx pgx.Tx, j *job.Job, owner string, now, until time.Time) error {
-	leaseUntil := sqlrow.UnixMS(until)
-	var finished int64
-	if j.Finished() {
-		j.FinishedAt, finished, owner, leaseUntil = now, sqlrow.UnixMS(now), "", 0
-	}
-	_, err := tx.Exec(ctx, saveJobSQL, string(j.State), j.Total, j.Done, j.Errors, j.Error, j.CursorStatus, j.CursorID,
-		finished, owner, leaseUntil, j.ID)
-	return err
 }

@@ -52,8 +52,7 @@ func (s *Store) CreateJob(ctx context.Context, j job.Job) (job.Job, error) {
 			}
 			j.Total += n
 		}
-		_, err := w.exec(insertJobSQL, j.ID, string(j.Kind), j.AccountID, j.SubscriptionID, string(j.State),
-			sqlrow.UnixMS(j.Since), sqlrow.UntilMS(j), sqlrow.JobStatuses(j), j.Total, sqlrow.UnixMS(j.CreatedAt))
+		_, err := w.exec(insertJobSQL, sqlrow.JobValues(j)...)
 		return err
 	})
 	if err != nil {
@@ -126,7 +125,8 @@ func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, n
 				return err
 			}
 		}
-		return saveJob(w, &j, owner, now, until)
+		_, err = w.exec(saveJobSQL, sqlrow.JobProgress(&j, owner, now, until)...)
+		return err
 	})
 	if err != nil {
 		return job.Job{}, store.RedriveResult{}, fmt.Errorf("recover batch: %w", err)
@@ -162,17 +162,4 @@ func (s *Store) recoverStep(w *writer, j job.Job, res *store.RedriveResult, limi
 		}
 	}
 	return sqlrow.RecoverStep(j, looked, *res, limit), nil
-}
-
-// saveJob stores j's progress; an ended job is finished at now and
-// released, a running one leased to owner until `until`.
-func saveJob(w *writer, j *job.Job, owner string, now, until time.Time) error {
-	leaseUntil := sqlrow.UnixMS(until)
-	var finished int64
-	if j.Finished() {
-		j.FinishedAt, finished, owner, leaseUntil = now, sqlrow.UnixMS(now), "", 0
-	}
-	_, err := w.exec(saveJobSQL, string(j.State), j.Total, j.Done, j.Errors, j.Error, j.CursorStatus, j.CursorID,
-		finished, owner, leaseUntil, j.ID)
-	return err
 }

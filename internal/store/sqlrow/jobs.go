@@ -2,6 +2,7 @@ package sqlrow
 
 import (
 	"strings"
+	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
@@ -35,8 +36,8 @@ func ScanJob(sc RowScanner) (job.Job, error) {
 	return j, nil
 }
 
-// JobStatuses is the statuses column of j.
-func JobStatuses(j job.Job) string {
+// jobStatuses is the statuses column of j.
+func jobStatuses(j job.Job) string {
 	names := make([]string, len(j.Statuses))
 	for i, st := range j.Statuses {
 		names[i] = string(st)
@@ -44,8 +45,8 @@ func JobStatuses(j job.Job) string {
 	return strings.Join(names, ",")
 }
 
-// UntilMS is the until_ms column of j (0: no end).
-func UntilMS(j job.Job) int64 {
+// untilMS is the until_ms column of j (0: no end).
+func untilMS(j job.Job) int64 {
 	if j.Until.IsZero() {
 		return 0
 	}
@@ -83,4 +84,27 @@ func RecoverStep(j job.Job, looked []string, moved store.RedriveResult, limit in
 		j.State = job.StateDone
 	}
 	return j
+}
+
+// JobValues are the values of a new job's row, in the order of the
+// columns id, kind, account_id, subscription_id, state, since_ms,
+// until_ms, statuses, total, created_at.
+func JobValues(j job.Job) []any {
+	return []any{j.ID, string(j.Kind), j.AccountID, j.SubscriptionID, string(j.State),
+		UnixMS(j.Since), untilMS(j), jobStatuses(j), j.Total, UnixMS(j.CreatedAt)}
+}
+
+// JobProgress are the values that store j's progress after a batch, in
+// the order of the columns state, total, done, errors, error,
+// cursor_status, cursor_id, finished_at, lease_owner, lease_until, and
+// then its id: an ended job (its FinishedAt set to now) is released, a
+// running one leased to owner until `until`.
+func JobProgress(j *job.Job, owner string, now, until time.Time) []any {
+	leaseUntil := UnixMS(until)
+	var finished int64
+	if j.Finished() {
+		j.FinishedAt, finished, owner, leaseUntil = now, UnixMS(now), "", 0
+	}
+	return []any{string(j.State), j.Total, j.Done, j.Errors, j.Error, j.CursorStatus, j.CursorID,
+		finished, owner, leaseUntil, j.ID}
 }
