@@ -32,9 +32,20 @@ RETURNING ` + sqlrow.JobColumns
 	clearJobLeaseSQL = `UPDATE jobs SET lease_owner = '', lease_until = 0 WHERE lease_owner <> ''`
 )
 
-// CreateJob implements store.JobStore: the count and the insert in one
-// write, each status's count a seek of deliveries_subscription_status.
+// CreateJob implements store.JobStore. The count runs on a read
+// connection first (each status's a seek of deliveries_subscription_status),
+// so that counting up to job.CountLimit never holds the writer; the write
+// then checks the subscription and inserts the job.
 func (s *Store) CreateJob(ctx context.Context, j job.Job) (job.Job, error) {
+	from, before := sqlrow.RecoverWindow(j)
+	j.Total = 0
+	for _, st := range j.Statuses {
+		var n int
+		if err := s.readRow(ctx, countRecoverSQL, j.SubscriptionID, string(st), from, before, job.CountLimit-j.Total).Scan(&n); err != nil {
+			return job.Job{}, fmt.Errorf("create job: %w", s.readErr(err))
+		}
+		j.Total += n
+	}
 	err := s.write(ctx, func(w *writer) error {
 		var one int
 		if err := w.scanRow(subscriptionExistsSQL, []any{j.SubscriptionID}, &one); err != nil {
@@ -42,15 +53,6 @@ func (s *Store) CreateJob(ctx context.Context, j job.Job) (job.Job, error) {
 				return fmt.Errorf("subscription %s: %w", j.SubscriptionID, store.ErrNotFound)
 			}
 			return err
-		}
-		from, before := sqlrow.RecoverWindow(j)
-		j.Total = 0
-		for _, st := range j.Statuses {
-			var n int
-			if err := w.scanRow(countRecoverSQL, []any{j.SubscriptionID, string(st), from, before, job.CountLimit - j.Total}, &n); err != nil {
-				return err
-			}
-			j.Total += n
 		}
 		_, err := w.exec(insertJobSQL, sqlrow.JobValues(j)...)
 		return err
