@@ -30,6 +30,7 @@ var (
 	subscriptionIDs = idKind{noun: "subscription", shape: ids.Subscription, find: "GET /v1/subscriptions lists them", byName: "/v1/subscriptions?name="}
 	deliveryIDs     = idKind{noun: "delivery", shape: ids.Delivery, find: "GET /v1/deliveries lists them (?event_id= finds an event's)"}
 	endpointIDs     = idKind{noun: "endpoint", shape: ids.Endpoint, find: "GET /v1/endpoints lists them, and a subscription's endpoint_id names its own"}
+	jobIDs          = idKind{noun: "job", shape: ids.Job, find: "POST /v1/subscriptions/{id}/recover answers one"}
 )
 
 // pathIDs are the kinds of the {id} of the paths under each collection
@@ -39,7 +40,7 @@ var (
 // says nothing of what exists.
 var pathIDs = map[string]*idKind{
 	"accounts": &accountIDs, "keys": &keyIDs, "subscriptions": &subscriptionIDs,
-	"deliveries": &deliveryIDs, "endpoints": &endpointIDs,
+	"deliveries": &deliveryIDs, "endpoints": &endpointIDs, "jobs": &jobIDs,
 }
 
 func (k *idKind) fits(id string) bool { return k.shape.Fits(id) || k.also != "" && id == k.also }

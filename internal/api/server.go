@@ -24,6 +24,7 @@ import (
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -37,6 +38,7 @@ type Store interface {
 	GetKey(ctx context.Context, id string) (account.Key, error)
 	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	GetJob(ctx context.Context, id string) (job.Job, error)
 	SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error)
 	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
@@ -180,6 +182,9 @@ func (s *Server) routes() []route {
 		{"POST /v1/subscriptions/{id}/secret/rotate", h(s.rotateSecret), optionalBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/reactivate", h(s.reactivate), noBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/deactivate", h(s.deactivate), noBody, accountRole, nil},
+		// Every failed delivery of a time range made due again, by a job.
+		{"POST /v1/subscriptions/{id}/recover", h(s.recoverSubscription), jsonBody, accountRole, nil},
+		{"GET /v1/jobs/{id}", h(s.getJob), noBody, accountRole, nil},
 		// A test event for this subscription alone, through the delivery path.
 		{"POST /v1/subscriptions/{id}/test", h(s.sendTestEvent), optionalBody, accountRole, nil},
 		// Would this event go to this subscription? (Nothing is published.)

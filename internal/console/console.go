@@ -49,6 +49,7 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -63,6 +64,7 @@ type Store interface {
 	GetAccount(ctx context.Context, id string) (account.Account, error)
 	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
+	GetJob(ctx context.Context, id string) (job.Job, error)
 	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
@@ -92,6 +94,9 @@ type Control interface {
 	// RedriveIDs redrives the dead letters among ids of the account (the
 	// others are ignored) and returns how many moved.
 	RedriveIDs(ctx context.Context, accountID string, ids []string) (int, error)
+	// Recover starts a recover job (job.RecoverRequest's) and returns it
+	// with its id and count: store.ErrNotFound when the subscription is gone.
+	Recover(ctx context.Context, j job.Job) (job.Job, error)
 }
 
 // Authenticator is how the console knows whose key signs in, and whether

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -51,6 +52,7 @@ type PortalControl interface {
 	UpdateSubscription(ctx context.Context, id string, change func(*subscription.Subscription) error) (subscription.Subscription, error)
 	RotateSecret(ctx context.Context, id string, secret []byte, grace time.Duration) (subscription.Subscription, error)
 	Redeliver(ctx context.Context, id string) (delivery.Delivery, error)
+	Recover(ctx context.Context, j job.Job) (job.Job, error)
 }
 
 // TestPublisher publishes a test event to one subscription alone, as the
@@ -133,6 +135,8 @@ func (p *Portal) Handler() http.Handler {
 	mux.Handle("POST /portal/subscriptions/{id}/secret", s.signedIn(s.change(ac.showSecret)))
 	mux.Handle("POST /portal/subscriptions/{id}/rotate", s.signedIn(s.change(ac.rotateSecret)))
 	mux.Handle("POST /portal/subscriptions/{id}/test", s.signedIn(s.change(ac.sendTest)))
+	mux.Handle("POST /portal/subscriptions/{id}/recover", s.signedIn(s.change(ac.recoverSubscription)))
+	mux.Handle("GET /portal/jobs/{id}", s.signedIn(ac.job))
 	mux.Handle("GET /portal/deliveries/{id}", s.signedIn(ac.delivery))
 	mux.Handle("POST /portal/deliveries/{id}/redeliver", s.signedIn(s.change(ac.redeliver)))
 	mux.HandleFunc("/portal/", s.notFound)

@@ -48,7 +48,7 @@ type Publisher interface {
 // subscriptionActions are the subscriptions' forms: create and edit
 // (subscription_form.go, here), delete with its confirmation, reactivate,
 // rotate the secret, the filter test and the test event
-// (subscription_tools.go). Each one changes what the API's route of the
+// (subscription_tools.go), and recover with its job's page (recover.go). Each one changes what the API's route of the
 // same name changes, through the same calls (SubscriptionControl,
 // subscription.Input, catalog.Try, Publisher), so it is checked and takes
 // effect as the API's does.
@@ -74,6 +74,8 @@ func (sa *subscriptionActions) routes(mux *http.ServeMux, s *sessions) {
 	mux.Handle("GET /console/subscriptions/{id}/filter-test", s.signedIn(sa.filterTestForm))
 	mux.Handle("POST /console/subscriptions/{id}/filter-test", s.signedIn(s.change(sa.filterTest)))
 	mux.Handle("POST /console/subscriptions/{id}/test", s.signedIn(s.change(sa.sendTest)))
+	mux.Handle("POST /console/subscriptions/{id}/recover", s.signedIn(s.change(sa.recoverSubscription)))
+	mux.Handle("GET /console/jobs/{id}", s.signedIn(sa.job))
 }
 
 // newForm shows the create form: for an admin with the account to make it

@@ -348,7 +348,7 @@ func TestActionsNeedCSRF(t *testing.T) {
 	for _, path := range []string{"/console/subscriptions/new", "/console/subscriptions/" + id + "/edit",
 		"/console/subscriptions/" + id + "/delete", "/console/subscriptions/" + id + "/reactivate",
 		"/console/subscriptions/" + id + "/rotate", "/console/subscriptions/" + id + "/filter-test",
-		"/console/subscriptions/" + id + "/test"} {
+		"/console/subscriptions/" + id + "/test", "/console/subscriptions/" + id + "/recover"} {
 		for _, token := range []string{"", other.csrf} {
 			form := url.Values{}
 			for k, v := range fields {
@@ -382,8 +382,8 @@ func TestActionsOnAnotherAccount(t *testing.T) {
 			t.Fatalf("GET %s of the rival's: %d\n%s", path, p.status, p.body)
 		}
 	}
-	for _, path := range []string{"/edit", "/delete", "/reactivate", "/rotate", "/filter-test", "/test"} {
-		p := a.post("/console/subscriptions/"+id+path, map[string]string{"name": "mine", "url": rc.URL + "/mine", "event": `{}`})
+	for _, path := range []string{"/edit", "/delete", "/reactivate", "/rotate", "/filter-test", "/test", "/recover"} {
+		p := a.post("/console/subscriptions/"+id+path, map[string]string{"name": "mine", "url": rc.URL + "/mine", "event": `{}`, "since": "2000-01-01T00:00:00Z"})
 		if p.status != http.StatusNotFound || strings.Contains(p.body, rivalName) {
 			t.Fatalf("POST %s of the rival's: %d\n%s", path, p.status, p.body)
 		}

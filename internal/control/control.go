@@ -24,6 +24,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/signing"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
@@ -41,6 +42,8 @@ type Store interface {
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error)
 	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
+	CreateJob(ctx context.Context, j job.Job) (job.Job, error)
+	RecoverBatch(ctx context.Context, id, owner string, limit int, now, until time.Time) (job.Job, store.RedriveResult, error)
 }
 
 // Catalog is the in-memory view of the subscriptions.
@@ -91,6 +94,9 @@ type Service struct {
 	// Notifier, when set, hears of reactivations and deactivations by
 	// hand.
 	Notifier Notifier
+	// Jobs, when set, is this node's job runner, told of a new job
+	// (jobs.go).
+	Jobs Kicker
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A

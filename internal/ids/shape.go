@@ -22,6 +22,7 @@ var (
 	Subscription = Shape{Prefix: "sub_", Len: 26}
 	Delivery     = Shape{Prefix: "dlv_", Len: 26}
 	Endpoint     = Shape{Prefix: "ep_", Len: 20}
+	Job          = Shape{Prefix: "job_", Len: 26}
 )
 
 // Fits reports whether id has the shape.

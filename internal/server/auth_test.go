@@ -85,6 +85,7 @@ type routeWorld struct {
 		EndpointID string `json:"endpoint_id"`
 	}
 	dl      delivery
+	job     string // x's recover, of nothing (since far ahead)
 	ev      map[string]any
 	revoked string
 	access  map[string]string // of each route pattern
@@ -121,6 +122,11 @@ func newRouteWorld(t *testing.T, b *bundle) *routeWorld {
 		t.Fatalf("revoke: %d %s", code, raw)
 	}
 	w.revoked = revoked
+	var j struct{ ID string }
+	if code, raw := b.doAs(w.x.accountKey, "POST", "/v1/subscriptions/"+w.sub.ID+"/recover", map[string]any{"since": "2100-01-01T00:00:00Z"}, &j); code != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", code, raw)
+	}
+	w.job = j.ID
 	return w
 }
 
@@ -138,6 +144,8 @@ func (w *routeWorld) path(pattern string) string {
 		path = strings.Replace(path, "{id}", w.dl.ID, 1)
 	case strings.HasPrefix(path, "/v1/endpoints/"):
 		path = strings.Replace(path, "{id}", w.sub.EndpointID, 1)
+	case strings.HasPrefix(path, "/v1/jobs/"):
+		path = strings.Replace(path, "{id}", w.job, 1)
 	case strings.HasPrefix(path, "/topics/"): // Event Grid's: the topic is the account
 		path = strings.Replace(strings.Replace(path, "{topic}", w.x.id, 1), "{subscription}", w.sub.ID, 1)
 	}

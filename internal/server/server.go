@@ -30,9 +30,11 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/handshake"
+	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/opevents"
 	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/queue"
+	"github.com/herald-events/herald/internal/recovery"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
@@ -62,6 +64,14 @@ type Config struct {
 	// clean-up deletes, one store write (default 1,000; tests make it small
 	// to need many rounds).
 	CleanupBatch int
+	// RecoverPace is the pause of the job runner between two batches of a
+	// recover (internal/recovery; default none: a batch is one store
+	// transaction of at most job.BatchSize deliveries, and the runner
+	// takes the writer between the pipeline's own writes).
+	RecoverPace time.Duration
+	// RecoverBatch is the most deliveries one batch of a recover moves
+	// (default job.BatchSize; tests make it small to need many batches).
+	RecoverBatch int
 	// CatalogReload is how often the catalog reads subscription changes
 	// from the store when nothing announced one (default 10s; the read
 	// costs one small query when nothing changed). On PostgreSQL other
@@ -125,6 +135,7 @@ func DefaultConfig() Config {
 		Store:          "sqlite",
 		DedupRetention: 7 * 24 * time.Hour,
 		CleanupBatch:   1000,
+		RecoverBatch:   job.BatchSize,
 		CatalogReload:  10 * time.Second,
 		Auth:           AuthOn,
 		AuthRecheck:    auth.DefaultRecheck,
@@ -202,6 +213,9 @@ func (c *Config) setDefaults() {
 	if c.CleanupBatch <= 0 {
 		c.CleanupBatch = d.CleanupBatch
 	}
+	if c.RecoverBatch <= 0 {
+		c.RecoverBatch = d.RecoverBatch
+	}
 	if c.CatalogReload <= 0 {
 		c.CatalogReload = d.CatalogReload
 	}
@@ -236,6 +250,8 @@ type Server struct {
 	Validator *handshake.Validator
 	// Queue serves the consumers of queued deliveries.
 	Queue *queue.Service
+	// Jobs is this node's job runner (recovers).
+	Jobs *recovery.Runner
 
 	handler   http.Handler
 	ops       *opevents.Publisher
@@ -289,6 +305,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops}
 	s.Queue = q
+	s.Jobs = recovery.New(st, ctl, cfg.Clock, cfg.Scheduling.Owner, cfg.RecoverBatch, cfg.RecoverPace, cfg.Logger.With("component", "jobs"))
+	ctl.Jobs = s.Jobs
 	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: att.Config().Client, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "handshake"), PublicURL: cfg.PublicURL, UserAgent: att.Config().UserAgent}
 	a.Validator = s.Validator

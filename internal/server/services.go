@@ -10,7 +10,7 @@ import (
 // starts them; Close stops them in the reverse order, which keeps these
 // rules: the background work that feeds the delivery path (the clean-up,
 // the change feed, the catalog reload, the authenticator's rechecks, the
-// validator) ends before the pipeline, and the pipeline before the
+// validator, the job runner) ends before the pipeline, and the pipeline before the
 // operational events publisher, so that the events of its last attempts
 // are published before the store closes.
 func (s *Server) services() []startstop.Service {
@@ -23,7 +23,7 @@ func (s *Server) services() []startstop.Service {
 	if f, ok := s.Store.(changeFeed); ok {
 		svcs = append(svcs, &feed{store: f, reload: reload, healthChanged: s.Pipeline.Scheduler.HealthChanged})
 	}
-	return append(svcs, s.newCleanup())
+	return append(svcs, s.Jobs, s.newCleanup())
 }
 
 // Start starts the services (see services). Their context is ctx:

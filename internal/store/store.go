@@ -95,6 +95,7 @@ type Store interface {
 	EndpointStore
 	SessionStore
 	StatsStore
+	JobStore
 	// Capabilities says how the store may be used.
 	Capabilities() Capabilities
 	// Ping reports whether the store can serve requests (for /readyz).

@@ -314,6 +314,9 @@ func (s *Store) prepareFile(ctx context.Context) (err error) {
 	if n, _ := res.RowsAffected(); n > 0 {
 		s.log.Info("cleared leases of the previous run", "path", path, "deliveries", n)
 	}
+	if _, err := conn.ExecContext(ctx, clearJobLeaseSQL); err != nil {
+		return fmt.Errorf("clear job leases: %w", err)
+	}
 	return nil
 }
 

@@ -52,6 +52,10 @@ func RunControlContract(t *testing.T, open Opener) {
 			{"RedriveMovedSubscription", testRedriveMovedSubscription},
 			{"RedeliverOfDeletedSubscription", testRedeliverDeletedSubscription},
 		}},
+		{"Recover", []test{
+			{"Range", testRecoverRange},
+			{"Lease", testRecoverLease},
+		}},
 		{"Reactivate", []test{
 			{"Reactivate", testReactivate},
 			{"DeactivateByHand", testDeactivateByHand},

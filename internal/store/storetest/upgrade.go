@@ -36,7 +36,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{StatsFrom, StatsData, CheckStatsUpgrade},
 		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade},
 		{RateLimitsFrom, RateLimitsData, CheckRateLimitsUpgrade},
-		{OrderingFrom, OrderingData, CheckOrderingUpgrade}} {
+		{OrderingFrom, OrderingData, CheckOrderingUpgrade},
+		{JobsFrom, JobsData, CheckJobsUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
