@@ -34,7 +34,11 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 	dlv := b.only(push).ID
 	ep := b.endpointOf(push)
 	_, keyID := newKey(b, adminKey, "", "publish")
-	ids := map[string]string{"accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push}
+	var job struct{ ID string }
+	if code, raw := b.do("POST", "/v1/subscriptions/"+push+"/recover", map[string]any{"since": "2026-01-01T00:00:00Z"}, &job); code != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", code, raw)
+	}
+	ids := map[string]string{"accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push, "jobs": job.ID}
 	// The Event Grid namespace routes: the topic is an account, the
 	// subscription a pull subscription of it.
 	eventGrid := strings.NewReplacer("{topic}", tn.id, "{subscription}", pullSubscription(b, tn.accountKey, "eg"))
@@ -106,6 +110,7 @@ var awayBody = map[string]string{
 	"POST /v1/events":                                                    `{"specversion": "1.0", "id": "away", "source": "/s", "type": "t"}`,
 	"POST /v1/dead-letters/redrive":                                      `{"subscription_id": "SUB"}`,
 	"POST /v1/portal-sessions":                                           `{}`,
+	"POST /v1/subscriptions/{id}/recover":                                `{"since": "2026-01-01T00:00:00Z"}`,
 	"POST /api/events":                                                   `[{"id": "away-eg", "eventType": "t", "subject": "/s", "eventTime": "2026-01-01T00:00:00Z", "data": {}, "dataVersion": "1"}]`,
 	"POST /topics/{topic}:publish":                                       `{"specversion": "1.0", "id": "away-ns", "source": "/s", "type": "t"}`,
 	"POST /topics/{topic}/eventsubscriptions/{subscription}:acknowledge": `{"lockTokens": ["tok"]}`,
