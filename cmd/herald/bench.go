@@ -132,6 +132,7 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.IntVar(&s.Consumers, "consumers", s.Consumers, "pull: concurrent consumers, each looping receive → acknowledge")
 	fs.IntVar(&s.PullBatch, "pull-batch", s.PullBatch, "pull: max_events of each receive (1 to 1000)")
 	fs.IntVar(&s.SoakDeliveries, "soak-deliveries", s.SoakDeliveries, "soak: deliveries to wait for (--batch events a request, from --publishers, to --endpoints)")
+	fs.IntVar(&s.OrderedKeys, "ordered-keys", s.OrderedKeys, "ordered: distinct partition keys the events spread over (event n has key n mod this)")
 	fs.IntVar(&s.ConsoleDeliveries, "console-deliveries", s.ConsoleDeliveries, "console: deliveries to store before timing the pages (--batch events a request, from --publishers)")
 	fs.DurationVar(&s.SoakRetention, "soak-retention", s.SoakRetention, "soak: herald serve's --dedup-retention (at least 1m): finished events older than this are deleted once a minute")
 	fs.Usage = func() {

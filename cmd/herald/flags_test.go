@@ -134,6 +134,7 @@ var badValues = map[string]map[string][]string{
 		"runs":                {"0", "-1", "101", "x"},
 		"soak-deliveries":     {"0", "-1"},
 		"console-deliveries":  {"0", "-1", "x"},
+		"ordered-keys":        {"0", "-1", "x"},
 		"soak-retention":      {"0s", "59s", "-1m", "soon"},
 	},
 	"policy show": {

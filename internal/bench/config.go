@@ -42,7 +42,7 @@ var scenarioInfo = map[string]string{
 	"batch":           "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
 	"fanout-filtered": "steady-batch's load with 1,000 subscriptions whose advanced filters never match, then on a fresh server without them",
 	"rate-limited":    "steady-batch's load twice, on fresh servers: beside one more endpoint limited to 200 requests/s, then without it",
-	"ordered":         "steady-batch's load with a partitionkey of 10,000 keys on subscriptions with ordering key, then on a fresh server unordered",
+	"ordered":         "steady-batch's load with a partitionkey of --ordered-keys keys on subscriptions with ordering key, then on a fresh server unordered",
 	"soak":            "steady-batch's load until --soak-deliveries have arrived, --soak-retention clean-up behind it: deliveries/s of the first vs. the last 10 %, store size on disk (not in all: about 15 minutes)",
 	"console":         "--console-deliveries stored (delivered, dead-lettered, queued), then median and p99 of the console's pages and the API's lists (not in all: minutes to fill)",
 }
@@ -91,6 +91,8 @@ type Sizes struct {
 	SoakRetention  time.Duration `json:"-"`
 	// console: deliveries stored before its pages are timed.
 	ConsoleDeliveries int `json:"console_deliveries"`
+	// ordered: how many partition keys its events spread over.
+	OrderedKeys int `json:"ordered_keys"`
 }
 
 // MarshalJSON writes the sizes with durations as Go duration strings.
@@ -152,6 +154,7 @@ func DefaultSizes() Sizes {
 		// The issue's figure: a page answers in under 100 ms with a
 		// million deliveries stored.
 		ConsoleDeliveries: 1_000_000,
+		OrderedKeys:       10_000,
 	}
 }
 
@@ -177,6 +180,7 @@ func (s Sizes) check() error {
 	pos("--pull-events", s.PullEvents)
 	pos("--soak-deliveries", s.SoakDeliveries)
 	pos("--console-deliveries", s.ConsoleDeliveries)
+	pos("--ordered-keys", s.OrderedKeys)
 	if s.SoakRetention < time.Minute {
 		bad = append(bad, fmt.Sprintf("--soak-retention %v: must be at least 1m (herald serve's --dedup-retention)", s.SoakRetention))
 	}

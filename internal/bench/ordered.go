@@ -6,17 +6,15 @@ import (
 	"strconv"
 )
 
-// orderedKeys is how many partition keys the ordered scenario's events
-// spread over.
-const orderedKeys = 10_000
-
-// orderedKey is event n's partitionkey: n mod orderedKeys, so consecutive
-// events of one key are orderedKeys events apart.
-func orderedKey(n int) string { return "key-" + strconv.Itoa(n%orderedKeys) }
+// orderedKey returns the partitionkey of event n among keys keys: n mod
+// keys, so consecutive events of one key are keys events apart.
+func orderedKey(keys int) func(n int) string {
+	return func(n int) string { return "key-" + strconv.Itoa(n%keys) }
+}
 
 // orderedScenario: the steady-batch load (--events, --batch a request,
 // from --publishers, spread over --endpoints subscriptions), every event
-// with a partitionkey of orderedKeys keys, run twice, each on a fresh
+// with a partitionkey of --ordered-keys keys, run twice, each on a fresh
 // server: first with the subscriptions ordering by key (each key's
 // deliveries one at a time, in publish order: docs/ordering.md), then
 // unordered. The figures compare the deliveries/s (the claims' head
@@ -35,7 +33,7 @@ func orderedScenario(ctx context.Context, e *env, res *Result) error {
 	if unordered.DeliveriesPerSec > 0 {
 		res.figure("deliveries/s, ordered vs. unordered", ordered.DeliveriesPerSec/unordered.DeliveriesPerSec*100, "%")
 	}
-	res.figure("keys", orderedKeys, "")
+	res.figure("keys", float64(e.cfg.Sizes.OrderedKeys), "")
 	return nil
 }
 
@@ -53,7 +51,7 @@ func (e *env) orderedPhase(ctx context.Context, res *Result, name, ordering stri
 		rs[k] = r
 	}
 	l := &load{prefix: prefix(e.name, name), events: s.Events, batch: s.Batch, publishers: s.Publishers, data: eventData(s.PayloadBytes),
-		keyOf: orderedKey}
+		keyOf: orderedKey(s.OrderedKeys)}
 	ph, _, err := e.spreadPhase(ctx, res, name, l, rs)
 	return ph, err
 }
