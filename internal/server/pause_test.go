@@ -289,6 +289,17 @@ func TestPauseHoldsEveryNode(t *testing.T) {
 		t.Fatalf("enable on B: %d %s", code, raw)
 	}
 	eventually(t, "the held delivery sent", func() bool { return rc.count() == 2 })
+	// Its outcome recorded before the deactivation: a deactivation queues
+	// what is still pending, and the receiver's count moves before the
+	// sender's recorder commits.
+	eventually(t, "the held delivery recorded as delivered", func() bool {
+		for _, d := range b.deliveries(sub) {
+			if d.Status != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
 
 	if code, raw := a.do("POST", "/v1/subscriptions/"+sub+"/deactivate", nil, nil); code != 200 {
 		t.Fatalf("deactivate on A: %d %s", code, raw)
