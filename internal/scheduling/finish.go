@@ -14,10 +14,10 @@ import (
 // Finisher ends each recorded delivery's time in memory: it reads the
 // recording stage's Results (the one way back into this stage) and, for
 // each, frees the delivery's place in its lane, tells the loader when a
-// retry is due (and of a dead-letter copy, due now, and of the next
-// delivery of an ordering key whose delivery ended, due now), and gives back to the
-// store a delivery whose outcome was given up at stop, to be attempted
-// again.
+// retry is due (and, due now, of a dead-letter copy and of the next
+// delivery of an ordering key whose delivery ended), and gives back to
+// the store a delivery whose outcome was given up at stop, to be
+// attempted again.
 //
 // Its lifecycle is startstop's with one difference: it ends when Results is
 // closed (the recorder ended), not on its context, so that no result is
