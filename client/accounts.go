@@ -49,26 +49,22 @@ type AccountsService struct{ c *Client }
 
 // Create makes an account (POST /v1/accounts).
 func (s *AccountsService) Create(ctx context.Context, in AccountInput) (*Account, error) {
-	var out Account
-	return &out, s.c.do(ctx, call{op: opCreateAccount, body: in, out: &out})
+	return doJSON[Account](ctx, s.c, call{op: opCreateAccount, body: in})
 }
 
 // List returns one page of accounts (GET /v1/accounts).
 func (s *AccountsService) List(ctx context.Context, p ListParams) (*Page[Account], error) {
-	var out Page[Account]
-	return &out, s.c.do(ctx, call{op: opListAccounts, query: p.values(), out: &out})
+	return doJSON[Page[Account]](ctx, s.c, call{op: opListAccounts, query: p.values()})
 }
 
 // Get returns the account id (GET /v1/accounts/{id}).
 func (s *AccountsService) Get(ctx context.Context, id string) (*Account, error) {
-	var out Account
-	return &out, s.c.do(ctx, call{op: opGetAccount, ids: []string{id}, out: &out})
+	return doJSON[Account](ctx, s.c, call{op: opGetAccount, ids: []string{id}})
 }
 
 // Update changes the account id (PATCH /v1/accounts/{id}).
 func (s *AccountsService) Update(ctx context.Context, id string, in AccountUpdate) (*Account, error) {
-	var out Account
-	return &out, s.c.do(ctx, call{op: opUpdateAccount, ids: []string{id}, body: in, out: &out})
+	return doJSON[Account](ctx, s.c, call{op: opUpdateAccount, ids: []string{id}, body: in})
 }
 
 // Delete removes the account id and its keys (DELETE /v1/accounts/{id});

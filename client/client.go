@@ -255,3 +255,14 @@ func (c *Client) newRequest(ctx context.Context, cl call) (*http.Request, error)
 	}
 	return req, nil
 }
+
+// doJSON sends cl and returns its answer decoded as a T; nil and the
+// error when it fails.
+func doJSON[T any](ctx context.Context, c *Client, cl call) (*T, error) {
+	var out T
+	cl.out = &out
+	if err := c.do(ctx, cl); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

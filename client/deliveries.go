@@ -78,8 +78,7 @@ type DeliveriesService struct{ c *Client }
 // List returns one page of the delivery log, newest first (GET
 // /v1/deliveries).
 func (s *DeliveriesService) List(ctx context.Context, p DeliveryListParams) (*Page[Delivery], error) {
-	var out Page[Delivery]
-	return &out, s.c.do(ctx, call{op: opListDeliveries, query: p.values(), out: &out})
+	return doJSON[Page[Delivery]](ctx, s.c, call{op: opListDeliveries, query: p.values()})
 }
 
 // ListQueued returns one page of a subscription's queued deliveries with
@@ -87,28 +86,24 @@ func (s *DeliveriesService) List(ctx context.Context, p DeliveryListParams) (*Pa
 // Status is set to "queued" and its SubscriptionID is required.
 func (s *DeliveriesService) ListQueued(ctx context.Context, p DeliveryListParams) (*Page[QueuedDelivery], error) {
 	p.Status = "queued"
-	var out Page[QueuedDelivery]
-	return &out, s.c.do(ctx, call{op: opListDeliveries, query: p.values(), out: &out})
+	return doJSON[Page[QueuedDelivery]](ctx, s.c, call{op: opListDeliveries, query: p.values()})
 }
 
 // Get returns the delivery id (GET /v1/deliveries/{id}).
 func (s *DeliveriesService) Get(ctx context.Context, id string) (*Delivery, error) {
-	var out Delivery
-	return &out, s.c.do(ctx, call{op: opGetDelivery, ids: []string{id}, out: &out})
+	return doJSON[Delivery](ctx, s.c, call{op: opGetDelivery, ids: []string{id}})
 }
 
 // Attempts returns one page of the delivery's attempts (GET
 // /v1/deliveries/{id}/attempts).
 func (s *DeliveriesService) Attempts(ctx context.Context, id string, p ListParams) (*Page[Attempt], error) {
-	var out Page[Attempt]
-	return &out, s.c.do(ctx, call{op: opListAttempts, ids: []string{id}, query: p.values(), out: &out})
+	return doJSON[Page[Attempt]](ctx, s.c, call{op: opListAttempts, ids: []string{id}, query: p.values()})
 }
 
 // Redeliver makes the delivery due again with a fresh attempt budget
 // (POST /v1/deliveries/{id}/redeliver).
 func (s *DeliveriesService) Redeliver(ctx context.Context, id string) (*Delivery, error) {
-	var out Delivery
-	return &out, s.c.do(ctx, call{op: opRedeliver, ids: []string{id}, out: &out})
+	return doJSON[Delivery](ctx, s.c, call{op: opRedeliver, ids: []string{id}})
 }
 
 // DeadLetter is a delivery whose retry policy gave up (schema DeadLetter),
@@ -148,12 +143,10 @@ type DeadLettersService struct{ c *Client }
 func (s *DeadLettersService) List(ctx context.Context, p DeadLetterListParams) (*Page[DeadLetter], error) {
 	q := p.ListParams.values()
 	setIf(q, "subscription_id", p.SubscriptionID)
-	var out Page[DeadLetter]
-	return &out, s.c.do(ctx, call{op: opListDeadLetters, query: q, out: &out})
+	return doJSON[Page[DeadLetter]](ctx, s.c, call{op: opListDeadLetters, query: q})
 }
 
 // Redrive makes dead letters pending again (POST /v1/dead-letters/redrive).
 func (s *DeadLettersService) Redrive(ctx context.Context, p RedriveParams) (*RedriveResult, error) {
-	var out RedriveResult
-	return &out, s.c.do(ctx, call{op: opRedrive, body: p, out: &out})
+	return doJSON[RedriveResult](ctx, s.c, call{op: opRedrive, body: p})
 }

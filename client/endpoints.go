@@ -56,32 +56,27 @@ type EndpointsService struct{ c *Client }
 func (s *EndpointsService) List(ctx context.Context, p EndpointListParams) (*Page[Endpoint], error) {
 	q := p.ListParams.values()
 	setIf(q, "state", p.State)
-	var out Page[Endpoint]
-	return &out, s.c.do(ctx, call{op: opListEndpoints, query: q, out: &out})
+	return doJSON[Page[Endpoint]](ctx, s.c, call{op: opListEndpoints, query: q})
 }
 
 // Get returns the endpoint id (GET /v1/endpoints/{id}).
 func (s *EndpointsService) Get(ctx context.Context, id string) (*Endpoint, error) {
-	var out Endpoint
-	return &out, s.c.do(ctx, call{op: opGetEndpoint, ids: []string{id}, out: &out})
+	return doJSON[Endpoint](ctx, s.c, call{op: opGetEndpoint, ids: []string{id}})
 }
 
 // Update sets the endpoint's rate limit (PATCH /v1/endpoints/{id}).
 func (s *EndpointsService) Update(ctx context.Context, id string, in EndpointUpdate) (*Endpoint, error) {
-	var out Endpoint
-	return &out, s.c.do(ctx, call{op: opUpdateEndpoint, ids: []string{id}, body: in, out: &out})
+	return doJSON[Endpoint](ctx, s.c, call{op: opUpdateEndpoint, ids: []string{id}, body: in})
 }
 
 // Enable enables a disabled, probation or frozen endpoint (POST
 // /v1/endpoints/{id}/enable).
 func (s *EndpointsService) Enable(ctx context.Context, id string) (*Endpoint, error) {
-	var out Endpoint
-	return &out, s.c.do(ctx, call{op: opEnableEndpoint, ids: []string{id}, out: &out})
+	return doJSON[Endpoint](ctx, s.c, call{op: opEnableEndpoint, ids: []string{id}})
 }
 
 // Freeze stops every attempt to the endpoint until Enable (POST
 // /v1/endpoints/{id}/freeze).
 func (s *EndpointsService) Freeze(ctx context.Context, id string) (*Endpoint, error) {
-	var out Endpoint
-	return &out, s.c.do(ctx, call{op: opFreezeEndpoint, ids: []string{id}, out: &out})
+	return doJSON[Endpoint](ctx, s.c, call{op: opFreezeEndpoint, ids: []string{id}})
 }

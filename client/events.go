@@ -69,6 +69,5 @@ func (s *EventsService) PublishRaw(ctx context.Context, r RawPublish) (*PublishR
 	if r.ContentType == "" {
 		return nil, errors.New("client: PublishRaw: no ContentType")
 	}
-	var out PublishResponse
-	return &out, s.c.do(ctx, call{op: opPublish, raw: &rawBody{r.ContentType, r.Body}, header: r.Header, out: &out})
+	return doJSON[PublishResponse](ctx, s.c, call{op: opPublish, raw: &rawBody{r.ContentType, r.Body}, header: r.Header})
 }

@@ -38,14 +38,12 @@ type KeysService struct{ c *Client }
 
 // Create makes a key (POST /v1/keys).
 func (s *KeysService) Create(ctx context.Context, in APIKeyInput) (*CreatedAPIKey, error) {
-	var out CreatedAPIKey
-	return &out, s.c.do(ctx, call{op: opCreateKey, body: in, out: &out})
+	return doJSON[CreatedAPIKey](ctx, s.c, call{op: opCreateKey, body: in})
 }
 
 // List returns one page of the account's keys (GET /v1/keys).
 func (s *KeysService) List(ctx context.Context, p ListParams) (*Page[APIKey], error) {
-	var out Page[APIKey]
-	return &out, s.c.do(ctx, call{op: opListKeys, query: p.values(), out: &out})
+	return doJSON[Page[APIKey]](ctx, s.c, call{op: opListKeys, query: p.values()})
 }
 
 // Delete revokes the key id (DELETE /v1/keys/{id}).

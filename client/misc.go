@@ -28,8 +28,7 @@ type PortalSessionsService struct{ c *Client }
 
 // Create makes a portal link (POST /v1/portal-sessions).
 func (s *PortalSessionsService) Create(ctx context.Context, in PortalSessionInput) (*PortalSession, error) {
-	var out PortalSession
-	return &out, s.c.do(ctx, call{op: opCreatePortalSession, body: in, out: &out})
+	return doJSON[PortalSession](ctx, s.c, call{op: opCreatePortalSession, body: in})
 }
 
 // Stats are delivery counts and latency per step (schema Stats).
@@ -65,8 +64,7 @@ func (s *StatsService) Get(ctx context.Context, p StatsParams) (*Stats, error) {
 	setIf(q, "window", p.Window)
 	setIf(q, "subscription_id", p.SubscriptionID)
 	setIf(q, "endpoint_id", p.EndpointID)
-	var out Stats
-	return &out, s.c.do(ctx, call{op: opGetStats, query: q, out: &out})
+	return doJSON[Stats](ctx, s.c, call{op: opGetStats, query: q})
 }
 
 // ValidationResult is the answer of Validation.Get.
@@ -83,6 +81,5 @@ type ValidationService struct{ c *Client }
 func (s *ValidationService) Get(ctx context.Context, id, code string) (*ValidationResult, error) {
 	q := url.Values{}
 	setIf(q, "code", code)
-	var out ValidationResult
-	return &out, s.c.do(ctx, call{op: opConfirmValidation, ids: []string{id}, query: q, out: &out})
+	return doJSON[ValidationResult](ctx, s.c, call{op: opConfirmValidation, ids: []string{id}, query: q})
 }

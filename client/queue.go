@@ -82,38 +82,33 @@ type FailedToken struct {
 // (POST /v1/subscriptions/{id}/receive). The request's timeout is the
 // client's plus p.MaxWait.
 func (s *SubscriptionsService) Receive(ctx context.Context, id string, p ReceiveParams) (*ReceiveResult, error) {
-	var out ReceiveResult
 	var wait time.Duration
 	if p.MaxWait != nil {
 		wait = time.Duration(*p.MaxWait)
 	}
-	return &out, s.c.do(ctx, call{op: opReceive, ids: []string{id}, body: p, out: &out, timeout: wait})
+	return doJSON[ReceiveResult](ctx, s.c, call{op: opReceive, ids: []string{id}, body: p, timeout: wait})
 }
 
 // Acknowledge settles received deliveries as delivered (POST
 // /v1/subscriptions/{id}/acknowledge).
 func (s *SubscriptionsService) Acknowledge(ctx context.Context, id string, tokens []string) (*SettleResult, error) {
-	var out SettleResult
-	return &out, s.c.do(ctx, call{op: opAcknowledge, ids: []string{id}, body: lockTokens{tokens}, out: &out})
+	return doJSON[SettleResult](ctx, s.c, call{op: opAcknowledge, ids: []string{id}, body: lockTokens{tokens}})
 }
 
 // Release gives received deliveries back to the queue (POST
 // /v1/subscriptions/{id}/release).
 func (s *SubscriptionsService) Release(ctx context.Context, id string, p ReleaseParams) (*SettleResult, error) {
-	var out SettleResult
-	return &out, s.c.do(ctx, call{op: opRelease, ids: []string{id}, body: p, out: &out})
+	return doJSON[SettleResult](ctx, s.c, call{op: opRelease, ids: []string{id}, body: p})
 }
 
 // Reject dead-letters received deliveries (POST
 // /v1/subscriptions/{id}/reject).
 func (s *SubscriptionsService) Reject(ctx context.Context, id string, tokens []string) (*SettleResult, error) {
-	var out SettleResult
-	return &out, s.c.do(ctx, call{op: opReject, ids: []string{id}, body: lockTokens{tokens}, out: &out})
+	return doJSON[SettleResult](ctx, s.c, call{op: opReject, ids: []string{id}, body: lockTokens{tokens}})
 }
 
 // RenewLock extends the locks of received deliveries (POST
 // /v1/subscriptions/{id}/renew-lock).
 func (s *SubscriptionsService) RenewLock(ctx context.Context, id string, p RenewLockParams) (*SettleResult, error) {
-	var out SettleResult
-	return &out, s.c.do(ctx, call{op: opRenewLock, ids: []string{id}, body: p, out: &out})
+	return doJSON[SettleResult](ctx, s.c, call{op: opRenewLock, ids: []string{id}, body: p})
 }
