@@ -11,13 +11,27 @@ import (
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; without
-// it the module's version is used when the build recorded one.
-var version = "dev"
+// These are stamped at build time by scripts/release with
+// -ldflags "-X main.version=… -X main.commit=… -X main.date=… -X main.modified=…".
+// Without a version the module's version is used when the build recorded
+// one; without a commit, the commit, its time and the modified flag the Go
+// toolchain recorded (see buildInfo).
+var (
+	version  = "dev"
+	commit   = "" // the full commit hash
+	date     = "" // the commit's time, RFC 3339
+	modified = "" // "true" when the checkout had uncommitted changes
+)
 
-// buildInfo says which Herald this is: its version and, when the Go
-// toolchain recorded them (go build or go install in a git checkout; not go
-// run, go test or -buildvcs=false), the commit it was built from.
+// stamp is what -ldflags set: version, commit, date and modified above.
+type stamp struct {
+	Version, Commit, Date, Modified string
+}
+
+// buildInfo says which Herald this is: its version and the commit it was
+// built from, when scripts/release stamped it or the Go toolchain recorded it
+// (go build or go install in a git checkout; not go run, go test or
+// -buildvcs=false).
 type buildInfo struct {
 	Version  string `json:"version"`
 	Go       string `json:"go"`
@@ -32,12 +46,29 @@ func currentBuild() buildInfo {
 	if !ok {
 		bi = nil
 	}
-	return readBuild(version, bi)
+	return readBuild(stamp{version, commit, date, modified}, bi)
 }
 
-// readBuild makes a buildInfo from the -ldflags version (or "dev") and the
-// Go build information bi (nil when there is none).
-func readBuild(ldVersion string, bi *debug.BuildInfo) buildInfo {
+// readBuild makes a buildInfo from what -ldflags stamped (st.Version "dev"
+// and the rest empty when nothing was) and the Go build information bi (nil
+// when there is none). A stamped commit wins over the recorded one, and
+// with it only the stamped date and modified flag count.
+func readBuild(st stamp, bi *debug.BuildInfo) buildInfo {
+	b := readRecorded(st.Version, bi)
+	if st.Commit == "" {
+		return b
+	}
+	b.Revision, b.Time, b.Modified = st.Commit, st.Date, nil
+	if st.Modified != "" {
+		m := st.Modified == "true"
+		b.Modified = &m
+	}
+	return b
+}
+
+// readRecorded makes a buildInfo from the version ldVersion and what the Go
+// toolchain recorded in bi.
+func readRecorded(ldVersion string, bi *debug.BuildInfo) buildInfo {
 	b := buildInfo{Version: ldVersion, Go: runtime.Version()}
 	if bi == nil {
 		return b
@@ -89,9 +120,9 @@ func (b buildInfo) String() string {
 func newVersionFlags(stderr io.Writer) (*flag.FlagSet, *bool) {
 	fs := flag.NewFlagSet("herald version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the version as JSON: version, go, and revision, time and modified when recorded")
+	asJSON := fs.Bool("json", false, "print the version as JSON: version, go, and revision, time and modified when stamped or recorded")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: herald version [--json]\n\nPrints Herald's version, the Go version, and the commit it was built from when the build recorded it.\n\n")
+		fmt.Fprint(fs.Output(), "Usage: herald version [--json]\n\nPrints Herald's version, the Go version, and the commit it was built from when a release build stamped it (scripts/release) or the Go toolchain recorded it.\n\n")
 		fs.PrintDefaults()
 	}
 	return fs, asJSON
