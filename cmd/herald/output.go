@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/herald-events/herald/client"
 )
@@ -39,90 +39,91 @@ type listPage struct {
 // deleted is the answer of a verb whose operation answers no body.
 type deleted struct{ id string }
 
-// call runs the verb: a list verb one page, or with --all every page up
-// to maxListAll items (a note on stderr when it stops short).
+// call runs the verb and returns what the API answered: a list verb's
+// page, or with --all every page up to maxListAll items (a note on stderr
+// when it stops short); deleted for an answer without a body; else the
+// answer's JSON as sent.
 func (v *verb) call(ctx context.Context, c *call, stderr io.Writer) (any, error) {
 	if !v.list {
-		return v.run(ctx, c)
+		res, err := v.run(ctx, c)
+		if d, ok := res.(deleted); ok || err != nil {
+			return d, err
+		}
+		return json.RawMessage(bytes.Clone(c.answer.body.Bytes())), nil
 	}
 	all, _ := c.set["all"].(bool)
 	out := listPage{Data: []json.RawMessage{}}
 	for {
-		res, err := v.run(ctx, c)
-		if err != nil {
+		if _, err := v.run(ctx, c); err != nil {
 			return nil, err
 		}
-		data, next, err := pageItems(res)
-		if err != nil {
-			return nil, err
+		var p listPage
+		if err := json.Unmarshal(c.answer.body.Bytes(), &p); err != nil {
+			return nil, fmt.Errorf("the answer is not a page: %v", err)
 		}
-		out.Data, out.NextCursor = append(out.Data, data...), next
-		if !all || next == "" || next == c.page.Cursor {
+		out.Data, out.NextCursor = append(out.Data, p.Data...), p.NextCursor
+		if !all || p.NextCursor == "" || p.NextCursor == c.page.Cursor {
 			return out, nil
 		}
 		if len(out.Data) >= maxListAll {
 			fmt.Fprintf(stderr, "%s: --all stopped at %d items, its bound\n", c.name(), len(out.Data))
 			return out, nil
 		}
-		c.page.Cursor = next
+		c.page.Cursor = p.NextCursor
 	}
 }
 
 func (c *call) name() string { return "herald " + c.res.name + " " + c.verb.name }
 
-// pageItems returns the items of a *client.Page[T] as JSON, and its
-// NextCursor.
-func pageItems(page any) ([]json.RawMessage, string, error) {
-	b, err := json.Marshal(page)
-	if err != nil {
-		return nil, "", err
-	}
-	var p listPage
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, "", err
-	}
-	return p.Data, p.NextCursor, nil
-}
-
 // printResult prints what a verb answered, as -o says: json, indented, or
 // a table of the verb's columns (KEY VALUE lines for a verb without).
-// A list's table is followed, on stderr, by the next page's cursor.
+// A list's table is followed, on stderr, by the next page's command.
 func printResult(stdout, stderr io.Writer, c *call, result any) error {
-	if d, ok := result.(deleted); ok {
+	var rows []json.RawMessage
+	switch r := result.(type) {
+	case deleted:
 		if c.out == "table" {
-			fmt.Fprintf(stdout, "%s %s: done\n", c.verb.name, d.id)
+			fmt.Fprintf(stdout, "%s %s: done\n", c.verb.name, r.id)
 		}
 		return nil
-	}
-	if c.out == "json" {
-		b, err := json.MarshalIndent(result, "", "  ")
-		if err != nil {
-			return err
+	case listPage:
+		if c.out == "json" {
+			return printJSON(stdout, r)
 		}
-		_, err = stdout.Write(append(b, '\n'))
-		return err
-	}
-	var rows []json.RawMessage
-	page, isList := result.(listPage)
-	if isList {
-		rows = page.Data
-	} else {
-		b, err := json.Marshal(result)
-		if err != nil {
-			return err
+		rows = r.Data
+	case json.RawMessage:
+		if c.out == "json" {
+			return printJSON(stdout, r)
 		}
-		rows = []json.RawMessage{b}
-	}
-	if len(c.verb.columns) == 0 && !isList {
-		return printFields(stdout, rows[0])
+		if len(c.verb.columns) == 0 {
+			return printFields(stdout, r)
+		}
+		rows = []json.RawMessage{r}
+		if c.verb.rows != "" {
+			var obj map[string][]json.RawMessage
+			if err := json.Unmarshal(r, &obj); err != nil {
+				return fmt.Errorf("the answer has no list %s: %v", c.verb.rows, err)
+			}
+			rows = obj[c.verb.rows]
+		}
 	}
 	if err := printTable(stdout, c.verb.columns, rows); err != nil {
 		return err
 	}
-	if isList && page.NextCursor != "" {
-		fmt.Fprintf(stderr, "more: %s --cursor %s\n", c.name(), page.NextCursor)
+	if p, ok := result.(listPage); ok && p.NextCursor != "" {
+		fmt.Fprintf(stderr, "%s: more: the next page is --cursor %s\n", c.name(), p.NextCursor)
 	}
 	return nil
+}
+
+// printJSON prints v as indented JSON, its raw parts as the API wrote them.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // printTable prints rows (JSON objects) under cols' headers.
@@ -219,8 +220,8 @@ func cell(v any) string {
 	if s == "" {
 		return "-"
 	}
-	if q := strconv.Quote(s); q[1:len(q)-1] != s {
-		s = q
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		s = strconv.Quote(s)
 	}
 	if r := []rune(s); len(r) > maxCell {
 		s = string(r[:maxCell-1]) + "…"
@@ -244,13 +245,4 @@ func printAPIError(w io.Writer, name string, err error) {
 		fmt.Fprintf(w, ": %s", p.Detail)
 	}
 	fmt.Fprintln(w)
-}
-
-// isNil reports whether v is nil or a nil pointer.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	r := reflect.ValueOf(v)
-	return r.Kind() == reflect.Pointer && r.IsNil()
 }

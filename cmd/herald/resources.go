@@ -70,7 +70,7 @@ func findResource(name string) *resource {
 func resourcesUsage() string {
 	var b strings.Builder
 	for _, res := range resources {
-		fmt.Fprintf(&b, "        %-14s %s\n", res.name, strings.Join(res.verbNames(), ", "))
+		fmt.Fprintf(&b, "        herald %-14s %s\n", res.name, strings.Join(res.verbNames(), ", "))
 	}
 	return b.String()
 }

@@ -16,20 +16,19 @@ var eventsResource = &resource{
 	verbs: []*verb{
 		{name: "publish", body: true,
 			summary: "Publish one CloudEvent (structured mode). specversion defaults to 1.0 and id to a random one; the answer says the deliveries it made.",
-			columns: []column{{"ID", "id"}, {"SOURCE", "source"}, {"DUPLICATE", "duplicate"}, {"DELIVERIES", "deliveries"}},
+			columns: []column{{"ID", "id"}, {"SOURCE", "source"}, {"DUPLICATE", "duplicate"}, {"DELIVERIES", "deliveries"}}, rows: "events",
 			flags: []flagSpec{
 				{name: "type", field: "type", usage: "the event's type"},
 				{name: "source", field: "source", usage: "the event's source (a URI reference, /shop)"},
 				{name: "subject", field: "subject", usage: "the event's subject"},
 				{name: "id", field: "id", usage: "the event's id (default: a random one; the same source and id again is a duplicate)"},
-				{name: "data", field: "data", kind: kindJSON, usage: "the event's data, JSON"},
+				{name: "payload", field: "data", kind: kindJSON, usage: "the event's data, JSON (--data is the data directory, as for every client command)"},
 			},
 			run: publish},
 	},
 }
 
-// publish publishes the call's body as one structured CloudEvent and
-// answers its result (a table row).
+// publish publishes the call's body as one structured CloudEvent.
 func publish(ctx context.Context, c *call) (any, error) {
 	if _, ok := c.body["specversion"]; !ok {
 		c.body["specversion"] = "1.0"
@@ -46,14 +45,7 @@ func publish(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.cl.Events.PublishRaw(ctx, client.RawPublish{ContentType: "application/cloudevents+json", Body: b})
-	if err != nil {
-		return nil, err
-	}
-	if len(res.Events) != 1 {
-		return nil, errors.New("the answer holds no event")
-	}
-	return res.Events[0], nil
+	return c.cl.Events.PublishRaw(ctx, client.RawPublish{ContentType: "application/cloudevents+json", Body: b})
 }
 
 var deliveriesResource = &resource{

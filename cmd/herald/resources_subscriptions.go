@@ -85,7 +85,7 @@ var subscriptionsResource = &resource{
 		{name: "test", summary: "Send a test event to the subscription alone, through the normal delivery path.", args: []string{"ID"}, body: true,
 			flags: []flagSpec{
 				{name: "type", field: "type", usage: "the test event's type (default herald.test)"},
-				{name: "data", field: "data", kind: kindJSON, usage: "the test event's data, a JSON object"},
+				{name: "payload", field: "data", kind: kindJSON, usage: "the test event's data, a JSON object"},
 			},
 			input: newInput[client.TestEventParams](),
 			run: func(ctx context.Context, c *call) (any, error) {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,7 @@ type verb struct {
 	body    bool     // takes --file, the request body, merged with the flags that set a field
 	list    bool     // a list: takes --limit, --cursor and --all
 	columns []column // its table output (of a list's items); none: KEY VALUE lines
+	rows    string   // the member of the answer whose items are the table's rows; "": the answer is the row
 	// input returns a new typed request body (a pointer) the body is
 	// decoded into, strictly (an unknown member is a usage error); nil: the
 	// verb uses the body as it is.
@@ -57,6 +59,9 @@ type call struct {
 	cl      *client.Client
 	out     string        // -o
 	timeout time.Duration // --timeout
+	// answer keeps the API's last successful answer, which is what the
+	// verb prints: the client's types decode it, the CLI shows it as sent.
+	answer *answerKeeper
 }
 
 // str returns the string flag name, or "" when it was not given.
@@ -226,7 +231,8 @@ func (v *verb) newCall(res *resource, fs *flag.FlagSet, cf *clientFlags, set map
 	if err != nil {
 		return nil, fromEnv, err
 	}
-	c := &call{res: res, verb: v, args: pos, set: set, out: "table", timeout: client.DefaultTimeout}
+	c := &call{res: res, verb: v, args: pos, set: set, out: "table", timeout: client.DefaultTimeout,
+		answer: &answerKeeper{next: http.DefaultTransport}}
 	if o, ok := set["o"].(string); ok {
 		c.out = o
 	}
@@ -322,11 +328,32 @@ func (v *verb) buildBody(set map[string]any) (map[string]any, error) {
 
 // apiClient returns the client of the API cf names (see
 // clientFlags.newClient), acting in --account, with --timeout for each
-// request.
+// request, its answers kept by c.answer.
 func (cf *clientFlags) apiClient(c *call, res *resource) (*client.Client, error) {
-	opts := []client.Option{client.WithTimeout(c.timeout)}
+	opts := []client.Option{client.WithTimeout(c.timeout), client.WithHTTPClient(&http.Client{Transport: c.answer})}
 	if a := c.str("account"); a != "" && res.account {
 		opts = append(opts, client.WithAccount(a))
 	}
 	return cf.newClient(opts...)
+}
+
+// answerKeeper is an http.RoundTripper that keeps a copy of the body of the
+// last 2xx answer as the client reads it (the client bounds that read:
+// client.MaxResponseBytes).
+type answerKeeper struct {
+	next http.RoundTripper
+	body bytes.Buffer
+}
+
+func (k *answerKeeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := k.next.RoundTrip(req)
+	if err != nil || resp.StatusCode/100 != 2 {
+		return resp, err
+	}
+	k.body.Reset()
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, &k.body), resp.Body}
+	return resp, nil
 }
