@@ -283,7 +283,7 @@ func decodeInput(body map[string]any, in any) (any, error) {
 // checkArgs checks the positional arguments against v.args: a last one
 // ending in "..." takes more, and in brackets ("[ID...]") none too.
 func (v *verb) checkArgs(pos []string) error {
-	want, variadic := len(v.args), len(v.args) > 0 && strings.HasSuffix(v.args[len(v.args)-1], "...")
+	want, variadic := len(v.args), len(v.args) > 0 && isVariadic(v.args[len(v.args)-1])
 	if variadic && strings.HasPrefix(v.args[len(v.args)-1], "[") {
 		want--
 	}
@@ -300,6 +300,10 @@ func (v *verb) checkArgs(pos []string) error {
 	}
 	return nil
 }
+
+// isVariadic reports whether the argument name takes more than one value
+// ("ID...", "[ID...]").
+func isVariadic(arg string) bool { return strings.HasSuffix(strings.TrimSuffix(arg, "]"), "...") }
 
 func argsSaid(args []string) string {
 	if len(args) == 0 {
