@@ -229,20 +229,25 @@ func cell(v any) string {
 	return s
 }
 
-// printAPIError says what went wrong with a call on stderr: a problem's
-// status, title, field and detail, or the error.
+// printAPIError says what went wrong with a call on stderr (see
+// describeError).
 func printAPIError(w io.Writer, name string, err error) {
+	fmt.Fprintf(w, "%s: %s\n", name, describeError(err))
+}
+
+// describeError is a problem's status, title, field and detail
+// ("400 Invalid request (field url): must be …"), or err's text.
+func describeError(err error) string {
 	var p *client.Problem
 	if !errors.As(err, &p) {
-		fmt.Fprintf(w, "%s: %v\n", name, err)
-		return
+		return err.Error()
 	}
-	fmt.Fprintf(w, "%s: %d %s", name, p.Status, p.Title)
+	s := fmt.Sprintf("%d %s", p.Status, p.Title)
 	if p.Field != "" {
-		fmt.Fprintf(w, " (field %s)", p.Field)
+		s += " (field " + p.Field + ")"
 	}
 	if p.Detail != "" {
-		fmt.Fprintf(w, ": %s", p.Detail)
+		s += ": " + p.Detail
 	}
-	fmt.Fprintln(w)
+	return s
 }

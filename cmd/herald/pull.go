@@ -112,7 +112,7 @@ func pull(ctx context.Context, c *client.Client, cfg pullConfig, stdout io.Write
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("receive: %w", err)
+			return fmt.Errorf("receive: %s", describeError(err))
 		}
 		var tokens []string
 		for _, p := range res.Data {
@@ -125,7 +125,7 @@ func pull(ctx context.Context, c *client.Client, cfg pullConfig, stdout io.Write
 		}
 		ack, err := c.Subscriptions.Acknowledge(ctx, cfg.Subscription, tokens)
 		if err != nil {
-			return fmt.Errorf("acknowledge: %w", err)
+			return fmt.Errorf("acknowledge: %s", describeError(err))
 		}
 		for _, f := range ack.Failed {
 			fmt.Fprintf(stdout, "  not acknowledged: delivery=%s: %s\n", strings.SplitN(f.LockToken, ".", 2)[0], f.Error)

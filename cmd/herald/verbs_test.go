@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/server"
 )
 
 // forEachVerb calls f with every verb of the resources table.
@@ -304,4 +306,37 @@ func shellWords(words []string) string {
 		q[i] = shellQuote(w)
 	}
 	return strings.Join(q, " ")
+}
+
+// TestVerbsKeyAndAPI: a verb calls the API of HERALD_API (or --api) with
+// HERALD_API_KEY, else the admin key in --data's admin.key, as herald pull
+// does (TestClientCommandsReadTheEnvironment); a wrong key is the API's
+// 401 on stderr, exit 1. Not parallel: it sets the environment.
+func TestVerbsKeyAndAPI(t *testing.T) {
+	base := startClientServer(t)
+	withKey := t.TempDir()
+	if err := os.WriteFile(filepath.Join(withKey, server.AdminKeyFile), []byte(clientTestKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := apiCall(t, base, "/v1/subscriptions", "application/json", `{"name":"orders","delivery_mode":"pull"}`, http.StatusCreated)
+	for _, c := range []struct {
+		name, api, key string
+		args           []string
+	}{
+		{"HERALD_API and HERALD_API_KEY", base, clientTestKey, nil},
+		{"--api and admin.key", "http://127.0.0.1:1", "", []string{"--api", base, "--data", withKey}},
+	} {
+		t.Setenv("HERALD_API", c.api)
+		t.Setenv("HERALD_API_KEY", c.key)
+		args := append([]string{"subscriptions", "get", sub}, c.args...)
+		code, out, errOut := runHerald(t, args...)
+		if code != 0 || errOut != "" || !strings.Contains(out, sub+"  orders  pull") {
+			t.Errorf("%s: herald %q: exit %d, stdout %q, stderr %q", c.name, args, code, out, errOut)
+		}
+	}
+	t.Setenv("HERALD_API", base)
+	t.Setenv("HERALD_API_KEY", "wrong-key-0123456789abcdef")
+	if code, out, errOut := runHerald(t, "subscriptions", "list", "--data", withKey); code != 1 || out != "" || !strings.HasPrefix(errOut, "herald subscriptions list: 401 ") {
+		t.Errorf("a wrong HERALD_API_KEY: exit %d, stdout %q, stderr %q; want exit 1 and the API's 401", code, out, errOut)
+	}
 }
