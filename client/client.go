@@ -50,6 +50,8 @@ type Client struct {
 	userAgent string
 	timeout   time.Duration
 	hc        *http.Client
+	// maxResponse is MaxResponseBytes (tests make it small).
+	maxResponse int64
 }
 
 // Option sets up a Client in New.
@@ -123,6 +125,8 @@ func WithUserAgent(ua string) Option {
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	switch {
+	case !strings.Contains(baseURL, "://"):
+		return nil, fmt.Errorf("client: base URL %q: the scheme must be http or https (as in http://127.0.0.1:8080)", baseURL)
 	case err != nil:
 		return nil, fmt.Errorf("client: base URL %q: %v", baseURL, err)
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -136,7 +140,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	c := &Client{base: u, timeout: DefaultTimeout, userAgent: "herald-go-client", hc: &http.Client{}}
+	c := &Client{base: u, timeout: DefaultTimeout, userAgent: "herald-go-client", hc: &http.Client{}, maxResponse: MaxResponseBytes}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -197,12 +201,12 @@ func (c *Client) do(ctx context.Context, cl call) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxProblemBytes))
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResponse+1))
 	if err != nil {
 		return fmt.Errorf("client: %s %s: reading the answer: %w", req.Method, req.URL.Path, err)
 	}
-	if len(body) > MaxResponseBytes {
-		return fmt.Errorf("client: %s %s: the answer is longer than %d bytes", req.Method, req.URL.Path, MaxResponseBytes)
+	if int64(len(body)) > c.maxResponse {
+		return fmt.Errorf("client: %s %s: the answer is longer than %d bytes", req.Method, req.URL.Path, c.maxResponse)
 	}
 	if err := json.Unmarshal(body, cl.out); err != nil {
 		return fmt.Errorf("client: %s %s: decoding the answer: %w", req.Method, req.URL.Path, err)

@@ -26,9 +26,11 @@ func ignore[T any](_ T, err error) error { return err }
 // keyed "Service.Method"; TestClientMethodsAreOpenAPIOperations checks
 // that it names them all.
 var methodCalls = map[string]methodCall{
-	"Accounts.Create": func(ctx context.Context, c *Client) error { return ignore(c.Accounts.Create(ctx, AccountInput{Name: "a"})) },
-	"Accounts.List":   func(ctx context.Context, c *Client) error { return ignore(c.Accounts.List(ctx, full[ListParams]())) },
-	"Accounts.Get":    func(ctx context.Context, c *Client) error { return ignore(c.Accounts.Get(ctx, "acc_1")) },
+	"Accounts.Create": func(ctx context.Context, c *Client) error {
+		return ignore(c.Accounts.Create(ctx, AccountInput{Name: "a"}))
+	},
+	"Accounts.List": func(ctx context.Context, c *Client) error { return ignore(c.Accounts.List(ctx, full[ListParams]())) },
+	"Accounts.Get":  func(ctx context.Context, c *Client) error { return ignore(c.Accounts.Get(ctx, "acc_1")) },
 	"Accounts.Update": func(ctx context.Context, c *Client) error {
 		return ignore(c.Accounts.Update(ctx, "acc_1", AccountUpdate{}))
 	},
@@ -36,9 +38,11 @@ var methodCalls = map[string]methodCall{
 	"Keys.Create": func(ctx context.Context, c *Client) error {
 		return ignore(c.Keys.Create(ctx, APIKeyInput{Role: "publish"}))
 	},
-	"Keys.List":            func(ctx context.Context, c *Client) error { return ignore(c.Keys.List(ctx, full[ListParams]())) },
-	"Keys.Delete":          func(ctx context.Context, c *Client) error { return c.Keys.Delete(ctx, "key_1") },
-	"Subscriptions.Create": func(ctx context.Context, c *Client) error { return ignore(c.Subscriptions.Create(ctx, SubscriptionInput{Name: "s"})) },
+	"Keys.List":   func(ctx context.Context, c *Client) error { return ignore(c.Keys.List(ctx, full[ListParams]())) },
+	"Keys.Delete": func(ctx context.Context, c *Client) error { return c.Keys.Delete(ctx, "key_1") },
+	"Subscriptions.Create": func(ctx context.Context, c *Client) error {
+		return ignore(c.Subscriptions.Create(ctx, SubscriptionInput{Name: "s"}))
+	},
 	"Subscriptions.List": func(ctx context.Context, c *Client) error {
 		return ignore(c.Subscriptions.List(ctx, full[SubscriptionListParams]()))
 	},
@@ -111,8 +115,10 @@ var methodCalls = map[string]methodCall{
 	"Endpoints.List": func(ctx context.Context, c *Client) error {
 		return ignore(c.Endpoints.List(ctx, full[EndpointListParams]()))
 	},
-	"Endpoints.Get":    func(ctx context.Context, c *Client) error { return ignore(c.Endpoints.Get(ctx, "ep_1")) },
-	"Endpoints.Update": func(ctx context.Context, c *Client) error { return ignore(c.Endpoints.Update(ctx, "ep_1", EndpointUpdate{})) },
+	"Endpoints.Get": func(ctx context.Context, c *Client) error { return ignore(c.Endpoints.Get(ctx, "ep_1")) },
+	"Endpoints.Update": func(ctx context.Context, c *Client) error {
+		return ignore(c.Endpoints.Update(ctx, "ep_1", EndpointUpdate{}))
+	},
 	"Endpoints.Enable": func(ctx context.Context, c *Client) error { return ignore(c.Endpoints.Enable(ctx, "ep_1")) },
 	"Endpoints.Freeze": func(ctx context.Context, c *Client) error { return ignore(c.Endpoints.Freeze(ctx, "ep_1")) },
 	"Stats.Get":        func(ctx context.Context, c *Client) error { return ignore(c.Stats.Get(ctx, full[StatsParams]())) },

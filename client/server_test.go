@@ -1,0 +1,107 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/client"
+	"github.com/herald-events/herald/internal/attempting"
+	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/store/postgres/pgtest"
+)
+
+// adminKey is the admin key of the server startServer starts.
+const adminKey = "client-test-admin-key-0123456789"
+
+// startServer starts a Herald server, its API on 127.0.0.1, with adminKey
+// and pushes allowed to loopback receivers, on the embedded store in a
+// temporary directory (or on PostgreSQL with HERALD_TEST_STORE=postgres),
+// and returns its base URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	cfg := server.Config{DataDir: t.TempDir(), Version: "test", AdminKey: adminKey,
+		Attempting: attempting.Config{Destinations: destination.Policy{AllowPrivate: true}}}
+	if os.Getenv("HERALD_TEST_STORE") == "postgres" {
+		cfg.Store = pgtest.SchemaURL(t)
+	}
+	srv, err := server.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		srv.StopWaiting()
+		api.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return api.URL
+}
+
+// newClient returns a client of base with key and opts, failing the test
+// on an error.
+func newClient(t *testing.T, base, key string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.New(base, append([]client.Option{client.WithKey(key)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// receiver is a loopback endpoint answering /ok with 204 and anything else
+// with 500, counting the requests.
+type receiver struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.hits.Add(1)
+		if req.URL.Path == "/ok" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// stallBound is how long eventually waits for its condition.
+const stallBound = 60 * time.Second
+
+// eventually checks cond every few milliseconds until it holds, failing
+// the test after stallBound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for start := time.Now(); !cond(); <-tick.C {
+		if time.Since(start) > stallBound {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// check fails the test when err is not nil.
+func check(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
