@@ -129,7 +129,57 @@ func (v *verb) printUsage(fs *flag.FlagSet, res *resource) {
 		fmt.Fprint(w, "-o json prints the page as the API answers it, {\"data\": [...],\n\"next_cursor\": \"...\"} (with --all, every item in one data); -o table\nprints its items and, on stderr, the cursor of the next page.\n\n")
 	}
 	fmt.Fprint(w, clientHelp+"\nFlags:\n")
-	fs.PrintDefaults()
+	printVerbFlags(w, fs, append(v.commonFlags(res), v.flags...))
+}
+
+// printVerbFlags lists fs's flags, as flag.PrintDefaults does but naming
+// each one's value by its kind (specs; --api and --data are strings).
+func printVerbFlags(w io.Writer, fs *flag.FlagSet, specs []flagSpec) {
+	fs.VisitAll(func(f *flag.Flag) {
+		spec := flagSpec{usage: f.Usage}
+		for _, s := range specs {
+			if s.name == f.Name {
+				spec = s
+			}
+		}
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		ph := spec.placeholder()
+		if spec.name == "" { // --api, --data
+			ph = map[string]string{"api": " URL", "data": " DIR"}[f.Name]
+		}
+		fmt.Fprintf(w, "  %s%s%s\n    \t%s", dash, f.Name, ph, f.Usage)
+		if spec.name == "" && f.DefValue != "" {
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// placeholder names the spec's value in help: " N", " push|pull", none
+// for a bool.
+func (spec flagSpec) placeholder() string {
+	if len(spec.values) > 0 {
+		return " " + strings.Join(spec.values, "|")
+	}
+	switch spec.kind {
+	case kindBool:
+		return ""
+	case kindInt, kindNumber:
+		return " N"
+	case kindJSON:
+		return " JSON"
+	case kindDuration:
+		return " DURATION"
+	case kindTime:
+		return " TIME"
+	}
+	if spec.name == "file" {
+		return " FILE|-"
+	}
+	return " TEXT"
 }
 
 // runResource is the command of res: herald RESOURCE VERB [flags] [ARGS].
