@@ -6,6 +6,10 @@ import (
 	"strings"
 
 	"github.com/herald-events/herald/client"
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // resources are the API's resources as herald commands, in the order
@@ -33,6 +37,26 @@ var (
 	keyColumns          = []column{{"ID", "id"}, {"ACCOUNT", "account_id"}, {"ROLE", "role"}, {"NAME", "name"}, {"PREFIX", "prefix"}, {"CREATED", "created_at"}}
 	jobColumns          = []column{{"ID", "id"}, {"KIND", "kind"}, {"STATE", "state"}, {"SUBSCRIPTION", "subscription_id"}, {"TOTAL", "total"}, {"DONE", "done"}, {"ERRORS", "errors"}, {"FINISHED", "finished_at"}}
 )
+
+// Flag values that are the API's fixed sets, from the packages that own
+// them.
+var (
+	failurePolicies  = []string{subscription.FailureRetry, subscription.FailureQueue}
+	deliveryModes    = []string{subscription.ModePush, subscription.ModePull}
+	keyRoles         = []string{account.RoleAdmin, account.RoleAccount, account.RolePublish}
+	deliveryStatuses = stringsOf(delivery.Statuses)
+	endpointStates   = stringsOf(health.States)
+	recoverStatuses  = []string{string(delivery.StatusDeadLettered), string(delivery.StatusDropped), string(delivery.StatusQueued)}
+)
+
+// stringsOf returns vs as strings.
+func stringsOf[S ~string](vs []S) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // id is the verb's ID argument (its first).
 func (c *call) id() string { return c.args[0] }

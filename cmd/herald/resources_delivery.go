@@ -56,7 +56,7 @@ var deliveriesResource = &resource{
 		{name: "list", summary: "Search the delivery log, newest first.", list: true, columns: deliveryColumns,
 			flags: []flagSpec{
 				{name: "subscription", usage: "only this subscription's deliveries (its id)"},
-				{name: "status", values: []string{"pending", "delivered", "dead_lettered", "dropped", "queued"}, usage: "only deliveries in this status"},
+				{name: "status", values: deliveryStatuses, usage: "only deliveries in this status"},
 				{name: "event-id", usage: "only deliveries of events with this id"},
 				{name: "url", usage: "only queued deliveries to this URL (with --status queued)"},
 				{name: "ordering-key", usage: "only deliveries with this ordering key (with --subscription)"},
@@ -104,7 +104,7 @@ var endpointsResource = &resource{
 	account: true,
 	verbs: []*verb{
 		{name: "list", summary: "List the account's endpoints.", list: true, columns: endpointColumns,
-			flags: []flagSpec{{name: "state", values: []string{"enabled", "probation", "disabled", "frozen"}, usage: "only endpoints in this state"}},
+			flags: []flagSpec{{name: "state", values: endpointStates, usage: "only endpoints in this state"}},
 			run: func(ctx context.Context, c *call) (any, error) {
 				return c.cl.Endpoints.List(ctx, client.EndpointListParams{ListParams: c.page, State: c.str("state")})
 			}},
@@ -176,7 +176,7 @@ var accountsResource = &resource{
 // accountFields are the body flags of accounts create and update.
 var accountFields = []flagSpec{
 	{name: "name", field: "name", usage: "the account's name (unique)"},
-	{name: "failure-policy", field: "settings.failure_policy", values: []string{"retry", "queue"}, usage: "its subscriptions' default failure_policy"},
+	{name: "failure-policy", field: "settings.failure_policy", values: failurePolicies, usage: "its subscriptions' default failure_policy"},
 }
 
 var keysResource = &resource{
@@ -189,7 +189,7 @@ var keysResource = &resource{
 		{name: "create", summary: "Make a key in the account (--account with an admin key): the answer is the only one that holds it.", body: true,
 			columns: append(keyColumns[:len(keyColumns):len(keyColumns)], column{"KEY", "key"}),
 			flags: []flagSpec{
-				{name: "role", field: "role", values: []string{"admin", "account", "publish"}, usage: "what the key may do"},
+				{name: "role", field: "role", values: keyRoles, usage: "what the key may do"},
 				{name: "name", field: "name", usage: "the key's name"},
 			},
 			input: newInput[client.APIKeyInput](),

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/herald-events/herald/client"
+	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/retry"
 )
 
 // subscriptionFields are the flags of subscriptions create and update
@@ -14,11 +16,11 @@ var subscriptionFields = []flagSpec{
 	{name: "event-type", field: "event_types", kind: kindList, usage: "an event type it takes (repeat the flag for more; none: every type)"},
 	{name: "subject-begins-with", field: "subject_begins_with", usage: "only events whose subject begins with this"},
 	{name: "subject-ends-with", field: "subject_ends_with", usage: "only events whose subject ends with this"},
-	{name: "retry-preset", field: "retry_policy.preset", usage: "the retry policy's preset (herald policy list names them)"},
+	{name: "retry-preset", field: "retry_policy.preset", values: retry.Presets(), usage: "the retry policy's preset (herald policy list says each)"},
 	{name: "max-attempts", field: "retry_policy.max_attempts", kind: kindInt, min: 1, max: 1000, usage: "the retry policy's attempts at most"},
-	{name: "failure-policy", field: "failure_policy", values: []string{"retry", "queue"}, usage: "what a failed push does: retry (the retry policy), or queue (deactivate the subscription)"},
+	{name: "failure-policy", field: "failure_policy", values: failurePolicies, usage: "what a failed push does: retry (the retry policy), or queue (deactivate the subscription)"},
 	{name: "dead-letter", field: "dead_letter", kind: kindBool, usage: "keep what the retry policy gives up on as dead letters (--dead-letter=false drops it)"},
-	{name: "delivery-schema", field: "delivery_schema", usage: "how events are pushed: cloudevents, cloudevents-binary, cloudevents-batch, eventgrid, pubsub or data"},
+	{name: "delivery-schema", field: "delivery_schema", values: event.Schemas(), usage: "how events are pushed (docs/schemas.md)"},
 	{name: "dead-letter-url", field: "dead_letter_url", usage: "a URL dead letters are pushed to"},
 }
 
@@ -36,7 +38,7 @@ var subscriptionsResource = &resource{
 			return cl.Subscriptions.Get(ctx, id)
 		}),
 		{name: "create", summary: "Create a subscription.", body: true, columns: subscriptionColumns,
-			flags: append([]flagSpec{{name: "delivery-mode", field: "delivery_mode", values: []string{"push", "pull"},
+			flags: append([]flagSpec{{name: "delivery-mode", field: "delivery_mode", values: deliveryModes,
 				usage: "push (to --url) or pull (consumers receive, as herald pull does)"}}, subscriptionFields...),
 			input: newInput[client.SubscriptionInput](),
 			run: func(ctx context.Context, c *call) (any, error) {
@@ -75,7 +77,7 @@ var subscriptionsResource = &resource{
 			flags: []flagSpec{
 				{name: "since", field: "since", kind: kindTime, usage: "deliveries made at or after this time (RFC 3339)"},
 				{name: "until", field: "until", kind: kindTime, usage: "deliveries made before this time (default: now)"},
-				{name: "status", field: "statuses", kind: kindList, values: []string{"dead_lettered", "dropped", "queued"},
+				{name: "status", field: "statuses", kind: kindList, values: recoverStatuses,
 					usage: "a status recovered (repeat for more; default dead_lettered and dropped)"},
 			},
 			input: newInput[client.RecoverParams](),
