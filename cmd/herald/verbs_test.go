@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestVerbsRefuseBadFlags(t *testing.T) {
 				bad = append(bad, "not-"+spec.values[0])
 			}
 			if spec.kind == kindInt {
-				bad = append(bad, "0", "100000")
+				bad = append(bad, strconv.Itoa(spec.min-1), strconv.Itoa(spec.max+1))
 			}
 			for _, val := range bad {
 				if spec.name == "file" {
@@ -265,7 +266,7 @@ func TestCompletionScripts(t *testing.T) {
 		{"herald sub", "subscriptions"},
 		{"herald dead", "dead-letters"},
 		{"herald comp", "completion"},
-		{"herald subscriptions re", "recover reactivate"},
+		{"herald subscriptions rec", "recover receive"},
 		{"herald subscriptions create --deli", "--delivery-mode --delivery-schema"},
 		{"herald subscriptions create --delivery-mode ", "push pull"},
 		{"herald deliveries list --status dead", "dead_lettered"},

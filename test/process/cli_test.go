@@ -166,7 +166,8 @@ func TestCLIWalkThrough(t *testing.T) {
 	w.redeliverAndRecover(sub, dlv, recv)
 	w.endpointsAndTest(sub, recv)
 	w.refusals(sub)
-	w.deletes(sub, account)
+	queue := w.queue()
+	w.deletes(account, sub, queue)
 }
 
 // accountAndKey makes an account and an account key in it with the admin
@@ -378,7 +379,7 @@ func (w *cliWalk) refusals(sub string) {
 	w.fails(1, []string{"400", "(field url)"}, "subscriptions", "create", "--name", "bad", "--url", "ftp://example.com/hook")
 	w.fails(1, []string{"404"}, "deliveries", "get", "dlv_01kb2q4x0yb8w2f5k7n1p3r6s9")
 	w.fails(1, []string{"(field subscription_id)"}, "deliveries", "list", "--subscription", "orders")
-	w.fails(2, []string{"-max-attempts"}, "subscriptions", "update", sub, "--max-attempts", "0")
+	w.fails(2, []string{"-max-attempts"}, "subscriptions", "update", sub, "--max-attempts", "-1")
 	w.fails(2, []string{"-payload"}, "events", "publish", "--type", "t", "--payload", "{")
 	w.fails(2, []string{"-status"}, "deliveries", "list", "--status", "lost")
 	w.fails(2, []string{"-o"}, "subscriptions", "list", "-o", "yaml")
@@ -388,13 +389,53 @@ func (w *cliWalk) refusals(sub string) {
 	}
 }
 
-// deletes deletes the subscription, revokes nothing else, and deletes the
-// account (now without subscriptions) with the admin key.
-func (w *cliWalk) deletes(sub, account string) {
-	if out := w.ok("subscriptions", "delete", sub); out != "delete "+sub+": done\n" {
-		w.t.Errorf("subscriptions delete: %q", out)
+// queue makes a pull subscription, publishes two events to it, receives
+// one and acknowledges it (JSON), receives the other and releases it (a
+// table), and returns the subscription.
+func (w *cliWalk) queue() string {
+	var sub struct{ ID string }
+	w.json(&sub, "subscriptions", "create", "--name", "queue", "--delivery-mode", "pull", "--event-type", "order.queued")
+	for _, id := range []string{"q-1", "q-2"} {
+		w.ok("events", "publish", "--type", "order.queued", "--source", "/shop", "--id", id)
 	}
-	w.fails(1, []string{"404"}, "subscriptions", "get", sub)
+	var got struct {
+		Data []struct {
+			LockToken  string `json:"lock_token"`
+			DeliveryID string `json:"delivery_id"`
+			Event      struct{ ID string }
+		} `json:"data"`
+	}
+	w.json(&got, "subscriptions", "receive", sub.ID, "--max-events", "1", "--max-wait", "10s")
+	if len(got.Data) != 1 || got.Data[0].Event.ID != "q-1" {
+		w.t.Fatalf("subscriptions receive -o json: %+v, want q-1", got)
+	}
+	out := w.ok("subscriptions", "acknowledge", sub.ID, got.Data[0].LockToken)
+	if !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, got.Data[0].LockToken) {
+		w.t.Errorf("subscriptions acknowledge: %q", out)
+	}
+	w.waitDelivered(got.Data[0].DeliveryID, 0)
+	rows := w.table("subscriptions", "receive", sub.ID, "--max-wait", "10s", "--lock-duration", "60s")
+	if len(rows) != 1 || rows[0]["EVENT"] != "q-2" || rows[0]["TYPE"] != "order.queued" || rows[0]["COUNT"] != "1" {
+		w.t.Fatalf("subscriptions receive: %v, want q-2", rows)
+	}
+	w.ok("subscriptions", "release", sub.ID, rows[0]["LOCK TOKEN"], "--delay", "0s")
+	var d cliDelivery
+	w.json(&d, "deliveries", "get", rows[0]["DELIVERY"])
+	if d.Status != "queued" {
+		w.t.Errorf("the released delivery: %+v, want queued", d)
+	}
+	return sub.ID
+}
+
+// deletes deletes the subscriptions, and the account (now without
+// subscriptions) with the admin key.
+func (w *cliWalk) deletes(account string, subs ...string) {
+	for _, sub := range subs {
+		if out := w.ok("subscriptions", "delete", sub); out != "delete "+sub+": done\n" {
+			w.t.Errorf("subscriptions delete: %q", out)
+		}
+		w.fails(1, []string{"404"}, "subscriptions", "get", sub)
+	}
 	w.key = adminKey
 	if out := w.ok("accounts", "delete", account, "-o", "json"); out != "" {
 		w.t.Errorf("accounts delete -o json: %q, want nothing", out)
