@@ -30,7 +30,7 @@ type resource struct {
 type verb struct {
 	name, summary string
 	// args names the positional arguments; a last one ending in "..."
-	// takes one or more values.
+	// takes one or more values, and in brackets ("[ID...]") none too.
 	args    []string
 	flags   []flagSpec
 	body    bool     // takes --file, the request body, merged with the flags that set a field
@@ -43,7 +43,9 @@ type verb struct {
 	input func() any
 	// check refuses a command line the flags' own checks let through.
 	check func(c *call) error
-	// run calls the API; a list verb's run answers one page.
+	// run calls the API (a list verb's, for one page). What the verb
+	// prints is the API's answer as sent (call.answer); run's value only
+	// says an answer without a body (deleted).
 	run func(ctx context.Context, c *call) (any, error)
 }
 
@@ -66,9 +68,6 @@ type call struct {
 
 // str returns the string flag name, or "" when it was not given.
 func (c *call) str(name string) string { s, _ := c.set[name].(string); return s }
-
-// strs returns the list flag name's values.
-func (c *call) strs(name string) []string { s, _ := c.set[name].([]string); return s }
 
 // commonFlags are the flags every verb of res takes besides --api and
 // --data (addClientFlags) and its own.
