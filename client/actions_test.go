@@ -23,7 +23,7 @@ func TestSubscriptionActions(t *testing.T) {
 	c := newClient(t, base, adminKey)
 	sub, err := c.Subscriptions.Create(ctx, client.SubscriptionInput{Name: "push", URL: rc.URL + "/ok", EventTypes: []string{"a"}})
 	check(t, "Subscriptions.Create", err)
-	up, err := c.Subscriptions.Update(ctx, sub.ID, client.SubscriptionUpdate{EventTypes: &[]string{"a", "b"}, Timeout: ptr(client.Duration(5 * time.Second))})
+	up, err := c.Subscriptions.Update(ctx, sub.ID, client.SubscriptionUpdate{EventTypes: &[]string{"a", "b"}, Timeout: new(client.Duration(5 * time.Second))})
 	check(t, "Subscriptions.Update", err)
 	if len(up.EventTypes) != 2 || up.Timeout != client.Duration(5*time.Second) || up.Name != "push" {
 		t.Errorf("Subscriptions.Update: %+v", up)
@@ -33,7 +33,7 @@ func TestSubscriptionActions(t *testing.T) {
 	if sec.Algorithm != "hmac-sha256" || !strings.HasPrefix(sec.Secret, "whsec_") || len(sec.Previous) != 0 {
 		t.Errorf("Subscriptions.Secret: %+v", sec)
 	}
-	rot, err := c.Subscriptions.RotateSecret(ctx, sub.ID, client.RotateSecretParams{Grace: ptr(client.Duration(time.Hour))})
+	rot, err := c.Subscriptions.RotateSecret(ctx, sub.ID, client.RotateSecretParams{Grace: new(client.Duration(time.Hour))})
 	check(t, "Subscriptions.RotateSecret", err)
 	if rot.Secret == sec.Secret || len(rot.Previous) != 1 || rot.Previous[0].Secret != sec.Secret {
 		t.Errorf("Subscriptions.RotateSecret: %+v, want the old secret previous", rot)
@@ -100,7 +100,7 @@ func TestQueue(t *testing.T) {
 		t.Fatalf("Deliveries.ListQueued: %+v", queued.Data)
 	}
 	got := receiveOne(t, ctx, c, sub.ID, 1)
-	settle(t, "RenewLock", 1)(c.Subscriptions.RenewLock(ctx, sub.ID, client.RenewLockParams{LockTokens: []string{got.LockToken}, LockDuration: ptr(client.Duration(time.Minute))}))
+	settle(t, "RenewLock", 1)(c.Subscriptions.RenewLock(ctx, sub.ID, client.RenewLockParams{LockTokens: []string{got.LockToken}, LockDuration: new(client.Duration(time.Minute))}))
 	settle(t, "Release", 1)(c.Subscriptions.Release(ctx, sub.ID, client.ReleaseParams{LockTokens: []string{got.LockToken}, Delay: client.ReleaseNow}))
 	got = receiveOne(t, ctx, c, sub.ID, 2)
 	settle(t, "Reject", 1)(c.Subscriptions.Reject(ctx, sub.ID, []string{got.LockToken}))
@@ -118,7 +118,7 @@ func TestQueue(t *testing.T) {
 // receiveOne receives the one queued delivery, its count wantCount.
 func receiveOne(t *testing.T, ctx context.Context, c *client.Client, sub string, wantCount int) client.ReceivedDelivery {
 	t.Helper()
-	res, err := c.Subscriptions.Receive(ctx, sub, client.ReceiveParams{MaxEvents: 10, MaxWait: ptr(client.Duration(5 * time.Second))})
+	res, err := c.Subscriptions.Receive(ctx, sub, client.ReceiveParams{MaxEvents: 10, MaxWait: new(client.Duration(5 * time.Second))})
 	check(t, "Subscriptions.Receive", err)
 	if len(res.Data) != 1 || res.Data[0].DeliveryCount != wantCount || res.Data[0].LockToken == "" || res.Data[0].Event == nil {
 		t.Fatalf("Subscriptions.Receive: %+v, want one delivery received %d times", res.Data, wantCount)

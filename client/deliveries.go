@@ -55,10 +55,14 @@ type Attempt struct {
 type DeliveryListParams struct {
 	ListParams
 	SubscriptionID string
-	Status         string
-	EventID        string
-	URL            string
-	OrderingKey    string
+	// Status is "pending", "delivered", "dead_lettered", "dropped" or
+	// "queued".
+	Status  string
+	EventID string
+	// URL narrows a list of queued deliveries (Status "queued", or
+	// ListQueued) to one delivery URL; the API refuses it otherwise.
+	URL         string
+	OrderingKey string
 }
 
 // values returns the list's query parameters.
@@ -81,9 +85,9 @@ func (s *DeliveriesService) List(ctx context.Context, p DeliveryListParams) (*Pa
 	return doJSON[Page[Delivery]](ctx, s.c, call{op: opListDeliveries, query: p.values()})
 }
 
-// ListQueued returns one page of a subscription's queued deliveries with
-// their locks and events (GET /v1/deliveries with status=queued): p's
-// Status is set to "queued" and its SubscriptionID is required.
+// ListQueued returns one page of queued deliveries with their receive
+// counts, locks and events (GET /v1/deliveries with status=queued,
+// whatever p's Status).
 func (s *DeliveriesService) ListQueued(ctx context.Context, p DeliveryListParams) (*Page[QueuedDelivery], error) {
 	p.Status = "queued"
 	return doJSON[Page[QueuedDelivery]](ctx, s.c, call{op: opListDeliveries, query: p.values()})

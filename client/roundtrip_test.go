@@ -40,7 +40,7 @@ func setUpWorld(t *testing.T, ctx context.Context) *world {
 	if got.Name != "acme" || got.Settings.FailurePolicy != "retry" {
 		t.Errorf("Accounts.Get: %+v", got)
 	}
-	renamed, err := w.admin.Accounts.Update(ctx, w.account.ID, client.AccountUpdate{Name: ptr("acme-eu")})
+	renamed, err := w.admin.Accounts.Update(ctx, w.account.ID, client.AccountUpdate{Name: new("acme-eu")})
 	check(t, "Accounts.Update", err)
 	if renamed.Name != "acme-eu" {
 		t.Errorf("Accounts.Update: name %q", renamed.Name)
@@ -54,7 +54,7 @@ func setUpWorld(t *testing.T, ctx context.Context) *world {
 	w.ok, err = w.c.Subscriptions.Create(ctx, client.SubscriptionInput{Name: "ok", URL: rc.URL + "/ok", EventTypes: []string{"order.created"}})
 	check(t, "Subscriptions.Create ok", err)
 	w.fail, err = w.c.Subscriptions.Create(ctx, client.SubscriptionInput{Name: "fail", URL: rc.URL + "/fail",
-		RetryPolicy: &client.RetryPolicy{Preset: "eventgrid", MaxAttempts: ptr(1)}, DeadLetter: ptr(true)})
+		RetryPolicy: &client.RetryPolicy{Preset: "eventgrid", MaxAttempts: new(1)}, DeadLetter: new(true)})
 	check(t, "Subscriptions.Create fail", err)
 	if w.fail.RetryPolicy.MaxAttempts == nil || *w.fail.RetryPolicy.MaxAttempts != 1 || w.fail.State != "active" || w.fail.EndpointID == "" {
 		t.Errorf("Subscriptions.Create answered %+v", w.fail)
@@ -265,7 +265,7 @@ func endpoints(t *testing.T, ctx context.Context, w *world) {
 // made) and asks for an unknown one (404).
 func problems(t *testing.T, ctx context.Context, w *world) {
 	_, err := w.c.Subscriptions.Create(ctx, client.SubscriptionInput{Name: "bad", URL: "https://example.com/h",
-		RetryPolicy: &client.RetryPolicy{MaxAttempts: ptr(-1)}})
+		RetryPolicy: &client.RetryPolicy{MaxAttempts: new(-1)}})
 	var p *client.Problem
 	if !errors.As(err, &p) || p.Status != 400 || p.Field != "retry_policy.max_attempts" || p.Type != "urn:herald:problem:validation" {
 		t.Errorf("a negative max_attempts: %v (%+v), want a 400 problem with field retry_policy.max_attempts", err, p)
