@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -50,12 +51,13 @@ func runPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 2
 	}
-	c, err := cf.newClient()
+	answer := &answerKeeper{next: http.DefaultTransport}
+	c, err := cf.newClient(client.WithHTTPClient(&http.Client{Transport: answer}))
 	if err != nil {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 1
 	}
-	if err := pull(ctx, c, *cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	if err := pull(ctx, c, answer, *cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 1
 	}
@@ -98,8 +100,10 @@ func (cfg *pullConfig) check() error {
 
 // pull receives, prints and acknowledges until ctx ends or cfg.Count
 // events were received. Each receive may wait cfg.MaxWait on the server:
-// the client's request timeout has that added (client.Receive).
-func pull(ctx context.Context, c *client.Client, cfg pullConfig, stdout io.Writer) error {
+// the client's request timeout has that added (client.Receive). The
+// events printed are those of the receive's answer as sent (answer keeps
+// it).
+func pull(ctx context.Context, c *client.Client, answer *answerKeeper, cfg pullConfig, stdout io.Writer) error {
 	wait, lock := client.Duration(cfg.MaxWait), client.Duration(cfg.LockDuration)
 	got := 0
 	for cfg.Count == 0 || got < cfg.Count {
@@ -114,9 +118,19 @@ func pull(ctx context.Context, c *client.Client, cfg pullConfig, stdout io.Write
 			}
 			return fmt.Errorf("receive: %s", describeError(err))
 		}
+		var raw struct {
+			Data []struct {
+				Event json.RawMessage `json:"event"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(answer.body.Bytes(), &raw)
 		var tokens []string
-		for _, p := range res.Data {
-			printPulled(stdout, p)
+		for i, p := range res.Data {
+			var event json.RawMessage
+			if i < len(raw.Data) {
+				event = raw.Data[i].Event
+			}
+			printPulled(stdout, p, event)
 			tokens = append(tokens, p.LockToken)
 		}
 		got += len(res.Data)
@@ -134,12 +148,12 @@ func pull(ctx context.Context, c *client.Client, cfg pullConfig, stdout io.Write
 	return nil
 }
 
-func printPulled(w io.Writer, p client.ReceivedDelivery) {
+// printPulled prints a received delivery's line, then its event (JSON,
+// cut after 2 KiB).
+func printPulled(w io.Writer, p client.ReceivedDelivery, body json.RawMessage) {
 	var typ, id string
-	var body []byte
 	if p.Event != nil {
 		typ, id = p.Event.Type, p.Event.ID
-		body, _ = json.Marshal(p.Event)
 	}
 	fmt.Fprintf(w, "%s delivery=%s count=%d type=%s id=%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 		p.DeliveryID, p.DeliveryCount, logValue(typ), logValue(id))
