@@ -1,32 +1,19 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/herald-events/herald/client"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/server"
 )
-
-// apiClient is how the commands that call a running Herald (herald pull,
-// herald filter test) talk to its API: the base URL, an API key, and
-// problem+json errors turned into Go errors. clientFlags makes one.
-type apiClient struct {
-	base string
-	key  string
-	hc   *http.Client
-}
 
 // defaultAPI is the API a client command calls without --api or
 // HERALD_API: herald serve's at its default --addr.
@@ -102,80 +89,18 @@ func (c *clientFlags) check() error {
 	return nil
 }
 
-// client returns the client of the API the flags name, with its key:
+// newClient returns the client of the API the flags name, with its key:
 // HERALD_API_KEY, else the admin key the server wrote to <--data>/admin.key
-// at its first start. Without either it says what to do.
-func (c *clientFlags) client() (*apiClient, error) {
-	if k := strings.TrimSpace(os.Getenv("HERALD_API_KEY")); k != "" {
-		return &apiClient{base: c.api, key: k, hc: &http.Client{}}, nil
-	}
-	path := filepath.Join(c.data, server.AdminKeyFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("no API key: set HERALD_API_KEY, or point --data at the server's data directory (%s: %v)", path, errors.Unwrap(err))
-	}
-	return &apiClient{base: c.api, key: strings.TrimSpace(string(b)), hc: &http.Client{}}, nil
-}
-
-// problemError is an API error answer.
-type problemError struct {
-	Status int
-	Title  string
-	Detail string
-	Field  string
-}
-
-func (p *problemError) Error() string {
-	s := fmt.Sprintf("%d %s", p.Status, p.Title)
-	if p.Field != "" {
-		s += " (" + p.Field + ")"
-	}
-	if p.Detail != "" {
-		s += ": " + p.Detail
-	}
-	return s
-}
-
-// do sends a JSON request (in nil: no body) and decodes a 2xx answer into
-// out (when not nil). The request is bounded by timeout; a non-2xx answer
-// is a *problemError.
-func (c *apiClient) do(ctx context.Context, method, path string, in, out any, timeout time.Duration) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
+// at its first start, and opts. Without a key it says what to do.
+func (c *clientFlags) newClient(opts ...client.Option) (*client.Client, error) {
+	key := strings.TrimSpace(os.Getenv("HERALD_API_KEY"))
+	if key == "" {
+		path := filepath.Join(c.data, server.AdminKeyFile)
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("no API key: set HERALD_API_KEY, or point --data at the server's data directory (%s: %v)", path, errors.Unwrap(err))
 		}
-		body = bytes.NewReader(b)
+		key = strings.TrimSpace(string(b))
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.base, "/")+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		p := &problemError{Status: resp.StatusCode}
-		if json.Unmarshal(raw, p) != nil || p.Title == "" {
-			p.Title = http.StatusText(resp.StatusCode)
-		}
-		return p
-	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
-	}
-	return nil
+	return client.New(c.api, append([]client.Option{client.WithKey(key), client.WithUserAgent("herald-cli")}, opts...)...)
 }

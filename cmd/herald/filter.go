@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"time"
+
+	"github.com/herald-events/herald/client"
 )
 
 const filterUsage = `Usage: herald filter test [flags] SUBSCRIPTION
@@ -65,18 +65,19 @@ func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "herald filter test: --event: unreadable or over 1 MiB\n")
 		return 2
 	}
-	c, err := cf.client()
+	var event client.Event
+	if err := json.Unmarshal(ev, &event); err != nil {
+		fmt.Fprintf(stderr, "herald filter test: --event: not a JSON object: %v\n", err)
+		return 2
+	}
+	c, err := cf.newClient()
 	if err != nil {
 		fmt.Fprintf(stderr, "herald filter test: %v\n", err)
 		return 1
 	}
-	var res struct {
-		Matches      bool   `json:"matches"`
-		Reason       string `json:"reason"`
-		FailedFilter *int   `json:"failed_filter"`
-	}
-	if err := c.do(ctx, http.MethodPost, "/v1/subscriptions/"+sub+"/filter-test", json.RawMessage(ev), &res, 30*time.Second); err != nil {
-		fmt.Fprintf(stderr, "herald filter test: %v\n", err)
+	res, err := c.Subscriptions.FilterTest(ctx, sub, event)
+	if err != nil {
+		printAPIError(stderr, "herald filter test", err)
 		return 1
 	}
 	if res.Matches {

@@ -9,6 +9,10 @@
 //	herald migrate    apply the PostgreSQL schema migrations
 //	herald bench      end-to-end benchmarks
 //	herald version    print the version and what it was built from
+//	herald RESOURCE VERB   call the API: subscriptions, events, deliveries,
+//	                  dead-letters, endpoints, accounts, keys and jobs,
+//	                  each with its verbs (resources.go)
+//	herald completion print a bash, zsh or fish completion script
 //
 // Every command refuses a bad flag value or a stray argument with exit
 // status 2 before it starts anything.
@@ -23,7 +27,7 @@ import (
 	"syscall"
 )
 
-const usage = `Herald — durable event subscriptions and webhook delivery.
+var usage = `Herald — durable event subscriptions and webhook delivery.
 
 Usage:
   herald serve [--addr HOST:PORT] [--data DIR] [--store sqlite|postgres://URL] [flags]
@@ -56,7 +60,13 @@ Usage:
       run end-to-end benchmarks against the real binary (herald bench -h)
   herald version [--json]
       print the version and the source it was built from
-  herald help [COMMAND]
+  herald RESOURCE VERB [flags] [ARGS]
+      call a running Herald's API (the API and the key as for herald pull),
+      printing a table or, with -o json, the API's JSON:
+` + resourcesUsage() + `      herald RESOURCE -h lists its verbs, herald RESOURCE VERB -h a verb's flags
+  herald completion bash|zsh|fish
+      print a shell completion script (herald completion -h says how to load it)
+  herald help [COMMAND [VERB]]
       print this, or COMMAND's flags (as herald COMMAND -h does), to stdout
 `
 
@@ -70,6 +80,15 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"migrate": runMigrate,
 	"bench":   benchMain,
 	"version": runVersion,
+}
+
+// init adds the resources' commands and herald completion to commands
+// (they read commands, so they cannot be in its literal).
+func init() {
+	for _, res := range resources {
+		commands[res.name] = res.runResource
+	}
+	commands["completion"] = runCompletion
 }
 
 func main() {
@@ -97,8 +116,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case len(rest) == 1 && commands[rest[0]] != nil:
 			return commands[rest[0]](ctx, []string{"-h"}, stdout, stderr)
+		case len(rest) == 2 && findResource(rest[0]) != nil && findResource(rest[0]).verb(rest[1]) != nil:
+			return commands[rest[0]](ctx, []string{rest[1], "-h"}, stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "herald help: want one command name, not %q\n\n%s", rest, usage)
+		fmt.Fprintf(stderr, "herald help: want a command name (and a resource's verb), not %q\n\n%s", rest, usage)
 		return 2
 	}
 	if cmd := commands[name]; cmd != nil {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/herald-events/herald/client"
 )
 
 const pullUsage = `Usage: herald pull [flags] SUBSCRIPTION
@@ -49,12 +51,13 @@ func runPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 2
 	}
-	c, err := cf.client()
+	answer := &answerKeeper{next: http.DefaultTransport}
+	c, err := cf.newClient(client.WithHTTPClient(&http.Client{Transport: answer}))
 	if err != nil {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 1
 	}
-	if err := pull(ctx, c, *cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	if err := pull(ctx, c, answer, *cfg, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "herald pull: %v\n", err)
 		return 1
 	}
@@ -95,52 +98,48 @@ func (cfg *pullConfig) check() error {
 	return nil
 }
 
-// pulled is one item of a receive answer.
-type pulled struct {
-	LockToken     string          `json:"lock_token"`
-	DeliveryID    string          `json:"delivery_id"`
-	DeliveryCount int             `json:"delivery_count"`
-	Event         json.RawMessage `json:"event"`
-}
-
 // pull receives, prints and acknowledges until ctx ends or cfg.Count
-// events were received.
-func pull(ctx context.Context, c *apiClient, cfg pullConfig, stdout io.Writer) error {
-	path := "/v1/subscriptions/" + cfg.Subscription
-	// A receive may wait max_wait on the server: the request gets that
-	// and 30 s more.
-	timeout := cfg.MaxWait + 30*time.Second
+// events were received. Each receive may wait cfg.MaxWait on the server:
+// the client's request timeout has that added (client.Receive). The
+// events printed are those of the receive's answer as sent (answer keeps
+// it).
+func pull(ctx context.Context, c *client.Client, answer *answerKeeper, cfg pullConfig, stdout io.Writer) error {
+	wait, lock := client.Duration(cfg.MaxWait), client.Duration(cfg.LockDuration)
 	got := 0
 	for cfg.Count == 0 || got < cfg.Count {
 		max := cfg.MaxEvents
 		if cfg.Count > 0 {
 			max = min(max, cfg.Count-got)
 		}
-		var res struct{ Data []pulled }
-		body := map[string]any{"max_events": max, "max_wait": cfg.MaxWait.String(), "lock_duration": cfg.LockDuration.String()}
-		if err := c.do(ctx, http.MethodPost, path+"/receive", body, &res, timeout); err != nil {
+		res, err := c.Subscriptions.Receive(ctx, cfg.Subscription, client.ReceiveParams{MaxEvents: max, MaxWait: &wait, LockDuration: &lock})
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("receive: %w", err)
+			return fmt.Errorf("receive: %s", describeError(err))
 		}
+		var raw struct {
+			Data []struct {
+				Event json.RawMessage `json:"event"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(answer.body.Bytes(), &raw)
 		var tokens []string
-		for _, p := range res.Data {
-			printPulled(stdout, p)
+		for i, p := range res.Data {
+			var event json.RawMessage
+			if i < len(raw.Data) {
+				event = raw.Data[i].Event
+			}
+			printPulled(stdout, p, event)
 			tokens = append(tokens, p.LockToken)
 		}
 		got += len(res.Data)
 		if len(tokens) == 0 || cfg.NoAck {
 			continue
 		}
-		var ack struct {
-			Failed []struct {
-				LockToken string `json:"lock_token"`
-				Error     string `json:"error"`
-			} `json:"failed"`
-		}
-		if err := c.do(ctx, http.MethodPost, path+"/acknowledge", map[string]any{"lock_tokens": tokens}, &ack, 30*time.Second); err != nil {
-			return fmt.Errorf("acknowledge: %w", err)
+		ack, err := c.Subscriptions.Acknowledge(ctx, cfg.Subscription, tokens)
+		if err != nil {
+			return fmt.Errorf("acknowledge: %s", describeError(err))
 		}
 		for _, f := range ack.Failed {
 			fmt.Fprintf(stdout, "  not acknowledged: delivery=%s: %s\n", strings.SplitN(f.LockToken, ".", 2)[0], f.Error)
@@ -149,14 +148,18 @@ func pull(ctx context.Context, c *apiClient, cfg pullConfig, stdout io.Writer) e
 	return nil
 }
 
-func printPulled(w io.Writer, p pulled) {
-	var ev struct{ ID, Type string }
-	_ = json.Unmarshal(p.Event, &ev)
-	fmt.Fprintf(w, "%s delivery=%s count=%d type=%s id=%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-		p.DeliveryID, p.DeliveryCount, logValue(ev.Type), logValue(ev.ID))
-	body := string(p.Event)
-	if len(body) > 2<<10 {
-		body = body[:2<<10] + "…"
+// printPulled prints a received delivery's line, then its event (JSON,
+// cut after 2 KiB).
+func printPulled(w io.Writer, p client.ReceivedDelivery, body json.RawMessage) {
+	var typ, id string
+	if p.Event != nil {
+		typ, id = p.Event.Type, p.Event.ID
 	}
-	fmt.Fprintf(w, "  %s\n", body)
+	fmt.Fprintf(w, "%s delivery=%s count=%d type=%s id=%s\n", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		p.DeliveryID, p.DeliveryCount, logValue(typ), logValue(id))
+	text := string(body)
+	if len(text) > 2<<10 {
+		text = text[:2<<10] + "…"
+	}
+	fmt.Fprintf(w, "  %s\n", text)
 }
