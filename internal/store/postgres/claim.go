@@ -32,7 +32,9 @@ const (
 	// other one holds a lease still running at now (deliveries_ordering_leased:
 	// one seek), so a key has at most one delivery out at a time, on every
 	// node, whatever redelivers an older one or commits out of seq order
-	// (docs/ordering.md). Only one delivery of a key passes it in one
+	// (docs/ordering.md), once a claim's re-check under its keys' locks
+	// (keepKeyHeads, keylock.go) has judged it again on a snapshot that
+	// sees every other claim of the key. Only one delivery of a key passes it in one
 	// statement: a claim, and so a batch, takes at most one per key. A
 	// claim's snapshot that still sees the previous head pending leaves
 	// the next one for a later claim, never two.
@@ -161,7 +163,10 @@ SELECT ep, at FROM (
 // before now (lease_until < now: the holder is presumed dead, or too late),
 // fresh ones first, then retries, each in next_attempt_at order (then ID).
 // Concurrent claimers, on this node or others, never get the same delivery:
-// candidates are locked with FOR UPDATE SKIP LOCKED. A limit of zero or less
+// candidates are locked with FOR UPDATE SKIP LOCKED. When it leased keyed
+// deliveries, it takes their keys' locks and re-checks them in its
+// transaction (keepKeyHeads, keylock.go: one round trip more), so that no
+// two deliveries of a key are ever leased at once. A limit of zero or less
 // claims nothing. When it claims deliveries of dead letters, a second
 // statement in its transaction reads their dead-lettered deliveries by key
 // (deadLettersSQL) for Claimed.DeadLetter (nil if one is gone).
@@ -186,6 +191,9 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 				return c, err
 			})
 			if err != nil {
+				return err
+			}
+			if out, err = s.keepKeyHeads(ctx, tx, out, now, lease); err != nil {
 				return err
 			}
 			var of []string

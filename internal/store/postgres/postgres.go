@@ -310,6 +310,11 @@ type Store struct {
 	served   atomic.Int64
 	isolated atomic.Int64
 	retried  atomic.Int64
+
+	// claimStep, set by tests only (before the first claim), is called at
+	// the steps of a claim that leased keyed deliveries (keylock.go), in
+	// the claim's goroutine: a test holds a claim there.
+	claimStep func(step string)
 }
 
 var _ store.Store = (*Store)(nil)

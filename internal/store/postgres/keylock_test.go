@@ -1,0 +1,232 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/testsignal"
+)
+
+// TestKeyClaimRaces: a delivery r of key k's earlier event becomes pending
+// again (a redeliver, or a publish that drew its sequence first and commits
+// last) while node x claims l, of k's later event, and node y claims too.
+// Held after its claim statement, before the key lock, x leased l on a
+// snapshot without r; y, whose snapshot has r and not x's uncommitted lease,
+// takes r, and x's re-check (after y's commit) finds r pending before l and
+// gives l back: r is in flight, then l. Held after its re-check, before its
+// commit, x keeps l; y leases r but finds k's lock held and gives r back: l
+// is in flight; when l fails, r (the earlier event) goes before l's retry.
+// Either way one delivery of k is leased at a time (without the key lock,
+// x gets l and y gets r in both).
+func TestKeyClaimRaces(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(*keyRace)
+	}{{"redeliver", (*keyRace).redelivered}, {"publish out of order", (*keyRace).publishedLate}} {
+		t.Run(c.name+"/before the key lock", func(t *testing.T) {
+			k := newKeyRace(t)
+			c.setup(k)
+			xs, ys := k.race(claimLeasedKeys)
+			if len(xs) != 0 || !slices.Equal(ys, []string{k.r}) {
+				t.Fatalf("x claimed %v and y %v; want r (%s) on y only", xs, ys, k.r)
+			}
+			if got := k.leased(); !slices.Equal(got, []string{k.r}) {
+				t.Fatalf("leased in k: %v; want r only", got)
+			}
+			k.record(k.y, k.r, k.rTries+1, k.leaseY.Owner, time.Time{})
+			k.expect(k.x, k.leaseX, "after r", k.l)
+		})
+		t.Run(c.name+"/after the re-check", func(t *testing.T) {
+			k := newKeyRace(t)
+			c.setup(k)
+			xs, ys := k.race(claimKeysHeld)
+			if !slices.Equal(xs, []string{k.l}) || len(ys) != 0 {
+				t.Fatalf("x claimed %v and y %v; want l (%s) on x only", xs, ys, k.l)
+			}
+			if got := k.leased(); !slices.Equal(got, []string{k.l}) {
+				t.Fatalf("leased in k: %v; want l only", got)
+			}
+			k.expect(k.y, k.leaseY, "r while l is in flight")
+			k.record(k.x, k.l, 1, k.leaseX.Owner, k.now.Add(time.Minute))
+			k.now = k.now.Add(time.Minute)
+			k.leaseX.Until, k.leaseY.Until = k.now.Add(time.Minute), k.now.Add(time.Minute)
+			k.expect(k.y, k.leaseY, "at l's retry, r first", k.r)
+			k.record(k.y, k.r, k.rTries+1, k.leaseY.Owner, time.Time{})
+			k.expect(k.x, k.leaseX, "then l's retry", k.l)
+		})
+	}
+}
+
+// keyRace is two nodes (x, y) on one schema, a fixture subscription and two
+// deliveries of key "k": r, of the earlier event, and l, of the later one.
+type keyRace struct {
+	t       *testing.T
+	f       *fixture
+	x, y    *Store
+	r, l    string
+	now     time.Time
+	leaseX  store.Lease
+	leaseY  store.Lease
+	reopenR func() // makes r pending again, committed
+	rTries  int    // r's attempts before the race
+}
+
+func newKeyRace(t *testing.T) *keyRace {
+	dbURL := freshSchema(t)
+	x, y := openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})
+	k := &keyRace{t: t, f: newFixture(t, x), x: x, y: y, now: t0.Add(time.Second)}
+	k.leaseX = store.Lease{Owner: "node-x", Until: k.now.Add(time.Minute)}
+	k.leaseY = store.Lease{Owner: "node-y", Until: k.now.Add(time.Minute)}
+	return k
+}
+
+// keyed returns an event of the fixture whose delivery has ordering key k.
+func (k *keyRace) keyed() store.NewEvent {
+	ev := k.f.events(1, t0)[0]
+	ev.PartitionKey, ev.Deliveries[0].OrderingKey = "k", "k"
+	return ev
+}
+
+// redelivered: r was delivered, l is its key's head; r's Redeliver is
+// what commits during x's claim.
+func (k *keyRace) redelivered() {
+	r, l := k.keyed(), k.keyed()
+	k.f.publish(k.x, []store.NewEvent{r, l}, store.Lease{})
+	k.r, k.l = r.Deliveries[0].ID, l.Deliveries[0].ID
+	k.expect(k.x, k.leaseX, "r's first claim", k.r)
+	k.record(k.x, k.r, 1, k.leaseX.Owner, time.Time{})
+	k.rTries = 1
+	k.reopenR = func() {
+		if _, err := k.y.Redeliver(k.f.ctx, k.r, k.now); err != nil {
+			k.t.Fatal(err)
+		}
+	}
+}
+
+// publishedLate: r's publish draws its sequence first, in a transaction
+// still open when l's publish commits; it commits during x's claim.
+func (k *keyRace) publishedLate() {
+	r, l := k.keyed(), k.keyed()
+	k.r, k.l = r.Deliveries[0].ID, l.Deliveries[0].ID
+	tx, err := k.y.pool.Begin(k.f.ctx)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	pr := publishRows{slots: map[evKey]int{}}
+	pr.add(&r, "", 0)
+	if err := pr.write(k.f.ctx, tx); err != nil {
+		k.t.Fatal(err)
+	}
+	k.f.publish(k.x, []store.NewEvent{l}, store.Lease{})
+	if pr.seqs[0] >= k.seqOf(k.l) {
+		k.t.Fatalf("r's seq %d is not before l's", pr.seqs[0])
+	}
+	k.reopenR = func() {
+		if err := tx.Commit(k.f.ctx); err != nil {
+			k.t.Fatal(err)
+		}
+	}
+}
+
+func (k *keyRace) seqOf(id string) int64 {
+	d, err := k.x.GetDelivery(k.f.ctx, id)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return d.EventSeq
+}
+
+// race holds x's claim at step, commits r's reopening, claims on y, lets
+// x's claim go on, and returns what each claimed.
+func (k *keyRace) race(step string) (xs, ys []string) {
+	held, release := make(chan struct{}), make(chan struct{})
+	k.x.claimStep = func(s string) {
+		if s == step {
+			close(held)
+			<-release
+		}
+	}
+	defer func() { k.x.claimStep = nil }()
+	type result struct {
+		ids []string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cs, err := k.x.ClaimDue(k.f.ctx, k.f.sub.EndpointID, k.now, 10, k.leaseX)
+		done <- result{claimIDs(cs), err}
+	}()
+	select {
+	case <-held:
+	case res := <-done:
+		k.t.Fatalf("x's claim ended (%v, %v) without reaching %q", res.ids, res.err, step)
+	case <-time.After(testsignal.WaitTimeout):
+		k.t.Fatalf("x's claim did not reach %q", step)
+	}
+	k.reopenR()
+	cs, err := k.y.ClaimDue(k.f.ctx, k.f.sub.EndpointID, k.now, 10, k.leaseY)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	close(release)
+	res := <-done
+	if res.err != nil {
+		k.t.Fatal(res.err)
+	}
+	return res.ids, claimIDs(cs)
+}
+
+// expect claims on s at k.now and wants exactly ids.
+func (k *keyRace) expect(s *Store, lease store.Lease, what string, ids ...string) {
+	k.t.Helper()
+	cs, err := s.ClaimDue(k.f.ctx, k.f.sub.EndpointID, k.now, 10, lease)
+	if got := claimIDs(cs); err != nil || !slices.Equal(got, append([]string{}, ids...)) {
+		k.t.Fatalf("%s: claimed %v, %v; want %v", what, got, err, ids)
+	}
+}
+
+// record ends attempt n of id as delivered, or as failed with a retry at
+// retry when it is set.
+func (k *keyRace) record(s *Store, id string, n int, owner string, retry time.Time) {
+	k.t.Helper()
+	o := store.Outcome{
+		Attempt: delivery.Attempt{DeliveryID: id, Number: n, StartedAt: k.now, Duration: time.Millisecond,
+			StatusCode: 200, Outcome: "http_200"},
+		Status: delivery.StatusDelivered, Attempts: n, RoundAttempts: n, LastStatusCode: 200, LastOutcome: "http_200",
+		DeliveredAt: k.now, LeaseOwner: owner,
+	}
+	if !retry.IsZero() {
+		o.Attempt.StatusCode, o.Attempt.Outcome, o.LastStatusCode, o.LastOutcome = 503, "http_503", 503, "http_503"
+		o.Status, o.DeliveredAt, o.FirstFailure, o.NextAttemptAt = delivery.StatusPending, time.Time{}, k.now, retry
+	}
+	if _, err := s.Record(k.f.ctx, []store.Outcome{o}); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// leased returns the deliveries of key k whose lease is live at k.now.
+func (k *keyRace) leased() []string {
+	var ids []string
+	rows, err := k.x.pool.Query(k.f.ctx, `SELECT id FROM deliveries WHERE ordering_key = 'k'
+		AND status = 'pending' AND lease_until >= $1 ORDER BY id`, k.now.UnixMilli())
+	if err == nil {
+		for rows.Next() {
+			var id string
+			if err = rows.Scan(&id); err != nil {
+				break
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		err = rows.Err()
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return ids
+}
