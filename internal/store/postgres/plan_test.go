@@ -128,6 +128,10 @@ func TestQueryPlans(t *testing.T) {
 	}{
 		{"ClaimDue", claimSQL, []any{"ep_0007", now, 100, "node", lease},
 			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
+		// The re-check of the keyed deliveries a claim leased: each by
+		// key, its key's head and leases by seeks (keylock.go).
+		{"ClaimDue key re-check", keyRecheckSQL, []any{[]string{"dlv_k_1", "dlv_k_2"}, now},
+			[]string{"Index Scan using deliveries_pkey", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
 		// The dead-lettered deliveries of the dead letters ClaimDue
 		// claimed, by key.
 		{"ClaimDue dead letters", deadLettersSQL, []any{[]string{"dlv_1", "dlv_2"}},

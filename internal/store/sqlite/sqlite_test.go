@@ -40,6 +40,17 @@ func TestSubscriptionLimit(t *testing.T) {
 	storetest.CheckSubscriptionLimit(t, 8, s)
 }
 
+// TestKeyLeasesExclusive: storetest.CheckKeyLeasesExclusive on one store
+// (its claims, redelivers and records all go through the one writer).
+func TestKeyLeasesExclusive(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.CheckKeyLeasesExclusive(t, s)
+}
+
 // TestConformanceStaged runs the conformance suite on a store that writes
 // every publish of more than one row (an event, a delivery) in
 // staged steps (staged.go): what a staged publish does must be what the
