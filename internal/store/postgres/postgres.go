@@ -69,7 +69,11 @@
 // taken over once its leases expire. A holder must therefore finish (Record
 // or Release) before its lease ends, or extend it with ExtendLeases (which
 // also tells it which deliveries it still holds); Release gives back only
-// the leases its owner still holds. Clocks of the nodes must agree to well
+// the leases its owner still holds.
+// A claim that leased deliveries with an ordering key also tries each key's
+// transaction-level advisory lock (never waiting for it) and checks them
+// again before it commits (keylock.go), so no two deliveries of one key are
+// leased at once, on any nodes. Clocks of the nodes must agree to well
 // within a lease. Leases left by an earlier run of a node are not cleared
 // at Open: they expire like any other. A zero Lease.Until is stored as
 // "never expires", as in SQLite; nodes should not use it.
