@@ -3,8 +3,13 @@ package postgres
 import (
 	"context"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
@@ -66,6 +71,7 @@ func TestKeyClaimRaces(t *testing.T) {
 // deliveries of key "k": r, of the earlier event, and l, of the later one.
 type keyRace struct {
 	t       *testing.T
+	url     string
 	f       *fixture
 	x, y    *Store
 	r, l    string
@@ -79,7 +85,8 @@ type keyRace struct {
 func newKeyRace(t *testing.T) *keyRace {
 	dbURL := freshSchema(t)
 	x, y := openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{})
-	k := &keyRace{t: t, f: newFixture(t, x), x: x, y: y, now: t0.Add(time.Second)}
+	k := &keyRace{t: t, url: dbURL, x: x, y: y, now: t0.Add(time.Second)}
+	k.f = newFixture(t, y)
 	k.leaseX = store.Lease{Owner: "node-x", Until: k.now.Add(time.Minute)}
 	k.leaseY = store.Lease{Owner: "node-y", Until: k.now.Add(time.Minute)}
 	return k
@@ -237,4 +244,118 @@ func (k *keyRace) leased() []string {
 func TestKeyLeasesExclusiveAcrossNodes(t *testing.T) {
 	dbURL := freshSchema(t)
 	storetest.CheckKeyLeasesExclusive(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
+}
+
+// sent records the statements a pool sends, one entry per round trip (a
+// batch is one), each named by sentNames (statement preparation, a round
+// trip on a connection's first use of a statement, is not counted).
+type sent struct {
+	mu    sync.Mutex
+	trips []string
+}
+
+// sentNames names the statements a claim sends.
+var sentNames = map[string]string{claimSQL: "claim", keyLockSQL: "key locks", keyRecheckSQL: "re-check",
+	releaseSQL: "release", deadLettersSQL: "dead letters", "commit": "commit"}
+
+func (s *sent) add(sqls ...string) {
+	var names []string
+	for _, q := range sqls {
+		name, ok := sentNames[q]
+		if !ok && strings.HasPrefix(q, "BEGIN") {
+			name, ok = "begin", true
+		}
+		if !ok {
+			name = q
+		}
+		names = append(names, name)
+	}
+	s.mu.Lock()
+	s.trips = append(s.trips, strings.Join(names, " + "))
+	s.mu.Unlock()
+}
+
+// take returns the round trips recorded since the last take.
+func (s *sent) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	trips := s.trips
+	s.trips = nil
+	return trips
+}
+
+func (s *sent) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s.add(d.SQL)
+	return ctx
+}
+func (s *sent) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (s *sent) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var sqls []string
+	for _, q := range d.Batch.QueuedQueries {
+		sqls = append(sqls, q.SQL)
+	}
+	s.add(sqls...)
+	return ctx
+}
+func (s *sent) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (s *sent) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestClaimRoundTrips: a claim that leases no keyed delivery sends what it
+// did before the key lock (begin, claim, commit); one that leases keyed
+// deliveries sends one round trip more, the key locks and the re-check
+// together, and one more again, the release, when a key's lock is busy (as
+// it is for a key whose hash another one shares): that delivery is given
+// back and claimed once the lock is free.
+func TestClaimRoundTrips(t *testing.T) {
+	k := newKeyRace(t)
+	tr := k.traceX()
+	unkeyed := k.f.events(1, t0)
+	k.f.publish(k.y, unkeyed, store.Lease{})
+	tr.take()
+	k.expect(k.x, k.leaseX, "an unkeyed delivery", unkeyed[0].Deliveries[0].ID)
+	if got, want := tr.take(), []string{"begin", "claim", "commit"}; !slices.Equal(got, want) {
+		t.Fatalf("unkeyed claim sent %q; want %q", got, want)
+	}
+
+	first, second := k.keyed(), k.keyed()
+	second.PartitionKey, second.Deliveries[0].OrderingKey = "k2", "k2"
+	k.f.publish(k.y, []store.NewEvent{first, second}, store.Lease{})
+	holder, err := k.y.pool.Begin(k.f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(k.f.ctx)
+	if _, err := holder.Exec(k.f.ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext('k2'))`, k.f.sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	tr.take()
+	k.expect(k.x, k.leaseX, "k's delivery, k2's lock busy", first.Deliveries[0].ID)
+	if got, want := tr.take(), []string{"begin", "claim", "key locks + re-check", "release", "commit"}; !slices.Equal(got, want) {
+		t.Fatalf("keyed claim with a busy lock sent %q; want %q", got, want)
+	}
+	if err := holder.Rollback(k.f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.expect(k.x, k.leaseX, "k2's delivery, its lock free", second.Deliveries[0].ID)
+	if got, want := tr.take(), []string{"begin", "claim", "key locks + re-check", "commit"}; !slices.Equal(got, want) {
+		t.Fatalf("keyed claim sent %q; want %q", got, want)
+	}
+}
+
+// traceX swaps x's pool for one that records what it sends. x has not used
+// its pool since Open, and its writers are idle until a publish.
+func (k *keyRace) traceX() *sent {
+	cfg, err := poolConfig(k.url, k.x.opts)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	tr := &sent{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(k.f.ctx, cfg)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.t.Cleanup(k.x.pool.Close)
+	k.x.pool = pool
+	return tr
 }
