@@ -38,6 +38,12 @@ type Tracer struct {
 	tracer trace.Tracer
 }
 
+// NewTracer returns a Tracer starting its spans with tp (Provider makes
+// the server's; tests give an SDK provider of their own).
+func NewTracer(tp trace.TracerProvider) *Tracer {
+	return &Tracer{tracer: tp.Tracer("github.com/herald-events/herald")}
+}
+
 // Enabled reports whether t traces (false for nil): callers check it
 // before they build anything a span needs.
 func (t *Tracer) Enabled() bool { return t != nil }

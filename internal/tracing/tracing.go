@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{tp: tp, tracer: &Tracer{tracer: tp.Tracer("github.com/herald-events/herald")}, log: log}, nil
+	return &Provider{tp: tp, tracer: NewTracer(tp), log: log}, nil
 }
 
 // Tracer returns the stages' tracer: nil (tracing off) for a nil Provider.
