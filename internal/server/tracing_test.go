@@ -334,3 +334,55 @@ func TestTracingOffAddsNothing(t *testing.T) {
 		t.Fatalf("stored trace context %q with tracing off; want none", cs.TraceContext)
 	}
 }
+
+// TestTraceOfABatch: a push of several events (a batch) is one attempt
+// span, the child of one event's publish span and linked to the other's,
+// each event in the trace its publisher began; the push names that span.
+func TestTraceOfABatch(t *testing.T) {
+	col := newCollector(t)
+	b := setup(t, oneAtATime, func(c *server.Config) { c.Tracing.Endpoint = col.URL })
+	rc, open := gatedReceiver(t, func(int) int { return 200 })
+	b.subscribe(map[string]any{"name": "batched", "url": rc.URL, "max_events_per_batch": 3})
+	b.publish("lone", "t")
+	eventually(t, "the lone event sent", func() bool { return rc.count() == 1 })
+	parents := map[string]string{"a": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		"b": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	for id, tp := range parents {
+		resp, raw := b.send("POST", "/v1/events", map[string]string{"Content-Type": "application/cloudevents+json", "Traceparent": tp},
+			`{"specversion":"1.0","id":"`+id+`","source":"/s","type":"t","data":{}}`)
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("publish %s: %d %s", id, resp.StatusCode, raw)
+		}
+	}
+	open()
+	eventually(t, "the batch sent", func() bool { return rc.count() == 2 })
+	b.settle()
+	b.flush()
+
+	pubOf := map[string]string{} // publish span id → the traceparent its event's publisher sent
+	for _, p := range col.named(tracing.SpanPublish) {
+		if id := attrMap(p.span.GetAttributes())["cloudevents.event_id"].(string); id != "lone" {
+			if wantTrace := parents[id][3:35]; traceID(p.span.GetTraceId()) != wantTrace {
+				t.Fatalf("event %s published in trace %x; want %s", id, p.span.GetTraceId(), wantTrace)
+			}
+			pubOf[spanID(p.span.GetSpanId())] = id
+		}
+	}
+	var batch *tracepb.Span
+	for _, a := range col.named(tracing.SpanAttempt) {
+		if attrMap(a.span.GetAttributes())[tracing.AttrBatchSize] == int64(2) {
+			batch = a.span
+		}
+	}
+	if batch == nil || len(pubOf) != 2 {
+		t.Fatalf("no attempt span of a batch of 2 (publish spans %v)", pubOf)
+	}
+	first, ok := pubOf[spanID(batch.GetParentSpanId())]
+	links := batch.GetLinks()
+	if !ok || len(links) != 1 || pubOf[spanID(links[0].GetSpanId())] == "" || pubOf[spanID(links[0].GetSpanId())] == first {
+		t.Fatalf("batch span under %x with links %v; want one event's publish span and a link to the other's (%v)", batch.GetParentSpanId(), links, pubOf)
+	}
+	if sc := headerParent(rc.request(1).header); sc.SpanID().String() != spanID(batch.GetSpanId()) {
+		t.Fatalf("the batch's push names %s; want its attempt span %x", sc.SpanID(), batch.GetSpanId())
+	}
+}

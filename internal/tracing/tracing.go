@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -156,6 +157,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The exporter reports a failed export (the collector down) to
+	// OpenTelemetry's global handler, which would write to stderr past
+	// the server's log: one warning per failed export.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("exporting traces", "err", err) }))
 	return &Provider{tp: tp, tracer: NewTracer(tp), log: log}, nil
 }
 
