@@ -1,128 +1,28 @@
 package server_test
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/hex"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/herald-events/herald/internal/server"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/tracing"
+	"github.com/herald-events/herald/internal/tracing/tracingtest"
 )
 
-// collector is an OTLP/HTTP trace receiver on loopback: it decodes each
-// export request (protobuf, as the exporter sends it) and keeps its spans
-// with their resource's attributes.
-type collector struct {
-	*httptest.Server
-	mu    sync.Mutex
-	spans []collected
-}
-
-type collected struct {
-	span     *tracepb.Span
-	resource map[string]any
-}
-
-func newCollector(t *testing.T) *collector {
-	c := &collector{}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != tracing.TracesPath || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			http.Error(w, "not an OTLP/HTTP protobuf trace export", http.StatusBadRequest)
-			return
-		}
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = zr
-		}
-		raw, err := io.ReadAll(body)
-		var req coltracepb.ExportTraceServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(raw, &req)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		c.mu.Lock()
-		for _, rs := range req.GetResourceSpans() {
-			res := attrMap(rs.GetResource().GetAttributes())
-			for _, ss := range rs.GetScopeSpans() {
-				for _, sp := range ss.GetSpans() {
-					c.spans = append(c.spans, collected{span: sp, resource: res})
-				}
-			}
-		}
-		c.mu.Unlock()
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(out)
-	}))
-	t.Cleanup(c.Close)
-	return c
-}
-
-// named returns the spans received so far with this name.
-func (c *collector) named(name string) []collected {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []collected
-	for _, s := range c.spans {
-		if s.span.GetName() == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (c *collector) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.spans)
-}
-
-// attrMap reads OTLP attributes: strings, ints, bools and string arrays.
-func attrMap(kvs []*commonpb.KeyValue) map[string]any {
-	m := map[string]any{}
-	for _, kv := range kvs {
-		switch v := kv.GetValue().GetValue().(type) {
-		case *commonpb.AnyValue_StringValue:
-			m[kv.GetKey()] = v.StringValue
-		case *commonpb.AnyValue_IntValue:
-			m[kv.GetKey()] = v.IntValue
-		case *commonpb.AnyValue_BoolValue:
-			m[kv.GetKey()] = v.BoolValue
-		default:
-			m[kv.GetKey()] = kv.GetValue().String()
-		}
-	}
-	return m
-}
-
 // traced sets up a server exporting its traces to a new collector.
-func traced(t *testing.T) (*bundle, *collector) {
-	col := newCollector(t)
+func traced(t *testing.T) (*bundle, *tracingtest.Collector) {
+	col := tracingtest.NewCollector(t)
 	return setup(t, func(c *server.Config) { c.Tracing.Endpoint = col.URL }), col
 }
 
@@ -183,33 +83,33 @@ func TestTraceFromPublisherThroughRetriesToReceiver(t *testing.T) {
 	b.flush()
 
 	want := pubSpan.SpanContext()
-	pubs := col.named(tracing.SpanPublish)
+	pubs := col.Named(tracing.SpanPublish)
 	if len(pubs) != 1 {
 		t.Fatalf("%d publish spans; want 1", len(pubs))
 	}
 	pub := pubs[0]
-	if traceID(pub.span.GetTraceId()) != want.TraceID().String() || spanID(pub.span.GetParentSpanId()) != want.SpanID().String() {
+	if traceID(pub.Span.GetTraceId()) != want.TraceID().String() || spanID(pub.Span.GetParentSpanId()) != want.SpanID().String() {
 		t.Fatalf("publish span in trace %x under %x; want trace %s under the publisher's span %s",
-			pub.span.GetTraceId(), pub.span.GetParentSpanId(), want.TraceID(), want.SpanID())
+			pub.Span.GetTraceId(), pub.Span.GetParentSpanId(), want.TraceID(), want.SpanID())
 	}
-	pa := attrMap(pub.span.GetAttributes())
-	if pub.span.GetKind() != tracepb.Span_SPAN_KIND_PRODUCER || pa["cloudevents.event_id"] != "evt-1" || pa["cloudevents.event_source"] != "/shop" ||
+	pa := tracingtest.Attrs(pub.Span.GetAttributes())
+	if pub.Span.GetKind() != tracepb.Span_SPAN_KIND_PRODUCER || pa["cloudevents.event_id"] != "evt-1" || pa["cloudevents.event_source"] != "/shop" ||
 		pa[tracing.AttrDeliveries] != int64(1) || pa[tracing.AttrDuplicate] != false {
-		t.Fatalf("publish span: kind %v, attributes %v", pub.span.GetKind(), pa)
+		t.Fatalf("publish span: kind %v, attributes %v", pub.Span.GetKind(), pa)
 	}
-	if pub.resource["service.name"] != "herald" || pub.resource["service.version"] != "test" {
-		t.Fatalf("resource %v; want service.name herald, service.version test", pub.resource)
+	if pub.Resource["service.name"] != "herald" || pub.Resource["service.version"] != "test" {
+		t.Fatalf("resource %v; want service.name herald, service.version test", pub.Resource)
 	}
 
-	atts := col.named(tracing.SpanAttempt)
-	if len(atts) != 2 || col.count() != 3 {
-		t.Fatalf("%d attempt spans of %d spans; want 2 of 3", len(atts), col.count())
+	atts := col.Named(tracing.SpanAttempt)
+	if len(atts) != 2 || col.Count() != 3 {
+		t.Fatalf("%d attempt spans of %d spans; want 2 of 3", len(atts), col.Count())
 	}
 	sort.Slice(atts, func(i, j int) bool {
-		return attrMap(atts[i].span.GetAttributes())[tracing.AttrAttempt].(int64) < attrMap(atts[j].span.GetAttributes())[tracing.AttrAttempt].(int64)
+		return tracingtest.Attrs(atts[i].Span.GetAttributes())[tracing.AttrAttempt].(int64) < tracingtest.Attrs(atts[j].Span.GetAttributes())[tracing.AttrAttempt].(int64)
 	})
 	for i, a := range atts {
-		at, code := attrMap(a.span.GetAttributes()), []int64{500, 200}[i]
+		at, code := tracingtest.Attrs(a.Span.GetAttributes()), []int64{500, 200}[i]
 		wantAttrs := map[string]any{tracing.AttrSubscriptionID: sub, tracing.AttrDeliveryID: d.ID, tracing.AttrAttempt: int64(i + 1),
 			tracing.AttrStatusCode: code, tracing.AttrOutcome: []string{"http_500", "http_200"}[i], "url.full": rc.URL + "/hook",
 			"http.request.method": "POST"}
@@ -218,18 +118,18 @@ func TestTraceFromPublisherThroughRetriesToReceiver(t *testing.T) {
 				t.Errorf("attempt %d: %s = %v; want %v (all: %v)", i+1, k, at[k], v, at)
 			}
 		}
-		if traceID(a.span.GetTraceId()) != want.TraceID().String() || spanID(a.span.GetParentSpanId()) != spanID(pub.span.GetSpanId()) ||
-			a.span.GetKind() != tracepb.Span_SPAN_KIND_CLIENT {
+		if traceID(a.Span.GetTraceId()) != want.TraceID().String() || spanID(a.Span.GetParentSpanId()) != spanID(pub.Span.GetSpanId()) ||
+			a.Span.GetKind() != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Fatalf("attempt %d: trace %x under %x, kind %v; want the publish span's child, a client span",
-				i+1, a.span.GetTraceId(), a.span.GetParentSpanId(), a.span.GetKind())
+				i+1, a.Span.GetTraceId(), a.Span.GetParentSpanId(), a.Span.GetKind())
 		}
 		wantStatus := []tracepb.Status_StatusCode{tracepb.Status_STATUS_CODE_ERROR, tracepb.Status_STATUS_CODE_UNSET}[i]
-		if got := a.span.GetStatus().GetCode(); got != wantStatus {
+		if got := a.Span.GetStatus().GetCode(); got != wantStatus {
 			t.Errorf("attempt %d: status %v; want %v", i+1, got, wantStatus)
 		}
 		got := rc.request(i).header
-		if sc := headerParent(got); sc.TraceID().String() != want.TraceID().String() || sc.SpanID().String() != spanID(a.span.GetSpanId()) {
-			t.Errorf("push %d: traceparent %q names %s/%s; want attempt span %x", i+1, got.Get("Traceparent"), sc.TraceID(), sc.SpanID(), a.span.GetSpanId())
+		if sc := headerParent(got); sc.TraceID().String() != want.TraceID().String() || sc.SpanID().String() != spanID(a.Span.GetSpanId()) {
+			t.Errorf("push %d: traceparent %q names %s/%s; want attempt span %x", i+1, got.Get("Traceparent"), sc.TraceID(), sc.SpanID(), a.Span.GetSpanId())
 		}
 		if v := got.Values("Tracestate"); len(v) != 0 {
 			t.Errorf("push %d: tracestate %q; want none (the attempt span has none, the subscription's is replaced)", i+1, v)
@@ -260,11 +160,11 @@ func TestTraceParentFromEventExtensionIsStored(t *testing.T) {
 	b.settle()
 	b.flush()
 
-	pubs, atts := col.named(tracing.SpanPublish), col.named(tracing.SpanAttempt)
+	pubs, atts := col.Named(tracing.SpanPublish), col.Named(tracing.SpanAttempt)
 	if len(pubs) != 1 || len(atts) != 1 {
 		t.Fatalf("%d publish and %d attempt spans; want 1 and 1", len(pubs), len(atts))
 	}
-	pub := pubs[0].span
+	pub := pubs[0].Span
 	if traceID(pub.GetTraceId()) != "4bf92f3577b34da6a3ce929d0e0e4736" || spanID(pub.GetParentSpanId()) != "00f067aa0ba902b7" ||
 		pub.GetTraceState() != "congo=t61" {
 		t.Fatalf("publish span in trace %x under %x (tracestate %q); want the event's traceparent's", pub.GetTraceId(), pub.GetParentSpanId(), pub.GetTraceState())
@@ -272,10 +172,10 @@ func TestTraceParentFromEventExtensionIsStored(t *testing.T) {
 	if l := pub.GetLinks(); len(l) != 1 || traceID(l[0].GetTraceId()) != "0af7651916cd43dd8448eb211c80319c" || spanID(l[0].GetSpanId()) != "b7ad6b7169203331" {
 		t.Fatalf("publish span links %v; want the request's traceparent", l)
 	}
-	if a := atts[0].span; spanID(a.GetParentSpanId()) != spanID(pub.GetSpanId()) || traceID(a.GetTraceId()) != traceID(pub.GetTraceId()) {
+	if a := atts[0].Span; spanID(a.GetParentSpanId()) != spanID(pub.GetSpanId()) || traceID(a.GetTraceId()) != traceID(pub.GetTraceId()) {
 		t.Fatalf("attempt span under %x in %x; want the publish span %x", a.GetParentSpanId(), a.GetTraceId(), pub.GetSpanId())
 	}
-	if got := rc.request(0); headerParent(got.header).SpanID().String() != spanID(atts[0].span.GetSpanId()) ||
+	if got := rc.request(0); headerParent(got.header).SpanID().String() != spanID(atts[0].Span.GetSpanId()) ||
 		!strings.Contains(string(got.body), `"traceparent":"`+ext+`"`) {
 		t.Fatalf("push: traceparent %q, body %s; want the attempt span's header and the event's own extension", got.header.Get("Traceparent"), got.body)
 	}
@@ -339,7 +239,7 @@ func TestTracingOffAddsNothing(t *testing.T) {
 // span, the child of one event's publish span and linked to the other's,
 // each event in the trace its publisher began; the push names that span.
 func TestTraceOfABatch(t *testing.T) {
-	col := newCollector(t)
+	col := tracingtest.NewCollector(t)
 	b := setup(t, oneAtATime, func(c *server.Config) { c.Tracing.Endpoint = col.URL })
 	rc, open := gatedReceiver(t, func(int) int { return 200 })
 	b.subscribe(map[string]any{"name": "batched", "url": rc.URL, "max_events_per_batch": 3})
@@ -360,18 +260,18 @@ func TestTraceOfABatch(t *testing.T) {
 	b.flush()
 
 	pubOf := map[string]string{} // publish span id → the traceparent its event's publisher sent
-	for _, p := range col.named(tracing.SpanPublish) {
-		if id := attrMap(p.span.GetAttributes())["cloudevents.event_id"].(string); id != "lone" {
-			if wantTrace := parents[id][3:35]; traceID(p.span.GetTraceId()) != wantTrace {
-				t.Fatalf("event %s published in trace %x; want %s", id, p.span.GetTraceId(), wantTrace)
+	for _, p := range col.Named(tracing.SpanPublish) {
+		if id := tracingtest.Attrs(p.Span.GetAttributes())["cloudevents.event_id"].(string); id != "lone" {
+			if wantTrace := parents[id][3:35]; traceID(p.Span.GetTraceId()) != wantTrace {
+				t.Fatalf("event %s published in trace %x; want %s", id, p.Span.GetTraceId(), wantTrace)
 			}
-			pubOf[spanID(p.span.GetSpanId())] = id
+			pubOf[spanID(p.Span.GetSpanId())] = id
 		}
 	}
 	var batch *tracepb.Span
-	for _, a := range col.named(tracing.SpanAttempt) {
-		if attrMap(a.span.GetAttributes())[tracing.AttrBatchSize] == int64(2) {
-			batch = a.span
+	for _, a := range col.Named(tracing.SpanAttempt) {
+		if tracingtest.Attrs(a.Span.GetAttributes())[tracing.AttrBatchSize] == int64(2) {
+			batch = a.Span
 		}
 	}
 	if batch == nil || len(pubOf) != 2 {

@@ -2,7 +2,6 @@ package process
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -16,13 +15,11 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"github.com/herald-events/herald/internal/tracing"
+	"github.com/herald-events/herald/internal/tracing/tracingtest"
 )
 
 // The tests in this file follow one trace across a SIGKILL: a publisher's
@@ -46,106 +43,27 @@ const traceExportWait = tracing.BatchTimeout + tracing.ExportTimeout
 // traceEventID is the id of the one event these tests publish.
 const traceEventID = "traced-1"
 
-// otlpCollector is an OTLP/HTTP trace receiver on loopback: it decodes
-// each export request (protobuf, gzip or not) and keeps its spans in the
-// order they arrived.
-type otlpCollector struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func newOTLPCollector(t *testing.T) *otlpCollector {
-	c := &otlpCollector{}
-	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(c.srv.Close)
-	return c
-}
-
-func (c *otlpCollector) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != tracing.TracesPath || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "not an OTLP/HTTP protobuf trace export", http.StatusBadRequest)
-		return
-	}
-	var body io.Reader = io.LimitReader(r.Body, 16<<20)
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = io.LimitReader(zr, 64<<20)
-	}
-	raw, err := io.ReadAll(body)
-	var req coltracepb.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(raw, &req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			c.spans = append(c.spans, ss.GetSpans()...)
-		}
-	}
-	c.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-// received is how many spans have arrived so far.
-func (c *otlpCollector) received() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.spans)
-}
-
-// find returns the spans named name whose attribute key is value, each
-// with its place in the order of arrival.
-func (c *otlpCollector) find(name, key string, value any) (spans []*tracepb.Span, at []int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, s := range c.spans {
-		if s.GetName() == name && spanAttr(s, key) == value {
-			spans, at = append(spans, s), append(at, i)
+// find returns the spans c received named name whose attribute key is
+// value, each with its place in the order of arrival.
+func find(c *tracingtest.Collector, name, key string, value any) (spans []*tracepb.Span, at []int) {
+	for i, s := range c.Spans() {
+		if s.Span.GetName() == name && tracingtest.Attrs(s.Span.GetAttributes())[key] == value {
+			spans, at = append(spans, s.Span), append(at, i)
 		}
 	}
 	return spans, at
 }
 
-// spanAttr is the value of a span's string, int or bool attribute key
-// (nil when absent or of another type).
-func spanAttr(s *tracepb.Span, key string) any {
-	for _, kv := range s.GetAttributes() {
-		if kv.GetKey() != key {
-			continue
-		}
-		switch v := kv.GetValue().GetValue().(type) {
-		case *commonpb.AnyValue_StringValue:
-			return v.StringValue
-		case *commonpb.AnyValue_IntValue:
-			return v.IntValue
-		case *commonpb.AnyValue_BoolValue:
-			return v.BoolValue
-		}
-	}
-	return nil
-}
-
 // waitSpan waits (traceExportWait at most) for exactly one span named
 // name whose attribute key is value, and returns it with its place in the
 // order of arrival.
-func (c *otlpCollector) waitSpan(t *testing.T, what, name, key string, value any) (*tracepb.Span, int) {
+func waitSpan(t *testing.T, c *tracingtest.Collector, what, name, key string, value any) (*tracepb.Span, int) {
 	t.Helper()
 	var spans []*tracepb.Span
 	var at []int
 	waitFor(t, traceExportWait, what+" at the collector", func() (bool, string) {
-		spans, at = c.find(name, key, value)
-		return len(spans) > 0, fmt.Sprintf("%d spans received, none %s with %s=%v", c.received(), name, key, value)
+		spans, at = find(c, name, key, value)
+		return len(spans) > 0, fmt.Sprintf("%d spans received, none %s with %s=%v", c.Count(), name, key, value)
 	})
 	if len(spans) != 1 {
 		t.Fatalf("%d spans %s with %s=%v; want 1 (%s)", len(spans), name, key, value, what)
@@ -313,8 +231,8 @@ func traceAcrossKill(t *testing.T, start func(name string, extra ...string) *her
 	t.Helper()
 	// The default sampler, whatever the developer's environment says.
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
-	col, rcv := newOTLPCollector(t), newTraceReceiver(t)
-	h1 := start("herald-1", "--otel-endpoint", col.srv.URL)
+	col, rcv := tracingtest.NewCollector(t), newTraceReceiver(t)
+	h1 := start("herald-1", "--otel-endpoint", col.URL)
 	policy := map[string]any{"preset": "custom", "delays": []string{traceRetryDelay.String()}, "max_attempts": 0, "ttl": "1h"}
 	h1.createSubscriptionWith(t, "traced", rcv.srv.URL+"/hook", map[string]any{"retry_policy": policy})
 	publisher := publishTraced(t, h1)
@@ -322,28 +240,28 @@ func traceAcrossKill(t *testing.T, start func(name string, extra ...string) *her
 	first := rcv.waitPushes(t, 1, 10*time.Second, "the first push")[0]
 	deliveryID := first.header.Get("webhook-id")
 	due := waitFailedAttempt(t, h1, deliveryID)
-	pub, pubAt := col.waitSpan(t, "herald-1's publish span", tracing.SpanPublish, "cloudevents.event_id", traceEventID)
-	att1, att1At := col.waitSpan(t, "herald-1's first attempt span", tracing.SpanAttempt, tracing.AttrDeliveryID, deliveryID)
+	pub, pubAt := waitSpan(t, col, "herald-1's publish span", tracing.SpanPublish, "cloudevents.event_id", traceEventID)
+	att1, att1At := waitSpan(t, col, "herald-1's first attempt span", tracing.SpanAttempt, tracing.AttrDeliveryID, deliveryID)
 	if left := time.Until(due); left < time.Second || len(rcv.got()) != 1 {
 		t.Fatalf("herald-1's spans came %s before its retry was due, with %d pushes made: too late to kill it before the retry (traceRetryDelay %s)",
 			left, len(rcv.got()), traceRetryDelay)
 	}
 	t.Logf("herald-1 recorded the failed attempt and exported its spans; SIGKILL %s before its retry was due", time.Until(due).Round(time.Millisecond))
 	h1.kill()
-	atKill := col.received()
+	atKill := col.Count()
 	if n := len(rcv.got()); n != 1 || pubAt >= atKill || att1At >= atKill {
 		t.Fatalf("at the SIGKILL: %d pushes (want 1), publish and attempt spans at %d and %d of %d received", n, pubAt, att1At, atKill)
 	}
 
-	h2 := start("herald-2", "--otel-endpoint", col.srv.URL)
+	h2 := start("herald-2", "--otel-endpoint", col.URL)
 	second := rcv.waitPushes(t, 2, traceRetryDelay+30*time.Second, "the retry from herald-2")[1]
 	waitDelivered(t, h2, deliveryID)
-	att2, att2At := col.waitSpan(t, "herald-2's attempt span", tracing.SpanAttempt, tracing.AttrAttempt, int64(2))
+	att2, att2At := waitSpan(t, col, "herald-2's attempt span", tracing.SpanAttempt, tracing.AttrAttempt, int64(2))
 	if att2At < atKill {
 		t.Fatalf("the second attempt's span arrived before herald-1 was killed")
 	}
 	checkTraceAcrossKill(t, publisher, pub, []*tracepb.Span{att1, att2}, []tracedPush{first, second})
-	if pubs, _ := col.find(tracing.SpanPublish, "cloudevents.event_id", traceEventID); len(pubs) != 1 {
+	if pubs, _ := find(col, tracing.SpanPublish, "cloudevents.event_id", traceEventID); len(pubs) != 1 {
 		t.Errorf("%d publish spans of %s; want the one herald-1 made", len(pubs), traceEventID)
 	}
 }
@@ -365,9 +283,9 @@ func checkTraceAcrossKill(t *testing.T, publisher trace.SpanContext, pub *tracep
 			t.Errorf("attempt %d's span in trace %x under %x; want trace %s under the publish span %x",
 				n, a.GetTraceId(), a.GetParentSpanId(), wantTrace, pub.GetSpanId())
 		}
-		if spanAttr(a, tracing.AttrAttempt) != n || spanAttr(a, tracing.AttrStatusCode) != code || spanAttr(a, tracing.AttrOutcome) != outcome {
+		if tracingtest.Attrs(a.GetAttributes())[tracing.AttrAttempt] != n || tracingtest.Attrs(a.GetAttributes())[tracing.AttrStatusCode] != code || tracingtest.Attrs(a.GetAttributes())[tracing.AttrOutcome] != outcome {
 			t.Errorf("attempt %d's span: attempt %v, status %v, outcome %v; want %d, %d, %s", n,
-				spanAttr(a, tracing.AttrAttempt), spanAttr(a, tracing.AttrStatusCode), spanAttr(a, tracing.AttrOutcome), n, code, outcome)
+				tracingtest.Attrs(a.GetAttributes())[tracing.AttrAttempt], tracingtest.Attrs(a.GetAttributes())[tracing.AttrStatusCode], tracingtest.Attrs(a.GetAttributes())[tracing.AttrOutcome], n, code, outcome)
 		}
 		p := pushes[i]
 		sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(p.header)))
