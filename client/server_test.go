@@ -1,10 +1,8 @@
 package client_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,41 +11,19 @@ import (
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/server"
-	"github.com/herald-events/herald/internal/store/postgres/pgtest"
+	"github.com/herald-events/herald/internal/server/servertest"
 )
 
 // adminKey is the admin key of the server startServer starts.
 const adminKey = "client-test-admin-key-0123456789"
 
-// startServer starts a Herald server, its API on 127.0.0.1, with adminKey
-// and pushes allowed to loopback receivers, on the embedded store in a
-// temporary directory (or on PostgreSQL with HERALD_TEST_STORE=postgres),
-// and returns its base URL.
+// startServer starts a Herald server (servertest.Start), its API on
+// 127.0.0.1, with adminKey and pushes allowed to loopback receivers, and
+// returns its base URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	cfg := server.Config{DataDir: t.TempDir(), Version: "test", AdminKey: adminKey,
-		Attempting: attempting.Config{Destinations: destination.Policy{AllowPrivate: true}}}
-	if os.Getenv("HERALD_TEST_STORE") == "postgres" {
-		cfg.Store = pgtest.SchemaURL(t)
-	}
-	srv, err := server.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		srv.StopWaiting()
-		api.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return api.URL
+	return servertest.Start(t, server.Config{AdminKey: adminKey,
+		Attempting: attempting.Config{Destinations: destination.Policy{AllowPrivate: true}}})
 }
 
 // newClient returns a client of base with key and opts, failing the test

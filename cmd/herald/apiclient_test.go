@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,40 +13,17 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/server"
-	"github.com/herald-events/herald/internal/store/postgres/pgtest"
+	"github.com/herald-events/herald/internal/server/servertest"
 )
 
 // clientTestKey is the admin key of the server startClientServer starts.
 const clientTestKey = "cli-test-admin-key-0123456789"
 
-// startClientServer starts a Herald server, its API on 127.0.0.1, with
-// clientTestKey as its admin key, on the embedded store in a temporary
-// directory (or on PostgreSQL with HERALD_TEST_STORE=postgres), and
-// returns its base URL.
+// startClientServer starts a Herald server (servertest.Start), its API on
+// 127.0.0.1, with clientTestKey as its admin key, and returns its base URL.
 func startClientServer(t *testing.T) string {
 	t.Helper()
-	cfg := server.Config{DataDir: t.TempDir(), Version: "test", AdminKey: clientTestKey}
-	if os.Getenv("HERALD_TEST_STORE") == "postgres" {
-		cfg.Store = pgtest.SchemaURL(t)
-	}
-	srv, err := server.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		srv.StopWaiting()
-		api.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return api.URL
+	return servertest.Start(t, server.Config{AdminKey: clientTestKey})
 }
 
 // apiCall sends body to the API at base with clientTestKey and fails the

@@ -78,6 +78,7 @@ var badValues = map[string]map[string][]string{
 		"allow-private-destinations":      {"maybe", ""},
 		"auth":                            {"maybe", "", "OFF"},
 		"public-url":                      {"ftp://x", "bogus"},
+		"otel-endpoint":                   {"ftp://collector", "collector:4318", "http://", "http://h:4318/?x=1"},
 		"allow-destinations":              {"nope", "10.0.0.0/33", "10.1.2.3/8", "10.0.0.0/8,,fd00::/8", "fe80::1%eth0", "example.com/24"},
 	},
 	"sink": {
@@ -322,6 +323,7 @@ func TestBadURLFlagsHideTheirPassword(t *testing.T) {
 	for _, c := range []struct{ cmd, flag, value string }{
 		{"serve", "store", "mysql://usr:" + pw + "@db.example/x"},
 		{"serve", "public-url", "ftp://usr:" + pw + "@h.example/"},
+		{"serve", "otel-endpoint", "ftp://usr:" + pw + "@h.example/"},
 		{"pull", "api", "ftp://usr:" + pw + "@h.example/"},
 	} {
 		args := append(append([]string{}, cmds[c.cmd].args...), "--"+c.flag+"="+c.value)
@@ -331,5 +333,43 @@ func TestBadURLFlagsHideTheirPassword(t *testing.T) {
 		if strings.Contains(stderr.String(), pw) || !strings.Contains(stderr.String(), "usr:xxxxx@") {
 			t.Errorf("herald %q: stderr %q; want the URL with its password redacted", args, stderr.String())
 		}
+	}
+}
+
+// TestOTelEnvironment: without --otel-endpoint, the standard
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT turns
+// tracing on; a value that is not an http(s) URL exits 2 naming the
+// variable; --otel-endpoint, given, is the one checked and used.
+func TestOTelEnvironment(t *testing.T) {
+	args := commandsUnderTest(t)["serve"].args
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, "collector:4318")
+			checkRefused(t, "serve", args, name)
+			fs, o := newServeFlags(io.Discard)
+			if err := fs.Parse([]string{"--otel-endpoint", "http://localhost:4318"}); err != nil {
+				t.Fatal(err)
+			}
+			if cfg, err := o.config(); err != nil || !cfg.Tracing.Enabled() {
+				t.Fatalf("--otel-endpoint beside a bad %s: %v (tracing on: %v)", name, err, cfg.Tracing.Enabled())
+			}
+			t.Setenv(name, "http://localhost:4318")
+			fs, o = newServeFlags(io.Discard)
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			if cfg, err := o.config(); err != nil || !cfg.Tracing.Enabled() {
+				t.Fatalf("%s set: %v (tracing on: %v)", name, err, cfg.Tracing.Enabled())
+			}
+		})
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") // empty: not set
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	fs, o := newServeFlags(io.Discard)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := o.config(); err != nil || cfg.Tracing.Enabled() {
+		t.Fatalf("no endpoint anywhere: %v (tracing on: %v)", err, cfg.Tracing.Enabled())
 	}
 }

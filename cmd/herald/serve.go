@@ -146,6 +146,7 @@ func (o *serveOptions) config() (server.Config, error) {
 	// Not a flag: a key on the command line is visible to every user of
 	// the machine.
 	cfg.AdminKey = os.Getenv("HERALD_ADMIN_KEY")
+	cfg.Tracing.LookupEnv = os.LookupEnv // the standard OTEL_EXPORTER_OTLP_* variables
 
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
@@ -282,6 +283,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&sc.MaxFanout, "max-fanout", sc.MaxFanout, "deliveries one publish request may create at most (0: no limit); more is refused with 413 and nothing is stored")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
+	fs.StringVar(&sc.Tracing.Endpoint, "otel-endpoint", "", "export OpenTelemetry traces over OTLP/HTTP to the collector at this base `URL` (http:// or https://; /v1/traces is appended); without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT turn tracing on; off when none is set (docs/tracing.md)")
 	fs.StringVar(&sc.PublicURL, "public-url", "", "Herald's base URL as endpoints and browsers reach it, for the Event Grid validation URL and the portal's links (default http://--addr, https:// with --tls-cert)")
 	fs.StringVar(&sc.Auth, "auth", sc.Auth, "on: every API route but /healthz, /readyz and /openapi.yaml needs an API key (Authorization: Bearer; the first admin key is HERALD_ADMIN_KEY, else made into <data>/admin.key); off: no key is needed, for local experiments only")
 	fs.BoolVar(&ac.Destinations.AllowPrivate, "allow-private-destinations", ac.Destinations.AllowPrivate,

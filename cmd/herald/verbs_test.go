@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,19 +263,7 @@ func TestCompletionScripts(t *testing.T) {
 	if !strings.HasSuffix(scripts["zsh"], scripts["bash"]) || !strings.Contains(scripts["zsh"], "bashcompinit") {
 		t.Error("the zsh script is not the bash one under bashcompinit")
 	}
-	for _, c := range []struct{ line, want string }{
-		{"herald sub", "subscriptions"},
-		{"herald dead", "dead-letters"},
-		{"herald comp", "completion"},
-		{"herald subscriptions rec", "recover receive"},
-		{"herald subscriptions create --deli", "--delivery-mode --delivery-schema"},
-		{"herald subscriptions create --delivery-mode ", "push pull"},
-		{"herald deliveries list --status dead", "dead_lettered"},
-		{"herald endpoints list -o ", "table json"},
-		{"herald filter ", "test"},
-		{"herald pull --max-w", "--max-wait"},
-		{"herald help dead", "dead-letters"},
-	} {
+	for _, c := range completionCases {
 		words := strings.Split(c.line, " ")
 		script := fmt.Sprintf("source %s\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\n_herald\necho \"${COMPREPLY[*]}\"\n",
 			path, shellWords(words), len(words)-1)
@@ -298,6 +287,97 @@ func TestCompletionScripts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// completionCases are command lines and the words completing their last
+// word offers, in every shell.
+var completionCases = []struct{ line, want string }{
+	{"herald sub", "subscriptions"},
+	{"herald dead", "dead-letters"},
+	{"herald comp", "completion"},
+	{"herald subscriptions rec", "recover receive"},
+	{"herald subscriptions create --deli", "--delivery-mode --delivery-schema"},
+	{"herald subscriptions create --delivery-mode ", "push pull"},
+	{"herald deliveries list --status dead", "dead_lettered"},
+	{"herald endpoints list -o ", "table json"},
+	{"herald filter ", "test"},
+	{"herald pull --max-w", "--max-wait"},
+	{"herald help dead", "dead-letters"},
+}
+
+// TestCompletionInZshAndFish: the zsh script, sourced in zsh after
+// compinit, offers what bash offers for each of completionCases (zsh's own
+// completion system then filters the candidates by the typed prefix, so
+// the check is that they include the wanted ones); the fish script passes
+// fish -n and `complete -C` offers exactly the wanted words. Under CI both
+// shells must be installed (.ci/run installs them).
+func TestCompletionInZshAndFish(t *testing.T) {
+	_, zshScript, _ := runHerald(t, "completion", "zsh")
+	_, fishScript, _ := runHerald(t, "completion", "fish")
+	dir := t.TempDir()
+	t.Run("zsh", func(t *testing.T) {
+		zsh := lookShell(t, "zsh")
+		path := writeScript(t, dir, "herald.zsh", zshScript)
+		for _, c := range completionCases {
+			words := strings.Split(c.line, " ")
+			script := fmt.Sprintf("autoload -Uz compinit && compinit -u -d %s\nsource %s\nemulate sh\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\n_herald\necho \"${COMPREPLY[*]}\"\n",
+				shellQuote(filepath.Join(dir, "zcompdump")), path, shellWords(words), len(words)-1)
+			out, err := exec.Command(zsh, "-f", "-c", script).CombinedOutput()
+			got := strings.Fields(string(out))
+			for _, w := range strings.Fields(c.want) {
+				if err != nil || !slices.Contains(got, w) {
+					t.Errorf("zsh completing %q: %q (%v), want it to offer %q", c.line, out, err, w)
+				}
+			}
+		}
+	})
+	t.Run("fish", func(t *testing.T) {
+		fish := lookShell(t, "fish")
+		path := writeScript(t, dir, "herald.fish", fishScript)
+		if out, err := exec.Command(fish, "-n", path).CombinedOutput(); err != nil {
+			t.Fatalf("fish -n: %v\n%s", err, out)
+		}
+		for _, c := range completionCases {
+			script := fmt.Sprintf("function herald; end; source %s; complete -C %s", path, shellQuote(c.line))
+			out, err := exec.Command(fish, "--no-config", "-c", script).CombinedOutput()
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if f := strings.Fields(line); len(f) > 0 {
+					got = append(got, f[0]) // a candidate, then its description
+				}
+			}
+			sort.Strings(got)
+			want := strings.Fields(c.want)
+			sort.Strings(want)
+			if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("fish completing %q: %q (%v), want %q", c.line, out, err, c.want)
+			}
+		}
+	})
+}
+
+// lookShell finds a shell, skipping the test when it is not installed
+// (failing it under CI, which installs it).
+func lookShell(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed, and completion tests must run under CI: apt-get install -y %s", name, name)
+		}
+		t.Skipf("%s is not installed: its completion test skipped", name)
+	}
+	return path
+}
+
+// writeScript writes a completion script to dir/name and returns its path.
+func writeScript(t *testing.T, dir, name, script string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // shellWords quotes words for a bash array.

@@ -20,6 +20,7 @@ import (
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // Store is what the publish path needs of the store.
@@ -52,6 +53,10 @@ type Publisher struct {
 	// passes the bound, so the refusal costs at most that many deliveries
 	// in memory.
 	MaxFanout int
+	// Tracer, when tracing is on (nil: off), starts a publish span per
+	// event (tracing.Tracer.StartPublish), whose context is stored with
+	// the event and carried with its held deliveries for their attempts.
+	Tracer *tracing.Tracer
 }
 
 // ErrFanout: a publish would have created more deliveries than
@@ -108,7 +113,13 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 			Payload: payload, PublishedAt: now, PartitionKey: ev.PartitionKey(),
 		}
 	}
-	return in.admit(ctx, news, now, in.fanOut)
+	if !in.Tracer.Enabled() {
+		return in.admit(ctx, news, now, in.fanOut)
+	}
+	spans := in.startSpans(ctx, evs, news)
+	res, err := in.admit(ctx, news, now, in.fanOut)
+	endSpans(spans, res, err)
+	return res, err
 }
 
 // plan gives news their deliveries as of snap and reserves the pushed ones
@@ -242,7 +253,7 @@ func (in *Publisher) commit(adm *scheduling.Reservation, news []store.NewEvent, 
 					EventSeq: res[i].Seq, EventID: ne.ID, EventSource: ne.Source,
 					Status: delivery.StatusPending, RoundStart: now, NextAttemptAt: now, CreatedAt: now,
 				},
-				Payload: ne.Payload,
+				Payload: ne.Payload, TraceContext: ne.TraceContext,
 			})
 		}
 	}

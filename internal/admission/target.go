@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
@@ -60,7 +62,12 @@ func (in *Publisher) PublishTo(ctx context.Context, accountID, subscriptionID st
 			return Targeted{}, fmt.Errorf("reading subscriptions: %w", err)
 		}
 	}
+	var spans []trace.Span
+	if in.Tracer.Enabled() {
+		spans = in.startSpans(ctx, []event.Event{ev}, news)
+	}
 	res, err := in.admit(ctx, news, now, target(in.Scheduler, subscriptionID))
+	endSpans(spans, res, err)
 	if err != nil {
 		return Targeted{}, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // publish accepts one or many CloudEvents (structured, batch, binary or
@@ -58,7 +59,11 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 		}
 		return nil, false
 	}
-	res, err := s.Publisher.Publish(r.Context(), accountOf(r), evs)
+	ctx := r.Context()
+	if s.Tracing {
+		ctx = tracing.WithRequest(ctx, r.Header)
+	}
+	res, err := s.Publisher.Publish(ctx, accountOf(r), evs)
 	if fe := (*admission.FanoutError)(nil); errors.As(err, &fe) {
 		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the events would make more than " + strconv.Itoa(fe.Limit) + " deliveries, the most one publish request may make " +

@@ -102,6 +102,11 @@ type Server struct {
 	// without it).
 	Portal      http.Handler
 	PortalLinks PortalLinks
+	// Tracing: traces are exported (docs/tracing.md), and a publish
+	// request's W3C traceparent and tracestate headers go to the
+	// Publisher in its context (tracing.WithRequest), the parent of the
+	// publish spans of its events that carry no traceparent of their own.
+	Tracing bool
 
 	published *prometheus.CounterVec
 }

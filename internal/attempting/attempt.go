@@ -11,6 +11,7 @@ import (
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // Attempt performs one attempt and returns what the exchange said and each
@@ -78,7 +79,7 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	for j, i := range sent {
 		cs[j] = *job.Deliveries[i]
 	}
-	got, obs, refused, ok := a.attempt(reg, sub, cs)
+	got, obs, refused, ok := a.attempt(reg, sub, cs, job.Probe)
 	a.running.remove(sub.ID, reg)
 	if !ok {
 		// Cut short: nothing is recorded for what was sent; those
@@ -167,14 +168,22 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 // subscription's timeout (an attempt that runs out of time fails with
 // context.DeadlineExceeded: "timeout"), at a hard stop (Abandon cancels
 // its parent), or when reg is cut short.
-func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed) (outs []store.Outcome, obs *health.Outcome, refused *destination.Refusal, ok bool) {
+func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed, probe bool) (outs []store.Outcome, obs *health.Outcome, refused *destination.Refusal, ok bool) {
 	started := a.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(a.attemptsCtx, attemptTimeout(sub))
 	defer cancel()
 	reg.arm(cancel)
-	res := a.send(ctx, sub, cs, started)
+	var span tracing.AttemptSpan
+	if a.cfg.Tracer.Enabled() {
+		span = a.startSpan(sub, cs, probe)
+	}
+	res := a.send(ctx, sub, cs, started, span)
 	if a.abandoned(reg) {
+		span.Abandon()
 		return nil, nil, nil, false
+	}
+	if a.cfg.Tracer.Enabled() {
+		span.End(res.outcome, res.status, res.err != "" || !policyOf(sub, cs[0]).Success(res.status), res.err)
 	}
 	now := a.cfg.Clock.Now()
 	a.cfg.Metrics.observe(res)

@@ -36,6 +36,7 @@ import (
 	"github.com/herald-events/herald/internal/oauth2"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // Subscriptions is the stage's view of the subscriptions: the catalog.
@@ -86,6 +87,9 @@ type Config struct {
 	UserAgent string
 	// Rand returns numbers in [0,1) for jitter (default math/rand/v2).
 	Rand func() float64
+	// Tracer, when tracing is on (nil: off), makes an attempt span per
+	// attempt, whose W3C traceparent the push carries (tracing.go).
+	Tracer *tracing.Tracer
 }
 
 // DefaultConfig returns the stage's defaults: the one place they are set.

@@ -24,6 +24,7 @@ import (
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // MaxLoggedBody is how much of a response body the attempt log keeps.
@@ -119,9 +120,10 @@ func attemptTimeout(sub *catalog.Entry) time.Duration {
 // webhook-timestamp, webhook-signature (see internal/signing) over the exact
 // body sent, herald-delivery-attempt (the highest attempt number among the
 // deliveries), herald-subscription — and the subscription's own headers,
-// secret headers and dynamic headers. The request is made with ctx, whose
-// deadline is the subscription's timeout (see attempt).
-func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time) result {
+// secret headers and dynamic headers, and span's traceparent when tracing
+// is on. The request is made with ctx, whose deadline is the
+// subscription's timeout (see attempt).
+func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, now time.Time, span tracing.AttemptSpan) result {
 	begin := time.Now()
 	var res result
 	// A single delivery's items stay on the stack; a batch's are allocated.
@@ -164,6 +166,9 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 		return res
 	}
 	req.Header = a.header(sub, cs, enc, attempt, now)
+	if span.Traceparent != "" {
+		setTraceHeaders(req.Header, span)
+	}
 
 	resp, err := a.roundTripAuth(sub, req)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/startstop"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // Store is what the stages need of the store together.
@@ -49,7 +50,10 @@ type Config struct {
 	Notifier Notifier              // optional
 	// MaxFanout bounds the deliveries one publish may create (see
 	// admission.Publisher.MaxFanout; 0: no bound).
-	MaxFanout  int
+	MaxFanout int
+	// Tracer, when tracing is on (nil: off), is given to admission and
+	// attempting: publish and attempt spans (internal/tracing).
+	Tracer     *tracing.Tracer
 	Scheduling scheduling.Config
 	Attempting attempting.Config
 }
@@ -95,7 +99,7 @@ func New(cfg Config) *Pipeline {
 	}
 	rec := recording.New(rc)
 	ac.Catalog, ac.Clock, ac.Logger, ac.Owner = cfg.Catalog, cfg.Clock, cfg.Logger, sc.Owner
-	ac.Metrics = attempting.NewMetrics(cfg.Registry)
+	ac.Metrics, ac.Tracer = attempting.NewMetrics(cfg.Registry), cfg.Tracer
 	if ac.MaxIdleConns == 0 {
 		ac.MaxIdleConns = sc.MaxInFlight
 	}
@@ -104,7 +108,8 @@ func New(cfg Config) *Pipeline {
 	sc.Metrics = scheduling.NewMetrics(cfg.Registry)
 	sched := scheduling.New(sc)
 	cfg.Registry.MustRegister(sched.Collector())
-	pub := &admission.Publisher{Store: cfg.Store, Catalog: cfg.Catalog, Scheduler: sched, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout}
+	pub := &admission.Publisher{Store: cfg.Store, Catalog: cfg.Catalog, Scheduler: sched, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout,
+		Tracer: cfg.Tracer}
 	return &Pipeline{Admission: pub, Scheduler: sched, Attempter: att, Recorder: rec, Finished: finished}
 }
 

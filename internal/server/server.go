@@ -39,6 +39,7 @@ import (
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
+	"github.com/herald-events/herald/internal/tracing"
 )
 
 // Config configures a Server. A zero field takes its value from
@@ -116,6 +117,11 @@ type Config struct {
 	// metrics) is filled in by New (see internal/pipeline).
 	Scheduling scheduling.Config
 	Attempting attempting.Config
+	// Tracing says whether and where OpenTelemetry traces go
+	// (--otel-endpoint or the OTEL_EXPORTER_OTLP_* variables; off by
+	// default: docs/tracing.md). New fills in its ServiceVersion and
+	// Logger.
+	Tracing tracing.Config
 }
 
 // Auth settings.
@@ -186,6 +192,9 @@ func (c Config) Validate() error {
 	if storeErr != nil {
 		return storeErr // a malformed URL
 	}
+	if err := c.Tracing.Validate(); err != nil {
+		return err
+	}
 	if err := c.Attempting.Validate(); err != nil {
 		return err
 	}
@@ -252,6 +261,9 @@ type Server struct {
 	Queue *queue.Service
 	// Jobs is this node's job runner (recovers).
 	Jobs *recovery.Runner
+	// Tracing is the tracer provider (nil with tracing off): the first
+	// service started and the last stopped, flushing the last spans.
+	Tracing *tracing.Provider
 
 	handler   http.Handler
 	ops       *opevents.Publisher
@@ -281,6 +293,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Logger.Warn("loading subscriptions", "err", err)
 	}
 
+	tc := cfg.Tracing
+	tc.ServiceVersion, tc.Logger = cfg.Version, cfg.Logger.With("component", "tracing")
+	prov, err := tracing.New(ctx, tc)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -293,7 +313,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return err
 	}, cfg.Clock, cfg.Logger.With("component", "opevents"), reg)
 	pipe = pipeline.New(pipeline.Config{Store: st, Catalog: cat, Clock: cfg.Clock, Logger: cfg.Logger, Registry: reg,
-		Notifier: ops, MaxFanout: cfg.MaxFanout, Scheduling: cfg.Scheduling, Attempting: cfg.Attempting})
+		Notifier: ops, MaxFanout: cfg.MaxFanout, Tracer: prov.Tracer(), Scheduling: cfg.Scheduling, Attempting: cfg.Attempting})
 	sched, att := pipe.Scheduler, pipe.Attempter
 	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
 		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
@@ -302,8 +322,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	accounts := &control.Accounts{Store: st, Clock: cfg.Clock}
 	a := &api.Server{Store: st, Control: ctl, Accounts: accounts, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
-		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops}
+		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q,
+		Tracing: prov != nil}
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops, Tracing: prov}
 	s.Queue = q
 	s.Jobs = recovery.New(st, ctl, cfg.Clock, cfg.Scheduling.Owner, cfg.RecoverBatch, cfg.RecoverPace, cfg.Logger.With("component", "jobs"))
 	ctl.Jobs = s.Jobs
@@ -318,6 +339,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		a.Auth = s.Auth
 		accounts.Auth = s.Auth
 		if err := s.bootstrapKey(ctx); err != nil {
+			if prov != nil {
+				prov.Stop()
+			}
 			_ = st.Close()
 			return nil, err
 		}

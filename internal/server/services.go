@@ -12,10 +12,15 @@ import (
 // the change feed, the catalog reload, the authenticator's rechecks, the
 // validator, the job runner) ends before the pipeline, and the pipeline before the
 // operational events publisher, so that the events of its last attempts
-// are published before the store closes.
+// are published before the store closes; the tracer provider (tracing on)
+// comes first, so it stops last and flushes every span the others ended.
 func (s *Server) services() []startstop.Service {
 	reload := s.newCatalogReload()
-	svcs := []startstop.Service{s.ops, s.Pipeline, s.Validator}
+	var svcs []startstop.Service
+	if s.Tracing != nil {
+		svcs = append(svcs, s.Tracing)
+	}
+	svcs = append(svcs, s.ops, s.Pipeline, s.Validator)
 	if s.Auth != nil {
 		svcs = append(svcs, s.Auth)
 	}

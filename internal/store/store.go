@@ -352,6 +352,10 @@ type NewEvent struct {
 	// the ordering key of its deliveries to subscriptions that order by
 	// key. The store keeps it on those deliveries only.
 	PartitionKey string
+	// TraceContext is the span context of the event's publish span
+	// (tracing.Encode), kept with the event for its attempts; "" (tracing
+	// off) is stored as NULL.
+	TraceContext string
 	Deliveries   []NewDelivery
 }
 
@@ -391,6 +395,9 @@ type StoredEvent struct {
 type Claimed struct {
 	delivery.Delivery
 	Payload []byte
+	// TraceContext is its event's (NewEvent.TraceContext), "" for none:
+	// the parent of its attempts' spans.
+	TraceContext string
 	// DeadLetter, for a delivery of a dead letter (DeadLetterOf set), is
 	// the dead-lettered delivery as it ended (its reason, attempts, last
 	// outcome and attempt time), read with the claim. Nil otherwise.

@@ -74,7 +74,7 @@ const (
 UPDATE deliveries AS d SET lease_owner = $4, lease_until = $5
 FROM pick, events AS e
 WHERE d.id = pick.id AND e.seq = d.event_seq
-RETURNING ` + deliveryCols + `, e.payload`
+RETURNING ` + deliveryCols + `, e.payload, COALESCE(e.trace_context, '')`
 
 	// deadLettersSQL reads the dead-lettered deliveries of the deliveries
 	// of dead letters ClaimDue claimed (Claimed.DeadLetter), by key.
@@ -186,7 +186,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 			}
 			out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
 				var c store.Claimed
-				d, err := scanDelivery(r, &c.Payload)
+				d, err := scanDelivery(r, &c.Payload, &c.TraceContext)
 				c.Delivery = d
 				return c, err
 			})

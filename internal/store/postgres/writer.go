@@ -266,15 +266,17 @@ type evKey struct{ account, id, source string }
 // account_id: the unique index's): a batch that waits for another's
 // uncommitted event with the same key (another node publishing it at the
 // same time) then always waits for a larger key than any it holds, so such
-// waits never form a deadlock.
+// waits never form a deadlock. The events' trace contexts ($18) may be an
+// empty array (no event has one: tracing is off), which unnest pads with
+// NULLs.
 const publishSQL = `WITH input AS MATERIALIZED (
 	SELECT nextval('events_seq_seq') AS seq, u.*
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::bytea[]) WITH ORDINALITY
-		AS u(account_id, id, source, type, subject, published_at, payload, ord)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::bytea[], $18::text[]) WITH ORDINALITY
+		AS u(account_id, id, source, type, subject, published_at, payload, trace_context, ord)
 	ORDER BY u.ord
 ), ev AS (
-	INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload) OVERRIDING SYSTEM VALUE
-	SELECT seq, account_id, id, source, type, subject, published_at, payload FROM input
+	INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload, trace_context) OVERRIDING SYSTEM VALUE
+	SELECT seq, account_id, id, source, type, subject, published_at, payload, NULLIF(trace_context, '') FROM input
 	ORDER BY id COLLATE "C", source COLLATE "C", account_id COLLATE "C"
 	ON CONFLICT (id, source, account_id) DO NOTHING
 	RETURNING seq, account_id, id, source, published_at
@@ -443,6 +445,7 @@ type publishRows struct {
 	eAcc, eID, eSrc, eType, eSubj     []string
 	eAt                               []int64
 	ePayload                          [][]byte
+	eTrace                            []string // empty until an event has a trace context, then one per slot
 	dID, dSub, dEp, dEvA, dEvID, dEvS []string
 	dOwner, dStatus, dKey             []string
 	dUntil                            []int64
@@ -470,6 +473,12 @@ func (pr *publishRows) add(ev *store.NewEvent, owner string, until int64) {
 	pr.eAcc = append(pr.eAcc, k.account)
 	pr.eID, pr.eSrc, pr.eType, pr.eSubj = append(pr.eID, ev.ID), append(pr.eSrc, ev.Source), append(pr.eType, ev.Type), append(pr.eSubj, ev.Subject)
 	pr.eAt, pr.ePayload = append(pr.eAt, sqlrow.UnixMS(ev.PublishedAt)), append(pr.ePayload, payload)
+	if ev.TraceContext != "" && len(pr.eTrace) < slot {
+		pr.eTrace = append(pr.eTrace, make([]string, slot-len(pr.eTrace))...)
+	}
+	if ev.TraceContext != "" || len(pr.eTrace) > 0 {
+		pr.eTrace = append(pr.eTrace, ev.TraceContext)
+	}
 	for _, d := range ev.Deliveries {
 		dOwner, lu, status := "", int64(0), delivery.StatusPending
 		switch {
@@ -486,13 +495,25 @@ func (pr *publishRows) add(ev *store.NewEvent, owner string, until int64) {
 	}
 }
 
+// noTraces is publishSQL's $18 when no event has a trace context: an
+// empty array, not NULL.
+var noTraces = []string{}
+
+// traces is publishSQL's $18: the events' trace contexts, or noTraces.
+func (pr *publishRows) traces() []string {
+	if len(pr.eTrace) == 0 {
+		return noTraces
+	}
+	return pr.eTrace
+}
+
 // write inserts the events and deliveries (publishSQL), then looks up the
 // seqs of the events already stored (existingSeqSQL): duplicates of
 // earlier calls. errRetry when a duplicate was deleted in between.
 func (pr *publishRows) write(ctx context.Context, tx pgx.Tx) error {
 	pr.seqs, pr.inserted = make([]int64, len(pr.eID)), make([]bool, len(pr.eID))
 	rows, err := tx.Query(ctx, publishSQL, pr.eAcc, pr.eID, pr.eSrc, pr.eType, pr.eSubj, pr.eAt, pr.ePayload,
-		pr.dID, pr.dSub, pr.dEp, pr.dEvA, pr.dEvID, pr.dEvS, pr.dOwner, pr.dUntil, pr.dStatus, pr.dKey)
+		pr.dID, pr.dSub, pr.dEp, pr.dEvA, pr.dEvID, pr.dEvS, pr.dOwner, pr.dUntil, pr.dStatus, pr.dKey, pr.traces())
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}

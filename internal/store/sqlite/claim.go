@@ -38,12 +38,12 @@ const (
 	// The claims walk a lane in due order past the keyed deliveries that
 	// wait behind their key's head (keyHead): a claim reads, beyond what
 	// it takes, the waiting deliveries due before its last one.
-	claimFreshSQL = `SELECT ` + deliveryCols + `, e.payload
+	claimFreshSQL = `SELECT ` + deliveryCols + `, e.payload, COALESCE(e.trace_context, '')
 FROM deliveries AS d INDEXED BY deliveries_fresh CROSS JOIN events AS e ON e.seq = d.event_seq
 WHERE d.endpoint_id = ? AND ` + freshLane + ` AND d.next_attempt_at <= ? AND ` + keyHead + `
 ORDER BY d.next_attempt_at LIMIT ?`
 
-	claimRetrySQL = `SELECT ` + deliveryCols + `, e.payload
+	claimRetrySQL = `SELECT ` + deliveryCols + `, e.payload, COALESCE(e.trace_context, '')
 FROM deliveries AS d INDEXED BY deliveries_retry CROSS JOIN events AS e ON e.seq = d.event_seq
 WHERE d.endpoint_id = ? AND ` + retryLane + ` AND d.next_attempt_at <= ? AND ` + keyHead + `
 ORDER BY d.next_attempt_at LIMIT ?`
@@ -154,7 +154,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 			}
 			for rows.Next() {
 				var c store.Claimed
-				d, err := scanDelivery(rows, &c.Payload)
+				d, err := scanDelivery(rows, &c.Payload, &c.TraceContext)
 				if err != nil {
 					rows.Close()
 					return fmt.Errorf("claim due: %w", err)

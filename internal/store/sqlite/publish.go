@@ -13,11 +13,11 @@ import (
 const (
 	// insertEventsSQL takes the VALUES of up to maxRowsPerInsert events
 	// (see valuesSQL and insertEvents).
-	insertEventsSQL = `INSERT INTO events (account_id, id, source, type, subject, published_at, payload)
+	insertEventsSQL = `INSERT INTO events (account_id, id, source, type, subject, published_at, payload, trace_context)
 VALUES `
 	insertEventsTail = `
 ON CONFLICT (id, source, account_id) DO NOTHING`
-	eventParams = 7
+	eventParams = 8
 
 	eventSeqSQL = `SELECT seq FROM events WHERE id = ? AND source = ? AND account_id = ?`
 
@@ -230,7 +230,7 @@ func (w *writer) insertEvents(events []*store.NewEvent, results []*store.Publish
 			payload = []byte{}
 		}
 		args = append(args, account.OrDefault(ev.AccountID), ev.ID, ev.Source, ev.Type, ev.Subject,
-			sqlrow.UnixMS(ev.PublishedAt), payload)
+			sqlrow.UnixMS(ev.PublishedAt), payload, sqlrow.NullIfEmpty(ev.TraceContext))
 	}
 	res, err := w.exec(w.valuesSQL(insertEventsSQL, eventParams, len(events), insertEventsTail), args...)
 	if err != nil {

@@ -71,8 +71,8 @@ SELECT 'events', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 
 	deleteCounterSQL    = `DELETE FROM counters WHERE name = ?`
 	stagedCountersSQL   = `SELECT name, value FROM counters WHERE name LIKE 'staged:%'`
 
-	insertStagedEventSQL = `INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, source, account_id) DO NOTHING`
+	insertStagedEventSQL = `INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload, trace_context)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, source, account_id) DO NOTHING`
 	subscriptionVersionSQL = `SELECT version FROM subscriptions WHERE id = ?`
 	deleteDeliverySQL      = `DELETE FROM deliveries WHERE id = ?`
 	releaseStagedSQL       = `UPDATE deliveries SET lease_until = 0 WHERE id = ? AND lease_owner = '' AND lease_until = ?`
@@ -355,7 +355,7 @@ func (j *stagedPublish) reveal(w *writer) error {
 		}
 		account := account.OrDefault(ev.AccountID)
 		n, err := w.execN(insertStagedEventSQL, seq, account, ev.ID, ev.Source, ev.Type, ev.Subject,
-			sqlrow.UnixMS(ev.PublishedAt), payload)
+			sqlrow.UnixMS(ev.PublishedAt), payload, sqlrow.NullIfEmpty(ev.TraceContext))
 		if err != nil {
 			return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)
 		}

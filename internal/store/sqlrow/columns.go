@@ -141,9 +141,13 @@ func (s *IDSet) Reset() {
 // OrderingKey is the ordering_key column value of a delivery's ordering
 // key: NULL for "" (an unordered delivery), so the ordering indexes, which
 // hold only keyed deliveries, stay as small as the ordered traffic.
-func OrderingKey(key string) any {
-	if key == "" {
+func OrderingKey(key string) any { return NullIfEmpty(key) }
+
+// NullIfEmpty is a nullable text column's value: NULL for "" (an event's
+// trace_context when tracing is off), else s.
+func NullIfEmpty(s string) any {
+	if s == "" {
 		return nil
 	}
-	return key
+	return s
 }

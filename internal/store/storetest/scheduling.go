@@ -18,6 +18,7 @@ func RunSchedulingContract(t *testing.T, open Opener) {
 			{"Limit", testClaimLimit},
 			{"NeverLeasedOrOtherEndpoints", testClaimNeverLeased},
 			{"CarriesEvent", testClaimCarriesEvent},
+			{"CarriesTraceContext", testClaimTraceContext},
 			{"DueEndpointsAndNextDue", testDueEndpoints},
 			{"Release", testRelease},
 			{"ReleaseOtherOwner", testReleaseOtherOwner},

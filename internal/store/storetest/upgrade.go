@@ -37,7 +37,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{PortalSessionsFrom, PortalSessionsData, CheckPortalSessionsUpgrade},
 		{RateLimitsFrom, RateLimitsData, CheckRateLimitsUpgrade},
 		{OrderingFrom, OrderingData, CheckOrderingUpgrade},
-		{JobsFrom, JobsData, CheckJobsUpgrade}} {
+		{JobsFrom, JobsData, CheckJobsUpgrade},
+		{TracingFrom, TracingData, CheckTracingUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
