@@ -61,10 +61,10 @@ func TestBeginSQL(t *testing.T) {
 		timeout time.Duration
 		want    string
 	}{
-		{60 * time.Second, "BEGIN; SET LOCAL statement_timeout = 60000"},
-		{1500 * time.Microsecond, "BEGIN; SET LOCAL statement_timeout = 1"},
-		{time.Microsecond, "BEGIN; SET LOCAL statement_timeout = 1"},
-		{-1, "BEGIN"},
+		{60 * time.Second, "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL statement_timeout = 60000"},
+		{1500 * time.Microsecond, "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL statement_timeout = 1"},
+		{time.Microsecond, "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL statement_timeout = 1"},
+		{-1, "BEGIN ISOLATION LEVEL READ COMMITTED"},
 	} {
 		if got := beginSQL(c.timeout); got != c.want {
 			t.Errorf("beginSQL(%v) = %q, want %q", c.timeout, got, c.want)
@@ -328,5 +328,30 @@ func TestConcurrentMigrateSteps(t *testing.T) {
 	var versions string
 	if err := conn.QueryRow(ctx, `SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_version`).Scan(&versions); err != nil || versions != "1,2,3,4" {
 		t.Errorf("schema_version %q, %v; want 1,2,3,4", versions, err)
+	}
+}
+
+// TestReadCommittedWhateverTheDefault: on a connection whose
+// default_transaction_isolation is serializable, the store's read-write
+// transactions still run at READ COMMITTED (beginSQL), which the claim's
+// ordering key check (keylock.go) depends on.
+func TestReadCommittedWhateverTheDefault(t *testing.T) {
+	dbURL := freshSchema(t)
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	s := openAt(t, dbURL+sep+"default_transaction_isolation=serializable", Options{StatementTimeout: time.Second})
+	var def, got string
+	if err := s.pool.QueryRow(context.Background(), `SHOW default_transaction_isolation`).Scan(&def); err != nil || def != "serializable" {
+		t.Fatalf("the connection's default = %q, %v; want serializable (the test's premise)", def, err)
+	}
+	if err := s.inTx(context.Background(), func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SHOW transaction_isolation`).Scan(&got)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "read committed" {
+		t.Errorf("in inTx: transaction_isolation = %q, want read committed", got)
 	}
 }

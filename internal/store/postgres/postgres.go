@@ -345,7 +345,7 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
-	snapBegin := strings.Replace(beginSQL(opts.StatementTimeout), "BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)
+	snapBegin := strings.Replace(beginSQL(opts.StatementTimeout), readCommitted, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)
 	s := &Store{
 		pool:     pool,
 		log:      opts.Logger,
@@ -407,10 +407,16 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
 // (pgx sends a query without arguments so), in one round trip.
 func beginSQL(timeout time.Duration) string {
 	if timeout <= 0 {
-		return "BEGIN"
+		return readCommitted
 	}
-	return "BEGIN; SET LOCAL statement_timeout = " + strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	return readCommitted + "; SET LOCAL statement_timeout = " + strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
 }
+
+// readCommitted begins the store's read-write transactions at READ
+// COMMITTED whatever the server's default_transaction_isolation says: the
+// store's statements are written for it (each statement reads its own
+// snapshot; the ordering key check in keylock.go depends on it).
+const readCommitted = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 // Stats describes the group-commit writers' work since Open.
 type Stats struct {
