@@ -6,16 +6,23 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/herald-events/herald/internal/clock"
 )
 
 // logRequests logs one line per request: method, path, the names of the
 // query parameters (not their values), status, duration (wall time), the
 // body bytes sent, and the remote address. It is at debug (--log-level
-// debug), except for a 5xx answer, at warn (the cause is logged at error
-// beside it: a store error, a handler panic). No header and no query value
+// debug), except for a 5xx answer but 503, at warn (the cause is logged at
+// error beside it: a store error, a handler panic). 503 answers are
+// counted by refusalLog, which writes their warn lines, coalesced. No header and no query value
 // is logged, so nothing secret is. Requests net/http refuses before any
 // handler runs are logged by HTTPServer's connections, at debug.
 func (s *Server) logRequests(h http.Handler) http.Handler {
+	refusals := &refusalLog{log: s.Logger, clock: s.Clock}
+	if refusals.clock == nil {
+		refusals.clock = clock.Real{}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.Logger.Enabled(r.Context(), requestLevel(http.StatusInternalServerError)) {
 			h.ServeHTTP(w, r)
@@ -24,6 +31,12 @@ func (s *Server) logRequests(h http.Handler) http.Handler {
 		began := time.Now()
 		rw := &recordingWriter{ResponseWriter: w}
 		h.ServeHTTP(rw, r)
+		switch status := rw.statusCode(); {
+		case status == http.StatusServiceUnavailable:
+			refusals.refused(r)
+		case status >= 200 && status < 300 && answersAgain(r):
+			refusals.answered(r)
+		}
 		level := requestLevel(rw.statusCode())
 		if !s.Logger.Enabled(r.Context(), level) {
 			return
@@ -39,9 +52,11 @@ func (s *Server) logRequests(h http.Handler) http.Handler {
 }
 
 // requestLevel is the level of a request's line by its answer's status:
-// warn for a 5xx (Herald failed), debug for the rest.
+// warn for a 5xx (Herald failed) but 503, debug for the rest. A 503 is a
+// refusal that passes by itself (the store away): refusalLog writes its
+// warn lines, coalesced.
 func requestLevel(status int) slog.Level {
-	if status >= 500 {
+	if status >= 500 && status != http.StatusServiceUnavailable {
 		return slog.LevelWarn
 	}
 	return slog.LevelDebug

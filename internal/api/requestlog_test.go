@@ -27,15 +27,18 @@ func logLines(t *testing.T, log *bytes.Buffer) []map[string]any {
 }
 
 // TestRequestLogLevels: each request is a line at debug, except a 5xx
-// answer (a panic's among them), a line at warn; at info only those show.
+// answer but 503 (a panic's among them), a line at warn; at info only those
+// show. A 503 is a line at debug and, the first, a refusal line at warn
+// (refusalLog; refusals_test.go).
 func TestRequestLogLevels(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, _ *http.Request) {})
 	mux.HandleFunc("/missing", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
-	mux.HandleFunc("/failing", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	mux.HandleFunc("/failing", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	mux.HandleFunc("/refusing", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	mux.HandleFunc("/panicking", func(http.ResponseWriter, *http.Request) { panic("a bug") })
-	paths := []string{"/ok", "/missing", "/failing", "/panicking"}
-	wantLevel := map[string]string{"/ok": "DEBUG", "/missing": "DEBUG", "/failing": "WARN", "/panicking": "WARN"}
+	paths := []string{"/ok", "/missing", "/failing", "/refusing", "/panicking"}
+	wantLevel := map[string]string{"/ok": "DEBUG", "/missing": "DEBUG", "/failing": "WARN", "/refusing": "DEBUG", "/panicking": "WARN"}
 
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
 		// The handler serializes writes; the log is read once srv.Close
@@ -52,13 +55,15 @@ func TestRequestLogLevels(t *testing.T) {
 		}
 		srv.Close()
 		got := map[string]string{}
-		panics := 0
+		panics, refusals := 0, 0
 		for _, m := range logLines(t, logs) {
 			switch m["msg"] {
 			case "request":
 				got[m["path"].(string)] = m["level"].(string)
 			case "handler panic":
 				panics++
+			case refusedLine:
+				refusals++
 			}
 		}
 		for _, p := range paths {
@@ -70,8 +75,8 @@ func TestRequestLogLevels(t *testing.T) {
 				t.Errorf("at %v, GET %s: request line at %q, want %q", level, p, got[p], want)
 			}
 		}
-		if panics != 1 {
-			t.Errorf("at %v: %d panic lines, want 1", level, panics)
+		if panics != 1 || refusals != 1 {
+			t.Errorf("at %v: %d panic lines and %d refusal lines, want 1 of each", level, panics, refusals)
 		}
 	}
 }

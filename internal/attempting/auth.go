@@ -83,11 +83,17 @@ func (a *Attempter) roundTripAuth(sub *catalog.Entry, req *http.Request) (*http.
 	return a.roundTrip(again, a.cfg.Client)
 }
 
+// certKey is the key of au's client in certClients: a hash of its
+// certificate and key.
+func certKey(au *subscription.Auth) [32]byte {
+	return sha256.Sum256([]byte(au.Certificate + "\x00" + au.PrivateKey))
+}
+
 // certClient returns the client presenting au's certificate: a copy of the
 // attempts' transport (the guarded dialer, the trusted CAs) with the
 // certificate, kept for the next attempts.
 func (a *Attempter) certClient(au *subscription.Auth) (*http.Client, error) {
-	key := sha256.Sum256([]byte(au.Certificate + "\x00" + au.PrivateKey))
+	key := certKey(au)
 	cc := &a.certs
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

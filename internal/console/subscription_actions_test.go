@@ -98,7 +98,7 @@ func TestCreateFromTheForm(t *testing.T) {
 		t.Fatalf("the subscription made: %v", got)
 	}
 	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, `id="message">Created.`) ||
-		!strings.Contains(page.body, "<dt>Dynamic headers</dt><dd><code>X-Tenant: data.tenant.id</code>") {
+		!strings.Contains(page.body, `<dt>Dynamic headers</dt><dd id="dynamic-headers"><code>X-Tenant: data.tenant.id</code>`) {
 		t.Fatalf("the subscription's page after create:\n%s", page.body)
 	}
 	for _, c := range []struct {

@@ -43,8 +43,8 @@ func (sp *subscriptionPages) subscriptions(w http.ResponseWriter, r *http.Reques
 }
 
 // subscriptionView is one subscription's page: what the API's resource
-// shows (URLs without their passwords, secret headers by name only), and
-// its most recent deliveries.
+// shows (URLs without their passwords, secret headers by name only, the
+// auth's secrets as ****), and its most recent deliveries.
 type subscriptionView struct {
 	ID, Name, Account, URL, Mode, State, FailurePolicy, EndpointID string
 	EventTypes                                                     []string
@@ -53,10 +53,12 @@ type subscriptionView struct {
 	Timeout                                                        time.Duration
 	Headers, DynamicHeaders                                        map[string]string
 	SecretHeaders                                                  []string
-	DeadLetter                                                     bool
-	DeadLetterURL, Schema, Validation, ValidationError             string
-	Ordering                                                       string
-	CreatedAt, UpdatedAt                                           time.Time
+	// Auth is its endpoint authentication, secrets masked (nil: none).
+	Auth                                               *authView
+	DeadLetter                                         bool
+	DeadLetterURL, Schema, Validation, ValidationError string
+	Ordering                                           string
+	CreatedAt, UpdatedAt                               time.Time
 	// Deliveries are the recentDeliveries newest; More says there are
 	// older ones.
 	Deliveries deliveryTable
@@ -99,7 +101,7 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 		Schema:     cmp.Or(s.Delivery.Schema, event.SchemaCloudEvents),
 		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: s.Delivery.ValidationError,
 		Ordering:  cmp.Or(s.Delivery.Ordering, subscription.OrderingNone),
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Auth: toAuthView(s.Delivery.Auth),
 	}
 	for name := range s.SecretHeaders {
 		view.SecretHeaders = append(view.SecretHeaders, name)

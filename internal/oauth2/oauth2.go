@@ -38,7 +38,8 @@ const RefreshBefore = 30 * time.Second
 const DefaultLifetime = 5 * time.Minute
 
 // MaxEntries bounds the cache: past it, the token expiring first is
-// dropped.
+// dropped (the fetch under way begun first, only when every entry is one:
+// evict).
 const MaxEntries = 4096
 
 // maxAnswer bounds how much of a token endpoint's answer is read.
@@ -66,15 +67,17 @@ func (c Credentials) key() [32]byte {
 // Cache fetches tokens with its client and keeps them. It is safe for
 // concurrent use.
 type Cache struct {
-	client *http.Client
-	now    func() time.Time
-	mu     sync.Mutex
-	tokens map[[32]byte]*entry
+	client  *http.Client
+	now     func() time.Time
+	mu      sync.Mutex
+	tokens  map[[32]byte]*entry
+	fetches uint64 // fetches begun, numbering entries
 }
 
 // entry is one key's token, or the fetch of it under way (done not yet
 // closed).
 type entry struct {
+	seq     uint64 // Cache.fetches when its fetch began
 	done    chan struct{}
 	token   string
 	expires time.Time
@@ -105,7 +108,8 @@ func (k *Cache) Token(ctx context.Context, c Credentials) (string, error) {
 		}
 	}
 	if e == nil {
-		e = &entry{done: make(chan struct{})}
+		k.fetches++
+		e = &entry{seq: k.fetches, done: make(chan struct{})}
 		k.evict()
 		k.tokens[key] = e
 		go k.fetch(key, e, c)
@@ -137,13 +141,16 @@ func (k *Cache) Invalidate(c Credentials, token string) {
 }
 
 // evict makes room for one entry: at MaxEntries, it drops the finished
-// entry expiring first (k.mu held).
+// entry expiring first (an expired one before any other) or, when every
+// entry is a fetch under way, the one begun first: its callers still get
+// its answer, which is then not kept (fetch ends an entry no longer in
+// the map). So the map never holds more than MaxEntries (k.mu held).
 func (k *Cache) evict() {
 	if len(k.tokens) < MaxEntries {
 		return
 	}
 	var victim [32]byte
-	var first *entry
+	var first, oldest *entry
 	for key, e := range k.tokens {
 		select {
 		case <-e.done:
@@ -151,11 +158,12 @@ func (k *Cache) evict() {
 				victim, first = key, e
 			}
 		default:
+			if first == nil && (oldest == nil || e.seq < oldest.seq) {
+				victim, oldest = key, e
+			}
 		}
 	}
-	if first != nil {
-		delete(k.tokens, victim)
-	}
+	delete(k.tokens, victim)
 }
 
 // fetch asks for e's token, within FetchTimeout, and ends e. A failed
