@@ -19,6 +19,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/server"
+	"github.com/herald-events/herald/internal/server/servertest"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
@@ -112,19 +113,7 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 	if clk != nil {
 		loops = watchLoops(t, srv.Loops()) // before Start: see watchLoops
 	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		srv.StopWaiting() // a waiting receive would hold api.Close
-		api.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	api := servertest.Serve(t, srv)
 	b := &bundle{t: t, cfg: cfg, clk: clk, srv: srv, api: api, client: keyClient(adminKey), loops: loops}
 	if clk != nil {
 		// A test's first clock move must not come before a loop's first

@@ -37,6 +37,14 @@ func Start(t testing.TB, cfg server.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Serve(t, srv).URL
+}
+
+// Serve starts srv and serves its API on 127.0.0.1 until the test ends;
+// then it stops the API and closes srv (within closeTimeout), failing the
+// test if the close fails.
+func Serve(t testing.TB, srv *server.Server) *httptest.Server {
+	t.Helper()
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +55,8 @@ func Start(t testing.TB, cfg server.Config) string {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
-			t.Error(err)
+			t.Errorf("close: %v", err)
 		}
 	})
-	return api.URL
+	return api
 }
