@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
@@ -36,6 +37,10 @@ const (
 type refusalLog struct {
 	log   *slog.Logger
 	clock clock.Clock
+	// refusing is outage > 0, read without mu: answered, called for every
+	// 2xx answer (the publish path's included), takes no lock while nothing
+	// was refused.
+	refusing atomic.Bool
 
 	mu        sync.Mutex
 	last      time.Time // of the last warn line (zero: none yet)
@@ -50,6 +55,7 @@ func (l *refusalLog) refused(r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock.Now()
+	l.refusing.Store(true)
 	l.outage++
 	l.pending++
 	if !l.last.IsZero() && now.Sub(l.last) < RefusalLogInterval {
@@ -67,6 +73,9 @@ func (l *refusalLog) refused(r *http.Request) {
 // (answersAgain): an outage a line told of is over, and one info line says
 // so. Refusals no line told of yet stay pending, for the next warn line.
 func (l *refusalLog) answered(r *http.Request) {
+	if !l.refusing.Load() {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.outage == 0 {
@@ -77,6 +86,7 @@ func (l *refusalLog) answered(r *http.Request) {
 		l.pending = 0
 	}
 	l.outage, l.announced = 0, false
+	l.refusing.Store(false)
 }
 
 // answersAgain reports whether a 2xx answer to r shows the store answering:
