@@ -20,19 +20,13 @@ func (in *Publisher) startSpans(ctx context.Context, evs []event.Event, news []s
 	for i := range news {
 		ne := &news[i]
 		te := tracing.Event{AccountID: ne.AccountID, ID: ne.ID, Source: ne.Source, Type: ne.Type, Subject: ne.Subject}
-		te.Traceparent, _ = evs[i].Extensions[extTraceparent].(string)
-		te.Tracestate, _ = evs[i].Extensions[extTracestate].(string)
+		te.Traceparent, _ = evs[i].Extensions[tracing.ExtTraceparent].(string)
+		te.Tracestate, _ = evs[i].Extensions[tracing.ExtTracestate].(string)
 		spans[i] = in.Tracer.StartPublish(ctx, te)
 		ne.TraceContext = tracing.Encode(spans[i].SpanContext())
 	}
 	return spans
 }
-
-// The CloudEvents Distributed Tracing extension's attributes.
-const (
-	extTraceparent = "traceparent"
-	extTracestate  = "tracestate"
-)
 
 // endSpans ends the publish spans of a call: each with its event's
 // result, or all with err.

@@ -9,11 +9,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The W3C Trace Context header names, which are also the CloudEvents
-// Distributed Tracing extension's attribute names.
+// The W3C Trace Context header names (canonical), and the CloudEvents
+// Distributed Tracing extension's attribute names, which are the same in
+// lower case (also the propagator's carrier keys).
 const (
 	HeaderTraceparent = "Traceparent"
 	HeaderTracestate  = "Tracestate"
+	ExtTraceparent    = "traceparent"
+	ExtTracestate     = "tracestate"
 )
 
 // propagator reads and writes W3C traceparent and tracestate.
@@ -35,9 +38,9 @@ func Parse(traceparent, tracestate string) (sc trace.SpanContext, ok bool) {
 	if traceparent == "" {
 		return trace.SpanContext{}, false
 	}
-	c := propagation.MapCarrier{"traceparent": traceparent}
+	c := propagation.MapCarrier{ExtTraceparent: traceparent}
 	if tracestate != "" {
-		c["tracestate"] = tracestate
+		c[ExtTracestate] = tracestate
 	}
 	sc = trace.SpanContextFromContext(propagator.Extract(context.Background(), c))
 	return sc, sc.IsValid()
@@ -73,5 +76,5 @@ func Decode(s string) (sc trace.SpanContext, ok bool) {
 func Header(sc trace.SpanContext) (traceparent, tracestate string) {
 	c := propagation.MapCarrier{}
 	propagator.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
-	return c["traceparent"], c["tracestate"]
+	return c[ExtTraceparent], c[ExtTracestate]
 }
