@@ -1,5 +1,6 @@
-// Command herald is Herald's single binary: the server, the policy
-// inspector, a local webhook receiver and the benchmark.
+// Command herald is Herald's binary: the server, the policy inspector, a
+// local webhook receiver, the API's command line, and the launcher of the
+// benchmark (its own binary, herald-bench: cmd/herald-bench).
 //
 //	herald serve      run the server (embedded SQLite store by default)
 //	herald sink       a local receiver that prints what arrives
