@@ -16,6 +16,9 @@ ARG GO_VERSION=1.26.8
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The Go client is a module of its own that the server requires (a replace
+# directive to ./client): its go.mod is needed to resolve the modules.
+COPY client/go.mod client/go.sum ./client/
 RUN go mod download
 COPY . .
 ARG TARGETOS=linux

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -9,8 +11,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// openAPIPath is the API's description the client is held to.
+// openAPIPath is the API's description the client is held to. It is in
+// the server's module, read by path from Herald's source tree: the client
+// module does not require the server's.
 const openAPIPath = "../internal/api/openapi.yaml"
+
+// serverGoMod is the server module's go.mod, beside the client's directory
+// in Herald's source tree and absent where the client module stands alone
+// (downloaded into a module cache).
+const serverGoMod = "../go.mod"
 
 // node is a decoded YAML value of the document.
 type node = map[string]any
@@ -20,6 +29,9 @@ func loadOpenAPI(t *testing.T) node {
 	t.Helper()
 	b, err := os.ReadFile(openAPIPath)
 	if err != nil {
+		if _, modErr := os.Stat(serverGoMod); errors.Is(err, fs.ErrNotExist) && errors.Is(modErr, fs.ErrNotExist) {
+			t.Skipf("%s: not in Herald's source tree (the client module alone): the checks against the API's description run there", openAPIPath)
+		}
 		t.Fatal(err)
 	}
 	var doc node

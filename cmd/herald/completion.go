@@ -54,11 +54,11 @@ func runCompletion(_ context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // legacyFlagSets are the flag sets of herald's other commands, by the
-// words that reach them.
+// words that reach them. herald bench has none here: its flags are
+// herald-bench's (bench.go), not this binary's.
 var legacyFlagSets = map[string]func(io.Writer) *flag.FlagSet{
 	"serve":       func(w io.Writer) *flag.FlagSet { fs, _ := newServeFlags(w); return fs },
 	"sink":        func(w io.Writer) *flag.FlagSet { fs, _ := newSinkFlags(w); return fs },
-	"bench":       func(w io.Writer) *flag.FlagSet { fs, _ := newBenchFlags(w); return fs },
 	"pull":        func(w io.Writer) *flag.FlagSet { fs, _, _ := newPullFlags(w); return fs },
 	"filter test": func(w io.Writer) *flag.FlagSet { fs, _, _ := newFilterFlags(w); return fs },
 	"policy show": func(w io.Writer) *flag.FlagSet { fs, _, _ := newPolicyShowFlags(w); return fs },

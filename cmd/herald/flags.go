@@ -1,43 +1,24 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/herald-events/herald/internal/cliflag"
 )
 
 // parseArgs parses args into fs; every command's flags are parsed here,
-// so that help goes where it is asked for. Help asked for (-h, --help)
-// goes to stdout and the command exits 0; a usage error the flag package
-// finds (an unknown flag, a value its type refuses) goes to stderr, its
-// first line naming the flag, then the usage, and the command exits 2. A
-// flag set's Usage must write to fs.Output(), where both are sent. When ok
-// is false the command exits with code.
+// so that help goes where it is asked for (cliflag.Parse: help to stdout,
+// exit 0; a usage error to stderr, exit 2). When ok is false the command
+// exits with code.
 func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	var out bytes.Buffer
-	prev := fs.Output()
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	fs.SetOutput(prev)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		_, _ = stdout.Write(out.Bytes())
-		return 0, false
-	case err != nil:
-		_, _ = stderr.Write(out.Bytes())
-		return 2, false
-	}
-	return 0, true
+	return cliflag.Parse(fs, args, stdout, stderr)
 }
 
 // isHelpFlag reports whether arg asks for help as the flag package takes it
@@ -58,12 +39,8 @@ func isHelpFlag(arg string) bool {
 // set from the environment, by name. When ok is false the command exits
 // with code: 0 after -h, 2 after a usage error (already printed to stderr).
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, env bool) (fromEnv map[string]string, code int, ok bool) {
-	if code, ok := parseArgs(fs, args, stdout, stderr); !ok {
+	if code, ok := cliflag.ParseFlagsOnly(fs, args, stdout, stderr); !ok {
 		return nil, code, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q (it takes flags only; -h lists them)\n", fs.Name(), fs.Arg(0))
-		return nil, 2, false
 	}
 	if !env {
 		return nil, 0, true
@@ -130,44 +107,11 @@ func usageError(stderr io.Writer, command string, err error, fromEnv map[string]
 	return 2
 }
 
-// checkAddr reports whether addr is a HOST:PORT that net.Listen takes, the
-// port a number or a service name.
-func checkAddr(flagName, addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err == nil {
-		_, err = net.LookupPort("tcp", port)
-	}
-	if err != nil {
-		return fmt.Errorf("%s %q: want HOST:PORT (%v)", flagName, addr, err)
-	}
-	return nil
-}
+// checkAddr reports whether addr is a HOST:PORT that net.Listen takes
+// (cliflag.CheckAddr).
+func checkAddr(flagName, addr string) error { return cliflag.CheckAddr(flagName, addr) }
 
-// finiteFloat is a float64 flag that refuses NaN and infinities, which
-// strconv.ParseFloat accepts and every range check lets through.
-type finiteFloat struct{ p *float64 }
-
-func (f finiteFloat) String() string {
-	if f.p == nil {
-		return "0"
-	}
-	return strconv.FormatFloat(*f.p, 'g', -1, 64)
-}
-
-func (f finiteFloat) Set(s string) error {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return errors.New("not a number")
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return errors.New("not a finite number")
-	}
-	*f.p = v
-	return nil
-}
-
-// floatVar defines a finiteFloat flag with *p as its default. Name the
-// value in usage between back quotes (flag.UnquoteUsage).
-func floatVar(fs *flag.FlagSet, p *float64, name, usage string) {
-	fs.Var(finiteFloat{p}, name, usage)
-}
+// floatVar defines a float flag that refuses NaN and infinities, with *p as
+// its default (cliflag.FloatVar). Name the value in usage between back
+// quotes (flag.UnquoteUsage).
+func floatVar(fs *flag.FlagSet, p *float64, name, usage string) { cliflag.FloatVar(fs, p, name, usage) }

@@ -6,8 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/cliflag/cliflagtest"
 )
 
 // command is one herald command for the flag tests: how to run it with
@@ -25,8 +28,6 @@ func commandsUnderTest(t *testing.T) map[string]command {
 			func(w io.Writer) *flag.FlagSet { fs, _ := newServeFlags(w); return fs }, true},
 		"sink": {[]string{"sink", "--addr", "127.0.0.1:0"},
 			func(w io.Writer) *flag.FlagSet { fs, _ := newSinkFlags(w); return fs }, false},
-		"bench": {[]string{"bench", "--quiet", "--tmp", dir},
-			func(w io.Writer) *flag.FlagSet { fs, _ := newBenchFlags(w); return fs }, false},
 		"policy show": {[]string{"policy", "show", "eventgrid"},
 			func(w io.Writer) *flag.FlagSet { fs, _, _ := newPolicyShowFlags(w); return fs }, false},
 		"migrate": {[]string{"migrate", "--store", "postgres://127.0.0.1:1/none", "--timeout", "1s"},
@@ -91,53 +92,6 @@ var badValues = map[string]map[string][]string{
 		"quiet":      {"maybe"},
 		"validate":   {"maybe", "2"},
 	},
-	"bench": {
-		"scenario":            {"nope", ""},
-		"json":                {"maybe"},
-		"json-file":           {"/nonexistent/dir/report.json"},
-		"herald":              {"/nonexistent/herald"},
-		"keep":                {"maybe"},
-		"pprof":               {"bogus:addr"},
-		"store":               {"mysql://db", ""},
-		"serve-flags":         {"--window 0", "--nope", "extra", "--lease 1s"},
-		"serve-env":           {"GOGC", "=1"},
-		"timeout":             {"-1s"},
-		"tmp":                 {"/nonexistent/dir"},
-		"quiet":               {"maybe"},
-		"endpoints":           {"0"},
-		"payload":             {"-1", "65537"},
-		"events":              {"0"},
-		"batch":               {"0", "1001"},
-		"publishers":          {"0"},
-		"single-events":       {"0"},
-		"single-publishers":   {"-1"},
-		"rate":                {"0", "NaN", "Inf"},
-		"duration":            {"0s"},
-		"rate-workers":        {"0"},
-		"fanout-events":       {"0"},
-		"fanout":              {"0"},
-		"fail-share":          {"0", "1", "NaN"},
-		"fail-for":            {"-1s"},
-		"fail-duration":       {"0s"},
-		"blackhole-events":    {"0"},
-		"blackhole-endpoints": {"0"},
-		"blackhole-share":     {"1", "-Inf"},
-		"blackhole-timeout":   {"1ms", "6m"},
-		"backlog":             {"0"},
-		"backlog-endpoints":   {"0"},
-		"backlog-retry":       {"0s"},
-		"backlog-fresh":       {"-1s"},
-		"pull-events":         {"0", "-1"},
-		"consumers":           {"0", "1001"},
-		"pull-batch":          {"0", "1001"},
-		"baseline":            {"maybe", "2"},
-		"uuid-ids":            {"maybe", "2"},
-		"runs":                {"0", "-1", "101", "x"},
-		"soak-deliveries":     {"0", "-1"},
-		"console-deliveries":  {"0", "-1", "x"},
-		"ordered-keys":        {"0", "-1", "x"},
-		"soak-retention":      {"0s", "59s", "-1m", "soon"},
-	},
 	"policy show": {
 		"json": {"maybe"},
 		"spec": {"not json", `{"bogus":1}`, `{"max_attempts":31}`, `{"preset":"sap"}`, `{"max_attempts":3,"max_attempts":4}`, `{"Max_Attempts":3}`, `{"max_attempts":3} {}`},
@@ -165,31 +119,15 @@ var badValues = map[string]map[string][]string{
 	},
 }
 
-// canceled is a context that has ended: a command that gets past checking
-// its flags stops at once (or fails), so it can never pass for one that
-// refused them.
-func canceled() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
+// canceled is a context that has ended (cliflagtest.Canceled).
+var canceled = cliflagtest.Canceled
 
 // checkRefused runs herald with args and fails the test unless it exits 2
 // with a first line of stderr naming the flag (or its variable), having
-// started nothing.
+// started nothing (cliflagtest.CheckRefused).
 func checkRefused(t *testing.T, what string, args []string, names ...string) {
 	t.Helper()
-	var stdout, stderr strings.Builder
-	code := run(canceled(), args, &stdout, &stderr)
-	first, _, _ := strings.Cut(stderr.String(), "\n")
-	named := false
-	for _, n := range names {
-		named = named || strings.Contains(first, n)
-	}
-	if code != 2 || !named || strings.Contains(stdout.String(), "listening") {
-		t.Errorf("%s: herald %q: exit %d, first line of stderr %q, stdout %q; want exit 2 naming %s",
-			what, args, code, first, stdout.String(), strings.Join(names, " or "))
-	}
+	cliflagtest.CheckRefused(t, run, "herald", what, args, names...)
 }
 
 // TestBadFlagValues: every flag of every command refuses a bad value, given
@@ -248,13 +186,18 @@ func without(args []string, name string) []string {
 	return out
 }
 
-// TestStrayArguments: every command refuses arguments it does not take.
+// TestStrayArguments: every command refuses arguments it does not take
+// (herald bench's are herald-bench's to refuse: see tableCommands).
 func TestStrayArguments(t *testing.T) {
-	for _, args := range [][]string{
-		{"serve", "extra"}, {"serve", "--window", "5", "extra"}, {"sink", "extra"}, {"bench", "extra"},
+	strays := [][]string{
+		{"serve", "extra"}, {"serve", "--window", "5", "extra"}, {"sink", "extra"},
 		{"migrate", "--store", "postgres://127.0.0.1:1/x", "extra"}, {"version", "extra"}, {"--version", "extra"},
 		{"policy", "list", "extra"}, {"policy", "show", "sap", "pubsub"}, {"help", "serve", "extra"}, {"help", "nope"},
-	} {
+	}
+	if slices.Contains(commandsToRun(t), "bench") {
+		strays = append(strays, []string{"bench", "extra"})
+	}
+	for _, args := range strays {
 		checkRefused(t, "stray argument", args, "extra", "pubsub", "nope")
 	}
 }
@@ -280,11 +223,6 @@ func TestGoodFlagsPass(t *testing.T) {
 		if err != nil || !cfg.Attempting.Destinations.AllowPrivate || (v != "") != (len(cfg.Attempting.Destinations.Allow) > 0) {
 			t.Errorf("serve --allow-destinations %q: %+v, %v", v, cfg.Attempting.Destinations, err)
 		}
-	}
-	_, bo := newBenchFlags(io.Discard)
-	bo.serveFlags = "--window 20000 --lease 10s"
-	if err := bo.check(); err != nil {
-		t.Errorf("bench: %v", err)
 	}
 	if _, _, ok := parseSinkFlags([]string{"--addr", ":0", "--fail-first", "0"}, io.Discard, io.Discard); !ok {
 		t.Error("sink refused good flags")

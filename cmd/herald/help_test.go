@@ -20,6 +20,19 @@ func tableCommands() []string {
 	return names
 }
 
+// commandsToRun returns the names in the commands table, sorted, for a test
+// that runs each. herald bench runs herald-bench, which this puts on PATH
+// for the test (benchOnPath); under -short, which builds nothing, bench is
+// left out.
+func commandsToRun(t *testing.T) []string {
+	t.Helper()
+	if testing.Short() {
+		return slices.DeleteFunc(tableCommands(), func(name string) bool { return name == "bench" })
+	}
+	benchOnPath(t)
+	return tableCommands()
+}
+
 // subcommandArgs are, for each command of the table whose flags belong to
 // a subcommand, the arguments that reach those flags (before the flag).
 var subcommandArgs = map[string][][]string{
@@ -33,7 +46,7 @@ var subcommandArgs = map[string][][]string{
 // stderr, and lists the command's flags (herald help | less shows it).
 func TestHelpOnStdout(t *testing.T) {
 	flagSets := commandsUnderTest(t)
-	for _, name := range tableCommands() {
+	for _, name := range commandsToRun(t) {
 		forms := [][]string{{"help", name}, {name, "-h"}, {name, "--help"}, {name, "-help"}}
 		for _, sub := range subcommandArgs[name] {
 			forms = append(forms, append(slices.Clone(sub), "-h"), append(slices.Clone(sub), "--help"))
@@ -72,7 +85,7 @@ func TestHelpOnStdout(t *testing.T) {
 // line of stderr naming the flag, and the usage after it on stderr.
 func TestUsageErrorsOnStderr(t *testing.T) {
 	const bad = "--no-such-flag"
-	for _, name := range tableCommands() {
+	for _, name := range commandsToRun(t) {
 		forms := [][]string{{name, bad}, {name, bad, "x"}}
 		for _, sub := range subcommandArgs[name] {
 			forms = append(forms, append(slices.Clone(sub), bad))

@@ -1,5 +1,6 @@
-// Command herald is Herald's single binary: the server, the policy
-// inspector, a local webhook receiver and the benchmark.
+// Command herald is Herald's binary: the server, the policy inspector, a
+// local webhook receiver, the API's command line, and the launcher of the
+// benchmark (its own binary, herald-bench: cmd/herald-bench).
 //
 //	herald serve      run the server (embedded SQLite store by default)
 //	herald sink       a local receiver that prints what arrives
@@ -7,7 +8,7 @@
 //	herald filter     say whether an event would go to a subscription, and why not
 //	herald policy     print a retry preset's timetable
 //	herald migrate    apply the PostgreSQL schema migrations
-//	herald bench      end-to-end benchmarks
+//	herald bench      end-to-end benchmarks (runs herald-bench: bench.go)
 //	herald version    print the version and what it was built from
 //	herald RESOURCE VERB   call the API: subscriptions, events, deliveries,
 //	                  dead-letters, endpoints, accounts, keys and jobs,
@@ -57,7 +58,8 @@ Usage:
   herald migrate --store postgres://URL [--timeout D]
       apply the PostgreSQL schema migrations and exit
   herald bench [--scenario NAME|all] [--json] [--store sqlite|postgres://URL] [flags]
-      run end-to-end benchmarks against the real binary (herald bench -h)
+      run end-to-end benchmarks against the real binary (herald bench -h); they are
+      the command herald-bench, beside herald, on PATH or built from the source tree
   herald version [--json]
       print the version and the source it was built from
   herald RESOURCE VERB [flags] [ARGS]
@@ -124,9 +126,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd := commands[name]; cmd != nil {
 		return cmd(ctx, rest, stdout, stderr)
-	}
-	if name == benchForwarderCommand { // hidden: herald bench --baseline starts it
-		return runBenchForwarder(ctx, rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "herald: unknown command %q\n\n%s", name, usage)
 	return 2

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/herald-events/herald/internal/cliflag"
 )
 
 // flagKind is how a resource verb's flag reads its value (see flagValue).
@@ -90,8 +92,8 @@ func (spec flagSpec) parse(s string) (any, error) {
 	case kindJSON:
 		return parseJSONValue(s)
 	case kindNumber:
-		var f float64
-		if err := (finiteFloat{&f}).Set(s); err != nil {
+		f, err := cliflag.ParseFloat(s)
+		if err != nil {
 			return nil, fmt.Errorf("want a number (%v)", err)
 		}
 		return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil

@@ -125,8 +125,8 @@ func TestRevocationOnAnotherAuthenticator(t *testing.T) {
 	other := auth.New(st, auth.Options{Clock: clk, Recheck: time.Second})
 	other.Check(ctx)
 	rechecks := &other.Loops()[0].TestSignals
-	rechecks.Slept.Init()
-	rechecks.Woke.Init()
+	rechecks.Slept.Init(t)
+	rechecks.Woke.Init(t)
 	if err := other.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

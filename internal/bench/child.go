@@ -26,7 +26,7 @@ const (
 // server is a child process the bench measures: a `herald serve`, or the
 // baseline forwarder.
 type server struct {
-	what    string // "herald serve" or "herald bench-forwarder", for messages
+	what    string // "herald serve" or "herald-bench forwarder", for messages
 	cmd     *exec.Cmd
 	pid     int
 	url     string // http://ADDR
@@ -57,7 +57,7 @@ func startServer(ctx context.Context, bin, dir string, extra, env []string) (*se
 }
 
 // childSpec is a child process the bench measures: `herald serve`, or the
-// baseline forwarder (`herald bench-forwarder`).
+// baseline forwarder (`herald-bench forwarder`).
 type childSpec struct {
 	what     string // its name in messages
 	bin      string
@@ -96,7 +96,8 @@ func startChild(ctx context.Context, c childSpec) (_ *server, err error) {
 	defer func() {
 		if err != nil {
 			s.stop()
-			if tail := s.logTail(20); tail != "" {
+			// A refusal's message is its log's first line, already in err.
+			if tail := s.logTail(20); tail != "" && !errors.Is(err, errRefused) {
 				err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, logPath, tail)
 			}
 		}
@@ -125,6 +126,9 @@ func startChild(ctx context.Context, c childSpec) (_ *server, err error) {
 	select {
 	case s.url = <-addr:
 	case <-s.exited:
+		if ee := (*exec.ExitError)(nil); errors.As(s.waitErr, &ee) && ee.ExitCode() == 2 {
+			return nil, fmt.Errorf("%s %w (exit status 2): %s", c.what, errRefused, s.logHead())
+		}
 		return nil, fmt.Errorf("%s exited before listening: %v", c.what, s.waitErr)
 	case <-t.C:
 		return nil, fmt.Errorf("%s printed no address within %s", c.what, startTimeout)
@@ -207,8 +211,24 @@ func (s *server) logTail(n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
+// logHead returns the first line of the server's log: a usage error's
+// message, when it refused its flags.
+func (s *server) logHead() string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return string(line)
+}
+
 // errExited is returned by waits that notice the server died.
 var errExited = errors.New("the server under test exited")
+
+// errRefused is returned by startChild when the child exited with status 2
+// before it listened: herald's usage error, a flag or environment variable
+// it refused.
+var errRefused = errors.New("refused its flags")
 
 // sampler polls the server's resident memory while a scenario runs.
 type sampler struct {

@@ -230,7 +230,9 @@ func (s Sizes) check() error {
 
 // Config is one `herald bench` run.
 type Config struct {
-	// Herald is the herald binary run as `Herald serve`.
+	// Herald is the herald binary run as `Herald serve`. A herald serve
+	// that exits with status 2 before it listens refused the flags and
+	// environment it was given (ServeArgs, ServeEnv): Run ends with that.
 	Herald string
 	// Scenarios to run, in order.
 	Scenarios []string
@@ -261,8 +263,9 @@ type Config struct {
 	Baseline bool
 	// Forwarder is the command that starts the baseline forwarder, to
 	// which "--listen 127.0.0.1:0" is added (default: this executable's
-	// bench-forwarder command). It is this binary even when Herald is
-	// another: the baseline does not change between the builds compared.
+	// ForwarderCommand, which herald-bench has). It is the bench's binary
+	// even when Herald is another build: the baseline does not change
+	// between the builds compared.
 	Forwarder []string
 	// Progress receives the progress line and notes (nil: none); ProgressTTY
 	// rewrites the line in place.

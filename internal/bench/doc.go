@@ -1,4 +1,6 @@
-// Package bench is Herald's end-to-end benchmark, run by `herald bench`.
+// Package bench is Herald's end-to-end benchmark, run by `herald bench`:
+// the command herald-bench (cmd/herald-bench), a binary of its own so that
+// the server's binary does not link this package.
 //
 // Each scenario measures Herald the way a user would judge it: it starts a
 // real `herald serve` child process on a fresh store in a temporary
@@ -15,7 +17,7 @@
 // With Config.Baseline (herald bench --baseline) the scenarios that can
 // (baselineScenarios) are run a second time, right after Herald and with the
 // same load and receivers, against a non-durable forwarder built into the
-// herald binary and started as a child process like herald serve
+// herald-bench binary and started as a child process like herald serve
 // (forwarder.go), and the report gives Herald's deliveries/s and server CPU
 // per delivery divided by the forwarder's (compareBaseline). Config.Runs
 // repeats everything, the herald/baseline pairs alternating. The soak

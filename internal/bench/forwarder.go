@@ -25,22 +25,27 @@ import (
 // is counted and dropped), no checks beyond decoding the JSON, no signing,
 // no batching.
 //
-// It runs as a child process of the same binary, `herald bench-forwarder`
-// (a hidden command), started and killed by the bench exactly as `herald
-// serve` is, so that its CPU time and memory are read from /proc the same
+// It runs as a child process of the bench's own binary, `herald-bench
+// forwarder` (a hidden command), started and killed by the bench exactly as
+// `herald serve` is, so that its CPU time and memory are read from /proc the same
 // way. It cannot run inside the bench process: that process also runs the
 // load generator and the receivers, whose CPU could not be told apart from
 // the forwarder's. "In-process" in the issue is read as "built into the
-// herald binary, its server and its client in one process, no outside
+// bench's binary, its server and its client in one process, no outside
 // program". The bench feeds it routes through the same request it makes to
 // Herald, POST /v1/subscriptions (only name, url and event_types; anything
 // else is refused, so a scenario that needs more of Herald cannot be
 // compared by mistake), and publishes to POST /v1/events as it does to
 // Herald, with the same bodies; the Authorization header is ignored.
 
+// ForwarderCommand is the hidden command of the bench's binary
+// (herald-bench) that runs the forwarder: Config.Forwarder's default is
+// that binary with it.
+const ForwarderCommand = "forwarder"
+
 // forwarderAnnounce begins the line the forwarder prints on stdout once it
 // listens, followed by http://ADDR.
-const forwarderAnnounce = "herald bench-forwarder listening on "
+const forwarderAnnounce = "herald-bench forwarder listening on "
 
 // ForwarderOptions configure the baseline forwarder.
 type ForwarderOptions struct {

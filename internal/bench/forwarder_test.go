@@ -19,7 +19,7 @@ import (
 )
 
 // forwarderChildEnv makes this test binary run as the baseline forwarder
-// (what `herald bench-forwarder` runs), for the tests that start it as a
+// (what `herald-bench forwarder` runs), for the tests that start it as a
 // child process the way the bench does.
 const forwarderChildEnv = "HERALD_BENCH_TEST_FORWARDER_CHILD"
 
@@ -261,7 +261,7 @@ func TestBaselineScenariosOnForwarderChild(t *testing.T) {
 		name string
 		want int64
 	}{{"steady-batch", int64(s.Events)}, {"steady-single", int64(s.SingleEvents)}, {"fanout", int64(s.FanoutEvents * s.Fanout)}} {
-		res := runScenario(context.Background(), &cfg, tt.name, targetBaseline, 1, newProgress(nil, false))
+		res, _ := runScenario(context.Background(), &cfg, tt.name, targetBaseline, 1, newProgress(nil, false))
 		if !res.OK || len(res.Phases) != 1 {
 			t.Fatalf("%s: %+v", tt.name, res)
 		}
@@ -293,7 +293,7 @@ func TestBaselineScenariosOnForwarderChild(t *testing.T) {
 func TestUUIDIDsCounted(t *testing.T) {
 	cfg := testForwarderConfig(t)
 	cfg.Sizes.UUIDIDs = true
-	res := runScenario(context.Background(), &cfg, "steady-batch", targetBaseline, 1, newProgress(nil, false))
+	res, _ := runScenario(context.Background(), &cfg, "steady-batch", targetBaseline, 1, newProgress(nil, false))
 	if !res.OK || len(res.Phases) != 1 {
 		t.Fatalf("%+v", res)
 	}

@@ -123,7 +123,7 @@ func (l *launcher) startForwarder(ctx context.Context) (*server, error) {
 	}
 	args := append(slices.Clone(l.cfg.Forwarder[1:]), "--listen", "127.0.0.1:0")
 	l.prog.set(func() string { return l.name + " (baseline): starting the forwarder" })
-	return startChild(ctx, childSpec{what: "herald bench-forwarder", bin: l.cfg.Forwarder[0], args: args, dir: dir,
+	return startChild(ctx, childSpec{what: "herald-bench forwarder", bin: l.cfg.Forwarder[0], args: args, dir: dir,
 		log: "forwarder.log", announce: forwarderAnnounce, env: l.serveEnv})
 }
 

@@ -13,7 +13,9 @@ import (
 
 // Report is the outcome of a `herald bench` run.
 type Report struct {
-	Machine Machine   `json:"machine"`
+	Machine Machine `json:"machine"`
+	// Herald is the herald binary measured (Config.Herald, --herald).
+	Herald  string    `json:"herald"`
 	Sizes   Sizes     `json:"sizes"`
 	Started time.Time `json:"started"`
 	// Runs is how many times each scenario was run (--runs); Baseline

@@ -51,9 +51,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the baseline forwarder's binary: %w", err)
 		}
-		cfg.Forwarder = []string{exe, "bench-forwarder"}
+		cfg.Forwarder = []string{exe, ForwarderCommand}
 	}
-	rep := &Report{Machine: machine(), Sizes: cfg.Sizes, Started: time.Now().UTC(), Runs: runs, Baseline: cfg.Baseline}
+	rep := &Report{Machine: machine(), Herald: cfg.Herald, Sizes: cfg.Sizes, Started: time.Now().UTC(), Runs: runs, Baseline: cfg.Baseline}
 	prog := newProgress(cfg.Progress, cfg.ProgressTTY)
 	defer prog.stop()
 	// Run after run, each scenario on Herald and, with Baseline, at once
@@ -70,7 +70,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					rep.Results = append(rep.Results, Result{Scenario: name, Target: target, Run: run, Error: "not run: " + ctx.Err().Error()})
 					continue
 				}
-				res := runScenario(ctx, &cfg, name, target, run, prog)
+				res, refused := runScenario(ctx, &cfg, name, target, run, prog)
+				if refused != nil {
+					return nil, fmt.Errorf("--serve-flags, --serve-env: %w", refused)
+				}
 				if cfg.Baseline && !baselineScenarios[name] {
 					res.Notes = append(res.Notes, "run on Herald alone: the baseline forwarder runs "+baselineList())
 				}
@@ -143,8 +146,9 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 }
 
 // runScenario runs one scenario on a server of its own: herald serve, or
-// with target "baseline" the baseline forwarder.
-func runScenario(ctx context.Context, cfg *Config, name, target string, run int, prog *progress) (res Result) {
+// with target "baseline" the baseline forwarder. refused is the error of a
+// server that refused its flags (errRefused), which ends the run.
+func runScenario(ctx context.Context, cfg *Config, name, target string, run int, prog *progress) (res Result, refused error) {
 	res.Scenario, res.Target, res.Run = name, target, run
 	m := startMeasure()
 	res.LoadStart = m.load
@@ -173,7 +177,7 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 	dir, err := os.MkdirTemp(cfg.TempDir, "herald-bench-"+tag+"-")
 	if err != nil {
 		res.Error = err.Error()
-		return res
+		return res, nil
 	}
 	e = newEnv(cfg, name, target == targetBaseline, dir, prog)
 	flags, err := e.serve(ctx)
@@ -181,7 +185,10 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 	res.ServeEnv = cfg.ServeEnv
 	if err != nil {
 		res.Error = err.Error()
-		return res
+		if errors.Is(err, errRefused) {
+			return res, err
+		}
+		return res, nil
 	}
 
 	err = scenarioFuncs[name](ctx, e, &res)
@@ -204,7 +211,7 @@ func runScenario(ctx context.Context, cfg *Config, name, target string, run int,
 		}
 		res.Error = err.Error()
 	}
-	return res
+	return res, nil
 }
 
 // measure is what runScenario reads of the machine as a scenario starts.

@@ -157,8 +157,8 @@ func TestIdleSessionsCleanedUp(t *testing.T) {
 		for _, l := range srv.Loops() {
 			if l.Name == "retention clean-up" {
 				cleanup = l
-				l.TestSignals.Slept.Init()
-				l.TestSignals.Woke.Init()
+				l.TestSignals.Slept.Init(t)
+				l.TestSignals.Woke.Init(t)
 			}
 		}
 	})

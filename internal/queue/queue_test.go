@@ -79,7 +79,7 @@ func TestWaitEndsAtLockExpiry(t *testing.T) {
 	if err != nil || len(first.Received) != 1 {
 		t.Fatalf("first receive: %+v, %v", first, err)
 	}
-	svc.TestSignals.Slept.Init()
+	svc.TestSignals.Slept.Init(t)
 	got := make(chan store.ReceiveResult, 1)
 	go func() {
 		res, _ := svc.Receive(context.Background(), store.ReceiveRequest{SubscriptionID: "sub_pull", Max: 5, LockFor: 10 * time.Second}, time.Minute)

@@ -164,8 +164,8 @@ func watchLoops(t *testing.T, loops []*startstop.Loop) *loopWatch {
 	var wg sync.WaitGroup
 	for i, l := range loops {
 		sig := &l.TestSignals
-		sig.Slept.Init()
-		sig.Woke.Init()
+		sig.Slept.Init(t)
+		sig.Woke.Init(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -30,8 +30,8 @@ func TestLoopLifecycle(t *testing.T) {
 		rounds.Add(1)
 		return time.Minute
 	})
-	l.TestSignals.Slept.Init()
-	l.TestSignals.Woke.Init()
+	l.TestSignals.Slept.Init(t)
+	l.TestSignals.Woke.Init(t)
 	if closed(l.Started()) || closed(l.Stopped()) {
 		t.Fatal("Started or Stopped closed before Start")
 	}
@@ -101,8 +101,8 @@ func TestPeriodic(t *testing.T) {
 			l.Kick() // while in the round
 		}
 	})
-	l.TestSignals.Slept.Init()
-	l.TestSignals.Woke.Init()
+	l.TestSignals.Slept.Init(t)
+	l.TestSignals.Woke.Init(t)
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func (f *stagedFixture) staging() bool {
 // the caller's next write comes between two steps whatever the load.
 func (f *stagedFixture) publishing(ev store.NewEvent, opts store.PublishOptions) <-chan error {
 	f.t.Helper()
-	f.s.TestSignals.StagedStep.Init()
+	f.s.TestSignals.StagedStep.Init(f.t)
 	f.s.w.holdAfterStep = 1
 	done := make(chan error, 1)
 	go func() {

@@ -1,3 +1,9 @@
+// Package client_test holds the Go client's tests that need a real Herald:
+// round trips of every service against internal/server (servertest.Start:
+// the embedded store, or PostgreSQL with HERALD_TEST_STORE=postgres) and
+// the package's walk-through example. They are in the main module because
+// the client is a module of its own (client/go.mod) that must not require
+// the server; the client's own tests (client/) need no server.
 package client_test
 
 import (
