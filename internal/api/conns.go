@@ -64,8 +64,8 @@ type connLimiter struct {
 	open     int // serving any request
 	reserved int // reserve connections open
 	waiting  bool
-	idle     list.List         // of *limitedConn, oldest idle first
-	fresh    list.List         // of reserve *limitedConn with no request yet, oldest first
+	idle     list.List          // of *limitedConn, oldest idle first
+	fresh    list.List          // of reserve *limitedConn with no request yet, oldest first
 	clients  map[netip.Addr]int // open connections by client address, when PerClient > 0
 	changed  chan struct{}      // closed and replaced when a connection closes or goes idle
 }
@@ -96,8 +96,8 @@ type verdict int
 
 const (
 	admitted verdict = iota // counted: serve it
-	refused                   // its client holds PerClient: close it
-	stopped                   // the listener closed while it waited
+	refused                 // its client holds PerClient: close it
+	stopped                 // the listener closed while it waited
 )
 
 // admit counts one more open connection from client, closing the oldest
