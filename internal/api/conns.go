@@ -20,8 +20,9 @@ type ConnLimits struct {
 	Max int
 	// PerClient is the most connections one client address holds open at
 	// once, of Max and the reserve together (--max-connections-per-client;
-	// 0: no bound). Over it a new connection is closed as soon as it is
-	// accepted, unanswered.
+	// 0: no bound). At it a new connection of the address closes the
+	// address's oldest idle one, or, with none idle, is closed as soon as
+	// it is accepted, unanswered.
 	PerClient int
 }
 
@@ -52,7 +53,9 @@ const reserveReadTime = 2 * time.Second
 // has no request yet when the reserve is full, and waiting, unserved,
 // while none can be closed (so at most one connection over the cap and
 // the reserve is open: the one waiting; the others wait in the listen
-// queue, unaccepted), or until the listener closes.
+// queue, unaccepted), or until the listener closes. With PerClient, a
+// client address that holds that many closes its own oldest idle one for
+// a new one, or has the new one closed unanswered.
 type connLimiter struct {
 	ConnLimits
 	// overCap and overClient write the coalesced warn lines of the caps
@@ -64,10 +67,16 @@ type connLimiter struct {
 	open     int // serving any request
 	reserved int // reserve connections open
 	waiting  bool
-	idle     list.List          // of *limitedConn, oldest idle first
-	fresh    list.List          // of reserve *limitedConn with no request yet, oldest first
-	clients  map[netip.Addr]int // open connections by client address, when PerClient > 0
-	changed  chan struct{}      // closed and replaced when a connection closes or goes idle
+	idle     list.List                   // of *limitedConn, oldest idle first
+	fresh    list.List                   // of reserve *limitedConn with no request yet, oldest first
+	clients  map[netip.Addr]*clientConns // by client address, when PerClient > 0
+	changed  chan struct{}               // closed and replaced when a connection closes or goes idle
+}
+
+// clientConns are one client address's connections.
+type clientConns struct {
+	open int
+	idle list.List // of *limitedConn in idle or fresh, oldest first
 }
 
 // The messages of connLimiter's warn lines (docs/monitoring.md).
@@ -80,7 +89,7 @@ func newConnLimiter(lim ConnLimits, log *slog.Logger) *connLimiter {
 	l := &connLimiter{ConnLimits: lim, changed: make(chan struct{}),
 		overCap: newCapLog(log, overCapLine), overClient: newCapLog(log, overClientLine)}
 	if lim.PerClient > 0 {
-		l.clients = map[netip.Addr]int{}
+		l.clients = map[netip.Addr]*clientConns{}
 	}
 	return l
 }
@@ -101,13 +110,17 @@ const (
 )
 
 // admit counts one more open connection from client, closing the oldest
-// idle ones while there is no room, taking it into the reserve when none
-// is idle, and waiting while neither has room. It returns the connection
-// counted, or why not.
+// idle ones while there is no room (the client's own first when it holds
+// PerClient), taking it into the reserve when none is idle, and waiting
+// while neither has room. It returns the connection counted, or why not.
 func (l *connLimiter) admit(c net.Conn, client netip.Addr, done <-chan struct{}) (*limitedConn, verdict) {
 	for {
 		l.mu.Lock()
-		if l.clients != nil && l.clients[client] >= l.PerClient {
+		if cc := l.clients[client]; cc != nil && cc.open >= l.PerClient {
+			if oldest := cc.idle.Front(); oldest != nil {
+				l.evict(oldest)
+				continue
+			}
 			l.mu.Unlock()
 			l.overClient.hit(slog.String("client", client.String()), slog.Int("max_connections_per_client", l.PerClient))
 			return nil, refused
@@ -150,7 +163,12 @@ func (l *connLimiter) admit(c net.Conn, client netip.Addr, done <-chan struct{})
 // counted returns c counted (its place already taken) and unlocks mu.
 func (l *connLimiter) counted(c net.Conn, client netip.Addr, reserve bool) *limitedConn {
 	if l.clients != nil {
-		l.clients[client]++
+		cc := l.clients[client]
+		if cc == nil {
+			cc = &clientConns{}
+			l.clients[client] = cc
+		}
+		cc.open++
 	}
 	l.mu.Unlock()
 	lc := &limitedConn{Conn: c, l: l, client: client, reserve: reserve}
@@ -161,7 +179,7 @@ func (l *connLimiter) counted(c net.Conn, client netip.Addr, reserve bool) *limi
 	return lc
 }
 
-// evict closes the connection of e (in idle or fresh), taken off its list
+// evict closes the connection of e (in a list of idle ones), taken off its lists
 // with the lock held, so that a request that arrives on it now finds it
 // closed rather than served. Call it with mu held; it unlocks mu.
 func (l *connLimiter) evict(e *list.Element) {
@@ -200,17 +218,28 @@ func (l *connLimiter) forget(c *limitedConn) {
 	} else {
 		l.open--
 	}
-	if l.clients != nil {
-		if n := l.clients[c.client] - 1; n > 0 {
-			l.clients[c.client] = n
-		} else {
+	if cc := l.clients[c.client]; cc != nil {
+		if cc.open--; cc.open == 0 {
 			delete(l.clients, c.client)
 		}
 	}
 	l.signal()
 }
 
-// unlist takes c off the idle or fresh list. Call it with mu held.
+// list puts c, which serves no request, last in the idle list (fresh for
+// a reserve one) and its client's. Call it with mu held.
+func (l *connLimiter) list(c *limitedConn) {
+	if c.reserve {
+		c.elem = l.fresh.PushBack(c)
+	} else {
+		c.elem = l.idle.PushBack(c)
+	}
+	if cc := l.clients[c.client]; cc != nil {
+		c.clientElem = cc.idle.PushBack(c)
+	}
+}
+
+// unlist takes c off the lists of idle ones. Call it with mu held.
 func (l *connLimiter) unlist(c *limitedConn) {
 	if c.elem == nil {
 		return
@@ -220,7 +249,10 @@ func (l *connLimiter) unlist(c *limitedConn) {
 	} else {
 		l.idle.Remove(c.elem)
 	}
-	c.elem = nil
+	if cc := l.clients[c.client]; cc != nil && c.clientElem != nil {
+		cc.idle.Remove(c.clientElem)
+	}
+	c.elem, c.clientElem = nil, nil
 }
 
 // connState is the http.Server's ConnState hook: it keeps the idle and
@@ -238,11 +270,7 @@ func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	}
 	l.unlist(lc)
 	if state == http.StateNew || state == http.StateIdle {
-		if lc.reserve {
-			lc.elem = l.fresh.PushBack(lc)
-		} else {
-			lc.elem = l.idle.PushBack(lc)
-		}
+		l.list(lc)
 		l.signal()
 	}
 }
@@ -281,7 +309,8 @@ type limitListener struct {
 }
 
 // Accept returns the next connection its limiter admits; those it refuses
-// (their client's address holds PerClient) are closed unanswered.
+// (their client's address holds PerClient, none idle) are closed
+// unanswered.
 func (ll *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := ll.Listener.Accept()
@@ -326,9 +355,10 @@ type limitedConn struct {
 	// readBy, on a reserve connection, is when reading it ends whatever
 	// deadline net/http sets (reserveReadTime after its accept).
 	readBy time.Time
-	// Guarded by l.mu.
-	elem   *list.Element // in l.idle (l.fresh for a reserve one) while it serves no request
-	closed bool
+	// Guarded by l.mu. While it serves no request it is in l.idle
+	// (l.fresh for a reserve one) and in its client's idle list.
+	elem, clientElem *list.Element
+	closed           bool
 }
 
 // Close gives the connection's place back (once) and closes it.
