@@ -543,7 +543,9 @@ func TestWaitingReceivesPerAccount(t *testing.T) {
 		}
 
 		eg := mustPost(t, f.client, f.base+"/topics/acc_default/eventsubscriptions/polled:receive?maxWaitTime=30", "")
-		var egErr struct{ Error struct{ Code, Message string } }
+		var egErr struct {
+			Error struct{ Code, Message string }
+		}
 		if eg.status != http.StatusTooManyRequests || eg.retryAfter == "" || json.Unmarshal(eg.body, &egErr) != nil || egErr.Error.Code != "TooManyRequests" {
 			t.Fatalf("an Event Grid receive over the cap: %d, Retry-After %q, %s; want 429 in Event Grid's form", eg.status, eg.retryAfter, eg.body)
 		}
