@@ -45,20 +45,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(stderr, fs.Name(), err, fromEnv)
 	}
-	// Attempts in flight and inbound connections get what the descriptor
-	// limit leaves after the store and the process: both lowered, with
-	// one warning, rather than refused, so that the default runs under a
-	// low limit too.
-	limit := descriptorLimit()
-	fit, err := cfg.FitDescriptors(limit)
+	fit, err := fitDescriptors(&cfg, logger)
 	if err != nil {
 		return usageError(stderr, fs.Name(), err, fromEnv)
-	}
-	if fit.Lowered {
-		logger.Warn("--max-in-flight and --max-connections lowered to fit the file descriptor limit (three descriptors per attempt in flight, one per connection)",
-			"max_in_flight", fit.MaxInFlight, "max_in_flight_asked", cfg.Scheduling.MaxInFlight,
-			"max_connections", fit.MaxConnections, "max_connections_asked", cfg.MaxConnections, "descriptor_limit", limit)
-		cfg.Scheduling.MaxInFlight = fit.MaxInFlight
 	}
 
 	build := currentBuild()
@@ -122,6 +111,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger.Info("stopped")
 	return code
+}
+
+// fitDescriptors gives attempts in flight and inbound connections what the
+// process's file descriptor limit leaves after the store and the process:
+// both lowered (cfg's MaxInFlight, and the connections returned), with one
+// warning, rather than refused, so that the defaults run under a low limit
+// too. It fails when not even the fewest fit.
+func fitDescriptors(cfg *server.Config, logger *slog.Logger) (server.DescriptorFit, error) {
+	limit := descriptorLimit()
+	fit, err := cfg.FitDescriptors(limit)
+	if err != nil || !fit.Lowered {
+		return fit, err
+	}
+	logger.Warn("--max-in-flight and --max-connections lowered to fit the file descriptor limit (three descriptors per attempt in flight, one per connection)",
+		"max_in_flight", fit.MaxInFlight, "max_in_flight_asked", cfg.Scheduling.MaxInFlight,
+		"max_connections", fit.MaxConnections, "max_connections_asked", cfg.MaxConnections, "descriptor_limit", limit)
+	cfg.Scheduling.MaxInFlight = fit.MaxInFlight
+	return fit, nil
 }
 
 // serveOptions holds the values of herald serve's flags: the server's

@@ -98,10 +98,11 @@ type Config struct {
 	// within this long.
 	AuthRecheck time.Duration
 	// MaxConnections caps the inbound connections the API holds open at
-	// once (default 4,096; herald serve lowers it to what the file
-	// descriptor limit leaves: ConnectionCap). At the cap the oldest idle
-	// connection is closed to make room for a new one, and with none idle
-	// the new one waits to be accepted (see api.NewHTTPServer).
+	// once (default 4,096; herald serve lowers it, with
+	// Scheduling.MaxInFlight, to fit the file descriptor limit:
+	// FitDescriptors). At the cap the oldest idle connection is closed to
+	// make room for a new one, and with none idle the new one is a reserve
+	// connection, which answers the probes alone (see api.NewHTTPServer).
 	MaxConnections int
 	// MaxConnectionsPerClient caps the inbound connections one client
 	// address holds open at once (default 256; 0: no limit, also for a

@@ -23,7 +23,7 @@ import (
 	"github.com/herald-events/herald/internal/certfile/certtest"
 )
 
-// The floods of the first finding of issue 34 (DESIGN.md §11.1), as real
+// The floods of docs/security.md's "Connections under a flood", as real
 // connections against a real herald serve process, plain and over TLS, on
 // loopback addresses only (127.0.0.1, 127.0.0.2, …), each bounded in count
 // and time: a client that declares a body and sends none, one that sends
