@@ -104,28 +104,36 @@ func (c *client) closed() bool {
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
 
+// serveBusy serves, under lim, a handler that answers at once but on
+// /busy, which waits until the test ends, and makes n connections from the
+// loopback address from busy there.
+func serveBusy(t *testing.T, log *slog.Logger, lim ConnLimits, from string, n int) (*HTTPServer, string) {
+	t.Helper()
+	release := make(chan struct{})
+	hs := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/busy" {
+			<-release
+		}
+	}), log, lim)
+	addr := serve(t, hs)
+	t.Cleanup(func() { close(release) })
+	for range n {
+		c := dialFrom(t, from, addr)
+		if _, err := io.WriteString(c.c, "GET /busy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the connections busy", func() bool { open, idle, _ := hs.Conns(); return open == n && idle == 0 })
+	return hs, addr
+}
+
 // TestPerClientCap: an address that holds ConnLimits.PerClient busy
 // connections has its next one closed unanswered (one warn line), while
 // another address is served; once one of its connections is idle, its new
 // one closes that one instead, the oldest idle first.
 func TestPerClientCap(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
 	var logs lockedBuffer
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/busy" {
-			<-release
-		}
-	})
-	hs := NewHTTPServer(h, slog.New(slog.NewJSONHandler(&logs, nil)), ConnLimits{Max: 64, PerClient: 2})
-	addr := serve(t, hs)
-	for range 2 {
-		c := dialFrom(t, "127.0.0.2", addr)
-		if _, err := io.WriteString(c.c, "GET /busy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, "both connections busy", func() bool { open, idle, _ := hs.Conns(); return open == 2 && idle == 0 })
+	hs, addr := serveBusy(t, slog.New(slog.NewJSONHandler(&logs, nil)), ConnLimits{Max: 64, PerClient: 2}, "127.0.0.2", 2)
 	for i := range 5 {
 		if c := dialFrom(t, "127.0.0.2", addr); !c.closed() || c.r.Buffered() > 0 {
 			t.Fatalf("connection %d over the cap of 127.0.0.2: not closed unanswered", i)
@@ -162,22 +170,7 @@ func TestPerClientCap(t *testing.T) {
 // reserveReadTime after its accept, and the oldest such is closed for a
 // new one when the reserve is full.
 func TestReserveConnections(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/busy" {
-			<-release
-		}
-	})
-	hs := NewHTTPServer(h, slog.New(slog.DiscardHandler), ConnLimits{Max: 2})
-	addr := serve(t, hs)
-	for range 2 {
-		c := dialFrom(t, "127.0.0.1", addr)
-		if _, err := io.WriteString(c.c, "GET /busy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, "both connections busy", func() bool { open, idle, _ := hs.Conns(); return open == 2 && idle == 0 })
+	hs, addr := serveBusy(t, slog.New(slog.DiscardHandler), ConnLimits{Max: 2}, "127.0.0.1", 2)
 	for path, want := range map[string]int{"/healthz": http.StatusOK, "/readyz": http.StatusOK, "/busy": http.StatusServiceUnavailable} {
 		c := dialFrom(t, "127.0.0.1", addr)
 		resp, err := c.get(path)
