@@ -1,11 +1,19 @@
 package api
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/certfile"
+	"github.com/herald-events/herald/internal/certfile/certtest"
 )
 
 // deadlineWriter is a ResponseWriter that notes the read deadlines set
@@ -151,4 +159,51 @@ func TestAnswerBeforeTheBodyClosesAtOnce(t *testing.T) {
 			t.Fatalf("an answer after the whole body: %v, %v; want the connection kept", resp, err)
 		}
 	}
+}
+
+// TestSlowBodyOverHTTP2: over HTTP/2 the rule holds for the stream: a body
+// that does not come fails to read BodyGrace after the handler began (the
+// stream's read deadline), the answer reaches the client, and the
+// connection, not closed, serves the next request.
+func TestSlowBodyOverHTTP2(t *testing.T) {
+	cert := certtest.New(t, "h2")
+	certFile, keyFile := cert.Write(t, t.TempDir())
+	pair, err := certfile.Load(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	hs := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			_, err := io.Copy(io.Discard, r.Body)
+			failed <- err
+			bodyReadFailed(w, err, "could not read the body")
+		}
+	}), slog.New(slog.DiscardHandler), ConnLimits{Max: 4})
+	hs.TLSConfig = pair.TLSConfig()
+	addr := serve(t, hs)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cert.Pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest(http.MethodPost, "https://"+addr+"/v1/events", pr)
+	req.ContentLength = 100000
+	began := time.Now()
+	resp, err := (&http.Client{Transport: tr, Timeout: BodyGrace + 5*time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	took := time.Since(began)
+	if err := <-failed; !errors.Is(err, os.ErrDeadlineExceeded) || resp.StatusCode != http.StatusRequestTimeout || resp.ProtoMajor != 2 ||
+		took < BodyGrace || took > BodyGrace+3*time.Second {
+		t.Fatalf("a body that does not come over HTTP/2: read %v, answer %s over %s after %v; want the deadline, 408, after %v", err, resp.Status, resp.Proto, took, BodyGrace)
+	}
+	reused := false
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+	req, _ = http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, "https://"+addr+"/healthz", nil)
+	if resp, err = (&http.Client{Transport: tr}).Do(req); err != nil || resp.StatusCode != http.StatusOK || !reused {
+		t.Fatalf("the next request: %v, %v, on the same connection %v", resp, err, reused)
+	}
+	resp.Body.Close()
 }
