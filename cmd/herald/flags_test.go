@@ -60,6 +60,8 @@ var badValues = map[string]map[string][]string{
 		"endpoint-max-concurrency":        {"0", "-1"},
 		"max-in-flight":                   {"0", "-5"},
 		"max-connections":                 {"0", "-1", "x"},
+		"max-connections-per-client":      {"-1", "x"},
+		"max-receives-per-account":        {"-1", "2.5"},
 		"window":                          {"0", "-1", "1e3"},
 		"max-subscriptions-per-account":   {"-1", "x"},
 		"max-fanout":                      {"-1", "1e5"},

@@ -45,17 +45,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(stderr, fs.Name(), err, fromEnv)
 	}
-	// Inbound connections get what the descriptor limit leaves after
-	// pushes and the store: lowered, with a warning, rather than refused,
-	// so that the default runs under a low limit too.
-	limit := descriptorLimit()
-	maxConns, lowered, err := cfg.ConnectionCap(limit)
+	fit, err := fitDescriptors(&cfg, logger)
 	if err != nil {
 		return usageError(stderr, fs.Name(), err, fromEnv)
-	}
-	if lowered {
-		logger.Warn("--max-connections lowered to what the file descriptor limit leaves after pushes and the store",
-			"max_connections", cfg.MaxConnections, "lowered_to", maxConns, "descriptor_limit", limit, "reserved", cfg.ReservedDescriptors())
 	}
 
 	build := currentBuild()
@@ -71,7 +63,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		_ = srv.Close(context.Background())
 		return 1
 	}
-	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger, maxConns)
+	hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger, api.ConnLimits{Max: fit.MaxConnections, PerClient: cfg.MaxConnectionsPerClient})
 	if o.tls != nil {
 		hs.TLSConfig = o.tls.TLSConfig()
 		reloadOnHangup(ctx, o.tls, logger)
@@ -119,6 +111,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	logger.Info("stopped")
 	return code
+}
+
+// fitDescriptors gives attempts in flight and inbound connections what the
+// process's file descriptor limit leaves after the store and the process:
+// both lowered (cfg's MaxInFlight, and the connections returned), with one
+// warning, rather than refused, so that the defaults run under a low limit
+// too. It fails when not even the fewest fit.
+func fitDescriptors(cfg *server.Config, logger *slog.Logger) (server.DescriptorFit, error) {
+	limit := descriptorLimit()
+	fit, err := cfg.FitDescriptors(limit)
+	if err != nil || !fit.Lowered {
+		return fit, err
+	}
+	logger.Warn("--max-in-flight and --max-connections lowered to fit the file descriptor limit (three descriptors per attempt in flight, one per connection)",
+		"max_in_flight", fit.MaxInFlight, "max_in_flight_asked", cfg.Scheduling.MaxInFlight,
+		"max_connections", fit.MaxConnections, "max_connections_asked", cfg.MaxConnections, "descriptor_limit", limit)
+	cfg.Scheduling.MaxInFlight = fit.MaxInFlight
+	return fit, nil
 }
 
 // serveOptions holds the values of herald serve's flags: the server's
@@ -276,8 +286,10 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds a line per API request), info (what happens to deliveries), warn or error")
 	fs.DurationVar(&sc.DedupRetention, "dedup-retention", sc.DedupRetention, "how long a published (source, id) is remembered as a duplicate; finished events older than this are deleted")
 	fs.IntVar(&dc.EndpointConcurrency, "endpoint-max-concurrency", dc.EndpointConcurrency, "attempts in flight per endpoint (URL) at most")
-	fs.IntVar(&dc.MaxInFlight, "max-in-flight", dc.MaxInFlight, "attempts in flight across all endpoints at most")
-	fs.IntVar(&sc.MaxConnections, "max-connections", sc.MaxConnections, "inbound API connections open at once at most (at the cap the oldest idle one is closed for a new one); lowered, with a warning, to what the file descriptor limit leaves after pushes (three per --max-in-flight) and the store")
+	fs.IntVar(&dc.MaxInFlight, "max-in-flight", dc.MaxInFlight, "attempts in flight across all endpoints at most; lowered with --max-connections, with a warning, to fit the file descriptor limit")
+	fs.IntVar(&sc.MaxConnections, "max-connections", sc.MaxConnections, "inbound API connections open at once at most (at the cap the oldest idle one is closed for a new one; with none idle, a few more answer only /healthz and /readyz); lowered with --max-in-flight, with a warning, to fit the file descriptor limit (three descriptors per attempt in flight, one per connection)")
+	fs.IntVar(&sc.MaxConnectionsPerClient, "max-connections-per-client", sc.MaxConnectionsPerClient, "inbound API connections one client address holds open at once at most (0: no limit); at it a new one closes the address's oldest idle one, or, with none idle, is closed as soon as it is accepted. Behind a proxy every client has the proxy's address: raise it, or 0")
+	fs.IntVar(&sc.MaxReceivesPerAccount, "max-receives-per-account", sc.MaxReceivesPerAccount, "receives of one account that wait at once at most, on this node, on either API (0: no limit); one more answers 429 with Retry-After")
 	fs.IntVar(&o.window, "window", o.window, "deliveries held in memory per source (publish fast path, due loader) at most")
 	fs.IntVar(&sc.MaxSubscriptionsPerAccount, "max-subscriptions-per-account", sc.MaxSubscriptionsPerAccount, "subscriptions one account may hold at most (0: no limit); one more is refused with 409")
 	fs.IntVar(&sc.MaxFanout, "max-fanout", sc.MaxFanout, "deliveries one publish request may create at most (0: no limit); more is refused with 413 and nothing is stored")

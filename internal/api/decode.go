@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 
 	"github.com/herald-events/herald/internal/strictjson"
 )
@@ -48,10 +50,23 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 			writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge, Detail: "the body must be at most 1 MiB"})
 			return nil, false
 		}
-		invalid(w, "body", "could not read the body")
+		bodyReadFailed(w, err, "could not read the body")
 		return nil, false
 	}
 	return body, true
+}
+
+// bodyReadFailed answers a body that could not be read (but for being too
+// large): 408 when it did not arrive in time (see BodyGrace), else 400
+// naming the body, saying detail.
+func bodyReadFailed(w http.ResponseWriter, err error, detail string) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		writeProblem(w, Problem{Type: probTimeout, Title: "Request timeout", Status: http.StatusRequestTimeout, Field: "body",
+			Detail: fmt.Sprintf("the body did not arrive in time: it must keep arriving at %d KiB/s on average after the first %v, and all of it within 60 s",
+				MinBodyRate>>10, BodyGrace)})
+		return
+	}
+	invalid(w, "body", detail)
 }
 
 // decodeInto decodes body into v as decodeJSON does; on a problem it

@@ -41,7 +41,7 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 				Detail: "a publish request must be at most " + strconv.Itoa(event.MaxBodyBytes) + " bytes"})
 			return nil, false
 		}
-		invalid(w, "body", "could not read the body")
+		bodyReadFailed(w, err, "could not read the body")
 		return nil, false
 	}
 	// An Event Grid event without a topic gets its account as its source.

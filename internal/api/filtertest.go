@@ -31,7 +31,7 @@ func (s *Server) filterTest(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
-		invalid(w, "body", "could not read the body (at most 1 MiB)")
+		bodyReadFailed(w, err, "could not read the body (at most 1 MiB)")
 		return
 	}
 	v, err := catalog.Try(sub, accountOf(r), body)

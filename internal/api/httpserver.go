@@ -25,6 +25,7 @@ type HTTPServer struct {
 	*http.Server
 	log   *slog.Logger
 	conns *connLimiter
+	h     http.Handler
 }
 
 // IdleTimeout is how long a keep-alive connection may stay open between
@@ -33,40 +34,50 @@ type HTTPServer struct {
 const IdleTimeout = 30 * time.Second
 
 // NewHTTPServer returns the server for h (the API's Handler), logging to
-// log (the API's logger: net/http's own error log, and one line per
-// request net/http refused), holding at most maxConns (at least 1)
-// connections open at once: at the cap, a new connection closes the
-// oldest idle one (accepted with no request yet, or between keep-alive
-// requests), or waits to be accepted while none is idle (see
+// log (the API's logger: net/http's own error log, one line per request
+// net/http refused, and the coalesced warn lines of the connection caps),
+// holding at most lim.Max (at least 1) connections open at once that serve
+// any request, and at most lim.PerClient of one client address: at the
+// cap, a new connection closes the oldest idle one (accepted with no
+// request yet, or between keep-alive requests), or is a reserve
+// connection, which answers the probes alone (ReserveConns; see
 // connLimiter). Its timeouts: 10 s to read a request's header, 60 s to
 // read the whole request and 60 s to write the answer (both from the end
 // of the header; a receive's long poll moves its write deadline by its
-// wait: see extendWriteDeadline), IdleTimeout between requests.
-func NewHTTPServer(h http.Handler, log *slog.Logger, maxConns int) *HTTPServer {
-	if maxConns < 1 {
-		panic("api.NewHTTPServer: maxConns must be at least 1")
+// wait: see extendWriteDeadline), IdleTimeout between requests. A body
+// must keep arriving (BodyGrace, MinBodyRate), and an answer written
+// before the body was read closes the connection (see bodyGuard).
+func NewHTTPServer(h http.Handler, log *slog.Logger, lim ConnLimits) *HTTPServer {
+	if lim.Max < 1 {
+		panic("api.NewHTTPServer: lim.Max must be at least 1")
 	}
-	conns := newConnLimiter(maxConns)
-	return &HTTPServer{
+	conns := newConnLimiter(lim, log)
+	s := &HTTPServer{
 		Server: &http.Server{
-			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
 			WriteTimeout:      60 * time.Second,
 			IdleTimeout:       IdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ConnState:         conns.connState,
+			ConnContext:       connContext,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 		log:   log,
 		conns: conns,
+		h:     h,
 	}
+	s.Handler = http.HandlerFunc(s.serveHTTP)
+	return s
 }
 
-// Conns returns how many connections the server holds open, how many of
-// them serve no request (idle), and whether a new one waits for room
-// under its cap (for tests).
+// Conns returns how many connections the server holds open (the reserve's
+// not counted), how many of them serve no request (idle), and whether a
+// new one waits for room under its cap (for tests).
 func (s *HTTPServer) Conns() (open, idle int, waiting bool) { return s.conns.state() }
+
+// ReserveConns returns how many reserve connections are open (for tests).
+func (s *HTTPServer) ReserveConns() int { return s.conns.reserve() }
 
 // Serve serves HTTP on ln until Shutdown or Close; HTTPS (HTTP/2 and
 // HTTP/1.1) when TLSConfig is set, with its certificates (GetCertificate:

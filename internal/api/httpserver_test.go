@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"net"
 	"os"
 	"syscall"
@@ -55,7 +56,7 @@ func (l failingListener) Accept() (net.Conn, error) { return nil, l.err }
 // so Serve backs off (5 ms, doubling to 1 s) instead of spinning.
 func TestAcceptErrorPassesUnchanged(t *testing.T) {
 	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
-	ln := &limitListener{Listener: problemListener{failingListener{err: emfile}, nil}, l: newConnLimiter(1), done: make(chan struct{})}
+	ln := &limitListener{Listener: problemListener{failingListener{err: emfile}, nil}, l: newConnLimiter(ConnLimits{Max: 1}, slog.New(slog.DiscardHandler)), done: make(chan struct{})}
 	_, err := ln.Accept()
 	if ne, ok := err.(net.Error); !ok || !ne.Temporary() || err != error(emfile) {
 		t.Fatalf("Accept: %#v, want the listener's temporary error itself", err)

@@ -30,6 +30,7 @@ const (
 	probLimit       = "urn:herald:problem:limit-reached"
 	probMediaType   = "urn:herald:problem:unsupported-media-type"
 	probUnavailable = "urn:herald:problem:unavailable"
+	probTimeout     = "urn:herald:problem:request-timeout"
 	probInternal    = "urn:herald:problem:internal"
 )
 

@@ -103,11 +103,17 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 }
 
 // receiveFrom locks up to max of sub's queued deliveries for lock, waiting
-// up to wait for some (the write deadline moved by as much): the receive
-// of both APIs (this one and eventgrid.go's). On a problem it answers and
-// returns false.
+// up to wait for some (the write deadline moved by as much; a receive
+// that waits takes one of its account's MaxReceivesPerAccount places, or
+// answers 429): the receive of both APIs (this one and eventgrid.go's).
+// On a problem it answers and returns false.
 func (s *Server) receiveFrom(w http.ResponseWriter, r *http.Request, sub subscription.Subscription, e *catalog.Entry, max int, wait, lock time.Duration) (store.ReceiveResult, bool) {
 	if wait > 0 {
+		account := accountOf(r)
+		if !s.receives.take(w, r, account) {
+			return store.ReceiveResult{}, false
+		}
+		defer s.receives.give(account)
 		extendWriteDeadline(w, r, wait)
 	}
 	res, err := s.Queue.Receive(r.Context(), store.ReceiveRequest{

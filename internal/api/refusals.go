@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -43,10 +44,9 @@ type refusalLog struct {
 	refusing atomic.Bool
 
 	mu        sync.Mutex
-	last      time.Time // of the last warn line (zero: none yet)
-	pending   int       // refused since the last warn line, not in one yet
-	outage    int       // refused since the first refusal of this outage
-	announced bool      // a warn line told of this outage
+	lines     coalesced
+	outage    int  // refused since the first refusal of this outage
+	announced bool // a warn line told of this outage
 }
 
 // refused counts a request answered 503 and writes a warn line when one is
@@ -54,19 +54,18 @@ type refusalLog struct {
 func (l *refusalLog) refused(r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.clock.Now()
 	l.refusing.Store(true)
 	l.outage++
-	l.pending++
-	if !l.last.IsZero() && now.Sub(l.last) < RefusalLogInterval {
+	n, since, due := l.lines.add(l.clock.Now())
+	if !due {
 		return
 	}
-	attrs := []slog.Attr{slog.Int("refused", l.pending), slog.String("method", r.Method), slog.String("path", r.URL.Path)}
-	if !l.last.IsZero() {
-		attrs = append(attrs, slog.Duration("since_last_line", now.Sub(l.last)))
+	attrs := []slog.Attr{slog.Int("refused", n), slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+	if since > 0 {
+		attrs = append(attrs, slog.Duration("since_last_line", since))
 	}
 	l.log.LogAttrs(r.Context(), slog.LevelWarn, refusedLine, attrs...)
-	l.last, l.pending, l.announced = now, 0, true
+	l.announced = true
 }
 
 // answered notes a request of a route that needs the store answered 2xx
@@ -83,7 +82,7 @@ func (l *refusalLog) answered(r *http.Request) {
 	}
 	if l.announced {
 		l.log.LogAttrs(r.Context(), slog.LevelInfo, backLine, slog.Int("refused", l.outage))
-		l.pending = 0
+		l.lines.pending = 0
 	}
 	l.outage, l.announced = 0, false
 	l.refusing.Store(false)
@@ -96,4 +95,59 @@ func (l *refusalLog) answered(r *http.Request) {
 func answersAgain(r *http.Request) bool {
 	p := r.URL.Path
 	return strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/topics/") || p == "/readyz"
+}
+
+// coalesced decides when the coalesced warn line of one kind of refusal is
+// due: the first refusal after a quiet interval at once, and then at most
+// one line per RefusalLogInterval, counting the refusals since the last
+// line. Guard it with a mutex of its own.
+type coalesced struct {
+	last    time.Time // of the last line (zero: none yet)
+	pending int       // refusals since the last line, not in one yet
+}
+
+// add counts one refusal at now and reports whether a line is due, with
+// the refusals it counts and the time since the last line (0: the first).
+func (c *coalesced) add(now time.Time) (n int, since time.Duration, due bool) {
+	c.pending++
+	if !c.last.IsZero() && now.Sub(c.last) < RefusalLogInterval {
+		return 0, 0, false
+	}
+	if !c.last.IsZero() {
+		since = now.Sub(c.last)
+	}
+	n, c.last, c.pending = c.pending, now, 0
+	return n, since, true
+}
+
+// capLog writes the warn line of one cap reached (a connection or receive
+// refused, a connection over --max-connections), coalesced: see
+// coalesced. Each line says how many times the cap was reached since the
+// last one ("refused"), and the attributes of the refusal that wrote it.
+type capLog struct {
+	log   *slog.Logger
+	clock clock.Clock
+	msg   string
+
+	mu    sync.Mutex
+	lines coalesced
+}
+
+func newCapLog(log *slog.Logger, msg string) *capLog {
+	return &capLog{log: log, clock: clock.Real{}, msg: msg}
+}
+
+// hit counts the cap reached once, and writes a line when one is due.
+func (l *capLog) hit(attrs ...slog.Attr) {
+	l.mu.Lock()
+	n, since, due := l.lines.add(l.clock.Now())
+	l.mu.Unlock()
+	if !due {
+		return
+	}
+	attrs = append(attrs, slog.Int("refused", n))
+	if since > 0 {
+		attrs = append(attrs, slog.Duration("since_last_line", since))
+	}
+	l.log.LogAttrs(context.Background(), slog.LevelWarn, l.msg, attrs...)
 }

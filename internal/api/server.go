@@ -107,8 +107,13 @@ type Server struct {
 	// Publisher in its context (tracing.WithRequest), the parent of the
 	// publish spans of its events that carry no traceparent of their own.
 	Tracing bool
+	// MaxReceivesPerAccount bounds the receives of one account that wait
+	// at once (a long poll), on either API's route; one more answers 429
+	// with Retry-After (0: no bound; see receiveSlots).
+	MaxReceivesPerAccount int
 
 	published *prometheus.CounterVec
+	receives  *receiveSlots
 }
 
 // Handler returns the API's routes.
@@ -126,6 +131,7 @@ func (s *Server) Handler() http.Handler {
 		s.HealthWindow = time.Hour
 	}
 	s.registerMetrics()
+	s.receives = newReceiveSlots(s.MaxReceivesPerAccount, s)
 
 	routes := s.routes()
 	mux := http.NewServeMux()

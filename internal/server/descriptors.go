@@ -2,16 +2,23 @@ package server
 
 import (
 	"fmt"
+
+	"github.com/herald-events/herald/internal/api"
 )
 
 // File descriptors. The API's inbound connections are capped
 // (MaxConnections) so that they can never take the descriptors Herald
 // needs for everything else, pushes first: an inbound flood must not turn
-// into attempts failing with "too many open files".
+// into attempts failing with "too many open files". Under a descriptor
+// limit too low for both caps, herald serve lowers both (FitDescriptors).
 
-// MinConnections is the fewest inbound connections ConnectionCap leaves
-// the API: below it the descriptor limit is too low for Herald to run.
-const MinConnections = 16
+// MinConnections and MinInFlight are the fewest inbound connections and
+// attempts in flight FitDescriptors leaves (or what the Config asks, when
+// fewer): below them the descriptor limit is too low for Herald to run.
+const (
+	MinConnections = 16
+	MinInFlight    = 16
+)
 
 // otherDescriptors are the descriptors Herald holds besides connections,
 // attempts and the store: standard input, output and error, the API and
@@ -20,45 +27,85 @@ const MinConnections = 16
 // whatever a library opens (a DNS configuration file, a log file).
 const otherDescriptors = 64
 
+// fixedDescriptors are the descriptors Herald keeps whatever its caps: the
+// one a validation handshake uses (they run one at a time), the store's
+// (its connection pool and files: sqlite.Options.Descriptors,
+// postgres.Options.Descriptors), the API's reserve connections
+// (api.ReserveConns, which answer the probes over MaxConnections) and
+// otherDescriptors.
+func (c Config) fixedDescriptors() int {
+	return 1 + c.storeDescriptors() + api.ReserveConns + otherDescriptors
+}
+
 // ReservedDescriptors is how many file descriptors Herald keeps for what
 // is not an inbound API connection: three per attempt in flight
 // (Scheduling.MaxInFlight: its connection, or the two sockets of the DNS
 // lookup before it; and one idle connection kept for reuse, of which the
-// attempting stage's client keeps at most MaxInFlight), the one a validation
-// handshake uses (they run one at a time), the store's (its connection
-// pool and files: sqlite.Options.Descriptors, postgres.Options.Descriptors)
-// and otherDescriptors. Call it on a Config as herald serve gives it
-// (before New fills defaults): a zero MaxInFlight counts as the default.
+// attempting stage's client keeps at most MaxInFlight) and
+// fixedDescriptors. Call it on a Config as herald serve gives it (before
+// New fills defaults): a zero MaxInFlight counts as the default.
 func (c Config) ReservedDescriptors() int {
-	inFlight := c.Scheduling.MaxInFlight
-	if inFlight <= 0 {
-		inFlight = DefaultConfig().Scheduling.MaxInFlight
-	}
-	return 3*inFlight + 1 + c.storeDescriptors() + otherDescriptors
+	return 3*c.maxInFlight() + c.fixedDescriptors()
 }
 
-// ConnectionCap returns how many inbound connections the API may hold open
-// under a limit of limit file descriptors (the process's RLIMIT_NOFILE;
-// 0: unknown, nothing is checked): MaxConnections, or what the limit
-// leaves after ReservedDescriptors when that is less (lowered is then
-// true, and the caller says so). It fails when that leaves fewer than
-// MinConnections: raise the limit, or lower --max-in-flight.
-func (c Config) ConnectionCap(limit uint64) (n int, lowered bool, err error) {
-	n = c.MaxConnections
-	if n <= 0 {
-		n = DefaultConfig().MaxConnections
+// maxInFlight is Scheduling.MaxInFlight, the default for zero.
+func (c Config) maxInFlight() int {
+	if c.Scheduling.MaxInFlight <= 0 {
+		return DefaultConfig().Scheduling.MaxInFlight
 	}
+	return c.Scheduling.MaxInFlight
+}
+
+// maxConnections is MaxConnections, the default for zero.
+func (c Config) maxConnections() int {
+	if c.MaxConnections <= 0 {
+		return DefaultConfig().MaxConnections
+	}
+	return c.MaxConnections
+}
+
+// DescriptorFit is what a file descriptor limit leaves: the attempts in
+// flight and the inbound connections Herald may hold at once.
+type DescriptorFit struct {
+	MaxInFlight, MaxConnections int
+	// Lowered says that either is less than the Config asks: the caller
+	// says so.
+	Lowered bool
+}
+
+// FitDescriptors returns the attempts in flight and inbound connections
+// Herald may hold under a limit of limit file descriptors (the process's
+// RLIMIT_NOFILE; 0: unknown, nothing is checked). They are
+// Scheduling.MaxInFlight and MaxConnections when three descriptors per
+// attempt, one per connection and fixedDescriptors fit. Otherwise both are
+// lowered in proportion to what they ask, attempts to no fewer than
+// MinInFlight and connections to no fewer than MinConnections (or to what
+// the Config asks, when fewer), so that together they fill what the limit
+// leaves. It fails when not even those fewest fit: raise the limit.
+func (c Config) FitDescriptors(limit uint64) (DescriptorFit, error) {
+	inFlight, conns := c.maxInFlight(), c.maxConnections()
+	fit := DescriptorFit{MaxInFlight: inFlight, MaxConnections: conns}
 	if limit == 0 {
-		return n, false, nil
+		return fit, nil
 	}
-	reserved := uint64(c.ReservedDescriptors())
-	if limit < reserved+MinConnections {
-		return 0, false, fmt.Errorf("--max-connections: the file descriptor limit (ulimit -n) is %d, and pushes, the store and the process keep %d of them "+
-			"(three per attempt in flight: --max-in-flight %d), which leaves fewer than %d for connections: raise the limit, or lower --max-in-flight",
-			limit, reserved, c.Scheduling.MaxInFlight, MinConnections)
+	fixed := c.fixedDescriptors()
+	fewestIn, fewestConns := min(inFlight, MinInFlight), min(conns, MinConnections)
+	if least := fixed + 3*fewestIn + fewestConns; limit < uint64(least) {
+		return fit, fmt.Errorf("--max-in-flight and --max-connections: the file descriptor limit (ulimit -n) is %d, and Herald needs at least %d: "+
+			"%d for the store and the process, three per attempt in flight for %d attempts (--max-in-flight %d) and one per connection for %d connections (--max-connections %d); "+
+			"raise the limit",
+			limit, least, fixed, fewestIn, inFlight, fewestConns, conns)
 	}
-	if room := limit - reserved; uint64(n) > room {
-		return int(room), true, nil
+	room := int(min(limit-uint64(fixed), 1<<40))
+	need := 3*inFlight + conns
+	if need <= room {
+		return fit, nil
 	}
-	return n, false, nil
+	in := min(max(inFlight*room/need, fewestIn), inFlight)
+	cn := min(conns, room-3*in)
+	if cn < fewestConns {
+		cn = fewestConns
+		in = min(inFlight, (room-cn)/3)
+	}
+	return DescriptorFit{MaxInFlight: in, MaxConnections: cn, Lowered: true}, nil
 }

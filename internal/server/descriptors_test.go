@@ -95,9 +95,11 @@ func TestOutOfDescriptorsIsNotTheEndpointsFailure(t *testing.T) {
 // and then idle: the server never holds more than 8 open, closes the
 // oldest idle ones to make room (the first 32 are closed, the last 8 still
 // serve a second request), and a new client's /healthz still answers.
-// Then 8 long polls take every place: a new connection is not served (it
-// waits to be accepted, and no long poll is cut for it) until they answer
-// and their connections go idle.
+// Then 8 long polls take every place: a new connection is a reserve one
+// (no long poll is cut for it), which answers /healthz and /readyz, and
+// anything else 503, with Connection: close; reserve connections that
+// send nothing are closed for newer ones. Once the polls answer, a new
+// connection is served again.
 func TestConnectionCap(t *testing.T) {
 	b := setup(t)
 	c := startCapped(t, b, 8)
@@ -118,7 +120,7 @@ type capped struct {
 // startCapped serves b's handler on a new listener, at most capacity
 // connections at once, until the test ends.
 func startCapped(t *testing.T, b *bundle, capacity int) *capped {
-	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, capacity)
+	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, api.ConnLimits{Max: capacity})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +135,9 @@ func (c *capped) checkOpen(when string) {
 	c.t.Helper()
 	if open, _, _ := c.hs.Conns(); open > c.capacity {
 		c.t.Fatalf("%s: %d connections open, over the cap of %d", when, open, c.capacity)
+	}
+	if n := c.hs.ReserveConns(); n > api.ReserveConns {
+		c.t.Fatalf("%s: %d reserve connections open, over %d", when, n, api.ReserveConns)
 	}
 }
 
@@ -170,8 +175,9 @@ func (c *capped) flood(n int) {
 }
 
 // longPollsTakeEveryPlace fills every place with a long poll: a new
-// connection is not served (it waits to be accepted, and no long poll is
-// cut for it) until they answer and their connections go idle.
+// connection is a reserve one, which answers the probes alone and closes,
+// and no long poll is cut for it, until they answer and their connections
+// go idle.
 func (c *capped) longPollsTakeEveryPlace() {
 	t, b, hs := c.t, c.b, c.hs
 	var sub struct{ ID string }
@@ -189,28 +195,48 @@ func (c *capped) longPollsTakeEveryPlace() {
 			polls <- err
 		}()
 	}
+	waiting := func() int { return b.srv.API.Queue.(interface{ Waiting() int }).Waiting() }
 	eventually(t, "every place taken by a waiting receive", func() bool {
 		select {
 		case err := <-polls:
 			t.Fatalf("a long poll ended before the clock moved: %v", err)
 		default:
 		}
-		return b.srv.API.Queue.(interface{ Waiting() int }).Waiting() == c.capacity
+		return waiting() == c.capacity
 	})
-	late := make(chan error, 1)
-	go func() {
-		conn := dialKeepAlive(t, c.addr)
-		code, err := conn.get("/healthz")
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("status %d", code)
+	for _, path := range []string{"/healthz", "/readyz", "/v1/subscriptions"} {
+		late := dialKeepAlive(t, c.addr)
+		resp, err := late.do("GET " + path + " HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer " + adminKey + "\r\n\r\n")
+		want := http.StatusOK
+		if path == "/v1/subscriptions" {
+			want = http.StatusServiceUnavailable
 		}
-		late <- err
-	}()
-	eventually(t, "the new connection waiting for room", func() bool { _, _, waiting := hs.Conns(); return waiting })
-	select {
-	case err := <-late:
-		t.Fatalf("a connection over the cap was served while every place was busy: %v", err)
-	default:
+		if err != nil || resp.StatusCode != want || !resp.Close {
+			t.Fatalf("GET %s on a new connection while every place is busy: %v, %v; want %d with Connection: close", path, resp, err, want)
+		}
+		if want == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s over the cap: 503 without Retry-After", path)
+		}
+		if _, err := late.r.ReadByte(); err == nil {
+			t.Errorf("GET %s on a reserve connection: it still serves after its answer", path)
+		}
+		c.checkOpen("a reserve connection served")
+	}
+	// Reserve connections that send nothing are closed, the oldest first,
+	// for newer ones.
+	silent := make([]*keepAlive, api.ReserveConns)
+	for i := range silent {
+		silent[i] = dialKeepAlive(t, c.addr)
+		eventually(t, "the silent connection taken into the reserve", func() bool { return hs.ReserveConns() == i+1 })
+	}
+	if code, err := dialKeepAlive(t, c.addr).get("/healthz"); err != nil || code != http.StatusOK {
+		t.Fatalf("/healthz with the reserve full of silent connections: %d, %v", code, err)
+	}
+	if _, err := silent[0].r.ReadByte(); err == nil {
+		t.Errorf("the oldest silent reserve connection is still open")
+	}
+	if n := waiting(); n != c.capacity {
+		t.Fatalf("%d receives waiting after the reserve served; want %d (none cut)", n, c.capacity)
 	}
 	b.clk.Advance(60 * time.Second)
 	for range c.capacity {
@@ -218,8 +244,10 @@ func (c *capped) longPollsTakeEveryPlace() {
 			t.Errorf("a long poll at the cap: %v", err)
 		}
 	}
-	if err := <-late; err != nil {
-		t.Errorf("the connection that waited: %v", err)
+	eventually(t, "the long polls' connections idle", func() bool { _, idle, _ := hs.Conns(); return idle == c.capacity })
+	resp, err := dialKeepAlive(t, c.addr).do("GET /v1/subscriptions HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer " + adminKey + "\r\n\r\n")
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+		t.Errorf("a new connection once the polls answered: %v, %v; want 200, kept alive", resp, err)
 	}
 	c.checkOpen("at the end")
 }
@@ -251,48 +279,98 @@ func (k *keepAlive) post(path, body string) (int, error) {
 
 // send writes a request and reads its answer, within 30 s.
 func (k *keepAlive) send(request string) (int, error) {
-	_ = k.c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(k.c, request); err != nil {
-		return 0, err
-	}
-	resp, err := http.ReadResponse(k.r, nil)
+	resp, err := k.do(request)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, err
+	return resp.StatusCode, nil
 }
 
-// TestConnectionCapUnderDescriptorLimit: --max-connections stands when the
-// descriptor limit leaves room for it after ReservedDescriptors, is lowered
-// to what it leaves otherwise, and a limit that leaves fewer than
-// MinConnections is an error naming the flags.
-func TestConnectionCapUnderDescriptorLimit(t *testing.T) {
-	cfg := server.DefaultConfig()
-	reserved := uint64(cfg.ReservedDescriptors())
-	if min := uint64(3*cfg.Scheduling.MaxInFlight + 64); reserved < min {
-		t.Fatalf("ReservedDescriptors = %d, less than three per attempt in flight and 64 (%d)", reserved, min)
+// do writes a request and reads its answer, body included, within 30 s.
+func (k *keepAlive) do(request string) (*http.Response, error) {
+	_ = k.c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(k.c, request); err != nil {
+		return nil, err
 	}
-	for _, c := range []struct {
-		limit   uint64
-		want    int
-		lowered bool
-	}{
-		{0, 4096, false},
-		{1 << 20, 4096, false},
-		{reserved + 4096, 4096, false},
-		{reserved + 4095, 4095, true},
-		{reserved + server.MinConnections, server.MinConnections, true},
-	} {
-		n, lowered, err := cfg.ConnectionCap(c.limit)
-		if err != nil || n != c.want || lowered != c.lowered {
-			t.Errorf("limit %d: %d, %v, %v; want %d, %v", c.limit, n, lowered, err, c.want, c.lowered)
+	resp, err := http.ReadResponse(k.r, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp, err
+}
+
+// TestFitDescriptors: under a descriptor limit that holds three
+// descriptors per attempt in flight, one per connection and what the store
+// and the process keep, --max-in-flight and --max-connections stand; under
+// a lower one both are lowered in proportion to what they ask, to fill
+// what the limit leaves, no fewer than MinInFlight and MinConnections (nor
+// more than asked, when fewer); a limit that does not hold those fewest is
+// an error naming both flags and the limit.
+func TestFitDescriptors(t *testing.T) {
+	cfg := server.DefaultConfig()
+	in, conns := cfg.Scheduling.MaxInFlight, cfg.MaxConnections
+	reserved := cfg.ReservedDescriptors()
+	fixed := reserved - 3*in
+	if fixed < 64+api.ReserveConns {
+		t.Fatalf("ReservedDescriptors = %d: %d besides three per attempt, fewer than 64 and the API's reserve connections", reserved, fixed)
+	}
+	for _, limit := range []uint64{0, 1 << 20, uint64(reserved + conns)} {
+		fit, err := cfg.FitDescriptors(limit)
+		if err != nil || fit != (server.DescriptorFit{MaxInFlight: in, MaxConnections: conns}) {
+			t.Errorf("limit %d: %+v, %v; want both as asked, not lowered", limit, fit, err)
 		}
 	}
-	_, _, err := cfg.ConnectionCap(reserved + server.MinConnections - 1)
-	if err == nil || !strings.Contains(err.Error(), "--max-connections") || !strings.Contains(err.Error(), "--max-in-flight") {
-		t.Errorf("a limit too low: %v; want an error naming --max-connections and --max-in-flight", err)
+	least := fixed + 3*server.MinInFlight + server.MinConnections
+	prev := server.DescriptorFit{}
+	for limit := least; limit < reserved+conns; limit += 97 {
+		fit, err := cfg.FitDescriptors(uint64(limit))
+		if err != nil {
+			t.Fatalf("limit %d: %v", limit, err)
+		}
+		used := fixed + 3*fit.MaxInFlight + fit.MaxConnections
+		switch {
+		case !fit.Lowered:
+			t.Fatalf("limit %d: %+v, not said to be lowered", limit, fit)
+		case used > limit:
+			t.Fatalf("limit %d: %+v needs %d descriptors", limit, fit, used)
+		case limit-used > 3 && fit.MaxConnections < conns:
+			t.Fatalf("limit %d: %+v leaves %d descriptors unused", limit, fit, limit-used)
+		case fit.MaxInFlight < server.MinInFlight || fit.MaxConnections < server.MinConnections || fit.MaxInFlight > in || fit.MaxConnections > conns:
+			t.Fatalf("limit %d: %+v, out of [%d, %d] attempts or [%d, %d] connections", limit, fit, server.MinInFlight, in, server.MinConnections, conns)
+		case fit.MaxInFlight < prev.MaxInFlight || fit.MaxConnections < prev.MaxConnections:
+			t.Fatalf("limit %d: %+v, fewer than under a lower limit (%+v)", limit, fit, prev)
+		}
+		// In proportion: each has the same share of what it asks, but for
+		// rounding (attempts rounded down, the connections taking the
+		// descriptors left) and the floors.
+		if fit.MaxInFlight > server.MinInFlight && fit.MaxConnections > server.MinConnections {
+			inShare, connShare := float64(fit.MaxInFlight)/float64(in), float64(fit.MaxConnections)/float64(conns)
+			if d := inShare - connShare; d > 1e-9 || d < -(1.0/float64(in)+3.0/float64(conns))-1e-9 {
+				t.Fatalf("limit %d: %+v: %.4f of the attempts asked, %.4f of the connections", limit, fit, inShare, connShare)
+			}
+		}
+		prev = fit
+	}
+	// Herald's default under ulimit -n 1024, as small containers set it.
+	if fit, err := cfg.FitDescriptors(1024); err != nil || !fit.Lowered || fit.MaxInFlight <= server.MinInFlight || fit.MaxConnections <= server.MinConnections {
+		t.Errorf("the defaults under 1,024 descriptors: %+v, %v; want both lowered, above their fewest", fit, err)
+	}
+	if fit, err := cfg.FitDescriptors(uint64(least)); err != nil || fit.MaxInFlight != server.MinInFlight || fit.MaxConnections != server.MinConnections {
+		t.Errorf("limit %d: %+v, %v; want the fewest of both", least, fit, err)
+	}
+	_, err := cfg.FitDescriptors(uint64(least - 1))
+	for _, want := range []string{"--max-connections", "--max-in-flight", strconv.Itoa(least - 1)} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a limit too low: %v; want an error naming %s", err, want)
+		}
+	}
+	// What asks fewer than the fewest keeps what it asks.
+	small := cfg
+	small.Scheduling.MaxInFlight, small.MaxConnections = 4, 2
+	if fit, err := small.FitDescriptors(uint64(fixed + 3*4 + 2)); err != nil || fit.Lowered || fit.MaxInFlight != 4 || fit.MaxConnections != 2 {
+		t.Errorf("4 attempts and 2 connections under a limit that holds them: %+v, %v", fit, err)
 	}
 	pg := cfg
 	pg.Store, pg.DBMaxConns = "postgres://h/db", 500

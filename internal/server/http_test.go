@@ -238,7 +238,7 @@ func TestNetHTTPRefusalsAreProblems(t *testing.T) {
 	b := setup(t, func(c *server.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, server.DefaultConfig().MaxConnections)
+	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, api.ConnLimits{Max: server.DefaultConfig().MaxConnections})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func TestLongestReceiveWaitAnswers(t *testing.T) {
 		if err := srv.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger, server.DefaultConfig().MaxConnections)
+		hs := api.NewHTTPServer(srv.Handler(), srv.API.Logger, api.ConnLimits{Max: server.DefaultConfig().MaxConnections})
 		ln := newPipeListener()
 		served := make(chan error, 1)
 		go func() { served <- hs.Serve(ln) }()

@@ -98,11 +98,21 @@ type Config struct {
 	// within this long.
 	AuthRecheck time.Duration
 	// MaxConnections caps the inbound connections the API holds open at
-	// once (default 4,096; herald serve lowers it to what the file
-	// descriptor limit leaves: ConnectionCap). At the cap the oldest idle
-	// connection is closed to make room for a new one, and with none idle
-	// the new one waits to be accepted (see api.NewHTTPServer).
+	// once (default 4,096; herald serve lowers it, with
+	// Scheduling.MaxInFlight, to fit the file descriptor limit:
+	// FitDescriptors). At the cap the oldest idle connection is closed to
+	// make room for a new one, and with none idle the new one is a reserve
+	// connection, which answers the probes alone (see api.NewHTTPServer).
 	MaxConnections int
+	// MaxConnectionsPerClient caps the inbound connections one client
+	// address holds open at once (default 256; 0: no limit, also for a
+	// zero value); more are closed as soon as they are accepted
+	// (api.ConnLimits.PerClient). MaxReceivesPerAccount caps the receives
+	// of one account that wait at once (default 64; 0: no limit, also for
+	// a zero value); one more answers 429 with Retry-After
+	// (api.Server.MaxReceivesPerAccount).
+	MaxConnectionsPerClient int
+	MaxReceivesPerAccount   int
 	// MaxSubscriptionsPerAccount is the most subscriptions one account may
 	// hold (store.ErrSubscriptionLimit; 0: no limit, which is also what a
 	// zero value means here: DefaultConfig's is 1,000).
@@ -151,6 +161,8 @@ func DefaultConfig() Config {
 
 		MaxSubscriptionsPerAccount: 1000,
 		MaxFanout:                  100_000,
+		MaxConnectionsPerClient:    256,
+		MaxReceivesPerAccount:      64,
 	}
 }
 
@@ -188,6 +200,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-subscriptions-per-account %d: must be 0 (no limit) or positive", c.MaxSubscriptionsPerAccount)
 	case c.MaxFanout < 0:
 		return fmt.Errorf("--max-fanout %d: must be 0 (no limit) or positive", c.MaxFanout)
+	case c.MaxConnectionsPerClient < 0:
+		return fmt.Errorf("--max-connections-per-client %d: must be 0 (no limit) or positive", c.MaxConnectionsPerClient)
+	case c.MaxReceivesPerAccount < 0:
+		return fmt.Errorf("--max-receives-per-account %d: must be 0 (no limit) or positive", c.MaxReceivesPerAccount)
 	}
 	if storeErr != nil {
 		return storeErr // a malformed URL
@@ -323,7 +339,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	a := &api.Server{Store: st, Control: ctl, Accounts: accounts, Publisher: pipe.Admission, Live: sched, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
 		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q,
-		Tracing: prov != nil}
+		Tracing: prov != nil, MaxReceivesPerAccount: cfg.MaxReceivesPerAccount}
 	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops, Tracing: prov}
 	s.Queue = q
 	s.Jobs = recovery.New(st, ctl, cfg.Clock, cfg.Scheduling.Owner, cfg.RecoverBatch, cfg.RecoverPace, cfg.Logger.With("component", "jobs"))

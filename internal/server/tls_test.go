@@ -34,7 +34,7 @@ func serveTLS(b *bundle) *tlsAPI {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, server.DefaultConfig().MaxConnections)
+	hs := api.NewHTTPServer(b.srv.Handler(), b.srv.API.Logger, api.ConnLimits{Max: server.DefaultConfig().MaxConnections})
 	hs.TLSConfig = pair.TLSConfig()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

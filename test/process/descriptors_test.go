@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-events/herald/internal/server"
 )
 
 // underLimit is the wrapper that runs the binary with at most n open
@@ -122,4 +124,50 @@ func TestDescriptorLimitTooLowExits(t *testing.T) {
 			t.Errorf("the message does not name %s:\n%s", flag, out)
 		}
 	}
+}
+
+// TestDefaultFlagsUnderDescriptorLimit1024: herald serve with its default
+// --max-in-flight and --max-connections, which need far more descriptors,
+// starts under ulimit -n 1024 (a limit small containers still set): it
+// lowers both to fit (the figures server.Config.FitDescriptors makes of
+// the limit), says so in one warning naming both, and delivers. Before,
+// it exited 2.
+func TestDefaultFlagsUnderDescriptorLimit1024(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test: runs the herald binary")
+	}
+	const limit = 1024
+	fit, err := server.DefaultConfig().FitDescriptors(limit)
+	if err != nil || !fit.Lowered {
+		t.Fatalf("the defaults under %d descriptors: %+v, %v; want them lowered to fit", limit, fit, err)
+	}
+	rcv := newReceiver(t, 0, false)
+	h := startHeraldUnder(t, underLimit(limit), "herald", t.TempDir())
+	subID := h.createSubscription(t, "small", rcv.URL())
+	log, err := os.ReadFile(h.errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	for line := range strings.Lines(string(log)) {
+		if strings.Contains(line, "lowered") {
+			warnings = append(warnings, line)
+		}
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("%d lines say what was lowered; want one:\n%s", len(warnings), strings.Join(warnings, ""))
+	}
+	for _, want := range []string{"level=WARN", "--max-in-flight", "--max-connections",
+		fmt.Sprintf("max_in_flight=%d ", fit.MaxInFlight), fmt.Sprintf("max_connections=%d ", fit.MaxConnections), fmt.Sprintf("descriptor_limit=%d", limit)} {
+		if !strings.Contains(warnings[0], want) {
+			t.Errorf("the warning lacks %q: %s", want, warnings[0])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ids := []string{"small-1", "small-2", "small-3"}
+	if err := h.publish(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	checkSettled(t, h, subID, rcv, ids)
 }
