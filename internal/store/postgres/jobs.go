@@ -33,7 +33,9 @@ WHERE subscription_id = $1 AND status = $2 AND status <> 'delivered' AND id >= $
 	// claimJobSQL: a job is free when no one else holds it ($1 is the
 	// claimer) or its holder's lease ended before now ($2); the next is
 	// the oldest job of the account whose turn (job_turns) is the oldest,
-	// one never served first. SKIP LOCKED lets nodes claim side by side.
+	// one never served first. It reads and sorts every running job
+	// (jobs_running): at most --max-jobs-per-account for each account.
+	// SKIP LOCKED lets nodes claim side by side.
 	claimJobSQL = `UPDATE jobs SET lease_owner = $1, lease_until = $3
 WHERE id = (SELECT j.id FROM jobs AS j LEFT JOIN job_turns AS t ON t.account_id = j.account_id
 	WHERE j.state = 'running' AND (j.lease_owner IN ('', $1) OR j.lease_until < $2)

@@ -23,7 +23,9 @@ WHERE subscription_id = ? AND status = ? AND id >= ? AND id < ? LIMIT ?)`
 	// claimJobSQL: leases never expire here (one process owns the file;
 	// Open clears them), so a job is free when no one else holds it (?1 is
 	// the claimer); the next is the oldest job of the account whose turn
-	// (job_turns) is the oldest, one never served first.
+	// (job_turns) is the oldest, one never served first. It reads and
+	// sorts every running job (jobs_running): at most
+	// --max-jobs-per-account for each account.
 	claimJobSQL = `UPDATE jobs SET lease_owner = ?1, lease_until = ?2
 WHERE id = (SELECT j.id FROM jobs AS j LEFT JOIN job_turns AS t ON t.account_id = j.account_id
 	WHERE j.state = 'running' AND j.lease_owner IN ('', ?1)
