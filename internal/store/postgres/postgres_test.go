@@ -281,6 +281,14 @@ func TestJobLimitAcrossNodes(t *testing.T) {
 	storetest.CheckJobLimit(t, 4, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
 }
 
+// TestJobTurnsAcrossNodes: storetest.CheckJobTurns on two nodes sharing
+// one schema, claiming in turn: the accounts' turns are the database's, so
+// they hold whichever node claims.
+func TestJobTurnsAcrossNodes(t *testing.T) {
+	dbURL := freshSchema(t)
+	storetest.CheckJobTurns(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
+}
+
 // TestDedupAcrossNodes: two nodes publish the same events at the same time;
 // each event is stored once: exactly one of its publishes is not a
 // duplicate, both report the same sequence, and only that one's deliveries

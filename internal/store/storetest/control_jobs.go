@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,14 +13,24 @@ import (
 	"github.com/herald-events/herald/internal/subscription"
 )
 
-// testRecoverTurns: accounts take turns. Account a has two recovers (a1 of
-// three dead letters, a2), b one of one dead letter, c one of two; every
-// claim is followed by a batch of one delivery, which gives the job back.
-// The claims go a1 b1 c1 a1 b1 c1 …: each account's oldest job, the
-// account served least recently first, so b1 (three batches) is done at
-// the eighth claim while a1 and a2 still run, and a2 starts only once a1 is
-// done. Before, the oldest job was worked to its end first.
-func testRecoverTurns(t *testing.T, b *bundle) {
+// CheckJobTurns checks that accounts take turns, on nodes: stores on one
+// database (the conformance suite passes its one store, a shared backend
+// several), which claim in turn. Account a has two recovers (a1 of three
+// dead letters, a2), b one of one dead letter, c one of two; every claim
+// is followed by a batch of one delivery, which gives the job back. The
+// claims go a1 b1 c1 a1 b1 c1 …, whichever node claims: each account's
+// oldest job, the account served least recently first, so b1 (three
+// batches) is done at the eighth claim while a1 and a2 still run, and a2
+// starts only once a1 is done. Before, the oldest job was worked to its
+// end first.
+func CheckJobTurns(t *testing.T, nodes ...store.Store) {
+	t.Helper()
+	checkJobTurns(setup(t, func(*testing.T) store.Store { return nodes[0] }), nodes...)
+}
+
+func checkJobTurns(b *bundle, nodes ...store.Store) {
+	t := b.t
+	t.Helper()
 	subOf := func(name string, deadLetters int) subscription.Subscription {
 		sub := b.subIn(b.account(name).ID, "https://turns.example/"+name)
 		for range deadLetters {
@@ -34,17 +45,17 @@ func testRecoverTurns(t *testing.T, b *bundle) {
 
 	var claimed []string
 	state := map[string]job.State{}
-	for range 13 {
-		id := claimJob(b, "n1")
-		if id == "" {
-			t.Fatalf("no job to claim after %v", claimed)
+	for i := range 13 {
+		node, owner := nodes[i%len(nodes)], fmt.Sprint("n", i%len(nodes))
+		j, ok, err := node.ClaimJob(b.ctx, owner, b.now, b.at(time.Hour))
+		if err != nil || !ok {
+			t.Fatalf("ClaimJob after %v: %v, %v", claimed, ok, err)
 		}
-		j, _, err := b.s.RecoverBatch(b.ctx, id, "n1", 1, b.now)
-		if err != nil {
+		if j, _, err = node.RecoverBatch(b.ctx, j.ID, owner, 1, b.now); err != nil {
 			t.Fatalf("RecoverBatch after %v: %v", claimed, err)
 		}
-		claimed, state[names[id]] = append(claimed, names[id]), j.State
-		if names[id] == "b1" && j.Finished() && (state["a1"] != job.StateRunning || state["a2"] != "") {
+		claimed, state[names[j.ID]] = append(claimed, names[j.ID]), j.State
+		if names[j.ID] == "b1" && j.Finished() && (state["a1"] != job.StateRunning || state["a2"] != "") {
 			t.Fatalf("b1 ended after %v, with a1 %s and a2 %q; want a1 running and a2 not started", claimed, state["a1"], state["a2"])
 		}
 	}
@@ -53,6 +64,9 @@ func testRecoverTurns(t *testing.T, b *bundle) {
 	equal(t, "the jobs' states", state, map[string]job.State{"a1": job.StateDone, "b1": job.StateDone,
 		"c1": job.StateDone, "a2": job.StateRunning})
 }
+
+// testRecoverTurns: CheckJobTurns on the suite's one store.
+func testRecoverTurns(t *testing.T, b *bundle) { checkJobTurns(b, b.s) }
 
 // CheckJobLimit checks CreateJob's limit of an account's running jobs.
 // nodes are stores on one database (the conformance suite passes its one
