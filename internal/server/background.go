@@ -12,8 +12,9 @@ import (
 
 // The background work that keeps a process current: the catalog reload,
 // the change feed of a store shared with other processes, and the
-// retention clean-up (old events, idle console sessions, finished jobs). Each is a startstop.Service that Server.Start starts
-// (services.go).
+// retention clean-up (old events, idle console sessions, old delivery
+// stats, finished jobs). Each is a startstop.Service that Server.Start
+// starts (services.go).
 
 // maintenance is what the background work needs of the store.
 type maintenance interface {
@@ -78,8 +79,8 @@ func (f *feed) run(ctx context.Context) {
 
 // Retention clean-up: every cleanupEvery, on one node, rounds of at most
 // Config.CleanupBatch events each until a round finds fewer (the backlog is
-// cleared) or the clean-up has run for cleanupFor; then as many rounds of
-// finished jobs, in what is left of that time. A round is one write of the
+// cleared) or the clean-up has run for cleanupFor; then rounds of finished
+// jobs likewise, in what is left of that time (one at least). A round is one write of the
 // store's, so the rounds keep each write short; the time bound keeps a
 // node that fell far behind from cleaning for longer than its term as the
 // cleaning node.
