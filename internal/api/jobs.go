@@ -1,10 +1,13 @@
 package api
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/job"
+	"github.com/herald-events/herald/internal/store"
 )
 
 // jobJSON is a job as the API shows it (GET /v1/jobs/{id}).
@@ -38,7 +41,8 @@ func toJobJSON(j job.Job) jobJSON {
 // recoverSubscription starts a recover of the subscription's failed
 // deliveries in a time range (job.RecoverRequest): 202 with the job, which
 // the job runner works in batches. Bad input is refused naming the field,
-// and no job is made.
+// an account with --max-jobs-per-account jobs running or waiting with 429
+// (jobLimitReached), and no job is made.
 func (s *Server) recoverSubscription(w http.ResponseWriter, r *http.Request) {
 	sub, ok := s.ownSubscription(w, r)
 	if !ok {
@@ -54,12 +58,25 @@ func (s *Server) recoverSubscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, err := s.Control.Recover(r.Context(), j)
-	if err != nil {
+	if le := (*store.JobLimitError)(nil); errors.As(err, &le) {
+		jobLimitReached(w, le.Limit)
+		return
+	} else if err != nil {
 		s.storeError(w, r, err, "subscription")
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
 	writeJSON(w, http.StatusAccepted, toJobJSON(j))
+}
+
+// jobLimitReached answers 429 with Retry-After (the wait of every refusal
+// that passes by itself: retryAfter) for a recover of an account that has
+// limit jobs running or waiting: one must end first.
+func jobLimitReached(w http.ResponseWriter, limit int) {
+	w.Header().Set("Retry-After", retryAfter)
+	writeProblem(w, Problem{Type: probLimit, Title: "Limit reached", Status: http.StatusTooManyRequests,
+		Detail: "the account already has " + strconv.Itoa(limit) + " jobs running or waiting, the most one account may have " +
+			"(the server's --max-jobs-per-account); nothing was started: retry after Retry-After seconds, once one of them has ended (GET /v1/jobs/{id})"})
 }
 
 // getJob answers a job with its progress; another account's is not found.

@@ -1,10 +1,14 @@
 package console
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/job"
+	"github.com/herald-events/herald/internal/store"
 )
 
 // recoverRequest reads a Recover form (since, until, a status checkbox
@@ -35,10 +39,28 @@ func (sa *subscriptionActions) recoverSubscription(w http.ResponseWriter, r *htt
 		return
 	}
 	j, err := sa.control.Recover(r.Context(), j)
+	if msg, limited := jobLimitReached(w, err); limited {
+		sa.errorPage(w, r, v, http.StatusTooManyRequests, msg)
+		return
+	}
 	if sa.gone(w, r, v, sub.ID, err) {
 		return
 	}
 	redirect(w, r, "/console/jobs/"+j.ID)
+}
+
+// jobLimitReached reports whether err is a recover refused because the
+// account has --max-jobs-per-account jobs running or waiting
+// (store.JobLimitError); if so it sets Retry-After (store.RetryAfter, as
+// the API does) and returns what the 429 page says.
+func jobLimitReached(w http.ResponseWriter, err error) (string, bool) {
+	var le *store.JobLimitError
+	if !errors.As(err, &le) {
+		return "", false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(store.RetryAfter/time.Second)))
+	return "Not recovered: this account already has " + strconv.Itoa(le.Limit) + " jobs running or waiting, the most one account may have " +
+		"(the server's --max-jobs-per-account). Try again once one of them has ended.", true
 }
 
 // jobView is what the job page shows.
@@ -70,6 +92,10 @@ func (p portalActions) recoverSubscription(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	j, err := p.Control.Recover(r.Context(), j)
+	if msg, limited := jobLimitReached(w, err); limited {
+		p.pages.portalError(w, r, v, http.StatusTooManyRequests, msg)
+		return
+	}
 	if err != nil {
 		p.changeError(w, r, v, err)
 		return

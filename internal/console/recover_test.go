@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/server"
 )
 
 var jobAt = regexp.MustCompile(`^/console/jobs/(job_[0-9a-z]+)$`)
@@ -93,4 +95,33 @@ func TestPortalRecover(t *testing.T) {
 	if page := n.get("/portal/jobs/"+m[1], scoped); page.status != http.StatusNotFound {
 		t.Fatalf("another scope's job: %d", page.status)
 	}
+}
+
+// TestRecoverJobLimitPages: with --max-jobs-per-account 1 and a job
+// running (the job runner stopped, so it stays so), the console's Recover
+// form and the portal's answer a 429 page with Retry-After naming the
+// limit and the flag, and start nothing (the job's API answer would be a
+// Location; the page is the error page).
+func TestRecoverJobLimitPages(t *testing.T) {
+	dir, storeURL := testStore(t)
+	n := newNode(t, dir, storeURL, clock.NewFake(start), false, func(s *server.Server) { s.Control.MaxJobsPerAccount = 1 })
+	n.srv.Jobs.Stop()
+	ts := twoTenants(n)
+	sub := n.subscribe(ts.shopKey, "orders", newReceiver(t).URL)
+	a := signInAs(n, ts.shopKey)
+	form := map[string]string{"since": "2000-01-01T00:00:00Z"}
+	if p := a.post("/console/subscriptions/"+sub+"/recover", form); p.status != http.StatusSeeOther || jobAt.FindStringSubmatch(p.header.Get("Location")) == nil {
+		t.Fatalf("the first recover: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	limited := func(what string, p page) {
+		t.Helper()
+		if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") != "5" || p.header.Get("Location") != "" ||
+			!strings.Contains(p.body, "1 jobs running or waiting") || !strings.Contains(p.body, "--max-jobs-per-account") {
+			t.Fatalf("%s past the limit: %d, Retry-After %q, Location %q\n%s", what, p.status, p.header.Get("Retry-After"), p.header.Get("Location"), p.body)
+		}
+	}
+	limited("the console's recover", a.post("/console/subscriptions/"+sub+"/recover", form))
+	ck := openPortal(n, portalLink(n, ts.shopKey, map[string]any{"subscription_ids": []string{sub}}))
+	csrf := csrfOf(t, n.get("/portal/subscriptions/"+sub, ck))
+	limited("the portal's recover", n.post("/portal/subscriptions/"+sub+"/recover", ck, url.Values{"csrf": {csrf}, "since": {"2000-01-01T00:00:00Z"}}))
 }

@@ -42,8 +42,8 @@ type Store interface {
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error)
 	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
-	CreateJob(ctx context.Context, j job.Job) (job.Job, error)
-	RecoverBatch(ctx context.Context, id, owner string, limit int, now, until time.Time) (job.Job, store.RedriveResult, error)
+	CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error)
+	RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error)
 }
 
 // Catalog is the in-memory view of the subscriptions.
@@ -97,6 +97,9 @@ type Service struct {
 	// Jobs, when set, is this node's job runner, told of a new job
 	// (jobs.go).
 	Jobs Kicker
+	// MaxJobsPerAccount is the most jobs one account may have running or
+	// waiting (Recover; 0: no limit).
+	MaxJobsPerAccount int
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A

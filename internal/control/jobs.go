@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"time"
 
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/job"
@@ -17,11 +16,12 @@ type Kicker interface {
 // Recover stores j (a recover checked by job.RecoverRequest) as a new job,
 // with its id and creation time, counted (store.JobStore's CreateJob), and
 // tells this node's job runner. store.ErrNotFound when the subscription
-// does not exist.
+// does not exist; a *store.JobLimitError, and no job, when its account has
+// MaxJobsPerAccount jobs running or waiting already.
 func (s *Service) Recover(ctx context.Context, j job.Job) (job.Job, error) {
 	now := s.Clock.Now()
 	j.ID, j.CreatedAt = ids.New(ids.Job.Prefix, now), now
-	j, err := s.Store.CreateJob(ctx, j)
+	j, err := s.Store.CreateJob(ctx, j, s.MaxJobsPerAccount)
 	if err != nil {
 		return job.Job{}, err
 	}
@@ -32,12 +32,12 @@ func (s *Service) Recover(ctx context.Context, j job.Job) (job.Job, error) {
 }
 
 // RecoverBatch works the next batch (at most limit deliveries) of a
-// recover owner holds, renewing its lease until `until`, and tells the
-// scheduler of the endpoints of the deliveries it made due, as a redrive
-// does. store.ErrConflict when owner no longer holds the job.
-func (s *Service) RecoverBatch(ctx context.Context, id, owner string, limit int, until time.Time) (job.Job, error) {
+// recover owner claimed, which gives the job back, and tells the scheduler
+// of the endpoints of the deliveries it made due, as a redrive does.
+// store.ErrConflict when owner no longer holds the job.
+func (s *Service) RecoverBatch(ctx context.Context, id, owner string, limit int) (job.Job, error) {
 	now := s.Clock.Now()
-	j, res, err := s.Store.RecoverBatch(ctx, id, owner, limit, now, until)
+	j, res, err := s.Store.RecoverBatch(ctx, id, owner, limit, now)
 	if _, err := s.redriven(ctx, res, err, now); err != nil {
 		return job.Job{}, err
 	}

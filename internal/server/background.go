@@ -12,14 +12,16 @@ import (
 
 // The background work that keeps a process current: the catalog reload,
 // the change feed of a store shared with other processes, and the
-// retention clean-up (old events, idle console sessions). Each is a startstop.Service that Server.Start starts
-// (services.go).
+// retention clean-up (old events, idle console sessions, old delivery
+// stats, finished jobs). Each is a startstop.Service that Server.Start
+// starts (services.go).
 
 // maintenance is what the background work needs of the store.
 type maintenance interface {
 	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
 	DeleteIdleSessions(ctx context.Context, before time.Time) (int, error)
 	DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error)
+	DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error)
 	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
 }
 
@@ -77,8 +79,9 @@ func (f *feed) run(ctx context.Context) {
 
 // Retention clean-up: every cleanupEvery, on one node, rounds of at most
 // Config.CleanupBatch events each until a round finds fewer (the backlog is
-// cleared) or the clean-up has run for cleanupFor. A round is one write of
-// the store's, so the rounds keep each write short; the time bound keeps a
+// cleared) or the clean-up has run for cleanupFor; then rounds of finished
+// jobs likewise, in what is left of that time (one at least). A round is one write of the
+// store's, so the rounds keep each write short; the time bound keeps a
 // node that fell far behind from cleaning for longer than its term as the
 // cleaning node.
 const (
@@ -87,8 +90,9 @@ const (
 )
 
 // newCleanup returns the loop that deletes finished events older than the
-// dedup retention (see the constants above), on one node at a time; a loop
-// of its own, so a long clean-up never delays the catalog.
+// dedup retention and finished jobs older than the job retention (see the
+// constants above), on one node at a time; a loop of its own, so a long
+// clean-up never delays the catalog.
 func (s *Server) newCleanup() *startstop.Loop {
 	log := s.cfg.Logger.With("component", "cleanup")
 	return startstop.NewPeriodic("retention clean-up", s.cfg.Clock, cleanupEvery, func(ctx context.Context) {
@@ -101,21 +105,35 @@ func (s *Server) newCleanup() *startstop.Loop {
 			s.cleanupRounds(ctx, sctx, now, log)
 			s.deleteIdleSessions(sctx, now, log)
 			s.deleteOldStats(sctx, now, log)
+			s.deleteRounds(ctx, now, "deleting finished jobs", log, func() (int, error) {
+				var st maintenance = s.Store
+				return st.DeleteFinishedJobs(sctx, now.Add(-s.cfg.JobRetention), s.cfg.CleanupBatch)
+			})
 		}
 	})
 }
 
-// cleanupRounds runs the clean-up's rounds (see cleanupEvery), each within
-// sctx, until they are done or stop ends, and returns the number of events
-// deleted.
+// cleanupRounds runs the clean-up's rounds of events (see cleanupEvery),
+// each within sctx, until they are done or stop ends, and returns the
+// number of events deleted.
 func (s *Server) cleanupRounds(stop, sctx context.Context, now time.Time, log *slog.Logger) int {
 	var st maintenance = s.Store
+	return s.deleteRounds(stop, now, "deleting old events", log, func() (int, error) {
+		return st.Cleanup(sctx, now.Add(-s.cfg.DedupRetention), s.cfg.CleanupBatch)
+	})
+}
+
+// deleteRounds calls round, which deletes at most Config.CleanupBatch
+// rows, until it deletes fewer, fails (logged as what), stop ends or the
+// clean-up that began at now has run for cleanupFor; it returns the number
+// of rows deleted.
+func (s *Server) deleteRounds(stop context.Context, now time.Time, what string, log *slog.Logger, round func() (int, error)) int {
 	deleted := 0
 	for {
-		n, err := st.Cleanup(sctx, now.Add(-s.cfg.DedupRetention), s.cfg.CleanupBatch)
+		n, err := round()
 		deleted += n
 		if err != nil {
-			log.Warn("deleting old events", "err", err)
+			log.Warn(what, "err", err)
 			return deleted
 		}
 		if stop.Err() != nil || n < s.cfg.CleanupBatch || s.cfg.Clock.Now().Sub(now) >= cleanupFor {

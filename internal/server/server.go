@@ -73,6 +73,13 @@ type Config struct {
 	// RecoverBatch is the most deliveries one batch of a recover moves
 	// (default job.BatchSize; tests make it small to need many batches).
 	RecoverBatch int
+	// MaxJobsPerAccount is the most jobs (recovers) one account may have
+	// running or waiting (store.ErrJobLimit, a 429; 0: no limit, which is
+	// also what a zero value means here: DefaultConfig's is 4).
+	MaxJobsPerAccount int
+	// JobRetention is how long a finished job (done or failed) is kept
+	// before the retention clean-up deletes it (default 7 days).
+	JobRetention time.Duration
 	// CatalogReload is how often the catalog reads subscription changes
 	// from the store when nothing announced one (default 10s; the read
 	// costs one small query when nothing changed). On PostgreSQL other
@@ -163,6 +170,9 @@ func DefaultConfig() Config {
 		MaxFanout:                  100_000,
 		MaxConnectionsPerClient:    256,
 		MaxReceivesPerAccount:      64,
+
+		MaxJobsPerAccount: 4,
+		JobRetention:      7 * 24 * time.Hour,
 	}
 }
 
@@ -204,6 +214,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-connections-per-client %d: must be 0 (no limit) or positive", c.MaxConnectionsPerClient)
 	case c.MaxReceivesPerAccount < 0:
 		return fmt.Errorf("--max-receives-per-account %d: must be 0 (no limit) or positive", c.MaxReceivesPerAccount)
+	case c.MaxJobsPerAccount < 0:
+		return fmt.Errorf("--max-jobs-per-account %d: must be 0 (no limit) or positive", c.MaxJobsPerAccount)
+	case c.JobRetention < time.Minute:
+		return fmt.Errorf("--job-retention %v: must be at least 1m", c.JobRetention)
 	}
 	if storeErr != nil {
 		return storeErr // a malformed URL
@@ -240,6 +254,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RecoverBatch <= 0 {
 		c.RecoverBatch = d.RecoverBatch
+	}
+	if c.JobRetention <= 0 {
+		c.JobRetention = d.JobRetention
 	}
 	if c.CatalogReload <= 0 {
 		c.CatalogReload = d.CatalogReload
@@ -332,7 +349,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Notifier: ops, MaxFanout: cfg.MaxFanout, Tracer: prov.Tracer(), Scheduling: cfg.Scheduling, Attempting: cfg.Attempting})
 	sched, att := pipe.Scheduler, pipe.Attempter
 	ctl := &control.Service{Store: st, Catalog: cat, Scheduler: sched, Attempts: att, Deactivations: pipe.Recorder,
-		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops}
+		Clock: cfg.Clock, Logger: cfg.Logger.With("component", "control"), Notifier: ops, MaxJobsPerAccount: cfg.MaxJobsPerAccount}
 	q := queue.New(st, cfg.Clock, reg, pipe.Finished, cfg.Logger.With("component", "queue"))
 	waiters.Store(q)
 	accounts := &control.Accounts{Store: st, Clock: cfg.Clock}

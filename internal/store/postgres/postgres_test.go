@@ -273,6 +273,22 @@ func TestSubscriptionLimitAcrossNodes(t *testing.T) {
 	storetest.CheckSubscriptionLimit(t, 8, openAt(t, dbURL, opts), openAt(t, dbURL, opts), openAt(t, dbURL, opts))
 }
 
+// TestJobLimitAcrossNodes: storetest.CheckJobLimit on three nodes sharing
+// one schema with a limit of 4: creates of one account's jobs racing
+// through all of them still stop at 4.
+func TestJobLimitAcrossNodes(t *testing.T) {
+	dbURL := freshSchema(t)
+	storetest.CheckJobLimit(t, 4, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
+}
+
+// TestJobTurnsAcrossNodes: storetest.CheckJobTurns on two nodes sharing
+// one schema, claiming in turn: the accounts' turns are the database's, so
+// they hold whichever node claims.
+func TestJobTurnsAcrossNodes(t *testing.T) {
+	dbURL := freshSchema(t)
+	storetest.CheckJobTurns(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
+}
+
 // TestDedupAcrossNodes: two nodes publish the same events at the same time;
 // each event is stored once: exactly one of its publishes is not a
 // duplicate, both report the same sequence, and only that one's deliveries

@@ -130,6 +130,12 @@ var queryPlans = []struct {
 	{name: "DeliveryStats", q: statsRead, want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
 	{name: "DeliveryStatsAll", q: statsReadAll, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
 	{name: "DeleteOldStats", q: deleteOldStatsSQL, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},
+	// The jobs: an account's running ones counted on jobs_account, the
+	// finished ones found on jobs_finished; a turn is forgotten after a
+	// seek of jobs_account (of every account with a turn).
+	{name: "CountRunningJobs", q: countRunningJobsSQL, want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=? AND state=?)"}},
+	{name: "DeleteFinishedJobs", q: deleteFinishedJobsSQL, want: []string{"SEARCH jobs USING INDEX jobs_finished (finished_at<?)"}},
+	{name: "ForgetTurns", q: forgetTurnsSQL, want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=?)"}},
 }
 
 // endpointsByStateSQL is the rows query of ListEndpoints with a state.

@@ -94,17 +94,15 @@ func JobValues(j job.Job) []any {
 		UnixMS(j.Since), untilMS(j), jobStatuses(j), j.Total, UnixMS(j.CreatedAt)}
 }
 
-// JobProgress are the values that store j's progress after a batch, in
-// the order of the columns state, total, done, errors, error,
-// cursor_status, cursor_id, finished_at, lease_owner, lease_until, and
-// then its id: an ended job (its FinishedAt set to now) is released, a
-// running one leased to owner until `until`.
-func JobProgress(j *job.Job, owner string, now, until time.Time) []any {
-	leaseUntil := UnixMS(until)
+// JobProgress are the values that store j's progress after a batch and
+// give the job back, in the order of the columns state, total, done,
+// errors, error, cursor_status, cursor_id, finished_at, and then its id
+// (the statement also clears the lease): an ended job's FinishedAt is set
+// to now.
+func JobProgress(j *job.Job, now time.Time) []any {
 	var finished int64
 	if j.Finished() {
-		j.FinishedAt, finished, owner, leaseUntil = now, UnixMS(now), "", 0
+		j.FinishedAt, finished = now, UnixMS(now)
 	}
-	return []any{string(j.State), j.Total, j.Done, j.Errors, j.Error, j.CursorStatus, j.CursorID,
-		finished, owner, leaseUntil, j.ID}
+	return []any{string(j.State), j.Total, j.Done, j.Errors, j.Error, j.CursorStatus, j.CursorID, finished, j.ID}
 }

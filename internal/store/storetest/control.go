@@ -55,6 +55,8 @@ func RunControlContract(t *testing.T, open Opener) {
 		{"Recover", []test{
 			{"Range", testRecoverRange},
 			{"Lease", testRecoverLease},
+			{"Turns", testRecoverTurns},
+			{"Limit", testJobLimit},
 		}},
 		{"Reactivate", []test{
 			{"Reactivate", testReactivate},

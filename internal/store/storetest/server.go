@@ -4,7 +4,8 @@ import "testing"
 
 // RunServerContract checks what the server asks of the store for its own
 // work (internal/server): TryLead keeps the cluster-wide roles, Cleanup
-// deletes old finished events, Close ends the store.
+// deletes old finished events and DeleteFinishedJobs old finished jobs,
+// Close ends the store.
 func RunServerContract(t *testing.T, open Opener) {
 	runGroups(t, open, []group{
 		{"Leaders", []test{
@@ -13,6 +14,8 @@ func RunServerContract(t *testing.T, open Opener) {
 		}},
 		{"Cleanup", []test{
 			{"OnlyOldFinishedEvents", testCleanup},
+			{"OnlyOldFinishedJobs", testDeleteFinishedJobs},
+			{"FinishedJobsForgetTurns", testDeleteFinishedJobsForgetsTurns},
 		}},
 		{"Lifecycle", []test{
 			{"Closed", testClosed},

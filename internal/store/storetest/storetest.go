@@ -34,8 +34,9 @@
 //
 // Beside Run, the checks of several stores on one database (a shared
 // backend's nodes) are functions a backend calls with its stores:
-// CheckClaimsDisjoint, CheckReceivesDisjoint and CheckSubscriptionLimit;
-// Run calls the first two with its one store. RunUpgrades checks that a
+// CheckClaimsDisjoint, CheckReceivesDisjoint, CheckSubscriptionLimit,
+// CheckJobTurns and CheckJobLimit; Run calls all but
+// CheckSubscriptionLimit with its one store. RunUpgrades checks that a
 // store opened on the data of each earlier schema version reads it as
 // written. Bench is the matching set of benchmarks, run from each
 // implementation's bench_test.go.

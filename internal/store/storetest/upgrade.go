@@ -38,7 +38,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{RateLimitsFrom, RateLimitsData, CheckRateLimitsUpgrade},
 		{OrderingFrom, OrderingData, CheckOrderingUpgrade},
 		{JobsFrom, JobsData, CheckJobsUpgrade},
-		{TracingFrom, TracingData, CheckTracingUpgrade}} {
+		{TracingFrom, TracingData, CheckTracingUpgrade},
+		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
 	}
 }
