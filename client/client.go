@@ -19,7 +19,7 @@ const DefaultTimeout = 30 * time.Second
 
 // MaxResponseBytes bounds the body of a successful answer the client reads
 // (64 MiB). A list page is at most 4 MiB plus its last item and a receive
-// answer 4 MiB plus one event (docs/api.md), so an answer of the API stays
+// answer 4 MiB, or one event alone (docs/api.md), so an answer of the API stays
 // well below it; a longer one is an error, not a truncated value.
 const MaxResponseBytes = 64 << 20
 

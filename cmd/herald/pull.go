@@ -71,7 +71,7 @@ func newPullFlags(stderr io.Writer) (*flag.FlagSet, *pullConfig, *clientFlags) {
 	fs := flag.NewFlagSet("herald pull", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
-	fs.IntVar(&cfg.MaxEvents, "max-events", 10, "events a receive takes at most (1..1000; an answer also ends at 4 MiB of events, and the next receive takes the rest)")
+	fs.IntVar(&cfg.MaxEvents, "max-events", 10, "events a receive takes at most (1..1000; an answer also holds at most 4 MiB, and the next receive takes the rest)")
 	fs.DurationVar(&cfg.MaxWait, "max-wait", 30*time.Second, "how long a receive waits for events (0s..60s)")
 	fs.DurationVar(&cfg.LockDuration, "lock-duration", 60*time.Second, "how long a received event stays locked (10s..300s)")
 	fs.IntVar(&cfg.Count, "count", 0, "stop after this many events (0: run until stopped)")

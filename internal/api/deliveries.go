@@ -12,6 +12,7 @@ import (
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -193,7 +194,7 @@ func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request) {
 	writeList(w, as, next, func(a delivery.Attempt) attemptJSON {
 		j := attemptJSON{
 			Number: a.Number, StartedAt: timestamp(a.StartedAt), DurationMS: float64(a.Duration.Microseconds()) / 1000,
-			Outcome: a.Outcome, Error: optString(a.Error), ResponseBody: strings.ToValidUTF8(string(a.ResponseBody), "\uFFFD"),
+			Outcome: a.Outcome, Error: optString(redact.Text(a.Error)), ResponseBody: strings.ToValidUTF8(string(a.ResponseBody), "\uFFFD"),
 		}
 		if a.StatusCode != 0 {
 			c := a.StatusCode

@@ -67,7 +67,7 @@ type eventGridReceived struct {
 // receiveEventGrid is :receive: maxEvents 1..queue.MaxEvents (1 by
 // default), maxWaitTime in seconds 0..120 (60 by default), each event
 // locked for queue.DefaultLock; {"value": [...]}, streamed as /v1's
-// receive is.
+// receive is, and within MaxReceiveBytes as it is.
 func (s *Server) receiveEventGrid(w http.ResponseWriter, r *http.Request) {
 	sub, e, ok := s.eventGridQueue(w, r)
 	if !ok {
@@ -81,11 +81,11 @@ func (s *Server) receiveEventGrid(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, ok := s.receiveFrom(w, r, sub, e, max, time.Duration(secs)*time.Second, queue.DefaultLock)
+	res, ok := s.receiveFrom(w, r, sub, e, max, time.Duration(secs)*time.Second, queue.DefaultLock, receiveBytesEventGrid)
 	if !ok {
 		return
 	}
-	if _, ok := writeItems(w, "value", res.Received, toEventGridReceived); ok {
+	if _, ok := writeItems(w, "value", false, res.Received, toEventGridReceived); ok {
 		_, _ = io.WriteString(w, "}\n")
 	}
 }

@@ -11,7 +11,7 @@ import (
 // writeItems. The bytes are those json.Encoder writes for the whole list
 // at once.
 func writeList[T, V any](w http.ResponseWriter, items []T, next string, view func(T) V) {
-	enc, ok := writeItems(w, "data", items, view)
+	enc, ok := writeItems(w, "data", true, items, view)
 	if !ok {
 		return
 	}
@@ -31,11 +31,15 @@ func writeList[T, V any](w http.ResponseWriter, items []T, next string, view fun
 // It encodes the items one at a time straight to w, view making each its
 // resource, and lets go of each item once written, so a page is never
 // held in memory twice (as items and as JSON) and its JSON never whole: at
-// most one item's.
-func writeItems[T, V any](w http.ResponseWriter, member string, items []T, view func(T) V) (*json.Encoder, bool) {
+// most one item's. With escapeHTML false it writes <, > and & as they are
+// (json.Encoder.SetEscapeHTML), so a json.RawMessage member goes out no
+// larger than it is (compacted): what a receive answer needs to keep to
+// its bound of bytes.
+func writeItems[T, V any](w http.ResponseWriter, member string, escapeHTML bool, items []T, view func(T) V) (*json.Encoder, bool) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(noNewline{w})
+	enc.SetEscapeHTML(escapeHTML)
 	if _, err := io.WriteString(w, `{"`+member+`":[`); err != nil {
 		return nil, false
 	}

@@ -1,13 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
@@ -90,14 +93,14 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, ok := s.receiveFrom(w, r, sub, e, max, wait, lock)
+	res, ok := s.receiveFrom(w, r, sub, e, max, wait, lock, receiveBytesV1)
 	if !ok {
 		return
 	}
-	// Streamed as a list page is: the store returned at most
-	// store.MaxPageBytes of events and one more, and each is let go once
-	// written.
-	if _, ok := writeItems(w, "data", res.Received, toReceivedJSON); ok {
+	// Streamed as a list page is: the store returned what fits in
+	// MaxReceiveBytes as written here (receiveBytesV1), and each is let go
+	// once written.
+	if _, ok := writeItems(w, "data", false, res.Received, toReceivedJSON); ok {
 		_, _ = io.WriteString(w, "}\n")
 	}
 }
@@ -105,9 +108,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 // receiveFrom locks up to max of sub's queued deliveries for lock, waiting
 // up to wait for some (the write deadline moved by as much; a receive
 // that waits takes one of its account's MaxReceivesPerAccount places, or
-// answers 429): the receive of both APIs (this one and eventgrid.go's).
-// On a problem it answers and returns false.
-func (s *Server) receiveFrom(w http.ResponseWriter, r *http.Request, sub subscription.Subscription, e *catalog.Entry, max int, wait, lock time.Duration) (store.ReceiveResult, bool) {
+// answers 429), as many as fit in MaxReceiveBytes as the answer counts
+// them (size): the receive of both APIs (this one and eventgrid.go's). On
+// a problem it answers and returns false.
+func (s *Server) receiveFrom(w http.ResponseWriter, r *http.Request, sub subscription.Subscription, e *catalog.Entry, max int, wait, lock time.Duration, size receiveBytes) (store.ReceiveResult, bool) {
 	if wait > 0 {
 		account := accountOf(r)
 		if !s.receives.take(w, r, account) {
@@ -116,10 +120,12 @@ func (s *Server) receiveFrom(w http.ResponseWriter, r *http.Request, sub subscri
 		defer s.receives.give(account)
 		extendWriteDeadline(w, r, wait)
 	}
-	res, err := s.Queue.Receive(r.Context(), store.ReceiveRequest{
+	req := store.ReceiveRequest{
 		SubscriptionID: sub.ID, Max: max, LockFor: lock,
 		MaxReceives: e.Policy.MaxAttempts, TTL: e.Policy.TTL, DeadLetter: sub.DeadLetter,
-	}, wait)
+	}
+	size.bound(&req)
+	res, err := s.Queue.Receive(r.Context(), req, wait)
 	switch {
 	case errors.Is(err, queue.ErrTooManyWaiters):
 		unavailable(w, "too many consumers are waiting on this server; try again, or with no wait")
@@ -129,6 +135,56 @@ func (s *Server) receiveFrom(w http.ResponseWriter, r *http.Request, sub subscri
 		return res, false
 	}
 	return res, true
+}
+
+// MaxReceiveBytes bounds a receive's answer (/v1's and Event Grid's) as it
+// goes on the wire, its envelope included: it holds the events that fit,
+// in order, and crosses the bound only with its first event alone, one
+// larger than the bound (docs/queue.md).
+const MaxReceiveBytes = store.MaxPageBytes
+
+// receiveBytes is how a receive answer's format counts its bytes, for the
+// store to lock only what fits in MaxReceiveBytes (store.ReceiveRequest's
+// MaxBytes and ItemBytes): envelope, the answer without an event; perItem,
+// what one event adds besides its payload and twice its delivery ID (the
+// ID and the lock token that begins with it), the comma before it
+// included. The event is its payload compacted and written without HTML
+// escapes (writeItems), so no larger than stored; perItem counts the
+// widest delivery count.
+type receiveBytes struct{ envelope, perItem int64 }
+
+// The formats of the two receive answers.
+var (
+	receiveBytesV1        = measureReceive("data", toReceivedJSON)
+	receiveBytesEventGrid = measureReceive("value", toEventGridReceived)
+)
+
+// measureReceive measures the format of an answer {"<member>":[...]} of
+// items view makes: an item made of a delivery whose ID is empty, whose
+// lock token holds the 26 random characters of every token and whose
+// count has the most digits, with the one-byte event 0.
+func measureReceive[V any](member string, view func(store.Received) V) receiveBytes {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	d := store.Received{LockToken: store.LockToken("", strings.Repeat("x", 26)), Payload: []byte("0")}
+	d.Receives, d.LockedUntil = math.MaxInt, time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	if err := enc.Encode(view(d)); err != nil {
+		panic(err) // a resource of fixed fields: cannot fail
+	}
+	item := int64(buf.Len()) - int64(len("0\n")) + int64(len(","))
+	envelope := int64(len(`{"` + member + `":[` + "]}\n"))
+	return receiveBytes{envelope: envelope, perItem: item}
+}
+
+// bound sets r's bound of bytes to an answer of this format within
+// MaxReceiveBytes. A payload that is not JSON goes out as null, hence at
+// least len("null").
+func (b receiveBytes) bound(r *store.ReceiveRequest) {
+	r.MaxBytes = MaxReceiveBytes - b.envelope
+	r.ItemBytes = func(deliveryID string, payloadBytes int64) int64 {
+		return b.perItem + 2*int64(len(deliveryID)) + max(payloadBytes, int64(len("null")))
+	}
 }
 
 // toReceivedJSON is a received delivery's resource.

@@ -65,7 +65,7 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 		PreferredBatchKB:  cmp.Or(s.Delivery.PreferredBatchSizeKB, catalog.DefaultPreferredBatchKB),
 		Validation:        orDefault(s.Delivery.Validation, subscription.ValidationNone),
 		Ordering:          orDefault(s.Delivery.Ordering, subscription.OrderingNone),
-		ValidationError:   optString(s.Delivery.ValidationError),
+		ValidationError:   optString(redact.Text(s.Delivery.ValidationError)),
 		DeadLetterURL:     optString(redact.URL(s.Delivery.DeadLetterURL)),
 		CreatedAt:         timestamp(s.CreatedAt), UpdatedAt: timestamp(s.UpdatedAt),
 	}

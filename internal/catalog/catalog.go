@@ -68,14 +68,10 @@ func NewEntry(s subscription.Subscription) (*Entry, error) {
 	return e, nil
 }
 
-// OperationalPrefix starts the types of Herald's own operational events,
-// which a subscription receives only when it lists them (and which clients
-// cannot publish).
-const OperationalPrefix = event.ReservedTypePrefix
-
 // Matches reports whether an event of this type and subject goes to the
 // subscription: its type is listed (or the list is empty and the type is not
-// an operational herald.* type), its subject begins and ends as required
+// an operational herald.* type, in any letter case: event.ReservedTypeName;
+// clients cannot publish those), its subject begins and ends as required
 // (in any letter case unless SubjectCaseSensitive), and it passes the
 // advanced filters (read from ev, which is parsed at most once whatever
 // the number of subscriptions that read it; a nil ev passes no advanced
@@ -99,7 +95,7 @@ func (e *Entry) explain(typ, subject string, ev *filter.Event, detail bool) (str
 	default:
 		return "the subscription is " + e.State, -1
 	}
-	if e.types == nil && strings.HasPrefix(typ, OperationalPrefix) {
+	if e.types == nil && event.ReservedTypeName(typ) {
 		return "operational (herald.*) events go only to subscriptions that list their type", -1
 	}
 	if e.types != nil && !e.types[typ] {

@@ -87,6 +87,8 @@ func TestMatch(t *testing.T) {
 		{"invoice.sent", "/invoices/1", []string{"s1", "s2"}},
 		{"other", "/invoices/1", []string{"s2"}},
 		{"herald.endpoint.disabled", "/invoices/x", []string{"s3"}}, // the catch-all does not get herald.*
+		{"HERALD.endpoint.disabled", "/invoices/x", nil},            // nor in any letter case (s3 lists the type as written)
+		{"Herald.test", "/invoices/x", nil},
 	}
 	for _, tc := range cases {
 		got := ids(match(t, f.c.Snapshot(), "", tc.typ, tc.subject, nil))

@@ -149,7 +149,8 @@ func (c *Console) Handler() http.Handler {
 		c.HealthWindow = time.Hour
 	}
 	pg := &pages{log: c.Logger}
-	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg}
+	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg,
+		throttle: newSignInThrottle("console sign-in", c.Clock, c.Logger)}
 	b := base{store: c.Store, pages: pg}
 	subs := &subscriptionPages{b}
 	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock}

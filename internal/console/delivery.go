@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -164,7 +165,7 @@ func attemptRows(as []delivery.Attempt) []attemptRow {
 	rows := make([]attemptRow, 0, len(as))
 	for _, a := range as {
 		rows = append(rows, attemptRow{Number: a.Number, StartedAt: a.StartedAt, Latency: a.Duration,
-			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: a.Error, Excerpt: excerpt(a.ResponseBody, excerptBytes)})
+			StatusCode: a.StatusCode, Outcome: a.Outcome, Error: redact.Text(a.Error), Excerpt: excerpt(a.ResponseBody, excerptBytes)})
 	}
 	return rows
 }

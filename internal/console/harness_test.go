@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,11 +37,30 @@ const adminKey = "console-test-admin-key-0123456789"
 
 // node is one Herald process and its HTTP server.
 type node struct {
-	t   *testing.T
-	clk *clock.Fake
-	srv *server.Server
-	web *httptest.Server
-	url string
+	t    *testing.T
+	clk  *clock.Fake
+	srv  *server.Server
+	web  *httptest.Server
+	url  string
+	logs *logBuffer // the process's log
+}
+
+// logBuffer is a log's text, written and read from any goroutine.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // testStore is the store the tests run on: SQLite in a temporary
@@ -58,7 +78,7 @@ func testStore(t *testing.T) (dataDir, storeURL string) {
 // starts, each of before is given the process (to turn test signals on).
 func newNode(t *testing.T, dataDir, storeURL string, clk *clock.Fake, tls bool, before ...func(*server.Server)) *node {
 	t.Helper()
-	logs := &bytes.Buffer{}
+	logs := &logBuffer{}
 	cfg := server.Config{
 		DataDir: dataDir, Store: storeURL, Clock: clk, Version: "test", AdminKey: adminKey,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -81,7 +101,7 @@ func newNode(t *testing.T, dataDir, storeURL string, clk *clock.Fake, tls bool, 
 	} else {
 		web.Start()
 	}
-	n := &node{t: t, clk: clk, srv: srv, web: web, url: web.URL}
+	n := &node{t: t, clk: clk, srv: srv, web: web, url: web.URL, logs: logs}
 	t.Cleanup(func() {
 		n.close()
 		if t.Failed() {
@@ -176,10 +196,16 @@ type page struct {
 // returns its answer, following no redirect.
 func (n *node) do(req *http.Request, cookie *http.Cookie) page {
 	n.t.Helper()
+	return n.doWith(n.web.Client(), req, cookie)
+}
+
+// doWith is do through c.
+func (n *node) doWith(c *http.Client, req *http.Request, cookie *http.Cookie) page {
+	n.t.Helper()
 	if cookie != nil {
 		req.AddCookie(cookie)
 	}
-	client := *n.web.Client()
+	client := *c
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)
 	if err != nil {

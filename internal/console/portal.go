@@ -80,6 +80,8 @@ type Portal struct {
 	Logger    *slog.Logger // default discards
 
 	pages *pages
+	// throttle counts the links that open nothing (throttle.go).
+	throttle *signInThrottle
 }
 
 // PortalLink is a link NewLink made.
@@ -116,6 +118,9 @@ func (p *Portal) defaults() {
 	}
 	if p.pages == nil {
 		p.pages = &pages{log: p.Logger}
+	}
+	if p.throttle == nil {
+		p.throttle = newSignInThrottle("portal link", p.Clock, p.Logger)
 	}
 }
 

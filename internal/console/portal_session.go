@@ -56,11 +56,19 @@ type portalHandler func(w http.ResponseWriter, r *http.Request, v *portalVisit)
 // token names nothing after) and the browser given its cookie and sent to
 // the subscriptions. A link used already, expired or unknown is a 410 page
 // saying so, as is one whose key was revoked or whose account is gone.
+// A link that opens no session (used, expired, unknown) counts as a
+// failure of the client's address, and an address with too many is
+// refused before the link is looked at (429 with Retry-After, the link
+// left as it was: throttle.go).
 func (p portalSessions) open(w http.ResponseWriter, r *http.Request) {
 	setPortalHeaders(w, nil)
+	if p.throttle.refuse(w, r, func(status int, msg string) { p.pages.portalError(w, r, nil, status, msg) }) {
+		return
+	}
 	token := r.PathValue("token")
 	const gone = "This portal link was used already or has expired. Ask for a new one where you found it."
 	if len(token) > maxTokenLen {
+		p.throttle.failed(r)
 		p.pages.portalError(w, r, nil, http.StatusGone, gone)
 		return
 	}
@@ -68,6 +76,7 @@ func (p portalSessions) open(w http.ResponseWriter, r *http.Request) {
 	sess, err := p.Store.OpenPortalSession(r.Context(), tokenHash(token), tokenHash(cookie), p.Clock.Now())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		p.throttle.failed(r)
 		p.pages.portalError(w, r, nil, http.StatusGone, gone)
 		return
 	case err != nil:

@@ -359,3 +359,43 @@ func TestPortalCreateAndRedeliver(t *testing.T) {
 	}
 	eventually(t, "the redelivery", func() bool { return n.delivery(d).Attempts == 2 })
 }
+
+// TestPortalEditKeepsURLSecrets: the portal shows a URL's secret (a
+// password, or a token as the user name) as xxxxx, in its list and on the
+// subscription's page and form; the form sent back with the URL as shown
+// keeps the stored URL and its secret, and one showing xxxxx for another
+// URL is refused (400 naming url), changing nothing.
+func TestPortalEditKeepsURLSecrets(t *testing.T) {
+	n := setup(t)
+	rc := newReceiver(t)
+	host := strings.TrimPrefix(rc.URL, "http://")
+	for _, c := range []struct{ name, with, shown string }{
+		{"password", "http://usr:s3cret@" + host + "/hook", "http://usr:xxxxx@" + host + "/hook"},
+		{"token", "http://S3CRETTOKEN@" + host + "/hook", "http://xxxxx@" + host + "/hook"},
+	} {
+		sub := n.must(201, adminKey, "POST", "/v1/subscriptions", map[string]any{"name": c.name, "url": c.with})["id"].(string)
+		ck := openPortal(n, portalLink(n, adminKey, map[string]any{"subscription_ids": []string{sub}}))
+		list, form := n.get("/portal/subscriptions", ck), n.get("/portal/subscriptions/"+sub, ck)
+		for _, p := range []page{list, form} {
+			if strings.Contains(p.body, "s3cret") || strings.Contains(p.body, "S3CRETTOKEN") || !strings.Contains(p.body, c.shown) {
+				t.Fatalf("the portal shows %s; want it as %s:\n%s", c.with, c.shown, p.body)
+			}
+		}
+		if !strings.Contains(form.body, `value="`+c.shown+`"`) {
+			t.Fatalf("the form's url is not %s:\n%s", c.shown, form.body)
+		}
+		csrf := csrfOf(t, form)
+		masked := strings.Replace(c.shown, "/hook", "/other", 1)
+		if p := n.post("/portal/subscriptions/"+sub, ck, url.Values{"csrf": {csrf}, "url": {masked}}); p.status != http.StatusBadRequest ||
+			!strings.Contains(p.body, "url: ") {
+			t.Fatalf("an edit to %s: %d; want 400 naming url\n%s", masked, p.status, p.body)
+		}
+		if p := n.post("/portal/subscriptions/"+sub, ck, url.Values{"csrf": {csrf}, "url": {c.shown}}); p.status != http.StatusSeeOther {
+			t.Fatalf("the edit: %d\n%s", p.status, p.body)
+		}
+		stored, err := n.srv.Store.GetSubscription(context.Background(), sub)
+		if err != nil || stored.URL != c.with {
+			t.Fatalf("after the edit with the URL as shown the store holds %q (%v); want %q", stored.URL, err, c.with)
+		}
+	}
+}

@@ -57,6 +57,8 @@ type sessions struct {
 	auth  Authenticator
 	clock clock.Clock
 	log   *slog.Logger
+	// throttle counts the sign-in form's unknown keys (throttle.go).
+	throttle *signInThrottle
 	*pages
 }
 

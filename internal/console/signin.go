@@ -48,9 +48,14 @@ var idleText = strconv.Itoa(int(IdleTimeout.Hours())) + " hours"
 // signIn takes the sign-in form: an API key of role admin or account
 // starts a session (session.go) and goes to the subscriptions; any other
 // key shows the form again saying why (401 unknown or revoked, 403 a
-// publish key, 400 none).
+// publish key, 400 none). An unknown key counts as a failure of the
+// client's address, and an address with too many is refused before its
+// form is read (429 with Retry-After: throttle.go).
 func (s *sessions) signIn(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(w, r) {
+		return
+	}
+	if s.throttle.refuse(w, r, func(status int, msg string) { s.loginRefused(w, r, status, msg) }) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
@@ -66,6 +71,7 @@ func (s *sessions) signIn(w http.ResponseWriter, r *http.Request) {
 	p, err := s.auth.Authenticate(r.Context(), key)
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
+		s.throttle.failed(r)
 		s.loginRefused(w, r, http.StatusUnauthorized, "Herald does not know this key: it was revoked, or never made.")
 		return
 	case err != nil:

@@ -5,13 +5,13 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/certfile"
-	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
 // authView is what a subscription's page shows of its endpoint
 // authentication (docs/endpoint-auth.md): what the API's resource shows,
-// the client secret and the private key as **** (subscription.Auth.Masked:
+// the client secret and the private key as ****, the token URL's secret
+// hidden (subscription.Auth.Masked:
 // the page is made from the masked copy, so the secrets never reach a
 // template). Of an mTLS certificate it shows the leaf's subject and
 // expiry, not the PEM.
@@ -32,7 +32,7 @@ func toAuthView(a *subscription.Auth) *authView {
 		return nil
 	}
 	m := a.Masked()
-	v := &authView{Type: m.Type, TokenURL: redact.URL(m.TokenURL), ClientID: m.ClientID, ClientSecret: m.ClientSecret,
+	v := &authView{Type: m.Type, TokenURL: m.TokenURL, ClientID: m.ClientID, ClientSecret: m.ClientSecret,
 		Scopes: strings.Join(m.Scopes, " "), Audience: m.Audience, PrivateKey: m.PrivateKey}
 	if m.Certificate != "" {
 		// Checked when stored (subscription/auth.go): a chain that no

@@ -99,7 +99,7 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 		AdvancedFilters: string(s.Filters.Advanced), RetryPolicy: cmp.Or(string(s.RetryPolicy), subscription.DefaultRetryPolicy),
 		Timeout: s.Timeout, Headers: s.Headers, DynamicHeaders: s.Delivery.DynamicHeaders, DeadLetter: s.DeadLetter, DeadLetterURL: redact.URL(s.Delivery.DeadLetterURL),
 		Schema:     cmp.Or(s.Delivery.Schema, event.SchemaCloudEvents),
-		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: s.Delivery.ValidationError,
+		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: redact.Text(s.Delivery.ValidationError),
 		Ordering:  cmp.Or(s.Delivery.Ordering, subscription.OrderingNone),
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Auth: toAuthView(s.Delivery.Auth),
 	}

@@ -9,10 +9,10 @@ import (
 
 // TestParseRefusesReservedNames: in every publish format, an event with
 // the operational events' source ("/herald", or one under "/herald/") or a
-// type beginning with "herald." is refused, naming the field as the format
-// names it (and the event's index in an array); with AllowReserved (as
-// filter-test parses) it is accepted. Names that only look alike are not
-// reserved.
+// type beginning with "herald.", in any letter case, is refused, naming
+// the field as the format names it (and the event's index in an array);
+// with AllowReserved (as filter-test parses) it is accepted. Names that
+// only look alike are not reserved.
 func TestParseRefusesReservedNames(t *testing.T) {
 	structured := header(mediaStructured)
 	ce := func(source, typ string) string {
@@ -39,6 +39,19 @@ func TestParseRefusesReservedNames(t *testing.T) {
 		{"event grid topic", header(mediaJSON), eg("/herald", "t"), "topic", 0, "reserved"},
 		{"event grid eventType", header(mediaJSON), "[" + eg("/s", "t") + "," + eg("/s", "herald.endpoint.frozen") + "]", "events[1].eventType", 1, "reserved"},
 		{"escaped in JSON", structured, `{"specversion":"1.0","id":"1","source":"/s","type":"\u0068erald.x"}`, "type", 0, "reserved"},
+		// In any letter case.
+		{"structured source in capitals", structured, ce("/HERALD", "t"), "source", 0, `"/HERALD" is reserved`},
+		{"structured source under /Herald/", structured, ce("/Herald/x", "t"), "source", 0, "reserved"},
+		{"structured type in capitals", structured, ce("/s", "HERALD.endpoint.disabled"), "type", 0, `"HERALD.endpoint.disabled" is reserved`},
+		{"mixed case type", structured, ce("/s", "hErAlD.test"), "type", 0, "reserved"},
+		{"batch in capitals", header(mediaBatch), "[" + ce("/s", "t") + "," + ce("/s", "Herald.x") + "]", "events[1].type", 1, "reserved"},
+		{"json array in capitals", header(mediaJSON), "[" + ce("/HERALD/y", "t") + "]", "events[0].source", 0, "reserved"},
+		{"binary source in capitals", bin("/HeRaLd", "t"), "x", "ce-source", 0, "reserved"},
+		{"binary type in capitals", bin("/s", "HERALD.endpoint.enabled"), "x", "ce-type", 0, "reserved"},
+		{"binary percent-encoded capitals", bin("%2FHERALD", "t"), "x", "ce-source", 0, "reserved"},
+		{"event grid topic in capitals", header(mediaJSON), eg("/HERALD", "t"), "topic", 0, "reserved"},
+		{"event grid eventType in capitals", header(mediaJSON), eg("/s", "HERALD.endpoint.frozen"), "eventType", 0, "reserved"},
+		{"escaped capitals in JSON", structured, `{"specversion":"1.0","id":"1","source":"/s","type":"\u0048ERALD.x"}`, "type", 0, "reserved"},
 	}
 	checkRefusals(t, tests)
 	for _, tt := range tests {
@@ -47,8 +60,8 @@ func TestParseRefusesReservedNames(t *testing.T) {
 			t.Errorf("%s with AllowReserved: %v", tt.name, err)
 		}
 	}
-	for _, body := range []string{ce("/heraldry", "t"), ce("herald", "t"), ce("/s/herald", "t"), ce("/HERALD", "t"),
-		ce("/s", "herald"), ce("/s", "Herald.endpoint.disabled"), ce("/s", "com.herald.x"), ce("/s", "heraldx.y")} {
+	for _, body := range []string{ce("/heraldry", "t"), ce("/HERALDRY", "t"), ce("herald", "t"), ce("/s/herald", "t"), ce("/s/HERALD", "t"),
+		ce("/s", "herald"), ce("/s", "HERALD"), ce("/s", "com.herald.x"), ce("/s", "com.HERALD.x"), ce("/s", "heraldx.y")} {
 		if _, err := Parse(structured, []byte(body)); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}

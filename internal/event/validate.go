@@ -153,23 +153,59 @@ const (
 
 // checkReserved reports an event that uses a name reserved for Herald's
 // operational events, naming a bad attribute with name(attr) (the caller
-// sets the error's Index): source ReservedSource or one beginning with
-// ReservedSource + "/", or a type beginning with ReservedTypePrefix
-// (compared as written: letter case counts, as it does for sources and
-// types everywhere). Parse applies it to every event a client publishes,
-// unless ParseOptions.AllowReserved. It is the one place the rule is
-// checked: Herald's own events (internal/opevents) do not go through
-// Parse, nor will those an internal caller publishes deliberately (a
-// herald.test event of a subscription's test route): they are handed to
-// the ingest path directly.
+// sets the error's Index): a reserved source or type (ReservedSourceName,
+// ReservedTypeName: in any letter case, since filters may compare without
+// it, so "/HERALD" and "HERALD.x" are refused like "/herald" and
+// "herald.x"). Parse applies it to every event a client publishes, unless
+// ParseOptions.AllowReserved. It is the one place the rule is checked:
+// Herald's own events (internal/opevents) do not go through Parse, nor
+// will those an internal caller publishes deliberately (a herald.test
+// event of a subscription's test route): they are handed to the ingest
+// path directly.
 func (e *Event) checkReserved(name func(attr string) string) *FieldError {
-	if e.Source == ReservedSource || strings.HasPrefix(e.Source, ReservedSource+"/") {
-		return &FieldError{Field: name(attrSource), Detail: quote(e.Source) + ` is reserved: "/herald" and the sources under "/herald/" are Herald's own, for its operational events`}
+	if ReservedSourceName(e.Source) {
+		return &FieldError{Field: name(attrSource), Detail: quote(e.Source) + ` is reserved: "/herald" and the sources under "/herald/" are Herald's own, in any letter case, for its operational events`}
 	}
-	if strings.HasPrefix(e.Type, ReservedTypePrefix) {
-		return &FieldError{Field: name(attrType), Detail: quote(e.Type) + ` is reserved: types beginning with "herald." are Herald's own, for its operational events`}
+	if ReservedTypeName(e.Type) {
+		return &FieldError{Field: name(attrType), Detail: quote(e.Type) + ` is reserved: types beginning with "herald." are Herald's own, in any letter case, for its operational events`}
 	}
 	return nil
+}
+
+// ReservedSourceName reports whether source is reserved for Herald's
+// operational events: ReservedSource or a source under it
+// (ReservedSource + "/..."), in any letter case (Unicode simple folding,
+// as strings.EqualFold and the case-insensitive filters compare).
+func ReservedSourceName(source string) bool {
+	rest, ok := cutPrefixFold(source, ReservedSource)
+	return ok && (rest == "" || rest[0] == '/')
+}
+
+// ReservedTypeName reports whether typ is reserved for Herald's
+// operational events: it begins with ReservedTypePrefix, in any letter
+// case (as ReservedSourceName).
+func ReservedTypeName(typ string) bool {
+	_, ok := cutPrefixFold(typ, ReservedTypePrefix)
+	return ok
+}
+
+// cutPrefixFold returns s without prefix and true when s begins with
+// prefix in any letter case: its first runes, as many as prefix has, are
+// equal to prefix under strings.EqualFold (simple folding maps a rune to
+// one rune, so equal strings have as many runes).
+func cutPrefixFold(s, prefix string) (string, bool) {
+	n := 0
+	for range utf8.RuneCountInString(prefix) {
+		if n >= len(s) {
+			return s, false
+		}
+		_, size := utf8.DecodeRuneInString(s[n:])
+		n += size
+	}
+	if !strings.EqualFold(s[:n], prefix) {
+		return s, false
+	}
+	return s[n:], true
 }
 
 // reserved are the names an extension may not take: the context attributes

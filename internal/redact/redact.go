@@ -1,6 +1,9 @@
-// Package redact hides the passwords of URLs in what Herald shows: API
-// answers, logs and operational events. Stored URLs keep their passwords,
-// and attempts send them.
+// Package redact hides the secrets of URLs in what Herald shows: API
+// answers, console and portal pages, logs, attempt errors and operational
+// events. A URL's userinfo is a secret: its password (user:password@), or
+// the user name alone when there is no password (https://TOKEN@host/, a
+// token written as the user). Stored URLs keep their secrets, and
+// attempts send them.
 package redact
 
 import (
@@ -9,15 +12,17 @@ import (
 	"unicode"
 )
 
-// redactedPassword replaces a URL's password wherever Herald shows one,
-// as url.URL.Redacted writes it.
-const redactedPassword = "xxxxx"
+// Mask replaces a URL's secret wherever Herald shows one: its password
+// (user:xxxxx@, as url.URL.Redacted writes it), or its user name when it
+// has no password (xxxxx@).
+const Mask = "xxxxx"
 
-// URL returns a delivery URL with the password of its userinfo, if
-// any, replaced by "xxxxx" (as url.URL.Redacted does), for everything Herald
-// shows: API answers, logs and operational events. The stored URL keeps the
-// password, and attempts send it. A string that does not parse as a URL is
-// redacted as Text does.
+// URL returns a URL with the secret of its userinfo, if any, replaced by
+// Mask: the password (user:xxxxx@, as url.URL.Redacted does), or the user
+// name of a userinfo without a password (xxxxx@). It is for everything
+// Herald shows: API answers, pages, logs and operational events. The
+// stored URL keeps the secret, and attempts send it. A string that does
+// not parse as a URL is redacted as Text does.
 func URL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -26,20 +31,42 @@ func URL(s string) string {
 	if u.User == nil {
 		return s
 	}
-	if _, ok := u.User.Password(); !ok {
+	if _, ok := u.User.Password(); ok {
+		return u.Redacted()
+	}
+	if name := u.User.Username(); name == "" || name == Mask {
 		return s
 	}
-	return u.Redacted()
+	u.User = url.User(Mask)
+	return u.String()
 }
 
-// Text returns s with the password of every URL in it replaced by
-// "xxxxx": wherever "://" is followed by an authority (up to the next /, ?,
-// #, quote, angle bracket, backslash or white space) holding a userinfo
-// with a colon (user:password@), what lies between the first colon and the
-// authority's last @ is replaced. It is for text that may quote a URL: an
-// error of net/http or net/url (url.Error quotes its URL, with the password
-// when the request was not made by http.Client.Do), an error of a
-// handshake, a flag's value. The text is read once, left to right.
+// Masked reports whether the URL s shows Mask where a secret goes (a
+// password of Mask, or a user name of Mask without a password): it is a
+// URL as Herald shows one, not one to store. A string that does not parse
+// as a URL is not.
+func Masked(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return false
+	}
+	if pw, ok := u.User.Password(); ok {
+		return pw == Mask
+	}
+	return u.User.Username() == Mask
+}
+
+// Text returns s with the secret of every URL in it replaced by Mask:
+// wherever "://" is followed by an authority (up to the next /, ?, #,
+// quote, angle bracket, backslash or white space) holding a userinfo
+// (up to the authority's last @), the password is replaced when the
+// userinfo has a colon (what lies between its first colon and the @),
+// else the whole userinfo, the user name standing for a token. It is for
+// text that may quote a URL: an error of net/http or net/url (url.Error
+// quotes its URL, with its userinfo when the request was not made by
+// http.Client.Do, and http.Client.Do hides a password as *** but not a
+// user name), an error of a handshake, a flag's value. The text is read
+// once, left to right.
 func Text(s string) string {
 	var b strings.Builder
 	done := 0 // s[:done] is in b
@@ -53,12 +80,10 @@ func Text(s string) string {
 		if n := strings.IndexFunc(s[a:], endsAuthority); n >= 0 {
 			end = a + n
 		}
-		auth := s[a:end]
-		at, colon := strings.LastIndexByte(auth, '@'), strings.IndexByte(auth, ':')
-		if at >= 0 && colon >= 0 && colon < at && auth[colon+1:at] != redactedPassword {
-			b.WriteString(s[done : a+colon+1])
-			b.WriteString(redactedPassword)
-			done = a + at
+		if from, to := secret(s[a:end]); from < to && s[a+from:a+to] != Mask {
+			b.WriteString(s[done : a+from])
+			b.WriteString(Mask)
+			done = a + to
 		}
 		pos = end
 	}
@@ -69,18 +94,32 @@ func Text(s string) string {
 	return b.String()
 }
 
+// secret returns where the secret of an authority's userinfo lies,
+// auth[from:to]: its password when it has a colon, else its user name;
+// from == to when there is no userinfo.
+func secret(auth string) (from, to int) {
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return 0, 0
+	}
+	if colon := strings.IndexByte(auth[:at], ':'); colon >= 0 {
+		return colon + 1, at
+	}
+	return 0, at
+}
+
 // endsAuthority reports whether r ends a URL's authority in Text.
 func endsAuthority(r rune) bool {
 	return strings.ContainsRune(`/?#\"'<>`, r) || unicode.IsSpace(r)
 }
 
-// Error returns err with the passwords of the URLs in its text
-// redacted (Text): err itself when there are none, else an error
-// whose Error is the redacted text and which unwraps to err (errors.Is and
-// errors.As still see what caused it). Every error that may quote a
-// delivery URL passes through it where it leaves the code that sent a
-// request (an attempt, a validation handshake), before it is logged,
-// stored or shown. Nil stays nil.
+// Error returns err with the secrets of the URLs in its text redacted
+// (Text): err itself when there are none, else an error whose Error is
+// the redacted text and which unwraps to err (errors.Is and errors.As
+// still see what caused it). Every error that may quote a delivery URL
+// passes through it where it leaves the code that sent a request (an
+// attempt, a validation handshake), before it is logged, stored or shown.
+// Nil stays nil.
 func Error(err error) error {
 	if err == nil {
 		return nil
@@ -92,7 +131,7 @@ func Error(err error) error {
 	return err
 }
 
-// redactedError is an error shown with its URL passwords redacted.
+// redactedError is an error shown with its URL secrets redacted.
 type redactedError struct {
 	msg string
 	err error

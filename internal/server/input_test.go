@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -462,47 +463,95 @@ func TestInputURLs(t *testing.T) {
 	}
 }
 
-func TestInputURLPasswordRedacted(t *testing.T) {
-	b := setup(t)
-	rc := newReceiver(t, status(200))
-	withPassword := strings.Replace(rc.URL, "http://", "http://admin:s3cret@", 1) + "/hook"
-	redacted := strings.Replace(rc.URL, "http://", "http://admin:xxxxx@", 1) + "/hook"
+// TestInputURLSecretsRedacted: a subscription whose url, dead_letter_url
+// and auth.token_url carry a secret (a password, or a token as the user
+// name) shows each with its secret as xxxxx in every answer: create, list,
+// get, PATCH, the endpoints. The subscription read and sent back whole
+// (every URL as shown, the auth with its client secret) keeps every
+// stored secret: the push still carries the URL's, as basic
+// authentication.
+func TestInputURLSecretsRedacted(t *testing.T) {
+	for _, ui := range userinfos {
+		t.Run(ui.name, func(t *testing.T) {
+			b := setup(t)
+			rc := newReceiver(t, status(200))
+			with := func(path string) string { return strings.Replace(rc.URL, "http://", "http://"+ui.with("s3cret"), 1) + path }
+			redacted := func(path string) string { return strings.Replace(rc.URL, "http://", "http://"+ui.shown(""), 1) + path }
+			auth := map[string]any{"type": "oauth2_client_credentials", "token_url": with("/token"), "client_id": "c", "client_secret": "s"}
 
-	var sub struct {
-		ID, URL    string
-		EndpointID string `json:"endpoint_id"`
-	}
-	code, raw := b.do("POST", "/v1/subscriptions", map[string]any{"name": "pw", "url": withPassword}, &sub)
-	answers := map[string]string{"POST /v1/subscriptions": string(raw)}
-	if code != http.StatusCreated || sub.URL != redacted {
-		t.Fatalf("create: %d %s", code, raw)
-	}
-	get := func(method, path string, body any) {
-		code, raw := b.do(method, path, body, nil)
-		if code >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, code, raw)
-		}
-		answers[method+" "+path] = string(raw)
-	}
-	get("GET", "/v1/subscriptions", nil)
-	get("GET", "/v1/subscriptions/"+sub.ID, nil)
-	get("PATCH", "/v1/subscriptions/"+sub.ID, map[string]any{"timeout": "5s"})
-	get("GET", "/v1/endpoints", nil)
-	get("GET", "/v1/endpoints/"+sub.EndpointID, nil)
-	get("POST", "/v1/endpoints/"+sub.EndpointID+"/enable", nil)
-	for route, body := range answers {
-		if strings.Contains(body, "s3cret") || !strings.Contains(body, `"url":"`+redacted+`"`) {
-			t.Errorf("%s shows %s; want the url as %s", route, body, redacted)
-		}
-	}
+			var sub struct {
+				ID, URL    string
+				EndpointID string `json:"endpoint_id"`
+			}
+			code, raw := b.do("POST", "/v1/subscriptions", map[string]any{"name": "pw", "url": with("/hook"),
+				"dead_letter_url": with("/dl"), "auth": auth}, &sub)
+			answers := map[string]string{"POST /v1/subscriptions": string(raw)}
+			if code != http.StatusCreated || sub.URL != redacted("/hook") {
+				t.Fatalf("create: %d %s", code, raw)
+			}
+			get := func(method, path string, body any) {
+				code, raw := b.do(method, path, body, nil)
+				if code >= 300 {
+					t.Fatalf("%s %s: %d %s", method, path, code, raw)
+				}
+				answers[method+" "+path] = string(raw)
+			}
+			get("GET", "/v1/subscriptions", nil)
+			get("GET", "/v1/subscriptions/"+sub.ID, nil)
+			get("PATCH", "/v1/subscriptions/"+sub.ID, map[string]any{"timeout": "5s"})
+			for route, body := range answers {
+				for _, want := range []string{`"url":"` + redacted("/hook") + `"`, `"dead_letter_url":"` + redacted("/dl") + `"`,
+					`"token_url":"` + redacted("/token") + `"`} {
+					if strings.Contains(body, "s3cret") || !strings.Contains(body, want) {
+						t.Errorf("%s shows %s; want %s", route, body, want)
+					}
+				}
+			}
+			get("GET", "/v1/endpoints", nil)
+			get("GET", "/v1/endpoints/"+sub.EndpointID, nil)
+			get("POST", "/v1/endpoints/"+sub.EndpointID+"/enable", nil)
+			for _, route := range []string{"GET /v1/endpoints", "GET /v1/endpoints/" + sub.EndpointID, "POST /v1/endpoints/" + sub.EndpointID + "/enable"} {
+				if body := answers[route]; strings.Contains(body, "s3cret") || !strings.Contains(body, `"url":"`+redacted("/hook")+`"`) {
+					t.Errorf("%s shows %s; want the url as %s", route, body, redacted("/hook"))
+				}
+			}
 
-	// The password is still stored and sent: Go's client sends it as basic
-	// authentication.
-	b.publish("pw1", "t")
-	eventually(t, "the push", func() bool { return rc.count() == 1 })
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:s3cret"))
-	if got := rc.request(0).header.Get("Authorization"); got != want {
-		t.Fatalf("Authorization %q, want %q", got, want)
+			// Sent back as shown: every secret is kept.
+			var shown map[string]any
+			if code, raw := b.do("GET", "/v1/subscriptions/"+sub.ID, nil, &shown); code != http.StatusOK {
+				t.Fatalf("get: %d %s", code, raw)
+			}
+			back := shown["auth"].(map[string]any)
+			back["client_secret"] = "s"
+			if code, raw := b.do("PATCH", "/v1/subscriptions/"+sub.ID, map[string]any{"url": shown["url"],
+				"dead_letter_url": shown["dead_letter_url"], "auth": back}, nil); code != http.StatusOK {
+				t.Fatalf("PATCH of the URLs as shown: %d %s", code, raw)
+			}
+			stored, err := b.srv.Store.GetSubscription(context.Background(), sub.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.URL != with("/hook") || stored.Delivery.DeadLetterURL != with("/dl") || stored.Delivery.Auth.TokenURL != with("/token") {
+				t.Fatalf("after the PATCH of the URLs as shown the store holds url %s, dead_letter_url %s, token_url %s; want their secrets kept",
+					stored.URL, stored.Delivery.DeadLetterURL, stored.Delivery.Auth.TokenURL)
+			}
+			// The mask anywhere else is refused.
+			refuseAll(t, b, []refusal{{name: "masked url", method: "PATCH", path: "/v1/subscriptions/" + sub.ID,
+				body: `{"url":"http://` + ui.shown("") + `example.com/"}`, field: "url", detail: "xxxxx"}})
+
+			// The secret is still stored and sent: Go's client sends it as
+			// basic authentication.
+			if code, raw := b.do("PATCH", "/v1/subscriptions/"+sub.ID, map[string]any{"auth": nil}, nil); code != http.StatusOK {
+				t.Fatalf("PATCH auth null: %d %s", code, raw)
+			}
+			b.publish("pw1", "t")
+			eventually(t, "the push", func() bool { return rc.count() == 1 })
+			user, pass, _ := strings.Cut(strings.TrimSuffix(ui.with("s3cret"), "@"), ":")
+			want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+			if got := rc.request(0).header.Get("Authorization"); got != want {
+				t.Fatalf("Authorization %q, want %q", got, want)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,5 +70,114 @@ func TestPublishRefusesReservedNamesAndRepeatedMembers(t *testing.T) {
 		if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(raw), `"duplicate":false`) {
 			t.Fatalf("publish %s: %d %s", ev, resp.StatusCode, raw)
 		}
+	}
+}
+
+// TestPublishRefusesReservedNamesInAnyCase: the operational events'
+// source and type prefix are reserved in any letter case, on every publish
+// route: POST /v1/events (structured, batch, binary, Event Grid schema),
+// an Event Grid topic's POST /api/events (Event Grid schema, CloudEvents)
+// and a namespace topic's POST /topics/{topic}:publish. Each refusal names
+// the field, in the route's error form, and nothing is delivered: not to a
+// subscription of every type, nor to one whose case-insensitive advanced
+// filter takes types beginning with "herald." or sources beginning with
+// "/herald". What only looks alike is published (to the subscription of
+// every type alone).
+func TestPublishRefusesReservedNamesInAnyCase(t *testing.T) {
+	b := setup(t)
+	tn := newTenant(b, "shop")
+	rc := newReceiver(t, status(200))
+	for name, body := range map[string]map[string]any{
+		"everything": {"url": rc.URL},
+		"herald-filter": {"url": rc.URL, "advanced_filters": []map[string]any{
+			{"operator_type": "StringBeginsWith", "key": "type", "values": []string{"herald."}}}},
+		"herald-source": {"url": rc.URL, "advanced_filters": []map[string]any{
+			{"operator_type": "StringBeginsWith", "key": "source", "values": []string{"/herald"}}}},
+	} {
+		body["name"] = name
+		if code, raw := b.doAs(tn.accountKey, "POST", "/v1/subscriptions", body, nil); code != http.StatusCreated {
+			t.Fatalf("subscription %s: %d %s", name, code, raw)
+		}
+	}
+	ce := func(source, typ string) string {
+		return `{"specversion":"1.0","id":"1","source":"` + source + `","type":"` + typ + `","data":1}`
+	}
+	eg := func(topic, typ string) string {
+		return `[{"id":"1","topic":"` + topic + `","subject":"s","eventType":"` + typ + `","eventTime":"2026-01-02T15:04:05Z","data":1,"dataVersion":"1"}]`
+	}
+	const structured, batch, jsonType = "application/cloudevents+json", "application/cloudevents-batch+json", "application/json"
+	type publish struct {
+		path, ct, body string
+		header         map[string]string
+		field          string
+	}
+	var cases []publish
+	for _, source := range []string{"/HERALD", "/Herald/endpoints", "/hErAlD"} {
+		cases = append(cases,
+			publish{"/v1/events", structured, ce(source, "t"), nil, "source"},
+			publish{"/v1/events", batch, "[" + ce("/s", "t") + "," + ce(source, "t") + "]", nil, "events[1].source"},
+			publish{"/v1/events", "text/plain", "x", map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": source, "ce-type": "t"}, "ce-source"},
+			publish{"/v1/events", jsonType, eg(source, "t"), nil, "events[0].topic"},
+			publish{"/api/events", jsonType, eg(source, "t"), nil, "events[0].topic"},
+			publish{"/api/events", structured, ce(source, "t"), nil, "source"},
+			publish{"/topics/shop:publish", structured, ce(source, "t"), nil, "source"},
+			publish{"/topics/shop:publish", batch, "[" + ce(source, "t") + "]", nil, "events[0].source"},
+		)
+	}
+	for _, typ := range []string{"HERALD.endpoint.disabled", "Herald.test", "hErAlD.delivery.dead_lettered"} {
+		cases = append(cases,
+			publish{"/v1/events", structured, ce("/s", typ), nil, "type"},
+			publish{"/v1/events", batch, "[" + ce("/s", typ) + "]", nil, "events[0].type"},
+			publish{"/v1/events", "text/plain", "x", map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": "/s", "ce-type": typ}, "ce-type"},
+			publish{"/v1/events", jsonType, eg("/s", typ), nil, "events[0].eventType"},
+			publish{"/api/events", jsonType, eg("/s", typ), nil, "events[0].eventType"},
+			publish{"/api/events", structured, ce("/s", typ), nil, "type"},
+			publish{"/topics/shop:publish", structured, ce("/s", typ), nil, "type"},
+			publish{"/topics/shop:publish", batch, "[" + ce("/s", "t") + "," + ce("/s", typ) + "]", nil, "events[1].type"},
+		)
+	}
+	for _, c := range cases {
+		header := map[string]string{"Content-Type": c.ct}
+		if c.path == "/v1/events" {
+			header["Authorization"] = "Bearer " + tn.pubKey
+		} else {
+			header["Authorization"] = "SharedAccessKey " + tn.pubKey
+		}
+		for k, v := range c.header {
+			header[k] = v
+		}
+		resp, raw := b.send("POST", c.path, header, c.body)
+		var answer struct {
+			Field, Detail string
+			Error         struct{ Message string }
+		}
+		_ = json.Unmarshal(raw, &answer)
+		field, detail := answer.Field, answer.Detail
+		if c.path != "/v1/events" { // Event Grid's error form: the field first in the message
+			field, detail, _ = strings.Cut(answer.Error.Message, ": ")
+		}
+		if resp.StatusCode != http.StatusBadRequest || field != c.field || !strings.Contains(detail, "is reserved") {
+			t.Errorf("POST %s (%s) %s: %d %s; want 400 naming %s as reserved", c.path, c.ct, c.body, resp.StatusCode, raw, c.field)
+		}
+	}
+	// What only looks like a reserved name is published, on every route.
+	for _, c := range []publish{
+		{"/v1/events", structured, ce("/s/HERALD", "com.HERALD.t"), nil, ""},
+		{"/api/events", jsonType, eg("HERALD", "HERALD"), nil, ""},
+		{"/topics/shop:publish", structured, ce("/s", "Heraldx.t"), nil, ""},
+	} {
+		auth := "SharedAccessKey " + tn.pubKey
+		if c.path == "/v1/events" {
+			auth = "Bearer " + tn.pubKey
+		}
+		if resp, raw := b.send("POST", c.path, map[string]string{"Content-Type": c.ct, "Authorization": auth}, c.body); resp.StatusCode/100 != 2 {
+			t.Errorf("POST %s %s: %d %s; want it published", c.path, c.body, resp.StatusCode, raw)
+		}
+	}
+	b.settle()
+	eventually(t, "the look-alikes delivered to the subscription of every type", func() bool { return rc.count() == 3 })
+	b.settle()
+	if rc.count() != 3 {
+		t.Fatalf("%d pushes; want the 3 look-alikes to the subscription of every type alone", rc.count())
 	}
 }

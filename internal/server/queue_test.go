@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/server"
-	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 )
 
@@ -436,8 +436,8 @@ func TestFailurePolicyDefaultsToTheAccounts(t *testing.T) {
 }
 
 // receiveHeapGrowth bounds how much the live heap grows while
-// TestReceiveBoundedInBytesAndMemory receives: an answer holds about 5 MB
-// of events, each in memory once (as read from the store) and one at a
+// TestReceiveBoundedInBytesAndMemory receives: an answer holds at most
+// 4 MiB of events, each in memory once (as read from the store) and one at a
 // time as JSON. Built whole, the first answer alone held all 24 events,
 // twice (the store's rows and the encoded answer).
 const receiveHeapGrowth = 24 << 20
@@ -445,8 +445,8 @@ const receiveHeapGrowth = 24 << 20
 // TestReceiveBoundedInBytesAndMemory publishes 24 events of about 1 MB to
 // a pull subscription and receives with max_events 1000 until every one
 // came, on a clock that does not move (so a lock never ends): every answer
-// holds at most store.MaxPageBytes of events and one more (five here: the
-// fifth brings it past 4 MiB), the events an answer leaves out are not
+// is at most api.MaxReceiveBytes on the wire (four events here: a fifth
+// would bring it past 4 MiB), the events an answer leaves out are not
 // locked (the next receive gets them, so every event comes exactly once),
 // and the live heap stays bounded while the receives run.
 func TestReceiveBoundedInBytesAndMemory(t *testing.T) {
@@ -464,8 +464,8 @@ func TestReceiveBoundedInBytesAndMemory(t *testing.T) {
 			t.Fatalf("publish %d: %d %s", i, code, raw)
 		}
 	}
-	perAnswer := store.MaxPageBytes/eventBytes + 1
-	maxAnswer := int64(store.MaxPageBytes + eventBytes + envelopeBytes)
+	perAnswer := api.MaxReceiveBytes / eventBytes // four: their envelopes fit in the rest
+	maxAnswer := int64(api.MaxReceiveBytes)
 
 	runtime.GC()
 	var ms runtime.MemStats
@@ -502,7 +502,7 @@ func TestReceiveBoundedInBytesAndMemory(t *testing.T) {
 			t.Fatalf("receive %d: %v", call, err)
 		}
 		if ans.bytes > maxAnswer {
-			t.Errorf("receive %d: %d bytes, over %d (the bound plus one event)", call, ans.bytes, maxAnswer)
+			t.Errorf("receive %d: %d bytes, over %d", call, ans.bytes, maxAnswer)
 		}
 		if want := min(perAnswer, bigEvents-len(seen)); len(ans.ids) != want {
 			t.Errorf("receive %d: %d events with %d not received yet, want %d", call, len(ans.ids), bigEvents-len(seen), want)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,17 +13,38 @@ import (
 	"github.com/herald-events/herald/internal/server"
 )
 
+// userinfo is how a URL of the tests carries its secret: as a password
+// (usr:SECRET@) or as a user name alone, a token (SECRET@).
+type userinfo struct {
+	name        string
+	with, shown func(secret string) string
+}
+
+var userinfos = []userinfo{
+	{"password", func(s string) string { return "usr:" + s + "@" }, func(string) string { return "usr:xxxxx@" }},
+	{"token", func(s string) string { return s + "@" }, func(string) string { return "xxxxx@" }},
+}
+
 // TestSecretsNeverShown: a subscription whose URL and dead-letter URL
-// carry passwords and which has a secret header, pushing to a port nothing
-// listens on, and another whose CloudEvents handshake goes there: its
-// delivery is dead-lettered after a refused connection, its dead letter's
-// push is refused too, both endpoints are disabled and the handshake
-// fails. Neither a password nor the secret header's value is in what
-// Herald shows of it: the attempt log, the subscriptions, endpoints and
-// deliveries, the operational events, a problem detail about such a URL,
-// the process's log.
+// carry secrets (a password, or a token as the user name) and which has a
+// secret header, pushing to a port nothing listens on, another whose
+// CloudEvents handshake goes there, and a third whose OAuth2 token URL
+// carries a secret and goes there too: the first's delivery is
+// dead-lettered after a refused connection, its dead letter's push is
+// refused too, both endpoints are disabled, the handshake fails and the
+// token request is refused. Neither a secret nor the secret header's value
+// is in what Herald shows of them: the attempt log, the subscriptions,
+// endpoints and deliveries, the operational events, a problem detail
+// about such a URL, the process's log, the console's pages and the
+// portal's.
 func TestSecretsNeverShown(t *testing.T) {
-	const pw, dlPW, vPW, secret = "SuperSecretPw1", "DeadLetterPw2", "ValidationPw3", "s3cr3t-h34der-v4lue"
+	for _, ui := range userinfos {
+		t.Run(ui.name, func(t *testing.T) { secretsNeverShown(t, ui) })
+	}
+}
+
+func secretsNeverShown(t *testing.T, ui userinfo) {
+	const pw, dlPW, vPW, authPW, secret = "SuperSecretPw1", "DeadLetterPw2", "ValidationPw3", "TokenURLPw4", "s3cr3t-h34der-v4lue"
 	logs := &logBuffer{}
 	hcfg := health.DefaultConfig()
 	hcfg.ProbationAfter, hcfg.DisableConsecutive = 0, 1
@@ -39,17 +61,22 @@ func TestSecretsNeverShown(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close() // nothing listens on its address any more
 	addr := closed.Listener.Addr().String()
-	sub := b.subscribe(map[string]any{"name": "pw", "url": "http://usr:" + pw + "@" + addr + "/hook", "event_types": []string{"t"},
-		"dead_letter_url": "http://dl:" + dlPW + "@" + addr + "/dl", "secret_headers": map[string]string{"X-Key": secret},
+	sub := b.subscribe(map[string]any{"name": "pw", "url": "http://" + ui.with(pw) + addr + "/hook", "event_types": []string{"t"},
+		"dead_letter_url": "http://" + ui.with(dlPW) + addr + "/dl", "secret_headers": map[string]string{"X-Key": secret},
 		"retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 1}})
-	vsub := b.subscribe(map[string]any{"name": "v", "url": "http://v:" + vPW + "@" + addr + "/v", "event_types": []string{"t"},
+	vsub := b.subscribe(map[string]any{"name": "v", "url": "http://" + ui.with(vPW) + addr + "/v", "event_types": []string{"t"},
 		"validation": "cloudevents"})
-	code, problem := b.do("POST", "/v1/subscriptions", map[string]any{"name": "bad", "url": "http://usr:" + pw + "@" + addr + ":x/"}, nil)
+	asub := b.subscribe(map[string]any{"name": "auth", "url": "http://" + addr + "/a", "event_types": []string{"a"}, "dead_letter": false,
+		"retry_policy": map[string]any{"preset": "eventgrid", "max_attempts": 1},
+		"auth": map[string]any{"type": "oauth2_client_credentials", "token_url": "http://" + ui.with(authPW) + addr + "/token",
+			"client_id": "c", "client_secret": "s"}})
+	code, problem := b.do("POST", "/v1/subscriptions", map[string]any{"name": "bad", "url": "http://" + ui.with(pw) + addr + ":x/"}, nil)
 	if code != http.StatusBadRequest {
 		t.Fatalf("a URL with a bad port: %d %s", code, problem)
 	}
 
 	b.publish("e1", "t")
+	b.publish("e2", "a")
 	eventually(t, "dead-lettered, and the dead letter's push refused", func() bool {
 		var dead, refused bool
 		for _, d := range b.deliveries(sub) {
@@ -58,6 +85,7 @@ func TestSecretsNeverShown(t *testing.T) {
 		}
 		return dead && refused
 	})
+	eventually(t, "the token request refused", func() bool { return b.only(asub).Status == "dropped" })
 	eventually(t, "a dead-letter event and the endpoints disabled", func() bool {
 		types := map[string]int{}
 		for _, ev := range opsEvents(t, ops) {
@@ -70,30 +98,103 @@ func TestSecretsNeverShown(t *testing.T) {
 	eventually(t, "the handshake failed", func() bool { return subStateOf(b, vsub).ValidationError != nil })
 
 	shown := map[string]string{"the problem": string(problem)}
-	var redacted bool
+	redacted := map[string]bool{}
 	for _, d := range allDeliveries(b) {
 		_, raw := b.do("GET", "/v1/deliveries/"+d.ID+"/attempts?limit=1000", nil, nil)
 		shown["the attempts of "+d.ID] = string(raw)
-		redacted = redacted || strings.Contains(string(raw), `usr:xxxxx@`)
+		for _, path := range []string{"/hook", "/token"} {
+			redacted[path] = redacted[path] || strings.Contains(string(raw), ui.shown("")+addr+path)
+		}
 	}
 	for _, path := range []string{"/v1/subscriptions", "/v1/endpoints", "/v1/deliveries?limit=1000",
-		"/v1/deliveries?status=dead_lettered", "/v1/subscriptions/" + vsub} {
+		"/v1/deliveries?status=dead_lettered", "/v1/subscriptions/" + vsub, "/v1/subscriptions/" + asub} {
 		_, raw := b.do("GET", path, nil, nil)
 		shown[path] = string(raw)
 	}
 	for i := 0; i < ops.count(); i++ {
 		shown["operational event "+string(rune('0'+i))] = string(ops.request(i).body)
 	}
+	pages := []string{"/console/subscriptions", "/console/endpoints"}
+	for _, s := range []string{sub, vsub, asub} {
+		pages = append(pages, "/console/subscriptions/"+s, "/console/subscriptions/"+s+"/edit")
+	}
+	for _, d := range allDeliveries(b) {
+		pages = append(pages, "/console/deliveries/"+d.ID)
+	}
+	for page, html := range consolePages(t, b, pages...) {
+		shown[page] = html
+	}
+	portal := []string{"/portal/subscriptions"}
+	for _, s := range []string{sub, vsub, asub} {
+		portal = append(portal, "/portal/subscriptions/"+s)
+	}
+	for page, html := range portalPages(t, b, portal...) {
+		shown[page] = html
+	}
 	b.settle()
 	shown["the log"] = logs.String()
 	for what, text := range shown {
-		for _, s := range []string{pw, dlPW, vPW, secret} {
+		for _, s := range []string{pw, dlPW, vPW, authPW, secret} {
 			if strings.Contains(text, s) {
 				t.Errorf("%s shows %q:\n%s", what, s, text)
 			}
 		}
 	}
-	if !redacted {
-		t.Errorf("no attempt shows the URL with its password redacted: %v", shown)
+	for path, ok := range redacted {
+		if !ok {
+			t.Errorf("no attempt shows the URL of %s with its secret redacted (%s): %v", path, ui.shown(""), shown)
+		}
 	}
+	for _, page := range []string{"/console/subscriptions/" + sub, "/portal/subscriptions/" + sub} {
+		if !strings.Contains(shown[page], ui.shown("")+addr+"/hook") {
+			t.Errorf("%s does not show the URL with its secret as %s:\n%s", page, ui.shown(""), shown[page])
+		}
+	}
+}
+
+// consolePages signs in to the console with the admin key and returns the
+// HTML of each page (a GET answered 200).
+func consolePages(t *testing.T, b *bundle, pages ...string) map[string]string {
+	t.Helper()
+	cookie := consoleSignIn(t, b)
+	return getPages(t, b, cookie, pages)
+}
+
+// portalPages opens a portal link of the default account, made with the
+// admin key, and returns the HTML of each page (a GET answered 200).
+func portalPages(t *testing.T, b *bundle, pages ...string) map[string]string {
+	t.Helper()
+	var link struct{ URL string }
+	if code, raw := b.do("POST", "/v1/portal-sessions", map[string]any{}, &link); code != http.StatusCreated {
+		t.Fatalf("portal link: %d %s", code, raw)
+	}
+	u, err := url.Parse(link.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", b.api.URL+u.Path, nil)
+	resp, raw := do(t, req)
+	for _, c := range resp.Cookies() {
+		if c.Name == "herald_portal" {
+			return getPages(t, b, c, pages)
+		}
+	}
+	t.Fatalf("portal link: %d, no session cookie: %.300s", resp.StatusCode, raw)
+	return nil
+}
+
+// getPages GETs each page with cookie and returns its HTML.
+func getPages(t *testing.T, b *bundle, cookie *http.Cookie, pages []string) map[string]string {
+	t.Helper()
+	out := make(map[string]string, len(pages))
+	for _, page := range pages {
+		req, _ := http.NewRequest("GET", b.api.URL+page, nil)
+		req.AddCookie(cookie)
+		resp, raw := do(t, req)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %.300s", page, resp.StatusCode, raw)
+		}
+		out[page] = string(raw)
+	}
+	return out
 }

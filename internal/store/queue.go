@@ -24,12 +24,13 @@ var ErrLockLost = errors.New("the lock token holds no lock: it expired, was sett
 type QueueStore interface {
 	// Receive locks up to r.Max receivable deliveries of one subscription,
 	// oldest due first, and returns them with their events. Each gets a new
-	// lock token and its Receives count goes up by one. Like a list page
-	// (MaxPageBytes), it stops after the delivery that brings the bytes of
-	// the payloads it returns to MaxPageBytes or more, so one larger than
-	// that comes alone; it locks only what it returns, reads no payload it
-	// does not return, and the deliveries after the bound stay receivable
-	// as they were, for the next call. A receivable
+	// lock token and its Receives count goes up by one. It stops before
+	// the delivery that would bring the bytes of what it returns over
+	// r's bound (ReceiveRequest.Take: the answer's bytes, at most
+	// MaxPageBytes by default), unless that one is the first, so one larger
+	// than the bound comes alone; it locks only what it returns, reads no
+	// payload it does not return, and the deliveries after the bound stay
+	// receivable as they were, for the next call. A receivable
 	// delivery already received r.MaxReceives times (0: no bound) is
 	// dead-lettered with reason MaxDeliveryAttemptsExceeded instead, and
 	// one whose round started at least r.TTL ago (0: no bound) with
@@ -88,6 +89,33 @@ type ReceiveRequest struct {
 	MaxReceives    int           // 0: no bound
 	TTL            time.Duration // 0: no bound
 	DeadLetter     bool          // the subscription's dead_letter: false drops
+	// MaxBytes bounds the bytes of what Receive returns (0: MaxPageBytes),
+	// each delivery counting ItemBytes of its ID and its payload's bytes
+	// (nil: its payload's bytes alone): the answer it will make, so the
+	// caller gives the bytes its answer spends on a delivery besides its
+	// payload, and the bound less its envelope (see Take).
+	MaxBytes  int64
+	ItemBytes func(deliveryID string, payloadBytes int64) int64
+}
+
+// Take reports whether Receive takes a delivery of deliveryID, whose
+// payload has payloadBytes, after n deliveries of total bytes, and
+// returns the total with it: the first delivery always, any other while
+// the total stays within r.MaxBytes (MaxPageBytes when not set). Both
+// stores decide by it.
+func (r ReceiveRequest) Take(n int, total int64, deliveryID string, payloadBytes int64) (int64, bool) {
+	b := payloadBytes
+	if r.ItemBytes != nil {
+		b = r.ItemBytes(deliveryID, payloadBytes)
+	}
+	limit := r.MaxBytes
+	if limit <= 0 {
+		limit = MaxPageBytes
+	}
+	if n > 0 && total+b > limit {
+		return total, false
+	}
+	return total + b, true
 }
 
 // ReceiveResult is what Receive did.

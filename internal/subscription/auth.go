@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/herald-events/herald/internal/certfile"
+	"github.com/herald-events/herald/internal/redact"
 
 	"github.com/herald-events/herald/internal/strictjson"
 )
@@ -22,7 +23,8 @@ const (
 // dead-letter URL): an OAuth2 client-credentials token (RFC 6749 §4.4)
 // sent as Authorization: Bearer, or a TLS client certificate. It is kept
 // in the delivery column with the other DeliveryOptions, in clear like
-// secret_headers; the API shows ClientSecret and PrivateKey as ****.
+// secret_headers; the API shows ClientSecret and PrivateKey as **** and
+// TokenURL as redact.URL does (Masked).
 type Auth struct {
 	Type string `json:"type"`
 	// OAuth2 client credentials.
@@ -59,7 +61,8 @@ type authInput struct {
 }
 
 // applyAuth applies auth: null removes it, an object replaces it whole
-// (as secret_headers are replaced), its secrets included.
+// (as secret_headers are replaced), its secrets included; a token_url sent
+// as Herald shows the stored one keeps it (sentURL).
 func (in Input) applyAuth(sub *Subscription) *strictjson.Error {
 	if in.Auth == nil {
 		return nil
@@ -72,7 +75,11 @@ func (in Input) applyAuth(sub *Subscription) *strictjson.Error {
 	if err := strictjson.Decode(in.Auth, "auth", &ai); err != nil {
 		return err
 	}
-	a, err := ai.auth()
+	var storedTokenURL string
+	if old := sub.Delivery.Auth; old != nil {
+		storedTokenURL = old.TokenURL
+	}
+	a, err := ai.auth(storedTokenURL)
 	if err != nil {
 		return err
 	}
@@ -80,8 +87,9 @@ func (in Input) applyAuth(sub *Subscription) *strictjson.Error {
 	return nil
 }
 
-// auth checks ai and returns the Auth it says.
-func (ai authInput) auth() (*Auth, *strictjson.Error) {
+// auth checks ai and returns the Auth it says; storedTokenURL is the token
+// URL of the auth it replaces ("" for none).
+func (ai authInput) auth(storedTokenURL string) (*Auth, *strictjson.Error) {
 	if ai.Type == nil {
 		return nil, badInput("auth.type", "is required: %s or %s", AuthOAuth2, AuthMTLS)
 	}
@@ -90,7 +98,7 @@ func (ai authInput) auth() (*Auth, *strictjson.Error) {
 		if field := firstSet(named{"certificate", ai.Certificate}, named{"private_key", ai.PrivateKey}); field != "" {
 			return nil, badInput("auth."+field, "is for type %s, not %s", AuthMTLS, AuthOAuth2)
 		}
-		return ai.oauth2()
+		return ai.oauth2(storedTokenURL)
 	case AuthMTLS:
 		if field := firstSet(named{"token_url", ai.TokenURL}, named{"client_id", ai.ClientID},
 			named{"client_secret", ai.ClientSecret}, named{"audience", ai.Audience}); field != "" || ai.Scopes != nil {
@@ -117,16 +125,18 @@ func firstSet(fields ...named) string {
 	return ""
 }
 
-// oauth2 checks an oauth2_client_credentials auth.
-func (ai authInput) oauth2() (*Auth, *strictjson.Error) {
+// oauth2 checks an oauth2_client_credentials auth (storedTokenURL: as
+// auth).
+func (ai authInput) oauth2(storedTokenURL string) (*Auth, *strictjson.Error) {
 	a := &Auth{Type: AuthOAuth2}
 	if ai.TokenURL == nil {
 		return nil, badInput("auth.token_url", "is required for type %s", AuthOAuth2)
 	}
-	if err := checkURL("auth.token_url", *ai.TokenURL); err != nil {
+	u, err := sentURL("auth.token_url", *ai.TokenURL, storedTokenURL)
+	if err != nil {
 		return nil, err
 	}
-	a.TokenURL = *ai.TokenURL
+	a.TokenURL = u
 	for _, f := range []struct {
 		name     string
 		v        *string
@@ -189,8 +199,10 @@ func (ai authInput) mtls() (*Auth, *strictjson.Error) {
 	return &Auth{Type: AuthMTLS, Certificate: *ai.Certificate, PrivateKey: *ai.PrivateKey}, nil
 }
 
-// Masked returns a copy of a with its secrets as ****.
+// Masked returns a copy of a as Herald shows it: its secrets as ****, and
+// its token URL's userinfo secret as redact.URL shows it.
 func (a Auth) Masked() Auth {
+	a.TokenURL = redact.URL(a.TokenURL)
 	if a.ClientSecret != "" {
 		a.ClientSecret = masked
 	}

@@ -101,6 +101,30 @@ func checkURL(field, s string) *strictjson.Error {
 	return nil
 }
 
+// sentURL checks a URL a request sent in field (checkURL) in place of
+// stored, the field's stored URL ("" for none), and returns the URL to
+// store: stored when the request sent it as Herald shows it (keepsURL), so
+// that a URL sent back as an answer or page showed it keeps its hidden
+// password or token. Any other URL that shows redact.Mask where a secret
+// goes is refused: it holds the mask, not the secret.
+func sentURL(field, s, stored string) (string, *strictjson.Error) {
+	if err := checkURL(field, s); err != nil {
+		return "", err
+	}
+	if stored != "" && keepsURL(s, stored) {
+		return stored, nil
+	}
+	if redact.Masked(s) {
+		return "", badInput(field, "shows %s where a password or token goes, as Herald shows a URL's secret: send the URL with its secret "+
+			"(or the stored URL exactly as Herald shows it, to keep it)", redact.Mask)
+	}
+	return s, nil
+}
+
+// keepsURL reports whether a URL sent as s names the stored URL: s is
+// stored, or stored as Herald shows it (redact.URL).
+func keepsURL(s, stored string) bool { return s == stored || s == redact.URL(stored) }
+
 // missingScheme reports whether s (url.Parse gave u, err) is a URL written
 // without its scheme: it has no "://" and names no scheme, or what
 // url.Parse takes for one is a host before a port ("localhost:9000/hook",

@@ -178,7 +178,7 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 			return badInput(field, "a pull subscription pushes nothing: it has no %s", field)
 		}
 	}
-	if in.URL != nil && sub.Delivery.Validation != "" && *in.URL != sub.URL {
+	if in.URL != nil && sub.Delivery.Validation != "" && !keepsURL(*in.URL, sub.URL) {
 		return badInput("url", "the endpoint of a subscription with validation %s was validated at creation: create a new subscription for another URL", sub.Delivery.Validation)
 	}
 	if err := in.Apply(sub); err != nil {
@@ -231,10 +231,11 @@ func (in Input) applyMatch(sub *Subscription) *strictjson.Error {
 		sub.Name = *in.Name
 	}
 	if in.URL != nil {
-		if err := checkURL("url", *in.URL); err != nil {
+		u, err := sentURL("url", *in.URL, sub.URL)
+		if err != nil {
 			return err
 		}
-		sub.URL = *in.URL // the store sets the EndpointID of the URL
+		sub.URL = u // the store sets the EndpointID of the URL
 	}
 	if in.EventTypes != nil {
 		if err := checkEventTypes(*in.EventTypes); err != nil {
@@ -341,12 +342,14 @@ func (in Input) applyFilters(sub *Subscription) *strictjson.Error {
 // policy.
 func (in Input) applyDelivery(sub *Subscription) *strictjson.Error {
 	if in.DeadLetterURL != nil {
-		if u := *in.DeadLetterURL; u != "" {
-			if err := checkURL("dead_letter_url", u); err != nil {
+		u := *in.DeadLetterURL
+		if u != "" {
+			var err *strictjson.Error
+			if u, err = sentURL("dead_letter_url", u, sub.Delivery.DeadLetterURL); err != nil {
 				return err
 			}
 		}
-		sub.Delivery.DeadLetterURL = *in.DeadLetterURL
+		sub.Delivery.DeadLetterURL = u
 	}
 	if in.MaxEventsPerBatch != nil {
 		if n := *in.MaxEventsPerBatch; n < 1 || n > maxEventsPerBatch {

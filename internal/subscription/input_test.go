@@ -3,7 +3,9 @@ package subscription_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,5 +172,62 @@ func TestOrdering(t *testing.T) {
 	}
 	if _, err := create(t, `{"name":"p","delivery_mode":"pull","ordering":"key"}`, ""); !errors.As(err, &fe) || fe.Field != "ordering" {
 		t.Fatalf("pull with ordering: %v; want an error naming ordering", err)
+	}
+}
+
+// TestUpdateKeepsHiddenSecrets: every URL field (url, dead_letter_url,
+// auth.token_url) sent back as Herald shows it (its password or bare
+// token as xxxxx) keeps the stored URL with its secret, on a subscription
+// whose endpoint was validated too; a new URL replaces it; a URL that
+// shows the mask anywhere else is refused naming its field, on create and
+// on update, and changes nothing.
+func TestUpdateKeepsHiddenSecrets(t *testing.T) {
+	const authJSON = `{"type":"oauth2_client_credentials","token_url":%q,"client_id":"c","client_secret":"s"}`
+	for _, secret := range []struct{ stored, shown string }{
+		{"https://usr:pw@example.com/x", "https://usr:xxxxx@example.com/x"},
+		{"https://TOKEN@example.com/x", "https://xxxxx@example.com/x"},
+	} {
+		stored := subscription.Subscription{ID: "sub_1", Name: "n", URL: secret.stored, DeliveryMode: subscription.ModePush,
+			Delivery: subscription.DeliveryOptions{DeadLetterURL: secret.stored, Validation: subscription.ValidationCloudEvents,
+				Auth: &subscription.Auth{Type: subscription.AuthOAuth2, TokenURL: secret.stored, ClientID: "c", ClientSecret: "s"}}}
+		sub := stored
+		body := fmt.Sprintf(`{"url":%q,"dead_letter_url":%q,"auth":`+authJSON+`}`, secret.shown, secret.shown, secret.shown)
+		if err := input(t, body).Update(context.Background(), &sub, publicOnly(t)); err != nil {
+			t.Fatalf("%s sent back as shown: %v", secret.stored, err)
+		}
+		if sub.URL != secret.stored || sub.Delivery.DeadLetterURL != secret.stored || sub.Delivery.Auth.TokenURL != secret.stored {
+			t.Fatalf("%s sent back as shown: url %q, dead_letter_url %q, token_url %q; want each kept", secret.stored,
+				sub.URL, sub.Delivery.DeadLetterURL, sub.Delivery.Auth.TokenURL)
+		}
+
+		stored.Delivery.Validation = ""
+		sub = stored
+		const fresh = "https://usr:new@example.com/x"
+		body = fmt.Sprintf(`{"url":%q,"dead_letter_url":%q,"auth":`+authJSON+`}`, fresh, fresh, fresh)
+		if err := input(t, body).Update(context.Background(), &sub, publicOnly(t)); err != nil ||
+			sub.URL != fresh || sub.Delivery.DeadLetterURL != fresh || sub.Delivery.Auth.TokenURL != fresh {
+			t.Fatalf("new secrets: %v, %+v; want them stored", err, sub)
+		}
+
+		masked := strings.Replace(secret.shown, "example.com", "example.net", 1) // not the stored URL
+		for field, body := range map[string]string{
+			"url":             fmt.Sprintf(`{"url":%q}`, masked),
+			"dead_letter_url": fmt.Sprintf(`{"dead_letter_url":%q}`, masked),
+			"auth.token_url":  fmt.Sprintf(`{"auth":`+authJSON+`}`, masked),
+		} {
+			sub := stored
+			err := input(t, body).Update(context.Background(), &sub, publicOnly(t))
+			if fe := (*strictjson.Error)(nil); !errors.As(err, &fe) || fe.Field != field || !strings.Contains(fe.Detail, "xxxxx") {
+				t.Errorf("update %s: %v; want a problem naming %s", body, err, field)
+			}
+			made := `{"name":"n",` + body[1:]
+			if field != "url" {
+				made = `{"name":"n","url":"https://example.com/",` + body[1:]
+			}
+			_, err = create(t, made, "")
+			if fe := (*strictjson.Error)(nil); !errors.As(err, &fe) || fe.Field != field {
+				t.Errorf("create %s: %v; want a problem naming %s", made, err, field)
+			}
+		}
 	}
 }

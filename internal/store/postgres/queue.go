@@ -129,8 +129,8 @@ SELECT token FROM upd`
 // r.Now with TimeToLiveExceeded (dead-lettered, or dropped when
 // !r.DeadLetter; its lock cleared); any other is locked until
 // r.Now + r.LockFor under a new token (store.LockToken with 26 random
-// characters), until the payloads of those it locked reach
-// store.MaxPageBytes: the deliveries after that one stay as they were. It
+// characters), until the next would bring those it locked over r's bound
+// of bytes (r.Take): it and the deliveries after it stay as they were. It
 // reads more while deliveries it ended leave room below r.Max and the
 // bytes, ending at most maxEnded per call. Received and Ended are in the
 // order their deliveries were due (then ID order). r.Max must be 1..1000
@@ -174,7 +174,7 @@ type candidate struct {
 // NextAt.
 func receive(ctx context.Context, tx pgx.Tx, r store.ReceiveRequest) (store.ReceiveResult, error) {
 	rc := newReceiver(r)
-	for len(rc.res.Received) < r.Max && rc.bytes < store.MaxPageBytes && rc.nEnded < maxEnded {
+	for len(rc.res.Received) < r.Max && !rc.bounded && rc.nEnded < maxEnded {
 		more, err := rc.round(ctx, tx)
 		if err != nil {
 			return rc.res, err
@@ -202,7 +202,8 @@ type receiver struct {
 	res        store.ReceiveResult
 	nEnded     int   // deliveries ended
 	locked     int   // deliveries locked
-	bytes      int64 // the payloads' of those locked
+	bytes      int64 // of those locked, as r.Take counts them
+	bounded    bool  // the next delivery would cross the bound of bytes
 }
 
 func newReceiver(r store.ReceiveRequest) *receiver {
@@ -255,13 +256,13 @@ func (rc *receiver) round(ctx context.Context, tx pgx.Tx) (more bool, err error)
 }
 
 // decide decides on the candidates in due order until the locked ones
-// reach r.Max or their payloads MaxPageBytes (full: that one and the rest
-// stay as they are): one received r.MaxReceives times ends with
-// reasonMaxReceives, one whose round is past r.TTL with reasonTTL, any
-// other is locked under a new token.
+// reach r.Max or the next would cross r's bound of bytes (r.Take; full:
+// that one and the rest stay as they are): one received r.MaxReceives
+// times ends with reasonMaxReceives, one whose round is past r.TTL with
+// reasonTTL, any other is locked under a new token.
 func (rc *receiver) decide(cs []candidate) (d decisions, full bool) {
 	for _, c := range cs {
-		if rc.locked >= rc.r.Max || rc.bytes >= store.MaxPageBytes {
+		if rc.locked >= rc.r.Max {
 			return d, true
 		}
 		status, token, reason := string(delivery.StatusQueued), "", ""
@@ -271,12 +272,17 @@ func (rc *receiver) decide(cs []candidate) (d decisions, full bool) {
 		case rc.r.TTL > 0 && c.roundStart+rc.r.TTL.Milliseconds() <= rc.now:
 			status, reason = rc.ended, reasonTTL
 		default:
+			total, ok := rc.r.Take(rc.locked, rc.bytes, c.id, c.size)
+			if !ok {
+				rc.bounded = true
+				return d, true
+			}
 			token = store.LockToken(c.id, rand.Text())
 			if c.token != "" {
 				rc.res.ExpiredLocks++
 			}
 			rc.locked++
-			rc.bytes += c.size
+			rc.bytes = total
 		}
 		d.ids, d.status = append(d.ids, c.id), append(d.status, status)
 		d.tokens, d.reasons = append(d.tokens, token), append(d.reasons, reason)

@@ -90,8 +90,8 @@ type receivable struct {
 
 // Receive implements store.QueueStore on the writer, oldest due first. It
 // reads the receivable deliveries in batches (their payloads' sizes, not
-// the payloads) until it has locked r.Max of them or store.MaxPageBytes
-// of payload, none is left, or it has read r.Max + 1000 (the deliveries it
+// the payloads) until it has locked r.Max of them or the next would cross
+// r's bound of bytes (r.Take), none is left, or it has read r.Max + 1000 (the deliveries it
 // ends do not count against r.Max, but are bounded so); then it reads the
 // payloads of those it locked, one at a time. A lock token is the delivery
 // ID, a dot and 26 random base32 characters (128 bits, crypto/rand).
@@ -114,7 +114,8 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 	err := s.write(ctx, func(w *writer) error {
 		res = store.ReceiveResult{}
 		var bytes int64
-		full := func() bool { return len(res.Received) >= r.Max || bytes >= store.MaxPageBytes }
+		bounded := false // the next delivery would cross the bound of bytes
+		full := func() bool { return len(res.Received) >= r.Max || bounded }
 	read:
 		for read, budget := 0, r.Max+receiveExtra; !full() && read < budget; {
 			limit := min(r.Max-len(res.Received), budget-read)
@@ -136,6 +137,11 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 					res.Ended = append(res.Ended, d)
 					continue
 				}
+				total, ok := r.Take(len(res.Received), bytes, d.ID, c.size)
+				if !ok {
+					bounded = true
+					break read // it and the rest stay receivable, unlocked
+				}
 				token := store.LockToken(d.ID, rand.Text())
 				if _, err := w.exec(lockSQL, token, until, until, d.ID); err != nil {
 					return fmt.Errorf("receive: lock %s: %w", d.ID, err)
@@ -146,7 +152,7 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 				d.Receives++
 				d.LockedUntil, d.NextAttemptAt = sqlrow.FromUnixMS(until), sqlrow.FromUnixMS(until)
 				res.Received = append(res.Received, store.Received{Delivery: d, LockToken: token})
-				bytes += c.size
+				bytes = total
 			}
 			if len(batch) < limit {
 				break

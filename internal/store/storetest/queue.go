@@ -12,6 +12,7 @@ func RunQueueContract(t *testing.T, open Opener) {
 		{"Receive", []test{
 			{"ReceiveOldestFirstUpToMax", testReceiveOrder},
 			{"ReceiveBoundedInBytes", testReceiveBytes},
+			{"ReceiveAnswerBytes", testReceiveAnswerBytes},
 			{"ConcurrentReceivesDisjoint", testConcurrentReceivesDisjoint},
 			{"LockExpiry", testLockExpiry},
 			{"MaxReceives", testMaxReceives},

@@ -142,11 +142,12 @@ func testReceiveOrder(t *testing.T, b *bundle) {
 	}
 }
 
-// testReceiveBytes: Receive stops, as a list page does, after the
-// delivery whose payload brings those it returns to store.MaxPageBytes or
-// more (one larger comes alone), and locks nothing it does not return: the
-// next receives, at the same time, get the rest in order, each delivery
-// once, with its payload. A delivery it ends takes no bytes.
+// testReceiveBytes: Receive stops before the delivery whose payload would
+// bring those it returns over store.MaxPageBytes (by default), unless it
+// is the first (one larger comes alone), and locks nothing it does not
+// return: the next receives, at the same time, get the rest in order,
+// each delivery once, with its payload. A delivery it ends takes no
+// bytes.
 func testReceiveBytes(t *testing.T, b *bundle) {
 	p := b.pullSub(true)
 	var want []string
@@ -173,17 +174,18 @@ func testReceiveBytes(t *testing.T, b *bundle) {
 			}
 			var total int64
 			for i, r := range res.Received {
-				if total >= store.MaxPageBytes {
-					t.Fatalf("max %d, receive %d: delivery %d comes after %d bytes; the answer should have ended at %d", max, call, i, total, store.MaxPageBytes)
-				}
 				if string(r.Payload) != string(payloads[r.ID]) {
 					t.Fatalf("max %d, receive %d: %s with a payload of %d bytes, want its %d", max, call, r.ID, len(r.Payload), len(payloads[r.ID]))
 				}
 				total += int64(len(r.Payload))
+				if i > 0 && total > store.MaxPageBytes {
+					t.Fatalf("max %d, receive %d: delivery %d brings the answer to %d bytes, over %d", max, call, i, total, store.MaxPageBytes)
+				}
 				got = append(got, r.ID)
 			}
-			if rest := len(want) - len(got); rest > 0 && len(res.Received) < max && total < store.MaxPageBytes {
-				t.Fatalf("max %d, receive %d: %d deliveries of %d bytes while %d more are receivable; want %d or %d bytes", max, call, len(res.Received), total, rest, max, store.MaxPageBytes)
+			if rest := len(want) - len(got); rest > 0 && len(res.Received) < max && total+int64(len(payloads[want[len(got)]])) <= store.MaxPageBytes {
+				t.Fatalf("max %d, receive %d: %d deliveries of %d bytes while the next, of %d, fits; want %d or the bound", max, call,
+					len(res.Received), total, len(payloads[want[len(got)]]), max)
 			}
 			for _, id := range want[len(got):] {
 				if d := b.get(id); d.LockedUntil.After(now) || d.Receives != round {
@@ -197,7 +199,7 @@ func testReceiveBytes(t *testing.T, b *bundle) {
 
 	// Deliveries ended on the way take no bytes: two received too often,
 	// due again ahead of three of 3 MiB: the receive ends them and
-	// returns the first two of 3 MiB.
+	// returns the first of 3 MiB alone (a second would cross the bound).
 	q := b.pullSub(true)
 	var ended, big []string
 	for range 2 {
@@ -216,9 +218,51 @@ func testReceiveBytes(t *testing.T, b *bundle) {
 		big = append(big, ev.Deliveries[0].ID)
 	}
 	res := receiveWith(b, req)
-	equal(t, "past the ended ones", receivedIDs(res.Received), big[:2])
+	equal(t, "past the ended ones", receivedIDs(res.Received), big[:1])
 	equal(t, "ended", deliveryIDs(res.Ended), ended)
-	equal(t, "the rest", receivedIDs(receiveWith(b, req).Received), big[2:])
+	equal(t, "the next", receivedIDs(receiveWith(b, req).Received), big[1:2])
+	equal(t, "the last", receivedIDs(receiveWith(b, req).Received), big[2:])
+}
+
+// testReceiveAnswerBytes: a request's own bound (MaxBytes, each delivery
+// counting ItemBytes of its ID and payload) decides: deliveries of 1,000
+// bytes counted as 1,100 against 2,500 come two at a time, one counted
+// over the bound comes alone when it is first and else waits for the next
+// receive; ItemBytes is asked of each delivery it takes, with its ID and
+// payload's bytes.
+func testReceiveAnswerBytes(t *testing.T, b *bundle) {
+	p := b.pullSub(true)
+	var want []string
+	sizes := map[string]int64{}
+	for i, n := range []int{1000, 1000, 1000, 3000, 1000, 1000} {
+		ev := b.event(b.at(time.Duration(i)*time.Second), p)
+		ev.Payload = filler(n)
+		ev.Deliveries[0].Queued = true
+		b.publish(ev)
+		want = append(want, ev.Deliveries[0].ID)
+		sizes[ev.Deliveries[0].ID] = int64(n)
+	}
+	asked := map[string]int64{}
+	req := receiveReq(p, b.at(time.Hour), 1000)
+	req.MaxBytes = 2500
+	req.ItemBytes = func(id string, payload int64) int64 {
+		asked[id] = payload
+		return payload + 100
+	}
+	var answers [][]string
+	for call := 0; call < len(want); call++ {
+		got := receivedIDs(receiveWith(b, req).Received)
+		if len(got) == 0 {
+			break
+		}
+		answers = append(answers, got)
+	}
+	equal(t, "answers", fmt.Sprint(answers), fmt.Sprint([][]string{want[0:2], want[2:3], want[3:4], want[4:6]}))
+	for _, id := range want {
+		if asked[id] != sizes[id] {
+			t.Errorf("ItemBytes asked about %s with %d payload bytes, want %d", id, asked[id], sizes[id])
+		}
+	}
 }
 
 func testConcurrentReceivesDisjoint(t *testing.T, b *bundle) {
