@@ -1,0 +1,284 @@
+package filter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/herald-events/herald/internal/testsignal"
+)
+
+// Pacing: the work of matching one publish request's events is counted in
+// filter tests (see the package comment, "Cost"), checked against a budget,
+// stopped when the request's context ends, and, past HeavyAfter tests, run
+// only while it holds a turn of a Gate.
+const (
+	// CheckEvery is how many tests an event spends between two looks at
+	// its Pacer (the budget, the context, the Gate's turn): matching
+	// stops within CheckEvery tests of its context's end, and pays for
+	// those looks once per CheckEvery tests, not per test.
+	CheckEvery = 4096
+	// HeavyAfter is how many tests a request's matching may spend before
+	// it is heavy: from then on it runs only while it holds a turn of its
+	// Pacer's Gate. Ordinary publishes spend far fewer (a few per
+	// subscription and event: see docs/subscriptions.md#filters) and never
+	// wait for a turn.
+	HeavyAfter = 1 << 16
+	// Slice is how many tests a heavy request spends per turn before it
+	// lets the next heavy request waiting for the Gate run.
+	Slice = 1 << 16
+)
+
+// ErrWork: matching a publish request's events would cost more filter
+// tests than its budget. A *WorkError says the budget.
+var ErrWork = errors.New("matching the events would cost too many filter tests")
+
+// WorkError is the ErrWork a Pacer stops with, with the budget it applied.
+type WorkError struct{ Limit int }
+
+func (e *WorkError) Error() string {
+	return fmt.Sprintf("%v: more than %d", ErrWork, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrWork) true.
+func (e *WorkError) Is(target error) bool { return target == ErrWork }
+
+// Pacer paces the matching of one publish request's events: it counts the
+// tests they spend (every event paced by it, one after the other, and
+// matched again as often as the request is), and at every CheckEvery tests
+// stops them with a *WorkError once they pass the budget, or with its
+// context's error once that ends (the client went, or the request's
+// deadline passed). Past HeavyAfter tests the request takes turns of Slice
+// tests on the Gate. A Pacer is for one goroutine; Done ends its turn.
+type Pacer struct {
+	ctx    context.Context
+	budget int   // 0: none
+	gate   *Gate // nil: never waits
+	// spent counts the tests of the paced events up to the current one's
+	// last look (Event.checked).
+	spent int
+	cur   *Event
+	err   error // why it stopped; nil while matching may go on
+	// held: it holds a turn of gate, until spent reaches turnEnd; gated
+	// is spent when gate last heard of its work; heavy: it took a turn.
+	held, heavy    bool
+	turnEnd, gated int
+}
+
+// NewPacer returns the pacer of one request's matching: at most budget
+// tests (0: no budget), stopped when ctx ends, taking turns on gate once
+// heavy (nil: never waits).
+func NewPacer(ctx context.Context, budget int, gate *Gate) *Pacer {
+	return &Pacer{ctx: ctx, budget: budget, gate: gate}
+}
+
+// PaceBy makes p pace e: from now on e's tests count against p's budget
+// (those it spent before are not counted). The events of one pacer must
+// be matched one after the other: pacing the next one ends the last one's
+// part.
+func (e *Event) PaceBy(p *Pacer) {
+	if c := p.cur; c != nil {
+		p.spent += c.tests - c.checked
+		c.checked = c.tests
+	}
+	p.cur = e
+	e.pacer, e.checked = p, e.tests
+	if p.err != nil {
+		e.next = e.tests // every spend asks p, which says stop
+		return
+	}
+	e.next = e.tests + p.room()
+}
+
+// Paced reports whether e has a pacer (PaceBy).
+func (e *Event) Paced() bool { return e != nil && e.pacer != nil }
+
+// room is how many tests the current event may spend before its next
+// look: CheckEvery, or less when the budget ends sooner (so that the test
+// that passes it is the one that stops).
+func (p *Pacer) room() int {
+	n := CheckEvery
+	if p.budget > 0 {
+		n = min(n, p.budget-p.spent+1)
+	}
+	return max(n, 1)
+}
+
+// Tested returns the tests spent by every event p paced so far.
+func (p *Pacer) Tested() int {
+	if c := p.cur; c != nil {
+		return p.spent + c.tests - c.checked
+	}
+	return p.spent
+}
+
+// Err returns why p stopped the matching: a *WorkError or its context's
+// error; nil while matching may go on.
+func (p *Pacer) Err() error { return p.err }
+
+// Done ends p's turn on its Gate, if it holds one: call it when the
+// request's matching ends (more matching of p's, later, takes a new turn).
+func (p *Pacer) Done() {
+	if p.held {
+		p.account()
+		p.held = false
+		p.gate.release()
+	}
+}
+
+// spend counts n tests on e and reports whether matching may go on: it
+// looks at e's pacer once every CheckEvery tests (see checkpoint). An
+// Event with no pacer spends without limit. Spending comes before the
+// work it counts, so a stopped event does none of it.
+func (e *Event) spend(n int) bool {
+	e.tests += n
+	return e.tests < e.next || e.checkpoint()
+}
+
+// checkpoint asks e's pacer whether matching may go on, and sets e.next,
+// the count of e's next look.
+func (e *Event) checkpoint() bool {
+	p := e.pacer
+	if p == nil {
+		e.next = math.MaxInt
+		return true
+	}
+	if p.err != nil {
+		return false
+	}
+	p.spent += e.tests - e.checked
+	e.checked = e.tests
+	if !p.look() {
+		return false
+	}
+	e.next = e.tests + p.room()
+	return true
+}
+
+// Charge counts n tests of work done for e outside its filters (one per
+// candidate subscription checked: catalog.Snapshot.Match) and reports
+// whether matching may go on; when it may not, Err says why.
+func (e *Event) Charge(n int) bool {
+	if e == nil {
+		return true
+	}
+	return e.spend(n)
+}
+
+// Err returns why e's pacer stopped the matching (a *WorkError, or the
+// context's error); nil while it may go on, or when e has no pacer. A
+// Matcher's result for an event that stopped means nothing.
+func (e *Event) Err() error {
+	if e == nil || e.pacer == nil {
+		return nil
+	}
+	return e.pacer.err
+}
+
+// look checks the budget, the context and, past HeavyAfter, the turn; it
+// reports whether matching may go on.
+func (p *Pacer) look() bool {
+	if p.budget > 0 && p.spent > p.budget {
+		return p.stop(&WorkError{Limit: p.budget})
+	}
+	if err := p.ctx.Err(); err != nil {
+		return p.stop(err)
+	}
+	if p.gate == nil || p.spent < HeavyAfter {
+		return true
+	}
+	if !p.held {
+		return p.take()
+	}
+	p.account()
+	if p.spent < p.turnEnd {
+		return true
+	}
+	// The turn is over: the next waiting request's, then this one's again.
+	p.held = false
+	p.gate.release()
+	runtime.Gosched()
+	return p.take()
+}
+
+// take waits for a turn on the gate (or for the context's end).
+func (p *Pacer) take() bool {
+	if !p.gate.acquire(p.ctx) {
+		return p.stop(p.ctx.Err())
+	}
+	p.held, p.turnEnd, p.gated = true, p.spent+Slice, p.spent
+	if !p.heavy {
+		p.heavy = true
+		p.gate.TestSignals.Took.Signal(struct{}{})
+	}
+	return true
+}
+
+// account tells the gate of the tests spent under it since it last did.
+func (p *Pacer) account() {
+	p.gate.work.Add(int64(p.spent - p.gated))
+	p.gated = p.spent
+}
+
+func (p *Pacer) stop(err error) bool {
+	p.err = err
+	p.Done()
+	return false
+}
+
+// Gate bounds how many requests' heavy matching (past HeavyAfter tests)
+// runs at once: each takes a turn of Slice tests, then goes to the back
+// of the line (the line is first come, first served). With fewer turns
+// than the process has cores (NewGate's default: GOMAXPROCS-1), a light
+// publish, which never waits for a turn, always finds a core free of
+// heavy matching, whatever another tenant publishes. A Gate is safe for
+// concurrent use.
+type Gate struct {
+	turns chan struct{}
+	// work counts the tests spent under the gate (for tests: heavy
+	// matching is running while it grows).
+	work atomic.Int64
+	// TestSignals are for tests: Took emits when a request takes its
+	// first turn (its matching has become heavy).
+	TestSignals struct {
+		Took testsignal.Signal[struct{}]
+	}
+}
+
+// NewGate returns a gate of n turns at once; n < 1 means GOMAXPROCS-1,
+// at least 1.
+func NewGate(n int) *Gate {
+	if n < 1 {
+		n = max(runtime.GOMAXPROCS(0)-1, 1)
+	}
+	return &Gate{turns: make(chan struct{}, n)}
+}
+
+// Size returns how many requests the gate lets run at once.
+func (g *Gate) Size() int { return cap(g.turns) }
+
+// Running returns how many requests hold a turn now.
+func (g *Gate) Running() int { return len(g.turns) }
+
+// Work returns the tests spent under the gate so far.
+func (g *Gate) Work() int64 { return g.work.Load() }
+
+// acquire waits for a turn; false when ctx ended first.
+func (g *Gate) acquire(ctx context.Context) bool {
+	select {
+	case g.turns <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case g.turns <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (g *Gate) release() { <-g.turns }
