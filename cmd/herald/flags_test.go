@@ -62,6 +62,7 @@ var badValues = map[string]map[string][]string{
 		"window":                          {"0", "-1", "1e3"},
 		"max-subscriptions-per-account":   {"-1", "x"},
 		"max-fanout":                      {"-1", "1e5"},
+		"max-match-work":                  {"-1", "1e7", "x"},
 		"shutdown-grace":                  {"-1s", "0s"},
 		"pprof":                           {"bogus:addr", "nocolon"},
 		"health-window":                   {"0s", "59s"},

@@ -32,6 +32,11 @@ type HTTPServer struct {
 // the connection cap.
 const IdleTimeout = 30 * time.Second
 
+// WriteTimeout is how long the server has to write an answer, from the
+// end of the request's header: past it, the answer cannot reach the client
+// (a publish stops before it: PublishTimeout).
+const WriteTimeout = 60 * time.Second
+
 // NewHTTPServer returns the server for h (the API's Handler), logging to
 // log (the API's logger: net/http's own error log, and one line per
 // request net/http refused), holding at most maxConns (at least 1)
@@ -52,7 +57,7 @@ func NewHTTPServer(h http.Handler, log *slog.Logger, maxConns int) *HTTPServer {
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      60 * time.Second,
+			WriteTimeout:      WriteTimeout,
 			IdleTimeout:       IdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ConnState:         conns.connState,

@@ -107,6 +107,10 @@ type Server struct {
 	// Publisher in its context (tracing.WithRequest), the parent of the
 	// publish spans of its events that carry no traceparent of their own.
 	Tracing bool
+	// PublishTimeout is how long a publish request may take from the
+	// start of its handler (0: api.PublishTimeout, which the HTTP
+	// server's WriteTimeout sets; tests shorten it).
+	PublishTimeout time.Duration
 
 	published *prometheus.CounterVec
 }
