@@ -137,6 +137,7 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 		}
 	}
 	p := filter.NewPacer(ctx, in.MaxMatchWork, in.Gate)
+	defer p.Close()
 	deliver := func(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
 		return in.fanOut(ctx, p, news, snap, now)
 	}
@@ -206,7 +207,7 @@ func (in *Publisher) admit(ctx context.Context, news []store.NewEvent, now time.
 // *filter.WorkError) or once ctx is done (the client has gone, the
 // request's deadline passed: ctx.Err()), before anything is admitted.
 func (in *Publisher) fanOut(ctx context.Context, p *filter.Pacer, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
-	defer p.Done() // no turn of the Gate is held past the matching
+	defer p.EndTurn() // no turn of the Gate is held past the matching
 	var eps []string
 	total := 0
 	dlvID := ids.Sequence("dlv_", now) // in the order made: see ids.Sequence

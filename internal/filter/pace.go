@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/herald-events/herald/internal/testsignal"
 )
@@ -14,22 +15,24 @@ import (
 // Pacing: the work of matching one publish request's events is counted in
 // filter tests (see the package comment, "Cost"), checked against a budget,
 // stopped when the request's context ends, and, past HeavyAfter tests, run
-// only while it holds a turn of a Gate.
+// only in turns of a Gate, behind light publishes.
 const (
 	// CheckEvery is how many tests an event spends between two looks at
-	// its Pacer (the budget, the context, the Gate's turn): matching
-	// stops within CheckEvery tests of its context's end, and pays for
-	// those looks once per CheckEvery tests, not per test.
+	// its Pacer (the budget, the context, the turn): matching stops within
+	// CheckEvery tests of its context's end, and pays for those looks once
+	// per CheckEvery tests, not per test.
 	CheckEvery = 4096
 	// HeavyAfter is how many tests a request's matching may spend before
-	// it is heavy: from then on it runs only while it holds a turn of its
-	// Pacer's Gate. Ordinary publishes spend far fewer (a few per
-	// subscription and event: see docs/subscriptions.md#filters) and never
-	// wait for a turn.
+	// it is heavy: from then on it runs only in turns of its Pacer's
+	// Gate. Ordinary publishes spend far fewer (a few per subscription
+	// and event: see docs/subscriptions.md#filters) and never wait for a
+	// turn.
 	HeavyAfter = 1 << 16
-	// Slice is how many tests a heavy request spends per turn before it
-	// lets the next heavy request waiting for the Gate run.
-	Slice = 1 << 16
+	// Slice is how many tests a heavy request spends in one turn at most.
+	Slice = 1 << 14
+	// maxRest is how many times as long as its turn ran a turn's rest
+	// lasts at most while light publishes are in flight (see Gate).
+	maxRest = 9
 )
 
 // ErrWork: matching a publish request's events would cost more filter
@@ -51,8 +54,10 @@ func (e *WorkError) Is(target error) bool { return target == ErrWork }
 // matched again as often as the request is), and at every CheckEvery tests
 // stops them with a *WorkError once they pass the budget, or with its
 // context's error once that ends (the client went, or the request's
-// deadline passed). Past HeavyAfter tests the request takes turns of Slice
-// tests on the Gate. A Pacer is for one goroutine; Done ends its turn.
+// deadline passed). With a Gate, the request is light until it passes
+// HeavyAfter tests, and heavy after: it then matches only in the gate's
+// turns. A Pacer is for one goroutine: EndTurn ends its turn, Close ends
+// the request.
 type Pacer struct {
 	ctx    context.Context
 	budget int   // 0: none
@@ -62,17 +67,24 @@ type Pacer struct {
 	spent int
 	cur   *Event
 	err   error // why it stopped; nil while matching may go on
-	// held: it holds a turn of gate, until spent reaches turnEnd; gated
-	// is spent when gate last heard of its work; heavy: it took a turn.
-	held, heavy    bool
-	turnEnd, gated int
+	// light: it counts in gate.light; heavy: it took a turn; held: it
+	// holds one, begun at turnStart, until spent reaches turnEnd; gated
+	// is spent when gate last heard of its work.
+	light, heavy, held bool
+	turnEnd, gated     int
+	turnStart          time.Time
 }
 
 // NewPacer returns the pacer of one request's matching: at most budget
-// tests (0: no budget), stopped when ctx ends, taking turns on gate once
-// heavy (nil: never waits).
+// tests (0: no budget), stopped when ctx ends, light on gate until heavy,
+// then taking its turns (nil: no gate, never waits).
 func NewPacer(ctx context.Context, budget int, gate *Gate) *Pacer {
-	return &Pacer{ctx: ctx, budget: budget, gate: gate}
+	p := &Pacer{ctx: ctx, budget: budget, gate: gate}
+	if gate != nil {
+		gate.light.Add(1)
+		p.light = true
+	}
+	return p
 }
 
 // PaceBy makes p pace e: from now on e's tests count against p's budget
@@ -119,13 +131,28 @@ func (p *Pacer) Tested() int {
 // error; nil while matching may go on.
 func (p *Pacer) Err() error { return p.err }
 
-// Done ends p's turn on its Gate, if it holds one: call it when the
-// request's matching ends (more matching of p's, later, takes a new turn).
-func (p *Pacer) Done() {
+// EndTurn ends p's turn on its Gate, if it holds one: call it when a pass
+// of the request's matching ends (matching again, later, takes a new
+// turn).
+func (p *Pacer) EndTurn() {
 	if p.held {
 		p.account()
 		p.held = false
 		p.gate.release()
+	}
+}
+
+// Close ends the request: its turn, and its time as a light request of
+// the gate.
+func (p *Pacer) Close() {
+	p.EndTurn()
+	p.endLight()
+}
+
+func (p *Pacer) endLight() {
+	if p.light {
+		p.light = false
+		p.gate.light.Add(-1)
 	}
 }
 
@@ -194,26 +221,31 @@ func (p *Pacer) look() bool {
 		return p.take()
 	}
 	p.account()
-	if p.spent < p.turnEnd {
+	if p.spent < p.turnEnd && p.gate.light.Load() == 0 {
 		return true
 	}
-	// The turn is over: the next waiting request's, then this one's again.
+	// The turn is over (its slice spent, or a light publish waits): a rest
+	// holding the turn, then the next waiting request's turn, then this
+	// one's again.
+	p.gate.rest(time.Since(p.turnStart))
+	p.gate.TestSignals.Rested.Signal(p.spent - (p.turnEnd - Slice))
 	p.held = false
 	p.gate.release()
-	runtime.Gosched()
 	return p.take()
 }
 
 // take waits for a turn on the gate (or for the context's end).
 func (p *Pacer) take() bool {
+	if !p.heavy {
+		p.heavy = true
+		p.endLight()
+		p.gate.TestSignals.Took.Signal(struct{}{})
+	}
 	if !p.gate.acquire(p.ctx) {
 		return p.stop(p.ctx.Err())
 	}
 	p.held, p.turnEnd, p.gated = true, p.spent+Slice, p.spent
-	if !p.heavy {
-		p.heavy = true
-		p.gate.TestSignals.Took.Signal(struct{}{})
-	}
+	p.turnStart = time.Now()
 	return true
 }
 
@@ -225,26 +257,47 @@ func (p *Pacer) account() {
 
 func (p *Pacer) stop(err error) bool {
 	p.err = err
-	p.Done()
+	p.EndTurn()
 	return false
 }
 
-// Gate bounds how many requests' heavy matching (past HeavyAfter tests)
-// runs at once: each takes a turn of Slice tests, then goes to the back
-// of the line (the line is first come, first served). With fewer turns
-// than the process has cores (NewGate's default: GOMAXPROCS-1), a light
-// publish, which never waits for a turn, always finds a core free of
-// heavy matching, whatever another tenant publishes. A Gate is safe for
-// concurrent use.
+// Gate runs heavy matching (past HeavyAfter tests) behind light publishes
+// (a Pacer is light until then), in turns:
+//
+//   - At most Size requests' heavy matching runs at once, GOMAXPROCS-1 by
+//     default (at least 1): it never holds every core the Go scheduler
+//     has, so a light publish always finds one. Waiting requests take
+//     their turns first come, first served.
+//   - A turn is at most Slice tests, and ends at the first look (every
+//     CheckEvery tests) that finds a light publish in flight. It is
+//     followed by a rest, holding the turn, as long as the turn ran, and
+//     while light publishes are still in flight up to maxRest times as
+//     long: heavy matching takes at most half of its cores' time, and a
+//     tenth while light publishes run (never nothing: every heavy
+//     request moves).
+//   - The rest sleeps: the goroutine's P then looks for other work (the
+//     network's, other Ps' run queues), which runtime.Gosched would not
+//     do. So a light publish whose goroutine waits on a P busy with a long
+//     piece of work (parsing a large body) runs within a turn, not after
+//     the Go scheduler's 10 ms preemption.
+//
+// So a tenant's heavy publishes slow other tenants' light ones little, and
+// every heavy one moves. A Gate is safe for concurrent use.
 type Gate struct {
 	turns chan struct{}
-	// work counts the tests spent under the gate (for tests: heavy
-	// matching is running while it grows).
-	work atomic.Int64
-	// TestSignals are for tests: Took emits when a request takes its
-	// first turn (its matching has become heavy).
+	// light counts the requests in flight whose matching is not heavy
+	// (Pacers not past HeavyAfter); waiting, the requests waiting for a
+	// turn; work, the tests spent in turns (for tests: heavy matching is
+	// running while it grows).
+	light   atomic.Int64
+	waiting atomic.Int32
+	work    atomic.Int64
+	// TestSignals are for tests: Took emits when a request's matching
+	// becomes heavy (it asks for its first turn); Rested, when a turn ends
+	// and its rest too, the tests the turn spent.
 	TestSignals struct {
-		Took testsignal.Signal[struct{}]
+		Took   testsignal.Signal[struct{}]
+		Rested testsignal.Signal[int]
 	}
 }
 
@@ -257,13 +310,16 @@ func NewGate(n int) *Gate {
 	return &Gate{turns: make(chan struct{}, n)}
 }
 
-// Size returns how many requests the gate lets run at once.
+// Size returns how many requests' heavy matching the gate runs at once.
 func (g *Gate) Size() int { return cap(g.turns) }
 
 // Running returns how many requests hold a turn now.
 func (g *Gate) Running() int { return len(g.turns) }
 
-// Work returns the tests spent under the gate so far.
+// Waiting returns how many requests wait for a turn now.
+func (g *Gate) Waiting() int { return int(g.waiting.Load()) }
+
+// Work returns the tests spent in turns so far.
 func (g *Gate) Work() int64 { return g.work.Load() }
 
 // acquire waits for a turn; false when ctx ended first.
@@ -273,6 +329,8 @@ func (g *Gate) acquire(ctx context.Context) bool {
 		return true
 	default:
 	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
 	select {
 	case g.turns <- struct{}{}:
 		return true
@@ -282,3 +340,15 @@ func (g *Gate) acquire(ctx context.Context) bool {
 }
 
 func (g *Gate) release() { <-g.turns }
+
+// rest sleeps after a turn that ran for ran: as long, and while light
+// publishes are in flight, in steps as long, up to maxRest times as long.
+func (g *Gate) rest(ran time.Duration) {
+	ran = max(ran, time.Microsecond)
+	for slept := time.Duration(0); ; slept += ran {
+		time.Sleep(ran)
+		if slept+ran >= maxRest*ran || g.light.Load() == 0 {
+			return
+		}
+	}
+}

@@ -196,7 +196,7 @@ const heavyFilters = `[{"operator_type": "StringNotContains", "key": "data.a", "
 // ctx ends), and sends the pacer's error to done.
 func heavyMatch(ctx context.Context, m *Matcher, payload []byte, gate *Gate, rounds int, done chan<- error) {
 	p := NewPacer(ctx, 0, gate)
-	defer p.Done()
+	defer p.Close()
 	ev := NewEvent(payload) // parsed once, then read from its caches
 	for i := 0; rounds == 0 || i < rounds; i++ {
 		ev.PaceBy(p)
@@ -268,5 +268,61 @@ func TestLightMatchingNeverWaits(t *testing.T) {
 	}
 	if gate.Running() != 1 {
 		t.Fatalf("%d turns taken; want the one the test holds", gate.Running())
+	}
+}
+
+// TestHeavyTurnsEndForLightPublishes: a heavy request alone takes turns of
+// Slice tests; while a light request is in flight (a Pacer not yet heavy,
+// until Close), each of its turns ends at its first look, within
+// CheckEvery tests, and rests; once the light request is closed, turns
+// are whole slices again.
+func TestHeavyTurnsEndForLightPublishes(t *testing.T) {
+	m := mustCompile(t, heavyFilters)
+	gate := NewGate(1)
+	gate.TestSignals.Took.Init()
+	gate.TestSignals.Rested.Init()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go heavyMatch(ctx, m, arrayEvent(Slice), gate, 0, done)
+	gate.TestSignals.Took.WaitOrTimeout()
+	turn := func() int { return gate.TestSignals.Rested.WaitOrTimeout() }
+	for range 3 {
+		if n := turn(); n < Slice {
+			t.Fatalf("a turn of the heavy request alone spent %d tests; want a slice, %d", n, Slice)
+		}
+	}
+
+	light := NewPacer(context.Background(), 0, gate)
+	// The turns that ended before (their signals still unread) and the
+	// one under way when the light request came may be whole; every one
+	// after ends at its first look.
+	for i := 0; turn() > CheckEvery+1; i++ {
+		if i == 100 {
+			t.Fatalf("100 heavy turns after a light request came, none short")
+		}
+	}
+	for range 5 {
+		if n := turn(); n > CheckEvery+1 {
+			t.Fatalf("a heavy turn spent %d tests while a light request was in flight; want at most %d", n, CheckEvery+1)
+		}
+	}
+	light.Close()
+	// The turns that ended before (their signals still unread) and the
+	// one under way may be short; then they are whole.
+	for i := 0; turn() < Slice; i++ {
+		if i == 100 {
+			t.Fatalf("100 heavy turns after the light request ended, none a whole slice")
+		}
+	}
+	cancel()
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+			return
+		case <-gate.TestSignals.Rested.C():
+		}
 	}
 }
