@@ -137,7 +137,6 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 		}
 	}
 	p := filter.NewPacer(ctx, in.MaxMatchWork, in.Gate)
-	defer p.Close()
 	deliver := func(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
 		return in.fanOut(ctx, p, news, snap, now)
 	}

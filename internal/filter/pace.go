@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // Pacing: the work of matching one publish request's events is counted in
 // filter tests (see the package comment, "Cost"), checked against a budget,
 // stopped when the request's context ends, and, past HeavyAfter tests, run
-// only in turns of a Gate, behind light publishes.
+// only in turns of a Gate, behind every other piece of work.
 const (
 	// CheckEvery is how many tests an event spends between two looks at
 	// its Pacer (the budget, the context, the turn): matching stops within
@@ -31,7 +32,7 @@ const (
 	// Slice is how many tests a heavy request spends in one turn at most.
 	Slice = 1 << 14
 	// maxRest is how many times as long as its turn ran a turn's rest
-	// lasts at most while light publishes are in flight (see Gate).
+	// lasts at most while other work wants the CPU (see Gate).
 	maxRest = 9
 )
 
@@ -56,8 +57,7 @@ func (e *WorkError) Is(target error) bool { return target == ErrWork }
 // context's error once that ends (the client went, or the request's
 // deadline passed). With a Gate, the request is light until it passes
 // HeavyAfter tests, and heavy after: it then matches only in the gate's
-// turns. A Pacer is for one goroutine: EndTurn ends its turn, Close ends
-// the request.
+// turns. A Pacer is for one goroutine; EndTurn ends its turn.
 type Pacer struct {
 	ctx    context.Context
 	budget int   // 0: none
@@ -67,24 +67,20 @@ type Pacer struct {
 	spent int
 	cur   *Event
 	err   error // why it stopped; nil while matching may go on
-	// light: it counts in gate.light; heavy: it took a turn; held: it
-	// holds one, begun at turnStart, until spent reaches turnEnd; gated
-	// is spent when gate last heard of its work.
-	light, heavy, held bool
-	turnEnd, gated     int
-	turnStart          time.Time
+	// heavy: it asked for a turn; held: it holds one, begun at
+	// turnStart, until spent reaches turnEnd; gated is spent when gate
+	// last heard of its work; sched reads the Go scheduler (Gate.busy).
+	heavy, held    bool
+	turnEnd, gated int
+	turnStart      time.Time
+	sched          [2]metrics.Sample
 }
 
 // NewPacer returns the pacer of one request's matching: at most budget
-// tests (0: no budget), stopped when ctx ends, light on gate until heavy,
-// then taking its turns (nil: no gate, never waits).
+// tests (0: no budget), stopped when ctx ends, taking turns on gate once
+// heavy (nil: no gate, never waits).
 func NewPacer(ctx context.Context, budget int, gate *Gate) *Pacer {
-	p := &Pacer{ctx: ctx, budget: budget, gate: gate}
-	if gate != nil {
-		gate.light.Add(1)
-		p.light = true
-	}
-	return p
+	return &Pacer{ctx: ctx, budget: budget, gate: gate}
 }
 
 // PaceBy makes p pace e: from now on e's tests count against p's budget
@@ -136,23 +132,10 @@ func (p *Pacer) Err() error { return p.err }
 // turn).
 func (p *Pacer) EndTurn() {
 	if p.held {
+		p.gate.active.Add(-1)
 		p.account()
 		p.held = false
 		p.gate.release()
-	}
-}
-
-// Close ends the request: its turn, and its time as a light request of
-// the gate.
-func (p *Pacer) Close() {
-	p.EndTurn()
-	p.endLight()
-}
-
-func (p *Pacer) endLight() {
-	if p.light {
-		p.light = false
-		p.gate.light.Add(-1)
 	}
 }
 
@@ -221,13 +204,14 @@ func (p *Pacer) look() bool {
 		return p.take()
 	}
 	p.account()
-	if p.spent < p.turnEnd && p.gate.light.Load() == 0 {
+	if p.spent < p.turnEnd && !p.gate.busy(&p.sched) {
 		return true
 	}
-	// The turn is over (its slice spent, or a light publish waits): a rest
-	// holding the turn, then the next waiting request's turn, then this
-	// one's again.
-	p.gate.rest(time.Since(p.turnStart))
+	// The turn is over (its slice spent, or other work wants the CPU): a
+	// rest holding the turn, then the next waiting request's turn, then
+	// this one's again.
+	p.gate.active.Add(-1)
+	p.gate.rest(time.Since(p.turnStart), &p.sched)
 	p.gate.TestSignals.Rested.Signal(p.spent - (p.turnEnd - Slice))
 	p.held = false
 	p.gate.release()
@@ -238,13 +222,13 @@ func (p *Pacer) look() bool {
 func (p *Pacer) take() bool {
 	if !p.heavy {
 		p.heavy = true
-		p.endLight()
 		p.gate.TestSignals.Took.Signal(struct{}{})
 	}
 	if !p.gate.acquire(p.ctx) {
 		return p.stop(p.ctx.Err())
 	}
 	p.held, p.turnEnd, p.gated = true, p.spent+Slice, p.spent
+	p.gate.active.Add(1)
 	p.turnStart = time.Now()
 	return true
 }
@@ -261,35 +245,38 @@ func (p *Pacer) stop(err error) bool {
 	return false
 }
 
-// Gate runs heavy matching (past HeavyAfter tests) behind light publishes
-// (a Pacer is light until then), in turns:
+// Gate runs heavy matching (past HeavyAfter tests) in turns, behind every
+// other piece of work of the process:
 //
 //   - At most Size requests' heavy matching runs at once, GOMAXPROCS-1 by
-//     default (at least 1): it never holds every core the Go scheduler
-//     has, so a light publish always finds one. Waiting requests take
-//     their turns first come, first served.
+//     default (at least 1): it never holds every P of the Go scheduler, so
+//     a light publish always finds one. Waiting requests take their turns
+//     first come, first served.
 //   - A turn is at most Slice tests, and ends at the first look (every
-//     CheckEvery tests) that finds a light publish in flight. It is
-//     followed by a rest, holding the turn, as long as the turn ran, and
-//     while light publishes are still in flight up to maxRest times as
-//     long: heavy matching takes at most half of its cores' time, and a
-//     tenth while light publishes run (never nothing: every heavy
-//     request moves).
-//   - The rest sleeps: the goroutine's P then looks for other work (the
-//     network's, other Ps' run queues), which runtime.Gosched would not
-//     do. So a light publish whose goroutine waits on a P busy with a long
-//     piece of work (parsing a large body) runs within a turn, not after
-//     the Go scheduler's 10 ms preemption.
+//     CheckEvery tests) that finds other work wanting the CPU: a goroutine
+//     running besides the gate's turns, or runnable (runtime/metrics'
+//     /sched/goroutines/running and runnable; reading them costs about a
+//     microsecond a look, paid by heavy matching alone).
+//   - A rest follows, holding the turn, as long as the turn ran, and while
+//     other work still wants the CPU up to maxRest times as long: heavy
+//     matching takes at most half of its cores' time, and a tenth while
+//     the process is busy otherwise, never nothing (every heavy request
+//     moves).
+//   - The rest sleeps: the goroutine's P then polls the network and looks
+//     at the other Ps' run queues, which runtime.Gosched would not do (the
+//     goroutine would be taken back from the global run queue first). So
+//     a light publish whose network event or goroutine waits behind a long
+//     piece of work on another P (parsing a large body) runs within a
+//     turn, not after the Go scheduler's 10 ms preemption.
 //
 // So a tenant's heavy publishes slow other tenants' light ones little, and
-// every heavy one moves. A Gate is safe for concurrent use.
+// slow down themselves instead. A Gate is safe for concurrent use.
 type Gate struct {
 	turns chan struct{}
-	// light counts the requests in flight whose matching is not heavy
-	// (Pacers not past HeavyAfter); waiting, the requests waiting for a
-	// turn; work, the tests spent in turns (for tests: heavy matching is
-	// running while it grows).
-	light   atomic.Int64
+	// active counts the turns running (not resting); waiting, the
+	// requests waiting for a turn; work, the tests spent in turns (for
+	// tests: heavy matching is running while it grows).
+	active  atomic.Int32
 	waiting atomic.Int32
 	work    atomic.Int64
 	// TestSignals are for tests: Took emits when a request's matching
@@ -341,14 +328,27 @@ func (g *Gate) acquire(ctx context.Context) bool {
 
 func (g *Gate) release() { <-g.turns }
 
-// rest sleeps after a turn that ran for ran: as long, and while light
-// publishes are in flight, in steps as long, up to maxRest times as long.
-func (g *Gate) rest(ran time.Duration) {
+// rest sleeps after a turn that ran for ran: as long, and while other work
+// wants the CPU (busy), in steps as long, up to maxRest times as long.
+func (g *Gate) rest(ran time.Duration, s *[2]metrics.Sample) {
 	ran = max(ran, time.Microsecond)
 	for slept := time.Duration(0); ; slept += ran {
 		time.Sleep(ran)
-		if slept+ran >= maxRest*ran || g.light.Load() == 0 {
+		if slept+ran >= maxRest*ran || !g.busy(s) {
 			return
 		}
 	}
+}
+
+// busy reports whether other work wants the CPU: a goroutine running
+// besides the gate's running turns, or one waiting for a P. s is the
+// caller's to read the scheduler's counts into (concurrent reads must not
+// share it).
+func (g *Gate) busy(s *[2]metrics.Sample) bool {
+	s[0].Name, s[1].Name = "/sched/goroutines/running:goroutines", "/sched/goroutines/runnable:goroutines"
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return false // a runtime without these counts: turns of whole slices
+	}
+	return s[0].Value.Uint64() > uint64(g.active.Load()) || s[1].Value.Uint64() > 0
 }
