@@ -314,8 +314,8 @@ func TestMatchStopsWhenCancelled(t *testing.T) {
 	}
 }
 
-// heavyFilters are 24 StringNotContains filters on data.arr (the attack
-// battery's): each tests every element of the array.
+// heavyFilters are 24 StringNotContains filters (the attack battery's),
+// on data.region: each tests every element of regionsEvent's array.
 func heavyFilters() string {
 	var b strings.Builder
 	b.WriteString("[")
@@ -323,24 +323,10 @@ func heavyFilters() string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, `{"operator_type": "StringNotContains", "key": "data.arr", "values": ["zz%d"]}`, i)
+		fmt.Fprintf(&b, `{"operator_type": "StringNotContains", "key": "data.region", "values": ["zz%d"]}`, i)
 	}
 	b.WriteString("]")
 	return b.String()
-}
-
-// arrEvent is an event whose data.arr holds n short strings.
-func arrEvent(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"specversion":"1.0","id":"e","source":"/s","type":"t","data":{"arr":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`"a"`)
-	}
-	b.WriteString(`]}}`)
-	return []byte(b.String())
 }
 
 // TestMatchStopsWithinTestsOfItsContextsEnd: a few candidates whose
@@ -356,7 +342,7 @@ func TestMatchStopsWithinTestsOfItsContextsEnd(t *testing.T) {
 	}
 	f.sync()
 	snap := f.c.Snapshot()
-	payload := arrEvent(20_000)
+	payload := regionsEvent(20_000)
 	for _, end := range []error{context.Canceled, context.DeadlineExceeded} {
 		ev := filter.NewEvent(payload)
 		// Match's first look finds the context alive; the next does not.

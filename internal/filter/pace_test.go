@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // operands are, for every operator, an operand whose test never hits the
-// elements of arrayEvent, so that a filter reads every element.
+// elements of arrayEvent, so that a filter reads every element ("": the
+// operator takes none, and tests no element).
 var operands = map[string]string{
 	"NumberIn":                  `"values": [-1, -2]`,
 	"NumberNotIn":               `"values": [-1]`,
@@ -29,6 +32,8 @@ var operands = map[string]string{
 	"StringNotEndsWith":         `"values": ["x"]`,
 	"StringIn":                  `"values": ["x", "y"]`,
 	"StringNotIn":               `"values": ["x"]`,
+	"IsNullOrUndefined":         ``,
+	"IsNotNull":                 ``,
 }
 
 // arrayEvent is an event whose data.a is an array of n elements: numbers,
@@ -53,8 +58,13 @@ func arrayEvent(n int) []byte {
 	return []byte(b.String())
 }
 
+// filterOn is a filter of operator op on data.a, with operands[op].
 func filterOn(op string) string {
-	return `[{"operator_type": "` + op + `", "key": "data.a", ` + operands[op] + `}]`
+	operand := operands[op]
+	if operand != "" {
+		operand = ", " + operand
+	}
+	return `[{"operator_type": "` + op + `", "key": "data.a"` + operand + `}]`
 }
 
 // TestEveryOperatorStopsAtItsBudget: whatever the operator, matching an
@@ -67,6 +77,9 @@ func TestEveryOperatorStopsAtItsBudget(t *testing.T) {
 	payload := arrayEvent(n)
 	ev := NewEvent(payload) // parsed once; each pacer counts from PaceBy
 	for op := range operands {
+		if operands[op] == "" {
+			continue // tests no element
+		}
 		m := mustCompile(t, filterOn(op))
 		p := NewPacer(context.Background(), budget, nil)
 		ev.PaceBy(p)
@@ -143,41 +156,32 @@ func TestLongStringsCostTheirLength(t *testing.T) {
 	}
 }
 
-// endsAfter is a context whose Err is nil for its first n calls and err
-// after: a client that goes, or a deadline that passes, while its event is
-// matched.
-type endsAfter struct {
-	context.Context
-	n   int
-	err error
-}
-
-func (c *endsAfter) Err() error {
-	if c.n--; c.n < 0 {
-		return c.err
-	}
-	return nil
-}
-
 // TestMatchingStopsWhenItsContextEnds: the pacer looks at its context
-// every CheckEvery tests, for every operator, and stops the matching
-// there with the context's error (the client gone or the deadline past).
+// every CheckEvery tests, for every operator, and stops the matching at
+// its first look once the context has ended, with its error (the client
+// gone, or the deadline past). (catalog's TestMatchStopsWithinTestsOfItsContextsEnd
+// ends the context while the matching runs.)
 func TestMatchingStopsWhenItsContextEnds(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelPast()
 	ev := NewEvent(arrayEvent(20_000)) // parsed once; each pacer counts from PaceBy
 	for op := range operands {
-		for _, end := range []error{context.Canceled, context.DeadlineExceeded} {
-			for _, looks := range []int{0, 2} {
-				m := mustCompile(t, filterOn(op))
-				p := NewPacer(&endsAfter{context.Background(), looks, end}, 0, nil)
-				ev.PaceBy(p)
-				m.Match(ev)
-				if !errors.Is(ev.Err(), end) {
-					t.Errorf("%s, %v after %d looks: stopped with %v", op, end, looks, ev.Err())
-					continue
-				}
-				if max := (looks+1)*CheckEvery + 2; p.Tested() > max {
-					t.Errorf("%s, %v after %d looks: %d tests spent; want at most %d", op, end, looks, p.Tested(), max)
-				}
+		if operands[op] == "" {
+			continue // tests no element
+		}
+		for _, ctx := range []context.Context{cancelled, past} {
+			m := mustCompile(t, filterOn(op))
+			p := NewPacer(ctx, 0, nil)
+			ev.PaceBy(p)
+			m.Match(ev)
+			if !errors.Is(ev.Err(), ctx.Err()) {
+				t.Errorf("%s, %v: stopped with %v", op, ctx.Err(), ev.Err())
+				continue
+			}
+			if p.Tested() > CheckEvery+2 {
+				t.Errorf("%s, %v: %d tests spent; want at most %d", op, ctx.Err(), p.Tested(), CheckEvery+2)
 			}
 		}
 	}
@@ -236,12 +240,27 @@ func TestHeavyMatchingTakesTurns(t *testing.T) {
 	if work := gate.Work() - before; work < 16*Slice-HeavyAfter {
 		t.Fatalf("%d tests under the gate while the second ran; want at least its own %d", work, 16*Slice-HeavyAfter)
 	}
+	cancelHeavy(t, gate, cancel, endless)
+}
+
+// cancelHeavy cancels a heavy request that goes on until cancelled, reads
+// the gate's Rested signals until it has ended (with context.Canceled),
+// and checks that it holds no turn.
+func cancelHeavy(t *testing.T, gate *Gate, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	cancel()
-	if err := <-endless; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the endless request ended with %v; want context.Canceled", err)
-	}
-	if gate.Running() != 0 {
-		t.Fatalf("%d turns still taken", gate.Running())
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("the request ended with %v; want context.Canceled", err)
+			}
+			if gate.Running() != 0 {
+				t.Fatalf("%d turns still taken", gate.Running())
+			}
+			return
+		case <-gate.TestSignals.Rested.C(): // nil (never ready) when off
+		}
 	}
 }
 
@@ -262,8 +281,15 @@ func TestLightMatchingNeverWaits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	heavy := make(chan error, 1)
 	go heavyMatch(ctx, m, arrayEvent(Slice), gate, 1, heavy)
+	for gate.Waiting() == 0 {
+		select {
+		case err := <-heavy:
+			t.Fatalf("a heavy request ran while the gate's one turn was taken (%v)", err)
+		default:
+			runtime.Gosched()
+		}
+	}
 	cancel()
-	// Had it not waited, it would have finished: nil.
 	if err := <-heavy; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the heavy request ended with %v; want context.Canceled", err)
 	}
@@ -315,15 +341,5 @@ func TestHeavyTurnsGiveWayToOtherWork(t *testing.T) {
 			t.Fatalf("100 heavy turns after the spinner stopped, none a whole slice")
 		}
 	}
-	cancel()
-	for {
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatal(err)
-			}
-			return
-		case <-gate.TestSignals.Rested.C():
-		}
-	}
+	cancelHeavy(t, gate, cancel, done)
 }
