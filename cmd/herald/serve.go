@@ -295,6 +295,7 @@ func newServeFlags(stderr io.Writer) (*flag.FlagSet, *serveOptions) {
 	fs.IntVar(&sc.MaxFanout, "max-fanout", sc.MaxFanout, "deliveries one publish request may create at most (0: no limit); more is refused with 413 and nothing is stored")
 	fs.IntVar(&sc.MaxJobsPerAccount, "max-jobs-per-account", sc.MaxJobsPerAccount, "recover jobs one account may have running or waiting at most (0: no limit); one more is refused with 429 and Retry-After, and nothing is stored")
 	fs.DurationVar(&sc.JobRetention, "job-retention", sc.JobRetention, "how long a finished recover job (done or failed) is kept before it is deleted; at least 1m")
+	fs.IntVar(&sc.MaxMatchWork, "max-match-work", sc.MaxMatchWork, "filter tests matching one publish request's events may cost at most (0: no limit; a test is one value of the event compared with one value of a filter: docs/subscriptions.md#what-matching-costs); more is refused with 413 and nothing is stored")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "how long attempts in flight may finish at shutdown")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (for profiling; off when empty)")
 	fs.StringVar(&sc.Tracing.Endpoint, "otel-endpoint", "", "export OpenTelemetry traces over OTLP/HTTP to the collector at this base `URL` (http:// or https://; /v1/traces is appended); without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT turn tracing on; off when none is set (docs/tracing.md)")

@@ -20,6 +20,7 @@ import (
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/testsignal"
 	"github.com/herald-events/herald/internal/tracing"
 )
 
@@ -57,6 +58,28 @@ type Publisher struct {
 	// event (tracing.Tracer.StartPublish), whose context is stored with
 	// the event and carried with its held deliveries for their attempts.
 	Tracer *tracing.Tracer
+	// MaxMatchWork bounds the filter tests matching one Publish call's
+	// events may cost, all its events (and every time they are matched)
+	// together (0: no bound; see filter.Pacer for the unit). Past it,
+	// matching stops and Publish returns a *filter.WorkError before
+	// anything is stored.
+	MaxMatchWork int
+	// Gate, when set, takes turns among the publishes whose matching is
+	// heavy (past filter.HeavyAfter tests), so that it never takes every
+	// core (nil: heavy matching runs unbounded).
+	Gate *filter.Gate
+	// TestSignals are for tests: MatchStopped emits the filter tests a
+	// publish's matching had spent when its pacer stopped it (the budget
+	// spent, the client gone, the deadline passed), and why.
+	TestSignals struct {
+		MatchStopped testsignal.Signal[MatchStop]
+	}
+}
+
+// MatchStop is what Publisher.TestSignals.MatchStopped emits.
+type MatchStop struct {
+	Tested int
+	Err    error
 }
 
 // ErrFanout: a publish would have created more deliveries than
@@ -113,11 +136,15 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 			Payload: payload, PublishedAt: now, PartitionKey: ev.PartitionKey(),
 		}
 	}
+	p := filter.NewPacer(ctx, in.MaxMatchWork, in.Gate)
+	deliver := func(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
+		return in.fanOut(ctx, p, news, snap, now)
+	}
 	if !in.Tracer.Enabled() {
-		return in.admit(ctx, news, now, in.fanOut)
+		return in.admit(ctx, news, now, deliver)
 	}
 	spans := in.startSpans(ctx, evs, news)
-	res, err := in.admit(ctx, news, now, in.fanOut)
+	res, err := in.admit(ctx, news, now, deliver)
 	endSpans(spans, res, err)
 	return res, err
 }
@@ -173,11 +200,13 @@ func (in *Publisher) admit(ctx context.Context, news []store.NewEvent, now time.
 // snap, and asks the scheduler which of the pushed ones it takes from
 // memory. A delivery for a subscription that queues (pull, or deactivated)
 // is written queued and never held. More than MaxFanout deliveries in all:
-// a *FanoutError, and nothing is admitted. Matching looks at ctx before each event
-// and every few subscriptions (catalog.Snapshot.Match): once ctx is done
-// (the client has gone) it stops and returns ctx.Err(), before anything is
-// admitted.
-func (in *Publisher) fanOut(ctx context.Context, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
+// a *FanoutError, and nothing is admitted. Matching is paced by p (the
+// request's, for every time it is matched: see Publish): it stops within
+// filter.CheckEvery filter tests once they pass MaxMatchWork (a
+// *filter.WorkError) or once ctx is done (the client has gone, the
+// request's deadline passed: ctx.Err()), before anything is admitted.
+func (in *Publisher) fanOut(ctx context.Context, p *filter.Pacer, news []store.NewEvent, snap *catalog.Snapshot, now time.Time) (*scheduling.Reservation, error) {
+	defer p.EndTurn() // no turn of the Gate is held past the matching
 	var eps []string
 	total := 0
 	dlvID := ids.Sequence("dlv_", now) // in the order made: see ids.Sequence
@@ -186,8 +215,10 @@ func (in *Publisher) fanOut(ctx context.Context, news []store.NewEvent, snap *ca
 		ne.Deliveries = ne.Deliveries[:0]
 		// Read by advanced filters only, and then parsed once for all.
 		fev := filter.NewEvent(ne.Payload)
+		fev.PaceBy(p)
 		subs, err := snap.Match(ctx, ne.AccountID, ne.Type, ne.Subject, fev)
 		if err != nil {
+			in.TestSignals.MatchStopped.Signal(MatchStop{Tested: p.Tested(), Err: err})
 			return nil, err
 		}
 		if total += len(subs); in.MaxFanout > 0 && total > in.MaxFanout {

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/pipeline"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/store"
@@ -158,5 +159,42 @@ func TestPublishAbandonedWhenTheClientHasGone(t *testing.T) {
 	}
 	if res[0].Duplicate || res[0].Deliveries != 1 {
 		t.Fatalf("published again: %+v; want a new event with 1 delivery (the cancelled one stored nothing)", res[0])
+	}
+}
+
+// TestPublishRefusedPastItsMatchWork: with MaxMatchWork between what one
+// event's matching costs and what two cost, a publish of the two is
+// refused with a *filter.WorkError naming the bound, before anything is
+// admitted or stored (each alone is then new, and passes).
+func TestPublishRefusedPastItsMatchWork(t *testing.T) {
+	_, cat, in, create := setup(t)
+	create("sub_a", `[{"operator_type": "StringNotContains", "key": "data.arr", "values": ["x", "y"]}]`)
+	if err := cat.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	counter := &admitCounter{Scheduler: in.Scheduler}
+	in.Scheduler = counter
+	arr := make([]string, 5000) // 2 tests an element, and 1 for the candidate: 10,001 tests an event
+	for i := range arr {
+		arr[i] = "a"
+	}
+	data, _ := json.Marshal(map[string]any{"arr": arr})
+	ev := func(id string) event.Event {
+		return event.Event{SpecVersion: "1.0", ID: id, Source: "/t", Type: "t", Data: data}
+	}
+	in.MaxMatchWork = 15_000
+	_, err := in.Publish(context.Background(), "", []event.Event{ev("e1"), ev("e2")})
+	var we *filter.WorkError
+	if !errors.As(err, &we) || we.Limit != 15_000 {
+		t.Fatalf("publish of two events of 10,001 tests each: %v; want a *filter.WorkError of 15,000", err)
+	}
+	if counter.admits != 0 {
+		t.Fatalf("the refused publish was admitted (%d)", counter.admits)
+	}
+	for _, id := range []string{"e1", "e2"} {
+		res, err := in.Publish(context.Background(), "", []event.Event{ev(id)})
+		if err != nil || res[0].Duplicate || res[0].Deliveries != 1 {
+			t.Fatalf("%s alone: %+v, %v; want a new event with 1 delivery", id, res, err)
+		}
 	}
 }

@@ -2,13 +2,16 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/tracing"
 )
 
@@ -16,7 +19,8 @@ import (
 // plain JSON; see openapi.yaml) and answers 202 once
 // they and their deliveries are durably committed. A batch with one bad event
 // is rejected whole; bodies over 1 MiB get 413, and so do events that would
-// make more deliveries together than the Publisher allows (admission.FanoutError).
+// make more deliveries together than the Publisher allows (admission.FanoutError)
+// or whose matching would cost more filter tests (filter.WorkError).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	res, ok := s.publishRequest(w, r)
 	if !ok {
@@ -30,9 +34,12 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 // publishRequest reads, parses and publishes the events of a publish
 // request in the request's account (every format event.ParseWith reads)
 // and counts them: the publish path of both APIs (this one and
-// eventgrid.go's). On a problem it answers and returns false; nothing was
-// stored then.
+// eventgrid.go's). The publish stops (matching within
+// filter.CheckEvery tests) when the client goes or PublishTimeout after
+// the handler began. On a problem it answers and returns false; nothing
+// was stored then (but for a 503 at the deadline, which cannot say).
 func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admission.Result, bool) {
+	deadline := time.Now().Add(s.publishTimeout())
 	body, err := readBody(w, r, event.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -59,7 +66,8 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 		}
 		return nil, false
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
 	if s.Tracing {
 		ctx = tracing.WithRequest(ctx, r.Header)
 	}
@@ -68,6 +76,18 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the events would make more than " + strconv.Itoa(fe.Limit) + " deliveries, the most one publish request may make " +
 				"(the server's --max-fanout); nothing was stored: publish fewer events a request"})
+		return nil, false
+	}
+	if we := (*filter.WorkError)(nil); errors.As(err, &we) {
+		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
+			Detail: "matching the events against the account's subscriptions would cost more than " + strconv.Itoa(we.Limit) +
+				" filter tests, the most one publish request may cost (the server's --max-match-work); nothing was stored: " +
+				"publish fewer or smaller events a request, or filter on smaller values"})
+		return nil, false
+	}
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		unavailable(w, "the publish did not finish within "+s.publishTimeout().String()+", its deadline; "+
+			"it may not have been stored: publish it again (a duplicate is recognized)")
 		return nil, false
 	}
 	if err != nil {
@@ -83,6 +103,19 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 	s.published.WithLabelValues("false").Add(float64(len(res) - dups))
 	s.published.WithLabelValues("true").Add(float64(dups))
 	return res, true
+}
+
+// PublishTimeout bounds a publish request, from the start of its handler
+// (about the end of its header): the publish stops then and answers 503,
+// a few seconds before WriteTimeout, so that the answer still reaches the
+// client.
+const PublishTimeout = WriteTimeout - 5*time.Second
+
+func (s *Server) publishTimeout() time.Duration {
+	if s.PublishTimeout > 0 {
+		return s.PublishTimeout
+	}
+	return PublishTimeout
 }
 
 // readBody reads r's body, at most limit bytes (more: an

@@ -33,6 +33,11 @@ type HTTPServer struct {
 // the connection cap.
 const IdleTimeout = 30 * time.Second
 
+// WriteTimeout is how long the server has to write an answer, from the
+// end of the request's header: past it, the answer cannot reach the client
+// (a publish stops before it: PublishTimeout).
+const WriteTimeout = 60 * time.Second
+
 // NewHTTPServer returns the server for h (the API's Handler), logging to
 // log (the API's logger: net/http's own error log, one line per request
 // net/http refused, and the coalesced warn lines of the connection caps),
@@ -56,7 +61,7 @@ func NewHTTPServer(h http.Handler, log *slog.Logger, lim ConnLimits) *HTTPServer
 		Server: &http.Server{
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      60 * time.Second,
+			WriteTimeout:      WriteTimeout,
 			IdleTimeout:       IdleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ConnState:         conns.connState,

@@ -111,6 +111,10 @@ type Server struct {
 	// at once (a long poll), on either API's route; one more answers 429
 	// with Retry-After (0: no bound; see receiveSlots).
 	MaxReceivesPerAccount int
+	// PublishTimeout is how long a publish request may take from the
+	// start of its handler (0: api.PublishTimeout, which the HTTP
+	// server's WriteTimeout sets; tests shorten it).
+	PublishTimeout time.Duration
 
 	published *prometheus.CounterVec
 	receives  *receiveSlots

@@ -405,26 +405,36 @@ func (s *Snapshot) All() []*Entry {
 // all of them, and not with those whose StringIn filter the event's value
 // is not in (they are indexed by their values); each candidate is checked
 // once, at a cost linear in the event's size (see filter.Index.Candidates
-// and filter.Event.Tested). It checks ctx before the first candidate and
-// after every matchCheckEvery of them, and returns ctx.Err() once ctx is
-// done, so matching for a client that has gone stops within that bound.
+// and filter.Event.Tested).
+//
+// The work is paced by ev's filter.Pacer: each candidate checked is
+// charged one filter test besides those its filters spend, and once the
+// pacer stops the matching (its budget spent, its context ended) Match
+// returns the pacer's error (a *filter.WorkError, or the context's) within
+// filter.CheckEvery tests. An event without a pacer (or a nil ev) is
+// paced by ctx alone, with no budget. Match also looks at ctx before it
+// starts.
 func (s *Snapshot) Match(ctx context.Context, accountID, typ, subject string, ev *filter.Event) ([]*Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	accountID = account.OrDefault(accountID)
+	paced := ev // what the work is charged to
+	if paced == nil {
+		paced = filter.NewEvent(nil)
+	}
+	if !paced.Paced() {
+		paced.PaceBy(filter.NewPacer(ctx, 0, nil))
+	}
 	var out []*Entry
-	n := 0
-	check := func(e *Entry) error {
-		if n++; n%matchCheckEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	check := func(e *Entry) bool {
+		if !paced.Charge(1) {
+			return false
 		}
 		if e.Matches(typ, subject, ev) {
 			out = append(out, e)
 		}
-		return nil
+		return paced.Err() == nil
 	}
 	for _, g := range []*group{s.groups.get(groupKey{account: accountID, typ: typ}), s.groups.get(groupKey{account: accountID, every: true})} {
 		if g == nil {
@@ -432,25 +442,23 @@ func (s *Snapshot) Match(ctx context.Context, accountID, typ, subject string, ev
 		}
 		if g.ix == nil {
 			for _, e := range g.list {
-				if err := check(e); err != nil {
-					return nil, err
+				if !check(e) {
+					break
 				}
 			}
-			continue
-		}
-		from := len(out)
-		for e := range g.ix.Candidates(ev) {
-			if err := check(e); err != nil {
-				return nil, err
+		} else {
+			from := len(out)
+			for e := range g.ix.Candidates(ev) {
+				if !check(e) {
+					break
+				}
 			}
+			seg := out[from:]
+			sort.Slice(seg, func(i, j int) bool { return seg[i].ID < seg[j].ID })
 		}
-		seg := out[from:]
-		sort.Slice(seg, func(i, j int) bool { return seg[i].ID < seg[j].ID })
+		if err := paced.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
-
-// matchCheckEvery is how many candidate subscriptions Match checks between
-// two looks at its context: each check is linear in the event's size, so
-// matching for a cancelled publish stops within 64 of them.
-const matchCheckEvery = 64

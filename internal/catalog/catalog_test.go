@@ -284,24 +284,10 @@ func TestMatchLinearInTheEventsSize(t *testing.T) {
 	}
 }
 
-// cancelledAfter is a context whose Err is nil for its first n calls and
-// context.Canceled after: a client that goes while its event is matched.
-type cancelledAfter struct {
-	context.Context
-	n int
-}
-
-func (c *cancelledAfter) Err() error {
-	if c.n--; c.n < 0 {
-		return context.Canceled
-	}
-	return nil
-}
-
 // TestMatchStopsWhenCancelled: Match looks at its context before it starts
-// and again within every 64 candidates, and stops with its error: a
-// cancelled publish does not go on matching its event against every
-// subscription.
+// and again within every filter.CheckEvery filter tests, and stops with
+// its error: a cancelled publish does not go on matching its event against
+// every subscription.
 func TestMatchStopsWhenCancelled(t *testing.T) {
 	f := setup(t)
 	const subs = 300
@@ -315,15 +301,74 @@ func TestMatchStopsWhenCancelled(t *testing.T) {
 	if got := match(t, snap, "", "t", "", ev); len(got) != subs {
 		t.Fatalf("matched %d subscriptions, want %d", len(got), subs)
 	}
-	perSub := (ev.Tested() - n) / subs // the index reads the array once, then each subscription
+	if ev.Tested() < 10*filter.CheckEvery {
+		t.Fatalf("the whole match cost %d tests: too few for the test", ev.Tested())
+	}
 	for _, calls := range []int{0, 1, 2} {
 		ev := filter.NewEvent(regionsEvent(n))
-		es, err := snap.Match(&cancelledAfter{context.Background(), calls}, "", "t", "", ev)
+		es, err := snap.Match(&endsAfter{context.Background(), calls, context.Canceled}, "", "t", "", ev)
 		if !errors.Is(err, context.Canceled) || es != nil {
 			t.Fatalf("cancelled after %d looks: %d entries, error %v", calls, len(es), err)
 		}
-		if checked := max(ev.Tested()-n, 0) / perSub; checked > max(calls*64-1, 0) {
-			t.Errorf("cancelled after %d looks: %d subscriptions checked, want at most %d", calls, checked, max(calls*64-1, 0))
+		if ev.Tested() > calls*filter.CheckEvery+1 {
+			t.Errorf("cancelled after %d looks: %d tests spent, want at most %d", calls, ev.Tested(), calls*filter.CheckEvery+1)
 		}
 	}
+}
+
+// heavyFilters are 24 StringNotContains filters (the attack battery's),
+// on data.region: each tests every element of regionsEvent's array.
+func heavyFilters() string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 24 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"operator_type": "StringNotContains", "key": "data.region", "values": ["zz%d"]}`, i)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// TestMatchStopsWithinTestsOfItsContextsEnd: a few candidates whose
+// filters each test a long array (480,000 tests a subscription): when the
+// client goes, or the request's deadline passes, after Match began, Match
+// stops within a few thousand tests with the context's error, not at the
+// next 64th candidate. Before, it looked at its context only between
+// candidates, every 64 of them, so it ran all three to their end.
+func TestMatchStopsWithinTestsOfItsContextsEnd(t *testing.T) {
+	f := setup(t)
+	for i := range 3 {
+		f.createFiltered(fmt.Sprint("heavy", i), heavyFilters())
+	}
+	f.sync()
+	snap := f.c.Snapshot()
+	payload := regionsEvent(20_000)
+	for _, end := range []error{context.Canceled, context.DeadlineExceeded} {
+		ev := filter.NewEvent(payload)
+		// Match's first look finds the context alive; the next does not.
+		es, err := snap.Match(&endsAfter{context.Background(), 1, end}, "", "t", "", ev)
+		if !errors.Is(err, end) || es != nil {
+			t.Errorf("%v after Match began: %d entries, error %v; want %v", end, len(es), err, end)
+		}
+		if ev.Tested() > 10_000 {
+			t.Errorf("%v after Match began: %d tests spent after it; want at most a few thousand", end, ev.Tested())
+		}
+	}
+}
+
+// endsAfter is a context whose Err is nil for its first n calls and err
+// after.
+type endsAfter struct {
+	context.Context
+	n   int
+	err error
+}
+
+func (c *endsAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return c.err
+	}
+	return nil
 }

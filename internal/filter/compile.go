@@ -145,6 +145,11 @@ type cond struct {
 	ranges [][2]float64 // NumberInRange, NumberNotInRange
 	folded [][]byte     // the String operators but StringIn/NotIn: folded values
 	set    map[string]struct{}
+	// compares is how many of its values a test of one event value of
+	// its type compares it with, one at a time: the StringContains,
+	// BeginsWith and EndsWith values and the ranges; 1 for the others,
+	// which compare with one value or look the value up in a set.
+	compares int
 
 	// shown is the operand as written, for Explain: 100, true,
 	// ["a", "b"], [[1, 5], [10, 20]].
@@ -177,6 +182,8 @@ func compile(raw []byte) (*Matcher, error) {
 			return nil, err
 		}
 		total += n
+		c := &m.conds[i]
+		c.compares = max(len(c.folded), len(c.ranges), 1)
 	}
 	return m, nil
 }

@@ -37,8 +37,11 @@ type Event struct {
 	fold []byte
 
 	parses, dataParses int // for tests: how often each was parsed
-	// tests counts the values filters and indexes tested (see Tested).
-	tests int
+	// tests counts the filter tests spent on the event (see Tested); at
+	// next, spend looks at pacer (nil: none), which has counted them up
+	// to checked (see pace.go).
+	tests, next, checked int
+	pacer                *Pacer
 }
 
 // Reasons a data.* key is missing, as Explain words them.
@@ -216,13 +219,12 @@ func (e *Event) lookup(c *cond) (any, bool) {
 	return v, true
 }
 
-// Tested returns how many values the filters and indexes that read the
-// event have tested so far: one for a key's scalar value, one for each
-// array element looked at (an index's lookup, a filter's test). It
-// measures the work matching the event cost: Index.Candidates tests each
-// element of an indexed key's array once, and a filter at most each
-// element of its key's array once, so the count grows linearly with the
-// event's size for a given set of subscriptions.
+// Tested returns the filter tests spent on the event so far by the
+// filters and indexes that read it, and charged to it (Charge): the unit
+// of the work matching it cost (see the package comment, "Cost"). It grows
+// linearly with the event's size for a given set of subscriptions:
+// Index.Candidates looks each element of an indexed key's array up once,
+// and a filter tests each element of its key's array at most once.
 func (e *Event) Tested() int {
 	if e == nil {
 		return 0

@@ -100,6 +100,22 @@
 // payload lazily and at most once, however many matchers read it: the
 // attributes on the first filter that reads any key, the data on the first
 // data.* key. Match then allocates nothing.
+//
+// The work of matching is counted in filter tests (Event.Tested): a
+// filter's test of one value of the event (the key's value, or one element
+// of an array) counts one test per value of the filter it is compared with
+// (each of StringContains', StringBeginsWith's and StringEndsWith's values
+// and their Not forms', each range of NumberInRange and NumberNotInRange;
+// one for the other operators, which compare with one value or look the
+// value up in a set), a string event value 1 plus 1 per full 32 bytes of
+// it for each (folding and searching it costs in its length), and a value
+// not of the operator's type one. IsNullOrUndefined and IsNotNull count
+// nothing. An Index's lookup of a value counts as a StringIn test does,
+// and catalog.Snapshot.Match charges one per candidate subscription
+// (Event.Charge). Parsing is not counted: it is done once and bounded by
+// the payload's size. A Pacer (pace.go) bounds the tests of one publish
+// request, stops them when its context ends, and runs heavy matching in
+// the turns of a Gate.
 package filter
 
 import (

@@ -73,7 +73,10 @@ func (ix *Index[T]) Indexed() bool { return len(ix.keys) > 0 }
 // linear in the size of the event's values for the indexed keys (one map
 // lookup per string element, however many of them hold the same value) plus
 // the items it yields; an array whose elements hold several values of the
-// key costs in addition one bit per item of the index.
+// key costs in addition one bit per item of the index. Each lookup spends
+// its tests on ev as a StringIn filter's test does (an element not a
+// string, one); when ev's pacer stops the matching, it yields no more (see
+// Event.Err).
 func (ix *Index[T]) Candidates(ev *Event) iter.Seq[T] {
 	return func(yield func(T) bool) {
 		for _, pos := range ix.plain {
@@ -90,7 +93,9 @@ func (ix *Index[T]) Candidates(ev *Event) iter.Seq[T] {
 			var list []int32
 			switch v := v.(type) {
 			case string:
-				ev.tests++
+				if !ev.spend(stringCost(v)) {
+					return
+				}
 				if n, ok := k.values[string(ev.folded(v))]; ok {
 					list = k.lists[n]
 				}
@@ -98,6 +103,9 @@ func (ix *Index[T]) Candidates(ev *Event) iter.Seq[T] {
 				var more bool
 				if list, more = k.hits(ev, v); more {
 					list = ix.union(k, list)
+				}
+				if ev.Err() != nil {
+					return
 				}
 			}
 			for _, pos := range list {
@@ -119,8 +127,14 @@ func (k *keyIndex) hits(ev *Event, arr []any) (list []int32, more bool) {
 	var seen []uint64 // a bit per value of k, once a second value is hit
 	var nums []int32
 	for _, x := range arr {
-		ev.tests++
 		s, ok := x.(string)
+		cost := 1
+		if ok {
+			cost = stringCost(s)
+		}
+		if !ev.spend(cost) {
+			return nil, false
+		}
 		if !ok {
 			continue
 		}

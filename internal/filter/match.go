@@ -71,13 +71,22 @@ func (c *cond) eval(ev *Event) (outcome, any) {
 
 // hit reports whether v is of c's type and, if so, whether it satisfies
 // c's positive test (for a negative operator, its positive counterpart's).
-// It counts one test on ev (see Event.Tested); its work is bounded by v's
-// size times c's values (at most MaxValues).
+// It first spends the tests it costs on ev (see the package comment,
+// "Cost": c.compares, times stringCost for a string; one for a value of
+// another type). When ev's pacer stops the matching there, it tests
+// nothing and reports a hit of c's type, which ends a loop over an array
+// at once; the caller learns of the stop from ev.Err.
 func (c *cond) hit(ev *Event, v any) (typed, hit bool) {
-	ev.tests++
 	switch c.op.kind {
 	case kindNumber:
 		f, ok := v.(float64)
+		n := 1
+		if ok {
+			n = c.compares
+		}
+		if !ev.spend(n) {
+			return true, true
+		}
 		if !ok {
 			return false, false
 		}
@@ -102,10 +111,20 @@ func (c *cond) hit(ev *Event, v any) (typed, hit bool) {
 			return true, false
 		}
 	case kindBool:
+		if !ev.spend(1) {
+			return true, true
+		}
 		b, ok := v.(bool)
 		return ok, ok && b == c.b
 	case kindString:
 		s, ok := v.(string)
+		n := 1
+		if ok {
+			n = c.compares * stringCost(s)
+		}
+		if !ev.spend(n) {
+			return true, true
+		}
 		if !ok {
 			return false, false
 		}
@@ -137,6 +156,11 @@ func (c *cond) hit(ev *Event, v any) (typed, hit bool) {
 	}
 	return false, false
 }
+
+// stringCost is what comparing a string of the event with one value
+// counts, in tests: 1 plus 1 per full 32 bytes of it (folding and
+// searching it costs in its length).
+func stringCost(s string) int { return 1 + len(s)>>5 }
 
 // explain words an outcome other than passed (see Matcher.Explain).
 func (c *cond) explain(ev *Event, o outcome, v any) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/recording"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/startstop"
@@ -51,6 +52,9 @@ type Config struct {
 	// MaxFanout bounds the deliveries one publish may create (see
 	// admission.Publisher.MaxFanout; 0: no bound).
 	MaxFanout int
+	// MaxMatchWork bounds the filter tests matching one publish may cost
+	// (see admission.Publisher.MaxMatchWork; 0: no bound).
+	MaxMatchWork int
 	// Tracer, when tracing is on (nil: off), is given to admission and
 	// attempting: publish and attempt spans (internal/tracing).
 	Tracer     *tracing.Tracer
@@ -108,8 +112,10 @@ func New(cfg Config) *Pipeline {
 	sc.Metrics = scheduling.NewMetrics(cfg.Registry)
 	sched := scheduling.New(sc)
 	cfg.Registry.MustRegister(sched.Collector())
+	// Heavy matching takes turns on fewer cores than the process has
+	// (filter.NewGate's default), so light publishes always find one.
 	pub := &admission.Publisher{Store: cfg.Store, Catalog: cfg.Catalog, Scheduler: sched, Clock: cfg.Clock, MaxFanout: cfg.MaxFanout,
-		Tracer: cfg.Tracer}
+		MaxMatchWork: cfg.MaxMatchWork, Gate: filter.NewGate(0), Tracer: cfg.Tracer}
 	return &Pipeline{Admission: pub, Scheduler: sched, Attempter: att, Recorder: rec, Finished: finished}
 }
 

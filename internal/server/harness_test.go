@@ -73,6 +73,9 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		Clock:    clk,
 		Version:  "test",
 		AdminKey: adminKey,
+		// The default budget, so that every test's publishes show it is
+		// far above ordinary traffic.
+		MaxMatchWork: server.DefaultMaxMatchWork,
 		Attempting: attempting.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
 			// The receivers are loopback servers (httptest).

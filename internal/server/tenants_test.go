@@ -40,7 +40,7 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 		t.Fatalf("B's subscription: %d %s", code, raw)
 	}
 	const subs = 10_000
-	createFanout(t, b, a.id, subs)
+	createFanout(t, b, a.id, subs, nil)
 
 	r := &fanoutRun{t: t, b: b}
 	stop, bDone := make(chan struct{}), make(chan struct{})
@@ -60,10 +60,10 @@ func TestSmallPublishNotHeldBehindFanout(t *testing.T) {
 	r.check(subs)
 }
 
-// createFanout gives account n pull subscriptions to type x, straight into
-// the store (through the API they would take minutes under -race), then
-// into the catalog.
-func createFanout(t *testing.T, b *bundle, account string, n int) {
+// createFanout gives account n pull subscriptions to type x with these
+// advanced filters (nil: none), straight into the store (through the API
+// they would take minutes under -race), then into the catalog.
+func createFanout(t *testing.T, b *bundle, account string, n int, filters []byte) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -75,7 +75,8 @@ func createFanout(t *testing.T, b *bundle, account string, n int) {
 				now := time.Now()
 				if err := b.srv.Store.CreateSubscription(ctx, subscription.Subscription{ID: ids.New("sub_", now), AccountID: account,
 					Name: fmt.Sprint("fan-", i), DeliveryMode: subscription.ModePull, EventTypes: []string{"x"}, State: subscription.StateActive,
-					FailurePolicy: subscription.FailureRetry, RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now}); err != nil {
+					FailurePolicy: subscription.FailureRetry, RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now,
+					Filters: subscription.FilterOptions{Advanced: filters}}); err != nil {
 					errs <- err
 					return
 				}
