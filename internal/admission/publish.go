@@ -60,9 +60,9 @@ type Publisher struct {
 	Tracer *tracing.Tracer
 	// MaxMatchWork bounds the filter tests matching one Publish call's
 	// events may cost, all its events (and every time they are matched)
-	// together (0: no bound; see filter.Pacer for the unit). Past it,
-	// matching stops and Publish returns a *filter.WorkError before
-	// anything is stored.
+	// together (0: no bound; the unit is in internal/filter's package
+	// comment, "Cost"). Past it, matching stops and Publish returns a
+	// *filter.WorkError before anything is stored.
 	MaxMatchWork int
 	// Gate, when set, takes turns among the publishes whose matching is
 	// heavy (past filter.HeavyAfter tests), so that it never takes every
@@ -121,7 +121,10 @@ const maxMatchTries = 5
 // that matches nothing is still stored (and deduplicated). Events belong to
 // the account accountID ("": account.DefaultID): they match only its subscriptions,
 // and a duplicate is an event whose (source, id) the account published
-// before; a duplicate makes no deliveries.
+// before; a duplicate makes no deliveries. The matching is paced by one
+// filter.Pacer for the call (see fanOut): a *filter.WorkError past
+// MaxMatchWork, heavy matching in the Gate's turns, ctx.Err() once ctx
+// ends.
 func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
 	now := in.Clock.Now()
 	accountID = account.OrDefault(accountID)

@@ -69,11 +69,12 @@ type Pacer struct {
 	err   error // why it stopped; nil while matching may go on
 	// heavy: it asked for a turn; held: it holds one, begun at
 	// turnStart, until spent reaches turnEnd; gated is spent when gate
-	// last heard of its work; sched reads the Go scheduler (Gate.busy).
+	// last heard of its work; sched reads the Go scheduler (Gate.busy),
+	// made when the request becomes heavy.
 	heavy, held    bool
 	turnEnd, gated int
 	turnStart      time.Time
-	sched          [2]metrics.Sample
+	sched          *[2]metrics.Sample
 }
 
 // NewPacer returns the pacer of one request's matching: at most budget
@@ -204,14 +205,14 @@ func (p *Pacer) look() bool {
 		return p.take()
 	}
 	p.account()
-	if p.spent < p.turnEnd && !p.gate.busy(&p.sched) {
+	if p.spent < p.turnEnd && !p.gate.busy(p.sched) {
 		return true
 	}
 	// The turn is over (its slice spent, or other work wants the CPU): a
 	// rest holding the turn, then the next waiting request's turn, then
 	// this one's again.
 	p.gate.active.Add(-1)
-	p.gate.rest(time.Since(p.turnStart), &p.sched)
+	p.gate.rest(time.Since(p.turnStart), p.sched)
 	p.gate.TestSignals.Rested.Signal(p.spent - (p.turnEnd - Slice))
 	p.held = false
 	p.gate.release()
@@ -221,7 +222,7 @@ func (p *Pacer) look() bool {
 // take waits for a turn on the gate (or for the context's end).
 func (p *Pacer) take() bool {
 	if !p.heavy {
-		p.heavy = true
+		p.heavy, p.sched = true, new([2]metrics.Sample)
 		p.gate.TestSignals.Took.Signal(struct{}{})
 	}
 	if !p.gate.acquire(p.ctx) {
