@@ -99,43 +99,10 @@ func TestPublishRefusesReservedNamesInAnyCase(t *testing.T) {
 			t.Fatalf("subscription %s: %d %s", name, code, raw)
 		}
 	}
-	ce := func(source, typ string) string {
-		return `{"specversion":"1.0","id":"1","source":"` + source + `","type":"` + typ + `","data":1}`
-	}
-	eg := func(topic, typ string) string {
-		return `[{"id":"1","topic":"` + topic + `","subject":"s","eventType":"` + typ + `","eventTime":"2026-01-02T15:04:05Z","data":1,"dataVersion":"1"}]`
-	}
-	const structured, batch, jsonType = "application/cloudevents+json", "application/cloudevents-batch+json", "application/json"
-	type publish struct {
-		path, ct, body string
-		header         map[string]string
-		field          string
-	}
-	var cases []publish
-	for _, source := range []string{"/HERALD", "/Herald/endpoints", "/hErAlD"} {
-		cases = append(cases,
-			publish{"/v1/events", structured, ce(source, "t"), nil, "source"},
-			publish{"/v1/events", batch, "[" + ce("/s", "t") + "," + ce(source, "t") + "]", nil, "events[1].source"},
-			publish{"/v1/events", "text/plain", "x", map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": source, "ce-type": "t"}, "ce-source"},
-			publish{"/v1/events", jsonType, eg(source, "t"), nil, "events[0].topic"},
-			publish{"/api/events", jsonType, eg(source, "t"), nil, "events[0].topic"},
-			publish{"/api/events", structured, ce(source, "t"), nil, "source"},
-			publish{"/topics/shop:publish", structured, ce(source, "t"), nil, "source"},
-			publish{"/topics/shop:publish", batch, "[" + ce(source, "t") + "]", nil, "events[0].source"},
-		)
-	}
-	for _, typ := range []string{"HERALD.endpoint.disabled", "Herald.test", "hErAlD.delivery.dead_lettered"} {
-		cases = append(cases,
-			publish{"/v1/events", structured, ce("/s", typ), nil, "type"},
-			publish{"/v1/events", batch, "[" + ce("/s", typ) + "]", nil, "events[0].type"},
-			publish{"/v1/events", "text/plain", "x", map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": "/s", "ce-type": typ}, "ce-type"},
-			publish{"/v1/events", jsonType, eg("/s", typ), nil, "events[0].eventType"},
-			publish{"/api/events", jsonType, eg("/s", typ), nil, "events[0].eventType"},
-			publish{"/api/events", structured, ce("/s", typ), nil, "type"},
-			publish{"/topics/shop:publish", structured, ce("/s", typ), nil, "type"},
-			publish{"/topics/shop:publish", batch, "[" + ce("/s", "t") + "," + ce("/s", typ) + "]", nil, "events[1].type"},
-		)
-	}
+	const structured, jsonType = "application/cloudevents+json", "application/json"
+	ce, eg := reservedCE, reservedEG
+	type publish = reservedPublish
+	cases := reservedNamePublishes()
 	for _, c := range cases {
 		header := map[string]string{"Content-Type": c.ct}
 		if c.path == "/v1/events" {
@@ -180,4 +147,58 @@ func TestPublishRefusesReservedNamesInAnyCase(t *testing.T) {
 	if rc.count() != 3 {
 		t.Fatalf("%d pushes; want the 3 look-alikes to the subscription of every type alone", rc.count())
 	}
+}
+
+// reservedCE is a structured CloudEvent of source and typ.
+func reservedCE(source, typ string) string {
+	return `{"specversion":"1.0","id":"1","source":"` + source + `","type":"` + typ + `","data":1}`
+}
+
+// reservedEG is an Event Grid event array of one event of topic and typ.
+func reservedEG(topic, typ string) string {
+	return `[{"id":"1","topic":"` + topic + `","subject":"s","eventType":"` + typ + `","eventTime":"2026-01-02T15:04:05Z","data":1,"dataVersion":"1"}]`
+}
+
+// reservedPublish is one publish of TestPublishRefusesReservedNamesInAnyCase:
+// its route, content type, body, extra headers and the field its refusal
+// names.
+type reservedPublish struct {
+	path, ct, body string
+	header         map[string]string
+	field          string
+}
+
+// reservedNamePublishes are the publishes of reserved names in other
+// letter cases, every route and format, each with the field its refusal
+// names.
+func reservedNamePublishes() []reservedPublish {
+	ce, eg := reservedCE, reservedEG
+	type publish = reservedPublish
+	const structured, batch, jsonType = "application/cloudevents+json", "application/cloudevents-batch+json", "application/json"
+	var cases []publish
+	for _, source := range []string{"/HERALD", "/Herald/endpoints", "/hErAlD"} {
+		cases = append(cases,
+			publish{"/v1/events", structured, ce(source, "t"), nil, "source"},
+			publish{"/v1/events", batch, "[" + ce("/s", "t") + "," + ce(source, "t") + "]", nil, "events[1].source"},
+			publish{"/v1/events", "text/plain", "x", map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": source, "ce-type": "t"}, "ce-source"},
+			publish{"/v1/events", jsonType, eg(source, "t"), nil, "events[0].topic"},
+			publish{"/api/events", jsonType, eg(source, "t"), nil, "events[0].topic"},
+			publish{"/api/events", structured, ce(source, "t"), nil, "source"},
+			publish{"/topics/shop:publish", structured, ce(source, "t"), nil, "source"},
+			publish{"/topics/shop:publish", batch, "[" + ce(source, "t") + "]", nil, "events[0].source"},
+		)
+	}
+	for _, typ := range []string{"HERALD.endpoint.disabled", "Herald.test", "hErAlD.delivery.dead_lettered"} {
+		cases = append(cases,
+			publish{"/v1/events", structured, ce("/s", typ), nil, "type"},
+			publish{"/v1/events", batch, "[" + ce("/s", typ) + "]", nil, "events[0].type"},
+			publish{"/v1/events", "text/plain", "x", map[string]string{"ce-specversion": "1.0", "ce-id": "1", "ce-source": "/s", "ce-type": typ}, "ce-type"},
+			publish{"/v1/events", jsonType, eg("/s", typ), nil, "events[0].eventType"},
+			publish{"/api/events", jsonType, eg("/s", typ), nil, "events[0].eventType"},
+			publish{"/api/events", structured, ce("/s", typ), nil, "type"},
+			publish{"/topics/shop:publish", structured, ce("/s", typ), nil, "type"},
+			publish{"/topics/shop:publish", batch, "[" + ce("/s", "t") + "," + ce("/s", typ) + "]", nil, "events[1].type"},
+		)
+	}
+	return cases
 }

@@ -114,32 +114,12 @@ func secretsNeverShown(t *testing.T, ui userinfo) {
 	for i := 0; i < ops.count(); i++ {
 		shown["operational event "+string(rune('0'+i))] = string(ops.request(i).body)
 	}
-	pages := []string{"/console/subscriptions", "/console/endpoints"}
-	for _, s := range []string{sub, vsub, asub} {
-		pages = append(pages, "/console/subscriptions/"+s, "/console/subscriptions/"+s+"/edit")
-	}
-	for _, d := range allDeliveries(b) {
-		pages = append(pages, "/console/deliveries/"+d.ID)
-	}
-	for page, html := range consolePages(t, b, pages...) {
-		shown[page] = html
-	}
-	portal := []string{"/portal/subscriptions"}
-	for _, s := range []string{sub, vsub, asub} {
-		portal = append(portal, "/portal/subscriptions/"+s)
-	}
-	for page, html := range portalPages(t, b, portal...) {
+	for page, html := range shownPages(t, b, sub, vsub, asub) {
 		shown[page] = html
 	}
 	b.settle()
 	shown["the log"] = logs.String()
-	for what, text := range shown {
-		for _, s := range []string{pw, dlPW, vPW, authPW, secret} {
-			if strings.Contains(text, s) {
-				t.Errorf("%s shows %q:\n%s", what, s, text)
-			}
-		}
-	}
+	noneShown(t, shown, pw, dlPW, vPW, authPW, secret)
 	for path, ok := range redacted {
 		if !ok {
 			t.Errorf("no attempt shows the URL of %s with its secret redacted (%s): %v", path, ui.shown(""), shown)
@@ -150,6 +130,40 @@ func secretsNeverShown(t *testing.T, ui userinfo) {
 			t.Errorf("%s does not show the URL with its secret as %s:\n%s", page, ui.shown(""), shown[page])
 		}
 	}
+}
+
+// noneShown fails t for every text of shown (by what it is) that holds
+// one of secrets.
+func noneShown(t *testing.T, shown map[string]string, secrets ...string) {
+	t.Helper()
+	for what, text := range shown {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s shows %q:\n%s", what, s, text)
+			}
+		}
+	}
+}
+
+// shownPages returns the HTML of the console's and the portal's pages of
+// the subscriptions subs (list, each one, its edit form) and of every
+// delivery, by path.
+func shownPages(t *testing.T, b *bundle, subs ...string) map[string]string {
+	t.Helper()
+	pages := []string{"/console/subscriptions", "/console/endpoints"}
+	portal := []string{"/portal/subscriptions"}
+	for _, s := range subs {
+		pages = append(pages, "/console/subscriptions/"+s, "/console/subscriptions/"+s+"/edit")
+		portal = append(portal, "/portal/subscriptions/"+s)
+	}
+	for _, d := range allDeliveries(b) {
+		pages = append(pages, "/console/deliveries/"+d.ID)
+	}
+	shown := consolePages(t, b, pages...)
+	for page, html := range portalPages(t, b, portal...) {
+		shown[page] = html
+	}
+	return shown
 }
 
 // consolePages signs in to the console with the admin key and returns the
