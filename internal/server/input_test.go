@@ -475,7 +475,9 @@ func TestInputURLSecretsRedacted(t *testing.T) {
 		t.Run(ui.name, func(t *testing.T) {
 			b := setup(t)
 			rc := newReceiver(t, status(200))
-			with := func(path string) string { return strings.Replace(rc.URL, "http://", "http://"+ui.with("s3cret"), 1) + path }
+			with := func(path string) string {
+				return strings.Replace(rc.URL, "http://", "http://"+ui.with("s3cret"), 1) + path
+			}
 			redacted := func(path string) string { return strings.Replace(rc.URL, "http://", "http://"+ui.shown(""), 1) + path }
 			auth := map[string]any{"type": "oauth2_client_credentials", "token_url": with("/token"), "client_id": "c", "client_secret": "s"}
 
