@@ -69,7 +69,7 @@ var errNothingToDo = errors.New("nothing to write")
 
 // authWrite runs fn in a transaction (retried like inTx) after advancing
 // the auth version, and tells the other nodes when it commits.
-func (s *Store) authWrite(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *backend) authWrite(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var v int64
 		if err := tx.QueryRow(ctx, bumpAuthSQL).Scan(&v); err != nil {
@@ -83,7 +83,7 @@ func (s *Store) authWrite(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 // AuthVersion implements store.AccountStore.
-func (s *Store) AuthVersion(ctx context.Context) (int64, error) {
+func (s *backend) AuthVersion(ctx context.Context) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -99,7 +99,7 @@ func (s *Store) AuthVersion(ctx context.Context) (int64, error) {
 
 // CreateAccount implements store.AccountStore. ErrNameTaken (checked first)
 // when another account has the name, ErrConflict when the ID exists.
-func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
+func (s *backend) CreateAccount(ctx context.Context, a account.Account) error {
 	err := s.authWrite(ctx, func(tx pgx.Tx) error {
 		if err := nameFree(ctx, tx, a.Name, ""); err != nil {
 			return err
@@ -136,7 +136,7 @@ func accountError(err error, a account.Account) error {
 }
 
 // GetAccount implements store.AccountStore.
-func (s *Store) GetAccount(ctx context.Context, id string) (account.Account, error) {
+func (s *backend) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	if err := s.checkOpen(); err != nil {
 		return account.Account{}, err
 	}
@@ -150,7 +150,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (account.Account, err
 // ListAccounts implements store.AccountStore: account.DefaultID first, then
 // the others in ID order, each page an index seek (accounts_list); the
 // cursor is the last ID of the previous page.
-func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error) {
+func (s *backend) ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error) {
 	if err := store.AccountCursorCheck(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -162,7 +162,7 @@ func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Accou
 
 // UpdateAccount implements store.AccountStore: the name, the settings and
 // UpdatedAt take a's values. ErrNotFound, ErrNameTaken.
-func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
+func (s *backend) UpdateAccount(ctx context.Context, a account.Account) error {
 	err := s.authWrite(ctx, func(tx pgx.Tx) error {
 		if err := nameFree(ctx, tx, a.Name, a.ID); err != nil {
 			return err
@@ -182,7 +182,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
 // is under way holds the row (accountExists), so the delete waits for it
 // and then sees its subscription, and one that comes later finds the
 // account gone.
-func (s *Store) DeleteAccount(ctx context.Context, id string) error {
+func (s *backend) DeleteAccount(ctx context.Context, id string) error {
 	if id == account.DefaultID {
 		if err := s.checkOpen(); err != nil {
 			return err
@@ -214,7 +214,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 // CreateKey implements store.AccountStore. An empty AccountID is
 // account.DefaultID. ErrNotFound when the account does not exist, ErrConflict
 // when the ID or the hash exists.
-func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
+func (s *backend) CreateKey(ctx context.Context, k account.Key) error {
 	return keyError(s.authWrite(ctx, func(tx pgx.Tx) error { return insertKey(ctx, tx, &k) }), k)
 }
 
@@ -222,7 +222,7 @@ func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 // row lock (see authWrite), so of several nodes racing on one database the
 // first to take the lock inserts its key and the others, once it commits,
 // find a key and write nothing.
-func (s *Store) CreateFirstKey(ctx context.Context, k account.Key) (bool, error) {
+func (s *backend) CreateFirstKey(ctx context.Context, k account.Key) (bool, error) {
 	err := s.authWrite(ctx, func(tx pgx.Tx) error {
 		var found bool
 		if err := tx.QueryRow(ctx, anyKeySQL).Scan(&found); err != nil {
@@ -270,7 +270,7 @@ func keyError(err error, k account.Key) error {
 
 // KeyByHash implements store.AccountStore: one seek of the hash's unique
 // index.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (account.Key, error) {
+func (s *backend) KeyByHash(ctx context.Context, hash []byte) (account.Key, error) {
 	if err := s.checkOpen(); err != nil {
 		return account.Key{}, err
 	}
@@ -285,7 +285,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (account.Key, error)
 }
 
 // GetKey implements store.AccountStore.
-func (s *Store) GetKey(ctx context.Context, id string) (account.Key, error) {
+func (s *backend) GetKey(ctx context.Context, id string) (account.Key, error) {
 	if err := s.checkOpen(); err != nil {
 		return account.Key{}, err
 	}
@@ -299,7 +299,7 @@ func (s *Store) GetKey(ctx context.Context, id string) (account.Key, error) {
 // ListKeys implements store.AccountStore: in ID order, a seek of the
 // (account_id, id) index; the cursor is the last ID of the previous page.
 // An empty accountID is account.DefaultID.
-func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error) {
+func (s *backend) ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error) {
 	if err := store.KeyCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -308,7 +308,7 @@ func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([
 }
 
 // DeleteKey implements store.AccountStore.
-func (s *Store) DeleteKey(ctx context.Context, id string) error {
+func (s *backend) DeleteKey(ctx context.Context, id string) error {
 	return s.authWrite(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, deleteKeySQL, id)
 		switch {

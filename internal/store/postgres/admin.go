@@ -108,7 +108,7 @@ WHERE NOT EXISTS (SELECT 1 FROM locked AS l WHERE l.event_seq = c.seq
 // endpoint: ErrConflict when the subscription names no dead-letter URL any
 // more (read under that share lock, which an update of the subscription
 // waits for too).
-func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
+func (s *backend) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
 	at := sqlrow.UnixMS(now)
 	var d delivery.Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -161,7 +161,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delive
 // dead-letter URL any more.
 // ErrNotFound when the subscription does not exist. Endpoints are returned
 // once each: for ids, in the order of ids; for all, in no particular order.
-func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
+func (s *backend) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -197,7 +197,7 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 // not name a dead-lettered delivery of the account whose subscription
 // exists are ignored, as Redrive ignores them. Endpoints are returned once
 // each, in the order of ids.
-func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
+func (s *backend) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, redriveAccountIDsSQL, sqlrow.UnixMS(now), account.OrDefault(accountID), ids)
@@ -259,7 +259,7 @@ func redriven(rows pgx.Rows, ids []string) (store.RedriveResult, error) {
 // redelivered meanwhile) and deletes the attempts, deliveries and events of
 // those still finished. Nodes may run it at the same time: each event is
 // deleted, and counted, once.
-func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *backend) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -314,7 +314,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 
 // pruneTombstones deletes the tombstones of subscriptions deleted before
 // `before`, remembering the newest version deleted in catalog_pruned.
-func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
+func (s *backend) pruneTombstones(ctx context.Context, before time.Time) error {
 	upto, err := queryRow(ctx, s, func(sc scanner) (int64, error) {
 		var v int64
 		return v, sc.Scan(&v)

@@ -38,7 +38,7 @@ RETURNING b.endpoint_id, b.granted, b.tokens`
 
 // TakeTokens implements store.SharedBuckets with one statement
 // (takeTokensSQL), retried on a deadlock.
-func (s *Store) TakeTokens(ctx context.Context, wants []store.TokenWant) ([]store.TokenGrant, error) {
+func (s *backend) TakeTokens(ctx context.Context, wants []store.TokenWant) ([]store.TokenGrant, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}

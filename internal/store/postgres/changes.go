@@ -60,7 +60,7 @@ const (
 
 // notify queues a notification of a change of kind in tx: it is sent when
 // tx commits.
-func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind string) error {
+func (s *backend) notify(ctx context.Context, tx pgx.Tx, kind string) error {
 	_, err := tx.Exec(ctx, notifySQL, s.schema+" "+kind)
 	return err
 }
@@ -68,7 +68,7 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, kind string) error {
 // notifyQueued queues, in tx, a notification for each of the subscriptions
 // (distinct) whose deliveries tx makes receivable: they are sent when tx
 // commits. None costs no statement.
-func (s *Store) notifyQueued(ctx context.Context, tx pgx.Tx, subscriptionIDs []string) error {
+func (s *backend) notifyQueued(ctx context.Context, tx pgx.Tx, subscriptionIDs []string) error {
 	if len(subscriptionIDs) == 0 {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (s *Store) notifyQueued(ctx context.Context, tx pgx.Tx, subscriptionIDs []s
 
 // queuedHere tells this process (Options.OnQueued) of the subscriptions
 // whose deliveries a transaction it committed made receivable.
-func (s *Store) queuedHere(subscriptionIDs []string) {
+func (s *backend) queuedHere(subscriptionIDs []string) {
 	if len(subscriptionIDs) > 0 && s.opts.OnQueued != nil {
 		s.opts.OnQueued(subscriptionIDs)
 	}
@@ -214,12 +214,12 @@ func (f *changeFeed) listen(ctx context.Context, cfg *pgx.ConnConfig, schema str
 
 // SubscriptionsChanged signals when another node (or this one) committed a
 // subscription write, or when notifications may have been missed.
-func (s *Store) SubscriptionsChanged() <-chan struct{} { return s.feed.catalog }
+func (s *backend) SubscriptionsChanged() <-chan struct{} { return s.feed.catalog }
 
 // EndpointsChanged signals when a node committed an endpoint health write,
 // or when notifications may have been missed.
-func (s *Store) EndpointsChanged() <-chan struct{} { return s.feed.endpoints }
+func (s *backend) EndpointsChanged() <-chan struct{} { return s.feed.endpoints }
 
 // AuthChanged signals when a node committed an account or key write, or
 // when notifications may have been missed.
-func (s *Store) AuthChanged() <-chan struct{} { return s.feed.auth }
+func (s *backend) AuthChanged() <-chan struct{} { return s.feed.auth }

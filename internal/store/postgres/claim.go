@@ -170,7 +170,7 @@ SELECT ep, at FROM (
 // claims nothing. When it claims deliveries of dead letters, a second
 // statement in its transaction reads their dead-lettered deliveries by key
 // (deadLettersSQL) for Claimed.DeadLetter (nil if one is gone).
-func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
+func (s *backend) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 }
 
 // retrying runs fn again after a deadlock or serialization failure.
-func (s *Store) retrying(ctx context.Context, fn func() error) error {
+func (s *backend) retrying(ctx context.Context, fn func() error) error {
 	for try := 0; ; try++ {
 		err := fn()
 		if err == nil || try >= maxRetries || !retryable(err) || ctx.Err() != nil {
@@ -254,7 +254,7 @@ func (s *Store) retrying(ctx context.Context, fn func() error) error {
 // Unknown IDs, deliveries that hold no lease and deliveries whose lease
 // expired and was taken over by another node (which keeps it) are left
 // alone.
-func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string) error {
+func (s *backend) Release(ctx context.Context, deliveryIDs []string, owner string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string)
 // slow endpoint) calls it periodically with the IDs it holds and drops,
 // without attempting them, those missing from the answer: another node has
 // them, or they were dropped, redelivered or finished meanwhile.
-func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
+func (s *backend) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease st
 // NextDue implements store.DeliveryStore with one index range scan per lane.
 // Deliveries whose lease expired by Options.Clock count as due (at their
 // next_attempt_at); unexpired leases do not.
-func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool, error) {
+func (s *backend) NextDue(ctx context.Context, endpointID string) (time.Time, bool, error) {
 	if err := s.checkOpen(); err != nil {
 		return time.Time{}, false, err
 	}
@@ -326,7 +326,7 @@ func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool
 // costs a few index seeks per endpoint that has pending deliveries,
 // independent of how many deliveries each has. Leases are judged as in
 // NextDue.
-func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
+func (s *backend) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 	return queryAll(ctx, s, func(sc scanner) (store.EndpointDue, error) {
 		var e store.EndpointDue
 		var at int64
@@ -339,7 +339,7 @@ func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 // CountPending implements store.DeliveryStore: pending deliveries, leased or
 // not, by lane (fresh: no attempt yet; retry: at least one). It counts the
 // lane indexes' entries, so it takes time proportional to the backlog.
-func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error) {
+func (s *backend) CountPending(ctx context.Context) (fresh, retry int64, err error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, 0, err
 	}
@@ -364,7 +364,7 @@ const indexSeeksOnly = `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmaps
 // entries of each of the three partial indexes (deliveries_fresh,
 // deliveries_retry, deliveries_queued), one statement in a transaction
 // begun with indexSeeksOnly (no extra round trip).
-func (s *Store) CountBacklog(ctx context.Context, limit int64) (store.Backlog, error) {
+func (s *backend) CountBacklog(ctx context.Context, limit int64) (store.Backlog, error) {
 	var b store.Backlog
 	err := s.readTx(ctx, s.seekOpts, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, countBacklogSQL, max(limit, 0)).Scan(&b.Fresh, &b.Retry, &b.Queued)

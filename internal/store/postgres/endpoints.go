@@ -92,7 +92,7 @@ func saveHealth(ctx context.Context, tx pgx.Tx, rows []sqlrow.HealthRow, v int64
 }
 
 // GetEndpoint implements store.EndpointStore.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
+func (s *backend) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	if err := s.checkOpen(); err != nil {
 		return endpoint.Endpoint{}, err
 	}
@@ -106,7 +106,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page. An account's page seeks its
 // (account_id, id) index, which a state filters.
-func (s *Store) ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error) {
+func (s *backend) ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -123,12 +123,12 @@ func endpointStateFilter(state health.State) []listFilter {
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.
-func (s *Store) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
+func (s *backend) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
 	return queryAll(ctx, s, sqlrow.ScanEndpoint, allEndpointsSQL)
 }
 
 // EndpointChanges implements store.EndpointStore in one snapshot.
-func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error) {
+func (s *backend) EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error) {
 	var out []endpoint.Endpoint
 	var v int64
 	err := s.snapshot(ctx, func(tx pgx.Tx) error {
@@ -154,7 +154,7 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.En
 
 // bumpEndpoints takes the next endpoints version in tx (locking the
 // counter until tx ends) and tells the other nodes when tx commits.
-func (s *Store) bumpEndpoints(ctx context.Context, tx pgx.Tx) (int64, error) {
+func (s *backend) bumpEndpoints(ctx context.Context, tx pgx.Tx) (int64, error) {
 	var v int64
 	if err := tx.QueryRow(ctx, bumpEndpointsSQL).Scan(&v); err != nil {
 		return 0, fmt.Errorf("advance the endpoints version: %w", err)
@@ -173,7 +173,7 @@ func (s *Store) bumpEndpoints(ctx context.Context, tx pgx.Tx) (int64, error) {
 // connection is held: it must be quick. If the transaction is rolled back by
 // a deadlock or a serialization failure it runs again, calling fn again with
 // the endpoints read anew; only the last call's result is written.
-func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error) {
+func (s *backend) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error) {
 	if ids == nil {
 		ids = []string{} // a NULL array would match nothing too, but say what is meant
 	}
@@ -225,7 +225,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 // own transaction). It does not change the endpoint's version. Of concurrent callers for a due probe, on any nodes
 // (with hold after now), exactly one changes the row and reports true. An
 // unknown endpoint reports false.
-func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
+func (s *backend) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	if err := s.checkOpen(); err != nil {
 		return false, err
 	}

@@ -69,7 +69,7 @@ WHERE id = ANY($2) AND status = $3` + redrivable + ` RETURNING id, endpoint_id`
 // jobs are counted after its lock (lockAccountJobsSQL), in a statement of
 // their own, so the count sees every create committed before, on any node,
 // and no other can commit until this one ends.
-func (s *Store) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error) {
+func (s *backend) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, subscriptionExistsSQL, j.SubscriptionID).Scan(&one); err != nil {
@@ -109,7 +109,7 @@ func (s *Store) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, err
 }
 
 // GetJob implements store.JobStore.
-func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
+func (s *backend) GetJob(ctx context.Context, id string) (job.Job, error) {
 	if err := s.checkOpen(); err != nil {
 		return job.Job{}, err
 	}
@@ -122,7 +122,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
 
 // ClaimJob implements store.JobStore in one transaction: the claim, then
 // the account's turn (a lease that ended is taken over).
-func (s *Store) ClaimJob(ctx context.Context, owner string, now, until time.Time) (job.Job, bool, error) {
+func (s *backend) ClaimJob(ctx context.Context, owner string, now, until time.Time) (job.Job, bool, error) {
 	var j job.Job
 	var found bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -146,7 +146,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, now, until time.Time
 // that took it over), the subscription row in share mode (as Redrive), the
 // deliveries looked at for update; Redeliver's statement (restartSet)
 // moves them, checking each one's status again.
-func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error) {
+func (s *backend) RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error) {
 	var j job.Job
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -204,7 +204,7 @@ func recoverStep(ctx context.Context, tx pgx.Tx, j job.Job, limit int, now time.
 }
 
 // DeleteFinishedJobs implements store.JobStore in one transaction.
-func (s *Store) DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *backend) DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, deleteFinishedJobsSQL, sqlrow.UnixMS(before), limit)

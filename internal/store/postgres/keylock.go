@@ -71,7 +71,7 @@ const (
 // keepKeyHeads applies the key locks and re-check above to the deliveries
 // claimSQL leased in tx and returns those it keeps, in their order. Without
 // a keyed delivery among them it runs nothing.
-func (s *Store) keepKeyHeads(ctx context.Context, tx pgx.Tx, out []store.Claimed, now time.Time, lease store.Lease) ([]store.Claimed, error) {
+func (s *backend) keepKeyHeads(ctx context.Context, tx pgx.Tx, out []store.Claimed, now time.Time, lease store.Lease) ([]store.Claimed, error) {
 	var ids, subs, keys []string
 	for _, c := range out {
 		if c.OrderingKey != "" {
@@ -118,7 +118,7 @@ func collectIDs(res pgx.BatchResults) ([]string, error) {
 }
 
 // pause calls the test's claimStep hook, if any, at step.
-func (s *Store) pause(step string) {
+func (s *backend) pause(step string) {
 	if s.claimStep != nil {
 		s.claimStep(step)
 	}

@@ -24,7 +24,7 @@ RETURNING l.owner`
 // the caller's clock: the nodes' clocks must agree to well within a term. A
 // renewal sets the term's end to until even when that is earlier than the
 // current one.
-func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+func (s *backend) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	if err := s.checkOpen(); err != nil {
 		return false, err
 	}

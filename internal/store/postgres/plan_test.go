@@ -325,7 +325,7 @@ func TestListPlans(t *testing.T) {
 	s := openAt(t, dbURL, Options{})
 	ctx := context.Background()
 	// readPage's transactions plan for the arguments.
-	modes, _, err := readPage(ctx, s, store.Page{}, `SELECT 1::int8 LIMIT $1`, `SELECT current_setting('plan_cache_mode') LIMIT $1`, nil,
+	modes, _, err := readPage(ctx, s.backend, store.Page{}, `SELECT 1::int8 LIMIT $1`, `SELECT current_setting('plan_cache_mode') LIMIT $1`, nil,
 		func(sc scanner) (m string, err error) { return m, sc.Scan(&m) }, func(m string) string { return m })
 	if err != nil || len(modes) != 1 || modes[0] != "force_custom_plan" {
 		t.Fatalf("plan_cache_mode in readPage = %q, %v; want force_custom_plan", modes, err)

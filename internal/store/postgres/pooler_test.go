@@ -95,14 +95,14 @@ func TestStatementTimeoutPerTransaction(t *testing.T) {
 	if got := showTimeout(t, s); got != "1234ms" {
 		t.Errorf("in inTx: statement_timeout = %q, want 1234ms", got)
 	}
-	got, err := queryRow(ctx, s, func(sc scanner) (v string, err error) {
+	got, err := queryRow(ctx, s.backend, func(sc scanner) (v string, err error) {
 		err = sc.Scan(&v)
 		return
 	}, `SHOW statement_timeout`)
 	if err != nil || got != "1234ms" {
 		t.Errorf("in queryRow: statement_timeout = %q, %v; want 1234ms", got, err)
 	}
-	all, err := queryAll(ctx, s, func(sc scanner) (v string, err error) {
+	all, err := queryAll(ctx, s.backend, func(sc scanner) (v string, err error) {
 		err = sc.Scan(&v)
 		return
 	}, `SELECT current_setting('statement_timeout')`)
@@ -156,7 +156,7 @@ func TestStatementTimeoutPerTransaction(t *testing.T) {
 	}))
 	_, err = short.exec(ctx, `SELECT pg_sleep(2)`)
 	canceled("exec", err)
-	_, err = queryAll(ctx, short, func(sc scanner) (int, error) { return 0, nil }, `SELECT pg_sleep(2)`)
+	_, err = queryAll(ctx, short.backend, func(sc scanner) (int, error) { return 0, nil }, `SELECT pg_sleep(2)`)
 	canceled("queryAll", err)
 
 	// A negative timeout leaves the server's setting.

@@ -276,8 +276,9 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Store is store.Store on a PostgreSQL database. Create it with Open.
-type Store struct {
+// backend is what this package still implements of store.Store itself
+// (see internal/store/engine), and the database it opens.
+type backend struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	clock clock.Clock
@@ -321,14 +322,9 @@ type Store struct {
 	claimStep func(step string)
 }
 
-var _ store.Store = (*Store)(nil)
 
-// Open connects to the database at url, a PostgreSQL URL
-// (postgres://user@host:5432/db?sslmode=disable&search_path=herald) or
-// keyword/value string, applies the embedded migrations (see Migrate),
-// opens the connection pool and starts the group-commit writers. Close
-// releases it. Leases left by earlier runs are kept: they expire by time.
-func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
+// openBackend is Open's backend.
+func openBackend(ctx context.Context, url string, opts Options) (_ *backend, err error) {
 	opts.setDefaults()
 	cfg, err := poolConfig(url, opts)
 	if err != nil {
@@ -346,7 +342,7 @@ func Open(ctx context.Context, url string, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	snapBegin := strings.Replace(beginSQL(opts.StatementTimeout), readCommitted, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)
-	s := &Store{
+	s := &backend{
 		pool:     pool,
 		log:      opts.Logger,
 		clock:    opts.Clock,
@@ -434,31 +430,31 @@ type Stats struct {
 }
 
 // Stats returns the writers' counters.
-func (s *Store) Stats() Stats {
+func (s *backend) Stats() Stats {
 	return Stats{Commits: s.commits.Load(), Requests: s.served.Load(),
 		Isolated: s.isolated.Load(), Retried: s.retried.Load()}
 }
 
 // EndpointID implements store.EndpointStore with the key the schema keeps
 // (the same on every node).
-func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
+func (s *backend) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
 
 // Pool returns the connection pool (for metrics and administration).
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *backend) Pool() *pgxpool.Pool { return s.pool }
 
 // Capabilities implements store.Store: nodes share the database, and a
 // lease expires by time.
-func (s *Store) Capabilities() store.Capabilities { return capabilities }
+func (s *backend) Capabilities() store.Capabilities { return capabilities }
 
 // snapshot runs fn in a read-only transaction whose queries all read one
 // snapshot of the database.
-func (s *Store) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *backend) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return s.readTx(ctx, s.snapOpts, fn)
 }
 
 // readTx runs fn in a read-only transaction begun with opts (snapOpts or
 // listOpts).
-func (s *Store) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+func (s *backend) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -467,7 +463,7 @@ func (s *Store) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.T
 
 // Ping reports whether the store can serve requests: ErrClosed after Close,
 // else whether a connection answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *backend) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -477,7 +473,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close stops accepting calls, waits for queued writes to commit, and closes
 // the pool (waiting for calls in progress). Later calls return
 // store.ErrClosed; Close itself may be called again and returns nil.
-func (s *Store) Close() error {
+func (s *backend) Close() error {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -494,7 +490,7 @@ func (s *Store) Close() error {
 }
 
 // checkOpen returns ErrClosed after Close.
-func (s *Store) checkOpen() error {
+func (s *backend) checkOpen() error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -504,7 +500,7 @@ func (s *Store) checkOpen() error {
 // err turns the errors of a pool closed under a running call into
 // ErrClosed, and marks those of a server away store.ErrUnavailable
 // (unavailable.go).
-func (s *Store) err(err error) error {
+func (s *backend) err(err error) error {
 	if err != nil && s.closed.Load() && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, store.ErrClosed) {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
@@ -514,7 +510,7 @@ func (s *Store) err(err error) error {
 // inTx runs fn in a transaction on the pool (see tx) and commits it,
 // retrying the whole transaction a few times on a deadlock or serialization
 // failure.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *backend) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -534,13 +530,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // a transaction (the writers begin theirs the same way): a statement run on
 // the pool outside one would run without the timeout. Its error is
 // classified (unavailable.go).
-func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (s *backend) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return unavailable(pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn))
 }
 
 // queryRow runs one query in its own transaction (see tx) and scans its
 // row with scan, which gets pgx.ErrNoRows when there is none.
-func queryRow[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) (T, error) {
+func queryRow[T any](ctx context.Context, s *backend, scan func(scanner) (T, error), query string, args ...any) (T, error) {
 	var v T
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -551,7 +547,7 @@ func queryRow[T any](ctx context.Context, s *Store, scan func(scanner) (T, error
 }
 
 // exec runs one statement in its own transaction (see tx).
-func (s *Store) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+func (s *backend) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -25,7 +25,7 @@ FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1`
 
 // queryAll runs a query in its own transaction (see Store.tx) and scans
 // every row with scan.
-func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+func queryAll[T any](ctx context.Context, s *backend, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func queryAll[T any](ctx context.Context, s *Store, scan func(scanner) (T, error
 }
 
 // GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
+func (s *backend) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
 	if err := s.checkOpen(); err != nil {
 		return delivery.Delivery{}, err
 	}
@@ -65,7 +65,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Delivery, 
 }
 
 // GetEvent implements store.DeliveryStore.
-func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error) {
+func (s *backend) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.StoredEvent{}, err
 	}
@@ -91,7 +91,7 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 // tools and tests) has no index of its own. An endpoint with status queued
 // seeks deliveries_queued_endpoint (endpoint_id, id); an endpoint with
 // another status (or none) is a filter on the other conditions' rows.
-func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error) {
+func (s *backend) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error) {
 	where, args := deliveryFilter(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false)
 	if err != nil {
@@ -183,7 +183,7 @@ func deliveryFilter(f store.DeliveryFilter) (where []string, args []any) {
 
 // ListQueued implements store.DeliveryStore with ListDeliveries' indexes
 // (deliveryFilter), each delivery with its event.
-func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
+func (s *backend) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
 	f.Status = delivery.StatusQueued
 	where, args := deliveryFilter(f)
 	return s.listDeliveries(ctx, where, args, f.Page, true)
@@ -195,7 +195,7 @@ func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store
 // (subscription_id, status, id), an account's of (account_id, status, id)
 // (deadLetteredRows is a literal: see statusRows); every account's read the
 // deliveries newest first until the page is full (see ListDeliveries).
-func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
+func (s *backend) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
 	where, args := deadLetterFilter(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, true)
 	if err != nil {
@@ -222,7 +222,7 @@ func deadLetterFilter(f store.DeadLetterFilter) (where []string, args []any) {
 // listDeliveries reads a page of the deliveries matching every condition in
 // where, newest first, with their events when withEvent (else each Event is
 // empty).
-func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent bool) ([]store.DeadLetter, string, error) {
+func (s *backend) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent bool) ([]store.DeadLetter, string, error) {
 	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -265,7 +265,7 @@ func listDeliveriesSQL(where []string, args []any, cursor string, withEvent bool
 // plan, to which PostgreSQL may switch a prepared statement after a few
 // runs, would serve every account with the plan of an average one. Planning
 // a list's two queries costs well under a millisecond.
-func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rowsSQL string, args []any,
+func readPage[T any](ctx context.Context, s *backend, p store.Page, sizesSQL, rowsSQL string, args []any,
 	scan func(scanner) (T, error), key func(T) string) ([]T, string, error) {
 	var out []T
 	var next string
@@ -304,7 +304,7 @@ func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rows
 // ListAttempts implements store.DeliveryStore: oldest first; the cursor is
 // the last attempt number of the previous page (store.NumberCursor).
 // ErrNotFound when the delivery does not exist.
-func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error) {
+func (s *backend) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error) {
 	after, err := store.NumberCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -340,7 +340,7 @@ func listAttemptsSQL(cols string) string {
 // (a seek of the table's (account_id, id) index), else of every account;
 // each of and filters that walk. bytes selects an item's size (sqlrow's
 // …Bytes), cols what scan reads.
-func listByID[T any](ctx context.Context, s *Store, table, bytes, cols, accountID string, p store.Page,
+func listByID[T any](ctx context.Context, s *backend, table, bytes, cols, accountID string, p store.Page,
 	scan func(scanner) (T, error), key func(T) string, and ...listFilter) ([]T, string, error) {
 	sizes, rows, args := listByIDSQL(table, bytes, cols, accountID, p.Cursor, and...)
 	return readPage(ctx, s, p, sizes, rows, args, scan, key)

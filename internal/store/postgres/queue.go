@@ -138,7 +138,7 @@ SELECT token FROM upd`
 // locks are written: it is the earliest next_attempt_at of every queued
 // delivery of the subscription, the ones just locked included (so at most
 // the new locks' end).
-func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error) {
+func (s *backend) Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.ReceiveResult{}, err
 	}
@@ -322,7 +322,7 @@ func (rc *receiver) collect(d decisions, taken []store.Received) {
 // subscription (it has deliveries receivable again) and calls
 // Options.OnQueued after the commit. More than 1000 tokens, an unknown
 // action, or a Renew without a positive LockFor fail the call.
-func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, error) {
+func (s *backend) Settle(ctx context.Context, r store.SettleRequest) ([]error, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -405,7 +405,7 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 // CountQueued implements store.QueueStore: it counts the entries of a
 // partial index of queued deliveries, so it takes time proportional to
 // their number, not to the deliveries'.
-func (s *Store) CountQueued(ctx context.Context) (int64, error) {
+func (s *backend) CountQueued(ctx context.Context) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}

@@ -89,7 +89,7 @@ func deactivates(o *store.Outcome) bool {
 // deactivateSQL); their IDs go into queued. Nothing changes, and the
 // version stays, when none is. The caller holds the catalog row's lock
 // (guardBatch), so no subscription write changes their states meanwhile.
-func (s *Store) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivation, queued *sqlrow.IDSet) error {
+func (s *backend) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivation, queued *sqlrow.IDSet) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -138,7 +138,7 @@ var errUnchanged = errors.New("nothing to change")
 // letters (see unqueueSQL): Endpoints names those any moved to, the URL's
 // first. An active one is left as it is (no new version).
 // ErrNotFound; ErrConflict for a pull subscription.
-func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
+func (s *backend) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -209,7 +209,7 @@ func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.
 // batch does), so the state it reads stays until it commits, then
 // deactivates as a Record outcome does (deactivateBatch) and announces the
 // subscription's queue (the consumers waiting on it, on every node).
-func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
+func (s *backend) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
 	at := sqlrow.UnixMS(now)
 	var changed bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

@@ -37,7 +37,7 @@ const deleteOldStatsSQL = `DELETE FROM delivery_stats WHERE ctid = ANY(ARRAY(
 	SELECT ctid FROM delivery_stats WHERE minute < $1 ORDER BY minute LIMIT $2))`
 
 // DeliveryStats implements store.StatsStore.
-func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error) {
+func (s *backend) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error) {
 	query := statsReadSQL
 	if q.AccountID == "" {
 		query = statsReadAllSQL
@@ -59,7 +59,7 @@ func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.
 }
 
 // DeleteOldStats implements store.StatsStore in one statement.
-func (s *Store) DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *backend) DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}

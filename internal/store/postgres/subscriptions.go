@@ -136,7 +136,7 @@ func isUnique(err error, c string) bool {
 // the catalog row lock that every subscription write takes (bumpCatalog),
 // in a statement of its own, so it sees every create committed before, on
 // any node, and none can commit until this one ends.
-func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
+func (s *backend) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscri
 // checkSubscriptionLimit returns a *store.SubscriptionLimitError when
 // account holds Options.MaxSubscriptionsPerAccount subscriptions or more
 // (0: no limit). Call it after bumpCatalog (see CreateSubscription).
-func (s *Store) checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, account string) error {
+func (s *backend) checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, account string) error {
 	max := s.opts.MaxSubscriptionsPerAccount
 	if max <= 0 {
 		return nil
@@ -197,7 +197,7 @@ func (s *Store) checkSubscriptionLimit(ctx context.Context, tx pgx.Tx, account s
 // insertEndpoints creates the endpoint rows of sub's URL and dead-letter
 // URL in sub's account (both filled in: subscriptionArgs) unless they
 // exist. A pull subscription (EndpointID "") has none.
-func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *subscription.Subscription) error {
+func (s *backend) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *subscription.Subscription) error {
 	if err := s.insertEndpoint(ctx, tx, sub.EndpointID, sub.URL, sub); err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Store) insertEndpoints(ctx context.Context, tx pgx.Tx, sub *subscriptio
 
 // insertEndpoint creates the endpoint row id of url, in sub's account,
 // unless it exists ("" names none).
-func (s *Store) insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, sub *subscription.Subscription) error {
+func (s *backend) insertEndpoint(ctx context.Context, tx pgx.Tx, id, url string, sub *subscription.Subscription) error {
 	if id == "" {
 		return nil
 	}
@@ -243,7 +243,7 @@ func deleteUnusedEndpoints(ctx context.Context, tx pgx.Tx, ids ...string) error 
 }
 
 // GetSubscription implements store.SubscriptionStore.
-func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Subscription, error) {
+func (s *backend) GetSubscription(ctx context.Context, id string) (subscription.Subscription, error) {
 	if err := s.checkOpen(); err != nil {
 		return subscription.Subscription{}, err
 	}
@@ -255,7 +255,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Su
 }
 
 // SubscriptionByName implements store.SubscriptionStore.
-func (s *Store) SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error) {
+func (s *backend) SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error) {
 	if err := s.checkOpen(); err != nil {
 		return subscription.Subscription{}, err
 	}
@@ -269,7 +269,7 @@ func (s *Store) SubscriptionByName(ctx context.Context, accountID, name string) 
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page. An account's page seeks its
 // (account_id, id) index.
-func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error) {
+func (s *backend) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error) {
 	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -279,7 +279,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store
 
 // SubscriptionChanges implements store.SubscriptionStore in one read-only
 // REPEATABLE READ transaction (one snapshot).
-func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error) {
+func (s *backend) SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error) {
 	var out store.CatalogChanges
 	err := s.snapshot(ctx, func(tx pgx.Tx) error {
 		out = store.CatalogChanges{}
@@ -321,7 +321,7 @@ func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.Cat
 
 // bumpCatalog advances the catalog version in tx (locking its row until tx
 // ends), tells the other nodes when tx commits, and returns the version.
-func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
+func (s *backend) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 	var v int64
 	if err := tx.QueryRow(ctx, bumpCatalogSQL).Scan(&v); err != nil {
 		return 0, fmt.Errorf("advance the catalog version: %w", err)
@@ -340,7 +340,7 @@ func (s *Store) bumpCatalog(ctx context.Context, tx pgx.Tx) (int64, error) {
 // set), which move only with it; when the subscription names no
 // dead-letter URL any more, those still to be attempted are dropped
 // (sqlrow.ReasonDeadLetterURLRemoved).
-func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
+func (s *backend) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := s.subscriptionArgs(&sub)
 	if err != nil {
 		return err
@@ -406,7 +406,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscri
 // so the drop sees every delivery they wrote (and every delivery of a dead
 // letter a Record batch wrote: see guardBatch). The rows of its endpoint
 // and of its dead-letter URL's go too if no other subscription uses them.
-func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
+func (s *backend) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		v, err := s.bumpCatalog(ctx, tx)
 		if err != nil {
@@ -433,7 +433,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time
 // ID (account_id … updated_at: $1 … $21), followed by the ID ($22). It
 // fills in an empty AccountID, DeliveryMode and FailurePolicy, and the
 // endpoint IDs (sqlrow.SubscriptionValues, with the store's key).
-func (st *Store) subscriptionArgs(s *subscription.Subscription) ([]any, error) {
+func (st *backend) subscriptionArgs(s *subscription.Subscription) ([]any, error) {
 	v, err := sqlrow.SubscriptionValues(s, st.key)
 	return append(v, s.ID), err
 }

@@ -72,7 +72,7 @@ func (r *request) rows() int {
 
 // write queues r and waits for its answer. It gives up with ctx's error only
 // while waiting for room in the queue.
-func (s *Store) write(ctx context.Context, r *request) error {
+func (s *backend) write(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Store) write(ctx context.Context, r *request) error {
 // writer commits batches of the calls queued on reqs and, when large is
 // set, the large publishes queued on s.large, each alone, until both
 // queues are closed and empty.
-func (s *Store) writer(large bool) {
+func (s *backend) writer(large bool) {
 	defer s.writers.Done()
 	batch := make([]*request, 0, s.opts.MaxBatch)
 	reqs, bigs := s.reqs, s.large
@@ -145,7 +145,7 @@ func (s *Store) writer(large bool) {
 }
 
 // commit runs batch in one transaction and answers every request.
-func (s *Store) commit(batch []*request) {
+func (s *backend) commit(batch []*request) {
 	err := s.runRetrying(batch)
 	var be *batchError
 	if err == nil || len(batch) == 1 || !errors.As(err, &be) || !be.isolate {
@@ -159,7 +159,7 @@ func (s *Store) commit(batch []*request) {
 	}
 }
 
-func (s *Store) answer(rs []*request, err error) {
+func (s *backend) answer(rs []*request, err error) {
 	if err == nil {
 		s.commits.Add(1)
 	}
@@ -189,7 +189,7 @@ func (e *batchError) Error() string { return e.err.Error() }
 func (e *batchError) Unwrap() error { return e.err }
 
 // runRetrying runs batch, again after deadlocks and serialization failures.
-func (s *Store) runRetrying(batch []*request) error {
+func (s *backend) runRetrying(batch []*request) error {
 	for try := 0; ; try++ {
 		err := s.run(batch)
 		if err == nil || try >= maxRetries || !retryable(err) {
@@ -201,7 +201,7 @@ func (s *Store) runRetrying(batch []*request) error {
 }
 
 // run writes batch in one transaction.
-func (s *Store) run(batch []*request) (err error) {
+func (s *backend) run(batch []*request) (err error) {
 	ctx := context.Background()
 	if t := s.opts.StatementTimeout; t > 0 {
 		var cancel context.CancelFunc
@@ -312,7 +312,7 @@ JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(account_id, id, source)
 // order: the dead-letter URLs recordCopySQL reads then stay as they are until
 // it commits, and a subscription write that follows (a change of
 // dead-letter URL, a delete) sees the deliveries it wrote.
-func (s *Store) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
+func (s *backend) guardBatch(ctx context.Context, tx pgx.Tx, batch []*request) error {
 	var need []string // subscriptions that must exist
 	publishing, deactivating, copying := false, false, false
 	for _, r := range batch {
@@ -397,7 +397,7 @@ func eventKey(ev *store.NewEvent) evKey {
 // Within the batch the first occurrence of an event is the one stored; later
 // occurrences, in the same call or another, are duplicates of it. The
 // subscriptions of the queued deliveries it wrote go into queued.
-func (s *Store) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
+func (s *backend) publishBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
 	pr := &publishRows{slots: map[evKey]int{}}
 	have := false
 	for _, r := range batch {
@@ -699,7 +699,7 @@ func copiesDeadLetter(o *store.Outcome) bool {
 // After the rounds, the subscriptions of the applied outcomes with
 // Deactivate are deactivated (deactivateBatch). The subscriptions of the
 // deliveries it queued go into queued.
-func (s *Store) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
+func (s *backend) recordBatch(ctx context.Context, tx pgx.Tx, batch []*request, queued *sqlrow.IDSet) error {
 	var rounds [][]*store.Outcome
 	last := map[string]int{} // delivery ID → the last round holding it
 	var roundOf [][]int      // each request's outcomes' rounds
@@ -901,7 +901,7 @@ func (r *recordRound) read(res pgx.BatchResults) error {
 // recordMissing looks, among the outcomes of the rounds in which some did
 // not apply, for those whose deliveries do not exist, deletes the attempts
 // logged for them and warns of each (recordMissingSQL).
-func (s *Store) recordMissing(ctx context.Context, tx pgx.Tx, rs []recordRound) error {
+func (s *backend) recordMissing(ctx context.Context, tx pgx.Tx, rs []recordRound) error {
 	var ids []string
 	var numbers []int32
 	for i := range rs {
@@ -951,7 +951,7 @@ func (s *Store) recordMissing(ctx context.Context, tx pgx.Tx, rs []recordRound) 
 // notifies every node of the subscriptions that got queued deliveries, and
 // Options.OnQueued gets them after the commit.
 // The guard of opts is checked in the batch's transaction (guardBatch).
-func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
+func (s *backend) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {
 		if err := s.checkOpen(); err != nil {
 			return nil, err
@@ -1002,7 +1002,7 @@ func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store
 // SHARE first (guardBatch), as a publishing one does.
 //
 // applied says which outcomes' state changes applied (see store.Store).
-func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error) {
+func (s *backend) Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error) {
 	if len(outcomes) == 0 {
 		if err := s.checkOpen(); err != nil {
 			return nil, err

@@ -93,7 +93,7 @@ func (w *writer) bumpAuth() error {
 }
 
 // CreateAccount implements store.AccountStore.
-func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
+func (s *backend) CreateAccount(ctx context.Context, a account.Account) error {
 	args := sqlrow.AccountValues(&a)
 	return s.write(ctx, func(w *writer) error {
 		var other string
@@ -120,7 +120,7 @@ func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
 }
 
 // GetAccount implements store.AccountStore.
-func (s *Store) GetAccount(ctx context.Context, id string) (account.Account, error) {
+func (s *backend) GetAccount(ctx context.Context, id string) (account.Account, error) {
 	a, err := sqlrow.ScanAccount(s.readRow(ctx, getAccountSQL, id))
 	if isNoRows(err) {
 		return account.Account{}, fmt.Errorf("account %s: %w", id, store.ErrNotFound)
@@ -131,7 +131,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (account.Account, err
 // ListAccounts implements store.AccountStore: account.DefaultID first, then
 // the others in ID order, each page an index seek (accounts_list); the
 // cursor is the last ID of the previous page.
-func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error) {
+func (s *backend) ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error) {
 	if err := store.AccountCursorCheck(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -141,7 +141,7 @@ func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Accou
 
 // UpdateAccount implements store.AccountStore: the name, the settings and
 // UpdatedAt take a's values; the ID and CreatedAt stay.
-func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
+func (s *backend) UpdateAccount(ctx context.Context, a account.Account) error {
 	v := sqlrow.AccountValues(&a) // id, name, settings, created_at, updated_at
 	return s.write(ctx, func(w *writer) error {
 		var other string
@@ -168,7 +168,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
 // DeleteAccount implements store.AccountStore. Whether the account still
 // has subscriptions is read on the single writer, so no subscription can
 // be created in it meanwhile.
-func (s *Store) DeleteAccount(ctx context.Context, id string) error {
+func (s *backend) DeleteAccount(ctx context.Context, id string) error {
 	if id == account.DefaultID {
 		if s.closed.Load() {
 			return store.ErrClosed
@@ -200,7 +200,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 
 // CreateKey implements store.AccountStore. An empty AccountID is
 // account.DefaultID.
-func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
+func (s *backend) CreateKey(ctx context.Context, k account.Key) error {
 	args := sqlrow.KeyValues(&k)
 	return s.write(ctx, func(w *writer) error { return insertKey(w, &k, args) })
 }
@@ -209,7 +209,7 @@ func (s *Store) CreateKey(ctx context.Context, k account.Key) error {
 // run in one request of the single writer, which no other write
 // interleaves, and one process owns the file: of concurrent calls exactly
 // one creates its key.
-func (s *Store) CreateFirstKey(ctx context.Context, k account.Key) (bool, error) {
+func (s *backend) CreateFirstKey(ctx context.Context, k account.Key) (bool, error) {
 	args := sqlrow.KeyValues(&k)
 	var created bool
 	err := s.write(ctx, func(w *writer) error {
@@ -260,7 +260,7 @@ func insertKey(w *writer, k *account.Key, args []any) error {
 }
 
 // KeyByHash implements store.AccountStore.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (account.Key, error) {
+func (s *backend) KeyByHash(ctx context.Context, hash []byte) (account.Key, error) {
 	k, err := sqlrow.ScanKey(s.readRow(ctx, keyByHashSQL, hash))
 	if isNoRows(err) {
 		return account.Key{}, fmt.Errorf("key: %w", store.ErrNotFound)
@@ -269,7 +269,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (account.Key, error)
 }
 
 // GetKey implements store.AccountStore.
-func (s *Store) GetKey(ctx context.Context, id string) (account.Key, error) {
+func (s *backend) GetKey(ctx context.Context, id string) (account.Key, error) {
 	k, err := sqlrow.ScanKey(s.readRow(ctx, getKeySQL, id))
 	if isNoRows(err) {
 		return account.Key{}, fmt.Errorf("key %s: %w", id, store.ErrNotFound)
@@ -280,7 +280,7 @@ func (s *Store) GetKey(ctx context.Context, id string) (account.Key, error) {
 // ListKeys implements store.AccountStore: in ID order; the cursor is the
 // last ID of the previous page. An empty accountID is account.DefaultID; an
 // account that does not exist has no keys.
-func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error) {
+func (s *backend) ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error) {
 	if err := store.KeyCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -289,7 +289,7 @@ func (s *Store) ListKeys(ctx context.Context, accountID string, p store.Page) ([
 }
 
 // DeleteKey implements store.AccountStore.
-func (s *Store) DeleteKey(ctx context.Context, id string) error {
+func (s *backend) DeleteKey(ctx context.Context, id string) error {
 	return s.write(ctx, func(w *writer) error {
 		if err := w.bumpAuth(); err != nil {
 			return err
@@ -307,7 +307,7 @@ func (s *Store) DeleteKey(ctx context.Context, id string) error {
 
 // AuthVersion implements store.AccountStore, on a read connection: it sees
 // every write committed before it was called.
-func (s *Store) AuthVersion(ctx context.Context) (int64, error) {
+func (s *backend) AuthVersion(ctx context.Context) (int64, error) {
 	var v int64
 	if err := s.readRow(ctx, authSQL).Scan(&v); err != nil {
 		return 0, fmt.Errorf("auth version: %w", s.readErr(err))

@@ -93,7 +93,7 @@ WHERE event_seq IN ` + seqSet + ` AND status NOT IN ('delivered', 'dead_lettered
 // delivery of a dead letter goes to its subscription's dead-letter URL's
 // endpoint: ErrConflict when the subscription names no dead-letter URL any
 // more.
-func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
+func (s *backend) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
 	at := sqlrow.UnixMS(now)
 	var d delivery.Delivery
 	err := s.write(ctx, func(w *writer) error {
@@ -137,7 +137,7 @@ func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delive
 // URL any more. ErrNotFound when the subscription does not exist.
 // Endpoints are returned once each, in the order first met. Redriving all
 // of a subscription is one write.
-func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
+func (s *backend) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	return s.redrive(ctx, func(w *writer, res *store.RedriveResult) error {
 		var one int
@@ -166,7 +166,7 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 // name a dead-lettered delivery of the account whose subscription exists
 // are ignored, as Redrive ignores them. Endpoints are returned once each,
 // in the order first met.
-func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
+func (s *backend) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	return s.redrive(ctx, func(w *writer, res *store.RedriveResult) error {
 		for _, id := range ids {
@@ -180,7 +180,7 @@ func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, 
 
 // redrive runs move in one write, with a result of its own each time the
 // write runs it, and returns that result (the zero result on an error).
-func (s *Store) redrive(ctx context.Context, move func(w *writer, res *store.RedriveResult) error) (store.RedriveResult, error) {
+func (s *backend) redrive(ctx context.Context, move func(w *writer, res *store.RedriveResult) error) (store.RedriveResult, error) {
 	var res store.RedriveResult
 	err := s.write(ctx, func(w *writer) error {
 		res = store.RedriveResult{}
@@ -221,7 +221,7 @@ func redriven(w *writer, res *store.RedriveResult, query string, args ...any) er
 // read connection, so that a long stretch of old unfinished events (a large
 // retry backlog) does not hold the writer; the writer then checks each
 // candidate again and deletes it.
-func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *backend) Cleanup(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		if s.closed.Load() {
 			return 0, store.ErrClosed
@@ -300,7 +300,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 
 // pruneTombstones deletes the tombstones of subscriptions deleted before
 // `before`, remembering the newest version deleted in catalog_pruned.
-func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
+func (s *backend) pruneTombstones(ctx context.Context, before time.Time) error {
 	var upto int64
 	if err := s.readRow(ctx, oldTombstonesSQL, sqlrow.UnixMS(before)).Scan(&upto); err != nil {
 		return fmt.Errorf("cleanup: %w", s.readErr(err))

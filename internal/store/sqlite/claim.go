@@ -132,7 +132,7 @@ SELECT ep, MIN(at) FROM (
 // delivery of a dead letter, for its Claimed.DeadLetter (nil if the
 // dead-lettered delivery is gone). A limit of zero or less claims nothing.
 // See the package documentation for how long a lease lasts in this store.
-func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
+func (s *backend) ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error) {
 	if limit <= 0 {
 		if s.closed.Load() {
 			return nil, store.ErrClosed
@@ -194,7 +194,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 // Release implements store.DeliveryStore: it clears the lease of each of
 // deliveryIDs that owner still holds. Unknown IDs, deliveries that hold no
 // lease and deliveries leased to another owner are left alone.
-func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string) error {
+func (s *backend) Release(ctx context.Context, deliveryIDs []string, owner string) error {
 	if len(deliveryIDs) == 0 {
 		if s.closed.Load() {
 			return store.ErrClosed
@@ -217,7 +217,7 @@ func (s *Store) Release(ctx context.Context, deliveryIDs []string, owner string)
 // pending and leased to lease.Owner, whose lease_until becomes lease.Until;
 // the others (unknown, finished, released, redelivered, leased to another
 // owner) are left out and unchanged.
-func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
+func (s *backend) ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error) {
 	if len(deliveryIDs) == 0 {
 		if s.closed.Load() {
 			return nil, store.ErrClosed
@@ -251,7 +251,7 @@ func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease st
 }
 
 // NextDue implements store.DeliveryStore with two index seeks.
-func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool, error) {
+func (s *backend) NextDue(ctx context.Context, endpointID string) (time.Time, bool, error) {
 	var at sql.NullInt64
 	if err := s.readRow(ctx, nextDueSQL, endpointID).Scan(&at); err != nil {
 		return time.Time{}, false, s.readErr(err)
@@ -265,7 +265,7 @@ func (s *Store) NextDue(ctx context.Context, endpointID string) (time.Time, bool
 // DueEndpoints implements store.DeliveryStore, in endpoint ID order. It
 // costs a few index seeks per endpoint that has pending unleased deliveries,
 // independent of how many deliveries each has.
-func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
+func (s *backend) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 	rows, err := s.readQuery(ctx, dueEndpointsSQL)
 	if err != nil {
 		return nil, err
@@ -287,7 +287,7 @@ func (s *Store) DueEndpoints(ctx context.Context) ([]store.EndpointDue, error) {
 // CountPending implements store.DeliveryStore: pending deliveries, leased or
 // not, by lane (fresh: no attempt yet; retry: at least one). It counts index
 // entries, so it takes time proportional to the backlog.
-func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error) {
+func (s *backend) CountPending(ctx context.Context) (fresh, retry int64, err error) {
 	if err := s.readRow(ctx, countPendingSQL).Scan(&fresh, &retry); err != nil {
 		return 0, 0, s.readErr(err)
 	}
@@ -296,7 +296,7 @@ func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error
 
 // CountBacklog implements store.DeliveryStore: it reads at most limit
 // entries of each lane's partial indexes and of deliveries_queued.
-func (s *Store) CountBacklog(ctx context.Context, limit int64) (store.Backlog, error) {
+func (s *backend) CountBacklog(ctx context.Context, limit int64) (store.Backlog, error) {
 	var b store.Backlog
 	if err := s.readRow(ctx, countBacklogSQL, max(limit, 0)).Scan(&b.Fresh, &b.Retry, &b.Queued); err != nil {
 		return store.Backlog{}, s.readErr(err)

@@ -42,7 +42,7 @@ WHERE id = ? AND next_probe_at <> 0 AND next_probe_at <= ?`
 )
 
 // GetEndpoint implements store.EndpointStore.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
+func (s *backend) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error) {
 	e, err := sqlrow.ScanEndpoint(s.readRow(ctx, getEndpointSQL, id))
 	if isNoRows(err) {
 		return endpoint.Endpoint{}, store.ErrNotFound
@@ -53,7 +53,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, 
 // ListEndpoints implements store.EndpointStore: in ID order; the cursor is
 // the last ID of the previous page; a state filters the walk of the
 // account's endpoints_account index (listEndpointsSQL).
-func (s *Store) ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error) {
+func (s *backend) ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error) {
 	if err := store.EndpointCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -71,7 +71,7 @@ func listEndpointsSQL(accountID string, state health.State, cursor string) (size
 }
 
 // AllEndpoints implements store.EndpointStore.
-func (s *Store) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
+func (s *backend) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
 	rows, err := s.readQuery(ctx, allEndpointsSQL)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (s *Store) AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error) {
 }
 
 // EndpointChanges implements store.EndpointStore, in one read snapshot.
-func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error) {
+func (s *backend) EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error) {
 	var out []endpoint.Endpoint
 	var v int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
@@ -132,7 +132,7 @@ func (s *Store) EndpointChanges(ctx context.Context, since int64) ([]endpoint.En
 // transaction (a full disk, an I/O error), the request runs again: fn is then
 // called again with the endpoints read anew, and only that call's result is
 // written.
-func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error) {
+func (s *backend) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error) {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -194,7 +194,7 @@ func (w *writer) bumpEndpoints() (int64, error) {
 // the writer. Writes are serialised, so of concurrent calls for a due probe
 // (with hold after now) exactly one sees it due. An unknown endpoint reports
 // false.
-func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
+func (s *backend) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	var took bool
 	err := s.write(ctx, func(w *writer) error {
 		n, err := w.execN(takeProbeSQL, sqlrow.UnixMS(hold), endpointID, sqlrow.UnixMS(now))

@@ -55,7 +55,7 @@ ON CONFLICT (account_id) DO UPDATE SET turn = excluded.turn`
 // so that counting up to job.CountLimit never holds the writer; the write
 // then checks the subscription and the account's running jobs (on the one
 // writer, so concurrent creates cannot pass max) and inserts the job.
-func (s *Store) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error) {
+func (s *backend) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error) {
 	from, before := sqlrow.RecoverWindow(j)
 	j.Total = 0
 	for _, st := range j.Statuses {
@@ -90,7 +90,7 @@ func (s *Store) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, err
 }
 
 // GetJob implements store.JobStore.
-func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
+func (s *backend) GetJob(ctx context.Context, id string) (job.Job, error) {
 	j, err := sqlrow.ScanJob(s.readRow(ctx, getJobSQL, id))
 	if isNoRows(err) {
 		return job.Job{}, fmt.Errorf("job %s: %w", id, store.ErrNotFound)
@@ -101,7 +101,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
 // ClaimJob implements store.JobStore in one write: the claim, then the
 // account's turn (now is not needed: leases here end only when given back,
 // or when the store is opened again).
-func (s *Store) ClaimJob(ctx context.Context, owner string, _, until time.Time) (job.Job, bool, error) {
+func (s *backend) ClaimJob(ctx context.Context, owner string, _, until time.Time) (job.Job, bool, error) {
 	var j job.Job
 	var found bool
 	err := s.write(ctx, func(w *writer) error {
@@ -123,7 +123,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, _, until time.Time) 
 // RecoverBatch implements store.JobStore in one write: each delivery is
 // moved by a statement of Redeliver's (restartSet) that checks its status
 // again.
-func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error) {
+func (s *backend) RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error) {
 	var j job.Job
 	var res store.RedriveResult
 	err := s.write(ctx, func(w *writer) error {
@@ -160,7 +160,7 @@ func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, n
 }
 
 // recoverStep looks at the batch's deliveries and moves those it can.
-func (s *Store) recoverStep(w *writer, j job.Job, res *store.RedriveResult, limit int, now time.Time) (job.Job, error) {
+func (s *backend) recoverStep(w *writer, j job.Job, res *store.RedriveResult, limit int, now time.Time) (job.Job, error) {
 	status := string(j.Statuses[j.CursorStatus])
 	from, before := sqlrow.RecoverWindow(j)
 	rows, err := w.query(recoverLookSQL, j.SubscriptionID, status, from, j.CursorID, before, limit)
@@ -190,7 +190,7 @@ func (s *Store) recoverStep(w *writer, j job.Job, res *store.RedriveResult, limi
 }
 
 // DeleteFinishedJobs implements store.JobStore in one write.
-func (s *Store) DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *backend) DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int64
 	err := s.write(ctx, func(w *writer) error {
 		var err error

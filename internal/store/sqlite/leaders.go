@@ -18,7 +18,7 @@ WHERE leaders.until < ?4 OR leaders.owner = excluded.owner`
 // TryLead implements store.DeliveryStore with one upsert on the writer. A
 // renewal sets the term's end to until even when that is earlier than the
 // current one.
-func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+func (s *backend) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	var won bool
 	err := s.write(ctx, func(w *writer) error {
 		n, err := w.execN(tryLeadSQL, name, owner, sqlrow.UnixMS(until), sqlrow.UnixMS(now))

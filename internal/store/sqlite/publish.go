@@ -60,7 +60,7 @@ VALUES `
 // writer, so it is ordered with every subscription write; the catalog
 // version is read once per transaction. After the commit, the
 // subscriptions that got queued deliveries are passed to Options.OnQueued.
-func (s *Store) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
+func (s *backend) Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error) {
 	if len(events) == 0 {
 		if s.closed.Load() {
 			return nil, store.ErrClosed

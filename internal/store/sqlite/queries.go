@@ -57,7 +57,7 @@ func listSQL(table, bytes, cols, accountID, cursor string, and ...listFilter) (s
 }
 
 // GetDelivery implements store.DeliveryStore.
-func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
+func (s *backend) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
 	d, err := scanDelivery(s.readRow(ctx, getDeliverySQL, id))
 	if isNoRows(err) {
 		return delivery.Delivery{}, fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
@@ -66,7 +66,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Delivery, 
 }
 
 // GetEvent implements store.DeliveryStore.
-func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error) {
+func (s *backend) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error) {
 	e, err := scanEvent(s.readRow(ctx, getEventSQL, seq))
 	if isNoRows(err) {
 		return store.StoredEvent{}, fmt.Errorf("event %d: %w", seq, store.ErrNotFound)
@@ -77,7 +77,7 @@ func (s *Store) GetEvent(ctx context.Context, seq int64) (store.StoredEvent, err
 // ListDeliveries implements store.DeliveryStore: newest first (by ID, which
 // sorts by creation time); the cursor is the last ID of the previous page.
 // Every combination of filters is served by an index (see deliveryConds).
-func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error) {
+func (s *backend) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error) {
 	where, args := deliveryConds(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, false, f.EventID != "")
 	if err != nil {
@@ -92,7 +92,7 @@ func (s *Store) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]d
 
 // ListQueued implements store.DeliveryStore with ListDeliveries' indexes
 // (deliveryConds), each delivery with its event.
-func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
+func (s *backend) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error) {
 	f.Status = delivery.StatusQueued
 	where, args := deliveryConds(f)
 	return s.listDeliveries(ctx, where, args, f.Page, true, f.EventID != "")
@@ -100,7 +100,7 @@ func (s *Store) ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store
 
 // ListDeadLetters implements store.DeliveryStore: newest first, each with
 // its event; the cursor is the last ID of the previous page.
-func (s *Store) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
+func (s *backend) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error) {
 	where, args := deadLetterConds(f)
 	ds, next, err := s.listDeliveries(ctx, where, args, f.Page, true, false)
 	if err != nil {
@@ -216,7 +216,7 @@ func listDeliveriesSQL(cols string, where []string, byEvent bool) string {
 // listDeliveries reads a page of the deliveries matching every condition in
 // where, newest first, with their events when withEvent (else each Event is
 // empty).
-func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent, byEvent bool) ([]store.DeadLetter, string, error) {
+func (s *backend) listDeliveries(ctx context.Context, where []string, args []any, p store.Page, withEvent, byEvent bool) ([]store.DeadLetter, string, error) {
 	if err := store.DeliveryCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -237,7 +237,7 @@ func (s *Store) listDeliveries(ctx context.Context, where []string, args []any, 
 // the page ends (store.Page.Len), then only the items the page holds
 // (rowsSQL: the same with the columns scan reads), so that it never reads
 // more than a page's bytes. key gives an item's cursor.
-func readPage[T any](ctx context.Context, s *Store, p store.Page, sizesSQL, rowsSQL string, args []any,
+func readPage[T any](ctx context.Context, s *backend, p store.Page, sizesSQL, rowsSQL string, args []any,
 	scan func(scanner) (T, error), key func(T) string) ([]T, string, error) {
 	out, next := []T{}, ""
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
@@ -287,7 +287,7 @@ func queryRows[T any](ctx context.Context, tx *sql.Tx, scan func(scanner) (T, er
 // ListAttempts implements store.DeliveryStore: oldest first; the cursor is
 // the last attempt number of the previous page (store.NumberCursor).
 // ErrNotFound when the delivery does not exist.
-func (s *Store) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error) {
+func (s *backend) ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error) {
 	after, err := store.NumberCursor(p.Cursor)
 	if err != nil {
 		return nil, "", err

@@ -97,7 +97,7 @@ type receivable struct {
 // ID, a dot and 26 random base32 characters (128 bits, crypto/rand).
 // r.Max must be 1..1000 and r.LockFor positive. NextAt is read after the
 // locks are written, so it is at most the earliest new lock's end.
-func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error) {
+func (s *backend) Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error) {
 	if r.Max < 1 || r.Max > maxReceive {
 		return store.ReceiveResult{}, fmt.Errorf("receive: max %d is not in 1..%d", r.Max, maxReceive)
 	}
@@ -218,7 +218,7 @@ func endReason(d delivery.Delivery, r store.ReceiveRequest, now int64) string {
 // or before r.Now gets ErrLockLost. At most 1000 tokens. After the commit,
 // a Release that released any passes the subscription to Options.OnQueued
 // (its deliveries are receivable again, at once or after r.Delay).
-func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, error) {
+func (s *backend) Settle(ctx context.Context, r store.SettleRequest) ([]error, error) {
 	if len(r.Tokens) > maxSettle {
 		return nil, fmt.Errorf("settle: %d tokens, over %d", len(r.Tokens), maxSettle)
 	}
@@ -287,7 +287,7 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 
 // CountQueued implements store.QueueStore. It counts the entries of
 // deliveries_queued, so it takes time in proportion to the queued backlog.
-func (s *Store) CountQueued(ctx context.Context) (int64, error) {
+func (s *backend) CountQueued(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.readRow(ctx, countQueuedSQL).Scan(&n); err != nil {
 		return 0, s.readErr(err)
@@ -296,7 +296,7 @@ func (s *Store) CountQueued(ctx context.Context) (int64, error) {
 }
 
 // there. It runs after the commit, on the caller's goroutine.
-func (s *Store) notifyQueued(set sqlrow.IDSet) {
+func (s *backend) notifyQueued(set sqlrow.IDSet) {
 	if s.onQueued != nil && len(set.IDs) > 0 {
 		s.onQueued(set.IDs)
 	}

@@ -84,7 +84,7 @@ ON CONFLICT (id) DO NOTHING`
 // another status is ignored.
 //
 // applied says which outcomes' state changes applied (see store.Store).
-func (s *Store) Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error) {
+func (s *backend) Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error) {
 	if len(outcomes) == 0 {
 		if s.closed.Load() {
 			return nil, store.ErrClosed

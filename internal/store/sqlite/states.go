@@ -99,7 +99,7 @@ func (w *writer) subscriptionQueue(id string) (mode, state string, eps [2]string
 // deactivate), which holds the writer in proportion to the subscription's
 // pending deliveries. The consumers waiting on its queue are told after the
 // commit.
-func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
+func (s *backend) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
 	var changed bool
 	err := s.write(ctx, func(w *writer) error {
 		changed = false
@@ -127,7 +127,7 @@ func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.
 // The deliveries move to the subscription's current endpoint, and those of
 // dead letters to its dead-letter URL's, which Endpoints names (those any
 // moved to, the URL's first); a consumer's lock on one of them is lost.
-func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
+func (s *backend) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
 	err := s.write(ctx, func(w *writer) error {

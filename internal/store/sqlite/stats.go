@@ -77,7 +77,7 @@ func acknowledgedStats(rows []any, id string, now time.Time) []any {
 }
 
 // DeliveryStats implements store.StatsStore (statsReadSQL).
-func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error) {
+func (s *backend) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error) {
 	query := statsRead
 	if q.AccountID == "" {
 		query = statsReadAll
@@ -100,7 +100,7 @@ func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.
 }
 
 // DeleteOldStats implements store.StatsStore in one write.
-func (s *Store) DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *backend) DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int64
 	err := s.write(ctx, func(w *writer) error {
 		var err error

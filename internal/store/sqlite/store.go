@@ -164,8 +164,8 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Store is store.Store on one SQLite file. Create it with Open.
-type Store struct {
+// backend is what this package still implements of store.Store itself (see internal/store/engine), and the database it opens.
+type backend struct {
 	path     string
 	log      *slog.Logger
 	onQueued func([]string)
@@ -201,14 +201,12 @@ type Signals struct {
 	StagedStep testsignal.Signal[int]
 }
 
-var _ store.Store = (*Store)(nil)
-
-// Open opens (creating it and its parent directory if needed) the database
+// openBackend opens (creating it and its parent directory if needed) the database
 // at path, makes its directory and files private (see makePrivate),
 // applies the embedded schema migrations, deletes what a publish the
 // previous run did not finish wrote (staged.go), clears every lease left
 // by a previous run, and starts the writer. Close releases it.
-func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
+func openBackend(ctx context.Context, path string, opts Options) (_ *backend, err error) {
 	opts.setDefaults()
 	if path == "" || strings.Contains(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite store: %q is not a plain file path", path)
@@ -216,7 +214,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 	if err := makePrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
-	s := &Store{path: path, log: opts.Logger, onQueued: opts.OnQueued, maxSubs: opts.MaxSubscriptionsPerAccount, readStmts: map[string]*sql.Stmt{}}
+	s := &backend{path: path, log: opts.Logger, onQueued: opts.OnQueued, maxSubs: opts.MaxSubscriptionsPerAccount, readStmts: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -240,7 +238,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) 
 
 // openWriter opens the write connection (WAL, synchronous=FULL: see the
 // package comment) and makes the writer that owns it, not yet running.
-func (s *Store) openWriter(ctx context.Context, opts Options) (err error) {
+func (s *backend) openWriter(ctx context.Context, opts Options) (err error) {
 	s.writeDB, err = sql.Open("sqlite", dsn(s.path,
 		fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()),
 		"journal_mode(wal)",
@@ -288,7 +286,7 @@ func (s *Store) openWriter(ctx context.Context, opts Options) (err error) {
 // the schema migrations, reads the endpoint key, deletes what a publish
 // the previous run did not finish wrote (staged.go) and clears the leases
 // it left.
-func (s *Store) prepareFile(ctx context.Context) (err error) {
+func (s *backend) prepareFile(ctx context.Context) (err error) {
 	conn, path := s.w.conn, s.path
 	from, to, err := runMigrations(ctx, conn)
 	if err != nil {
@@ -321,7 +319,7 @@ func (s *Store) prepareFile(ctx context.Context) (err error) {
 }
 
 // openReaders opens the pool of query-only read connections.
-func (s *Store) openReaders(ctx context.Context, opts Options) (err error) {
+func (s *backend) openReaders(ctx context.Context, opts Options) (err error) {
 	s.readDB, err = sql.Open("sqlite", dsn(s.path,
 		fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()),
 		"temp_store(memory)",
@@ -374,21 +372,21 @@ type Stats struct {
 }
 
 // Stats returns the writer's counters.
-func (s *Store) Stats() Stats {
+func (s *backend) Stats() Stats {
 	return Stats{Commits: s.w.commits.Load(), Requests: s.w.served.Load()}
 }
 
 // EndpointID implements store.EndpointStore with the key the database
 // keeps.
-func (s *Store) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
+func (s *backend) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
 
 // Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
+func (s *backend) Path() string { return s.path }
 
 // Ping reports whether the store can serve requests: ErrClosed after Close;
 // after a write failed as store.ErrUnavailable (a full disk), whether a
 // small write commits now (probe); else whether a read connection answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *backend) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -402,7 +400,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close stops accepting calls, waits for queued writes to commit, and
 // closes the database. Later calls return store.ErrClosed; Close itself may
 // be called again and returns nil.
-func (s *Store) Close() error {
+func (s *backend) Close() error {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -416,7 +414,7 @@ func (s *Store) Close() error {
 }
 
 // release closes whatever Open got, in reverse order.
-func (s *Store) release() error {
+func (s *backend) release() error {
 	var errs []error
 	s.readMu.Lock()
 	for _, st := range s.readStmts {
@@ -440,7 +438,7 @@ func (s *Store) release() error {
 }
 
 // readStmt returns query prepared on the read pool, cached for reuse.
-func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+func (s *backend) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.readMu.Lock()
 	defer s.readMu.Unlock()
 	if st, ok := s.readStmts[query]; ok {
@@ -459,7 +457,7 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // readTx runs fn in a read-only transaction on the read pool: every query
 // in it reads the same snapshot of the database.
-func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *backend) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -473,10 +471,10 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // Capabilities implements store.Store: one process owns the file, so
 // nothing is shared and leases last until released.
-func (s *Store) Capabilities() store.Capabilities { return capabilities }
+func (s *backend) Capabilities() store.Capabilities { return capabilities }
 
 // readQuery runs a query on the read pool.
-func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (s *backend) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
@@ -501,7 +499,7 @@ func (r row) Scan(dest ...any) error {
 	return r.r.Scan(dest...)
 }
 
-func (s *Store) readRow(ctx context.Context, query string, args ...any) row {
+func (s *backend) readRow(ctx context.Context, query string, args ...any) row {
 	if s.closed.Load() {
 		return row{err: store.ErrClosed}
 	}
@@ -514,7 +512,7 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) row {
 
 // readErr turns the errors of a pool closed under a running read into
 // ErrClosed.
-func (s *Store) readErr(err error) error {
+func (s *backend) readErr(err error) error {
 	if err != nil && s.closed.Load() && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}

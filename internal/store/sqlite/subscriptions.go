@@ -108,7 +108,7 @@ WHERE subscription_id = ? AND status IN ('pending', 'queued') AND status <> 'del
 // *store.SubscriptionLimitError when the account holds
 // Options.MaxSubscriptionsPerAccount already (counted on the writer, so
 // concurrent creates cannot pass it).
-func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
+func (s *backend) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func deleteUnusedEndpoints(w *writer, ids ...string) error {
 }
 
 // GetSubscription implements store.SubscriptionStore.
-func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Subscription, error) {
+func (s *backend) GetSubscription(ctx context.Context, id string) (subscription.Subscription, error) {
 	sub, err := sqlrow.ScanSubscription(s.readRow(ctx, getSubscriptionSQL, id))
 	if isNoRows(err) {
 		return subscription.Subscription{}, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
@@ -219,7 +219,7 @@ func (s *Store) GetSubscription(ctx context.Context, id string) (subscription.Su
 }
 
 // SubscriptionByName implements store.SubscriptionStore.
-func (s *Store) SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error) {
+func (s *backend) SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error) {
 	sub, err := sqlrow.ScanSubscription(s.readRow(ctx, getSubscriptionByNameSQL, account.OrDefault(accountID), name))
 	if isNoRows(err) {
 		return subscription.Subscription{}, fmt.Errorf("subscription named %q in %s: %w", name, account.OrDefault(accountID), store.ErrNotFound)
@@ -229,7 +229,7 @@ func (s *Store) SubscriptionByName(ctx context.Context, accountID, name string) 
 
 // ListSubscriptions implements store.SubscriptionStore. The cursor is the
 // last ID of the previous page.
-func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error) {
+func (s *backend) ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error) {
 	if err := store.SubscriptionCursor.Check(p.Cursor); err != nil {
 		return nil, "", err
 	}
@@ -239,7 +239,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store
 
 // SubscriptionChanges implements store.SubscriptionStore. It reads in one
 // read transaction (one WAL snapshot) on a read connection.
-func (s *Store) SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error) {
+func (s *backend) SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error) {
 	var out store.CatalogChanges
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		out = store.CatalogChanges{}
@@ -330,7 +330,7 @@ func (w *writer) currentCatalog() (int64, error) {
 // set), which move only with it; when the subscription names no
 // dead-letter URL any more, those still to be attempted are dropped
 // (sqlrow.ReasonDeadLetterURLRemoved).
-func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
+func (s *backend) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
 	args, err := sqlrow.SubscriptionValues(&sub, s.key)
 	if err != nil {
 		return err
@@ -391,7 +391,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscri
 // (clean-up forgets it after the dedup retention); a delivery keeps no time
 // of being dropped. The rows of its endpoint and of its dead-letter URL's go
 // too if no other subscription uses them.
-func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
+func (s *backend) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
 	return s.write(ctx, func(w *writer) error {
 		v, err := w.bumpCatalog()
 		if err != nil {

@@ -53,7 +53,7 @@ func unavailable(err error) error {
 // failed as unavailable marks the store away (Ping then probes), one that
 // committed clears the mark. Other failures (a missing row, a conflict)
 // say nothing of the file and leave the mark as it is.
-func (s *Store) noteWrite(err error) {
+func (s *backend) noteWrite(err error) {
 	switch {
 	case err == nil:
 		if s.away.Load() != nil { // a load, not a store, on every write
@@ -79,7 +79,7 @@ const minFreeAfterFull = 4 << 20
 // filesystem has minFreeAfterFull bytes free (where that can be read) and
 // a small write commits now (and so the mark clears), else an error that
 // says why not (cause: the failure that marked it away).
-func (s *Store) probe(ctx context.Context, cause error) error {
+func (s *backend) probe(ctx context.Context, cause error) error {
 	dir := filepath.Dir(s.path)
 	if free, ok := freeBytes(dir); ok && free < minFreeAfterFull {
 		return fmt.Errorf("%w: the disk holding %s has %d bytes free, less than the %d a write needs after a full disk (the last write: %v)",

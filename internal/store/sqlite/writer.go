@@ -467,7 +467,7 @@ func (w *writer) answerAll(rs []*request, err error) {
 // ctx's error only while waiting for room in the queue: once queued, fn runs
 // and is committed (or fails) whatever happens to ctx, and write waits for
 // that answer.
-func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
+func (s *backend) write(ctx context.Context, fn func(w *writer) error) error {
 	return s.writeRequest(ctx, &request{fn: fn, rows: 1, done: make(chan struct{})})
 }
 
@@ -475,7 +475,7 @@ func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
 // the writer may write together with the Publish requests next to it in
 // its batch (see commit), or in steps of its own when it has more than
 // Options.MaxTxRows rows (staged.go).
-func (s *Store) writePublish(ctx context.Context, p *publishReq) error {
+func (s *backend) writePublish(ctx context.Context, p *publishReq) error {
 	rows := len(p.events)
 	for i := range p.events {
 		rows += len(p.events[i].Deliveries)
@@ -486,7 +486,7 @@ func (s *Store) writePublish(ctx context.Context, p *publishReq) error {
 
 // writeRequest queues r and waits for its answer (see write), classified
 // (unavailable.go): a full disk or a failing file is store.ErrUnavailable.
-func (s *Store) writeRequest(ctx context.Context, r *request) error {
+func (s *backend) writeRequest(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

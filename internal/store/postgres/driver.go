@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/driver"
+	"github.com/herald-events/herald/internal/store/engine"
+)
+
+// Store is store.Store on a PostgreSQL database: the engine
+// (internal/store/engine) over this package's driver, and what the
+// package still implements itself. Create it with Open.
+type Store struct {
+	*engine.Store
+	*backend
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url, a PostgreSQL URL
+// (postgres://user@host:5432/db?sslmode=disable&search_path=herald) or
+// keyword/value string, applies the embedded migrations (see Migrate),
+// opens the connection pool and starts the group-commit writers. Close
+// releases it. Leases left by earlier runs are kept: they expire by time.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	b, err := openBackend(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Store: engine.New(pgDriver{b}, b), backend: b}, nil
+}
+
+// Close implements store.Store (the backend owns the pool).
+func (s *Store) Close() error { return s.backend.Close() }
+
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+// queries are the driver's statements (queries/*.sql), by name.
+var queries = mustParse(driver.ParseQueries(queryFiles, "queries"))
+
+func mustParse(qs driver.Queries, err error) driver.Queries {
+	if err != nil {
+		panic(err)
+	}
+	return qs
+}
+
+// pgDriver is driver.Driver on b's pool: every statement in a transaction
+// begun with the statement timeout (tx), writes retried after a deadlock
+// or serialization failure (inTx).
+type pgDriver struct{ b *backend }
+
+func (d pgDriver) Reader() driver.Executor { return readExec{d.b} }
+
+func (d pgDriver) Snapshot(ctx context.Context, fn func(driver.Executor) error) error {
+	return d.b.snapshot(ctx, func(tx pgx.Tx) error { return fn(txExec{tx}) })
+}
+
+func (d pgDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
+	return d.b.inTx(ctx, func(tx pgx.Tx) error { return fn(txExec{tx}) })
+}
+
+// readExec runs each statement in a transaction of its own.
+type readExec struct{ b *backend }
+
+func (r readExec) Exec(ctx context.Context, q driver.Query, args ...any) (n int64, err error) {
+	if err := r.b.checkOpen(); err != nil {
+		return 0, err
+	}
+	err = r.b.tx(ctx, func(tx pgx.Tx) error {
+		n, err = txExec{tx}.Exec(ctx, q, args...)
+		return err
+	})
+	return n, r.b.err(err)
+}
+
+func (r readExec) Query(ctx context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
+	if err := r.b.checkOpen(); err != nil {
+		return err
+	}
+	return r.b.err(r.b.tx(ctx, func(tx pgx.Tx) error { return txExec{tx}.Query(ctx, q, each, args...) }))
+}
+
+func (r readExec) QueryRow(ctx context.Context, q driver.Query, args ...any) driver.Row {
+	return lazyRow{r, ctx, q, args}
+}
+
+// lazyRow runs its statement when it is scanned, in a transaction of its
+// own.
+type lazyRow struct {
+	r    readExec
+	ctx  context.Context
+	q    driver.Query
+	args []any
+}
+
+func (l lazyRow) Scan(dest ...any) error {
+	if err := l.r.b.checkOpen(); err != nil {
+		return err
+	}
+	return l.r.b.err(l.r.b.tx(l.ctx, func(tx pgx.Tx) error {
+		return txExec{tx}.QueryRow(l.ctx, l.q, l.args...).Scan(dest...)
+	}))
+}
+
+// txExec runs statements in a transaction.
+type txExec struct{ tx pgx.Tx }
+
+func (t txExec) Exec(ctx context.Context, q driver.Query, args ...any) (int64, error) {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := t.tx.Exec(ctx, text, args...)
+	return tag.RowsAffected(), err
+}
+
+func (t txExec) Query(ctx context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return err
+	}
+	rows, err := t.tx.Query(ctx, text, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (t txExec) QueryRow(ctx context.Context, q driver.Query, args ...any) driver.Row {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return errRow{err}
+	}
+	return noRows{t.tx.QueryRow(ctx, text, args...)}
+}
+
+// noRows reports pgx's "no rows" as driver.ErrNoRows.
+type noRows struct{ r pgx.Row }
+
+func (n noRows) Scan(dest ...any) error {
+	err := n.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return driver.ErrNoRows
+	}
+	return err
+}
+
+// errRow is a row whose Scan fails with err.
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }

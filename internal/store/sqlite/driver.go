@@ -1,0 +1,207 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/driver"
+	"github.com/herald-events/herald/internal/store/engine"
+)
+
+// Store is store.Store on one SQLite file: the engine
+// (internal/store/engine) over this package's driver, and what the
+// package still implements itself. Create it with Open.
+type Store struct {
+	*engine.Store
+	*backend
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it and its parent directory if needed) the database
+// at path, makes its directory and files private (see makePrivate),
+// applies the embedded schema migrations, deletes what a publish the
+// previous run did not finish wrote (staged.go), clears every lease left
+// by a previous run, and starts the writer. Close releases it.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	b, err := openBackend(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Store: engine.New(sqliteDriver{b}, b), backend: b}, nil
+}
+
+// Close implements store.Store (the backend owns the database).
+func (s *Store) Close() error { return s.backend.Close() }
+
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+// queries are the driver's statements (queries/*.sql), by name.
+var queries = mustParse(driver.ParseQueries(queryFiles, "queries"))
+
+func mustParse(qs driver.Queries, err error) driver.Queries {
+	if err != nil {
+		panic(err)
+	}
+	return qs
+}
+
+// sqliteDriver is driver.Driver on b's connections: reads on the read
+// pool, writes as requests of the one writer's group commit (writer.go).
+type sqliteDriver struct{ b *backend }
+
+func (d sqliteDriver) Reader() driver.Executor { return readExec{d.b} }
+
+func (d sqliteDriver) Snapshot(ctx context.Context, fn func(driver.Executor) error) error {
+	return d.b.readTx(ctx, func(tx *sql.Tx) error { return fn(txExec{tx}) })
+}
+
+func (d sqliteDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
+	return d.b.write(ctx, func(w *writer) error { return fn(writeExec{w}) })
+}
+
+// bind returns args as the SQLite driver binds them: a slice of strings
+// or integers as a JSON array (read with json_each).
+func bind(args []any) ([]any, error) {
+	for i, a := range args {
+		switch a.(type) {
+		case []string, []int64:
+			b, err := json.Marshal(a)
+			if err != nil {
+				return nil, fmt.Errorf("argument %d: %w", i+1, err)
+			}
+			args[i] = string(b)
+		}
+	}
+	return args, nil
+}
+
+// readExec runs statements on the read pool.
+type readExec struct{ b *backend }
+
+func (r readExec) Exec(ctx context.Context, q driver.Query, args ...any) (int64, error) {
+	return 0, fmt.Errorf("store driver: %s: a write outside a write transaction", q)
+}
+
+func (r readExec) Query(ctx context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return err
+	}
+	if args, err = bind(args); err != nil {
+		return err
+	}
+	rows, err := r.b.readQuery(ctx, text, args...)
+	if err != nil {
+		return err
+	}
+	return r.b.readErr(eachRow(rows, each))
+}
+
+func (r readExec) QueryRow(ctx context.Context, q driver.Query, args ...any) driver.Row {
+	text, err := queries.SQL(q)
+	if err == nil {
+		args, err = bind(args)
+	}
+	if err != nil {
+		return row{err: err}
+	}
+	return readRow{r.b, r.b.readRow(ctx, text, args...)}
+}
+
+// readRow classifies the error of a read (readErr).
+type readRow struct {
+	b *backend
+	r row
+}
+
+func (r readRow) Scan(dest ...any) error { return r.b.readErr(r.r.Scan(dest...)) }
+
+// eachRow calls each for every row of rows and closes them.
+func eachRow(rows *sql.Rows, each func(driver.Row) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// txExec runs statements in a read-only transaction (Snapshot).
+type txExec struct{ tx *sql.Tx }
+
+func (t txExec) Exec(ctx context.Context, q driver.Query, args ...any) (int64, error) {
+	return 0, fmt.Errorf("store driver: %s: a write in a read-only transaction", q)
+}
+
+func (t txExec) Query(ctx context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return err
+	}
+	if args, err = bind(args); err != nil {
+		return err
+	}
+	rows, err := t.tx.QueryContext(ctx, text, args...)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, each)
+}
+
+func (t txExec) QueryRow(ctx context.Context, q driver.Query, args ...any) driver.Row {
+	text, err := queries.SQL(q)
+	if err == nil {
+		args, err = bind(args)
+	}
+	if err != nil {
+		return row{err: err}
+	}
+	return t.tx.QueryRowContext(ctx, text, args...)
+}
+
+// writeExec runs statements on the writer, inside its transaction.
+type writeExec struct{ w *writer }
+
+func (x writeExec) Exec(_ context.Context, q driver.Query, args ...any) (int64, error) {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return 0, err
+	}
+	if args, err = bind(args); err != nil {
+		return 0, err
+	}
+	return x.w.execN(text, args...)
+}
+
+func (x writeExec) Query(_ context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
+	text, err := queries.SQL(q)
+	if err != nil {
+		return err
+	}
+	if args, err = bind(args); err != nil {
+		return err
+	}
+	rows, err := x.w.query(text, args...)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, each)
+}
+
+func (x writeExec) QueryRow(_ context.Context, q driver.Query, args ...any) driver.Row {
+	text, err := queries.SQL(q)
+	if err == nil {
+		args, err = bind(args)
+	}
+	if err != nil {
+		return row{err: err}
+	}
+	return x.w.row(text, args...)
+}

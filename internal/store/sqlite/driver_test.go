@@ -1,0 +1,10 @@
+package sqlite
+
+import (
+	"testing"
+
+	"github.com/herald-events/herald/internal/store/drivertest"
+)
+
+// TestQueries: queries/*.sql hold exactly the engine's statements.
+func TestQueries(t *testing.T) { drivertest.CheckQueries(t, queries) }
