@@ -32,7 +32,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: engine.New(pgDriver{b}, b), backend: b}, nil
+	return &Store{Store: engine.New(pgDriver{b}, b, engine.Options{
+		Logger: b.log, OnQueued: b.opts.OnQueued, MaxSubscriptionsPerAccount: b.opts.MaxSubscriptionsPerAccount,
+		EndpointKey: b.key, Clock: b.clock, Capabilities: capabilities,
+	}), backend: b}, nil
 }
 
 // Close implements store.Store (the backend owns the pool).

@@ -32,7 +32,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: engine.New(sqliteDriver{b}, b), backend: b}, nil
+	return &Store{Store: engine.New(sqliteDriver{b}, b, engine.Options{
+		Logger: b.log, OnQueued: b.onQueued, MaxSubscriptionsPerAccount: b.maxSubs,
+		EndpointKey: b.key, Capabilities: capabilities,
+	}), backend: b}, nil
 }
 
 // Close implements store.Store (the backend owns the database).
