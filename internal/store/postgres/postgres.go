@@ -322,7 +322,6 @@ type backend struct {
 	claimStep func(step string)
 }
 
-
 // openBackend is Open's backend.
 func openBackend(ctx context.Context, url string, opts Options) (_ *backend, err error) {
 	opts.setDefaults()
