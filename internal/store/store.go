@@ -1,7 +1,8 @@
-// Package store defines what Herald keeps durably and the one interface every
-// storage backend implements: the embedded SQLite store (store/sqlite) and,
-// for several processes sharing one database, PostgreSQL. The conformance
-// suite in store/storetest runs against each implementation.
+// Package store defines what Herald keeps durably and the one interface the
+// store implements (store/engine) over each of its drivers: the embedded
+// SQLite store (store/sqlite) and, for several processes sharing one
+// database, PostgreSQL (store/postgres). The conformance suite in
+// store/enginetest runs on both.
 //
 // Writes on the hot path (Publish and Record) are group-committed by the
 // implementation: many concurrent callers share one transaction, and each call

@@ -9,28 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/store/drivertest"
 	"github.com/herald-events/herald/internal/subscription"
 )
-
-// BenchmarkStore runs the benchmarks every store shares (storetest.Bench).
-// Publish100 reports durable deliveries/s (the budget in docs/benchmarks.md:
-// at least 5,000 on PostgreSQL). Each store's schema is analyzed as
-// autovacuum would (autoAnalyze).
-func BenchmarkStore(b *testing.B) {
-	storetest.Bench(b, storetest.BenchStore{
-		Open: func(tb testing.TB) store.Store {
-			url := freshSchema(tb)
-			s := openAt(tb, url, Options{})
-			autoAnalyze(tb, url)
-			return s
-		},
-		Commits: func(s store.Store) (calls, commits int64) {
-			st := s.(*Store).Stats()
-			return st.Requests, st.Commits
-		},
-	})
-}
 
 // BenchmarkBacklog1M measures the due loader's queries with 1,000,000
 // pending retries spread over 1,000 endpoints (plus 1,000 fresh deliveries),
@@ -109,62 +90,10 @@ func BenchmarkBacklog1M(b *testing.B) {
 		start := time.Now()
 		for b.Loop() {
 			seq++
-			if _, err := s.Publish(ctx, storetest.BenchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
+			if _, err := s.Publish(ctx, drivertest.BenchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "deliveries/s")
-	})
-}
-
-// autoAnalyze analyzes, until tb ends, each table of the schema at dbURL
-// that autovacuum would analyze: one with more than 50 + 10% of its rows
-// changed since it was last analyzed, looked for every 100 ms (autovacuum's
-// default threshold, at a shorter nap than its minute). A production
-// server runs autovacuum, whose ANALYZE keeps the planner's statistics
-// current and so renews the plans PostgreSQL caches for the store's
-// prepared statements; a test server may not (CI's has autovacuum = off),
-// and a benchmark starts from an empty schema, so without it the writers
-// would keep generic plans made for nearly empty tables (a sequential scan
-// of deliveries in every Record) however large the tables grow.
-func autoAnalyze(tb testing.TB, dbURL string) {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer conn.Close(context.Background())
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			rows, err := conn.Query(ctx, `SELECT s.relname FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
-WHERE s.schemaname = current_schema() AND s.n_mod_since_analyze > 50 + 0.1 * GREATEST(c.reltuples, 0)`)
-			if err != nil {
-				return
-			}
-			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return
-			}
-			for _, n := range names {
-				if _, err := conn.Exec(ctx, "ANALYZE "+pgx.Identifier{n}.Sanitize()); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	tb.Cleanup(func() {
-		cancel()
-		<-done
 	})
 }

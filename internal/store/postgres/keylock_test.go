@@ -13,7 +13,6 @@ import (
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/storetest"
 	"github.com/herald-events/herald/internal/testsignal"
 )
 
@@ -237,13 +236,6 @@ func (k *keyRace) leased() []string {
 		k.t.Fatal(err)
 	}
 	return ids
-}
-
-// TestKeyLeasesExclusiveAcrossNodes: storetest.CheckKeyLeasesExclusive on
-// two nodes sharing one schema.
-func TestKeyLeasesExclusiveAcrossNodes(t *testing.T) {
-	dbURL := freshSchema(t)
-	storetest.CheckKeyLeasesExclusive(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
 }
 
 // sent records the statements a pool sends, one entry per round trip (a

@@ -15,7 +15,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres/pgtest"
 	"github.com/herald-events/herald/internal/store/sqlrow"
-	"github.com/herald-events/herald/internal/store/storetest"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -37,23 +36,6 @@ func openAt(t testing.TB, dbURL string, opts Options) *Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-func TestConformance(t *testing.T) {
-	testURL(t)
-	storetest.Run(t, func(t *testing.T) store.Store {
-		return openAt(t, freshSchema(t), Options{})
-	})
-}
-
-// TestConformanceLarge runs the conformance suite with every publish of
-// more than one row (an event, a delivery) a large one, written alone by
-// the second writer (Options.LargeRows).
-func TestConformanceLarge(t *testing.T) {
-	testURL(t)
-	storetest.Run(t, func(t *testing.T) store.Store {
-		return openAt(t, freshSchema(t), Options{LargeRows: 1})
-	})
 }
 
 // TestConcurrentOpen starts several nodes at once on a fresh schema: the
@@ -255,38 +237,6 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 	if err != nil || len(as) != 2 {
 		t.Fatalf("attempt log %+v, %v; want both attempts", as, err)
 	}
-}
-
-// TestTwoNodesClaimDisjoint: the conformance suite's concurrent claimers,
-// on two stores (two pools: two nodes) sharing one schema.
-func TestTwoNodesClaimDisjoint(t *testing.T) {
-	dbURL := freshSchema(t)
-	storetest.CheckClaimsDisjoint(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
-}
-
-// TestSubscriptionLimitAcrossNodes: storetest.CheckSubscriptionLimit on
-// three nodes sharing one schema, each with a limit of 8: creates racing
-// through all of them still stop at 8.
-func TestSubscriptionLimitAcrossNodes(t *testing.T) {
-	dbURL := freshSchema(t)
-	opts := Options{MaxSubscriptionsPerAccount: 8}
-	storetest.CheckSubscriptionLimit(t, 8, openAt(t, dbURL, opts), openAt(t, dbURL, opts), openAt(t, dbURL, opts))
-}
-
-// TestJobLimitAcrossNodes: storetest.CheckJobLimit on three nodes sharing
-// one schema with a limit of 4: creates of one account's jobs racing
-// through all of them still stop at 4.
-func TestJobLimitAcrossNodes(t *testing.T) {
-	dbURL := freshSchema(t)
-	storetest.CheckJobLimit(t, 4, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
-}
-
-// TestJobTurnsAcrossNodes: storetest.CheckJobTurns on two nodes sharing
-// one schema, claiming in turn: the accounts' turns are the database's, so
-// they hold whichever node claims.
-func TestJobTurnsAcrossNodes(t *testing.T) {
-	dbURL := freshSchema(t)
-	storetest.CheckJobTurns(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
 }
 
 // TestDedupAcrossNodes: two nodes publish the same events at the same time;

@@ -10,7 +10,6 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/storetest"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -115,14 +114,6 @@ func TestTwoNodesReceiveDisjoint(t *testing.T) {
 	if n, err := nodes[0].CountQueued(f.ctx); err != nil || n != 0 {
 		t.Fatalf("CountQueued = %d, %v; want 0", n, err)
 	}
-}
-
-// TestTwoNodesReceiversDisjoint: the conformance suite's concurrent
-// consumers (who also release some of what they receive), on two stores
-// sharing one schema.
-func TestTwoNodesReceiversDisjoint(t *testing.T) {
-	dbURL := freshSchema(t)
-	storetest.CheckReceivesDisjoint(t, openAt(t, dbURL, Options{}), openAt(t, dbURL, Options{}))
 }
 
 // queuedLog records Options.OnQueued's calls.

@@ -9,27 +9,9 @@ import (
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/store/drivertest"
 	"github.com/herald-events/herald/internal/subscription"
 )
-
-// BenchmarkStore runs the benchmarks every store shares (storetest.Bench).
-func BenchmarkStore(b *testing.B) {
-	storetest.Bench(b, storetest.BenchStore{
-		Open: func(tb testing.TB) store.Store {
-			s, err := Open(context.Background(), filepath.Join(tb.TempDir(), "bench.db"), Options{})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { s.Close() })
-			return s
-		},
-		Commits: func(s store.Store) (calls, commits int64) {
-			st := s.(*Store).Stats()
-			return st.Requests, st.Commits
-		},
-	})
-}
 
 // BenchmarkBacklog1M measures the due loader's queries with 1,000,000
 // pending retries spread over 1,000 endpoints (plus 1,000 fresh deliveries),
@@ -117,7 +99,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 		start := time.Now()
 		for b.Loop() {
 			seq++
-			if _, err := s.Publish(ctx, storetest.BenchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
+			if _, err := s.Publish(ctx, drivertest.BenchEvents(fmt.Sprintf("b%d", seq), 100, sub, time.Now()), store.PublishOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -143,7 +125,7 @@ func BenchmarkCleanup(b *testing.B) {
 	fill := func(n int) {
 		for i := 0; i < n; i += 100 {
 			now := time.Now()
-			evs := storetest.BenchEvents(fmt.Sprintf("c%d-%d", b.N, i), 100, sub, now)
+			evs := drivertest.BenchEvents(fmt.Sprintf("c%d-%d", b.N, i), 100, sub, now)
 			outs := make([]store.Outcome, len(evs))
 			for j := range evs {
 				evs[j].Deliveries[0].Claimed = true

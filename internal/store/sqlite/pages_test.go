@@ -16,7 +16,7 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/storetest"
+	"github.com/herald-events/herald/internal/store/drivertest"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -61,7 +61,7 @@ func benchCommitPages(b *testing.B, calls, perCall int, randomIDs bool) {
 	defer s.Close()
 	r := &pageRounds{s: s, rng: rand.New(rand.NewPCG(1, 2)), randomIDs: randomIDs, lease: store.Lease{Owner: "bench", Until: time.Now().Add(time.Hour)}}
 	for i := range 20 {
-		r.subs = append(r.subs, storetest.BenchSub(b, s, i))
+		r.subs = append(r.subs, drivertest.BenchSub(b, s, i))
 	}
 	for range 2000 { // 200,000 deliveries
 		r.round(b, 1, 100)

@@ -15,55 +15,8 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/storetest"
 	"github.com/herald-events/herald/internal/subscription"
 )
-
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
-}
-
-// TestSubscriptionLimit: storetest.CheckSubscriptionLimit on a store with
-// a limit of 8.
-func TestSubscriptionLimit(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{MaxSubscriptionsPerAccount: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	storetest.CheckSubscriptionLimit(t, 8, s)
-}
-
-// TestKeyLeasesExclusive: storetest.CheckKeyLeasesExclusive on one store
-// (its claims, redelivers and records all go through the one writer).
-func TestKeyLeasesExclusive(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	storetest.CheckKeyLeasesExclusive(t, s)
-}
-
-// TestConformanceStaged runs the conformance suite on a store that writes
-// every publish of more than one row (an event, a delivery) in
-// staged steps (staged.go): what a staged publish does must be what the
-// suite asks of any publish.
-func TestConformanceStaged(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "herald.db"), Options{MaxTxRows: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
-}
 
 func open(t *testing.T, path string) *Store {
 	t.Helper()

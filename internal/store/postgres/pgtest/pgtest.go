@@ -126,3 +126,55 @@ func packageDir() string {
 		root = up
 	}
 }
+
+// AutoAnalyze analyzes, until tb ends, each table of the schema at dbURL
+// that autovacuum would analyze: one with more than 50 + 10% of its rows
+// changed since it was last analyzed, looked for every 100 ms (autovacuum's
+// default threshold, at a shorter nap than its minute). A production
+// server runs autovacuum, whose ANALYZE keeps the planner's statistics
+// current and so renews the plans PostgreSQL caches for the store's
+// prepared statements; a test server may not (CI's has autovacuum = off),
+// and a benchmark starts from an empty schema, so without it the writers
+// would keep generic plans made for nearly empty tables (a sequential scan
+// of deliveries in every Record) however large the tables grow.
+func AutoAnalyze(tb testing.TB, dbURL string) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT s.relname FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
+WHERE s.schemaname = current_schema() AND s.n_mod_since_analyze > 50 + 0.1 * GREATEST(c.reltuples, 0)`)
+			if err != nil {
+				return
+			}
+			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return
+			}
+			for _, n := range names {
+				if _, err := conn.Exec(ctx, "ANALYZE "+pgx.Identifier{n}.Sanitize()); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}

@@ -1,9 +1,0 @@
-//go:build !unix
-
-package storetest
-
-import "time"
-
-// processCPU is zero where getrusage is not available: the benchmarks'
-// CPU figures then read as zero.
-func processCPU() time.Duration { return 0 }
