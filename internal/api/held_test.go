@@ -12,11 +12,11 @@ import (
 	"github.com/herald-events/herald/internal/health"
 )
 
-// TestHeldDeliveryReadsTheStoredCircuit: when the dispatcher does not hold
+// TestHeldDeliveryReadsTheStoredCircuit: when the scheduler does not hold
 // a delivery's endpoint (another node does, or it has not read it yet), the
 // circuit that holds the delivery is read from the store.
 func TestHeldDeliveryReadsTheStoredCircuit(t *testing.T) {
-	ts := setupServer(t) // its dispatcher is not started: it holds no endpoint
+	ts := setupServer(t) // its delivery path is not started: it holds no endpoint
 	call := func(method, path, body string, out any) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -46,7 +46,7 @@ func TestHeldDeliveryReadsTheStoredCircuit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, _, ok := ts.srv.Live.Endpoint(sub.EndpointID); ok {
-		t.Fatal("the dispatcher holds the endpoint; the test needs one it does not")
+		t.Fatal("the scheduler holds the endpoint; the test needs one it does not")
 	}
 	var page struct {
 		Data []map[string]any `json:"data"`

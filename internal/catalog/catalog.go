@@ -1,5 +1,5 @@
 // Package catalog is the in-memory view of subscriptions that the publish
-// path matches events against and the dispatcher reads delivery settings
+// path matches events against and the delivery path reads delivery settings
 // from. The store is the source of truth and the only way in: every
 // subscription write advances the store's catalog version, and Sync brings
 // the catalog up to the store's version by reading only what changed since

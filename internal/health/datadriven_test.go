@@ -30,7 +30,7 @@ package health
 //	                          (success) and F (failure) repeats. Prints every
 //	                          state change ("#i at=+T: from -> to (reason)",
 //	                          i counting from 1) or "no change", then the state.
-//	gate at=+T                what the dispatcher may send at T.
+//	gate at=+T                what the scheduler may send at T.
 //	enable                    re-enable through the API; transition and state.
 //	freeze at=+T              freeze through the API; transition and state.
 //	reason                    the reason of the state (Health.Reason).

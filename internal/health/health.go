@@ -1,6 +1,6 @@
 // Package health is the endpoint circuit: a pure state machine that turns
 // the outcomes of delivery attempts to one URL into the endpoint's state,
-// and tells the dispatcher what it may send there.
+// and tells the scheduler (internal/scheduling) what it may send there.
 //
 // States (Workfront's disabled/frozen URL circuit and Event Grid's delayed
 // delivery, combined):
@@ -291,7 +291,7 @@ func (c Config) Freeze(h *Health, now time.Time) Transition {
 	return Transition{From: from, To: Frozen, Reason: ReasonFrozenByHand}
 }
 
-// Gate says what the dispatcher may send to the endpoint at now.
+// Gate says what the scheduler may send to the endpoint at now.
 type Gate int
 
 const (
