@@ -17,9 +17,8 @@
 // (Guard.Check): a literal address, a special-use name, and a name that
 // resolves then only to refused addresses are refused. The dialer of the
 // attempts (internal/attempting) checks the address of every connection,
-// so a host name is judged
-// by what it resolves to each time (DNS rebinding is caught on the attempt
-// that resolves to a refused address).
+// so a host name is judged by what it resolves to each time (DNS
+// rebinding is caught on the attempt that resolves to a refused address).
 package destination
 
 import (
