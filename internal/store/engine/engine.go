@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
@@ -32,20 +31,6 @@ import (
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// accounts and keys
-	CreateAccount(ctx context.Context, a account.Account) error
-	GetAccount(ctx context.Context, id string) (account.Account, error)
-	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
-	UpdateAccount(ctx context.Context, a account.Account) error
-	DeleteAccount(ctx context.Context, id string) error
-	CreateKey(ctx context.Context, k account.Key) error
-	CreateFirstKey(ctx context.Context, k account.Key) (bool, error)
-	KeyByHash(ctx context.Context, hash []byte) (account.Key, error)
-	GetKey(ctx context.Context, id string) (account.Key, error)
-	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
-	DeleteKey(ctx context.Context, id string) error
-	AuthVersion(ctx context.Context) (int64, error)
-
 	// endpoints, stats and roles
 	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
 	ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error)
