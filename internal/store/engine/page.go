@@ -27,12 +27,9 @@ import (
 // The cursor itself is the caller's to check (store.IDCursor.Check,
 // store.NumberCursor) and to turn into args.
 //
-// On PostgreSQL the legacy readPage planned a list's two statements for
-// their arguments (plan_cache_mode = force_custom_plan, set with the
-// BEGIN of its snapshot); the driver's Snapshot does not do that yet. The
-// lists whose best plan depends on the arguments (the deliveries of an
-// account, large or small) need it before they move here; the accounts and
-// keys lists, each a seek of one index, do not.
+// On PostgreSQL the snapshot plans each statement for its arguments
+// (plan_cache_mode = force_custom_plan): the best plan of a list may
+// depend on them (the deliveries of an account, large or small).
 func readPage[T any](ctx context.Context, s *Store, p store.Page, sizes, rows driver.Query, args []any,
 	scan func(sqlrow.RowScanner) (T, error), key func(T) string) ([]T, string, error) {
 	var out []T

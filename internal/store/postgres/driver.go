@@ -61,8 +61,11 @@ type pgDriver struct{ b *backend }
 
 func (d pgDriver) Reader() driver.Executor { return readExec{d.b} }
 
+// Snapshot runs fn in a read-only REPEATABLE READ transaction whose
+// statements are planned for their arguments (listOpts: the lists' best
+// plans depend on them, and a snapshot is never on the hot path).
 func (d pgDriver) Snapshot(ctx context.Context, fn func(driver.Executor) error) error {
-	return d.b.snapshot(ctx, func(tx pgx.Tx) error { return fn(txExec{tx}) })
+	return d.b.readTx(ctx, d.b.listOpts, func(tx pgx.Tx) error { return fn(txExec{tx}) })
 }
 
 func (d pgDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
