@@ -19,9 +19,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/job"
-	"github.com/herald-events/herald/internal/stats"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
 	"github.com/herald-events/herald/internal/subscription"
@@ -31,18 +29,6 @@ import (
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// endpoints, stats and roles
-	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
-	ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error)
-	AllEndpoints(ctx context.Context) ([]endpoint.Endpoint, error)
-	EndpointChanges(ctx context.Context, since int64) ([]endpoint.Endpoint, int64, error)
-	ModifyEndpoints(ctx context.Context, ids []string, fn func(eps []*endpoint.Endpoint) error) ([]endpoint.Endpoint, error)
-	TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error)
-	EndpointID(accountID, url string) string
-	DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error)
-	DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error)
-	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
-
 	// recover jobs, redelivery and retention
 	CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error)
 	GetJob(ctx context.Context, id string) (job.Job, error)

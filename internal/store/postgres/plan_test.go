@@ -12,7 +12,6 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/sqlrow"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -162,11 +161,11 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"Index Only Scan using deliveries_pkey"}},
 		{"Settle", acknowledgeSQL, []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
 			[]string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
-		{"DeliveryStats", statsReadSQL, []any{int64(60000), now - 3600000, now, "", "", "acc_7"},
+		{"DeliveryStats", queries["DeliveryStats"], []any{int64(60000), now - 3600000, now, "", "", "acc_7"},
 			[]string{"delivery_stats_account", "Index Cond: ((account_id = "}},
 		// GET /v1/endpoints?state=: endpoints_account, the state a filter.
 		{"ListEndpoints (state)", endpointsByState, endpointsByStateArgs, []string{"Index Scan using endpoints_account", "Filter: (state = "}},
-		{"DeleteOldStats", deleteOldStatsSQL, []any{now - 3600000, 1000}, []string{"Tid Scan on delivery_stats", "Index Scan using delivery_stats_pkey"}},
+		{"DeleteOldStats", queries["DeleteOldStats"], []any{now - 3600000, 1000}, []string{"Tid Scan on delivery_stats", "Index Scan using delivery_stats_pkey"}},
 	} {
 		for _, mode := range []string{"auto", "force_generic_plan"} {
 			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
@@ -209,10 +208,7 @@ func migratedConn(t *testing.T) (dbURL string, conn *pgx.Conn) {
 
 // endpointsByState and endpointsByStateArgs are ListEndpoints' rows query
 // of one account's disabled endpoints, with its arguments and limit.
-var endpointsByState, endpointsByStateArgs = func() (string, []any) {
-	_, rows, args := listByIDSQL("endpoints", sqlrow.EndpointBytes, endpointCols, "acc_7", "", endpointStateFilter(health.Disabled)...)
-	return rows, append(args, 100)
-}()
+var endpointsByState, endpointsByStateArgs = queries["ListEndpoints"], []any{"acc_7", "", string(health.Disabled), 100}
 
 // recordPlanArgs are the arguments of recordStateSQL (and
 // recordQueuedSQL) for two outcomes.

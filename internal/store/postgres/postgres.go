@@ -434,10 +434,6 @@ func (s *backend) Stats() Stats {
 		Isolated: s.isolated.Load(), Retried: s.retried.Load()}
 }
 
-// EndpointID implements store.EndpointStore with the key the schema keeps
-// (the same on every node).
-func (s *backend) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
-
 // Pool returns the connection pool (for metrics and administration).
 func (s *backend) Pool() *pgxpool.Pool { return s.pool }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/delivery"
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -120,28 +119,22 @@ var queryPlans = []struct {
 	// GET /v1/endpoints?state=: the account's endpoints_account index (or,
 	// of every account, the primary key) in ID order, the state a filter
 	// on that walk (an account has one endpoint per subscription URL).
-	{name: "EndpointsByState", q: endpointsByStateSQL("acc_1"), want: []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}},
-	{name: "EndpointsByStateAll", q: endpointsByStateSQL(""), want: []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}},
+	{name: "EndpointsByState", q: queries["ListEndpoints"], want: []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}},
+	{name: "EndpointsByStateAll", q: queries["ListAllEndpoints"], want: []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}},
 	// A redrive by ids: each id by the primary key.
 	{name: "RedriveIDs", q: redriveIDSQL, want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
 	// The rollups: each counted outcome's delivery by key; an account's
 	// minutes by delivery_stats_account; the oldest by the primary key.
 	{name: "AddStats", q: statsInput + "(?, ?, ?, ?), (?, ?, ?, ?)" + statsUpsertTail, want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
-	{name: "DeliveryStats", q: statsRead, want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
-	{name: "DeliveryStatsAll", q: statsReadAll, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
-	{name: "DeleteOldStats", q: deleteOldStatsSQL, want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},
+	{name: "DeliveryStats", q: queries["DeliveryStats"], want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
+	{name: "DeliveryStatsAll", q: queries["DeliveryStatsAll"], want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
+	{name: "DeleteOldStats", q: queries["DeleteOldStats"], want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},
 	// The jobs: an account's running ones counted on jobs_account, the
 	// finished ones found on jobs_finished; a turn is forgotten after a
 	// seek of jobs_account (of every account with a turn).
 	{name: "CountRunningJobs", q: countRunningJobsSQL, want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=? AND state=?)"}},
 	{name: "DeleteFinishedJobs", q: deleteFinishedJobsSQL, want: []string{"SEARCH jobs USING INDEX jobs_finished (finished_at<?)"}},
 	{name: "ForgetTurns", q: forgetTurnsSQL, want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=?)"}},
-}
-
-// endpointsByStateSQL is the rows query of ListEndpoints with a state.
-func endpointsByStateSQL(accountID string) string {
-	_, rows, _ := listEndpointsSQL(accountID, health.Disabled, "")
-	return rows
 }
 
 // The filters of a delivery list, as bits of a mask, with a cursor and

@@ -376,10 +376,6 @@ func (s *backend) Stats() Stats {
 	return Stats{Commits: s.w.commits.Load(), Requests: s.w.served.Load()}
 }
 
-// EndpointID implements store.EndpointStore with the key the database
-// keeps.
-func (s *backend) EndpointID(accountID, url string) string { return s.key.ID(accountID, url) }
-
 // Path returns the database file's path.
 func (s *backend) Path() string { return s.path }
 

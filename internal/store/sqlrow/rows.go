@@ -337,12 +337,25 @@ func ScanEndpoint(sc RowScanner) (endpoint.Endpoint, error) {
 }
 
 // HealthRow is an endpoint's health as the health columns hold it, with
-// its rate limit (RatePerSecond and RateBurst 0: none).
+// its rate limit (RatePerSecond and RateBurst 0: none). Its JSON names
+// are the columns' (a batch of rows is passed to a statement as a JSON
+// array).
 type HealthRow struct {
-	ID, State, Window, Reason                                           string
-	Failures, First, Success, Failure, Disabled, Frozen, Probe, DelayMS int64
-	Updated, RateBurst                                                  int64
-	RatePerSecond                                                       float64
+	ID            string  `json:"id"`
+	State         string  `json:"state"`
+	Window        string  `json:"health_window"`
+	Reason        string  `json:"state_reason"`
+	Failures      int64   `json:"consecutive_failures"`
+	First         int64   `json:"first_attempt_at"`
+	Success       int64   `json:"last_success_at"`
+	Failure       int64   `json:"last_failure_at"`
+	Disabled      int64   `json:"disabled_at"`
+	Frozen        int64   `json:"frozen_at"`
+	Probe         int64   `json:"next_probe_at"`
+	DelayMS       int64   `json:"probation_delay_ms"`
+	Updated       int64   `json:"updated_at"`
+	RateBurst     int64   `json:"rate_burst"`
+	RatePerSecond float64 `json:"rate_per_second"`
 }
 
 // NewHealthRow encodes e's Health, UpdatedAt and RateLimit for the
