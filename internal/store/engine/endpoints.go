@@ -85,47 +85,8 @@ func (s *Store) ListEndpoints(ctx context.Context, accountID string, state healt
 	if accountID == "" {
 		sizes, rows = qListAllEndpointSizes, qListAllEndpoints
 	}
-	return s.endpointPage(ctx, p, sizes, rows, accountID, p.Cursor, string(state))
-}
-
-// endpointPage reads one page of endpoints in one snapshot: first the
-// sizes of the endpoints after the cursor (sizes, given args and a limit)
-// to find where the page ends (store.Page.Len), then only the endpoints
-// the page holds (rows, the same arguments), so that it never reads more
-// than a page's bytes. The cursor of the next page is the last ID.
-//
-// TODO(engine/page.go): the engine's page reader does this for every list.
-func (s *Store) endpointPage(ctx context.Context, p store.Page, sizes, rows driver.Query, args ...any) ([]endpoint.Endpoint, string, error) {
-	var out []endpoint.Endpoint
-	var next string
-	err := s.drv.Snapshot(ctx, func(x driver.Executor) error {
-		out, next = []endpoint.Endpoint{}, ""
-		var ns []int64
-		err := x.Query(ctx, sizes, func(r driver.Row) error {
-			var n int64
-			err := r.Scan(&n)
-			ns = append(ns, n)
-			return err
-		}, append(args[:len(args):len(args)], p.Size()+1)...)
-		if err != nil {
-			return err
-		}
-		n := p.Len(ns)
-		if n == 0 {
-			return nil
-		}
-		if out, err = scanEndpoints(ctx, x, rows, append(args[:len(args):len(args)], n)...); err != nil {
-			return err
-		}
-		if n < len(ns) && len(out) > 0 {
-			next = out[len(out)-1].ID
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	return out, next, nil
+	return readPage(ctx, s, p, sizes, rows, []any{accountID, p.Cursor, string(state)}, sqlrow.ScanEndpoint,
+		func(e endpoint.Endpoint) string { return e.ID })
 }
 
 // AllEndpoints implements store.EndpointStore, in ID order.
