@@ -21,7 +21,6 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
-	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/stats"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
@@ -57,17 +56,6 @@ type Legacy interface {
 	DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.Row, error)
 	DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error)
 	TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
-
-	// recover jobs, redelivery and retention
-	CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error)
-	GetJob(ctx context.Context, id string) (job.Job, error)
-	ClaimJob(ctx context.Context, owner string, now, until time.Time) (job.Job, bool, error)
-	RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error)
-	DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error)
-	Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error)
-	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
-	RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error)
-	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// subscriptions, the catalog and subscription states
 	CreateSubscription(ctx context.Context, s subscription.Subscription) error
