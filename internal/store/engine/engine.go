@@ -19,7 +19,6 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
-	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
 	"github.com/herald-events/herald/internal/subscription"
@@ -29,17 +28,6 @@ import (
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// recover jobs, redelivery and retention
-	CreateJob(ctx context.Context, j job.Job, max int) (job.Job, error)
-	GetJob(ctx context.Context, id string) (job.Job, error)
-	ClaimJob(ctx context.Context, owner string, now, until time.Time) (job.Job, bool, error)
-	RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error)
-	DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error)
-	Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error)
-	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
-	RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error)
-	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
-
 	// subscriptions, the catalog and subscription states
 	CreateSubscription(ctx context.Context, s subscription.Subscription) error
 	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)

@@ -533,10 +533,10 @@ var statusWritePlans = []struct {
 	args []any
 	want string
 }{
-	{"Redrive (all)", redriveAllSQL, []any{statusWriteAt, "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"Redrive (all)", queries["RedriveAll"], []any{statusWriteAt, "sub_acc_0_4"}, "deliveries_subscription_status"},
 	// By ids: each id sought in the account's dead letters (the ids a
 	// condition of the index scan, not a filter over all of them).
-	{"RedriveIDs", redriveAccountIDsSQL, []any{statusWriteAt, "acc_0", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
+	{"RedriveIDs", queries["RedriveAccountIDs"], []any{statusWriteAt, "acc_0", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
 		"(status = 'dead_lettered'::text) AND (id = ANY ("},
 	{"UpdateSubscription (move deliveries)", moveDeliveriesSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},

@@ -122,7 +122,7 @@ var queryPlans = []struct {
 	{name: "EndpointsByState", q: queries["ListEndpoints"], want: []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}},
 	{name: "EndpointsByStateAll", q: queries["ListAllEndpoints"], want: []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}},
 	// A redrive by ids: each id by the primary key.
-	{name: "RedriveIDs", q: redriveIDSQL, want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "RedriveIDs", q: queries["RedriveAccountIDs"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
 	// The rollups: each counted outcome's delivery by key; an account's
 	// minutes by delivery_stats_account; the oldest by the primary key.
 	{name: "AddStats", q: statsInput + "(?, ?, ?, ?), (?, ?, ?, ?)" + statsUpsertTail, want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
@@ -132,9 +132,9 @@ var queryPlans = []struct {
 	// The jobs: an account's running ones counted on jobs_account, the
 	// finished ones found on jobs_finished; a turn is forgotten after a
 	// seek of jobs_account (of every account with a turn).
-	{name: "CountRunningJobs", q: countRunningJobsSQL, want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=? AND state=?)"}},
-	{name: "DeleteFinishedJobs", q: deleteFinishedJobsSQL, want: []string{"SEARCH jobs USING INDEX jobs_finished (finished_at<?)"}},
-	{name: "ForgetTurns", q: forgetTurnsSQL, want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=?)"}},
+	{name: "CountRunningJobs", q: queries["CountRunningJobs"], want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=? AND state=?)"}},
+	{name: "DeleteFinishedJobs", q: queries["DeleteFinishedJobs"], want: []string{"SEARCH jobs USING INDEX jobs_finished (finished_at<?)"}},
+	{name: "ForgetTurns", q: queries["ForgetTurns"], want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=?)"}},
 }
 
 // The filters of a delivery list, as bits of a mask, with a cursor and

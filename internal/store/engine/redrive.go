@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/driver"
+	"github.com/herald-events/herald/internal/store/sqlrow"
+)
+
+// Redelivery and redrive (store.DeliveryStore). Each moving statement
+// makes the same change, the restart: a fresh attempt budget, due at $1
+// (round_start and next_attempt_at), unleased and unlocked, pending, or
+// queued when the subscription is a pull or a deactivated one; attempts
+// and the last_* fields stay (with attempts > 0 the delivery is due in the
+// retry lane), dead_letter_reason and delivered_at are cleared; it goes to
+// its subscription's current endpoint, the delivery of a dead letter to
+// its subscription's dead-letter URL's. The redrives leave out the
+// deliveries of dead letters whose subscription names no dead-letter URL
+// any more, and return each moved delivery's id, endpoint_id, status and
+// subscription_id (redriven).
+var (
+	// qRedeliveryState reads delivery $1's status, lease_until,
+	// subscription_id and dead_letter_of (locked for update on
+	// PostgreSQL).
+	qRedeliveryState = query("RedeliveryState")
+	// qSubscriptionExists returns a row when subscription $1 exists,
+	// locked in share mode until the transaction ends on PostgreSQL (a
+	// delete or an update of the subscription waits).
+	qSubscriptionExists = query("SubscriptionExists")
+	// qSubscriptionDeadLetterEndpoint reads subscription $1's
+	// dead_letter_endpoint_id ('': it names no dead-letter URL).
+	qSubscriptionDeadLetterEndpoint = query("SubscriptionDeadLetterEndpoint")
+	// qRedeliver restarts delivery $2 at $1, whatever its status.
+	qRedeliver = query("Redeliver")
+	// qGetDelivery reads delivery $1 with its event's id and source
+	// (sqlrow.ScanDelivery).
+	qGetDelivery = query("GetDelivery")
+	// qRedriveAll restarts at $1 every dead letter of subscription $2
+	// (a seek of deliveries_subscription_status).
+	qRedriveAll = query("RedriveAll")
+	// qRedriveIDs restarts at $1 the dead letters of subscription $2
+	// among the ids $3.
+	qRedriveIDs = query("RedriveIDs")
+	// qRedriveAccountIDs restarts at $1 the dead letters of account $2
+	// among the ids $3 whose subscription exists (locked in share mode on
+	// PostgreSQL, as qSubscriptionExists): a deleted subscription's dead
+	// letters stay dead-lettered, with nowhere to go.
+	qRedriveAccountIDs = query("RedriveAccountIDs")
+	// qNotifyQueued announces to the other nodes, when the transaction
+	// commits, that deliveries of the subscriptions $1 became receivable
+	// (PostgreSQL: pg_notify on the channel herald_queued, which each
+	// node's change feed hands to its Options.OnQueued). Run only on a
+	// shared store.
+	qNotifyQueued = query("NotifyQueued")
+)
+
+// Redeliver implements store.DeliveryStore in one write. The delivery
+// becomes pending (queued, for a pull or deactivated subscription), due at
+// now, unleased, with RoundAttempts 0, RoundStart now, FirstFailure
+// cleared, and DeadLetterReason and DeliveredAt cleared; Attempts and the
+// Last* fields are kept (so a delivery attempted before is due in the
+// retry lane). ErrConflict when it is pending and its lease has not ended
+// by now (leaseEnded: where leases do not expire, while it is leased).
+// ErrSubscriptionDeleted when its subscription is gone (on PostgreSQL the
+// subscription row is locked in share mode until the change commits, so a
+// delete cannot slip in between). The delivery of a dead letter goes to
+// its subscription's dead-letter URL's endpoint: ErrConflict when the
+// subscription names no dead-letter URL any more (read under that share
+// lock, which an update of the subscription waits for too). A delivery
+// queued is announced (queued).
+func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
+	at := sqlrow.UnixMS(now)
+	var d delivery.Delivery
+	err := s.drv.Write(ctx, func(x driver.Executor) error {
+		var status, sub, deadLetterOf string
+		var lease int64
+		if err := x.QueryRow(ctx, qRedeliveryState, id).Scan(&status, &lease, &sub, &deadLetterOf); err != nil {
+			if errors.Is(err, driver.ErrNoRows) {
+				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
+			}
+			return err
+		}
+		switch err := subscriptionExists(ctx, x, sub); {
+		case errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("delivery %s: %w", id, store.ErrSubscriptionDeleted)
+		case err != nil:
+			return err
+		}
+		if delivery.Status(status) == delivery.StatusPending && lease != 0 && lease >= s.leaseEnded(now) {
+			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
+		}
+		if deadLetterOf != "" {
+			var ep string
+			if err := x.QueryRow(ctx, qSubscriptionDeadLetterEndpoint, sub).Scan(&ep); err != nil {
+				return err
+			}
+			if ep == "" {
+				return fmt.Errorf("delivery %s is a dead letter's and its subscription has no dead-letter URL: %w", id, store.ErrConflict)
+			}
+		}
+		if _, err := x.Exec(ctx, qRedeliver, at, id); err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		var err error
+		if d, err = sqlrow.ScanDelivery(x.QueryRow(ctx, qGetDelivery, id)); err != nil {
+			return fmt.Errorf("redeliver %s: %w", id, err)
+		}
+		if d.Status == delivery.StatusQueued {
+			return s.notifyQueued(ctx, x, []string{d.SubscriptionID})
+		}
+		return nil
+	})
+	if err != nil {
+		return delivery.Delivery{}, err
+	}
+	if d.Status == delivery.StatusQueued {
+		s.queuedHere([]string{d.SubscriptionID})
+	}
+	return d, nil
+}
+
+// Redrive implements store.DeliveryStore in one write, one statement for
+// all of the subscription's dead letters or for ids. IDs that do not name
+// a dead-lettered delivery of the subscription are ignored, and so are the
+// deliveries of dead letters when the subscription names no dead-letter
+// URL any more. ErrNotFound when the subscription does not exist (it is
+// locked in share mode on PostgreSQL). Endpoints are returned once each:
+// for ids, in the order of ids; for all, in no particular order.
+func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
+	at := sqlrow.UnixMS(now)
+	return s.redrive(ctx, func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error) {
+		if err := subscriptionExists(ctx, x, subscriptionID); err != nil {
+			return store.RedriveResult{}, err
+		}
+		var res store.RedriveResult
+		var err error
+		if len(ids) == 0 {
+			res, err = s.redriven(ctx, x, nil, q, qRedriveAll, at, subscriptionID)
+		} else {
+			res, err = s.redriven(ctx, x, ids, q, qRedriveIDs, at, subscriptionID, ids)
+		}
+		if err != nil {
+			return store.RedriveResult{}, fmt.Errorf("redrive %s: %w", subscriptionID, err)
+		}
+		return res, nil
+	})
+}
+
+// RedriveIDs implements store.DeliveryStore in one statement. IDs that do
+// not name a dead-lettered delivery of the account whose subscription
+// exists are ignored, as Redrive ignores them. Endpoints are returned once
+// each, in the order of ids.
+func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
+	res, err := s.redrive(ctx, func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error) {
+		return s.redriven(ctx, x, ids, q, qRedriveAccountIDs, sqlrow.UnixMS(now), account.OrDefault(accountID), ids)
+	})
+	if err != nil {
+		return store.RedriveResult{}, fmt.Errorf("redrive: %w", err)
+	}
+	return res, nil
+}
+
+// redrive runs move in one write, with a result and a set of queued
+// subscriptions of its own each time the write runs it, announces the
+// subscriptions after the commit (queuedHere) and returns the result (the
+// zero result on an error).
+func (s *Store) redrive(ctx context.Context, move func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error)) (store.RedriveResult, error) {
+	var res store.RedriveResult
+	var q sqlrow.IDSet
+	err := s.drv.Write(ctx, func(x driver.Executor) error {
+		var err error
+		q.Reset()
+		res, err = move(x, &q)
+		return err
+	})
+	if err != nil {
+		return store.RedriveResult{}, err
+	}
+	s.queuedHere(q.IDs)
+	return res, nil
+}
+
+// redriven runs a moving statement qm (one that returns each moved
+// delivery's id, endpoint_id, status and subscription_id) and returns what
+// moved: each endpoint once, in the order of ids when there are ids, else
+// in the order of the rows; an id given twice counts once. The
+// subscriptions of the deliveries it queued are added to q and announced
+// to the other nodes (notifyQueued): a transaction runs one such statement.
+func (s *Store) redriven(ctx context.Context, x driver.Executor, ids []string, q *sqlrow.IDSet, qm driver.Query, args ...any) (store.RedriveResult, error) {
+	moved := map[string]string{} // delivery → endpoint
+	var order []string
+	err := x.Query(ctx, qm, func(r driver.Row) error {
+		var id, ep, status, sub string
+		if err := r.Scan(&id, &ep, &status, &sub); err != nil {
+			return err
+		}
+		moved[id] = ep
+		order = append(order, id)
+		if delivery.Status(status) == delivery.StatusQueued {
+			q.Add(sub)
+		}
+		return nil
+	}, args...)
+	if err != nil {
+		return store.RedriveResult{}, err
+	}
+	if len(ids) > 0 {
+		order = ids
+	}
+	var res store.RedriveResult
+	seen := map[string]bool{}
+	for _, id := range order {
+		ep, ok := moved[id]
+		if !ok {
+			continue
+		}
+		delete(moved, id)
+		res.Count++
+		if !seen[ep] {
+			seen[ep] = true
+			res.Endpoints = append(res.Endpoints, ep)
+		}
+	}
+	return res, s.notifyQueued(ctx, x, q.IDs)
+}
+
+// subscriptionExists is nil when subscription id exists (locked in share
+// mode on PostgreSQL until x ends), else an ErrNotFound naming it.
+func subscriptionExists(ctx context.Context, x driver.Executor, id string) error {
+	var one int
+	err := x.QueryRow(ctx, qSubscriptionExists, id).Scan(&one)
+	if errors.Is(err, driver.ErrNoRows) {
+		return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
+	}
+	return err
+}
+
+// notifyQueued announces to the other nodes, in x (when it commits), the
+// subscriptions whose deliveries x made receivable: on a shared store
+// only, since on one that is not, the only process hears of them after the
+// commit (queuedHere). None costs no statement.
+func (s *Store) notifyQueued(ctx context.Context, x driver.Executor, subscriptionIDs []string) error {
+	if len(subscriptionIDs) == 0 || !s.opts.Capabilities.Shared {
+		return nil
+	}
+	if _, err := x.Exec(ctx, qNotifyQueued, subscriptionIDs); err != nil {
+		return fmt.Errorf("announce queued deliveries: %w", err)
+	}
+	return nil
+}
+
+// queuedHere tells this process (Options.OnQueued) of the subscriptions
+// whose deliveries a write it committed made receivable.
+func (s *Store) queuedHere(subscriptionIDs []string) {
+	if len(subscriptionIDs) > 0 && s.opts.OnQueued != nil {
+		s.opts.OnQueued(subscriptionIDs)
+	}
+}

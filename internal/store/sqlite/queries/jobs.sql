@@ -1,0 +1,74 @@
+-- Recover jobs (internal/store/engine/jobs.go).
+
+-- A seek of deliveries_subscription_status.
+-- name: CountRecover
+SELECT COUNT(*) FROM (SELECT 1 FROM deliveries
+WHERE subscription_id = ?1 AND status = ?2 AND id >= ?3 AND id < ?4 LIMIT ?5)
+
+-- name: CountRunningJobs
+SELECT COUNT(*) FROM jobs WHERE account_id = ?1 AND state = 'running'
+
+-- The one writer makes every create of a job take its turn, so SQLite
+-- needs no lock: the engine runs this only on a shared store (PostgreSQL).
+-- name: LockAccountJobs
+SELECT ?1
+
+-- name: InsertJob
+INSERT INTO jobs (id, kind, account_id, subscription_id, state, since_ms, until_ms, statuses, total, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+
+-- name: GetJob
+SELECT id, kind, account_id, subscription_id, state, since_ms, until_ms, statuses,
+	total, done, errors, error, cursor_status, cursor_id, created_at, finished_at
+FROM jobs WHERE id = ?1
+
+-- Reads and sorts every running job (jobs_running): at most
+-- --max-jobs-per-account for each account.
+-- name: ClaimJob
+UPDATE jobs SET lease_owner = ?1, lease_until = ?3
+WHERE id = (SELECT j.id FROM jobs AS j LEFT JOIN job_turns AS t ON t.account_id = j.account_id
+	WHERE j.state = 'running' AND (j.lease_owner IN ('', ?1) OR j.lease_until < ?2)
+	ORDER BY COALESCE(t.turn, 0), j.created_at, j.id LIMIT 1)
+RETURNING id, kind, account_id, subscription_id, state, since_ms, until_ms, statuses,
+	total, done, errors, error, cursor_status, cursor_id, created_at, finished_at
+
+-- name: TakeTurn
+INSERT INTO job_turns (account_id, turn) SELECT ?1, COALESCE(MAX(turn), 0) + 1 FROM job_turns WHERE true
+ON CONFLICT (account_id) DO UPDATE SET turn = excluded.turn
+
+-- name: LockJob
+SELECT id, kind, account_id, subscription_id, state, since_ms, until_ms, statuses,
+	total, done, errors, error, cursor_status, cursor_id, created_at, finished_at
+FROM jobs WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND lease_until >= ?3
+
+-- A seek of deliveries_subscription_status.
+-- name: RecoverLook
+SELECT id FROM deliveries WHERE subscription_id = ?1 AND status = ?2 AND id >= ?3 AND id > ?4 AND id < ?5
+ORDER BY id LIMIT ?6
+
+-- Redeliver's change (redrive.sql), to the deliveries ?2 still in status ?3.
+-- name: RecoverMove
+UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = ?1, first_failure = 0,
+	next_attempt_at = ?1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
+WHERE id IN (SELECT value FROM json_each(?2)) AND status = ?3
+AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
+RETURNING id, endpoint_id, status, subscription_id
+
+-- name: SaveJob
+UPDATE jobs SET state = ?1, total = ?2, done = ?3, errors = ?4, error = ?5, cursor_status = ?6, cursor_id = ?7,
+	finished_at = ?8, lease_owner = '', lease_until = 0 WHERE id = ?9
+
+-- A seek of jobs_finished.
+-- name: DeleteFinishedJobs
+DELETE FROM jobs WHERE id IN (
+	SELECT id FROM jobs WHERE state <> 'running' AND finished_at < ?1 ORDER BY finished_at LIMIT ?2)
+
+-- A seek of jobs_account for each account with a turn.
+-- name: ForgetTurns
+DELETE FROM job_turns WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.account_id = job_turns.account_id)

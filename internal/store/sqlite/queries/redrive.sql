@@ -1,0 +1,88 @@
+-- Redelivery and redrive (internal/store/engine/redrive.go).
+--
+-- Redeliver, RedriveAll, RedriveIDs, RedriveAccountIDs (and RecoverMove in
+-- jobs.sql) make the same change, restart: a fresh attempt budget, pending,
+-- or queued (for consumers, receives counted afresh) when the subscription
+-- is a pull subscription or a deactivated push one, which push nothing.
+-- Attempts (the lifetime count) and the last_* fields stay: the delivery
+-- keeps its history, and with attempts > 0 it is due in the retry lane.
+-- dead_letter_reason and delivered_at are cleared. It goes to its
+-- subscription's endpoint: the one it was made for, or, if the subscription
+-- has moved to another URL since, that URL's; the delivery of a dead letter
+-- to its subscription's dead-letter URL's (the redrives leave out those
+-- whose subscription names none any more). A consumer's lock on a queued
+-- delivery is cleared: its token settles nothing any more.
+
+-- name: RedeliveryState
+SELECT status, lease_until, subscription_id, dead_letter_of FROM deliveries WHERE id = ?1
+
+-- name: SubscriptionExists
+SELECT 1 FROM subscriptions WHERE id = ?1
+
+-- name: SubscriptionDeadLetterEndpoint
+SELECT dead_letter_endpoint_id FROM subscriptions WHERE id = ?1
+
+-- name: Redeliver
+UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = ?1, first_failure = 0,
+	next_attempt_at = ?1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
+WHERE id = ?2
+
+-- name: GetDelivery
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at,
+	d.receives, d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = ?1
+
+-- name: RedriveAll
+UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = ?1, first_failure = 0,
+	next_attempt_at = ?1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
+WHERE subscription_id = ?2 AND status = 'dead_lettered' AND status <> 'delivered'
+AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
+RETURNING id, endpoint_id, status, subscription_id
+
+-- name: RedriveIDs
+UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = ?1, first_failure = 0,
+	next_attempt_at = ?1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
+WHERE id IN (SELECT value FROM json_each(?3)) AND subscription_id = ?2 AND status = 'dead_lettered'
+AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
+RETURNING id, endpoint_id, status, subscription_id
+
+-- Each id by the primary key (the unary + keeps deliveries_account out of
+-- the plan); a deleted subscription's dead letters stay dead-lettered, with
+-- nowhere to go.
+-- name: RedriveAccountIDs
+UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
+	receives = 0, round_attempts = 0, round_start = ?1, first_failure = 0,
+	next_attempt_at = ?1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
+	lock_token = '', lock_until = 0,
+	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
+		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
+WHERE id IN (SELECT value FROM json_each(?3)) AND +account_id = ?2 AND status = 'dead_lettered'
+AND EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
+AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
+RETURNING id, endpoint_id, status, subscription_id
+
+-- One process: OnQueued, after the commit, tells every consumer waiting.
+-- The engine runs this only on a shared store (PostgreSQL).
+-- name: NotifyQueued
+SELECT value FROM json_each(?1)
