@@ -25,7 +25,6 @@ import (
 	"github.com/herald-events/herald/internal/stats"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
-	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Legacy is what a driver's package still implements of store.Store
@@ -68,17 +67,6 @@ type Legacy interface {
 	Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error)
 	RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error)
 	Cleanup(ctx context.Context, before time.Time, limit int) (int, error)
-
-	// subscriptions, the catalog and subscription states
-	CreateSubscription(ctx context.Context, s subscription.Subscription) error
-	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
-	SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error)
-	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
-	SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error)
-	UpdateSubscription(ctx context.Context, s subscription.Subscription) error
-	DeleteSubscription(ctx context.Context, id string, now time.Time) error
-	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error)
-	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
 
 	// reads of deliveries, and the queue
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
