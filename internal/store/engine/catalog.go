@@ -46,7 +46,7 @@ var (
 	// tombstones after the dedup retention and moves it).
 	qCatalogVersion = query("CatalogVersion")
 	qCatalogPruned  = query("CatalogPruned")
-	// qChangedSubscriptions reads the subscriptions (subscriptionCols)
+	// qChangedSubscriptions reads the subscriptions (sqlrow.ScanSubscription)
 	// written after version $1 up to version $2, from the version index;
 	// qDeletedSubscriptions the IDs of the tombstones in that range.
 	// Bounded on both sides, the range is estimated small whatever the

@@ -15,21 +15,21 @@ import (
 	"github.com/herald-events/herald/internal/subscription"
 )
 
-// Subscriptions (store.SubscriptionStore). A subscription's columns are
-// read as sqlrow.ScanSubscription reads them (subscriptionCols: id,
-// account_id … updated_at, version, state_reason) and written as
-// subscriptionArgs gives them.
+// Subscriptions (store.SubscriptionStore). A statement that reads
+// subscriptions selects the columns sqlrow.ScanSubscription reads, in its
+// order (id, account_id … updated_at, version, state_reason); one that
+// writes them takes subscriptionArgs' values, then the catalog version.
 var (
-	// qInsertSubscription inserts a subscription (subscriptionArgs),
-	// nothing when its ID or its name in its account is taken.
+	// qInsertSubscription inserts a subscription (subscriptionArgs and the
+	// version), nothing when its ID or its name in its account is taken.
 	qInsertSubscription = query("InsertSubscription")
 	// qUpdateSubscription sets every column of subscription $1 in account
-	// $2 (subscriptionArgs) but the account, which selects the row: a
-	// subscription never changes accounts. The state ($15) is taken and
-	// ignored: only a deactivation (Record, DeactivateSubscription) and
-	// ReactivateSubscription change the state and its reason, so a change
-	// made from an older read cannot undo a deactivation committed
-	// meanwhile.
+	// $2 (subscriptionArgs and the version) but the account, which selects
+	// the row: a subscription never changes accounts. The state ($15) is
+	// taken and ignored: only a deactivation (Record,
+	// DeactivateSubscription) and ReactivateSubscription change the state
+	// and its reason, so a change made from an older read cannot undo a
+	// deactivation committed meanwhile.
 	qUpdateSubscription = query("UpdateSubscription")
 	// qDeleteSubscription deletes subscription $1.
 	qDeleteSubscription = query("DeleteSubscription")
@@ -37,7 +37,7 @@ var (
 	// catalog version $2 at time $3 (replacing an older one of that ID).
 	qRememberDeleted = query("RememberDeletedSubscription")
 
-	// qGetSubscription reads subscription $1 (subscriptionCols);
+	// qGetSubscription reads subscription $1 (sqlrow.ScanSubscription);
 	// qSubscriptionByName the one named $2 in account $1, a seek of the
 	// (account_id, name) unique index.
 	qGetSubscription    = query("GetSubscription")
@@ -87,16 +87,24 @@ var (
 	qListAccountSubscriptions     = query("ListAccountSubscriptions")
 )
 
-// subscriptionArgs returns the values of sub's columns (sqlrow.
-// SubscriptionValues: id, account_id … updated_at, then the version v),
-// after filling in what the store fills in (an empty AccountID,
-// DeliveryMode and FailurePolicy, the endpoint IDs made with key).
-func subscriptionArgs(sub *subscription.Subscription, key endpoint.Key, v int64) ([]any, error) {
+// subscriptionArgs returns the values of sub's columns but the version
+// (id, then sqlrow.SubscriptionValues: account_id … updated_at), after
+// filling in what the store fills in (an empty AccountID, DeliveryMode and
+// FailurePolicy, the endpoint IDs made with key). withVersion appends the
+// version to them: the arguments of qInsertSubscription and
+// qUpdateSubscription.
+func subscriptionArgs(sub *subscription.Subscription, key endpoint.Key) ([]any, error) {
 	vals, err := sqlrow.SubscriptionValues(sub, key)
 	if err != nil {
 		return nil, err
 	}
-	return append(append([]any{sub.ID}, vals...), v), nil
+	return append([]any{sub.ID}, vals...), nil
+}
+
+// withVersion returns args followed by the catalog version v, leaving args
+// as they are (a write function may run again).
+func withVersion(args []any, v int64) []any {
+	return append(args[:len(args):len(args)], v)
 }
 
 // CreateSubscription implements store.SubscriptionStore. An empty
@@ -116,7 +124,8 @@ func subscriptionArgs(sub *subscription.Subscription, key endpoint.Key, v int64)
 // it sees every create committed before, on any node, and none can commit
 // until this one ends.
 func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
-	if _, err := subscriptionArgs(&sub, s.opts.EndpointKey, 0); err != nil {
+	args, err := subscriptionArgs(&sub, s.opts.EndpointKey)
+	if err != nil {
 		return err
 	}
 	return s.drv.Write(ctx, func(x driver.Executor) error {
@@ -146,14 +155,10 @@ func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscri
 		if err != nil {
 			return err
 		}
-		args, err := subscriptionArgs(&sub, s.opts.EndpointKey, v)
-		if err != nil {
-			return err
-		}
-		switch n, err := x.Exec(ctx, qInsertSubscription, args...); {
+		switch n, err := x.Exec(ctx, qInsertSubscription, withVersion(args, v)...); {
 		case err != nil:
 			return fmt.Errorf("insert subscription %s: %w", sub.ID, err)
-		case n == 0: // taken meanwhile: not under the catalog lock
+		case n == 0: // not seen above: every create holds the catalog lock
 			return fmt.Errorf("subscription %s already exists: %w", sub.ID, store.ErrConflict)
 		}
 		return s.insertEndpoints(ctx, x, &sub)
@@ -267,7 +272,8 @@ func (s *Store) ListSubscriptions(ctx context.Context, accountID string, p store
 // attempted are dropped (sqlrow.ReasonDeadLetterURLRemoved).
 // ErrNameTaken when another subscription of the account has its name.
 func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscription) error {
-	if _, err := subscriptionArgs(&sub, s.opts.EndpointKey, 0); err != nil {
+	args, err := subscriptionArgs(&sub, s.opts.EndpointKey)
+	if err != nil {
 		return err
 	}
 	return s.drv.Write(ctx, func(x driver.Executor) error {
@@ -288,11 +294,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscri
 		if err != nil {
 			return err
 		}
-		args, err := subscriptionArgs(&sub, s.opts.EndpointKey, v)
-		if err != nil {
-			return err
-		}
-		if _, err := x.Exec(ctx, qUpdateSubscription, args...); err != nil {
+		if _, err := x.Exec(ctx, qUpdateSubscription, withVersion(args, v)...); err != nil {
 			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 		}
 		if err := s.insertEndpoints(ctx, x, &sub); err != nil {
