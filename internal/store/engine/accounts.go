@@ -125,7 +125,7 @@ func (s *Store) AuthVersion(ctx context.Context) (int64, error) {
 func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
 	args := sqlrow.AccountValues(&a)
 	return s.authWrite(ctx, func(x driver.Executor) (bool, error) {
-		if err := nameFree(ctx, x, a.Name, ""); err != nil {
+		if err := accountNameFree(ctx, x, a.Name, ""); err != nil {
 			return false, err
 		}
 		switch n, err := x.Exec(ctx, qInsertAccount, args...); {
@@ -138,8 +138,8 @@ func (s *Store) CreateAccount(ctx context.Context, a account.Account) error {
 	})
 }
 
-// nameFree returns ErrNameTaken when an account other than id has name.
-func nameFree(ctx context.Context, x driver.Executor, name, id string) error {
+// accountNameFree returns ErrNameTaken when an account other than id has name.
+func accountNameFree(ctx context.Context, x driver.Executor, name, id string) error {
 	var other string
 	switch err := x.QueryRow(ctx, qAccountByName, name).Scan(&other); {
 	case errors.Is(err, driver.ErrNoRows):
@@ -180,7 +180,7 @@ func (s *Store) ListAccounts(ctx context.Context, p store.Page) ([]account.Accou
 func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
 	v := sqlrow.AccountValues(&a) // id, name, settings, created_at, updated_at
 	return s.authWrite(ctx, func(x driver.Executor) (bool, error) {
-		if err := nameFree(ctx, x, a.Name, a.ID); err != nil {
+		if err := accountNameFree(ctx, x, a.Name, a.ID); err != nil {
 			return false, err
 		}
 		switch n, err := x.Exec(ctx, qUpdateAccount, v[0], v[1], v[2], v[4]); {

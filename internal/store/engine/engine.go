@@ -21,24 +21,12 @@ import (
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
-	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Legacy is what a driver's package still implements of store.Store
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// subscriptions, the catalog and subscription states
-	CreateSubscription(ctx context.Context, s subscription.Subscription) error
-	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
-	SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error)
-	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
-	SubscriptionChanges(ctx context.Context, since int64) (store.CatalogChanges, error)
-	UpdateSubscription(ctx context.Context, s subscription.Subscription) error
-	DeleteSubscription(ctx context.Context, id string, now time.Time) error
-	ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error)
-	DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error)
-
 	// reads of deliveries, and the queue
 	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
 	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)

@@ -29,10 +29,6 @@ var (
 	// subscription_id and dead_letter_of (locked for update on
 	// PostgreSQL).
 	qRedeliveryState = query("RedeliveryState")
-	// qSubscriptionExists returns a row when subscription $1 exists,
-	// locked in share mode until the transaction ends on PostgreSQL (a
-	// delete or an update of the subscription waits).
-	qSubscriptionExists = query("SubscriptionExists")
 	// qSubscriptionDeadLetterEndpoint reads subscription $1's
 	// dead_letter_endpoint_id ('': it names no dead-letter URL).
 	qSubscriptionDeadLetterEndpoint = query("SubscriptionDeadLetterEndpoint")
@@ -52,12 +48,6 @@ var (
 	// PostgreSQL, as qSubscriptionExists): a deleted subscription's dead
 	// letters stay dead-lettered, with nowhere to go.
 	qRedriveAccountIDs = query("RedriveAccountIDs")
-	// qNotifyQueued announces to the other nodes, when the transaction
-	// commits, that deliveries of the subscriptions $1 became receivable
-	// (PostgreSQL: pg_notify on the channel herald_queued, which each
-	// node's change feed hands to its Options.OnQueued). Run only on a
-	// shared store.
-	qNotifyQueued = query("NotifyQueued")
 )
 
 // Redeliver implements store.DeliveryStore in one write. The delivery
@@ -239,26 +229,4 @@ func subscriptionExists(ctx context.Context, x driver.Executor, id string) error
 		return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
 	}
 	return err
-}
-
-// notifyQueued announces to the other nodes, in x (when it commits), the
-// subscriptions whose deliveries x made receivable: on a shared store
-// only, since on one that is not, the only process hears of them after the
-// commit (queuedHere). None costs no statement.
-func (s *Store) notifyQueued(ctx context.Context, x driver.Executor, subscriptionIDs []string) error {
-	if len(subscriptionIDs) == 0 || !s.opts.Capabilities.Shared {
-		return nil
-	}
-	if _, err := x.Exec(ctx, qNotifyQueued, subscriptionIDs); err != nil {
-		return fmt.Errorf("announce queued deliveries: %w", err)
-	}
-	return nil
-}
-
-// queuedHere tells this process (Options.OnQueued) of the subscriptions
-// whose deliveries a write it committed made receivable.
-func (s *Store) queuedHere(subscriptionIDs []string) {
-	if len(subscriptionIDs) > 0 && s.opts.OnQueued != nil {
-		s.opts.OnQueued(subscriptionIDs)
-	}
 }

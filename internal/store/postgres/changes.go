@@ -39,6 +39,11 @@ import (
 // consumer must also look again on a timer of its own (store.ReceiveResult's
 // NextAt, the end of its wait).
 
+// The engine's statements NotifyCatalog, NotifyEndpoints and NotifyQueued
+// (queries/subscriptions.sql) send these notifications too, naming the
+// channels and kinds below literally, and the schema as current_schema(),
+// the one read at open (TestNotifyStatements).
+
 // changeChannel is the notification channel of every Herald schema.
 const changeChannel = "herald_changes"
 

@@ -526,7 +526,7 @@ const statusWriteAt = int64(5000)
 // statusWritePlans are the statements that change a subscription's
 // deliveries of some statuses: they seek its entries of the partial index
 // of those statuses, in the generic plans they run with as in custom ones.
-// $2 (or $1) is the subscription.
+// $2 (or $1, or $4) is the subscription.
 var statusWritePlans = []struct {
 	name string
 	sql  string
@@ -538,13 +538,13 @@ var statusWritePlans = []struct {
 	// condition of the index scan, not a filter over all of them).
 	{"RedriveIDs", queries["RedriveAccountIDs"], []any{statusWriteAt, "acc_0", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
 		"(status = 'dead_lettered'::text) AND (id = ANY ("},
-	{"UpdateSubscription (move deliveries)", moveDeliveriesSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
-	{"UpdateSubscription (move dead letters)", moveDeadLettersSQL, []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
-	{"UpdateSubscription (drop dead letters)", dropDeadLettersSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
-	{"DeleteSubscription", dropSubscriptionDeliveriesSQL, []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"UpdateSubscription (move deliveries)", queries["MoveSubscriptionDeliveries"], []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"UpdateSubscription (move dead letters)", queries["MoveSubscriptionDeadLetters"], []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"UpdateSubscription (drop dead letters)", queries["DropSubscriptionDeadLetters"], []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
+	{"DeleteSubscription", queries["DropSubscriptionDeliveries"], []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{statusWriteAt}, int64(7),
 		[]int64{statusWriteAt}, []string{"deactivated by hand"}}, "deliveries_subscription_status"},
-	{"ReactivateSubscription", unqueueSQL, []any{"sub_acc_0_4", statusWriteAt, "ep_a", "ep_b"}, "Index Scan on deliveries_queued"},
+	{"ReactivateSubscription", queries["UnqueueSubscriptionDeliveries"], []any{statusWriteAt, "ep_a", "ep_b", "sub_acc_0_4"}, "Index Scan on deliveries_queued"},
 }
 
 // checkPlan checks that plan shows each of want and, for each prefixed
@@ -565,6 +565,12 @@ func checkPlan(t *testing.T, name, plan string, want []string) {
 		t.Errorf("%s: scans the deliveries table:\n%s", name, plan)
 	}
 }
+
+// subscriptionCols are every column of subscriptions (TestCatalogChangesPlan
+// copies rows with them).
+const subscriptionCols = `id, account_id, name, url, endpoint_id, event_types, subject_begins_with, subject_ends_with,
+	retry_policy, timeout_ms, headers, secret_headers, signing, dead_letter, state, delivery_mode, failure_policy,
+	delivery, dead_letter_endpoint_id, filters, created_at, updated_at, version, state_reason`
 
 // TestCatalogChangesPlan: the catalog's read of the subscriptions changed
 // since a version reads the version index, not the table (and the lookup
@@ -601,8 +607,8 @@ func TestCatalogChangesPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, q := range []struct{ name, sql, index string }{
-			{"changed", changedSubsSQL, "subscriptions_version"},
-			{"deleted", tombstonesSQL, "subscription_tombstones_version"},
+			{"changed", queries["ChangedSubscriptions"], "subscriptions_version"},
+			{"deleted", queries["DeletedSubscriptions"], "subscription_tombstones_version"},
 		} {
 			plan := explain(t, ctx, tx, q.sql, []any{int64(4990), int64(5001)})
 			if !strings.Contains(plan, q.index) || strings.Contains(plan, "Seq Scan") {
@@ -611,7 +617,7 @@ func TestCatalogChangesPlan(t *testing.T) {
 		}
 		// GET /v1/subscriptions?name= on the same 5,000: the
 		// (account_id, name) unique index.
-		plan := explain(t, ctx, tx, getSubscriptionByNameSQL, []any{"acc_default", "s42"})
+		plan := explain(t, ctx, tx, queries["SubscriptionByName"], []any{"acc_default", "s42"})
 		if !strings.Contains(plan, "subscriptions_account_name_key") || strings.Contains(plan, "Seq Scan") {
 			t.Errorf("SubscriptionByName (%s): want a scan of subscriptions_account_name_key:\n%s", mode, plan)
 		}

@@ -441,12 +441,6 @@ func (s *backend) Pool() *pgxpool.Pool { return s.pool }
 // lease expires by time.
 func (s *backend) Capabilities() store.Capabilities { return capabilities }
 
-// snapshot runs fn in a read-only transaction whose queries all read one
-// snapshot of the database.
-func (s *backend) snapshot(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.readTx(ctx, s.snapOpts, fn)
-}
-
 // readTx runs fn in a read-only transaction begun with opts (snapOpts or
 // listOpts).
 func (s *backend) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
@@ -570,13 +564,4 @@ var errRetry = errors.New("concurrent change; retry")
 
 func backoff(try int) {
 	time.Sleep(time.Duration(1+try*try) * time.Millisecond)
-}
-
-// pgCode returns the SQLSTATE and constraint of a PostgreSQL error.
-func pgCode(err error) (code, constraint string) {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code, pe.ConstraintName
-	}
-	return "", ""
 }

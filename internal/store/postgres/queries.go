@@ -334,37 +334,3 @@ func (s *backend) ListAttempts(ctx context.Context, deliveryID string, p store.P
 func listAttemptsSQL(cols string) string {
 	return `SELECT ` + cols + ` FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3`
 }
-
-// listByID reads a page (readPage) of the rows of table in ID order after
-// p.Cursor (already checked): of one account when accountID is not empty
-// (a seek of the table's (account_id, id) index), else of every account;
-// each of and filters that walk. bytes selects an item's size (sqlrow's
-// …Bytes), cols what scan reads.
-func listByID[T any](ctx context.Context, s *backend, table, bytes, cols, accountID string, p store.Page,
-	scan func(scanner) (T, error), key func(T) string, and ...listFilter) ([]T, string, error) {
-	sizes, rows, args := listByIDSQL(table, bytes, cols, accountID, p.Cursor, and...)
-	return readPage(ctx, s, p, sizes, rows, args, scan, key)
-}
-
-// listFilter is an equality a list filters its walk in ID order with.
-type listFilter struct{ column, value string }
-
-// listByIDSQL returns listByID's queries (the sizes, as bytes selects
-// them, and the rows, as cols), with a LIMIT parameter last, and their
-// arguments.
-func listByIDSQL(table, bytes, cols, accountID, cursor string, and ...listFilter) (sizes, rows string, args []any) {
-	args = []any{cursor}
-	where := `id > $1`
-	if accountID != "" {
-		args = append(args, accountID)
-		where += ` AND account_id = $2`
-	}
-	for _, f := range and {
-		args = append(args, f.value)
-		where += fmt.Sprintf(` AND %s = $%d`, f.column, len(args))
-	}
-	sql := func(sel string) string {
-		return `SELECT ` + sel + ` FROM ` + table + ` WHERE ` + where + fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args)+1)
-	}
-	return sql(bytes), sql(cols), args
-}

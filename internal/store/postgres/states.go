@@ -2,30 +2,24 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
-	"github.com/herald-events/herald/internal/subscription"
 )
 
-// A push subscription is deactivated by a Record outcome (its failure
-// policy queues a failed push: Outcome.Deactivate) or by hand
-// (DeactivateSubscription), and made active again by
-// ReactivateSubscription (by hand, or when its endpoint passes its
-// validation handshake). Each is a subscription write: it takes the
-// catalog version's row lock before any other (a deactivating Record batch
-// takes it at its start, FOR UPDATE: guardBatch) and stores the new version
-// on the subscription, with the catalog's NOTIFY, so every node's catalog
-// learns of the change and publishes matched before it are refused and
-// matched again (a deactivated subscription's deliveries are written
-// queued). Each writes the state's reason and moves updated_at to the
+// A Record batch deactivates push subscriptions (their failure policy
+// queues a failed push: Outcome.Deactivate) inside its transaction, as
+// DeactivateSubscription does by hand (internal/store/engine/states.go): a
+// subscription write that takes the catalog version's row lock before any
+// other (at the batch's start, FOR UPDATE: guardBatch) and stores the new
+// version on the subscription, with the catalog's NOTIFY, so every node's
+// catalog learns of the change and publishes matched before it are refused
+// and matched again (a deactivated subscription's deliveries are written
+// queued). It writes the state's reason and moves updated_at to the
 // change's time, or a millisecond after the one stored if that is not
 // earlier, so that every change moves it.
 const (
@@ -51,27 +45,12 @@ WHERE id = ANY($1) AND state <> 'deactivated' AND delivery_mode = 'push'`
 	FROM s WHERE d.subscription_id = s.id AND d.status = 'pending'
 )
 SELECT id FROM s`
-
-	subscriptionStateSQL = `SELECT delivery_mode, state, endpoint_id, dead_letter_endpoint_id FROM subscriptions WHERE id = $1`
-	reactivateSQL        = `UPDATE subscriptions SET state = 'active', version = $2, state_reason = $3,
-	updated_at = GREATEST(updated_at + 1, $4) WHERE id = $1`
-
-	// unqueueSQL makes every queued delivery of subscription $1 pending on
-	// its endpoint $3 (those of dead letters on its dead-letter URL's, $4),
-	// due at $2 with a fresh attempt budget, unlocked (Attempts and the
-	// last_* fields stay, as in restartSet), and returns the endpoints.
-	// A subscription naming no dead-letter URL has no dead letters queued:
-	// UpdateSubscription dropped them when it stopped naming one.
-	unqueueSQL = `UPDATE deliveries SET status = 'pending', receives = 0, round_attempts = 0, round_start = $2, first_failure = 0,
-	next_attempt_at = $2, lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0,
-	endpoint_id = CASE WHEN dead_letter_of = '' THEN $3 ELSE $4 END
-WHERE subscription_id = $1 AND status = 'queued' RETURNING endpoint_id`
 )
 
-// deactivation is a subscription a Record batch (or DeactivateSubscription)
-// deactivates, when its other pending deliveries become receivable (the
-// deactivating attempt's start, Unix ms), when its state changed (the
-// outcome's NextAttemptAt, Unix ms) and why.
+// deactivation is a subscription a Record batch deactivates: when its
+// other pending deliveries become receivable (the deactivating attempt's
+// start, Unix ms), when its state changed (the outcome's NextAttemptAt,
+// Unix ms) and why.
 type deactivation struct {
 	subscription string
 	at, changed  int64
@@ -126,124 +105,4 @@ func (s *backend) deactivateBatch(ctx context.Context, tx pgx.Tx, ds []deactivat
 		queued.Add(id)
 	}
 	return nil
-}
-
-// errUnchanged rolls back a transaction that found nothing to change.
-var errUnchanged = errors.New("nothing to change")
-
-// ReactivateSubscription implements store.QueueStore in one transaction. A
-// deactivated push subscription becomes active at a new catalog version
-// (with the catalog's NOTIFY), and its queued deliveries, locked or not,
-// pending on its endpoint, or its dead-letter URL's for those of dead
-// letters (see unqueueSQL): Endpoints names those any moved to, the URL's
-// first. An active one is left as it is (no new version).
-// ErrNotFound; ErrConflict for a pull subscription.
-func (s *backend) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
-	at := sqlrow.UnixMS(now)
-	var res store.RedriveResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		res = store.RedriveResult{}
-		state := func() (string, [2]string, error) {
-			var mode, state string
-			var eps [2]string
-			switch err := tx.QueryRow(ctx, subscriptionStateSQL, id).Scan(&mode, &state, &eps[0], &eps[1]); {
-			case errors.Is(err, pgx.ErrNoRows):
-				return "", eps, fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
-			case err != nil:
-				return "", eps, err
-			case mode == subscription.ModePull:
-				return "", eps, fmt.Errorf("subscription %s is a pull subscription: %w", id, store.ErrConflict)
-			}
-			return state, eps, nil
-		}
-		// Read first without the catalog lock, so that reactivating an
-		// active subscription costs no version; then again under it.
-		st, _, err := state()
-		if err != nil {
-			return err
-		}
-		if st != subscription.StateDeactivated && st != subscription.StateAwaitingValidation {
-			return errUnchanged
-		}
-		v, err := s.bumpCatalog(ctx, tx)
-		if err != nil {
-			return err
-		}
-		st, eps, err := state()
-		if err != nil {
-			return err
-		}
-		if st != subscription.StateDeactivated && st != subscription.StateAwaitingValidation { // activated meanwhile
-			return errUnchanged
-		}
-		if _, err := tx.Exec(ctx, reactivateSQL, id, v, reason, at); err != nil {
-			return fmt.Errorf("reactivate subscription %s: %w", id, err)
-		}
-		rows, err := tx.Query(ctx, unqueueSQL, id, at, eps[0], eps[1])
-		if err != nil {
-			return fmt.Errorf("reactivate subscription %s: %w", id, err)
-		}
-		moved, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("reactivate subscription %s: %w", id, err)
-		}
-		res.Count = len(moved)
-		for _, ep := range eps {
-			if slices.Contains(moved, ep) && !slices.Contains(res.Endpoints, ep) {
-				res.Endpoints = append(res.Endpoints, ep)
-			}
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errUnchanged):
-		return store.RedriveResult{}, nil
-	case err != nil:
-		return store.RedriveResult{}, err
-	}
-	return res, nil
-}
-
-// DeactivateSubscription implements store.QueueStore in one transaction: it
-// takes the catalog version's row lock first (as a deactivating Record
-// batch does), so the state it reads stays until it commits, then
-// deactivates as a Record outcome does (deactivateBatch) and announces the
-// subscription's queue (the consumers waiting on it, on every node).
-func (s *backend) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
-	at := sqlrow.UnixMS(now)
-	var changed bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		changed = false
-		var v int64
-		if err := tx.QueryRow(ctx, catalogLockSQL).Scan(&v); err != nil {
-			return fmt.Errorf("deactivate subscription %s: %w", id, err)
-		}
-		var mode, state string
-		var eps [2]string
-		switch err := tx.QueryRow(ctx, subscriptionStateSQL, id).Scan(&mode, &state, &eps[0], &eps[1]); {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("subscription %s: %w", id, store.ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("deactivate subscription %s: %w", id, err)
-		}
-		if err := store.DeactivateRefused(id, mode, state); err != nil {
-			return err
-		}
-		if state == subscription.StateDeactivated {
-			return errUnchanged
-		}
-		var queued sqlrow.IDSet
-		if err := s.deactivateBatch(ctx, tx, []deactivation{{id, at, at, reason}}, &queued); err != nil {
-			return err
-		}
-		changed = len(queued.IDs) > 0
-		return s.notifyQueued(ctx, tx, queued.IDs)
-	})
-	switch {
-	case errors.Is(err, errUnchanged):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return changed, nil
 }

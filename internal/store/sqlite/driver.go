@@ -64,8 +64,15 @@ func (d sqliteDriver) Snapshot(ctx context.Context, fn func(driver.Executor) err
 	return d.b.readErr(d.b.readTx(ctx, func(tx *sql.Tx) error { return fn(txExec{tx}) }))
 }
 
+// Write runs fn as a request of the writer. The catalog version the writer
+// keeps for its transaction (currentCatalog) is read again after it: fn
+// may have advanced it (a subscription write), and a Publish later in the
+// batch must be checked against the new one.
 func (d sqliteDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
-	return d.b.write(ctx, func(w *writer) error { return fn(writeExec{w}) })
+	return d.b.write(ctx, func(w *writer) error {
+		defer func() { w.catalogVersion = 0 }()
+		return fn(writeExec{w})
+	})
 }
 
 // bind returns args as the SQLite driver binds them: a slice of strings

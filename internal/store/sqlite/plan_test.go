@@ -115,7 +115,7 @@ var queryPlans = []struct {
 	scan bool     // a full scan is expected (and fine)
 }{
 	// GET /v1/subscriptions?name=: the (account_id, name) unique index.
-	{name: "SubscriptionByName", q: getSubscriptionByNameSQL, want: []string{"SEARCH subscriptions USING INDEX", "(account_id=? AND name=?)"}},
+	{name: "SubscriptionByName", q: queries["SubscriptionByName"], want: []string{"SEARCH subscriptions USING INDEX", "(account_id=? AND name=?)"}},
 	// GET /v1/endpoints?state=: the account's endpoints_account index (or,
 	// of every account, the primary key) in ID order, the state a filter
 	// on that walk (an account has one endpoint per subscription URL).

@@ -25,37 +25,6 @@ func listAttemptsSQL(cols string) string {
 	return `SELECT ` + cols + ` FROM attempts WHERE delivery_id = ? AND number > ? ORDER BY number LIMIT ?`
 }
 
-// listWhere is the condition of a list of table's rows in ID order after
-// a cursor: of every account when accountID is empty, else of that account
-// (table has an index on (account_id, id)); each of and is one more
-// column = ? filtered on that walk. It returns the condition and its
-// arguments.
-func listWhere(accountID, cursor string, and ...listFilter) (string, []any) {
-	where, args := `id > ?`, []any{cursor}
-	if accountID != "" {
-		where, args = `account_id = ? AND `+where, []any{accountID, cursor}
-	}
-	for _, f := range and {
-		where += ` AND ` + f.column + ` = ?`
-		args = append(args, f.value)
-	}
-	return where, args
-}
-
-// listFilter is an equality a list filters its walk in ID order with.
-type listFilter struct{ column, value string }
-
-// listSQL returns readPage's queries (the sizes, as bytes selects them, and
-// the rows, as cols), with a LIMIT parameter last, and their arguments for
-// the page after cursor of a list of table's rows (listWhere).
-func listSQL(table, bytes, cols, accountID, cursor string, and ...listFilter) (sizes, rows string, args []any) {
-	where, args := listWhere(accountID, cursor, and...)
-	sql := func(sel string) string {
-		return `SELECT ` + sel + ` FROM ` + table + ` WHERE ` + where + ` ORDER BY id LIMIT ?`
-	}
-	return sql(bytes), sql(cols), args
-}
-
 // GetDelivery implements store.DeliveryStore.
 func (s *backend) GetDelivery(ctx context.Context, id string) (delivery.Delivery, error) {
 	d, err := scanDelivery(s.readRow(ctx, getDeliverySQL, id))

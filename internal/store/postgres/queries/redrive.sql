@@ -16,12 +16,6 @@
 -- name: RedeliveryState
 SELECT status, lease_until, subscription_id, dead_letter_of FROM deliveries WHERE id = $1 FOR UPDATE
 
--- Locked in share mode until the change commits: a delete of the
--- subscription (and an update, which could stop naming a dead-letter URL)
--- waits.
--- name: SubscriptionExists
-SELECT 1 FROM subscriptions WHERE id = $1 FOR SHARE
-
 -- name: SubscriptionDeadLetterEndpoint
 SELECT dead_letter_endpoint_id FROM subscriptions WHERE id = $1
 
@@ -91,9 +85,3 @@ AND subscription_id IN (SELECT id FROM subs)
 AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
 	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
 RETURNING id, endpoint_id, status, subscription_id
-
--- Announces each of the subscriptions $1 to every node, on the channel
--- herald_queued with the payload "<schema> <subscription ID>"
--- (postgres/changes.go, queuedChannel): sent when the transaction commits.
--- name: NotifyQueued
-SELECT pg_notify('herald_queued', current_schema() || ' ' || id) FROM unnest($1::text[]) AS id

@@ -16,9 +16,6 @@
 -- name: RedeliveryState
 SELECT status, lease_until, subscription_id, dead_letter_of FROM deliveries WHERE id = ?1
 
--- name: SubscriptionExists
-SELECT 1 FROM subscriptions WHERE id = ?1
-
 -- name: SubscriptionDeadLetterEndpoint
 SELECT dead_letter_endpoint_id FROM subscriptions WHERE id = ?1
 
@@ -81,8 +78,3 @@ AND EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.id = deliveries.subscriptio
 AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
 	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
 RETURNING id, endpoint_id, status, subscription_id
-
--- One process: OnQueued, after the commit, tells every consumer waiting.
--- The engine runs this only on a shared store (PostgreSQL).
--- name: NotifyQueued
-SELECT value FROM json_each(?1)
