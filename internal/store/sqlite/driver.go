@@ -61,7 +61,7 @@ type sqliteDriver struct{ b *backend }
 func (d sqliteDriver) Reader() driver.Executor { return readExec{d.b} }
 
 func (d sqliteDriver) Snapshot(ctx context.Context, fn func(driver.Executor) error) error {
-	return d.b.readTx(ctx, func(tx *sql.Tx) error { return fn(txExec{tx}) })
+	return d.b.readTx(ctx, func(tx *sql.Tx) error { return d.b.readErr(fn(txExec{tx})) })
 }
 
 func (d sqliteDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
