@@ -5,14 +5,14 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// ScanDelivery reads a delivery.Delivery, as both drivers select it
-// (deliveries d joined with events e: d.id, d.account_id,
+// ScanDelivery reads a delivery.Delivery as both drivers select it, from
+// deliveries d joined with events e: d.id, d.account_id,
 // d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 // d.attempts, d.round_attempts, d.round_start, d.first_failure,
 // d.next_attempt_at, d.last_attempt_at, d.last_status_code,
 // d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at,
-// d.receives, d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key,
-// '')), followed by extra destinations.
+// d.receives, d.dead_letter_of, d.lock_until and the ordering key (empty
+// for none: COALESCE); then extra destinations.
 func ScanDelivery(s RowScanner, extra ...any) (delivery.Delivery, error) {
 	var d delivery.Delivery
 	var status string
