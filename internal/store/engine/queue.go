@@ -325,26 +325,26 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 	var settled map[string]bool // the tokens that settled a lock
 	err = s.drv.Write(ctx, func(x driver.Executor) error {
 		settled = map[string]bool{}
-		var acked []string
+		var ids []string // the deliveries settled
 		for _, tokens := range rounds {
-			ids := make([]string, len(tokens))
+			named := make([]string, len(tokens))
 			byID := make(map[string]string, len(tokens))
 			for i, tok := range tokens {
-				ids[i] = store.LockTokenDelivery(tok)
-				byID[ids[i]] = tok
+				named[i] = store.LockTokenDelivery(tok)
+				byID[named[i]] = tok
 			}
 			err := x.Query(ctx, q, func(row driver.Row) error {
 				var id string
 				err := row.Scan(&id)
 				settled[byID[id]] = true
-				acked = append(acked, id)
+				ids = append(ids, id)
 				return err
-			}, append([]any{r.SubscriptionID, now, ids, tokens}, extra...)...)
+			}, append([]any{r.SubscriptionID, now, named, tokens}, extra...)...)
 			if err != nil {
 				return err
 			}
 		}
-		return s.settled(ctx, x, r, acked)
+		return s.settled(ctx, x, r, ids)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle: %w", err)
