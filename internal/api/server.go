@@ -15,16 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/control"
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/health"
-	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -32,23 +28,10 @@ import (
 // Store is what the API reads from the store directly; changes go through
 // the control plane (control.Service).
 type Store interface {
+	store.ReadStore
 	Ping(ctx context.Context) error
-	GetAccount(ctx context.Context, id string) (account.Account, error)
-	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
-	GetKey(ctx context.Context, id string) (account.Key, error)
-	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
-	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
-	GetJob(ctx context.Context, id string) (job.Job, error)
 	SubscriptionByName(ctx context.Context, accountID, name string) (subscription.Subscription, error)
-	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
-	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
-	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
-	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
-	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
 	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
-	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
-	ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error)
-	store.StatsReader
 	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountQueued(ctx context.Context) (int64, error)

@@ -42,16 +42,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/auth"
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
-	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Prefix is the path the console is served under.
@@ -61,23 +58,10 @@ const Prefix = "/console/"
 // resources its pages show.
 type Store interface {
 	store.SessionStore
-	GetAccount(ctx context.Context, id string) (account.Account, error)
-	ListAccounts(ctx context.Context, p store.Page) ([]account.Account, string, error)
-	GetSubscription(ctx context.Context, id string) (subscription.Subscription, error)
-	GetJob(ctx context.Context, id string) (job.Job, error)
-	ListSubscriptions(ctx context.Context, accountID string, p store.Page) ([]subscription.Subscription, string, error)
-	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
-	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
+	// The pages' reads, the API's too.
+	store.ReadStore
 	GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error)
-	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
-	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
-	GetEndpoint(ctx context.Context, id string) (endpoint.Endpoint, error)
-	ListEndpoints(ctx context.Context, accountID string, state health.State, p store.Page) ([]endpoint.Endpoint, string, error)
-	// The admin's accounts pages.
-	GetKey(ctx context.Context, id string) (account.Key, error)
-	ListKeys(ctx context.Context, accountID string, p store.Page) ([]account.Key, string, error)
-	// The overview's charts and backlog.
-	store.StatsReader
+	// The overview's backlog.
 	CountBacklog(ctx context.Context, limit int64) (store.Backlog, error)
 }
 

@@ -18,6 +18,9 @@ func (qs Queries) SQL(q Query) (string, error) {
 	if s, ok := qs[q]; ok {
 		return s, nil
 	}
+	if s, ok, err := qs.compose(q); ok {
+		return s, err
+	}
 	return "", fmt.Errorf("store driver: no statement named %q", q)
 }
 

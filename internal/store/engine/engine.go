@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
@@ -27,18 +26,9 @@ import (
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// reads of deliveries, and the queue
-	GetDelivery(ctx context.Context, id string) (delivery.Delivery, error)
-	ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]delivery.Delivery, string, error)
-	ListAttempts(ctx context.Context, deliveryID string, p store.Page) ([]delivery.Attempt, string, error)
-	ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.DeadLetter, string, error)
-	ListQueued(ctx context.Context, f store.DeliveryFilter) ([]store.DeadLetter, string, error)
-	GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error)
+	// the backlog's counts
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountBacklog(ctx context.Context, limit int64) (store.Backlog, error)
-	Receive(ctx context.Context, r store.ReceiveRequest) (store.ReceiveResult, error)
-	Settle(ctx context.Context, r store.SettleRequest) ([]error, error)
-	CountQueued(ctx context.Context) (int64, error)
 
 	// the delivery path: publish, claims and leases, outcomes
 	Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error)

@@ -34,9 +34,6 @@ var (
 	qSubscriptionDeadLetterEndpoint = query("SubscriptionDeadLetterEndpoint")
 	// qRedeliver restarts delivery $2 at $1, whatever its status.
 	qRedeliver = query("Redeliver")
-	// qGetDelivery reads delivery $1 with its event's id and source
-	// (sqlrow.ScanDelivery).
-	qGetDelivery = query("GetDelivery")
 	// qRedriveAll restarts at $1 every dead letter of subscription $2
 	// (a seek of deliveries_subscription_status).
 	qRedriveAll = query("RedriveAll")

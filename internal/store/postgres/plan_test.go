@@ -12,6 +12,8 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/driver"
+	"github.com/herald-events/herald/internal/store/engine"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -144,10 +146,12 @@ func TestQueryPlans(t *testing.T) {
 		// Receive: the subscription's receivable deliveries in due order,
 		// straight from the partial index (no sort), then each one's
 		// update by its key.
-		{"Receive", receivableSQL, []any{"sub_q_7", queuedNow, 100}, []string{"Index Scan using deliveries_queued on"}},
-		{"Receive (lock)", takeSQL, []any{[]string{"dlv_1", "dlv_2"}, []string{"queued", "queued"}, []string{"a", "b"}, []string{"", ""}, lease},
+		{"Receive", queries["Receivable"], []any{"sub_q_7", queuedNow, 100}, []string{"Index Scan using deliveries_queued on"}},
+		{"Receive (lock)", queries["LockReceived"], []any{[]string{"dlv_1.a", "dlv_2.b"}, lease},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
-		{"NextAt", nextQueuedSQL, []any{"sub_q_7"}, []string{"Scan using deliveries_queued on"}},
+		{"Receive (end)", queries["EndReceived"], []any{[]string{"dlv_1", "dlv_2"}, "dropped", "TimeToLiveExceeded"},
+			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
+		{"NextAt", queries["NextQueued"], []any{"sub_q_7"}, []string{"Scan using deliveries_queued on"}},
 		// Record: each outcome's delivery by key, whatever the round's
 		// statement; a dead letter's delivery joins the event by key too.
 		// The rollups: added to by key (the primary key, the upsert's
@@ -159,7 +163,9 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
 		{"Record (missing deliveries)", recordMissingSQL, []any{[]string{"dlv_1", "dlv_2"}, []int32{1, 1}},
 			[]string{"Index Only Scan using deliveries_pkey"}},
-		{"Settle", acknowledgeSQL, []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
+		{"Settle", queries["SettleAcknowledge"], []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
+			[]string{"Index Scan using deliveries_pkey"}},
+		{"Settle (stats)", queries["AddAcknowledgedStats"], []any{[]string{"dlv_1", "dlv_2"}, now},
 			[]string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
 		{"DeliveryStats", queries["DeliveryStats"], []any{int64(60000), now - 3600000, now, "", "", "acc_7"},
 			[]string{"delivery_stats_account", "Index Cond: ((account_id = "}},
@@ -183,7 +189,7 @@ func TestQueryPlans(t *testing.T) {
 			if strings.Contains(plan, "Seq Scan on deliveries") || strings.Contains(plan, "Bitmap Heap Scan on deliveries") {
 				t.Errorf("%s (%s): scans the deliveries table:\n%s", tc.name, mode, plan)
 			}
-			if tc.sql == receivableSQL && strings.Contains(plan, "Sort") {
+			if tc.sql == queries["Receivable"] && strings.Contains(plan, "Sort") {
 				t.Errorf("%s (%s): sorts instead of reading the index in order:\n%s", tc.name, mode, plan)
 			}
 		}
@@ -320,11 +326,14 @@ func TestListPlans(t *testing.T) {
 	dbURL := freshSchema(t)
 	s := openAt(t, dbURL, Options{})
 	ctx := context.Background()
-	// readPage's transactions plan for the arguments.
-	modes, _, err := readPage(ctx, s.backend, store.Page{}, `SELECT 1::int8 LIMIT $1`, `SELECT current_setting('plan_cache_mode') LIMIT $1`, nil,
-		func(sc scanner) (m string, err error) { return m, sc.Scan(&m) }, func(m string) string { return m })
-	if err != nil || len(modes) != 1 || modes[0] != "force_custom_plan" {
-		t.Fatalf("plan_cache_mode in readPage = %q, %v; want force_custom_plan", modes, err)
+	// The pages' transactions (the driver's Snapshot) plan for the
+	// arguments.
+	var mode string
+	err := pgDriver{s.backend}.Snapshot(ctx, func(x driver.Executor) error {
+		return x.(txExec).tx.QueryRow(ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode)
+	})
+	if err != nil || mode != "force_custom_plan" {
+		t.Fatalf("plan_cache_mode in Snapshot = %q, %v; want force_custom_plan", mode, err)
 	}
 
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -347,21 +356,21 @@ func TestListPlans(t *testing.T) {
 	}
 	lp := listPlans{t: t, ctx: ctx, tx: tx}
 	for _, c := range deliveryListPlans {
-		where, args := deliveryFilter(c.f)
-		lp.check("ListDeliveries "+c.name, "force_custom_plan", where, args, false, c.want)
+		lp.check("ListDeliveries "+c.name, "force_custom_plan", c.f, false, c.want)
 		if c.generic != nil {
-			lp.check("ListDeliveries "+c.name, "force_generic_plan", where, args, false, c.generic)
+			lp.check("ListDeliveries "+c.name, "force_generic_plan", c.f, false, c.generic)
 		}
 	}
 	// CountQueued reads a partial index of queued deliveries (and, until a
 	// vacuum has marked their pages all-visible, as here, their rows).
-	if plan := explain(t, ctx, tx, countQueuedSQL, nil); !strings.Contains(plan, "on deliveries_queued") || strings.Contains(plan, "Seq Scan") {
+	if plan := explain(t, ctx, tx, queries["CountQueued"], nil); !strings.Contains(plan, "on deliveries_queued") || strings.Contains(plan, "Seq Scan") {
 		t.Errorf("CountQueued: plan does not count a queued index:\n%s", plan)
 	}
 	for _, c := range deadLetterListPlans {
-		where, args := deadLetterFilter(c.f)
-		lp.check("ListDeadLetters "+c.name, "force_custom_plan", where, args, true, c.want)
-		lp.check("ListDeadLetters "+c.name, "force_generic_plan", where, args, true, c.want[:1])
+		// ListDeadLetters' filter.
+		f := store.DeliveryFilter{AccountID: c.f.AccountID, SubscriptionID: c.f.SubscriptionID, Status: delivery.StatusDeadLettered}
+		lp.check("ListDeadLetters "+c.name, "force_custom_plan", f, true, c.want)
+		lp.check("ListDeadLetters "+c.name, "force_generic_plan", f, true, c.want[:1])
 	}
 	for _, c := range statusWritePlans {
 		lp.checkWrite(c.name, c.sql, c.args, c.want)
@@ -379,20 +388,28 @@ type listPlans struct {
 // listCursor is the cursor of the pages listPlans explains.
 const listCursor = "dlv_00000000000000000000090000"
 
-// check explains the page queries of a list in plan_cache_mode mode.
-// want holds what the plans must show and, prefixed with "!", what they
-// must not.
-func (lp listPlans) check(name, mode string, where []string, args []any, withEvent bool, want []string) {
+// check explains the page statements of a list of the deliveries f
+// selects after listCursor (engine.DeliveryPage, composed by the driver
+// from its queries), with their events when withEvent, in plan_cache_mode
+// mode. want holds what the plans must show and, prefixed with "!", what
+// they must not.
+func (lp listPlans) check(name, mode string, f store.DeliveryFilter, withEvent bool, want []string) {
 	lp.t.Helper()
 	if _, err := lp.tx.Exec(lp.ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 		lp.t.Fatal(err)
 	}
-	sizes, rows, args := listDeliveriesSQL(where, args, listCursor, withEvent)
+	f.Page.Cursor = listCursor
+	sizes, rows, args := engine.DeliveryPage(f, withEvent)
 	for _, q := range []struct {
-		what, sql string
-		limit     int
+		what  string
+		name  driver.Query
+		limit int
 	}{{"sizes", sizes, 101}, {"rows", rows, 100}} {
-		plan := explain(lp.t, lp.ctx, lp.tx, q.sql, append(args, q.limit))
+		sql, err := queries.SQL(q.name)
+		if err != nil {
+			lp.t.Fatal(err)
+		}
+		plan := explain(lp.t, lp.ctx, lp.tx, sql, append(args[:len(args):len(args)], q.limit))
 		if testing.Verbose() {
 			lp.t.Logf("%s (%s, %s):\n%s", name, q.what, mode, plan)
 		}

@@ -108,7 +108,7 @@ SELECT ep, MIN(at) FROM (
 	+ (SELECT COUNT(*) FROM deliveries AS d INDEXED BY deliveries_leased
 		WHERE d.status = 'pending' AND d.attempts > 0 AND d.lease_until > 0)`
 
-	// countBacklogSQL counts what countPendingSQL and countQueuedSQL count,
+	// countBacklogSQL counts what countPendingSQL and CountQueued count,
 	// up to ?1 entries each: each count reads its partial indexes (a
 	// lane's unleased entries, then its leased ones) through a compound
 	// SELECT whose LIMIT ends the scan at ?1 rows.

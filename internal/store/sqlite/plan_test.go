@@ -11,7 +11,8 @@ import (
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/store/sqlrow"
+	"github.com/herald-events/herald/internal/store/driver"
+	"github.com/herald-events/herald/internal/store/engine"
 )
 
 // plan returns EXPLAIN QUERY PLAN's detail lines for q.
@@ -99,12 +100,28 @@ func checkOrderingPlans(t *testing.T, s *Store) {
 		{SubscriptionID: "sub_x", OrderingKey: "k"},
 		{SubscriptionID: "sub_x", OrderingKey: "k", AccountID: "acc_x", Status: delivery.StatusPending},
 	} {
-		where, _ := deliveryConds(f)
-		p := plan(t, s, listDeliveriesSQL(deliveryCols, where, false))
+		q, text := listStatement(t, f, false, false)
+		p := plan(t, s, text)
 		if !strings.Contains(p, "USING INDEX deliveries_ordering") || fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
-			t.Errorf("ListDeliveries %v:\n%s", where, p)
+			t.Errorf("%s:\n%s", q, p)
 		}
 	}
+}
+
+// listStatement returns the statement of a page of the deliveries f
+// selects (engine.DeliveryPage), with their events when withEvent, for
+// the sizes or the rows, as the driver composes it from its queries.
+func listStatement(t *testing.T, f store.DeliveryFilter, withEvent, sizes bool) (driver.Query, string) {
+	t.Helper()
+	q, rows, _ := engine.DeliveryPage(f, withEvent)
+	if !sizes {
+		q = rows
+	}
+	text, err := queries.SQL(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, text
 }
 
 // queryPlans are TestQueryPlans' queries with what their plans must hold.
@@ -129,6 +146,17 @@ var queryPlans = []struct {
 	{name: "DeliveryStats", q: queries["DeliveryStats"], want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
 	{name: "DeliveryStatsAll", q: queries["DeliveryStatsAll"], want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
 	{name: "DeleteOldStats", q: queries["DeleteOldStats"], want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},
+	// The queue (engine/queue.go): a subscription's receivable deliveries
+	// in due order from deliveries_queued; the locks, ends and settles of
+	// deliveries by key; an acknowledgement's rollups by key.
+	{name: "Receivable", q: queries["Receivable"], want: []string{"SEARCH d USING INDEX deliveries_queued (subscription_id=? AND next_attempt_at<?)"}},
+	{name: "LockReceived", q: queries["LockReceived"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "EndReceived", q: queries["EndReceived"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "SettleAcknowledge", q: queries["SettleAcknowledge"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "SettleRelease", q: queries["SettleRelease"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "SettleReject", q: queries["SettleReject"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "SettleRenew", q: queries["SettleRenew"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "AddAcknowledgedStats", q: queries["AddAcknowledgedStats"], want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
 	// The jobs: an account's running ones counted on jobs_account, the
 	// finished ones found on jobs_finished; a turn is forgotten after a
 	// seek of jobs_account (of every account with a turn).
@@ -172,17 +200,13 @@ func checkDeliveryListPlans(t *testing.T, s *Store) {
 			if mask&byTime != 0 {
 				f.Since, f.Before = time.UnixMilli(1_700_000_000_000), time.UnixMilli(1_700_000_060_000)
 			}
-			where, _ := deliveryConds(f)
 			if mask&withCursor != 0 {
-				where = append(where, "d.id < ?")
+				f.Page.Cursor = "dlv_x"
 			}
-			cols := deliveryCols
-			if mask&sizes != 0 {
-				cols = sqlrow.DeliveryBytes
-			}
-			p := plan(t, s, listDeliveriesSQL(cols, where, f.EventID != ""))
-			if !deliveryListIndexOK(p, f, mask) || !deliveryListWalkOK(p, f, where, mask) {
-				t.Errorf("ListDeliveries %v (%s):\n%s", where, firstLine(cols), p)
+			q, text := listStatement(t, f, false, mask&sizes != 0)
+			p := plan(t, s, text)
+			if !deliveryListIndexOK(p, f, mask) || !deliveryListWalkOK(p, f, q, mask) {
+				t.Errorf("%s:\n%s", q, p)
 			}
 		}
 	}
@@ -214,16 +238,16 @@ func deliveryListIndexOK(p string, f store.DeliveryFilter, mask int) bool {
 // the API never asks for, filtering that walk) newest first in
 // primary-key order, stopping at the limit; otherwise never a full scan
 // or a sort.
-func deliveryListWalkOK(p string, f store.DeliveryFilter, where []string, mask int) bool {
+func deliveryListWalkOK(p string, f store.DeliveryFilter, q driver.Query, mask int) bool {
 	switch {
 	case f.EventID != "":
 		// The events with that id, then their few deliveries (only the
 		// index for the sizes), sorted.
 		return strings.Contains(p, "SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=?)") &&
 			regexp.MustCompile(`SEARCH d USING (COVERING )?INDEX deliveries_event \(event_seq=\?`).MatchString(p)
-	case len(where) > 0 && mask&(byAccount|bySubscription) == 0 && f.Status != "":
+	case strings.Contains(string(q), " WHERE ") && mask&(byAccount|bySubscription) == 0 && f.Status != "":
 		return walksByID(p)
-	case len(where) == 0:
+	case !strings.Contains(string(q), " WHERE "):
 		return p == "SCAN d\nSEARCH e USING INTEGER PRIMARY KEY (rowid=?)"
 	}
 	return !fullScan.MatchString(p) && !strings.Contains(p, "TEMP B-TREE")
@@ -241,18 +265,14 @@ func checkQueuedListPlans(t *testing.T, s *Store) {
 		if mask&2 != 0 {
 			f.SubscriptionID = "sub_x"
 		}
-		where, _ := deliveryConds(f)
 		if mask&4 != 0 {
-			where = append(where, "d.id < ?")
+			f.Page.Cursor = "dlv_x"
 		}
-		cols := deliveryCols
-		if mask&8 != 0 {
-			cols = sqlrow.DeliveryBytes
-		}
-		p := plan(t, s, listDeliveriesSQL(cols, where, false))
+		q, text := listStatement(t, f, false, mask&8 != 0)
+		p := plan(t, s, text)
 		if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") ||
 			f.SubscriptionID == "" && !strings.Contains(p, "SEARCH d USING INDEX deliveries_queued_endpoint (endpoint_id=?") {
-			t.Errorf("ListDeliveries %v (%s):\n%s", where, firstLine(cols), p)
+			t.Errorf("%s:\n%s", q, p)
 		}
 	}
 }
@@ -262,7 +282,6 @@ func checkQueuedListPlans(t *testing.T, s *Store) {
 // the deliveries newest first by primary key (the API never asks).
 func checkDeadLetterListPlans(t *testing.T, s *Store) {
 	for _, f := range []store.DeadLetterFilter{{}, {SubscriptionID: "sub_x"}, {AccountID: "acc_x"}, {AccountID: "acc_x", SubscriptionID: "sub_x"}} {
-		where, _ := deadLetterConds(f)
 		want := ""
 		switch {
 		case f.SubscriptionID != "":
@@ -270,16 +289,20 @@ func checkDeadLetterListPlans(t *testing.T, s *Store) {
 		case f.AccountID != "":
 			want = "deliveries_account_status (account_id=? AND status=?"
 		}
-		for _, cols := range []string{deliveryCols + ", " + eventCols, sqlrow.DeadLetterBytes} {
-			p := plan(t, s, listDeliveriesSQL(cols, append(where, "d.id < ?"), false))
+		// ListDeadLetters' filter, after a cursor.
+		df := store.DeliveryFilter{AccountID: f.AccountID, SubscriptionID: f.SubscriptionID, Status: delivery.StatusDeadLettered,
+			Page: store.Page{Cursor: "dlv_x"}}
+		for _, sizes := range []bool{false, true} {
+			q, text := listStatement(t, df, true, sizes)
+			p := plan(t, s, text)
 			if want == "" {
 				if !walksByID(p) {
-					t.Errorf("ListDeadLetters %v (%s):\n%s", where, firstLine(cols), p)
+					t.Errorf("%s:\n%s", q, p)
 				}
 				continue
 			}
 			if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") || !strings.Contains(p, "SEARCH d USING INDEX "+want) {
-				t.Errorf("ListDeadLetters %v (%s):\n%s", where, firstLine(cols), p)
+				t.Errorf("%s:\n%s", q, p)
 			}
 		}
 	}

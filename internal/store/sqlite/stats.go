@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"fmt"
-	"time"
 
-	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -52,10 +50,4 @@ func (w *writer) addStats(rows []any) error {
 		rest = rest[n*statsParams:]
 	}
 	return nil
-}
-
-// acknowledgedStats appends to rows the rollup input of a pull delivery
-// acknowledged at now: delivered, no attempt.
-func acknowledgedStats(rows []any, id string, now time.Time) []any {
-	return append(rows, id, sqlrow.MinuteMS(sqlrow.UnixMS(now)), string(delivery.StatusDelivered), -1)
 }

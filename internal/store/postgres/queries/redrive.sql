@@ -29,13 +29,6 @@ UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.s
 		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
 WHERE id = $2
 
--- name: GetDelivery
-SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
-	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
-	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at,
-	d.receives, d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
-FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1
-
 -- Seeks the subscription's dead letters in the partial index
 -- deliveries_subscription_status (its status is a literal).
 -- name: RedriveAll

@@ -1,0 +1,135 @@
+-- Reads of deliveries, events and attempts (internal/store/engine/reads.go).
+
+-- name: GetDelivery
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1
+
+-- name: GetEvent
+SELECT e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at FROM events AS e WHERE e.seq = $1
+
+-- name: DeliveryExists
+SELECT 1 FROM deliveries WHERE id = $1
+
+-- name: AttemptSizes
+SELECT octet_length(error) + coalesce(octet_length(response_body), 0) FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3
+
+-- name: AttemptPage
+SELECT delivery_id, number, started_at, duration_us, status_code, outcome, error, response_body FROM attempts WHERE delivery_id = $1 AND number > $2 ORDER BY number LIMIT $3
+
+-- The pages of the delivery lists: driver.Where puts their conditions (the
+-- Deliveries… statements below) at /*where*/; the limit is the last parameter.
+
+-- name: DeliverySizes
+SELECT octet_length(e.id) + octet_length(e.source)
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: DeliveryPage
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: DeadLetterSizes
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: DeadLetterPage
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- …ByEvent: the same statements (the planner finds the events of an id first).
+
+-- name: DeliverySizesByEvent
+SELECT octet_length(e.id) + octet_length(e.source)
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: DeliveryPageByEvent
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: DeadLetterSizesByEvent
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: DeadLetterPageByEvent
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- The conditions of the delivery lists (engine deliveryConds).
+
+-- name: DeliveriesOfAccount
+d.account_id = $1
+
+-- name: DeliveriesOfAccountFiltered
+d.account_id = $1
+
+-- name: DeliveriesOfEventInAccount
+d.account_id = $1 AND e.account_id = $1
+
+-- name: DeliveriesOfSubscription
+d.subscription_id = $1
+
+-- name: DeliveriesOfEndpoint
+d.endpoint_id = $1
+
+-- The partial index deliveries_queued_endpoint's condition, literally.
+-- name: DeliveriesQueuedOfEndpoint
+d.endpoint_id = $1 AND d.status = 'queued'
+
+-- name: DeliveriesOfEvent
+e.id = $1
+
+-- deliveries_ordering_all's condition, literally.
+-- name: DeliveriesOfOrderingKey
+d.ordering_key = $1 AND d.ordering_key IS NOT NULL
+
+-- name: DeliveriesFrom
+d.id >= $1
+
+-- name: DeliveriesBefore
+d.id < $1
+
+-- name: DeliveriesOfNoStatus
+false
+
+-- Each status a literal, so that in every plan, generic ones included, the planner
+-- can prove the rows to be in the partial indexes that hold it: those of queued
+-- deliveries (0006) and those of the deliveries not delivered (0010).
+
+-- name: DeliveriesPending
+d.status = 'pending'
+
+-- name: DeliveriesDelivered
+d.status = 'delivered'
+
+-- name: DeliveriesDeadLettered
+d.status = 'dead_lettered'
+
+-- name: DeliveriesDropped
+d.status = 'dropped'
+
+-- name: DeliveriesQueued
+d.status = 'queued'
