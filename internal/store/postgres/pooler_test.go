@@ -334,7 +334,7 @@ func TestConcurrentMigrateSteps(t *testing.T) {
 // TestReadCommittedWhateverTheDefault: on a connection whose
 // default_transaction_isolation is serializable, the store's read-write
 // transactions still run at READ COMMITTED (beginSQL), which the claim's
-// ordering key check (keylock.go) depends on.
+// ordering key check (engine/claims_keys.go) depends on.
 func TestReadCommittedWhateverTheDefault(t *testing.T) {
 	dbURL := freshSchema(t)
 	sep := "?"
