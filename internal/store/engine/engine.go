@@ -14,7 +14,6 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/endpoint"
@@ -26,17 +25,8 @@ import (
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// the backlog's counts
-	CountPending(ctx context.Context) (fresh, retry int64, err error)
-	CountBacklog(ctx context.Context, limit int64) (store.Backlog, error)
-
 	// the delivery path: publish, claims and leases, outcomes
 	Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error)
-	ClaimDue(ctx context.Context, endpointID string, now time.Time, limit int, lease store.Lease) ([]store.Claimed, error)
-	DueEndpoints(ctx context.Context) ([]store.EndpointDue, error)
-	NextDue(ctx context.Context, endpointID string) (at time.Time, ok bool, err error)
-	Release(ctx context.Context, deliveryIDs []string, owner string) error
-	ExtendLeases(ctx context.Context, deliveryIDs []string, lease store.Lease) ([]string, error)
 	Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error)
 
 	// the store itself

@@ -52,7 +52,7 @@ func TestBacklogPlans(t *testing.T) {
 			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 				t.Fatal(err)
 			}
-			plan := explain(t, ctx, tx, countBacklogSQL, []any{backlogPlanLimit})
+			plan := explain(t, ctx, tx, queries["CountBacklog"], []any{backlogPlanLimit})
 			if testing.Verbose() {
 				t.Logf("CountBacklog (%s, %s):\n%s", stats, mode, plan)
 			}
@@ -72,12 +72,12 @@ func TestBacklogPlans(t *testing.T) {
 // and the rows it returned.
 var scanRows = regexp.MustCompile(`Scan using (deliveries_\w+) on .*actual rows=(\d+) loops=1`)
 
-// checkBacklogRows runs countBacklogSQL under EXPLAIN ANALYZE in tx: each
+// checkBacklogRows runs CountBacklog's statement under EXPLAIN ANALYZE in tx: each
 // of the three index scans returns at most backlogPlanLimit rows.
 func checkBacklogRows(t *testing.T, ctx context.Context, tx pgx.Tx, stats string) {
 	t.Helper()
 	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+
-		strings.ReplaceAll(countBacklogSQL, "$1", strconv.Itoa(backlogPlanLimit)))
+		strings.ReplaceAll(queries["CountBacklog"], "$1", strconv.Itoa(backlogPlanLimit)))
 	if err != nil {
 		t.Fatal(err)
 	}

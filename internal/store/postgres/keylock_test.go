@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/engine"
 	"github.com/herald-events/herald/internal/testsignal"
 )
 
@@ -35,7 +36,7 @@ func TestKeyClaimRaces(t *testing.T) {
 		t.Run(c.name+"/before the key lock", func(t *testing.T) {
 			k := newKeyRace(t)
 			c.setup(k)
-			xs, ys := k.race(claimLeasedKeys)
+			xs, ys := k.race(engine.ClaimLeasedKeys)
 			if len(xs) != 0 || !slices.Equal(ys, []string{k.r}) {
 				t.Fatalf("x claimed %v and y %v; want r (%s) on y only", xs, ys, k.r)
 			}
@@ -48,7 +49,7 @@ func TestKeyClaimRaces(t *testing.T) {
 		t.Run(c.name+"/after the re-check", func(t *testing.T) {
 			k := newKeyRace(t)
 			c.setup(k)
-			xs, ys := k.race(claimKeysHeld)
+			xs, ys := k.race(engine.ClaimKeysHeld)
 			if !slices.Equal(xs, []string{k.l}) || len(ys) != 0 {
 				t.Fatalf("x claimed %v and y %v; want l (%s) on x only", xs, ys, k.l)
 			}
@@ -247,8 +248,9 @@ type sent struct {
 }
 
 // sentNames names the statements a claim sends.
-var sentNames = map[string]string{claimSQL: "claim", keyLockSQL: "key locks", keyRecheckSQL: "re-check",
-	releaseSQL: "release", deadLettersSQL: "dead letters", "commit": "commit"}
+var sentNames = map[string]string{queries["ClaimDue"]: "claim", queries["ClaimKeyLocks"]: "key locks",
+	queries["ClaimKeyRecheck"]: "re-check", queries["ReleaseLeases"]: "release", queries["ClaimDeadLetters"]: "dead letters",
+	"commit": "commit"}
 
 func (s *sent) add(sqls ...string) {
 	var names []string

@@ -127,22 +127,22 @@ func TestQueryPlans(t *testing.T) {
 		args []any
 		want []string
 	}{
-		{"ClaimDue", claimSQL, []any{"ep_0007", now, 100, "node", lease},
+		{"ClaimDue", queries["ClaimDue"], []any{"ep_0007", now, 100, "node", lease},
 			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "Index Scan using deliveries_pkey", "Index Scan using events_pkey", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
 		// The re-check of the keyed deliveries a claim leased: each by
-		// key, its key's head and leases by seeks (keylock.go).
-		{"ClaimDue key re-check", keyRecheckSQL, []any{[]string{"dlv_k_1", "dlv_k_2"}, now},
+		// key, its key's head and leases by seeks (engine/claims_keys.go).
+		{"ClaimDue key re-check", queries["ClaimKeyRecheck"], []any{[]string{"dlv_k_1", "dlv_k_2"}, now},
 			[]string{"Index Scan using deliveries_pkey", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
 		// The dead-lettered deliveries of the dead letters ClaimDue
 		// claimed, by key.
-		{"ClaimDue dead letters", deadLettersSQL, []any{[]string{"dlv_1", "dlv_2"}},
+		{"ClaimDue dead letters", queries["ClaimDeadLetters"], []any{[]string{"dlv_1", "dlv_2"}},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
-		{"NextDue", nextDueSQL, []any{"ep_0007", now},
+		{"NextDue", queries["NextDue"], []any{"ep_0007", now},
 			[]string{"Index Scan using deliveries_fresh", "Index Scan using deliveries_retry", "using deliveries_ordering on", "using deliveries_ordering_leased on"}},
-		{"DueEndpoints", dueEndpointsSQL, []any{now},
+		{"DueEndpoints", queries["DueEndpoints"], []any{now},
 			[]string{"Index Only Scan using deliveries_fresh", "Index Only Scan using deliveries_retry", "Index Scan using deliveries_fresh", "Index Scan using deliveries_retry"}},
-		{"Release", releaseSQL, []any{[]string{"dlv_1", "dlv_2"}, "node"}, []string{"Index Scan using deliveries_pkey"}},
-		{"ExtendLeases", extendSQL, []any{[]string{"dlv_1", "dlv_2"}, "node", lease}, []string{"Index Scan using deliveries_pkey"}},
+		{"Release", queries["ReleaseLeases"], []any{[]string{"dlv_1", "dlv_2"}, "node"}, []string{"Index Scan using deliveries_pkey"}},
+		{"ExtendLeases", queries["ExtendLeases"], []any{[]string{"dlv_1", "dlv_2"}, "node", lease}, []string{"Index Scan using deliveries_pkey"}},
 		// Receive: the subscription's receivable deliveries in due order,
 		// straight from the partial index (no sort), then each one's
 		// update by its key.

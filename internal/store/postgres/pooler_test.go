@@ -95,12 +95,10 @@ func TestStatementTimeoutPerTransaction(t *testing.T) {
 	if got := showTimeout(t, s); got != "1234ms" {
 		t.Errorf("in inTx: statement_timeout = %q, want 1234ms", got)
 	}
-	got, err := queryRow(ctx, s.backend, func(sc scanner) (v string, err error) {
-		err = sc.Scan(&v)
-		return
-	}, `SHOW statement_timeout`)
+	var got string
+	err := s.tx(ctx, func(tx pgx.Tx) error { return tx.QueryRow(ctx, `SHOW statement_timeout`).Scan(&got) })
 	if err != nil || got != "1234ms" {
-		t.Errorf("in queryRow: statement_timeout = %q, %v; want 1234ms", got, err)
+		t.Errorf("in tx (the driver's reads): statement_timeout = %q, %v; want 1234ms", got, err)
 	}
 	all, err := queryAll(ctx, s.backend, func(sc scanner) (v string, err error) {
 		err = sc.Scan(&v)
@@ -154,8 +152,10 @@ func TestStatementTimeoutPerTransaction(t *testing.T) {
 		_, err := tx.Exec(ctx, `SELECT pg_sleep(2)`)
 		return err
 	}))
-	_, err = short.exec(ctx, `SELECT pg_sleep(2)`)
-	canceled("exec", err)
+	canceled("tx", short.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT pg_sleep(2)`)
+		return err
+	}))
 	_, err = queryAll(ctx, short.backend, func(sc scanner) (int, error) { return 0, nil }, `SELECT pg_sleep(2)`)
 	canceled("queryAll", err)
 
@@ -334,7 +334,7 @@ func TestConcurrentMigrateSteps(t *testing.T) {
 // TestReadCommittedWhateverTheDefault: on a connection whose
 // default_transaction_isolation is serializable, the store's read-write
 // transactions still run at READ COMMITTED (beginSQL), which the claim's
-// ordering key check (keylock.go) depends on.
+// ordering key check (engine/claims_keys.go) depends on.
 func TestReadCommittedWhateverTheDefault(t *testing.T) {
 	dbURL := freshSchema(t)
 	sep := "?"

@@ -72,7 +72,7 @@
 // the leases its owner still holds.
 // A claim that leased deliveries with an ordering key also tries each key's
 // transaction-level advisory lock (never waiting for it) and checks them
-// again before it commits (keylock.go), so no two deliveries of one key are
+// again before it commits (engine/claims_keys.go), so no two deliveries of one key are
 // leased at once, on any nodes. Clocks of the nodes must agree to well
 // within a lease. Leases left by an earlier run of a node are not cleared
 // at Open: they expire like any other. A zero Lease.Until is stored as
@@ -317,7 +317,7 @@ type backend struct {
 	retried  atomic.Int64
 
 	// claimStep, set by tests only (before the first claim), is called at
-	// the steps of a claim that leased keyed deliveries (keylock.go), in
+	// the steps of a claim that leased keyed deliveries (engine.ClaimHook), in
 	// the claim's goroutine: a test holds a claim there.
 	claimStep func(step string)
 }
@@ -410,7 +410,7 @@ func beginSQL(timeout time.Duration) string {
 // readCommitted begins the store's read-write transactions at READ
 // COMMITTED whatever the server's default_transaction_isolation says: the
 // store's statements are written for it (each statement reads its own
-// snapshot; the ordering key check in keylock.go depends on it).
+// snapshot; the ordering key check in engine/claims_keys.go depends on it).
 const readCommitted = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 // Stats describes the group-commit writers' work since Open.
@@ -521,29 +521,6 @@ func (s *backend) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // classified (unavailable.go).
 func (s *backend) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return unavailable(pgx.BeginTxFunc(ctx, s.pool, s.txOpts, fn))
-}
-
-// queryRow runs one query in its own transaction (see tx) and scans its
-// row with scan, which gets pgx.ErrNoRows when there is none.
-func queryRow[T any](ctx context.Context, s *backend, scan func(scanner) (T, error), query string, args ...any) (T, error) {
-	var v T
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		v, err = scan(tx.QueryRow(ctx, query, args...))
-		return err
-	})
-	return v, err
-}
-
-// exec runs one statement in its own transaction (see tx).
-func (s *backend) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	var tag pgconn.CommandTag
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		tag, err = tx.Exec(ctx, sql, args...)
-		return err
-	})
-	return tag, err
 }
 
 const maxRetries = 8

@@ -14,7 +14,7 @@ import (
 // the LIMIT's counter, which leaves the loop when the limit is reached.
 func TestBacklogPlan(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "herald.db"))
-	p := plan(t, s, countBacklogSQL)
+	p := plan(t, s, queries["CountBacklog"])
 	for _, w := range []string{
 		"SCAN d USING COVERING INDEX deliveries_fresh\n",
 		"SEARCH d USING COVERING INDEX deliveries_leased (status=? AND attempts=? AND lease_until>?)",
@@ -29,7 +29,7 @@ func TestBacklogPlan(t *testing.T) {
 	if strings.Contains(p, "SCAN d\n") || strings.Contains(p, "TEMP B-TREE") {
 		t.Errorf("CountBacklog: scans the table or sorts:\n%s", p)
 	}
-	prog := program(t, s, countBacklogSQL, int64(10_001))
+	prog := program(t, s, queries["CountBacklog"], int64(10_001))
 	loops := 0
 	for addr, in := range prog {
 		if in.op != "Next" {

@@ -77,19 +77,22 @@ func TestQueryPlans(t *testing.T) {
 	checkOrderingPlans(t, s)
 }
 
-// checkOrderingPlans: the claims and NextDue check a keyed delivery's
-// head with one seek each of deliveries_ordering and
-// deliveries_ordering_leased; a subscription's deliveries of one ordering
-// key are a seek of deliveries_ordering_all, newest first.
+// checkOrderingPlans: the claim and NextDue walk each lane's index (one
+// arm each) and check a keyed delivery's head there with one seek each of
+// deliveries_ordering and deliveries_ordering_leased; a subscription's
+// deliveries of one ordering key are a seek of deliveries_ordering_all,
+// newest first.
 func checkOrderingPlans(t *testing.T, s *Store) {
-	for name, q := range map[string]string{"ClaimFresh": claimFreshSQL, "ClaimRetry": claimRetrySQL, "NextDue": nextDueSQL} {
-		p := plan(t, s, q)
-		for _, w := range []string{
-			"SEARCH h USING COVERING INDEX deliveries_ordering (subscription_id=? AND ordering_key=? AND event_seq<?)",
-			"SEARCH l USING COVERING INDEX deliveries_ordering_leased (subscription_id=? AND ordering_key=? AND lease_until>?)",
+	for _, name := range []driver.Query{"ClaimDue", "NextDue"} {
+		p := plan(t, s, queries[name])
+		for w, n := range map[string]int{
+			"SEARCH d USING INDEX deliveries_fresh (endpoint_id=?":                                                              1,
+			"SEARCH d USING INDEX deliveries_retry (endpoint_id=?":                                                              1,
+			"SEARCH h USING COVERING INDEX deliveries_ordering (subscription_id=? AND ordering_key=? AND event_seq<?)":          2,
+			"SEARCH l USING COVERING INDEX deliveries_ordering_leased (subscription_id=? AND ordering_key=? AND lease_until>?)": 2,
 		} {
-			if !strings.Contains(p, w) {
-				t.Errorf("%s: plan lacks %q:\n%s", name, w, p)
+			if got := strings.Count(p, w); got != n {
+				t.Errorf("%s: plan holds %q %d times, want %d:\n%s", name, w, got, n, p)
 			}
 		}
 		if fullScan.MatchString(p) || strings.Contains(p, "TEMP B-TREE") {
@@ -163,6 +166,13 @@ var queryPlans = []struct {
 	{name: "CountRunningJobs", q: queries["CountRunningJobs"], want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=? AND state=?)"}},
 	{name: "DeleteFinishedJobs", q: queries["DeleteFinishedJobs"], want: []string{"SEARCH jobs USING INDEX jobs_finished (finished_at<?)"}},
 	{name: "ForgetTurns", q: queries["ForgetTurns"], want: []string{"SEARCH jobs USING COVERING INDEX jobs_account (account_id=?)"}},
+	// A claim's leases, the dead-lettered deliveries of the dead letters
+	// it claimed, Release and ExtendLeases: each delivery of the list by
+	// the primary key.
+	{name: "LeaseClaimed", q: queries["LeaseClaimed"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "ClaimDeadLetters", q: queries["ClaimDeadLetters"], want: []string{"SEARCH d USING PRIMARY KEY (id=?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},
+	{name: "ReleaseLeases", q: queries["ReleaseLeases"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "ExtendLeases", q: queries["ExtendLeases"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
 }
 
 // The filters of a delivery list, as bits of a mask, with a cursor and

@@ -1,0 +1,183 @@
+-- Claims and leases of the due loader, and the counts of the backlog
+-- (internal/store/engine/claims.go, claims_keys.go).
+--
+-- The lanes: each condition repeats the WHERE clause of its partial index
+-- in 0001_init.sql so that the planner can use it:
+--   fresh  d.status = 'pending' AND d.attempts = 0   (deliveries_fresh)
+--   retry  d.status = 'pending' AND d.attempts > 0   (deliveries_retry)
+-- A delivery is available when it holds no lease or its lease expired
+-- before now (leases expire by time here). Leased deliveries stay in the
+-- lane indexes (so that leasing and releasing change no index) and are
+-- skipped by a filter on lease_until: there are few of them, the nodes'
+-- in-memory windows.
+--
+-- keyHead, written out in ClaimDue, ClaimKeyRecheck and NextDue (now is
+-- $2): d is unordered, or its key's head: no pending delivery of its
+-- subscription and key has an earlier event (one sequence for every node;
+-- deliveries_ordering: one seek), and no other one holds a lease still
+-- running at now (deliveries_ordering_leased: one seek). A claim's
+-- snapshot that still sees the previous head pending leaves the next one
+-- for a later claim, never two; the key locks and re-check close the
+-- window of what a claim's snapshot cannot see (engine/claims_keys.go).
+
+-- Each lane's candidates in due order, locked with FOR UPDATE SKIP LOCKED
+-- so that concurrent claimers (any node) skip each other's rows instead of
+-- waiting or sharing them. The CTEs are evaluated lazily under the LIMIT
+-- of pick: the retry lane is read (and its rows locked) only for what the
+-- fresh lane leaves of the limit. A row whose lease another claimer took
+-- in the meantime fails the re-check of the WHERE clause after locking and
+-- is left out. UPDATE … RETURNING returns the rows in no order.
+-- name: ClaimDue
+WITH fresh AS (
+	SELECT d.id FROM deliveries AS d
+	WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+		AND (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))
+	ORDER BY d.next_attempt_at, d.id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), retry AS (
+	SELECT d.id FROM deliveries AS d
+	WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+		AND (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))
+	ORDER BY d.next_attempt_at, d.id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+), pick AS (
+	(SELECT id FROM fresh) UNION ALL (SELECT id FROM retry) LIMIT $3
+)
+UPDATE deliveries AS d SET lease_owner = $4, lease_until = $5
+FROM pick, events AS e
+WHERE d.id = pick.id AND e.seq = d.event_seq
+RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''), e.payload, COALESCE(e.trace_context, '')
+
+-- Not run here: the store is shared, and ClaimDue leases what it claims in
+-- its own statement. It would lease the deliveries $3.
+-- name: LeaseClaimed
+UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id = ANY($3)
+
+-- Transaction-level advisory locks, tried without waiting: a key's lock is
+-- the pair (hashtext(subscription), hashtext(key)), in the two-int4
+-- advisory key space (migrateLockSQL uses the bigint one).
+-- name: ClaimKeyLocks
+SELECT u.id FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, sub, key)
+WHERE NOT pg_try_advisory_xact_lock(hashtext(u.sub), hashtext(u.key))
+
+-- name: ClaimKeyRecheck
+UPDATE deliveries AS d SET lease_owner = '', lease_until = 0
+WHERE d.id = ANY($1) AND NOT (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))
+RETURNING d.id
+
+-- name: ClaimDeadLetters
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = ANY($1)
+
+-- A HOT update (no index changes).
+-- name: ReleaseLeases
+UPDATE deliveries SET lease_owner = '', lease_until = 0
+WHERE id = ANY($1) AND lease_owner = $2 AND lease_until <> 0
+
+-- name: ExtendLeases
+UPDATE deliveries SET lease_until = $3
+WHERE id = ANY($1) AND status = 'pending' AND lease_owner = $2 AND lease_until <> 0
+RETURNING id
+
+-- name: NextDue
+SELECT LEAST(
+	(SELECT d.next_attempt_at FROM deliveries AS d
+		WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))
+		ORDER BY d.next_attempt_at LIMIT 1),
+	(SELECT d.next_attempt_at FROM deliveries AS d
+		WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
+			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
+	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
+			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
+			AND l.lease_until >= $2 AND l.id <> d.id)))
+		ORDER BY d.next_attempt_at LIMIT 1))
+
+-- The skip scan is a recursive CTE; each endpoint's earliest available
+-- entry is then found as in NextDue (without keyHead).
+-- name: DueEndpoints
+WITH RECURSIVE
+fresh(ep) AS (
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0)
+	UNION ALL
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0 AND d.endpoint_id > fresh.ep)
+	FROM fresh WHERE fresh.ep IS NOT NULL
+),
+retry(ep) AS (
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0)
+	UNION ALL
+	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0 AND d.endpoint_id > retry.ep)
+	FROM retry WHERE retry.ep IS NOT NULL
+),
+eps(ep) AS (
+	SELECT ep FROM fresh WHERE ep IS NOT NULL
+	UNION
+	SELECT ep FROM retry WHERE ep IS NOT NULL
+)
+SELECT ep, at FROM (
+	SELECT eps.ep, LEAST(
+		(SELECT d.next_attempt_at FROM deliveries AS d
+			WHERE d.endpoint_id = eps.ep AND d.status = 'pending' AND d.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $1)
+			ORDER BY d.next_attempt_at LIMIT 1),
+		(SELECT d.next_attempt_at FROM deliveries AS d
+			WHERE d.endpoint_id = eps.ep AND d.status = 'pending' AND d.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $1)
+			ORDER BY d.next_attempt_at LIMIT 1)) AS at
+	FROM eps
+) AS x WHERE at IS NOT NULL ORDER BY ep
+
+-- Counts each lane's partial index (leased or not).
+-- name: CountPending
+SELECT
+	(SELECT COUNT(*) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0),
+	(SELECT COUNT(*) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0)
+
+-- Each count reads its rows in its index's order, so that in the
+-- transaction the driver's SeekReader begins (indexSeeksOnly) the one plan
+-- left is that index's scan, which stops after $1 entries
+-- (TestBacklogPlans).
+-- name: CountBacklog
+SELECT
+	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0
+		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS f),
+	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0
+		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS r),
+	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE d.status = 'queued'
+		ORDER BY d.subscription_id, d.next_attempt_at, d.id LIMIT $1) AS q)
