@@ -57,6 +57,16 @@ func ParseQueries(fsys fs.FS, dir string) (Queries, error) {
 	return qs, nil
 }
 
+// MustParseQueries is ParseQueries for a driver's embedded files, read
+// once at start-up: an error is a fault of the build, so it panics.
+func MustParseQueries(fsys fs.FS, dir string) Queries {
+	qs, err := ParseQueries(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return qs
+}
+
 // parseFile adds the statements of one file to qs (see ParseQueries).
 func parseFile(qs Queries, file, text string) error {
 	var name Query

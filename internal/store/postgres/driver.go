@@ -45,14 +45,7 @@ func (s *Store) Close() error { return s.backend.Close() }
 var queryFiles embed.FS
 
 // queries are the driver's statements (queries/*.sql), by name.
-var queries = mustParse(driver.ParseQueries(queryFiles, "queries"))
-
-func mustParse(qs driver.Queries, err error) driver.Queries {
-	if err != nil {
-		panic(err)
-	}
-	return qs
-}
+var queries = driver.MustParseQueries(queryFiles, "queries")
 
 // pgDriver is driver.Driver on b's pool: every statement in a transaction
 // begun with the statement timeout (tx), writes retried after a deadlock

@@ -45,14 +45,7 @@ func (s *Store) Close() error { return s.backend.Close() }
 var queryFiles embed.FS
 
 // queries are the driver's statements (queries/*.sql), by name.
-var queries = mustParse(driver.ParseQueries(queryFiles, "queries"))
-
-func mustParse(qs driver.Queries, err error) driver.Queries {
-	if err != nil {
-		panic(err)
-	}
-	return qs
-}
+var queries = driver.MustParseQueries(queryFiles, "queries")
 
 // sqliteDriver is driver.Driver on b's connections: reads on the read
 // pool, writes as requests of the one writer's group commit (writer.go).
