@@ -12,11 +12,20 @@
 // string, bytes as []byte, counts as int64. A list of values is passed as
 // a Go slice ([]string, []int64); the SQLite driver binds it as a JSON
 // array (read with json_each), PostgreSQL as an array.
+//
+// A rows statement writes or reads many rows at once: its arguments are
+// columns, slices of one length (n rows), and FreeText for text from
+// outside. PostgreSQL reads them with unnest; SQLite's statement holds
+// one row of parameters marked /*rows*/, which the driver repeats for up
+// to 32 rows a statement, running it as often as the rows need (its
+// returned rows come in order).
 package driver
 
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"time"
 )
 
 // Query names a statement in a driver's queries/*.sql files.
@@ -46,19 +55,81 @@ type Executor interface {
 }
 
 // Driver is one database, opened. Reads outside a transaction go to
-// Reader; the engine runs every write inside Write.
+// Reader; every write runs in a transaction begun with Begin, by the
+// engine's writer (internal/store/engine/writer.go) or, on a driver whose
+// GroupCommit is not Exclusive, by the engine's caller goroutine.
 type Driver interface {
 	// Reader runs each statement alone (read-only).
 	Reader() Executor
 	// Snapshot runs fn in a read-only transaction: every statement in it
 	// reads the same snapshot of the database.
 	Snapshot(ctx context.Context, fn func(x Executor) error) error
-	// Write runs fn in a write transaction and commits it when fn returns
-	// nil. fn may run more than once (a transaction retried after a
-	// conflict, or a group commit run again without a failed request), so
-	// it must set its results anew on every run. On SQLite every write
-	// transaction is the one writer's (a request of its group commit); on
-	// PostgreSQL it runs on the pool, retried a few times after a
-	// deadlock or serialization failure.
-	Write(ctx context.Context, fn func(x Executor) error) error
+	// Begin begins a write transaction. On a driver whose GroupCommit is
+	// Exclusive only the engine's one writer goroutine calls it, and never
+	// while another of its transactions is open.
+	Begin(ctx context.Context) (Tx, error)
+	// GroupCommit is how the engine's writer shares this database's
+	// transactions out.
+	GroupCommit() GroupCommit
+	// Retryable reports whether err, met in a transaction, was a conflict
+	// with another transaction (a deadlock, a serialization failure): the
+	// transaction was rolled back and may run again as it was.
+	Retryable(err error) bool
+	// Refused reports whether err, met in a transaction, was the database
+	// refusing a statement for the data it was given (a duplicate key,
+	// text it cannot store): the other writes of a group commit may then
+	// succeed without the one that caused it. Not a database gone away.
+	Refused(err error) bool
+	// WriteErr classifies the error a write is answered with (nil too):
+	// store.ErrUnavailable, store.ErrClosed. The driver may note it (SQLite
+	// reports the store away from Ping until a write commits again).
+	WriteErr(err error) error
 }
+
+// Tx is a write transaction (Driver.Begin).
+type Tx interface {
+	Executor
+	// Commit commits the transaction. Its error wraps ErrRolledBack when
+	// the transaction was certainly rolled back (its writes may run
+	// again); any other leaves the outcome unknown.
+	Commit(ctx context.Context) error
+	// Rollback rolls the transaction back.
+	Rollback(ctx context.Context) error
+	// Writes counts the statements run in the transaction that may have
+	// changed rows: a write that failed before its count moved changed
+	// nothing, and the rest of the transaction may go on without it.
+	Writes() int64
+}
+
+// ErrRolledBack marks a failed Commit after which nothing was written.
+var ErrRolledBack = errors.New("transaction rolled back")
+
+// GroupCommit is what the engine's writer needs to know of a database.
+type GroupCommit struct {
+	// Writers is how many write transactions may be open at once (the
+	// writer's goroutines): SQLite 1, PostgreSQL its Options.Writers.
+	Writers int
+	// Exclusive: every write transaction of the store is the writer's,
+	// the engine's other writes included (SQLite's one write connection).
+	Exclusive bool
+	// Staged: a large publish is written in steps of transactions of at
+	// most MaxBatchRows rows, each after a batch of the other requests
+	// (SQLite, engine/staged.go); else by a writer other than the first,
+	// alone.
+	Staged bool
+	// MaxBatch caps the requests of one transaction; QueueSize the
+	// requests waiting for a writer.
+	MaxBatch, QueueSize int
+	// MaxBatchRows stops a batch taking requests once it holds this many
+	// rows (events, deliveries, outcomes; 1 for another write).
+	MaxBatchRows int
+	// LargeRows makes a publish of more rows a large one (see Staged).
+	LargeRows int
+	// Timeout bounds each of the writer's transactions (0: none).
+	Timeout time.Duration
+}
+
+// FreeText is a column of text from outside the store (an error message,
+// an outcome): PostgreSQL stores it cleaned to valid UTF-8 without NUL
+// bytes, SQLite as it is.
+type FreeText []string

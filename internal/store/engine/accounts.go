@@ -91,7 +91,7 @@ var (
 // version's lock (qLockAuth), and advances the version (qBumpAuth) once
 // fn returns nil having written (wrote true). fn may run more than once.
 func (s *Store) authWrite(ctx context.Context, fn func(x driver.Executor) (wrote bool, err error)) error {
-	return s.drv.Write(ctx, func(x driver.Executor) error {
+	return s.write(ctx, func(x driver.Executor) error {
 		var v int64
 		if err := x.QueryRow(ctx, qLockAuth).Scan(&v); err != nil {
 			return fmt.Errorf("lock the auth version: %w", err)

@@ -130,7 +130,7 @@ func (s *Store) ClaimDue(ctx context.Context, endpointID string, now time.Time, 
 	at, until := sqlrow.UnixMS(now), sqlrow.LeaseUntilMS(lease)
 	shared := s.opts.Capabilities.Shared
 	var out []store.Claimed
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		out = out[:0]
 		err := x.Query(ctx, qClaimDue, func(r driver.Row) error {
 			var c store.Claimed
@@ -236,7 +236,7 @@ func (s *Store) ExtendLeases(ctx context.Context, deliveryIDs []string, lease st
 		return nil, s.idle(ctx)
 	}
 	var kept []string
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		got := make(map[string]bool, len(deliveryIDs))
 		err := x.Query(ctx, qExtendLeases, func(r driver.Row) error {
 			var id string

@@ -71,7 +71,7 @@ func (s *Store) Cleanup(ctx context.Context, before time.Time, limit int) (int, 
 		return 0, nil
 	}
 	var n int64
-	err = s.drv.Write(ctx, func(x driver.Executor) error {
+	err = s.write(ctx, func(x driver.Executor) error {
 		var done []int64
 		n = 0
 		err := x.Query(ctx, qCleanupFinished, func(r driver.Row) error {
@@ -109,7 +109,7 @@ func (s *Store) pruneTombstones(ctx context.Context, before time.Time) error {
 	if upto == 0 {
 		return nil
 	}
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		if _, err := x.Exec(ctx, qPruneCatalog, upto); err != nil {
 			return err
 		}

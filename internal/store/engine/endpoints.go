@@ -138,7 +138,7 @@ func (s *Store) ModifyEndpoints(ctx context.Context, ids []string, fn func(eps [
 		ids = []string{} // a NULL list would match nothing too, but say what is meant
 	}
 	var out []endpoint.Endpoint
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		out = nil
 		var v int64
 		if len(ids) > 0 {
@@ -214,7 +214,7 @@ func bumpEndpoints(ctx context.Context, x driver.Executor) (int64, error) {
 // endpoint reports false.
 func (s *Store) TakeProbe(ctx context.Context, endpointID string, now, hold time.Time) (bool, error) {
 	var took bool
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		n, err := x.Exec(ctx, qTakeProbe, endpointID, sqlrow.UnixMS(now), sqlrow.UnixMS(hold))
 		took = n > 0
 		return err

@@ -25,11 +25,6 @@ import (
 // itself: the methods not moved here yet, grouped by the part of the
 // store they belong to.
 type Legacy interface {
-	// the delivery path: publish, claims and leases, outcomes
-	Publish(ctx context.Context, events []store.NewEvent, opts store.PublishOptions) ([]store.PublishResult, error)
-	Record(ctx context.Context, outcomes []store.Outcome) (applied []bool, err error)
-
-	// the store itself
 	Capabilities() store.Capabilities
 	Ping(ctx context.Context) error
 	Close() error
@@ -63,6 +58,10 @@ type Store struct {
 	drv  driver.Driver
 	opts Options
 	log  *slog.Logger
+	w    *writer
+
+	// TestSignals are emitted for tests (off unless initialized).
+	TestSignals Signals
 }
 
 // New returns the store over drv, handing what is not moved yet to
@@ -75,7 +74,17 @@ func New(drv driver.Driver, legacy Legacy, opts Options) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{Legacy: legacy, drv: drv, opts: opts, log: log}
+	s := &Store{Legacy: legacy, drv: drv, opts: opts, log: log}
+	s.w = newWriter(s, drv.GroupCommit())
+	return s
+}
+
+// Close stops the writer once every write queued is answered (later
+// writes fail with store.ErrClosed), then closes the driver's database
+// (Legacy). It may be called again.
+func (s *Store) Close() error {
+	s.w.close()
+	return s.Legacy.Close()
 }
 
 var _ store.Store = (*Store)(nil)

@@ -82,7 +82,7 @@ func (s *Store) CreateJob(ctx context.Context, j job.Job, max int) (job.Job, err
 		}
 		j.Total += n
 	}
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		if err := subscriptionExists(ctx, x, j.SubscriptionID); err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (s *Store) GetJob(ctx context.Context, id string) (job.Job, error) {
 func (s *Store) ClaimJob(ctx context.Context, owner string, now, until time.Time) (job.Job, bool, error) {
 	var j job.Job
 	var found bool
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		j, err = sqlrow.ScanJob(x.QueryRow(ctx, qClaimJob, owner, s.leaseEnded(now), sqlrow.UnixMS(until)))
 		found = err == nil
@@ -151,7 +151,7 @@ func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, n
 	var j job.Job
 	var res store.RedriveResult
 	var q sqlrow.IDSet
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		res = store.RedriveResult{}
 		q.Reset()
@@ -210,7 +210,7 @@ func (s *Store) recoverStep(ctx context.Context, x driver.Executor, j job.Job, l
 // DeleteFinishedJobs implements store.JobStore in one write.
 func (s *Store) DeleteFinishedJobs(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int64
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		if n, err = x.Exec(ctx, qDeleteFinishedJobs, sqlrow.UnixMS(before), limit); err != nil {
 			return err

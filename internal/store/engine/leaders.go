@@ -26,7 +26,7 @@ var (
 // than the current one.
 func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
 	var won bool
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		n, err := x.Exec(ctx, qTryLead, name, owner, sqlrow.UnixMS(now), sqlrow.UnixMS(until))
 		won = n > 0
 		return err

@@ -116,7 +116,7 @@ func (s *Store) Receive(ctx context.Context, r store.ReceiveRequest) (store.Rece
 		return store.ReceiveResult{}, fmt.Errorf("receive: lock duration %v is not positive", r.LockFor)
 	}
 	var res store.ReceiveResult
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		res, err = receive(ctx, x, r)
 		return err
@@ -319,7 +319,7 @@ func (s *Store) Settle(ctx context.Context, r store.SettleRequest) ([]error, err
 	rounds, first := settleRounds(r.Tokens)
 	now := sqlrow.UnixMS(r.Now)
 	var settled map[string]bool // the tokens that settled a lock
-	err = s.drv.Write(ctx, func(x driver.Executor) error {
+	err = s.write(ctx, func(x driver.Executor) error {
 		settled = map[string]bool{}
 		var ids []string // the deliveries settled
 		for _, tokens := range rounds {

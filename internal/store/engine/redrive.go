@@ -64,7 +64,7 @@ var (
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
 	at := sqlrow.UnixMS(now)
 	var d delivery.Delivery
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var status, sub, deadLetterOf string
 		var lease int64
 		if err := x.QueryRow(ctx, qRedeliveryState, id).Scan(&status, &lease, &sub, &deadLetterOf); err != nil {
@@ -160,7 +160,7 @@ func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, 
 func (s *Store) redrive(ctx context.Context, move func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error)) (store.RedriveResult, error) {
 	var res store.RedriveResult
 	var q sqlrow.IDSet
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		q.Reset()
 		res, err = move(x, &q)

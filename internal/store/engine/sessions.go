@@ -37,7 +37,7 @@ var (
 // CreateSession implements store.SessionStore: the insert and the trim of
 // the key's other console sessions are one transaction.
 func (s *Store) CreateSession(ctx context.Context, sess store.Session, perKey int) error {
-	return s.drv.Write(ctx, func(x driver.Executor) error {
+	return s.write(ctx, func(x driver.Executor) error {
 		n, err := x.Exec(ctx, qInsertSession, sqlrow.SessionValues(&sess)...)
 		switch {
 		case err != nil:
@@ -66,7 +66,7 @@ func (s *Store) GetSession(ctx context.Context, hash []byte) (store.Session, err
 // OpenPortalSession implements store.SessionStore.
 func (s *Store) OpenPortalSession(ctx context.Context, link, session []byte, at time.Time) (store.Session, error) {
 	var sess store.Session
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		sess, err = sqlrow.ScanSession(x.QueryRow(ctx, qOpenPortalSession, orEmpty(session), sqlrow.UnixMS(at), orEmpty(link)))
 		return err
@@ -90,7 +90,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 // DeleteIdleSessions implements store.SessionStore.
 func (s *Store) DeleteIdleSessions(ctx context.Context, before time.Time) (int, error) {
 	var n int64
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		n, err = x.Exec(ctx, qDeleteIdleSessions, sqlrow.UnixMS(before))
 		return err

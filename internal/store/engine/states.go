@@ -55,7 +55,7 @@ var (
 func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (bool, error) {
 	at := sqlrow.UnixMS(now)
 	var changed bool
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		changed = false
 		if err := lockCatalog(ctx, x); err != nil {
 			return err
@@ -101,7 +101,7 @@ func (s *Store) DeactivateSubscription(ctx context.Context, id string, now time.
 func (s *Store) ReactivateSubscription(ctx context.Context, id string, now time.Time, reason string) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	var res store.RedriveResult
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		res = store.RedriveResult{}
 		if err := lockCatalog(ctx, x); err != nil {
 			return err

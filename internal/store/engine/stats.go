@@ -51,7 +51,7 @@ func (s *Store) DeliveryStats(ctx context.Context, q store.StatsQuery) ([]stats.
 // DeleteOldStats implements store.StatsStore in one statement.
 func (s *Store) DeleteOldStats(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int64
-	err := s.drv.Write(ctx, func(x driver.Executor) error {
+	err := s.write(ctx, func(x driver.Executor) error {
 		var err error
 		n, err = x.Exec(ctx, qDeleteOldStats, sqlrow.UnixMS(before), limit)
 		return err

@@ -126,7 +126,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub subscription.Subscri
 	if err != nil {
 		return err
 	}
-	return s.drv.Write(ctx, func(x driver.Executor) error {
+	return s.write(ctx, func(x driver.Executor) error {
 		var one int
 		switch err := x.QueryRow(ctx, qAccountExists, sub.AccountID).Scan(&one); {
 		case errors.Is(err, driver.ErrNoRows):
@@ -247,7 +247,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub subscription.Subscri
 	if err != nil {
 		return err
 	}
-	return s.drv.Write(ctx, func(x driver.Executor) error {
+	return s.write(ctx, func(x driver.Executor) error {
 		if err := lockCatalog(ctx, x); err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func moveDeliveries(ctx context.Context, x driver.Executor, sub *subscription.Su
 // batch wrote). The rows of its endpoint and of its dead-letter URL's go
 // too if no other subscription uses them.
 func (s *Store) DeleteSubscription(ctx context.Context, id string, now time.Time) error {
-	return s.drv.Write(ctx, func(x driver.Executor) error {
+	return s.write(ctx, func(x driver.Executor) error {
 		if err := lockCatalog(ctx, x); err != nil {
 			return err
 		}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
@@ -38,8 +41,17 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}), backend: b}, nil
 }
 
-// Close implements store.Store (the backend owns the pool).
-func (s *Store) Close() error { return s.backend.Close() }
+// Close implements store.Store: the engine's writer stops, then the
+// backend closes the pool.
+func (s *Store) Close() error { return s.Store.Close() }
+
+// Stats returns the writers' counters (and the claims run again after a
+// conflict, in Retried).
+func (s *Store) Stats() Stats {
+	st := s.Store.WriterStats()
+	return Stats{Commits: st.Commits, Requests: st.Requests, Isolated: st.Isolated,
+		Retried: st.Retried + s.backend.retried.Load()}
+}
 
 //go:embed queries/*.sql
 var queryFiles embed.FS
@@ -48,8 +60,8 @@ var queryFiles embed.FS
 var queries = driver.MustParseQueries(queryFiles, "queries")
 
 // pgDriver is driver.Driver on b's pool: every statement in a transaction
-// begun with the statement timeout (tx), writes retried after a deadlock
-// or serialization failure (inTx).
+// begun with the statement timeout (tx); the engine runs the writes, again
+// after a deadlock or serialization failure (Retryable).
 type pgDriver struct{ b *backend }
 
 func (d pgDriver) Reader() driver.Executor { return readExec{d.b} }
@@ -61,9 +73,86 @@ func (d pgDriver) Snapshot(ctx context.Context, fn func(driver.Executor) error) 
 	return d.b.readTx(ctx, d.b.listOpts, func(tx pgx.Tx) error { return fn(txExec{tx}) })
 }
 
-func (d pgDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
-	return d.b.inTx(ctx, func(tx pgx.Tx) error { return fn(txExec{tx}) })
+// Begin implements driver.Driver: a transaction on the pool, begun with
+// the statement timeout (see the package comment).
+func (d pgDriver) Begin(ctx context.Context) (driver.Tx, error) {
+	if err := d.b.checkOpen(); err != nil {
+		return nil, err
+	}
+	tx, err := d.b.pool.BeginTx(ctx, d.b.txOpts)
+	if err != nil {
+		return nil, d.b.err(err)
+	}
+	return &pgTx{txExec: txExec{tx}}, nil
 }
+
+// GroupCommit implements driver.Driver: Options.Writers writers; a large
+// publish is written alone by a writer other than the first.
+func (d pgDriver) GroupCommit() driver.GroupCommit {
+	o := d.b.opts
+	var timeout time.Duration
+	if o.StatementTimeout > 0 {
+		timeout = 5 * o.StatementTimeout
+	}
+	return driver.GroupCommit{Writers: o.Writers, MaxBatch: o.MaxBatch, QueueSize: o.QueueSize,
+		MaxBatchRows: o.MaxBatchRows, LargeRows: o.LargeRows, Timeout: timeout}
+}
+
+// Retryable implements driver.Driver: a serialization failure or a
+// deadlock.
+func (pgDriver) Retryable(err error) bool { return retryable(err) }
+
+// Refused implements driver.Driver: an error PostgreSQL returned, but not
+// one of a server going away (isUnavailable).
+func (pgDriver) Refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && !isUnavailable(err)
+}
+
+// WriteErr implements driver.Driver (backend.err).
+func (d pgDriver) WriteErr(err error) error { return d.b.err(err) }
+
+// pgTx is a write transaction (driver.Tx).
+type pgTx struct {
+	txExec
+	writes int64
+}
+
+func (t *pgTx) Exec(ctx context.Context, q driver.Query, args ...any) (int64, error) {
+	t.writes++
+	return t.txExec.Exec(ctx, q, args...)
+}
+
+func (t *pgTx) Query(ctx context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
+	t.writes++
+	return t.txExec.Query(ctx, q, each, args...)
+}
+
+func (t *pgTx) QueryRow(ctx context.Context, q driver.Query, args ...any) driver.Row {
+	t.writes++
+	return t.txExec.QueryRow(ctx, q, args...)
+}
+
+// Writes implements driver.Tx: every statement counts, since any failed
+// one aborts a PostgreSQL transaction.
+func (t *pgTx) Writes() int64 { return t.writes }
+
+// Commit implements driver.Tx: an error PostgreSQL returned for the
+// COMMIT (a deferred constraint) means it rolled back; any other (a lost
+// connection) leaves the outcome unknown.
+func (t *pgTx) Commit(ctx context.Context) error {
+	err := t.tx.Commit(ctx)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%w: %w", driver.ErrRolledBack, err)
+	}
+	if err != nil {
+		return fmt.Errorf("outcome unknown: %w", err)
+	}
+	return nil
+}
+
+func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // readExec runs each statement in a transaction of its own.
 type readExec struct{ b *backend }
@@ -116,7 +205,7 @@ func (t txExec) Exec(ctx context.Context, q driver.Query, args ...any) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	tag, err := t.tx.Exec(ctx, text, args...)
+	tag, err := t.tx.Exec(ctx, text, bind(args)...)
 	return tag.RowsAffected(), err
 }
 
@@ -125,7 +214,7 @@ func (t txExec) Query(ctx context.Context, q driver.Query, each func(driver.Row)
 	if err != nil {
 		return err
 	}
-	rows, err := t.tx.Query(ctx, text, args...)
+	rows, err := t.tx.Query(ctx, text, bind(args)...)
 	if err != nil {
 		return err
 	}
@@ -143,7 +232,7 @@ func (t txExec) QueryRow(ctx context.Context, q driver.Query, args ...any) drive
 	if err != nil {
 		return errRow{err}
 	}
-	return noRows{t.tx.QueryRow(ctx, text, args...)}
+	return noRows{t.tx.QueryRow(ctx, text, bind(args)...)}
 }
 
 // noRows reports pgx's "no rows" as driver.ErrNoRows.
@@ -161,3 +250,18 @@ func (n noRows) Scan(dest ...any) error {
 type errRow struct{ err error }
 
 func (e errRow) Scan(...any) error { return e.err }
+
+// bind returns args as PostgreSQL takes them: a FreeText column cleaned
+// to valid UTF-8 without NUL bytes (cleanText).
+func bind(args []any) []any {
+	for i, a := range args {
+		if ft, ok := a.(driver.FreeText); ok {
+			clean := make([]string, len(ft))
+			for k, s := range ft {
+				clean[k] = cleanText(s)
+			}
+			args[i] = clean
+		}
+	}
+	return args
+}

@@ -19,7 +19,7 @@ func (t txExec) Pipeline(ctx context.Context, stmts ...engine.Statement) error {
 		if err != nil {
 			return err
 		}
-		b.Queue(text, st.Args...)
+		b.Queue(text, bind(st.Args)...)
 	}
 	res := t.tx.SendBatch(ctx, b)
 	for _, st := range stmts {

@@ -11,8 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/driver"
 	"github.com/herald-events/herald/internal/store/engine"
 	"github.com/herald-events/herald/internal/testsignal"
 )
@@ -125,14 +127,10 @@ func (k *keyRace) publishedLate() {
 		k.t.Fatal(err)
 	}
 	k.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	pr := publishRows{slots: map[evKey]int{}}
-	pr.add(&r, "", 0)
-	if err := pr.write(k.f.ctx, tx); err != nil {
-		k.t.Fatal(err)
-	}
+	seq := publishInTx(k.t, k.f.ctx, tx, &r)
 	k.f.publish(k.x, []store.NewEvent{l}, store.Lease{})
-	if pr.seqs[0] >= k.seqOf(k.l) {
-		k.t.Fatalf("r's seq %d is not before l's", pr.seqs[0])
+	if seq >= k.seqOf(k.l) {
+		k.t.Fatalf("r's seq %d is not before l's", seq)
 	}
 	k.reopenR = func() {
 		if err := tx.Commit(k.f.ctx); err != nil {
@@ -352,4 +350,29 @@ func (k *keyRace) traceX() *sent {
 	k.t.Cleanup(k.x.pool.Close)
 	k.x.pool = pool
 	return tr
+}
+
+// publishInTx writes ev and its (pending) deliveries in tx with the
+// engine's statements, as a publish batch would, and returns its seq.
+func publishInTx(t *testing.T, ctx context.Context, tx pgx.Tx, ev *store.NewEvent) int64 {
+	t.Helper()
+	x := txExec{tx}
+	acc, at := account.OrDefault(ev.AccountID), ev.PublishedAt.UnixMilli()
+	var seq int64
+	err := x.Query(ctx, "InsertEvents", func(r driver.Row) error {
+		var a, id, src string
+		return r.Scan(&seq, &a, &id, &src)
+	}, []string{acc}, []string{ev.ID}, []string{ev.Source}, []string{ev.Type}, []string{ev.Subject},
+		[]int64{at}, [][]byte{ev.Payload}, []string{""})
+	if err != nil || seq == 0 {
+		t.Fatalf("insert event: seq %d, %v", seq, err)
+	}
+	for _, d := range ev.Deliveries {
+		if _, err := x.Exec(ctx, "InsertDeliveries", []string{d.ID}, []string{acc}, []string{d.SubscriptionID},
+			[]string{d.EndpointID}, []int64{seq}, []string{"pending"}, []int64{at}, []string{""}, []int64{0},
+			[]string{d.OrderingKey}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return seq
 }

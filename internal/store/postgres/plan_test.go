@@ -157,12 +157,14 @@ func TestQueryPlans(t *testing.T) {
 		// The rollups: added to by key (the primary key, the upsert's
 		// arbiter), read per account by delivery_stats_account, deleted
 		// oldest first by the primary key.
-		{"Record", recordStateSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
-		{"Record (queued)", recordQueuedSQL, recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
-		{"Record (dead letter's delivery)", recordCopySQL, append(recordPlanArgs[:14:14], []string{"dlv_c1", ""}, []int64{now, 0}),
+		{"Record", queries["ApplyOutcomes"], recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
+		{"Record (stats)", queries["AddStats"], statsPlanArgs(now), []string{"Conflict Arbiter Indexes: delivery_stats_pkey"}},
+		{"Record (dead letter's delivery)", queries["InsertDeadLetterCopies"], []any{[]string{"dlv_c1"}, []int64{now}, []string{"dlv_1"}},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
-		{"Record (missing deliveries)", recordMissingSQL, []any{[]string{"dlv_1", "dlv_2"}, []int32{1, 1}},
+		{"Record (missing deliveries)", queries["MissingDeliveries"], []any{[]string{"dlv_1", "dlv_2"}},
 			[]string{"Index Only Scan using deliveries_pkey"}},
+		{"Publish (stored events)", queries["EventSeqs"], []any{[]string{"acc_7"}, []string{"evt_1"}, []string{"/s"}},
+			[]string{"Index Scan using events_"}},
 		{"Settle", queries["SettleAcknowledge"], []any{"sub_q_7", queuedNow, []string{"dlv_1", "dlv_2"}, []string{"dlv_1.a", "dlv_2.b"}},
 			[]string{"Index Scan using deliveries_pkey"}},
 		{"Settle (stats)", queries["AddAcknowledgedStats"], []any{[]string{"dlv_1", "dlv_2"}, now},
@@ -216,11 +218,19 @@ func migratedConn(t *testing.T) (dbURL string, conn *pgx.Conn) {
 // of one account's disabled endpoints, with its arguments and limit.
 var endpointsByState, endpointsByStateArgs = queries["ListEndpoints"], []any{"acc_7", "", string(health.Disabled), 100}
 
-// recordPlanArgs are the arguments of recordStateSQL (and
-// recordQueuedSQL) for two outcomes.
-var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "dead_lettered"}, []int32{1, 3}, []int32{1, 3},
-	[]int64{0, 1000}, []int64{0, 0}, []int64{2000, 2000}, []int32{200, 400}, []string{"http_200", "http_400"},
-	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}, []int64{0, 0}, []int16{3, 5}}
+// recordPlanArgs are the arguments of ApplyOutcomes for two outcomes.
+var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "dead_lettered"}, []int64{1, 3}, []int64{1, 3},
+	[]int64{0, 1000}, []int64{0, 0}, []int64{2000, 2000}, []int64{200, 400}, []string{"http_200", "http_400"},
+	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}}
+
+// statsPlanArgs are the arguments of AddStats for one row at now.
+func statsPlanArgs(now int64) []any {
+	args := []any{[]int64{now}, []string{"acc_7"}, []string{"sub_7"}, []string{"ep_7"}}
+	for range 19 {
+		args = append(args, []int64{1})
+	}
+	return args
+}
 
 // explain returns the plan of query as prepared with args (so that
 // plan_cache_mode applies).
@@ -559,8 +569,7 @@ var statusWritePlans = []struct {
 	{"UpdateSubscription (move dead letters)", queries["MoveSubscriptionDeadLetters"], []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (drop dead letters)", queries["DropSubscriptionDeadLetters"], []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"DeleteSubscription", queries["DropSubscriptionDeliveries"], []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},
-	{"Record (deactivate: queue pending)", deactivateSQL, []any{[]string{"sub_acc_0_4"}, []int64{statusWriteAt}, int64(7),
-		[]int64{statusWriteAt}, []string{"deactivated by hand"}}, "deliveries_subscription_status"},
+	{"Record (deactivate: queue pending)", queries["QueuePendingDeliveries"], []any{statusWriteAt, "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"ReactivateSubscription", queries["UnqueueSubscriptionDeliveries"], []any{statusWriteAt, "ep_a", "ep_b", "sub_acc_0_4"}, "Index Scan on deliveries_queued"},
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-events/herald/internal/store/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -354,4 +355,10 @@ func TestReadCommittedWhateverTheDefault(t *testing.T) {
 	if got != "read committed" {
 		t.Errorf("in inTx: transaction_isolation = %q, want read committed", got)
 	}
+}
+
+// inTx runs fn in a write transaction of the engine's (driver Begin: the
+// store's transaction options), again after a conflict.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.Store.Write(ctx, func(x driver.Executor) error { return fn(x.(*pgTx).tx) })
 }

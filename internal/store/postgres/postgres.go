@@ -149,7 +149,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -301,20 +300,9 @@ type backend struct {
 	schema string
 	feed   *changeFeed
 
-	reqs    chan *request
-	large   chan *request // large publishes (Options.LargeRows)
-	writers sync.WaitGroup
-
-	// mu orders Close against queueing: write holds it shared while
-	// queueing, Close exclusively while marking the store closed, so no
-	// request is queued after reqs is closed.
-	mu     sync.RWMutex
 	closed atomic.Bool
-
-	commits  atomic.Int64
-	served   atomic.Int64
-	isolated atomic.Int64
-	retried  atomic.Int64
+	// retried counts claims run again after a conflict (claim.go).
+	retried atomic.Int64
 
 	// claimStep, set by tests only (before the first claim), is called at
 	// the steps of a claim that leased keyed deliveries (engine.ClaimHook), in
@@ -350,8 +338,6 @@ func openBackend(ctx context.Context, url string, opts Options) (_ *backend, err
 		snapOpts: pgx.TxOptions{BeginQuery: snapBegin},
 		listOpts: pgx.TxOptions{BeginQuery: snapBegin + "; SET LOCAL plan_cache_mode = force_custom_plan"},
 		seekOpts: pgx.TxOptions{BeginQuery: snapBegin + "; " + indexSeeksOnly},
-		reqs:     make(chan *request, opts.QueueSize),
-		large:    make(chan *request, opts.QueueSize),
 	}
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
 		pool.Close()
@@ -367,10 +353,6 @@ func openBackend(ctx context.Context, url string, opts Options) (_ *backend, err
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	s.feed = startChangeFeed(cfg.ConnConfig.Copy(), s.schema, opts.OnQueued, opts.Logger)
-	s.writers.Add(opts.Writers)
-	for i := range opts.Writers {
-		go s.writer(i > 0 || opts.Writers == 1)
-	}
 	return s, nil
 }
 
@@ -428,12 +410,6 @@ type Stats struct {
 	Retried int64
 }
 
-// Stats returns the writers' counters.
-func (s *backend) Stats() Stats {
-	return Stats{Commits: s.commits.Load(), Requests: s.served.Load(),
-		Isolated: s.isolated.Load(), Retried: s.retried.Load()}
-}
-
 // Pool returns the connection pool (for metrics and administration).
 func (s *backend) Pool() *pgxpool.Pool { return s.pool }
 
@@ -459,20 +435,13 @@ func (s *backend) Ping(ctx context.Context) error {
 	return s.err(s.pool.Ping(ctx))
 }
 
-// Close stops accepting calls, waits for queued writes to commit, and closes
-// the pool (waiting for calls in progress). Later calls return
+// Close closes the pool (waiting for calls in progress), once the
+// engine's writers have stopped (engine.Store.Close). Later calls return
 // store.ErrClosed; Close itself may be called again and returns nil.
 func (s *backend) Close() error {
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed.Store(true)
-	s.mu.Unlock()
-	close(s.reqs) // no write can be queueing now: they check closed under mu
-	close(s.large)
-	s.writers.Wait()
 	s.feed.stop()
 	s.pool.Close()
 	return nil
@@ -496,23 +465,6 @@ func (s *backend) err(err error) error {
 	return unavailable(err)
 }
 
-// inTx runs fn in a transaction on the pool (see tx) and commits it,
-// retrying the whole transaction a few times on a deadlock or serialization
-// failure.
-func (s *backend) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := s.checkOpen(); err != nil {
-		return err
-	}
-	for try := 0; ; try++ {
-		err := s.tx(ctx, fn)
-		if err == nil || try >= maxRetries || !retryable(err) {
-			return s.err(err)
-		}
-		s.retried.Add(1)
-		backoff(try)
-	}
-}
-
 // tx runs fn in a transaction on the pool, begun with the statement timeout
 // in force, and commits it if fn returns nil (else rolls it back and returns
 // fn's error). It does not retry. Every statement of the store runs in such
@@ -529,15 +481,8 @@ const maxRetries = 8
 // transactions (the whole transaction was rolled back and may run again).
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code == "40001" || pe.Code == "40P01" // serialization_failure, deadlock_detected
-	}
-	return errors.Is(err, errRetry)
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") // serialization_failure, deadlock_detected
 }
-
-// errRetry asks for a batch to run again (a row it depended on changed
-// between two of its statements).
-var errRetry = errors.New("concurrent change; retry")
 
 func backoff(try int) {
 	time.Sleep(time.Duration(1+try*try) * time.Millisecond)

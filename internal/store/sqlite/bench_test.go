@@ -24,7 +24,7 @@ func BenchmarkBacklog1M(b *testing.B) {
 	}
 	defer s.Close()
 	start := time.Now()
-	err = s.write(ctx, func(w *writer) error {
+	err = s.rawWrite(ctx, func(w *writeConn) error {
 		for _, q := range []string{
 			`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1001000)
 			 INSERT INTO events (id, source, type, subject, published_at, payload)

@@ -32,14 +32,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: engine.New(sqliteDriver{b}, b, engine.Options{
+	eng := engine.New(sqliteDriver{b}, b, engine.Options{
 		Logger: b.log, OnQueued: b.onQueued, MaxSubscriptionsPerAccount: b.maxSubs,
 		EndpointKey: b.key, Capabilities: capabilities,
-	}), backend: b}, nil
+	})
+	b.write = eng.Write
+	return &Store{Store: eng, backend: b}, nil
 }
 
-// Close implements store.Store (the backend owns the database).
-func (s *Store) Close() error { return s.backend.Close() }
+// Close implements store.Store: the engine's writer stops, then the
+// backend closes the database.
+func (s *Store) Close() error { return s.Store.Close() }
 
 //go:embed queries/*.sql
 var queryFiles embed.FS
@@ -48,7 +51,8 @@ var queryFiles embed.FS
 var queries = driver.MustParseQueries(queryFiles, "queries")
 
 // sqliteDriver is driver.Driver on b's connections: reads on the read
-// pool, writes as requests of the one writer's group commit (writer.go).
+// pool, writes on the one write connection (writeconn.go), in the
+// transactions of the engine's writer.
 type sqliteDriver struct{ b *backend }
 
 func (d sqliteDriver) Reader() driver.Executor { return readExec{d.b} }
@@ -57,15 +61,37 @@ func (d sqliteDriver) Snapshot(ctx context.Context, fn func(driver.Executor) err
 	return d.b.readErr(d.b.readTx(ctx, func(tx *sql.Tx) error { return fn(txExec{tx}) }))
 }
 
-// Write runs fn as a request of the writer. The catalog version the writer
-// keeps for its transaction (currentCatalog) is read again after it: fn
-// may have advanced it (a subscription write), and a Publish later in the
-// batch must be checked against the new one.
-func (d sqliteDriver) Write(ctx context.Context, fn func(driver.Executor) error) error {
-	return d.b.write(ctx, func(w *writer) error {
-		defer func() { w.catalogVersion = 0 }()
-		return fn(writeExec{w})
-	})
+// Begin implements driver.Driver: a transaction on the one write
+// connection, which only the engine's writer goroutine holds.
+func (d sqliteDriver) Begin(context.Context) (driver.Tx, error) {
+	if err := d.b.w.begin(); err != nil {
+		return nil, err
+	}
+	return d.b.w, nil
+}
+
+// GroupCommit implements driver.Driver: one writer, which every write
+// goes through, staging the publishes larger than MaxTxRows.
+func (d sqliteDriver) GroupCommit() driver.GroupCommit {
+	o := d.b.opts
+	return driver.GroupCommit{Writers: 1, Exclusive: true, Staged: true, MaxBatch: o.MaxBatch,
+		QueueSize: o.QueueSize, MaxBatchRows: o.MaxTxRows, LargeRows: o.MaxTxRows}
+}
+
+// Retryable implements driver.Driver: the one writer meets no other.
+func (sqliteDriver) Retryable(error) bool { return false }
+
+// Refused implements driver.Driver: any failed statement may be one
+// request's fault (a full disk fails each request alone as it did
+// together).
+func (sqliteDriver) Refused(err error) bool { return err != nil }
+
+// WriteErr implements driver.Driver: a full disk or a failing file is
+// store.ErrUnavailable, and marks the store away (noteWrite).
+func (d sqliteDriver) WriteErr(err error) error {
+	err = unavailable(err)
+	d.b.noteWrite(err)
+	return err
 }
 
 // bind returns args as the SQLite driver binds them: a slice of strings
@@ -167,44 +193,4 @@ func (t txExec) QueryRow(ctx context.Context, q driver.Query, args ...any) drive
 		return row{err: err}
 	}
 	return t.tx.QueryRowContext(ctx, text, args...)
-}
-
-// writeExec runs statements on the writer, inside its transaction.
-type writeExec struct{ w *writer }
-
-func (x writeExec) Exec(_ context.Context, q driver.Query, args ...any) (int64, error) {
-	text, err := queries.SQL(q)
-	if err != nil {
-		return 0, err
-	}
-	if args, err = bind(args); err != nil {
-		return 0, err
-	}
-	return x.w.execN(text, args...)
-}
-
-func (x writeExec) Query(_ context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
-	text, err := queries.SQL(q)
-	if err != nil {
-		return err
-	}
-	if args, err = bind(args); err != nil {
-		return err
-	}
-	rows, err := x.w.query(text, args...)
-	if err != nil {
-		return err
-	}
-	return eachRow(rows, each)
-}
-
-func (x writeExec) QueryRow(_ context.Context, q driver.Query, args ...any) driver.Row {
-	text, err := queries.SQL(q)
-	if err == nil {
-		args, err = bind(args)
-	}
-	if err != nil {
-		return row{err: err}
-	}
-	return x.w.row(text, args...)
 }

@@ -68,7 +68,7 @@ func benchCommitPages(b *testing.B, calls, perCall int, randomIDs bool) {
 	}
 	// From here on the WAL only grows: every frame it holds at the end is
 	// a page one of the measured commits wrote.
-	if err := s.write(ctx, func(w *writer) error {
+	if err := s.rawWrite(ctx, func(w *writeConn) error {
 		_, err := w.exec(`PRAGMA wal_autocheckpoint = 0`)
 		return err
 	}); err != nil {

@@ -143,9 +143,14 @@ var queryPlans = []struct {
 	{name: "EndpointsByStateAll", q: queries["ListAllEndpoints"], want: []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}},
 	// A redrive by ids: each id by the primary key.
 	{name: "RedriveIDs", q: queries["RedriveAccountIDs"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
-	// The rollups: each counted outcome's delivery by key; an account's
-	// minutes by delivery_stats_account; the oldest by the primary key.
-	{name: "AddStats", q: statsInput + "(?, ?, ?, ?), (?, ?, ?, ?)" + statsUpsertTail, want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
+	// The writer (engine/publish.go, record.go): each outcome's delivery
+	// by key, each dead letter's too, each stored event by its key.
+	{name: "ApplyOutcomes", q: queries["ApplyOutcomes"], want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
+	{name: "InsertDeadLetterCopies", q: queries["InsertDeadLetterCopies"], want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
+	{name: "EventSeqs", q: queries["EventSeqs"], want: []string{"SEARCH e USING COVERING INDEX sqlite_autoindex_events_1 (id=? AND source=? AND account_id=?)"}},
+	{name: "MissingDeliveries", q: queries["MissingDeliveries"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	// The rollups: an account's minutes by delivery_stats_account; the
+	// oldest by the primary key.
 	{name: "DeliveryStats", q: queries["DeliveryStats"], want: []string{"SEARCH delivery_stats USING INDEX delivery_stats_account (account_id=? AND minute>? AND minute<?)"}},
 	{name: "DeliveryStatsAll", q: queries["DeliveryStatsAll"], want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute>? AND minute<?)"}},
 	{name: "DeleteOldStats", q: queries["DeleteOldStats"], want: []string{"SEARCH delivery_stats USING PRIMARY KEY (minute<?)"}},

@@ -173,7 +173,7 @@ func TestOneStorePerFile(t *testing.T) {
 func TestOpenRejectsNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "herald.db")
 	s := open(t, path)
-	err := s.write(context.Background(), func(w *writer) error {
+	err := s.rawWrite(context.Background(), func(w *writeConn) error {
 		_, err := w.exec(`INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'future', 0)`, SchemaVersion()+1)
 		return err
 	})
@@ -210,9 +210,9 @@ func TestOpenBadPath(t *testing.T) {
 // waitQueued waits until n requests wait in the writer's queue.
 func waitQueued(t testing.TB, s *Store, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(s.w.reqs) < n; runtime.Gosched() {
+	for deadline := time.Now().Add(10 * time.Second); s.Waiting() < n; runtime.Gosched() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d requests queued, want %d", len(s.w.reqs), n)
+			t.Fatalf("%d requests queued, want %d", s.Waiting(), n)
 		}
 	}
 }
@@ -235,7 +235,7 @@ func openLogged(t *testing.T) (*Store, *bytes.Buffer) {
 // so that requests made meanwhile queue up into one batch.
 func holdWriter(t testing.TB, s *Store) (release func()) {
 	hold, done := make(chan struct{}), make(chan struct{})
-	go s.write(context.Background(), func(w *writer) error { close(hold); <-done; return nil })
+	go s.rawWrite(context.Background(), func(w *writeConn) error { close(hold); <-done; return nil })
 	<-hold
 	return func() { close(done) }
 }
@@ -291,7 +291,7 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 	results := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
-			results <- s.write(ctx, func(w *writer) error {
+			results <- s.rawWrite(ctx, func(w *writeConn) error {
 				if i == 2 {
 					var n int
 					if err := w.scanRow(`SELECT COUNT(*) FROM endpoints`, nil, &n); err != nil {
@@ -320,7 +320,7 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 	results = make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		go func() {
-			results <- s.write(ctx, func(w *writer) error {
+			results <- s.rawWrite(ctx, func(w *writeConn) error {
 				if _, err := w.exec(`INSERT INTO endpoints (id, url, created_at) VALUES (?, 'u', 0)`, "ep_"+string(rune('a'+i))); err != nil {
 					return err
 				}
@@ -352,7 +352,7 @@ func TestBatchAbortRetriesOthers(t *testing.T) {
 		t.Fatalf("endpoints = %q, %v; want ep_0a,ep_0b,ep_0d,ep_a,ep_c", got, err)
 	}
 	// The writer is still healthy.
-	if err := s.write(ctx, func(w *writer) error { _, err := w.exec(`DELETE FROM endpoints`); return err }); err != nil {
+	if err := s.rawWrite(ctx, func(w *writeConn) error { _, err := w.exec(`DELETE FROM endpoints`); return err }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -364,7 +364,7 @@ func TestPragmas(t *testing.T) {
 	ctx := context.Background()
 	var mode string
 	var sync, busy int
-	err := s.write(ctx, func(w *writer) error {
+	err := s.rawWrite(ctx, func(w *writeConn) error {
 		if err := w.scanRow(`PRAGMA journal_mode`, nil, &mode); err != nil {
 			return err
 		}
@@ -688,7 +688,7 @@ func TestMergedPublishes(t *testing.T) {
 	if r := got[2].res[0]; !r.Duplicate || r.Seq != got[0].res[0].Seq {
 		t.Fatalf("call 2 = %+v; want the duplicate of seq %d", r, got[0].res[0].Seq)
 	}
-	if !strings.Contains(logs.String(), "merged publishes failed") {
+	if !strings.Contains(logs.String(), "writing its requests one by one") {
 		t.Fatalf("the merged write did not fail and retry; log:\n%s", logs.String())
 	}
 	for _, i := range []int{0, 4} {

@@ -87,7 +87,7 @@ func (f *stagedFixture) staging() bool {
 func (f *stagedFixture) publishing(ev store.NewEvent, opts store.PublishOptions) <-chan error {
 	f.t.Helper()
 	f.s.TestSignals.StagedStep.Init(f.t)
-	f.s.w.holdAfterStep = 1
+	f.s.HoldStagedAfter(1)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.s.Publish(f.ctx, []store.NewEvent{ev}, opts)
@@ -196,7 +196,7 @@ func TestStagedPublishCrash(t *testing.T) {
 	// the files: what a crash at that moment leaves on disk.
 	held, release := make(chan struct{}), make(chan struct{})
 	go func() {
-		_ = f.s.write(f.ctx, func(w *writer) error {
+		_ = f.s.rawWrite(f.ctx, func(w *writeConn) error {
 			close(held)
 			<-release
 			return nil
@@ -243,7 +243,7 @@ func TestStagedPublishCrash(t *testing.T) {
 func TestStagedPublishRefusedMidway(t *testing.T) {
 	f := newStagedFixture(t)
 	var v int64
-	if err := f.s.readRow(f.ctx, catalogSQL).Scan(&v); err != nil {
+	if err := f.s.readRow(f.ctx, `SELECT value FROM counters WHERE name = 'catalog'`).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
 	done := f.publishing(f.event("big"), store.PublishOptions{CatalogVersion: v})

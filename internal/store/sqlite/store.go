@@ -68,7 +68,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ import (
 
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
-	"github.com/herald-events/herald/internal/testsignal"
+	storedriver "github.com/herald-events/herald/internal/store/driver"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -171,16 +170,16 @@ type backend struct {
 	onQueued func([]string)
 	maxSubs  int // Options.MaxSubscriptionsPerAccount
 
+	opts    Options
 	writeDB *sql.DB
 	readDB  *sql.DB
-	w       *writer
+	w       *writeConn
+	// write runs a write of the engine's (engine.Store.Write): the probe
+	// of a store marked away (unavailable.go).
+	write func(ctx context.Context, fn func(x storedriver.Executor) error) error
 	lock    *os.File
 	key     endpoint.Key // the installation's, read at Open
 
-	// mu orders Close against write: write holds it shared while queueing,
-	// Close exclusively while marking the store closed, so no request is
-	// queued after the writer's channel is closed.
-	mu     sync.RWMutex
 	closed atomic.Bool
 	// away holds the error of the last write that failed as
 	// store.ErrUnavailable, nil since one committed (noteWrite).
@@ -188,24 +187,13 @@ type backend struct {
 
 	readMu    sync.Mutex
 	readStmts map[string]*sql.Stmt
-
-	// TestSignals are emitted for tests (off unless initialized).
-	TestSignals Signals
-}
-
-// Signals are what the store tells tests.
-type Signals struct {
-	// StagedStep is emitted by the writer after each committed step of a
-	// staged publish (staged.go), with the number of its steps committed
-	// so far.
-	StagedStep testsignal.Signal[int]
 }
 
 // openBackend opens (creating it and its parent directory if needed) the database
 // at path, makes its directory and files private (see makePrivate),
 // applies the embedded schema migrations, deletes what a publish the
-// previous run did not finish wrote (staged.go), clears every lease left
-// by a previous run, and starts the writer. Close releases it.
+// previous run did not finish wrote (staged.go) and clears every lease
+// left by a previous run. Close releases it.
 func openBackend(ctx context.Context, path string, opts Options) (_ *backend, err error) {
 	opts.setDefaults()
 	if path == "" || strings.Contains(path, "?") || strings.HasPrefix(path, "file:") || path == ":memory:" {
@@ -214,7 +202,7 @@ func openBackend(ctx context.Context, path string, opts Options) (_ *backend, er
 	if err := makePrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
-	s := &backend{path: path, log: opts.Logger, onQueued: opts.OnQueued, maxSubs: opts.MaxSubscriptionsPerAccount, readStmts: map[string]*sql.Stmt{}}
+	s := &backend{path: path, opts: opts, log: opts.Logger, onQueued: opts.OnQueued, maxSubs: opts.MaxSubscriptionsPerAccount, readStmts: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -232,12 +220,11 @@ func openBackend(ctx context.Context, path string, opts Options) (_ *backend, er
 	if err := s.openReaders(ctx, opts); err != nil {
 		return nil, fmt.Errorf("sqlite store %s: %w", path, err)
 	}
-	go s.w.run()
 	return s, nil
 }
 
 // openWriter opens the write connection (WAL, synchronous=FULL: see the
-// package comment) and makes the writer that owns it, not yet running.
+// package comment).
 func (s *backend) openWriter(ctx context.Context, opts Options) (err error) {
 	s.writeDB, err = sql.Open("sqlite", dsn(s.path,
 		fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()),
@@ -259,19 +246,7 @@ func (s *backend) openWriter(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	s.w = &writer{
-		conn:      conn,
-		log:       s.log,
-		reqs:      make(chan *request, opts.QueueSize),
-		maxBatch:  opts.MaxBatch,
-		maxTxRows: opts.MaxTxRows,
-		exited:    make(chan struct{}),
-		stmts:     map[string]*sql.Stmt{},
-		execs:     map[string]driver.Stmt{},
-		writes:    map[string]bool{},
-		values:    map[valuesKey]string{},
-		signals:   &s.TestSignals,
-	}
+	s.w = newWriteConn(conn)
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return err
@@ -372,8 +347,9 @@ type Stats struct {
 }
 
 // Stats returns the writer's counters.
-func (s *backend) Stats() Stats {
-	return Stats{Commits: s.w.commits.Load(), Requests: s.w.served.Load()}
+func (s *Store) Stats() Stats {
+	st := s.Store.WriterStats()
+	return Stats{Commits: st.Commits, Requests: st.Requests}
 }
 
 // Path returns the database file's path.
@@ -393,19 +369,13 @@ func (s *backend) Ping(ctx context.Context) error {
 	return s.readErr(s.readRow(ctx, `SELECT 1`).Scan(&one))
 }
 
-// Close stops accepting calls, waits for queued writes to commit, and
-// closes the database. Later calls return store.ErrClosed; Close itself may
-// be called again and returns nil.
+// Close closes the database, once the engine's writer has stopped
+// (engine.Store.Close). Later calls return store.ErrClosed; Close itself
+// may be called again and returns nil.
 func (s *backend) Close() error {
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed.Store(true)
-	s.mu.Unlock()
-	close(s.w.reqs) // no write can be queueing now: they check closed under mu
-	<-s.w.exited
 	return s.release()
 }
 
@@ -422,6 +392,7 @@ func (s *backend) release() error {
 		errs = append(errs, s.readDB.Close())
 	}
 	if s.w != nil {
+		s.w.close()
 		errs = append(errs, s.w.conn.Close())
 	}
 	if s.writeDB != nil {

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/herald-events/herald/internal/store"
+	storedriver "github.com/herald-events/herald/internal/store/driver"
 )
 
 // SQLite's primary result codes (https://sqlite.org/rescode.html) of a
@@ -85,8 +86,8 @@ func (s *backend) probe(ctx context.Context, cause error) error {
 		return fmt.Errorf("%w: the disk holding %s has %d bytes free, less than the %d a write needs after a full disk (the last write: %v)",
 			store.ErrUnavailable, dir, free, minFreeAfterFull, strings.TrimPrefix(cause.Error(), store.ErrUnavailable.Error()+": "))
 	}
-	err := s.write(ctx, func(w *writer) error {
-		_, err := w.exec(probeSQL)
+	err := s.write(ctx, func(x storedriver.Executor) error {
+		_, err := x.(*writeConn).exec(probeSQL)
 		return err
 	})
 	if err != nil && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrClosed) {
