@@ -1,8 +1,8 @@
 // Package stats keeps the rules of Herald's delivery statistics: per-minute
 // rollups per subscription and endpoint of delivered, failed and
 // dead-lettered counts and a latency histogram, which the store writes in
-// the outcomes' own group commit (internal/store/sqlite/record.go,
-// internal/store/postgres/writer.go) and GET /v1/stats and the console's
+// the outcomes' own group commit (internal/store/engine/record.go) and
+// GET /v1/stats and the console's
 // overview read.
 //
 // Latency is kept as a histogram of Buckets fixed log-scale buckets (powers

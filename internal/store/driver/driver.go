@@ -80,6 +80,11 @@ type Driver interface {
 	// text it cannot store): the other writes of a group commit may then
 	// succeed without the one that caused it. Not a database gone away.
 	Refused(err error) bool
+	// Ping reports whether the database can serve requests
+	// (store.ErrUnavailable when not, with why).
+	Ping(ctx context.Context) error
+	// Close closes the database, once the engine has stopped writing.
+	Close() error
 	// WriteErr classifies the error a write is answered with (nil too):
 	// store.ErrUnavailable, store.ErrClosed. The driver may note it (SQLite
 	// reports the store away from Ping until a write commits again).

@@ -6,9 +6,9 @@
 // the names this package uses (Queries lists them), and the mechanisms of
 // their databases.
 //
-// The store moves here a part at a time: a Store serves the methods
-// already moved (sessions.go, …) and hands the others to the legacy
-// implementation it is given (Legacy), until none is left.
+// Writes go through one group-commit writer (writer.go, batch.go) that
+// both drivers use: Publish and Record (publish.go, record.go, staged.go)
+// always, every other write too on a driver with one write connection.
 package engine
 
 import (
@@ -20,15 +20,6 @@ import (
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
 )
-
-// Legacy is what a driver's package still implements of store.Store
-// itself: the methods not moved here yet, grouped by the part of the
-// store they belong to.
-type Legacy interface {
-	Capabilities() store.Capabilities
-	Ping(ctx context.Context) error
-	Close() error
-}
 
 // Options are what the engine needs to know of the store it serves,
 // which the driver's package reads or is given at open.
@@ -54,7 +45,6 @@ type Options struct {
 
 // Store is store.Store over a driver.
 type Store struct {
-	Legacy
 	drv  driver.Driver
 	opts Options
 	log  *slog.Logger
@@ -64,9 +54,9 @@ type Store struct {
 	TestSignals Signals
 }
 
-// New returns the store over drv, handing what is not moved yet to
-// legacy. Closing the store closes legacy, which owns drv's database.
-func New(drv driver.Driver, legacy Legacy, opts Options) *Store {
+// New returns the store over drv and starts its writer. Closing the store
+// closes drv.
+func New(drv driver.Driver, opts Options) *Store {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
@@ -74,17 +64,29 @@ func New(drv driver.Driver, legacy Legacy, opts Options) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{Legacy: legacy, drv: drv, opts: opts, log: log}
+	s := &Store{drv: drv, opts: opts, log: log}
 	s.w = newWriter(s, drv.GroupCommit())
 	return s
 }
 
 // Close stops the writer once every write queued is answered (later
-// writes fail with store.ErrClosed), then closes the driver's database
-// (Legacy). It may be called again.
+// writes fail with store.ErrClosed), then closes the driver's database.
+// It may be called again.
 func (s *Store) Close() error {
 	s.w.close()
-	return s.Legacy.Close()
+	return s.drv.Close()
+}
+
+// Capabilities implements store.Store: the driver's (Options).
+func (s *Store) Capabilities() store.Capabilities { return s.opts.Capabilities }
+
+// Ping implements store.Store: store.ErrClosed once closed, else whether
+// the database answers (the driver's Ping).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.checkOpen(); err != nil {
+		return err
+	}
+	return s.drv.Ping(ctx)
 }
 
 var _ store.Store = (*Store)(nil)

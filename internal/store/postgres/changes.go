@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -50,46 +49,12 @@ const changeChannel = "herald_changes"
 // queuedChannel is the channel of receivable deliveries.
 const queuedChannel = "herald_queued"
 
-const (
-	notifySQL = `SELECT pg_notify('` + changeChannel + `', $1)`
-	// notifyQueuedSQL announces each of the subscriptions $2 in schema $1.
-	notifyQueuedSQL = `SELECT pg_notify('` + queuedChannel + `', $1 || ' ' || id) FROM unnest($2::text[]) AS id`
-)
-
 // Kinds of change named in a notification's payload.
 const (
 	changedCatalog   = "catalog"
 	changedEndpoints = "endpoints"
 	changedAuth      = "auth"
 )
-
-// notify queues a notification of a change of kind in tx: it is sent when
-// tx commits.
-func (s *backend) notify(ctx context.Context, tx pgx.Tx, kind string) error {
-	_, err := tx.Exec(ctx, notifySQL, s.schema+" "+kind)
-	return err
-}
-
-// notifyQueued queues, in tx, a notification for each of the subscriptions
-// (distinct) whose deliveries tx makes receivable: they are sent when tx
-// commits. None costs no statement.
-func (s *backend) notifyQueued(ctx context.Context, tx pgx.Tx, subscriptionIDs []string) error {
-	if len(subscriptionIDs) == 0 {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, notifyQueuedSQL, s.schema, subscriptionIDs); err != nil {
-		return fmt.Errorf("announce queued deliveries: %w", err)
-	}
-	return nil
-}
-
-// queuedHere tells this process (Options.OnQueued) of the subscriptions
-// whose deliveries a transaction it committed made receivable.
-func (s *backend) queuedHere(subscriptionIDs []string) {
-	if len(subscriptionIDs) > 0 && s.opts.OnQueued != nil {
-		s.opts.OnQueued(subscriptionIDs)
-	}
-}
 
 // changeFeed listens on its own connection and signals, on channels of
 // capacity one (several notifications coalesce into one signal), that

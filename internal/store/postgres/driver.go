@@ -35,7 +35,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: engine.New(pgDriver{b}, b, engine.Options{
+	return &Store{Store: engine.New(pgDriver{b}, engine.Options{
 		Logger: b.log, OnQueued: b.opts.OnQueued, MaxSubscriptionsPerAccount: b.opts.MaxSubscriptionsPerAccount,
 		EndpointKey: b.key, Clock: b.clock, Capabilities: capabilities,
 	}), backend: b}, nil
@@ -265,3 +265,9 @@ func bind(args []any) []any {
 	}
 	return args
 }
+
+// Ping implements driver.Driver (backend.ping).
+func (d pgDriver) Ping(ctx context.Context) error { return d.b.ping(ctx) }
+
+// Close implements driver.Driver (backend.Close).
+func (d pgDriver) Close() error { return d.b.Close() }

@@ -40,17 +40,17 @@
 //
 // Every write returns only after its transaction commits (with the server's
 // default synchronous_commit = on, after the WAL is flushed). Publish and
-// Record, the hot path, are group-committed (no transaction per delivery on the hot path): calls
-// queue on a bounded channel and Options.Writers goroutines each take every
-// request already queued (up to Options.MaxBatch requests) and write them
-// all in one transaction with set-based statements: one multi-row INSERT of
-// events and deliveries over unnest(...) arrays, one UPDATE and one attempt
-// upsert per round of outcomes (every round's statements sent in one round
-// trip; an UPDATE returns rows only for the rare outcomes that need them).
-// If that shared transaction fails on a
-// request's data, each request of the batch runs again alone, so one bad
-// call fails only itself; deadlocks and serialization failures are retried.
-// Other writes run directly on the pool, each in its own transaction.
+// Record, the hot path, are group-committed by the engine's writer
+// (internal/store/engine/writer.go): calls queue on a bounded channel and
+// Options.Writers goroutines each take the requests already queued (up to
+// Options.MaxBatch requests) and write them all in one transaction with
+// set-based statements over unnest(...) arrays: an INSERT of the events
+// and one of their deliveries, an UPDATE per round of outcomes, then their
+// attempts, rollups and dead letters' deliveries in one round trip. If
+// that shared transaction fails on a request's data, each request of the
+// batch runs again alone, so one bad call fails only itself; deadlocks and
+// serialization failures are retried. Other writes run in a transaction
+// of their own on the caller's goroutine.
 //
 // Dedup of (account, source, id) holds across nodes through the unique
 // index: an insert that meets another transaction's uncommitted copy of an
@@ -221,8 +221,8 @@ type Options struct {
 	// node or another: a Publish that wrote queued deliveries, a Record
 	// that queued some (a deactivation's included), a Settle that released
 	// some. This node's commits call it right after the commit, on the
-	// goroutine that committed (a group-commit writer's, or Settle's
-	// caller's), each ID once per call; other nodes' commits reach it
+	// goroutine of the store method that committed (Publish's, Record's,
+	// Settle's caller's), each ID once per call; other nodes' commits reach it
 	// through LISTEN, one ID per call, on the listener's goroutine (and so
 	// do this node's, again: a change may be heard twice). It must not
 	// block: hand the IDs to another goroutine. Notifications missed while
@@ -413,9 +413,6 @@ type Stats struct {
 // Pool returns the connection pool (for metrics and administration).
 func (s *backend) Pool() *pgxpool.Pool { return s.pool }
 
-// Capabilities implements store.Store: nodes share the database, and a
-// lease expires by time.
-func (s *backend) Capabilities() store.Capabilities { return capabilities }
 
 // readTx runs fn in a read-only transaction begun with opts (snapOpts or
 // listOpts).
@@ -426,9 +423,9 @@ func (s *backend) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx
 	return s.err(pgx.BeginTxFunc(ctx, s.pool, opts, fn))
 }
 
-// Ping reports whether the store can serve requests: ErrClosed after Close,
+// ping reports whether the store can serve requests: ErrClosed after Close,
 // else whether a connection answers.
-func (s *backend) Ping(ctx context.Context) error {
+func (s *backend) ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}

@@ -32,7 +32,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng := engine.New(sqliteDriver{b}, b, engine.Options{
+	eng := engine.New(sqliteDriver{b}, engine.Options{
 		Logger: b.log, OnQueued: b.onQueued, MaxSubscriptionsPerAccount: b.maxSubs,
 		EndpointKey: b.key, Capabilities: capabilities,
 	})
@@ -194,3 +194,9 @@ func (t txExec) QueryRow(ctx context.Context, q driver.Query, args ...any) drive
 	}
 	return t.tx.QueryRowContext(ctx, text, args...)
 }
+
+// Ping implements driver.Driver (backend.ping).
+func (d sqliteDriver) Ping(ctx context.Context) error { return d.b.ping(ctx) }
+
+// Close implements driver.Driver (backend.Close).
+func (d sqliteDriver) Close() error { return d.b.Close() }

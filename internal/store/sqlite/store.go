@@ -15,12 +15,13 @@
 //
 // # Writes: one writer, group commit
 //
-// One goroutine owns the single write connection. Write methods queue a
+// One goroutine, the engine's writer (internal/store/engine/writer.go),
+// owns the single write connection (writeconn.go). Write methods queue a
 // request on a bounded channel (Options.QueueSize) and wait; the writer runs
 // every request already queued, up to Options.MaxBatch, in one transaction
-// with one commit (see writer.go). A request that fails after writing rolls
-// the transaction back and the others run again. Statements are prepared once on the write
-// connection and reused. ModifyEndpoints, TakeProbe, TryLead, ExtendLeases
+// with one commit. A request that fails after writing rolls the
+// transaction back and the others run again. Statements are prepared once
+// on the write connection and reused. ModifyEndpoints, TakeProbe, TryLead, ExtendLeases
 // and CreateFirstKey run on the writer too, which serialises them with every
 // other write (that is their lock). Reads (Get*, List*, KeyByHash,
 // AuthVersion, NextDue, DueEndpoints, CountPending, CountQueued) use a
@@ -355,10 +356,10 @@ func (s *Store) Stats() Stats {
 // Path returns the database file's path.
 func (s *backend) Path() string { return s.path }
 
-// Ping reports whether the store can serve requests: ErrClosed after Close;
+// ping reports whether the store can serve requests: ErrClosed after Close;
 // after a write failed as store.ErrUnavailable (a full disk), whether a
 // small write commits now (probe); else whether a read connection answers.
-func (s *backend) Ping(ctx context.Context) error {
+func (s *backend) ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -436,9 +437,6 @@ func (s *backend) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return fn(tx)
 }
 
-// Capabilities implements store.Store: one process owns the file, so
-// nothing is shared and leases last until released.
-func (s *backend) Capabilities() store.Capabilities { return capabilities }
 
 // readQuery runs a query on the read pool.
 func (s *backend) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
