@@ -413,7 +413,6 @@ type Stats struct {
 // Pool returns the connection pool (for metrics and administration).
 func (s *backend) Pool() *pgxpool.Pool { return s.pool }
 
-
 // readTx runs fn in a read-only transaction begun with opts (snapOpts or
 // listOpts).
 func (s *backend) readTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {

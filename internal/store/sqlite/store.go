@@ -178,8 +178,8 @@ type backend struct {
 	// write runs a write of the engine's (engine.Store.Write): the probe
 	// of a store marked away (unavailable.go).
 	write func(ctx context.Context, fn func(x storedriver.Executor) error) error
-	lock    *os.File
-	key     endpoint.Key // the installation's, read at Open
+	lock  *os.File
+	key   endpoint.Key // the installation's, read at Open
 
 	closed atomic.Bool
 	// away holds the error of the last write that failed as
@@ -436,7 +436,6 @@ func (s *backend) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	defer func() { _ = tx.Rollback() }()
 	return fn(tx)
 }
-
 
 // readQuery runs a query on the read pool.
 func (s *backend) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
