@@ -12,6 +12,13 @@
 // string, bytes as []byte, counts as int64. A list of values is passed as
 // a Go slice ([]string, []int64); the SQLite driver binds it as a JSON
 // array (read with json_each), PostgreSQL as an array.
+//
+// A driver may offer more than this package asks; the engine declares
+// those optional interfaces beside the code that looks for them:
+// engine.Pipeliner (an Executor that sends several statements in one round
+// trip) and engine.ClaimHook (a test hook into a claim) in
+// engine/claims_keys.go, engine.SeekReader (a Reader planned with index
+// scans only) in engine/claims.go.
 package driver
 
 import (
