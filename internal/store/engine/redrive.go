@@ -40,8 +40,7 @@ var (
 	// qRedriveAllLook returns the ids of subscription $1's dead letters
 	// a redrive moves (a seek of deliveries_subscription_status).
 	qRedriveAllLook = query("RedriveAllLook")
-	// qRedriveIDsLook returns those among the ids $2 (by the primary
-	// key).
+	// qRedriveIDsLook returns those among the ids $2 (each id by a key).
 	qRedriveIDsLook = query("RedriveIDsLook")
 	// qRedriveAccountIDsLook returns the ids of account $1's dead letters
 	// among the ids $2 that a redrive moves and whose subscription exists
