@@ -19,6 +19,13 @@
 // one row of parameters marked /*rows*/, which the driver repeats for up
 // to 32 rows a statement, running it as often as the rows need (its
 // returned rows come in order).
+//
+// A driver may offer more than this package asks; the engine declares
+// those optional interfaces beside the code that looks for them:
+// engine.Pipeliner (an Executor that sends several statements in one round
+// trip) and engine.ClaimHook (a test hook into a claim) in
+// engine/claims_keys.go, engine.SeekReader (a Reader planned with index
+// scans only) in engine/claims.go.
 package driver
 
 import (

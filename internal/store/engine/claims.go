@@ -315,6 +315,15 @@ func (s *Store) CountPending(ctx context.Context) (fresh, retry int64, err error
 	return fresh, retry, nil
 }
 
+// SeekReader is a driver whose planner may read the first entries of a
+// partial index by other means than walking it (PostgreSQL, on stale
+// statistics, prefers a bitmap scan and a sort of every entry): the
+// Executor it returns runs each statement planned with index scans only,
+// so that a LIMIT ends the walk. CountBacklog reads through it.
+type SeekReader interface {
+	SeekReader() driver.Executor
+}
+
 // CountBacklog implements store.DeliveryStore: it reads at most limit
 // entries of each lane's partial indexes and of the queued deliveries',
 // in one statement, through the driver's SeekReader when it has one.

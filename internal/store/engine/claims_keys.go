@@ -76,15 +76,6 @@ type Statement struct {
 	Each  func(driver.Row) error
 }
 
-// SeekReader is a driver whose planner may read the first entries of a
-// partial index by other means than walking it (PostgreSQL, on stale
-// statistics, prefers a bitmap scan and a sort of every entry): the
-// Executor it returns runs each statement planned with index scans only,
-// so that a LIMIT ends the walk. CountBacklog reads through it.
-type SeekReader interface {
-	SeekReader() driver.Executor
-}
-
 // keepKeyHeads applies the key locks and re-check above to the deliveries
 // qClaimDue leased in x (at now, to owner) and returns those it keeps, in
 // their order. Without a keyed delivery among them it runs nothing.

@@ -44,13 +44,10 @@ var (
 	qLockJob = query("LockJob")
 	// qRecoverLook returns the ids of at most $6 deliveries of
 	// subscription $1 in status $2, at or after $3, after $4, before $5,
-	// in id order (locked for update on PostgreSQL).
+	// in id order (locked for update on PostgreSQL), each with whether the
+	// restart may move it (qRestartDeliveries): not the delivery of a dead
+	// letter whose subscription names no dead-letter URL any more.
 	qRecoverLook = query("RecoverLook")
-	// qRecoverMove restarts (see qRedeliver) at $1 the deliveries $2 still
-	// in status $3, but those of dead letters whose subscription names no
-	// dead-letter URL, and returns each one's id, endpoint_id, status and
-	// subscription_id (redriven).
-	qRecoverMove = query("RecoverMove")
 	// qSaveJob stores a job's progress (sqlrow.JobProgress) and ends its
 	// lease.
 	qSaveJob = query("SaveJob")
@@ -144,8 +141,8 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, now, until time.Time
 // RecoverBatch implements store.JobStore in one write: the job row is
 // locked (a node whose lease ended cannot write a batch beside the one
 // that took it over), the subscription row in share mode (as Redrive), the
-// deliveries looked at for update (PostgreSQL); Redeliver's change
-// (qRecoverMove) moves them, checking each one's status again. The
+// deliveries looked at for update (PostgreSQL), so that their status holds
+// until the restart (qRestartDeliveries) moves those it may. The
 // subscriptions whose deliveries it queued hear of it (queued).
 func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, now time.Time) (job.Job, store.RedriveResult, error) {
 	var j job.Job
@@ -186,23 +183,25 @@ func (s *Store) RecoverBatch(ctx context.Context, id, owner string, limit int, n
 func (s *Store) recoverStep(ctx context.Context, x driver.Executor, j job.Job, limit int, now time.Time, q *sqlrow.IDSet) (job.Job, store.RedriveResult, error) {
 	status := string(j.Statuses[j.CursorStatus])
 	from, before := sqlrow.RecoverWindow(j)
-	var looked []string
+	var looked, movable []string
 	err := x.Query(ctx, qRecoverLook, func(r driver.Row) error {
 		var did string
-		if err := r.Scan(&did); err != nil {
+		var ok bool
+		if err := r.Scan(&did, &ok); err != nil {
 			return err
 		}
 		looked = append(looked, did)
+		if ok {
+			movable = append(movable, did)
+		}
 		return nil
 	}, j.SubscriptionID, status, from, j.CursorID, before, limit)
 	if err != nil {
 		return j, store.RedriveResult{}, err
 	}
-	var res store.RedriveResult
-	if len(looked) > 0 {
-		if res, err = s.redriven(ctx, x, looked, q, qRecoverMove, sqlrow.UnixMS(now), looked, status); err != nil {
-			return j, store.RedriveResult{}, err
-		}
+	res, err := s.redriven(ctx, x, movable, nil, q, sqlrow.UnixMS(now))
+	if err != nil {
+		return j, store.RedriveResult{}, err
 	}
 	return sqlrow.RecoverStep(j, looked, res, limit), res, nil
 }

@@ -13,17 +13,18 @@ import (
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
 
-// Redelivery and redrive (store.DeliveryStore). Each moving statement
-// makes the same change, the restart: a fresh attempt budget, due at $1
-// (round_start and next_attempt_at), unleased and unlocked, pending, or
+// Redelivery and redrive (store.DeliveryStore). Each one makes the same
+// change, the restart (qRestartDeliveries): a fresh attempt budget, due at
+// $1 (round_start and next_attempt_at), unleased and unlocked, pending, or
 // queued when the subscription is a pull or a deactivated one; attempts
 // and the last_* fields stay (with attempts > 0 the delivery is due in the
 // retry lane), dead_letter_reason and delivered_at are cleared; it goes to
 // its subscription's current endpoint, the delivery of a dead letter to
-// its subscription's dead-letter URL's. The redrives leave out the
-// deliveries of dead letters whose subscription names no dead-letter URL
-// any more, and return each moved delivery's id, endpoint_id, status and
-// subscription_id (redriven).
+// its subscription's dead-letter URL's. A look (a select, locking for
+// update on PostgreSQL the deliveries it returns, as the restart's UPDATE
+// would) chooses the ids: the redrives' leave out the deliveries of dead
+// letters whose subscription names no dead-letter URL any more, which
+// would go nowhere.
 var (
 	// qRedeliveryState reads delivery $1's status, lease_until,
 	// subscription_id and dead_letter_of (locked for update on
@@ -32,19 +33,21 @@ var (
 	// qSubscriptionDeadLetterEndpoint reads subscription $1's
 	// dead_letter_endpoint_id ('': it names no dead-letter URL).
 	qSubscriptionDeadLetterEndpoint = query("SubscriptionDeadLetterEndpoint")
-	// qRedeliver restarts delivery $2 at $1, whatever its status.
-	qRedeliver = query("Redeliver")
-	// qRedriveAll restarts at $1 every dead letter of subscription $2
-	// (a seek of deliveries_subscription_status).
-	qRedriveAll = query("RedriveAll")
-	// qRedriveIDs restarts at $1 the dead letters of subscription $2
-	// among the ids $3.
-	qRedriveIDs = query("RedriveIDs")
-	// qRedriveAccountIDs restarts at $1 the dead letters of account $2
-	// among the ids $3 whose subscription exists (locked in share mode on
-	// PostgreSQL, as qSubscriptionExists): a deleted subscription's dead
-	// letters stay dead-lettered, with nowhere to go.
-	qRedriveAccountIDs = query("RedriveAccountIDs")
+	// qRestartDeliveries restarts at $1 the deliveries among the ids $2,
+	// whatever their status (each by the primary key), and returns each
+	// one's id, endpoint_id, status and subscription_id (redriven).
+	qRestartDeliveries = query("RestartDeliveries")
+	// qRedriveAllLook returns the ids of subscription $1's dead letters
+	// a redrive moves (a seek of deliveries_subscription_status).
+	qRedriveAllLook = query("RedriveAllLook")
+	// qRedriveIDsLook returns those among the ids $2 (each id by a key).
+	qRedriveIDsLook = query("RedriveIDsLook")
+	// qRedriveAccountIDsLook returns the ids of account $1's dead letters
+	// among the ids $2 that a redrive moves and whose subscription exists
+	// (locked in share mode on PostgreSQL, as qSubscriptionExists): a
+	// deleted subscription's dead letters stay dead-lettered, with
+	// nowhere to go.
+	qRedriveAccountIDsLook = query("RedriveAccountIDsLook")
 )
 
 // Redeliver implements store.DeliveryStore in one write. The delivery
@@ -62,76 +65,80 @@ var (
 // lock, which an update of the subscription waits for too). A delivery
 // queued is announced (queued).
 func (s *Store) Redeliver(ctx context.Context, id string, now time.Time) (delivery.Delivery, error) {
-	at := sqlrow.UnixMS(now)
 	var d delivery.Delivery
-	err := s.write(ctx, func(x driver.Executor) error {
-		var status, sub, deadLetterOf string
-		var lease int64
-		if err := x.QueryRow(ctx, qRedeliveryState, id).Scan(&status, &lease, &sub, &deadLetterOf); err != nil {
-			if errors.Is(err, driver.ErrNoRows) {
-				return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
-			}
-			return err
+	_, err := s.redrive(ctx, func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error) {
+		if err := s.checkRedeliver(ctx, x, id, now); err != nil {
+			return store.RedriveResult{}, err
 		}
-		switch err := subscriptionExists(ctx, x, sub); {
-		case errors.Is(err, store.ErrNotFound):
-			return fmt.Errorf("delivery %s: %w", id, store.ErrSubscriptionDeleted)
-		case err != nil:
-			return err
-		}
-		if delivery.Status(status) == delivery.StatusPending && lease != 0 && lease >= s.leaseEnded(now) {
-			return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
-		}
-		if deadLetterOf != "" {
-			var ep string
-			if err := x.QueryRow(ctx, qSubscriptionDeadLetterEndpoint, sub).Scan(&ep); err != nil {
-				return err
-			}
-			if ep == "" {
-				return fmt.Errorf("delivery %s is a dead letter's and its subscription has no dead-letter URL: %w", id, store.ErrConflict)
-			}
-		}
-		if _, err := x.Exec(ctx, qRedeliver, at, id); err != nil {
-			return fmt.Errorf("redeliver %s: %w", id, err)
+		if _, err := s.redriven(ctx, x, []string{id}, nil, q, sqlrow.UnixMS(now)); err != nil {
+			return store.RedriveResult{}, fmt.Errorf("redeliver %s: %w", id, err)
 		}
 		var err error
 		if d, err = sqlrow.ScanDelivery(x.QueryRow(ctx, qGetDelivery, id)); err != nil {
-			return fmt.Errorf("redeliver %s: %w", id, err)
+			return store.RedriveResult{}, fmt.Errorf("redeliver %s: %w", id, err)
 		}
-		if d.Status == delivery.StatusQueued {
-			return s.notifyQueued(ctx, x, []string{d.SubscriptionID})
-		}
-		return nil
+		return store.RedriveResult{}, nil
 	})
 	if err != nil {
 		return delivery.Delivery{}, err
 	}
-	if d.Status == delivery.StatusQueued {
-		s.queuedHere([]string{d.SubscriptionID})
-	}
 	return d, nil
 }
 
-// Redrive implements store.DeliveryStore in one write, one statement for
-// all of the subscription's dead letters or for ids. IDs that do not name
-// a dead-lettered delivery of the subscription are ignored, and so are the
-// deliveries of dead letters when the subscription names no dead-letter
-// URL any more. ErrNotFound when the subscription does not exist (it is
-// locked in share mode on PostgreSQL). Endpoints are returned once each:
-// for ids, in the order of ids; for all, in no particular order.
+// checkRedeliver is nil when Redeliver may restart delivery id at now in
+// x, else the error Redeliver returns: ErrNotFound, ErrSubscriptionDeleted
+// or ErrConflict. It locks the delivery for update and its subscription in
+// share mode (PostgreSQL).
+func (s *Store) checkRedeliver(ctx context.Context, x driver.Executor, id string, now time.Time) error {
+	var status, sub, deadLetterOf string
+	var lease int64
+	if err := x.QueryRow(ctx, qRedeliveryState, id).Scan(&status, &lease, &sub, &deadLetterOf); err != nil {
+		if errors.Is(err, driver.ErrNoRows) {
+			return fmt.Errorf("delivery %s: %w", id, store.ErrNotFound)
+		}
+		return err
+	}
+	switch err := subscriptionExists(ctx, x, sub); {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("delivery %s: %w", id, store.ErrSubscriptionDeleted)
+	case err != nil:
+		return err
+	}
+	if delivery.Status(status) == delivery.StatusPending && lease != 0 && lease >= s.leaseEnded(now) {
+		return fmt.Errorf("delivery %s is being attempted: %w", id, store.ErrConflict)
+	}
+	if deadLetterOf == "" {
+		return nil
+	}
+	var ep string
+	if err := x.QueryRow(ctx, qSubscriptionDeadLetterEndpoint, sub).Scan(&ep); err != nil {
+		return err
+	}
+	if ep == "" {
+		return fmt.Errorf("delivery %s is a dead letter's and its subscription has no dead-letter URL: %w", id, store.ErrConflict)
+	}
+	return nil
+}
+
+// Redrive implements store.DeliveryStore in one write: a look for all of
+// the subscription's dead letters or for those among ids, then their
+// restart. IDs that do not name a dead-lettered delivery of the
+// subscription are ignored, and so are the deliveries of dead letters when
+// the subscription names no dead-letter URL any more. ErrNotFound when the
+// subscription does not exist (it is locked in share mode on PostgreSQL).
+// Endpoints are returned once each: for ids, in the order of ids; for all,
+// in no particular order.
 func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	at := sqlrow.UnixMS(now)
 	return s.redrive(ctx, func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error) {
 		if err := subscriptionExists(ctx, x, subscriptionID); err != nil {
 			return store.RedriveResult{}, err
 		}
-		var res store.RedriveResult
-		var err error
-		if len(ids) == 0 {
-			res, err = s.redriven(ctx, x, nil, q, qRedriveAll, at, subscriptionID)
-		} else {
-			res, err = s.redriven(ctx, x, ids, q, qRedriveIDs, at, subscriptionID, ids)
+		look, args := qRedriveAllLook, []any{subscriptionID}
+		if len(ids) > 0 {
+			look, args = qRedriveIDsLook, []any{subscriptionID, ids}
 		}
+		res, err := s.redriveLooked(ctx, x, ids, q, at, look, args...)
 		if err != nil {
 			return store.RedriveResult{}, fmt.Errorf("redrive %s: %w", subscriptionID, err)
 		}
@@ -139,13 +146,13 @@ func (s *Store) Redrive(ctx context.Context, subscriptionID string, ids []string
 	})
 }
 
-// RedriveIDs implements store.DeliveryStore in one statement. IDs that do
-// not name a dead-lettered delivery of the account whose subscription
-// exists are ignored, as Redrive ignores them. Endpoints are returned once
-// each, in the order of ids.
+// RedriveIDs implements store.DeliveryStore in one write, a look and a
+// restart. IDs that do not name a dead-lettered delivery of the account
+// whose subscription exists are ignored, as Redrive ignores them.
+// Endpoints are returned once each, in the order of ids.
 func (s *Store) RedriveIDs(ctx context.Context, accountID string, ids []string, now time.Time) (store.RedriveResult, error) {
 	res, err := s.redrive(ctx, func(x driver.Executor, q *sqlrow.IDSet) (store.RedriveResult, error) {
-		return s.redriven(ctx, x, ids, q, qRedriveAccountIDs, sqlrow.UnixMS(now), account.OrDefault(accountID), ids)
+		return s.redriveLooked(ctx, x, ids, q, sqlrow.UnixMS(now), qRedriveAccountIDsLook, account.OrDefault(accountID), ids)
 	})
 	if err != nil {
 		return store.RedriveResult{}, fmt.Errorf("redrive: %w", err)
@@ -173,31 +180,42 @@ func (s *Store) redrive(ctx context.Context, move func(x driver.Executor, q *sql
 	return res, nil
 }
 
-// redriven runs a moving statement qm (one that returns each moved
-// delivery's id, endpoint_id, status and subscription_id) and returns what
-// moved: each endpoint once, in the order of ids when there are ids, else
-// in the order of the rows; an id given twice counts once. The
+// redriveLooked restarts at `at` the deliveries whose ids look (a redrive's
+// look, run with args) returns, as redriven does, in the order of order
+// (the look's when nil).
+func (s *Store) redriveLooked(ctx context.Context, x driver.Executor, order []string, q *sqlrow.IDSet, at int64, look driver.Query, args ...any) (store.RedriveResult, error) {
+	var ids []string
+	if err := x.Query(ctx, look, appendID(&ids), args...); err != nil {
+		return store.RedriveResult{}, err
+	}
+	return s.redriven(ctx, x, ids, order, q, at)
+}
+
+// redriven restarts at `at` the deliveries ids (qRestartDeliveries; none
+// runs when there are none) and returns what moved: each endpoint once, in
+// the order of order (of ids when nil); an id given twice counts once. The
 // subscriptions of the deliveries it queued are added to q and announced
-// to the other nodes (notifyQueued): a transaction runs one such statement.
-func (s *Store) redriven(ctx context.Context, x driver.Executor, ids []string, q *sqlrow.IDSet, qm driver.Query, args ...any) (store.RedriveResult, error) {
+// to the other nodes (notifyQueued): a transaction runs one restart.
+func (s *Store) redriven(ctx context.Context, x driver.Executor, ids, order []string, q *sqlrow.IDSet, at int64) (store.RedriveResult, error) {
+	if len(ids) == 0 {
+		return store.RedriveResult{}, nil
+	}
 	moved := map[string]string{} // delivery → endpoint
-	var order []string
-	err := x.Query(ctx, qm, func(r driver.Row) error {
+	err := x.Query(ctx, qRestartDeliveries, func(r driver.Row) error {
 		var id, ep, status, sub string
 		if err := r.Scan(&id, &ep, &status, &sub); err != nil {
 			return err
 		}
 		moved[id] = ep
-		order = append(order, id)
 		if delivery.Status(status) == delivery.StatusQueued {
 			q.Add(sub)
 		}
 		return nil
-	}, args...)
+	}, at, ids)
 	if err != nil {
 		return store.RedriveResult{}, err
 	}
-	if len(ids) > 0 {
+	if order == nil {
 		order = ids
 	}
 	var res store.RedriveResult

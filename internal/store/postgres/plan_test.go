@@ -383,6 +383,7 @@ func TestListPlans(t *testing.T) {
 	for _, c := range statusWritePlans {
 		lp.checkWrite(c.name, c.sql, c.args, c.want)
 	}
+	lp.checkRestart()
 }
 
 // listPlans explains queries in TestListPlans' transaction, on its
@@ -439,6 +440,22 @@ func (lp listPlans) checkWrite(name, sql string, args []any, want string) {
 		}
 		checkPlan(lp.t, fmt.Sprintf("%s (%s)", name, mode), plan, []string{want})
 	}
+}
+
+// checkRestart: the restart of a redrive of all of a subscription's dead
+// letters (the 4,550 of sub_acc_0_1, as its look returns them) seeks each
+// one by the primary key, as planned for them and as a generic plan.
+func (lp listPlans) checkRestart() {
+	lp.t.Helper()
+	rows, err := lp.tx.Query(lp.ctx, queries["RedriveAllLook"], "sub_acc_0_1")
+	if err != nil {
+		lp.t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) < 4000 {
+		lp.t.Fatalf("the dead letters of sub_acc_0_1: %d, %v; want 4,550", len(ids), err)
+	}
+	lp.checkWrite("Redrive (all: restart)", queries["RestartDeliveries"], []any{statusWriteAt, ids}, "Index Scan using deliveries_pkey")
 }
 
 // neverDelivered is what a plan of a list of delivered deliveries must not
@@ -558,11 +575,18 @@ var statusWritePlans = []struct {
 	args []any
 	want string
 }{
-	{"Redrive (all)", queries["RedriveAll"], []any{statusWriteAt, "sub_acc_0_4"}, "deliveries_subscription_status"},
-	// By ids: each id sought in the account's dead letters (the ids a
-	// condition of the index scan, not a filter over all of them).
-	{"RedriveIDs", queries["RedriveAccountIDs"], []any{statusWriteAt, "acc_0", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
+	// A redrive's look (then its restart: checkRestartPlan).
+	{"Redrive (all)", queries["RedriveAllLook"], []any{"sub_acc_0_4"}, "deliveries_subscription_status"},
+	// By ids: each id sought in the subscription's (the account's) dead
+	// letters (the ids a condition of the index scan, not a filter over
+	// all of them).
+	{"Redrive (ids)", queries["RedriveIDsLook"], []any{"sub_acc_0_4", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
 		"(status = 'dead_lettered'::text) AND (id = ANY ("},
+	{"RedriveIDs", queries["RedriveAccountIDsLook"], []any{"acc_0", []string{"dlv_00000000000000000000000001", "dlv_00000000000000000000000002"}},
+		"(status = 'dead_lettered'::text) AND (id = ANY ("},
+	// A recover job's batch: the subscription's deliveries of one status
+	// after the cursor, in id order.
+	{"RecoverBatch", queries["RecoverLook"], []any{"sub_acc_0_4", "dead_lettered", "", "", "dlv_1", int64(100)}, "deliveries_subscription_status"},
 	{"UpdateSubscription (move deliveries)", queries["MoveSubscriptionDeliveries"], []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (move dead letters)", queries["MoveSubscriptionDeadLetters"], []any{"ep_new", "sub_acc_0_4"}, "deliveries_subscription_status"},
 	{"UpdateSubscription (drop dead letters)", queries["DropSubscriptionDeadLetters"], []any{"gone", "sub_acc_0_4"}, "deliveries_subscription_status"},

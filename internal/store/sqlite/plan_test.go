@@ -141,8 +141,14 @@ var queryPlans = []struct {
 	// on that walk (an account has one endpoint per subscription URL).
 	{name: "EndpointsByState", q: queries["ListEndpoints"], want: []string{"SEARCH endpoints USING INDEX endpoints_account (account_id=? AND id>?)"}},
 	{name: "EndpointsByStateAll", q: queries["ListAllEndpoints"], want: []string{"SEARCH endpoints USING PRIMARY KEY (id>?)"}},
-	// A redrive by ids: each id by the primary key.
-	{name: "RedriveIDs", q: queries["RedriveAccountIDs"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	// A redrive's look (engine/redrive.go): all of a subscription's dead
+	// letters from its status index; among ids, each id by a key (the
+	// subscription's index, or the primary key); then their restart, each
+	// by the primary key.
+	{name: "RedriveAllLook", q: queries["RedriveAllLook"], want: []string{"SEARCH deliveries USING INDEX deliveries_subscription_status (subscription_id=? AND status=?)"}},
+	{name: "RedriveIDsLook", q: queries["RedriveIDsLook"], want: []string{"SEARCH deliveries USING INDEX deliveries_subscription (subscription_id=? AND id=?)"}},
+	{name: "RedriveAccountIDsLook", q: queries["RedriveAccountIDsLook"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	{name: "RestartDeliveries", q: queries["RestartDeliveries"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
 	// The writer (engine/publish.go, record.go): each outcome's delivery
 	// by key, each dead letter's too, each stored event by its key.
 	{name: "ApplyOutcomes", q: queries["ApplyOutcomes"], want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},

@@ -50,24 +50,15 @@ SELECT id, kind, account_id, subscription_id, state, since_ms, until_ms, statuse
 	total, done, errors, error, cursor_status, cursor_id, created_at, finished_at
 FROM jobs WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND lease_until >= $3 FOR UPDATE
 
--- A seek of deliveries_subscription_status; the deliveries are locked.
+-- A seek of deliveries_subscription_status; the deliveries are locked. Each
+-- one's id, and whether the restart (RestartDeliveries, redrive.sql) may
+-- move it: not the delivery of a dead letter whose subscription names no
+-- dead-letter URL any more.
 -- name: RecoverLook
-SELECT id FROM deliveries WHERE subscription_id = $1 AND status = $2 AND status <> 'delivered'
+SELECT id, dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> '')
+FROM deliveries WHERE subscription_id = $1 AND status = $2 AND status <> 'delivered'
 	AND id >= $3 AND id > $4 AND id < $5 ORDER BY id LIMIT $6 FOR UPDATE
-
--- Redeliver's change (redrive.sql), to the deliveries $2 still in status $3.
--- name: RecoverMove
-UPDATE deliveries SET status = CASE WHEN (SELECT s.delivery_mode = 'pull' OR s.state = 'deactivated'
-		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id) THEN 'queued' ELSE 'pending' END,
-	receives = 0, round_attempts = 0, round_start = $1, first_failure = 0,
-	next_attempt_at = $1, dead_letter_reason = '', delivered_at = 0, lease_owner = '', lease_until = 0,
-	lock_token = '', lock_until = 0,
-	endpoint_id = (SELECT CASE WHEN deliveries.dead_letter_of = '' THEN s.endpoint_id ELSE s.dead_letter_endpoint_id END
-		FROM subscriptions AS s WHERE s.id = deliveries.subscription_id)
-WHERE id = ANY($2) AND status = $3
-AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
-	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
-RETURNING id, endpoint_id, status, subscription_id
 
 -- name: SaveJob
 UPDATE jobs SET state = $1, total = $2, done = $3, errors = $4, error = $5, cursor_status = $6, cursor_id = $7,
