@@ -151,13 +151,7 @@ func (s *Store) checkGuards(ctx context.Context, x driver.Executor, pubs []*requ
 	if len(need.IDs) == 0 {
 		return nil
 	}
-	present := map[string]bool{}
-	var id string
-	err := x.Query(ctx, qPresentSubscriptions, func(r driver.Row) error {
-		err := r.Scan(&id)
-		present[id] = true
-		return err
-	}, need.IDs)
+	present, err := idsOf(ctx, x, qPresentSubscriptions, need.IDs)
 	if err != nil {
 		return fmt.Errorf("check subscriptions: %w", err)
 	}

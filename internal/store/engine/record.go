@@ -265,13 +265,7 @@ func (s *Store) missing(ctx context.Context, x driver.Executor, rounds [][]*stor
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	missing := map[string]bool{}
-	err := x.Query(ctx, qMissingDeliveries, func(r driver.Row) error {
-		var id string
-		err := r.Scan(&id)
-		missing[id] = true
-		return err
-	}, ids)
+	missing, err := idsOf(ctx, x, qMissingDeliveries, ids)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -423,13 +417,7 @@ func (s *Store) deactivateAll(ctx context.Context, x driver.Executor, ds []deact
 	for _, d := range ds {
 		subs.Add(d.subscription)
 	}
-	active := map[string]bool{}
-	err := x.Query(ctx, qActiveSubscriptions, func(r driver.Row) error {
-		var id string
-		err := r.Scan(&id)
-		active[id] = true
-		return err
-	}, subs.IDs)
+	active, err := idsOf(ctx, x, qActiveSubscriptions, subs.IDs)
 	if err != nil || len(active) == 0 {
 		return err
 	}
@@ -451,4 +439,17 @@ func (s *Store) deactivateAll(ctx context.Context, x driver.Executor, ds []deact
 		d.by.queued.Add(d.subscription)
 	}
 	return nil
+}
+
+// idsOf runs q, a statement that returns IDs, on the list ids, and
+// returns the set of those it returned.
+func idsOf(ctx context.Context, x driver.Executor, q driver.Query, ids []string) (map[string]bool, error) {
+	set := map[string]bool{}
+	err := x.Query(ctx, q, func(r driver.Row) error {
+		var id string
+		err := r.Scan(&id)
+		set[id] = true
+		return err
+	}, ids)
+	return set, err
 }
