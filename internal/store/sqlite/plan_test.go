@@ -149,6 +149,10 @@ var queryPlans = []struct {
 	{name: "RedriveIDsLook", q: queries["RedriveIDsLook"], want: []string{"SEARCH deliveries USING INDEX deliveries_subscription (subscription_id=? AND id=?)"}},
 	{name: "RedriveAccountIDsLook", q: queries["RedriveAccountIDsLook"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
 	{name: "RestartDeliveries", q: queries["RestartDeliveries"], want: []string{"SEARCH deliveries USING PRIMARY KEY (id=?)"}},
+	// A recover job's count and look: a range of the subscription's
+	// entries of one status, from the partial status index.
+	{name: "CountRecover", q: queries["CountRecover"], want: []string{"USING COVERING INDEX deliveries_subscription_status (subscription_id=? AND status=? AND id>? AND id<?)"}},
+	{name: "RecoverLook", q: queries["RecoverLook"], want: []string{"USING INDEX deliveries_subscription_status (subscription_id=? AND status=? AND id>? AND id<?)"}},
 	// The writer (engine/publish.go, record.go): each outcome's delivery
 	// by key, each dead letter's too, each stored event by its key.
 	{name: "ApplyOutcomes", q: queries["ApplyOutcomes"], want: []string{"SEARCH d USING PRIMARY KEY (id=?)"}},
