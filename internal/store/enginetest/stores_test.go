@@ -46,7 +46,7 @@ func TestSQLite(t *testing.T) {
 
 // TestSQLiteStaged runs the suite on a store that writes every publish of
 // more than one row (an event, a delivery) in staged steps
-// (internal/store/sqlite/staged.go): what a staged publish does must be
+// (internal/store/engine/staged.go): what a staged publish does must be
 // what the suite asks of any publish.
 func TestSQLiteStaged(t *testing.T) {
 	Run(t, func(t *testing.T) store.Store { return openSQLite(t, sqlite.Options{MaxTxRows: 1}) })
