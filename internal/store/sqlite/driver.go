@@ -48,7 +48,7 @@ func (s *Store) Close() error { return s.Store.Close() }
 var queryFiles embed.FS
 
 // queries are the driver's statements (queries/*.sql), by name.
-var queries = driver.MustParseQueries(queryFiles, "queries")
+var queries = positional(driver.MustParseQueries(queryFiles, "queries"))
 
 // sqliteDriver is driver.Driver on b's connections: reads on the read
 // pool, writes on the one write connection (writeconn.go), in the

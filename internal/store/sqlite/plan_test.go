@@ -47,9 +47,6 @@ func plan(t *testing.T, s *Store, q string) string {
 	return strings.Join(lines, "\n")
 }
 
-// numbered matches a numbered parameter.
-var numbered = regexp.MustCompile(`\?(\d+)`)
-
 // fullScan matches a plan step that reads a whole table or index.
 var fullScan = regexp.MustCompile(`(?m)^SCAN (d|e|deliveries|events|attempts)\b`)
 
