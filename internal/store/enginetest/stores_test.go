@@ -16,6 +16,12 @@ import (
 // HERALD_TEST_POSTGRES_URL names (skipped without it outside CI:
 // pgtest). The checks of several nodes sharing one database run on
 // PostgreSQL only, the only shared store.
+//
+// Every test here runs in parallel with the others (t.Parallel), each on
+// stores of its own: the PostgreSQL ones mostly wait for the server, and
+// side by side the four runs of the suite keep both of a small machine's
+// cores busy where one after the other they left one idle between a
+// group's last tests (a group's tests run in parallel, its groups in turn).
 
 // openSQLite opens the engine over a new SQLite file, closed when tb ends.
 func openSQLite(tb testing.TB, opts sqlite.Options) *sqlite.Store {
@@ -41,6 +47,7 @@ func openPostgres(tb testing.TB, dbURL string, opts postgres.Options) *postgres.
 }
 
 func TestSQLite(t *testing.T) {
+	t.Parallel()
 	Run(t, func(t *testing.T) store.Store { return openSQLite(t, sqlite.Options{}) })
 }
 
@@ -49,10 +56,12 @@ func TestSQLite(t *testing.T) {
 // (internal/store/engine/staged.go): what a staged publish does must be
 // what the suite asks of any publish.
 func TestSQLiteStaged(t *testing.T) {
+	t.Parallel()
 	Run(t, func(t *testing.T) store.Store { return openSQLite(t, sqlite.Options{MaxTxRows: 1}) })
 }
 
 func TestPostgres(t *testing.T) {
+	t.Parallel()
 	pgtest.BaseURL(t)
 	Run(t, func(t *testing.T) store.Store { return openPostgres(t, pgtest.SchemaURL(t), postgres.Options{}) })
 }
@@ -60,6 +69,7 @@ func TestPostgres(t *testing.T) {
 // TestPostgresLarge runs the suite with every publish of more than one row
 // a large one, written alone by the second writer (postgres.Options.LargeRows).
 func TestPostgresLarge(t *testing.T) {
+	t.Parallel()
 	pgtest.BaseURL(t)
 	Run(t, func(t *testing.T) store.Store {
 		return openPostgres(t, pgtest.SchemaURL(t), postgres.Options{LargeRows: 1})
@@ -70,6 +80,7 @@ func TestPostgresLarge(t *testing.T) {
 // SQLite store, and on three PostgreSQL nodes sharing one schema, where
 // creates racing through all of them still stop at 8.
 func TestSubscriptionLimit(t *testing.T) {
+	t.Parallel()
 	t.Run("SQLite", func(t *testing.T) {
 		CheckSubscriptionLimit(t, 8, openSQLite(t, sqlite.Options{MaxSubscriptionsPerAccount: 8}))
 	})
@@ -84,6 +95,7 @@ func TestSubscriptionLimit(t *testing.T) {
 // claims, redelivers and records all go through the one writer) and on
 // two PostgreSQL nodes sharing one schema.
 func TestKeyLeasesExclusive(t *testing.T) {
+	t.Parallel()
 	t.Run("SQLite", func(t *testing.T) { CheckKeyLeasesExclusive(t, openSQLite(t, sqlite.Options{})) })
 	t.Run("Postgres", func(t *testing.T) {
 		dbURL := pgtest.SchemaURL(t)
@@ -95,6 +107,7 @@ func TestKeyLeasesExclusive(t *testing.T) {
 // one schema: claims and receives disjoint, the job limit (4) and the
 // accounts' job turns held whichever node claims.
 func TestNodes(t *testing.T) {
+	t.Parallel()
 	nodes := func(t *testing.T, n int) []store.Store {
 		dbURL := pgtest.SchemaURL(t)
 		var ns []store.Store

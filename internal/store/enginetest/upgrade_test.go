@@ -22,7 +22,8 @@ import (
 
 // RunUpgrades runs every upgrade check: open must return a store opened by
 // this build on a database written at the given earlier schema version (its
-// migrations applied as that release did) holding data.
+// migrations applied as that release did) holding data. The checks run in
+// parallel (t.Parallel), each on a database of its own.
 func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string) store.Store) {
 	for _, u := range []struct {
 		version int
@@ -40,7 +41,10 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{JobsFrom, JobsData, CheckJobsUpgrade},
 		{TracingFrom, TracingData, CheckTracingUpgrade},
 		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade}} {
-		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) { u.check(t, open(t, u.version, u.data)) })
+		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) {
+			t.Parallel()
+			u.check(t, open(t, u.version, u.data))
+		})
 	}
 }
 

@@ -80,6 +80,7 @@ func writePostgres(t *testing.T, version int, data string) string {
 // TestUpgrade opens databases written at each earlier schema version and
 // checks that everything in them is kept and works.
 func TestUpgrade(t *testing.T) {
+	t.Parallel()
 	t.Run("SQLite", func(t *testing.T) {
 		RunUpgrades(t, func(t *testing.T, version int, data string) store.Store {
 			s, err := sqlite.Open(context.Background(), writeSQLite(t, version, data), sqlite.Options{})
@@ -119,6 +120,7 @@ const unJSONDelivery = `UPDATE subscriptions SET delivery = 'not JSON' WHERE id 
 // schema 10, no key, the old IDs. Once the row is mended, the upgrade
 // goes through.
 func TestEndpointRekeyIsAtomic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("SQLite", func(t *testing.T) {
 		path := writeSQLite(t, 10, V10Data+unJSONDelivery)
