@@ -191,22 +191,19 @@ func (s *Store) publish(ctx context.Context, x driver.Executor, pubs []*request)
 			ev.add(&r.pub.events[i])
 		}
 	}
+	if _, ok := x.(Pipeliner); ok {
+		return publishPipelined(ctx, x, pubs, ev)
+	}
 	if err := ev.insert(ctx, x); err != nil {
 		return err
 	}
+	setResults(pubs, ev)
 	var ds deliveryRows
-	written := make([]bool, len(ev.keys))
+	var none sqlrow.IDSet // setResults noted the queued ones
 	for _, r := range pubs {
-		r.queued.Reset()
-		p := r.pub
-		p.results = make([]store.PublishResult, len(p.events))
-		for i := range p.events {
-			slot := ev.slots[eventKeyOf(&p.events[i])]
-			dup := !ev.inserted[slot] || written[slot]
-			p.results[i] = store.PublishResult{Seq: ev.seqs[slot], Duplicate: dup}
-			if !dup {
-				written[slot] = true
-				ds.add(&p.events[i], ev.seqs[slot], p.opts.Lease, &r.queued)
+		for i, res := range r.pub.results {
+			if !res.Duplicate {
+				ds.add(&r.pub.events[i], res.Seq, r.pub.opts.Lease, &none)
 			}
 		}
 	}
@@ -261,15 +258,25 @@ func (e *eventRows) add(ev *store.NewEvent) {
 }
 
 // insert inserts the events (qInsertEvents), then looks up the seqs of
-// those not inserted (qEventSeqs): stored before, or by another node's
-// transaction that committed while the insert waited for it.
-// errConcurrent when such an event was deleted in between (Cleanup).
+// those not inserted (lookUp).
 func (e *eventRows) insert(ctx context.Context, x driver.Executor) error {
 	e.seqs, e.inserted = make([]int64, len(e.keys)), make([]bool, len(e.keys))
-	err := x.Query(ctx, qInsertEvents, e.scan(true), e.acc, e.id, e.src, e.typ, e.subj, e.at, e.payload, e.trace)
-	if err != nil {
+	if err := x.Query(ctx, qInsertEvents, e.scan(true), e.args()...); err != nil {
 		return fmt.Errorf("insert events %q from %q…: %w", e.id[0], e.src[0], err)
 	}
+	return e.lookUp(ctx, x)
+}
+
+// args are qInsertEvents' columns.
+func (e *eventRows) args() []any {
+	return []any{e.acc, e.id, e.src, e.typ, e.subj, e.at, e.payload, e.trace}
+}
+
+// lookUp looks up the seqs of the events not inserted (qEventSeqs):
+// stored before, or by another node's transaction that committed while
+// the insert waited for it. errConcurrent when such an event was deleted
+// in between (Cleanup).
+func (e *eventRows) lookUp(ctx context.Context, x driver.Executor) error {
 	if e.found == len(e.keys) {
 		return nil
 	}
@@ -346,4 +353,115 @@ func deliveryState(d *store.NewDelivery, lease store.Lease, queued *sqlrow.IDSet
 		return delivery.StatusQueued, "", 0
 	}
 	return delivery.StatusPending, "", 0
+}
+
+// qInsertKeyedDeliveries (rows: id, account, subscription, endpoint,
+// status, lease_owner, lease_until, ordering_key, event_id, event_source)
+// inserts deliveries of the events with those keys (in the delivery's
+// account) that the transaction inserted, at their seq, created at the
+// event's publish time, their round start and next attempt then too.
+var qInsertKeyedDeliveries = query("InsertKeyedDeliveries")
+
+// qDropWrittenDeliveries deletes those of the deliveries $1 (a list) that
+// the transaction inserted.
+var qDropWrittenDeliveries = query("DropWrittenDeliveries")
+
+// publishPipelined is publish on an Executor that pipelines (PostgreSQL):
+// the events and the deliveries of each event's first occurrence go in
+// one round trip, the deliveries finding their events by key among those
+// the transaction inserted (qInsertKeyedDeliveries). An event inserted by
+// an earlier Publish of the same transaction (requests written one by one
+// after a failure) is found too: the deliveries written of an event that
+// turns out a duplicate are deleted, in the same transaction (a statement
+// more, only when the batch holds a duplicate).
+func publishPipelined(ctx context.Context, x driver.Executor, pubs []*request, ev *eventRows) error {
+	var kd keyedRows
+	first := make([]bool, len(ev.keys))
+	for _, r := range pubs {
+		for i := range r.pub.events {
+			if slot := ev.slots[eventKeyOf(&r.pub.events[i])]; !first[slot] {
+				first[slot] = true
+				kd.add(&r.pub.events[i], r.pub.opts.Lease, slot)
+			}
+		}
+	}
+	ev.seqs, ev.inserted = make([]int64, len(ev.keys)), make([]bool, len(ev.keys))
+	err := pipeline(ctx, x, Statement{Query: qInsertEvents, Args: ev.args(), Each: ev.scan(true)},
+		Statement{Query: qInsertKeyedDeliveries, Args: kd.args(), Each: func(driver.Row) error { return nil }})
+	if err != nil {
+		return fmt.Errorf("insert events %q from %q… and their deliveries: %w", ev.id[0], ev.src[0], err)
+	}
+	if err := ev.lookUp(ctx, x); err != nil {
+		return err
+	}
+	if drop := kd.ofDuplicates(ev.inserted); len(drop) > 0 {
+		if _, err := x.Exec(ctx, qDropWrittenDeliveries, drop); err != nil {
+			return fmt.Errorf("delete the deliveries of duplicate events: %w", err)
+		}
+	}
+	setResults(pubs, ev)
+	return nil
+}
+
+// setResults sets the results of pubs from the events written (ev) and
+// notes the subscriptions of the queued deliveries written in each
+// request's queued.
+func setResults(pubs []*request, ev *eventRows) {
+	written := make([]bool, len(ev.keys))
+	for _, r := range pubs {
+		r.queued.Reset()
+		p := r.pub
+		p.results = make([]store.PublishResult, len(p.events))
+		for i := range p.events {
+			slot := ev.slots[eventKeyOf(&p.events[i])]
+			dup := !ev.inserted[slot] || written[slot]
+			p.results[i] = store.PublishResult{Seq: ev.seqs[slot], Duplicate: dup}
+			if dup {
+				continue
+			}
+			written[slot] = true
+			for _, d := range p.events[i].Deliveries {
+				if d.Queued && !d.Claimed {
+					r.queued.Add(d.SubscriptionID)
+				}
+			}
+		}
+	}
+}
+
+// keyedRows are the columns of qInsertKeyedDeliveries, and each row's
+// event slot.
+type keyedRows struct {
+	id, acc, sub, ep, status, owner, key, evID, evSrc []string
+	until                                             []int64
+	slot                                              []int
+}
+
+// add adds the deliveries of ev, at slot: claimed ones leased to lease.
+func (k *keyedRows) add(ev *store.NewEvent, lease store.Lease, slot int) {
+	acc := account.OrDefault(ev.AccountID)
+	var none sqlrow.IDSet // queued subscriptions are noted once written (setResults)
+	for i := range ev.Deliveries {
+		d := &ev.Deliveries[i]
+		status, owner, until := deliveryState(d, lease, &none)
+		k.id, k.acc, k.sub, k.ep = append(k.id, d.ID), append(k.acc, acc), append(k.sub, d.SubscriptionID), append(k.ep, d.EndpointID)
+		k.status, k.owner, k.until, k.key = append(k.status, string(status)), append(k.owner, owner), append(k.until, until), append(k.key, d.OrderingKey)
+		k.evID, k.evSrc, k.slot = append(k.evID, ev.ID), append(k.evSrc, ev.Source), append(k.slot, slot)
+	}
+}
+
+func (k *keyedRows) args() []any {
+	return []any{k.id, k.acc, k.sub, k.ep, k.status, k.owner, k.until, k.key, k.evID, k.evSrc}
+}
+
+// ofDuplicates returns the IDs of the deliveries whose event slot was not
+// inserted.
+func (k *keyedRows) ofDuplicates(inserted []bool) []string {
+	var drop []string
+	for i, slot := range k.slot {
+		if !inserted[slot] {
+			drop = append(drop, k.id[i])
+		}
+	}
+	return drop
 }
