@@ -139,6 +139,11 @@ type GroupCommit struct {
 	LargeRows int
 	// Timeout bounds each of the writer's transactions (0: none).
 	Timeout time.Duration
+	// CountsInApply: the database adds an UPDATE's rollups in the same
+	// statement (a data-modifying CTE: PostgreSQL). The engine then applies
+	// outcomes with ApplyCountedOutcomes and logs their attempts in the
+	// same round trip; else it adds the rollups itself (AddStats).
+	CountsInApply bool
 }
 
 // FreeText is a column of text from outside the store (an error message,

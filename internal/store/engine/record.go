@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -25,6 +26,15 @@ var (
 	// the id, account, subscription, endpoint and new status of each
 	// delivery it changed.
 	qApplyOutcomes = query("ApplyOutcomes")
+	// qApplyCountedOutcomes is qApplyOutcomes that also adds the outcomes
+	// it applied to the rollups (GroupCommit.CountsInApply): each
+	// outcome's share follows its columns (counted, 1 or 0; minute;
+	// delivered, failed, dead_lettered, lat0 … lat15).
+	qApplyCountedOutcomes = query("ApplyCountedOutcomes")
+	// qDeleteAttemptsOf deletes the attempts logged for the deliveries $1
+	// (a list): an outcome's attempt logged in the apply's round trip whose
+	// delivery turned out not to exist.
+	qDeleteAttemptsOf = query("DeleteAttemptsOf")
 	// qMissingDeliveries returns those of the deliveries $1 (a list) that
 	// do not exist.
 	qMissingDeliveries = query("MissingDeliveries")
@@ -151,12 +161,21 @@ func (s *Store) record(ctx context.Context, x driver.Executor, recs []*request) 
 	if len(rounds) == 0 {
 		return nil
 	}
+	counted := s.w.gc.CountsInApply
 	done := make([]map[string]applied, len(rounds))
+	var stmts []Statement
 	for i, round := range rounds {
-		var err error
-		if done[i], err = applyRound(ctx, x, round); err != nil {
-			return err
+		done[i] = make(map[string]applied, len(round))
+		stmts = append(stmts, applyRound(round, counted, done[i]))
+		if !counted {
+			continue
 		}
+		if at := attemptsOf(round, nil); len(at.id) > 0 { // logged blind: see afterRounds
+			stmts = append(stmts, Statement{Query: qLogAttempts, Args: at.args()})
+		}
+	}
+	if err := pipeline(ctx, x, stmts...); err != nil {
+		return fmt.Errorf("record: %w", err)
 	}
 	for k, r := range recs {
 		for i := range r.rec.outcomes {
@@ -166,9 +185,10 @@ func (s *Store) record(ctx context.Context, x driver.Executor, recs []*request) 
 	return s.afterRounds(ctx, x, rounds, done, owner)
 }
 
-// applyRound writes the states of one round's outcomes and returns the
-// deliveries it changed, by ID.
-func applyRound(ctx context.Context, x driver.Executor, round []*store.Outcome) (map[string]applied, error) {
+// applyRound is the statement that writes the states of one round's
+// outcomes, with the rollups when counted (qApplyCountedOutcomes), and
+// notes the deliveries it changed in done, by ID.
+func applyRound(round []*store.Outcome, counted bool, done map[string]applied) Statement {
 	n := len(round)
 	var (
 		id, status, owner                        = make([]string, n), make([]string, n), make([]string, n)
@@ -183,18 +203,57 @@ func applyRound(ctx context.Context, x driver.Executor, round []*store.Outcome) 
 		firstFailure[i], next[i], started[i] = sqlrow.UnixMS(o.FirstFailure), sqlrow.UnixMS(o.NextAttemptAt), sqlrow.UnixMS(a.StartedAt)
 		lastOutcome[i], reason[i], deliveredAt[i] = o.LastOutcome, o.DeadLetterReason, sqlrow.UnixMS(o.DeliveredAt)
 	}
-	out := make(map[string]applied, n)
-	err := x.Query(ctx, qApplyOutcomes, func(r driver.Row) error {
+	st := Statement{Query: qApplyOutcomes, Args: []any{id, status, attempts, roundAttempts, firstFailure, next, started,
+		lastCode, lastOutcome, reason, deliveredAt, owner}}
+	if counted {
+		st.Query, st.Args = qApplyCountedOutcomes, append(st.Args, shares(round)...)
+	}
+	st.Each = func(r driver.Row) error {
 		var id string
 		var a applied
 		err := r.Scan(&id, &a.account, &a.subscription, &a.endpoint, &a.status)
-		out[id] = a
+		done[id] = a
 		return err
-	}, id, status, attempts, roundAttempts, firstFailure, next, started, lastCode, lastOutcome, reason, deliveredAt, owner)
-	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
 	}
-	return out, nil
+	return st
+}
+
+// shares are qApplyCountedOutcomes' columns after qApplyOutcomes': each
+// outcome's share of the rollups (statsShare).
+func shares(round []*store.Outcome) []any {
+	n := len(round)
+	counted, minute := make([]int64, n), make([]int64, n)
+	cols := make([][]int64, 3+stats.Buckets)
+	for j := range cols {
+		cols[j] = make([]int64, n)
+	}
+	for i, o := range round {
+		c, ok := statsShare(o)
+		if !ok {
+			continue
+		}
+		counted[i], minute[i] = 1, sqlrow.StatsMinute(o)
+		for j := range cols {
+			cols[j][i] = c[j]
+		}
+	}
+	args := []any{counted, minute}
+	for _, c := range cols {
+		args = append(args, c)
+	}
+	return args
+}
+
+// attemptsOf are the attempts of round to log: every one made (Number
+// 0: none was), but those of the deliveries in missing.
+func attemptsOf(round []*store.Outcome, missing map[string]bool) attemptRows {
+	var at attemptRows
+	for _, o := range round {
+		if o.Attempt.Number != 0 && !missing[o.Attempt.DeliveryID] {
+			at.add(o)
+		}
+	}
+	return at
 }
 
 // afterRounds does what follows the rounds' state changes: it finds the
@@ -202,25 +261,29 @@ func applyRound(ctx context.Context, x driver.Executor, round []*store.Outcome) 
 // logs the other attempts, adds the rollups, writes the deliveries of dead
 // letters and deactivates the subscriptions the outcomes ask to.
 func (s *Store) afterRounds(ctx context.Context, x driver.Executor, rounds [][]*store.Outcome, done []map[string]applied, owner map[*store.Outcome]*request) error {
+	counted := s.w.gc.CountsInApply
 	missing, err := s.missing(ctx, x, rounds, done)
 	if err != nil {
 		return err
+	}
+	if counted && len(missing) > 0 { // their attempts went with the apply
+		if _, err := x.Exec(ctx, qDeleteAttemptsOf, slices.Collect(maps.Keys(missing))); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
 	}
 	var st statsRows
 	var cp copyRows
 	var deact []deactivation
 	var stmts []Statement
 	for i, round := range rounds {
-		var at attemptRows
 		for _, o := range round {
-			if o.Attempt.Number != 0 && !missing[o.Attempt.DeliveryID] {
-				at.add(o)
-			}
 			a, ok := done[i][o.Attempt.DeliveryID]
 			if !ok {
 				continue
 			}
-			st.add(o, &a)
+			if !counted {
+				st.add(o, &a)
+			}
 			if copiesDeadLetter(o) {
 				cp.add(o)
 			}
@@ -231,7 +294,7 @@ func (s *Store) afterRounds(ctx context.Context, x driver.Executor, rounds [][]*
 				}
 			}
 		}
-		if len(at.id) > 0 {
+		if at := attemptsOf(round, missing); !counted && len(at.id) > 0 {
 			stmts = append(stmts, Statement{Query: qLogAttempts, Args: at.args()})
 		}
 	}
@@ -343,20 +406,34 @@ func (st *statsRows) add(o *store.Outcome, a *applied) {
 		st.keys = append(st.keys, k)
 		st.counts = append(st.counts, [3 + stats.Buckets]int64{})
 	}
-	c := &st.counts[i]
+	share, _ := statsShare(o)
+	for j := range share {
+		st.counts[i][j] += share[j]
+	}
+}
+
+// statsShare is what outcome o adds to its rollup row when applied
+// (delivered, failed: an attempt that did not deliver, dead_lettered,
+// then one for its attempt's latency bucket), and whether it counts
+// (sqlrow.StatsCounted).
+func statsShare(o *store.Outcome) (c [3 + stats.Buckets]int64, counts bool) {
+	if !sqlrow.StatsCounted(o) {
+		return c, false
+	}
 	bucket := sqlrow.StatsBucket(o)
 	switch {
 	case o.Status == delivery.StatusDelivered:
-		c[0]++
+		c[0] = 1
 	case bucket >= 0:
-		c[1]++
+		c[1] = 1
 	}
 	if o.Status == delivery.StatusDeadLettered {
-		c[2]++
+		c[2] = 1
 	}
 	if bucket >= 0 {
-		c[3+bucket]++
+		c[3+bucket] = 1
 	}
+	return c, true
 }
 
 // args are qAddStats' columns, in key order (minute, subscription,

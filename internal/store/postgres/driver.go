@@ -95,7 +95,7 @@ func (d pgDriver) GroupCommit() driver.GroupCommit {
 		timeout = 5 * o.StatementTimeout
 	}
 	return driver.GroupCommit{Writers: o.Writers, MaxBatch: o.MaxBatch, QueueSize: o.QueueSize,
-		MaxBatchRows: o.MaxBatchRows, LargeRows: o.LargeRows, Timeout: timeout}
+		MaxBatchRows: o.MaxBatchRows, LargeRows: o.LargeRows, Timeout: timeout, CountsInApply: true}
 }
 
 // Retryable implements driver.Driver: a serialization failure or a

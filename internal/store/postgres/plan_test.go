@@ -158,7 +158,7 @@ func TestQueryPlans(t *testing.T) {
 		// arbiter), read per account by delivery_stats_account, deleted
 		// oldest first by the primary key.
 		{"Record", queries["ApplyOutcomes"], recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
-		{"Record (stats)", queries["AddStats"], statsPlanArgs(now), []string{"Conflict Arbiter Indexes: delivery_stats_pkey"}},
+		{"Record (counted)", queries["ApplyCountedOutcomes"], countedPlanArgs(now), []string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
 		{"Record (dead letter's delivery)", queries["InsertDeadLetterCopies"], []any{[]string{"dlv_c1"}, []int64{now}, []string{"dlv_1"}},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
 		{"Record (missing deliveries)", queries["MissingDeliveries"], []any{[]string{"dlv_1", "dlv_2"}}, []string{"Index Only Scan using deliveries_pkey"}},
@@ -221,11 +221,12 @@ var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "de
 	[]int64{0, 1000}, []int64{0, 0}, []int64{2000, 2000}, []int64{200, 400}, []string{"http_200", "http_400"},
 	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}}
 
-// statsPlanArgs are the arguments of AddStats for one row at now.
-func statsPlanArgs(now int64) []any {
-	args := []any{[]int64{now}, []string{"acc_7"}, []string{"sub_7"}, []string{"ep_7"}}
+// countedPlanArgs are the arguments of ApplyCountedOutcomes for
+// recordPlanArgs' two outcomes, both counted in the minute at now.
+func countedPlanArgs(now int64) []any {
+	args := append(recordPlanArgs[:len(recordPlanArgs):len(recordPlanArgs)], []int64{1, 1}, []int64{now, now})
 	for range 19 {
-		args = append(args, []int64{1})
+		args = append(args, []int64{1, 0})
 	}
 	return args
 }

@@ -70,6 +70,73 @@ FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8
 WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
 RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, d.status
 
+-- ApplyOutcomes that adds the applied outcomes that count ($13 = 1) to
+-- the rollups in the same statement (a data-modifying CTE), each
+-- outcome's share given ($14 its minute, $15 … $33 what it adds to
+-- delivered, failed, dead_lettered, lat0 … lat15), one upserted row per
+-- (minute, subscription, endpoint), in key order (two writers adding to
+-- the same rows lock them in one order).
+-- name: ApplyCountedOutcomes
+WITH upd AS (
+	UPDATE deliveries AS d SET status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
+		first_failure = u.first_failure, next_attempt_at = u.next_attempt_at,
+		last_attempt_at = u.started_at, last_status_code = u.last_status_code,
+		last_outcome = u.last_outcome, dead_letter_reason = u.dead_letter_reason,
+		delivered_at = u.delivered_at, lease_owner = '', lease_until = 0
+	FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[],
+		$7::int8[], $8::int8[], $9::text[], $10::text[], $11::int8[],
+		$12::text[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
+		$17::int8[], $18::int8[], $19::int8[], $20::int8[], $21::int8[],
+		$22::int8[], $23::int8[], $24::int8[], $25::int8[], $26::int8[],
+		$27::int8[], $28::int8[], $29::int8[], $30::int8[], $31::int8[],
+		$32::int8[], $33::int8[])
+		AS u(id, status, attempts, round_attempts, first_failure, next_attempt_at,
+		started_at, last_status_code, last_outcome, dead_letter_reason,
+		delivered_at, lease_owner, counted, minute, delivered, failed,
+		dead_lettered, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8,
+		lat9, lat10, lat11, lat12, lat13, lat14, lat15)
+	WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
+	RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, d.status,
+		u.counted, u.minute, u.delivered, u.failed, u.dead_lettered, u.lat0,
+		u.lat1, u.lat2, u.lat3, u.lat4, u.lat5, u.lat6, u.lat7, u.lat8, u.lat9,
+		u.lat10, u.lat11, u.lat12, u.lat13, u.lat14, u.lat15
+), st AS (
+	INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered, failed, dead_lettered, lat0, lat1, lat2, lat3,
+		lat4, lat5, lat6, lat7, lat8, lat9, lat10, lat11, lat12,
+		lat13, lat14, lat15)
+	SELECT minute, account_id, subscription_id, endpoint_id, SUM(delivered), SUM(failed), SUM(dead_lettered), SUM(lat0),
+		SUM(lat1), SUM(lat2), SUM(lat3), SUM(lat4), SUM(lat5),
+		SUM(lat6), SUM(lat7), SUM(lat8), SUM(lat9), SUM(lat10),
+		SUM(lat11), SUM(lat12), SUM(lat13), SUM(lat14), SUM(lat15)
+	FROM upd WHERE counted = 1
+	GROUP BY minute, account_id, subscription_id, endpoint_id
+	ORDER BY minute, subscription_id, endpoint_id
+	ON CONFLICT (minute, subscription_id, endpoint_id) DO UPDATE SET
+		delivered = delivery_stats.delivered + excluded.delivered,
+		failed = delivery_stats.failed + excluded.failed,
+		dead_lettered = delivery_stats.dead_lettered + excluded.dead_lettered,
+		lat0 = delivery_stats.lat0 + excluded.lat0,
+		lat1 = delivery_stats.lat1 + excluded.lat1,
+		lat2 = delivery_stats.lat2 + excluded.lat2,
+		lat3 = delivery_stats.lat3 + excluded.lat3,
+		lat4 = delivery_stats.lat4 + excluded.lat4,
+		lat5 = delivery_stats.lat5 + excluded.lat5,
+		lat6 = delivery_stats.lat6 + excluded.lat6,
+		lat7 = delivery_stats.lat7 + excluded.lat7,
+		lat8 = delivery_stats.lat8 + excluded.lat8,
+		lat9 = delivery_stats.lat9 + excluded.lat9,
+		lat10 = delivery_stats.lat10 + excluded.lat10,
+		lat11 = delivery_stats.lat11 + excluded.lat11,
+		lat12 = delivery_stats.lat12 + excluded.lat12,
+		lat13 = delivery_stats.lat13 + excluded.lat13,
+		lat14 = delivery_stats.lat14 + excluded.lat14,
+		lat15 = delivery_stats.lat15 + excluded.lat15
+)
+SELECT id, account_id, subscription_id, endpoint_id, status FROM upd
+
+-- name: DeleteAttemptsOf
+DELETE FROM attempts WHERE delivery_id = ANY($1)
+
 -- name: MissingDeliveries
 SELECT k.id FROM unnest($1::text[]) AS k(id)
 WHERE NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = k.id)

@@ -60,6 +60,14 @@ UPDATE deliveries AS d SET status = u.status, attempts = u.attempts, round_attem
 FROM u WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
 RETURNING id, account_id, subscription_id, endpoint_id, status
 
+-- SQLite has no data-modifying CTE: the engine adds the rollups itself
+-- (AddStats) and never runs this (GroupCommit.CountsInApply is false).
+-- name: ApplyCountedOutcomes
+SELECT 1
+
+-- name: DeleteAttemptsOf
+DELETE FROM attempts WHERE delivery_id IN (SELECT value FROM json_each(?1))
+
 -- name: MissingDeliveries
 SELECT value FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE id = json_each.value)
 
