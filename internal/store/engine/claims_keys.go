@@ -69,7 +69,7 @@ type Pipeliner interface {
 }
 
 // Statement is one statement of a Pipeline: its query, its arguments and
-// what reads each row it returns.
+// what reads each row it returns (nil: it returns none).
 type Statement struct {
 	Query driver.Query
 	Args  []any
@@ -117,11 +117,20 @@ func (s *Store) claimStep(step string) {
 
 // pipeline runs stmts in x, in one round trip when x is a Pipeliner.
 func pipeline(ctx context.Context, x driver.Executor, stmts ...Statement) error {
+	if len(stmts) == 0 {
+		return nil // not even a round trip
+	}
 	if p, ok := x.(Pipeliner); ok {
 		return p.Pipeline(ctx, stmts...)
 	}
 	for _, st := range stmts {
-		if err := x.Query(ctx, st.Query, st.Each, st.Args...); err != nil {
+		var err error
+		if st.Each == nil {
+			_, err = x.Exec(ctx, st.Query, st.Args...)
+		} else {
+			err = x.Query(ctx, st.Query, st.Each, st.Args...)
+		}
+		if err != nil {
 			return err
 		}
 	}

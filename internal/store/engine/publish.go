@@ -191,9 +191,6 @@ func (s *Store) publish(ctx context.Context, x driver.Executor, pubs []*request)
 			ev.add(&r.pub.events[i])
 		}
 	}
-	if _, ok := x.(Pipeliner); ok {
-		return publishPipelined(ctx, x, pubs, ev)
-	}
 	if err := ev.insert(ctx, x); err != nil {
 		return err
 	}
@@ -355,54 +352,6 @@ func deliveryState(d *store.NewDelivery, lease store.Lease, queued *sqlrow.IDSet
 	return delivery.StatusPending, "", 0
 }
 
-// qInsertKeyedDeliveries (rows: id, account, subscription, endpoint,
-// status, lease_owner, lease_until, ordering_key, event_id, event_source)
-// inserts deliveries of the events with those keys (in the delivery's
-// account) that the transaction inserted, at their seq, created at the
-// event's publish time, their round start and next attempt then too.
-var qInsertKeyedDeliveries = query("InsertKeyedDeliveries")
-
-// qDropWrittenDeliveries deletes those of the deliveries $1 (a list) that
-// the transaction inserted.
-var qDropWrittenDeliveries = query("DropWrittenDeliveries")
-
-// publishPipelined is publish on an Executor that pipelines (PostgreSQL):
-// the events and the deliveries of each event's first occurrence go in
-// one round trip, the deliveries finding their events by key among those
-// the transaction inserted (qInsertKeyedDeliveries). An event inserted by
-// an earlier Publish of the same transaction (requests written one by one
-// after a failure) is found too: the deliveries written of an event that
-// turns out a duplicate are deleted, in the same transaction (a statement
-// more, only when the batch holds a duplicate).
-func publishPipelined(ctx context.Context, x driver.Executor, pubs []*request, ev *eventRows) error {
-	var kd keyedRows
-	first := make([]bool, len(ev.keys))
-	for _, r := range pubs {
-		for i := range r.pub.events {
-			if slot := ev.slots[eventKeyOf(&r.pub.events[i])]; !first[slot] {
-				first[slot] = true
-				kd.add(&r.pub.events[i], r.pub.opts.Lease, slot)
-			}
-		}
-	}
-	ev.seqs, ev.inserted = make([]int64, len(ev.keys)), make([]bool, len(ev.keys))
-	err := pipeline(ctx, x, Statement{Query: qInsertEvents, Args: ev.args(), Each: ev.scan(true)},
-		Statement{Query: qInsertKeyedDeliveries, Args: kd.args(), Each: func(driver.Row) error { return nil }})
-	if err != nil {
-		return fmt.Errorf("insert events %q from %q… and their deliveries: %w", ev.id[0], ev.src[0], err)
-	}
-	if err := ev.lookUp(ctx, x); err != nil {
-		return err
-	}
-	if drop := kd.ofDuplicates(ev.inserted); len(drop) > 0 {
-		if _, err := x.Exec(ctx, qDropWrittenDeliveries, drop); err != nil {
-			return fmt.Errorf("delete the deliveries of duplicate events: %w", err)
-		}
-	}
-	setResults(pubs, ev)
-	return nil
-}
-
 // setResults sets the results of pubs from the events written (ev) and
 // notes the subscriptions of the queued deliveries written in each
 // request's queued.
@@ -427,41 +376,4 @@ func setResults(pubs []*request, ev *eventRows) {
 			}
 		}
 	}
-}
-
-// keyedRows are the columns of qInsertKeyedDeliveries, and each row's
-// event slot.
-type keyedRows struct {
-	id, acc, sub, ep, status, owner, key, evID, evSrc []string
-	until                                             []int64
-	slot                                              []int
-}
-
-// add adds the deliveries of ev, at slot: claimed ones leased to lease.
-func (k *keyedRows) add(ev *store.NewEvent, lease store.Lease, slot int) {
-	acc := account.OrDefault(ev.AccountID)
-	var none sqlrow.IDSet // queued subscriptions are noted once written (setResults)
-	for i := range ev.Deliveries {
-		d := &ev.Deliveries[i]
-		status, owner, until := deliveryState(d, lease, &none)
-		k.id, k.acc, k.sub, k.ep = append(k.id, d.ID), append(k.acc, acc), append(k.sub, d.SubscriptionID), append(k.ep, d.EndpointID)
-		k.status, k.owner, k.until, k.key = append(k.status, string(status)), append(k.owner, owner), append(k.until, until), append(k.key, d.OrderingKey)
-		k.evID, k.evSrc, k.slot = append(k.evID, ev.ID), append(k.evSrc, ev.Source), append(k.slot, slot)
-	}
-}
-
-func (k *keyedRows) args() []any {
-	return []any{k.id, k.acc, k.sub, k.ep, k.status, k.owner, k.until, k.key, k.evID, k.evSrc}
-}
-
-// ofDuplicates returns the IDs of the deliveries whose event slot was not
-// inserted.
-func (k *keyedRows) ofDuplicates(inserted []bool) []string {
-	var drop []string
-	for i, slot := range k.slot {
-		if !inserted[slot] {
-			drop = append(drop, k.id[i])
-		}
-	}
-	return drop
 }

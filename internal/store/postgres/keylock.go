@@ -33,6 +33,10 @@ func (t txExec) Pipeline(ctx context.Context, stmts ...engine.Statement) error {
 
 // eachResult reads the next result of a batch, st's rows.
 func eachResult(res pgx.BatchResults, st engine.Statement) error {
+	if st.Each == nil {
+		_, err := res.Exec()
+		return err
+	}
 	rows, err := res.Query()
 	if err != nil {
 		return err

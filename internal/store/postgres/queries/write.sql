@@ -38,25 +38,6 @@ SELECT id, account_id, subscription_id, endpoint_id, event_seq, status, at, at, 
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[])
 	AS n(id, account_id, subscription_id, endpoint_id, event_seq, status, at, lease_owner, lease_until, ordering_key)
 
--- The deliveries of a batch's events, sent in the same round trip as the
--- events (engine/publish.go): each finds its event by key (the unique
--- index), the event's seq and publish time, among the events this
--- transaction inserted (xmin): a duplicate's deliveries are not written.
--- name: InsertKeyedDeliveries
-INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
-	round_start, next_attempt_at, created_at, lease_owner, lease_until, ordering_key)
-SELECT n.id, n.account_id, n.subscription_id, n.endpoint_id, e.seq, n.status,
-	e.published_at, e.published_at, e.published_at, n.lease_owner, n.lease_until, NULLIF(n.ordering_key, '')
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int8[], $8::text[], $9::text[], $10::text[])
-	AS n(id, account_id, subscription_id, endpoint_id, status, lease_owner, lease_until, ordering_key, event_id, event_source)
-JOIN events AS e ON e.id = n.event_id AND e.source = n.event_source AND e.account_id = n.account_id
-WHERE e.xmin = pg_current_xact_id()::xid
-
--- Only rows this transaction inserted (xmin): a delivery of another with
--- one of these IDs stays.
--- name: DropWrittenDeliveries
-DELETE FROM deliveries WHERE id = ANY($1) AND xmin = pg_current_xact_id()::xid
-
 -- name: ApplyOutcomes
 UPDATE deliveries AS d SET status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
 	first_failure = u.first_failure, next_attempt_at = u.next_attempt_at,

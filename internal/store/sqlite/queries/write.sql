@@ -31,22 +31,6 @@ INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq,
 SELECT id, account_id, subscription_id, endpoint_id, event_seq, status, at, at, at, lease_owner, lease_until,
 	NULLIF(ordering_key, '') FROM v
 
--- The engine runs this only on a driver that pipelines (PostgreSQL, which
--- also keeps to the events its transaction inserted): SQLite's publish
--- inserts the events first, then their deliveries by seq.
--- name: InsertKeyedDeliveries
-WITH n(id, account_id, subscription_id, endpoint_id, status, lease_owner, lease_until, ordering_key, event_id, event_source) AS (
-	VALUES /*rows*/ (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))
-INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status,
-	round_start, next_attempt_at, created_at, lease_owner, lease_until, ordering_key)
-SELECT n.id, n.account_id, n.subscription_id, n.endpoint_id, e.seq, n.status,
-	e.published_at, e.published_at, e.published_at, n.lease_owner, n.lease_until, NULLIF(n.ordering_key, '')
-FROM n JOIN events AS e ON e.id = n.event_id AND e.source = n.event_source AND e.account_id = n.account_id
-
--- Run only on a driver that pipelines, as InsertKeyedDeliveries.
--- name: DropWrittenDeliveries
-SELECT ?1
-
 -- Each delivery by primary key (u drives the join: its rows are few).
 -- name: ApplyOutcomes
 WITH u(id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
