@@ -24,7 +24,8 @@ var (
 	// delivery is pending and, with a lease owner given, leased to it:
 	// last_attempt_at the attempt's start, the lease cleared. It returns
 	// the id, account, subscription, endpoint and new status of each
-	// delivery it changed.
+	// delivery it changed. Run only where GroupCommit.CountsInApply is
+	// false (SQLite), as qAddStats.
 	qApplyOutcomes = query("ApplyOutcomes")
 	// qApplyCountedOutcomes is qApplyOutcomes that also adds the outcomes
 	// it applied to the rollups (GroupCommit.CountsInApply): each

@@ -157,7 +157,6 @@ func TestQueryPlans(t *testing.T) {
 		// The rollups: added to by key (the primary key, the upsert's
 		// arbiter), read per account by delivery_stats_account, deleted
 		// oldest first by the primary key.
-		{"Record", queries["ApplyOutcomes"], recordPlanArgs, []string{"Index Scan using deliveries_pkey"}},
 		{"Record (counted)", queries["ApplyCountedOutcomes"], countedPlanArgs(now), []string{"Index Scan using deliveries_pkey", "Conflict Arbiter Indexes: delivery_stats_pkey"}},
 		{"Record (dead letter's delivery)", queries["InsertDeadLetterCopies"], []any{[]string{"dlv_c1"}, []int64{now}, []string{"dlv_1"}},
 			[]string{"Index Scan using deliveries_pkey", "Index Scan using events_pkey"}},
@@ -216,7 +215,8 @@ func migratedConn(t *testing.T) (dbURL string, conn *pgx.Conn) {
 // of one account's disabled endpoints, with its arguments and limit.
 var endpointsByState, endpointsByStateArgs = queries["ListEndpoints"], []any{"acc_7", "", string(health.Disabled), 100}
 
-// recordPlanArgs are the arguments of ApplyOutcomes for two outcomes.
+// recordPlanArgs are the arguments of (SQLite's) ApplyOutcomes for two
+// outcomes, the first of ApplyCountedOutcomes'.
 var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "dead_lettered"}, []int64{1, 3}, []int64{1, 3},
 	[]int64{0, 1000}, []int64{0, 0}, []int64{2000, 2000}, []int64{200, 400}, []string{"http_200", "http_400"},
 	[]string{"", "NonRetriableStatus"}, []int64{2001, 0}, []string{"node", "node"}}

@@ -38,18 +38,11 @@ SELECT id, account_id, subscription_id, endpoint_id, event_seq, status, at, at, 
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::text[], $7::int8[], $8::text[], $9::int8[], $10::text[])
 	AS n(id, account_id, subscription_id, endpoint_id, event_seq, status, at, lease_owner, lease_until, ordering_key)
 
+-- PostgreSQL applies outcomes with ApplyCountedOutcomes, which adds the
+-- rollups in the same statement (GroupCommit.CountsInApply): the engine
+-- runs neither ApplyOutcomes nor AddStats here.
 -- name: ApplyOutcomes
-UPDATE deliveries AS d SET status = u.status, attempts = u.attempts, round_attempts = u.round_attempts,
-	first_failure = u.first_failure, next_attempt_at = u.next_attempt_at,
-	last_attempt_at = u.started_at, last_status_code = u.last_status_code,
-	last_outcome = u.last_outcome, dead_letter_reason = u.dead_letter_reason,
-	delivered_at = u.delivered_at, lease_owner = '', lease_until = 0
-FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[],
-		$8::int8[], $9::text[], $10::text[], $11::int8[], $12::text[])
-	AS u(id, status, attempts, round_attempts, first_failure, next_attempt_at, started_at,
-		last_status_code, last_outcome, dead_letter_reason, delivered_at, lease_owner)
-WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
-RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, d.status
+SELECT 1
 
 -- ApplyOutcomes that adds the applied outcomes that count ($13 = 1) to
 -- the rollups in the same statement (a data-modifying CTE), each
@@ -130,37 +123,8 @@ ON CONFLICT (delivery_id, number) DO UPDATE SET
 	status_code = excluded.status_code, outcome = excluded.outcome,
 	error = excluded.error, response_body = excluded.response_body
 
--- The rows come in key order (the engine sorts them): two writers adding
--- to the same rows lock them in one order.
 -- name: AddStats
-INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered, failed,
-	dead_lettered, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8, lat9,
-	lat10, lat11, lat12, lat13, lat14, lat15)
-SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[],
-	$7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[],
-	$13::int8[], $14::int8[], $15::int8[], $16::int8[], $17::int8[],
-	$18::int8[], $19::int8[], $20::int8[], $21::int8[], $22::int8[],
-	$23::int8[])
-ON CONFLICT (minute, subscription_id, endpoint_id) DO UPDATE SET
-	delivered = delivery_stats.delivered + excluded.delivered,
-	failed = delivery_stats.failed + excluded.failed,
-	dead_lettered = delivery_stats.dead_lettered + excluded.dead_lettered,
-	lat0 = delivery_stats.lat0 + excluded.lat0,
-	lat1 = delivery_stats.lat1 + excluded.lat1,
-	lat2 = delivery_stats.lat2 + excluded.lat2,
-	lat3 = delivery_stats.lat3 + excluded.lat3,
-	lat4 = delivery_stats.lat4 + excluded.lat4,
-	lat5 = delivery_stats.lat5 + excluded.lat5,
-	lat6 = delivery_stats.lat6 + excluded.lat6,
-	lat7 = delivery_stats.lat7 + excluded.lat7,
-	lat8 = delivery_stats.lat8 + excluded.lat8,
-	lat9 = delivery_stats.lat9 + excluded.lat9,
-	lat10 = delivery_stats.lat10 + excluded.lat10,
-	lat11 = delivery_stats.lat11 + excluded.lat11,
-	lat12 = delivery_stats.lat12 + excluded.lat12,
-	lat13 = delivery_stats.lat13 + excluded.lat13,
-	lat14 = delivery_stats.lat14 + excluded.lat14,
-	lat15 = delivery_stats.lat15 + excluded.lat15
+SELECT 1
 
 -- name: InsertDeadLetterCopies
 INSERT INTO deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, round_start, next_attempt_at, created_at, dead_letter_of)
