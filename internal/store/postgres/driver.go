@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,17 +72,14 @@ func (d pgDriver) Snapshot(ctx context.Context, fn func(driver.Executor) error) 
 	return d.b.readTx(ctx, d.b.listOpts, func(tx pgx.Tx) error { return fn(txExec{tx}) })
 }
 
-// Begin implements driver.Driver: a transaction on the pool, begun with
-// the statement timeout (see the package comment).
+// Begin implements driver.Driver: a transaction on a connection of the
+// pool, begun with the statement timeout (see the package comment) in the
+// round trip of its first statements (pgTx).
 func (d pgDriver) Begin(ctx context.Context) (driver.Tx, error) {
 	if err := d.b.checkOpen(); err != nil {
 		return nil, err
 	}
-	tx, err := d.b.pool.BeginTx(ctx, d.b.txOpts)
-	if err != nil {
-		return nil, d.b.err(err)
-	}
-	return &pgTx{txExec: txExec{tx}}, nil
+	return &pgTx{pool: d.b.pool, begin: d.b.beginStmts}, nil
 }
 
 // GroupCommit implements driver.Driver: Options.Writers writers; a large
@@ -111,48 +107,6 @@ func (pgDriver) Refused(err error) bool {
 
 // WriteErr implements driver.Driver (backend.err).
 func (d pgDriver) WriteErr(err error) error { return d.b.err(err) }
-
-// pgTx is a write transaction (driver.Tx).
-type pgTx struct {
-	txExec
-	writes int64
-}
-
-func (t *pgTx) Exec(ctx context.Context, q driver.Query, args ...any) (int64, error) {
-	t.writes++
-	return t.txExec.Exec(ctx, q, args...)
-}
-
-func (t *pgTx) Query(ctx context.Context, q driver.Query, each func(driver.Row) error, args ...any) error {
-	t.writes++
-	return t.txExec.Query(ctx, q, each, args...)
-}
-
-func (t *pgTx) QueryRow(ctx context.Context, q driver.Query, args ...any) driver.Row {
-	t.writes++
-	return t.txExec.QueryRow(ctx, q, args...)
-}
-
-// Writes implements driver.Tx: every statement counts, since any failed
-// one aborts a PostgreSQL transaction.
-func (t *pgTx) Writes() int64 { return t.writes }
-
-// Commit implements driver.Tx: an error PostgreSQL returned for the
-// COMMIT (a deferred constraint) means it rolled back; any other (a lost
-// connection) leaves the outcome unknown.
-func (t *pgTx) Commit(ctx context.Context) error {
-	err := t.tx.Commit(ctx)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %w", driver.ErrRolledBack, err)
-	}
-	if err != nil {
-		return fmt.Errorf("outcome unknown: %w", err)
-	}
-	return nil
-}
-
-func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
 
 // readExec runs each statement in a transaction of its own.
 type readExec struct{ b *backend }

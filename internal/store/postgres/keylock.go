@@ -14,40 +14,32 @@ import (
 // (engine/claims_keys.go).
 func (t txExec) Pipeline(ctx context.Context, stmts ...engine.Statement) error {
 	b := &pgx.Batch{}
+	if err := queue(b, stmts); err != nil {
+		return err
+	}
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+// queue queues stmts on b, each statement's rows read by its Each.
+func queue(b *pgx.Batch, stmts []engine.Statement) error {
 	for _, st := range stmts {
 		text, err := queries.SQL(st.Query)
 		if err != nil {
 			return err
 		}
-		b.Queue(text, bind(st.Args)...)
-	}
-	res := t.tx.SendBatch(ctx, b)
-	for _, st := range stmts {
-		if err := eachResult(res, st); err != nil {
-			_ = res.Close()
-			return err
+		qq := b.Queue(text, bind(st.Args)...)
+		if each := st.Each; each != nil {
+			qq.Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					if err := each(rows); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
 		}
 	}
-	return res.Close()
-}
-
-// eachResult reads the next result of a batch, st's rows.
-func eachResult(res pgx.BatchResults, st engine.Statement) error {
-	if st.Each == nil {
-		_, err := res.Exec()
-		return err
-	}
-	rows, err := res.Query()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := st.Each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return nil
 }
 
 // ClaimStep implements engine.ClaimHook: it calls the test's claimStep

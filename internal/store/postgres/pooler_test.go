@@ -360,5 +360,11 @@ func TestReadCommittedWhateverTheDefault(t *testing.T) {
 // inTx runs fn in a write transaction of the engine's (driver Begin: the
 // store's transaction options), again after a conflict.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.Store.Write(ctx, func(x driver.Executor) error { return fn(x.(*pgTx).tx) })
+	return s.Store.Write(ctx, func(x driver.Executor) error {
+		t := x.(*pgTx)
+		if err := t.open(ctx, func(*pgx.Batch) error { return nil }); err != nil { // only the BEGIN
+			return err
+		}
+		return fn(t.tx)
+	})
 }

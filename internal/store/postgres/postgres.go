@@ -34,7 +34,9 @@
 // exactly until its end, so the timeout holds in every pool mode and without
 // a bouncer alike. BEGIN and the SET LOCAL go in one simple-protocol query,
 // so a transaction costs no extra round trip for it; a single statement costs
-// two more (BEGIN, COMMIT) than it would on its own.
+// two more (BEGIN, COMMIT) than it would on its own. The engine's
+// transactions (the writers', the claims', every write) send them in one
+// batch with their first statement (tx.go): one round trip fewer.
 //
 // # Durability and group commit
 //
@@ -284,9 +286,12 @@ type backend struct {
 	opts  Options
 	key   endpoint.Key // the schema's, read at Open
 
-	// txOpts begins every transaction: BEGIN and SET LOCAL
-	// statement_timeout in one query (see the package comment).
-	txOpts pgx.TxOptions
+	// txOpts begins every transaction but the engine's: BEGIN and SET
+	// LOCAL statement_timeout in one query (see the package comment);
+	// beginStmts begin the engine's (pgTx sends them with its first
+	// statement): the same, and customPlans.
+	txOpts     pgx.TxOptions
+	beginStmts []string
 	// snapOpts begins a read-only REPEATABLE READ transaction: its queries
 	// read one snapshot. listOpts begins readPage's: the same, with every
 	// query planned for its arguments (see readPage). seekOpts begins
@@ -330,14 +335,15 @@ func openBackend(ctx context.Context, url string, opts Options) (_ *backend, err
 	}
 	snapBegin := strings.Replace(beginSQL(opts.StatementTimeout), readCommitted, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 1)
 	s := &backend{
-		pool:     pool,
-		log:      opts.Logger,
-		clock:    opts.Clock,
-		opts:     opts,
-		txOpts:   pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
-		snapOpts: pgx.TxOptions{BeginQuery: snapBegin},
-		listOpts: pgx.TxOptions{BeginQuery: snapBegin + "; SET LOCAL plan_cache_mode = force_custom_plan"},
-		seekOpts: pgx.TxOptions{BeginQuery: snapBegin + "; " + indexSeeksOnly},
+		pool:       pool,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		opts:       opts,
+		txOpts:     pgx.TxOptions{BeginQuery: beginSQL(opts.StatementTimeout)},
+		beginStmts: append(beginStatements(opts.StatementTimeout), customPlans),
+		snapOpts:   pgx.TxOptions{BeginQuery: snapBegin},
+		listOpts:   pgx.TxOptions{BeginQuery: snapBegin + "; " + customPlans},
+		seekOpts:   pgx.TxOptions{BeginQuery: snapBegin + "; " + indexSeeksOnly},
 	}
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
 		pool.Close()
@@ -378,16 +384,35 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// beginSQL returns the query that begins each of the store's transactions:
-// BEGIN and, for a positive timeout, SET LOCAL statement_timeout (whole
-// milliseconds, at least 1), sent together as one simple-protocol query
-// (pgx sends a query without arguments so), in one round trip.
+// beginSQL returns the query that begins each of the store's transactions
+// but the engine's (pgTx): beginStatements sent together as one
+// simple-protocol query (pgx sends a query without arguments so), in one
+// round trip.
 func beginSQL(timeout time.Duration) string {
-	if timeout <= 0 {
-		return readCommitted
-	}
-	return readCommitted + "; SET LOCAL statement_timeout = " + strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	return strings.Join(beginStatements(timeout), "; ")
 }
+
+// beginStatements are the statements that begin a read-write
+// transaction: BEGIN and, for a positive timeout, SET LOCAL
+// statement_timeout (whole milliseconds, at least 1).
+func beginStatements(timeout time.Duration) []string {
+	if timeout <= 0 {
+		return []string{readCommitted}
+	}
+	return []string{readCommitted, "SET LOCAL statement_timeout = " + strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)}
+}
+
+// customPlans plans each statement of a transaction for its arguments
+// and the tables as they are, never with a cached generic plan. The
+// engine's transactions (tx.go) run with it: a generic plan is cached
+// after a statement's fifth run, and one made while a table was nearly
+// empty (a new deployment's first seconds; autovacuum analyses a table
+// only about once a minute) joins the outcomes' rows to a sequential scan
+// of deliveries, a plan whose cost grows with the table times the batch
+// (seconds a statement at 40,000 deliveries). Planning costs each
+// statement a fraction of a millisecond of the server's CPU. The lists'
+// snapshots (listOpts) use it for the same reason.
+const customPlans = "SET LOCAL plan_cache_mode = force_custom_plan"
 
 // readCommitted begins the store's read-write transactions at READ
 // COMMITTED whatever the server's default_transaction_isolation says: the
