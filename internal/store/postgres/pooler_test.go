@@ -357,6 +357,27 @@ func TestReadCommittedWhateverTheDefault(t *testing.T) {
 	}
 }
 
+// TestEngineTransactionsPlanForTheirArguments: the engine's transactions
+// plan every statement for its arguments (customPlans), so no generic
+// plan cached while a table was nearly empty outlives its growth; the
+// other transactions keep the server's setting.
+func TestEngineTransactionsPlanForTheirArguments(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, freshSchema(t), Options{StatementTimeout: time.Second})
+	for range 2 { // the second on a connection the first gave back
+		var got string
+		if err := s.inTx(ctx, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&got)
+		}); err != nil || got != "force_custom_plan" {
+			t.Fatalf("in the engine's transaction: plan_cache_mode = %q, %v; want force_custom_plan", got, err)
+		}
+	}
+	var got string
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return tx.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&got) }); err != nil || got != "auto" {
+		t.Errorf("in tx (the driver's reads): plan_cache_mode = %q, %v; want the server's auto", got, err)
+	}
+}
+
 // inTx runs fn in a write transaction of the engine's (driver Begin: the
 // store's transaction options), again after a conflict.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
