@@ -30,7 +30,8 @@ var (
 	// qApplyCountedOutcomes is qApplyOutcomes that also adds the outcomes
 	// it applied to the rollups (GroupCommit.CountsInApply): each
 	// outcome's share follows its columns (counted, 1 or 0; minute;
-	// delivered, failed, dead_lettered, lat0 … lat15).
+	// delivered, failed, dead_lettered; the latency bucket its attempt
+	// counts one in, -1 for none: shares).
 	qApplyCountedOutcomes = query("ApplyCountedOutcomes")
 	// qDeleteAttemptsOf deletes the attempts logged for the deliveries $1
 	// (a list): an outcome's attempt logged in the apply's round trip whose
@@ -220,29 +221,22 @@ func applyRound(round []*store.Outcome, counted bool, done map[string]applied) S
 }
 
 // shares are qApplyCountedOutcomes' columns after qApplyOutcomes': each
-// outcome's share of the rollups (statsShare).
+// outcome's share of the rollups (statsShare), its latency bucket as an
+// index (15 columns fewer than the share's own, which the statement
+// expands).
 func shares(round []*store.Outcome) []any {
 	n := len(round)
-	counted, minute := make([]int64, n), make([]int64, n)
-	cols := make([][]int64, 3+stats.Buckets)
-	for j := range cols {
-		cols[j] = make([]int64, n)
-	}
+	counted, minute, bucket := make([]int64, n), make([]int64, n), make([]int64, n)
+	delivered, failed, deadLettered := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, o := range round {
 		c, ok := statsShare(o)
 		if !ok {
 			continue
 		}
-		counted[i], minute[i] = 1, sqlrow.StatsMinute(o)
-		for j := range cols {
-			cols[j][i] = c[j]
-		}
+		counted[i], minute[i], bucket[i] = 1, sqlrow.StatsMinute(o), int64(sqlrow.StatsBucket(o))
+		delivered[i], failed[i], deadLettered[i] = c[0], c[1], c[2]
 	}
-	args := []any{counted, minute}
-	for _, c := range cols {
-		args = append(args, c)
-	}
-	return args
+	return []any{counted, minute, delivered, failed, deadLettered, bucket}
 }
 
 // attemptsOf are the attempts of round to log: every one made (Number

@@ -117,9 +117,9 @@ func testStatsCounts(t *testing.T, b *bundle) {
 	equal(t, "every account's hour", countsOf(readStats(b, q)), []counts{{q.From, 33, 18, 8, 51}})
 }
 
-// testStatsPercentiles: a minute's p50 and p99, from attempts of known
-// durations recorded in one call, are within a factor of √2 of the exact
-// ones.
+// testStatsPercentiles: attempts of known durations recorded in one call
+// each count in their duration's latency bucket, and the minute's p50 and
+// p99 are within a factor of √2 of the exact ones.
 func testStatsPercentiles(t *testing.T, b *bundle) {
 	sub := b.sub("https://latency.example/hook")
 	var outs []store.Outcome
@@ -134,6 +134,13 @@ func testStatsPercentiles(t *testing.T, b *bundle) {
 	rows := readStats(b, store.StatsQuery{AccountID: sub.AccountID, From: minute, Until: minute.Add(time.Hour), Step: time.Minute})
 	if len(rows) != 1 || rows[0].Delivered != 100 {
 		t.Fatalf("rows %+v; want one minute of 100 delivered", countsOf(rows))
+	}
+	var want [stats.Buckets]int64
+	for _, d := range took {
+		want[stats.Bucket(d)]++
+	}
+	if rows[0].Latency != want {
+		t.Errorf("latency buckets %v; want %v (each attempt in its duration's)", rows[0].Latency, want)
 	}
 	slices.Sort(took)
 	for _, p := range []float64{0.5, 0.99} {

@@ -224,11 +224,9 @@ var recordPlanArgs = []any{[]string{"dlv_1", "dlv_2"}, []string{"delivered", "de
 // countedPlanArgs are the arguments of ApplyCountedOutcomes for
 // recordPlanArgs' two outcomes, both counted in the minute at now.
 func countedPlanArgs(now int64) []any {
-	args := append(recordPlanArgs[:len(recordPlanArgs):len(recordPlanArgs)], []int64{1, 1}, []int64{now, now})
-	for range 19 {
-		args = append(args, []int64{1, 0})
-	}
-	return args
+	// counted, minute, delivered, failed, dead_lettered, bucket
+	return append(recordPlanArgs[:len(recordPlanArgs):len(recordPlanArgs)], []int64{1, 1}, []int64{now, now},
+		[]int64{1, 0}, []int64{0, 1}, []int64{0, 1}, []int64{3, 9})
 }
 
 // explain returns the plan of query as prepared with args (so that

@@ -60,28 +60,33 @@ WITH upd AS (
 	FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[],
 		$7::int8[], $8::int8[], $9::text[], $10::text[], $11::int8[],
 		$12::text[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
-		$17::int8[], $18::int8[], $19::int8[], $20::int8[], $21::int8[],
-		$22::int8[], $23::int8[], $24::int8[], $25::int8[], $26::int8[],
-		$27::int8[], $28::int8[], $29::int8[], $30::int8[], $31::int8[],
-		$32::int8[], $33::int8[])
+		$17::int8[], $18::int8[])
 		AS u(id, status, attempts, round_attempts, first_failure, next_attempt_at,
 		started_at, last_status_code, last_outcome, dead_letter_reason,
 		delivered_at, lease_owner, counted, minute, delivered, failed,
-		dead_lettered, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8,
-		lat9, lat10, lat11, lat12, lat13, lat14, lat15)
+		dead_lettered, bucket)
 	WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.lease_owner = u.lease_owner)
 	RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, d.status,
-		u.counted, u.minute, u.delivered, u.failed, u.dead_lettered, u.lat0,
-		u.lat1, u.lat2, u.lat3, u.lat4, u.lat5, u.lat6, u.lat7, u.lat8, u.lat9,
-		u.lat10, u.lat11, u.lat12, u.lat13, u.lat14, u.lat15
+		u.counted, u.minute, u.delivered, u.failed, u.dead_lettered, u.bucket
 ), st AS (
-	INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered, failed, dead_lettered, lat0, lat1, lat2, lat3,
-		lat4, lat5, lat6, lat7, lat8, lat9, lat10, lat11, lat12,
-		lat13, lat14, lat15)
-	SELECT minute, account_id, subscription_id, endpoint_id, SUM(delivered), SUM(failed), SUM(dead_lettered), SUM(lat0),
-		SUM(lat1), SUM(lat2), SUM(lat3), SUM(lat4), SUM(lat5),
-		SUM(lat6), SUM(lat7), SUM(lat8), SUM(lat9), SUM(lat10),
-		SUM(lat11), SUM(lat12), SUM(lat13), SUM(lat14), SUM(lat15)
+	INSERT INTO delivery_stats (minute, account_id, subscription_id, endpoint_id, delivered, failed, dead_lettered, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8, lat9, lat10, lat11, lat12, lat13, lat14, lat15)
+	SELECT minute, account_id, subscription_id, endpoint_id, SUM(delivered), SUM(failed), SUM(dead_lettered),
+		COUNT(*) FILTER (WHERE bucket = 0),
+		COUNT(*) FILTER (WHERE bucket = 1),
+		COUNT(*) FILTER (WHERE bucket = 2),
+		COUNT(*) FILTER (WHERE bucket = 3),
+		COUNT(*) FILTER (WHERE bucket = 4),
+		COUNT(*) FILTER (WHERE bucket = 5),
+		COUNT(*) FILTER (WHERE bucket = 6),
+		COUNT(*) FILTER (WHERE bucket = 7),
+		COUNT(*) FILTER (WHERE bucket = 8),
+		COUNT(*) FILTER (WHERE bucket = 9),
+		COUNT(*) FILTER (WHERE bucket = 10),
+		COUNT(*) FILTER (WHERE bucket = 11),
+		COUNT(*) FILTER (WHERE bucket = 12),
+		COUNT(*) FILTER (WHERE bucket = 13),
+		COUNT(*) FILTER (WHERE bucket = 14),
+		COUNT(*) FILTER (WHERE bucket = 15)
 	FROM upd WHERE counted = 1
 	GROUP BY minute, account_id, subscription_id, endpoint_id
 	ORDER BY minute, subscription_id, endpoint_id
