@@ -1,9 +1,10 @@
 package scheduling
 
 import (
-	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 // TestWorkersRunEveryJobAtOnce: run never makes a job wait for another
@@ -38,37 +39,37 @@ func TestWorkersRunEveryJobAtOnce(t *testing.T) {
 }
 
 // TestWorkersReuseTheLastIdle: a job goes to the worker that became idle
-// last, not to a new goroutine.
+// last, not to a new goroutine. Three jobs hold their workers until all
+// three run, so that three workers exist (a job that ended before the
+// next was run would have handed its worker on); synctest.Wait settles
+// the workers in between (each is then blocked on its channel or timer).
 func TestWorkersReuseTheLastIdle(t *testing.T) {
-	w := newWorkers()
-	defer w.stop()
-	ran := make(chan *worker, 3)
-	for range 3 { // three workers, each idle once its job ends
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorkers()
+		defer w.stop()
+		release := make(chan struct{})
+		for range 3 {
+			w.run(func() { <-release })
+		}
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		last := idleWorkers(t, w, 3)[2]
 		w.run(func() {})
-	}
-	waitIdle(w, 3)
-	w.mu.Lock()
-	last := w.idle[2]
-	w.mu.Unlock()
-	w.run(func() { ran <- nil })
-	<-ran
-	waitIdle(w, 3)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.idle[2] != last {
-		t.Fatal("the job did not go to the worker idle last")
-	}
+		synctest.Wait()
+		if idleWorkers(t, w, 3)[2] != last {
+			t.Fatal("the job did not go to the worker idle last")
+		}
+	})
 }
 
-// waitIdle waits until n workers of w are idle.
-func waitIdle(w *workers, n int) {
-	for {
-		w.mu.Lock()
-		idle := len(w.idle)
-		w.mu.Unlock()
-		if idle == n {
-			return
-		}
-		runtime.Gosched()
+// idleWorkers returns w's idle workers, which must be n.
+func idleWorkers(t *testing.T, w *workers, n int) []*worker {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.idle) != n {
+		t.Fatalf("%d workers idle, want %d", len(w.idle), n)
 	}
+	return slices.Clone(w.idle)
 }
