@@ -45,12 +45,13 @@ FROM u WHERE d.id = u.id AND d.status = 'pending' AND (u.lease_owner = '' OR d.l
 RETURNING id, account_id, subscription_id, endpoint_id, status
 
 -- SQLite has no data-modifying CTE: the engine adds the rollups itself
--- (AddStats) and never runs this (GroupCommit.CountsInApply is false).
+-- (AddStats), logs attempts only once it knows which deliveries exist, and
+-- never runs these two (GroupCommit.CountsInApply is false).
 -- name: ApplyCountedOutcomes
 SELECT 1
 
 -- name: DeleteAttemptsOf
-DELETE FROM attempts WHERE delivery_id IN (SELECT value FROM json_each(?1))
+SELECT 1
 
 -- name: MissingDeliveries
 SELECT value FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE id = json_each.value)
