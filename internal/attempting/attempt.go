@@ -3,6 +3,7 @@ package attempting
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/delivery"
@@ -79,7 +80,7 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	for j, i := range sent {
 		cs[j] = *job.Deliveries[i]
 	}
-	got, obs, refused, ok := a.attempt(reg, sub, cs, job.Probe)
+	got, ok := a.attempt(reg, sub, cs, job.Probe)
 	a.running.remove(sub.ID, reg)
 	if !ok {
 		// Cut short: nothing is recorded for what was sent; those
@@ -95,15 +96,15 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 		return Exchange{GiveBack: sent, ReturnProbe: job.Probe, Record: a.record(nil, kept, keptOuts, sub)}
 	}
 	for j, i := range sent {
-		outs[i] = got[j]
+		outs[i] = got.outs[j]
 	}
-	if obs != nil {
-		obs.Probe = job.Probe
+	if got.health != nil {
+		got.health.Probe = job.Probe
 	}
-	ex.Health = obs
+	ex.Health, ex.Duration = got.health, got.duration
 	ex.Record = a.record(nil, job.Deliveries, outs, sub)
 	for _, i := range sent {
-		ex.Record[i].Refused = refused
+		ex.Record[i].Refused = got.refused
 	}
 	return ex
 }
@@ -157,10 +158,20 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 	return a.cfg.Catalog.Get(id)
 }
 
+// attempted is what attempt found: each delivery's outcome, what the
+// exchange said of the endpoint's health (nil: nothing), Herald's refusal
+// of the destination when it refused it (nil otherwise) and how long the
+// exchange took.
+type attempted struct {
+	outs     []store.Outcome
+	health   *health.Outcome
+	refused  *destination.Refusal
+	duration time.Duration
+}
+
 // attempt sends the deliveries in one request and decides what follows for
 // each: the response is the batch's, and each delivery's own attempt count,
-// budget and first failure decide its verdict. refused is Herald's refusal
-// of the destination, when it refused it (nil otherwise). ok is false when
+// budget and first failure decide its verdict. ok is false when
 // the attempt was abandoned (see abandoned): Abandon was called, or the
 // subscription's attempts were cut short (StopSubscription).
 //
@@ -168,7 +179,7 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 // subscription's timeout (an attempt that runs out of time fails with
 // context.DeadlineExceeded: "timeout"), at a hard stop (Abandon cancels
 // its parent), or when reg is cut short.
-func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed, probe bool) (outs []store.Outcome, obs *health.Outcome, refused *destination.Refusal, ok bool) {
+func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.Claimed, probe bool) (attempted, bool) {
 	started := a.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(a.attemptsCtx, attemptTimeout(sub))
 	defer cancel()
@@ -180,14 +191,14 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 	res := a.send(ctx, sub, cs, started, span)
 	if a.abandoned(reg) {
 		span.Abandon()
-		return nil, nil, nil, false
+		return attempted{}, false
 	}
 	if a.cfg.Tracer.Enabled() {
 		span.End(res.outcome, res.status, res.err != "" || !policyOf(sub, cs[0]).Success(res.status), res.err)
 	}
 	now := a.cfg.Clock.Now()
 	a.cfg.Metrics.observe(res)
-	outs = make([]store.Outcome, len(cs))
+	outs := make([]store.Outcome, len(cs))
 	for i, c := range cs {
 		out := store.Outcome{
 			Attempt: delivery.Attempt{
@@ -245,7 +256,7 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 		a.applyVerdict(&out, v, sub, c, now)
 		outs[i] = out
 	}
-	return outs, healthOf(policyOf(sub, cs[0]), res, now), res.refused, true
+	return attempted{outs: outs, health: healthOf(policyOf(sub, cs[0]), res, now), refused: res.refused, duration: res.duration}, true
 }
 
 // abandoned reports whether an attempt is abandoned, nothing recorded: the

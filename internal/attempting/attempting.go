@@ -176,6 +176,9 @@ type Exchange struct {
 	Health *health.Outcome
 	// URL is the endpoint's URL ("" when unknown).
 	URL string
+	// Duration is how long the HTTP exchange took, from the request's
+	// start to its response's body read (0: no request was made).
+	Duration time.Duration
 	// GiveBack lists the deliveries (indexes into Job.Deliveries) that
 	// were neither attempted nor recorded: the scheduler gives them back
 	// to the store, to be attempted again later.

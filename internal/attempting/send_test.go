@@ -76,8 +76,8 @@ func newClaimed(tb testing.TB, dataLen int) store.Claimed {
 func attemptOnce(e *Attempter, sub *catalog.Entry, cs []store.Claimed) ([]store.Outcome, bool) {
 	reg := e.running.add(sub.ID)
 	defer e.running.remove(sub.ID, reg)
-	outs, _, _, ok := e.attempt(reg, sub, cs, false)
-	return outs, ok
+	got, ok := e.attempt(reg, sub, cs, false)
+	return got.outs, ok
 }
 
 // BenchmarkSend makes attempts of one ~700-byte event, signed, with three
@@ -351,7 +351,7 @@ func TestSendCutShort(t *testing.T) {
 			} else {
 				e.running.cancelSub(sub.ID) // StopSubscription would wait for it
 			}
-			_, _, _, ok := e.attempt(reg, sub, cs, false)
+			_, ok := e.attempt(reg, sub, cs, false)
 			e.running.remove(sub.ID, reg)
 			if ok {
 				t.Fatal("the attempt was not cut short")

@@ -45,7 +45,7 @@ func TestDeliveryHeldTwiceFinishesTwice(t *testing.T) {
 		t.Fatalf("started %d and %d, want one of each holding", len(starts1), len(starts2))
 	}
 	for _, st := range append(starts1, starts2...) {
-		s.attemptEnded(st.l, nil, "", now)
+		s.attemptEnded(st.l, nil, 0, "", now)
 	}
 	// The recorder's results come back in either order.
 	for _, st := range []start{starts2[0], starts1[0]} {

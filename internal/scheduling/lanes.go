@@ -35,10 +35,11 @@ type lane struct {
 	fresh    deque // first attempts
 	retry    deque // later attempts
 	inFlight int
-	// limit is the adaptive in-flight limit (Pub/Sub push slow start): it
-	// starts at InitialConcurrency, grows by one with each success and
-	// halves with each failure, within [1, EndpointConcurrency].
+	// limit is the adaptive in-flight limit, within [1,
+	// EndpointConcurrency], moved by adapt (concurrency.go) after each
+	// exchange with what rtt knows of the endpoint's exchange times.
 	limit    int
+	rtt      rtts
 	held     int       // held in memory from either source, until recorded
 	loaded   int       // of which taken by the loader (or reserved for it)
 	reserved int       // fast-path places granted by Reserve, not yet committed or aborted

@@ -63,7 +63,7 @@ func (rb *rateBed) end(id string) []string {
 	for c, it := range rb.s.running {
 		if c.ID == id {
 			l := rb.s.lanes[c.EndpointID]
-			en := rb.s.attemptEnded(l, &health.Outcome{Success: true, At: rb.now}, "", rb.now)
+			en := rb.s.attemptEnded(l, &health.Outcome{Success: true, At: rb.now}, 0, "", rb.now)
 			rb.s.mu.Lock()
 			rb.s.forget(l, it)
 			delete(rb.s.running, c)

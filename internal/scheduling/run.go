@@ -59,11 +59,11 @@ func (r *runner) run(st start) {
 		if ex.ReturnProbe {
 			r.probes.giveBack(st.l)
 		}
-		r.exchangeEnded(st.l, ex.Health, ex.URL)
+		r.exchangeEnded(st.l, ex)
 		r.record(ex.Record)
 		return
 	}
-	r.exchangeEnded(st.l, ex.Health, ex.URL)
+	r.exchangeEnded(st.l, ex)
 	ids := make([]string, len(ex.GiveBack))
 	for i, k := range ex.GiveBack {
 		ids[i] = items[k].c.ID
@@ -87,11 +87,11 @@ func (r *runner) record(reqs []recording.Request) {
 }
 
 // exchangeEnded tells the scheduler an attempt's HTTP exchange is over
-// (obs: what it said of the endpoint's health, nil for nothing) and does
-// what it asks: start attempts, merge health, release deliveries, wake the
-// loader.
-func (r *runner) exchangeEnded(l *lane, obs *health.Outcome, url string) {
-	en := r.sched.attemptEnded(l, obs, url, r.clock.Now())
+// (ex.Health: what it said of the endpoint's health, nil for nothing) and
+// does what it asks: start attempts, merge health, release deliveries, wake
+// the loader.
+func (r *runner) exchangeEnded(l *lane, ex attempting.Exchange) {
+	en := r.sched.attemptEnded(l, ex.Health, ex.Duration, ex.URL, r.clock.Now())
 	r.launch(en.starts)
 	if en.tr.Changed() {
 		// Logged at info or warn once merged into the store, on the node
@@ -120,14 +120,16 @@ type ended struct {
 // attempt whose HTTP exchange ended, and applies what it said about the
 // endpoint's health to this node's view (obs nil: nothing, e.g. no attempt
 // was made, or a failure that says nothing about the endpoint).
-// url, when not empty, is the endpoint's URL, for its view.
-func (s *scheduler) attemptEnded(l *lane, obs *health.Outcome, url string, now time.Time) ended {
+// url, when not empty, is the endpoint's URL, for its view; rtt is how
+// long the exchange took (0: unknown), for the lane's limit (adapt).
+func (s *scheduler) attemptEnded(l *lane, obs *health.Outcome, rtt time.Duration, url string, now time.Time) ended {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var res ended
 	if l.ep.URL == "" {
 		l.ep.URL = url
 	}
+	atLimit := l.inFlight >= l.limit
 	l.inFlight--
 	s.inFlight--
 	if obs != nil {
@@ -136,13 +138,7 @@ func (s *scheduler) attemptEnded(l *lane, obs *health.Outcome, url string, now t
 		if n := len(l.pending); n > 2*maxQueuedOutcomes {
 			l.pending = append(l.pending[:0], l.pending[n-maxQueuedOutcomes:]...)
 		}
-		if obs.Success {
-			if l.limit < s.cfg.EndpointConcurrency {
-				l.limit++
-			}
-		} else if l.limit > 1 {
-			l.limit /= 2
-		}
+		l.adapt(s.cfg, obs.Success, rtt, atLimit)
 		if res.tr.Changed() {
 			res.released = s.onTransition(l, res.tr, obs.At)
 			res.wake = true

@@ -152,7 +152,7 @@ func (f *concFixture) work() {
 		if obs != nil {
 			obs.At, obs.Probe = f.now(), st.it.probe
 		}
-		en := s.attemptEnded(st.l, obs, "", f.now())
+		en := s.attemptEnded(st.l, obs, 0, "", f.now())
 		f.release(en.released)
 		f.launch(en.starts)
 		var next time.Time

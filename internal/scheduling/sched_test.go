@@ -76,10 +76,11 @@ package scheduling
 //	pump [at=]                scheduler.pump.
 //	ready LANE...             scheduler.markReady (what the loader does for a
 //	                          lane whose probe came due); prints the ring.
-//	end ID ok|fail|gone|none [at=]
+//	end ID ok|fail|gone|none [rtt=D] [at=]
 //	                          scheduler.attemptEnded for a running attempt
 //	                          (the outcome carries the probe mark the attempt
-//	                          was started with; none: nothing observed).
+//	                          was started with; none: nothing observed; rtt:
+//	                          the exchange's time, default 0: unknown).
 //	                          Prints the lane after it, the transition, the
 //	                          deliveries released, the flags and what
 //	                          started.
@@ -527,9 +528,15 @@ func (r *schedRunner) end(a datadriven.Args) (string, error) {
 		obs.At = r.now
 		obs.Probe = run.st.it.probe // as attempting.Attempter.Attempt marks it
 	}
+	var rtt time.Duration
+	if v, ok := a.Value("rtt"); ok {
+		if rtt, err = time.ParseDuration(v); err != nil {
+			return "", fmt.Errorf("rtt=%s: %w", v, err)
+		}
+	}
 	run.ended = true
 	l := run.st.l
-	en := r.s.attemptEnded(l, obs, "", r.now)
+	en := r.s.attemptEnded(l, obs, rtt, "", r.now)
 	r.s.mu.Lock()
 	lines := []string{laneLine(l)}
 	r.s.mu.Unlock()
