@@ -98,10 +98,8 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	for j, i := range sent {
 		outs[i] = got.outs[j]
 	}
-	if got.health != nil {
-		got.health.Probe = job.Probe
-	}
-	ex.Health, ex.Duration = got.health, got.duration
+	got.health.Probe = job.Probe
+	ex.Health, ex.Observed, ex.Duration = got.health, got.observed, got.duration
 	ex.Record = a.record(nil, job.Deliveries, outs, sub)
 	for _, i := range sent {
 		ex.Record[i].Refused = got.refused
@@ -159,12 +157,13 @@ func (a *Attempter) subscription(id string) *catalog.Entry {
 }
 
 // attempted is what attempt found: each delivery's outcome, what the
-// exchange said of the endpoint's health (nil: nothing), Herald's refusal
+// exchange said of the endpoint's health (when observed), Herald's refusal
 // of the destination when it refused it (nil otherwise) and how long the
 // exchange took.
 type attempted struct {
 	outs     []store.Outcome
-	health   *health.Outcome
+	health   health.Outcome
+	observed bool
 	refused  *destination.Refusal
 	duration time.Duration
 }
@@ -256,7 +255,9 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 		a.applyVerdict(&out, v, sub, c, now)
 		outs[i] = out
 	}
-	return attempted{outs: outs, health: healthOf(policyOf(sub, cs[0]), res, now), refused: res.refused, duration: res.duration}, true
+	got := attempted{outs: outs, refused: res.refused, duration: res.duration}
+	got.health, got.observed = healthOf(policyOf(sub, cs[0]), res, now)
+	return got, true
 }
 
 // abandoned reports whether an attempt is abandoned, nothing recorded: the

@@ -138,6 +138,7 @@ type Attempter struct {
 	log     *slog.Logger
 	running registry
 	certs   certClients // the clients of mTLS subscriptions
+	stamps  unixStamps  // Webhook-Timestamp values
 	// attemptsCtx is every request's parent; Abandon cancels it.
 	attemptsCtx context.Context
 	cancel      context.CancelFunc
@@ -170,10 +171,11 @@ type Job struct {
 // Exchange is what an attempt tells the scheduler once its HTTP exchange is
 // over.
 type Exchange struct {
-	// Health is what the attempt said of the endpoint's health; nil for
-	// nothing (no request was made, or one that failed before anything was
-	// sent).
-	Health *health.Outcome
+	// Health is what the attempt said of the endpoint's health when
+	// Observed; nothing when no request was made, or one that failed
+	// before anything was sent.
+	Health   health.Outcome
+	Observed bool
 	// URL is the endpoint's URL ("" when unknown).
 	URL string
 	// Duration is how long the HTTP exchange took, from the request's

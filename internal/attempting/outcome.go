@@ -38,13 +38,13 @@ func dropped(c store.Claimed) store.Outcome {
 // Everything else is a failure: a status the subscription does not accept
 // from an endpoint that did not answer 2xx, a timeout, a refused or reset
 // connection, a DNS or TLS error.
-func healthOf(policy retry.Policy, res result, now time.Time) *health.Outcome {
+func healthOf(policy retry.Policy, res result, now time.Time) (health.Outcome, bool) {
 	if res.outcome == outcomeRequestError || res.outcome == outcomeBlocked || res.outcome == outcomeLocalError ||
 		res.outcome == outcomeAuthFailed {
-		return nil
+		return health.Outcome{}, false
 	}
 	ok := res.status != 0 && (res.status/100 == 2 || policy.Success(res.status))
-	return &health.Outcome{At: now, Success: ok, Gone: res.status == http.StatusGone}
+	return health.Outcome{At: now, Success: ok, Gone: res.status == http.StatusGone}, true
 }
 
 // localRetryDelay is how long after a local_error attempt its deliveries

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -137,13 +138,13 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 		attempt = max(attempt, c.Attempts+1)
 	}
 	target := event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}
-	url := sub.URL
+	rawURL, u := sub.URL, sub.PushURL
 	var enc event.Encoded
 	var err error
 	if dl := cs[0].DeadLetter; cs[0].DeadLetterOf != "" {
 		// A dead letter, alone, to the dead-letter URL, with the fields of
 		// why it was dead-lettered.
-		url = sub.Delivery.DeadLetterURL
+		rawURL, u = sub.Delivery.DeadLetterURL, sub.DeadLetterURL
 		var info event.DeadLetterInfo
 		if dl != nil {
 			info = event.DeadLetterInfo{Reason: dl.DeadLetterReason, Attempts: dl.Attempts, LastOutcome: dl.LastOutcome,
@@ -153,14 +154,14 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 	} else {
 		enc, err = event.Encode(sub.Schema(), target, items)
 	}
-	if err == nil && url == "" {
+	if err == nil && rawURL == "" {
 		err = errors.New("the subscription has no dead-letter URL any more")
 	}
 	if err != nil {
 		res.fail(outcomeRequestError, err)
 		return res
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(enc.Body))
+	req, err := newRequest(ctx, rawURL, u, enc.Body)
 	if err != nil {
 		res.fail(outcomeRequestError, err) // net/url's error quotes the URL
 		return res
@@ -179,10 +180,59 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 	res.body = readBody(resp.Body)
 	res.duration = time.Since(begin)
 	res.status = resp.StatusCode
-	res.outcome = "http_" + strconv.Itoa(resp.StatusCode)
+	res.outcome = httpOutcome(resp.StatusCode)
 	res.retryAfter = resp.Header.Get("Retry-After")
 	return res
 }
+
+// newRequest returns the POST of body to u, the catalog's parse of rawURL
+// (nil: rawURL did not parse, and its error is returned), with the
+// context ctx. It is http.NewRequestWithContext's request without a parse
+// of the URL per attempt and with one allocation for the body: the body
+// can be rewound (GetBody), so that net/http retries a request that it
+// could not write on a reused connection the receiver had closed.
+func newRequest(ctx context.Context, rawURL string, u *url.URL, body []byte) (*http.Request, error) {
+	if u == nil {
+		return http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	}
+	b := &requestBody{body: body}
+	r := http.Request{
+		Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: b, GetBody: b.rewind, ContentLength: int64(len(body)), Host: u.Host,
+	}
+	if len(body) == 0 {
+		r.Body, r.GetBody = http.NoBody, nil
+	}
+	return r.WithContext(ctx), nil
+}
+
+// requestBody is a request's body: its bytes, read once per send.
+type requestBody struct {
+	body []byte
+	read int
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.read >= len(b.body) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.body[b.read:])
+	b.read += n
+	return n, nil
+}
+
+// WriteTo writes the unread bytes in one call (net/http copies a body
+// with io.Copy, which uses it).
+func (b *requestBody) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(b.body[b.read:])
+	b.read += n
+	return int64(n), err
+}
+
+func (b *requestBody) Close() error { return nil }
+
+// rewind is the request's GetBody: a new reader of the same bytes.
+func (b *requestBody) rewind() (io.ReadCloser, error) { return &requestBody{body: b.body}, nil }
 
 // header builds an attempt's request header (attempt: the highest attempt
 // number among the deliveries). The headers are set in this
@@ -221,13 +271,51 @@ func (a *Attempter) header(sub *catalog.Entry, cs []store.Claimed, enc event.Enc
 	}
 	h.setCanonical("User-Agent", a.cfg.UserAgent)
 	h.setCanonical("Webhook-Id", id)
-	h.setCanonical("Webhook-Timestamp", strconv.FormatInt(ts, 10))
+	h.setCanonical("Webhook-Timestamp", a.stamps.format(ts))
 	if sig := sub.Signer.Sign(id, ts, enc.Body, now); sig != "" {
 		h.setCanonical("Webhook-Signature", sig)
 	}
 	h.setCanonical("Herald-Delivery-Attempt", strconv.Itoa(attempt))
 	h.setCanonical("Herald-Subscription", sub.ID)
 	return h.header
+}
+
+// httpOutcomes are the outcomes of the status codes 100 to 599, made once:
+// an attempt's outcome is one of them, not a string of its own.
+var httpOutcomes = func() (o [600]string) {
+	for code := 100; code < len(o); code++ {
+		o[code] = "http_" + strconv.Itoa(code)
+	}
+	return o
+}()
+
+// httpOutcome is the outcome of an answer with this status code: http_NNN.
+func httpOutcome(code int) string {
+	if code >= 100 && code < len(httpOutcomes) {
+		return httpOutcomes[code]
+	}
+	return "http_" + strconv.Itoa(code)
+}
+
+// unixStamps formats Unix times in seconds, keeping the last one made:
+// the attempts of one second share their Webhook-Timestamp's string.
+type unixStamps struct {
+	last atomic.Pointer[unixStamp]
+}
+
+type unixStamp struct {
+	unix int64
+	text string
+}
+
+// format returns unix in decimal.
+func (u *unixStamps) format(unix int64) string {
+	if l := u.last.Load(); l != nil && l.unix == unix {
+		return l.text
+	}
+	l := &unixStamp{unix: unix, text: strconv.FormatInt(unix, 10)}
+	u.last.Store(l)
+	return l.text
 }
 
 // heraldHeaders is how many headers send sets besides the subscription's

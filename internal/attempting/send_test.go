@@ -124,6 +124,27 @@ func (stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok"))}, nil
 }
 
+// reusedTransport is stubTransport allocating nothing: it answers every
+// request with the same response, its body rewound. For one attempt at a
+// time, so that an attempt's allocation count is Herald's own.
+type reusedTransport struct {
+	resp *http.Response
+	body *strings.Reader
+}
+
+func newReusedTransport() *reusedTransport {
+	t := &reusedTransport{body: strings.NewReader("ok")}
+	t.resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(t.body)}
+	return t
+}
+
+func (t *reusedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	t.body.Reset("ok")
+	return t.resp, nil
+}
+
 // receiver is a test endpoint: handle answers each request; conns counts
 // the connections made to it.
 type receiver struct {
@@ -465,7 +486,7 @@ func TestClassifyLocalResourceErrors(t *testing.T) {
 			t.Errorf("%v: %s, want %s", c.err, got, c.want)
 		}
 	}
-	if healthOf(retry.Policy{}, result{outcome: outcomeLocalError}, time.Now()) != nil {
+	if _, observed := healthOf(retry.Policy{}, result{outcome: outcomeLocalError}, time.Now()); observed {
 		t.Error("a local_error attempt counts in the endpoint's health")
 	}
 }

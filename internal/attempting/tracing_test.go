@@ -12,21 +12,23 @@ import (
 	"github.com/herald-events/herald/internal/tracing"
 )
 
-// attemptAllocs is what one attempt of one delivery (stubTransport: no
-// connection) allocated before tracing existed (commit 2fb417b) and still
-// allocates with tracing off: tracing off adds nothing.
-const attemptAllocs = 39
+// attemptAllocs is what one attempt of one delivery, signed, with three
+// headers of its subscription's, allocates (reusedTransport: no
+// connection, and nothing allocated by the transport) with tracing off,
+// which adds nothing. It was 35 before issue 36 (39 counted with
+// stubTransport, which allocates 4; docs/benchmarks.md has the sites).
+const attemptAllocs = 16
 
 // raceBuild is set under the race detector (race_test.go).
 var raceBuild bool
 
 // TestTracingOffAddsNoAllocations: with a nil Tracer (tracing off) an
-// attempt allocates no more than before tracing existed; with a Tracer it
+// attempt allocates no more than attemptAllocs; with a Tracer it
 // allocates more (the span, its attributes, the traceparent header), so
 // the check that skips them is what keeps the path as it was.
 func TestTracingOffAddsNoAllocations(t *testing.T) {
 	e := newSendEngine(t)
-	e.cfg.Client = &http.Client{Transport: stubTransport{}}
+	e.cfg.Client = &http.Client{Transport: newReusedTransport()}
 	sub := newSendSub(t, "http://127.0.0.1:1/hook")
 	cs := []store.Claimed{newClaimed(t, 600)}
 	cs[0].TraceContext = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -37,7 +39,7 @@ func TestTracingOffAddsNoAllocations(t *testing.T) {
 	}
 	off := testing.AllocsPerRun(200, attempt)
 	if off > attemptAllocs && !raceBuild {
-		t.Errorf("an attempt with tracing off allocates %v times; it allocated %d before tracing", off, attemptAllocs)
+		t.Errorf("an attempt with tracing off allocates %v times, more than %d", off, attemptAllocs)
 	}
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))

@@ -12,6 +12,7 @@ package catalog
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,8 +39,12 @@ type Entry struct {
 	Signer *signing.Signer
 	// DynamicHeaders are its dynamic headers compiled (nil: none).
 	DynamicHeaders []subscription.DynamicHeader
-	types          map[string]bool // nil: every type
-	filter         *filter.Matcher // nil: no advanced filters
+	// PushURL and DeadLetterURL are its URL and its dead-letter URL parsed
+	// once, shared read-only by its attempts (nil: none, or one that does
+	// not parse, which an attempt then reports).
+	PushURL, DeadLetterURL *url.URL
+	types                  map[string]bool // nil: every type
+	filter                 *filter.Matcher // nil: no advanced filters
 }
 
 // NewEntry resolves s's retry policy and compiles its filters and dynamic
@@ -58,7 +63,8 @@ func NewEntry(s subscription.Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), DynamicHeaders: dh, filter: m}
+	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), DynamicHeaders: dh, filter: m,
+		PushURL: parseURL(s.URL), DeadLetterURL: parseURL(s.Delivery.DeadLetterURL)}
 	if len(s.EventTypes) > 0 {
 		e.types = make(map[string]bool, len(s.EventTypes))
 		for _, t := range s.EventTypes {
@@ -66,6 +72,18 @@ func NewEntry(s subscription.Subscription) (*Entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// parseURL parses a push URL; nil for "" or one that does not parse.
+func parseURL(s string) *url.URL {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	return u
 }
 
 // Matches reports whether an event of this type and subject goes to the

@@ -59,11 +59,11 @@ func (r *runner) run(st start) {
 		if ex.ReturnProbe {
 			r.probes.giveBack(st.l)
 		}
-		r.exchangeEnded(st.l, ex)
+		r.exchangeEnded(st.l, &ex)
 		r.record(ex.Record)
 		return
 	}
-	r.exchangeEnded(st.l, ex)
+	r.exchangeEnded(st.l, &ex)
 	ids := make([]string, len(ex.GiveBack))
 	for i, k := range ex.GiveBack {
 		ids[i] = items[k].c.ID
@@ -87,11 +87,15 @@ func (r *runner) record(reqs []recording.Request) {
 }
 
 // exchangeEnded tells the scheduler an attempt's HTTP exchange is over
-// (ex.Health: what it said of the endpoint's health, nil for nothing) and
+// (ex.Health: what it said of the endpoint's health, when Observed) and
 // does what it asks: start attempts, merge health, release deliveries, wake
 // the loader.
-func (r *runner) exchangeEnded(l *lane, ex attempting.Exchange) {
-	en := r.sched.attemptEnded(l, ex.Health, ex.Duration, ex.URL, r.clock.Now())
+func (r *runner) exchangeEnded(l *lane, ex *attempting.Exchange) {
+	var obs *health.Outcome
+	if ex.Observed {
+		obs = &ex.Health
+	}
+	en := r.sched.attemptEnded(l, obs, ex.Duration, ex.URL, r.clock.Now())
 	r.launch(en.starts)
 	if en.tr.Changed() {
 		// Logged at info or warn once merged into the store, on the node

@@ -155,7 +155,7 @@ type Signer struct {
 }
 
 type signerKey struct {
-	hmac      *sync.Pool // of hash.Hash: HMAC-SHA256 with the key, for reuse (nil for ed25519)
+	hmac      *sync.Pool // of *hmacState: HMAC-SHA256 with the key, for reuse (nil for ed25519)
 	priv      ed25519.PrivateKey
 	expiresAt time.Time
 }
@@ -178,16 +178,29 @@ func NewSigner(s Keyring) *Signer {
 			// A reused HMAC starts from its key's state saved at the first
 			// Reset, instead of hashing the key's pads for every signature.
 			key := k.Key
-			sk.hmac = &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
+			sk.hmac = &sync.Pool{New: func() any { return &hmacState{mac: hmac.New(sha256.New, key)} }}
 		}
 		sg.keys = append(sg.keys, sk)
 	}
 	return sg
 }
 
+// hmacState is a reusable HMAC of one key and the scratch bytes a signature
+// is built in, so that signing allocates only the header value it returns.
+type hmacState struct {
+	mac     hash.Hash
+	scratch []byte
+}
+
+// maxSignatureLen is the capacity Sign starts its header value with: two
+// v1a signatures (4 + 88 bytes each) and a space, enough for every
+// rotation but a third key; more only grows the value.
+const maxSignatureLen = 2*(4+88) + 1
+
 // Sign returns the webhook-signature value for the push of body with this
 // id and timestamp at now: one signature per key not expired at now (the
-// current key never expires), space-separated, the current one first.
+// current key never expires), space-separated, the current one first. It
+// allocates the value it returns, and for ed25519 one copy of the content.
 func (s *Signer) Sign(id string, timestamp int64, body []byte, now time.Time) string {
 	if s == nil {
 		return ""
@@ -196,36 +209,38 @@ func (s *Signer) Sign(id string, timestamp int64, body []byte, now time.Time) st
 	// needs the content in one piece (a copy of the body: built once, and
 	// only then).
 	var content []byte
-	ts := strconv.AppendInt(make([]byte, 0, 20), timestamp, 10)
-	var b strings.Builder
-	var sum [sha256.Size]byte
+	var stack [maxSignatureLen]byte
+	out := stack[:0]
 	for _, k := range s.keys {
 		if !k.expiresAt.IsZero() && !now.Before(k.expiresAt) {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		if len(out) > 0 {
+			out = append(out, ' ')
 		}
 		if k.priv != nil {
 			if content == nil {
 				content = Content(id, timestamp, body)
 			}
-			b.WriteString("v1a,")
-			b.WriteString(base64.StdEncoding.EncodeToString(ed25519.Sign(k.priv, content)))
-		} else {
-			m := k.hmac.Get().(hash.Hash)
-			m.Reset()
-			m.Write([]byte(id))
-			m.Write([]byte{'.'})
-			m.Write(ts)
-			m.Write([]byte{'.'})
-			m.Write(body)
-			b.WriteString("v1,")
-			b.WriteString(base64.StdEncoding.EncodeToString(m.Sum(sum[:0])))
-			k.hmac.Put(m)
+			out = append(out, "v1a,"...)
+			out = base64.StdEncoding.AppendEncode(out, ed25519.Sign(k.priv, content))
+			continue
 		}
+		st := k.hmac.Get().(*hmacState)
+		st.mac.Reset()
+		// id.timestamp. in the scratch bytes, then the body.
+		st.scratch = append(st.scratch[:0], id...)
+		st.scratch = append(st.scratch, '.')
+		st.scratch = strconv.AppendInt(st.scratch, timestamp, 10)
+		st.scratch = append(st.scratch, '.')
+		st.mac.Write(st.scratch)
+		st.mac.Write(body)
+		st.scratch = st.mac.Sum(st.scratch[:0])
+		out = append(out, "v1,"...)
+		out = base64.StdEncoding.AppendEncode(out, st.scratch)
+		k.hmac.Put(st)
 	}
-	return b.String()
+	return string(out)
 }
 
 // Verifier checks webhook-signature headers with a whsec_ secret or a

@@ -7,6 +7,10 @@ import (
 	"github.com/herald-events/herald/internal/signing"
 )
 
+// raceBuild is set under the race detector (race_test.go), whose
+// instrumentation allocates: allocation budgets hold without it only.
+var raceBuild bool
+
 // The Standard Webhooks specification's example: this secret, id,
 // timestamp and body sign to this v1 signature.
 const (
@@ -68,5 +72,29 @@ func TestRotationSignsWithEveryLiveKey(t *testing.T) {
 	h := s.Sign(specID, specTimestamp, []byte(specBody), now.Add(time.Hour))
 	if oldV.Verify(specID, "1614265330", []byte(specBody), h) == nil || newV.Verify(specID, "1614265330", []byte(specBody), h) != nil {
 		t.Fatalf("after the grace %q must verify with the new key only", h)
+	}
+}
+
+// TestSignAllocatesOnlyItsValue: an HMAC signature, with one key or two
+// during a rotation, allocates only the header value it returns (the HMAC
+// and the content's scratch bytes are reused).
+func TestSignAllocatesOnlyItsValue(t *testing.T) {
+	now := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	key, err := signing.ParseSecret(specSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := signing.New(signing.HMACSHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := signing.NewSigner(signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: key}}})
+	two := signing.NewSigner(signing.Rotate(signing.Keyring{Algorithm: signing.HMACSHA256, Keys: []signing.Key{{Key: key}}}, next, now, time.Hour))
+	body := []byte(specBody)
+	for name, s := range map[string]*signing.Signer{"one key": one, "two keys": two} {
+		s.Sign(specID, specTimestamp, body, now) // fills the pool
+		if n := testing.AllocsPerRun(100, func() { s.Sign(specID, specTimestamp, body, now) }); n > 1 && !raceBuild {
+			t.Errorf("%s: Sign allocates %v times, want 1", name, n)
+		}
 	}
 }
