@@ -38,17 +38,32 @@ func (r *runner) launch(starts []start) {
 	}
 }
 
-// run performs one start: one request, of one delivery or of a batch of
+// run performs st and then, on the same worker, the first attempt that
+// each exchange's end started (the others go to other workers): a worker
+// whose attempt ended goes on with the next one rather than handing it to
+// another goroutine.
+func (r *runner) run(st start) {
+	for {
+		next, ok := r.runOne(st)
+		if !ok {
+			return
+		}
+		st = next
+	}
+}
+
+// runOne performs one start: one request, of one delivery or of a batch of
 // one subscription's deliveries. The endpoint's concurrency slot is given
 // back as soon as the HTTP exchange ends, before the outcomes' group
 // commit; each delivery's memory place only once its outcome is written
-// (the finisher).
-func (r *runner) run(st start) {
+// (the finisher). It returns the first attempt the exchange's end started,
+// for the caller to run (ok false: none), and launches the others.
+func (r *runner) runOne(st start) (next start, ok bool) {
 	defer r.sched.attempts.Done()
-	items := st.items()
-	job := attempting.Job{Deliveries: make([]*store.Claimed, len(items)), Probe: st.it.probe}
-	for i, it := range items {
-		job.Deliveries[i] = &it.c
+	job := attempting.Job{Deliveries: make([]*store.Claimed, 0, 1+len(st.batch)), Probe: st.it.probe}
+	job.Deliveries = append(job.Deliveries, &st.it.c)
+	for _, it := range st.batch {
+		job.Deliveries = append(job.Deliveries, &it.c)
 	}
 	ex := r.attempter.Attempt(job)
 	if len(ex.GiveBack) == 0 {
@@ -59,11 +74,12 @@ func (r *runner) run(st start) {
 		if ex.ReturnProbe {
 			r.probes.giveBack(st.l)
 		}
-		r.exchangeEnded(st.l, &ex)
+		next, ok = r.takeFirst(r.exchangeEnded(st.l, &ex))
 		r.record(ex.Record)
-		return
+		return next, ok
 	}
-	r.exchangeEnded(st.l, &ex)
+	next, ok = r.takeFirst(r.exchangeEnded(st.l, &ex))
+	items := st.items()
 	ids := make([]string, len(ex.GiveBack))
 	for i, k := range ex.GiveBack {
 		ids[i] = items[k].c.ID
@@ -77,6 +93,17 @@ func (r *runner) run(st start) {
 		r.sched.finished(st.l, items[k], time.Time{}, now)
 	}
 	r.record(ex.Record)
+	return next, ok
+}
+
+// takeFirst launches every start but the first, which it returns (ok
+// false: there is none).
+func (r *runner) takeFirst(starts []start) (start, bool) {
+	if len(starts) == 0 {
+		return start{}, false
+	}
+	r.launch(starts[1:])
+	return starts[0], true
 }
 
 // record hands outcomes to the recorder, waiting for room.
@@ -88,15 +115,14 @@ func (r *runner) record(reqs []recording.Request) {
 
 // exchangeEnded tells the scheduler an attempt's HTTP exchange is over
 // (ex.Health: what it said of the endpoint's health, when Observed) and
-// does what it asks: start attempts, merge health, release deliveries, wake
-// the loader.
-func (r *runner) exchangeEnded(l *lane, ex *attempting.Exchange) {
+// does what it asks: merge health, release deliveries, wake the loader. It
+// returns the attempts the scheduler started, for the caller to run.
+func (r *runner) exchangeEnded(l *lane, ex *attempting.Exchange) []start {
 	var obs *health.Outcome
 	if ex.Observed {
 		obs = &ex.Health
 	}
 	en := r.sched.attemptEnded(l, obs, ex.Duration, ex.URL, r.clock.Now())
-	r.launch(en.starts)
 	if en.tr.Changed() {
 		// Logged at info or warn once merged into the store, on the node
 		// whose merge found it (healthSync.report).
@@ -109,6 +135,7 @@ func (r *runner) exchangeEnded(l *lane, ex *attempting.Exchange) {
 	if en.wake {
 		r.loader.Kick()
 	}
+	return en.starts
 }
 
 // ended is what the end of an attempt's HTTP exchange asks of the runner.
