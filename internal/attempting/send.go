@@ -187,52 +187,26 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 
 // newRequest returns the POST of body to u, the catalog's parse of rawURL
 // (nil: rawURL did not parse, and its error is returned), with the
-// context ctx. It is http.NewRequestWithContext's request without a parse
-// of the URL per attempt and with one allocation for the body: the body
-// can be rewound (GetBody), so that net/http retries a request that it
-// could not write on a reused connection the receiver had closed.
+// context ctx: http.NewRequestWithContext's request without a parse of
+// the URL per attempt. The body is a bytes.Reader, which net/http writes
+// with the headers in one write (a reader it does not know is in memory
+// gets the headers flushed first: two), and can be rewound (GetBody), so
+// that net/http retries a request it could not write on a reused
+// connection the receiver had closed.
 func newRequest(ctx context.Context, rawURL string, u *url.URL, body []byte) (*http.Request, error) {
 	if u == nil {
 		return http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
 	}
-	b := &requestBody{body: body}
 	r := http.Request{
 		Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Body: b, GetBody: b.rewind, ContentLength: int64(len(body)), Host: u.Host,
+		Body: http.NoBody, ContentLength: int64(len(body)), Host: u.Host,
 	}
-	if len(body) == 0 {
-		r.Body, r.GetBody = http.NoBody, nil
+	if len(body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return r.WithContext(ctx), nil
 }
-
-// requestBody is a request's body: its bytes, read once per send.
-type requestBody struct {
-	body []byte
-	read int
-}
-
-func (b *requestBody) Read(p []byte) (int, error) {
-	if b.read >= len(b.body) {
-		return 0, io.EOF
-	}
-	n := copy(p, b.body[b.read:])
-	b.read += n
-	return n, nil
-}
-
-// WriteTo writes the unread bytes in one call (net/http copies a body
-// with io.Copy, which uses it).
-func (b *requestBody) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(b.body[b.read:])
-	b.read += n
-	return int64(n), err
-}
-
-func (b *requestBody) Close() error { return nil }
-
-// rewind is the request's GetBody: a new reader of the same bytes.
-func (b *requestBody) rewind() (io.ReadCloser, error) { return &requestBody{body: b.body}, nil }
 
 // header builds an attempt's request header (attempt: the highest attempt
 // number among the deliveries). The headers are set in this

@@ -490,3 +490,39 @@ func TestClassifyLocalResourceErrors(t *testing.T) {
 		t.Error("a local_error attempt counts in the endpoint's health")
 	}
 }
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestARequestIsOneWrite: a push's headers and body leave in one write on
+// the connection (net/http flushes the headers on their own first for a
+// body it does not know is in memory: two writes and two segments a push).
+func TestARequestIsOneWrite(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {})
+	var writes atomic.Int64
+	dialer := &net.Dialer{}
+	e := newSendEngine(t)
+	e.cfg.Client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		return countingConn{Conn: c, writes: &writes}, err
+	}}}
+	sub := newSendSub(t, rc.URL)
+	cs := []store.Claimed{newClaimed(t, 600)}
+	for i := range 3 {
+		before := writes.Load()
+		if outs, ok := attemptOnce(e, sub, cs); !ok || outs[0].Attempt.Outcome != "http_200" {
+			t.Fatalf("attempt %d: %v %+v", i, ok, outs)
+		}
+		if n := writes.Load() - before; n != 1 {
+			t.Fatalf("attempt %d took %d writes on the connection, want 1", i, n)
+		}
+	}
+}
