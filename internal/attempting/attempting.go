@@ -14,9 +14,11 @@
 // MaxLoggedBody kept and maxDrainedBody drained. How many attempts run at
 // once is the scheduler's bound (its MaxInFlight).
 //
-// Lock order: the attempt registry's mutexes (registry.go) are leaves:
+// Lock order: the attempt registry's mutex, then an attempt's own
+// (registry.go: cancelSub and remove take the second under the first);
 // nothing else is locked, and no store, network or blocking channel call is
-// made, while one is held.
+// made, while either is held (cutting an attempt short calls its
+// context's cancel function, which does not block).
 package attempting
 
 import (
