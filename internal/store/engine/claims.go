@@ -20,7 +20,12 @@ import (
 // A pending delivery is in one of two lanes, each with its partial index
 // by (endpoint_id, next_attempt_at): fresh (deliveries_fresh: no attempt
 // yet) and retry (deliveries_retry: at least one). A claim takes fresh
-// deliveries first, then retries, each lane in next_attempt_at order.
+// deliveries first, then retries, each lane in next_attempt_at order. The
+// index names here are SQLite's: PostgreSQL keeps the indexes of the
+// deliveries' states on open_deliveries (open_deliveries_fresh and so
+// on), a narrow row for each delivery not delivered that triggers keep,
+// so that no update of a delivery changes an indexed column of its row
+// (0021_open_deliveries.sql; docs/architecture.md).
 //
 // A delivery with an ordering key is claimable only as its key's head
 // (keyHead in the drivers' statements; docs/ordering.md): no pending

@@ -17,7 +17,9 @@ import (
 var (
 	// qCountRecover counts the deliveries of subscription $1 in status $2
 	// with an id in [$3, $4) (sqlrow.RecoverWindow), up to $5: a seek of
-	// deliveries_subscription_status.
+	// the subscription's status index (SQLite's
+	// deliveries_subscription_status, PostgreSQL's
+	// open_deliveries_subscription).
 	qCountRecover = query("CountRecover")
 	// qCountRunningJobs counts account $1's running jobs (jobs_account).
 	qCountRunningJobs = query("CountRunningJobs")
@@ -59,8 +61,8 @@ var (
 	qForgetTurns = query("ForgetTurns")
 )
 
-// CreateJob implements store.JobStore. Each status's count (a seek of
-// deliveries_subscription_status, up to job.CountLimit in all) is read
+// CreateJob implements store.JobStore. Each status's count (a seek of the
+// subscription's status index, up to job.CountLimit in all) is read
 // first, outside the write, so that counting never holds SQLite's writer
 // nor the account's lock; the write then checks the subscription (locked
 // in share mode on PostgreSQL), and, with a limit, the account's running

@@ -20,8 +20,9 @@ import (
 // whose lock has not expired, so a token whose lock expired and was
 // received again under another settles nothing. The statements that look
 // queued deliveries up repeat the condition of the partial indexes of
-// queued deliveries (0006_queue.sql), status = 'queued', literally, so
-// that every plan (PostgreSQL's generic ones, SQLite's) can use them.
+// queued deliveries (SQLite's 0006_queue.sql, PostgreSQL's on
+// open_deliveries since 0021), status = 'queued', literally, so that every
+// plan (PostgreSQL's generic ones, SQLite's) can use them.
 var (
 	// qReceivable: up to $3 receivable deliveries of subscription $1 at
 	// now $2, oldest due first (ties in ID order, which the index holds
@@ -55,7 +56,7 @@ var (
 	// given twice: each returns the id of every delivery it changed. Each
 	// delivery is a primary-key seek: the subscription is a filter, which
 	// no index serves, or the planner may prefer to scan the
-	// subscription's entries of deliveries_queued.
+	// subscription's entries of the queued deliveries' index.
 	//
 	// qSettleAcknowledge delivers them at $2.
 	qSettleAcknowledge = query("SettleAcknowledge")

@@ -57,6 +57,15 @@ var (
 	qDeadLetterPage         = query("DeadLetterPage")
 	qDeadLetterSizesByEvent = query("DeadLetterSizesByEvent")
 	qDeadLetterPageByEvent  = query("DeadLetterPageByEvent")
+	// Open…: the same for a status that is not delivered within a
+	// subscription, an account or an endpoint's queued deliveries (no event
+	// id): PostgreSQL keeps those deliveries' status indexes in a table of
+	// their own (open_deliveries, whose row d then is, with the columns the
+	// conditions read); SQLite's are its DeliveryPage….
+	qOpenDeliverySizes   = query("OpenDeliverySizes")
+	qOpenDeliveryPage    = query("OpenDeliveryPage")
+	qOpenDeadLetterSizes = query("OpenDeadLetterSizes")
+	qOpenDeadLetterPage  = query("OpenDeadLetterPage")
 
 	// The conditions of the delivery lists (deliveryConds), each with its
 	// own parameters from $1.
@@ -93,8 +102,9 @@ var (
 	qDeliveriesOfNoStatus = query("DeliveriesOfNoStatus")
 	// deliveriesOfStatus: of each valid status, written as a literal, never
 	// a parameter, so that the planners see the partial indexes that hold
-	// it (the queued ones of 0006, those of the deliveries not delivered
-	// of 0010) in every plan, generic ones included.
+	// it (SQLite's queued ones of 0006 and those of the deliveries not
+	// delivered of 0010; PostgreSQL's of open_deliveries, 0021) in every
+	// plan, generic ones included.
 	deliveriesOfStatus = map[delivery.Status]driver.Query{
 		delivery.StatusPending:      query("DeliveriesPending"),
 		delivery.StatusDelivered:    query("DeliveriesDelivered"),
@@ -192,14 +202,27 @@ func DeliveryPage(f store.DeliveryFilter, withEvent bool) (sizes, rows driver.Qu
 	switch {
 	case withEvent && byEvent:
 		sizes, rows = qDeadLetterSizesByEvent, qDeadLetterPageByEvent
+	case withEvent && openList(f):
+		sizes, rows = qOpenDeadLetterSizes, qOpenDeadLetterPage
 	case withEvent:
 		sizes, rows = qDeadLetterSizes, qDeadLetterPage
 	case byEvent:
 		sizes, rows = qDeliverySizesByEvent, qDeliveryPageByEvent
+	case openList(f):
+		sizes, rows = qOpenDeliverySizes, qOpenDeliveryPage
 	default:
 		sizes, rows = qDeliverySizes, qDeliveryPage
 	}
 	return driver.Where(sizes, conds...), driver.Where(rows, conds...), args
+}
+
+// openList reports whether f lists deliveries of one status that is not
+// delivered within a subscription, an account or an endpoint, without an
+// event id: the lists that the Open… bases serve.
+func openList(f store.DeliveryFilter) bool {
+	_, valid := deliveriesOfStatus[f.Status]
+	return valid && f.Status != delivery.StatusDelivered && f.EventID == "" &&
+		(f.SubscriptionID != "" || f.AccountID != "" || f.EndpointID != "")
 }
 
 // deliveryConds are the conditions (deliveries d joined with events e)

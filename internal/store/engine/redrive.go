@@ -38,7 +38,7 @@ var (
 	// one's id, endpoint_id, status and subscription_id (redriven).
 	qRestartDeliveries = query("RestartDeliveries")
 	// qRedriveAllLook returns the ids of subscription $1's dead letters
-	// a redrive moves (a seek of deliveries_subscription_status).
+	// a redrive moves (a seek of the subscription's status index).
 	qRedriveAllLook = query("RedriveAllLook")
 	// qRedriveIDsLook returns those among the ids $2 (each id by a key).
 	qRedriveIDsLook = query("RedriveIDsLook")

@@ -40,7 +40,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{OrderingFrom, OrderingData, CheckOrderingUpgrade},
 		{JobsFrom, JobsData, CheckJobsUpgrade},
 		{TracingFrom, TracingData, CheckTracingUpgrade},
-		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade}} {
+		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade},
+		{OpenDeliveriesFrom, OpenDeliveriesData, CheckOpenDeliveriesUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) {
 			t.Parallel()
 			u.check(t, open(t, u.version, u.data))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,16 +97,39 @@ func TestUpgrade(t *testing.T) {
 		RunUpgrades(t, func(t *testing.T, version int, data string) store.Store {
 			return openPostgres(t, writePostgres(t, version, data), postgres.Options{})
 		})
-		// Version 10 made the indexes by status partial.
-		t.Run("FromV9Indexes", func(t *testing.T) {
-			s := openPostgres(t, writePostgres(t, 9, V9Data), postgres.Options{})
-			for _, name := range []string{"deliveries_subscription_status", "deliveries_account_status"} {
-				var def string
-				err := s.Pool().QueryRow(context.Background(),
-					`SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`, name).Scan(&def)
-				if err != nil || !strings.HasSuffix(def, "WHERE (status <> 'delivered'::text)") {
-					t.Errorf("index %s after the upgrade: %q, %v; want it partial, WHERE status <> 'delivered'", name, def, err)
+		// Version 21 left deliveries no index on a column an update
+		// changes (its updates may be HOT), with room on its pages for
+		// them, and moved those indexes to open_deliveries, which holds
+		// the deliveries not delivered.
+		t.Run("FromV20Indexes", func(t *testing.T) {
+			s := openPostgres(t, writePostgres(t, OpenDeliveriesFrom, OpenDeliveriesData), postgres.Options{})
+			ctx := context.Background()
+			rows, err := s.Pool().Query(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'deliveries'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(defs) != 5 {
+				t.Fatalf("the indexes of deliveries after the upgrade: %q, %v; want 5", defs, err)
+			}
+			for _, def := range defs {
+				for _, col := range []string{"status", "attempts", "next_attempt_at", "lease_until", "endpoint_id"} {
+					if strings.Contains(def, col) {
+						t.Errorf("index of deliveries after the upgrade names %s: %s", col, def)
+					}
 				}
+			}
+			var opts []string
+			if err := s.Pool().QueryRow(ctx, `SELECT reloptions FROM pg_class WHERE oid = 'deliveries'::regclass`).Scan(&opts); err != nil || !slices.Contains(opts, "fillfactor=50") {
+				t.Errorf("the options of deliveries after the upgrade: %q, %v; want fillfactor=50", opts, err)
+			}
+			var missing, extra int
+			err = s.Pool().QueryRow(ctx, `SELECT
+				(SELECT COUNT(*) FROM deliveries AS d WHERE d.status <> 'delivered' AND NOT EXISTS (SELECT 1 FROM open_deliveries AS o
+					WHERE o.id = d.id AND o.status = d.status AND o.endpoint_id = d.endpoint_id AND o.next_attempt_at = d.next_attempt_at)),
+				(SELECT COUNT(*) FROM open_deliveries AS o WHERE NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.id = o.id AND d.status <> 'delivered'))`).Scan(&missing, &extra)
+			if err != nil || missing != 0 || extra != 0 {
+				t.Errorf("open_deliveries after the upgrade: %d deliveries not delivered without their row, %d rows of none, %v; want 0, 0", missing, extra, err)
 			}
 		})
 	})

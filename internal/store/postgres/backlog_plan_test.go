@@ -18,8 +18,8 @@ import (
 const backlogPlanLimit = 1001
 
 // TestBacklogPlans pins CountBacklog's plan: each of its three counts is
-// a scan of its partial index (deliveries_fresh, deliveries_retry,
-// deliveries_queued) under a Limit, never a scan of the table or a sort,
+// a scan of its partial index (open_deliveries_fresh, open_deliveries_retry,
+// open_deliveries_queued) under a Limit, never a scan of the table or a sort,
 // with the statistics of a table never analyzed (as on a cluster without
 // autovacuum) and with fresh ones, as planned for the limit and as a
 // generic plan. Run (EXPLAIN ANALYZE), each index scan returns at most the
@@ -39,7 +39,7 @@ func TestBacklogPlans(t *testing.T) {
 	s := openAt(t, dbURL, Options{})
 	for _, stats := range []string{"never analyzed", "analyzed"} {
 		if stats == "analyzed" {
-			if _, err := conn.Exec(ctx, `ANALYZE deliveries`); err != nil {
+			if _, err := conn.Exec(ctx, `ANALYZE deliveries; ANALYZE open_deliveries`); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,8 +57,8 @@ func TestBacklogPlans(t *testing.T) {
 				t.Logf("CountBacklog (%s, %s):\n%s", stats, mode, plan)
 			}
 			checkPlan(t, "CountBacklog ("+stats+", "+mode+")", plan, []string{
-				"Limit", "Scan using deliveries_fresh on", "Scan using deliveries_retry on", "Scan using deliveries_queued on",
-				"!Sort", "!Bitmap Heap Scan on deliveries"})
+				"Limit", "Scan using open_deliveries_fresh on", "Scan using open_deliveries_retry on", "Scan using open_deliveries_queued on",
+				"!Sort", "!Bitmap Heap Scan on open_deliveries"})
 		}
 		checkBacklogRows(t, ctx, tx, stats)
 		_ = tx.Rollback(ctx)
@@ -70,7 +70,7 @@ func TestBacklogPlans(t *testing.T) {
 
 // scanRows matches an index scan's line of EXPLAIN ANALYZE: the index
 // and the rows it returned.
-var scanRows = regexp.MustCompile(`Scan using (deliveries_\w+) on .*actual rows=(\d+) loops=1`)
+var scanRows = regexp.MustCompile(`Scan using (open_deliveries_\w+) on .*actual rows=(\d+) loops=1`)
 
 // checkBacklogRows runs CountBacklog's statement under EXPLAIN ANALYZE in tx: each
 // of the three index scans returns at most backlogPlanLimit rows.

@@ -1,21 +1,27 @@
 -- Claims and leases of the due loader, and the counts of the backlog
 -- (internal/store/engine/claims.go, claims_keys.go).
 --
--- The lanes: each condition repeats the WHERE clause of its partial index
--- in 0001_init.sql so that the planner can use it:
---   fresh  d.status = 'pending' AND d.attempts = 0   (deliveries_fresh)
---   retry  d.status = 'pending' AND d.attempts > 0   (deliveries_retry)
--- A delivery is available when it holds no lease or its lease expired
--- before now (leases expire by time here). Leased deliveries stay in the
--- lane indexes (so that leasing and releasing change no index) and are
--- skipped by a filter on lease_until: there are few of them, the nodes'
+-- The lanes are partial indexes of open_deliveries (0021_open_deliveries.sql:
+-- a row for each delivery not delivered, kept by triggers), and each
+-- condition on o repeats the WHERE clause of its index so that the planner
+-- can use it:
+--   fresh  o.status = 'pending' AND o.attempts = 0   (open_deliveries_fresh)
+--   retry  o.status = 'pending' AND o.attempts > 0   (open_deliveries_retry)
+-- The claim reads each candidate's deliveries row d by its key and locks
+-- it; the conditions on d repeat those on o, so that the re-check after a
+-- lock (a row another transaction changed meanwhile) judges the row as it
+-- is now. A delivery is available when it holds no lease or its lease
+-- expired before now (leases expire by time here). Leased deliveries stay
+-- in the lanes (so that leasing and releasing change no open row) and are
+-- skipped by a filter on d.lease_until: there are few of them, the nodes'
 -- in-memory windows.
 --
 -- keyHead, written out in ClaimDue, ClaimKeyRecheck and NextDue (now is
 -- $2): d is unordered, or its key's head: no pending delivery of its
 -- subscription and key has an earlier event (one sequence for every node;
--- deliveries_ordering: one seek), and no other one holds a lease still
--- running at now (deliveries_ordering_leased: one seek). A claim's
+-- open_deliveries_ordering: one seek), and no other one holds a lease
+-- still running at now (open_deliveries_ordering_leased: one seek; the open
+-- rows of keyed deliveries copy lease_until). A claim's
 -- snapshot that still sees the previous head pending leaves the next one
 -- for a later claim, never two; the key locks and re-check close the
 -- window of what a claim's snapshot cannot see (engine/claims_keys.go).
@@ -29,33 +35,35 @@
 -- is left out. UPDATE … RETURNING returns the rows in no order.
 -- name: ClaimDue
 WITH fresh AS (
-	SELECT d.id FROM deliveries AS d
-	WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+	SELECT d.id FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+	WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts = 0 AND o.next_attempt_at <= $2
+		AND d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
 		AND (d.ordering_key IS NULL OR (
-	NOT EXISTS (SELECT 1 FROM deliveries AS h
+	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
-	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+	AND NOT EXISTS (SELECT 1 FROM open_deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
 			AND l.lease_until >= $2 AND l.id <> d.id)))
-	ORDER BY d.next_attempt_at, d.id
+	ORDER BY o.next_attempt_at, o.id
 	LIMIT $3
-	FOR UPDATE SKIP LOCKED
+	FOR UPDATE OF d SKIP LOCKED
 ), retry AS (
-	SELECT d.id FROM deliveries AS d
-	WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
+	SELECT d.id FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+	WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts > 0 AND o.next_attempt_at <= $2
+		AND d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
 		AND (d.ordering_key IS NULL OR (
-	NOT EXISTS (SELECT 1 FROM deliveries AS h
+	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
-	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+	AND NOT EXISTS (SELECT 1 FROM open_deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
 			AND l.lease_until >= $2 AND l.id <> d.id)))
-	ORDER BY d.next_attempt_at, d.id
+	ORDER BY o.next_attempt_at, o.id
 	LIMIT $3
-	FOR UPDATE SKIP LOCKED
+	FOR UPDATE OF d SKIP LOCKED
 ), pick AS (
 	(SELECT id FROM fresh) UNION ALL (SELECT id FROM retry) LIMIT $3
 )
@@ -82,10 +90,10 @@ WHERE NOT pg_try_advisory_xact_lock(hashtext(u.sub), hashtext(u.key))
 -- name: ClaimKeyRecheck
 UPDATE deliveries AS d SET lease_owner = '', lease_until = 0
 WHERE d.id = ANY($1) AND NOT (d.ordering_key IS NULL OR (
-	NOT EXISTS (SELECT 1 FROM deliveries AS h
+	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
-	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+	AND NOT EXISTS (SELECT 1 FROM open_deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
 			AND l.lease_until >= $2 AND l.id <> d.id)))
@@ -110,41 +118,41 @@ RETURNING id
 
 -- name: NextDue
 SELECT LEAST(
-	(SELECT d.next_attempt_at FROM deliveries AS d
-		WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
-	NOT EXISTS (SELECT 1 FROM deliveries AS h
+	(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+		WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
-	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+	AND NOT EXISTS (SELECT 1 FROM open_deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
 			AND l.lease_until >= $2 AND l.id <> d.id)))
-		ORDER BY d.next_attempt_at LIMIT 1),
-	(SELECT d.next_attempt_at FROM deliveries AS d
-		WHERE d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
-	NOT EXISTS (SELECT 1 FROM deliveries AS h
+		ORDER BY o.next_attempt_at LIMIT 1),
+	(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+		WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
+	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
-	AND NOT EXISTS (SELECT 1 FROM deliveries AS l
+	AND NOT EXISTS (SELECT 1 FROM open_deliveries AS l
 		WHERE l.subscription_id = d.subscription_id AND l.ordering_key = d.ordering_key
 			AND l.status = 'pending' AND l.ordering_key IS NOT NULL AND l.lease_until > 0
 			AND l.lease_until >= $2 AND l.id <> d.id)))
-		ORDER BY d.next_attempt_at LIMIT 1))
+		ORDER BY o.next_attempt_at LIMIT 1))
 
 -- The skip scan is a recursive CTE; each endpoint's earliest available
 -- entry is then found as in NextDue (without keyHead).
 -- name: DueEndpoints
 WITH RECURSIVE
 fresh(ep) AS (
-	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0)
+	SELECT (SELECT MIN(o.endpoint_id) FROM open_deliveries AS o WHERE o.status = 'pending' AND o.attempts = 0)
 	UNION ALL
-	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0 AND d.endpoint_id > fresh.ep)
+	SELECT (SELECT MIN(o.endpoint_id) FROM open_deliveries AS o WHERE o.status = 'pending' AND o.attempts = 0 AND o.endpoint_id > fresh.ep)
 	FROM fresh WHERE fresh.ep IS NOT NULL
 ),
 retry(ep) AS (
-	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0)
+	SELECT (SELECT MIN(o.endpoint_id) FROM open_deliveries AS o WHERE o.status = 'pending' AND o.attempts > 0)
 	UNION ALL
-	SELECT (SELECT MIN(d.endpoint_id) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0 AND d.endpoint_id > retry.ep)
+	SELECT (SELECT MIN(o.endpoint_id) FROM open_deliveries AS o WHERE o.status = 'pending' AND o.attempts > 0 AND o.endpoint_id > retry.ep)
 	FROM retry WHERE retry.ep IS NOT NULL
 ),
 eps(ep) AS (
@@ -154,20 +162,20 @@ eps(ep) AS (
 )
 SELECT ep, at FROM (
 	SELECT eps.ep, LEAST(
-		(SELECT d.next_attempt_at FROM deliveries AS d
-			WHERE d.endpoint_id = eps.ep AND d.status = 'pending' AND d.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $1)
-			ORDER BY d.next_attempt_at LIMIT 1),
-		(SELECT d.next_attempt_at FROM deliveries AS d
-			WHERE d.endpoint_id = eps.ep AND d.status = 'pending' AND d.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $1)
-			ORDER BY d.next_attempt_at LIMIT 1)) AS at
+		(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+			WHERE o.endpoint_id = eps.ep AND o.status = 'pending' AND o.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $1)
+			ORDER BY o.next_attempt_at LIMIT 1),
+		(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+			WHERE o.endpoint_id = eps.ep AND o.status = 'pending' AND o.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $1)
+			ORDER BY o.next_attempt_at LIMIT 1)) AS at
 	FROM eps
 ) AS x WHERE at IS NOT NULL ORDER BY ep
 
 -- Counts each lane's partial index (leased or not).
 -- name: CountPending
 SELECT
-	(SELECT COUNT(*) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0),
-	(SELECT COUNT(*) FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0)
+	(SELECT COUNT(*) FROM open_deliveries AS o WHERE o.status = 'pending' AND o.attempts = 0),
+	(SELECT COUNT(*) FROM open_deliveries AS o WHERE o.status = 'pending' AND o.attempts > 0)
 
 -- Each count reads its rows in its index's order, so that in the
 -- transaction the driver's SeekReader begins (indexSeeksOnly) the one plan
@@ -175,9 +183,9 @@ SELECT
 -- (TestBacklogPlans).
 -- name: CountBacklog
 SELECT
-	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0
+	(SELECT COUNT(*) FROM (SELECT FROM open_deliveries AS d WHERE d.status = 'pending' AND d.attempts = 0
 		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS f),
-	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0
+	(SELECT COUNT(*) FROM (SELECT FROM open_deliveries AS d WHERE d.status = 'pending' AND d.attempts > 0
 		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS r),
-	(SELECT COUNT(*) FROM (SELECT FROM deliveries AS d WHERE d.status = 'queued'
+	(SELECT COUNT(*) FROM (SELECT FROM open_deliveries AS d WHERE d.status = 'queued'
 		ORDER BY d.subscription_id, d.next_attempt_at, d.id LIMIT $1) AS q)

@@ -1,9 +1,9 @@
 -- Recover jobs (internal/store/engine/jobs.go).
 
--- A seek of the partial index deliveries_subscription_status (the literal
--- condition lets a generic plan use it).
+-- A seek of open_deliveries_subscription (a delivered status, which the
+-- literal condition leaves out, has no rows there).
 -- name: CountRecover
-SELECT COUNT(*) FROM (SELECT 1 FROM deliveries
+SELECT COUNT(*) FROM (SELECT 1 FROM open_deliveries
 WHERE subscription_id = $1 AND status = $2 AND status <> 'delivered' AND id >= $3 AND id < $4 LIMIT $5) AS c
 
 -- name: CountRunningJobs
@@ -50,15 +50,18 @@ SELECT id, kind, account_id, subscription_id, state, since_ms, until_ms, statuse
 	total, done, errors, error, cursor_status, cursor_id, created_at, finished_at
 FROM jobs WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND lease_until >= $3 FOR UPDATE
 
--- A seek of deliveries_subscription_status; the deliveries are locked. Each
--- one's id, and whether the restart (RestartDeliveries, redrive.sql) may
--- move it: not the delivery of a dead letter whose subscription names no
--- dead-letter URL any more.
+-- A seek of open_deliveries_subscription, each delivery then read by its
+-- key and locked (its conditions repeated: the re-check after a lock judges
+-- the row as it is now). Each one's id, and whether the restart
+-- (RestartDeliveries, redrive.sql) may move it: not the delivery of a dead
+-- letter whose subscription names no dead-letter URL any more.
 -- name: RecoverLook
-SELECT id, dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
-	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> '')
-FROM deliveries WHERE subscription_id = $1 AND status = $2 AND status <> 'delivered'
-	AND id >= $3 AND id > $4 AND id < $5 ORDER BY id LIMIT $6 FOR UPDATE
+SELECT d.id, d.dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
+	WHERE s.id = d.subscription_id AND s.dead_letter_endpoint_id <> '')
+FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+WHERE o.subscription_id = $1 AND o.status = $2 AND o.status <> 'delivered'
+	AND o.id >= $3 AND o.id > $4 AND o.id < $5 AND d.subscription_id = $1 AND d.status = $2
+ORDER BY o.id LIMIT $6 FOR UPDATE OF d
 
 -- name: SaveJob
 UPDATE jobs SET state = $1, total = $2, done = $3, errors = $4, error = $5, cursor_status = $6, cursor_id = $7,

@@ -1,7 +1,9 @@
 -- Queued deliveries and their locks (internal/store/engine/queue.go). The
--- statements repeat the WHERE clause of the partial indexes of 0006_queue.sql,
+-- queued deliveries are found in the partial indexes of open_deliveries
+-- (0021_open_deliveries.sql); the statements repeat their WHERE clause,
 -- status = 'queued', literally, so that every plan, generic ones included, can
--- use them.
+-- use them, and repeat the conditions on the deliveries row they lock, so
+-- that the re-check after a lock judges the row as it is now.
 
 -- Locks its rows: two receives, on any nodes, never get the same delivery, and a
 -- delivery one of them locked is receivable again only once its lock_until has
@@ -10,11 +12,12 @@
 -- name: Receivable
 SELECT d.id, d.receives, d.round_start, d.lock_token,
 	coalesce((SELECT octet_length(e.payload) FROM events AS e WHERE e.seq = d.event_seq), 0)
-FROM deliveries AS d
-WHERE d.subscription_id = $1 AND d.status = 'queued' AND d.next_attempt_at <= $2
-ORDER BY d.next_attempt_at, d.id
+FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
+WHERE o.subscription_id = $1 AND o.status = 'queued' AND o.next_attempt_at <= $2
+	AND d.subscription_id = $1 AND d.status = 'queued' AND d.next_attempt_at <= $2
+ORDER BY o.next_attempt_at, o.id
 LIMIT $3
-FOR UPDATE SKIP LOCKED
+FOR UPDATE OF d SKIP LOCKED
 
 -- Each token's delivery by key (the token up to its first dot).
 -- name: LockReceived
@@ -36,17 +39,17 @@ RETURNING d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.i
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
 
 -- name: NextQueued
-SELECT d.next_attempt_at FROM deliveries AS d
-WHERE d.subscription_id = $1 AND d.status = 'queued'
-ORDER BY d.next_attempt_at, d.id
+SELECT o.next_attempt_at FROM open_deliveries AS o
+WHERE o.subscription_id = $1 AND o.status = 'queued'
+ORDER BY o.next_attempt_at, o.id
 LIMIT 1
 
 -- name: CountQueued
-SELECT COUNT(*) FROM deliveries AS d WHERE d.status = 'queued'
+SELECT COUNT(*) FROM open_deliveries AS o WHERE o.status = 'queued'
 
 -- Settle: each delivery a primary-key seek: the subscription is compared as an
 -- expression (|| ''), which no index serves, or the planner may prefer to scan
--- the subscription's entries of deliveries_queued for each token.
+-- the subscription's entries of open_deliveries_queued for each token.
 -- name: SettleAcknowledge
 UPDATE deliveries AS d SET status = 'delivered', delivered_at = $2, lock_token = '', lock_until = 0
 FROM unnest($3::text[], $4::text[]) AS t(id, token)

@@ -78,6 +78,41 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 
+-- Open…: a status that is not delivered, within a subscription, an account
+-- or an endpoint (engine openList): the open rows (0021_open_deliveries.sql)
+-- are d, which the conditions read (their columns are the deliveries'),
+-- walked backward in open_deliveries_subscription (subscription_id,
+-- status, id), open_deliveries_account (account_id, status, id) or
+-- open_deliveries_queued_endpoint (endpoint_id, id); each delivery, x, is
+-- then read by its key.
+
+-- name: OpenDeliverySizes
+SELECT octet_length(e.id) + octet_length(e.source)
+FROM open_deliveries AS d JOIN deliveries AS x ON x.id = d.id JOIN events AS e ON e.seq = x.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: OpenDeliveryPage
+SELECT x.id, x.account_id, x.subscription_id, x.endpoint_id, x.event_seq, e.id, e.source, x.status,
+	x.attempts, x.round_attempts, x.round_start, x.first_failure, x.next_attempt_at, x.last_attempt_at,
+	x.last_status_code, x.last_outcome, x.dead_letter_reason, x.created_at, x.delivered_at, x.receives,
+	x.dead_letter_of, x.lock_until, COALESCE(x.ordering_key, '')
+FROM open_deliveries AS d JOIN deliveries AS x ON x.id = d.id JOIN events AS e ON e.seq = x.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: OpenDeadLetterSizes
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+FROM open_deliveries AS d JOIN deliveries AS x ON x.id = d.id JOIN events AS e ON e.seq = x.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
+-- name: OpenDeadLetterPage
+SELECT x.id, x.account_id, x.subscription_id, x.endpoint_id, x.event_seq, e.id, e.source, x.status,
+	x.attempts, x.round_attempts, x.round_start, x.first_failure, x.next_attempt_at, x.last_attempt_at,
+	x.last_status_code, x.last_outcome, x.dead_letter_reason, x.created_at, x.delivered_at, x.receives,
+	x.dead_letter_of, x.lock_until, COALESCE(x.ordering_key, ''),
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+FROM open_deliveries AS d JOIN deliveries AS x ON x.id = d.id JOIN events AS e ON e.seq = x.event_seq /*where*/
+ORDER BY d.id DESC LIMIT $1
+
 -- The conditions of the delivery lists (engine deliveryConds).
 
 -- name: DeliveriesOfAccount
@@ -95,7 +130,7 @@ d.subscription_id = $1
 -- name: DeliveriesOfEndpoint
 d.endpoint_id = $1
 
--- The partial index deliveries_queued_endpoint's condition, literally.
+-- The partial index open_deliveries_queued_endpoint's condition, literally.
 -- name: DeliveriesQueuedOfEndpoint
 d.endpoint_id = $1 AND d.status = 'queued'
 
@@ -117,7 +152,8 @@ false
 
 -- Each status a literal, so that in every plan, generic ones included, the planner
 -- can prove the rows to be in the partial indexes that hold it: those of queued
--- deliveries (0006) and those of the deliveries not delivered (0010).
+-- deliveries (open_deliveries_queued_endpoint). A delivered status walks the
+-- subscription's or account's deliveries, filtered.
 
 -- name: DeliveriesPending
 d.status = 'pending'

@@ -34,10 +34,12 @@ RETURNING id, endpoint_id, status, subscription_id
 -- letters whose subscription names no dead-letter URL any more, locked for
 -- the restart.
 
--- Seeks the subscription's dead letters in the partial index
--- deliveries_subscription_status (its status is a literal).
+-- Seeks the subscription's dead letters in open_deliveries_subscription,
+-- then each by its key.
 -- name: RedriveAllLook
-SELECT id FROM deliveries WHERE subscription_id = $1 AND status = 'dead_lettered'
+SELECT id FROM deliveries
+WHERE id IN (SELECT o.id FROM open_deliveries AS o WHERE o.subscription_id = $1 AND o.status = 'dead_lettered')
+	AND subscription_id = $1 AND status = 'dead_lettered'
 AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
 	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
 FOR UPDATE

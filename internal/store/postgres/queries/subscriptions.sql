@@ -2,11 +2,10 @@
 -- (internal/store/engine/subscriptions.go, catalog.go,
 -- subscriptions_endpoints.go).
 --
--- The statements that change a subscription's deliveries name the statuses
--- as literals, so that every plan of theirs, generic ones included, may
--- seek the subscription's entries of the partial index
--- deliveries_subscription_status (0010_status_indexes.sql): the planner
--- proves that pending and queued deliveries are not delivered.
+-- The statements that change a subscription's deliveries seek the
+-- subscription's open rows (open_deliveries_subscription,
+-- 0021_open_deliveries.sql), then each delivery by its key, its conditions
+-- repeated: the re-check after a lock judges the row as it is now.
 
 -- The catalog row's lock, until the transaction ends: every subscription
 -- write takes it first. A publish batch reads the row FOR SHARE, so the two
@@ -102,21 +101,25 @@ SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = $1 LIMIT $2
 -- FOR KEY SHARE: the account cannot be deleted until the transaction ends.
 -- name: MoveSubscriptionDeliveries
 UPDATE deliveries SET endpoint_id = $1
-WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of = ''
+WHERE id IN (SELECT o.id FROM open_deliveries AS o WHERE o.subscription_id = $2 AND o.status IN ('pending', 'queued'))
+	AND subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of = ''
 
 -- name: MoveSubscriptionDeadLetters
 UPDATE deliveries SET endpoint_id = $1
-WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of <> ''
+WHERE id IN (SELECT o.id FROM open_deliveries AS o WHERE o.subscription_id = $2 AND o.status IN ('pending', 'queued'))
+	AND subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of <> ''
 
 -- name: DropSubscriptionDeadLetters
 UPDATE deliveries SET status = 'dropped', dead_letter_reason = $1,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of <> ''
+WHERE id IN (SELECT o.id FROM open_deliveries AS o WHERE o.subscription_id = $2 AND o.status IN ('pending', 'queued'))
+	AND subscription_id = $2 AND status IN ('pending', 'queued') AND dead_letter_of <> ''
 
 -- name: DropSubscriptionDeliveries
 UPDATE deliveries SET status = 'dropped', dead_letter_reason = $1,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = $2 AND status IN ('pending', 'queued')
+WHERE id IN (SELECT o.id FROM open_deliveries AS o WHERE o.subscription_id = $2 AND o.status IN ('pending', 'queued'))
+	AND subscription_id = $2 AND status IN ('pending', 'queued')
 
 -- name: ListSubscriptionSizes
 SELECT octet_length(name) + octet_length(url) + octet_length(event_types) +

@@ -49,6 +49,36 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT ?1
 
+-- Open…: the lists of a status that is not delivered (engine openList),
+-- which the status indexes of deliveries serve here: the same statements.
+
+-- name: OpenDeliverySizes
+SELECT octet_length(e.id) + octet_length(e.source)
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT ?1
+
+-- name: OpenDeliveryPage
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT ?1
+
+-- name: OpenDeadLetterSizes
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT ?1
+
+-- name: OpenDeadLetterPage
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
+ORDER BY d.id DESC LIMIT ?1
+
 -- …ByEvent: the conditions name an event id (e.id), and the events with that id,
 -- then their few deliveries, is always the cheapest way, which the planner cannot
 -- know without statistics: CROSS JOIN fixes the order.
