@@ -24,9 +24,11 @@ const (
 // conditions' texts, each in parentheses, joined with AND. A condition
 // may be given more than once. The composed statement's parameters are
 // each condition's, in the order given, then base's: the driver numbers
-// them anew ($n, ?n). This is how the engine writes a list's filters
-// once while each driver keeps its dialect's conditions (see
-// engine/reads.go).
+// them anew ($n, ?n). A base may hold the marker more than once (the arms
+// of a UNION ALL, each with every condition): each gets the same text,
+// with the same parameter numbers, so the arguments are given once. This
+// is how the engine writes a list's filters once while each driver keeps
+// its dialect's conditions (see engine/reads.go).
 func Where(base Query, conds ...Query) Query {
 	if len(conds) == 0 {
 		return base
@@ -46,8 +48,8 @@ func (qs Queries) compose(q Query) (string, bool, error) {
 		return "", false, nil
 	}
 	text, ok := qs[Query(base)]
-	if !ok || strings.Count(text, WhereMarker) != 1 {
-		return "", true, fmt.Errorf("store driver: no statement named %q with one %s", base, WhereMarker)
+	if !ok || !strings.Contains(text, WhereMarker) {
+		return "", true, fmt.Errorf("store driver: no statement named %q with a %s", base, WhereMarker)
 	}
 	var b strings.Builder
 	n := 0
@@ -68,7 +70,7 @@ func (qs Queries) compose(q Query) (string, bool, error) {
 		n += used
 	}
 	text, _ = renumber(text, n)
-	return strings.Replace(text, WhereMarker, b.String(), 1), true, nil
+	return strings.ReplaceAll(text, WhereMarker, b.String()), true, nil
 }
 
 // renumber adds by to the number of every parameter of text ($n or ?n,

@@ -20,7 +20,9 @@ import (
 // A pending delivery is in one of two lanes, each with its partial index
 // by (endpoint_id, next_attempt_at): fresh (deliveries_fresh: no attempt
 // yet) and retry (deliveries_retry: at least one). A claim takes fresh
-// deliveries first, then retries, each lane in next_attempt_at order. The
+// deliveries first, then retries, each lane in next_attempt_at order
+// (SQLite's lanes hold the deliveries not leased, deliveries_leased the
+// others; PostgreSQL's hold both, the leased skipped by a filter). The
 // index names here are SQLite's: PostgreSQL keeps the indexes of the
 // deliveries' states on open_deliveries (open_deliveries_fresh and so
 // on), a narrow row for each delivery not delivered that triggers keep,

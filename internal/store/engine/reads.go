@@ -58,10 +58,12 @@ var (
 	qDeadLetterSizesByEvent = query("DeadLetterSizesByEvent")
 	qDeadLetterPageByEvent  = query("DeadLetterPageByEvent")
 	// Open…: the same for a status that is not delivered within a
-	// subscription, an account or an endpoint's queued deliveries (no event
-	// id): PostgreSQL keeps those deliveries' status indexes in a table of
-	// their own (open_deliveries, whose row d then is, with the columns the
-	// conditions read); SQLite's are its DeliveryPage….
+	// subscription, an account or an endpoint (openList): PostgreSQL keeps
+	// those deliveries' status indexes in a table of their own
+	// (open_deliveries, whose row d then is, with the columns the
+	// conditions read); SQLite's status indexes hold no leased delivery, so
+	// its Open… merge them with deliveries_leased (two arms, each with the
+	// conditions).
 	qOpenDeliverySizes   = query("OpenDeliverySizes")
 	qOpenDeliveryPage    = query("OpenDeliveryPage")
 	qOpenDeadLetterSizes = query("OpenDeadLetterSizes")
@@ -218,10 +220,11 @@ func DeliveryPage(f store.DeliveryFilter, withEvent bool) (sizes, rows driver.Qu
 
 // openList reports whether f lists deliveries of one status that is not
 // delivered within a subscription, an account or an endpoint, without an
-// event id: the lists that the Open… bases serve.
+// event id or an ordering key (whose indexes, on deliveries, hold every
+// delivery of theirs): the lists that the Open… bases serve.
 func openList(f store.DeliveryFilter) bool {
 	_, valid := deliveriesOfStatus[f.Status]
-	return valid && f.Status != delivery.StatusDelivered && f.EventID == "" &&
+	return valid && f.Status != delivery.StatusDelivered && f.EventID == "" && f.OrderingKey == "" &&
 		(f.SubscriptionID != "" || f.AccountID != "" || f.EndpointID != "")
 }
 

@@ -21,6 +21,7 @@ func RunAPIContract(t *testing.T, open Opener) {
 		{"Lists", []test{
 			{"DeliveriesPagination", testListDeliveriesPages},
 			{"DeliveriesFilters", testListDeliveriesFilters},
+			{"PendingWithLeased", testListPendingLeased},
 			{"DeliveriesTimeRange", testListDeliveriesTimeRange},
 			{"DeliveriesLimitClamp", testListDeliveriesClamp},
 			{"AttemptsPagination", testListAttempts},

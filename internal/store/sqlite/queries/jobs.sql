@@ -1,11 +1,12 @@
 -- Recover jobs (internal/store/engine/jobs.go).
 
 -- A seek of deliveries_subscription_status.
--- A recover's statuses are never 'delivered': the literal lets SQLite seek
--- the partial index deliveries_subscription_status.
+-- A recover's statuses are never 'delivered' nor 'pending' (job.Recover), so
+-- never leased: the literals let SQLite seek the partial index
+-- deliveries_subscription_status (0021_leased_apart.sql).
 -- name: CountRecover
 SELECT COUNT(*) FROM (SELECT 1 FROM deliveries
-WHERE subscription_id = ?1 AND status = ?2 AND status <> 'delivered' AND id >= ?3 AND id < ?4 LIMIT ?5)
+WHERE subscription_id = ?1 AND status = ?2 AND status <> 'delivered' AND lease_until = 0 AND id >= ?3 AND id < ?4 LIMIT ?5)
 
 -- name: CountRunningJobs
 SELECT COUNT(*) FROM jobs WHERE account_id = ?1 AND state = 'running'
@@ -49,7 +50,7 @@ FROM jobs WHERE id = ?1 AND state = 'running' AND lease_owner = ?2 AND lease_unt
 -- name: RecoverLook
 SELECT id, dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
 	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> '')
-FROM deliveries WHERE subscription_id = ?1 AND status = ?2 AND status <> 'delivered' AND id >= ?3 AND id > ?4 AND id < ?5
+FROM deliveries WHERE subscription_id = ?1 AND status = ?2 AND status <> 'delivered' AND lease_until = 0 AND id >= ?3 AND id > ?4 AND id < ?5
 ORDER BY id LIMIT ?6
 
 -- name: SaveJob

@@ -49,26 +49,44 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT ?1
 
--- Open…: the lists of a status that is not delivered (engine openList),
--- which the status indexes of deliveries serve here: the same statements.
+-- Open…: the lists of a status that is not delivered, within a subscription,
+-- an account or an endpoint (engine openList). The deliveries not leased are
+-- in the status indexes (or those of the queued), the leased ones (pending
+-- only) in deliveries_leased (0021_leased_apart.sql): each arm reads one
+-- with every condition (the marker twice), and SQLite merges the two in id
+-- order, each arm read in that order (an account's leased ones, few, sorted).
 
 -- name: OpenDeliverySizes
-SELECT octet_length(e.id) + octet_length(e.source)
-FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
-ORDER BY d.id DESC LIMIT ?1
+SELECT s FROM (
+SELECT octet_length(e.id) + octet_length(e.source) AS s, d.id AS id
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until = 0
+UNION ALL
+SELECT octet_length(e.id) + octet_length(e.source), d.id
+FROM deliveries AS d INDEXED BY deliveries_leased JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until > 0
+ORDER BY id DESC LIMIT ?1) ORDER BY id DESC
 
 -- name: OpenDeliveryPage
 SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
-FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
-ORDER BY d.id DESC LIMIT ?1
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until = 0
+UNION ALL
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, '')
+FROM deliveries AS d INDEXED BY deliveries_leased JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until > 0
+ORDER BY 1 DESC LIMIT ?1
 
 -- name: OpenDeadLetterSizes
-SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
-FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
-ORDER BY d.id DESC LIMIT ?1
+SELECT s FROM (
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload) AS s, d.id AS id
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until = 0
+UNION ALL
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload), d.id
+FROM deliveries AS d INDEXED BY deliveries_leased JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until > 0
+ORDER BY id DESC LIMIT ?1) ORDER BY id DESC
 
 -- name: OpenDeadLetterPage
 SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
@@ -76,8 +94,15 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
 	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
-FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
-ORDER BY d.id DESC LIMIT ?1
+FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until = 0
+UNION ALL
+SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
+	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
+	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
+	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+FROM deliveries AS d INDEXED BY deliveries_leased JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until > 0
+ORDER BY 1 DESC LIMIT ?1
 
 -- …ByEvent: the conditions name an event id (e.id), and the events with that id,
 -- then their few deliveries, is always the cheapest way, which the planner cannot

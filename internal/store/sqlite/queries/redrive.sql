@@ -33,9 +33,9 @@ RETURNING id, endpoint_id, status, subscription_id
 -- The looks of the redrives: dead letters, but the deliveries of dead
 -- letters whose subscription names no dead-letter URL any more.
 
--- A seek of deliveries_subscription_status.
+-- A seek of deliveries_subscription_status (a dead letter is never leased).
 -- name: RedriveAllLook
-SELECT id FROM deliveries WHERE subscription_id = ?1 AND status = 'dead_lettered' AND status <> 'delivered'
+SELECT id FROM deliveries WHERE subscription_id = ?1 AND status = 'dead_lettered' AND status <> 'delivered' AND lease_until = 0
 AND (dead_letter_of = '' OR EXISTS (SELECT 1 FROM subscriptions AS s
 	WHERE s.id = deliveries.subscription_id AND s.dead_letter_endpoint_id <> ''))
 

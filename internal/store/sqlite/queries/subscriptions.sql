@@ -3,9 +3,10 @@
 -- subscriptions_endpoints.go).
 --
 -- The statements that change a subscription's deliveries repeat
--- `status <> 'delivered'` literally: SQLite uses the partial index
--- deliveries_subscription_status (0010_status_indexes.sql) only for a query
--- that names its condition.
+-- `status <> 'delivered' AND lease_until = 0` literally: SQLite uses the
+-- partial index deliveries_subscription_status (0010_status_indexes.sql,
+-- 0021_leased_apart.sql) only for a query that names its condition. Its
+-- leased deliveries (pending ones) are those of deliveries_leased.
 
 -- The one writer serialises every write: the catalog needs no lock here,
 -- only a read.
@@ -91,21 +92,33 @@ SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE account_id = ?1 LIMIT ?2
 
 -- name: MoveSubscriptionDeliveries
 UPDATE deliveries SET endpoint_id = ?1
-WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND dead_letter_of = ''
+WHERE id IN (
+	SELECT id FROM deliveries WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND lease_until = 0
+	UNION ALL
+	SELECT id FROM deliveries INDEXED BY deliveries_leased WHERE status = 'pending' AND subscription_id = ?2 AND lease_until > 0) AND dead_letter_of = ''
 
 -- name: MoveSubscriptionDeadLetters
 UPDATE deliveries SET endpoint_id = ?1
-WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND dead_letter_of <> ''
+WHERE id IN (
+	SELECT id FROM deliveries WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND lease_until = 0
+	UNION ALL
+	SELECT id FROM deliveries INDEXED BY deliveries_leased WHERE status = 'pending' AND subscription_id = ?2 AND lease_until > 0) AND dead_letter_of <> ''
 
 -- name: DropSubscriptionDeadLetters
 UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?1,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND dead_letter_of <> ''
+WHERE id IN (
+	SELECT id FROM deliveries WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND lease_until = 0
+	UNION ALL
+	SELECT id FROM deliveries INDEXED BY deliveries_leased WHERE status = 'pending' AND subscription_id = ?2 AND lease_until > 0) AND dead_letter_of <> ''
 
 -- name: DropSubscriptionDeliveries
 UPDATE deliveries SET status = 'dropped', dead_letter_reason = ?1,
 	lease_owner = '', lease_until = 0, lock_token = '', lock_until = 0
-WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered'
+WHERE id IN (
+	SELECT id FROM deliveries WHERE subscription_id = ?2 AND status IN ('pending', 'queued') AND status <> 'delivered' AND lease_until = 0
+	UNION ALL
+	SELECT id FROM deliveries INDEXED BY deliveries_leased WHERE status = 'pending' AND subscription_id = ?2 AND lease_until > 0)
 
 -- name: ListSubscriptionSizes
 SELECT octet_length(name) + octet_length(url) + octet_length(event_types) +
