@@ -10,8 +10,10 @@ import (
 
 // OpenDeliveriesFrom is the schema version before the one that moved
 // PostgreSQL's indexes of deliveries by state to open_deliveries
-// (0021_open_deliveries.sql): RunUpgrades opens OpenDeliveriesData written
-// at it.
+// (postgres/migrations/0021_open_deliveries.sql) and took SQLite's leased
+// deliveries out of its status indexes
+// (sqlite/migrations/0021_leased_apart.sql): RunUpgrades opens
+// OpenDeliveriesData written at it.
 const OpenDeliveriesFrom = 20
 
 // OpenDeliveriesData is written into a database at schema version
