@@ -61,7 +61,7 @@ func (r *Reservation) Lease() store.Lease { return r.lease }
 func (r *Reservation) Commit(held []store.Claimed, unheld []string, at time.Time) {
 	r.once.Do(func() {
 		s := r.s
-		starts, released, wake := s.sched.commit(r.lanes, r.n, held, unheld, at, s.cfg.Clock.Now())
+		starts, released, wake := s.sched.commit(r.lanes, r.n, held, unheld, at, r.lease.Until, s.cfg.Clock.Now())
 		s.run.launch(starts)
 		s.run.rel.release(released)
 		if wake {
@@ -112,15 +112,16 @@ func (s *scheduler) admit(endpointIDs []string) (granted []bool, lanes []*lane, 
 
 // commit is Commit's work on the lanes: the attempts to start, the
 // deliveries to give back to the store, and whether to wake the loader.
-// lanes and n are the reservation's.
-func (s *scheduler) commit(lanes []*lane, n int, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, released []string, wake bool) {
+// lanes and n are the reservation's, until the end of the held deliveries'
+// lease.
+func (s *scheduler) commit(lanes []*lane, n int, held []store.Claimed, unheld []string, at, until, now time.Time) (starts []start, released []string, wake bool) {
 	s.mu.Lock()
 	for _, l := range lanes {
 		l.reserved--
 	}
 	s.freshHeld -= n - len(held)
 	for i := range held {
-		it := &item{c: held[i], fromPublish: true}
+		it := &item{c: held[i], fromPublish: true, leaseUntil: until}
 		if s.closedTo(s.laneFor(it.c.EndpointID), it, now) {
 			released = append(released, it.c.ID)
 			wake = true

@@ -36,9 +36,10 @@ type Config struct {
 	// suffix).
 	Owner string
 	// Lease is how long a claimed delivery stays leased (default 30s). The
-	// stage renews the leases of everything it holds every Lease/3; on a
-	// shared database another node takes over a delivery whose lease
-	// expired (SQLite leases never expire: one process owns the file).
+	// stage renews, every Lease/3, the leases it holds that end within
+	// 2·Lease/3 (leases.go); on a shared database another node takes over a
+	// delivery whose lease expired (SQLite leases never expire: one process
+	// owns the file).
 	Lease time.Duration
 	// FreshWindow bounds deliveries held from the publish path (default 10,000).
 	FreshWindow int

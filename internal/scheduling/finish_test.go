@@ -40,7 +40,7 @@ func TestDeliveryHeldTwiceFinishesTwice(t *testing.T) {
 	}
 	again := store.Claimed{}
 	again.ID, again.EndpointID, again.Attempts = "d1", "a", 1
-	starts2, _ := svc.loader.claimed(ws[0], []store.Claimed{again}, nil, time.Time{}, false, now)
+	starts2, _ := svc.loader.claimed(ws[0], []store.Claimed{again}, nil, time.Time{}, false, now.Add(time.Minute), now)
 	if len(starts1) != 1 || len(starts2) != 1 {
 		t.Fatalf("started %d and %d, want one of each holding", len(starts1), len(starts2))
 	}

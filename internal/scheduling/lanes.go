@@ -26,6 +26,10 @@ type item struct {
 	c           store.Claimed
 	fromPublish bool // counts against FreshWindow, else LoadWindow
 	probe       bool // sent as a probe of a closed circuit
+	// leaseUntil is when the delivery's lease in the store ends, as this
+	// node last wrote it (claim, publish or renewal): the lease keeper
+	// renews only leases near their end (leases.go).
+	leaseUntil time.Time
 }
 
 // lane is one endpoint's queues, counters, circuit health and adaptive

@@ -189,8 +189,8 @@ func (ld *loader) wants(now time.Time) (ws []claimWant, unknown bool) {
 // failed; next and more: the endpoint's next due time in the store), gives
 // back the places not used and returns the attempts to start and the
 // deliveries to give back to the store (the endpoint's circuit closed while
-// they were claimed).
-func (ld *loader) claimed(w claimWant, cs []store.Claimed, err error, next time.Time, more bool, now time.Time) ([]start, []string) {
+// they were claimed). until is the end of the claims' lease.
+func (ld *loader) claimed(w claimWant, cs []store.Claimed, err error, next time.Time, more bool, until, now time.Time) ([]start, []string) {
 	s := ld.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,7 +213,7 @@ func (ld *loader) claimed(w claimWant, cs []store.Claimed, err error, next time.
 	l.nextDue = earlier(l.nextDue, l.hinted)
 	var released []string
 	for i := range cs {
-		it := &item{c: cs[i], probe: w.probe}
+		it := &item{c: cs[i], probe: w.probe, leaseUntil: until}
 		if s.closedTo(l, it, now) {
 			released = append(released, it.c.ID)
 			continue
@@ -233,7 +233,7 @@ func (ld *loader) loadDue(now time.Time) {
 	lease := ld.cfg.lease(now)
 	for _, w := range ws {
 		if w.probe && !ld.probes.take(w.id, now) {
-			ld.claimed(w, nil, nil, now, true, now)
+			ld.claimed(w, nil, nil, now, true, lease.Until, now)
 			continue
 		}
 		ctx, cancel := ld.cfg.storeCtx()
@@ -250,7 +250,7 @@ func (ld *loader) loadDue(now time.Time) {
 			}
 		}
 		cancel()
-		starts, released := ld.claimed(w, cs, err, next, more, now)
+		starts, released := ld.claimed(w, cs, err, next, more, lease.Until, now)
 		ld.run.launch(starts)
 		ld.rel.release(released)
 	}

@@ -229,7 +229,7 @@ func (f *concFixture) load(done *atomic.Bool) {
 					cs = append(cs, f.newClaimed(w.id, rand.IntN(2)))
 				}
 			}
-			starts, released := f.e.loader.claimed(w, cs, err, f.now().Add(time.Millisecond), rand.IntN(2) == 0, f.now())
+			starts, released := f.e.loader.claimed(w, cs, err, f.now().Add(time.Millisecond), rand.IntN(2) == 0, f.now().Add(time.Minute), f.now())
 			f.release(released)
 			f.launch(starts)
 		}
@@ -266,7 +266,7 @@ func (f *concFixture) syncHealth(stop *atomic.Bool) {
 		f.release(released)
 		f.launch(starts)
 		s.evictIdle(f.now())
-		_ = f.e.keeper.heldIDs()
+		_ = f.e.keeper.heldIDs(f.now().Add(time.Hour))
 		if err := schedBounds(s); err != nil {
 			f.t.Error(err)
 			return

@@ -89,7 +89,14 @@ package scheduling
 //	                          Prints "wake" or "no wake".
 //	evict [at=]               scheduler.evictIdle; prints the lanes dropped.
 //	drain                     scheduler.drain; prints the IDs given back.
-//	held                      leaseKeeper.heldIDs (lease renewal), sorted.
+//	held [at=]                leaseKeeper.heldIDs at the time (the leases a
+//	                          lease keeper's round would renew), sorted.
+//	                          Every delivery is leased for schedTestLease
+//	                          from when it was committed, loaded or claimed.
+//	renew [lost=ID,...] [at=] a lease keeper's round without its store: the
+//	                          leases held renews, those of lost taken over
+//	                          by another node (leaseKeeper.settle). Prints
+//	                          those renewed and the number dropped.
 //	state                     every lane, the ready ring and the totals.
 //
 // After every command the runner checks the scheduler's bookkeeping against
@@ -211,7 +218,7 @@ func testService(s *scheduler) *Service {
 // engine): it returns what Commit would act on.
 func commitAdmission(a *Reservation, held []store.Claimed, unheld []string, at, now time.Time) (starts []start, released []string, wake bool) {
 	a.once.Do(func() {
-		starts, released, wake = a.s.sched.commit(a.lanes, a.n, held, unheld, at, now)
+		starts, released, wake = a.s.sched.commit(a.lanes, a.n, held, unheld, at, now.Add(schedTestLease), now)
 	})
 	return starts, released, wake
 }
@@ -243,6 +250,7 @@ var schedCommands = map[string]schedCommand{
 	"evict":  {run: (*schedRunner).evict},
 	"drain":  {run: (*schedRunner).drain},
 	"held":   {run: (*schedRunner).held},
+	"renew":  {run: (*schedRunner).renew},
 	"state": {run: func(r *schedRunner, _ datadriven.Args) (string, error) {
 		return dumpSched(r.s), nil
 	}},
@@ -464,10 +472,35 @@ func (r *schedRunner) drain(datadriven.Args) (string, error) {
 	return "released: " + list(ids), nil
 }
 
+// schedTestLease is the lease of the deliveries the files hand over.
+const schedTestLease = 30 * time.Second
+
 func (r *schedRunner) held(datadriven.Args) (string, error) {
-	ids := r.e.keeper.heldIDs()
+	ids := r.e.keeper.heldIDs(renewBy(r.now, schedTestLease))
 	slices.Sort(ids)
 	return "held: " + list(ids), nil
+}
+
+func (r *schedRunner) renew(a datadriven.Args) (string, error) {
+	lost := map[string]bool{}
+	if v, ok := a.Value("lost"); ok {
+		for _, id := range strings.Split(v, ",") {
+			lost[id] = true
+		}
+	}
+	ids := r.e.keeper.heldIDs(renewBy(r.now, schedTestLease))
+	asked, kept := map[string]bool{}, map[string]bool{}
+	var renewed []string
+	for _, id := range ids {
+		asked[id] = true
+		if !lost[id] {
+			kept[id] = true
+			renewed = append(renewed, id)
+		}
+	}
+	dropped := r.e.keeper.settle(asked, kept, r.now.Add(schedTestLease))
+	slices.Sort(renewed)
+	return fmt.Sprintf("renewed: %s\ndropped: %d", list(renewed), dropped), nil
 }
 
 func (r *schedRunner) newItem(id, lane string, attempts int) (store.Claimed, error) {
@@ -868,7 +901,7 @@ func (ld *schedLoads) load(a datadriven.Args) (string, error) {
 	s.mu.Lock()
 	s.loadHeld += len(cs) // what wants reserves and claimed keeps
 	for i := range cs {
-		s.enqueue(&item{c: cs[i]})
+		s.enqueue(&item{c: cs[i], leaseUntil: r.now.Add(schedTestLease)})
 	}
 	starts := s.pump(r.now, nil)
 	s.mu.Unlock()
@@ -946,7 +979,7 @@ func (ld *schedLoads) claim(a datadriven.Args) (string, error) {
 		return "", err
 	}
 	delete(ld.reserved, lane)
-	starts, released := r.e.loader.claimed(w, cs, cerr, next, !next.IsZero(), r.now)
+	starts, released := r.e.loader.claimed(w, cs, cerr, next, !next.IsZero(), r.now.Add(schedTestLease), r.now)
 	out, err := r.started(starts)
 	if err != nil {
 		return "", err
