@@ -139,6 +139,11 @@ type GroupCommit struct {
 	LargeRows int
 	// Timeout bounds each of the writer's transactions (0: none).
 	Timeout time.Duration
+	// Linger, when positive, lets a busy writer wait for more requests
+	// before a batch of fewer than LingerBelow: at most Linger, and only
+	// while more keep arriving (engine/linger.go). 0: never waits.
+	Linger      time.Duration
+	LingerBelow int
 	// CountsInApply: the database adds an UPDATE's rollups in the same
 	// statement (a data-modifying CTE: PostgreSQL). The engine then applies
 	// outcomes with ApplyCountedOutcomes and logs their attempts in the

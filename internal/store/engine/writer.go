@@ -184,6 +184,7 @@ func (w *writer) run(i int) {
 		large = nil
 	}
 	batch := make([]*request, 0, w.gc.MaxBatch)
+	var lg lingering
 	for {
 		if large != nil && !w.gc.Staged {
 			if r, ok := tryReceive(&large); ok {
@@ -194,6 +195,11 @@ func (w *writer) run(i int) {
 		w.mu.Lock()
 		w.take(&reqs, &large)
 		if w.waiting.n > 0 {
+			if lg.due(w.gc, w.waiting.n) {
+				w.mu.Unlock()
+				w.linger(&lg, &reqs)
+				w.mu.Lock()
+			}
 			batch = w.nextBatch(batch[:0])
 			w.mu.Unlock()
 			w.commit(batch)
@@ -206,8 +212,10 @@ func (w *writer) run(i int) {
 			continue
 		}
 		if reqs == nil && large == nil {
+			lg.stop()
 			return
 		}
+		lg.busy = 0 // the writer waits: it was not busy
 		w.await(&reqs, &large)
 	}
 }

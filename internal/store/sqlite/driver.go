@@ -75,7 +75,8 @@ func (d sqliteDriver) Begin(context.Context) (driver.Tx, error) {
 func (d sqliteDriver) GroupCommit() driver.GroupCommit {
 	o := d.b.opts
 	return driver.GroupCommit{Writers: 1, Exclusive: true, Staged: true, MaxBatch: o.MaxBatch,
-		QueueSize: o.QueueSize, MaxBatchRows: o.MaxTxRows, LargeRows: o.MaxTxRows}
+		QueueSize: o.QueueSize, MaxBatchRows: o.MaxTxRows, LargeRows: o.MaxTxRows,
+		Linger: max(o.Linger, 0), LingerBelow: o.LingerBelow}
 }
 
 // Retryable implements driver.Driver: the one writer meets no other.

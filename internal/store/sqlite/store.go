@@ -125,6 +125,13 @@ type Options struct {
 	// (staged.go). So a publish waits for at most one step of another's
 	// fan-out. Default 500.
 	MaxTxRows int
+	// Linger is the longest the writer, once busy, waits for more write
+	// requests before it commits a batch of fewer than LingerBelow, and it
+	// waits only while more keep arriving (internal/store/engine/linger.go):
+	// fewer commits under a stream of small writes, no wait under a light
+	// load. Default 1ms; negative: never. LingerBelow defaults to 16.
+	Linger      time.Duration
+	LingerBelow int
 	// MaxSubscriptionsPerAccount is the most subscriptions one account may
 	// hold: CreateSubscription refuses one more with a
 	// *store.SubscriptionLimitError. 0 (the default) sets no limit.
@@ -161,6 +168,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxTxRows <= 0 {
 		o.MaxTxRows = 500
+	}
+	if o.Linger == 0 {
+		o.Linger = time.Millisecond
+	}
+	if o.LingerBelow <= 0 {
+		o.LingerBelow = 16
 	}
 }
 
