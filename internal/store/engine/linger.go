@@ -19,11 +19,12 @@ import (
 //     each found requests waiting without the writer having waited for
 //     one (a writer that waited is reset), so a light load never lingers
 //     and pays no latency;
-//   - fewer than GroupCommit.LingerBelow requests wait;
+//   - fewer than GroupCommit.LingerBelow requests wait, holding fewer than
+//     MaxBatchRows rows (a batch that is full already waits for nothing);
 //
 // and it waits only while requests keep arriving: it stops when none has
-// come for a gap (Linger / lingerGaps), when LingerBelow wait, or at
-// Linger. Callers that each wait for their answer (a few publishers in
+// come for a gap (Linger / lingerGaps), when LingerBelow requests or
+// MaxBatchRows rows wait, or at Linger. Callers that each wait for their answer (a few publishers in
 // turn) so cost a batch at most one gap, not the whole Linger.
 
 // lingerAfterBusy is how many batches in a row a writer must have formed
@@ -38,15 +39,25 @@ const lingerGaps = 8
 type lingering struct {
 	busy  int         // batches formed in a row without waiting for a request
 	timer *time.Timer // reused across lingers
-	// lingered counts the linger waits (tests).
-	lingered int
 }
 
-// due reports whether the writer lingers before its next batch, waiting
-// holding that many requests, and counts the batch towards busy.
-func (lg *lingering) due(gc driver.GroupCommit, waiting int) bool {
+// due reports whether the writer lingers before its next batch, with
+// that many requests waiting, holding rows(), and counts the batch towards
+// busy. rows is called only when the rest allows a linger.
+func (lg *lingering) due(gc driver.GroupCommit, waiting int, rows func() int) bool {
 	lg.busy++
-	return gc.Linger > 0 && lg.busy > lingerAfterBusy && waiting < gc.LingerBelow
+	return gc.Linger > 0 && lg.busy > lingerAfterBusy && waiting < gc.LingerBelow && rows() < gc.MaxBatchRows
+}
+
+// waitingRows is the rows of the requests waiting. The caller holds mu.
+func (w *writer) waitingRows() int {
+	n := 0
+	for _, line := range w.waiting.by {
+		for _, r := range line {
+			n += r.rows
+		}
+	}
+	return n
 }
 
 // stop releases the timer.
@@ -60,7 +71,9 @@ func (lg *lingering) stop() {
 // lines) as described above. A queue found closed becomes nil and ends
 // the wait.
 func (w *writer) linger(lg *lingering, reqs *chan *request) {
-	lg.lingered++
+	w.mu.Lock()
+	rows := w.waitingRows()
+	w.mu.Unlock()
 	gap := max(w.gc.Linger/lingerGaps, time.Microsecond)
 	deadline := time.Now().Add(w.gc.Linger)
 	if lg.timer == nil {
@@ -80,8 +93,9 @@ func (w *writer) linger(lg *lingering, reqs *chan *request) {
 			w.waiting.push(r.account, r)
 			n := w.waiting.n
 			w.mu.Unlock()
+			rows += r.rows
 			left := time.Until(deadline)
-			if n >= w.gc.LingerBelow || left <= 0 {
+			if n >= w.gc.LingerBelow || rows >= w.gc.MaxBatchRows || left <= 0 {
 				return
 			}
 			lg.timer.Reset(min(gap, left))

@@ -195,7 +195,7 @@ func (w *writer) run(i int) {
 		w.mu.Lock()
 		w.take(&reqs, &large)
 		if w.waiting.n > 0 {
-			if lg.due(w.gc, w.waiting.n) {
+			if lg.due(w.gc, w.waiting.n, w.waitingRows) {
 				w.mu.Unlock()
 				w.linger(&lg, &reqs)
 				w.mu.Lock()
