@@ -26,10 +26,14 @@
 -- replaces its row (a delivered one has none); a delete removes them. A
 -- delivery delivered on its first attempt so costs a narrow insert and a
 -- delete (which writes no index) instead of four index entries and a row
--- version off its page. lease_until is copied for deliveries with an
--- ordering key only (0 for the others, which no index reads it of), so
--- that claiming, extending and releasing an unordered delivery changes no
--- open row either.
+-- version off its page. lease_until is copied too, so that the loader's
+-- walk of a lane (ClaimDue, NextDue, DueEndpoints) skips the deliveries
+-- leased to a node on the narrow row, without reading each delivery's:
+-- under a backlog a lane's head holds hundreds of leased deliveries, and
+-- reading each one's row made the walk cost twice what it did at version
+-- 20 (docs/benchmarks.md, "Issue 36: the lease renewal"). Claiming,
+-- extending and releasing a lease so replace the delivery's open row; a
+-- node renews only leases near their end, so extending is rare.
 --
 -- A row is found by (subscription_id, status, id), the key of
 -- open_deliveries_subscription, which every row is in: no index of its own.
@@ -55,7 +59,7 @@ CREATE TABLE open_deliveries (
 INSERT INTO open_deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts,
     next_attempt_at, ordering_key, lease_until)
 SELECT id, account_id, subscription_id, endpoint_id, event_seq, status, attempts, next_attempt_at, ordering_key,
-    CASE WHEN ordering_key IS NULL THEN 0 ELSE lease_until END
+    lease_until
 FROM deliveries WHERE status <> 'delivered';
 
 DROP INDEX deliveries_fresh, deliveries_retry, deliveries_queued, deliveries_queued_endpoint,
@@ -83,7 +87,7 @@ BEGIN
     INSERT INTO open_deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts,
         next_attempt_at, ordering_key, lease_until)
     SELECT n.id, n.account_id, n.subscription_id, n.endpoint_id, n.event_seq, n.status, n.attempts,
-        n.next_attempt_at, n.ordering_key, CASE WHEN n.ordering_key IS NULL THEN 0 ELSE n.lease_until END
+        n.next_attempt_at, n.ordering_key, n.lease_until
     FROM new_rows AS n WHERE n.status <> 'delivered';
     RETURN NULL;
 END $$;
@@ -94,10 +98,9 @@ BEGIN
     WITH changed AS (
         SELECT o.subscription_id AS old_subscription_id, o.status AS old_status, n.*
         FROM old_rows AS o JOIN new_rows AS n ON n.id = o.id
-        WHERE (o.status, o.attempts, o.next_attempt_at, o.endpoint_id, o.subscription_id, o.account_id,
-                CASE WHEN o.ordering_key IS NULL THEN 0 ELSE o.lease_until END)
+        WHERE (o.status, o.attempts, o.next_attempt_at, o.endpoint_id, o.subscription_id, o.account_id, o.lease_until)
             IS DISTINCT FROM (n.status, n.attempts, n.next_attempt_at, n.endpoint_id, n.subscription_id, n.account_id,
-                CASE WHEN n.ordering_key IS NULL THEN 0 ELSE n.lease_until END)
+                n.lease_until)
     ), gone AS (
         DELETE FROM open_deliveries AS x USING changed AS c
         WHERE x.subscription_id = c.old_subscription_id AND x.status = c.old_status AND x.id = c.id
@@ -105,7 +108,7 @@ BEGIN
     INSERT INTO open_deliveries (id, account_id, subscription_id, endpoint_id, event_seq, status, attempts,
         next_attempt_at, ordering_key, lease_until)
     SELECT c.id, c.account_id, c.subscription_id, c.endpoint_id, c.event_seq, c.status, c.attempts,
-        c.next_attempt_at, c.ordering_key, CASE WHEN c.ordering_key IS NULL THEN 0 ELSE c.lease_until END
+        c.next_attempt_at, c.ordering_key, c.lease_until
     FROM changed AS c WHERE c.status <> 'delivered';
     RETURN NULL;
 END $$;

@@ -36,7 +36,7 @@
 -- name: ClaimDue
 WITH fresh AS (
 	SELECT d.id FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
-	WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts = 0 AND o.next_attempt_at <= $2
+	WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts = 0 AND o.next_attempt_at <= $2 AND (o.lease_until = 0 OR o.lease_until < $2)
 		AND d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts = 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
 		AND (d.ordering_key IS NULL OR (
 	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
@@ -51,7 +51,7 @@ WITH fresh AS (
 	FOR UPDATE OF d SKIP LOCKED
 ), retry AS (
 	SELECT d.id FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
-	WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts > 0 AND o.next_attempt_at <= $2
+	WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts > 0 AND o.next_attempt_at <= $2 AND (o.lease_until = 0 OR o.lease_until < $2)
 		AND d.endpoint_id = $1 AND d.status = 'pending' AND d.attempts > 0 AND d.next_attempt_at <= $2 AND (d.lease_until = 0 OR d.lease_until < $2)
 		AND (d.ordering_key IS NULL OR (
 	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
@@ -119,7 +119,7 @@ RETURNING id
 -- name: NextDue
 SELECT LEAST(
 	(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
-		WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
+		WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts = 0 AND (o.lease_until = 0 OR o.lease_until < $2) AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
 	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
@@ -129,7 +129,7 @@ SELECT LEAST(
 			AND l.lease_until >= $2 AND l.id <> d.id)))
 		ORDER BY o.next_attempt_at LIMIT 1),
 	(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
-		WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
+		WHERE o.endpoint_id = $1 AND o.status = 'pending' AND o.attempts > 0 AND (o.lease_until = 0 OR o.lease_until < $2) AND (d.lease_until = 0 OR d.lease_until < $2) AND (d.ordering_key IS NULL OR (
 	NOT EXISTS (SELECT 1 FROM open_deliveries AS h
 		WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
 			AND h.status = 'pending' AND h.ordering_key IS NOT NULL AND h.event_seq < d.event_seq)
@@ -163,10 +163,10 @@ eps(ep) AS (
 SELECT ep, at FROM (
 	SELECT eps.ep, LEAST(
 		(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
-			WHERE o.endpoint_id = eps.ep AND o.status = 'pending' AND o.attempts = 0 AND (d.lease_until = 0 OR d.lease_until < $1)
+			WHERE o.endpoint_id = eps.ep AND o.status = 'pending' AND o.attempts = 0 AND (o.lease_until = 0 OR o.lease_until < $1) AND (d.lease_until = 0 OR d.lease_until < $1)
 			ORDER BY o.next_attempt_at LIMIT 1),
 		(SELECT o.next_attempt_at FROM open_deliveries AS o JOIN deliveries AS d ON d.id = o.id
-			WHERE o.endpoint_id = eps.ep AND o.status = 'pending' AND o.attempts > 0 AND (d.lease_until = 0 OR d.lease_until < $1)
+			WHERE o.endpoint_id = eps.ep AND o.status = 'pending' AND o.attempts > 0 AND (o.lease_until = 0 OR o.lease_until < $1) AND (d.lease_until = 0 OR d.lease_until < $1)
 			ORDER BY o.next_attempt_at LIMIT 1)) AS at
 	FROM eps
 ) AS x WHERE at IS NOT NULL ORDER BY ep
