@@ -249,8 +249,8 @@ var schedCommands = map[string]schedCommand{
 	"finish": {run: (*schedRunner).finish, positional: true},
 	"evict":  {run: (*schedRunner).evict},
 	"drain":  {run: (*schedRunner).drain},
-	"held":   {run: (*schedRunner).held},
-	"renew":  {run: (*schedRunner).renew},
+	"held":   {run: schedHeld},
+	"renew":  {run: schedRenew},
 	"state": {run: func(r *schedRunner, _ datadriven.Args) (string, error) {
 		return dumpSched(r.s), nil
 	}},
@@ -475,13 +475,15 @@ func (r *schedRunner) drain(datadriven.Args) (string, error) {
 // schedTestLease is the lease of the deliveries the files hand over.
 const schedTestLease = 30 * time.Second
 
-func (r *schedRunner) held(datadriven.Args) (string, error) {
+// schedHeld is the held command (not a method: the runner has enough).
+func schedHeld(r *schedRunner, _ datadriven.Args) (string, error) {
 	ids := r.e.keeper.heldIDs(renewBy(r.now, schedTestLease))
 	slices.Sort(ids)
 	return "held: " + list(ids), nil
 }
 
-func (r *schedRunner) renew(a datadriven.Args) (string, error) {
+// schedRenew is the renew command.
+func schedRenew(r *schedRunner, a datadriven.Args) (string, error) {
 	lost := map[string]bool{}
 	if v, ok := a.Value("lost"); ok {
 		for _, id := range strings.Split(v, ",") {

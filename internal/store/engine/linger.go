@@ -67,10 +67,10 @@ func (lg *lingering) stop() {
 	}
 }
 
-// linger waits for more requests on reqs (adding them to the waiting
-// lines) as described above. A queue found closed becomes nil and ends
+// wait is w's linger: it waits for more requests on reqs (adding them to
+// the waiting lines) as described above. A queue found closed becomes nil and ends
 // the wait.
-func (w *writer) linger(lg *lingering, reqs *chan *request) {
+func (lg *lingering) wait(w *writer, reqs *chan *request) {
 	w.mu.Lock()
 	rows := w.waitingRows()
 	w.mu.Unlock()
@@ -89,10 +89,7 @@ func (w *writer) linger(lg *lingering, reqs *chan *request) {
 				*reqs = nil
 				return
 			}
-			w.mu.Lock()
-			w.waiting.push(r.account, r)
-			n := w.waiting.n
-			w.mu.Unlock()
+			n := w.addWaiting(r)
 			rows += r.rows
 			left := time.Until(deadline)
 			if n >= w.gc.LingerBelow || rows >= w.gc.MaxBatchRows || left <= 0 {

@@ -27,80 +27,53 @@ func feed(w *writer, n int, every time.Duration) {
 	}()
 }
 
-// TestLingerEndsWhenTheQueueIsQuiet: with nothing arriving, the wait is one
-// gap (Linger/lingerGaps), not the whole Linger.
-func TestLingerEndsWhenTheQueueIsQuiet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := lingerWriter(16)
-		var lg lingering
-		start := time.Now()
-		w.linger(&lg, &w.reqs)
-		if got := time.Since(start); got != 100*time.Microsecond {
-			t.Errorf("waited %v with no request arriving, want one gap (100µs)", got)
-		}
-	})
-}
-
-// TestLingerEndsAtLingerBelow: requests arriving within a gap of each
-// other keep it waiting until LingerBelow wait.
-func TestLingerEndsAtLingerBelow(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := lingerWriter(4)
-		w.waiting.push("", &request{}) // the one that started the batch
-		feed(w, 10, 50*time.Microsecond)
-		var lg lingering
-		start := time.Now()
-		w.linger(&lg, &w.reqs)
-		if got := time.Since(start); got != 150*time.Microsecond {
-			t.Errorf("waited %v, want 150µs (three arrivals 50µs apart)", got)
-		}
-		if w.waiting.n != 4 {
-			t.Errorf("%d requests waiting, want LingerBelow (4)", w.waiting.n)
-		}
-		for len(w.reqs) < 10-3 {
-			time.Sleep(50 * time.Microsecond) // let the feeder finish
-		}
-	})
-}
-
-// TestLingerEndsAtMaxBatchRows: a wait ends once the requests waiting
-// hold a full batch's rows, however few they are.
-func TestLingerEndsAtMaxBatchRows(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := lingerWriter(16)
-		w.waiting.push("", &request{rows: 97})
-		feed(w, 10, 50*time.Microsecond)
-		var lg lingering
-		start := time.Now()
-		w.linger(&lg, &w.reqs)
-		if got := time.Since(start); got != 150*time.Microsecond {
-			t.Errorf("waited %v, want 150µs (three rows to a full batch, 50µs apart)", got)
-		}
-		for len(w.reqs) < 10-3 {
-			time.Sleep(50 * time.Microsecond) // let the feeder finish
-		}
-	})
-}
-
-// TestLingerEndsAtLinger: a stream that never reaches LingerBelow is
-// waited for at most Linger.
-func TestLingerEndsAtLinger(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := lingerWriter(100)
-		feed(w, 60, 60*time.Microsecond)
-		var lg lingering
-		start := time.Now()
-		w.linger(&lg, &w.reqs)
-		if got := time.Since(start); got != 800*time.Microsecond {
-			t.Errorf("waited %v, want Linger (800µs)", got)
-		}
-		if w.waiting.n != 13 {
-			t.Errorf("%d requests taken, want the 13 that arrived within Linger", w.waiting.n)
-		}
-		for len(w.reqs) < 60-13 {
-			time.Sleep(60 * time.Microsecond) // let the feeder finish
-		}
-	})
+// TestLinger runs one linger of a writer (Linger 800µs, a gap of 100µs)
+// while a feeder queues requests of one row at a steady pace, and checks
+// how long it waited and how many requests wait after it:
+//   - quiet: with nothing arriving, one gap, not the whole Linger;
+//   - below: arrivals within a gap of each other keep it waiting until
+//     LingerBelow wait;
+//   - rows: it ends once the requests waiting hold a full batch's rows,
+//     however few they are;
+//   - linger: a stream that never reaches either is waited for Linger.
+func TestLinger(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		below       int
+		firstRows   int // a request waiting before the linger (0: none)
+		feed        int
+		every       time.Duration
+		wait        time.Duration
+		waitingThen int
+	}{
+		{"quiet", 16, 0, 0, 0, 100 * time.Microsecond, 0},
+		{"below", 4, 1, 10, 50 * time.Microsecond, 150 * time.Microsecond, 4},
+		{"rows", 16, 97, 10, 50 * time.Microsecond, 150 * time.Microsecond, 4},
+		{"linger", 100, 0, 60, 60 * time.Microsecond, 800 * time.Microsecond, 13},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := lingerWriter(c.below)
+				if c.firstRows > 0 {
+					w.waiting.push("", &request{rows: c.firstRows})
+				}
+				feed(w, c.feed, c.every)
+				var lg lingering
+				start := time.Now()
+				lg.wait(w, &w.reqs)
+				if got := time.Since(start); got != c.wait {
+					t.Errorf("waited %v, want %v", got, c.wait)
+				}
+				if w.waiting.n != c.waitingThen {
+					t.Errorf("%d requests waiting after it, want %d", w.waiting.n, c.waitingThen)
+				}
+				taken := w.waiting.n - min(c.firstRows, 1)
+				for len(w.reqs) < c.feed-taken {
+					time.Sleep(c.every) // let the feeder finish
+				}
+			})
+		})
+	}
 }
 
 // TestLingerOnlyWhenBusy: a writer lingers from its fifth batch in a row

@@ -197,7 +197,7 @@ func (w *writer) run(i int) {
 		if w.waiting.n > 0 {
 			if lg.due(w.gc, w.waiting.n, w.waitingRows) {
 				w.mu.Unlock()
-				w.linger(&lg, &reqs)
+				lg.wait(w, &reqs)
 				w.mu.Lock()
 			}
 			batch = w.nextBatch(batch[:0])
@@ -239,9 +239,7 @@ func (w *writer) await(reqs, large *chan *request) {
 			*reqs = nil
 			return
 		}
-		w.mu.Lock()
-		w.waiting.push(r.account, r)
-		w.mu.Unlock()
+		w.addWaiting(r)
 	case r, ok := <-*large:
 		if !ok {
 			*large = nil
@@ -249,6 +247,15 @@ func (w *writer) await(reqs, large *chan *request) {
 		}
 		w.addLarge(r)
 	}
+}
+
+// addWaiting puts r in its line of waiting requests and returns how many
+// wait.
+func (w *writer) addWaiting(r *request) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting.push(r.account, r)
+	return w.waiting.n
 }
 
 // addLarge stages a large publish (Staged), or commits it alone.

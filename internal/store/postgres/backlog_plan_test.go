@@ -76,16 +76,7 @@ var scanRows = regexp.MustCompile(`Scan using (open_deliveries_\w+) on .*actual 
 // of the three index scans returns at most backlogPlanLimit rows.
 func checkBacklogRows(t *testing.T, ctx context.Context, tx pgx.Tx, stats string) {
 	t.Helper()
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+
-		strings.ReplaceAll(queries["CountBacklog"], "$1", strconv.Itoa(backlogPlanLimit)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := explainAnalyze(t, ctx, tx, strings.ReplaceAll(queries["CountBacklog"], "$1", strconv.Itoa(backlogPlanLimit)))
 	scans := scanRows.FindAllStringSubmatch(plan, -1)
 	if len(scans) != 3 {
 		t.Fatalf("CountBacklog (%s): %d index scans, want 3:\n%s", stats, len(scans), plan)

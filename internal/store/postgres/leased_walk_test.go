@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // freshWalk matches the plan line of a claim's walk of the fresh lane's
@@ -49,15 +47,7 @@ func TestClaimWalkSkipsLeasesOnOpenRows(t *testing.T) {
 	for i, v := range []string{"'ep_w'", "5000000", "10", "'this-node'", "5030000"} {
 		q = strings.ReplaceAll(q, "$"+strconv.Itoa(i+1), v)
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := explainAnalyze(t, ctx, tx, q)
 	m := freshWalk.FindStringSubmatch(plan)
 	if m == nil {
 		t.Fatalf("ClaimDue does not walk open_deliveries_fresh:\n%s", plan)
