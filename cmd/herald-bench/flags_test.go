@@ -23,6 +23,7 @@ var badValues = map[string][]string{
 	"herald":              {"/nonexistent/herald"},
 	"keep":                {"maybe"},
 	"pprof":               {"bogus:addr"},
+	"baseline-pprof":      {"bogus:addr", "nohost"},
 	"store":               {"mysql://db", ""},
 	"serve-env":           {"GOGC", "=1"},
 	"timeout":             {"-1s"},

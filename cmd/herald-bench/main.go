@@ -108,6 +108,7 @@ Flags:
 type benchOptions struct {
 	sizes                                 bench.Sizes
 	scenario, jsonFile, herald, pprofAddr string
+	baselinePprof                         string
 	store, serveFlags, serveEnv, tmp      string
 	asJSON, keep, quiet, baseline         bool
 	runs                                  int
@@ -127,6 +128,7 @@ func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchOptions) {
 	fs.StringVar(&o.herald, "herald", "", "herald binary to run as the server (herald bench sets it to that herald; default: the herald beside herald-bench, else on PATH)")
 	fs.BoolVar(&o.keep, "keep", false, "keep each scenario's directory (store and server log) and print its path")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "pass --pprof `ADDR` to herald serve (profile it while a scenario runs)")
+	fs.StringVar(&o.baselinePprof, "baseline-pprof", "", "serve the baseline forwarder's profiles on `ADDR` (profile it while a --baseline run of it runs)")
 	fs.StringVar(&o.store, "store", "sqlite", "herald serve's store: sqlite, or a postgres:// URL (each scenario gets a fresh schema in that database)")
 	fs.StringVar(&o.serveFlags, "serve-flags", "", "more flags for herald serve, space-separated (e.g. \"--window 20000\"); a herald serve that refuses them ends the run with exit status 2")
 	fs.StringVar(&o.serveEnv, "serve-env", "", "more environment for herald serve, space-separated KEY=VALUE (e.g. \"GOGC=400\")")
@@ -187,9 +189,11 @@ func (o *benchOptions) check() error {
 	if o.timeout < 0 {
 		return fmt.Errorf("--timeout %v: must not be negative", o.timeout)
 	}
-	if o.pprofAddr != "" {
-		if err := cliflag.CheckAddr("--pprof", o.pprofAddr); err != nil {
-			return err
+	for _, a := range []struct{ flag, addr string }{{"--pprof", o.pprofAddr}, {"--baseline-pprof", o.baselinePprof}} {
+		if a.addr != "" {
+			if err := cliflag.CheckAddr(a.flag, a.addr); err != nil {
+				return err
+			}
 		}
 	}
 	for _, kv := range strings.Fields(o.serveEnv) {
@@ -251,7 +255,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cfg := bench.Config{
 		Herald: bin, Scenarios: names, Sizes: o.sizes, Timeout: o.timeout, Runs: o.runs, Baseline: o.baseline,
 		Store: o.store, ServeArgs: strings.Fields(o.serveFlags), ServeEnv: strings.Fields(o.serveEnv), Pprof: o.pprofAddr, Keep: o.keep, TempDir: o.tmp,
-		Forwarder: []string{exe, bench.ForwarderCommand},
+		Forwarder: forwarderCommand(exe, o.baselinePprof),
 	}
 	if !o.quiet {
 		cfg.Progress = stderr
@@ -363,6 +367,11 @@ func runForwarder(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := cliflag.CheckAddr("--listen", o.Listen); err != nil {
 		return usageError(stderr, fs.Name(), err)
 	}
+	if o.Pprof != "" {
+		if err := cliflag.CheckAddr("--pprof", o.Pprof); err != nil {
+			return usageError(stderr, fs.Name(), err)
+		}
+	}
 	if ctx.Err() != nil {
 		return 1
 	}
@@ -371,4 +380,15 @@ func runForwarder(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	return 0
+}
+
+// forwarderCommand is the baseline forwarder's command: this binary's
+// hidden command, serving its profiles on pprof when that is set
+// (--baseline-pprof).
+func forwarderCommand(exe, pprof string) []string {
+	cmd := []string{exe, bench.ForwarderCommand}
+	if pprof != "" {
+		cmd = append(cmd, "--pprof", pprof)
+	}
+	return cmd
 }

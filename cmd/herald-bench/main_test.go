@@ -291,6 +291,7 @@ func TestBenchForwarderCommand(t *testing.T) {
 		"workers": {"0", "1025", "x"},
 		"queue":   {"0", "-1"},
 		"timeout": {"1ms", "6m", "soon"},
+		"pprof":   {"bogus", "127.0.0.1:nope"},
 	} {
 		for _, v := range values {
 			checkRefused(t, bench.ForwarderCommand, []string{bench.ForwarderCommand, "--" + flagName + "=" + v}, "-"+flagName)

@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"net/netip"
 	"net/url"
 	"os"
@@ -20,6 +18,7 @@ import (
 	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/certfile"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/profiling"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/scheduling"
 	"github.com/herald-events/herald/internal/server"
@@ -369,16 +368,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 func servePprof(ln net.Listener, logger *slog.Logger) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	logger.Info("pprof listening", "addr", ln.Addr().String())
-	// No write timeout (a profile streams for as long as it was asked
-	// to); idle connections close as the API's do.
-	if err := (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: api.IdleTimeout}).Serve(ln); err != nil {
+	// Idle connections close as the API's do.
+	if err := profiling.Serve(ln, api.IdleTimeout); err != nil {
 		logger.Warn("pprof server", "err", err)
 	}
 }

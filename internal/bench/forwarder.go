@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/herald-events/herald/internal/profiling"
 )
 
 // The baseline forwarder is what `herald bench --baseline` compares Herald
@@ -53,6 +55,9 @@ type ForwarderOptions struct {
 	Workers int           // goroutines POSTing (the issue's 16)
 	Queue   int           // capacity of the channel feeding them
 	Timeout time.Duration // of each POST
+	// Pprof, when set, is an address (HOST:PORT) to serve Go's profiles on
+	// (internal/profiling), as herald serve's --pprof does.
+	Pprof string
 }
 
 // DefaultForwarderOptions are the forwarder's defaults: 16 workers.
@@ -68,6 +73,7 @@ func ForwarderFlags(fs *flag.FlagSet) *ForwarderOptions {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "goroutines POSTing events (1 to 1024)")
 	fs.IntVar(&o.Queue, "queue", o.Queue, "capacity of the channel feeding the workers (1 to 1000000)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "timeout of each POST (100ms to 5m)")
+	fs.StringVar(&o.Pprof, "pprof", "", "serve Go's profiles on this `ADDR` (HOST:PORT), as herald serve --pprof does")
 	return &o
 }
 
@@ -97,6 +103,15 @@ func RunForwarder(ctx context.Context, o ForwarderOptions, out io.Writer) error 
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return err
+	}
+	if o.Pprof != "" {
+		pln, err := net.Listen("tcp", o.Pprof)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		defer pln.Close()
+		go func() { _ = profiling.Serve(pln, 2*time.Minute) }()
 	}
 	f := NewForwarder(o)
 	defer f.Close()
