@@ -135,7 +135,7 @@ func (c *Console) Handler() http.Handler {
 	pg := &pages{log: c.Logger}
 	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg,
 		throttle: newSignInThrottle("console sign-in", c.Clock, c.Logger)}
-	b := base{store: c.Store, pages: pg}
+	b := base{store: c.Store, live: c.Live, now: c.Clock.Now, pages: pg}
 	subs := &subscriptionPages{b}
 	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock}
 	evs := &eventPages{b}

@@ -106,7 +106,7 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
+		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)}, Notice: portalNotices[r.URL.Query().Get("done")]}
 	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
 		return withQuery("/portal/subscriptions/"+sub.ID, url.Values{"cursor": {c}})
 	})

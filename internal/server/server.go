@@ -403,7 +403,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	a.Console = con.Handler()
 	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations,
-		PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
+		PublicURL: cfg.PublicURL, Live: sched, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
 	if s.Auth != nil {
 		portal.Auth = s.Auth
 	}
