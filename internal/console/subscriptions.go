@@ -61,9 +61,9 @@ type subscriptionView struct {
 	// EndpointURL and EndpointState are its endpoint's URL and circuit
 	// state ("" when it has none or it could not be read).
 	EndpointURL, EndpointState string
-	Timeout                                                        time.Duration
-	Headers, DynamicHeaders                                        map[string]string
-	SecretHeaders                                                  []string
+	Timeout                    time.Duration
+	Headers, DynamicHeaders    map[string]string
+	SecretHeaders              []string
 	// Auth is its endpoint authentication, secrets masked (nil: none).
 	Auth                                               *authView
 	DeadLetter                                         bool
