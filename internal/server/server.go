@@ -397,7 +397,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations,
-		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
+		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
 		con.Auth = s.Auth
 	}
