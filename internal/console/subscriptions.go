@@ -77,6 +77,8 @@ type subscriptionView struct {
 	// Notice says what the action the page follows did
 	// (subscriptionNotices).
 	Notice string
+	// Since is the recover form's example time (exampleSince).
+	Since string
 }
 
 // subscription shows one subscription, its actions' forms
@@ -97,6 +99,7 @@ func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request
 	view.Deliveries, view.More = deliveryTable{Link: consoleDeliveries, Items: sp.rowsOf(r.Context(), ds)}, next != ""
 	view.EndpointURL, view.EndpointState = sp.endpointState(r.Context(), sub.EndpointID)
 	view.Notice = subscriptionNotices[r.URL.Query().Get("done")]
+	view.Since = exampleSince(sp.now())
 	sp.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
 }
 
