@@ -64,8 +64,8 @@ var badFlagValues = map[flagKind][]string{
 // TestVerbsRefuseBadFlags: for every verb of every resource, an unknown
 // flag, every bad value of each of its flags (by kind, plus a value
 // outside a fixed set or an int's range), a missing or extra argument,
-// and a bad --api or --timeout, exit 2 with nothing on stdout, the flag
-// named on the first line of stderr, and no request sent.
+// and a bad --api or --timeout, exit 2 with nothing on stdout, one line
+// on stderr naming the flag (not the usage), and no request sent.
 func TestVerbsRefuseBadFlags(t *testing.T) {
 	t.Setenv("HERALD_API", noAPI(t))
 	t.Setenv("HERALD_API_KEY", "test-key-0123456789")
@@ -75,9 +75,9 @@ func TestVerbsRefuseBadFlags(t *testing.T) {
 			t.Helper()
 			args := append(append([]string{}, base...), extra...)
 			code, out, errOut := runHerald(t, args...)
-			first, _, _ := strings.Cut(errOut, "\n")
-			if code != 2 || out != "" || !strings.Contains(first, want) {
-				t.Errorf("herald %q: exit %d, stdout %q, stderr %q; want exit 2 naming %s", args, code, firstLines(out), firstLines(errOut), want)
+			first, rest, _ := strings.Cut(errOut, "\n")
+			if code != 2 || out != "" || !strings.Contains(first, want) || rest != "" {
+				t.Errorf("herald %q: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s", args, code, firstLines(out), firstLines(errOut), want)
 			}
 		}
 		check([]string{"--no-such-flag"}, "-no-such-flag")
