@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,4 +77,32 @@ func between(s, from, to string) string {
 	_, rest, _ := strings.Cut(s, from)
 	v, _, _ := strings.Cut(rest, to)
 	return v
+}
+
+// TestCustomRetryPolicyFlags: subscriptions create takes a custom retry
+// policy from flags, --delay repeated and separated by commas, with
+// --ttl and --max-attempts, and the server stores that policy; a bad
+// delay is one line naming --delay.
+func TestCustomRetryPolicyFlags(t *testing.T) {
+	base := startClientServer(t)
+	t.Setenv("HERALD_API", base)
+	t.Setenv("HERALD_API_KEY", clientTestKey)
+	code, out, errOut := runHerald(t, "subscriptions", "create", "--name", "custom", "--delivery-mode", "pull",
+		"--retry-preset", "custom", "--delay", "10s,1m", "--delay", "5m", "--ttl", "1h", "--max-attempts", "5", "-o", "json")
+	var got struct {
+		RetryPolicy struct {
+			Preset      string
+			Delays      []string
+			MaxAttempts int `json:"max_attempts"`
+			TTL         string
+		} `json:"retry_policy"`
+	}
+	_ = json.Unmarshal([]byte(out), &got)
+	if p := got.RetryPolicy; code != 0 || p.Preset != "custom" || strings.Join(p.Delays, " ") != "10s 1m0s 5m0s" || p.MaxAttempts != 5 || p.TTL != "1h0m0s" {
+		t.Fatalf("create with --delay: exit %d, retry_policy %+v, stderr %q; want custom, delays 10s 1m 5m, 5 attempts, ttl 1h", code, p, errOut)
+	}
+	code, _, errOut = runHerald(t, "subscriptions", "create", "--name", "bad", "--delivery-mode", "pull", "--retry-preset", "custom", "--delay", "10s,soon")
+	if first, rest, _ := strings.Cut(errOut, "\n"); code != 2 || !strings.Contains(first, "-delay") || rest != "" {
+		t.Fatalf("a bad --delay: exit %d, stderr %q; want exit 2 and one line naming --delay", code, errOut)
+	}
 }

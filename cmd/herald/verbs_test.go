@@ -51,14 +51,15 @@ func noAPI(t *testing.T) string {
 
 // badFlagValues are values each kind of flag refuses.
 var badFlagValues = map[flagKind][]string{
-	kindString:   {""},
-	kindList:     {""},
-	kindInt:      {"x", "1.5"},
-	kindBool:     {"maybe"},
-	kindJSON:     {"{", `{"a":1} 2`},
-	kindDuration: {"5", "soon"},
-	kindTime:     {"yesterday", "2026-01-05"},
-	kindNumber:   {"x", "NaN", "Inf"},
+	kindString:    {""},
+	kindList:      {""},
+	kindInt:       {"x", "1.5"},
+	kindBool:      {"maybe"},
+	kindJSON:      {"{", `{"a":1} 2`},
+	kindDuration:  {"5", "soon"},
+	kindDurations: {"5", "10s,soon", "10s,,1m"},
+	kindTime:      {"yesterday", "2026-01-05"},
+	kindNumber:    {"x", "NaN", "Inf"},
 }
 
 // TestVerbsRefuseBadFlags: for every verb of every resource, an unknown
