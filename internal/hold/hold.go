@@ -1,7 +1,7 @@
 // Package hold says why a delivery waits and when it can really go: the
 // held_by and next_attempt_at of the API's delivery resource, and what the
 // console, the portal and the CLI show of a waiting delivery
-// (../shared/DESIGN.md §11.4).
+// (docs/delivery.md, "Delivery states").
 //
 // A pending delivery is held by its endpoint when the endpoint's circuit is
 // not enabled (probation, disabled: nothing goes before the next probe;
