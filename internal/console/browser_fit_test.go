@@ -78,6 +78,10 @@ func TestBrowserPagesFit(t *testing.T) {
 		b.fits(t, n.url+path)
 	}
 	b.do(t, "opening the portal", chromedp.Navigate(n.url+link), chromedp.WaitVisible(chromedp.CSS("#subscriptions")))
+	b.do(t, "opening a held subscription in the portal", chromedp.Navigate(n.url+"/portal/subscriptions/"+down))
+	if ds := b.text(t, "#deliveries"); !strings.Contains(ds, "held by endpoint probation") || b.text(t, "#endpoint-state-badge") != "endpoint probation" {
+		t.Fatalf("the portal's subscription in probation shows %q; want its deliveries held by endpoint probation", ds)
+	}
 	for _, path := range []string{"/portal/subscriptions", "/portal/subscriptions/" + down, "/portal/subscriptions/" + dead,
 		"/portal/deliveries/" + one} {
 		b.fits(t, n.url+path)

@@ -68,7 +68,17 @@ func TestBrowserHeldByProbation(t *testing.T) {
 	if held := b.text(t, "#backlog-held"); held != "11 held by endpoint probation" {
 		t.Fatalf("the backlog's held count is %q; want 11 held by endpoint probation", held)
 	}
+	titles := read(t, b, "reading the charts' titles", chromedp.Evaluate[string](
+		`[...document.querySelectorAll("svg.chart")].map(c => { const f = c.previousElementSibling; return f && f.tagName == "FIGCAPTION" && f.offsetHeight > 0 ? f.textContent : "UNTITLED" }).join("|")`))
+	if strings.Count(titles, "|") != 5 || strings.Contains(titles, "UNTITLED") {
+		t.Fatalf("the overview's charts' titles: %q; want six, each shown", titles)
+	}
 	b.do(t, "following the endpoint's link", chromedp.Click(chromedp.CSS(`#circuits a[href="/console/endpoints/`+ep+`"]`)), chromedp.WaitVisible(chromedp.CSS("#rate-limit-form")))
+	b.do(t, "opening the endpoints", chromedp.Navigate(n.url+"/console/endpoints"))
+	if intro := b.text(t, "#circuit-intro"); !strings.Contains(intro, "After 10 consecutive failures an endpoint goes to probation") ||
+		!strings.Contains(intro, "At 2000 consecutive failures") || strings.Index(intro, "probation") > strings.Index(intro, "disabled") {
+		t.Fatalf("the endpoints page's intro says %q; want probation at 10 failures, then disabled", intro)
+	}
 	b.noPolicyViolations(t)
 }
 
