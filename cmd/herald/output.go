@@ -236,7 +236,10 @@ func printAPIError(w io.Writer, name string, err error) {
 }
 
 // describeError is a problem's status, title, field and detail
-// ("400 Invalid request (field url): must be …"), or err's text.
+// ("400 Invalid request (field url): must be …"), or err's text. A detail
+// that names an API route names the herald command too (cliCommandFor):
+// "…: GET /v1/subscriptions?name=puller (herald subscriptions list --name
+// puller)".
 func describeError(err error) string {
 	var p *client.Problem
 	if !errors.As(err, &p) {
@@ -248,6 +251,9 @@ func describeError(err error) string {
 	}
 	if p.Detail != "" {
 		s += ": " + p.Detail
+	}
+	if cmd := cliCommandFor(p.Detail); cmd != "" {
+		s += " (" + cmd + ")"
 	}
 	return s
 }

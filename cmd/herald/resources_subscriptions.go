@@ -17,6 +17,8 @@ var subscriptionFields = []flagSpec{
 	{name: "subject-begins-with", field: "subject_begins_with", usage: "only events whose subject begins with this"},
 	{name: "subject-ends-with", field: "subject_ends_with", usage: "only events whose subject ends with this"},
 	{name: "retry-preset", field: "retry_policy.preset", values: retry.Presets(), usage: "the retry policy's preset (herald policy list says each)"},
+	{name: "delay", field: "retry_policy.delays", kind: kindDurations, usage: "the retry policy's delays, one per retry (repeat the flag, or separate by commas: --delay 10s,1m,10m; the last repeats until max attempts or the ttl); with --retry-preset custom the whole schedule, with another preset its schedule alone"},
+	{name: "ttl", field: "retry_policy.ttl", kind: kindDuration, usage: "the retry policy's time to live: how long after publish a retry may still happen (the range depends on the preset)"},
 	{name: "max-attempts", field: "retry_policy.max_attempts", kind: kindInt, min: 0, max: 1000, usage: "the retry policy's attempts in all (0: only its ttl bounds it; the range depends on the preset)"},
 	{name: "failure-policy", field: "failure_policy", values: failurePolicies, usage: "what a failed push does: retry (the retry policy), or queue (deactivate the subscription)"},
 	{name: "dead-letter", field: "dead_letter", kind: kindBool, usage: "keep what the retry policy gives up on as dead letters (--dead-letter=false drops it)"},

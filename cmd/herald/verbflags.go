@@ -20,14 +20,15 @@ import (
 type flagKind int
 
 const (
-	kindString   flagKind = iota // any text but the empty string
-	kindList                     // a string flag given once per value
-	kindInt                      // a whole number, within the spec's min..max
-	kindBool                     // true or false (given alone: true)
-	kindJSON                     // one JSON value
-	kindDuration                 // a Go duration, "30s"
-	kindTime                     // an RFC 3339 time
-	kindNumber                   // a finite number
+	kindString    flagKind = iota // any text but the empty string
+	kindList                      // a string flag given once per value
+	kindInt                       // a whole number, within the spec's min..max
+	kindBool                      // true or false (given alone: true)
+	kindJSON                      // one JSON value
+	kindDuration                  // a Go duration, "30s"
+	kindTime                      // an RFC 3339 time
+	kindNumber                    // a finite number
+	kindDurations                 // Go durations, the flag repeated or the values separated by commas
 )
 
 // flagSpec is one flag of a resource verb. Given on the command line its
@@ -67,9 +68,13 @@ func (f *flagValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	if f.spec.kind == kindList {
+	switch f.spec.kind {
+	case kindList:
 		prev, _ := f.set[f.spec.name].([]string)
 		v = append(prev, s)
+	case kindDurations:
+		prev, _ := f.set[f.spec.name].([]string)
+		v = append(prev, v.([]string)...)
 	}
 	f.set[f.spec.name] = v
 	return nil
@@ -101,6 +106,15 @@ func (spec flagSpec) parse(s string) (any, error) {
 		if _, err := time.ParseDuration(s); err != nil {
 			return nil, errors.New(`want a duration such as "30s" or "1h30m"`)
 		}
+	case kindDurations:
+		ds := strings.Split(s, ",")
+		for i, d := range ds {
+			ds[i] = strings.TrimSpace(d)
+			if _, err := time.ParseDuration(ds[i]); err != nil {
+				return nil, fmt.Errorf(`want durations such as "10s,1m,10m", not %q`, ds[i])
+			}
+		}
+		return ds, nil
 	case kindTime:
 		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
 			return nil, errors.New(`want an RFC 3339 time such as "2026-01-05T09:00:00Z"`)

@@ -172,6 +172,8 @@ func (spec flagSpec) placeholder() string {
 		return " JSON"
 	case kindDuration:
 		return " DURATION"
+	case kindDurations:
+		return " DURATION[,DURATION...]"
 	case kindTime:
 		return " TIME"
 	}

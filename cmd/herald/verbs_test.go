@@ -51,21 +51,22 @@ func noAPI(t *testing.T) string {
 
 // badFlagValues are values each kind of flag refuses.
 var badFlagValues = map[flagKind][]string{
-	kindString:   {""},
-	kindList:     {""},
-	kindInt:      {"x", "1.5"},
-	kindBool:     {"maybe"},
-	kindJSON:     {"{", `{"a":1} 2`},
-	kindDuration: {"5", "soon"},
-	kindTime:     {"yesterday", "2026-01-05"},
-	kindNumber:   {"x", "NaN", "Inf"},
+	kindString:    {""},
+	kindList:      {""},
+	kindInt:       {"x", "1.5"},
+	kindBool:      {"maybe"},
+	kindJSON:      {"{", `{"a":1} 2`},
+	kindDuration:  {"5", "soon"},
+	kindDurations: {"5", "10s,soon", "10s,,1m"},
+	kindTime:      {"yesterday", "2026-01-05"},
+	kindNumber:    {"x", "NaN", "Inf"},
 }
 
 // TestVerbsRefuseBadFlags: for every verb of every resource, an unknown
 // flag, every bad value of each of its flags (by kind, plus a value
 // outside a fixed set or an int's range), a missing or extra argument,
-// and a bad --api or --timeout, exit 2 with nothing on stdout, the flag
-// named on the first line of stderr, and no request sent.
+// and a bad --api or --timeout, exit 2 with nothing on stdout, one line
+// on stderr naming the flag (not the usage), and no request sent.
 func TestVerbsRefuseBadFlags(t *testing.T) {
 	t.Setenv("HERALD_API", noAPI(t))
 	t.Setenv("HERALD_API_KEY", "test-key-0123456789")
@@ -75,9 +76,9 @@ func TestVerbsRefuseBadFlags(t *testing.T) {
 			t.Helper()
 			args := append(append([]string{}, base...), extra...)
 			code, out, errOut := runHerald(t, args...)
-			first, _, _ := strings.Cut(errOut, "\n")
-			if code != 2 || out != "" || !strings.Contains(first, want) {
-				t.Errorf("herald %q: exit %d, stdout %q, stderr %q; want exit 2 naming %s", args, code, firstLines(out), firstLines(errOut), want)
+			first, rest, _ := strings.Cut(errOut, "\n")
+			if code != 2 || out != "" || !strings.Contains(first, want) || rest != "" {
+				t.Errorf("herald %q: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s", args, code, firstLines(out), firstLines(errOut), want)
 			}
 		}
 		check([]string{"--no-such-flag"}, "-no-such-flag")

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
-	"github.com/herald-events/herald/internal/health"
+	"github.com/herald-events/herald/internal/hold"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -43,41 +42,23 @@ func optString(s string) *string {
 	return &s
 }
 
-// circuitOf looks up an endpoint's circuit; ok is false when the endpoint
-// cannot be read.
-type circuitOf func(endpointID string) (h health.Health, ok bool)
-
-// circuits returns the circuit lookup of one response: each endpoint is read
-// once, from the scheduler's live view when it holds the endpoint, else
-// from the store.
-func (s *Server) circuits(ctx context.Context) circuitOf {
-	type entry struct {
-		h  health.Health
-		ok bool
-	}
-	seen := map[string]entry{}
-	return func(id string) (health.Health, bool) {
-		e, done := seen[id]
-		if !done {
-			if ep, _, _, ok := s.Live.Endpoint(id); ok {
-				e = entry{ep.Health, true}
-			} else if ep, err := s.Store.GetEndpoint(ctx, id); err == nil {
-				e = entry{ep.Health, true}
-			}
-			seen[id] = e
-		}
-		return e.h, e.ok
-	}
+// holds returns the hold reader of one response (hold.Reader): each
+// endpoint is read once, from the scheduler's live view when it holds the
+// endpoint, else from the store; each queued delivery's subscription once.
+func (s *Server) holds(ctx context.Context) *hold.Reader {
+	return hold.NewReader(ctx, s.Live, s.Clock.Now(), s.Store.GetEndpoint, s.Store.GetSubscription)
 }
 
 // toDeliveryJSON returns the delivery resource. A pending delivery's
-// next_attempt_at is when it can go: its own due time, unless its
-// endpoint's circuit holds it. In probation or disabled, nothing goes
-// before the endpoint's next probe, so it is the later of the two; frozen,
-// nothing goes until the endpoint is enabled, so it is unknown (null).
-// held_by is "endpoint_" and the circuit's state whenever it is not
-// enabled (endpoint_probation, endpoint_disabled, endpoint_frozen).
-func toDeliveryJSON(d delivery.Delivery, circuit circuitOf) deliveryJSON {
+// next_attempt_at is when it can go, and held_by what holds it past its
+// own due time (hold.Of): its endpoint's circuit (in probation or
+// disabled, nothing goes before the endpoint's next probe, so it is the
+// later of the two; frozen, nothing goes until the endpoint is enabled, so
+// it is unknown: null) or, once due, its endpoint's rate limit (the
+// bucket's next token). A queued delivery of a push subscription that is
+// not active is held by it (subscription_deactivated,
+// subscription_awaiting_validation), with no next_attempt_at.
+func toDeliveryJSON(d delivery.Delivery, holds *hold.Reader) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, SubscriptionID: d.SubscriptionID, EndpointID: d.EndpointID,
 		EventID: d.EventID, EventSource: d.EventSource, OrderingKey: optString(d.OrderingKey), Status: string(d.Status),
@@ -85,19 +66,8 @@ func toDeliveryJSON(d delivery.Delivery, circuit circuitOf) deliveryJSON {
 		LastOutcome: optString(d.LastOutcome), DeadLetterReason: optString(d.DeadLetterReason),
 		CreatedAt: timestamp(d.CreatedAt), DeliveredAt: optTime(d.DeliveredAt),
 	}
-	if d.Status == delivery.StatusPending {
-		next := d.NextAttemptAt
-		if h, ok := circuit(d.EndpointID); ok && h.State != "" && h.State != health.Enabled {
-			out.HeldBy = optString("endpoint_" + string(h.State))
-			switch {
-			case h.State == health.Frozen:
-				next = time.Time{}
-			case h.NextProbeAt.After(next):
-				next = h.NextProbeAt
-			}
-		}
-		out.NextAttemptAt = optTime(next)
-	}
+	h := holds.Of(d)
+	out.HeldBy, out.NextAttemptAt = optString(h.By), optTime(h.Next)
 	if d.LastStatusCode != 0 {
 		c := d.LastStatusCode
 		out.LastStatusCode = &c
@@ -135,8 +105,8 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	circuit := s.circuits(r.Context())
-	writeList(w, ds, next, func(d delivery.Delivery) deliveryJSON { return toDeliveryJSON(d, circuit) })
+	holds := s.holds(r.Context())
+	writeList(w, ds, next, func(d delivery.Delivery) deliveryJSON { return toDeliveryJSON(d, holds) })
 }
 
 // listAccount is the account condition of a list of acc's deliveries
@@ -163,7 +133,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, toDeliveryJSON(d, s.circuits(r.Context())))
+	writeJSON(w, http.StatusOK, toDeliveryJSON(d, s.holds(r.Context())))
 }
 
 // attemptJSON is one row of a delivery's attempt log.
@@ -218,7 +188,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "delivery")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, toDeliveryJSON(d, s.circuits(r.Context())))
+	writeJSON(w, http.StatusAccepted, toDeliveryJSON(d, s.holds(r.Context())))
 }
 
 // deadLetterJSON is a dead-lettered delivery with Event Grid's dead-letter
@@ -244,14 +214,14 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "dead letter")
 		return
 	}
-	circuit := s.circuits(r.Context()) // read for pending deliveries only, which dead letters are not
+	holds := s.holds(r.Context()) // nothing holds a dead letter: read nothing
 	writeList(w, dls, next, func(dl store.DeadLetter) deadLetterJSON {
 		ev := json.RawMessage(dl.Event.Payload)
 		if !json.Valid(ev) {
 			ev = json.RawMessage("null")
 		}
 		return deadLetterJSON{
-			deliveryJSON: toDeliveryJSON(dl.Delivery, circuit), DeliveryAttempts: dl.Attempts,
+			deliveryJSON: toDeliveryJSON(dl.Delivery, holds), DeliveryAttempts: dl.Attempts,
 			LastDeliveryOutcome: dl.LastOutcome, PublishTime: timestamp(dl.Event.PublishedAt),
 			LastDeliveryAttemptTime: optTime(dl.LastAttemptAt), Event: ev,
 		}
@@ -348,13 +318,13 @@ func (s *Server) listQueued(w http.ResponseWriter, r *http.Request, f store.Deli
 		return
 	}
 	now := s.Clock.Now()
-	circuit := s.circuits(r.Context()) // read for pending deliveries only
+	holds := s.holds(r.Context())
 	writeList(w, qs, next, func(q store.DeadLetter) queuedJSON {
 		ev := json.RawMessage(q.Event.Payload)
 		if !json.Valid(ev) {
 			ev = json.RawMessage("null")
 		}
-		out := queuedJSON{deliveryJSON: toDeliveryJSON(q.Delivery, circuit), DeliveryCount: q.Receives, Event: ev}
+		out := queuedJSON{deliveryJSON: toDeliveryJSON(q.Delivery, holds), DeliveryCount: q.Receives, Event: ev}
 		if q.LockedUntil.After(now) {
 			out.LockedUntil = optTime(q.LockedUntil)
 		}

@@ -1,9 +1,9 @@
 // Package cliflag holds the conventions the flags of Herald's commands
 // follow, for the two binaries that have them: herald (cmd/herald) and the
 // benchmark, herald-bench (cmd/herald-bench). Help asked for goes to stdout
-// with exit status 0; a usage error goes to stderr, its first line naming
-// the flag, with exit status 2; a float flag refuses NaN and infinities; an
-// address flag is a HOST:PORT that net.Listen takes.
+// with exit status 0; a usage error is one line on stderr naming the flag,
+// with exit status 2; a float flag refuses NaN and infinities; an address
+// flag is a HOST:PORT that net.Listen takes.
 package cliflag
 
 import (
@@ -19,10 +19,11 @@ import (
 
 // Parse parses args into fs: help asked for (-h, --help) goes to stdout
 // and the command exits 0; a usage error the flag package finds (an
-// unknown flag, a value its type refuses) goes to stderr, its first line
-// naming the flag, then the usage, and the command exits 2. A flag set's
-// Usage must write to fs.Output(), where both are sent. When ok is false
-// the command exits with code.
+// unknown flag, a value its type refuses) is one line on stderr, naming
+// the command and the flag and saying -h lists the flags (not the whole
+// usage, which hides the line that matters), and the command exits 2. A
+// flag set's Usage must write to fs.Output(). When ok is false the command
+// exits with code.
 func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	var out bytes.Buffer
 	prev := fs.Output()
@@ -34,7 +35,7 @@ func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int,
 		_, _ = stdout.Write(out.Bytes())
 		return 0, false
 	case err != nil:
-		_, _ = stderr.Write(out.Bytes())
+		fmt.Fprintf(stderr, "%s: %v (-h lists the flags)\n", fs.Name(), err)
 		return 2, false
 	}
 	return 0, true

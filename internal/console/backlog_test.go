@@ -1,6 +1,7 @@
 package console
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/herald-events/herald/internal/store"
@@ -14,13 +15,13 @@ func TestBacklogView(t *testing.T) {
 		in   store.Backlog
 		want backlogView
 	}{
-		{store.Backlog{}, backlogView{"0", "0", "0"}},
-		{store.Backlog{Fresh: 3, Retry: 2, Queued: 7}, backlogView{"5", "2", "7"}},
-		{store.Backlog{Fresh: 10_000, Retry: 10_000, Queued: 10_000}, backlogView{"20000", "10000", "10000"}},
-		{store.Backlog{Fresh: 10_001, Retry: 5, Queued: 10_001}, backlogView{"over 10000", "5", "over 10000"}},
-		{store.Backlog{Fresh: 5, Retry: 10_001}, backlogView{"over 10000", "over 10000", "0"}},
+		{store.Backlog{}, backlogView{"0", "0", "0", nil}},
+		{store.Backlog{Fresh: 3, Retry: 2, Queued: 7}, backlogView{"5", "2", "7", nil}},
+		{store.Backlog{Fresh: 10_000, Retry: 10_000, Queued: 10_000}, backlogView{"20000", "10000", "10000", nil}},
+		{store.Backlog{Fresh: 10_001, Retry: 5, Queued: 10_001}, backlogView{"over 10000", "5", "over 10000", nil}},
+		{store.Backlog{Fresh: 5, Retry: 10_001}, backlogView{"over 10000", "over 10000", "0", nil}},
 	} {
-		if got := *newBacklogView(c.in); got != c.want {
+		if got := *newBacklogView(c.in); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("newBacklogView(%+v) = %+v, want %+v", c.in, got, c.want)
 		}
 	}

@@ -4,16 +4,22 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/store"
 )
 
-// base is what every group of pages shares: the store the pages read, and
-// the page machinery (render.go). Each group is a type of its own that
-// embeds it (subscriptionPages, …), so no type holds every handler.
+// base is what every group of pages shares: the store the pages read, the
+// scheduler's live view of the endpoints (nil: none runs here, the
+// store's health is shown), the clock, and the page machinery
+// (render.go). Each group is a type of its own that embeds it
+// (subscriptionPages, …), so no type holds every handler.
 type base struct {
 	store Store
+	live  endpoint.Live
+	now   func() time.Time
 	*pages
 }
 

@@ -37,7 +37,7 @@ type line struct {
 }
 
 // chart draws lines over the steps of a series that starts at from, each
-// step long, as an SVG line chart titled title whose y axis is in unit,
+// step long, as a figure's caption (title) and an SVG line chart titled title whose y axis is in unit,
 // from 0 to top (0: niceCeil of the largest value). id names the svg
 // element (for the page's tests and links).
 func chart(id, title, unit string, top float64, from time.Time, step time.Duration, lines ...line) template.HTML {
@@ -55,8 +55,11 @@ func chart(id, title, unit string, top float64, from time.Time, step time.Durati
 		top = niceCeil(largest)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg id="%s" class="chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`,
-		html.EscapeString(id), chartW, chartH, chartW, chartH)
+	// The title shows above the chart (the figure's caption) and is the
+	// image's name for a screen reader.
+	fmt.Fprintf(&b, `<figcaption id="%s-title">%s</figcaption>`, html.EscapeString(id), html.EscapeString(title))
+	fmt.Fprintf(&b, `<svg id="%s" class="chart" role="img" aria-labelledby="%s-title" viewBox="0 0 %d %d" width="%d" height="%d" xmlns="http://www.w3.org/2000/svg">`,
+		html.EscapeString(id), html.EscapeString(id), chartW, chartH, chartW, chartH)
 	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(title))
 	axes(&b, top, unit, from, step, n)
 	for i, l := range lines[:min(len(lines), chartMaxLines)] {

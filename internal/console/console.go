@@ -47,6 +47,7 @@ import (
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -113,8 +114,11 @@ type Console struct {
 	// the endpoints' window counts (default 1h, as the API's).
 	Live         endpoint.Live
 	HealthWindow time.Duration
-	Clock        clock.Clock  // default clock.Real{}
-	Logger       *slog.Logger // default discards
+	// Health is the circuit's thresholds, which the endpoints page states
+	// (zero: health.DefaultConfig()).
+	Health health.Config
+	Clock  clock.Clock  // default clock.Real{}
+	Logger *slog.Logger // default discards
 }
 
 // Handler returns the console's routes, every path under Prefix (and
@@ -132,16 +136,19 @@ func (c *Console) Handler() http.Handler {
 	if c.HealthWindow <= 0 {
 		c.HealthWindow = time.Hour
 	}
+	if c.Health == (health.Config{}) {
+		c.Health = health.DefaultConfig()
+	}
 	pg := &pages{log: c.Logger}
 	s := &sessions{store: c.Store, auth: c.Auth, clock: c.Clock, log: c.Logger, pages: pg,
 		throttle: newSignInThrottle("console sign-in", c.Clock, c.Logger)}
-	b := base{store: c.Store, pages: pg}
+	b := base{store: c.Store, live: c.Live, now: c.Clock.Now, pages: pg}
 	subs := &subscriptionPages{b}
 	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock}
 	evs := &eventPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
 	ov := &overviewPages{base: b, clockNow: c.Clock.Now}
-	eps := &endpointPages{base: b, control: c.Control, live: c.Live, window: c.HealthWindow, clockNow: c.Clock.Now}
+	eps := &endpointPages{base: b, control: c.Control, live: c.Live, window: c.HealthWindow, clockNow: c.Clock.Now, circuit: circuitWords(c.Health)}
 	accs := &accountPages{base: b, accounts: c.Accounts, clock: c.Clock}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /console/{$}", s.home(ov.overview))

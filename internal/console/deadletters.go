@@ -20,7 +20,7 @@ type deadLettersView struct {
 	Accounts       []account.Account
 	Account        string
 	SubscriptionID string
-	Items          []store.DeadLetter
+	Items          []deliveryRow
 	pageLinks
 	// Notice says what the redrive the page follows did.
 	Notice string
@@ -46,7 +46,7 @@ func (dp *deliveryPages) deadLetters(w http.ResponseWriter, r *http.Request, v *
 		dp.storeError(w, r, v, err)
 		return
 	}
-	view.Items = dls
+	view.Items = dp.deadLetterRows(r.Context(), dls)
 	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
 		return deadLettersURL(acc, view.SubscriptionID, url.Values{"cursor": {c}})
 	})

@@ -32,7 +32,7 @@ type deliveriesView struct {
 	// Invalid names the search's field that is not valid and why; the
 	// page then lists nothing.
 	Invalid string
-	Items   []delivery.Delivery
+	Items   []deliveryRow
 	pageLinks
 }
 
@@ -111,7 +111,7 @@ func (dp *deliveryPages) deliveries(w http.ResponseWriter, r *http.Request, v *v
 		dp.storeError(w, r, v, err)
 		return
 	}
-	view.Items = ds
+	view.Items = dp.rowsOf(r.Context(), ds)
 	view.pageLinks = newPageLinks(cursor, next, func(c string) string { return withQuery("/console/deliveries", view.Search.query(acc, c)) })
 	dp.render(w, r, http.StatusOK, "deliveries", v, "Deliveries", view)
 }

@@ -21,8 +21,8 @@ import (
 // receiver is a real HTTP endpoint on 127.0.0.1 for push subscriptions.
 // Its paths answer: /dead 400 (Herald dead-letters at once) until cured,
 // then 200; /flaky 503 (Herald retries) to its first request, then 200;
-// /hold waits, before answering 200, until the test releases it; any
-// other 200.
+// /hold waits, before answering 200, until the test releases it; /down (and
+// paths under it) 500, always; any other 200.
 type receiver struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -59,6 +59,8 @@ func (rc *receiver) answer(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "<b>no such order</b>", http.StatusBadRequest)
 	case first:
 		http.Error(w, "busy, try later", http.StatusServiceUnavailable)
+	case strings.HasPrefix(r.URL.Path, "/down"):
+		http.Error(w, "down for maintenance", http.StatusInternalServerError)
 	case r.URL.Path == "/hold":
 		rc.held <- struct{}{}
 		<-rc.release

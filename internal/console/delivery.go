@@ -22,7 +22,7 @@ const (
 // "subscription-deliveries" template): each links to Link and its ID.
 type deliveryTable struct {
 	Link  string
-	Items []delivery.Delivery
+	Items []deliveryRow
 }
 
 // excerptBytes bounds the response body an attempt's row shows (the store
@@ -32,7 +32,10 @@ const excerptBytes = 512
 // deliveryView is one delivery's page: its fields, a page of its
 // attempts (oldest first), and what the last redeliver did.
 type deliveryView struct {
-	delivery.Delivery
+	deliveryRow
+	// Endpoint is its endpoint's URL (without its password) and State its
+	// circuit's state ("" when it could not be read).
+	EndpointURL, EndpointState string
 	// Link is where the delivery pages are: consoleDeliveries or
 	// portalDeliveries (the page's links and form go there).
 	Link     string
@@ -77,7 +80,7 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 	if !ok {
 		return
 	}
-	view, err := newDeliveryView(r, dp.store, d, consoleDeliveries)
+	view, err := newDeliveryView(r, dp.base, d, consoleDeliveries)
 	if err != nil {
 		dp.storeError(w, r, v, err)
 		return
@@ -86,13 +89,17 @@ func (dp *deliveryPages) delivery(w http.ResponseWriter, r *http.Request, v *vis
 }
 
 // newDeliveryView returns the page of d at r (its ?cursor= the attempts',
-// its ?redeliver= the notice), the delivery pages being under prefix.
-func newDeliveryView(r *http.Request, st Store, d delivery.Delivery, prefix string) (deliveryView, error) {
-	as, next, err := st.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
+// its ?redeliver= the notice), the delivery pages being under prefix: with
+// what holds it (rowOf) and its endpoint's URL and state.
+func newDeliveryView(r *http.Request, b base, d delivery.Delivery, prefix string) (deliveryView, error) {
+	as, next, err := b.store.ListAttempts(r.Context(), d.ID, store.Page{Cursor: r.URL.Query().Get("cursor"), Limit: listSize})
 	if err != nil {
 		return deliveryView{}, err
 	}
-	view := deliveryView{Delivery: d, Link: prefix, Attempts: attemptRows(as)}
+	now := b.now()
+	hr := holdReader(r.Context(), b.store, b.live, now)
+	view := deliveryView{deliveryRow: rowOf(hr, d, now), Link: prefix, Attempts: attemptRows(as)}
+	view.EndpointURL, view.EndpointState = b.endpointState(r.Context(), d.EndpointID)
 	if next != "" {
 		view.NextAttempts = prefix + d.ID + "?cursor=" + next
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/endpoint"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/redact"
+	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/strictjson"
 )
@@ -39,6 +42,24 @@ type endpointPages struct {
 	// window is the failure-rate rule's window, the API's HealthWindow.
 	window   time.Duration
 	clockNow func() time.Time
+	// circuit says when an endpoint's circuit changes state
+	// (circuitWords).
+	circuit string
+}
+
+// circuitWords says, in the order an endpoint that keeps failing meets
+// them, the thresholds of c: probation, disabled, frozen.
+func circuitWords(c health.Config) string {
+	var b strings.Builder
+	if c.ProbationAfter > 0 {
+		fmt.Fprintf(&b, "After %d consecutive failures an endpoint goes to probation: its deliveries wait a cool-down of %s, doubled after each failed probe up to %s, and a successful probe ends it. ",
+			c.ProbationAfter, retry.Human(c.ProbationInitial), retry.Human(c.ProbationMax))
+	}
+	fmt.Fprintf(&b, "At %d consecutive failures, a failure rate over %g%% in more than %d attempts within %s, or a 410 Gone, it is disabled: one probe every %s, and a success enables it again. ",
+		c.DisableConsecutive, c.FailureRate*100, c.MinAttempts, retry.Human(c.Window), retry.Human(c.ProbeInterval))
+	fmt.Fprintf(&b, "At %d consecutive failures (or over %d with no success for %s) it is frozen: nothing is attempted until an operator enables it.",
+		c.FreezeConsecutive, c.FreezeStaleConsecutive, retry.Human(c.FreezeStaleAfter))
+	return b.String()
 }
 
 // endpointView is what the pages show of an endpoint: the fields of the
@@ -80,8 +101,15 @@ func (ep *endpointPages) endpoints(w http.ResponseWriter, r *http.Request, v *vi
 			return ep.store.ListEndpoints(ctx, acc, "", p)
 		}, ep.view)
 	if ok {
-		ep.render(w, r, http.StatusOK, "endpoints", v, "Endpoints", view)
+		ep.render(w, r, http.StatusOK, "endpoints", v, "Endpoints", endpointsView{accountList: view, Circuit: ep.circuit})
 	}
+}
+
+// endpointsView is the endpoints list and what the page's intro says of
+// the circuit (circuitWords).
+type endpointsView struct {
+	accountList[endpointView]
+	Circuit string
 }
 
 // endpointNotices are what an endpoint's page says after its forms

@@ -33,7 +33,7 @@ type eventsView struct {
 	ID       string
 	Events   []eventRow
 	// Deliveries are a page of the deliveries of the ID.
-	Deliveries []delivery.Delivery
+	Deliveries []deliveryRow
 	pageLinks
 }
 
@@ -78,7 +78,7 @@ func (ep *eventPages) lookUp(w http.ResponseWriter, r *http.Request, v *visit, v
 		ep.storeError(w, r, v, err)
 		return false
 	}
-	view.Deliveries = ds
+	view.Deliveries = ep.rowsOf(r.Context(), ds)
 	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
 		return withQuery("/console/events", url.Values{"account_id": {view.Account}, "id": {view.ID}, "cursor": {c}})
 	})

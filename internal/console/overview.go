@@ -30,6 +30,8 @@ type overviewView struct {
 	// Backlog is shown to admins only: the store counts it across every
 	// account, up to backlogCap (CountBacklog).
 	Backlog *backlogView
+	// Circuits are the endpoints not enabled (heldEndpoints), by state.
+	Circuits []circuitGroup
 }
 
 type windowView struct {
@@ -58,7 +60,13 @@ const backlogCap = 10_000
 // digits, or "over 10000" when a count it adds up went past backlogCap.
 // Pending counts every pending delivery (both lanes), Retrying those of
 // them that wait to retry.
-type backlogView struct{ Pending, Retrying, Queued string }
+type backlogView struct {
+	Pending, Retrying, Queued string
+	// Held says how many pending deliveries endpoints hold, by what
+	// ("11 held by endpoint probation"); none when no endpoint is held
+	// (heldCounts).
+	Held []string
+}
 
 // newBacklogView shows b, counted up to backlogCap+1.
 func newBacklogView(b store.Backlog) *backlogView {
@@ -107,13 +115,23 @@ func (p *overviewPages) overview(w http.ResponseWriter, r *http.Request, v *visi
 		}
 		view.Windows = append(view.Windows, wv)
 	}
+	var bl store.Backlog
 	if v.admin() {
-		bl, err := p.store.CountBacklog(r.Context(), backlogCap+1)
+		var err error
+		bl, err = p.store.CountBacklog(r.Context(), backlogCap+1)
 		if err != nil {
 			p.storeError(w, r, v, err)
 			return
 		}
 		view.Backlog = newBacklogView(bl)
+	}
+	if view.Circuits, ok = p.heldEndpoints(w, r, v, accountID); !ok {
+		return
+	}
+	if view.Backlog != nil && len(view.Circuits) > 0 {
+		if view.Backlog.Held, ok = p.heldCounts(w, r, v, bl.Fresh+bl.Retry); !ok {
+			return
+		}
 	}
 	p.render(w, r, http.StatusOK, "overview", v, "Overview", view)
 }

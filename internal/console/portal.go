@@ -12,6 +12,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
@@ -76,8 +77,11 @@ type Portal struct {
 	// PublicURL is Herald's base URL, which a link begins with; an https
 	// one makes the cookie Secure (portal_session.go).
 	PublicURL string
-	Clock     clock.Clock  // default clock.Real{}
-	Logger    *slog.Logger // default discards
+	// Live is the scheduler's view of the endpoints, for what holds a
+	// delivery (nil: the store's health).
+	Live   endpoint.Live
+	Clock  clock.Clock  // default clock.Real{}
+	Logger *slog.Logger // default discards
 
 	pages *pages
 	// throttle counts the links that open nothing (throttle.go).
@@ -147,4 +151,10 @@ func (p *Portal) Handler() http.Handler {
 	mux.HandleFunc("/portal/", s.notFound)
 	mux.HandleFunc("/portal", s.notFound)
 	return mux
+}
+
+// base is the console's page base over the portal's store and clock (the
+// delivery rows and page the two share).
+func (p *Portal) base() base {
+	return base{store: p.Store, live: p.Live, now: p.Clock.Now, pages: p.pages}
 }

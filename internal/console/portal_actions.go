@@ -117,7 +117,7 @@ func (p portalActions) delivery(w http.ResponseWriter, r *http.Request, v *porta
 	if !ok {
 		return
 	}
-	view, err := newDeliveryView(r, p.Store, d, portalDeliveries)
+	view, err := newDeliveryView(r, p.base(), d, portalDeliveries)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
 		return

@@ -24,16 +24,32 @@ type portalListView struct {
 	Items []subscriptionRow
 	pageLinks
 	// Create: the session may make subscriptions (its scope names none);
-	// Choices are the event types it may pick (none: any, typed), of
-	// which the form checks EventTypes (none).
-	Create              bool
-	Choices, EventTypes []string
+	// Choices are the event types it may pick (none: any, typed); Form is
+	// the create form as typed (empty at first) and why it was refused.
+	Create  bool
+	Choices []string
+	Form    portalForm
+}
+
+// portalForm is a portal subscription form (create: name, url,
+// event_types; edit: url, event_types) as typed, and the problem that
+// refused it, shown beside its field.
+type portalForm struct {
+	Name, URL  string
+	EventTypes []string
+	Problem    formProblem
 }
 
 // subscriptions lists the session's subscriptions: those its scope names,
 // or a page of its account's (?cursor=).
 func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *portalVisit) {
-	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: v.account.Settings.PortalEventTypes}
+	p.showList(w, r, v, http.StatusOK, portalForm{})
+}
+
+// showList answers status with the subscriptions list, its create form
+// holding form.
+func (p portalPages) showList(w http.ResponseWriter, r *http.Request, v *portalVisit, status int, form portalForm) {
+	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: v.account.Settings.PortalEventTypes, Form: form}
 	subs, err := p.listed(r, v, &view)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
@@ -42,7 +58,7 @@ func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *po
 	for _, s := range subs {
 		view.Items = append(view.Items, subscriptionRow{ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), State: s.State})
 	}
-	p.pages.portalRender(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
+	p.pages.portalRender(w, r, status, "subscriptions", v, "Subscriptions", view)
 }
 
 // listed returns the subscriptions the list shows, setting view's page
@@ -72,6 +88,13 @@ func (p portalPages) listed(r *http.Request, v *portalVisit, view *portalListVie
 type portalSubView struct {
 	ID, Name, URL, State string
 	EventTypes           []string
+	// EndpointState is its endpoint's circuit state (endpointState).
+	EndpointState string
+	// Form is the edit form: the subscription's URL and types, or what
+	// was typed and why it was refused.
+	Form portalForm
+	// Since is the recover form's example time: an hour before now.
+	Since string
 	// Choices are the event types the form offers (the account's
 	// settings.portal_event_types); none: a text field.
 	Choices []string
@@ -84,10 +107,11 @@ type portalSubView struct {
 // portalNotices are the messages an action leaves for the subscription's
 // page, by the value of its ?done= parameter; only these are shown.
 var portalNotices = map[string]string{
-	"saved":   "Saved.",
-	"created": "Subscription created.",
-	"test":    "A test event was sent: its delivery is at the top of the list.",
-	"queued":  "A test event was queued: this subscription does not push now (deactivated or pull).",
+	"saved":     "Saved.",
+	"unchanged": unchangedNotice,
+	"created":   "Subscription created.",
+	"test":      "A test event was sent: its delivery is at the top of the list.",
+	"queued":    "A test event was queued: this subscription does not push now (deactivated or pull).",
 }
 
 // subscription shows one of the session's subscriptions: its URL and
@@ -98,6 +122,12 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 	if !ok {
 		return
 	}
+	p.showSubscription(w, r, v, sub, http.StatusOK, portalForm{URL: redact.URL(sub.URL), EventTypes: sub.EventTypes})
+}
+
+// showSubscription answers status with sub's page, its edit form holding
+// form.
+func (p portalPages) showSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit, sub subscription.Subscription, status int, form portalForm) {
 	cursor := r.URL.Query().Get("cursor")
 	ds, next, err := p.Store.ListDeliveries(r.Context(), store.DeliveryFilter{AccountID: account.OrDefault(sub.AccountID),
 		SubscriptionID: sub.ID, Page: store.Page{Cursor: cursor, Limit: listSize}})
@@ -106,11 +136,16 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
+		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)},
+		Form: form, Since: exampleSince(p.Clock.Now())}
+	if status == http.StatusOK {
+		view.Notice = portalNotices[r.URL.Query().Get("done")]
+	}
+	_, view.EndpointState = p.base().endpointState(r.Context(), sub.EndpointID)
 	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
 		return withQuery("/portal/subscriptions/"+sub.ID, url.Values{"cursor": {c}})
 	})
-	p.pages.portalRender(w, r, http.StatusOK, "subscription", v, sub.Name, view)
+	p.pages.portalRender(w, r, status, "subscription", v, sub.Name, view)
 }
 
 // ownSubscription reads the path's subscription, answering 404 for one
@@ -144,27 +179,19 @@ func portalOwn[T any](p *Portal, w http.ResponseWriter, r *http.Request, v *port
 // createSubscription takes the list's form (name, url, event_types): a
 // push subscription of the account with the API's defaults. Only a
 // session whose scope names no subscriptions may (403 otherwise). Bad
-// input is a 400 page naming the field; nothing is made.
+// input shows the list again (400, 409, 422) with the values typed and
+// the problem beside its field; nothing is made.
 func (p portalPages) createSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	if len(v.scope.SubscriptionIDs) > 0 {
 		p.pages.portalError(w, r, v, http.StatusForbidden, "This portal session is limited to some subscriptions: it cannot make others.")
 		return
 	}
-	in, ok := p.formInput(w, r, v)
-	if !ok {
+	form := readPortalForm(r)
+	sub, err := p.newSubscription(r, v, form)
+	if pr, ok := problemOf(err, form.Name); ok {
+		form.Problem = pr
+		p.showList(w, r, v, pr.status, form)
 		return
-	}
-	name := r.PostForm.Get("name")
-	in.Name = &name
-	if err := in.CheckCreate(); err != nil {
-		p.inputError(w, r, v, err)
-		return
-	}
-	now := p.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
-	sub, err := in.New(r.Context(), subscription.Creation{ID: ids.New("sub_", now), AccountID: account.OrDefault(v.account.ID),
-		Now: now, FailurePolicy: v.account.Settings.FailurePolicy, Destinations: p.Destinations})
-	if err == nil {
-		err = p.Control.CreateSubscription(r.Context(), sub)
 	}
 	if p.changeError(w, r, v, err) {
 		return
@@ -172,46 +199,79 @@ func (p portalPages) createSubscription(w http.ResponseWriter, r *http.Request, 
 	redirect(w, r, "/portal/subscriptions/"+sub.ID+"?done=created")
 }
 
+// newSubscription makes and stores the subscription of form in the
+// session's account, as the API's POST /v1/subscriptions would.
+func (p portalPages) newSubscription(r *http.Request, v *portalVisit, form portalForm) (subscription.Subscription, error) {
+	in, err := p.formInput(v, form)
+	if err != nil {
+		return subscription.Subscription{}, err
+	}
+	in.Name = &form.Name
+	if err := in.CheckCreate(); err != nil {
+		return subscription.Subscription{}, err
+	}
+	now := p.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
+	sub, err := in.New(r.Context(), subscription.Creation{ID: ids.New("sub_", now), AccountID: account.OrDefault(v.account.ID),
+		Now: now, FailurePolicy: v.account.Settings.FailurePolicy, Destinations: p.Destinations})
+	if err != nil {
+		return sub, err
+	}
+	return sub, p.Control.CreateSubscription(r.Context(), sub)
+}
+
 // editSubscription takes a subscription's form (url, event_types), as the
-// API's PATCH would; bad input is a 400 page naming the field and changes
-// nothing.
+// API's PATCH would. Bad input shows the page again with the values typed
+// and the problem beside its field, and changes nothing; the page says
+// "Saved." only when something changed.
 func (p portalPages) editSubscription(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	sub, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
 	}
-	in, ok := p.formInput(w, r, v)
-	if !ok {
+	form := readPortalForm(r)
+	in, err := p.formInput(v, form)
+	if err == nil {
+		_, err = p.Control.UpdateSubscription(r.Context(), sub.ID, ifChanged(func(s *subscription.Subscription) error {
+			if !v.sees(s.AccountID, s.ID) {
+				return store.ErrNotFound
+			}
+			return in.Update(r.Context(), s, p.Destinations)
+		}))
+	}
+	done := savedOrUnchanged(&err)
+	if pr, ok := problemOf(err, sub.Name); ok {
+		form.Problem = pr
+		p.showSubscription(w, r, v, sub, pr.status, form)
 		return
 	}
-	_, err := p.Control.UpdateSubscription(r.Context(), sub.ID, func(s *subscription.Subscription) error {
-		if !v.sees(s.AccountID, s.ID) {
-			return store.ErrNotFound
-		}
-		return in.Update(r.Context(), s, p.Destinations)
-	})
 	if p.changeError(w, r, v, err) {
 		return
 	}
-	redirect(w, r, "/portal/subscriptions/"+sub.ID+"?done=saved")
+	redirect(w, r, "/portal/subscriptions/"+sub.ID+"?done="+done)
 }
 
-// formInput reads a subscription form's url and event_types (a box for
-// each of the account's portal event types, or one text field of types
-// separated by commas or spaces), refusing types outside the account's
-// settings.portal_event_types (400).
-func (p portalPages) formInput(w http.ResponseWriter, r *http.Request, v *portalVisit) (subscription.Input, bool) {
-	var types []string
-	for _, f := range r.PostForm["event_types"] {
-		types = append(types, strings.FieldsFunc(f, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' })...)
+// readPortalForm returns a portal subscription form's fields as typed:
+// the event types from a box for each of the account's portal event
+// types, or one text field of types separated by commas or spaces.
+func readPortalForm(r *http.Request) portalForm {
+	f := portalForm{Name: r.PostForm.Get("name"), URL: r.PostForm.Get("url")}
+	for _, t := range r.PostForm["event_types"] {
+		f.EventTypes = append(f.EventTypes, strings.FieldsFunc(t, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' })...)
 	}
+	return f
+}
+
+// formInput is the subscription input of form, refusing types outside
+// the account's settings.portal_event_types (a *strictjson.Error naming
+// event_types).
+func (p portalPages) formInput(v *portalVisit, form portalForm) (subscription.Input, error) {
+	types := form.EventTypes
 	if t, ok := v.account.Settings.PortalAllows(types); !ok {
-		p.inputError(w, r, v, strictjson.Errorf("event_types", "may only list the event types %s, not %s",
-			strings.Join(v.account.Settings.PortalEventTypes, ", "), t))
-		return subscription.Input{}, false
+		return subscription.Input{}, strictjson.Errorf("event_types", "may only list the event types %s, not %s",
+			strings.Join(v.account.Settings.PortalEventTypes, ", "), t)
 	}
-	url := r.PostForm.Get("url")
-	return subscription.Input{URL: &url, EventTypes: &types}, true
+	url := form.URL
+	return subscription.Input{URL: &url, EventTypes: &types}, nil
 }
 
 // changeError answers for the error of a create or update and reports

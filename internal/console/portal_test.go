@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -227,12 +228,12 @@ func TestPortalEdit(t *testing.T) {
 		{"csrf": {csrf}, "url": {"ftp://x"}, "event_types": {"order.paid"}},
 	} {
 		p := n.post("/portal/subscriptions/"+sub, ck, form)
-		field := "event_types: "
+		field := "event-types"
 		if form.Get("url") == "ftp://x" {
-			field = "url: "
+			field = "url"
 		}
-		if p.status != http.StatusBadRequest || !strings.Contains(p.body, field) {
-			t.Fatalf("edit %v: %d; want 400 naming %s\n%s", form, p.status, field, p.body)
+		if p.status != http.StatusBadRequest || !refusedField(p.body, field) || !strings.Contains(p.body, `value="`+form.Get("url")+`"`) {
+			t.Fatalf("edit %v: %d; want 400 with the error beside %s and the URL typed\n%s", form, p.status, field, p.body)
 		}
 	}
 	if p := n.post("/portal/subscriptions/"+sub, ck, url.Values{"url": {rc.URL + "/new"}, "event_types": {"order.paid"}}); p.status != http.StatusForbidden {
@@ -329,7 +330,7 @@ func TestPortalCreateAndRedeliver(t *testing.T) {
 	ck := openPortal(n, portalLink(n, ts.shopKey, map[string]any{}))
 	csrf := csrfOf(t, n.get("/portal/subscriptions", ck))
 	bad := n.post("/portal/subscriptions", ck, url.Values{"csrf": {csrf}, "name": {"hooks"}, "url": {rc.URL + "/ok"}, "event_types": {"order.lost"}})
-	if bad.status != http.StatusBadRequest || !strings.Contains(bad.body, "event_types: ") {
+	if bad.status != http.StatusBadRequest || !refusedField(bad.body, "event-types") || !strings.Contains(bad.body, `value="hooks"`) {
 		t.Fatalf("a subscription of another type: %d\n%s", bad.status, bad.body)
 	}
 	if subs := n.must(200, ts.shopKey, "GET", "/v1/subscriptions", nil)["data"].([]any); len(subs) != 0 {
@@ -387,7 +388,7 @@ func TestPortalEditKeepsURLSecrets(t *testing.T) {
 		csrf := csrfOf(t, form)
 		masked := strings.Replace(c.shown, "/hook", "/other", 1)
 		if p := n.post("/portal/subscriptions/"+sub, ck, url.Values{"csrf": {csrf}, "url": {masked}}); p.status != http.StatusBadRequest ||
-			!strings.Contains(p.body, "url: ") {
+			!refusedField(p.body, "url") {
 			t.Fatalf("an edit to %s: %d; want 400 naming url\n%s", masked, p.status, p.body)
 		}
 		if p := n.post("/portal/subscriptions/"+sub, ck, url.Values{"csrf": {csrf}, "url": {c.shown}}); p.status != http.StatusSeeOther {
@@ -398,4 +399,11 @@ func TestPortalEditKeepsURLSecrets(t *testing.T) {
 			t.Fatalf("after the edit with the URL as shown the store holds %q (%v); want %q", stored.URL, err, c.with)
 		}
 	}
+}
+
+// refusedField reports whether a refused form's page marks the input of
+// id invalid and shows the problem beside it (the "field-error"
+// template, right after the input or the fieldset).
+func refusedField(body, id string) bool {
+	return regexp.MustCompile(`id="` + regexp.QuoteMeta(id) + `"[^>]*aria-invalid="true"[^>]*>(?s:.*?)<span class="error field-error" role="alert">`).MatchString(body)
 }

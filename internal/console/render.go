@@ -39,16 +39,31 @@ type pages struct {
 var templates = parsePages()
 
 var funcs = template.FuncMap{
-	// when writes a time in UTC to the second, "—" for the zero time.
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
+	// when writes a time in one compact form, in UTC to the second ("Jan
+	// 5 09:00:00"), with the full time (year, milliseconds, zone) on hover;
+	// "—" for the zero time.
+	"when": when,
 	// idle is how long a session may go unused (IdleTimeout), in words.
 	"idle": func() string { return idleText },
 }
+
+// when is the template function of that name: a <time> element whose
+// text is the compact form and whose title is the full time.
+func when(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	u := t.UTC()
+	// The formats hold no character HTML escapes.
+	return template.HTML(`<time datetime="` + u.Format(time.RFC3339Nano) + `" title="` + u.Format(fullTime) + `">` +
+		u.Format(compactTime) + `</time>`)
+}
+
+// The forms of when: compactTime in the text, fullTime on hover.
+const (
+	compactTime = "Jan 2 15:04:05"
+	fullTime    = "2006-01-02 15:04:05.000 UTC"
+)
 
 func parsePages() map[string]*template.Template {
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))

@@ -193,8 +193,10 @@ func (sa *subscriptionActions) editForm(w http.ResponseWriter, r *http.Request, 
 
 // edit takes the edit form as the API's PATCH /v1/subscriptions/{id}
 // takes a request of the fields that changed (subscription.Input's Update
-// within UpdateSubscription), and the browser goes to its page. A problem
-// is shown on the form, naming the field, and nothing is changed.
+// within UpdateSubscription), and the browser goes to its page, which says
+// "Saved." only when something changed (ifChanged). A problem is shown on
+// the form, beside the field, with the values typed, and nothing is
+// changed.
 func (sa *subscriptionActions) edit(w http.ResponseWriter, r *http.Request, v *visit) {
 	cur, ok := sa.ownSubscription(w, r, v)
 	if !ok {
@@ -202,7 +204,7 @@ func (sa *subscriptionActions) edit(w http.ResponseWriter, r *http.Request, v *v
 	}
 	f := readSubscriptionForm(r)
 	f.Mode = cur.DeliveryMode
-	_, err := sa.control.UpdateSubscription(r.Context(), cur.ID, func(sub *subscription.Subscription) error {
+	_, err := sa.control.UpdateSubscription(r.Context(), cur.ID, ifChanged(func(sub *subscription.Subscription) error {
 		if !v.sees(sub.AccountID) {
 			return store.ErrNotFound
 		}
@@ -211,7 +213,8 @@ func (sa *subscriptionActions) edit(w http.ResponseWriter, r *http.Request, v *v
 			return ierr
 		}
 		return in.Update(r.Context(), sub, sa.destinations)
-	})
+	}))
+	done := savedOrUnchanged(&err)
 	if p, ok := problemOf(err, f.Name); ok {
 		sa.showForm(w, r, v, p.status, subscriptionFormView{ID: cur.ID, Pull: cur.DeliveryMode == subscription.ModePull, Form: f, Problem: p})
 		return
@@ -219,7 +222,7 @@ func (sa *subscriptionActions) edit(w http.ResponseWriter, r *http.Request, v *v
 	if sa.gone(w, r, v, cur.ID, err) {
 		return
 	}
-	redirect(w, r, "/console/subscriptions/"+cur.ID+"?done=updated")
+	redirect(w, r, "/console/subscriptions/"+cur.ID+"?done="+done)
 }
 
 // gone answers for the error of a change of subscription id, and reports

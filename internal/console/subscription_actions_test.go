@@ -164,7 +164,7 @@ func TestEditFromTheForm(t *testing.T) {
 	}
 	p := a.post("/console/subscriptions/"+id+"/edit", map[string]string{"name": "orders-2",
 		"url": "https://user:xxxxx@shop.example/hook", "event_types": "order.paid", "headers": "X-A: 1"})
-	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/subscriptions/"+id+"?done=updated" {
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/subscriptions/"+id+"?done=saved" {
 		t.Fatalf("edit: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
 	got := subOf(n, ts.shopKey, id)

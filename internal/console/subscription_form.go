@@ -229,12 +229,28 @@ type subscriptionFormView struct {
 	Problem  formProblem
 }
 
+// Invalid reports whether the problem is the input's (formProblem.Invalid).
+func (v subscriptionFormView) Invalid(input string) bool { return v.Problem.Invalid(input) }
+
 // Invalid reports whether the problem is the input's: its field, or a
 // part of it (retry_policy.ttl, event_types[2]).
-func (v subscriptionFormView) Invalid(input string) bool {
-	top, _, _ := strings.Cut(v.Problem.Field, ".")
+func (p formProblem) Invalid(input string) bool {
+	top, _, _ := strings.Cut(p.Field, ".")
 	top, _, _ = strings.Cut(top, "[")
-	return top == input
+	return p.Detail != "" && top == input
+}
+
+// For is what the form shows beside the input: the problem's detail
+// when it is the input's (with the part of it at fault, such as
+// event_types[2]), "" otherwise.
+func (p formProblem) For(input string) string {
+	if !p.Invalid(input) {
+		return ""
+	}
+	if p.Field != input {
+		return p.Field + ": " + p.Detail
+	}
+	return p.Detail
 }
 
 // presets are the retry presets the form offers: every named one but

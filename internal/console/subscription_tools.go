@@ -20,7 +20,8 @@ import (
 // parameter. Only these texts are shown, never the parameter itself.
 var subscriptionNotices = map[string]string{
 	"created":     "Created.",
-	"updated":     "Saved.",
+	"saved":       "Saved.",
+	"unchanged":   unchangedNotice,
 	"reactivated": "Reactivated: it is active, and its queued deliveries are pushed again.",
 	"active":      "Not reactivated: it was active already.",
 }

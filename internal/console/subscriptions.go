@@ -2,12 +2,14 @@ package console
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
@@ -28,14 +30,19 @@ type subscriptionPages struct{ base }
 // subscriptionRow is one subscription in the list.
 type subscriptionRow struct {
 	ID, Name, URL, State, Mode, Account string
+	// EndpointID and EndpointState are its endpoint's ID and circuit
+	// state (endpointState).
+	EndpointID, EndpointState string
 }
 
 // subscriptions shows a page of subscriptions (accountPage).
 func (sp *subscriptionPages) subscriptions(w http.ResponseWriter, r *http.Request, v *visit) {
 	view, ok := accountPage(sp.base, w, r, v, "/console/subscriptions", sp.store.ListSubscriptions,
 		func(s subscription.Subscription) subscriptionRow {
-			return subscriptionRow{ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), State: s.State,
-				Mode: cmp.Or(s.DeliveryMode, subscription.ModePush), Account: account.OrDefault(s.AccountID)}
+			row := subscriptionRow{ID: s.ID, Name: s.Name, URL: redact.URL(s.URL), State: s.State,
+				Mode: cmp.Or(s.DeliveryMode, subscription.ModePush), Account: account.OrDefault(s.AccountID), EndpointID: s.EndpointID}
+			_, row.EndpointState = sp.endpointState(r.Context(), s.EndpointID)
+			return row
 		})
 	if ok {
 		sp.render(w, r, http.StatusOK, "subscriptions", v, "Subscriptions", view)
@@ -49,10 +56,14 @@ type subscriptionView struct {
 	ID, Name, Account, URL, Mode, State, FailurePolicy, EndpointID string
 	EventTypes                                                     []string
 	SubjectBeginsWith, SubjectEndsWith                             string
-	AdvancedFilters, RetryPolicy                                   string
-	Timeout                                                        time.Duration
-	Headers, DynamicHeaders                                        map[string]string
-	SecretHeaders                                                  []string
+	AdvancedFilters                                                string
+	RetryPolicy                                                    policyView
+	// EndpointURL and EndpointState are its endpoint's URL and circuit
+	// state ("" when it has none or it could not be read).
+	EndpointURL, EndpointState string
+	Timeout                    time.Duration
+	Headers, DynamicHeaders    map[string]string
+	SecretHeaders              []string
 	// Auth is its endpoint authentication, secrets masked (nil: none).
 	Auth                                               *authView
 	DeadLetter                                         bool
@@ -66,6 +77,8 @@ type subscriptionView struct {
 	// Notice says what the action the page follows did
 	// (subscriptionNotices).
 	Notice string
+	// Since is the recover form's example time (exampleSince).
+	Since string
 }
 
 // subscription shows one subscription, its actions' forms
@@ -83,8 +96,10 @@ func (sp *subscriptionPages) subscription(w http.ResponseWriter, r *http.Request
 		return
 	}
 	view := toSubscriptionView(sub)
-	view.Deliveries, view.More = deliveryTable{Link: consoleDeliveries, Items: ds}, next != ""
+	view.Deliveries, view.More = deliveryTable{Link: consoleDeliveries, Items: sp.rowsOf(r.Context(), ds)}, next != ""
+	view.EndpointURL, view.EndpointState = sp.endpointState(r.Context(), sub.EndpointID)
 	view.Notice = subscriptionNotices[r.URL.Query().Get("done")]
+	view.Since = exampleSince(sp.now())
 	sp.render(w, r, http.StatusOK, "subscription", v, "Subscription "+sub.Name, view)
 }
 
@@ -96,7 +111,7 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 		Mode: cmp.Or(s.DeliveryMode, subscription.ModePush), State: s.State,
 		FailurePolicy: cmp.Or(s.FailurePolicy, subscription.FailureRetry), EndpointID: s.EndpointID,
 		EventTypes: s.EventTypes, SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
-		AdvancedFilters: string(s.Filters.Advanced), RetryPolicy: cmp.Or(string(s.RetryPolicy), subscription.DefaultRetryPolicy),
+		AdvancedFilters: string(s.Filters.Advanced), RetryPolicy: policyOf(s),
 		Timeout: s.Timeout, Headers: s.Headers, DynamicHeaders: s.Delivery.DynamicHeaders, DeadLetter: s.DeadLetter, DeadLetterURL: redact.URL(s.Delivery.DeadLetterURL),
 		Schema:     cmp.Or(s.Delivery.Schema, event.SchemaCloudEvents),
 		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: redact.Text(s.Delivery.ValidationError),
@@ -108,4 +123,18 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 	}
 	slices.Sort(view.SecretHeaders)
 	return view
+}
+
+// endpointState returns the URL (without its password) and circuit state
+// of the endpoint id, as the scheduler sees it when it holds it; "" when
+// there is none or it cannot be read.
+func (b base) endpointState(ctx context.Context, id string) (url, state string) {
+	if id == "" {
+		return "", ""
+	}
+	ep, ok := holdReader(ctx, b.store, b.live, b.now()).Endpoint(id)
+	if !ok {
+		return "", ""
+	}
+	return redact.URL(ep.URL), string(cmp.Or(ep.Health.State, health.Enabled))
 }

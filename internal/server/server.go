@@ -397,13 +397,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations,
-		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
+		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
 		con.Auth = s.Auth
 	}
 	a.Console = con.Handler()
 	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations,
-		PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
+		PublicURL: cfg.PublicURL, Live: sched, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
 	if s.Auth != nil {
 		portal.Auth = s.Auth
 	}
