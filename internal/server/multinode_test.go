@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,8 +62,22 @@ func TestHealthIsSharedAcrossNodes(t *testing.T) {
 	eventually(t, "the two operational events", func() bool { return ops.count() >= 2 })
 	a.settle()
 	b.settle()
+	// In the order they happened: pushes of two nodes may arrive in
+	// either order.
 	evs := opsEvents(t, ops)
+	slices.SortFunc(evs, func(x, y map[string]any) int { return eventTime(t, x).Compare(eventTime(t, y)) })
 	if len(evs) != 2 || evs[0]["type"] != "herald.endpoint.disabled" || evs[1]["type"] != "herald.endpoint.enabled" {
 		t.Fatalf("want one disabled and one enabled event across both nodes, got %d: %v", len(evs), evs)
 	}
+}
+
+// eventTime is a CloudEvent's time attribute.
+func eventTime(t *testing.T, ev map[string]any) time.Time {
+	t.Helper()
+	s, _ := ev["time"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("event %v: time %q: %v", ev["id"], s, err)
+	}
+	return at
 }
