@@ -28,46 +28,24 @@ var pendingOfEndpoints = []string{"ep_0003", "ep_0042"}
 // counting one endpoint (501 pending) gives its exact count.
 func TestPendingOfPlans(t *testing.T) {
 	ctx := context.Background()
-	dbURL, conn := migratedConn(t)
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	conn, s := filledStore(t, func(tx pgx.Tx) {
 		fill(t, ctx, tx, 100, 500) // 100 endpoints, each 500 retries and 1 fresh
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := openAt(t, dbURL, Options{})
-	for _, stats := range []string{"never analyzed", "analyzed"} {
-		if stats == "analyzed" {
-			if _, err := conn.Exec(ctx, `ANALYZE deliveries; ANALYZE open_deliveries`); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tx, err := conn.BeginTx(ctx, s.seekOpts) // the store's own transaction for it
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mode := range []string{"auto", "force_generic_plan"} {
-			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-				t.Fatal(err)
-			}
-			plan := explain(t, ctx, tx, queries["CountPendingOf"], []any{pendingOfEndpoints, pendingOfLimit})
-			if testing.Verbose() {
-				t.Logf("CountPendingOf (%s, %s):\n%s", stats, mode, plan)
-			}
-			checkPlan(t, "CountPendingOf ("+stats+", "+mode+")", plan, []string{
+	inSeekPlans(t, ctx, conn, s, func(tx pgx.Tx, stats string) {
+		forPlanModes(t, ctx, tx, func(mode string) {
+			checkNamedPlan(t, ctx, tx, "CountPendingOf", []any{pendingOfEndpoints, pendingOfLimit}, stats+", "+mode, []string{
 				"Limit", "Scan using open_deliveries_fresh on", "Scan using open_deliveries_retry on",
 				"!Seq Scan on open_deliveries", "!Sort", "!Bitmap Heap Scan on open_deliveries"})
-		}
+		})
 		checkPendingOfRows(t, ctx, tx, stats)
-		_ = tx.Rollback(ctx)
+	}, func(stats string) {
 		if n, err := s.CountPendingOf(ctx, pendingOfEndpoints, pendingOfLimit); err != nil || n != pendingOfLimit {
 			t.Errorf("CountPendingOf (%s) = %d, %v; want the limit %d", stats, n, err, pendingOfLimit)
 		}
 		if n, err := s.CountPendingOf(ctx, pendingOfEndpoints[:1], pendingOfLimit); err != nil || n != 501 {
 			t.Errorf("CountPendingOf (%s) of one endpoint = %d, %v; want 501", stats, n, err)
 		}
-	}
+	})
 }
 
 // scanLoops matches an index scan's line of EXPLAIN ANALYZE: the index,
