@@ -228,7 +228,7 @@ func writeTimetable(w io.Writer, p retry.Policy, rows []retry.Row) {
 	}
 	fmt.Fprintf(w, "preset %s: max attempts %s, ttl %s, success codes %s, no-retry codes %s\n",
 		p.Preset, attempts, ttl, success, noRetry)
-	if extra := policyNotes(p); extra != "" {
+	if extra := p.Notes(); extra != "" {
 		fmt.Fprintln(w, extra)
 	}
 
@@ -249,34 +249,6 @@ func writeTimetable(w io.Writer, p retry.Policy, rows []retry.Row) {
 	default:
 		fmt.Fprintf(w, "after attempt %d fails: %s\n", last, reason)
 	}
-}
-
-// policyNotes describes jitter, anchoring and per-code minimum delays, or
-// returns "" when the policy has none of them.
-func policyNotes(p retry.Policy) string {
-	var notes []string
-	if p.Schedule.Anchored {
-		notes = append(notes, "retries anchored to the first failure")
-	}
-	if p.Jitter > 0 {
-		notes = append(notes, fmt.Sprintf("jitter ±%s%% (not shown)", strconv.FormatFloat(p.Jitter*100, 'f', -1, 64)))
-	}
-	if len(p.MinDelays) > 0 || p.MinDelay > 0 {
-		codes := make([]int, 0, len(p.MinDelays))
-		for c := range p.MinDelays {
-			codes = append(codes, c)
-		}
-		slices.Sort(codes)
-		var parts []string
-		for _, c := range codes {
-			parts = append(parts, fmt.Sprintf("%d ≥ %s", c, retry.Human(p.MinDelays[c])))
-		}
-		if p.MinDelay > 0 {
-			parts = append(parts, "others ≥ "+retry.Human(p.MinDelay))
-		}
-		notes = append(notes, "minimum delay "+strings.Join(parts, ", "))
-	}
-	return strings.Join(notes, "; ")
 }
 
 // policyCell formats seconds as a duration and as seconds: "1m24.8s (84.8 s)".

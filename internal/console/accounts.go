@@ -143,6 +143,8 @@ type keyForm struct{ Name, Role string }
 var accountNotices = map[string]string{
 	"created": "Account created. Make a key for it below.",
 	"revoked": "Key revoked: it no longer works, and the console sessions signed in with it have ended.",
+	// A key revoked by someone else between the confirmation and its form.
+	"revoked-unchanged": "Nothing changed: the key was revoked already.",
 }
 
 // account shows an account, a page of its keys after ?cursor=, and the
@@ -261,18 +263,22 @@ func (ap *accountPages) confirmRevoke(w http.ResponseWriter, r *http.Request, v 
 // revoke takes the confirmation's form: the key is revoked as the API's
 // DELETE /v1/keys/{id} revokes it (DeleteKey), and the browser goes back
 // to its account's page. Revoking the key this session signed in with
-// ends the session: the browser is then sent to sign in.
+// ends the session: the browser is then sent to sign in. A key revoked
+// meanwhile (between the confirmation and its form) is as asked, and the
+// page says it was revoked already.
 func (ap *accountPages) revoke(w http.ResponseWriter, r *http.Request, v *visit) {
 	view, ok := ap.pathKey(w, r, v)
 	if !ok {
 		return
 	}
+	done := "revoked"
 	err := ap.accounts.DeleteKey(r.Context(), view.Key.ID)
 	switch {
-	case errors.Is(err, store.ErrNotFound): // revoked meanwhile: as asked
+	case errors.Is(err, store.ErrNotFound): // revoked meanwhile: as asked, but not by this form
+		done = "revoked-unchanged"
 	case err != nil:
 		ap.storeError(w, r, v, err)
 		return
 	}
-	redirect(w, r, "/console/accounts/"+view.Account.ID+"?done=revoked")
+	redirect(w, r, "/console/accounts/"+view.Account.ID+"?done="+done)
 }

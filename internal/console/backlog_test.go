@@ -26,3 +26,21 @@ func TestBacklogView(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldWords: a held count in digits, "over 10000" past backlogCap
+// (whether or not every endpoint was counted), "at least" before it when
+// not every endpoint was.
+func TestHeldWords(t *testing.T) {
+	for _, c := range []struct {
+		n       int64
+		partial bool
+		want    string
+	}{
+		{11, false, "11"}, {10_000, false, "10000"}, {10_001, false, "over 10000"},
+		{11, true, "at least 11"}, {10_001, true, "over 10000"},
+	} {
+		if got := heldWords(c.n, c.partial); got != c.want {
+			t.Errorf("heldWords(%d, %v) = %q, want %q", c.n, c.partial, got, c.want)
+		}
+	}
+}

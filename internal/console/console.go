@@ -62,8 +62,9 @@ type Store interface {
 	// The pages' reads, the API's too.
 	store.ReadStore
 	GetEvent(ctx context.Context, seq int64) (store.StoredEvent, error)
-	// The overview's backlog.
+	// The overview's backlog, and what the endpoints not enabled hold.
 	CountBacklog(ctx context.Context, limit int64) (store.Backlog, error)
+	CountPendingOf(ctx context.Context, endpointIDs []string, limit int64) (int64, error)
 }
 
 // Control is how the console's forms change deliveries and subscriptions:

@@ -114,11 +114,17 @@ type endpointsView struct {
 
 // endpointNotices are what an endpoint's page says after its forms
 // (?done=).
+// A form that would leave the endpoint as it was says so instead
+// (the "-unchanged" notices): "Saved" only when something changed.
 var endpointNotices = map[string]string{
-	"enabled":        "Enabled: its circuit is closed, and its waiting deliveries are attempted again.",
-	"frozen":         "Frozen: no attempt is made to it, on any node, until it is enabled.",
-	"rate-limited":   "Rate limit set: every node together sends it no faster.",
-	"rate-unlimited": "Rate limit removed.",
+	"enabled":                  "Enabled: its circuit is closed, and its waiting deliveries are attempted again.",
+	"enabled-unchanged":        "Nothing changed: it was enabled already (its consecutive failures count from zero again).",
+	"frozen":                   "Frozen: no attempt is made to it, on any node, until it is enabled.",
+	"frozen-unchanged":         "Nothing changed: it was frozen already.",
+	"rate-limited":             "Rate limit set: every node together sends it no faster.",
+	"rate-limited-unchanged":   "Nothing changed: the form held the rate limit it had.",
+	"rate-unlimited":           "Rate limit removed.",
+	"rate-unlimited-unchanged": "Nothing changed: it had no rate limit.",
 }
 
 // endpoint shows one endpoint and its forms: 404 for one that does not
@@ -142,15 +148,22 @@ func (ep *endpointPages) ownEndpoint(w http.ResponseWriter, r *http.Request, v *
 // change returns the handler of an endpoint form: change (EnableEndpoint
 // or FreezeEndpoint, as the API's route of that name calls it) is made on
 // the endpoint of the path, and the browser goes back to its page, which
-// says done.
+// says done, the circuit's state the change leads to ("enabled",
+// "frozen"); or, when the endpoint was in that state already as the page
+// shows it (live), done+"-unchanged". Enable is made even then: it also
+// sets the consecutive failures back to zero, as the API's route does.
 func (ep *endpointPages) change(change func(ctx context.Context, id string) (endpoint.Endpoint, error), done string) sessionHandler {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
 		e, ok := ep.ownEndpoint(w, r, v)
 		if !ok {
 			return
 		}
+		before := ep.view(e).State
 		if _, err := change(r.Context(), e.ID); ep.failed(w, r, v, "endpoint", e.ID, err) {
 			return
+		}
+		if before == done {
+			done += "-unchanged"
 		}
 		redirect(w, r, "/console/endpoints/"+e.ID+"?done="+done)
 	}
@@ -169,15 +182,22 @@ func (ep *endpointPages) routes(mux *http.ServeMux, s *sessions) {
 
 // setRateLimit is the rate limit form: per_second and burst as typed. A
 // refused value shows the page again (400) naming the field, as the API's
-// PATCH /v1/endpoints/{id} names it, and nothing changes.
+// PATCH /v1/endpoints/{id} names it, and nothing changes. Values equal to
+// the endpoint's stored rate limit write nothing, and the page says
+// nothing changed.
 func (ep *endpointPages) setRateLimit(w http.ResponseWriter, r *http.Request, v *visit) {
 	e, ok := ep.ownEndpoint(w, r, v)
 	if !ok {
 		return
 	}
 	perSecond, burst := strings.TrimSpace(r.PostFormValue("per_second")), strings.TrimSpace(r.PostFormValue("burst"))
-	raw, ierr := rateLimitJSON(perSecond, burst)
+	rl, ierr := rateLimitOf(perSecond, burst)
+	if ierr == nil && e.RateLimit != nil && *e.RateLimit == rl {
+		redirect(w, r, "/console/endpoints/"+e.ID+"?done=rate-limited-unchanged")
+		return
+	}
 	if ierr == nil {
+		raw, _ := json.Marshal(rl) // two numbers
 		_, err := ep.control.UpdateEndpoint(r.Context(), e.ID, endpoint.Input{RateLimit: raw})
 		if !errors.As(err, &ierr) {
 			if ep.failed(w, r, v, "endpoint", e.ID, err) {
@@ -193,25 +213,30 @@ func (ep *endpointPages) setRateLimit(w http.ResponseWriter, r *http.Request, v 
 	ep.render(w, r, http.StatusBadRequest, "endpoint", v, "Endpoint "+view.URL, view)
 }
 
-// rateLimitJSON is the rate_limit member of the form's values; a value
-// that is not a number is refused naming its field.
-func rateLimitJSON(perSecond, burst string) (json.RawMessage, *strictjson.Error) {
+// rateLimitOf is the rate limit of the form's values; a value that is
+// not a number is refused naming its field. Its bounds are the API's to
+// check (endpoint.Input).
+func rateLimitOf(perSecond, burst string) (endpoint.RateLimit, *strictjson.Error) {
 	ps, err := strconv.ParseFloat(perSecond, 64)
 	if err != nil || math.IsInf(ps, 0) || math.IsNaN(ps) {
-		return nil, strictjson.Errorf("rate_limit.per_second", "must be a number of requests a second")
+		return endpoint.RateLimit{}, strictjson.Errorf("rate_limit.per_second", "must be a number of requests a second")
 	}
 	b, err := strconv.Atoi(burst)
 	if err != nil {
-		return nil, strictjson.Errorf("rate_limit.burst", "must be a whole number of requests")
+		return endpoint.RateLimit{}, strictjson.Errorf("rate_limit.burst", "must be a whole number of requests")
 	}
-	raw, _ := json.Marshal(endpoint.RateLimit{PerSecond: ps, Burst: b}) // two numbers
-	return raw, nil
+	return endpoint.RateLimit{PerSecond: ps, Burst: b}, nil
 }
 
-// removeRateLimit removes the endpoint's rate limit.
+// removeRateLimit removes the endpoint's rate limit; for one that has
+// none it writes nothing, and the page says nothing changed.
 func (ep *endpointPages) removeRateLimit(w http.ResponseWriter, r *http.Request, v *visit) {
 	e, ok := ep.ownEndpoint(w, r, v)
 	if !ok {
+		return
+	}
+	if e.RateLimit == nil {
+		redirect(w, r, "/console/endpoints/"+e.ID+"?done=rate-unlimited-unchanged")
 		return
 	}
 	_, err := ep.control.UpdateEndpoint(r.Context(), e.ID, endpoint.Input{RateLimit: json.RawMessage("null")})

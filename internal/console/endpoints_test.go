@@ -40,7 +40,9 @@ func storedState(n *node, id string) health.State {
 // TestEndpointPages: the list and an endpoint's page show what the API's
 // endpoint resource shows (URL without its password, state, the window's
 // counts after a failed attempt, state_reason); Freeze and Enable change
-// the circuit as the API's routes do, in the store, and the page says so;
+// the circuit as the API's routes do, in the store, and the page says so
+// (a second Freeze, or an Enable of an enabled endpoint, as from a page
+// left open, says nothing changed);
 // a form without the CSRF token is refused and changes nothing.
 func TestEndpointPages(t *testing.T) {
 	n := setup(t)
@@ -70,9 +72,12 @@ func TestEndpointPages(t *testing.T) {
 		t.Fatalf("a freeze without the CSRF token: %d, the endpoint %s; want 403, enabled", refusedCSRF.status, storedState(n, id))
 	}
 
-	for _, step := range []struct{ action, state, done string }{{"freeze", "frozen", "Frozen:"}, {"enable", "enabled", "Enabled:"}} {
+	for _, step := range []struct{ action, state, done, query string }{
+		{"freeze", "frozen", "Frozen:", "frozen"}, {"freeze", "frozen", "Nothing changed: it was frozen already.", "frozen-unchanged"},
+		{"enable", "enabled", "Enabled:", "enabled"}, {"enable", "enabled", "Nothing changed: it was enabled already", "enabled-unchanged"},
+	} {
 		p := a.post("/console/endpoints/"+id+"/"+step.action, nil)
-		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/endpoints/"+id+"?done="+step.state {
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/endpoints/"+id+"?done="+step.query {
 			t.Fatalf("%s: %d to %q\n%s", step.action, p.status, p.header.Get("Location"), p.body)
 		}
 		if got := storedState(n, id); string(got) != step.state {
@@ -88,6 +93,16 @@ func TestEndpointPages(t *testing.T) {
 			t.Fatalf("after %s the page does not show the API's state_reason %q:\n%s", step.action, reason, page.body)
 		}
 	}
+}
+
+// storedVersion is the endpoint's version in the store: a write moves it.
+func storedVersion(n *node, id string) int64 {
+	n.t.Helper()
+	ep, err := n.srv.Store.GetEndpoint(context.Background(), id)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return ep.Version
 }
 
 // TestEndpointOfAnotherAccount: an account key's session gets the 404 page
@@ -131,7 +146,9 @@ func storedRateLimit(n *node, id string) string {
 // the API's PATCH does (in the store, shown on the page, the list and the
 // API's resource) and removes it; a bad value shows the page again (400)
 // naming the field as the API does, and changes nothing; a form without
-// the CSRF token is refused.
+// the CSRF token is refused. Setting the rate limit it has, or removing
+// one it does not have, writes nothing (the endpoint's version stays) and
+// the page says nothing changed, not "Rate limit set" or "removed".
 func TestEndpointRateLimitForm(t *testing.T) {
 	n := setup(t)
 	rc := newReceiver(t)
@@ -157,6 +174,15 @@ func TestEndpointRateLimitForm(t *testing.T) {
 	if list := n.get("/console/endpoints", a.cookie); !strings.Contains(list.body, "2.5/s, burst 10") {
 		t.Fatalf("the list does not show the rate limit:\n%s", list.body)
 	}
+	version := storedVersion(n, id)
+	p = a.post(form, map[string]string{"per_second": "2.5", "burst": "10"})
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/endpoints/"+id+"?done=rate-limited-unchanged" ||
+		storedVersion(n, id) != version {
+		t.Fatalf("set as it was: %d to %q, version %d (was %d); want nothing written", p.status, p.header.Get("Location"), storedVersion(n, id), version)
+	}
+	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, "Nothing changed") || strings.Contains(page.body, "Rate limit set") {
+		t.Fatalf("after setting the rate limit it had the page:\n%s", page.body)
+	}
 	for _, c := range []struct{ perSecond, burst, field string }{
 		{"0", "10", "rate_limit.per_second"}, {"20000", "10", "rate_limit.per_second"}, {"fast", "10", "rate_limit.per_second"},
 		{"5", "0", "rate_limit.burst"}, {"5", "1.5", "rate_limit.burst"},
@@ -175,5 +201,14 @@ func TestEndpointRateLimitForm(t *testing.T) {
 	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, "Rate limit removed") ||
 		strings.Contains(page.body, `id="remove-rate-limit"`) {
 		t.Fatalf("after removing it the page:\n%s", page.body)
+	}
+	version = storedVersion(n, id)
+	p = a.post(form+"/remove", nil)
+	if p.status != http.StatusSeeOther || storedVersion(n, id) != version {
+		t.Fatalf("remove again: %d, version %d (was %d); want nothing written", p.status, storedVersion(n, id), version)
+	}
+	if page := n.get(p.header.Get("Location"), a.cookie); !strings.Contains(page.body, "Nothing changed: it had no rate limit.") ||
+		strings.Contains(page.body, "Rate limit removed") {
+		t.Fatalf("after removing a rate limit it did not have the page:\n%s", page.body)
 	}
 }

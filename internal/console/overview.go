@@ -128,8 +128,8 @@ func (p *overviewPages) overview(w http.ResponseWriter, r *http.Request, v *visi
 	if view.Circuits, ok = p.heldEndpoints(w, r, v, accountID); !ok {
 		return
 	}
-	if view.Backlog != nil && len(view.Circuits) > 0 {
-		if view.Backlog.Held, ok = p.heldCounts(w, r, v, bl.Fresh+bl.Retry); !ok {
+	if view.Backlog != nil && bl.Fresh+bl.Retry > 0 {
+		if view.Backlog.Held, ok = p.heldCounts(w, r, v); !ok {
 			return
 		}
 	}

@@ -4,9 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
-	"github.com/herald-events/herald/internal/hold"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
 )
@@ -49,37 +48,61 @@ func (p *overviewPages) heldEndpoints(w http.ResponseWriter, r *http.Request, v 
 	return groups, true
 }
 
-// heldScan is the most pending deliveries heldCounts reads: one page.
-const heldScan = store.MaxLimit
+// heldEndpointsCounted is the most endpoints of each circuit state whose
+// pending deliveries heldCounts counts: one page of ListEndpoints.
+const heldEndpointsCounted = store.MaxLimit
 
-// heldCounts says how many pending deliveries each endpoint circuit state
-// holds ("11 held by endpoint probation"), for the backlog line. The store
-// keeps no count by endpoint, so it reads the heldScan newest pending
-// deliveries (every account's) and their endpoints (hold.Reader): exact
-// when pending, the backlog's count of them, is at most heldScan, and said
-// to be of the newest heldScan otherwise. The overview reads it only when
-// some endpoint is not enabled.
-func (p *overviewPages) heldCounts(w http.ResponseWriter, r *http.Request, v *visit, pending int64) ([]string, bool) {
-	ds, _, err := p.store.ListDeliveries(r.Context(), store.DeliveryFilter{Status: delivery.StatusPending, Page: store.Page{Limit: heldScan}})
-	if err != nil {
-		p.storeError(w, r, v, err)
-		return nil, false
-	}
-	hr := holdReader(r.Context(), p.store, p.live, p.now())
-	counts := map[string]int{}
-	for _, d := range ds {
-		if by := hr.Of(d).By; by != "" && by != hold.RateLimit {
-			counts[by]++
-		}
-	}
+// heldCounts says how many pending deliveries the endpoints of each
+// circuit state that is not enabled hold, every account's ("11 held by
+// endpoint probation"), for the backlog line. Each state's is the
+// store's CountPendingOf of its endpoints, stopping at backlogCap+1
+// ("over 10000 held by endpoint probation"), so it reads at most that
+// many index entries and a seek per endpoint, however large their
+// backlog. It is exact up to backlogCap when the state has at most
+// heldEndpointsCounted endpoints; past that it counts the deliveries of
+// the first heldEndpointsCounted (by ID) and says "at least". The
+// endpoints of a state are one ListEndpoints page (a walk of the
+// endpoints by ID, filtered by state). A rate limit's holds are not
+// counted (they change with each token).
+func (p *overviewPages) heldCounts(w http.ResponseWriter, r *http.Request, v *visit) ([]string, bool) {
 	var out []string
 	for _, st := range []health.State{health.Probation, health.Disabled, health.Frozen} {
-		if n := counts[hold.EndpointPrefix+string(st)]; n > 0 {
-			out = append(out, strconv.Itoa(n)+" held by endpoint "+string(st))
+		eps, next, err := p.store.ListEndpoints(r.Context(), "", st, store.Page{Limit: heldEndpointsCounted})
+		if err == nil && len(eps) == 0 {
+			continue
+		}
+		var n int64
+		if err == nil {
+			n, err = p.store.CountPendingOf(r.Context(), endpointIDs(eps), backlogCap+1)
+		}
+		if err != nil {
+			p.storeError(w, r, v, err)
+			return nil, false
+		}
+		if n > 0 {
+			out = append(out, heldWords(n, next != "")+" held by endpoint "+string(st))
 		}
 	}
-	if len(out) > 0 && pending > heldScan {
-		out = append(out, "of the "+strconv.Itoa(heldScan)+" newest")
-	}
 	return out, true
+}
+
+// heldWords is a count of held deliveries in digits: "over 10000" past
+// backlogCap, "at least" before it when not every endpoint was counted.
+func heldWords(n int64, partial bool) string {
+	switch {
+	case n > backlogCap:
+		return "over " + strconv.Itoa(backlogCap)
+	case partial:
+		return "at least " + strconv.FormatInt(n, 10)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// endpointIDs returns the IDs of eps.
+func endpointIDs(eps []endpoint.Endpoint) []string {
+	ids := make([]string, len(eps))
+	for i, e := range eps {
+		ids[i] = e.ID
+	}
+	return ids
 }

@@ -71,6 +71,34 @@ func TestOverviewBacklog(t *testing.T) {
 	}
 }
 
+// TestOverviewHeldCounts: the admin's backlog line counts, exactly past
+// the 1,000 newest pending deliveries and up to the cap (10,000), the
+// pending deliveries every account's frozen endpoints hold, and shows
+// "over 10000" past it.
+func TestOverviewHeldCounts(t *testing.T) {
+	n := setup(t)
+	rc := newReceiver(t)
+	_, _, shop := n.tenant("shop", "account")
+	_, _, rival := n.tenant("rival", "account")
+	n.subscribe(shop, "orders", rc.URL+"/shop")
+	n.subscribe(rival, "orders", rc.URL+"/rival")
+	for _, key := range []string{shop, rival} {
+		n.must(http.StatusOK, key, "POST", "/v1/endpoints/"+endpointOf(n, key)["id"].(string)+"/freeze", nil)
+	}
+	publishMany(n, shop, "shop", 1_499)
+	publishMany(n, rival, "rival", 2)
+	cookie := n.signIn(adminKey)
+	want := `<span id="backlog-held" class="held">1501 held by endpoint frozen</span>`
+	if p := n.get("/console/", cookie); !strings.Contains(p.body, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, p.body)
+	}
+	publishMany(n, shop, "more", 8_500) // 10,001 held
+	want = `<span id="backlog-held" class="held">over 10000 held by endpoint frozen</span>`
+	if p := n.get("/console/", cookie); !strings.Contains(p.body, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, p.body)
+	}
+}
+
 // publishMany publishes n events with IDs prefix-0…, 1,000 a request.
 func publishMany(nd *node, key, prefix string, n int) {
 	nd.t.Helper()

@@ -14,12 +14,14 @@ import (
 type policyView struct {
 	Preset string
 	// Offsets are when each attempt goes, counted from the first, as if
-	// each failed at once ("0s", "10s", "1m10s", …).
+	// each failed at once with no response ("0s", "10s", "1m10s", …): a
+	// status code with a longer minimum delay (Notes) waits longer.
 	Offsets []string
 	// End says what happens after the last attempt fails.
 	End string
-	// Notes are the policy's jitter and per-code minimum delays, in words
-	// ("" for none); Invalid why the stored policy does not resolve.
+	// Notes are what the offsets do not show: the policy's anchoring,
+	// jitter and per-code minimum delays, in words (retry.Policy.Notes;
+	// "" for none); Invalid why the stored policy does not resolve.
 	Notes, Invalid string
 	// JSON is the policy as stored, for the page's hover.
 	JSON string
@@ -52,8 +54,6 @@ func policyOf(sub subscription.Subscription) policyView {
 	default:
 		view.End = "after attempt " + last + " fails, it is dead-lettered (" + retry.ReasonTTL + ": the next retry would pass the ttl of " + retry.Human(p.TTL) + ")"
 	}
-	if p.Jitter > 0 {
-		view.Notes = "each delay varies by ±" + strconv.FormatFloat(p.Jitter*100, 'f', -1, 64) + "% (not shown)"
-	}
+	view.Notes = p.Notes()
 	return view
 }

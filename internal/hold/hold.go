@@ -64,8 +64,11 @@ func Of(d delivery.Delivery, ep endpoint.Endpoint, known bool, sub subscription.
 
 // endpointHold is the hold of a pending delivery due at due to ep at now:
 // in probation or disabled the later of due and the endpoint's next probe;
-// frozen no time; rate limited, when due has come, the bucket's next token
-// (one interval from now).
+// frozen no time; rate limited, when due has come, an estimate of the
+// bucket's next token: one interval from now. The scheduler's bucket is
+// shared by every node and a delivery may wait behind others of the
+// endpoint, so the real time is not known here (docs/flow-control.md, "The
+// time shown for a delivery held by the rate limit").
 func endpointHold(due time.Time, ep endpoint.Endpoint, now time.Time) Hold {
 	switch h := ep.Health; h.State {
 	case health.Frozen:

@@ -287,6 +287,15 @@ type DeliveryStore interface {
 	// entries however large the backlog: a count a page may show (the
 	// console's overview). A limit below 1 counts nothing (zeros).
 	CountBacklog(ctx context.Context, limit int64) (Backlog, error)
+	// CountPendingOf counts the pending deliveries (both lanes, leased or
+	// not) of the endpoints endpointIDs together (an ID listed twice counts
+	// once), stopping at limit (a count equal to limit means limit or
+	// more): it reads at most about limit index entries of the lanes'
+	// indexes however large those endpoints' backlog, and one index seek
+	// per endpoint (the console's overview counts what the endpoints not
+	// enabled hold with it). A limit below 1, or no endpoint, counts
+	// nothing (0).
+	CountPendingOf(ctx context.Context, endpointIDs []string, limit int64) (int64, error)
 }
 
 // Backlog is what waits in the store: pending deliveries by lane, leased

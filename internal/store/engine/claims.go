@@ -113,6 +113,11 @@ var (
 	// entries of each partial index are read (the drivers' backlog plan
 	// tests pin it).
 	qCountBacklog = query("CountBacklog")
+	// qCountPendingOf counts the pending deliveries of the endpoints $1
+	// (a list), stopping at $2 (at least 0): each endpoint's entries of
+	// the lanes' partial indexes, read from a seek to it, the walk ending
+	// at $2 entries in all (the drivers' pending-of plan tests pin it).
+	qCountPendingOf = query("CountPendingOf")
 )
 
 // ClaimDue implements store.DeliveryStore in one write transaction: it
@@ -344,6 +349,24 @@ func (s *Store) CountBacklog(ctx context.Context, limit int64) (store.Backlog, e
 		return store.Backlog{}, fmt.Errorf("count backlog: %w", err)
 	}
 	return b, nil
+}
+
+// CountPendingOf implements store.DeliveryStore in one statement, through
+// the driver's SeekReader when it has one (as CountBacklog).
+func (s *Store) CountPendingOf(ctx context.Context, endpointIDs []string, limit int64) (int64, error) {
+	if len(endpointIDs) == 0 || limit < 1 {
+		return 0, s.Ping(ctx) // nothing to count, but a closed store says so
+	}
+	ids := slices.Compact(slices.Sorted(slices.Values(endpointIDs)))
+	r := s.drv.Reader()
+	if sr, ok := s.drv.(SeekReader); ok {
+		r = sr.SeekReader()
+	}
+	var n int64
+	if err := r.QueryRow(ctx, qCountPendingOf, ids, limit).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count pending of %d endpoints: %w", len(ids), err)
+	}
+	return n, nil
 }
 
 // idle answers a call that has nothing to do as the store answers every

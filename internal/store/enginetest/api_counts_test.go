@@ -95,3 +95,49 @@ func testCountBacklog(t *testing.T, b *bundle) {
 	count(0, store.Backlog{})
 	count(-1, store.Backlog{})
 }
+
+// testCountPendingOf: CountPendingOf counts the pending deliveries of the
+// endpoints named together (both lanes, leased ones too, due or not; not
+// queued or finished ones, not another endpoint's), exact up to its limit
+// and the limit itself above it; an ID named twice counts once; no
+// endpoint, an unknown one, or a limit below 1 counts nothing.
+func testCountPendingOf(t *testing.T, b *bundle) {
+	a, c, other := b.sub("https://a.example/hook"), b.sub("https://c.example/hook"), b.sub("https://other.example/hook")
+	count := func(ids []string, limit, want int64) {
+		t.Helper()
+		if got, err := b.s.CountPendingOf(b.ctx, ids, limit); err != nil || got != want {
+			t.Fatalf("CountPendingOf(%v, %d) = %d, %v; want %d", ids, limit, got, err, want)
+		}
+	}
+	count([]string{a.EndpointID}, 10, 0)
+	for range 3 {
+		b.deliver(a, b.now) // fresh
+	}
+	b.retrying(a, b.now, b.at(time.Minute))
+	b.claim(a.EndpointID, b.now, 2) // two of the fresh ones, leased
+	q, done := b.deliver(c, b.now), b.deliver(c, b.now)
+	b.deliver(c, b.at(time.Hour)) // fresh, not yet due
+	b.retrying(c, b.now, b.at(time.Hour))
+	b.claim(c.EndpointID, b.now, 2) // q and done
+	queued := failed(q, 1, b.now, b.now, time.Time{})
+	queued.Status = delivery.StatusQueued
+	b.record(queued)
+	b.record(succeeded(done, 1, b.now))
+	for range 4 {
+		b.deliver(other, b.now)
+	}
+	ac := []string{a.EndpointID, c.EndpointID}
+	count([]string{a.EndpointID}, 10, 4)
+	count([]string{c.EndpointID}, 10, 2)
+	count([]string{other.EndpointID}, 10, 4)
+	count(ac, 10, 6)
+	count([]string{c.EndpointID, a.EndpointID, a.EndpointID}, 10, 6)
+	count(ac, 6, 6)
+	count(ac, 5, 5)
+	count([]string{a.EndpointID}, 3, 3)
+	count(ac, 1, 1)
+	count(ac, 0, 0)
+	count(ac, -1, 0)
+	count(nil, 10, 0)
+	count([]string{"ep_none"}, 10, 0)
+}

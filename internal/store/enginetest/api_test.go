@@ -53,6 +53,7 @@ func RunAPIContract(t *testing.T, open Opener) {
 			{"CountPendingByLane", testCountPending},
 			{"CountQueued", testCountQueued},
 			{"CountBacklogUpToLimit", testCountBacklog},
+			{"CountPendingOfEndpoints", testCountPendingOf},
 			{"Ping", testPing},
 		}},
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-events/herald/internal/store"
+	"github.com/herald-events/herald/internal/store/driver"
 )
 
 // backlogPlanLimit is the limit TestBacklogPlans counts to: well below
@@ -27,44 +28,83 @@ const backlogPlanLimit = 1001
 // deliveries wait.
 func TestBacklogPlans(t *testing.T) {
 	ctx := context.Background()
-	dbURL, conn := migratedConn(t)
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	conn, s := filledStore(t, func(tx pgx.Tx) {
 		fill(t, ctx, tx, 100, 500)       // 50,000 retries, 100 fresh
 		fillQueued(t, ctx, tx, 10, 2000) // 20,000 queued
+	})
+	inSeekPlans(t, ctx, conn, s, func(tx pgx.Tx, stats string) {
+		forPlanModes(t, ctx, tx, func(mode string) {
+			checkNamedPlan(t, ctx, tx, "CountBacklog", []any{backlogPlanLimit}, stats+", "+mode, []string{
+				"Limit", "Scan using open_deliveries_fresh on", "Scan using open_deliveries_retry on", "Scan using open_deliveries_queued on",
+				"!Sort", "!Bitmap Heap Scan on open_deliveries"})
+		})
+		checkBacklogRows(t, ctx, tx, stats)
+	}, func(stats string) {
+		if b, err := s.CountBacklog(ctx, backlogPlanLimit); err != nil || b != (store.Backlog{Fresh: 100, Retry: backlogPlanLimit, Queued: backlogPlanLimit}) {
+			t.Errorf("CountBacklog (%s) = %+v, %v; want 100, %d, %d", stats, b, err, backlogPlanLimit, backlogPlanLimit)
+		}
+	})
+}
+
+// filledStore returns a connection to a fresh migrated schema that fill
+// wrote in one transaction, and a store open on it.
+func filledStore(t *testing.T, fill func(tx pgx.Tx)) (*pgx.Conn, *Store) {
+	t.Helper()
+	dbURL, conn := migratedConn(t)
+	err := pgx.BeginFunc(context.Background(), conn, func(tx pgx.Tx) error {
+		fill(tx)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openAt(t, dbURL, Options{})
+	return conn, openAt(t, dbURL, Options{})
+}
+
+// checkNamedPlan checks the plan of the store's query name, prepared in
+// tx with args, against want (checkPlan), logging it when verbose; label
+// says how it was planned.
+func checkNamedPlan(t *testing.T, ctx context.Context, tx pgx.Tx, name driver.Query, args []any, label string, want []string) {
+	t.Helper()
+	plan := explain(t, ctx, tx, queries[name], args)
+	if testing.Verbose() {
+		t.Logf("%s (%s):\n%s", name, label, plan)
+	}
+	checkPlan(t, string(name)+" ("+label+")", plan, want)
+}
+
+// inSeekPlans calls inTx with a transaction begun as the store's
+// SeekReader begins its own (seekOpts), then, once it is rolled back,
+// after; twice: with the statistics of tables never analyzed (as on a
+// cluster without autovacuum), then after ANALYZE.
+func inSeekPlans(t *testing.T, ctx context.Context, conn *pgx.Conn, s *Store, inTx func(tx pgx.Tx, stats string), after func(stats string)) {
+	t.Helper()
 	for _, stats := range []string{"never analyzed", "analyzed"} {
 		if stats == "analyzed" {
 			if _, err := conn.Exec(ctx, `ANALYZE deliveries; ANALYZE open_deliveries`); err != nil {
 				t.Fatal(err)
 			}
 		}
-		// The store's own transaction for CountBacklog.
 		tx, err := conn.BeginTx(ctx, s.seekOpts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, mode := range []string{"auto", "force_generic_plan"} {
-			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-				t.Fatal(err)
-			}
-			plan := explain(t, ctx, tx, queries["CountBacklog"], []any{backlogPlanLimit})
-			if testing.Verbose() {
-				t.Logf("CountBacklog (%s, %s):\n%s", stats, mode, plan)
-			}
-			checkPlan(t, "CountBacklog ("+stats+", "+mode+")", plan, []string{
-				"Limit", "Scan using open_deliveries_fresh on", "Scan using open_deliveries_retry on", "Scan using open_deliveries_queued on",
-				"!Sort", "!Bitmap Heap Scan on open_deliveries"})
-		}
-		checkBacklogRows(t, ctx, tx, stats)
+		inTx(tx, stats)
 		_ = tx.Rollback(ctx)
-		if b, err := s.CountBacklog(ctx, backlogPlanLimit); err != nil || b != (store.Backlog{Fresh: 100, Retry: backlogPlanLimit, Queued: backlogPlanLimit}) {
-			t.Errorf("CountBacklog (%s) = %+v, %v; want 100, %d, %d", stats, b, err, backlogPlanLimit, backlogPlanLimit)
+		after(stats)
+	}
+}
+
+// forPlanModes calls fn in tx planned as for its arguments ("auto") and
+// as a generic plan (pgx prepares statements; PostgreSQL may switch to a
+// generic plan after five runs).
+func forPlanModes(t *testing.T, ctx context.Context, tx pgx.Tx, fn func(mode string)) {
+	t.Helper()
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
 		}
+		fn(mode)
 	}
 }
 

@@ -132,7 +132,9 @@
 // costs a few index seeks per endpoint with pending deliveries (16 ms for
 // 1,000); CountPending counts the whole backlog (about 70 ms), which
 // CountBacklog does not: it reads at most its limit of entries of each
-// partial index (TestBacklogPlans), however large the backlog.
+// partial index (TestBacklogPlans), however large the backlog; nor does
+// CountPendingOf, a seek per endpoint into each lane's index and at most
+// its limit of entries in all (TestPendingOfPlans).
 // DeleteSubscription and Redrive change all their rows in one statement.
 // Receive is a range scan of the subscription's entries of the partial
 // index of queued deliveries from its earliest due, and a primary-key

@@ -59,7 +59,10 @@
 // indexes whole (about 50 ms). Receive, its NextAt and the queued list of
 // an endpoint are index seeks too; CountQueued reads the queued deliveries'
 // index whole. CountBacklog reads at most its limit of entries of each
-// lane's and the queued deliveries' partial indexes (TestBacklogPlan).
+// lane's and the queued deliveries' partial indexes (TestBacklogPlan);
+// CountPendingOf a seek per endpoint into each lane's index, at most its
+// limit of entries in all, and the pending leased deliveries
+// (TestPendingOfPlan).
 // DeleteSubscription, Redrive, ReactivateSubscription and a
 // deactivation change all the rows they concern in one write, which holds
 // the writer in proportion to their number. The database is never

@@ -189,3 +189,16 @@ SELECT
 		ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT $1) AS r),
 	(SELECT COUNT(*) FROM (SELECT FROM open_deliveries AS d WHERE d.status = 'queued'
 		ORDER BY d.subscription_id, d.next_attempt_at, d.id LIMIT $1) AS q)
+
+-- Each endpoint of $1 is a seek into each lane's partial index (its
+-- entries lead with endpoint_id), leased deliveries included; the LIMIT
+-- ends the walk at $2 entries in all. Under the SeekReader's settings
+-- (indexSeeksOnly) every read is such an index scan (TestPendingOfPlans).
+-- name: CountPendingOf
+SELECT COUNT(*) FROM (
+	SELECT FROM unnest($1::text[]) AS e(id) CROSS JOIN LATERAL (
+		SELECT FROM open_deliveries AS o WHERE o.endpoint_id = e.id AND o.status = 'pending' AND o.attempts = 0
+		UNION ALL
+		SELECT FROM open_deliveries AS o WHERE o.endpoint_id = e.id AND o.status = 'pending' AND o.attempts > 0
+	) AS d
+	LIMIT $2) AS c

@@ -165,3 +165,20 @@ SELECT
 		SELECT 1 FROM deliveries AS d INDEXED BY deliveries_leased WHERE d.status = 'pending' AND d.attempts > 0 AND d.lease_until > 0
 		LIMIT ?1)),
 	(SELECT COUNT(*) FROM (SELECT 1 FROM deliveries AS d INDEXED BY deliveries_queued WHERE d.status = 'queued' LIMIT ?1))
+
+-- Each endpoint of ?1 is a seek into each lane's partial index of
+-- unleased entries (covering), then the pending leased deliveries (few:
+-- the nodes' in-memory windows; deliveries_leased holds no endpoint, so
+-- each is read with its row) are matched to the endpoints; the compound
+-- SELECT's LIMIT ends the walk at ?2 rows (TestPendingOfPlan).
+-- name: CountPendingOf
+SELECT COUNT(*) FROM (
+	SELECT 1 FROM json_each(?1) AS e CROSS JOIN deliveries AS d INDEXED BY deliveries_fresh
+		WHERE d.endpoint_id = e.value AND d.status = 'pending' AND d.lease_until = 0 AND d.attempts = 0
+	UNION ALL
+	SELECT 1 FROM json_each(?1) AS e CROSS JOIN deliveries AS d INDEXED BY deliveries_retry
+		WHERE d.endpoint_id = e.value AND d.status = 'pending' AND d.lease_until = 0 AND d.attempts > 0
+	UNION ALL
+	SELECT 1 FROM deliveries AS d INDEXED BY deliveries_leased
+		WHERE d.status = 'pending' AND d.lease_until > 0 AND d.endpoint_id IN (SELECT value FROM json_each(?1))
+	LIMIT ?2)
