@@ -170,3 +170,6 @@ func (c *Catalog) String() string {
 	s := c.snap.Load()
 	return fmt.Sprintf("event types at version %d: %d types", s.version, len(s.types))
 }
+
+// Loops returns the catalog's refresh loop (for tests that follow it).
+func (c *Catalog) Loops() []*startstop.Loop { return []*startstop.Loop{c.loop} }

@@ -109,7 +109,7 @@ func refuse(i, n int, field, keyword, detail string) *Refusal {
 
 // notInCatalog is the detail of a refused type.
 func notInCatalog(typ string, names []string) string {
-	d := fmt.Sprintf("%q is not in the event-type catalog, and this account publishes catalog types only (settings.catalog_only)", typ)
+	d := fmt.Sprintf("%q is not in the event-type catalog, and this account takes catalog types only (settings.catalog_only)", typ)
 	if n := Nearest(typ, names); n != "" {
 		d += fmt.Sprintf("; the nearest catalog type is %q", n)
 	}
