@@ -11,10 +11,12 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
-// EventTypeStore is what the catalog's writes need of the store.
+// EventTypeStore is what the catalog's writes (and the console's and
+// portal's reads, through EventTypes) need of the store.
 type EventTypeStore interface {
 	CreateEventType(ctx context.Context, t eventtype.EventType, max int) error
 	GetEventType(ctx context.Context, name string) (eventtype.EventType, error)
+	ListEventTypes(ctx context.Context, f store.EventTypeFilter, p store.Page) ([]eventtype.EventType, string, error)
 	UpdateEventType(ctx context.Context, t eventtype.EventType) error
 }
 
@@ -30,7 +32,8 @@ type EventTypeCache interface {
 const maxUpdateTries = 5
 
 // EventTypes carries out writes of the event-type catalog (admin only: the
-// API's to check). It is safe for concurrent use.
+// caller's to check), and reads it for the console and the portal. It is
+// safe for concurrent use.
 type EventTypes struct {
 	Store EventTypeStore
 	Clock clock.Clock
@@ -48,6 +51,16 @@ func (s *EventTypes) written(ctx context.Context, err error) error {
 		_ = s.Cache.Refresh(ctx)
 	}
 	return err
+}
+
+// Get reads the type name (store.ErrNotFound).
+func (s *EventTypes) Get(ctx context.Context, name string) (eventtype.EventType, error) {
+	return s.Store.GetEventType(ctx, name)
+}
+
+// List reads a page of the catalog (store.EventTypeStore's ListEventTypes).
+func (s *EventTypes) List(ctx context.Context, f store.EventTypeFilter, p store.Page) ([]eventtype.EventType, string, error) {
+	return s.Store.ListEventTypes(ctx, f, p)
 }
 
 func (s *EventTypes) now() time.Time { return s.Clock.Now().UTC().Truncate(time.Millisecond) }
