@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -33,7 +34,7 @@ type portalListView struct {
 // subscriptions lists the session's subscriptions: those its scope names,
 // or a page of its account's (?cursor=).
 func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *portalVisit) {
-	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: v.account.Settings.PortalEventTypes}
+	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: p.choices(r, v)}
 	subs, err := p.listed(r, v, &view)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
@@ -106,7 +107,7 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
+		Choices: p.choicesFor(r, v, sub.EventTypes), Deliveries: deliveryTable{Link: portalDeliveries, Items: ds}, Notice: portalNotices[r.URL.Query().Get("done")]}
 	view.pageLinks = newPageLinks(cursor, next, func(c string) string {
 		return withQuery("/portal/subscriptions/"+sub.ID, url.Values{"cursor": {c}})
 	})
@@ -239,8 +240,11 @@ func (p portalPages) inputError(w http.ResponseWriter, r *http.Request, v *porta
 	var ie *strictjson.Error
 	var refused *subscription.DestinationError
 	var combo *subscription.CombinationError
+	var unknown *eventtype.UnknownTypeError
 	status, field, detail := http.StatusUnprocessableEntity, "", ""
 	switch {
+	case errors.As(err, &unknown): // settings.catalog_only
+		field, detail = unknown.Field, unknown.Detail
 	case errors.As(err, &refused):
 		field, detail = refused.Field, refused.Detail
 	case errors.As(err, &combo):

@@ -400,19 +400,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations,
+	s.wireEventTypes(cfg, reg)
+	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
 		con.Auth = s.Auth
 	}
 	a.Console = con.Handler()
-	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations,
+	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		PublicURL: cfg.PublicURL, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
 	if s.Auth != nil {
 		portal.Auth = s.Auth
 	}
 	a.Portal, a.PortalLinks = portal.Handler(), portal
-	s.wireEventTypes(cfg, reg)
 	s.handler = a.Handler()
 	s.svcs = s.services()
 	return s, nil
