@@ -626,3 +626,41 @@ func benchOne(t *testing.T, phases int, args ...string) benchResult {
 	}
 	return rep.Results[0]
 }
+
+// TestBenchSchemaEnforced builds herald and runs a tiny schema-enforced:
+// both runs deliver every event (none refused by the catalog's schema),
+// the comparison's figure and line are reported. It asserts what was
+// counted, never how fast.
+func TestBenchSchemaEnforced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	dir := t.TempDir()
+	bin := buildHerald(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := benchMain(ctx, []string{"--herald", bin, "--scenario", "schema-enforced", "--events", "600", "--endpoints", "3",
+		"--batch", "50", "--publishers", "2", "--json", "--tmp", dir, "--timeout", "2m"}, &stdout, &stderr)
+	var rep benchReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, stdout.String(), stderr.String())
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Scenario != "schema-enforced" || len(rep.Results[0].Phases) != 2 {
+		t.Fatalf("exit %d, report: %s\n%s", code, stdout.String(), stderr.String())
+	}
+	r := rep.Results[0]
+	for i, name := range []string{"schema-enforced", "unchecked"} {
+		p := r.Phases[i]
+		if p.Name != name || p.Events != 600 || p.Deliveries != 600 || p.Expected != 600 || p.DeliveriesPerSec <= 0 {
+			t.Errorf("phase %d: %+v, want %s with 600 events and deliveries", i, p, name)
+		}
+	}
+	f := map[string]float64{}
+	for _, x := range r.Figures {
+		f[x.Name] = x.Value
+	}
+	if f["deliveries/s, schema-enforced vs. unchecked"] <= 0 || f["schema bytes"] < 1800 || len(r.Budget) != 1 {
+		t.Errorf("figures %v, budget %+v", f, r.Budget)
+	}
+}
