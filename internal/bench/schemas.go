@@ -80,13 +80,7 @@ func schemaData(size int) []byte {
 		`"lines":[{"sku":"PLAN-PRO","description":"Pro plan, monthly","quantity":1,"unit_amount":9900},` +
 		`{"sku":"SEATS-5","quantity":5,"unit_amount":600}],` +
 		`"metadata":{"order":"ord_1","channel":"web"},"paid_at":"2026-01-05T09:00:00Z","pad":"`
-	pad := max(size-len(head)-2, 0)
-	b := make([]byte, 0, len(head)+pad+2)
-	b = append(b, head...)
-	for i := range pad {
-		b = append(b, 'a'+byte(i%26))
-	}
-	return append(b, `"}`...)
+	return padded(head, size)
 }
 
 // schemaEnforcedScenario: the steady-batch load (--events, --batch a
