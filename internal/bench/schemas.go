@@ -92,7 +92,7 @@ func schemaData(size int) []byte {
 // deliveries/s at least 0.8× the second's.
 func schemaEnforcedScenario(ctx context.Context, e *env, res *Result) error {
 	phases, err := freshRuns(ctx, e, []string{"schema-enforced", "unchecked"}, func(i int, name string) (*PhaseResult, error) {
-		return e.schemaPhase(ctx, res, name, i == 0)
+		return schemaPhase(ctx, e, res, name, i == 0)
 	})
 	if err != nil {
 		return err
@@ -112,10 +112,10 @@ func schemaEnforcedScenario(ctx context.Context, e *env, res *Result) error {
 // schemaPhase subscribes --endpoints receivers (and, when enforced, puts
 // their types in the catalog and turns enforcement on), then publishes the
 // load and waits until every event is received and nothing is pending.
-func (e *env) schemaPhase(ctx context.Context, res *Result, name string, enforced bool) (*PhaseResult, error) {
+func schemaPhase(ctx context.Context, e *env, res *Result, name string, enforced bool) (*PhaseResult, error) {
 	s := e.cfg.Sizes
 	if enforced {
-		if err := e.enforceSchemas(ctx, s.Endpoints); err != nil {
+		if err := e.api.enforceSchemas(ctx, s.Endpoints); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -134,18 +134,18 @@ func (e *env) schemaPhase(ctx context.Context, res *Result, name string, enforce
 
 // enforceSchemas puts typeName(0..n-1) in the catalog with invoiceSchema
 // and sets the default account's schema_validation to enforce.
-func (e *env) enforceSchemas(ctx context.Context, n int) error {
+func (c *client) enforceSchemas(ctx context.Context, n int) error {
 	for k := range n {
 		body, err := json.Marshal(map[string]any{"name": typeName(k), "group": "bench",
 			"schemas": map[string]json.RawMessage{"1": json.RawMessage(invoiceSchema)}})
 		if err != nil {
 			return err
 		}
-		if err := e.api.expect(ctx, http.MethodPost, "/v1/event-types", body, http.StatusCreated); err != nil {
+		if err := c.expect(ctx, http.MethodPost, "/v1/event-types", body, http.StatusCreated); err != nil {
 			return err
 		}
 	}
-	return e.api.expect(ctx, http.MethodPatch, "/v1/accounts/acc_default", []byte(`{"settings":{"schema_validation":"enforce"}}`), http.StatusOK)
+	return c.expect(ctx, http.MethodPatch, "/v1/accounts/acc_default", []byte(`{"settings":{"schema_validation":"enforce"}}`), http.StatusOK)
 }
 
 // expect sends a JSON body and fails unless the answer is want.
