@@ -21,6 +21,12 @@ type AccountSettings struct {
 	FailurePolicy        string   `json:"failure_policy"`
 	PortalEventTypes     []string `json:"portal_event_types,omitempty"`
 	PortalFrameAncestors []string `json:"portal_frame_ancestors,omitempty"`
+	// SchemaValidation is "off", "warn" or "enforce": how the account's
+	// events are checked against the event-type catalog at publish.
+	SchemaValidation string `json:"schema_validation"`
+	// CatalogOnly: the account publishes, and subscribes to, catalog
+	// types only.
+	CatalogOnly bool `json:"catalog_only"`
 }
 
 // AccountSettingsInput are settings to set (schema AccountSettingsInput):
@@ -29,6 +35,8 @@ type AccountSettingsInput struct {
 	FailurePolicy        *string   `json:"failure_policy,omitempty"`
 	PortalEventTypes     *[]string `json:"portal_event_types,omitempty"`
 	PortalFrameAncestors *[]string `json:"portal_frame_ancestors,omitempty"`
+	SchemaValidation     *string   `json:"schema_validation,omitempty"`
+	CatalogOnly          *bool     `json:"catalog_only,omitempty"`
 }
 
 // AccountInput is the body of Accounts.Create (schema AccountCreate).

@@ -42,6 +42,7 @@ type Client struct {
 	DeadLetters    *DeadLettersService
 	Endpoints      *EndpointsService
 	Stats          *StatsService
+	EventTypes     *EventTypesService
 	Validation     *ValidationService
 
 	base      *url.URL
@@ -156,6 +157,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c.DeadLetters = &DeadLettersService{c}
 	c.Endpoints = &EndpointsService{c}
 	c.Stats = &StatsService{c}
+	c.EventTypes = &EventTypesService{c}
 	c.Validation = &ValidationService{c}
 	return c, nil
 }

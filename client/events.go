@@ -21,6 +21,18 @@ type PublishResult struct {
 	Source     string `json:"source"`
 	Duplicate  bool   `json:"duplicate"`
 	Deliveries int    `json:"deliveries"`
+	// SchemaErrors are how the event breaks its type's schema, when its
+	// account's schema_validation is "warn".
+	SchemaErrors []SchemaViolation `json:"schema_errors,omitempty"`
+}
+
+// SchemaViolation is one way an event's data breaks its type's schema
+// (schema SchemaViolation): the JSON pointer of the member in the data,
+// the schema keyword that failed, and the validator's message.
+type SchemaViolation struct {
+	Pointer string `json:"pointer"`
+	Keyword string `json:"keyword"`
+	Message string `json:"message"`
 }
 
 // RawPublish is a publish body sent as it is (docs/publishing.md): a

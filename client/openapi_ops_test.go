@@ -30,7 +30,19 @@ var methodCalls = map[string]methodCall{
 		return ignore(c.Accounts.Create(ctx, AccountInput{Name: "a"}))
 	},
 	"Accounts.List": func(ctx context.Context, c *Client) error { return ignore(c.Accounts.List(ctx, full[ListParams]())) },
-	"Accounts.Get":  func(ctx context.Context, c *Client) error { return ignore(c.Accounts.Get(ctx, "acc_1")) },
+	"EventTypes.Create": func(ctx context.Context, c *Client) error {
+		return ignore(c.EventTypes.Create(ctx, EventTypeInput{Name: new("a.b")}))
+	},
+	"EventTypes.List": func(ctx context.Context, c *Client) error {
+		return ignore(c.EventTypes.List(ctx, EventTypeListParams{ListParams: full[ListParams](), Group: "g", IncludeArchived: true}))
+	},
+	"EventTypes.Get": func(ctx context.Context, c *Client) error { return ignore(c.EventTypes.Get(ctx, "a.b")) },
+	"EventTypes.Update": func(ctx context.Context, c *Client) error {
+		return ignore(c.EventTypes.Update(ctx, "a.b", EventTypeInput{}))
+	},
+	"EventTypes.Archive":  func(ctx context.Context, c *Client) error { return ignore(c.EventTypes.Archive(ctx, "a.b")) },
+	"EventTypes.AsyncAPI": func(ctx context.Context, c *Client) error { return ignore(c.EventTypes.AsyncAPI(ctx)) },
+	"Accounts.Get":        func(ctx context.Context, c *Client) error { return ignore(c.Accounts.Get(ctx, "acc_1")) },
 	"Accounts.Update": func(ctx context.Context, c *Client) error {
 		return ignore(c.Accounts.Update(ctx, "acc_1", AccountUpdate{}))
 	},

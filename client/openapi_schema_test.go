@@ -18,6 +18,9 @@ var schemaTypes = []struct {
 	schema string
 }{
 	{Account{}, "Account"},
+	{EventType{}, "EventType"},
+	{EventTypeInput{}, "EventTypeInput"},
+	{Page[EventType]{}, "EventTypeList"},
 	{AccountInput{}, "AccountCreate"},
 	{AccountUpdate{}, "AccountUpdate"},
 	{Page[Account]{}, "AccountList"},

@@ -40,7 +40,8 @@ func (o operation) expand(ids []string) (string, error) {
 // acct is an operation acting in the key's account (it takes account_id).
 func acct(method, path string) operation { return operation{method: method, path: path, account: true} }
 
-// admin is an operation of /v1/accounts (no account_id).
+// admin is an operation of /v1/accounts or /v1/event-types (no
+// account_id).
 func admin(method, path string) operation { return operation{method: method, path: path} }
 
 // The operations, one per method of the services; operations lists them
@@ -88,5 +89,11 @@ var (
 	opEnableEndpoint      = acct("POST", "/v1/endpoints/{id}/enable")
 	opFreezeEndpoint      = acct("POST", "/v1/endpoints/{id}/freeze")
 	opGetStats            = acct("GET", "/v1/stats")
+	opCreateEventType     = admin("POST", "/v1/event-types")
+	opListEventTypes      = admin("GET", "/v1/event-types")
+	opGetAsyncAPI         = admin("GET", "/v1/event-types/asyncapi.json")
+	opGetEventType        = admin("GET", "/v1/event-types/{name}")
+	opUpdateEventType     = admin("PATCH", "/v1/event-types/{name}")
+	opArchiveEventType    = admin("DELETE", "/v1/event-types/{name}")
 	opConfirmValidation   = operation{method: "GET", path: "/v1/validation/{id}", public: true}
 )

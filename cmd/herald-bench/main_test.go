@@ -611,19 +611,57 @@ func TestBenchConsole(t *testing.T) {
 // its one result, which must be OK with phases phases.
 func benchOne(t *testing.T, phases int, args ...string) benchResult {
 	t.Helper()
+	r, code, out := benchRun(t, phases, args...)
+	if code != 0 || !r.OK {
+		t.Fatalf("exit %d, report: %s", code, out)
+	}
+	return r
+}
+
+// benchRun is benchOne without asking that the scenario's lines be met (a
+// tiny run's figures are noise): it returns the one result, the exit code
+// and the output, failing the test unless the report holds one result of
+// phases phases.
+func benchRun(t *testing.T, phases int, args ...string) (benchResult, int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	args = append([]string{"--herald", buildHerald(t), "--batch", "50", "--publishers", "2", "--json", "--tmp", t.TempDir(), "--timeout", "2m"}, args...)
-	if code := benchMain(ctx, args, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
+	code := benchMain(ctx, args, &stdout, &stderr)
 	var rep benchReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, stdout.String())
+		t.Fatalf("exit %d: %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
 	}
-	if len(rep.Results) != 1 || !rep.Results[0].OK || len(rep.Results[0].Phases) != phases {
-		t.Fatalf("report: %s", stdout.String())
+	if len(rep.Results) != 1 || len(rep.Results[0].Phases) != phases {
+		t.Fatalf("exit %d, report: %s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
-	return rep.Results[0]
+	return rep.Results[0], code, stdout.String()
+}
+
+// TestBenchSchemaEnforced builds herald and runs a tiny schema-enforced:
+// both runs deliver every event (none refused by the catalog's schema),
+// the comparison's figure and line are reported. It asserts what was
+// counted, never how fast.
+func TestBenchSchemaEnforced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	r, _, out := benchRun(t, 2, "--scenario", "schema-enforced", "--events", "600", "--endpoints", "3")
+	if r.Scenario != "schema-enforced" {
+		t.Fatalf("report: %s", out)
+	}
+	for i, name := range []string{"schema-enforced", "unchecked"} {
+		p := r.Phases[i]
+		if p.Name != name || p.Events != 600 || p.Deliveries != 600 || p.Expected != 600 || p.DeliveriesPerSec <= 0 {
+			t.Errorf("phase %d: %+v, want %s with 600 events and deliveries", i, p, name)
+		}
+	}
+	f := map[string]float64{}
+	for _, x := range r.Figures {
+		f[x.Name] = x.Value
+	}
+	if f["deliveries/s, schema-enforced vs. unchecked"] <= 0 || f["schema bytes"] < 1800 || len(r.Budget) != 1 {
+		t.Errorf("figures %v, budget %+v", f, r.Budget)
+	}
 }

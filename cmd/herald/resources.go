@@ -22,6 +22,7 @@ var resources = []*resource{
 	deadLettersResource,
 	endpointsResource,
 	accountsResource,
+	eventTypesResource,
 	keysResource,
 	jobsResource,
 }

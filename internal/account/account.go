@@ -40,6 +40,14 @@ type Settings struct {
 	// PortalFrameAncestors are the origins whose pages may show the
 	// account's portal in a frame (CSP frame-ancestors); none: no page may.
 	PortalFrameAncestors []string `json:"portal_frame_ancestors,omitempty"`
+	// SchemaValidation is how the account's events are checked against
+	// the event-type catalog's schemas at publish: "off" (the default,
+	// also when empty), "warn" or "enforce" (internal/eventtype's modes;
+	// checked in schemas.go).
+	SchemaValidation string `json:"schema_validation,omitempty"`
+	// CatalogOnly: the account publishes, and its subscriptions take,
+	// only the types of the event-type catalog.
+	CatalogOnly bool `json:"catalog_only,omitempty"`
 }
 
 // Key roles.

@@ -23,6 +23,10 @@ type SettingsInput struct {
 	// those names ([] empties one; see portal.go).
 	PortalEventTypes     *[]string `json:"portal_event_types"`
 	PortalFrameAncestors *[]string `json:"portal_frame_ancestors"`
+	// SchemaValidation and CatalogOnly set the catalog settings (see
+	// schemas.go).
+	SchemaValidation *string `json:"schema_validation"`
+	CatalogOnly      *bool   `json:"catalog_only"`
 }
 
 // New checks in as a create request and returns the account it makes:
@@ -58,6 +62,9 @@ func (in Input) Apply(a *Account) *strictjson.Error {
 		}
 	}
 	if in.Settings != nil {
+		if err := in.Settings.applySchemas(&a.Settings); err != nil {
+			return err
+		}
 		return in.Settings.applyPortal(&a.Settings)
 	}
 	return nil

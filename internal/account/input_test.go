@@ -75,3 +75,21 @@ func TestKeyInput(t *testing.T) {
 		t.Fatalf("an admin key of the default account: %v", err)
 	}
 }
+
+// TestSchemaSettings: schema_validation takes off, warn or enforce (off
+// when never set), catalog_only a bool; a bad mode names its field and
+// changes nothing.
+func TestSchemaSettings(t *testing.T) {
+	a, err := decode[account.Input](t, `{"name":"billing"}`).New("acc_1", t0)
+	if err != nil || a.Settings.Validation() != "off" || a.Settings.CatalogOnly {
+		t.Fatalf("New = %+v, %v; want validation off, catalog_only false", a.Settings, err)
+	}
+	if err := decode[account.Input](t, `{"settings":{"schema_validation":"enforce","catalog_only":true}}`).Apply(&a); err != nil ||
+		a.Settings.Validation() != "enforce" || !a.Settings.CatalogOnly {
+		t.Fatalf("Apply = %+v, %v; want enforce, catalog_only", a.Settings, err)
+	}
+	err = decode[account.Input](t, `{"settings":{"schema_validation":"strict"}}`).Apply(&a)
+	if err == nil || err.Field != "settings.schema_validation" || a.Settings.Validation() != "enforce" {
+		t.Fatalf("Apply(strict) = %v, %+v; want a problem naming settings.schema_validation, enforce kept", err, a.Settings)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/delivery"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/scheduling"
@@ -68,6 +69,12 @@ type Publisher struct {
 	// heavy (past filter.HeavyAfter tests), so that it never takes every
 	// core (nil: heavy matching runs unbounded).
 	Gate *filter.Gate
+	// Schemas, when set, checks every publish's events against the
+	// event-type catalog per their account's settings before anything
+	// else (eventtype.Checker): its error refuses the publish, and nothing
+	// is stored; what it finds in an event it accepts is the event's
+	// Result.SchemaErrors.
+	Schemas SchemaChecker
 	// TestSignals are for tests: MatchStopped emits the filter tests a
 	// publish's matching had spent when its pacer stopped it (the budget
 	// spent, the client gone, the deadline passed), and why.
@@ -97,12 +104,21 @@ func (e *FanoutError) Error() string {
 // Is makes errors.Is(err, ErrFanout) true.
 func (e *FanoutError) Is(target error) bool { return target == ErrFanout }
 
+// SchemaChecker checks the events of a publish against the event-type
+// catalog (eventtype.Checker).
+type SchemaChecker interface {
+	Check(ctx context.Context, accountID string, evs []event.Event) ([]eventtype.Checked, error)
+}
+
 // Result is what happened to one published event.
 type Result struct {
 	ID         string `json:"id"`
 	Source     string `json:"source"`
 	Duplicate  bool   `json:"duplicate"`
 	Deliveries int    `json:"deliveries"`
+	// SchemaErrors are the ways the event breaks its type's schema, when
+	// its account's schema_validation is warn (none: omitted).
+	SchemaErrors []eventtype.Violation `json:"schema_errors,omitempty"`
 }
 
 // maxMatchTries bounds how often one publish is matched again because the
@@ -124,10 +140,29 @@ const maxMatchTries = 5
 // before; a duplicate makes no deliveries. The matching is paced by one
 // filter.Pacer for the call (see fanOut): a *filter.WorkError past
 // MaxMatchWork, heavy matching in the Gate's turns, ctx.Err() once ctx
-// ends.
+// ends. With Schemas set, the events are first checked against the
+// event-type catalog: a refusal (an *eventtype.Refusal) stores nothing.
 func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
-	now := in.Clock.Now()
 	accountID = account.OrDefault(accountID)
+	if in.Schemas == nil {
+		return in.publish(ctx, accountID, evs)
+	}
+	checked, err := in.Schemas.Check(ctx, accountID, evs)
+	if err != nil {
+		return nil, err
+	}
+	res, err := in.publish(ctx, accountID, evs)
+	for i := range checked {
+		if err == nil {
+			res[i].SchemaErrors = checked[i].Violations
+		}
+	}
+	return res, err
+}
+
+// publish is Publish once the events were checked.
+func (in *Publisher) publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
+	now := in.Clock.Now()
 	news := make([]store.NewEvent, len(evs))
 	for i, ev := range evs {
 		payload, err := ev.Marshal()

@@ -37,12 +37,15 @@ const (
 	// ?account_id= names.
 	topicPublish
 	topicAccount
+	// anyKey: any key, acting in no account (the installation-wide
+	// event-type catalog's reads: ?account_id= is refused there).
+	anyKey
 )
 
 // allows reports whether a key of this role may call a route of access a.
 func (a access) allows(role string) bool {
 	switch a {
-	case public, publishRole, topicPublish:
+	case public, publishRole, topicPublish, anyKey:
 		return true
 	case accountRole, topicAccount:
 		return role == account.RoleAccount || role == account.RoleAdmin
@@ -219,7 +222,7 @@ type RouteAccess struct {
 // registration order (for tests and documentation).
 func (s *Server) Routes() []RouteAccess {
 	names := map[access]string{public: "public", publishRole: "publish", accountRole: "account", adminRole: "admin",
-		topicPublish: "publish", topicAccount: "account"}
+		topicPublish: "publish", topicAccount: "account", anyKey: "publish"}
 	var out []RouteAccess
 	for _, rt := range s.routes() {
 		out = append(out, RouteAccess{Pattern: rt.pattern, Access: names[rt.access]})

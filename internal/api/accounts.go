@@ -27,12 +27,15 @@ type accountSettings struct {
 	FailurePolicy        string   `json:"failure_policy"`
 	PortalEventTypes     []string `json:"portal_event_types"`
 	PortalFrameAncestors []string `json:"portal_frame_ancestors"`
+	SchemaValidation     string   `json:"schema_validation"`
+	CatalogOnly          bool     `json:"catalog_only"`
 }
 
 func toAccountJSON(a account.Account) accountJSON {
 	fp := cmp.Or(a.Settings.FailurePolicy, subscription.FailureRetry)
 	return accountJSON{ID: a.ID, Name: a.Name, Settings: accountSettings{FailurePolicy: fp,
-		PortalEventTypes: orNone(a.Settings.PortalEventTypes), PortalFrameAncestors: orNone(a.Settings.PortalFrameAncestors)},
+		PortalEventTypes: orNone(a.Settings.PortalEventTypes), PortalFrameAncestors: orNone(a.Settings.PortalFrameAncestors),
+		SchemaValidation: a.Settings.Validation(), CatalogOnly: a.Settings.CatalogOnly},
 		CreatedAt: timestamp(a.CreatedAt), UpdatedAt: timestamp(a.UpdatedAt)}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-events/herald/internal/admission"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/tracing"
 )
@@ -72,6 +73,10 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 		ctx = tracing.WithRequest(ctx, r.Header)
 	}
 	res, err := s.Publisher.Publish(ctx, accountOf(r), evs)
+	if rf := (*eventtype.Refusal)(nil); errors.As(err, &rf) {
+		invalid(w, rf.Field, rf.Detail)
+		return nil, false
+	}
 	if fe := (*admission.FanoutError)(nil); errors.As(err, &fe) {
 		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: "the events would make more than " + strconv.Itoa(fe.Limit) + " deliveries, the most one publish request may make " +

@@ -58,11 +58,12 @@ func setupServer(t *testing.T) testServer {
 		Store: st,
 		Control: &control.Service{Store: st, Catalog: cat, Scheduler: pipe.Scheduler, Attempts: pipe.Attempter,
 			Deactivations: pipe.Recorder, Clock: clk, Logger: slog.New(slog.DiscardHandler)},
-		Accounts:  &control.Accounts{Store: st, Clock: clk},
-		Publisher: pipe.Admission,
-		Live:      pipe.Scheduler,
-		Queue:     queue.New(st, clk, prometheus.NewRegistry(), pipe.Finished, nil),
-		Version:   "test",
+		Accounts:   &control.Accounts{Store: st, Clock: clk},
+		EventTypes: &control.EventTypes{Store: st, Clock: clk},
+		Publisher:  pipe.Admission,
+		Live:       pipe.Scheduler,
+		Queue:      queue.New(st, clk, prometheus.NewRegistry(), pipe.Finished, nil),
+		Version:    "test",
 		// No test asks the network's DNS at create.
 		Destinations: destination.Guard{Resolver: unknownNames{}},
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -35,6 +36,10 @@ type Store interface {
 	EndpointID(accountID, url string) string
 	CountPending(ctx context.Context) (fresh, retry int64, err error)
 	CountQueued(ctx context.Context) (int64, error)
+	GetEventType(ctx context.Context, name string) (eventtype.EventType, error)
+	ListEventTypes(ctx context.Context, f store.EventTypeFilter, p store.Page) ([]eventtype.EventType, string, error)
+	AllEventTypes(ctx context.Context) ([]eventtype.EventType, error)
+	EventTypesVersion(ctx context.Context) (int64, error)
 }
 
 // Publisher is the publish path (ingest).
@@ -47,13 +52,15 @@ type Publisher interface {
 
 // Server holds what the handlers need.
 type Server struct {
-	Store     Store
-	Control   *control.Service
-	Accounts  *control.Accounts
-	Publisher Publisher
-	Live      endpoint.Live
-	Clock     clock.Clock
-	Logger    *slog.Logger
+	Store    Store
+	Control  *control.Service
+	Accounts *control.Accounts
+	// EventTypes writes the event-type catalog.
+	EventTypes *control.EventTypes
+	Publisher  Publisher
+	Live       endpoint.Live
+	Clock      clock.Clock
+	Logger     *slog.Logger
 	// Registry serves /metrics; the server adds its own collectors to it.
 	Registry *prometheus.Registry
 	Version  string
@@ -171,6 +178,12 @@ func (s *Server) routes() []route {
 		{"POST /v1/keys", h(s.createKey), jsonBody, accountRole, nil},
 		{"GET /v1/keys", h(s.listKeys), noBody, accountRole, listParams()},
 		{"DELETE /v1/keys/{id}", h(s.deleteKey), noBody, accountRole, nil},
+		{"POST /v1/event-types", h(s.createEventType), jsonBody, adminRole, nil},
+		{"GET /v1/event-types", h(s.listEventTypes), noBody, anyKey, listParams(groupFilter, archivedFilter)},
+		{"GET /v1/event-types/asyncapi.json", h(s.asyncAPI), noBody, anyKey, nil},
+		{"GET /v1/event-types/{name}", h(s.getEventType), noBody, anyKey, nil},
+		{"PATCH /v1/event-types/{name}", h(s.updateEventType), jsonBody, adminRole, nil},
+		{"DELETE /v1/event-types/{name}", h(s.archiveEventType), noBody, adminRole, nil},
 		{"POST /v1/subscriptions", h(s.createSubscription), jsonBody, accountRole, nil},
 		{"GET /v1/subscriptions", h(s.listSubscriptions), noBody, accountRole, listParams(nameFilter)},
 		{"GET /v1/subscriptions/{id}", h(s.getSubscription), noBody, accountRole, nil},

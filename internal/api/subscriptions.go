@@ -12,6 +12,7 @@ import (
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -173,7 +174,10 @@ func inputProblem(w http.ResponseWriter, err error) bool {
 	var ie *strictjson.Error
 	var refused *subscription.DestinationError
 	var combo *subscription.CombinationError
+	var unknown *eventtype.UnknownTypeError
 	switch {
+	case errors.As(err, &unknown):
+		unprocessableInput(w, unknown.Field, unknown.Detail)
 	case errors.As(err, &refused):
 		unprocessable(w, refused.Field, refused.Detail)
 	case errors.As(err, &combo):
@@ -248,6 +252,9 @@ func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 // field for a name in use (name, quoted so that any name shows), else as
 // storeError does.
 func (s *Server) subscriptionError(w http.ResponseWriter, r *http.Request, err error, name string) {
+	if inputProblem(w, err) { // the event types the catalog refused
+		return
+	}
 	if errors.Is(err, store.ErrNameTaken) {
 		conflict(w, "name", "a subscription named "+strconv.Quote(name)+" already exists")
 		return

@@ -26,16 +26,7 @@ func filteredMiss(i int) json.RawMessage {
 
 // filteredData is eventData(size) with a "region" member, so that the
 // misses' StringIn compares a string rather than meeting a missing key.
-func filteredData(size int) []byte {
-	const head = `{"bench":true,"region":"bench","pad":"`
-	pad := max(size-len(head)-2, 0)
-	b := make([]byte, 0, len(head)+pad+2)
-	b = append(b, head...)
-	for i := range pad {
-		b = append(b, 'a'+byte(i%26))
-	}
-	return append(b, `"}`...)
-}
+func filteredData(size int) []byte { return padded(`{"bench":true,"region":"bench","pad":"`, size) }
 
 // filteredScenario: the steady-batch load (--events, --batch a request,
 // from --publishers, spread over --endpoints subscriptions, each of one

@@ -292,8 +292,12 @@ func (l *load) body(b []byte, lo, hi int, sent int64) []byte {
 }
 
 // eventData returns a JSON object of about size bytes to carry as data.
-func eventData(size int) []byte {
-	const head = `{"bench":true,"pad":"`
+func eventData(size int) []byte { return padded(`{"bench":true,"pad":"`, size) }
+
+// padded returns head (a JSON object up to the opening quote of its last
+// member's string value) with letters and the closing `"}` after it, size
+// bytes in all (or just head closed, when head is that long already).
+func padded(head string, size int) []byte {
 	pad := max(size-len(head)-2, 0)
 	b := make([]byte, 0, len(head)+pad+2)
 	b = append(b, head...)

@@ -139,6 +139,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"pull":            pullScenario,
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
+	"schema-enforced": schemaEnforcedScenario,
 	"rate-limited":    rateLimitedScenario,
 	"ordered":         orderedScenario,
 	"soak":            soakScenario,

@@ -110,6 +110,9 @@ type Console struct {
 	// Accounts makes accounts and keys and revokes keys for the admin's
 	// pages (control.Accounts, as the API's routes).
 	Accounts AccountControl
+	// EventTypes is the event-type catalog (eventtypes.go; nil: no
+	// catalog pages).
+	EventTypes EventTypeCatalog
 	// Live is the scheduler's view of the endpoints (nil: the store's
 	// health is shown); HealthWindow the failure-rate rule's window, for
 	// the endpoints' window counts (default 1h, as the API's).
@@ -167,6 +170,7 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("POST /console/dead-letters/redrive", s.signedIn(s.change(dls.redrive)))
 	eps.routes(mux, s)
 	accs.routes(mux, s)
+	(&eventTypePages{base: b, catalog: c.EventTypes}).routes(mux, s)
 	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
 	mux.HandleFunc("/console/", s.notFound)
 	return securityHeaders(mux)

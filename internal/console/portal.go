@@ -70,6 +70,9 @@ type Portal struct {
 	// Destinations checks a subscription URL the portal is given, as the
 	// API's (destination.Guard.Check).
 	Destinations destination.Guard
+	// EventTypes is the event-type catalog: the types a subscriber may
+	// pick and read (portal_eventtypes.go; nil: none).
+	EventTypes EventTypeCatalog
 	// Auth authenticates again, on each request, the key that made a
 	// session's link: revoking it ends the session. nil: authentication
 	// is off (any key is an admin's).
@@ -145,6 +148,7 @@ func (p *Portal) Handler() http.Handler {
 	mux.Handle("POST /portal/subscriptions/{id}/rotate", s.signedIn(s.change(ac.rotateSecret)))
 	mux.Handle("POST /portal/subscriptions/{id}/test", s.signedIn(s.change(ac.sendTest)))
 	mux.Handle("POST /portal/subscriptions/{id}/recover", s.signedIn(s.change(ac.recoverSubscription)))
+	mux.Handle("GET /portal/event-types", s.signedIn(pg.eventTypes))
 	mux.Handle("GET /portal/jobs/{id}", s.signedIn(ac.job))
 	mux.Handle("GET /portal/deliveries/{id}", s.signedIn(ac.delivery))
 	mux.Handle("POST /portal/deliveries/{id}/redeliver", s.signedIn(s.change(ac.redeliver)))

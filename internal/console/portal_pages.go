@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/store"
@@ -49,7 +50,7 @@ func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *po
 // showList answers status with the subscriptions list, its create form
 // holding form.
 func (p portalPages) showList(w http.ResponseWriter, r *http.Request, v *portalVisit, status int, form portalForm) {
-	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: v.account.Settings.PortalEventTypes, Form: form}
+	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: p.choices(r, v), Form: form}
 	subs, err := p.listed(r, v, &view)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
@@ -136,7 +137,7 @@ func (p portalPages) showSubscription(w http.ResponseWriter, r *http.Request, v 
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: v.account.Settings.PortalEventTypes, Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)},
+		Choices: p.choicesFor(r, v, sub.EventTypes), Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)},
 		Form: form, Since: exampleSince(p.Clock.Now())}
 	if status == http.StatusOK {
 		view.Notice = portalNotices[r.URL.Query().Get("done")]
@@ -299,8 +300,11 @@ func (p portalPages) inputError(w http.ResponseWriter, r *http.Request, v *porta
 	var ie *strictjson.Error
 	var refused *subscription.DestinationError
 	var combo *subscription.CombinationError
+	var unknown *eventtype.UnknownTypeError
 	status, field, detail := http.StatusUnprocessableEntity, "", ""
 	switch {
+	case errors.As(err, &unknown): // settings.catalog_only
+		field, detail = unknown.Field, unknown.Detail
 	case errors.As(err, &refused):
 		field, detail = refused.Field, refused.Detail
 	case errors.As(err, &combo):

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/store"
@@ -199,7 +200,10 @@ func problemOf(err error, name string) (formProblem, bool) {
 	var refused *subscription.DestinationError
 	var combo *subscription.CombinationError
 	var limit *store.SubscriptionLimitError
+	var unknown *eventtype.UnknownTypeError
 	switch {
+	case errors.As(err, &unknown): // settings.catalog_only
+		return formProblem{unknown.Field, unknown.Detail, http.StatusUnprocessableEntity}, true
 	case errors.As(err, &refused):
 		return formProblem{refused.Field, refused.Detail, http.StatusUnprocessableEntity}, true
 	case errors.As(err, &combo):

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
@@ -100,6 +101,13 @@ type Service struct {
 	// MaxJobsPerAccount is the most jobs one account may have running or
 	// waiting (Recover; 0: no limit).
 	MaxJobsPerAccount int
+	// Types, when set, checks the event types of a subscription created,
+	// or changed in its event types, against the event-type catalog
+	// (eventtype.Checker.CheckTypes: an *eventtype.UnknownTypeError, and
+	// nothing written).
+	Types interface {
+		CheckTypes(ctx context.Context, accountID string, ts []string) error
+	}
 }
 
 // syncCatalog brings this node's catalog up to the write just committed. A
@@ -115,6 +123,9 @@ func (s *Service) syncCatalog(ctx context.Context) {
 // current on this node before returning. store.ErrNameTaken when the name
 // is used.
 func (s *Service) CreateSubscription(ctx context.Context, sub subscription.Subscription) error {
+	if err := s.checkTypes(ctx, sub, nil); err != nil {
+		return err
+	}
 	if err := s.Store.CreateSubscription(ctx, sub); err != nil {
 		return err
 	}
@@ -130,7 +141,11 @@ func (s *Service) UpdateSubscription(ctx context.Context, id string, change func
 	if err != nil {
 		return subscription.Subscription{}, err
 	}
+	before := sub.EventTypes
 	if err := change(&sub); err != nil {
+		return subscription.Subscription{}, err
+	}
+	if err := s.checkTypes(ctx, sub, before); err != nil {
 		return subscription.Subscription{}, err
 	}
 	sub.UpdatedAt = s.Clock.Now().UTC().Truncate(time.Millisecond)
@@ -139,6 +154,15 @@ func (s *Service) UpdateSubscription(ctx context.Context, id string, change func
 	}
 	s.syncCatalog(ctx)
 	return s.Store.GetSubscription(ctx, id)
+}
+
+// checkTypes checks sub's event types with Types, unless they are those
+// it had before (an update that leaves them alone).
+func (s *Service) checkTypes(ctx context.Context, sub subscription.Subscription, before []string) error {
+	if s.Types == nil || (before != nil && slices.Equal(before, sub.EventTypes)) {
+		return nil
+	}
+	return s.Types.CheckTypes(ctx, sub.AccountID, sub.EventTypes)
 }
 
 // ErrGivenKey: a rotation was given a secret for a subscription that signs

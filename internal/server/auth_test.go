@@ -127,6 +127,9 @@ func newRouteWorld(t *testing.T, b *bundle) *routeWorld {
 		t.Fatalf("recover: %d %s", code, raw)
 	}
 	w.job = j.ID
+	if code, raw := b.do("POST", "/v1/event-types", map[string]any{"name": "x.type"}, nil); code != http.StatusCreated {
+		t.Fatalf("create event type: %d %s", code, raw)
+	}
 	return w
 }
 
@@ -144,6 +147,8 @@ func (w *routeWorld) path(pattern string) string {
 		path = strings.Replace(path, "{id}", w.dl.ID, 1)
 	case strings.HasPrefix(path, "/v1/endpoints/"):
 		path = strings.Replace(path, "{id}", w.sub.EndpointID, 1)
+	case strings.HasPrefix(path, "/v1/event-types/"): // installation-wide
+		path = strings.Replace(path, "{name}", "x.type", 1)
 	case strings.HasPrefix(path, "/v1/jobs/"):
 		path = strings.Replace(path, "{id}", w.job, 1)
 	case strings.HasPrefix(path, "/topics/"): // Event Grid's: the topic is the account
@@ -306,6 +311,9 @@ func (w *routeWorld) checkDeletes() {
 	}
 	if code, _ := b.do("DELETE", "/v1/accounts/acc_default", nil, nil); code != 409 {
 		t.Errorf("deleting acc_default: %d, want 409", code)
+	}
+	if code, raw := b.do("DELETE", "/v1/event-types/x.type", nil, nil); code != 200 {
+		t.Errorf("archiving an event type: %d %s", code, raw)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/auth"
@@ -29,6 +30,7 @@ import (
 	"github.com/herald-events/herald/internal/control"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/handshake"
 	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/opevents"
@@ -311,6 +313,9 @@ type Server struct {
 	Queue *queue.Service
 	// Jobs is this node's job runner (recovers).
 	Jobs *recovery.Runner
+	// EventTypes is the event-type catalog as publishes check it,
+	// compiled (refreshed every Config.AuthRecheck).
+	EventTypes *eventtype.Catalog
 	// Tracing is the tracer provider (nil with tracing off): the first
 	// service started and the last stopped, flushing the last spans.
 	Tracing *tracing.Provider
@@ -374,8 +379,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger: cfg.Logger.With("component", "api"), Registry: reg, Version: cfg.Version, HealthWindow: sched.Config().Health.Window,
 		Destinations: destination.Guard{Policy: att.Config().Destinations, Resolver: att.Config().Resolver}, Queue: q,
 		Tracing: prov != nil, MaxReceivesPerAccount: cfg.MaxReceivesPerAccount}
-	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops, Tracing: prov}
-	s.Queue = q
+	s := &Server{cfg: cfg, Store: st, Catalog: cat, Pipeline: pipe, Control: ctl, API: a, Registry: reg, ops: ops, Tracing: prov, Queue: q}
 	s.Jobs = recovery.New(st, ctl, cfg.Clock, cfg.Scheduling.Owner, cfg.RecoverBatch, cfg.RecoverPace, cfg.Logger.With("component", "jobs"))
 	ctl.Jobs = s.Jobs
 	s.Validator = &handshake.Validator{Store: st, Catalog: cat, Activate: ctl, Client: att.Config().Client, Clock: cfg.Clock,
@@ -396,13 +400,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations,
+	s.wireEventTypes(cfg, reg)
+	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
 		con.Auth = s.Auth
 	}
 	a.Console = con.Handler()
-	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations,
+	portal := &console.Portal{Store: st, Control: ctl, Publisher: a.Publisher, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		PublicURL: cfg.PublicURL, Live: sched, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "portal")}
 	if s.Auth != nil {
 		portal.Auth = s.Auth
@@ -436,4 +441,29 @@ func (s *Server) Close(ctx context.Context) error {
 		err = s.Store.Close()
 	})
 	return err
+}
+
+// wireEventTypes makes the event-type catalog and its check, and hands
+// them to the publish path, the control plane and the API. An account's
+// settings are read through the authenticator's cache (the store with
+// authentication off).
+func (s *Server) wireEventTypes(cfg Config, reg *prometheus.Registry) {
+	s.EventTypes = eventtype.NewCatalog(s.Store, cfg.Clock, cfg.AuthRecheck, cfg.Logger.With("component", "eventtypes"))
+	if err := s.EventTypes.Refresh(context.Background()); err != nil {
+		cfg.Logger.Warn("reading the event types", "err", err)
+	}
+	settings := func(ctx context.Context, id string) (string, bool, error) {
+		var a account.Account
+		var err error
+		if s.Auth != nil {
+			a, err = s.Auth.Account(ctx, id)
+		} else {
+			a, err = s.Store.GetAccount(ctx, id)
+		}
+		return a.Settings.Validation(), a.Settings.CatalogOnly, err
+	}
+	check := eventtype.NewChecker(s.EventTypes, settings, reg, cfg.Logger.With("component", "eventtypes"))
+	s.Pipeline.Admission.Schemas = check
+	s.Control.Types = check
+	s.API.EventTypes = &control.EventTypes{Store: s.Store, Clock: cfg.Clock, Cache: s.EventTypes}
 }

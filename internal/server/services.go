@@ -9,7 +9,8 @@ import (
 // services returns the process's long-running services in the order Start
 // starts them; Close stops them in the reverse order, which keeps these
 // rules: the background work that feeds the delivery path (the clean-up,
-// the change feed, the catalog reload, the authenticator's rechecks, the
+// the change feed, the catalog reload, the event types' refresh, the
+// authenticator's rechecks, the
 // validator, the job runner) ends before the pipeline, and the pipeline before the
 // operational events publisher, so that the events of its last attempts
 // are published before the store closes; the tracer provider (tracing on)
@@ -24,7 +25,7 @@ func (s *Server) services() []startstop.Service {
 	if s.Auth != nil {
 		svcs = append(svcs, s.Auth)
 	}
-	svcs = append(svcs, reload)
+	svcs = append(svcs, reload, s.EventTypes)
 	if f, ok := s.Store.(changeFeed); ok {
 		svcs = append(svcs, &feed{store: f, reload: reload, healthChanged: s.Pipeline.Scheduler.HealthChanged})
 	}

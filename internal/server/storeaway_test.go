@@ -38,7 +38,8 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 	if code, raw := b.do("POST", "/v1/subscriptions/"+push+"/recover", map[string]any{"since": "2026-01-01T00:00:00Z"}, &job); code != http.StatusAccepted {
 		t.Fatalf("recover: %d %s", code, raw)
 	}
-	ids := map[string]string{"accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push, "jobs": job.ID}
+	ids := map[string]string{"accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push, "jobs": job.ID,
+		"event-types": "away.type"}
 	// The Event Grid namespace routes: the topic is an account, the
 	// subscription a pull subscription of it.
 	eventGrid := strings.NewReplacer("{topic}", tn.id, "{subscription}", pullSubscription(b, tn.accountKey, "eg"))
@@ -97,6 +98,8 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 // request reaches the store (SUB: a subscription's id).
 var awayBody = map[string]string{
 	"POST /v1/accounts":                                                  `{"name": "another"}`,
+	"POST /v1/event-types":                                               `{"name": "away.type"}`,
+	"PATCH /v1/event-types/{name}":                                       `{"description": "d"}`,
 	"PATCH /v1/accounts/{id}":                                            `{"name": "renamed"}`,
 	"POST /v1/keys":                                                      `{"role": "publish", "name": "k"}`,
 	"POST /v1/subscriptions":                                             `{"name": "new", "delivery_mode": "pull"}`,

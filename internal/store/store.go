@@ -97,6 +97,7 @@ type Store interface {
 	SessionStore
 	StatsStore
 	JobStore
+	EventTypeStore
 	// Capabilities says how the store may be used.
 	Capabilities() Capabilities
 	// Ping reports whether the store can serve requests (for /readyz).

@@ -18,6 +18,7 @@
 //	RunAuthContract        auth.Store and the first admin key (auth*)
 //	RunServerContract      the server's own: TryLead, Cleanup, Close (server*)
 //	RunConsoleContract     console.Store: sessions (console*)
+//	RunEventTypesContract  the event-type catalog: store.EventTypeStore (eventtypes*)
 //
 // A check may use any method to set up and observe what it checks: a
 // contract names what is checked, not all that is called.
@@ -71,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 		{"Auth", RunAuthContract},
 		{"Server", RunServerContract},
 		{"Console", RunConsoleContract},
+		{"EventTypes", RunEventTypesContract},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}

@@ -41,7 +41,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{JobsFrom, JobsData, CheckJobsUpgrade},
 		{TracingFrom, TracingData, CheckTracingUpgrade},
 		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade},
-		{OpenDeliveriesFrom, OpenDeliveriesData, CheckOpenDeliveriesUpgrade}} {
+		{OpenDeliveriesFrom, OpenDeliveriesData, CheckOpenDeliveriesUpgrade},
+		{EventTypesFrom, EventTypesData, CheckEventTypesUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) {
 			t.Parallel()
 			u.check(t, open(t, u.version, u.data))

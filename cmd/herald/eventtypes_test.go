@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEventTypesVerbs: herald event-types create, list, get, update and
+// archive against a real Herald server: a type made from --file and flags,
+// a version added, a published one refused (exit 1 with the API's 409
+// naming it), archived and then listed only with --include-archived.
+func TestEventTypesVerbs(t *testing.T) {
+	base := startClientServer(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v1 := write("v1.json", `{"schemas": {"1": {"type": "object", "required": ["id"]}}, "examples": [{"id": "in_1"}]}`)
+	v2 := write("v2.json", `{"schemas": {"2": {"type": "object", "required": ["id", "amount"]}}, "examples": [{"id": "in_1", "amount": 3}]}`)
+	changed := write("changed.json", `{"schemas": {"1": {"type": "string"}}}`)
+	api := []string{"--api", base}
+	herald := func(args ...string) (int, string, string) {
+		t.Helper()
+		t.Setenv("HERALD_API_KEY", clientTestKey)
+		return runHerald(t, append(args, api...)...)
+	}
+	if code, out, errOut := herald("event-types", "create", "--name", "invoice.paid", "--group", "billing", "--description", "paid", "--file", v1); code != 0 ||
+		!strings.Contains(out, "invoice.paid") || !strings.Contains(out, "billing") {
+		t.Fatalf("create: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, errOut := herald("event-types", "update", "invoice.paid", "--file", v2, "--deprecated", "-o", "json"); code != 0 {
+		t.Fatalf("update: exit %d, %q, %q", code, out, errOut)
+	} else {
+		var et struct {
+			Schemas    map[string]json.RawMessage
+			Deprecated bool
+		}
+		if err := json.Unmarshal([]byte(out), &et); err != nil || len(et.Schemas) != 2 || !et.Deprecated {
+			t.Errorf("update's answer %s (%v); want versions 1 and 2, deprecated", out, err)
+		}
+	}
+	if code, out, errOut := herald("event-types", "update", "invoice.paid", "--file", changed); code != 1 || !strings.Contains(errOut, "schemas.1") {
+		t.Errorf("changing version 1: exit %d, %q, %q; want exit 1 naming schemas.1", code, out, errOut)
+	}
+	if code, out, errOut := herald("event-types", "get", "invoice.paid", "-o", "json"); code != 0 || !strings.Contains(out, `"amount"`) {
+		t.Errorf("get: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, errOut := herald("event-types", "archive", "invoice.paid"); code != 0 || !strings.Contains(out, "true") {
+		t.Errorf("archive: exit %d, %q, %q", code, out, errOut)
+	}
+	if _, out, _ := herald("event-types", "list", "--group", "billing"); strings.Contains(out, "invoice.paid") {
+		t.Errorf("list after the archive: %q; want it without invoice.paid", out)
+	}
+	if code, out, errOut := herald("event-types", "list", "--include-archived"); code != 0 || !strings.Contains(out, "invoice.paid") {
+		t.Errorf("list --include-archived: exit %d, %q, %q", code, out, errOut)
+	}
+}

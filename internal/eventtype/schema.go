@@ -1,0 +1,146 @@
+package eventtype
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// MaxViolations bounds the violations one check reports (the first found,
+// in the validator's order).
+const MaxViolations = 10
+
+// schemaURL is where a schema being compiled is placed: a schema names
+// itself by its $id, if any, as well.
+const schemaURL = "urn:herald:event-type-schema"
+
+// Schema is one compiled schema version. It is safe for concurrent use:
+// compiled once, shared by every check.
+type Schema struct {
+	s *jsonschema.Schema
+	// ID is the schema's $id ("" without one): an event whose dataschema
+	// is this URI asks for this version.
+	ID string
+}
+
+// errNoLoad refuses every document a schema refers to: a schema is
+// compiled from itself alone.
+var errNoLoad = errors.New("a schema may refer ($ref) only to itself: Herald loads no other document")
+
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) { return nil, errNoLoad }
+
+// Compile compiles raw, a JSON Schema (draft 2020-12 unless its $schema
+// names another draft the validator knows), and returns it; the error is
+// the validator's message.
+func Compile(raw json.RawMessage) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, errors.New(oneLine(strings.ReplaceAll(err.Error(), schemaURL, "the schema")))
+	}
+	id := ""
+	if m, ok := doc.(map[string]any); ok {
+		id, _ = m["$id"].(string)
+	}
+	return &Schema{s: s, ID: id}, nil
+}
+
+// Violation is one way data breaks a schema.
+type Violation struct {
+	// Pointer is the JSON pointer (RFC 6901) of the failing member in the
+	// data: "" for the data itself, "/amount", "/items/0/sku".
+	Pointer string `json:"pointer"`
+	// Keyword is the schema keyword that failed: "required", "minimum",
+	// "type", … ("" when the data is not JSON at all).
+	Keyword string `json:"keyword"`
+	Message string `json:"message"`
+}
+
+// Field names the member as a problem names it: "data" then the pointer
+// ("data/amount").
+func (v Violation) Field() string { return "data" + v.Pointer }
+
+var english = message.NewPrinter(language.English)
+
+// CheckJSON validates data (JSON text) against s and returns its
+// violations (at most MaxViolations; none: valid).
+func (s *Schema) CheckJSON(data []byte) []Violation {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return []Violation{{Message: "the data is not JSON: " + err.Error()}}
+	}
+	return s.Check(v)
+}
+
+// Check validates v (as jsonschema.UnmarshalJSON decodes JSON) against s.
+func (s *Schema) Check(v any) []Violation {
+	err := s.s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []Violation{{Message: err.Error()}}
+	}
+	var out []Violation
+	leaves(ve, &out)
+	return out
+}
+
+// leaves appends the innermost errors of e (those that say what failed,
+// not that a subschema did), at most MaxViolations.
+func leaves(e *jsonschema.ValidationError, out *[]Violation) {
+	if len(*out) >= MaxViolations {
+		return
+	}
+	if len(e.Causes) == 0 {
+		kw := ""
+		if p := e.ErrorKind.KeywordPath(); len(p) > 0 {
+			kw = p[len(p)-1]
+		}
+		*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Keyword: kw,
+			Message: e.ErrorKind.LocalizedString(english)})
+		return
+	}
+	for _, c := range e.Causes {
+		leaves(c, out)
+	}
+}
+
+// pointer writes the tokens of an instance location as a JSON pointer.
+func pointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+// oneLine joins the lines of the validator's message (an indented tree of
+// causes) with "; ", for a problem's detail.
+func oneLine(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(strings.TrimSpace(l), "- ")
+	}
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return l == "" }), "; ")
+}
