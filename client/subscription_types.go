@@ -5,17 +5,21 @@ import "time"
 // Subscription is where events go and how they are retried (schema
 // Subscription; docs/subscriptions.md describes every field).
 type Subscription struct {
-	ID                   string            `json:"id"`
-	Name                 string            `json:"name"`
-	URL                  string            `json:"url"`
-	EventTypes           []string          `json:"event_types"`
-	SubjectBeginsWith    string            `json:"subject_begins_with"`
-	SubjectEndsWith      string            `json:"subject_ends_with"`
-	SubjectCaseSensitive bool              `json:"subject_case_sensitive"`
-	AdvancedFilters      []AdvancedFilter  `json:"advanced_filters"`
-	RetryPolicy          RetryPolicy       `json:"retry_policy"`
-	Timeout              Duration          `json:"timeout"`
-	Headers              map[string]string `json:"headers"`
+	ID                   string           `json:"id"`
+	Name                 string           `json:"name"`
+	URL                  string           `json:"url"`
+	EventTypes           []string         `json:"event_types"`
+	SubjectBeginsWith    string           `json:"subject_begins_with"`
+	SubjectEndsWith      string           `json:"subject_ends_with"`
+	SubjectCaseSensitive bool             `json:"subject_case_sensitive"`
+	AdvancedFilters      []AdvancedFilter `json:"advanced_filters"`
+	// FilterExpression is the CEL filter expression (nil: none).
+	FilterExpression *string `json:"filter_expression"`
+	// Transform is the CEL transform of the delivered data (nil: none).
+	Transform   *Transform        `json:"transform"`
+	RetryPolicy RetryPolicy       `json:"retry_policy"`
+	Timeout     Duration          `json:"timeout"`
+	Headers     map[string]string `json:"headers"`
 	// SecretHeaders' values are shown as "****".
 	SecretHeaders     map[string]string `json:"secret_headers"`
 	DynamicHeaders    map[string]string `json:"dynamic_headers"`
@@ -94,24 +98,35 @@ type EndpointAuth struct {
 	PrivateKey   string   `json:"private_key,omitempty"`
 }
 
+// Transform is a subscription's CEL transform (schema Transform): the
+// result of CEL, at most 4,096 bytes, on event (the attributes) and data,
+// becomes the delivered data; null skips the event.
+type Transform struct {
+	CEL string `json:"cel"`
+}
+
 // SubscriptionInput is the body of Subscriptions.Create (schema
 // SubscriptionCreate). Name is required, and URL for a push subscription;
 // zero fields take their defaults.
 type SubscriptionInput struct {
-	Name                 string            `json:"name"`
-	URL                  string            `json:"url,omitempty"`
-	EventTypes           []string          `json:"event_types,omitempty"`
-	SubjectBeginsWith    string            `json:"subject_begins_with,omitempty"`
-	SubjectEndsWith      string            `json:"subject_ends_with,omitempty"`
-	SubjectCaseSensitive *bool             `json:"subject_case_sensitive,omitempty"`
-	AdvancedFilters      []AdvancedFilter  `json:"advanced_filters,omitempty"`
-	RetryPolicy          *RetryPolicy      `json:"retry_policy,omitempty"`
-	Timeout              Duration          `json:"timeout,omitempty"`
-	Headers              map[string]string `json:"headers,omitempty"`
-	SecretHeaders        map[string]string `json:"secret_headers,omitempty"`
-	DynamicHeaders       map[string]string `json:"dynamic_headers,omitempty"`
-	Signing              *Signing          `json:"signing,omitempty"`
-	DeadLetter           *bool             `json:"dead_letter,omitempty"`
+	Name                 string           `json:"name"`
+	URL                  string           `json:"url,omitempty"`
+	EventTypes           []string         `json:"event_types,omitempty"`
+	SubjectBeginsWith    string           `json:"subject_begins_with,omitempty"`
+	SubjectEndsWith      string           `json:"subject_ends_with,omitempty"`
+	SubjectCaseSensitive *bool            `json:"subject_case_sensitive,omitempty"`
+	AdvancedFilters      []AdvancedFilter `json:"advanced_filters,omitempty"`
+	// FilterExpression is a CEL boolean ANDed with the other filters.
+	FilterExpression string `json:"filter_expression,omitempty"`
+	// Transform reshapes the delivered data (nil: none).
+	Transform      *Transform        `json:"transform,omitempty"`
+	RetryPolicy    *RetryPolicy      `json:"retry_policy,omitempty"`
+	Timeout        Duration          `json:"timeout,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	SecretHeaders  map[string]string `json:"secret_headers,omitempty"`
+	DynamicHeaders map[string]string `json:"dynamic_headers,omitempty"`
+	Signing        *Signing          `json:"signing,omitempty"`
+	DeadLetter     *bool             `json:"dead_letter,omitempty"`
 	// DeliveryMode is "push" (default) or "pull".
 	DeliveryMode      string        `json:"delivery_mode,omitempty"`
 	FailurePolicy     string        `json:"failure_policy,omitempty"`
@@ -128,26 +143,30 @@ type SubscriptionInput struct {
 // SubscriptionUpdate): nil fields keep their value; a pointer to an empty
 // value sets it empty.
 type SubscriptionUpdate struct {
-	Name                 *string            `json:"name,omitempty"`
-	URL                  *string            `json:"url,omitempty"`
-	EventTypes           *[]string          `json:"event_types,omitempty"`
-	SubjectBeginsWith    *string            `json:"subject_begins_with,omitempty"`
-	SubjectEndsWith      *string            `json:"subject_ends_with,omitempty"`
-	SubjectCaseSensitive *bool              `json:"subject_case_sensitive,omitempty"`
-	AdvancedFilters      *[]AdvancedFilter  `json:"advanced_filters,omitempty"`
-	RetryPolicy          *RetryPolicy       `json:"retry_policy,omitempty"`
-	Timeout              *Duration          `json:"timeout,omitempty"`
-	Headers              *map[string]string `json:"headers,omitempty"`
-	SecretHeaders        *map[string]string `json:"secret_headers,omitempty"`
-	DynamicHeaders       *map[string]string `json:"dynamic_headers,omitempty"`
-	DeadLetter           *bool              `json:"dead_letter,omitempty"`
-	FailurePolicy        *string            `json:"failure_policy,omitempty"`
-	DeliverySchema       *string            `json:"delivery_schema,omitempty"`
-	MaxEventsPerBatch    *int               `json:"max_events_per_batch,omitempty"`
-	PreferredBatchKB     *int               `json:"preferred_batch_size_kb,omitempty"`
-	DeadLetterURL        *string            `json:"dead_letter_url,omitempty"`
-	Ordering             *string            `json:"ordering,omitempty"`
-	Auth                 *EndpointAuth      `json:"auth,omitempty"`
+	Name                 *string           `json:"name,omitempty"`
+	URL                  *string           `json:"url,omitempty"`
+	EventTypes           *[]string         `json:"event_types,omitempty"`
+	SubjectBeginsWith    *string           `json:"subject_begins_with,omitempty"`
+	SubjectEndsWith      *string           `json:"subject_ends_with,omitempty"`
+	SubjectCaseSensitive *bool             `json:"subject_case_sensitive,omitempty"`
+	AdvancedFilters      *[]AdvancedFilter `json:"advanced_filters,omitempty"`
+	// FilterExpression: "" removes it.
+	FilterExpression *string `json:"filter_expression,omitempty"`
+	// Transform: a CEL of "" removes it.
+	Transform         *Transform         `json:"transform,omitempty"`
+	RetryPolicy       *RetryPolicy       `json:"retry_policy,omitempty"`
+	Timeout           *Duration          `json:"timeout,omitempty"`
+	Headers           *map[string]string `json:"headers,omitempty"`
+	SecretHeaders     *map[string]string `json:"secret_headers,omitempty"`
+	DynamicHeaders    *map[string]string `json:"dynamic_headers,omitempty"`
+	DeadLetter        *bool              `json:"dead_letter,omitempty"`
+	FailurePolicy     *string            `json:"failure_policy,omitempty"`
+	DeliverySchema    *string            `json:"delivery_schema,omitempty"`
+	MaxEventsPerBatch *int               `json:"max_events_per_batch,omitempty"`
+	PreferredBatchKB  *int               `json:"preferred_batch_size_kb,omitempty"`
+	DeadLetterURL     *string            `json:"dead_letter_url,omitempty"`
+	Ordering          *string            `json:"ordering,omitempty"`
+	Auth              *EndpointAuth      `json:"auth,omitempty"`
 }
 
 // SubscriptionListParams are the query of Subscriptions.List: Name finds

@@ -30,6 +30,8 @@ type subscriptionJSON struct {
 	SubjectEndsWith   string             `json:"subject_ends_with"`
 	SubjectCaseSens   bool               `json:"subject_case_sensitive"`
 	AdvancedFilters   json.RawMessage    `json:"advanced_filters"`
+	FilterExpression  *string            `json:"filter_expression"`
+	Transform         *transformJSON     `json:"transform"`
 	RetryPolicy       json.RawMessage    `json:"retry_policy"`
 	Timeout           string             `json:"timeout"`
 	Headers           map[string]string  `json:"headers"`
@@ -51,6 +53,11 @@ type subscriptionJSON struct {
 	EndpointID        string             `json:"endpoint_id"`
 	CreatedAt         Time               `json:"created_at"`
 	UpdatedAt         Time               `json:"updated_at"`
+}
+
+// transformJSON is a subscription's transform: its CEL expression.
+type transformJSON struct {
+	CEL string `json:"cel"`
 }
 
 func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
@@ -85,6 +92,10 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 		out.DynamicHeaders = map[string]string{}
 	}
 	out.SubjectCaseSens = s.Filters.SubjectCaseSensitive
+	out.FilterExpression = optString(s.Filters.Expression)
+	if s.Delivery.Transform != "" {
+		out.Transform = &transformJSON{CEL: s.Delivery.Transform}
+	}
 	out.AdvancedFilters = s.Filters.Advanced
 	if len(out.AdvancedFilters) == 0 {
 		out.AdvancedFilters = json.RawMessage("[]")

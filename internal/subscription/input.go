@@ -49,6 +49,11 @@ type Input struct {
 	// Filters: null or [] removes the advanced filters.
 	AdvancedFilters      json.RawMessage `json:"advanced_filters"`
 	SubjectCaseSensitive *bool           `json:"subject_case_sensitive"`
+	// FilterExpression is a CEL boolean (docs/subscriptions.md); ""
+	// removes it.
+	FilterExpression *string `json:"filter_expression"`
+	// Transform is {"cel": "<expression>"}; null removes it.
+	Transform json.RawMessage `json:"transform"`
 	// DeadLetterURL: "" (or null) removes it.
 	DeadLetterURL *string `json:"dead_letter_url"`
 	// Ordering is OrderingNone or OrderingKey (docs/ordering.md).
@@ -212,7 +217,7 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 // Update do).
 func (in Input) Apply(sub *Subscription) *strictjson.Error {
 	for _, apply := range []func(*Subscription) *strictjson.Error{
-		in.applyMatch, in.applyRequest, in.applyFilters, in.applyDelivery, in.applyOrdering, in.applyAuth, in.applyRetry,
+		in.applyMatch, in.applyRequest, in.applyFilters, in.applyExpressions, in.applyDelivery, in.applyOrdering, in.applyAuth, in.applyRetry,
 	} {
 		if err := apply(sub); err != nil {
 			return err

@@ -144,6 +144,10 @@ type DeliveryOptions struct {
 	DynamicHeaders map[string]string `json:"dynamic_headers,omitempty"`
 	// Auth, when set, authenticates the pushes (Auth; nil: none).
 	Auth *Auth `json:"auth,omitempty"`
+	// Transform is the CEL expression of transform.cel ("" for none):
+	// what it gives becomes the delivered data (internal/expr; kept as
+	// written, checked to compile at create and update).
+	Transform string `json:"transform,omitempty"`
 }
 
 // The orderings of a push subscription's deliveries.
@@ -170,4 +174,8 @@ type FilterOptions struct {
 	// SubjectCaseSensitive makes subject_begins_with and subject_ends_with
 	// compare letter case (default: they ignore it).
 	SubjectCaseSensitive bool `json:"subject_case_sensitive,omitempty"`
+	// Expression is filter_expression, a CEL boolean ANDed with the other
+	// filters ("" for none; internal/expr; kept as written, checked to
+	// compile at create and update).
+	Expression string `json:"expression,omitempty"`
 }

@@ -39,10 +39,12 @@ func fullSubscription(b *bundle) subscription.Subscription {
 		// Its secrets are kept (and read back) like the secret headers.
 		Delivery: subscription.DeliveryOptions{Auth: &subscription.Auth{Type: subscription.AuthOAuth2,
 			TokenURL: "https://auth.example/token", ClientID: "herald", ClientSecret: "s3cret",
-			Scopes: []string{"a", "b"}, Audience: "https://api.example"}},
+			Scopes: []string{"a", "b"}, Audience: "https://api.example"},
+			Transform: `{"text": "<" + event.subject + "> & " + string(data.amount)}`},
 		// Kept as written: white space, escapes, and characters
 		// json.Marshal would escape.
-		Filters:   subscription.FilterOptions{Advanced: json.RawMessage(advancedFilters), SubjectCaseSensitive: true},
+		Filters: subscription.FilterOptions{Advanced: json.RawMessage(advancedFilters), SubjectCaseSensitive: true,
+			Expression: `data.note.contains("a<b & c>d") || event.type == "invoice.voided"`},
 		CreatedAt: b.now,
 		UpdatedAt: b.at(time.Second),
 	}

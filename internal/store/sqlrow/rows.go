@@ -121,9 +121,9 @@ func SubscriptionValues(s *subscription.Subscription, key endpoint.Key) ([]any, 
 }
 
 // encodeFilters is the filters column's value of f: a JSON object, '{}'
-// for none, {"advanced": …, "subject_case_sensitive": true} otherwise (each
-// key only when set). Advanced goes in as written, not re-encoded as
-// json.Marshal would (compacted, with <, > and & escaped), so that
+// for none, {"advanced": …, "subject_case_sensitive": true, "expression":
+// "…"} otherwise (each key only when set). Advanced goes in as written,
+// not re-encoded as json.Marshal would (compacted, with <, > and & escaped), so that
 // ScanSubscription reads back the same bytes; it must be one JSON value,
 // without white space around it (which would not be kept).
 func encodeFilters(f subscription.FilterOptions) (string, error) {
@@ -139,6 +139,16 @@ func encodeFilters(f subscription.FilterOptions) (string, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `"subject_case_sensitive":true`...)
+	}
+	if f.Expression != "" {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		q, err := json.Marshal(f.Expression)
+		if err != nil {
+			return "", err
+		}
+		b = append(append(b, `"expression":`...), q...)
 	}
 	return string(append(b, '}')), nil
 }
