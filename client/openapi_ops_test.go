@@ -75,6 +75,9 @@ var methodCalls = map[string]methodCall{
 	"Subscriptions.Test": func(ctx context.Context, c *Client) error {
 		return ignore(c.Subscriptions.Test(ctx, "sub_1", TestEventParams{}))
 	},
+	"Subscriptions.FilterTestUnsaved": func(ctx context.Context, c *Client) error {
+		return ignore(c.Subscriptions.FilterTestUnsaved(ctx, FilterTestParams{Event: Event{ID: "1", Source: "/s", Type: "t"}}))
+	},
 	"Subscriptions.FilterTest": func(ctx context.Context, c *Client) error {
 		return ignore(c.Subscriptions.FilterTest(ctx, "sub_1", Event{ID: "1", Source: "/s", Type: "t"}))
 	},

@@ -40,6 +40,7 @@ var schemaTypes = []struct {
 	{TestEventParams{}, "TestEventRequest"},
 	{TestEventResult{}, "TestEventResponse"},
 	{FilterTestResult{}, "FilterTestResult"},
+	{DeliveredPreview{}, "DeliveredPreview"},
 	{Event{}, "CloudEvent"},
 	{PublishResponse{}, "PublishResponse"},
 	{ReceiveParams{}, "ReceiveRequest"},

@@ -69,6 +69,7 @@ var (
 	opRecover             = acct("POST", "/v1/subscriptions/{id}/recover")
 	opTestEvent           = acct("POST", "/v1/subscriptions/{id}/test")
 	opFilterTest          = acct("POST", "/v1/subscriptions/{id}/filter-test")
+	opFilterTestUnsaved   = acct("POST", "/v1/filter-test")
 	opReceive             = acct("POST", "/v1/subscriptions/{id}/receive")
 	opAcknowledge         = acct("POST", "/v1/subscriptions/{id}/acknowledge")
 	opRelease             = acct("POST", "/v1/subscriptions/{id}/release")

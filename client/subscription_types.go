@@ -260,4 +260,27 @@ type FilterTestResult struct {
 	Matches      bool   `json:"matches"`
 	Reason       string `json:"reason,omitempty"`
 	FailedFilter *int   `json:"failed_filter"`
+	// Delivered is what a push of the event would carry after the
+	// subscription's transform (nil when it does not match).
+	Delivered *DeliveredPreview `json:"delivered"`
+}
+
+// DeliveredPreview is what a push of an event would carry (schema
+// DeliveredPreview): the exact body, its content type and the delivery
+// schema's headers; Filtered when the transform gives null;
+// TransformError (CEL's message) when it fails.
+type DeliveredPreview struct {
+	Filtered       bool              `json:"filtered"`
+	TransformError *string           `json:"transform_error"`
+	ContentType    string            `json:"content_type,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Body           *string           `json:"body,omitempty"`
+	BodyBase64     *string           `json:"body_base64,omitempty"`
+}
+
+// FilterTestParams is the body of POST /v1/filter-test: an event and a
+// subscription not yet saved, as a create gives it.
+type FilterTestParams struct {
+	Event        Event             `json:"event"`
+	Subscription SubscriptionInput `json:"subscription"`
 }

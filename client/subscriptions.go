@@ -78,6 +78,14 @@ func (s *SubscriptionsService) FilterTest(ctx context.Context, id string, e Even
 	return doJSON[FilterTestResult](ctx, s.c, call{op: opFilterTest, ids: []string{id}, body: e.withSpecVersion()})
 }
 
+// FilterTestUnsaved previews a subscription not yet saved on an event
+// (POST /v1/filter-test): whether it matches, why not, and what a push
+// would carry; nothing is created or published.
+func (s *SubscriptionsService) FilterTestUnsaved(ctx context.Context, p FilterTestParams) (*FilterTestResult, error) {
+	p.Event = p.Event.withSpecVersion()
+	return doJSON[FilterTestResult](ctx, s.c, call{op: opFilterTestUnsaved, body: p})
+}
+
 // JobsService calls /v1/jobs.
 type JobsService struct{ c *Client }
 

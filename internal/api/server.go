@@ -200,6 +200,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/subscriptions/{id}/test", h(s.sendTestEvent), optionalBody, accountRole, nil},
 		// Would this event go to this subscription? (Nothing is published.)
 		{"POST /v1/subscriptions/{id}/filter-test", h(s.filterTest), jsonBody, accountRole, nil},
+		{"POST /v1/filter-test", h(s.filterTestUnsaved), jsonBody, accountRole, nil},
 		// Consumers of a pull (or deactivated push) subscription's queue.
 		{"POST /v1/subscriptions/{id}/receive", h(s.receive), optionalBody, accountRole, nil},
 		{"POST /v1/subscriptions/{id}/acknowledge", s.settle(store.Acknowledge), jsonBody, accountRole, nil},

@@ -26,6 +26,10 @@ import (
 //     are given back (the deactivation queued them in the store);
 //   - a delivery's time to live passed while it was held: it is recorded
 //     dead-lettered (or dropped) without an attempt;
+//   - the subscription's transform gives null for a delivery's event: it
+//     is recorded filtered, without an attempt; or fails on it: it is
+//     recorded dead-lettered (TransformFailed) with an attempt whose
+//     outcome is transform_error, nothing sent (see transform);
 //   - the attempt is cut short (StopSubscription, or Abandon at a hard
 //     stop): what was sent is given back, unrecorded.
 func (a *Attempter) Attempt(job Job) Exchange {
@@ -69,6 +73,14 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 		}
 		sent = append(sent, i)
 	}
+	var payloads [][]byte // the transformed payloads of sent (nil: as stored)
+	if sub.Transform != nil {
+		var cancelled bool
+		if sent, payloads, cancelled = transform(a.attemptsCtx, now, sub, job.Deliveries, sent, outs); cancelled {
+			a.running.remove(sub.ID, reg)
+			return Exchange{GiveBack: allOf(job.Deliveries), ReturnProbe: job.Probe}
+		}
+	}
 	ex := Exchange{URL: urlOf(sub, job.Deliveries[0])}
 	if len(sent) == 0 {
 		a.running.remove(sub.ID, reg)
@@ -79,6 +91,9 @@ func (a *Attempter) attemptLive(reg *runningAttempt, sub *catalog.Entry, job Job
 	cs := make([]store.Claimed, len(sent))
 	for j, i := range sent {
 		cs[j] = *job.Deliveries[i]
+		if payloads != nil {
+			cs[j].Payload = payloads[j]
+		}
 	}
 	got, ok := a.attempt(reg, sub, cs, job.Probe)
 	a.running.remove(sub.ID, reg)

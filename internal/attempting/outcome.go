@@ -91,18 +91,24 @@ func (a *Attempter) applyVerdict(out *store.Outcome, v retry.Verdict, sub *catal
 		out.Status = delivery.StatusPending
 		out.NextAttemptAt = v.At
 	default:
-		out.Status = delivery.StatusDropped
-		if sub.DeadLetter {
-			out.Status = delivery.StatusDeadLettered
-		}
-		out.DeadLetterReason = v.Reason
-		if out.Status == delivery.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
-			// Durably, in the same commit: the dead letter goes to the
-			// subscription's dead-letter URL as a delivery of its own.
-			out.DeadLetterCopy = &store.NewDelivery{
-				ID: ids.New("dlv_", now), SubscriptionID: c.SubscriptionID,
-				EndpointID: sub.DeadLetterEndpointID,
-			}
+		endUndelivered(out, v.Reason, sub, c, now)
+	}
+}
+
+// endUndelivered ends a delivery without success, for reason:
+// dead-lettered, or dropped when the subscription does not keep dead
+// letters. A dead letter of a subscription with a dead-letter URL goes
+// there too, as a delivery of its own written in the same commit.
+func endUndelivered(out *store.Outcome, reason string, sub *catalog.Entry, c store.Claimed, now time.Time) {
+	out.Status = delivery.StatusDropped
+	if sub.DeadLetter {
+		out.Status = delivery.StatusDeadLettered
+	}
+	out.DeadLetterReason = reason
+	if out.Status == delivery.StatusDeadLettered && sub.Delivery.DeadLetterURL != "" {
+		out.DeadLetterCopy = &store.NewDelivery{
+			ID: ids.New("dlv_", now), SubscriptionID: c.SubscriptionID,
+			EndpointID: sub.DeadLetterEndpointID,
 		}
 	}
 }

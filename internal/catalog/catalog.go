@@ -22,6 +22,7 @@ import (
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/expr"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/retry"
 	"github.com/herald-events/herald/internal/signing"
@@ -43,13 +44,18 @@ type Entry struct {
 	// once, shared read-only by its attempts (nil: none, or one that does
 	// not parse, which an attempt then reports).
 	PushURL, DeadLetterURL *url.URL
-	types                  map[string]bool // nil: every type
-	filter                 *filter.Matcher // nil: no advanced filters
+	// Transform is its transform compiled (nil: none): every attempt of
+	// this version shares it (internal/attempting).
+	Transform  *expr.Transform
+	types      map[string]bool // nil: every type
+	filter     *filter.Matcher // nil: no advanced filters
+	expression *expr.Filter    // nil: no filter_expression
 }
 
-// NewEntry resolves s's retry policy and compiles its filters and dynamic
-// headers (subscription.Subscription.ResolvePolicy, CompileFilters and
-// CompileDynamicHeaders).
+// NewEntry resolves s's retry policy and compiles its filters, dynamic
+// headers and CEL expressions (subscription.Subscription.ResolvePolicy,
+// CompileFilters, CompileDynamicHeaders and CompileExpressions): once per
+// subscription version, as the catalog makes an Entry for each.
 func NewEntry(s subscription.Subscription) (*Entry, error) {
 	p, err := s.ResolvePolicy()
 	if err != nil {
@@ -63,8 +69,12 @@ func NewEntry(s subscription.Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr, fx, err := s.CompileExpressions()
+	if err != nil {
+		return nil, err
+	}
 	e := &Entry{Subscription: s, Policy: p, Signer: signing.NewSigner(s.Signing), DynamicHeaders: dh, filter: m,
-		PushURL: parseURL(s.URL), DeadLetterURL: parseURL(s.Delivery.DeadLetterURL)}
+		PushURL: parseURL(s.URL), DeadLetterURL: parseURL(s.Delivery.DeadLetterURL), Transform: tr, expression: fx}
 	if len(s.EventTypes) > 0 {
 		e.types = make(map[string]bool, len(s.EventTypes))
 		for _, t := range s.EventTypes {
@@ -91,9 +101,11 @@ func parseURL(s string) *url.URL {
 // an operational herald.* type, in any letter case: event.ReservedTypeName;
 // clients cannot publish those), its subject begins and ends as required
 // (in any letter case unless SubjectCaseSensitive), and it passes the
-// advanced filters (read from ev, which is parsed at most once whatever
-// the number of subscriptions that read it; a nil ev passes no advanced
-// filter). Active, deactivated and validating subscriptions match (the
+// advanced filters and then its filter_expression (read from ev, which is
+// parsed at most once whatever the number of subscriptions that read it;
+// a nil ev passes neither). An expression that fails to evaluate does not
+// match; its cel-go cost is charged to ev's matching budget
+// (filter.Event.Charge), one filter test a unit. Active, deactivated and validating subscriptions match (the
 // last two queue their deliveries: see Queues).
 func (e *Entry) Matches(typ, subject string, ev *filter.Event) bool {
 	why, _ := e.explain(typ, subject, ev, false)
@@ -125,9 +137,20 @@ func (e *Entry) explain(typ, subject string, ev *filter.Event, detail bool) (str
 	if !hasSuffix(subject, e.SubjectEndsWith, e.Filters.SubjectCaseSensitive) {
 		return "its subject " + strconv.Quote(subject) + " does not end with subject_ends_with " + strconv.Quote(e.SubjectEndsWith), -1
 	}
-	if e.filter == nil {
-		return "", -1
+	if e.filter != nil {
+		if why, i := e.explainAdvanced(ev, detail); why != "" {
+			return why, i
+		}
 	}
+	if e.expression != nil {
+		return e.explainExpression(ev), -1
+	}
+	return "", -1
+}
+
+// explainAdvanced is explain's part for the advanced filters: "" when they
+// pass.
+func (e *Entry) explainAdvanced(ev *filter.Event, detail bool) (string, int) {
 	if ev == nil {
 		return "no event to read the advanced filters from", 0
 	}
@@ -141,6 +164,28 @@ func (e *Entry) explain(typ, subject string, ev *filter.Event, detail bool) (str
 		return why, i
 	}
 	return "", -1
+}
+
+// explainExpression is explain's part for the filter_expression: "" when
+// the event passes it. The evaluation ends with ev's pacer's context, and
+// its cost is charged to ev.
+func (e *Entry) explainExpression(ev *filter.Event) string {
+	if ev == nil {
+		return "no event to read the filter_expression from"
+	}
+	in, err := ev.ExprInput()
+	if err != nil {
+		return "filter_expression: " + err.Error()
+	}
+	ok, cost, err := e.expression.Match(ev.Context(), in)
+	ev.Charge(int(min(cost, expr.CostLimit)) + 1)
+	switch {
+	case err != nil:
+		return "filter_expression failed: " + err.Error()
+	case !ok:
+		return "filter_expression is false"
+	}
+	return ""
 }
 
 // hasPrefix is strings.HasPrefix, in any letter case unless sensitive.

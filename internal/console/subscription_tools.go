@@ -114,7 +114,7 @@ func (sa *subscriptionActions) filterTest(w http.ResponseWriter, r *http.Request
 		return
 	}
 	view := filterTestView{ID: sub.ID, Name: sub.Name, Event: r.PostForm.Get("event"), Failed: -1}
-	verdict, err := catalog.Try(sub, account.OrDefault(sub.AccountID), []byte(view.Event))
+	verdict, err := catalog.Try(r.Context(), sub, account.OrDefault(sub.AccountID), []byte(view.Event))
 	status := http.StatusOK
 	if fe := (*event.FieldError)(nil); errors.As(err, &fe) {
 		view.Problem, status = formProblem{Field: fe.Field, Detail: fe.Detail}, http.StatusBadRequest

@@ -17,10 +17,14 @@ const (
 	StatusDeadLettered Status = "dead_lettered"
 	StatusDropped      Status = "dropped"
 	StatusQueued       Status = "queued"
+	// StatusFiltered ends a delivery whose subscription's transform gave
+	// null for its event (docs/subscriptions.md, "Transform and filter
+	// expression"): skipped, never attempted, and not a failure.
+	StatusFiltered Status = "filtered"
 )
 
 // Statuses are the statuses a delivery can be in.
-var Statuses = []Status{StatusPending, StatusDelivered, StatusDeadLettered, StatusDropped, StatusQueued}
+var Statuses = []Status{StatusPending, StatusDelivered, StatusDeadLettered, StatusDropped, StatusQueued, StatusFiltered}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
@@ -28,7 +32,7 @@ func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 // Final reports whether a delivery in this status will not be attempted again
 // without an API call.
 func (s Status) Final() bool {
-	return s == StatusDelivered || s == StatusDeadLettered || s == StatusDropped
+	return s == StatusDelivered || s == StatusDeadLettered || s == StatusDropped || s == StatusFiltered
 }
 
 // Reasons a delivery ends without being delivered (its DeadLetterReason).

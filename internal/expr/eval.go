@@ -174,20 +174,26 @@ func CompileFilter(src string) (*Filter, error) {
 	return &Filter{p}, nil
 }
 
-// Match evaluates the filter on in: whether the event matches. It fails
-// with an *EvalError (a caller matching events counts that as no match);
-// ctx ends it early (KindCancelled).
-func (f *Filter) Match(ctx context.Context, in *Input) (bool, error) {
-	out, _, err := f.prg.ContextEval(ctx, in.vars)
+// Match evaluates the filter on in: whether the event matches, and the
+// cel-go runtime cost the evaluation spent (what a caller charges to its
+// matching budget; CostLimit at most). It fails with an *EvalError (a
+// caller matching events counts that as no match); ctx ends it early
+// (KindCancelled).
+func (f *Filter) Match(ctx context.Context, in *Input) (bool, uint64, error) {
+	out, det, err := f.prg.ContextEval(ctx, in.vars)
+	cost := uint64(CostLimit)
+	if det != nil && det.ActualCost() != nil {
+		cost = *det.ActualCost()
+	}
 	if err != nil {
-		return false, evalError(err)
+		return false, cost, evalError(err)
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, &EvalError{Kind: KindResult,
+		return false, cost, &EvalError{Kind: KindResult,
 			Message: fmt.Sprintf("the filter expression's result is %s, not a bool", out.Type().TypeName())}
 	}
-	return b, nil
+	return b, cost, nil
 }
 
 // evalError is the EvalError of an error of cel-go's ContextEval.

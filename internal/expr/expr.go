@@ -45,8 +45,9 @@
 // the event for the subscription. A filter expression's result must be a
 // bool: true matches, false does not.
 //
-// Programs are immutable and safe for concurrent use; a Cache keeps them
-// compiled per subscription version.
+// Programs are immutable and safe for concurrent use: internal/catalog
+// compiles a subscription's once per version (its Entry) and every worker
+// shares them.
 package expr
 
 import (

@@ -2,9 +2,12 @@ package filter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/herald-events/herald/internal/expr"
 )
 
 // Event is one event as filters read it, built from its stored
@@ -32,6 +35,12 @@ type Event struct {
 	dataParsed bool
 	root       any
 	rootOK     bool
+
+	// exprIn is the event as CEL reads it, built once (exprBuilt) by
+	// ExprInput; exprErr says why it could not be.
+	exprBuilt bool
+	exprIn    *expr.Input
+	exprErr   error
 
 	// fold is scratch space for case-folding the strings filters read.
 	fold []byte
@@ -236,4 +245,27 @@ func (e *Event) Tested() int {
 func (e *Event) folded(s string) []byte {
 	e.fold = appendFold(e.fold[:0], s)
 	return e.fold
+}
+
+// ExprInput returns the event as CEL expressions read it (internal/expr's
+// Input), built the first time it is asked for and shared by every
+// subscription's filter_expression after: an event is parsed for them at
+// most once. err says the payload cannot be read as one (not a JSON
+// object, or a data_base64 that is not base64), which no expression then
+// matches.
+func (e *Event) ExprInput() (*expr.Input, error) {
+	if !e.exprBuilt {
+		e.exprBuilt = true
+		e.exprIn, e.exprErr = expr.NewInput(e.payload)
+	}
+	return e.exprIn, e.exprErr
+}
+
+// Context is the context of e's pacer (context.Background when it has
+// none): a filter expression's evaluation ends with it.
+func (e *Event) Context() context.Context {
+	if e == nil || e.pacer == nil {
+		return context.Background()
+	}
+	return e.pacer.ctx
 }

@@ -16,6 +16,11 @@ const (
 	// that its subscription's dead-letter URL never took (within the
 	// attempting stage's DeadLetterTTL). Decide never gives it.
 	ReasonDeadLetterUndeliverable = "DeadLetterUndeliverable"
+	// ReasonTransformFailed ends a delivery whose subscription's transform
+	// failed on its event (a missing member, a wrong type, the cost limit,
+	// an output too large): no retry would give another result. Decide
+	// never gives it: the attempting stage does.
+	ReasonTransformFailed = "TransformFailed"
 )
 
 // Attempt describes a delivery attempt that has just ended, as Decide needs it.

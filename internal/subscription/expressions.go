@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/herald-events/herald/internal/expr"
 	"github.com/herald-events/herald/internal/strictjson"
@@ -59,4 +60,26 @@ func expressionProblem(field string, err error) *strictjson.Error {
 		return badInput(field, "%s", ce.Error())
 	}
 	return badInput(field, "does not compile: %s", err.Error())
+}
+
+// CompileExpressions compiles the subscription's transform and
+// filter_expression (each nil when it has none): what internal/catalog
+// keeps for each subscription version, so that no publish or attempt
+// compiles. The create or update that stored them compiled them already;
+// an error here means an expression this Herald no longer compiles.
+func (s *Subscription) CompileExpressions() (*expr.Transform, *expr.Filter, error) {
+	var t *expr.Transform
+	var f *expr.Filter
+	var err error
+	if s.Delivery.Transform != "" {
+		if t, err = expr.CompileTransform(s.Delivery.Transform); err != nil {
+			return nil, nil, fmt.Errorf("subscription %s: transform.cel: %w", s.ID, err)
+		}
+	}
+	if s.Filters.Expression != "" {
+		if f, err = expr.CompileFilter(s.Filters.Expression); err != nil {
+			return nil, nil, fmt.Errorf("subscription %s: filter_expression: %w", s.ID, err)
+		}
+	}
+	return t, f, nil
 }

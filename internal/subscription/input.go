@@ -465,6 +465,8 @@ func (in Input) pushOnlyField() string {
 		return "auth"
 	case in.Ordering != nil:
 		return "ordering"
+	case in.Transform != nil:
+		return "transform"
 	}
 	return ""
 }

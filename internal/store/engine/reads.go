@@ -113,6 +113,7 @@ var (
 		delivery.StatusDeadLettered: query("DeliveriesDeadLettered"),
 		delivery.StatusDropped:      query("DeliveriesDropped"),
 		delivery.StatusQueued:       query("DeliveriesQueued"),
+		delivery.StatusFiltered:     query("DeliveriesFiltered"),
 	}
 )
 

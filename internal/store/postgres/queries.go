@@ -55,7 +55,7 @@ func queryAll[T any](ctx context.Context, s *backend, scan func(scanner) (T, err
 var statusRows = func() map[delivery.Status]string {
 	m := map[delivery.Status]string{}
 	for _, st := range []delivery.Status{delivery.StatusPending, delivery.StatusDelivered, delivery.StatusDeadLettered,
-		delivery.StatusDropped, delivery.StatusQueued} {
+		delivery.StatusDropped, delivery.StatusQueued, delivery.StatusFiltered} {
 		if !st.Valid() || strings.ContainsAny(string(st), `'\`) {
 			panic("postgres: status " + string(st) + " cannot be a literal")
 		}

@@ -169,3 +169,6 @@ d.status = 'dropped'
 
 -- name: DeliveriesQueued
 d.status = 'queued'
+
+-- name: DeliveriesFiltered
+d.status = 'filtered'

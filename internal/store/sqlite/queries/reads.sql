@@ -193,3 +193,6 @@ d.status = 'dropped' AND d.status <> 'delivered'
 
 -- name: DeliveriesQueued
 d.status = 'queued' AND d.status <> 'delivered'
+
+-- name: DeliveriesFiltered
+d.status = 'filtered' AND d.status <> 'delivered'
