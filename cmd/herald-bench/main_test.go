@@ -665,3 +665,27 @@ func TestBenchSchemaEnforced(t *testing.T) {
 		t.Errorf("figures %v, budget %+v", f, r.Budget)
 	}
 }
+
+// TestBenchTransformed builds herald and runs a tiny transformed: both
+// runs deliver every event (a transform that failed on the bench's
+// invoices would dead-letter them, one that gave null would filter them),
+// and the comparison's figure and line are reported. It asserts what was
+// counted, never how fast.
+func TestBenchTransformed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	r, _, out := benchRun(t, 2, "--scenario", "transformed", "--events", "600", "--endpoints", "3")
+	if r.Scenario != "transformed" {
+		t.Fatalf("report: %s", out)
+	}
+	for i, name := range []string{"transformed", "untransformed"} {
+		p := r.Phases[i]
+		if p.Name != name || p.Events != 600 || p.Deliveries != 600 || p.Expected != 600 || p.DeliveriesPerSec <= 0 {
+			t.Errorf("phase %d: %+v, want %s with 600 events and deliveries", i, p, name)
+		}
+	}
+	if len(r.Figures) != 1 || r.Figures[0].Name != "deliveries/s, transformed vs. untransformed" || r.Figures[0].Value <= 0 || len(r.Budget) != 1 {
+		t.Errorf("figures %+v, budget %+v", r.Figures, r.Budget)
+	}
+}

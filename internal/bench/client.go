@@ -88,6 +88,13 @@ type subscription struct {
 	AdvancedFilters json.RawMessage `json:"advanced_filters,omitempty"`
 	// Ordering: "" (the server's default, none) or "key".
 	Ordering string `json:"ordering,omitempty"`
+	// Transform is a CEL transform (nil: none).
+	Transform *transformSpec `json:"transform,omitempty"`
+}
+
+// transformSpec is a subscription's transform.
+type transformSpec struct {
+	CEL string `json:"cel"`
 }
 
 // createSubscription creates s and returns its id.

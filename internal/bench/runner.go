@@ -140,6 +140,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
 	"schema-enforced": schemaEnforcedScenario,
+	"transformed":     transformedScenario,
 	"rate-limited":    rateLimitedScenario,
 	"ordered":         orderedScenario,
 	"soak":            soakScenario,

@@ -97,15 +97,9 @@ func schemaEnforcedScenario(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	checked, unchecked := phases[0], phases[1]
-	ratio := 0.0
-	if unchecked.DeliveriesPerSec > 0 {
-		ratio = checked.DeliveriesPerSec / unchecked.DeliveriesPerSec
-	}
-	res.figure("deliveries/s, schema-enforced vs. unchecked", ratio*100, "%")
+	res.ratioLine("deliveries/s, schema-enforced vs. unchecked",
+		"deliveries/s with every event validated against a 2 KB schema (issue 38)", phases[0], phases[1], budgetSchemas)
 	res.figure("schema bytes", float64(len(invoiceSchema)), "B")
-	res.check("deliveries/s with every event validated against a 2 KB schema (issue 38)", "≥ 80 % of unchecked",
-		fmt.Sprintf("%.0f %% (%s/s vs. %s/s)", ratio*100, thousands(checked.DeliveriesPerSec), thousands(unchecked.DeliveriesPerSec)), ratio >= budgetSchemas)
 	return nil
 }
 
