@@ -21,14 +21,14 @@ func TestFilterExpressionAtPublish(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(200))
 	sub := b.subscribe(map[string]any{"name": "eur-or-refund", "url": rc.URL,
-		"advanced_filters": []map[string]any{{"operator_type": "StringIn", "key": "data.region", "values": []string{"eu", "us"}}},
+		"advanced_filters":  []map[string]any{{"operator_type": "StringIn", "key": "data.region", "values": []string{"eu", "us"}}},
 		"filter_expression": `data.amount > 100.0 && data.currency == "EUR" || has(data.refund) && data.refund`})
 	b.order("big-eur", map[string]any{"amount": 150, "currency": "EUR", "region": "eu"})
 	b.order("small-eur", map[string]any{"amount": 50, "currency": "EUR", "region": "eu"})
 	b.order("big-usd", map[string]any{"amount": 500, "currency": "USD", "region": "us"})
 	b.order("refund", map[string]any{"amount": 5, "currency": "USD", "refund": true, "region": "us"})
 	b.order("refund-asia", map[string]any{"amount": 5, "refund": true, "region": "asia"}) // the advanced filter says no
-	b.order("error", map[string]any{"amount": "many", "region": "eu"})                  // the expression fails: no match
+	b.order("error", map[string]any{"amount": "many", "region": "eu"})                    // the expression fails: no match
 	got := map[string]bool{}
 	for _, d := range b.deliveries(sub) {
 		got[d.EventID] = true
