@@ -32,7 +32,7 @@ func (b *bundle) expressionsOf(sub string) subExpressions {
 func TestSubscriptionExpressionsKeptAsWritten(t *testing.T) {
 	b := setup(t)
 	transform := `{"text": "<" + event.subject + "> & " + string(data.amount)}`
-	filter := "data.amount > 100 &&\tevent.tenant == \"acme\""
+	filter := "data.amount > 100 &&\n\tevent.tenant == \"acme\"\r\n|| false" // line breaks and tabs kept
 	sub := b.subscribe(map[string]any{"name": "cel", "url": "http://127.0.0.1:1/",
 		"transform": map[string]any{"cel": transform}, "filter_expression": filter})
 	got := b.expressionsOf(sub)

@@ -55,7 +55,10 @@ func TestFilterExpressionAtPublish(t *testing.T) {
 }
 
 // reshape is a transform that reshapes an order into a chat message.
-const reshape = `{"text": "Order " + event.subject + ": " + string(data.amount) + " " + data.currency, "tenant": event.tenant}`
+const reshape = `{
+  "text": "Order " + event.subject + ": " + string(data.amount) + " " + data.currency,
+  "tenant": event.tenant
+}`
 
 // TestTransformReshapesThePush: the receiver gets the transform's output
 // as the data, signed over the body it got, in the CloudEvents envelope;

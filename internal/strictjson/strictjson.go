@@ -44,7 +44,8 @@ func errorf(field, format string, args ...any) *Error {
 // struct fields' json names exactly (letter case included) and a name that
 // matches none is an error; strings must be valid UTF-8 without unpaired
 // surrogate escapes or control characters other than tab (and the line
-// breaks of a PEM document: see pemLines); nesting is at
+// breaks of a PEM document: see pemLines; and line breaks in a field
+// tagged strictjson:"lines", such as a CEL expression's); nesting is at
 // most MaxDepth deep; null is accepted only where encoding/json would
 // store it (pointers, slices, maps, json.RawMessage), and numbers must fit
 // their Go type. path names the value in problems ("" for the request body,
@@ -84,6 +85,10 @@ type jsonValue struct {
 	raw     []byte // the value as sent
 	members []jsonMember
 	items   []*jsonValue
+	// lines: a string whose only control characters but tabs are line
+	// breaks (LF, CR), refused when bound unless its field takes them
+	// (the tag strictjson:"lines": see bindStruct).
+	lines bool
 }
 
 type jsonMember struct {
@@ -100,6 +105,8 @@ type jsonParser struct {
 	pos     int
 	syntax  *Error
 	content *Error
+	// lines says the last string read had line breaks (jsonValue.lines).
+	lines bool
 }
 
 // parseJSON parses data, which must hold exactly one JSON value. path names
@@ -190,6 +197,7 @@ func (p *jsonParser) value(path string, depth int) *jsonValue {
 		}
 	case c == '"':
 		v = &jsonValue{kind: jsonString, text: p.str(path, false)}
+		v.lines, p.lines = p.lines, false
 	case c == '-' || (c >= '0' && c <= '9'):
 		v = p.number()
 	default:
@@ -355,7 +363,11 @@ func (p *jsonParser) str(path string, isName bool) string {
 			p.pos++
 			s := string(b)
 			if r, ok := FindControl(s, !isName); ok && (isName || !pemLines(s)) {
-				p.flag(field, "%s not contain control characters (found %U)", what, r)
+				if !isName && onlyLineBreaks(s) {
+					p.lines = true // bindJSON decides
+				} else {
+					p.flag(field, "%s not contain control characters (found %U)", what, r)
+				}
 			}
 			return s
 		case c == '\\':
@@ -445,6 +457,9 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	field := orBody(path)
 	t := v.Type()
 	if t == rawMessageType {
+		if err := refuseLines(j, path); err != nil {
+			return err
+		}
 		v.SetBytes(bytes.Clone(j.raw))
 		return nil
 	}
@@ -459,6 +474,9 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 		return bindJSON(j, v.Elem(), path)
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		if err := refuseLines(j, path); err != nil {
+			return err
+		}
 		if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(j.raw); err != nil {
 			return errorf(field, "%s", err.Error())
 		}
@@ -479,6 +497,9 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	case reflect.Slice:
 		return bindSlice(j, v, path)
 	case reflect.Interface:
+		if err := refuseLines(j, path); err != nil {
+			return err
+		}
 		var x any
 		if err := json.Unmarshal(j.raw, &x); err != nil || t.NumMethod() != 0 {
 			return mismatch(j, field, "a value of type "+t.String())
@@ -487,6 +508,9 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	case reflect.String:
 		if j.kind != jsonString {
 			return mismatch(j, field, "a string")
+		}
+		if err := refuseLines(j, path); err != nil {
+			return err
 		}
 		v.SetString(j.text)
 	case reflect.Bool:
@@ -543,11 +567,57 @@ func bindStruct(j *jsonValue, v reflect.Value, path string) *Error {
 		if !ok {
 			return unknownField(JoinPath(path, m.name), m.name, fields.names)
 		}
+		if fields.lines[i] {
+			allowLines(m.value)
+		}
 		if err := bindJSON(m.value, v.Field(i), JoinPath(path, m.name)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// onlyLineBreaks reports whether the only control characters of s but
+// tabs are line breaks (LF, CR).
+func onlyLineBreaks(s string) bool {
+	_, found := FindControl(strings.NewReplacer("\r", "", "\n", "").Replace(s), true)
+	return !found
+}
+
+// refuseLines is the error of the first string in j that holds line
+// breaks (jsonValue.lines) its field does not take; nil when there is
+// none.
+func refuseLines(j *jsonValue, path string) *Error {
+	switch {
+	case j.lines:
+		r, _ := FindControl(j.text, true)
+		return errorf(orBody(path), "must not contain control characters (found %U)", r)
+	case j.kind == jsonObject:
+		for _, m := range j.members {
+			if err := refuseLines(m.value, JoinPath(path, m.name)); err != nil {
+				return err
+			}
+		}
+	case j.kind == jsonArray:
+		for i, item := range j.items {
+			if err := refuseLines(item, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// allowLines lets every string in j hold line breaks: its field is tagged
+// strictjson:"lines".
+func allowLines(j *jsonValue) {
+	j.lines = false
+	for _, m := range j.members {
+		allowLines(m.value)
+	}
+	for _, item := range j.items {
+		allowLines(item)
+	}
 }
 
 // bindMap stores the object j in the map v (made if nil), whose keys must be
@@ -643,6 +713,9 @@ func unknownField(field, name string, known []string) *Error {
 type structFields struct {
 	index map[string]int
 	names []string // in field order
+	// lines: the fields tagged strictjson:"lines", whose strings (and
+	// those within them) may hold line breaks (LF, CR).
+	lines map[int]bool
 }
 
 var fieldCache sync.Map // reflect.Type → *structFields
@@ -664,6 +737,12 @@ func fieldsOf(t reflect.Type) *structFields {
 		}
 		f.index[name] = i
 		f.names = append(f.names, name)
+		if sf.Tag.Get("strictjson") == "lines" {
+			if f.lines == nil {
+				f.lines = map[int]bool{}
+			}
+			f.lines[i] = true
+		}
 	}
 	fieldCache.Store(t, f)
 	return f

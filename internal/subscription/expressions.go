@@ -10,7 +10,7 @@ import (
 
 // transformInput is the transform object of a create or update request.
 type transformInput struct {
-	CEL *string `json:"cel"`
+	CEL *string `json:"cel" strictjson:"lines"`
 }
 
 // applyExpressions applies the CEL expressions, transform.cel and

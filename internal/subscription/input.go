@@ -51,9 +51,9 @@ type Input struct {
 	SubjectCaseSensitive *bool           `json:"subject_case_sensitive"`
 	// FilterExpression is a CEL boolean (docs/subscriptions.md); ""
 	// removes it.
-	FilterExpression *string `json:"filter_expression"`
+	FilterExpression *string `json:"filter_expression" strictjson:"lines"`
 	// Transform is {"cel": "<expression>"}; null removes it.
-	Transform json.RawMessage `json:"transform"`
+	Transform json.RawMessage `json:"transform" strictjson:"lines"`
 	// DeadLetterURL: "" (or null) removes it.
 	DeadLetterURL *string `json:"dead_letter_url"`
 	// Ordering is OrderingNone or OrderingKey (docs/ordering.md).
