@@ -77,7 +77,7 @@ func (s *Server) filterTest(w http.ResponseWriter, r *http.Request) {
 // trialJSON is the body of POST /v1/filter-test.
 type trialJSON struct {
 	Event        json.RawMessage `json:"event"`
-	Subscription json.RawMessage `json:"subscription"`
+	Subscription json.RawMessage `json:"subscription" strictjson:"lines"` // checked again as subscription.Input
 }
 
 // filterTestUnsaved is POST /v1/filter-test: filterTest for a subscription
