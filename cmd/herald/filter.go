@@ -82,6 +82,7 @@ func runFilter(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if res.Matches {
 		fmt.Fprintf(stdout, "matches: the event would go to %s\n", sub)
+		printDelivered(stdout, res.Delivered)
 		return 0
 	}
 	which := ""
@@ -104,4 +105,21 @@ func newFilterFlags(stderr io.Writer) (fs *flag.FlagSet, cf *clientFlags, file *
 		fs.PrintDefaults()
 	}
 	return fs, cf, file
+}
+
+// printDelivered prints what a push would carry after the subscription's
+// transform: the body (its content type first), or that the transform
+// skips the event, or its error.
+func printDelivered(w io.Writer, d *client.DeliveredPreview) {
+	switch {
+	case d == nil:
+	case d.Filtered:
+		fmt.Fprintln(w, "filtered: the transform gives null; the delivery would end filtered, nothing sent")
+	case d.TransformError != nil:
+		fmt.Fprintf(w, "transform_error: %s (the delivery would be dead-lettered, TransformFailed)\n", *d.TransformError)
+	case d.Body != nil:
+		fmt.Fprintf(w, "delivered (%s):\n%s\n", d.ContentType, *d.Body)
+	case d.BodyBase64 != nil:
+		fmt.Fprintf(w, "delivered (%s), in base64:\n%s\n", d.ContentType, *d.BodyBase64)
+	}
 }

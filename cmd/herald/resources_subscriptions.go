@@ -24,6 +24,8 @@ var subscriptionFields = []flagSpec{
 	{name: "dead-letter", field: "dead_letter", kind: kindBool, usage: "keep what the retry policy gives up on as dead letters (--dead-letter=false drops it)"},
 	{name: "delivery-schema", field: "delivery_schema", values: event.Schemas(), usage: "how events are pushed (docs/schemas.md)"},
 	{name: "dead-letter-url", field: "dead_letter_url", usage: "a URL dead letters are pushed to"},
+	{name: "filter-expression", field: "filter_expression", usage: "a CEL boolean on event and data, ANDed with the other filters (\"\": none; docs/subscriptions.md)"},
+	{name: "transform", field: "transform.cel", usage: "a CEL expression whose result is the delivered data; null skips the event (\"\": none; docs/subscriptions.md)"},
 }
 
 var subscriptionsResource = &resource{
