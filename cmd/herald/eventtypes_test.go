@@ -62,3 +62,39 @@ func TestEventTypesVerbs(t *testing.T) {
 		t.Errorf("list --include-archived: exit %d, %q, %q", code, out, errOut)
 	}
 }
+
+// TestPublishShowsSchemaErrors: herald events publish, for an account
+// whose schema_validation is warn, shows the keywords of the event's
+// schema errors in the SCHEMA ERRORS column (and "-" for a valid event).
+func TestPublishShowsSchemaErrors(t *testing.T) {
+	base := startClientServer(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	herald := func(args ...string) (int, string, string) {
+		t.Helper()
+		t.Setenv("HERALD_API_KEY", clientTestKey)
+		return runHerald(t, append(args, "--api", base)...)
+	}
+	v1 := write("v1.json", `{"schemas": {"1": {"type": "object", "required": ["id"], "properties": {"n": {"minimum": 0}}}}}`)
+	if code, out, errOut := herald("event-types", "create", "--name", "invoice.paid", "--file", v1); code != 0 {
+		t.Fatalf("create: exit %d, %q, %q", code, out, errOut)
+	}
+	warn := write("warn.json", `{"settings": {"schema_validation": "warn"}}`)
+	if code, out, errOut := herald("accounts", "update", "acc_default", "--file", warn); code != 0 {
+		t.Fatalf("accounts update: exit %d, %q, %q", code, out, errOut)
+	}
+	code, out, errOut := herald("events", "publish", "--type", "invoice.paid", "--source", "/b", "--payload", `{"n": -1}`)
+	if code != 0 || !strings.Contains(out, "SCHEMA ERRORS") || !strings.Contains(out, "required,minimum") {
+		t.Fatalf("publish of a bad event: exit %d, %q, %q; want the SCHEMA ERRORS column with required,minimum", code, out, errOut)
+	}
+	code, out, errOut = herald("events", "publish", "--type", "invoice.paid", "--source", "/b", "--payload", `{"id": "x"}`)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.HasSuffix(strings.TrimSpace(lines[1]), "-") {
+		t.Fatalf("publish of a valid event: exit %d, %q, %q; want a row ending in -", code, out, errOut)
+	}
+}

@@ -271,12 +271,18 @@ func rowsOf(text string, args []any) (columns, bool) {
 	}
 	c := columns{cols: args, n: -1}
 	for _, a := range args {
+		if x, ok := a.([]string); ok && x == nil {
+			continue // NULL in every row, of any length
+		}
 		n := columnLen(a)
 		if c.n >= 0 && n != c.n {
 			c.n = -2 // told by each
 			break
 		}
 		c.n = n
+	}
+	if c.n == -1 {
+		c.n = 0 // only nil columns: no rows
 	}
 	return c, true
 }
@@ -300,6 +306,9 @@ func columnLen(a any) int {
 func at(c any, i int) any {
 	switch x := c.(type) {
 	case []string:
+		if x == nil {
+			return nil // a nil column: NULL
+		}
 		return x[i]
 	case driver.FreeText:
 		return x[i]
