@@ -404,11 +404,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.accounts = s.Auth
-	if s.accounts == nil {
-		s.accounts = auth.New(st, auth.Options{Recheck: cfg.AuthRecheck, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "accounts")})
-	}
-	accounts.Auth = s.accounts
 	s.wireEventTypes(cfg, reg)
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
@@ -458,6 +453,11 @@ func (s *Server) Close(ctx context.Context) error {
 // authentication off, one kept for accounts alone: Server.accounts), so a
 // publish reads no account from the store while it is cached.
 func (s *Server) wireEventTypes(cfg Config, reg *prometheus.Registry) {
+	s.accounts = s.Auth
+	if s.accounts == nil {
+		s.accounts = auth.New(s.Store, auth.Options{Recheck: cfg.AuthRecheck, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "accounts")})
+		s.API.Accounts.Auth = s.accounts // account writes flush it
+	}
 	s.EventTypes = eventtype.NewCatalog(s.Store, cfg.Clock, cfg.AuthRecheck, cfg.Logger.With("component", "eventtypes"))
 	if err := s.EventTypes.Refresh(context.Background()); err != nil {
 		cfg.Logger.Warn("reading the event types", "err", err)
