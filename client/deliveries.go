@@ -37,6 +37,8 @@ type QueuedDelivery struct {
 	DeliveryCount int        `json:"delivery_count"`
 	LockedUntil   *time.Time `json:"locked_until"`
 	Event         *Event     `json:"event"`
+	// SchemaErrors are its event's, as DeadLetter's.
+	SchemaErrors []SchemaViolation `json:"schema_errors,omitempty"`
 }
 
 // Attempt is one push of a delivery (schema Attempt).
@@ -119,6 +121,11 @@ type DeadLetter struct {
 	PublishTime             time.Time  `json:"publish_time"`
 	LastDeliveryAttemptTime *time.Time `json:"last_delivery_attempt_time"`
 	Event                   *Event     `json:"event"`
+	// SchemaErrors are how the event breaks its type's schema, when it was
+	// published while its account's schema_validation was "warn" (at most
+	// 10, cut to 4096 bytes; a last one with the keyword "truncated" says
+	// how many more there were).
+	SchemaErrors []SchemaViolation `json:"schema_errors,omitempty"`
 }
 
 // DeadLetterListParams are the query of DeadLetters.List.

@@ -177,15 +177,36 @@ func decodeObject(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
-// lookup returns the member at a dotted path of item, nil when absent.
+// lookup returns the member at a dotted path of item, nil when absent. A
+// name ending in "[]" is a list, the rest of the path looked up in each
+// of its items ("schema_errors[].keyword": the keyword of each; nil when
+// the list is absent or empty).
 func lookup(item map[string]any, path string) any {
 	var v any = item
-	for _, name := range strings.Split(path, ".") {
+	for i, name := range strings.Split(path, ".") {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return nil
 		}
-		v = m[name]
+		list, isList := strings.CutSuffix(name, "[]")
+		if !isList {
+			v = m[name]
+			continue
+		}
+		items, _ := m[list].([]any)
+		if len(items) == 0 {
+			return nil
+		}
+		rest := strings.Join(strings.Split(path, ".")[i+1:], ".")
+		out := make([]any, len(items))
+		for j, it := range items {
+			if o, ok := it.(map[string]any); ok && rest != "" {
+				out[j] = lookup(o, rest)
+			} else {
+				out[j] = it
+			}
+		}
+		return out
 	}
 	return v
 }

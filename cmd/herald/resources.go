@@ -32,7 +32,7 @@ var (
 	subscriptionColumns = []column{{"ID", "id"}, {"NAME", "name"}, {"MODE", "delivery_mode"}, {"STATE", "state"}, {"URL", "url"}, {"EVENT TYPES", "event_types"}}
 	deliveryColumns     = []column{{"ID", "id"}, {"SUBSCRIPTION", "subscription_id"}, {"EVENT", "event_id"}, {"STATUS", "status"}, {"ATTEMPTS", "attempts"}, {"LAST CODE", "last_status_code"}, {"CREATED", "created_at"}, {"NEXT ATTEMPT", "next_attempt_at"}, {"HELD BY", "held_by"}}
 	attemptColumns      = []column{{"NUMBER", "number"}, {"STARTED", "started_at"}, {"MS", "duration_ms"}, {"CODE", "status_code"}, {"OUTCOME", "outcome"}, {"ERROR", "error"}}
-	deadLetterColumns   = []column{{"ID", "id"}, {"SUBSCRIPTION", "subscription_id"}, {"EVENT", "event_id"}, {"ATTEMPTS", "attempts"}, {"REASON", "dead_letter_reason"}, {"CREATED", "created_at"}}
+	deadLetterColumns   = []column{{"ID", "id"}, {"SUBSCRIPTION", "subscription_id"}, {"EVENT", "event_id"}, {"ATTEMPTS", "attempts"}, {"REASON", "dead_letter_reason"}, {"SCHEMA ERRORS", "schema_errors[].keyword"}, {"CREATED", "created_at"}}
 	endpointColumns     = []column{{"ID", "id"}, {"STATE", "state"}, {"REASON", "state_reason"}, {"FAILURES", "consecutive_failures"}, {"RATE/S", "rate_limit.per_second"}, {"BURST", "rate_limit.burst"}, {"URL", "url"}}
 	accountColumns      = []column{{"ID", "id"}, {"NAME", "name"}, {"FAILURE POLICY", "settings.failure_policy"}, {"CREATED", "created_at"}}
 	keyColumns          = []column{{"ID", "id"}, {"ACCOUNT", "account_id"}, {"ROLE", "role"}, {"NAME", "name"}, {"PREFIX", "prefix"}, {"CREATED", "created_at"}}

@@ -16,7 +16,8 @@ var eventsResource = &resource{
 	verbs: []*verb{
 		{name: "publish", body: true,
 			summary: "Publish one CloudEvent (structured mode). specversion defaults to 1.0 and id to a random one; the answer says the deliveries it made.",
-			columns: []column{{"ID", "id"}, {"SOURCE", "source"}, {"DUPLICATE", "duplicate"}, {"DELIVERIES", "deliveries"}}, rows: "events",
+			columns: []column{{"ID", "id"}, {"SOURCE", "source"}, {"DUPLICATE", "duplicate"}, {"DELIVERIES", "deliveries"},
+				{"SCHEMA ERRORS", "schema_errors[].keyword"}}, rows: "events",
 			flags: []flagSpec{
 				{name: "type", field: "type", usage: "the event's type"},
 				{name: "source", field: "source", usage: "the event's source (a URI reference, /shop)"},

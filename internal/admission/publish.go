@@ -145,13 +145,13 @@ const maxMatchTries = 5
 func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
 	accountID = account.OrDefault(accountID)
 	if in.Schemas == nil {
-		return in.publish(ctx, accountID, evs)
+		return in.publish(ctx, accountID, evs, nil)
 	}
 	checked, err := in.Schemas.Check(ctx, accountID, evs)
 	if err != nil {
 		return nil, err
 	}
-	res, err := in.publish(ctx, accountID, evs)
+	res, err := in.publish(ctx, accountID, evs, checked)
 	for i := range checked {
 		if err == nil {
 			res[i].SchemaErrors = checked[i].Violations
@@ -160,8 +160,10 @@ func (in *Publisher) Publish(ctx context.Context, accountID string, evs []event.
 	return res, err
 }
 
-// publish is Publish once the events were checked.
-func (in *Publisher) publish(ctx context.Context, accountID string, evs []event.Event) ([]Result, error) {
+// publish is Publish once the events were checked: what the check found
+// in an event (checked, in the events' places; nil when nothing) is
+// stored with it (eventtype.StoredErrors).
+func (in *Publisher) publish(ctx context.Context, accountID string, evs []event.Event, checked []eventtype.Checked) ([]Result, error) {
 	now := in.Clock.Now()
 	news := make([]store.NewEvent, len(evs))
 	for i, ev := range evs {
@@ -172,6 +174,9 @@ func (in *Publisher) publish(ctx context.Context, accountID string, evs []event.
 		news[i] = store.NewEvent{
 			AccountID: accountID, ID: ev.ID, Source: ev.Source, Type: ev.Type, Subject: ev.Subject,
 			Payload: payload, PublishedAt: now, PartitionKey: ev.PartitionKey(),
+		}
+		if checked != nil {
+			news[i].SchemaErrors = eventtype.StoredErrors(checked[i].Violations)
 		}
 	}
 	p := filter.NewPacer(ctx, in.MaxMatchWork, in.Gate)

@@ -193,7 +193,8 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 
 // deadLetterJSON is a dead-lettered delivery with Event Grid's dead-letter
 // fields (reason, attempts, last outcome, publish and last attempt times)
-// and the event itself.
+// and the event itself, with its schema errors when it was published
+// breaking its type's schema under schema_validation warn.
 type deadLetterJSON struct {
 	deliveryJSON
 	DeliveryAttempts        int             `json:"delivery_attempts"`
@@ -201,6 +202,7 @@ type deadLetterJSON struct {
 	PublishTime             Time            `json:"publish_time"`
 	LastDeliveryAttemptTime *Time           `json:"last_delivery_attempt_time"`
 	Event                   json.RawMessage `json:"event"`
+	SchemaErrors            json.RawMessage `json:"schema_errors,omitempty"`
 }
 
 func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
@@ -223,7 +225,7 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		return deadLetterJSON{
 			deliveryJSON: toDeliveryJSON(dl.Delivery, holds), DeliveryAttempts: dl.Attempts,
 			LastDeliveryOutcome: dl.LastOutcome, PublishTime: timestamp(dl.Event.PublishedAt),
-			LastDeliveryAttemptTime: optTime(dl.LastAttemptAt), Event: ev,
+			LastDeliveryAttemptTime: optTime(dl.LastAttemptAt), Event: ev, SchemaErrors: schemaErrors(dl.Event.SchemaErrors),
 		}
 	})
 }
@@ -303,12 +305,14 @@ func (s *Server) redriveSubscription(r *http.Request, id string, ids []string) (
 	return s.Control.Redrive(r.Context(), id, ids)
 }
 
-// queuedJSON is a queued delivery with its event.
+// queuedJSON is a queued delivery with its event (and its schema errors,
+// as deadLetterJSON's).
 type queuedJSON struct {
 	deliveryJSON
 	DeliveryCount int             `json:"delivery_count"`
 	LockedUntil   *Time           `json:"locked_until"`
 	Event         json.RawMessage `json:"event"`
+	SchemaErrors  json.RawMessage `json:"schema_errors,omitempty"`
 }
 
 func (s *Server) listQueued(w http.ResponseWriter, r *http.Request, f store.DeliveryFilter) {
@@ -324,10 +328,22 @@ func (s *Server) listQueued(w http.ResponseWriter, r *http.Request, f store.Deli
 		if !json.Valid(ev) {
 			ev = json.RawMessage("null")
 		}
-		out := queuedJSON{deliveryJSON: toDeliveryJSON(q.Delivery, holds), DeliveryCount: q.Receives, Event: ev}
+		out := queuedJSON{deliveryJSON: toDeliveryJSON(q.Delivery, holds), DeliveryCount: q.Receives, Event: ev,
+			SchemaErrors: schemaErrors(q.Event.SchemaErrors)}
 		if q.LockedUntil.After(now) {
 			out.LockedUntil = optTime(q.LockedUntil)
 		}
 		return out
 	})
+}
+
+// schemaErrors returns an event's stored schema errors
+// (store.StoredEvent.SchemaErrors, a JSON array written by
+// eventtype.StoredErrors) for an answer: nil (omitted) when it has none or
+// they are not a JSON array.
+func schemaErrors(raw []byte) json.RawMessage {
+	if len(raw) == 0 || raw[0] != '[' || !json.Valid(raw) {
+		return nil
+	}
+	return raw
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/delivery"
+	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -46,6 +47,9 @@ type eventRow struct {
 	Cut bool
 	// Gone: the store keeps its deliveries but no more its payload.
 	Gone bool
+	// SchemaErrors are how it breaks its type's schema, as kept when it
+	// was published under schema_validation warn (none: nil).
+	SchemaErrors []eventtype.Violation
 }
 
 // event shows the event of ?id= (its CloudEvents id) of the key's account,
@@ -111,6 +115,11 @@ func (ep *eventPages) eventOf(r *http.Request, d delivery.Delivery) (eventRow, e
 	}
 	row.Type, row.Subject, row.PublishedAt = e.Type, e.Subject, e.PublishedAt
 	row.Payload, row.Cut = indented(e.Payload)
+	if len(e.SchemaErrors) > 0 {
+		// Written by eventtype.StoredErrors: a bounded JSON array. What
+		// does not read as one shows nothing.
+		_ = json.Unmarshal(e.SchemaErrors, &row.SchemaErrors)
+	}
 	return row, nil
 }
 

@@ -77,3 +77,30 @@ func TestEventsPage(t *testing.T) {
 		t.Fatalf("the admin's lookup in every account: %v", deliveriesListed(p))
 	}
 }
+
+// TestEventsPageSchemaErrors: an event published under schema_validation
+// warn that breaks its type's schema shows its schema errors (member,
+// keyword, message, escaped) on its page; one that does not shows none.
+func TestEventsPageSchemaErrors(t *testing.T) {
+	n := setup(t)
+	ts := twoTenants(n)
+	n.subscribe(ts.shopKey, "a", "https://shop.example/a")
+	n.must(http.StatusCreated, adminKey, "POST", "/v1/event-types", map[string]any{"name": "order.paid",
+		"schemas": map[string]any{"1": map[string]any{"type": "object", "properties": map[string]any{"note": map[string]any{"enum": []string{"ok"}}}}}})
+	n.must(http.StatusOK, adminKey, "PATCH", "/v1/accounts/"+ts.shop, map[string]any{"settings": map[string]any{"schema_validation": "warn"}})
+	publishRaw(n, ts.shopKey, `{"specversion": "1.0", "id": "evt-bad", "source": "/shop", "type": "order.paid", "data": {"note": "<b>no</b>"}}`)
+	publishRaw(n, ts.shopKey, `{"specversion": "1.0", "id": "evt-good", "source": "/shop", "type": "order.paid", "data": {"note": "ok"}}`)
+	a := signInAs(n, ts.shopKey)
+	p := n.get("/console/events?id=evt-bad", a.cookie)
+	if p.status != http.StatusOK || strings.Contains(p.body, "<b>no</b>") {
+		t.Fatalf("the bad event's page: %d, or its errors unescaped\n%s", p.status, p.body)
+	}
+	for _, s := range []string{`class="list schema-errors"`, "<td><code>data/note</code></td><td><code>enum</code></td>"} {
+		if !strings.Contains(p.body, s) {
+			t.Fatalf("the bad event's page lacks %q:\n%s", s, p.body)
+		}
+	}
+	if p := n.get("/console/events?id=evt-good", a.cookie); strings.Contains(p.body, "schema-errors") {
+		t.Fatalf("a valid event's page shows schema errors:\n%s", p.body)
+	}
+}

@@ -3,7 +3,6 @@ package console
 import (
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/herald-events/herald/internal/eventtype"
 	"github.com/herald-events/herald/internal/store"
@@ -15,40 +14,19 @@ import (
 // that is not archived (at most store.MaxLimit); else none (the
 // subscription forms then take types typed by hand).
 
-// choices returns the names of the types the session's account may
-// choose, in the settings' order or the catalog's (name order); nil when
-// there is no list to choose from, or the catalog could not be read (the
-// forms then take typed types, which the API's checks still hold to
-// settings.catalog_only).
-func (p portalPages) choices(r *http.Request, v *portalVisit) []string {
-	if ts := v.account.Settings.PortalEventTypes; len(ts) > 0 {
-		return ts
-	}
-	ts, err := p.catalogTypes(r)
+// choices returns the types the session's account may choose for a
+// subscription that takes current (typeChoices: the account's
+// settings.portal_event_types, else the catalog's, keeping current's
+// archived types, and its types outside the catalog unless the account
+// takes catalog types only); nil when there is no list to choose from, or
+// the catalog could not be read (the forms then take typed types, which
+// the API's checks still hold to settings.catalog_only).
+func (p portalPages) choices(r *http.Request, v *portalVisit, current []string) []typeChoice {
+	set := v.account.Settings
+	cs, err := typeChoices(r.Context(), p.EventTypes, set.PortalEventTypes, current, set.CatalogOnly)
 	if err != nil {
 		p.Logger.Warn("reading the event types for the portal", "err", err)
 		return nil
-	}
-	names := make([]string, len(ts))
-	for i, t := range ts {
-		names[i] = t.Name
-	}
-	return names
-}
-
-// choicesFor is choices for the form of a subscription that takes
-// current: when the choices are the catalog's, the types it takes that the
-// catalog does not list (typed before, or archived) are offered too, so
-// that saving the form keeps them.
-func (p portalPages) choicesFor(r *http.Request, v *portalVisit, current []string) []string {
-	cs := p.choices(r, v)
-	if len(cs) == 0 || len(v.account.Settings.PortalEventTypes) > 0 {
-		return cs
-	}
-	for _, t := range current {
-		if !slices.Contains(cs, t) {
-			cs = append(cs, t)
-		}
 	}
 	return cs
 }

@@ -28,8 +28,13 @@ type portalListView struct {
 	// Choices are the event types it may pick (none: any, typed); Form is
 	// the create form as typed (empty at first) and why it was refused.
 	Create  bool
-	Choices []string
+	Choices []typeChoice
 	Form    portalForm
+}
+
+// Types is the create form's event types field.
+func (v portalListView) Types() typePicker {
+	return typePicker{Choices: v.Choices, Checked: v.Form.EventTypes, Problem: v.Form.Problem}
 }
 
 // portalForm is a portal subscription form (create: name, url,
@@ -50,7 +55,7 @@ func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *po
 // showList answers status with the subscriptions list, its create form
 // holding form.
 func (p portalPages) showList(w http.ResponseWriter, r *http.Request, v *portalVisit, status int, form portalForm) {
-	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: p.choices(r, v), Form: form}
+	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: p.choices(r, v, nil), Form: form}
 	subs, err := p.listed(r, v, &view)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
@@ -96,13 +101,18 @@ type portalSubView struct {
 	Form portalForm
 	// Since is the recover form's example time: an hour before now.
 	Since string
-	// Choices are the event types the form offers (the account's
-	// settings.portal_event_types); none: a text field.
-	Choices []string
+	// Choices are the event types the form offers (portalPages.choices);
+	// none: a text field.
+	Choices []typeChoice
 	// Deliveries are a page of its deliveries, newest first (?cursor=).
 	Deliveries deliveryTable
 	pageLinks
 	Notice string
+}
+
+// Types is the edit form's event types field.
+func (v portalSubView) Types() typePicker {
+	return typePicker{Choices: v.Choices, Checked: v.Form.EventTypes, Problem: v.Form.Problem}
 }
 
 // portalNotices are the messages an action leaves for the subscription's
@@ -137,7 +147,7 @@ func (p portalPages) showSubscription(w http.ResponseWriter, r *http.Request, v 
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
-		Choices: p.choicesFor(r, v, sub.EventTypes), Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)},
+		Choices: p.choices(r, v, sub.EventTypes), Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)},
 		Form: form, Since: exampleSince(p.Clock.Now())}
 	if status == http.StatusOK {
 		view.Notice = portalNotices[r.URL.Query().Get("done")]

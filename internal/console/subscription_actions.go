@@ -58,6 +58,9 @@ type subscriptionActions struct {
 	publisher    Publisher
 	destinations destination.Guard
 	clock        clock.Clock
+	// eventTypes is the catalog the forms offer event types from (nil:
+	// none, the types are typed).
+	eventTypes EventTypeCatalog
 }
 
 // routes adds the actions' routes to mux, each POST wrapped in the CSRF
@@ -100,7 +103,24 @@ func (sa *subscriptionActions) showForm(w http.ResponseWriter, r *http.Request, 
 		}
 	}
 	view.Presets = presets()
+	sa.offerTypes(r, &view)
 	sa.render(w, r, status, "subscription_form", v, title, view)
+}
+
+// offerTypes sets the event types the form offers (typeChoices): the
+// catalog's, and the types the subscription takes (or the form was sent
+// with) that it leaves out, per the account's settings.catalog_only.
+// Without them (no catalog, or it could not be read: logged) the form
+// takes types typed.
+func (sa *subscriptionActions) offerTypes(r *http.Request, view *subscriptionFormView) {
+	if acc, err := sa.store.GetAccount(r.Context(), account.OrDefault(view.Form.Account)); err == nil {
+		view.CatalogOnly = acc.Settings.CatalogOnly
+	}
+	cs, err := typeChoices(r.Context(), sa.eventTypes, nil, view.Form.types(), view.CatalogOnly)
+	if err != nil {
+		sa.log.Warn("reading the event types for the subscription form", "err", err)
+	}
+	view.Choices = cs
 }
 
 // create takes the create form: the subscription is made as the API's

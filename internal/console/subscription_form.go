@@ -28,8 +28,9 @@ type subscriptionForm struct {
 	Account string
 	Name    string
 	URL     string
-	// EventTypes are the types, separated by commas, spaces or lines;
-	// none is every type.
+	// EventTypes are the types, separated by commas, spaces or lines
+	// (the values of every event_types input: the boxes checked and the
+	// text typed); none is every type.
 	EventTypes string
 	// Mode is push or pull (create only).
 	Mode string
@@ -47,7 +48,7 @@ type subscriptionForm struct {
 func readSubscriptionForm(r *http.Request) subscriptionForm {
 	f := r.PostForm
 	return subscriptionForm{Account: strings.TrimSpace(f.Get("account_id")), Name: f.Get("name"),
-		URL: strings.TrimSpace(f.Get("url")), EventTypes: f.Get("event_types"), Mode: f.Get("delivery_mode"),
+		URL: strings.TrimSpace(f.Get("url")), EventTypes: strings.Join(f["event_types"], ","), Mode: f.Get("delivery_mode"),
 		RetryPolicy: f.Get("retry_policy"), Headers: f.Get("headers"),
 		DynamicHeaders: f.Get("dynamic_headers")}
 }
@@ -231,6 +232,16 @@ type subscriptionFormView struct {
 	Accounts []account.Account
 	Presets  []string
 	Problem  formProblem
+	// Choices are the event types the form offers (typeChoices; none:
+	// a text field); CatalogOnly: the account takes catalog types only,
+	// so the form offers no field for others.
+	Choices     []typeChoice
+	CatalogOnly bool
+}
+
+// Types is the form's event types field.
+func (v subscriptionFormView) Types() typePicker {
+	return typePicker{Choices: v.Choices, Checked: v.Form.types(), Problem: v.Problem, Other: !v.CatalogOnly}
 }
 
 // Invalid reports whether the problem is the input's (formProblem.Invalid).

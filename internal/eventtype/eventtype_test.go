@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -226,4 +228,38 @@ func counted(t *testing.T, reg *prometheus.Registry, typ string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestStoredErrors: what an event keeps of its violations is a JSON array
+// of them, nil for none; a long message or pointer is cut (ending in "…",
+// whole runes); past eventtype.MaxStoredErrorBytes the rest is left out and a last
+// entry with the keyword "truncated" says how many.
+func TestStoredErrors(t *testing.T) {
+	if got := eventtype.StoredErrors(nil); got != nil {
+		t.Fatalf("eventtype.StoredErrors(nil) = %q; want nil", got)
+	}
+	one := []eventtype.Violation{{Pointer: "/amount", Keyword: "minimum", Message: "minimum: got -5, want 0"}}
+	if got := string(eventtype.StoredErrors(one)); got != `[{"pointer":"/amount","keyword":"minimum","message":"minimum: got -5, want 0"}]` {
+		t.Fatalf("one violation stored as %s", got)
+	}
+	long := strings.Repeat("é", 1000) // 2000 bytes
+	var many []eventtype.Violation
+	for i := range eventtype.MaxViolations {
+		many = append(many, eventtype.Violation{Pointer: "/" + long, Keyword: "enum", Message: fmt.Sprint(i, long)})
+	}
+	raw := eventtype.StoredErrors(many)
+	var got []eventtype.Violation
+	if err := json.Unmarshal(raw, &got); err != nil || len(raw) > eventtype.MaxStoredErrorBytes {
+		t.Fatalf("StoredErrors of %d long violations: %d bytes, %v; want JSON of at most %d", len(many), len(raw), err, eventtype.MaxStoredErrorBytes)
+	}
+	last := got[len(got)-1]
+	kept := len(got) - 1
+	if kept < 1 || last.Keyword != eventtype.KeywordTruncated || !strings.HasPrefix(last.Message, fmt.Sprint(eventtype.MaxViolations-kept, " more")) {
+		t.Fatalf("the last stored entry of %d: %+v; want the truncated marker saying %d more", len(got), last, eventtype.MaxViolations-kept)
+	}
+	for _, v := range got[:kept] {
+		if len(v.Message) > 512 || len(v.Pointer) > 256 || !strings.HasSuffix(v.Message, "…") || !utf8.ValidString(v.Message) || !utf8.ValidString(v.Pointer) {
+			t.Fatalf("a stored violation not cut to whole runes within the bounds: %d-byte pointer, %d-byte message", len(v.Pointer), len(v.Message))
+		}
+	}
 }

@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/herald-events/herald/internal/server"
 )
 
 // setSettings patches the default account's settings.
@@ -222,5 +225,27 @@ func TestCatalogOnly(t *testing.T) {
 	eventually(t, "the archived type delivered", func() bool { return rc.count() == 1 })
 	if code, raw := b.do("PATCH", "/v1/subscriptions/"+sub, map[string]any{"event_types": []string{"nope"}}, nil); code != 422 {
 		t.Errorf("PATCH of a subscription to nope: %d %s; want 422", code, raw)
+	}
+}
+
+// TestSchemaSettingsAuthOff: with --auth=off the schema check reads the
+// account's settings through the account cache (as a keyed publish does),
+// and each change of schema_validation takes effect at the next publish:
+// enforce refuses, warn answers the errors, off checks nothing, enforce
+// again refuses.
+func TestSchemaSettingsAuthOff(t *testing.T) {
+	b := setup(t, func(c *server.Config) { c.Auth = server.AuthOff })
+	createInvoiceType(b)
+	for i, c := range []struct {
+		mode   string
+		status int
+		errors bool
+	}{{"enforce", 400, false}, {"warn", 202, true}, {"off", 202, false}, {"enforce", 400, false}} {
+		setSettings(b, map[string]any{"schema_validation": c.mode})
+		resp, raw := b.send("POST", "/v1/events", map[string]string{"Content-Type": "application/cloudevents+json"},
+			ce(fmt.Sprint("ao", i), `{"id": "in_1", "amount": -5}`))
+		if resp.StatusCode != c.status || strings.Contains(string(raw), "schema_errors") != c.errors {
+			t.Errorf("publish %d, schema_validation %s: %d %s; want %d, schema_errors %v", i, c.mode, resp.StatusCode, raw, c.status, c.errors)
+		}
 	}
 }

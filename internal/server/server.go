@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/api"
 	"github.com/herald-events/herald/internal/attempting"
 	"github.com/herald-events/herald/internal/auth"
@@ -307,6 +306,11 @@ type Server struct {
 	Registry *prometheus.Registry
 	// Auth authenticates API keys (nil with Auth off).
 	Auth *auth.Authenticator
+	// accounts caches the accounts the publish path reads (their schema
+	// settings, wireEventTypes): Auth, or with Auth off an authenticator
+	// used for its account cache alone (it holds no key and accepts none),
+	// flushed by the account writes and kept current like Auth.
+	accounts *auth.Authenticator
 	// Validator runs endpoint validation handshakes.
 	Validator *handshake.Validator
 	// Queue serves the consumers of queued deliveries.
@@ -445,21 +449,21 @@ func (s *Server) Close(ctx context.Context) error {
 
 // wireEventTypes makes the event-type catalog and its check, and hands
 // them to the publish path, the control plane and the API. An account's
-// settings are read through the authenticator's cache (the store with
-// authentication off).
+// settings are read through the authenticator's account cache (with
+// authentication off, one kept for accounts alone: Server.accounts), so a
+// publish reads no account from the store while it is cached.
 func (s *Server) wireEventTypes(cfg Config, reg *prometheus.Registry) {
+	s.accounts = s.Auth
+	if s.accounts == nil {
+		s.accounts = auth.New(s.Store, auth.Options{Recheck: cfg.AuthRecheck, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "accounts")})
+		s.API.Accounts.Auth = s.accounts // account writes flush it
+	}
 	s.EventTypes = eventtype.NewCatalog(s.Store, cfg.Clock, cfg.AuthRecheck, cfg.Logger.With("component", "eventtypes"))
 	if err := s.EventTypes.Refresh(context.Background()); err != nil {
 		cfg.Logger.Warn("reading the event types", "err", err)
 	}
 	settings := func(ctx context.Context, id string) (string, bool, error) {
-		var a account.Account
-		var err error
-		if s.Auth != nil {
-			a, err = s.Auth.Account(ctx, id)
-		} else {
-			a, err = s.Store.GetAccount(ctx, id)
-		}
+		a, err := s.accounts.Account(ctx, id)
 		return a.Settings.Validation(), a.Settings.CatalogOnly, err
 	}
 	check := eventtype.NewChecker(s.EventTypes, settings, reg, cfg.Logger.With("component", "eventtypes"))

@@ -22,9 +22,7 @@ func (s *Server) services() []startstop.Service {
 		svcs = append(svcs, s.Tracing)
 	}
 	svcs = append(svcs, s.ops, s.Pipeline, s.Validator)
-	if s.Auth != nil {
-		svcs = append(svcs, s.Auth)
-	}
+	svcs = append(svcs, s.accounts) // Auth, or the accounts' cache with Auth off
 	svcs = append(svcs, reload, s.EventTypes)
 	if f, ok := s.Store.(changeFeed); ok {
 		svcs = append(svcs, &feed{store: f, reload: reload, healthChanged: s.Pipeline.Scheduler.HealthChanged})

@@ -367,6 +367,10 @@ type NewEvent struct {
 	// (tracing.Encode), kept with the event for its attempts; "" (tracing
 	// off) is stored as NULL.
 	TraceContext string
+	// SchemaErrors are how the event breaks its type's schema, when its
+	// account checks events with schema_validation warn: a JSON array
+	// bounded by eventtype.StoredErrors, nil for none (stored as NULL).
+	SchemaErrors []byte
 	Deliveries   []NewDelivery
 }
 
@@ -400,6 +404,8 @@ type StoredEvent struct {
 	Subject     string
 	Payload     []byte
 	PublishedAt time.Time
+	// SchemaErrors are the event's NewEvent.SchemaErrors, nil for none.
+	SchemaErrors []byte
 }
 
 // Claimed is a leased delivery with what is needed to attempt it.

@@ -15,7 +15,9 @@
 //
 // A rows statement writes or reads many rows at once: its arguments are
 // columns, slices of one length (n rows), and FreeText for text from
-// outside. PostgreSQL reads them with unnest; SQLite's statement holds
+// outside; a nil []string is a column of NULLs of any length (a column
+// that is mostly empty costs nothing then). PostgreSQL reads them with
+// unnest (which pads a NULL array with NULLs); SQLite's statement holds
 // one row of parameters marked /*rows*/, which the driver repeats for up
 // to 32 rows a statement, running it as often as the rows need (its
 // returned rows come in order).

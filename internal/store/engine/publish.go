@@ -22,7 +22,9 @@ var (
 	// list) that exist.
 	qPresentSubscriptions = query("PresentSubscriptions")
 	// qInsertEvents (rows: account, id, source, type, subject,
-	// published_at, payload, trace_context, '' for none) inserts events
+	// published_at, payload, trace_context, '' for none, schema_errors,
+	// '' for none; the last column may be a nil []string, NULL in every
+	// row: see eventRows.errs) inserts events
 	// whose key (id, source, account) is not stored, drawing their seqs in
 	// the order given, and returns the seq, account, id and source of each
 	// it inserted. PostgreSQL inserts them in key order, so that two
@@ -229,6 +231,11 @@ type eventRows struct {
 	acc, id, src, typ, subj, trace []string
 	at                             []int64
 	payload                        [][]byte
+	// errs are the events' schema errors ('' for none), nil while none
+	// has any: then the column is NULL in every row, and a batch of
+	// events without errors costs nothing more (driver: a nil []string
+	// column).
+	errs []string
 
 	seqs     []int64
 	inserted []bool
@@ -252,6 +259,12 @@ func (e *eventRows) add(ev *store.NewEvent) {
 	e.acc, e.id, e.src = append(e.acc, k.account), append(e.id, ev.ID), append(e.src, ev.Source)
 	e.typ, e.subj, e.trace = append(e.typ, ev.Type), append(e.subj, ev.Subject), append(e.trace, ev.TraceContext)
 	e.at, e.payload = append(e.at, sqlrow.UnixMS(ev.PublishedAt)), append(e.payload, payload)
+	if len(ev.SchemaErrors) > 0 && e.errs == nil {
+		e.errs = make([]string, len(e.keys)-1, cap(e.keys))
+	}
+	if e.errs != nil {
+		e.errs = append(e.errs, string(ev.SchemaErrors))
+	}
 }
 
 // insert inserts the events (qInsertEvents), then looks up the seqs of
@@ -266,7 +279,7 @@ func (e *eventRows) insert(ctx context.Context, x driver.Executor) error {
 
 // args are qInsertEvents' columns.
 func (e *eventRows) args() []any {
-	return []any{e.acc, e.id, e.src, e.typ, e.subj, e.at, e.payload, e.trace}
+	return []any{e.acc, e.id, e.src, e.typ, e.subj, e.at, e.payload, e.trace, e.errs}
 }
 
 // lookUp looks up the seqs of the events not inserted (qEventSeqs):

@@ -80,8 +80,8 @@ var (
 	qDeleteStagedRange = query("DeleteStagedRange")
 	// qInsertEventAt inserts an event at its reserved seq $1 (account $2,
 	// id $3, source $4, type $5, subject $6, published_at $7, payload $8,
-	// trace_context $9, '' for none) unless its key is stored: no row
-	// changed.
+	// trace_context $9, '' for none, schema_errors $10, '' for none)
+	// unless its key is stored: no row changed.
 	qInsertEventAt = query("InsertEventAt")
 	// qSubscriptionVersion reads subscription $1's catalog version.
 	qSubscriptionVersion = query("SubscriptionVersion")
@@ -429,7 +429,7 @@ func (j *stagedPublish) reveal(ctx context.Context, x driver.Executor) error {
 		}
 		k := eventKeyOf(ev)
 		n, err := x.Exec(ctx, qInsertEventAt, seq, k.account, ev.ID, ev.Source, ev.Type, ev.Subject,
-			sqlrow.UnixMS(ev.PublishedAt), payload, ev.TraceContext)
+			sqlrow.UnixMS(ev.PublishedAt), payload, ev.TraceContext, string(ev.SchemaErrors))
 		if err != nil {
 			return fmt.Errorf("insert event %q from %q: %w", ev.ID, ev.Source, err)
 		}

@@ -21,6 +21,7 @@ func RunAdmissionContract(t *testing.T, open Opener) {
 			{"CanceledBeforeQueueing", testPublishCanceled},
 			{"PublishQueued", testQueuePublish},
 			{"DedupPerAccount", testTenantDedup},
+			{"SchemaErrors", testPublishSchemaErrors},
 		}},
 		// The publish guard: a publish checks, in its own transaction,
 		// that it matched current subscriptions.

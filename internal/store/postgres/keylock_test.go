@@ -367,7 +367,7 @@ func publishInTx(t *testing.T, ctx context.Context, tx pgx.Tx, ev *store.NewEven
 		var a, id, src string
 		return r.Scan(&seq, &a, &id, &src)
 	}, []string{acc}, []string{ev.ID}, []string{ev.Source}, []string{ev.Type}, []string{ev.Subject},
-		[]int64{at}, [][]byte{ev.Payload}, []string{""})
+		[]int64{at}, [][]byte{ev.Payload}, []string{""}, []string(nil))
 	if err != nil || seq == 0 {
 		t.Fatalf("insert event: seq %d, %v", seq, err)
 	}

@@ -271,12 +271,18 @@ func rowsOf(text string, args []any) (columns, bool) {
 	}
 	c := columns{cols: args, n: -1}
 	for _, a := range args {
+		if x, ok := a.([]string); ok && x == nil {
+			continue // NULL in every row, of any length
+		}
 		n := columnLen(a)
 		if c.n >= 0 && n != c.n {
 			c.n = -2 // told by each
 			break
 		}
 		c.n = n
+	}
+	if c.n == -1 {
+		c.n = 0 // only nil columns: no rows
 	}
 	return c, true
 }
@@ -300,6 +306,9 @@ func columnLen(a any) int {
 func at(c any, i int) any {
 	switch x := c.(type) {
 	case []string:
+		if x == nil {
+			return nil // a nil column: NULL
+		}
 		return x[i]
 	case driver.FreeText:
 		return x[i]
@@ -318,16 +327,27 @@ func (c columns) each(w *writeConn, text string, run func(text string, args []an
 	if c.n < 0 {
 		return fmt.Errorf("rows statement %q: its arguments are not columns of one length", firstLine(text))
 	}
-	args := make([]any, 0, min(c.n, maxRowsPerStatement)*len(c.cols))
+	var nulls uint64 // the nil columns: NULL in the text, not bound
+	bound := 0
+	for k, col := range c.cols {
+		if x, ok := col.([]string); ok && x == nil && k < 64 {
+			nulls |= 1 << k
+		} else {
+			bound++
+		}
+	}
+	args := make([]any, 0, min(c.n, maxRowsPerStatement)*bound)
 	for start := 0; start < c.n; start += maxRowsPerStatement {
 		end := min(start+maxRowsPerStatement, c.n)
 		args = args[:0]
 		for i := start; i < end; i++ {
-			for _, col := range c.cols {
-				args = append(args, at(col, i))
+			for k, col := range c.cols {
+				if nulls&(1<<k) == 0 {
+					args = append(args, at(col, i))
+				}
 			}
 		}
-		if err := run(w.expand(text, len(c.cols), end-start), args); err != nil {
+		if err := run(w.expand(text, len(c.cols), end-start, nulls), args); err != nil {
 			return err
 		}
 	}
@@ -336,20 +356,31 @@ func (c columns) each(w *writeConn, text string, run func(text string, args []an
 
 // expandKey names a text of expand.
 type expandKey struct {
-	text string
-	rows int
+	text  string
+	rows  int
+	nulls uint64
 }
 
 // expand returns text with its marked row of params parameters (?1 …
 // ?params, in the parentheses after rowsMark: the statement's only ones)
 // written rows times, as anonymous parameters (?), which SQLite numbers in
 // order: numbered ones cost the SQLite driver a lookup of each one's name
-// at every bind, an eighth of the writer's time.
-func (w *writeConn) expand(text string, params, rows int) string {
-	k := expandKey{text, rows}
+// at every bind, an eighth of the writer's time. A parameter whose bit is
+// set in nulls (?k: bit k-1; a nil column) is written NULL instead, and
+// takes no argument: a column that is NULL in every row binds nothing.
+func (w *writeConn) expand(text string, params, rows int, nulls uint64) string {
+	k := expandKey{text, rows, nulls}
 	if q, ok := w.expanded[k]; ok {
 		return q
 	}
+	row := make([]string, params)
+	for p := range row {
+		row[p] = "?"
+		if nulls&(1<<p) != 0 {
+			row[p] = "NULL"
+		}
+	}
+	one := "(" + strings.Join(row, ", ") + ")"
 	i := strings.Index(text, rowsMark)
 	j := i + strings.IndexByte(text[i:], ')') + 1
 	var b strings.Builder
@@ -358,9 +389,7 @@ func (w *writeConn) expand(text string, params, rows int) string {
 		if r > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteByte('(')
-		b.WriteString(strings.Repeat("?, ", params-1))
-		b.WriteString("?)")
+		b.WriteString(one)
 	}
 	b.WriteString(text[j:])
 	q := b.String()

@@ -79,7 +79,7 @@ func ScanListed(scanDelivery func(sc RowScanner, extra ...any) (delivery.Deliver
 		var published int64
 		if withEvent {
 			e := &r.Event
-			extra = []any{&e.Seq, &e.AccountID, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published}
+			extra = []any{&e.Seq, &e.AccountID, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &published, &e.SchemaErrors}
 		}
 		d, err := scanDelivery(sc, extra...)
 		r.Delivery = d
@@ -95,9 +95,10 @@ const (
 	// DeliveryBytes: a delivery's event id and source (deliveries d joined
 	// with events e); its other fields are short.
 	DeliveryBytes = `octet_length(e.id) + octet_length(e.source)`
-	// DeadLetterBytes: a dead letter's event: id, source, type, subject and
-	// payload.
-	DeadLetterBytes = DeliveryBytes + ` + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)`
+	// DeadLetterBytes: a dead letter's event: id, source, type, subject,
+	// payload and schema errors (NULL for most).
+	DeadLetterBytes = DeliveryBytes + ` + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)` +
+		` + coalesce(octet_length(e.schema_errors), 0)`
 	// AttemptBytes: an attempt's error and response body.
 	AttemptBytes = `octet_length(error) + coalesce(octet_length(response_body), 0)`
 	// SubscriptionBytes: a subscription's name, URL, event types, subject

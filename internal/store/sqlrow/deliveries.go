@@ -36,12 +36,13 @@ func ScanDelivery(s RowScanner, extra ...any) (delivery.Delivery, error) {
 }
 
 // ScanEvent reads a store.StoredEvent (events e: e.seq, e.account_id,
-// e.id, e.source, e.type, e.subject, e.payload, e.published_at; the order
-// of ScanListed's event columns).
+// e.id, e.source, e.type, e.subject, e.payload, e.published_at,
+// e.schema_errors, whose NULL is nil; the order of ScanListed's event
+// columns).
 func ScanEvent(s RowScanner) (store.StoredEvent, error) {
 	var e store.StoredEvent
 	var at int64
-	if err := s.Scan(&e.Seq, &e.AccountID, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at); err != nil {
+	if err := s.Scan(&e.Seq, &e.AccountID, &e.ID, &e.Source, &e.Type, &e.Subject, &e.Payload, &at, &e.SchemaErrors); err != nil {
 		return store.StoredEvent{}, err
 	}
 	e.PublishedAt = FromUnixMS(at)

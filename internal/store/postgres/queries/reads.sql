@@ -8,7 +8,7 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = $1
 
 -- name: GetEvent
-SELECT e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at FROM events AS e WHERE e.seq = $1
+SELECT e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors FROM events AS e WHERE e.seq = $1
 
 -- name: DeliveryExists
 SELECT 1 FROM deliveries WHERE id = $1
@@ -37,6 +37,7 @@ ORDER BY d.id DESC LIMIT $1
 
 -- name: DeadLetterSizes
 SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0)
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 
@@ -45,7 +46,7 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 
@@ -66,6 +67,7 @@ ORDER BY d.id DESC LIMIT $1
 
 -- name: DeadLetterSizesByEvent
 SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0)
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 
@@ -74,7 +76,7 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 
@@ -101,6 +103,7 @@ ORDER BY d.id DESC LIMIT $1
 
 -- name: OpenDeadLetterSizes
 SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0)
 FROM open_deliveries AS d JOIN deliveries AS x ON x.id = d.id JOIN events AS e ON e.seq = x.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 
@@ -109,7 +112,7 @@ SELECT x.id, x.account_id, x.subscription_id, x.endpoint_id, x.event_seq, e.id, 
 	x.attempts, x.round_attempts, x.round_start, x.first_failure, x.next_attempt_at, x.last_attempt_at,
 	x.last_status_code, x.last_outcome, x.dead_letter_reason, x.created_at, x.delivered_at, x.receives,
 	x.dead_letter_of, x.lock_until, COALESCE(x.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM open_deliveries AS d JOIN deliveries AS x ON x.id = d.id JOIN events AS e ON e.seq = x.event_seq /*where*/
 ORDER BY d.id DESC LIMIT $1
 

@@ -15,12 +15,14 @@ SELECT id FROM subscriptions WHERE id = ANY($1)
 -- name: InsertEvents
 WITH input AS MATERIALIZED (
 	SELECT nextval('events_seq_seq') AS seq, u.*
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::bytea[], $8::text[]) WITH ORDINALITY
-		AS u(account_id, id, source, type, subject, published_at, payload, trace_context, ord)
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[], $7::bytea[], $8::text[], $9::text[])
+		WITH ORDINALITY AS u(account_id, id, source, type, subject, published_at, payload, trace_context, schema_errors, ord)
 	ORDER BY u.ord
 )
-INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload, trace_context) OVERRIDING SYSTEM VALUE
-SELECT seq, account_id, id, source, type, subject, published_at, payload, NULLIF(trace_context, '') FROM input
+INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload, trace_context, schema_errors)
+OVERRIDING SYSTEM VALUE
+SELECT seq, account_id, id, source, type, subject, published_at, payload, NULLIF(trace_context, ''), NULLIF(schema_errors, '')
+FROM input
 ORDER BY id COLLATE "C", source COLLATE "C", account_id COLLATE "C"
 ON CONFLICT (id, source, account_id) DO NOTHING
 RETURNING seq, account_id, id, source

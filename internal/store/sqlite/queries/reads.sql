@@ -8,7 +8,7 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq WHERE d.id = ?1
 
 -- name: GetEvent
-SELECT e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at FROM events AS e WHERE e.seq = ?1
+SELECT e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors FROM events AS e WHERE e.seq = ?1
 
 -- name: DeliveryExists
 SELECT 1 FROM deliveries WHERE id = ?1
@@ -37,6 +37,7 @@ ORDER BY d.id DESC LIMIT ?1
 
 -- name: DeadLetterSizes
 SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0)
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT ?1
 
@@ -45,7 +46,7 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/
 ORDER BY d.id DESC LIMIT ?1
 
@@ -81,10 +82,12 @@ ORDER BY 1 DESC LIMIT ?1
 
 -- name: OpenDeadLetterSizes
 SELECT s FROM (
-SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload) AS s, d.id AS id
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0) AS s, d.id AS id
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until = 0
 UNION ALL
-SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload), d.id
+SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0), d.id
 FROM deliveries AS d INDEXED BY deliveries_leased JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until > 0
 ORDER BY id DESC LIMIT ?1) ORDER BY id DESC
 
@@ -93,14 +96,14 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM deliveries AS d JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until = 0
 UNION ALL
 SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, e.source, d.status,
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM deliveries AS d INDEXED BY deliveries_leased JOIN events AS e ON e.seq = d.event_seq /*where*/ AND d.lease_until > 0
 ORDER BY 1 DESC LIMIT ?1
 
@@ -123,6 +126,7 @@ ORDER BY d.id DESC LIMIT ?1
 
 -- name: DeadLetterSizesByEvent
 SELECT octet_length(e.id) + octet_length(e.source) + octet_length(e.type) + octet_length(e.subject) + octet_length(e.payload)
+	+ coalesce(octet_length(e.schema_errors), 0)
 FROM events AS e CROSS JOIN deliveries AS d INDEXED BY deliveries_event ON d.event_seq = e.seq /*where*/
 ORDER BY d.id DESC LIMIT ?1
 
@@ -131,7 +135,7 @@ SELECT d.id, d.account_id, d.subscription_id, d.endpoint_id, d.event_seq, e.id, 
 	d.attempts, d.round_attempts, d.round_start, d.first_failure, d.next_attempt_at, d.last_attempt_at,
 	d.last_status_code, d.last_outcome, d.dead_letter_reason, d.created_at, d.delivered_at, d.receives,
 	d.dead_letter_of, d.lock_until, COALESCE(d.ordering_key, ''),
-	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at
+	e.seq, e.account_id, e.id, e.source, e.type, e.subject, e.payload, e.published_at, e.schema_errors
 FROM events AS e CROSS JOIN deliveries AS d INDEXED BY deliveries_event ON d.event_seq = e.seq /*where*/
 ORDER BY d.id DESC LIMIT ?1
 

@@ -11,10 +11,11 @@ SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?1))
 -- In the order of the VALUES (AUTOINCREMENT: each seq larger than any
 -- events ever had). WHERE true: SQLite's upsert after a SELECT needs it.
 -- name: InsertEvents
-WITH v(account_id, id, source, type, subject, published_at, payload, trace_context) AS (
-	VALUES /*rows*/ (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))
-INSERT INTO events (account_id, id, source, type, subject, published_at, payload, trace_context)
-SELECT account_id, id, source, type, subject, published_at, payload, NULLIF(trace_context, '') FROM v WHERE true
+WITH v(account_id, id, source, type, subject, published_at, payload, trace_context, schema_errors) AS (
+	VALUES /*rows*/ (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9))
+INSERT INTO events (account_id, id, source, type, subject, published_at, payload, trace_context, schema_errors)
+SELECT account_id, id, source, type, subject, published_at, payload, NULLIF(trace_context, ''), NULLIF(schema_errors, '')
+FROM v WHERE true
 ON CONFLICT (id, source, account_id) DO NOTHING
 RETURNING seq, account_id, id, source
 
@@ -120,8 +121,8 @@ INSERT INTO counters (name, value) VALUES (?1, ?2)
 DELETE FROM counters WHERE name = ?1
 
 -- name: InsertEventAt
-INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload, trace_context)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULLIF(?9, '')) ON CONFLICT (id, source, account_id) DO NOTHING
+INSERT INTO events (seq, account_id, id, source, type, subject, published_at, payload, trace_context, schema_errors)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULLIF(?9, ''), NULLIF(?10, '')) ON CONFLICT (id, source, account_id) DO NOTHING
 
 -- name: SubscriptionVersion
 SELECT version FROM subscriptions WHERE id = ?1
