@@ -65,13 +65,15 @@ func StartNATS(t testing.TB) *Server {
 
 // StartMosquitto runs mosquitto on a free port with config (lines added to
 // a configuration that listens on 127.0.0.1 and allows anonymous
-// clients); it is killed when the test ends.
+// clients, and keeps running as root when started as root: mosquitto would
+// otherwise switch to its own user, which cannot read the test's
+// temporary files); it is killed when the test ends.
 func StartMosquitto(t testing.TB, config string) *Server {
 	t.Helper()
 	port := FreePort(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mosquitto.conf")
-	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n%s\n", port, config)
+	body := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n%s\n", port, config)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
