@@ -36,21 +36,22 @@ type brokerPool struct {
 	pool *broker.Pool
 }
 
-// brokers returns the pool, making it on first use.
-func (a *Attempter) brokers() *broker.Pool {
-	a.brokerConns.once.Do(func() {
-		a.brokerConns.pool = broker.NewPool(map[string]broker.Connector{
+// get returns the pool, making it on first use with cfg's destination
+// policy and resolver.
+func (b *brokerPool) get(cfg *Config) *broker.Pool {
+	b.once.Do(func() {
+		b.pool = broker.NewPool(map[string]broker.Connector{
 			broker.TypeNATS:  natsout.Connect,
 			broker.TypeAMQP:  amqpout.Connect,
 			broker.TypeMQTT:  mqttout.Connect,
 			broker.TypeKafka: kafkaout.Connect,
-		}, broker.NewDialFunc(a.cfg.Destinations, a.cfg.Resolver))
+		}, broker.NewDialFunc(cfg.Destinations, cfg.Resolver))
 	})
-	return a.brokerConns.pool
+	return b.pool
 }
 
 // CloseBrokers closes the connections to brokers (when the server
-// stops); a later publish opens them again.
+// stops, no attempt running): a later publish fails broker_unreachable.
 func (a *Attempter) CloseBrokers() {
 	a.brokerConns.once.Do(func() {}) // none made after this
 	if p := a.brokerConns.pool; p != nil {
@@ -72,7 +73,7 @@ func publishes(sub *catalog.Entry, cs []store.Claimed) bool {
 // broker's acknowledgement (outcome broker_acked), a failure's outcome is
 // the broker's (broker.OutcomeOf), or destination_blocked when the guard
 // refused every address of the broker.
-func (a *Attempter) publish(ctx context.Context, sub *catalog.Entry, cs []store.Claimed, items []event.Item) result {
+func (b *brokerPool) publish(ctx context.Context, cfg *Config, sub *catalog.Entry, cs []store.Claimed, items []event.Item) result {
 	begin := time.Now()
 	res := result{published: true}
 	d := sub.Delivery.Destination
@@ -81,7 +82,7 @@ func (a *Attempter) publish(ctx context.Context, sub *catalog.Entry, cs []store.
 		res.fail(outcomeRequestError, err)
 		return res
 	}
-	err = a.brokers().Publish(ctx, d, m)
+	err = b.get(cfg).Publish(ctx, d, m)
 	res.duration = time.Since(begin)
 	switch {
 	case err == nil:

@@ -139,7 +139,7 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 		attempt = max(attempt, c.Attempts+1)
 	}
 	if publishes(sub, cs) {
-		return a.publish(ctx, sub, cs, items)
+		return a.brokerConns.publish(ctx, &a.cfg, sub, cs, items)
 	}
 	target := event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}
 	rawURL, u := sub.URL, sub.PushURL

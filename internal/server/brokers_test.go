@@ -339,26 +339,8 @@ func TestKafkaOrderingKey(t *testing.T) {
 	}
 }
 
-// amqpQueue binds a new queue to amq.topic on the shared RabbitMQ for the
-// routing keys under a new prefix.
+// amqpQueue binds a new queue to amq.topic on the shared RabbitMQ
+// (brokertest.AMQPQueue).
 func amqpQueue(t *testing.T) (string, <-chan amqp.Delivery) {
-	conn, err := amqp.Dial(brokertest.AMQPURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ch, _ := conn.Channel()
-	prefix := "herald.server." + strings.ToLower(ids.New("t_", time.Now()))
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.QueueBind(q.Name, prefix+".#", "amq.topic", false, nil); err != nil {
-		t.Fatal(err)
-	}
-	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prefix, deliveries
+	return brokertest.AMQPQueue(t, "herald.server")
 }

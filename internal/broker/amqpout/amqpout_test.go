@@ -3,7 +3,6 @@ package amqpout_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,37 +11,13 @@ import (
 	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/broker/amqpout"
 	"github.com/herald-events/herald/internal/broker/brokertest"
-	"github.com/herald-events/herald/internal/ids"
 )
 
 var connectors = map[string]broker.Connector{broker.TypeAMQP: amqpout.Connect}
 
-// queue binds a new exclusive queue to amq.topic for the routing keys
-// under a new prefix; it returns the prefix and the queue's deliveries.
+// queue binds a new queue to amq.topic (brokertest.AMQPQueue).
 func queue(t *testing.T) (string, <-chan amqp.Delivery) {
-	t.Helper()
-	conn, err := amqp.Dial(brokertest.AMQPURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "herald.test." + strings.ToLower(ids.New("t_", time.Now()))
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.QueueBind(q.Name, prefix+".#", "amq.topic", false, nil); err != nil {
-		t.Fatal(err)
-	}
-	deliveries, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prefix, deliveries
+	return brokertest.AMQPQueue(t, "herald.test")
 }
 
 func next(t *testing.T, deliveries <-chan amqp.Delivery) amqp.Delivery {

@@ -33,6 +33,9 @@ import (
 	"github.com/herald-events/herald/internal/broker"
 )
 
+// errConnectionLost ends a publish whose connection the broker closed.
+var errConnectionLost = errors.New("the connection to the MQTT broker was lost")
+
 // keepAlive is the connection's MQTT keep-alive, in seconds.
 const keepAlive = 30
 
@@ -121,12 +124,26 @@ func (c *conn) Publish(ctx context.Context, d *broker.Destination, topic string,
 		Topic: topic, QoS: byte(d.QoS), Payload: m.Body,
 		Properties: &paho.PublishProperties{ContentType: m.ContentType, User: userProperties(m)},
 	}
-	pr, err := c.c.Publish(ctx, p)
+	// paho keeps a QoS 1 message whose connection was lost for a session
+	// that never resumes here: the wait ends when the client shuts down.
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-c.c.Done():
+			cancel(errConnectionLost)
+		case <-pctx.Done():
+		}
+	}()
+	pr, err := c.c.Publish(pctx, p)
 	switch {
 	case err == nil:
 		return nil
 	case pr != nil && pr.ReasonCode >= 0x80:
 		return broker.Refused(fmt.Errorf("PUBACK reason 0x%02x: %w", pr.ReasonCode, err))
+	case errors.Is(context.Cause(pctx), errConnectionLost):
+		c.broken.Store(true)
+		return broker.Unreachable(errConnectionLost)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		return broker.TimedOut(fmt.Errorf("no PUBACK: %w", err))
 	}
