@@ -5,9 +5,11 @@ import "time"
 // Subscription is where events go and how they are retried (schema
 // Subscription; docs/subscriptions.md describes every field).
 type Subscription struct {
-	ID                   string           `json:"id"`
-	Name                 string           `json:"name"`
-	URL                  string           `json:"url"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// Destination is where pushes go (nil for a pull subscription).
+	Destination          *Destination     `json:"destination"`
 	EventTypes           []string         `json:"event_types"`
 	SubjectBeginsWith    string           `json:"subject_begins_with"`
 	SubjectEndsWith      string           `json:"subject_ends_with"`
@@ -109,8 +111,11 @@ type Transform struct {
 // SubscriptionCreate). Name is required, and URL for a push subscription;
 // zero fields take their defaults.
 type SubscriptionInput struct {
-	Name                 string           `json:"name"`
-	URL                  string           `json:"url,omitempty"`
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+	// Destination is a webhook or a broker (URL is the webhook's
+	// shorthand; give one of them).
+	Destination          *Destination     `json:"destination,omitempty"`
 	EventTypes           []string         `json:"event_types,omitempty"`
 	SubjectBeginsWith    string           `json:"subject_begins_with,omitempty"`
 	SubjectEndsWith      string           `json:"subject_ends_with,omitempty"`
@@ -145,6 +150,7 @@ type SubscriptionInput struct {
 type SubscriptionUpdate struct {
 	Name                 *string           `json:"name,omitempty"`
 	URL                  *string           `json:"url,omitempty"`
+	Destination          *Destination      `json:"destination,omitempty"`
 	EventTypes           *[]string         `json:"event_types,omitempty"`
 	SubjectBeginsWith    *string           `json:"subject_begins_with,omitempty"`
 	SubjectEndsWith      *string           `json:"subject_ends_with,omitempty"`
@@ -283,4 +289,35 @@ type DeliveredPreview struct {
 type FilterTestParams struct {
 	Event        Event             `json:"event"`
 	Subscription SubscriptionInput `json:"subscription"`
+}
+
+// Destination is where a push subscription's deliveries go (schema
+// Destination; docs/destinations.md): Type "webhook" (URL), "nats" (URL,
+// Subject, JetStream), "amqp" (URL, Exchange, RoutingKey), "mqtt" (URL,
+// Topic, QoS) or "kafka" (Brokers, Topic, TLS, SASL), with Mode "binary"
+// (the default) or "structured" for a broker. In a request, set only the
+// type's fields; JetStream and QoS are pointers so that their defaults
+// (true, 1) can be told from false and 0. A password in URL is shown as
+// "xxxxx", SASL's as "****".
+type Destination struct {
+	Type       string   `json:"type"`
+	URL        string   `json:"url,omitempty"`
+	Subject    string   `json:"subject,omitempty"`
+	JetStream  *bool    `json:"jetstream,omitempty"`
+	Exchange   *string  `json:"exchange,omitempty"`
+	RoutingKey *string  `json:"routing_key,omitempty"`
+	Topic      string   `json:"topic,omitempty"`
+	QoS        *int     `json:"qos,omitempty"`
+	Brokers    []string `json:"brokers,omitempty"`
+	TLS        *bool    `json:"tls,omitempty"`
+	SASL       *SASL    `json:"sasl,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+}
+
+// SASL is a Kafka destination's SASL authentication: Mechanism PLAIN,
+// SCRAM-SHA-256 or SCRAM-SHA-512.
+type SASL struct {
+	Mechanism string `json:"mechanism"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
 }

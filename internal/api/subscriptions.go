@@ -25,6 +25,7 @@ type subscriptionJSON struct {
 	ID                string             `json:"id"`
 	Name              string             `json:"name"`
 	URL               string             `json:"url"`
+	Destination       map[string]any     `json:"destination"` // secrets shown as ****
 	EventTypes        []string           `json:"event_types"`
 	SubjectBeginsWith string             `json:"subject_begins_with"`
 	SubjectEndsWith   string             `json:"subject_ends_with"`
@@ -81,6 +82,7 @@ func toSubscriptionJSON(s subscription.Subscription) subscriptionJSON {
 		m := a.Masked()
 		out.Auth = &m
 	}
+	out.Destination = destinationJSON(s)
 	if out.EventTypes == nil {
 		out.EventTypes = []string{}
 	}

@@ -208,7 +208,7 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 		return attempted{}, false
 	}
 	if a.cfg.Tracer.Enabled() {
-		span.End(res.outcome, res.status, res.err != "" || !policyOf(sub, cs[0]).Success(res.status), res.err)
+		span.End(res.outcome, res.status, !res.succeeded(policyOf(sub, cs[0])), res.err)
 	}
 	now := a.cfg.Clock.Now()
 	a.cfg.Metrics.observe(res)
@@ -254,7 +254,7 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 			if out.FirstFailure.IsZero() {
 				out.FirstFailure = now
 			}
-		case res.err != "" || !policy.Success(res.status):
+		case !res.succeeded(policy):
 			v = policy.Decide(retry.Attempt{
 				Number:       out.RoundAttempts,
 				StatusCode:   res.status,

@@ -141,6 +141,8 @@ type Attempter struct {
 	running registry
 	certs   certClients // the clients of mTLS subscriptions
 	stamps  unixStamps  // Webhook-Timestamp values
+	// brokerConns are the connections of broker destinations (broker.go).
+	brokerConns brokerPool
 	// attemptsCtx is every request's parent; Abandon cancels it.
 	attemptsCtx context.Context
 	cancel      context.CancelFunc

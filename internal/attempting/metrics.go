@@ -17,7 +17,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_delivery_attempts_total",
-			Help: "Delivery attempts by outcome (http_200, http_503, timeout, connection_refused, ...).",
+			Help: "Delivery attempts by outcome (http_200, http_503, timeout, connection_refused, broker_acked, broker_unreachable, ...).",
 		}, []string{"outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_attempt_duration_seconds",
@@ -31,8 +31,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 func (m *Metrics) observe(r result) {
 	m.attempts.WithLabelValues(r.outcome).Inc()
-	class := "response"
-	if r.status == 0 {
+	class := "response" // an answer, or a broker's acknowledgement
+	if r.status == 0 && r.outcome != outcomeBrokerAcked {
 		class = "error"
 	}
 	m.latency.WithLabelValues(class).Observe(r.duration.Seconds())

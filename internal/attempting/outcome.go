@@ -43,7 +43,7 @@ func healthOf(policy retry.Policy, res result, now time.Time) (health.Outcome, b
 		res.outcome == outcomeAuthFailed {
 		return health.Outcome{}, false
 	}
-	ok := res.status != 0 && (res.status/100 == 2 || policy.Success(res.status))
+	ok := res.published && res.succeeded(policy) || res.status != 0 && (res.status/100 == 2 || policy.Success(res.status))
 	return health.Outcome{At: now, Success: ok, Gone: res.status == http.StatusGone}, true
 }
 

@@ -82,6 +82,7 @@ type result struct {
 	retryAfter string // the response's Retry-After header; "" without one
 	duration   time.Duration
 	refused    *destination.Refusal // the refusal of a destination_blocked attempt
+	published  bool                 // a publish to a broker (broker.go), not an HTTP exchange
 }
 
 // fail records an attempt that got no response: its outcome, and err's
@@ -136,6 +137,9 @@ func (a *Attempter) send(ctx context.Context, sub *catalog.Entry, cs []store.Cla
 	for _, c := range cs {
 		items = append(items, event.Item{Payload: c.Payload, DeliveryID: c.ID, Attempt: c.Attempts + 1, PublishedAt: c.CreatedAt})
 		attempt = max(attempt, c.Attempts+1)
+	}
+	if publishes(sub, cs) {
+		return a.brokerConns.publish(ctx, &a.cfg, sub, cs, items)
 	}
 	target := event.Target{AccountID: sub.AccountID, SubscriptionName: sub.Name, Batch: sub.Batches()}
 	rawURL, u := sub.URL, sub.PushURL

@@ -88,6 +88,9 @@ type subscription struct {
 	AdvancedFilters json.RawMessage `json:"advanced_filters,omitempty"`
 	// Ordering: "" (the server's default, none) or "key".
 	Ordering string `json:"ordering,omitempty"`
+	// Destination (JSON; nil: URL's webhook) is a broker destination
+	// (docs/destinations.md).
+	Destination json.RawMessage `json:"destination,omitempty"`
 	// Transform is a CEL transform (nil: none).
 	Transform *transformSpec `json:"transform,omitempty"`
 }

@@ -11,7 +11,7 @@ import (
 
 // Scenarios lists every scenario, in the order "all" runs those it runs
 // (AllScenarios).
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "batch", "fanout-filtered", "rate-limited", "ordered", "schema-enforced", "transformed", "soak", "console"}
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "nats", "batch", "fanout-filtered", "rate-limited", "ordered", "schema-enforced", "transformed", "soak", "console"}
 
 // notInAll are the scenarios "all" leaves out: soak takes about twenty
 // minutes with its defaults, longer than everything else together, and
@@ -39,6 +39,7 @@ var scenarioInfo = map[string]string{
 	"blackhole":       "--blackhole-share of the endpoints never answer; healthy throughput vs. a normal phase",
 	"backlog":         "--backlog deliveries pending retry hours away, then fresh traffic: memory and latency vs. before",
 	"pull":            "--pull-events to one pull subscription, --consumers receiving --pull-batch at a time and acknowledging; vs. steady-batch",
+	"nats":            "steady-batch's load to one subscription whose destination is a JetStream subject on the machine's NATS (127.0.0.1:4222), structured mode, counted by a stream consumer; vs. steady-batch",
 	"batch":           "steady-batch's load twice, on fresh servers: subscriptions at max_events_per_batch 1, then --batch (batched pushes)",
 	"fanout-filtered": "steady-batch's load with 1,000 subscriptions whose advanced filters never match, then on a fresh server without them",
 	"rate-limited":    "steady-batch's load twice, on fresh servers: beside one more endpoint limited to 200 requests/s, then without it",
@@ -306,6 +307,10 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 	case "batch":
 		// Two runs of steady-batch's load: allow 1,000 deliveries/s at worst.
 		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
+	case "nats":
+		// steady-batch's load, each delivery a JetStream publish: allow
+		// 1,000 deliveries/s at worst.
+		return 2*time.Minute + time.Duration(s.Events/1000)*time.Second
 	case "ordered":
 		// Two runs of steady-batch's load.
 		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second

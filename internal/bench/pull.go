@@ -333,16 +333,21 @@ func comparePullPush(results []Result, postgres bool) {
 		if pull.Scenario != "pull" || pull.Target == targetBaseline {
 			continue
 		}
-		// The steady-batch of the same run (--runs), on Herald.
-		var push *Result
-		for j := range results {
-			r := &results[j]
-			if r.Scenario == "steady-batch" && r.Target != targetBaseline && r.Run == pull.Run {
-				push = r
-			}
-		}
-		comparePullWith(pull, push, postgres)
+		comparePullWith(pull, steadyBatchOf(results, pull.Run), postgres)
 	}
+}
+
+// steadyBatchOf is the steady-batch result of run (--runs) on Herald among
+// results (nil: none).
+func steadyBatchOf(results []Result, run int) *Result {
+	var push *Result
+	for j := range results {
+		r := &results[j]
+		if r.Scenario == "steady-batch" && r.Target != targetBaseline && r.Run == run {
+			push = r
+		}
+	}
+	return push
 }
 
 func comparePullWith(pull, push *Result, postgres bool) {

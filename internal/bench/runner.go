@@ -87,6 +87,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	comparePullPush(rep.Results, isPostgres(cfg.Store))
+	compareNATSPush(rep.Results)
 	compareBaseline(rep, isPostgres(cfg.Store))
 	return rep, nil
 }
@@ -137,6 +138,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"blackhole":       blackholeScenario,
 	"backlog":         backlogScenario,
 	"pull":            pullScenario,
+	"nats":            natsScenario,
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
 	"schema-enforced": schemaEnforcedScenario,

@@ -165,6 +165,7 @@ func (p *Pipeline) stopStages() {
 	p.Scheduler.Stop()
 	p.Recorder.Stop()
 	p.Scheduler.Finisher().Stop()
+	p.Attempter.CloseBrokers() // no attempt runs any more
 }
 
 // Loops are the pipeline's periodic services (the scheduler's).

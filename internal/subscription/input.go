@@ -24,8 +24,11 @@ import (
 // Its checks return, for a problem: a *strictjson.Error naming the field
 // (the API answers 400), a *CombinationError or a *DestinationError (422).
 type Input struct {
-	Name              *string              `json:"name"`
-	URL               *string              `json:"url"`
+	Name *string `json:"name"`
+	URL  *string `json:"url"`
+	// Destination is where a push goes (brokers.go): a webhook (url is
+	// its shorthand) or a broker.
+	Destination       json.RawMessage      `json:"destination"`
 	EventTypes        *[]string            `json:"event_types"`
 	SubjectBeginsWith *string              `json:"subject_begins_with"`
 	SubjectEndsWith   *string              `json:"subject_ends_with"`
@@ -98,8 +101,10 @@ func (in Input) CheckCreate() *strictjson.Error {
 		return &strictjson.Error{Field: "url", Detail: "a pull subscription has no url: its consumers receive its events (POST /v1/subscriptions/{id}/receive)"}
 	case pull && field != "":
 		return &strictjson.Error{Field: field, Detail: "a pull subscription pushes nothing: it has no " + field}
-	case !pull && in.URL == nil:
-		return &strictjson.Error{Field: "url", Detail: "url is required (or delivery_mode pull, for consumers that receive)"}
+	case pull && in.Destination != nil:
+		return &strictjson.Error{Field: "destination", Detail: "a pull subscription has no destination: its consumers receive its events (POST /v1/subscriptions/{id}/receive)"}
+	case !pull && in.URL == nil && in.Destination == nil:
+		return &strictjson.Error{Field: "url", Detail: "url (or destination) is required (or delivery_mode pull, for consumers that receive)"}
 	}
 	return nil
 }
@@ -139,7 +144,7 @@ func (in Input) New(ctx context.Context, c Creation) (Subscription, error) {
 		sub.FailurePolicy = FailureRetry // nothing is pushed, so nothing fails
 		return sub, nil
 	}
-	if err := checkDestination(ctx, c.Destinations, "url", sub.URL); err != nil {
+	if err := checkPushDestination(ctx, c.Destinations, &sub); err != nil {
 		return Subscription{}, err
 	}
 	if sub.Delivery.DeadLetterURL != "" {
@@ -192,8 +197,8 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 	if err := checkCombination(sub); err != nil {
 		return err
 	}
-	if in.URL != nil {
-		if err := checkDestination(ctx, g, "url", sub.URL); err != nil {
+	if in.URL != nil || in.Destination != nil {
+		if err := checkPushDestination(ctx, g, sub); err != nil {
 			return err
 		}
 	}
@@ -217,7 +222,7 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 // Update do).
 func (in Input) Apply(sub *Subscription) *strictjson.Error {
 	for _, apply := range []func(*Subscription) *strictjson.Error{
-		in.applyMatch, in.applyRequest, in.applyFilters, in.applyExpressions, in.applyDelivery, in.applyOrdering, in.applyAuth, in.applyRetry,
+		in.applyDestination, in.applyMatch, in.applyRequest, in.applyFilters, in.applyExpressions, in.applyDelivery, in.applyOrdering, in.applyAuth, in.applyRetry,
 	} {
 		if err := apply(sub); err != nil {
 			return err
@@ -235,12 +240,15 @@ func (in Input) applyMatch(sub *Subscription) *strictjson.Error {
 		}
 		sub.Name = *in.Name
 	}
-	if in.URL != nil {
-		u, err := sentURL("url", *in.URL, sub.URL)
+	if in.URL != nil && !(sub.Delivery.Destination != nil && *in.URL == sub.URL) {
+		// A broker subscription's url sent back as shown keeps its
+		// destination; another URL makes it a webhook's.
+		u, err := sentURL("url", *in.URL, webhookURL(sub))
 		if err != nil {
 			return err
 		}
 		sub.URL = u // the store sets the EndpointID of the URL
+		sub.Delivery.Destination = nil
 	}
 	if in.EventTypes != nil {
 		if err := checkEventTypes(*in.EventTypes); err != nil {
@@ -449,6 +457,8 @@ func (in Input) pushOnlyField() string {
 	switch {
 	case in.URL != nil:
 		return "url"
+	case in.Destination != nil:
+		return "destination"
 	case in.FailurePolicy != nil:
 		return "failure_policy"
 	case in.DeliverySchema != nil:

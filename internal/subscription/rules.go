@@ -81,6 +81,9 @@ func (e *CombinationError) Error() string { return e.Field + ": " + e.Detail }
 // checkCombination refuses the settings a subscription's schema cannot
 // carry.
 func checkCombination(sub *Subscription) *CombinationError {
+	if err := checkBrokerCombination(sub); err != nil {
+		return err
+	}
 	schema := cmp.Or(sub.Delivery.Schema, event.SchemaCloudEvents)
 	if !event.CanBatch(schema) && sub.Delivery.MaxEventsPerBatch > 1 {
 		return &CombinationError{Field: "max_events_per_batch", Detail: fmt.Sprintf(

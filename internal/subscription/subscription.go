@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/signing"
 )
 
@@ -148,6 +149,11 @@ type DeliveryOptions struct {
 	// what it gives becomes the delivered data (internal/expr; kept as
 	// written, checked to compile at create and update).
 	Transform string `json:"transform,omitempty"`
+	// Destination, when set, is the broker the pushes are published to
+	// (internal/broker; the subscription's URL is then its endpoint key,
+	// EndpointKey); nil: the URL, a webhook. Its URL and SASL password are
+	// secrets (MaskedDestination).
+	Destination *broker.Destination `json:"destination,omitempty"`
 }
 
 // The orderings of a push subscription's deliveries.

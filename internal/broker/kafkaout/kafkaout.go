@@ -1,0 +1,172 @@
+// Package kafkaout publishes CloudEvents to Kafka (a Connector of
+// internal/broker, on franz-go), following the CloudEvents "Kafka Protocol
+// Binding" (cloudevents/spec, cloudevents/bindings/kafka-protocol-binding.md):
+//   - binary mode: each attribute a record header named ce_NAME, its
+//     value the attribute's UTF-8 text; the datacontenttype the
+//     content-type header; the data the record's value;
+//   - structured mode: the JSON event format as the value, content-type
+//     application/cloudevents+json;
+//   - the record key is the delivery's ordering key (the event's
+//     partitionkey when the subscription orders by key, the binding's
+//     "Key Mapping"); without one the record has no key.
+//
+// Success is a produce acknowledged with acks=all (every in-sync replica;
+// franz-go's idempotent producer). A Kafka error code (unknown topic,
+// authorization, a record too large) is broker_refused; a cluster that
+// cannot be reached broker_unreachable; no answer by the attempt's
+// deadline broker_timeout.
+package kafkaout
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/herald-events/herald/internal/broker"
+)
+
+// Retry bounds of a produce within one attempt: a record is tried at most
+// recordRetries more times after a retriable failure (a connection error,
+// a leader moving) and an unknown topic fails after unknownTopicRetries
+// metadata refreshes, so that a cluster that is down or a topic that does
+// not exist fails the attempt (whose own retry policy follows) rather
+// than wait out its deadline.
+const (
+	recordRetries       = 2
+	unknownTopicRetries = 2
+)
+
+// SASL mechanisms a Kafka destination may name.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// conn is a franz-go client of one cluster.
+type conn struct {
+	cl     *kgo.Client
+	broken atomic.Bool
+}
+
+// Connect is the Kafka broker.Connector: a client of d.Brokers (seeds;
+// the others it learns of are dialled through dial too, so each passes
+// the destination guard), with TLS and SASL as d asks, that must reach a
+// broker by ctx's deadline (a metadata request).
+func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(d.Brokers...),
+		kgo.Dialer(dialer(d, dial)),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(recordRetries),
+		kgo.UnknownTopicRetries(unknownTopicRetries),
+		kgo.ProducerLinger(0),
+		kgo.ClientID("herald"),
+	}
+	if d.SASL != nil {
+		m, err := Mechanism(d.SASL)
+		if err != nil {
+			return nil, broker.Refused(err)
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, broker.Refused(err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, classify(err)
+	}
+	return &conn{cl: cl}, nil
+}
+
+// Mechanism is the franz-go SASL mechanism of s: PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512.
+func Mechanism(s *broker.SASL) (sasl.Mechanism, error) {
+	switch strings.ToUpper(s.Mechanism) {
+	case MechanismPlain:
+		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism(), nil
+	case MechanismScramSHA256:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism(), nil
+	case MechanismScramSHA512:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("unknown SASL mechanism %q", s.Mechanism)
+}
+
+// dialer is franz-go's dial function: dial, then TLS when d asks for it
+// (verified against the system's roots, the server name the broker's
+// host).
+func dialer(d *broker.Destination, dial broker.DialFunc) func(ctx context.Context, network, host string) (net.Conn, error) {
+	return func(ctx context.Context, network, host string) (net.Conn, error) {
+		nc, err := dial(ctx, network, host)
+		if err != nil || !d.TLS {
+			return nc, err
+		}
+		name, _, _ := net.SplitHostPort(host)
+		tc := tls.Client(nc, &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, broker.Unreachable(err)
+		}
+		return tc, nil
+	}
+}
+
+// Publish produces m to topic and waits for its acks=all acknowledgement.
+func (c *conn) Publish(ctx context.Context, d *broker.Destination, topic string, m broker.Message) error {
+	rec := &kgo.Record{Topic: topic, Value: m.Body, Headers: headers(m)}
+	if m.Key != "" {
+		rec.Key = []byte(m.Key)
+	}
+	err := classify(c.cl.ProduceSync(ctx, rec).FirstErr())
+	if broker.OutcomeOf(err) == broker.OutcomeUnreachable {
+		c.broken.Store(true)
+	}
+	return err
+}
+
+// headers are the record's headers (see the package comment).
+func headers(m broker.Message) []kgo.RecordHeader {
+	h := make([]kgo.RecordHeader, 0, len(m.Attributes)+1)
+	for _, a := range m.Attributes {
+		h = append(h, kgo.RecordHeader{Key: "ce_" + a[0], Value: []byte(a[1])})
+	}
+	if m.ContentType != "" {
+		h = append(h, kgo.RecordHeader{Key: "content-type", Value: []byte(m.ContentType)})
+	}
+	return h
+}
+
+// classify names a franz-go error's outcome: a Kafka error code is
+// broker_refused.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if ke, ok := errors.AsType[*kerr.Error](err); ok {
+		return broker.Refused(ke)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) {
+		return broker.TimedOut(err)
+	}
+	return broker.Unreachable(err)
+}
+
+// Broken reports whether a produce found the cluster unreachable: the
+// pool then makes a new client, which must reach it first.
+func (c *conn) Broken() bool { return c.broken.Load() }
+
+// Close closes the client.
+func (c *conn) Close() { c.cl.Close() }

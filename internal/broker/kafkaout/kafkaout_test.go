@@ -1,0 +1,134 @@
+package kafkaout_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/herald-events/herald/internal/broker"
+	"github.com/herald-events/herald/internal/broker/brokertest"
+	"github.com/herald-events/herald/internal/broker/kafkaout"
+)
+
+var connectors = map[string]broker.Connector{broker.TypeKafka: kafkaout.Connect}
+
+func publish(p *broker.Pool, d *broker.Destination, m broker.Message, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return p.Publish(ctx, d, m)
+}
+
+// consume returns the first record of topic on brokers, read with a
+// franz-go consumer, within 10 seconds.
+func consume(t *testing.T, brokers []string, topic string) *kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("no record in %s: %v", topic, err)
+		}
+		if recs := fs.Records(); len(recs) > 0 {
+			return recs[0]
+		}
+	}
+}
+
+func header(r *kgo.Record, name string) string {
+	for _, h := range r.Headers {
+		if h.Key == name {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// TestBinary: a binary-mode event is produced with acks=all to the topic
+// its template gives, each attribute a ce_NAME header, the
+// datacontenttype the content-type header, the ordering key the record
+// key.
+func TestBinary(t *testing.T) {
+	k := brokertest.StartKafka(t, "orders.order-created")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "orders.{type}"}
+	m := brokertest.Binary("order-created")
+	m.Key = "customer-7"
+	if err := publish(p, d, m, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r := consume(t, k.Addrs(), "orders.order-created")
+	for name, want := range map[string]string{
+		"ce_specversion": "1.0", "ce_id": "evt-1", "ce_source": "/herald/test", "ce_type": "order-created",
+		"ce_subject": "orders/42", "ce_tenant": "Zoë Ltd", "content-type": "application/json",
+	} {
+		if got := header(r, name); got != want {
+			t.Errorf("header %s = %q, want %q", name, got, want)
+		}
+	}
+	if string(r.Key) != "customer-7" || string(r.Value) != `{"order":42}` {
+		t.Errorf("key %q, value %s", r.Key, r.Value)
+	}
+}
+
+// TestStructured: structured mode carries the JSON event format as the
+// value, content-type application/cloudevents+json; no key without an
+// ordering key.
+func TestStructured(t *testing.T) {
+	k := brokertest.StartKafka(t, "events")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "events", Mode: broker.ModeStructured}
+	if err := publish(p, d, brokertest.Structured("order.created"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r := consume(t, k.Addrs(), "events")
+	var ev map[string]any
+	if header(r, "content-type") != "application/cloudevents+json" || header(r, "ce_id") != "" || r.Key != nil ||
+		json.Unmarshal(r.Value, &ev) != nil || ev["id"] != "evt-1" {
+		t.Errorf("headers %v, key %q, value %s", r.Headers, r.Key, r.Value)
+	}
+}
+
+// TestFailures: a topic the cluster does not have (and does not create)
+// is refused, so is a template that resolves to a topic with a character
+// Kafka refuses; a closed port is unreachable; a server that accepts and
+// says nothing times out.
+func TestFailures(t *testing.T) {
+	k := brokertest.StartKafka(t, "events")
+	p := brokertest.Pool(t, connectors)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "nope"}, brokertest.Binary("a"), 20*time.Second), broker.OutcomeRefused)
+	m := brokertest.Binary("a")
+	m.Fields.Source = "/x"
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "t{source}"}, m, 10*time.Second), broker.OutcomeRefused)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: []string{brokertest.ClosedPort(t)}, Topic: "events"}, brokertest.Binary("a"), 10*time.Second), broker.OutcomeUnreachable)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: []string{brokertest.Silent(t)}, Topic: "events"}, brokertest.Binary("a"), 500*time.Millisecond), broker.OutcomeTimeout)
+}
+
+// TestRestartedCluster: the cluster is closed — the produce is
+// unreachable — and made again on the same port: the next produce
+// reaches it.
+func TestRestartedCluster(t *testing.T) {
+	k := brokertest.StartKafka(t, "events")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "events"}
+	if err := publish(p, d, brokertest.Binary("one"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	k.Stop()
+	brokertest.WantOutcome(t, publish(p, d, brokertest.Binary("two"), 10*time.Second), broker.OutcomeUnreachable)
+	k.Start()
+	if err := publish(p, d, brokertest.Binary("three"), 10*time.Second); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	if r := consume(t, k.Addrs(), "events"); header(r, "ce_type") != "three" {
+		t.Errorf("after the restart: %v", r.Headers)
+	}
+}

@@ -1,0 +1,151 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxTarget bounds a resolved subject, routing key or topic in bytes:
+// AMQP's short string limit (255), which also holds Kafka's 249-byte topic
+// names (checked apart).
+const MaxTarget = 255
+
+// maxKafkaTopic is Kafka's limit on a topic name's length.
+const maxKafkaTopic = 249
+
+// Placeholders a template may hold, each replaced by the event's attribute
+// (an absent subject is "").
+var placeholders = []string{"{type}", "{subject}", "{source}"}
+
+// Resolve is the target a template gives for an event of these fields
+// (Expand), checked for the destination's type (Check). A result that fails
+// the check is an OutcomeRefused error: the event cannot be published
+// there, and retrying will not change it.
+func Resolve(typ, template string, f Fields) (string, error) {
+	s := Expand(template, f)
+	if msg := Check(typ, s); msg != "" {
+		return "", Refusedf("the %s %q resolves to %q for this event, which %s", TargetName(typ), template, s, msg)
+	}
+	return s, nil
+}
+
+// Expand replaces each {type}, {subject} and {source} in template with the
+// event's attribute; any other text is kept as is.
+func Expand(template string, f Fields) string {
+	if !strings.Contains(template, "{") {
+		return template
+	}
+	return strings.NewReplacer("{type}", f.Type, "{subject}", f.Subject, "{source}", f.Source).Replace(template)
+}
+
+// CheckTemplate returns why template can never give a valid target for
+// typ ("" when it can): it is checked with each placeholder replaced by a
+// plain word, and a brace that is not a known placeholder is refused.
+func CheckTemplate(typ, template string) string {
+	rest := template
+	for _, p := range placeholders {
+		rest = strings.ReplaceAll(rest, p, "")
+	}
+	if strings.ContainsAny(rest, "{}") {
+		return "may hold only the placeholders {type}, {subject} and {source}"
+	}
+	return Check(typ, Expand(template, Fields{Type: "t", Subject: "s", Source: "s"}))
+}
+
+// Check returns why s is not a target a destination of typ can publish to
+// ("" when it is):
+//   - NATS subjects: 1 to MaxTarget bytes, '.'-separated tokens none empty,
+//     no wildcard (* or >), no whitespace;
+//   - AMQP routing keys: at most MaxTarget bytes (empty is allowed: the
+//     fanout and default exchanges ignore it), no empty '.'-separated
+//     word unless the key is empty, no * or # (a binding's wildcards);
+//   - MQTT topics: 1 to MaxTarget bytes, no wildcard (+ or #), no empty
+//     '/'-separated level, no NUL;
+//   - Kafka topics: 1 to 249 bytes of ASCII letters, digits, '.', '_'
+//     and '-', not "." or "..".
+func Check(typ, s string) string {
+	if len(s) > MaxTarget {
+		return fmt.Sprintf("is longer than %d bytes", MaxTarget)
+	}
+	switch typ {
+	case TypeNATS:
+		return checkSegments(s, ".", "*>", false)
+	case TypeAMQP:
+		return checkSegments(s, ".", "*#", true)
+	case TypeMQTT:
+		return checkSegments(s, "/", "+#", false)
+	case TypeKafka:
+		return checkKafkaTopic(s)
+	}
+	return "is not for a broker"
+}
+
+// checkSegments checks s split at sep: no empty segment, none of the
+// wildcards, no whitespace or control character; "" passes only when
+// emptyOK.
+func checkSegments(s, sep, wildcards string, emptyOK bool) string {
+	if s == "" {
+		if emptyOK {
+			return ""
+		}
+		return "is empty"
+	}
+	if strings.ContainsAny(s, wildcards) {
+		return "holds a wildcard (" + strings.Join(strings.Split(wildcards, ""), " or ") + ")"
+	}
+	for _, c := range s {
+		if c <= ' ' || c == 0x7f {
+			return "holds whitespace or a control character"
+		}
+	}
+	for seg := range strings.SplitSeq(s, sep) {
+		if seg == "" {
+			return "has an empty " + strconvQuote(sep) + "-separated part"
+		}
+	}
+	return ""
+}
+
+// checkKafkaTopic checks a Kafka topic name (Kafka's own rule: its
+// legal characters and length).
+func checkKafkaTopic(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > maxKafkaTopic:
+		return fmt.Sprintf("is longer than %d bytes", maxKafkaTopic)
+	case s == "." || s == "..":
+		return "is not a valid Kafka topic name"
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Sprintf("holds %q: a Kafka topic holds only ASCII letters, digits, '.', '_' and '-'", c)
+		}
+	}
+	return ""
+}
+
+func strconvQuote(s string) string { return "'" + s + "'" }
+
+// TargetName names what a destination of typ publishes to, as its field
+// is named: subject, routing_key or topic.
+func TargetName(typ string) string {
+	switch typ {
+	case TypeNATS:
+		return "subject"
+	case TypeAMQP:
+		return "routing_key"
+	}
+	return "topic"
+}
+
+// Template is d's target template: its subject, routing key or topic.
+func (d *Destination) Template() string {
+	switch d.Type {
+	case TypeNATS:
+		return d.Subject
+	case TypeAMQP:
+		return d.RoutingKey
+	}
+	return d.Topic
+}
