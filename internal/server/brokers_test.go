@@ -344,3 +344,45 @@ func TestKafkaOrderingKey(t *testing.T) {
 func amqpQueue(t *testing.T) (string, <-chan amqp.Delivery) {
 	return brokertest.AMQPQueue(t, "herald.server")
 }
+
+// TestBrokerDestinationTransformed: a subscription's transform applies to
+// a broker destination as to a webhook: the NATS message (binary mode)
+// carries the transform's output as its data, datacontenttype
+// application/json, the event's own id; a null skips the event (filtered,
+// nothing published).
+func TestBrokerDestinationTransformed(t *testing.T) {
+	srv := brokertest.StartNATS(t)
+	nc, err := nats.Connect("nats://" + srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	got, err := nc.SubscribeSync("chat.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t)
+	sub := b.subscribe(map[string]any{"name": "chat",
+		"destination": map[string]any{"type": "nats", "url": "nats://" + srv.Addr(), "subject": "chat.{type}", "jetstream": false},
+		"transform":   map[string]any{"cel": `data.amount > 100.0 ? dyn({"text": "paid " + string(data.amount)}) : null`}})
+	b.order("big", map[string]any{"amount": 150})
+	m, err := got.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Data) != `{"text":"paid 150"}` || m.Header.Get("ce-id") != "big" || m.Header.Get("content-type") != "application/json" {
+		t.Fatalf("message %q, headers %v", m.Data, m.Header)
+	}
+	b.order("small", map[string]any{"amount": 5})
+	eventually(t, "the small order filtered", func() bool {
+		for _, d := range b.deliveries(sub) {
+			if d.EventID == "small" {
+				return d.Status == "filtered"
+			}
+		}
+		return false
+	})
+	if m, err := got.NextMsg(50 * time.Millisecond); err == nil {
+		t.Fatalf("a filtered event was published: %q", m.Data)
+	}
+}
