@@ -148,7 +148,8 @@ func (c *Console) Handler() http.Handler {
 		throttle: newSignInThrottle("console sign-in", c.Clock, c.Logger)}
 	b := base{store: c.Store, live: c.Live, now: c.Clock.Now, pages: pg}
 	subs := &subscriptionPages{b}
-	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock}
+	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock,
+		preview: previewer{store: c.Store, catalog: c.EventTypes, now: c.Clock.Now}}
 	evs := &eventPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
 	ov := &overviewPages{base: b, clockNow: c.Clock.Now}
