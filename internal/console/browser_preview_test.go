@@ -99,8 +99,8 @@ func TestBrowserPreviewIsWhatIsPushed(t *testing.T) {
 	if !strings.Contains(example, `"amount": 150`) || b.value(t, "#transform") != chatTransform || b.value(t, "#name") != "chat" {
 		t.Fatalf("after the preview the form holds the event %q and the transform %q", example, b.value(t, "#transform"))
 	}
-	b.do(t, "previewing a small order", chromedp.SetValue(chromedp.CSS("#preview_event"), strings.Replace(example, "150", "50", 1)),
-		chromedp.Click(chromedp.CSS("#preview")), chromedp.WaitVisible(chromedp.CSS("#preview-result")))
+	b.do(t, "typing a small order", chromedp.SetValue(chromedp.CSS("#preview_event"), strings.Replace(example, "150", "50", 1)))
+	b.submit(t, "previewing it", "#preview", "#preview-result")
 	if v := b.text(t, "#preview-verdict"); !strings.HasPrefix(v, "Does not match: filter_expression is false") {
 		t.Fatalf("the preview of a small order says %q", v)
 	}
@@ -134,6 +134,16 @@ func TestBrowserPreviewIsWhatIsPushed(t *testing.T) {
 	if again := b.text(t, "#preview-body"); again != shown {
 		t.Fatalf("the delivered event previews as\n%s\nnot\n%s", again, shown)
 	}
+	b.do(t, "scrolling to the preview", chromedp.ScrollIntoView(chromedp.CSS("#preview")))
 	b.shot(t, "console-subscription-preview")
 	b.noPolicyViolations(t)
+}
+
+// submit clicks sel, a button that sends its form, and waits for the
+// answer's page to show want (the page sent from is marked, so that what
+// it shows is not taken for the answer's).
+func (b *browser) submit(t *testing.T, what, sel, want string) {
+	t.Helper()
+	read(t, b, "marking the page", chromedp.Evaluate[bool](`document.body.dataset.sent = "1", true`))
+	b.do(t, what, chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS("body:not([data-sent]) "+want)))
 }
