@@ -13,7 +13,7 @@ import (
 // every event tried are the session's account's alone.
 
 // previewer is the portal's previewer, over its store and catalog.
-func (p portalPages) previewer() previewer {
+func (p *Portal) previewer() previewer {
 	return previewer{store: p.Store, catalog: p.EventTypes, now: p.Clock.Now}
 }
 
@@ -34,12 +34,16 @@ func (f portalForm) Expressions(action string, pull bool) expressionsBlock {
 	return expressionsBlock{expressions: f.expressions, Problem: f.Problem, NoTransform: pull, Preview: f.Preview, Action: action}
 }
 
+// portalPreviews are the portal's forms' Preview actions, over the forms'
+// own (portalPages).
+type portalPreviews struct{ portalPages }
+
 // previewNew takes the create form's Preview: the subscription of the form
 // is made as createSubscription makes it, not stored, and tried on the
 // form's event. The list is shown again with the form as typed and what a
 // push would carry, or the problem beside its field; nothing is made. Only
 // a session whose scope names no subscriptions may (403 otherwise).
-func (p portalPages) previewNew(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalPreviews) previewNew(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	if len(v.scope.SubscriptionIDs) > 0 {
 		p.pages.portalError(w, r, v, http.StatusForbidden, "This portal session is limited to some subscriptions: it cannot make others.")
 		return
@@ -55,7 +59,7 @@ func (p portalPages) previewNew(w http.ResponseWriter, r *http.Request, v *porta
 // the form would change it (subscription.Input's Update of a copy) is
 // tried on the form's event; the page is shown again as previewNew shows
 // the list. Nothing is changed.
-func (p portalPages) previewEdit(w http.ResponseWriter, r *http.Request, v *portalVisit) {
+func (p portalPreviews) previewEdit(w http.ResponseWriter, r *http.Request, v *portalVisit) {
 	cur, ok := p.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -75,7 +79,7 @@ func (p portalPages) previewEdit(w http.ResponseWriter, r *http.Request, v *port
 // tryPreview tries the form's event on sub, the subscription the form
 // makes (err: why it could not be made, shown beside its field); false
 // when it answered (the store's error).
-func (p portalPages) tryPreview(w http.ResponseWriter, r *http.Request, v *portalVisit, form *portalForm, sub subscription.Subscription, err error) bool {
+func (p portalPreviews) tryPreview(w http.ResponseWriter, r *http.Request, v *portalVisit, form *portalForm, sub subscription.Subscription, err error) bool {
 	if pr, ok := problemOf(err, form.Name); ok {
 		form.Problem = pr
 		return true

@@ -6,13 +6,17 @@ import (
 	"github.com/herald-events/herald/internal/subscription"
 )
 
+// formPreviews are the create and edit forms' Preview actions, over the
+// forms' own (subscriptionActions).
+type formPreviews struct{ *subscriptionActions }
+
 // previewNew takes the create form's Preview: the subscription of the
 // form is made as create makes it (subscription.Input's New) but not
 // stored, and tried on the form's event (previewer.run). The form is shown
 // again as typed, with what a push would carry, or with the problem beside
 // its field (the status create would answer; 400 for an event that cannot
 // be tried). Nothing is made or sent.
-func (sa *subscriptionActions) previewNew(w http.ResponseWriter, r *http.Request, v *visit) {
+func (sa formPreviews) previewNew(w http.ResponseWriter, r *http.Request, v *visit) {
 	view, acc, ok := sa.createForm(w, r, v)
 	if !ok {
 		return
@@ -32,7 +36,7 @@ func (sa *subscriptionActions) previewNew(w http.ResponseWriter, r *http.Request
 // updates it) is tried on the form's event, its own deliveries' events
 // among the choices. The form is shown again as previewNew shows it;
 // nothing is changed or sent.
-func (sa *subscriptionActions) previewEdit(w http.ResponseWriter, r *http.Request, v *visit) {
+func (sa formPreviews) previewEdit(w http.ResponseWriter, r *http.Request, v *visit) {
 	cur, ok := sa.ownSubscription(w, r, v)
 	if !ok {
 		return
@@ -55,7 +59,7 @@ func (sa *subscriptionActions) previewEdit(w http.ResponseWriter, r *http.Reques
 // tryPreview tries the preview's event on sub, the subscription the form
 // makes (err: why it could not be made, shown beside its field), setting
 // view's Problem or Preview; false when it answered (the store's error).
-func (sa *subscriptionActions) tryPreview(w http.ResponseWriter, r *http.Request, v *visit, view *subscriptionFormView, sub subscription.Subscription, err error) bool {
+func (sa formPreviews) tryPreview(w http.ResponseWriter, r *http.Request, v *visit, view *subscriptionFormView, sub subscription.Subscription, err error) bool {
 	if p, ok := problemOf(err, view.Form.Name); ok {
 		view.Problem = p
 		return true
