@@ -33,7 +33,9 @@ const awkward = `data.note == "<b>&'x'</b>" || event.type != "a>b"`
 
 // TestExpressionsOnTheConsoleForm: the edit form shows a subscription's
 // expressions as they are (escaped), and saving it as it came changes
-// nothing; an emptied filter expression removes it; a filter expression
+// nothing; an emptied filter expression removes it; a transform on
+// several lines (a browser's CRLF) is kept with LF, and sent again changes
+// nothing; a filter expression
 // that is not a bool is refused beside it, naming filter_expression, and
 // changes nothing. A pull subscription's form offers no transform. The
 // preview takes only the subscription's own deliveries (another's is
@@ -71,6 +73,16 @@ func TestExpressionsOnTheConsoleForm(t *testing.T) {
 	}
 	if got := subOf(n, ts.shopKey, id); got["filter_expression"] != nil && got["filter_expression"] != "" || got["transform"] == nil {
 		t.Fatalf("after emptying the filter expression: %v", got)
+	}
+	fields["transform"] = "{\r\n  \"n\": 2\r\n}"
+	if p := a.post("/console/subscriptions/"+id+"/edit", fields); p.header.Get("Location") != "/console/subscriptions/"+id+"?done=saved" {
+		t.Fatalf("a transform on three lines: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	if got := subOf(n, ts.shopKey, id)["transform"]; got.(map[string]any)["cel"] != "{\n  \"n\": 2\n}" {
+		t.Fatalf("the transform typed on three lines is stored as %q", got)
+	}
+	if p := a.post("/console/subscriptions/"+id+"/edit", fields); p.header.Get("Location") != "/console/subscriptions/"+id+"?done=unchanged" {
+		t.Fatalf("saving the three lines again: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
 	saved := subJSON(n, ts.shopKey, id)
 

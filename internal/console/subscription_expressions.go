@@ -10,15 +10,16 @@ import (
 
 // expressions are a subscription form's CEL fields as typed (the console's
 // and the portal's forms): filter_expression and transform's cel, each
-// trimmed ("": none). docs/subscriptions.md says what they do.
+// trimmed ("": none), on one line or several. docs/subscriptions.md says what they do.
 type expressions struct {
 	FilterExpression, Transform string
 }
 
-// readExpressions returns the expressions of a form's POST.
+// readExpressions returns the expressions of a form's POST, their line
+// breaks LF (a browser sends a textarea's as CRLF), trimmed.
 func readExpressions(f url.Values) expressions {
-	return expressions{FilterExpression: strings.TrimSpace(f.Get("filter_expression")),
-		Transform: strings.TrimSpace(f.Get("transform"))}
+	read := func(name string) string { return strings.TrimSpace(strings.ReplaceAll(f.Get(name), "\r\n", "\n")) }
+	return expressions{FilterExpression: read("filter_expression"), Transform: read("transform")}
 }
 
 // expressionsOf are sub's expressions, as its edit form shows them.
