@@ -40,7 +40,8 @@ const awkward = `data.note == "<b>&'x'</b>" || event.type != "a>b"`
 // changes nothing. A pull subscription's form offers no transform. The
 // preview takes only the subscription's own deliveries (another's is
 // refused beside the choice, its event not shown), and a preview of an
-// event that is not one names its field; neither changes anything.
+// event that is not one names its field; neither changes anything. The
+// filter test's page shows the body a push would carry, transformed.
 func TestExpressionsOnTheConsoleForm(t *testing.T) {
 	n := setup(t)
 	ts := twoTenants(n)
@@ -108,6 +109,10 @@ func TestExpressionsOnTheConsoleForm(t *testing.T) {
 	}
 	if after := subJSON(n, ts.shopKey, id); after != saved {
 		t.Fatalf("the previews changed the subscription:\n%s\n%s", saved, after)
+	}
+	ft := a.post("/console/subscriptions/"+id+"/filter-test", map[string]string{"event": `{"specversion": "1.0", "id": "ft-1", "source": "/shop", "type": "order.paid"}`})
+	if body := inPage(ft.body, "preview-body"); ft.status != http.StatusOK || !strings.HasSuffix(body, `"data":{"n":2}}`) || !strings.Contains(body, `"id":"ft-1"`) {
+		t.Fatalf("the filter test's page: %d\n%s", ft.status, ft.body)
 	}
 }
 
