@@ -149,7 +149,7 @@ func (c *Console) Handler() http.Handler {
 	b := base{store: c.Store, live: c.Live, now: c.Clock.Now, pages: pg}
 	subs := &subscriptionPages{b}
 	acts := &subscriptionActions{base: b, control: c.Control, publisher: c.Publisher, destinations: c.Destinations, clock: c.Clock,
-		eventTypes: c.EventTypes}
+		eventTypes: c.EventTypes, preview: previewer{store: c.Store, catalog: c.EventTypes, now: c.Clock.Now}}
 	evs := &eventPages{b}
 	dls := &deliveryPages{base: b, control: c.Control}
 	ov := &overviewPages{base: b, clockNow: c.Clock.Now}

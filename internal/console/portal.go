@@ -144,6 +144,8 @@ func (p *Portal) Handler() http.Handler {
 	mux.Handle("POST /portal/subscriptions", s.signedIn(s.change(pg.createSubscription)))
 	mux.Handle("GET /portal/subscriptions/{id}", s.signedIn(pg.subscription))
 	mux.Handle("POST /portal/subscriptions/{id}", s.signedIn(s.change(pg.editSubscription)))
+	mux.Handle("POST /portal/subscriptions/preview", s.signedIn(s.change(portalPreviews{pg}.previewNew)))
+	mux.Handle("POST /portal/subscriptions/{id}/preview", s.signedIn(s.change(portalPreviews{pg}.previewEdit)))
 	mux.Handle("POST /portal/subscriptions/{id}/secret", s.signedIn(s.change(ac.showSecret)))
 	mux.Handle("POST /portal/subscriptions/{id}/rotate", s.signedIn(s.change(ac.rotateSecret)))
 	mux.Handle("POST /portal/subscriptions/{id}/test", s.signedIn(s.change(ac.sendTest)))

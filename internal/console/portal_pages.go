@@ -44,6 +44,10 @@ type portalForm struct {
 	Name, URL  string
 	EventTypes []string
 	Problem    formProblem
+	// The CEL fields (subscription_expressions.go) and the preview
+	// (portal_preview.go).
+	expressions
+	Preview previewPanel
 }
 
 // subscriptions lists the session's subscriptions: those its scope names,
@@ -56,6 +60,11 @@ func (p portalPages) subscriptions(w http.ResponseWriter, r *http.Request, v *po
 // holding form.
 func (p portalPages) showList(w http.ResponseWriter, r *http.Request, v *portalVisit, status int, form portalForm) {
 	view := portalListView{Create: len(v.scope.SubscriptionIDs) == 0, Choices: p.choices(r, v, nil), Form: form}
+	var err error
+	if view.Form.Preview.Choices, err = p.previewer().choices(r.Context(), form.EventTypes, portalAllows(v), nil); err != nil {
+		p.pages.portalStoreError(w, r, v, err)
+		return
+	}
 	subs, err := p.listed(r, v, &view)
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
@@ -94,6 +103,8 @@ func (p portalPages) listed(r *http.Request, v *portalVisit, view *portalListVie
 type portalSubView struct {
 	ID, Name, URL, State string
 	EventTypes           []string
+	// FilterExpression and Transform are its CEL expressions ("": none).
+	FilterExpression, Transform string
 	// EndpointState is its endpoint's circuit state (endpointState).
 	EndpointState string
 	// Form is the edit form: the subscription's URL and types, or what
@@ -133,7 +144,7 @@ func (p portalPages) subscription(w http.ResponseWriter, r *http.Request, v *por
 	if !ok {
 		return
 	}
-	p.showSubscription(w, r, v, sub, http.StatusOK, portalForm{URL: redact.URL(sub.URL), EventTypes: sub.EventTypes})
+	p.showSubscription(w, r, v, sub, http.StatusOK, portalForm{URL: redact.URL(sub.URL), EventTypes: sub.EventTypes, expressions: expressionsOf(sub)})
 }
 
 // showSubscription answers status with sub's page, its edit form holding
@@ -142,11 +153,15 @@ func (p portalPages) showSubscription(w http.ResponseWriter, r *http.Request, v 
 	cursor := r.URL.Query().Get("cursor")
 	ds, next, err := p.Store.ListDeliveries(r.Context(), store.DeliveryFilter{AccountID: account.OrDefault(sub.AccountID),
 		SubscriptionID: sub.ID, Page: store.Page{Cursor: cursor, Limit: listSize}})
+	if err == nil {
+		form.Preview.Choices, err = p.previewer().choices(r.Context(), form.EventTypes, portalAllows(v), &sub)
+	}
 	if err != nil {
 		p.pages.portalStoreError(w, r, v, err)
 		return
 	}
 	view := portalSubView{ID: sub.ID, Name: sub.Name, URL: redact.URL(sub.URL), State: sub.State, EventTypes: sub.EventTypes,
+		FilterExpression: sub.Filters.Expression, Transform: sub.Delivery.Transform,
 		Choices: p.choices(r, v, sub.EventTypes), Deliveries: deliveryTable{Link: portalDeliveries, Items: p.base().rowsOf(r.Context(), ds)},
 		Form: form, Since: exampleSince(p.Clock.Now())}
 	if status == http.StatusOK {
@@ -213,21 +228,28 @@ func (p portalPages) createSubscription(w http.ResponseWriter, r *http.Request, 
 // newSubscription makes and stores the subscription of form in the
 // session's account, as the API's POST /v1/subscriptions would.
 func (p portalPages) newSubscription(r *http.Request, v *portalVisit, form portalForm) (subscription.Subscription, error) {
+	now := p.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
+	sub, err := p.madeSubscription(r, v, form, ids.New("sub_", now), now)
+	if err != nil {
+		return sub, err
+	}
+	return sub, p.Control.CreateSubscription(r.Context(), sub)
+}
+
+// madeSubscription is the subscription of form in the session's account,
+// with id, made as the API's POST /v1/subscriptions makes it, not stored.
+func (p portalPages) madeSubscription(r *http.Request, v *portalVisit, form portalForm, id string, now time.Time) (subscription.Subscription, error) {
 	in, err := p.formInput(v, form)
 	if err != nil {
 		return subscription.Subscription{}, err
 	}
 	in.Name = &form.Name
+	form.expressions.into(&in, expressions{})
 	if err := in.CheckCreate(); err != nil {
 		return subscription.Subscription{}, err
 	}
-	now := p.Clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
-	sub, err := in.New(r.Context(), subscription.Creation{ID: ids.New("sub_", now), AccountID: account.OrDefault(v.account.ID),
+	return in.New(r.Context(), subscription.Creation{ID: id, AccountID: account.OrDefault(v.account.ID),
 		Now: now, FailurePolicy: v.account.Settings.FailurePolicy, Destinations: p.Destinations})
-	if err != nil {
-		return sub, err
-	}
-	return sub, p.Control.CreateSubscription(r.Context(), sub)
 }
 
 // editSubscription takes a subscription's form (url, event_types), as the
@@ -241,6 +263,7 @@ func (p portalPages) editSubscription(w http.ResponseWriter, r *http.Request, v 
 	}
 	form := readPortalForm(r)
 	in, err := p.formInput(v, form)
+	form.expressions.into(&in, expressionsOf(sub))
 	if err == nil {
 		_, err = p.Control.UpdateSubscription(r.Context(), sub.ID, ifChanged(func(s *subscription.Subscription) error {
 			if !v.sees(s.AccountID, s.ID) {
@@ -265,7 +288,8 @@ func (p portalPages) editSubscription(w http.ResponseWriter, r *http.Request, v 
 // the event types from a box for each of the account's portal event
 // types, or one text field of types separated by commas or spaces.
 func readPortalForm(r *http.Request) portalForm {
-	f := portalForm{Name: r.PostForm.Get("name"), URL: r.PostForm.Get("url")}
+	f := portalForm{Name: r.PostForm.Get("name"), URL: r.PostForm.Get("url"), expressions: readExpressions(r.PostForm),
+		Preview: readPreview(r.PostForm)}
 	for _, t := range r.PostForm["event_types"] {
 		f.EventTypes = append(f.EventTypes, strings.FieldsFunc(t, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' })...)
 	}

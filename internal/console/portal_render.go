@@ -19,7 +19,7 @@ var portalTemplates = parsePortalPages()
 
 func parsePortalPages() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
-		"templates/layout.html", "templates/portal/frame.html"))
+		"templates/layout.html", "templates/portal/frame.html", partials))
 	return parseEach(base, "templates/portal/*.html", "frame")
 }
 

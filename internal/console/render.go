@@ -65,8 +65,12 @@ const (
 	fullTime    = "2006-01-02 15:04:05.000 UTC"
 )
 
+// partials are the pieces the console's and the portal's pages share
+// beyond the layout's (the subscription forms' expressions and preview).
+const partials = "templates/partials/*.html"
+
 func parsePages() map[string]*template.Template {
-	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", partials))
 	return parseEach(layout, "templates/*.html", "layout")
 }
 

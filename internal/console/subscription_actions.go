@@ -61,6 +61,9 @@ type subscriptionActions struct {
 	// eventTypes is the catalog the forms offer event types from (nil:
 	// none, the types are typed).
 	eventTypes EventTypeCatalog
+	// preview finds and tries the forms' preview events
+	// (subscription_preview.go).
+	preview previewer
 }
 
 // routes adds the actions' routes to mux, each POST wrapped in the CSRF
@@ -70,6 +73,8 @@ func (sa *subscriptionActions) routes(mux *http.ServeMux, s *sessions) {
 	mux.Handle("POST /console/subscriptions/new", s.signedIn(s.change(sa.create)))
 	mux.Handle("GET /console/subscriptions/{id}/edit", s.signedIn(sa.editForm))
 	mux.Handle("POST /console/subscriptions/{id}/edit", s.signedIn(s.change(sa.edit)))
+	mux.Handle("POST /console/subscriptions/new/preview", s.signedIn(s.change(formPreviews{sa}.previewNew)))
+	mux.Handle("POST /console/subscriptions/{id}/preview", s.signedIn(s.change(formPreviews{sa}.previewEdit)))
 	mux.Handle("GET /console/subscriptions/{id}/delete", s.signedIn(sa.confirmDelete))
 	mux.Handle("POST /console/subscriptions/{id}/delete", s.signedIn(s.change(sa.delete)))
 	mux.Handle("POST /console/subscriptions/{id}/reactivate", s.signedIn(s.change(sa.reactivate)))
@@ -104,6 +109,11 @@ func (sa *subscriptionActions) showForm(w http.ResponseWriter, r *http.Request, 
 	}
 	view.Presets = presets()
 	sa.offerTypes(r, &view)
+	var err error
+	if view.Preview.Choices, err = sa.preview.choices(r.Context(), view.Form.types(), anyType, view.sub); err != nil {
+		sa.storeError(w, r, v, err)
+		return
+	}
 	sa.render(w, r, status, "subscription_form", v, title, view)
 }
 
@@ -129,24 +139,13 @@ func (sa *subscriptionActions) offerTypes(r *http.Request, view *subscriptionFor
 // CreateSubscription), and the browser goes to its page. A problem is
 // shown on the form, naming the field, and nothing is made.
 func (sa *subscriptionActions) create(w http.ResponseWriter, r *http.Request, v *visit) {
-	f := readSubscriptionForm(r)
-	if !v.admin() {
-		if f.Account != "" && f.Account != account.OrDefault(v.AccountID) {
-			sa.errorPage(w, r, v, http.StatusNotFound, "There is no account "+f.Account+".")
-			return
-		}
-		f.Account = account.OrDefault(v.AccountID)
-	}
-	f.Account = account.OrDefault(f.Account)
-	view := subscriptionFormView{Form: f}
-	acc, err := sa.store.GetAccount(r.Context(), f.Account)
-	if errors.Is(err, store.ErrNotFound) {
-		view.Problem = formProblem{"account_id", "there is no account " + f.Account, http.StatusNotFound}
-	} else if err != nil {
-		sa.storeError(w, r, v, err)
+	view, acc, ok := sa.createForm(w, r, v)
+	if !ok {
 		return
 	}
+	f := view.Form
 	var sub subscription.Subscription
+	var err error
 	if view.Problem.status == 0 {
 		sub, err = sa.newSubscription(r.Context(), f, acc)
 		if p, ok := problemOf(err, f.Name); ok {
@@ -163,19 +162,50 @@ func (sa *subscriptionActions) create(w http.ResponseWriter, r *http.Request, v 
 	redirect(w, r, "/console/subscriptions/"+sub.ID+"?done=created")
 }
 
+// createForm reads the create form's POST and the account it makes the
+// subscription in (an account key's own; for an admin the form's), with
+// the problem of an account that does not exist; false when it answered
+// (404: an account key naming another account).
+func (sa *subscriptionActions) createForm(w http.ResponseWriter, r *http.Request, v *visit) (subscriptionFormView, account.Account, bool) {
+	f := readSubscriptionForm(r)
+	if !v.admin() {
+		if f.Account != "" && f.Account != account.OrDefault(v.AccountID) {
+			sa.errorPage(w, r, v, http.StatusNotFound, "There is no account "+f.Account+".")
+			return subscriptionFormView{}, account.Account{}, false
+		}
+		f.Account = account.OrDefault(v.AccountID)
+	}
+	f.Account = account.OrDefault(f.Account)
+	view := subscriptionFormView{Form: f, Preview: readPreview(r.PostForm)}
+	acc, err := sa.store.GetAccount(r.Context(), f.Account)
+	if errors.Is(err, store.ErrNotFound) {
+		view.Problem = formProblem{"account_id", "there is no account " + f.Account, http.StatusNotFound}
+	} else if err != nil {
+		sa.storeError(w, r, v, err)
+		return view, acc, false
+	}
+	return view, acc, true
+}
+
 // newSubscription makes and stores the subscription of f in acc.
 func (sa *subscriptionActions) newSubscription(ctx context.Context, f subscriptionForm, acc account.Account) (subscription.Subscription, error) {
-	in, ierr := f.createInput()
-	if ierr != nil {
-		return subscription.Subscription{}, ierr
-	}
 	now := sa.clock.Now().UTC().Truncate(time.Millisecond) // as the store keeps it
-	sub, err := in.New(ctx, subscription.Creation{ID: ids.New("sub_", now), AccountID: acc.ID, Now: now,
-		FailurePolicy: acc.Settings.FailurePolicy, Destinations: sa.destinations})
+	sub, err := sa.madeSubscription(ctx, f, acc, ids.New("sub_", now), now)
 	if err != nil {
 		return sub, err
 	}
 	return sub, sa.control.CreateSubscription(ctx, sub)
+}
+
+// madeSubscription is the subscription of f in acc, with id, made as the
+// API's create makes it (subscription.Input's New), not stored.
+func (sa *subscriptionActions) madeSubscription(ctx context.Context, f subscriptionForm, acc account.Account, id string, now time.Time) (subscription.Subscription, error) {
+	in, ierr := f.createInput()
+	if ierr != nil {
+		return subscription.Subscription{}, ierr
+	}
+	return in.New(ctx, subscription.Creation{ID: id, AccountID: acc.ID, Now: now,
+		FailurePolicy: acc.Settings.FailurePolicy, Destinations: sa.destinations})
 }
 
 // ownSubscription reads the subscription of the path's id, answering the
@@ -208,7 +238,7 @@ func (sa *subscriptionActions) editForm(w http.ResponseWriter, r *http.Request, 
 	if !ok {
 		return
 	}
-	sa.showForm(w, r, v, http.StatusOK, subscriptionFormView{ID: sub.ID, Pull: sub.DeliveryMode == subscription.ModePull, Form: formOf(sub)})
+	sa.showForm(w, r, v, http.StatusOK, subscriptionFormView{ID: sub.ID, Pull: sub.DeliveryMode == subscription.ModePull, Form: formOf(sub), sub: &sub})
 }
 
 // edit takes the edit form as the API's PATCH /v1/subscriptions/{id}
@@ -236,7 +266,8 @@ func (sa *subscriptionActions) edit(w http.ResponseWriter, r *http.Request, v *v
 	}))
 	done := savedOrUnchanged(&err)
 	if p, ok := problemOf(err, f.Name); ok {
-		sa.showForm(w, r, v, p.status, subscriptionFormView{ID: cur.ID, Pull: cur.DeliveryMode == subscription.ModePull, Form: f, Problem: p})
+		sa.showForm(w, r, v, p.status, subscriptionFormView{ID: cur.ID, Pull: cur.DeliveryMode == subscription.ModePull, Form: f, Problem: p,
+			Preview: readPreview(r.PostForm), sub: &cur})
 		return
 	}
 	if sa.gone(w, r, v, cur.ID, err) {

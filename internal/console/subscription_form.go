@@ -41,6 +41,9 @@ type subscriptionForm struct {
 	Headers string
 	// DynamicHeaders are "Name: key" lines (the dynamic_headers field).
 	DynamicHeaders string
+	// The CEL fields, filter_expression and transform
+	// (subscription_expressions.go).
+	expressions
 }
 
 // readSubscriptionForm returns the form's fields of a POST (parsed by
@@ -50,7 +53,7 @@ func readSubscriptionForm(r *http.Request) subscriptionForm {
 	return subscriptionForm{Account: strings.TrimSpace(f.Get("account_id")), Name: f.Get("name"),
 		URL: strings.TrimSpace(f.Get("url")), EventTypes: strings.Join(f["event_types"], ","), Mode: f.Get("delivery_mode"),
 		RetryPolicy: f.Get("retry_policy"), Headers: f.Get("headers"),
-		DynamicHeaders: f.Get("dynamic_headers")}
+		DynamicHeaders: f.Get("dynamic_headers"), expressions: readExpressions(f)}
 }
 
 // formOf is the edit form of sub: its fields as they are (the URL without
@@ -60,6 +63,7 @@ func formOf(sub subscription.Subscription) subscriptionForm {
 		EventTypes: strings.Join(sub.EventTypes, ", "), Mode: sub.DeliveryMode, RetryPolicy: presetOf(sub)}
 	f.Headers = headerText(sub.Headers)
 	f.DynamicHeaders = headerText(sub.Delivery.DynamicHeaders)
+	f.expressions = expressionsOf(sub)
 	return f
 }
 
@@ -147,6 +151,7 @@ func (f subscriptionForm) createInput() (subscription.Input, *strictjson.Error) 
 	if len(dh) > 0 {
 		in.DynamicHeaders = &dh
 	}
+	f.expressions.into(&in, expressions{})
 	return in, nil
 }
 
@@ -181,6 +186,7 @@ func (f subscriptionForm) updateInput(cur subscription.Subscription) (subscripti
 	if !maps.Equal(dh, cur.Delivery.DynamicHeaders) && len(dh)+len(cur.Delivery.DynamicHeaders) > 0 {
 		in.DynamicHeaders = &dh
 	}
+	f.expressions.into(&in, expressionsOf(cur))
 	return in, nil
 }
 
@@ -237,11 +243,25 @@ type subscriptionFormView struct {
 	// so the form offers no field for others.
 	Choices     []typeChoice
 	CatalogOnly bool
+	// Preview is the form's preview (preview.go); sub the subscription
+	// edited (nil on create), whose deliveries it offers.
+	Preview previewPanel
+	sub     *subscription.Subscription
 }
 
 // Types is the form's event types field.
 func (v subscriptionFormView) Types() typePicker {
 	return typePicker{Choices: v.Choices, Checked: v.Form.types(), Problem: v.Problem, Other: !v.CatalogOnly}
+}
+
+// Expressions is the form's expressions section (expressionsBlock), whose
+// Preview posts the form to the create's or the edit's preview route.
+func (v subscriptionFormView) Expressions() expressionsBlock {
+	action := "/console/subscriptions/new/preview"
+	if v.ID != "" {
+		action = "/console/subscriptions/" + v.ID + "/preview"
+	}
+	return expressionsBlock{expressions: v.Form.expressions, Problem: v.Problem, NoTransform: v.Pull, Preview: v.Preview, Action: action}
 }
 
 // Invalid reports whether the problem is the input's (formProblem.Invalid).

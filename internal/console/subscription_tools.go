@@ -79,7 +79,8 @@ func (sa *subscriptionActions) rotate(w http.ResponseWriter, r *http.Request, v 
 }
 
 // filterTestView is the filter test's page: the event as pasted and, once
-// tried, whether the subscription takes it, else why not.
+// tried, whether the subscription takes it, else why not, and Result, what
+// a push of it would carry (preview.go).
 type filterTestView struct {
 	ID, Name, Event string
 	Tried, Matches  bool
@@ -88,6 +89,7 @@ type filterTestView struct {
 	Failed int
 	// Problem is the event's field Herald could not read.
 	Problem formProblem
+	Result  *previewResult
 }
 
 // exampleEvent is the filter test form's event before one is pasted.
@@ -105,8 +107,9 @@ func (sa *subscriptionActions) filterTestForm(w http.ResponseWriter, r *http.Req
 
 // filterTest takes the filter test's form: whether the subscription would
 // take the event pasted (one CloudEvent as JSON) and which rule refused
-// it, as the API's POST /v1/subscriptions/{id}/filter-test says
-// (catalog.Try). Nothing is published. An event Herald cannot read is a
+// it, and what a push would carry (the body exactly, or filtered, or the
+// transform's error), as the API's POST /v1/subscriptions/{id}/filter-test
+// says (catalog.Try). Nothing is published. An event Herald cannot read is a
 // 400 naming its field.
 func (sa *subscriptionActions) filterTest(w http.ResponseWriter, r *http.Request, v *visit) {
 	sub, ok := sa.ownSubscription(w, r, v)
@@ -123,6 +126,7 @@ func (sa *subscriptionActions) filterTest(w http.ResponseWriter, r *http.Request
 		return
 	} else {
 		view.Tried, view.Matches, view.Why, view.Failed = true, verdict.Why == "", verdict.Why, verdict.Failed
+		view.Result = resultOf(verdict)
 	}
 	sa.render(w, r, status, "subscription_filtertest", v, "Filter test of "+sub.Name, view)
 }

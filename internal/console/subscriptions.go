@@ -57,7 +57,9 @@ type subscriptionView struct {
 	EventTypes                                                     []string
 	SubjectBeginsWith, SubjectEndsWith                             string
 	AdvancedFilters                                                string
-	RetryPolicy                                                    policyView
+	// FilterExpression and Transform are its CEL expressions ("": none).
+	FilterExpression, Transform string
+	RetryPolicy                 policyView
 	// EndpointURL and EndpointState are its endpoint's URL and circuit
 	// state ("" when it has none or it could not be read).
 	EndpointURL, EndpointState string
@@ -112,6 +114,7 @@ func toSubscriptionView(s subscription.Subscription) subscriptionView {
 		FailurePolicy: cmp.Or(s.FailurePolicy, subscription.FailureRetry), EndpointID: s.EndpointID,
 		EventTypes: s.EventTypes, SubjectBeginsWith: s.SubjectBeginsWith, SubjectEndsWith: s.SubjectEndsWith,
 		AdvancedFilters: string(s.Filters.Advanced), RetryPolicy: policyOf(s),
+		FilterExpression: s.Filters.Expression, Transform: s.Delivery.Transform,
 		Timeout: s.Timeout, Headers: s.Headers, DynamicHeaders: s.Delivery.DynamicHeaders, DeadLetter: s.DeadLetter, DeadLetterURL: redact.URL(s.Delivery.DeadLetterURL),
 		Schema:     cmp.Or(s.Delivery.Schema, event.SchemaCloudEvents),
 		Validation: cmp.Or(s.Delivery.Validation, subscription.ValidationNone), ValidationError: redact.Text(s.Delivery.ValidationError),
