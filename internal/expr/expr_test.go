@@ -128,6 +128,8 @@ func TestInputData(t *testing.T) {
 		{"base64 data", `{"id":"1","data_base64":"aGk="}`, `string(data)`, `"hi"`},
 		{"array data", `{"id":"1","data":[1,2,3]}`, `data.map(x, x * 2.0)`, `[2,4,6]`},
 		{"attributes only", `{"id":"1","data":{"a":1}}`, `event`, `{"id":"1"}`},
+		{"numbers", `{"id":"1","tenant":7,"data":{"a":1,"b":-2.5e3,"c":12345678901234567890}}`, `[event.tenant, data.a, data.b, data.c]`, `[7,1,-2500,12345678901234567000]`},
+		{"number beyond float64", `{"id":"1","data":{"big":1e400,"small":1e-400,"n":3}}`, `[data.big > 1e308, data.small == 0.0, data.n]`, `[true,true,3]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, err := CompileTransform(tc.src)
@@ -143,7 +145,7 @@ func TestInputData(t *testing.T) {
 }
 
 func TestNewInputRefuses(t *testing.T) {
-	for _, payload := range []string{`[1]`, `not json`, `{"data_base64":"!!"}`, `{"data_base64":1}`} {
+	for _, payload := range []string{`[1]`, `not json`, `null`, `{"data_base64":"!!"}`, `{"data_base64":1}`, `{"a":1e400,"b":}`} {
 		if _, err := NewInput([]byte(payload)); err == nil {
 			t.Errorf("NewInput(%s) succeeded", payload)
 		}
