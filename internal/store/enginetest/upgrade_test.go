@@ -42,7 +42,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{TracingFrom, TracingData, CheckTracingUpgrade},
 		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade},
 		{OpenDeliveriesFrom, OpenDeliveriesData, CheckOpenDeliveriesUpgrade},
-		{EventTypesFrom, EventTypesData, CheckEventTypesUpgrade}} {
+		{EventTypesFrom, EventTypesData, CheckEventTypesUpgrade},
+		{SourcesFrom, SourcesData, CheckSourcesUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) {
 			t.Parallel()
 			u.check(t, open(t, u.version, u.data))
