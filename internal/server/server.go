@@ -401,6 +401,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.wireEventTypes(cfg, reg)
+	a.Sources = &control.Sources{Store: st, Clock: cfg.Clock, Destinations: a.Destinations}
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {

@@ -1,14 +1,17 @@
 package source
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/strictjson"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Conn is how a broker is reached: a URL (NATS, AMQP, MQTT) or a list of
@@ -160,4 +163,24 @@ func checkTLSSASL(t *TLS, s *SASL) *strictjson.Error {
 		return strictjson.Errorf("sasl.password", "is %s, as Herald shows the password: send the password (or leave sasl out of a change to keep it)", redact.Mask)
 	}
 	return strictjson.CheckText("sasl.password", s.Password, 1024, true)
+}
+
+// CheckDestinations refuses a connection a host of which g refuses
+// (subscription.CheckDestination: a literal address the policy does not
+// allow, a loopback or local network's name, a name that resolves now only
+// to refused addresses), naming url or brokers[i]. The consumer's dials
+// are checked again, each one (destination.Dialer).
+func CheckDestinations(ctx context.Context, g destination.Guard, c Conn) error {
+	if c.URL != "" {
+		if err := subscription.CheckDestination(ctx, g, "url", c.URL); err != nil {
+			return err
+		}
+		return nil
+	}
+	for i, b := range c.Brokers {
+		if err := subscription.CheckDestination(ctx, g, "brokers["+strconv.Itoa(i)+"]", "kafka://"+b); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -118,7 +118,10 @@ func Check(typ string, c Config) error {
 	if err := checkTarget(typ, c); err != nil {
 		return err
 	}
-	return checkFormat(c.Format, c.Wrap)
+	if err := checkFormat(c.Format, c.Wrap); err != nil {
+		return err
+	}
+	return nil
 }
 
 // checkConn checks the connection: a URL for NATS, AMQP and MQTT; brokers
