@@ -38,6 +38,7 @@ import (
 	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/recovery"
 	"github.com/herald-events/herald/internal/scheduling"
+	"github.com/herald-events/herald/internal/sourcing"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
@@ -140,6 +141,14 @@ type Config struct {
 	// metrics) is filled in by New (see internal/pipeline).
 	Scheduling scheduling.Config
 	Attempting attempting.Config
+	// SourcePeriod and SourceTerm are how often this node looks at the
+	// broker sources, and how long the lease of a source's consumer lasts
+	// (zero: sourcing.DefaultPeriod, sourcing.DefaultTerm).
+	SourcePeriod time.Duration
+	SourceTerm   time.Duration
+	// SourceTestSignals, when set (tests only, initialized), are the
+	// sources service's signals (sourcing.TestSignals).
+	SourceTestSignals *sourcing.TestSignals
 	// Tracing says whether and where OpenTelemetry traces go
 	// (--otel-endpoint or the OTEL_EXPORTER_OTLP_* variables; off by
 	// default: docs/tracing.md). New fills in its ServiceVersion and
@@ -311,6 +320,8 @@ type Server struct {
 	Validator *handshake.Validator
 	// Queue serves the consumers of queued deliveries.
 	Queue *queue.Service
+	// Sources runs this node's broker sources' consumers.
+	Sources *sourcing.Service
 	// Jobs is this node's job runner (recovers).
 	Jobs *recovery.Runner
 	// EventTypes is the event-type catalog as publishes check it,
@@ -401,7 +412,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.wireEventTypes(cfg, reg)
-	a.Sources = &control.Sources{Store: st, Clock: cfg.Clock, Destinations: a.Destinations}
+	s.Sources = sourcing.New(sourcing.Config{Store: st, Publisher: pipe.Admission, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "sources"), Owner: cfg.Scheduling.Owner, Destinations: a.Destinations,
+		Period: cfg.SourcePeriod, Term: cfg.SourceTerm, TestSignals: cfg.SourceTestSignals})
+	a.Sources = &control.Sources{Store: st, Clock: cfg.Clock, Destinations: a.Destinations, Changed: s.Sources.Kick}
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
