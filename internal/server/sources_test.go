@@ -51,8 +51,13 @@ func TestSourceResource(t *testing.T) {
 		Data       []sourceRes
 		NextCursor string `json:"next_cursor"`
 	}
-	if code, raw := b.do("GET", "/v1/sources?limit=1", nil, &page); code != 200 || len(page.Data) != 1 || page.NextCursor != src.ID {
+	if code, raw := b.do("GET", "/v1/sources?limit=1", nil, &page); code != 200 || len(page.Data) != 1 || page.NextCursor != page.Data[0].ID {
 		t.Fatalf("list: %d %s", code, raw)
+	}
+	first := page.Data[0].ID
+	if code, raw := b.do("GET", "/v1/sources?limit=1&cursor="+first, nil, &page); code != 200 || len(page.Data) != 1 ||
+		page.Data[0].ID == first || page.NextCursor != "" {
+		t.Fatalf("the second page: %d %s", code, raw)
 	}
 
 	for _, c := range []struct {
