@@ -23,10 +23,10 @@ import (
 // attributes in ce-* headers, the content type in content-type.
 
 // natsAckWait is how long JetStream waits for an ack before delivering a
-// message again: longer than a publish with its tries normally takes (a
-// message delivered again while its first publish is still trying is a
-// duplicate, which dedup absorbs).
-const natsAckWait = time.Minute
+// message again: what a consumer that died held comes again to the next
+// after this long. A publish that takes longer (the store away) sees its
+// messages delivered again meanwhile: duplicates, which dedup absorbs.
+const natsAckWait = 10 * time.Second
 
 // natsReader is a NATS source's reader.
 type natsReader struct {
