@@ -48,6 +48,7 @@ type reader interface {
 // openers open a reader of each type of source within ctx.
 var openers = map[string]func(ctx context.Context, c *consumer) (reader, error){
 	source.TypeNATS: openNATS,
+	source.TypeAMQP: openAMQP,
 }
 
 // Back-off of a consumer: after a failed connection, and between the
@@ -120,8 +121,8 @@ func (c *consumer) consume(ctx context.Context) (read bool, err error) {
 			return read, err
 		}
 		read, c.rep.Read = true, true
-		c.rep.Lag = r.lag()
 		if len(batch) < c.svc.cfg.MaxInFlight || c.svc.cfg.Clock.Now().Sub(c.lastReport) >= reportEvery {
+			c.rep.Lag = r.lag()
 			c.report(ctx)
 		}
 	}
