@@ -44,7 +44,7 @@ func openAMQP(ctx context.Context, c *consumer) (reader, error) {
 	d := c.dialer()
 	conn, err := amqp.DialConfig(c.src.Config.Conn.URL, amqp.Config{Heartbeat: amqpHeartbeat,
 		Properties: amqp.Table{"connection_name": "herald source " + c.src.ID},
-		Dial: func(network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }})
+		Dial:       func(network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to AMQP: %w", err)
 	}
