@@ -10,6 +10,7 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cloudevents/sdk-go/v2 v2.16.2
+	github.com/eclipse/paho.golang v0.23.0
 	github.com/google/uuid v1.6.0
 	github.com/herald-events/herald/client v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0

@@ -71,6 +71,7 @@ func (s *jsStream) publish(t *testing.T, suffix string, msg *nats.Msg) {
 func sourceSetup(t *testing.T) (*bundle, *sourcing.TestSignals) {
 	sig := &sourcing.TestSignals{}
 	sig.Started.Init(t)
+	sig.Connected.Init(t)
 	sig.Stopped.Init(t)
 	b := setup(t, func(c *server.Config) {
 		c.Clock = clock.Real{}
@@ -161,9 +162,11 @@ func TestNATSSourceDelivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "JetStream counting the three published while paused", func() bool {
+	// Unacknowledged: waiting, or sent to the stopped consumer's pull
+	// request still open at the server (and sent again after the ack wait).
+	eventually(t, "JetStream holding the three published while paused unacknowledged", func() bool {
 		info, err := cons.Info(context.Background())
-		return err == nil && info.NumPending == 3
+		return err == nil && info.NumPending+uint64(info.NumAckPending) == 3 && info.AckFloor.Stream == 3
 	})
 	if rc.count() != 2 {
 		t.Fatalf("paused: %d delivered; want still 2", rc.count())

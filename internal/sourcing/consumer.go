@@ -49,6 +49,7 @@ type reader interface {
 var openers = map[string]func(ctx context.Context, c *consumer) (reader, error){
 	source.TypeNATS: openNATS,
 	source.TypeAMQP: openAMQP,
+	source.TypeMQTT: openMQTT,
 }
 
 // Back-off of a consumer: after a failed connection, and between the
@@ -112,6 +113,7 @@ func (c *consumer) consume(ctx context.Context) (read bool, err error) {
 		return false, err
 	}
 	defer r.close()
+	c.svc.cfg.TestSignals.Connected.Signal(c.src.ID)
 	for {
 		batch, err := r.next(ctx, c.svc.cfg.MaxInFlight)
 		if err != nil {

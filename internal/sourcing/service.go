@@ -82,10 +82,12 @@ type Config struct {
 }
 
 // TestSignals are what the service tells tests: the id of a source whose
-// consumer started on this node, or stopped (its goroutine ended).
+// consumer started on this node, connected to its broker (subscribed), or
+// stopped (its goroutine ended).
 type TestSignals struct {
-	Started testsignal.Signal[string]
-	Stopped testsignal.Signal[string]
+	Started   testsignal.Signal[string]
+	Connected testsignal.Signal[string]
+	Stopped   testsignal.Signal[string]
 }
 
 // Service runs this node's consumers. Its Loop is what tests watch.
