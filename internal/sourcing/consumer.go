@@ -47,9 +47,10 @@ type reader interface {
 
 // openers open a reader of each type of source within ctx.
 var openers = map[string]func(ctx context.Context, c *consumer) (reader, error){
-	source.TypeNATS: openNATS,
-	source.TypeAMQP: openAMQP,
-	source.TypeMQTT: openMQTT,
+	source.TypeNATS:  openNATS,
+	source.TypeAMQP:  openAMQP,
+	source.TypeMQTT:  openMQTT,
+	source.TypeKafka: openKafka,
 }
 
 // Back-off of a consumer: after a failed connection, and between the
