@@ -118,6 +118,9 @@ type env struct {
 	srv  *server
 	api  *client
 	recv []*Receiver
+	// cleanups run when the environment closes (a source scenario's
+	// stream).
+	cleanups []func()
 }
 
 // newEnv is the world of scenario name in dir, before its first server.
@@ -140,6 +143,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"batch":           batchScenario,
 	"fanout-filtered": filteredScenario,
 	"schema-enforced": schemaEnforcedScenario,
+	"source":          sourceScenario,
 	"rate-limited":    rateLimitedScenario,
 	"ordered":         orderedScenario,
 	"soak":            soakScenario,
@@ -308,6 +312,9 @@ func (e *env) close() {
 	}
 	for _, r := range e.recv {
 		r.close()
+	}
+	for _, f := range e.cleanups {
+		f()
 	}
 	if e.dir != "" {
 		if e.cfg.Keep {
