@@ -42,17 +42,13 @@ func sourceScenario(ctx context.Context, e *env, res *Result) error {
 // event is received and nothing is pending.
 func sourcePhase(ctx context.Context, e *env, res *Result, name string, viaNATS bool) (*PhaseResult, error) {
 	s := e.cfg.Sizes
-	rs := make([]*Receiver, s.Endpoints)
-	for k := range rs {
-		r, err := e.pushTo(ctx, subscription{Name: fmt.Sprintf("ep-%02d", k), EventTypes: []string{typeName(k)}}, false)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		rs[k] = r
+	rs, err := typedReceivers(ctx, e, name, s.Endpoints)
+	if err != nil {
+		return nil, err
 	}
 	l := &load{prefix: prefix(e.name, name), events: s.Events, batch: s.Batch, publishers: s.Publishers, data: eventData(s.PayloadBytes)}
 	if viaNATS {
-		js, subject, err := e.natsSource(ctx, name)
+		js, subject, err := natsSource(ctx, e, name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -68,7 +64,7 @@ func sourcePhase(ctx context.Context, e *env, res *Result, name string, viaNATS 
 // natsSource makes a JetStream stream of the run's own (deleted when the
 // scenario's environment closes: e.cleanups) and a cloudevents NATS source
 // of it, and returns a JetStream context and the subject to publish to.
-func (e *env) natsSource(ctx context.Context, name string) (jetstream.JetStream, string, error) {
+func natsSource(ctx context.Context, e *env, name string) (jetstream.JetStream, string, error) {
 	nc, err := nats.Connect(benchNATS, nats.Timeout(5*time.Second))
 	if err != nil {
 		return nil, "", fmt.Errorf("NATS at %s (the source scenario needs it): %w", benchNATS, err)

@@ -412,10 +412,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.wireEventTypes(cfg, reg)
-	s.Sources = sourcing.New(sourcing.Config{Store: st, Publisher: pipe.Admission, Clock: cfg.Clock,
-		Logger: cfg.Logger.With("component", "sources"), Owner: cfg.Scheduling.Owner, Destinations: a.Destinations,
-		Period: cfg.SourcePeriod, Term: cfg.SourceTerm, TestSignals: cfg.SourceTestSignals})
-	a.Sources = &control.Sources{Store: st, Clock: cfg.Clock, Destinations: a.Destinations, Changed: s.Sources.Kick}
+	s.wireSources(cfg)
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
@@ -428,8 +425,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		portal.Auth = s.Auth
 	}
 	a.Portal, a.PortalLinks = portal.Handler(), portal
-	s.handler = a.Handler()
-	s.svcs = s.services()
+	s.handler, s.svcs = a.Handler(), s.services()
 	return s, nil
 }
 
@@ -456,6 +452,16 @@ func (s *Server) Close(ctx context.Context) error {
 		err = s.Store.Close()
 	})
 	return err
+}
+
+// wireSources makes the broker sources' consumers (internal/sourcing),
+// publishing through the pipeline's admission, and their writes in the
+// API, which kick them after each change.
+func (s *Server) wireSources(cfg Config) {
+	s.Sources = sourcing.New(sourcing.Config{Store: s.Store, Publisher: s.Pipeline.Admission, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "sources"), Owner: cfg.Scheduling.Owner, Destinations: s.API.Destinations,
+		Period: cfg.SourcePeriod, Term: cfg.SourceTerm, TestSignals: cfg.SourceTestSignals})
+	s.API.Sources = &control.Sources{Store: s.Store, Clock: cfg.Clock, Destinations: s.API.Destinations, Changed: s.Sources.Kick}
 }
 
 // wireEventTypes makes the event-type catalog and its check, and hands
