@@ -43,6 +43,7 @@ type Client struct {
 	Endpoints      *EndpointsService
 	Stats          *StatsService
 	EventTypes     *EventTypesService
+	Sources        *SourcesService
 	Validation     *ValidationService
 
 	base      *url.URL
@@ -158,6 +159,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c.Endpoints = &EndpointsService{c}
 	c.Stats = &StatsService{c}
 	c.EventTypes = &EventTypesService{c}
+	c.Sources = &SourcesService{c}
 	c.Validation = &ValidationService{c}
 	return c, nil
 }

@@ -30,6 +30,20 @@ var methodCalls = map[string]methodCall{
 		return ignore(c.Accounts.Create(ctx, AccountInput{Name: "a"}))
 	},
 	"Accounts.List": func(ctx context.Context, c *Client) error { return ignore(c.Accounts.List(ctx, full[ListParams]())) },
+	"Sources.Create": func(ctx context.Context, c *Client) error {
+		return ignore(c.Sources.Create(ctx, SourceInput{Type: new("nats")}))
+	},
+	"Sources.List": func(ctx context.Context, c *Client) error { return ignore(c.Sources.List(ctx, full[ListParams]())) },
+	"Sources.Get":  func(ctx context.Context, c *Client) error { return ignore(c.Sources.Get(ctx, "src_1")) },
+	"Sources.Update": func(ctx context.Context, c *Client) error {
+		return ignore(c.Sources.Update(ctx, "src_1", SourceInput{}))
+	},
+	"Sources.Delete": func(ctx context.Context, c *Client) error { return c.Sources.Delete(ctx, "src_1") },
+	"Sources.Pause":  func(ctx context.Context, c *Client) error { return ignore(c.Sources.Pause(ctx, "src_1")) },
+	"Sources.Resume": func(ctx context.Context, c *Client) error { return ignore(c.Sources.Resume(ctx, "src_1")) },
+	"Sources.DeadLetters": func(ctx context.Context, c *Client) error {
+		return ignore(c.Sources.DeadLetters(ctx, "src_1", full[ListParams]()))
+	},
 	"EventTypes.Create": func(ctx context.Context, c *Client) error {
 		return ignore(c.EventTypes.Create(ctx, EventTypeInput{Name: new("a.b")}))
 	},

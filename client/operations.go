@@ -96,5 +96,13 @@ var (
 	opGetEventType        = admin("GET", "/v1/event-types/{name}")
 	opUpdateEventType     = admin("PATCH", "/v1/event-types/{name}")
 	opArchiveEventType    = admin("DELETE", "/v1/event-types/{name}")
+	opCreateSource        = admin("POST", "/v1/sources")
+	opListSources         = admin("GET", "/v1/sources")
+	opGetSource           = admin("GET", "/v1/sources/{id}")
+	opUpdateSource        = admin("PATCH", "/v1/sources/{id}")
+	opDeleteSource        = admin("DELETE", "/v1/sources/{id}")
+	opPauseSource         = admin("POST", "/v1/sources/{id}/pause")
+	opResumeSource        = admin("POST", "/v1/sources/{id}/resume")
+	opListSourceDLs       = admin("GET", "/v1/sources/{id}/dead-letters")
 	opConfirmValidation   = operation{method: "GET", path: "/v1/validation/{id}", public: true}
 )

@@ -689,3 +689,27 @@ func TestBenchTransformed(t *testing.T) {
 		t.Errorf("figures %+v, budget %+v", r.Figures, r.Budget)
 	}
 }
+
+// TestBenchSource builds herald and runs a tiny source scenario (it needs
+// the NATS with JetStream the project's machines run): both runs deliver
+// every event, the NATS one through a source, and the ratio's figure is
+// reported. It asserts what was counted, never how fast.
+func TestBenchSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	r, _, out := benchRun(t, 2, "--scenario", "source", "--events", "600", "--endpoints", "3")
+	for i, name := range []string{"nats-source", "http"} {
+		p := r.Phases[i]
+		if p.Name != name || p.Events != 600 || p.Deliveries != 600 || p.Expected != 600 || p.DeliveriesPerSec <= 0 {
+			t.Errorf("phase %d: %+v, want %s with 600 events delivered", i, p, name)
+		}
+	}
+	f := map[string]float64{}
+	for _, x := range r.Figures {
+		f[x.Name] = x.Value
+	}
+	if f["deliveries/s, NATS source vs. HTTP steady-batch"] <= 0 {
+		t.Errorf("figures %v; report: %s", f, out)
+	}
+}

@@ -11,7 +11,7 @@
 //	herald bench      end-to-end benchmarks (runs herald-bench: bench.go)
 //	herald version    print the version and what it was built from
 //	herald RESOURCE VERB   call the API: subscriptions, events, deliveries,
-//	                  dead-letters, endpoints, accounts, event-types, keys
+//	                  dead-letters, endpoints, accounts, event-types, sources, keys
 //	                  and jobs,
 //	                  each with its verbs (resources.go)
 //	herald completion print a bash, zsh or fish completion script

@@ -23,6 +23,7 @@ var resources = []*resource{
 	endpointsResource,
 	accountsResource,
 	eventTypesResource,
+	sourcesResource,
 	keysResource,
 	jobsResource,
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/source"
 )
 
 // idKind is a kind of Herald's ids, for the answers to a value that cannot
@@ -31,6 +32,7 @@ var (
 	deliveryIDs     = idKind{noun: "delivery", shape: ids.Delivery, find: "GET /v1/deliveries lists them (?event_id= finds an event's)"}
 	endpointIDs     = idKind{noun: "endpoint", shape: ids.Endpoint, find: "GET /v1/endpoints lists them, and a subscription's endpoint_id names its own"}
 	jobIDs          = idKind{noun: "job", shape: ids.Job, find: "POST /v1/subscriptions/{id}/recover answers one"}
+	sourceIDs       = idKind{noun: "source", shape: source.IDs, find: "GET /v1/sources lists them"}
 )
 
 // pathIDs are the kinds of the {id} of the paths under each collection
@@ -40,7 +42,7 @@ var (
 // says nothing of what exists.
 var pathIDs = map[string]*idKind{
 	"accounts": &accountIDs, "keys": &keyIDs, "subscriptions": &subscriptionIDs,
-	"deliveries": &deliveryIDs, "endpoints": &endpointIDs, "jobs": &jobIDs,
+	"deliveries": &deliveryIDs, "endpoints": &endpointIDs, "jobs": &jobIDs, "sources": &sourceIDs,
 }
 
 func (k *idKind) fits(id string) bool { return k.shape.Fits(id) || k.also != "" && id == k.also }

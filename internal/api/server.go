@@ -22,6 +22,7 @@ import (
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/eventtype"
+	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
 )
@@ -40,6 +41,9 @@ type Store interface {
 	ListEventTypes(ctx context.Context, f store.EventTypeFilter, p store.Page) ([]eventtype.EventType, string, error)
 	AllEventTypes(ctx context.Context) ([]eventtype.EventType, error)
 	EventTypesVersion(ctx context.Context) (int64, error)
+	GetSource(ctx context.Context, id string) (source.Source, error)
+	ListSources(ctx context.Context, p store.Page) ([]source.Source, string, error)
+	ListSourceDeadLetters(ctx context.Context, sourceID string, p store.Page) ([]source.DeadLetter, string, error)
 }
 
 // Publisher is the publish path (ingest).
@@ -57,10 +61,12 @@ type Server struct {
 	Accounts *control.Accounts
 	// EventTypes writes the event-type catalog.
 	EventTypes *control.EventTypes
-	Publisher  Publisher
-	Live       endpoint.Live
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// Sources writes the broker sources.
+	Sources   *control.Sources
+	Publisher Publisher
+	Live      endpoint.Live
+	Clock     clock.Clock
+	Logger    *slog.Logger
 	// Registry serves /metrics; the server adds its own collectors to it.
 	Registry *prometheus.Registry
 	Version  string
@@ -184,6 +190,15 @@ func (s *Server) routes() []route {
 		{"GET /v1/event-types/{name}", h(s.getEventType), noBody, anyKey, nil},
 		{"PATCH /v1/event-types/{name}", h(s.updateEventType), jsonBody, adminRole, nil},
 		{"DELETE /v1/event-types/{name}", h(s.archiveEventType), noBody, adminRole, nil},
+		// Broker sources: consumers that publish what they read.
+		{"POST /v1/sources", h(s.createSource), jsonBody, adminRole, nil},
+		{"GET /v1/sources", h(s.listSources), noBody, adminRole, listParams()},
+		{"GET /v1/sources/{id}", h(s.getSource), noBody, adminRole, nil},
+		{"PATCH /v1/sources/{id}", h(s.updateSource), jsonBody, adminRole, nil},
+		{"DELETE /v1/sources/{id}", h(s.deleteSource), noBody, adminRole, nil},
+		{"POST /v1/sources/{id}/pause", s.pauseSource(true), noBody, adminRole, nil},
+		{"POST /v1/sources/{id}/resume", s.pauseSource(false), noBody, adminRole, nil},
+		{"GET /v1/sources/{id}/dead-letters", h(s.listSourceDeadLetters), noBody, adminRole, listParams()},
 		{"POST /v1/subscriptions", h(s.createSubscription), jsonBody, accountRole, nil},
 		{"GET /v1/subscriptions", h(s.listSubscriptions), noBody, accountRole, listParams(nameFilter)},
 		{"GET /v1/subscriptions/{id}", h(s.getSubscription), noBody, accountRole, nil},

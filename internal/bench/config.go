@@ -11,7 +11,7 @@ import (
 
 // Scenarios lists every scenario, in the order "all" runs those it runs
 // (AllScenarios).
-var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "nats", "batch", "fanout-filtered", "rate-limited", "ordered", "schema-enforced", "transformed", "soak", "console"}
+var Scenarios = []string{"steady-batch", "steady-single", "latency", "fanout", "failing", "blackhole", "backlog", "pull", "nats", "batch", "fanout-filtered", "rate-limited", "ordered", "schema-enforced", "transformed", "source", "soak", "console"}
 
 // notInAll are the scenarios "all" leaves out: soak takes about twenty
 // minutes with its defaults, longer than everything else together, and
@@ -46,6 +46,7 @@ var scenarioInfo = map[string]string{
 	"ordered":         "steady-batch's load with a partitionkey of --ordered-keys keys on subscriptions with ordering key, then on a fresh server unordered",
 	"schema-enforced": "steady-batch's load of invoices, each validated at publish against a 2 KB schema (schema_validation enforce), then on a fresh server unchecked",
 	"transformed":     "steady-batch's load of 1 KB invoices, each reshaped by a CEL transform on every subscription, then on a fresh server untransformed",
+	"source":          "steady-batch's events published to NATS JetStream (nats://127.0.0.1:4222) one a message and read by a NATS source, then on a fresh server over HTTP as steady-batch",
 	"soak":            "steady-batch's load until --soak-deliveries have arrived, --soak-retention clean-up behind it: deliveries/s of the first vs. the last 10 %, store size on disk (not in all: about 15 minutes)",
 	"console":         "--console-deliveries stored (delivered, dead-lettered, queued), then median and p99 of the console's pages and the API's lists (not in all: minutes to fill)",
 }
@@ -314,7 +315,7 @@ func defaultTimeout(name string, s Sizes) time.Duration {
 	case "ordered":
 		// Two runs of steady-batch's load.
 		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
-	case "schema-enforced", "transformed":
+	case "schema-enforced", "transformed", "source":
 		// Two runs of steady-batch's load.
 		return 2*time.Minute + time.Duration(2*s.Events/1000)*time.Second
 	case "fanout-filtered":

@@ -43,3 +43,17 @@ func (e *env) spreadPhase(ctx context.Context, res *Result, name string, l *load
 	res.Phases = append(res.Phases, ph)
 	return &ph, pr.load.Deliveries, err
 }
+
+// typedReceivers subscribes n receivers, the k-th to typeName(k) (a
+// phase's errors name it).
+func typedReceivers(ctx context.Context, e *env, name string, n int) ([]*Receiver, error) {
+	rs := make([]*Receiver, n)
+	for k := range rs {
+		r, err := e.pushTo(ctx, subscription{Name: fmt.Sprintf("ep-%02d", k), EventTypes: []string{typeName(k)}}, false)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rs[k] = r
+	}
+	return rs, nil
+}

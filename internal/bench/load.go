@@ -34,6 +34,10 @@ type load struct {
 	keyOf      func(n int) string // event n's partitionkey; nil: none
 	data       []byte             // the "data" member of each event, JSON
 	uuids      bool               // ids are random UUIDs (ids.go); set by env.run
+	// via, when set, sends each request's body instead of POST /v1/events
+	// (the source scenario's JetStream publish; the server's answer, and
+	// so the deliveries and duplicates it counts, are then unknown).
+	via func(ctx context.Context, body []byte) error
 
 	accepted atomic.Int64 // events answered 202 so far, for progress
 }
@@ -171,7 +175,7 @@ func (r *loadRun) publish(ctx context.Context, c *client, jobs <-chan loadJob) {
 			sent = time.Now()
 		}
 		buf = l.body(buf[:0], lo, hi, sent.UnixNano())
-		d, u, tries, err := publishOnce(ctx, c, ctype, buf)
+		d, u, tries, err := r.send(ctx, c, ctype, buf)
 		r.requests.Add(int64(tries))
 		r.retries.Add(int64(tries - 1))
 		if err != nil {
@@ -214,6 +218,15 @@ func (r *loadRun) result(ctx context.Context) (loadResult, error) {
 		firstErr = fmt.Errorf("published %d of %d events", res.Accepted, l.events)
 	}
 	return res, firstErr
+}
+
+// send sends one request's body: through the load's via, else with
+// publishOnce.
+func (r *loadRun) send(ctx context.Context, c *client, ctype string, body []byte) (dels, dups int64, tries int, err error) {
+	if r.l.via == nil {
+		return publishOnce(ctx, c, ctype, body)
+	}
+	return 0, 0, 1, r.l.via(ctx, body)
 }
 
 // publishOnce sends one publish request, trying again on a transient error.

@@ -119,6 +119,9 @@ type env struct {
 	srv  *server
 	api  *client
 	recv []*Receiver
+	// cleanups run when the environment closes (a source scenario's
+	// stream).
+	cleanups []func()
 }
 
 // newEnv is the world of scenario name in dir, before its first server.
@@ -143,6 +146,7 @@ var scenarioFuncs = map[string]func(ctx context.Context, e *env, res *Result) er
 	"fanout-filtered": filteredScenario,
 	"schema-enforced": schemaEnforcedScenario,
 	"transformed":     transformedScenario,
+	"source":          sourceScenario,
 	"rate-limited":    rateLimitedScenario,
 	"ordered":         orderedScenario,
 	"soak":            soakScenario,
@@ -311,6 +315,9 @@ func (e *env) close() {
 	}
 	for _, r := range e.recv {
 		r.close()
+	}
+	for _, f := range e.cleanups {
+		f()
 	}
 	if e.dir != "" {
 		if e.cfg.Keep {

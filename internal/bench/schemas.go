@@ -113,13 +113,9 @@ func schemaPhase(ctx context.Context, e *env, res *Result, name string, enforced
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	rs := make([]*Receiver, s.Endpoints)
-	for k := range rs {
-		r, err := e.pushTo(ctx, subscription{Name: fmt.Sprintf("ep-%02d", k), EventTypes: []string{typeName(k)}}, false)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		rs[k] = r
+	rs, err := typedReceivers(ctx, e, name, s.Endpoints)
+	if err != nil {
+		return nil, err
 	}
 	l := &load{prefix: prefix(e.name, name), events: s.Events, batch: s.Batch, publishers: s.Publishers, data: schemaData(s.PayloadBytes)}
 	ph, _, err := e.spreadPhase(ctx, res, name, l, rs)

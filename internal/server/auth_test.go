@@ -86,6 +86,7 @@ type routeWorld struct {
 	}
 	dl      delivery
 	job     string // x's recover, of nothing (since far ahead)
+	src     string // a source (admin routes), of a broker that refuses connections
 	ev      map[string]any
 	revoked string
 	access  map[string]string // of each route pattern
@@ -130,6 +131,11 @@ func newRouteWorld(t *testing.T, b *bundle) *routeWorld {
 	if code, raw := b.do("POST", "/v1/event-types", map[string]any{"name": "x.type"}, nil); code != http.StatusCreated {
 		t.Fatalf("create event type: %d %s", code, raw)
 	}
+	var src struct{ ID string }
+	if code, raw := b.do("POST", "/v1/sources", map[string]any{"type": "nats", "url": "nats://127.0.0.1:1", "subject": "x"}, &src); code != http.StatusCreated {
+		t.Fatalf("create source: %d %s", code, raw)
+	}
+	w.src = src.ID
 	return w
 }
 
@@ -151,6 +157,8 @@ func (w *routeWorld) path(pattern string) string {
 		path = strings.Replace(path, "{name}", "x.type", 1)
 	case strings.HasPrefix(path, "/v1/jobs/"):
 		path = strings.Replace(path, "{id}", w.job, 1)
+	case strings.HasPrefix(path, "/v1/sources/"):
+		path = strings.Replace(path, "{id}", w.src, 1)
 	case strings.HasPrefix(path, "/topics/"): // Event Grid's: the topic is the account
 		path = strings.Replace(strings.Replace(path, "{topic}", w.x.id, 1), "{subscription}", w.sub.ID, 1)
 	}
@@ -314,6 +322,9 @@ func (w *routeWorld) checkDeletes() {
 	}
 	if code, raw := b.do("DELETE", "/v1/event-types/x.type", nil, nil); code != 200 {
 		t.Errorf("archiving an event type: %d %s", code, raw)
+	}
+	if code, raw := b.do("DELETE", "/v1/sources/"+w.src, nil, nil); code != 204 {
+		t.Errorf("deleting a source: %d %s", code, raw)
 	}
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/herald-events/herald/internal/queue"
 	"github.com/herald-events/herald/internal/recovery"
 	"github.com/herald-events/herald/internal/scheduling"
+	"github.com/herald-events/herald/internal/sourcing"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/postgres"
@@ -139,6 +140,14 @@ type Config struct {
 	// metrics) is filled in by New (see internal/pipeline).
 	Scheduling scheduling.Config
 	Attempting attempting.Config
+	// SourcePeriod and SourceTerm are how often this node looks at the
+	// broker sources, and how long the lease of a source's consumer lasts
+	// (zero: sourcing.DefaultPeriod, sourcing.DefaultTerm).
+	SourcePeriod time.Duration
+	SourceTerm   time.Duration
+	// SourceTestSignals, when set (tests only, initialized), are the
+	// sources service's signals (sourcing.TestSignals).
+	SourceTestSignals *sourcing.TestSignals
 	// Tracing says whether and where OpenTelemetry traces go
 	// (--otel-endpoint or the OTEL_EXPORTER_OTLP_* variables; off by
 	// default: docs/tracing.md). New fills in its ServiceVersion and
@@ -315,6 +324,8 @@ type Server struct {
 	Validator *handshake.Validator
 	// Queue serves the consumers of queued deliveries.
 	Queue *queue.Service
+	// Sources runs this node's broker sources' consumers.
+	Sources *sourcing.Service
 	// Jobs is this node's job runner (recovers).
 	Jobs *recovery.Runner
 	// EventTypes is the event-type catalog as publishes check it,
@@ -405,6 +416,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.wireEventTypes(cfg, reg)
+	s.wireSources(cfg)
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
 		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
@@ -417,8 +429,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		portal.Auth = s.Auth
 	}
 	a.Portal, a.PortalLinks = portal.Handler(), portal
-	s.handler = a.Handler()
-	s.svcs = s.services()
+	s.handler, s.svcs = a.Handler(), s.services()
 	return s, nil
 }
 
@@ -445,6 +456,16 @@ func (s *Server) Close(ctx context.Context) error {
 		err = s.Store.Close()
 	})
 	return err
+}
+
+// wireSources makes the broker sources' consumers (internal/sourcing),
+// publishing through the pipeline's admission, and their writes in the
+// API, which kick them after each change.
+func (s *Server) wireSources(cfg Config) {
+	s.Sources = sourcing.New(sourcing.Config{Store: s.Store, Publisher: s.Pipeline.Admission, Clock: cfg.Clock,
+		Logger: cfg.Logger.With("component", "sources"), Owner: cfg.Scheduling.Owner, Destinations: s.API.Destinations,
+		Period: cfg.SourcePeriod, Term: cfg.SourceTerm, TestSignals: cfg.SourceTestSignals})
+	s.API.Sources = &control.Sources{Store: s.Store, Clock: cfg.Clock, Destinations: s.API.Destinations, Changed: s.Sources.Kick}
 }
 
 // wireEventTypes makes the event-type catalog and its check, and hands

@@ -27,7 +27,7 @@ func (s *Server) services() []startstop.Service {
 	if f, ok := s.Store.(changeFeed); ok {
 		svcs = append(svcs, &feed{store: f, reload: reload, healthChanged: s.Pipeline.Scheduler.HealthChanged})
 	}
-	return append(svcs, s.Jobs, s.newCleanup())
+	return append(svcs, s.Jobs, s.Sources, s.newCleanup())
 }
 
 // Start starts the services (see services). Their context is ctx:

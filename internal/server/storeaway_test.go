@@ -38,7 +38,11 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 	if code, raw := b.do("POST", "/v1/subscriptions/"+push+"/recover", map[string]any{"since": "2026-01-01T00:00:00Z"}, &job); code != http.StatusAccepted {
 		t.Fatalf("recover: %d %s", code, raw)
 	}
-	ids := map[string]string{"accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push, "jobs": job.ID,
+	var src struct{ ID string }
+	if code, raw := b.do("POST", "/v1/sources", map[string]any{"type": "nats", "url": "nats://127.0.0.1:1", "subject": "a"}, &src); code != http.StatusCreated {
+		t.Fatalf("create source: %d %s", code, raw)
+	}
+	ids := map[string]string{"sources": src.ID, "accounts": tn.id, "keys": keyID, "subscriptions": push, "deliveries": dlv, "endpoints": ep, "validation": push, "jobs": job.ID,
 		"event-types": "away.type"}
 	// The Event Grid namespace routes: the topic is an account, the
 	// subscription a pull subscription of it.
@@ -97,25 +101,27 @@ func TestStoreAwayEveryRoute(t *testing.T) {
 // awayBody is a body each route that takes one accepts, so that the
 // request reaches the store (SUB: a subscription's id).
 var awayBody = map[string]string{
-	"POST /v1/accounts":                                                  `{"name": "another"}`,
-	"POST /v1/event-types":                                               `{"name": "away.type"}`,
-	"PATCH /v1/event-types/{name}":                                       `{"description": "d"}`,
-	"PATCH /v1/accounts/{id}":                                            `{"name": "renamed"}`,
-	"POST /v1/keys":                                                      `{"role": "publish", "name": "k"}`,
-	"POST /v1/subscriptions":                                             `{"name": "new", "delivery_mode": "pull"}`,
-	"PATCH /v1/subscriptions/{id}":                                       `{"event_types": ["x"]}`,
-	"POST /v1/subscriptions/{id}/filter-test":                            `{"event": {"specversion": "1.0", "id": "f", "source": "/s", "type": "t"}}`,
-	"POST /v1/subscriptions/{id}/acknowledge":                            `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/release":                                `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/reject":                                 `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/renew-lock":                             `{"lock_tokens": ["tok"]}`,
-	"POST /v1/subscriptions/{id}/receive":                                `{"max_wait": "0s"}`,
-	"POST /v1/events":                                                    `{"specversion": "1.0", "id": "away", "source": "/s", "type": "t"}`,
-	"POST /v1/dead-letters/redrive":                                      `{"subscription_id": "SUB"}`,
-	"POST /v1/portal-sessions":                                           `{}`,
-	"POST /v1/subscriptions/{id}/recover":                                `{"since": "2026-01-01T00:00:00Z"}`,
-	"POST /api/events":                                                   `[{"id": "away-eg", "eventType": "t", "subject": "/s", "eventTime": "2026-01-01T00:00:00Z", "data": {}, "dataVersion": "1"}]`,
-	"POST /topics/{topic}:publish":                                       `{"specversion": "1.0", "id": "away-ns", "source": "/s", "type": "t"}`,
+	"POST /v1/accounts":                       `{"name": "another"}`,
+	"POST /v1/event-types":                    `{"name": "away.type"}`,
+	"POST /v1/sources":                        `{"type": "nats", "url": "nats://127.0.0.1:1", "subject": "b"}`,
+	"PATCH /v1/sources/{id}":                  `{"subject": "c"}`,
+	"PATCH /v1/event-types/{name}":            `{"description": "d"}`,
+	"PATCH /v1/accounts/{id}":                 `{"name": "renamed"}`,
+	"POST /v1/keys":                           `{"role": "publish", "name": "k"}`,
+	"POST /v1/subscriptions":                  `{"name": "new", "delivery_mode": "pull"}`,
+	"PATCH /v1/subscriptions/{id}":            `{"event_types": ["x"]}`,
+	"POST /v1/subscriptions/{id}/filter-test": `{"event": {"specversion": "1.0", "id": "f", "source": "/s", "type": "t"}}`,
+	"POST /v1/subscriptions/{id}/acknowledge": `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/release":     `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/reject":      `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/renew-lock":  `{"lock_tokens": ["tok"]}`,
+	"POST /v1/subscriptions/{id}/receive":     `{"max_wait": "0s"}`,
+	"POST /v1/events":                         `{"specversion": "1.0", "id": "away", "source": "/s", "type": "t"}`,
+	"POST /v1/dead-letters/redrive":           `{"subscription_id": "SUB"}`,
+	"POST /v1/portal-sessions":                `{}`,
+	"POST /v1/subscriptions/{id}/recover":     `{"since": "2026-01-01T00:00:00Z"}`,
+	"POST /api/events":                        `[{"id": "away-eg", "eventType": "t", "subject": "/s", "eventTime": "2026-01-01T00:00:00Z", "data": {}, "dataVersion": "1"}]`,
+	"POST /topics/{topic}:publish":            `{"specversion": "1.0", "id": "away-ns", "source": "/s", "type": "t"}`,
 	"POST /topics/{topic}/eventsubscriptions/{subscription}:acknowledge": `{"lockTokens": ["tok"]}`,
 	"POST /topics/{topic}/eventsubscriptions/{subscription}:release":     `{"lockTokens": ["tok"]}`,
 	"POST /topics/{topic}/eventsubscriptions/{subscription}:reject":      `{"lockTokens": ["tok"]}`,

@@ -98,6 +98,7 @@ type Store interface {
 	StatsStore
 	JobStore
 	EventTypeStore
+	SourceStore
 	// Capabilities says how the store may be used.
 	Capabilities() Capabilities
 	// Ping reports whether the store can serve requests (for /readyz).

@@ -327,13 +327,13 @@ func EndpointKey(d *broker.Destination) string {
 
 // checkBrokerHosts refuses a broker destination whose hosts (its URL's,
 // or each Kafka broker's) g refuses, naming destination.url or
-// destination.brokers[i] (see checkDestination).
+// destination.brokers[i] (see CheckDestination).
 func checkBrokerHosts(ctx context.Context, g destination.Guard, d *broker.Destination) *DestinationError {
 	if d.Type != broker.TypeKafka {
-		return checkDestination(ctx, g, "destination.url", d.URL)
+		return CheckDestination(ctx, g, "destination.url", d.URL)
 	}
 	for i, b := range d.Brokers {
-		if err := checkDestination(ctx, g, "destination.brokers["+strconv.Itoa(i)+"]", "kafka://"+b); err != nil {
+		if err := CheckDestination(ctx, g, "destination.brokers["+strconv.Itoa(i)+"]", "kafka://"+b); err != nil {
 			return err
 		}
 	}
@@ -384,5 +384,5 @@ func checkPushDestination(ctx context.Context, g destination.Guard, sub *Subscri
 	if d := sub.Delivery.Destination; d != nil {
 		return checkBrokerHosts(ctx, g, d)
 	}
-	return checkDestination(ctx, g, "url", sub.URL)
+	return CheckDestination(ctx, g, "url", sub.URL)
 }

@@ -148,12 +148,12 @@ func (in Input) New(ctx context.Context, c Creation) (Subscription, error) {
 		return Subscription{}, err
 	}
 	if sub.Delivery.DeadLetterURL != "" {
-		if err := checkDestination(ctx, c.Destinations, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
+		if err := CheckDestination(ctx, c.Destinations, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
 			return Subscription{}, err
 		}
 	}
 	if a := sub.Delivery.Auth; a != nil && a.TokenURL != "" {
-		if err := checkDestination(ctx, c.Destinations, "auth.token_url", a.TokenURL); err != nil {
+		if err := CheckDestination(ctx, c.Destinations, "auth.token_url", a.TokenURL); err != nil {
 			return Subscription{}, err
 		}
 	}
@@ -203,12 +203,12 @@ func (in Input) Update(ctx context.Context, sub *Subscription, g destination.Gua
 		}
 	}
 	if in.DeadLetterURL != nil && *in.DeadLetterURL != "" {
-		if err := checkDestination(ctx, g, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
+		if err := CheckDestination(ctx, g, "dead_letter_url", sub.Delivery.DeadLetterURL); err != nil {
 			return err
 		}
 	}
 	if a := sub.Delivery.Auth; in.Auth != nil && a != nil && a.TokenURL != "" {
-		if err := checkDestination(ctx, g, "auth.token_url", a.TokenURL); err != nil {
+		if err := CheckDestination(ctx, g, "auth.token_url", a.TokenURL); err != nil {
 			return err
 		}
 	}

@@ -105,13 +105,13 @@ type DestinationError struct{ Field, Detail string }
 
 func (e *DestinationError) Error() string { return e.Field + ": " + e.Detail }
 
-// checkDestination refuses a URL in field (already checked by checkURL)
+// CheckDestination refuses a URL in field (already checked by checkURL)
 // whose host g refuses: a literal address the policy does not allow, a
 // loopback or local network's name, or a name that resolves now only to
 // refused addresses (see destination.Guard.Check; a name that does not
 // resolve is accepted, and the dispatcher checks the address of every
 // connection it makes).
-func checkDestination(ctx context.Context, g destination.Guard, field, s string) *DestinationError {
+func CheckDestination(ctx context.Context, g destination.Guard, field, s string) *DestinationError {
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil // checkURL refused it already

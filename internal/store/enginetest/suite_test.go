@@ -19,6 +19,7 @@
 //	RunServerContract      the server's own: TryLead, Cleanup, Close (server*)
 //	RunConsoleContract     console.Store: sessions (console*)
 //	RunEventTypesContract  the event-type catalog: store.EventTypeStore (eventtypes*)
+//	RunSourcesContract     broker sources: store.SourceStore (sources*)
 //
 // A check may use any method to set up and observe what it checks: a
 // contract names what is checked, not all that is called.
@@ -73,6 +74,7 @@ func Run(t *testing.T, open Opener) {
 		{"Server", RunServerContract},
 		{"Console", RunConsoleContract},
 		{"EventTypes", RunEventTypesContract},
+		{"Sources", RunSourcesContract},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
 	}

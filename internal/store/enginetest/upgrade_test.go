@@ -43,7 +43,8 @@ func RunUpgrades(t *testing.T, open func(t *testing.T, version int, data string)
 		{JobTurnsFrom, JobTurnsData, CheckJobTurnsUpgrade},
 		{OpenDeliveriesFrom, OpenDeliveriesData, CheckOpenDeliveriesUpgrade},
 		{EventTypesFrom, EventTypesData, CheckEventTypesUpgrade},
-		{SchemaErrorsFrom, SchemaErrorsData, CheckSchemaErrorsUpgrade}} {
+		{SchemaErrorsFrom, SchemaErrorsData, CheckSchemaErrorsUpgrade},
+		{SourcesFrom, SourcesData, CheckSourcesUpgrade}} {
 		t.Run(fmt.Sprintf("FromV%d", u.version), func(t *testing.T) {
 			t.Parallel()
 			u.check(t, open(t, u.version, u.data))

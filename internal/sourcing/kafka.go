@@ -1,0 +1,154 @@
+package sourcing
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/herald-events/herald/internal/source"
+)
+
+// A Kafka source (franz-go) reads its topic in the consumer group
+// herald-<source id> from the earliest offset the group has not
+// committed, at most the consumer's bound of records a poll, and commits
+// a poll's offsets once its records are committed (no automatic commits;
+// rebalances wait for the commit). Records not committed are read again
+// by the group's next consumer. The CloudEvents Kafka binding: binary-mode
+// attributes in ce_<attribute> headers, the content type in the
+// content-type header. A raw record's id is <topic>-<partition>-<offset>.
+
+// kafkaReader is a Kafka source's reader.
+type kafkaReader struct {
+	cl      *kgo.Client
+	pending atomic.Int64
+}
+
+func openKafka(ctx context.Context, c *consumer) (reader, error) {
+	conn := c.src.Config.Conn
+	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID),
+		kgo.ConsumeTopics(c.src.Config.Topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Dialer(c.dialer().DialContext),
+		kgo.DialTimeout(dialTimeout), kgo.ClientID("herald-source-" + c.src.ID)}
+	if conn.TLS != nil {
+		tc, err := kafkaTLS(conn.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if conn.SASL != nil {
+		opts = append(opts, kgo.SASL(kafkaSASL(conn.SASL)))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("a Kafka client: %w", err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("connecting to Kafka: %w", err)
+	}
+	r := &kafkaReader{cl: cl}
+	r.pending.Store(-1)
+	return r, nil
+}
+
+// kafkaTLS is the TLS configuration of t.
+func kafkaTLS(t *source.TLS) (*tls.Config, error) {
+	tc := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
+	if t.CAPEM != "" {
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM([]byte(t.CAPEM)) {
+			return nil, errors.New("tls.ca_pem holds no certificate")
+		}
+	}
+	return tc, nil
+}
+
+// kafkaSASL is the SASL mechanism of s (source.Input checked its name).
+func kafkaSASL(s *source.SASL) sasl.Mechanism {
+	switch s.Mechanism {
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
+	}
+	return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
+}
+
+// next polls until records come (a poll that brings only errors ends the
+// connection with the first).
+func (r *kafkaReader) next(ctx context.Context, most int) ([]message, error) {
+	for {
+		fs := r.cl.PollRecords(ctx, most)
+		if fs.IsClientClosed() {
+			return nil, errors.New("the Kafka client closed")
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var batch []message
+		var lag int64
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, rec := range p.Records {
+				batch = append(batch, kafkaMessage(rec))
+			}
+			if n := len(p.Records); n > 0 {
+				lag += max(p.HighWatermark-p.Records[n-1].Offset-1, 0)
+			}
+		})
+		if len(batch) > 0 {
+			r.pending.Store(lag)
+			return batch, nil
+		}
+		r.cl.AllowRebalance()
+		if errs := fs.Errors(); len(errs) > 0 {
+			return nil, fmt.Errorf("reading Kafka topic %q: %w", errs[0].Topic, errs[0].Err)
+		}
+	}
+}
+
+// kafkaMessage is rec as a source message.
+func kafkaMessage(rec *kgo.Record) message {
+	m := message{id: rec.Topic + "-" + strconv.Itoa(int(rec.Partition)) + "-" + strconv.FormatInt(rec.Offset, 10),
+		body: rec.Value, raw: rec, attrs: map[string]string{}}
+	for _, h := range rec.Headers {
+		switch k := strings.ToLower(h.Key); {
+		case k == "content-type":
+			m.contentType = string(h.Value)
+		case strings.HasPrefix(k, "ce_"):
+			m.attrs[k[3:]] = string(h.Value)
+		}
+	}
+	return m
+}
+
+// ack commits the offsets of the poll's records and lets a rebalance go
+// on.
+func (r *kafkaReader) ack(ctx context.Context, msgs []message) error {
+	recs := make([]*kgo.Record, len(msgs))
+	for i, m := range msgs {
+		recs[i] = m.raw.(*kgo.Record)
+	}
+	defer r.cl.AllowRebalance()
+	if err := r.cl.CommitRecords(ctx, recs...); err != nil {
+		return fmt.Errorf("committing Kafka offsets: %w", err)
+	}
+	return nil
+}
+
+func (r *kafkaReader) lag() int64 { return r.pending.Load() }
+
+func (r *kafkaReader) close() {
+	r.cl.AllowRebalance()
+	r.cl.Close()
+}

@@ -1,0 +1,175 @@
+package sourcing
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/eclipse/paho.golang/paho"
+)
+
+// An MQTT source (MQTT 5, eclipse/paho.golang) subscribes its topic filter
+// at QoS 1 in a persistent session (client id herald-<source id>, kept by
+// the broker for mqttSessionExpiry), with manual acknowledgement: a PUBACK
+// is sent once the message is committed, and a message not acknowledged
+// is sent again by the broker when the session resumes. The broker sends
+// at most the consumer's bound unacknowledged (receive maximum). The
+// CloudEvents MQTT binding: binary-mode attributes in user properties
+// named as the attributes, the content type in the content-type property.
+// MQTT gives a message no id that outlives its session: a raw message's id
+// is the SHA-256 of its topic and payload (two equal payloads on one topic
+// are one event, within the dedup retention).
+
+// mqttSessionExpiry is how long, in seconds, the broker keeps the session
+// (and the QoS 1 messages of the subscription) while no consumer is
+// connected: a day.
+const mqttSessionExpiry = 24 * 60 * 60
+
+// mqttKeepAlive is the keep-alive, in seconds: a broker that stops
+// answering is noticed within about one and a half times this.
+const mqttKeepAlive = 30
+
+// mqttReader is an MQTT source's reader.
+type mqttReader struct {
+	client *paho.Client
+	msgs   chan *paho.Publish
+	errs   chan error
+	done   chan struct{}
+}
+
+func openMQTT(ctx context.Context, c *consumer) (reader, error) {
+	u, err := url.Parse(c.src.Config.Conn.URL)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := c.dialMQTT(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to MQTT: %w", err)
+	}
+	max := c.svc.cfg.MaxInFlight
+	r := &mqttReader{msgs: make(chan *paho.Publish, max), errs: make(chan error, 1), done: make(chan struct{})}
+	r.client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: "herald-" + c.src.ID, EnableManualAcknowledgment: true,
+		OnPublishReceived:  []func(paho.PublishReceived) (bool, error){r.receive},
+		OnClientError:      r.fail,
+		OnServerDisconnect: func(d *paho.Disconnect) { r.fail(fmt.Errorf("the MQTT broker disconnected (reason %d)", d.ReasonCode)) }})
+	expiry, receiveMax := uint32(mqttSessionExpiry), uint16(max)
+	cp := &paho.Connect{ClientID: "herald-" + c.src.ID, KeepAlive: mqttKeepAlive, CleanStart: false,
+		Properties: &paho.ConnectProperties{SessionExpiryInterval: &expiry, ReceiveMaximum: &receiveMax}}
+	if u.User != nil {
+		pw, ok := u.User.Password()
+		cp.Username, cp.UsernameFlag, cp.Password, cp.PasswordFlag = u.User.Username(), true, []byte(pw), ok
+	}
+	if ack, err := r.client.Connect(ctx, cp); err != nil {
+		conn.Close()
+		if ack != nil {
+			return nil, fmt.Errorf("connecting to MQTT: %s (reason %d)", ack.Properties.ReasonString, ack.ReasonCode)
+		}
+		return nil, fmt.Errorf("connecting to MQTT: %w", err)
+	}
+	if _, err := r.client.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: c.src.Config.Topic, QoS: 1}}}); err != nil {
+		r.close()
+		return nil, fmt.Errorf("subscribing to MQTT topic %q: %w", c.src.Config.Topic, err)
+	}
+	return r, nil
+}
+
+// dialMQTT connects to the broker of u through the destination guard, with
+// TLS for mqtts:// and ssl://.
+func (c *consumer) dialMQTT(ctx context.Context, u *url.URL) (net.Conn, error) {
+	secure := u.Scheme == "mqtts" || u.Scheme == "ssl"
+	port := u.Port()
+	if port == "" {
+		port = map[bool]string{false: "1883", true: "8883"}[secure]
+	}
+	conn, err := c.dialer().DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil || !secure {
+		return conn, err
+	}
+	tc := tls.Client(conn, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// receive hands a message over to next; the broker sends no more than the
+// receive maximum unacknowledged, which the channel holds.
+func (r *mqttReader) receive(pr paho.PublishReceived) (bool, error) {
+	select {
+	case r.msgs <- pr.Packet:
+	case <-r.done:
+	}
+	return true, nil
+}
+
+func (r *mqttReader) fail(err error) {
+	select {
+	case r.errs <- err:
+	default:
+	}
+}
+
+func (r *mqttReader) next(ctx context.Context, max int) ([]message, error) {
+	var batch []message
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case err := <-r.errs:
+		return nil, err
+	case <-r.client.Done():
+		return nil, fmt.Errorf("the MQTT connection ended")
+	case p := <-r.msgs:
+		batch = append(batch, mqttMessage(p))
+	}
+	for len(batch) < max {
+		select {
+		case p := <-r.msgs:
+			batch = append(batch, mqttMessage(p))
+		default:
+			return batch, nil
+		}
+	}
+	return batch, nil
+}
+
+// mqttMessage is p as a source message.
+func mqttMessage(p *paho.Publish) message {
+	sum := sha256.Sum256(append(append([]byte(p.Topic), 0), p.Payload...))
+	m := message{id: hex.EncodeToString(sum[:]), body: p.Payload, raw: p, attrs: map[string]string{}}
+	if p.Properties != nil {
+		m.contentType = p.Properties.ContentType
+		for _, up := range p.Properties.User {
+			m.attrs[strings.ToLower(up.Key)] = up.Value
+		}
+	}
+	return m
+}
+
+func (r *mqttReader) ack(_ context.Context, msgs []message) error {
+	for _, m := range msgs {
+		if err := r.client.Ack(m.raw.(*paho.Publish)); err != nil {
+			return fmt.Errorf("acknowledging an MQTT message: %w", err)
+		}
+	}
+	return nil
+}
+
+// lag: MQTT does not tell.
+func (r *mqttReader) lag() int64 { return -1 }
+
+func (r *mqttReader) close() {
+	close(r.done)
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	_ = r.client.Disconnect(&paho.Disconnect{ReasonCode: 0})
+	select {
+	case <-r.client.Done():
+	case <-ctx.Done():
+	}
+}

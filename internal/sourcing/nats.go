@@ -1,0 +1,162 @@
+package sourcing
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/herald-events/herald/internal/destination"
+)
+
+// A NATS source reads a JetStream durable pull consumer (the source's
+// Durable, filtering its Subject on its Stream), made or updated at each
+// connection with explicit acks and MaxAckPending the consumer's bound.
+// A message is acknowledged (Ack) once committed; unacknowledged it comes
+// again after natsAckWait. The CloudEvents NATS binding: binary-mode
+// attributes in ce-* headers, the content type in content-type.
+
+// natsAckWait is how long JetStream waits for an ack before delivering a
+// message again: what a consumer that died held comes again to the next
+// after this long. A publish that takes longer (the store away) sees its
+// messages delivered again meanwhile: duplicates, which dedup absorbs.
+const natsAckWait = 10 * time.Second
+
+// natsReader is a NATS source's reader.
+type natsReader struct {
+	nc      *nats.Conn
+	cc      jetstream.ConsumeContext
+	stream  string
+	msgs    chan jetstream.Msg
+	errs    chan error
+	done    chan struct{} // closed by close: a callback waiting to hand a message over returns
+	pending atomic.Int64
+}
+
+// guardDialer dials through the destination guard, each dial within
+// dialTimeout (nats.CustomDialer).
+type guardDialer struct{ d *destination.Dialer }
+
+func (g guardDialer) Dial(network, address string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	return g.d.DialContext(ctx, network, address)
+}
+
+func (c *consumer) dialer() *destination.Dialer {
+	g := c.svc.cfg.Destinations
+	return &destination.Dialer{Policy: g.Policy, Resolver: g.Resolver}
+}
+
+func openNATS(ctx context.Context, c *consumer) (reader, error) {
+	cfg := c.src.Config
+	max := c.svc.cfg.MaxInFlight
+	r := &natsReader{msgs: make(chan jetstream.Msg, max), errs: make(chan error, 1), done: make(chan struct{})}
+	r.pending.Store(-1)
+	nc, err := nats.Connect(cfg.Conn.URL, nats.Name("herald source "+c.src.ID), nats.Timeout(dialTimeout),
+		nats.SetCustomDialer(guardDialer{c.dialer()}), nats.ClosedHandler(func(*nats.Conn) { r.fail(nats.ErrConnectionClosed) }))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to NATS: %w", err)
+	}
+	r.nc = nc
+	js, err := jetstream.New(nc)
+	if err == nil {
+		r.stream = cfg.Stream
+		if r.stream == "" {
+			r.stream, err = js.StreamNameBySubject(ctx, cfg.Subject)
+		}
+	}
+	var cons jetstream.Consumer
+	if err == nil {
+		cons, err = js.CreateOrUpdateConsumer(ctx, r.stream, jetstream.ConsumerConfig{Durable: c.src.DurableName(),
+			FilterSubject: cfg.Subject, AckPolicy: jetstream.AckExplicitPolicy, AckWait: natsAckWait, MaxAckPending: max})
+	}
+	if err == nil {
+		r.cc, err = cons.Consume(r.receive, jetstream.PullMaxMessages(max),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.fail(err) }))
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("JetStream consumer %s of stream %q: %w", c.src.DurableName(), r.stream, err)
+	}
+	return r, nil
+}
+
+// receive hands a message over to next (the channel holds MaxAckPending:
+// JetStream sends no more unacknowledged).
+func (r *natsReader) receive(m jetstream.Msg) {
+	select {
+	case r.msgs <- m:
+	case <-r.done:
+	}
+}
+
+// fail passes an error of the connection or the consumer to next.
+func (r *natsReader) fail(err error) {
+	select {
+	case r.errs <- err:
+	default:
+	}
+}
+
+func (r *natsReader) next(ctx context.Context, max int) ([]message, error) {
+	var batch []message
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case err := <-r.errs:
+		return nil, err
+	case m := <-r.msgs:
+		batch = append(batch, r.message(m))
+	}
+	for len(batch) < max {
+		select {
+		case m := <-r.msgs:
+			batch = append(batch, r.message(m))
+		default:
+			return batch, nil
+		}
+	}
+	return batch, nil
+}
+
+// message is m as a source message: its id the stream and its sequence.
+func (r *natsReader) message(m jetstream.Msg) message {
+	out := message{body: m.Data(), raw: m, attrs: map[string]string{}}
+	if md, err := m.Metadata(); err == nil {
+		out.id = md.Stream + "-" + strconv.FormatUint(md.Sequence.Stream, 10)
+		r.pending.Store(int64(md.NumPending))
+	}
+	for k, vs := range m.Headers() {
+		switch lk := strings.ToLower(k); {
+		case lk == "content-type" && len(vs) > 0:
+			out.contentType = vs[0]
+		case strings.HasPrefix(lk, "ce-") && len(vs) > 0:
+			out.attrs[lk[3:]] = vs[0]
+		}
+	}
+	return out
+}
+
+func (r *natsReader) ack(_ context.Context, msgs []message) error {
+	for _, m := range msgs {
+		if err := m.raw.(jetstream.Msg).Ack(); err != nil {
+			return fmt.Errorf("acknowledging a JetStream message: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *natsReader) lag() int64 { return r.pending.Load() }
+
+func (r *natsReader) close() {
+	close(r.done)
+	r.cc.Stop()
+	r.nc.Close()
+}
