@@ -365,7 +365,7 @@ func TestBrokerDestinationTransformed(t *testing.T) {
 	sub := b.subscribe(map[string]any{"name": "chat",
 		"destination": map[string]any{"type": "nats", "url": "nats://" + srv.Addr(), "subject": "chat.{type}", "jetstream": false},
 		"transform":   map[string]any{"cel": `data.amount > 100.0 ? dyn({"text": "paid " + string(data.amount)}) : null`}})
-	b.order("big", map[string]any{"amount": 150})
+	publishOrder(b, "big", map[string]any{"amount": 150})
 	m, err := got.NextMsg(10 * time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +373,7 @@ func TestBrokerDestinationTransformed(t *testing.T) {
 	if string(m.Data) != `{"text":"paid 150"}` || m.Header.Get("ce-id") != "big" || m.Header.Get("content-type") != "application/json" {
 		t.Fatalf("message %q, headers %v", m.Data, m.Header)
 	}
-	b.order("small", map[string]any{"amount": 5})
+	publishOrder(b, "small", map[string]any{"amount": 5})
 	eventually(t, "the small order filtered", func() bool {
 		for _, d := range b.deliveries(sub) {
 			if d.EventID == "small" {

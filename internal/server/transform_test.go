@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// order publishes an order event with this id and data.
-func (b *bundle) order(id string, data map[string]any) {
+// publishOrder publishes an order event with this id and data.
+func publishOrder(b *bundle, id string, data map[string]any) {
 	b.t.Helper()
 	publishEvent(b, map[string]any{"id": id, "type": "order", "subject": "orders/" + id, "tenant": "acme", "data": data})
 }
@@ -23,12 +23,12 @@ func TestFilterExpressionAtPublish(t *testing.T) {
 	sub := b.subscribe(map[string]any{"name": "eur-or-refund", "url": rc.URL,
 		"advanced_filters":  []map[string]any{{"operator_type": "StringIn", "key": "data.region", "values": []string{"eu", "us"}}},
 		"filter_expression": `data.amount > 100.0 && data.currency == "EUR" || has(data.refund) && data.refund`})
-	b.order("big-eur", map[string]any{"amount": 150, "currency": "EUR", "region": "eu"})
-	b.order("small-eur", map[string]any{"amount": 50, "currency": "EUR", "region": "eu"})
-	b.order("big-usd", map[string]any{"amount": 500, "currency": "USD", "region": "us"})
-	b.order("refund", map[string]any{"amount": 5, "currency": "USD", "refund": true, "region": "us"})
-	b.order("refund-asia", map[string]any{"amount": 5, "refund": true, "region": "asia"}) // the advanced filter says no
-	b.order("error", map[string]any{"amount": "many", "region": "eu"})                    // the expression fails: no match
+	publishOrder(b, "big-eur", map[string]any{"amount": 150, "currency": "EUR", "region": "eu"})
+	publishOrder(b, "small-eur", map[string]any{"amount": 50, "currency": "EUR", "region": "eu"})
+	publishOrder(b, "big-usd", map[string]any{"amount": 500, "currency": "USD", "region": "us"})
+	publishOrder(b, "refund", map[string]any{"amount": 5, "currency": "USD", "refund": true, "region": "us"})
+	publishOrder(b, "refund-asia", map[string]any{"amount": 5, "refund": true, "region": "asia"}) // the advanced filter says no
+	publishOrder(b, "error", map[string]any{"amount": "many", "region": "eu"})                    // the expression fails: no match
 	got := map[string]bool{}
 	for _, d := range b.deliveries(sub) {
 		got[d.EventID] = true
@@ -68,7 +68,7 @@ func TestTransformReshapesThePush(t *testing.T) {
 	rc := newReceiver(t, status(200))
 	sub := b.subscribe(map[string]any{"name": "chat", "url": rc.URL, "signing": map[string]any{"secret": secretA},
 		"transform": map[string]any{"cel": reshape}})
-	b.order("o1", map[string]any{"amount": 150, "currency": "EUR", "items": []any{1, 2}})
+	publishOrder(b, "o1", map[string]any{"amount": 150, "currency": "EUR", "items": []any{1, 2}})
 	b.waitDelivery(sub, "delivered", func(d delivery) bool { return d.Status == "delivered" })
 	got := rc.request(0)
 	var ev map[string]any
@@ -92,12 +92,12 @@ func TestTransformNullFilters(t *testing.T) {
 	rc := newReceiver(t, status(200))
 	sub := b.subscribe(map[string]any{"name": "big-only", "url": rc.URL,
 		"transform": map[string]any{"cel": `data.amount > 100.0 ? dyn({"amount": data.amount}) : null`}})
-	b.order("small", map[string]any{"amount": 5})
+	publishOrder(b, "small", map[string]any{"amount": 5})
 	d := b.waitDelivery(sub, "filtered", func(d delivery) bool { return d.Status == "filtered" })
 	if d.Attempts != 0 || len(b.attempts(d.ID)) != 0 || rc.count() != 0 {
 		t.Fatalf("filtered delivery %+v; %d attempts logged, %d pushes", d, len(b.attempts(d.ID)), rc.count())
 	}
-	b.order("big", map[string]any{"amount": 500})
+	publishOrder(b, "big", map[string]any{"amount": 500})
 	eventually(t, "the big order pushed", func() bool { return rc.count() == 1 })
 	var filtered struct{ Data []delivery }
 	b.do("GET", "/v1/deliveries?status=filtered&subscription_id="+sub, nil, &filtered)
@@ -163,7 +163,7 @@ func TestTransformAgainOnRedeliver(t *testing.T) {
 	b := setup(t)
 	rc := newReceiver(t, status(200))
 	sub := b.subscribe(map[string]any{"name": "chat", "url": rc.URL, "transform": map[string]any{"cel": `{"v": 1}`}})
-	b.order("o1", map[string]any{"amount": 150})
+	publishOrder(b, "o1", map[string]any{"amount": 150})
 	d := b.waitDelivery(sub, "delivered", func(d delivery) bool { return d.Status == "delivered" })
 	if code, raw := b.do("PATCH", "/v1/subscriptions/"+sub, map[string]any{"transform": map[string]any{"cel": `{"v": 2, "amount": data.amount}`}}, nil); code != 200 {
 		t.Fatalf("PATCH: %d %s", code, raw)
@@ -190,10 +190,10 @@ func TestTransformEachEventOfABatch(t *testing.T) {
 	rc, open := gatedReceiver(t, func(int) int { return 200 })
 	sub := b.subscribe(map[string]any{"name": "batch", "url": rc.URL, "max_events_per_batch": 10,
 		"transform": map[string]any{"cel": `data.n == 2.0 ? null : dyn({"n": int(data.n) * 10})`}})
-	b.order("lone", map[string]any{"n": 0})
+	publishOrder(b, "lone", map[string]any{"n": 0})
 	eventually(t, "the lone event sent", func() bool { return rc.count() == 1 })
 	for _, n := range []int{1, 2, 3} {
-		b.order(fmt.Sprint("q", n), map[string]any{"n": n})
+		publishOrder(b, fmt.Sprint("q", n), map[string]any{"n": n})
 	}
 	open()
 	eventually(t, "the batch sent", func() bool { return rc.count() == 2 })
