@@ -1,6 +1,7 @@
 package attempting
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -246,11 +247,12 @@ func (a *Attempter) attempt(reg *runningAttempt, sub *catalog.Entry, cs []store.
 				continue
 			}
 			v = retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}
-		case res.outcome == outcomeBlocked:
+		case res.outcome == outcomeBlocked, res.ends != "":
 			// Herald refused the destination: no retry would be let through
 			// (until Herald is restarted with other --allow-* flags; a redrive
-			// then sends it).
-			v = retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonDestinationBlocked}
+			// then sends it). Or the attempt failed in a way no retry
+			// changes (res.ends).
+			v = retry.Verdict{Kind: retry.DeadLetter, Reason: cmp.Or(res.ends, retry.ReasonDestinationBlocked)}
 			if out.FirstFailure.IsZero() {
 				out.FirstFailure = now
 			}

@@ -72,7 +72,10 @@ func publishes(sub *catalog.Entry, cs []store.Claimed) bool {
 // subscription's timeout). The result has no status code: success is the
 // broker's acknowledgement (outcome broker_acked), a failure's outcome is
 // the broker's (broker.OutcomeOf), or destination_blocked when the guard
-// refused every address of the broker.
+// refused every address of the broker. A target the event's attributes
+// make invalid (broker.InvalidTarget) is broker_refused and ends the
+// delivery at once (reason InvalidTarget), saying nothing of the broker's
+// health: every retry would fail the same way.
 func (b *brokerPool) publish(ctx context.Context, cfg *Config, sub *catalog.Entry, cs []store.Claimed, items []event.Item) result {
 	begin := time.Now()
 	res := result{published: true}
@@ -89,6 +92,9 @@ func (b *brokerPool) publish(ctx context.Context, cfg *Config, sub *catalog.Entr
 		res.outcome = outcomeBrokerAcked
 	case destination.IsBlocked(err):
 		res.fail(outcomeBlocked, err)
+	case broker.InvalidTarget(err):
+		res.fail(broker.OutcomeRefused, err)
+		res.ends = retry.ReasonInvalidTarget
 	default:
 		res.fail(broker.OutcomeOf(err), err)
 	}

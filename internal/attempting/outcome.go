@@ -33,14 +33,15 @@ func dropped(c store.Claimed) store.Outcome {
 // An attempt that failed before anything was sent (a request Herald could
 // not build: request_error; a destination Herald refused:
 // destination_blocked; Herald's host out of file descriptors:
-// local_error; its authentication could not be had: auth_failed), and
-// nothing else, says nothing about it.
+// local_error; its authentication could not be had: auth_failed), an
+// attempt whose failure is the delivery's own (result.ends: a broker
+// target the event makes invalid), and nothing else, says nothing about it.
 // Everything else is a failure: a status the subscription does not accept
 // from an endpoint that did not answer 2xx, a timeout, a refused or reset
 // connection, a DNS or TLS error.
 func healthOf(policy retry.Policy, res result, now time.Time) (health.Outcome, bool) {
 	if res.outcome == outcomeRequestError || res.outcome == outcomeBlocked || res.outcome == outcomeLocalError ||
-		res.outcome == outcomeAuthFailed {
+		res.outcome == outcomeAuthFailed || res.ends != "" {
 		return health.Outcome{}, false
 	}
 	ok := res.published && res.succeeded(policy) || res.status != 0 && (res.status/100 == 2 || policy.Success(res.status))

@@ -83,6 +83,10 @@ type result struct {
 	duration   time.Duration
 	refused    *destination.Refusal // the refusal of a destination_blocked attempt
 	published  bool                 // a publish to a broker (broker.go), not an HTTP exchange
+	// ends is the dead-letter reason of an attempt that no retry could
+	// make succeed and that says nothing of the endpoint's health (a
+	// broker target the event's attributes make invalid); "" otherwise.
+	ends string
 }
 
 // fail records an attempt that got no response: its outcome, and err's

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -19,14 +20,33 @@ var placeholders = []string{"{type}", "{subject}", "{source}"}
 
 // Resolve is the target a template gives for an event of these fields
 // (Expand), checked for the destination's type (Check). A result that fails
-// the check is an OutcomeRefused error: the event cannot be published
-// there, and retrying will not change it.
+// the check is an OutcomeRefused error wrapping a *TargetError: the event
+// cannot be published there, and retrying will not change it
+// (InvalidTarget).
 func Resolve(typ, template string, f Fields) (string, error) {
 	s := Expand(template, f)
 	if msg := Check(typ, s); msg != "" {
-		return "", Refusedf("the %s %q resolves to %q for this event, which %s", TargetName(typ), template, s, msg)
+		return "", Refused(&TargetError{Field: TargetName(typ), Template: template, Target: s, Reason: msg})
 	}
 	return s, nil
+}
+
+// TargetError is a template that resolved, for one event, to a target
+// its broker can never take: Reason says why (Check's words).
+type TargetError struct {
+	Field, Template, Target, Reason string
+}
+
+func (e *TargetError) Error() string {
+	return fmt.Sprintf("the %s %q resolves to %q for this event, which %s", e.Field, e.Template, e.Target, e.Reason)
+}
+
+// InvalidTarget reports whether err is a publish that failed on its
+// target (a *TargetError from Resolve): the same event would fail the same
+// way on every retry.
+func InvalidTarget(err error) bool {
+	_, ok := errors.AsType[*TargetError](err)
+	return ok
 }
 
 // Expand replaces each {type}, {subject} and {source} in template with the

@@ -21,6 +21,12 @@ const (
 	// an output too large): no retry would give another result. Decide
 	// never gives it: the attempting stage does.
 	ReasonTransformFailed = "TransformFailed"
+	// ReasonInvalidTarget ends a delivery to a broker whose subject,
+	// routing key or topic template gives, for this event, a target the
+	// broker can never take (an empty segment, a wildcard, a character
+	// Kafka refuses: internal/broker/template.go): no retry would give
+	// another target. Decide never gives it: the attempting stage does.
+	ReasonInvalidTarget = "InvalidTarget"
 )
 
 // Attempt describes a delivery attempt that has just ended, as Decide needs it.

@@ -386,3 +386,50 @@ func TestBrokerDestinationTransformed(t *testing.T) {
 		t.Fatalf("a filtered event was published: %q", m.Data)
 	}
 }
+
+// TestBrokerTargetInvalidForEvent: a subject template that one event's
+// attributes make invalid ("orders.{subject}" for an event with no
+// subject gives an empty segment) ends that delivery at once after one
+// attempt (broker_refused, dead-lettered InvalidTarget, never retried
+// although the policy allows five), says nothing of the broker's health
+// (the endpoint stays enabled, no failure counted), and does not stop the
+// next event, whose subject gives a valid target, from being published.
+func TestBrokerTargetInvalidForEvent(t *testing.T) {
+	srv := brokertest.StartNATS(t)
+	nc, err := nats.Connect("nats://" + srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	got, err := nc.SubscribeSync("orders.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t)
+	sub := b.subscribe(map[string]any{"name": "by-subject",
+		"destination":  map[string]any{"type": "nats", "url": "nats://" + srv.Addr(), "subject": "orders.{subject}", "jetstream": false},
+		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"5s"}, "max_attempts": 5}})
+
+	b.publish("no-subject", "created")
+	d := waitEvent(b, sub, "no-subject", "dead_lettered")
+	if d.Attempts != 1 || d.LastOutcome == nil || *d.LastOutcome != "broker_refused" ||
+		d.DeadLetterReason == nil || *d.DeadLetterReason != "InvalidTarget" {
+		t.Fatalf("delivery %+v, want one broker_refused attempt dead-lettered InvalidTarget", d)
+	}
+	if as := b.attempts(d.ID); len(as) != 1 || as[0].Error == nil || !strings.Contains(*as[0].Error, `resolves to "orders." for this event`) {
+		t.Fatalf("attempts %+v, want one naming the resolved subject", as)
+	}
+	if ep := b.endpoint(b.endpointOf(sub)); ep.State != "enabled" || ep.ConsecutiveFailures != 0 {
+		t.Fatalf("endpoint %+v after an invalid target", ep)
+	}
+
+	publishEvent(b, map[string]any{"id": "paid", "type": "created", "subject": "paid", "data": map[string]any{}})
+	waitEvent(b, sub, "paid", "delivered")
+	m, err := got.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != "orders.paid" || m.Header.Get("ce-id") != "paid" {
+		t.Fatalf("message on %q with id %q, want orders.paid and paid", m.Subject, m.Header.Get("ce-id"))
+	}
+}
