@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -308,35 +310,61 @@ func TestBrokerDestinationResource(t *testing.T) {
 }
 
 // TestKafkaOrderingKey: a subscription that orders by key publishes each
-// event's partitionkey as its Kafka record's key.
+// event's partitionkey as its Kafka record's key, and each key's records
+// arrive in the order their events were published (30 events over three
+// keys, on a topic of three partitions).
 func TestKafkaOrderingKey(t *testing.T) {
 	b := setup(t)
 	k := brokertest.StartKafka(t, "orders")
 	sub := b.subscribe(map[string]any{"name": "k", "ordering": "key", "destination": map[string]any{"type": "kafka", "brokers": k.Addrs(), "topic": "orders"}})
-	ev := map[string]any{"specversion": "1.0", "id": "e1", "source": "/test", "type": "created", "partitionkey": "customer-7", "data": map[string]any{}}
-	if code, raw := b.do("POST", "/v1/events", ev, nil); code != 202 {
-		t.Fatalf("publish: %d %s", code, raw)
+	const events = 30
+	keys := []string{"customer-7", "customer-8", "customer-9"}
+	for i := range events {
+		ev := map[string]any{"specversion": "1.0", "id": fmt.Sprintf("e%02d", i), "source": "/test", "type": "created",
+			"partitionkey": keys[i%len(keys)], "data": map[string]any{}}
+		if code, raw := b.do("POST", "/v1/events", ev, nil); code != 202 {
+			t.Fatalf("publish: %d %s", code, raw)
+		}
 	}
-	waitEvent(b, sub, "e1", "delivered")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("orders"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for {
+	got := map[string][]string{}
+	for n := 0; n < events; {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatal("no record after 10s")
+			t.Fatalf("%d records after 20s, want %d", n, events)
 		}
-		if recs := fs.Records(); len(recs) > 0 {
-			if string(recs[0].Key) != "customer-7" {
-				t.Fatalf("record key %q, want customer-7", recs[0].Key)
-			}
-			return
+		for _, r := range fs.Records() {
+			got[string(r.Key)] = append(got[string(r.Key)], recordID(r))
+			n++
 		}
 	}
+	for i, key := range keys {
+		var want []string
+		for j := i; j < events; j += len(keys) {
+			want = append(want, fmt.Sprintf("e%02d", j))
+		}
+		if !slices.Equal(got[key], want) {
+			t.Fatalf("key %s: records %v, want %v", key, got[key], want)
+		}
+	}
+	waitEvent(b, sub, fmt.Sprintf("e%02d", events-1), "delivered")
+}
+
+// recordID is the CloudEvents id a Kafka record carries in binary mode
+// (its ce_id header).
+func recordID(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == "ce_id" {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // amqpQueue binds a new queue to amq.topic on the shared RabbitMQ
