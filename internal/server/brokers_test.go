@@ -379,19 +379,10 @@ func amqpQueue(t *testing.T) (string, <-chan amqp.Delivery) {
 // application/json, the event's own id; a null skips the event (filtered,
 // nothing published).
 func TestBrokerDestinationTransformed(t *testing.T) {
-	srv := brokertest.StartNATS(t)
-	nc, err := nats.Connect("nats://" + srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	got, err := nc.SubscribeSync("chat.>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, got := coreSubscriber(t, "chat.>")
 	b := setup(t)
 	sub := b.subscribe(map[string]any{"name": "chat",
-		"destination": map[string]any{"type": "nats", "url": "nats://" + srv.Addr(), "subject": "chat.{type}", "jetstream": false},
+		"destination": map[string]any{"type": "nats", "url": url, "subject": "chat.{type}", "jetstream": false},
 		"transform":   map[string]any{"cel": `data.amount > 100.0 ? dyn({"text": "paid " + string(data.amount)}) : null`}})
 	publishOrder(b, "big", map[string]any{"amount": 150})
 	m, err := got.NextMsg(10 * time.Second)
@@ -423,19 +414,10 @@ func TestBrokerDestinationTransformed(t *testing.T) {
 // (the endpoint stays enabled, no failure counted), and does not stop the
 // next event, whose subject gives a valid target, from being published.
 func TestBrokerTargetInvalidForEvent(t *testing.T) {
-	srv := brokertest.StartNATS(t)
-	nc, err := nats.Connect("nats://" + srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	got, err := nc.SubscribeSync("orders.>")
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, got := coreSubscriber(t, "orders.>")
 	b := setup(t)
 	sub := b.subscribe(map[string]any{"name": "by-subject",
-		"destination":  map[string]any{"type": "nats", "url": "nats://" + srv.Addr(), "subject": "orders.{subject}", "jetstream": false},
+		"destination":  map[string]any{"type": "nats", "url": url, "subject": "orders.{subject}", "jetstream": false},
 		"retry_policy": map[string]any{"preset": "custom", "delays": []string{"5s"}, "max_attempts": 5}})
 
 	b.publish("no-subject", "created")
@@ -460,4 +442,21 @@ func TestBrokerTargetInvalidForEvent(t *testing.T) {
 	if m.Subject != "orders.paid" || m.Header.Get("ce-id") != "paid" {
 		t.Fatalf("message on %q with id %q, want orders.paid and paid", m.Subject, m.Header.Get("ce-id"))
 	}
+}
+
+// coreSubscriber starts a nats-server of the test's own and subscribes to
+// subject on it (core NATS); it returns the server's URL.
+func coreSubscriber(t *testing.T, subject string) (string, *nats.Subscription) {
+	srv := brokertest.StartNATS(t)
+	url := "nats://" + srv.Addr()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	sub, err := nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, sub
 }
