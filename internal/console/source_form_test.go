@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The source forms' tests: each form is checked as the API checks its
@@ -121,11 +122,12 @@ func TestSourceEditForm(t *testing.T) {
 	}
 	shown := natsFields()
 	shown["url"] = "nats://alice:xxxxx@127.0.0.1:1"
-	before := n.sourceJSON(id)
+	n.clk.Advance(time.Second) // a write would move updated_at
+	before, rev := n.sourceJSON(id), n.storedSource(id).Revision
 	if p := admin.post(edit, shown); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/sources/"+id+"?done=unchanged" {
 		t.Fatalf("saving as it came: %d to %q", p.status, p.header.Get("Location"))
 	}
-	if after := n.sourceJSON(id); after != before {
+	if after := n.sourceJSON(id); after != before || n.storedSource(id).Revision != rev {
 		t.Fatalf("saving as it came changed the source:\n%s\n%s", before, after)
 	}
 	if p := n.get("/console/sources/"+id+"?done=unchanged", admin.cookie); !strings.Contains(p.body, "Nothing changed") {
