@@ -80,7 +80,7 @@ func TestBrowserSourceFromTheForm(t *testing.T) {
 	}
 	loc := read(t, b, "reading the page's address", chromedp.Location())
 	id := strings.TrimSuffix(strings.TrimPrefix(loc, n.url+"/console/sources/"), "?done=created")
-	if got := n.sourceAPI(id); got["subject"] != prefix+".>" || got["stream"] != stream || got["format"] != "raw" {
+	if got := sourceAPI(n, id); got["subject"] != prefix+".>" || got["stream"] != stream || got["format"] != "raw" {
 		t.Fatalf("the source the form made: %v", got)
 	}
 	if r := b.text(t, "#received"); r != "0" {
@@ -93,7 +93,7 @@ func TestBrowserSourceFromTheForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the message published", func() bool {
-		c, _ := n.sourceAPI(id)["counts"].(map[string]any)
+		c, _ := sourceAPI(n, id)["counts"].(map[string]any)
 		return c["published"] == 1.0
 	})
 	b.do(t, "reloading the source's page", chromedp.Reload())

@@ -79,17 +79,17 @@ func TestSourceCreateForm(t *testing.T) {
 	p = admin.post("/console/sources/new", withBrokers)
 	sameAsAPI(t, n, "a NATS create with brokers", p, "", map[string]any{"type": "nats", "url": deadURL, "subject": "orders.>",
 		"brokers": []string{"127.0.0.1:9092"}}, "brokers")
-	if n.sourceCount() != 0 {
-		t.Fatalf("refused forms made %d sources", n.sourceCount())
+	if sourceCount(n) != 0 {
+		t.Fatalf("refused forms made %d sources", sourceCount(n))
 	}
 
 	id := admin.createSource(natsFields())
-	got := n.sourceAPI(id)
+	got := sourceAPI(n, id)
 	if got["name"] != "orders" || got["type"] != "nats" || got["url"] != "nats://alice:xxxxx@127.0.0.1:1" || got["subject"] != "orders.>" ||
 		got["format"] != "raw" || got["wrap"].(map[string]any)["type"] != "order.placed" || got["account_id"] != "acc_default" {
 		t.Fatalf("the source made: %v", got)
 	}
-	if s := n.storedSource(id); s.Config.Conn.URL != deadURL {
+	if s := storedSource(n, id); s.Config.Conn.URL != deadURL {
 		t.Fatalf("the stored URL is %q; want %q", s.Config.Conn.URL, deadURL)
 	}
 	if p := n.get("/console/sources/"+id+"?done=created", admin.cookie); !strings.Contains(p.body, "Source created") {
@@ -100,8 +100,8 @@ func TestSourceCreateForm(t *testing.T) {
 	p = admin.post("/console/sources/new", natsFields())
 	sameAsAPI(t, n, "a create with a name in use", p, "", map[string]any{"type": "nats", "name": "orders", "url": deadURL,
 		"subject": "x"}, "name")
-	if n.sourceCount() != 1 {
-		t.Fatalf("%d sources after a name in use; want 1", n.sourceCount())
+	if sourceCount(n) != 1 {
+		t.Fatalf("%d sources after a name in use; want 1", sourceCount(n))
 	}
 }
 
@@ -123,11 +123,11 @@ func TestSourceEditForm(t *testing.T) {
 	shown := natsFields()
 	shown["url"] = "nats://alice:xxxxx@127.0.0.1:1"
 	n.clk.Advance(time.Second) // a write would move updated_at
-	before, rev := n.sourceJSON(id), n.storedSource(id).Revision
+	before, rev := sourceJSON(n, id), storedSource(n, id).Revision
 	if p := admin.post(edit, shown); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/sources/"+id+"?done=unchanged" {
 		t.Fatalf("saving as it came: %d to %q", p.status, p.header.Get("Location"))
 	}
-	if after := n.sourceJSON(id); after != before || n.storedSource(id).Revision != rev {
+	if after := sourceJSON(n, id); after != before || storedSource(n, id).Revision != rev {
 		t.Fatalf("saving as it came changed the source:\n%s\n%s", before, after)
 	}
 	if p := n.get("/console/sources/"+id+"?done=unchanged", admin.cookie); !strings.Contains(p.body, "Nothing changed") {
@@ -138,13 +138,13 @@ func TestSourceEditForm(t *testing.T) {
 	bad["url"], bad["subject"] = shown["url"], "orders >"
 	p = admin.post(edit, bad)
 	sameAsAPI(t, n, "a subject with a space", p, id, map[string]any{"subject": "orders >"}, "subject")
-	if !strings.Contains(p.body, `value="orders &gt;"`) || n.sourceJSON(id) != before {
+	if !strings.Contains(p.body, `value="orders &gt;"`) || sourceJSON(n, id) != before {
 		t.Fatalf("a refused edit: the form or the source:\n%s", p.body)
 	}
 	noWrap := natsFields()
 	noWrap["url"], noWrap["format"], noWrap["wrap.type"], noWrap["wrap.source"] = shown["url"], "cloudevents", "", ""
 	refused(t, "emptying wrap", admin.post(edit, noWrap), http.StatusBadRequest, "wrap", "wrap.type")
-	if n.sourceJSON(id) != before {
+	if sourceJSON(n, id) != before {
 		t.Fatal("a refused edit changed the source")
 	}
 
@@ -153,7 +153,7 @@ func TestSourceEditForm(t *testing.T) {
 	if p := admin.post(edit, changed); p.header.Get("Location") != "/console/sources/"+id+"?done=saved" {
 		t.Fatalf("a change: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
-	if s := n.storedSource(id); s.Config.Subject != "orders.eu.>" || s.Config.Conn.URL != deadURL || s.Name != "orders" {
+	if s := storedSource(n, id); s.Config.Subject != "orders.eu.>" || s.Config.Conn.URL != deadURL || s.Name != "orders" {
 		t.Fatalf("after the change the source is %+v", s)
 	}
 }
@@ -169,7 +169,7 @@ func TestSourceSASLPassword(t *testing.T) {
 		"format": "cloudevents", "sasl.mechanism": "PLAIN", "sasl.username": "bob", "sasl.password": saslSecret}
 	id := admin.createSource(fields)
 	at := "/console/sources/" + id
-	if s := n.storedSource(id).Config.Conn.SASL; s == nil || s.Password != saslSecret || s.Username != "bob" {
+	if s := storedSource(n, id).Config.Conn.SASL; s == nil || s.Password != saslSecret || s.Username != "bob" {
 		t.Fatalf("the stored SASL: %+v", s)
 	}
 	for _, path := range []string{"/console/sources", at, at + "/edit", at + "/delete"} {
@@ -186,7 +186,7 @@ func TestSourceSASLPassword(t *testing.T) {
 	if p := admin.post(at+"/edit", fields); p.header.Get("Location") != at+"?done=saved" {
 		t.Fatalf("changing the user: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
-	if s := n.storedSource(id).Config.Conn.SASL; s.Password != saslSecret || s.Username != "carol" {
+	if s := storedSource(n, id).Config.Conn.SASL; s.Password != saslSecret || s.Username != "carol" {
 		t.Fatalf("after a change of user with no password typed: %+v", s)
 	}
 	fields["sasl.password"], fields["brokers"] = saslSecond, "no-port"
@@ -199,7 +199,7 @@ func TestSourceSASLPassword(t *testing.T) {
 	if p := admin.post(at+"/edit", fields); p.header.Get("Location") != at+"?done=saved" {
 		t.Fatalf("a new password: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
 	}
-	if s := n.storedSource(id).Config.Conn.SASL; s.Password != saslSecond {
+	if s := storedSource(n, id).Config.Conn.SASL; s.Password != saslSecond {
 		t.Fatalf("after a new password: %+v", s)
 	}
 	if p := n.get(at, admin.cookie); !strings.Contains(p.body, "password <code>xxxxx</code>") {

@@ -40,22 +40,22 @@ func noSourceSecrets(t *testing.T, what string, p page) {
 }
 
 // newSourceAPI makes a source through the API and returns its answer.
-func (n *node) newSourceAPI(body map[string]any) map[string]any {
+func newSourceAPI(n *node, body map[string]any) map[string]any {
 	n.t.Helper()
 	return n.must(http.StatusCreated, adminKey, "POST", "/v1/sources", body)
 }
 
 // sourceAPI reads a source through the API.
-func (n *node) sourceAPI(id string) map[string]any {
+func sourceAPI(n *node, id string) map[string]any {
 	n.t.Helper()
 	return n.must(http.StatusOK, adminKey, "GET", "/v1/sources/"+id, nil)
 }
 
 // sourceJSON is a source through the API as JSON (to compare), without
 // what its consumer reports.
-func (n *node) sourceJSON(id string) string {
+func sourceJSON(n *node, id string) string {
 	n.t.Helper()
-	s := n.sourceAPI(id)
+	s := sourceAPI(n, id)
 	for _, k := range []string{"state", "lag", "last_error", "last_error_at", "counts"} {
 		delete(s, k)
 	}
@@ -64,13 +64,13 @@ func (n *node) sourceJSON(id string) string {
 }
 
 // sourceCount is how many sources the API lists.
-func (n *node) sourceCount() int {
+func sourceCount(n *node) int {
 	n.t.Helper()
 	return len(n.must(http.StatusOK, adminKey, "GET", "/v1/sources", nil)["data"].([]any))
 }
 
 // storedSource reads a source from the store, its secrets and all.
-func (n *node) storedSource(id string) source.Source {
+func storedSource(n *node, id string) source.Source {
 	n.t.Helper()
 	s, err := n.srv.Store.GetSource(context.Background(), id)
 	if err != nil {
@@ -93,12 +93,12 @@ func TestSourcesList(t *testing.T) {
 		!strings.Contains(p.body, `<a href="/console/sources" aria-current="page">Sources</a>`) {
 		t.Fatalf("the empty list: %d\n%s", p.status, p.body)
 	}
-	nats := n.newSourceAPI(map[string]any{"name": "orders", "type": "nats", "url": deadURL, "subject": "orders.>",
+	nats := newSourceAPI(n, map[string]any{"name": "orders", "type": "nats", "url": deadURL, "subject": "orders.>",
 		"format": "raw", "wrap": map[string]any{"type": "order.placed", "source": "/shop"}})["id"].(string)
-	kafka := n.newSourceAPI(map[string]any{"name": "clicks", "type": "kafka", "brokers": []string{"127.0.0.1:1"}, "topic": "clicks",
+	kafka := newSourceAPI(n, map[string]any{"name": "clicks", "type": "kafka", "brokers": []string{"127.0.0.1:1"}, "topic": "clicks",
 		"sasl": map[string]any{"mechanism": "PLAIN", "username": "bob", "password": saslSecret}})["id"].(string)
 	n.must(http.StatusOK, adminKey, "POST", "/v1/sources/"+kafka+"/pause", nil)
-	eventually(t, "the NATS source failing", func() bool { return n.sourceAPI(nats)["state"] == "failing" })
+	eventually(t, "the NATS source failing", func() bool { return sourceAPI(n, nats)["state"] == "failing" })
 
 	p = n.get("/console/sources", admin.cookie)
 	noSourceSecrets(t, "the list", p)
@@ -133,8 +133,8 @@ func TestSourcesList(t *testing.T) {
 			t.Fatalf("an account key's POST %s: %d\n%s", path, p.status, p.body)
 		}
 	}
-	if got := n.sourceAPI(nats); got["subject"] != "orders.>" || n.sourceCount() != 2 {
-		t.Fatalf("after an account key's forms: %v, %d sources", got, n.sourceCount())
+	if got := sourceAPI(n, nats); got["subject"] != "orders.>" || sourceCount(n) != 2 {
+		t.Fatalf("after an account key's forms: %v, %d sources", got, sourceCount(n))
 	}
 }
 
@@ -146,9 +146,9 @@ func TestSourcesList(t *testing.T) {
 func TestSourcePage(t *testing.T) {
 	n := setup(t)
 	admin := signInAs(n, adminKey)
-	id := n.newSourceAPI(map[string]any{"name": "orders", "type": "nats", "url": deadURL, "subject": "orders.>", "stream": "ORDERS"})["id"].(string)
-	eventually(t, "the source failing", func() bool { return n.sourceAPI(id)["state"] == "failing" })
-	api := n.sourceAPI(id)
+	id := newSourceAPI(n, map[string]any{"name": "orders", "type": "nats", "url": deadURL, "subject": "orders.>", "stream": "ORDERS"})["id"].(string)
+	eventually(t, "the source failing", func() bool { return sourceAPI(n, id)["state"] == "failing" })
+	api := sourceAPI(n, id)
 	ctx := context.Background()
 	long := "<script>alert(1)</script>" + strings.Repeat("a", 600) + "TAIL-NOT-SHOWN"
 	for i := range 51 {
@@ -199,11 +199,11 @@ func TestSourcePage(t *testing.T) {
 func TestSourcePauseResumeDelete(t *testing.T) {
 	n := setup(t)
 	admin := signInAs(n, adminKey)
-	id := n.newSourceAPI(map[string]any{"type": "amqp", "url": "amqp://guest:" + urlSecret + "@127.0.0.1:1/", "queue": "orders"})["id"].(string)
+	id := newSourceAPI(n, map[string]any{"type": "amqp", "url": "amqp://guest:" + urlSecret + "@127.0.0.1:1/", "queue": "orders"})["id"].(string)
 	at := "/console/sources/" + id
 
-	if p := n.post(at+"/pause", admin.cookie, nil); p.status != http.StatusForbidden || n.sourceAPI(id)["state"] == "paused" {
-		t.Fatalf("a pause without the CSRF token: %d, state %v", p.status, n.sourceAPI(id)["state"])
+	if p := n.post(at+"/pause", admin.cookie, nil); p.status != http.StatusForbidden || sourceAPI(n, id)["state"] == "paused" {
+		t.Fatalf("a pause without the CSRF token: %d, state %v", p.status, sourceAPI(n, id)["state"])
 	}
 	for _, step := range []struct{ action, done, state string }{
 		{"pause", "paused", "paused"}, {"pause", "paused-unchanged", "paused"}, {"resume", "resumed", ""}, {"resume", "resumed-unchanged", ""},
@@ -212,7 +212,7 @@ func TestSourcePauseResumeDelete(t *testing.T) {
 		if p.status != http.StatusSeeOther || p.header.Get("Location") != at+"?done="+step.done {
 			t.Fatalf("%s: %d to %q; want 303 to ?done=%s", step.action, p.status, p.header.Get("Location"), step.done)
 		}
-		if got := n.sourceAPI(id)["state"]; step.state != "" && got != step.state || step.state == "" && got == "paused" {
+		if got := sourceAPI(n, id)["state"]; step.state != "" && got != step.state || step.state == "" && got == "paused" {
 			t.Fatalf("after %s (%s) the API's state is %v", step.action, step.done, got)
 		}
 		page := n.get(p.header.Get("Location"), admin.cookie)
@@ -223,7 +223,7 @@ func TestSourcePauseResumeDelete(t *testing.T) {
 	}
 
 	p := n.get(at+"/delete", admin.cookie)
-	if p.status != http.StatusOK || !strings.Contains(p.body, `id="confirm-delete"`) || n.sourceCount() != 1 {
+	if p.status != http.StatusOK || !strings.Contains(p.body, `id="confirm-delete"`) || sourceCount(n) != 1 {
 		t.Fatalf("the delete confirmation: %d\n%s", p.status, p.body)
 	}
 	noSourceSecrets(t, "the delete confirmation", p)
