@@ -79,11 +79,16 @@ type sourceView struct {
 	// "unknown" (never told, or MQTT).
 	Lag                                           string
 	Received, Published, Duplicates, DeadLettered int64
-	// LastError (secrets masked) and when; "" for none.
-	LastError            string
-	LastErrorAt          time.Time
-	CreatedAt, UpdatedAt time.Time
+	// LastError (secrets masked) and when; "" for none. ShortError is
+	// its first listErrorBytes, for the list.
+	LastError, ShortError string
+	LastErrorAt           time.Time
+	CreatedAt, UpdatedAt  time.Time
 }
+
+// listErrorBytes bounds the last error each row of the sources list
+// shows (its page shows it whole).
+const listErrorBytes = 200
 
 // toSourceView is s as the pages show it.
 func toSourceView(s source.Source) sourceView {
@@ -92,6 +97,7 @@ func toSourceView(s source.Source) sourceView {
 		Stream: c.Stream, Durable: c.Durable, Queue: c.Queue, Topic: c.Topic, Format: c.Format, Wrap: c.Wrap, State: s.State(),
 		Lag: "unknown", Received: st.Received, Published: st.Published, Duplicates: st.Duplicates, DeadLettered: st.DeadLettered,
 		LastError: redact.Text(st.LastError), LastErrorAt: st.LastErrorAt, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	v.ShortError = excerpt([]byte(v.LastError), listErrorBytes)
 	if st.Lag >= 0 {
 		v.Lag = strconv.FormatInt(st.Lag, 10)
 	}

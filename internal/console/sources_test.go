@@ -162,12 +162,16 @@ func TestSourcePage(t *testing.T) {
 		}
 	}
 
+	owner, _, err := n.srv.Store.SourceLeader(ctx, id, n.clk.Now())
+	if err != nil || owner == "" {
+		t.Fatalf("the source's lease: %q, %v; want this node's", owner, err)
+	}
 	p := n.get("/console/sources/"+id, admin.cookie)
 	noSourceSecrets(t, "the source's page", p)
 	for _, want := range []string{
 		html.EscapeString(api["url"].(string)), "nats://alice:xxxxx@127.0.0.1:1", "<code>orders.&gt;</code>", "<code>ORDERS</code>",
 		"<code>herald-" + id + "</code>", `id="state">failing`, `id="lag">unknown`, `id="dead-lettered">51`, `id="received">0`,
-		html.EscapeString(api["last_error"].(string)), `id="leader">`, `id="pause"`, `href="/console/sources/` + id + `/delete"`,
+		html.EscapeString(api["last_error"].(string)), `id="leader">` + owner + "<", `id="pause"`, `href="/console/sources/` + id + `/delete"`,
 	} {
 		if !strings.Contains(p.body, want) {
 			t.Fatalf("the source's page lacks %q:\n%s", want, p.body)
@@ -193,7 +197,8 @@ func TestSourcePage(t *testing.T) {
 
 // TestSourcePauseResumeDelete: the page's pause and resume forms pause
 // and resume the source as the API's routes do (the API then says so),
-// and say when nothing changed; a form without the session's CSRF token
+// and say when nothing changed (paused, no node is named as consuming
+// it); a form without the session's CSRF token
 // changes nothing; delete asks first, then deletes it (the API then knows
 // it no more) and the list says so.
 func TestSourcePauseResumeDelete(t *testing.T) {
@@ -217,7 +222,8 @@ func TestSourcePauseResumeDelete(t *testing.T) {
 		}
 		page := n.get(p.header.Get("Location"), admin.cookie)
 		noSourceSecrets(t, "the source's page after "+step.action, page)
-		if !strings.Contains(page.body, `id="message">`) || step.state == "paused" && !strings.Contains(page.body, `id="resume"`) {
+		if !strings.Contains(page.body, `id="message">`) || step.state == "paused" && (!strings.Contains(page.body, `id="resume"`) ||
+			strings.Contains(page.body, `id="leader"`)) {
 			t.Fatalf("the page after %s:\n%s", step.done, page.body)
 		}
 	}
