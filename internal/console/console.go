@@ -26,7 +26,8 @@
 // through Control, Publisher and the subscription package's Input, as the
 // API's handlers), eventPages (events.go), endpointPages (endpoints.go:
 // Enable and Freeze through Control) and the admin's accountPages
-// (accounts.go: accounts and keys through Accounts). A new page is a handler on its
+// (accounts.go: accounts and keys through Accounts) and sourcePages
+// (sources.go, source_form.go: the broker sources through Sources). A new page is a handler on its
 // group's type taking the request's *visit, a template in templates/
 // defining "content", and a route in Handler wrapped in signedIn (and in
 // change for a POST); html/template escapes what it shows.
@@ -49,6 +50,7 @@ import (
 	"github.com/herald-events/herald/internal/endpoint"
 	"github.com/herald-events/herald/internal/health"
 	"github.com/herald-events/herald/internal/job"
+	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
 )
 
@@ -65,6 +67,11 @@ type Store interface {
 	// The overview's backlog, and what the endpoints not enabled hold.
 	CountBacklog(ctx context.Context, limit int64) (store.Backlog, error)
 	CountPendingOf(ctx context.Context, endpointIDs []string, limit int64) (int64, error)
+	// The broker sources' pages (sources.go), as the API reads them.
+	GetSource(ctx context.Context, id string) (source.Source, error)
+	ListSources(ctx context.Context, p store.Page) ([]source.Source, string, error)
+	ListSourceDeadLetters(ctx context.Context, sourceID string, p store.Page) ([]source.DeadLetter, string, error)
+	SourceLeader(ctx context.Context, id string, now time.Time) (owner string, until time.Time, err error)
 }
 
 // Control is how the console's forms change deliveries and subscriptions:
@@ -113,6 +120,10 @@ type Console struct {
 	// EventTypes is the event-type catalog (eventtypes.go; nil: no
 	// catalog pages).
 	EventTypes EventTypeCatalog
+	// Sources writes the broker sources for the admin's source pages
+	// (sources.go; control.Sources, as the API's routes; nil: no source
+	// pages).
+	Sources SourceControl
 	// Live is the scheduler's view of the endpoints (nil: the store's
 	// health is shown); HealthWindow the failure-rate rule's window, for
 	// the endpoints' window counts (default 1h, as the API's).
@@ -172,6 +183,7 @@ func (c *Console) Handler() http.Handler {
 	eps.routes(mux, s)
 	accs.routes(mux, s)
 	(&eventTypePages{base: b, catalog: c.EventTypes}).routes(mux, s)
+	(&sourcePages{base: b, sources: c.Sources}).routes(mux, s)
 	mux.Handle("GET /console/static/", pg.staticFiles(s.notFound))
 	mux.HandleFunc("/console/", s.notFound)
 	return securityHeaders(mux)

@@ -418,7 +418,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.wireEventTypes(cfg, reg)
 	s.wireSources(cfg)
 	con := &console.Console{Store: st, Control: ctl, Publisher: pipe.Admission, Destinations: a.Destinations, EventTypes: a.EventTypes,
-		Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
+		Sources: a.Sources, Accounts: accounts, Live: sched, HealthWindow: a.HealthWindow, Health: sched.Config().Health, Clock: cfg.Clock, Logger: cfg.Logger.With("component", "console")}
 	if s.Auth != nil {
 		con.Auth = s.Auth
 	}

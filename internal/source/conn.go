@@ -43,8 +43,8 @@ type SASL struct {
 	Password  string `json:"password"`
 }
 
-// SASL mechanisms.
-var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+// SASLMechanisms are the SASL mechanisms a Kafka source may use.
+var SASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // Bounds of the connection settings.
 const (
@@ -153,8 +153,8 @@ func checkTLSSASL(t *TLS, s *SASL) *strictjson.Error {
 	if s == nil {
 		return nil
 	}
-	if !slices.Contains(saslMechanisms, s.Mechanism) {
-		return strictjson.Errorf("sasl.mechanism", "must be one of %s", strings.Join(saslMechanisms, ", "))
+	if !slices.Contains(SASLMechanisms, s.Mechanism) {
+		return strictjson.Errorf("sasl.mechanism", "must be one of %s", strings.Join(SASLMechanisms, ", "))
 	}
 	if err := strictjson.CheckText("sasl.username", s.Username, 256, true); err != nil {
 		return err

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/herald-events/herald/internal/source"
 )
@@ -46,6 +47,11 @@ type SourceStore interface {
 	// ID (arrival) order after the cursor (IDCursor). An item's bytes:
 	// its body and reason.
 	ListSourceDeadLetters(ctx context.Context, sourceID string, p Page) ([]source.DeadLetter, string, error)
+	// SourceLeader returns the owner (the node, as TryLead names it) whose
+	// consumer holds source id's lease (SourceLeaderRole) and the end of
+	// its term; "" when no node holds it at now (none took it, or its
+	// term ended).
+	SourceLeader(ctx context.Context, id string, now time.Time) (owner string, until time.Time, err error)
 }
 
 // ErrSourceLimit: CreateSource found source.MaxSources sources. The call

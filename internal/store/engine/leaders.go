@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/store/driver"
 	"github.com/herald-events/herald/internal/store/sqlrow"
 )
@@ -16,6 +18,8 @@ var (
 	// before $3 (now) or $2 already holds it (a renewal). It changes a row
 	// exactly when $2 holds the role afterwards.
 	qTryLead = query("TryLead")
+	// qGetLeader reads role $1's owner and the end of its term.
+	qGetLeader = query("GetLeader")
 )
 
 // TryLead implements store.DeliveryStore in one statement (qTryLead). now
@@ -35,4 +39,22 @@ func (s *Store) TryLead(ctx context.Context, name, owner string, now, until time
 		return false, fmt.Errorf("try lead %s: %w", name, err)
 	}
 	return won, nil
+}
+
+// SourceLeader implements store.SourceStore: the holder of the role
+// store.SourceLeaderRole(id), read as TryLead writes it.
+func (s *Store) SourceLeader(ctx context.Context, id string, now time.Time) (string, time.Time, error) {
+	var owner string
+	var until int64
+	err := s.drv.Reader().QueryRow(ctx, qGetLeader, store.SourceLeaderRole(id)).Scan(&owner, &until)
+	switch {
+	case errors.Is(err, driver.ErrNoRows):
+		return "", time.Time{}, nil
+	case err != nil:
+		return "", time.Time{}, fmt.Errorf("source %s's leader: %w", id, err)
+	}
+	if t := sqlrow.FromUnixMS(until); !t.Before(now) {
+		return owner, t, nil
+	}
+	return "", time.Time{}, nil
 }

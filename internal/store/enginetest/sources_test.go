@@ -21,6 +21,7 @@ func RunSourcesContract(t *testing.T, open Opener) {
 			{"UpdateRevisionsNames", testSourceUpdate},
 			{"Report", testSourceReport},
 			{"DeadLettersDelete", testSourceDeadLetters},
+			{"Leader", testSourceLeader},
 		}},
 	})
 }
@@ -199,5 +200,41 @@ func testSourceDeadLetters(t *testing.T, b *bundle) {
 	}
 	if err := b.s.DeleteSource(b.ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a second delete: %v; want ErrNotFound", err)
+	}
+}
+
+// testSourceLeader: SourceLeader names the node holding a source's lease
+// (TryLead of SourceLeaderRole) until its term ends, none before any took
+// it or after its term ended, and the new holder after a takeover.
+func testSourceLeader(t *testing.T, b *bundle) {
+	src := newSource(b, "led")
+	createSource(b, src)
+	leader := func(at time.Time) (string, time.Time) {
+		t.Helper()
+		owner, until, err := b.s.SourceLeader(b.ctx, src.ID, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return owner, until
+	}
+	if owner, _ := leader(b.now); owner != "" {
+		t.Fatalf("SourceLeader before any lease: %q; want none", owner)
+	}
+	until := b.now.Add(15 * time.Second)
+	if won, err := b.s.TryLead(b.ctx, store.SourceLeaderRole(src.ID), "node-a", b.now, until); err != nil || !won {
+		t.Fatalf("TryLead: %v, %v", won, err)
+	}
+	if owner, u := leader(b.now); owner != "node-a" || !u.Equal(until) {
+		t.Fatalf("SourceLeader: %q until %v; want node-a until %v", owner, u, until)
+	}
+	later := until.Add(time.Millisecond)
+	if owner, _ := leader(later); owner != "" {
+		t.Fatalf("SourceLeader after the term: %q; want none", owner)
+	}
+	if won, err := b.s.TryLead(b.ctx, store.SourceLeaderRole(src.ID), "node-b", later, later.Add(time.Minute)); err != nil || !won {
+		t.Fatalf("TryLead after the term: %v, %v", won, err)
+	}
+	if owner, _ := leader(later); owner != "node-b" {
+		t.Fatalf("SourceLeader after a takeover: %q; want node-b", owner)
 	}
 }

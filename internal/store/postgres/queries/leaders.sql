@@ -7,3 +7,6 @@
 INSERT INTO leaders AS l (name, owner, until) VALUES ($1, $2, $4)
 ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
 WHERE l.until < $3 OR l.owner = EXCLUDED.owner
+
+-- name: GetLeader
+SELECT owner, until FROM leaders WHERE name = $1

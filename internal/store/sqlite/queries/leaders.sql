@@ -6,3 +6,6 @@
 INSERT INTO leaders (name, owner, until) VALUES (?1, ?2, ?4)
 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until
 WHERE leaders.until < ?3 OR leaders.owner = excluded.owner
+
+-- name: GetLeader
+SELECT owner, until FROM leaders WHERE name = ?1
