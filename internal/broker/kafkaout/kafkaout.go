@@ -19,7 +19,6 @@ package kafkaout
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -66,7 +65,7 @@ type conn struct {
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(d.Brokers...),
-		kgo.Dialer(dialer(d, dial)),
+		kgo.Dialer(Dialer(d.Settings, dial)),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(recordRetries),
 		kgo.UnknownTopicRetries(unknownTopicRetries),
@@ -92,7 +91,7 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 }
 
 // Mechanism is the franz-go SASL mechanism of s: PLAIN, SCRAM-SHA-256 or
-// SCRAM-SHA-512.
+// SCRAM-SHA-512 (the names broker.Settings.Check takes).
 func Mechanism(s *broker.SASL) (sasl.Mechanism, error) {
 	switch strings.ToUpper(s.Mechanism) {
 	case MechanismPlain:
@@ -105,22 +104,11 @@ func Mechanism(s *broker.SASL) (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("unknown SASL mechanism %q", s.Mechanism)
 }
 
-// dialer is franz-go's dial function: dial, then TLS when d asks for it
-// (verified against the system's roots, the server name the broker's
-// host).
-func dialer(d *broker.Destination, dial broker.DialFunc) func(ctx context.Context, network, host string) (net.Conn, error) {
+// Dialer is franz-go's dial function for s's brokers: dial, then TLS
+// when s asks for it (broker.DialTLS: s.TLS's roots and server name).
+func Dialer(s broker.Settings, dial broker.DialFunc) func(ctx context.Context, network, host string) (net.Conn, error) {
 	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		nc, err := dial(ctx, network, host)
-		if err != nil || !d.TLS {
-			return nc, err
-		}
-		name, _, _ := net.SplitHostPort(host)
-		tc := tls.Client(nc, &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, broker.Unreachable(err)
-		}
-		return tc, nil
+		return broker.DialTLS(ctx, dial, s, network, host)
 	}
 }
 
