@@ -12,7 +12,8 @@
 //
 // Success is a produce acknowledged with acks=all (every in-sync replica;
 // franz-go's idempotent producer). A Kafka error code (unknown topic,
-// authorization, a record too large) is broker_refused; a cluster that
+// authorization, a record too large, SASL credentials refused: sasl.go)
+// or a certificate Herald does not trust is broker_refused; a cluster that
 // cannot be reached broker_unreachable; no answer by the attempt's
 // deadline broker_timeout.
 package kafkaout
@@ -55,6 +56,7 @@ const (
 // conn is a franz-go client of one cluster.
 type conn struct {
 	cl     *kgo.Client
+	sasl   *saslWatch // nil without SASL
 	broken atomic.Bool
 }
 
@@ -72,12 +74,14 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 		kgo.ProducerLinger(0),
 		kgo.ClientID("herald"),
 	}
+	var watch *saslWatch
 	if d.SASL != nil {
 		m, err := Mechanism(d.SASL)
 		if err != nil {
 			return nil, broker.Refused(err)
 		}
-		opts = append(opts, kgo.SASL(m))
+		watch = &saslWatch{}
+		opts = append(opts, kgo.SASL(watch.wrap(m)))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -85,9 +89,9 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	}
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
-		return nil, classify(err)
+		return nil, watch.classify(err)
 	}
-	return &conn{cl: cl}, nil
+	return &conn{cl: cl, sasl: watch}, nil
 }
 
 // Mechanism is the franz-go SASL mechanism of s: PLAIN, SCRAM-SHA-256 or
@@ -118,7 +122,7 @@ func (c *conn) Publish(ctx context.Context, d *broker.Destination, topic string,
 	if m.Key != "" {
 		rec.Key = []byte(m.Key)
 	}
-	err := classify(c.cl.ProduceSync(ctx, rec).FirstErr())
+	err := c.sasl.classify(c.cl.ProduceSync(ctx, rec).FirstErr())
 	if broker.OutcomeOf(err) == broker.OutcomeUnreachable {
 		c.broken.Store(true)
 	}

@@ -19,12 +19,12 @@ import (
 
 var connectors = map[string]broker.Connector{broker.TypeNATS: natsout.Connect}
 
-// stream makes a JetStream stream on url for the subjects under a new
-// prefix and returns the prefix and a consumer of the stream; the stream
-// is deleted when the test ends.
-func stream(t *testing.T, url string) (string, jetstream.Consumer) {
+// stream makes a JetStream stream on url (connected to with opts) for the
+// subjects under a new prefix and returns the prefix and a consumer of the
+// stream; the stream is deleted when the test ends.
+func stream(t *testing.T, url string, opts ...nats.Option) (string, jetstream.Consumer) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
