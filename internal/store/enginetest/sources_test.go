@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
-	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/broker"
+	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
 )
