@@ -23,7 +23,7 @@ func TestNATSBindingRoundTrip(t *testing.T) {
 	if code, raw := b.doAs(tn.accountKey, "POST", "/v1/subscriptions", map[string]any{"name": "hook", "url": rc.URL}, nil); code != http.StatusCreated {
 		t.Fatalf("the reader's subscription: %d %s", code, raw)
 	}
-	b.createSource(map[string]any{"type": "nats", "url": natsURL, "subject": st.subject + ".rt", "stream": st.name, "account_id": tn.id})
+	createSource(b, map[string]any{"type": "nats", "url": natsURL, "subject": st.subject + ".rt", "stream": st.name, "account_id": tn.id})
 
 	const odd = "50% off: Zoë & Ωmega \"quoted\""
 	ev := map[string]any{"specversion": "1.0", "id": "rt-1", "source": "/shop eu", "type": "order.placed", "subject": odd,

@@ -26,7 +26,7 @@ func tlsEvent(id string) []byte {
 
 // createSource creates a source from body, failing the test unless it is
 // created.
-func (b *bundle) createSource(body map[string]any) sourceRes {
+func createSource(b *bundle, body map[string]any) sourceRes {
 	b.t.Helper()
 	var src sourceRes
 	if code, raw := b.do("POST", "/v1/sources", body, &src); code != 201 {
@@ -51,7 +51,7 @@ func TestSourcesOverTLS(t *testing.T) {
 	// MQTT first: its message is kept for the source's session once the
 	// source subscribed (connected).
 	mq, tlsAddr := brokertest.StartMosquittoTLS(t, ca)
-	mqttSrc := b.createSource(map[string]any{"type": "mqtt", "url": "mqtts://" + tlsAddr, "tls": tlsOf, "topic": "tls/#"})
+	mqttSrc := createSource(b, map[string]any{"type": "mqtt", "url": "mqtts://" + tlsAddr, "tls": tlsOf, "topic": "tls/#"})
 	for sig.Connected.WaitOrTimeout() != mqttSrc.ID {
 	}
 	mqttPublishTo(t, mq.Addr(), &paho.Publish{Topic: "tls/a", Payload: tlsEvent("mqtt-1"),
@@ -60,7 +60,7 @@ func TestSourcesOverTLS(t *testing.T) {
 	srv := brokertest.StartNATS(t, brokertest.NATSTLSArgs(ca, "herald", "s3cret")...)
 	natsURL := "tls://herald:s3cret@" + srv.Addr()
 	js := tlsStream(t, natsURL, nats.Secure(ca.ClientConfig()))
-	b.createSource(map[string]any{"type": "nats", "url": natsURL, "tls": tlsOf, "subject": "tls.>"})
+	createSource(b, map[string]any{"type": "nats", "url": natsURL, "tls": tlsOf, "subject": "tls.>"})
 	if _, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: "tls.a", Data: tlsEvent("nats-1"),
 		Header: nats.Header{"content-type": {"application/cloudevents+json"}}}); err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestSourcesOverTLS(t *testing.T) {
 
 	proxy := brokertest.StartTLSProxy(t, "127.0.0.1:5672", ca.ServerConfig())
 	ch, q := amqpSourceQueue(t)
-	b.createSource(map[string]any{"type": "amqp", "url": "amqps://guest:guest@" + proxy.Addr() + "/", "tls": tlsOf, "queue": q})
+	createSource(b, map[string]any{"type": "amqp", "url": "amqps://guest:guest@" + proxy.Addr() + "/", "tls": tlsOf, "queue": q})
 	amqpPublish(t, ch, q, amqp.Publishing{ContentType: "application/cloudevents+json", Body: tlsEvent("amqp-1")})
 
 	k := brokertest.StartKafkaWith(t, []kfake.Opt{kfake.TLS(ca.ServerConfig()), kfake.EnableSASL(),
@@ -80,7 +80,7 @@ func TestSourcesOverTLS(t *testing.T) {
 	}
 	t.Cleanup(producer.Close)
 	for topic, user := range map[string][2]string{"plain": {"PLAIN", "herald-plain"}, "scram": {"SCRAM-SHA-256", "herald-scram"}} {
-		b.createSource(map[string]any{"type": "kafka", "brokers": k.Addrs(), "tls": tlsOf, "topic": topic,
+		createSource(b, map[string]any{"type": "kafka", "brokers": k.Addrs(), "tls": tlsOf, "topic": topic,
 			"sasl": map[string]any{"mechanism": user[0], "username": user[1], "password": "s3cret"}})
 		kafkaProduce(t, producer, &kgo.Record{Topic: topic, Value: tlsEvent("kafka-" + topic),
 			Headers: []kgo.RecordHeader{{Key: "content-type", Value: []byte("application/cloudevents+json")}}})
@@ -103,10 +103,10 @@ func TestSourceRefusedOverTLS(t *testing.T) {
 	ca := brokertest.NewCA(t)
 	k := brokertest.StartKafkaWith(t, []kfake.Opt{kfake.TLS(ca.ServerConfig()), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "herald-scram", "s3cret")}, "orders")
-	kafka := b.createSource(map[string]any{"type": "kafka", "brokers": k.Addrs(), "tls": map[string]any{"ca_pem": ca.PEM}, "topic": "orders",
+	kafka := createSource(b, map[string]any{"type": "kafka", "brokers": k.Addrs(), "tls": map[string]any{"ca_pem": ca.PEM}, "topic": "orders",
 		"sasl": map[string]any{"mechanism": "SCRAM-SHA-256", "username": "herald-scram", "password": "wrong"}})
 	srv := brokertest.StartNATS(t, brokertest.NATSTLSArgs(ca, "herald", "s3cret")...)
-	nats := b.createSource(map[string]any{"type": "nats", "url": "tls://herald:s3cret@" + srv.Addr(),
+	nats := createSource(b, map[string]any{"type": "nats", "url": "tls://herald:s3cret@" + srv.Addr(),
 		"tls": map[string]any{"ca_pem": brokertest.NewCA(t).PEM}, "subject": "orders.>"})
 	for _, id := range []string{kafka.ID, nats.ID} {
 		eventually(t, "the source failing with its last error", func() bool {
