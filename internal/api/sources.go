@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
@@ -14,7 +15,7 @@ import (
 // (account_id in the body).
 
 // sourceJSON is the source resource: its connection as Herald shows it
-// (secrets masked: source.Conn.Shown), what it reads, and its consumers'
+// (secrets masked: broker.Settings.Shown), what it reads, and its consumers'
 // report.
 type sourceJSON struct {
 	ID        string       `json:"id"`
@@ -23,8 +24,8 @@ type sourceJSON struct {
 	AccountID string       `json:"account_id"`
 	URL       string       `json:"url,omitempty"`
 	Brokers   []string     `json:"brokers,omitempty"`
-	TLS       *source.TLS  `json:"tls,omitempty"`
-	SASL      *source.SASL `json:"sasl,omitempty"`
+	TLS       *broker.TLS  `json:"tls,omitempty"`
+	SASL      *broker.SASL `json:"sasl,omitempty"`
 	Subject   string       `json:"subject,omitempty"`
 	Stream    string       `json:"stream,omitempty"`
 	Durable   string       `json:"durable,omitempty"`

@@ -6,8 +6,9 @@
 // (internal/broker/natsout, amqpout, mqttout, kafkaout) that maps the
 // Message onto its CloudEvents protocol binding; this package holds what
 // they share: the Destination a subscription names, the Message, the
-// outcomes, the subject templates (template.go), the guarded dialer
-// (dial.go) and the bounded pool of connections (pool.go).
+// outcomes, the connection settings destinations and sources share
+// (settings.go), the subject templates (template.go), the guarded dialer and
+// TLS (dial.go) and the bounded pool of connections (pool.go).
 package broker
 
 import (
@@ -36,14 +37,14 @@ const (
 
 // Destination is a broker a subscription publishes to, as it is stored
 // (the subscription's delivery options) and as the clients read it. Its
-// URL and SASL password are secrets: whoever shows a Destination masks
-// them (Masked).
+// connection settings (Settings, whose members sit beside the others in
+// its JSON) have secrets: whoever shows a Destination shows its
+// Settings.Shown.
 type Destination struct {
 	// Type is TypeNATS, TypeAMQP, TypeMQTT or TypeKafka.
 	Type string `json:"type"`
-	// URL is the broker's address with its credentials (nats://,
-	// tls://, amqp://, amqps://, mqtt://, mqtts://); "" for Kafka.
-	URL string `json:"url,omitempty"`
+	// Settings are the broker's address, credentials and TLS.
+	Settings
 	// Subject (NATS) is a subject template (template.go).
 	Subject string `json:"subject,omitempty"`
 	// JetStream (NATS): publish to a stream and wait for its PubAck;
@@ -57,22 +58,8 @@ type Destination struct {
 	Topic string `json:"topic,omitempty"`
 	// QoS (MQTT) is 0 or 1.
 	QoS int `json:"qos,omitempty"`
-	// Brokers (Kafka) are the seed brokers, host:port each.
-	Brokers []string `json:"brokers,omitempty"`
-	// TLS (Kafka): connect with TLS, verified against the system's roots.
-	TLS bool `json:"tls,omitempty"`
-	// SASL (Kafka) authenticates the connections; nil: none.
-	SASL *SASL `json:"sasl,omitempty"`
 	// Mode is ModeBinary ("" too) or ModeStructured.
 	Mode string `json:"mode,omitempty"`
-}
-
-// SASL is a Kafka destination's SASL authentication.
-type SASL struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
-	Mechanism string `json:"mechanism"`
-	Username  string `json:"username"`
-	Password  string `json:"password"`
 }
 
 // Structured reports whether d asks for structured mode.

@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"net"
 	"time"
 
@@ -37,4 +40,46 @@ func NewDialFunc(policy destination.Policy, r destination.Resolver) DialFunc {
 		}
 		return conn, nil
 	}
+}
+
+// DialTLS dials address with dial and, when c is Secure, makes the TLS
+// handshake (c.TLSConfig of the address's host) by ctx's deadline. A
+// certificate Herald does not trust is OutcomeRefused (IsCertificateError),
+// any other failure OutcomeUnreachable.
+func DialTLS(ctx context.Context, dial DialFunc, c Settings, network, address string) (net.Conn, error) {
+	nc, err := dial(ctx, network, address)
+	if err != nil || !c.Secure() {
+		return nc, err
+	}
+	host, _, _ := net.SplitHostPort(address)
+	tc, err := c.TLSConfig(host)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	conn := tls.Client(nc, tc)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, AfterConnect(err)
+	}
+	return conn, nil
+}
+
+// IsCertificateError reports whether err is a broker's certificate that
+// Herald does not trust: signed by an authority not trusted (not the
+// tls.ca_pem's, nor the system's), for another name, expired or
+// otherwise invalid. Such a connection is OutcomeRefused: no retry mends
+// it before its settings change.
+func IsCertificateError(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[x509.CertificateInvalidError](err)
+	return ok
 }

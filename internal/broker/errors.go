@@ -16,7 +16,8 @@ const (
 	// OutcomeRefused: the broker answered no — a negative
 	// acknowledgement, an unroutable mandatory message, no JetStream
 	// stream for the subject, refused credentials, an MQTT reason code
-	// of 0x80 or more, a Kafka error code — or the destination could not
+	// of 0x80 or more, a Kafka error code, a TLS certificate Herald does
+	// not trust (dial.go's IsCertificateError) — or the destination could not
 	// be published to as it is (a template that gives a bad subject).
 	OutcomeRefused = "broker_refused"
 	// OutcomeTimeout: connected, but no acknowledgement came within the
@@ -84,11 +85,15 @@ func IsTimeout(err error) bool {
 
 // AfterConnect classifies err, which a publish on an open connection (or
 // the protocol handshake after the TCP connection was made) returned when
-// the client library said nothing more precise: a deadline is
+// the client library said nothing more precise: a certificate Herald does
+// not trust (IsCertificateError) is OutcomeRefused, a deadline
 // OutcomeTimeout, anything else (the connection lost) OutcomeUnreachable.
 func AfterConnect(err error) error {
 	if err == nil {
 		return nil
+	}
+	if IsCertificateError(err) {
+		return Refused(err)
 	}
 	if IsTimeout(err) {
 		return TimedOut(err)

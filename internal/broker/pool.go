@@ -87,8 +87,8 @@ func (p *Pool) Publish(ctx context.Context, d *Destination, m Message) error {
 func Key(d *Destination) string {
 	var b strings.Builder
 	b.WriteString(d.Type + "\x00" + d.URL + "\x00" + strings.Join(d.Brokers, ","))
-	if d.TLS {
-		b.WriteString("\x00tls")
+	if t := d.TLS; t != nil {
+		b.WriteString("\x00tls\x00" + t.ServerName + "\x00" + t.CAPEM)
 	}
 	if s := d.SASL; s != nil {
 		b.WriteString("\x00" + s.Mechanism + "\x00" + s.Username + "\x00" + s.Password)

@@ -106,7 +106,7 @@ func poolOf(t *testing.T, s *lineServer) *Pool {
 }
 
 func dest(n int) *Destination {
-	return &Destination{Type: TypeNATS, URL: "nats://h" + strconv.Itoa(n), Subject: "a"}
+	return &Destination{Type: TypeNATS, Settings: Settings{URL: "nats://h" + strconv.Itoa(n)}, Subject: "a"}
 }
 
 func pub(p *Pool, d *Destination) error {

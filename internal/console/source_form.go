@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
@@ -72,19 +73,19 @@ func (f sourceForm) brokers() []string {
 
 // tls is the TLS the form sets: nil when the box is off and its fields
 // empty.
-func (f sourceForm) tls() *source.TLS {
+func (f sourceForm) tls() *broker.TLS {
 	if !f.TLS && f.ServerName == "" && f.CAPEM == "" {
 		return nil
 	}
-	return &source.TLS{ServerName: f.ServerName, CAPEM: f.CAPEM}
+	return &broker.TLS{ServerName: f.ServerName, CAPEM: f.CAPEM}
 }
 
 // sasl is the SASL the form sets: nil when its fields are empty.
-func (f sourceForm) sasl() *source.SASL {
+func (f sourceForm) sasl() *broker.SASL {
 	if f.SASLMechanism == "" && f.SASLUsername == "" && f.SASLPassword == "" {
 		return nil
 	}
-	return &source.SASL{Mechanism: f.SASLMechanism, Username: f.SASLUsername, Password: f.SASLPassword}
+	return &broker.SASL{Mechanism: f.SASLMechanism, Username: f.SASLUsername, Password: f.SASLPassword}
 }
 
 // wrap is the wrap the form sets: nil when its fields are empty.
@@ -236,7 +237,7 @@ func (sp *sourcePages) showForm(w http.ResponseWriter, r *http.Request, v *visit
 			return
 		}
 	}
-	view.Types, view.Mechanisms = source.Types, source.SASLMechanisms
+	view.Types, view.Mechanisms = source.Types, broker.SASLMechanisms
 	sp.render(w, r, status, "source_form", v, title, view)
 }
 

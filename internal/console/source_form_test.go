@@ -202,7 +202,7 @@ func TestSourceSASLPassword(t *testing.T) {
 	if s := storedSource(n, id).Config.Conn.SASL; s.Password != saslSecond {
 		t.Fatalf("after a new password: %+v", s)
 	}
-	if p := n.get(at, admin.cookie); !strings.Contains(p.body, "password <code>xxxxx</code>") {
+	if p := n.get(at, admin.cookie); !strings.Contains(p.body, "password <code>****</code>") {
 		t.Fatalf("the page does not show the password masked:\n%s", p.body)
 	} else {
 		noSourceSecrets(t, "the source's page", p)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
@@ -35,7 +36,7 @@ type SourceControl interface {
 // and edit forms (source_form.go), pause, resume and delete. An account
 // key is answered the 404 page on each (adminOnly), as the API answers it
 // 403: sources belong to the installation's operator. A page shows a
-// source's connection as the API does (source.Conn.Shown): a URL's secret
+// source's connection as the API does (broker.Settings.Shown): a URL's secret
 // and the SASL password are never in a page.
 type sourcePages struct {
 	base
@@ -62,12 +63,12 @@ func (sp *sourcePages) routes(mux *http.ServeMux, s *sessions) {
 }
 
 // sourceView is a source as the pages show it: its connection with its
-// secrets masked (source.Conn.Shown), what it reads, its state and its
+// secrets masked (broker.Settings.Shown), what it reads, its state and its
 // consumers' report.
 type sourceView struct {
 	ID, Name, Type, Account string
 	// Conn is the connection as shown: never a password.
-	Conn source.Conn
+	Conn broker.Settings
 	// Target is what it reads in words ("subject orders.>").
 	Target                                 string
 	Subject, Stream, Durable, Queue, Topic string

@@ -6,28 +6,30 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/strictjson"
+	"github.com/herald-events/herald/internal/subscription"
 )
 
 // Input is a source create (POST) or change (PATCH) request, as the API
 // decodes it (strictjson.Decode); absent fields are nil.
 type Input struct {
-	Name      *string   `json:"name"`
-	Type      *string   `json:"type"`
-	AccountID *string   `json:"account_id"`
-	URL       *string   `json:"url"`
-	Brokers   *[]string `json:"brokers"`
-	TLS       *TLS      `json:"tls"`
-	SASL      *SASL     `json:"sasl"`
-	Subject   *string   `json:"subject"`
-	Stream    *string   `json:"stream"`
-	Durable   *string   `json:"durable"`
-	Queue     *string   `json:"queue"`
-	Topic     *string   `json:"topic"`
-	Format    *string   `json:"format"`
-	Wrap      *Wrap     `json:"wrap"`
+	Name      *string      `json:"name"`
+	Type      *string      `json:"type"`
+	AccountID *string      `json:"account_id"`
+	URL       *string      `json:"url"`
+	Brokers   *[]string    `json:"brokers"`
+	TLS       *broker.TLS  `json:"tls"`
+	SASL      *broker.SASL `json:"sasl"`
+	Subject   *string      `json:"subject"`
+	Stream    *string      `json:"stream"`
+	Durable   *string      `json:"durable"`
+	Queue     *string      `json:"queue"`
+	Topic     *string      `json:"topic"`
+	Format    *string      `json:"format"`
+	Wrap      *Wrap        `json:"wrap"`
 }
 
 // MaxName bounds a source's name, in bytes.
@@ -70,16 +72,7 @@ func (in Input) Apply(s *Source, now time.Time) error {
 	}
 	c := s.Config
 	set(&s.Name, in.Name)
-	set(&c.Conn.URL, in.URL)
-	if in.Brokers != nil {
-		c.Conn.Brokers = *in.Brokers
-	}
-	if in.TLS != nil {
-		c.Conn.TLS = in.TLS
-	}
-	if in.SASL != nil {
-		c.Conn.SASL = in.SASL
-	}
+	in.applyConn(&c.Conn)
 	set(&c.Subject, in.Subject)
 	set(&c.Stream, in.Stream)
 	set(&c.Durable, in.Durable)
@@ -100,6 +93,26 @@ func (in Input) Apply(s *Source, now time.Time) error {
 	return nil
 }
 
+// applyConn applies the connection settings given to c: a secret sent
+// back as Herald shows it keeps the stored one (broker.Settings.Restore);
+// a tls of false removes TLS.
+func (in Input) applyConn(c *broker.Settings) {
+	stored := *c
+	set(&c.URL, in.URL)
+	if in.Brokers != nil {
+		c.Brokers = slices.Clone(*in.Brokers)
+	}
+	if in.TLS != nil {
+		t := *in.TLS
+		c.TLS = &t
+	}
+	if in.SASL != nil {
+		sasl := *in.SASL
+		c.SASL = &sasl
+	}
+	c.Restore(stored)
+}
+
 func set(dst *string, v *string) {
 	if v != nil {
 		*dst = *v
@@ -107,12 +120,13 @@ func set(dst *string, v *string) {
 }
 
 // Check checks a source's config for its type: the connection
-// (checkConn), what it reads (checkTarget) and its format.
+// (subscription.CheckSettings: a URL for NATS, AMQP and MQTT, with tls for
+// a TLS scheme; brokers and optional tls and sasl for Kafka), what it reads (checkTarget) and its format.
 func Check(typ string, c Config) error {
 	if !slices.Contains(Types, typ) {
 		return strictjson.Errorf("type", "must be one of %s, not %s", strings.Join(Types, ", "), strictjson.Shorten(typ))
 	}
-	if err := checkConn(typ, c.Conn); err != nil {
+	if err := subscription.CheckSettings("", typ, &c.Conn); err != nil {
 		return err
 	}
 	if err := checkTarget(typ, c); err != nil {
@@ -122,31 +136,6 @@ func Check(typ string, c Config) error {
 		return err
 	}
 	return nil
-}
-
-// checkConn checks the connection: a URL for NATS, AMQP and MQTT; brokers
-// (and optional TLS and SASL) for Kafka.
-func checkConn(typ string, c Conn) *strictjson.Error {
-	if typ != TypeKafka {
-		switch {
-		case c.Brokers != nil:
-			return strictjson.Errorf("brokers", "only kafka sources take brokers; a %s source takes url", typ)
-		case c.TLS != nil:
-			return strictjson.Errorf("tls", "only kafka sources take tls; a %s source takes TLS from its URL's scheme (%s)", typ, schemes[typ][1])
-		case c.SASL != nil:
-			return strictjson.Errorf("sasl", "only kafka sources take sasl; a %s source takes its user and password in its URL", typ)
-		case c.URL == "":
-			return strictjson.Errorf("url", "url is required for a %s source", typ)
-		}
-		return checkURL(typ, c.URL)
-	}
-	if c.URL != "" {
-		return strictjson.Errorf("url", "a kafka source takes brokers, not url")
-	}
-	if err := checkBrokers(c.Brokers); err != nil {
-		return err
-	}
-	return checkTLSSASL(c.TLS, c.SASL)
 }
 
 // targets are the fields that say what each type reads: the first is

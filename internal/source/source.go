@@ -9,6 +9,7 @@ package source
 import (
 	"time"
 
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/ids"
 )
 
@@ -68,9 +69,10 @@ type Source struct {
 	Status Status
 }
 
-// Config is a source's connection and what it reads.
+// Config is a source's connection and what it reads, as stored (the
+// sources table's config column: JSON).
 type Config struct {
-	Conn Conn `json:"conn"`
+	Conn broker.Settings `json:"conn"`
 	// Subject (NATS) is the subject filter of the JetStream consumer;
 	// Stream the stream that holds it ("" : looked up by subject);
 	// Durable the durable consumer's name ("": herald-<source id>).

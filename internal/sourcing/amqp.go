@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/herald-events/herald/internal/broker/amqpout"
 	"github.com/herald-events/herald/internal/ids"
 )
 
@@ -42,7 +43,11 @@ type amqpReader struct {
 
 func openAMQP(ctx context.Context, c *consumer) (reader, error) {
 	d := c.dialer()
-	conn, err := amqp.DialConfig(c.src.Config.Conn.URL, amqp.Config{Heartbeat: amqpHeartbeat,
+	tc, err := amqpout.TLSConfig(c.src.Config.Conn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := amqp.DialConfig(c.src.Config.Conn.URL, amqp.Config{Heartbeat: amqpHeartbeat, TLSClientConfig: tc,
 		Properties: amqp.Table{"connection_name": "herald source " + c.src.ID},
 		Dial:       func(network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }})
 	if err != nil {

@@ -26,7 +26,10 @@ type message struct {
 	// prefix removed, and contentType its content type ("" : none).
 	attrs       map[string]string
 	contentType string
-	body        []byte
+	// encoded: the attrs' values are percent-encoded as the HTTP
+	// binding's headers (NATS: event.ParseEncodedBinding).
+	encoded bool
+	body    []byte
 	// raw is the reader's own handle of the message (to acknowledge it).
 	raw any
 }
@@ -161,6 +164,9 @@ func (c *consumer) handle(ctx context.Context, r reader, batch []message) error 
 // event of its body (raw).
 func (c *consumer) parse(m message) ([]event.Event, error) {
 	cfg := c.src.Config
+	if cfg.Format != source.FormatRaw && m.encoded {
+		return event.ParseEncodedBinding(m.attrs, m.contentType, m.body)
+	}
 	if cfg.Format != source.FormatRaw {
 		return event.ParseBinding(m.attrs, m.contentType, m.body)
 	}

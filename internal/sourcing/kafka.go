@@ -2,8 +2,6 @@ package sourcing
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,11 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/herald-events/herald/internal/source"
+	"github.com/herald-events/herald/internal/broker/kafkaout"
 )
 
 // A Kafka source (franz-go) reads its topic in the consumer group
@@ -37,17 +32,14 @@ func openKafka(ctx context.Context, c *consumer) (reader, error) {
 	conn := c.src.Config.Conn
 	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID),
 		kgo.ConsumeTopics(c.src.Config.Topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Dialer(c.dialer().DialContext),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Dialer(kafkaout.Dialer(conn, c.dialer().DialContext)),
 		kgo.DialTimeout(dialTimeout), kgo.ClientID("herald-source-" + c.src.ID)}
-	if conn.TLS != nil {
-		tc, err := kafkaTLS(conn.TLS)
+	if conn.SASL != nil {
+		m, err := kafkaout.Mechanism(conn.SASL)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
-	}
-	if conn.SASL != nil {
-		opts = append(opts, kgo.SASL(kafkaSASL(conn.SASL)))
+		opts = append(opts, kgo.SASL(m))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -60,29 +52,6 @@ func openKafka(ctx context.Context, c *consumer) (reader, error) {
 	r := &kafkaReader{cl: cl}
 	r.pending.Store(-1)
 	return r, nil
-}
-
-// kafkaTLS is the TLS configuration of t.
-func kafkaTLS(t *source.TLS) (*tls.Config, error) {
-	tc := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
-	if t.CAPEM != "" {
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM([]byte(t.CAPEM)) {
-			return nil, errors.New("tls.ca_pem holds no certificate")
-		}
-	}
-	return tc, nil
-}
-
-// kafkaSASL is the SASL mechanism of s (source.Input checked its name).
-func kafkaSASL(s *source.SASL) sasl.Mechanism {
-	switch s.Mechanism {
-	case "SCRAM-SHA-256":
-		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
-	case "SCRAM-SHA-512":
-		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
-	}
-	return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
 }
 
 // next polls until records come (a poll that brings only errors ends the

@@ -3,14 +3,15 @@ package sourcing
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
 	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/herald-events/herald/internal/broker"
+	"github.com/herald-events/herald/internal/broker/mqttout"
 )
 
 // An MQTT source (MQTT 5, eclipse/paho.golang) subscribes its topic filter
@@ -21,6 +22,7 @@ import (
 // at most the consumer's bound unacknowledged (receive maximum). The
 // CloudEvents MQTT binding: binary-mode attributes in user properties
 // named as the attributes, the content type in the content-type property.
+// TLS for mqtts:// and ssl:// (broker.DialTLS).
 // MQTT gives a message no id that outlives its session: a raw message's id
 // is the SHA-256 of its topic and payload (two equal payloads on one topic
 // are one event, within the dedup retention).
@@ -37,9 +39,7 @@ const mqttKeepAlive = 30
 // mqttReader is an MQTT source's reader.
 type mqttReader struct {
 	client *paho.Client
-	msgs   chan *paho.Publish
-	errs   chan error
-	done   chan struct{}
+	feed   *feed[*paho.Publish]
 }
 
 func openMQTT(ctx context.Context, c *consumer) (reader, error) {
@@ -47,16 +47,18 @@ func openMQTT(ctx context.Context, c *consumer) (reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := c.dialMQTT(ctx, u)
+	conn, err := broker.DialTLS(ctx, c.dialer().DialContext, c.src.Config.Conn, "tcp", mqttout.HostPort(u))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to MQTT: %w", err)
 	}
 	max := c.svc.cfg.MaxInFlight
-	r := &mqttReader{msgs: make(chan *paho.Publish, max), errs: make(chan error, 1), done: make(chan struct{})}
+	r := &mqttReader{feed: newFeed(max, mqttMessage)}
 	r.client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: "herald-" + c.src.ID, EnableManualAcknowledgment: true,
-		OnPublishReceived:  []func(paho.PublishReceived) (bool, error){r.receive},
-		OnClientError:      r.fail,
-		OnServerDisconnect: func(d *paho.Disconnect) { r.fail(fmt.Errorf("the MQTT broker disconnected (reason %d)", d.ReasonCode)) }})
+		OnPublishReceived: []func(paho.PublishReceived) (bool, error){r.receive},
+		OnClientError:     r.feed.fail,
+		OnServerDisconnect: func(d *paho.Disconnect) {
+			r.feed.fail(fmt.Errorf("the MQTT broker disconnected (reason %d)", d.ReasonCode))
+		}})
 	expiry, receiveMax := uint32(mqttSessionExpiry), uint16(max)
 	cp := &paho.Connect{ClientID: "herald-" + c.src.ID, KeepAlive: mqttKeepAlive, CleanStart: false,
 		Properties: &paho.ConnectProperties{SessionExpiryInterval: &expiry, ReceiveMaximum: &receiveMax}}
@@ -78,64 +80,15 @@ func openMQTT(ctx context.Context, c *consumer) (reader, error) {
 	return r, nil
 }
 
-// dialMQTT connects to the broker of u through the destination guard, with
-// TLS for mqtts:// and ssl://.
-func (c *consumer) dialMQTT(ctx context.Context, u *url.URL) (net.Conn, error) {
-	secure := u.Scheme == "mqtts" || u.Scheme == "ssl"
-	port := u.Port()
-	if port == "" {
-		port = map[bool]string{false: "1883", true: "8883"}[secure]
-	}
-	conn, err := c.dialer().DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
-	if err != nil || !secure {
-		return conn, err
-	}
-	tc := tls.Client(conn, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
-	if err := tc.HandshakeContext(ctx); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return tc, nil
-}
-
 // receive hands a message over to next; the broker sends no more than the
 // receive maximum unacknowledged, which the channel holds.
 func (r *mqttReader) receive(pr paho.PublishReceived) (bool, error) {
-	select {
-	case r.msgs <- pr.Packet:
-	case <-r.done:
-	}
+	r.feed.put(pr.Packet)
 	return true, nil
 }
 
-func (r *mqttReader) fail(err error) {
-	select {
-	case r.errs <- err:
-	default:
-	}
-}
-
 func (r *mqttReader) next(ctx context.Context, max int) ([]message, error) {
-	var batch []message
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case err := <-r.errs:
-		return nil, err
-	case <-r.client.Done():
-		return nil, fmt.Errorf("the MQTT connection ended")
-	case p := <-r.msgs:
-		batch = append(batch, mqttMessage(p))
-	}
-	for len(batch) < max {
-		select {
-		case p := <-r.msgs:
-			batch = append(batch, mqttMessage(p))
-		default:
-			return batch, nil
-		}
-	}
-	return batch, nil
+	return r.feed.next(ctx, max, r.client.Done())
 }
 
 // mqttMessage is p as a source message.
@@ -164,7 +117,7 @@ func (r *mqttReader) ack(_ context.Context, msgs []message) error {
 func (r *mqttReader) lag() int64 { return -1 }
 
 func (r *mqttReader) close() {
-	close(r.done)
+	r.feed.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	_ = r.client.Disconnect(&paho.Disconnect{ReasonCode: 0})

@@ -3,7 +3,9 @@ package sourcing
 import (
 	"context"
 	"fmt"
+	"mime"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/herald-events/herald/internal/broker/natsout"
 	"github.com/herald-events/herald/internal/destination"
 )
 
@@ -19,8 +22,12 @@ import (
 // Durable, filtering its Subject on its Stream), made or updated at each
 // connection with explicit acks and MaxAckPending the consumer's bound.
 // A message is acknowledged (Ack) once committed; unacknowledged it comes
-// again after natsAckWait. The CloudEvents NATS binding: binary-mode
-// attributes in ce-* headers, the content type in content-type.
+// again after natsAckWait. The CloudEvents NATS binding (1.0.3):
+// binary-mode attributes in ce-* headers, their values percent-encoded
+// (event.ParseEncodedBinding decodes them); the datacontenttype in
+// ce-datacontenttype, else in content-type (as the CloudEvents Go SDK
+// reads it); a content-type of application/cloudevents… is structured
+// mode. TLS for a tls:// URL (natsout.TLSOption).
 
 // natsAckWait is how long JetStream waits for an ack before delivering a
 // message again: what a consumer that died held comes again to the next
@@ -33,9 +40,7 @@ type natsReader struct {
 	nc      *nats.Conn
 	cc      jetstream.ConsumeContext
 	stream  string
-	msgs    chan jetstream.Msg
-	errs    chan error
-	done    chan struct{} // closed by close: a callback waiting to hand a message over returns
+	feed    *feed[jetstream.Msg]
 	pending atomic.Int64
 }
 
@@ -57,10 +62,15 @@ func (c *consumer) dialer() *destination.Dialer {
 func openNATS(ctx context.Context, c *consumer) (reader, error) {
 	cfg := c.src.Config
 	max := c.svc.cfg.MaxInFlight
-	r := &natsReader{msgs: make(chan jetstream.Msg, max), errs: make(chan error, 1), done: make(chan struct{})}
+	r := &natsReader{}
+	r.feed = newFeed(max, r.message)
 	r.pending.Store(-1)
-	nc, err := nats.Connect(cfg.Conn.URL, nats.Name("herald source "+c.src.ID), nats.Timeout(dialTimeout),
-		nats.SetCustomDialer(guardDialer{c.dialer()}), nats.ClosedHandler(func(*nats.Conn) { r.fail(nats.ErrConnectionClosed) }))
+	secure, err := natsout.TLSOption(cfg.Conn)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(cfg.Conn.URL, nats.Name("herald source "+c.src.ID), nats.Timeout(dialTimeout), secure,
+		nats.SetCustomDialer(guardDialer{c.dialer()}), nats.ClosedHandler(func(*nats.Conn) { r.feed.fail(nats.ErrConnectionClosed) }))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to NATS: %w", err)
 	}
@@ -78,8 +88,8 @@ func openNATS(ctx context.Context, c *consumer) (reader, error) {
 			FilterSubject: cfg.Subject, AckPolicy: jetstream.AckExplicitPolicy, AckWait: natsAckWait, MaxAckPending: max})
 	}
 	if err == nil {
-		r.cc, err = cons.Consume(r.receive, jetstream.PullMaxMessages(max),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.fail(err) }))
+		r.cc, err = cons.Consume(r.feed.put, jetstream.PullMaxMessages(max),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.feed.fail(err) }))
 	}
 	if err != nil {
 		nc.Close()
@@ -88,47 +98,15 @@ func openNATS(ctx context.Context, c *consumer) (reader, error) {
 	return r, nil
 }
 
-// receive hands a message over to next (the channel holds MaxAckPending:
-// JetStream sends no more unacknowledged).
-func (r *natsReader) receive(m jetstream.Msg) {
-	select {
-	case r.msgs <- m:
-	case <-r.done:
-	}
-}
-
-// fail passes an error of the connection or the consumer to next.
-func (r *natsReader) fail(err error) {
-	select {
-	case r.errs <- err:
-	default:
-	}
-}
-
+// next: the channel holds MaxAckPending (JetStream sends no more
+// unacknowledged).
 func (r *natsReader) next(ctx context.Context, max int) ([]message, error) {
-	var batch []message
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case err := <-r.errs:
-		return nil, err
-	case m := <-r.msgs:
-		batch = append(batch, r.message(m))
-	}
-	for len(batch) < max {
-		select {
-		case m := <-r.msgs:
-			batch = append(batch, r.message(m))
-		default:
-			return batch, nil
-		}
-	}
-	return batch, nil
+	return r.feed.next(ctx, max, nil)
 }
 
 // message is m as a source message: its id the stream and its sequence.
 func (r *natsReader) message(m jetstream.Msg) message {
-	out := message{body: m.Data(), raw: m, attrs: map[string]string{}}
+	out := message{body: m.Data(), raw: m, attrs: map[string]string{}, encoded: true}
 	if md, err := m.Metadata(); err == nil {
 		out.id = md.Stream + "-" + strconv.FormatUint(md.Sequence.Stream, 10)
 		r.pending.Store(int64(md.NumPending))
@@ -141,7 +119,26 @@ func (r *natsReader) message(m jetstream.Msg) message {
 			out.attrs[lk[3:]] = vs[0]
 		}
 	}
+	natsContentType(&out)
 	return out
+}
+
+// natsContentType takes the binding's ce-datacontenttype as the content
+// type of a binary-mode message (percent-decoded; the content-type header
+// stays when it does not decode); a structured-mode message keeps its
+// content-type.
+func natsContentType(m *message) {
+	dct, ok := m.attrs["datacontenttype"]
+	if !ok {
+		return
+	}
+	delete(m.attrs, "datacontenttype")
+	if mt, _, _ := mime.ParseMediaType(m.contentType); strings.HasPrefix(mt, "application/cloudevents") {
+		return
+	}
+	if v, err := url.PathUnescape(dct); err == nil {
+		m.contentType = v
+	}
 }
 
 func (r *natsReader) ack(_ context.Context, msgs []message) error {
@@ -156,7 +153,7 @@ func (r *natsReader) ack(_ context.Context, msgs []message) error {
 func (r *natsReader) lag() int64 { return r.pending.Load() }
 
 func (r *natsReader) close() {
-	close(r.done)
+	r.feed.stop()
 	r.cc.Stop()
 	r.nc.Close()
 }

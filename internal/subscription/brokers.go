@@ -2,8 +2,6 @@ package subscription
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -11,14 +9,11 @@ import (
 
 	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/destination"
-	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // Bounds of a broker destination.
 const (
-	// maxKafkaBrokers bounds a Kafka destination's seed brokers.
-	maxKafkaBrokers = 16
 	// maxBrokerName bounds an exchange name, a SASL user name and
 	// password, in bytes (AMQP's short string).
 	maxBrokerName = 255
@@ -36,7 +31,7 @@ type destinationInput struct {
 	Topic      *string      `json:"topic"`
 	QoS        *int         `json:"qos"`
 	Brokers    []string     `json:"brokers"`
-	TLS        *bool        `json:"tls"`
+	TLS        *broker.TLS  `json:"tls"`
 	SASL       *broker.SASL `json:"sasl"`
 	Mode       *string      `json:"mode"`
 }
@@ -45,17 +40,10 @@ type destinationInput struct {
 // and mode.
 var fieldsOf = map[string][]string{
 	broker.TypeWebhook: {"url"},
-	broker.TypeNATS:    {"url", "subject", "jetstream"},
-	broker.TypeAMQP:    {"url", "exchange", "routing_key"},
-	broker.TypeMQTT:    {"url", "topic", "qos"},
+	broker.TypeNATS:    {"url", "tls", "subject", "jetstream"},
+	broker.TypeAMQP:    {"url", "tls", "exchange", "routing_key"},
+	broker.TypeMQTT:    {"url", "tls", "topic", "qos"},
 	broker.TypeKafka:   {"brokers", "topic", "tls", "sasl"},
-}
-
-// schemesOf are the URL schemes of each broker type.
-var schemesOf = map[string][]string{
-	broker.TypeNATS: {"nats", "tls"},
-	broker.TypeAMQP: {"amqp", "amqps"},
-	broker.TypeMQTT: {"mqtt", "mqtts"},
 }
 
 // applyDestination applies the destination member: a webhook's URL (as
@@ -166,7 +154,7 @@ func (di *destinationInput) broker(stored *broker.Destination) (*broker.Destinat
 			d.QoS = *di.QoS
 		}
 	case broker.TypeKafka:
-		d.Topic, d.TLS = deref(di.Topic), di.TLS != nil && *di.TLS
+		d.Topic = deref(di.Topic)
 	}
 	return d, checkTarget(d, di)
 }
@@ -192,95 +180,34 @@ func deref(s *string) string {
 	return *s
 }
 
-// applyAddress checks and sets d's broker address: its URL (nats, amqp,
-// mqtt) or its brokers, TLS and SASL (kafka).
+// applyAddress checks and sets d's connection settings (broker.Settings:
+// a URL for nats, amqp and mqtt, brokers for kafka; tls and sasl), naming
+// destination.<field>; a secret sent back as Herald shows it keeps
+// stored's.
 func (di *destinationInput) applyAddress(d, stored *broker.Destination) *strictjson.Error {
-	if di.Type == broker.TypeKafka {
-		return di.applyKafka(d, stored)
-	}
-	if di.URL == nil {
-		return badInput("destination.url", "is required")
-	}
-	raw := *di.URL
-	if stored != nil && stored.Type == di.Type && stored.URL != "" && raw == redact.URL(stored.URL) {
-		raw = stored.URL // sent back as shown: the stored password stays
-	} else if redact.Masked(raw) {
-		return badInput("destination.url", "shows %s where a password goes, as Herald shows it: send the URL with its password", redact.Mask)
-	}
-	if err := checkBrokerURL(raw, schemesOf[di.Type]); err != "" {
-		return badInput("destination.url", "%s", err)
-	}
-	d.URL = raw
-	return nil
-}
-
-// checkBrokerURL returns why raw is not a broker URL of one of schemes
-// ("" when it is): an absolute URL of such a scheme with a valid host, a
-// port in range and no fragment.
-func checkBrokerURL(raw string, schemes []string) string {
-	if len(raw) > maxURLLen {
-		return fmt.Sprintf("must be at most %d bytes, got %d", maxURLLen, len(raw))
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return "is not a URL: " + parseProblem(err)
-	case !slices.Contains(schemes, u.Scheme):
-		return "must begin with " + strings.Join(schemes, ":// or ") + "://"
-	case u.Hostname() == "":
-		return "must name a host"
-	case u.Fragment != "":
-		return "must not have a fragment (#...)"
-	}
-	return checkHostPort(u.Hostname(), u.Port())
-}
-
-// checkHostPort returns why host and port (either may be "") cannot be
-// connected to, or "".
-func checkHostPort(host, port string) string {
-	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return fmt.Sprintf("the port must be a number from 1 to 65535, got %q", port)
-		}
-	}
-	return checkHost(host)
-}
-
-// applyKafka checks and sets a Kafka destination's brokers, TLS and SASL.
-func (di *destinationInput) applyKafka(d, stored *broker.Destination) *strictjson.Error {
-	if len(di.Brokers) == 0 || len(di.Brokers) > maxKafkaBrokers {
-		return badInput("destination.brokers", "must list 1 to %d brokers (host:port), got %d", maxKafkaBrokers, len(di.Brokers))
-	}
-	for i, b := range di.Brokers {
-		field := "destination.brokers[" + strconv.Itoa(i) + "]"
-		host, port, err := net.SplitHostPort(b)
-		if err != nil || port == "" {
-			return badInput(field, "must be host:port, such as kafka-1.example.com:9092")
-		}
-		if msg := checkHostPort(host, port); msg != "" {
-			return badInput(field, "%s", msg)
-		}
-	}
-	d.Brokers = slices.Clone(di.Brokers)
-	if s := di.SASL; s != nil {
-		sasl := *s
-		switch strings.ToUpper(sasl.Mechanism) {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		default:
-			return badInput("destination.sasl.mechanism", "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, not %s", strconv.Quote(sasl.Mechanism))
-		}
-		if err := strictjson.CheckText("destination.sasl.username", sasl.Username, maxBrokerName, true); err != nil {
-			return err
-		}
-		if sasl.Password == masked && stored != nil && stored.SASL != nil {
-			sasl.Password = stored.SASL.Password
-		} else if sasl.Password == masked {
-			return badInput("destination.sasl.password", "is %s, as Herald shows a password: send the password", masked)
-		}
-		if err := strictjson.CheckText("destination.sasl.password", sasl.Password, maxBrokerName, true); err != nil {
-			return err
-		}
+	d.Settings = broker.Settings{URL: deref(di.URL), Brokers: slices.Clone(di.Brokers), TLS: di.TLS, SASL: di.SASL}
+	if d.SASL != nil {
+		sasl := *d.SASL
 		d.SASL = &sasl
+	}
+	if stored != nil && stored.Type == di.Type {
+		d.Restore(stored.Settings)
+	}
+	return CheckSettings("destination.", d.Type, &d.Settings)
+}
+
+// CheckSettings checks the connection settings s of a broker of type typ
+// (broker.Settings.Check, then each host's name as a URL's host is
+// checked), naming prefix+field.
+func CheckSettings(prefix, typ string, s *broker.Settings) *strictjson.Error {
+	if err := s.Check(typ); err != nil {
+		err.Field = prefix + err.Field
+		return err
+	}
+	for _, e := range s.Endpoints() {
+		if msg := checkHost(e.Host); msg != "" {
+			return badInput(prefix+e.Field, "%s", msg)
+		}
 	}
 	return nil
 }
@@ -301,7 +228,7 @@ func (di *destinationInput) applyKafka(d, stored *broker.Destination) *strictjso
 func EndpointKey(d *broker.Destination) string {
 	if d.Type == broker.TypeKafka {
 		scheme := "kafka"
-		if d.TLS {
+		if d.TLS != nil {
 			scheme = "kafkas"
 		}
 		return scheme + "://" + strings.Join(d.Brokers, ",") + "/" + d.Topic
@@ -325,35 +252,26 @@ func EndpointKey(d *broker.Destination) string {
 	return base + "/" + d.Topic
 }
 
-// checkBrokerHosts refuses a broker destination whose hosts (its URL's,
-// or each Kafka broker's) g refuses, naming destination.url or
-// destination.brokers[i] (see CheckDestination).
-func checkBrokerHosts(ctx context.Context, g destination.Guard, d *broker.Destination) *DestinationError {
-	if d.Type != broker.TypeKafka {
-		return CheckDestination(ctx, g, "destination.url", d.URL)
-	}
-	for i, b := range d.Brokers {
-		if err := CheckDestination(ctx, g, "destination.brokers["+strconv.Itoa(i)+"]", "kafka://"+b); err != nil {
+// CheckSettingsHosts refuses connection settings a host of which g
+// refuses (CheckDestination), naming prefix+url or prefix+brokers[i].
+// The dials are checked again, each one (destination.Dialer).
+func CheckSettingsHosts(ctx context.Context, g destination.Guard, prefix string, s broker.Settings) *DestinationError {
+	for _, e := range s.Endpoints() {
+		if err := CheckDestination(ctx, g, prefix+e.Field, e.URL); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// MaskedDestination is d as Herald shows it: its URL's password and its
-// SASL password as ****.
+// MaskedDestination is d as Herald shows it: its connection settings'
+// secrets masked (broker.Settings.Shown).
 func MaskedDestination(d *broker.Destination) *broker.Destination {
 	if d == nil {
 		return nil
 	}
 	m := *d
-	m.URL = redact.URL(d.URL)
-	m.Brokers = slices.Clone(d.Brokers)
-	if d.SASL != nil {
-		s := *d.SASL
-		s.Password = masked
-		m.SASL = &s
-	}
+	m.Settings = d.Shown()
 	return &m
 }
 
@@ -382,7 +300,7 @@ func checkBrokerCombination(sub *Subscription) *CombinationError {
 // its broker's (checkBrokerHosts) or its URL's.
 func checkPushDestination(ctx context.Context, g destination.Guard, sub *Subscription) *DestinationError {
 	if d := sub.Delivery.Destination; d != nil {
-		return checkBrokerHosts(ctx, g, d)
+		return CheckSettingsHosts(ctx, g, "destination.", d.Settings)
 	}
 	return CheckDestination(ctx, g, "url", sub.URL)
 }

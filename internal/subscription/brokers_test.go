@@ -30,13 +30,14 @@ func TestBrokerDestinations(t *testing.T) {
 		want      broker.Destination
 	}{
 		{`{"type":"nats","url":"nats://u:pw@127.0.0.1:4222","subject":"orders.{type}"}`, "nats://127.0.0.1:4222/orders.{type}",
-			broker.Destination{Type: "nats", URL: "nats://u:pw@127.0.0.1:4222", Subject: "orders.{type}", JetStream: true, QoS: 1}},
+			broker.Destination{Type: "nats", Settings: broker.Settings{URL: "nats://u:pw@127.0.0.1:4222"}, Subject: "orders.{type}", JetStream: true, QoS: 1}},
 		{`{"type":"amqp","url":"amqp://guest:guest@127.0.0.1:5672/","exchange":"amq.topic","routing_key":"o.{type}","mode":"structured"}`, "amqp://127.0.0.1:5672//amq.topic/o.{type}",
-			broker.Destination{Type: "amqp", URL: "amqp://guest:guest@127.0.0.1:5672/", Exchange: "amq.topic", RoutingKey: "o.{type}", JetStream: true, QoS: 1, Mode: "structured"}},
+			broker.Destination{Type: "amqp", Settings: broker.Settings{URL: "amqp://guest:guest@127.0.0.1:5672/"}, Exchange: "amq.topic", RoutingKey: "o.{type}", JetStream: true, QoS: 1, Mode: "structured"}},
 		{`{"type":"mqtt","url":"mqtt://127.0.0.1:1883","topic":"o/{type}","qos":0}`, "mqtt://127.0.0.1:1883/o/{type}",
-			broker.Destination{Type: "mqtt", URL: "mqtt://127.0.0.1:1883", Topic: "o/{type}", JetStream: true}},
+			broker.Destination{Type: "mqtt", Settings: broker.Settings{URL: "mqtt://127.0.0.1:1883"}, Topic: "o/{type}", JetStream: true}},
 		{`{"type":"kafka","brokers":["127.0.0.1:9092"],"topic":"orders","tls":true,"sasl":{"mechanism":"PLAIN","username":"u","password":"p"}}`, "kafkas://127.0.0.1:9092/orders",
-			broker.Destination{Type: "kafka", Brokers: []string{"127.0.0.1:9092"}, Topic: "orders", TLS: true, JetStream: true, QoS: 1, SASL: &broker.SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}}},
+			broker.Destination{Type: "kafka", Settings: broker.Settings{Brokers: []string{"127.0.0.1:9092"}, TLS: &broker.TLS{},
+				SASL: &broker.SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}}, Topic: "orders", JetStream: true, QoS: 1}},
 	} {
 		sub, err := createWith(t, `{"name":"n","destination":`+c.body+`}`, privateOK())
 		if err != nil {
@@ -44,7 +45,7 @@ func TestBrokerDestinations(t *testing.T) {
 		}
 		d := sub.Delivery.Destination
 		if sub.URL != c.key || d == nil || d.URL != c.want.URL || d.Template() != c.want.Template() || d.JetStream != c.want.JetStream ||
-			d.QoS != c.want.QoS || d.Mode != c.want.Mode || d.TLS != c.want.TLS || d.Exchange != c.want.Exchange ||
+			d.QoS != c.want.QoS || d.Mode != c.want.Mode || (d.TLS != nil) != (c.want.TLS != nil) || d.Exchange != c.want.Exchange ||
 			(c.want.SASL != nil && (d.SASL == nil || *d.SASL != *c.want.SASL)) {
 			t.Errorf("%s: url %q, destination %+v", c.body, sub.URL, d)
 		}

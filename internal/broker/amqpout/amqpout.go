@@ -19,9 +19,11 @@ package amqpout
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"sync"
 	"time"
 
@@ -58,7 +60,7 @@ type channel struct {
 
 // Connect is the AMQP broker.Connector: d.URL is the broker's amqp:// or
 // amqps:// URI (user, password and virtual host in it, as amqp091-go
-// reads them). The TCP connection is made with dial; the AMQP handshake
+// reads them; amqps:// with d.TLS's roots and server name). The TCP connection is made with dial; the AMQP handshake
 // must end by ctx's deadline.
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
 	cfg := amqp.Config{
@@ -82,11 +84,28 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 			return nc, nil
 		},
 	}
+	var err error
+	if cfg.TLSClientConfig, err = TLSConfig(d.Settings); err != nil {
+		return nil, err
+	}
 	c, err := amqp.DialConfig(d.URL, cfg)
 	if err != nil {
 		return nil, classifyDial(err)
 	}
 	return &conn{c: c, free: make(chan *channel, MaxChannels), open: make(chan struct{}, MaxChannels)}, nil
+}
+
+// TLSConfig is the TLS configuration of an amqps:// URL (s.TLS's roots
+// and server name, else the system's and the URL's host); nil for amqp://.
+func TLSConfig(s broker.Settings) (*tls.Config, error) {
+	if !s.Secure() {
+		return nil, nil
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, broker.Refused(err)
+	}
+	return s.TLSConfig(u.Hostname())
 }
 
 // classifyDial names a failed connection's outcome: credentials or a

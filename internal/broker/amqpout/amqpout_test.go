@@ -44,7 +44,7 @@ func publish(p *broker.Pool, d *broker.Destination, m broker.Message, timeout ti
 func TestBinary(t *testing.T) {
 	prefix, deliveries := queue(t)
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeAMQP, URL: brokertest.AMQPURL, Exchange: "amq.topic", RoutingKey: prefix + ".{type}"}
+	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.topic", RoutingKey: prefix + ".{type}"}
 	if err := publish(p, d, brokertest.Binary("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestBinary(t *testing.T) {
 func TestStructured(t *testing.T) {
 	prefix, deliveries := queue(t)
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeAMQP, URL: brokertest.AMQPURL, Exchange: "amq.topic", RoutingKey: prefix + ".s", Mode: broker.ModeStructured}
+	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.topic", RoutingKey: prefix + ".s", Mode: broker.ModeStructured}
 	if err := publish(p, d, brokertest.Structured("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -89,21 +89,21 @@ func TestStructured(t *testing.T) {
 func TestFailures(t *testing.T) {
 	prefix, deliveries := queue(t)
 	p := brokertest.Pool(t, connectors)
-	noExchange := &broker.Destination{Type: broker.TypeAMQP, URL: brokertest.AMQPURL, Exchange: "herald-no-such-exchange", RoutingKey: "a"}
+	noExchange := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "herald-no-such-exchange", RoutingKey: "a"}
 	brokertest.WantOutcome(t, publish(p, noExchange, brokertest.Binary("a"), 10*time.Second), broker.OutcomeRefused)
-	unroutable := &broker.Destination{Type: broker.TypeAMQP, URL: brokertest.AMQPURL, Exchange: "amq.topic", RoutingKey: "herald.nobody." + prefix}
+	unroutable := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.topic", RoutingKey: "herald.nobody." + prefix}
 	brokertest.WantOutcome(t, publish(p, unroutable, brokertest.Binary("a"), 10*time.Second), broker.OutcomeRefused)
-	ok := &broker.Destination{Type: broker.TypeAMQP, URL: brokertest.AMQPURL, Exchange: "amq.topic", RoutingKey: prefix + ".ok"}
+	ok := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.topic", RoutingKey: prefix + ".ok"}
 	if err := publish(p, ok, brokertest.Binary("a"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	next(t, deliveries)
 
-	badAuth := &broker.Destination{Type: broker.TypeAMQP, URL: "amqp://guest:wrong@127.0.0.1:5672/", Exchange: "amq.topic", RoutingKey: "a"}
+	badAuth := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:wrong@127.0.0.1:5672/"}, Exchange: "amq.topic", RoutingKey: "a"}
 	brokertest.WantOutcome(t, publish(p, badAuth, brokertest.Binary("a"), 10*time.Second), broker.OutcomeRefused)
-	closed := &broker.Destination{Type: broker.TypeAMQP, URL: "amqp://guest:guest@" + brokertest.ClosedPort(t) + "/", Exchange: "amq.topic", RoutingKey: "a"}
+	closed := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + brokertest.ClosedPort(t) + "/"}, Exchange: "amq.topic", RoutingKey: "a"}
 	brokertest.WantOutcome(t, publish(p, closed, brokertest.Binary("a"), 10*time.Second), broker.OutcomeUnreachable)
-	silent := &broker.Destination{Type: broker.TypeAMQP, URL: "amqp://guest:guest@" + brokertest.Silent(t) + "/", Exchange: "amq.topic", RoutingKey: "a"}
+	silent := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + brokertest.Silent(t) + "/"}, Exchange: "amq.topic", RoutingKey: "a"}
 	brokertest.WantOutcome(t, publish(p, silent, brokertest.Binary("a"), 500*time.Millisecond), broker.OutcomeTimeout)
 }
 
@@ -115,7 +115,7 @@ func TestBrokerBack(t *testing.T) {
 	prefix, deliveries := queue(t)
 	proxy := brokertest.StartProxy(t, "127.0.0.1:5672")
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeAMQP, URL: "amqp://guest:guest@" + proxy.Addr() + "/", Exchange: "amq.topic", RoutingKey: prefix + ".{type}"}
+	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + proxy.Addr() + "/"}, Exchange: "amq.topic", RoutingKey: prefix + ".{type}"}
 	if err := publish(p, d, brokertest.Binary("one"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

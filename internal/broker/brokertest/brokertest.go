@@ -51,16 +51,32 @@ type Server struct {
 }
 
 // StartNATS runs nats-server with JetStream on a free port, its store in a
-// temporary directory that outlives restarts; it is killed when the test
-// ends.
-func StartNATS(t testing.TB) *Server {
+// temporary directory that outlives restarts, with args added (TLS, a
+// user: NATSTLSArgs); it is killed when the test ends. The test is skipped
+// when the machine has no nats-server.
+func StartNATS(t testing.TB, args ...string) *Server {
 	t.Helper()
 	port := FreePort(t)
 	dir := t.TempDir()
-	s := &Server{t: t, Port: port, name: "/usr/sbin/nats-server",
-		args: []string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir}}
+	s := &Server{t: t, Port: port, name: need(t, "/usr/sbin/nats-server"),
+		args: append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir}, args...)}
 	s.Start()
 	return s
+}
+
+// NATSTLSArgs are nats-server's arguments for TLS with ca's server
+// certificate and the user and password.
+func NATSTLSArgs(ca *CA, user, password string) []string {
+	return []string{"--tls", "--tlscert", ca.CertFile, "--tlskey", ca.KeyFile, "--user", user, "--pass", password}
+}
+
+// need returns binary, or skips the test when the machine has none.
+func need(t testing.TB, binary string) string {
+	t.Helper()
+	if _, err := os.Stat(binary); err != nil {
+		t.Skipf("%s is not installed on this machine (%v): this test runs a broker of its own", binary, err)
+	}
+	return binary
 }
 
 // StartMosquitto runs mosquitto on a free port with config (lines added to
@@ -77,9 +93,21 @@ func StartMosquitto(t testing.TB, config string) *Server {
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, Port: port, name: "/usr/sbin/mosquitto", args: []string{"-c", conf}}
+	s := &Server{t: t, Port: port, name: need(t, "/usr/sbin/mosquitto"), args: []string{"-c", conf}}
 	s.Start()
 	return s
+}
+
+// StartMosquittoTLS runs mosquitto (StartMosquitto) with a second
+// listener, TLS with ca's server certificate, on a free port that it
+// returns with the server.
+func StartMosquittoTLS(t testing.TB, ca *CA) (*Server, string) {
+	t.Helper()
+	addr := ClosedPort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	s := StartMosquitto(t, fmt.Sprintf("listener %s 127.0.0.1\ncertfile %s\nkeyfile %s\n", port, ca.CertFile, ca.KeyFile))
+	WaitListening(t, addr)
+	return s, addr
 }
 
 // Start starts the process and waits until its port accepts connections.

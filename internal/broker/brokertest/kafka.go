@@ -15,6 +15,7 @@ type Kafka struct {
 	t      testing.TB
 	Port   int
 	topics []string
+	opts   []kfake.Opt
 	c      *kfake.Cluster
 }
 
@@ -22,7 +23,14 @@ type Kafka struct {
 // test ends.
 func StartKafka(t testing.TB, topics ...string) *Kafka {
 	t.Helper()
-	k := &Kafka{t: t, Port: FreePort(t), topics: topics}
+	return StartKafkaWith(t, nil, topics...)
+}
+
+// StartKafkaWith is StartKafka with kfake's options opts added (TLS,
+// SASL users).
+func StartKafkaWith(t testing.TB, opts []kfake.Opt, topics ...string) *Kafka {
+	t.Helper()
+	k := &Kafka{t: t, Port: FreePort(t), topics: topics, opts: opts}
 	k.Start()
 	t.Cleanup(k.Stop)
 	return k
@@ -31,7 +39,8 @@ func StartKafka(t testing.TB, topics ...string) *Kafka {
 // Start starts the cluster.
 func (k *Kafka) Start() {
 	k.t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(k.Port), kfake.SeedTopics(3, k.topics...))
+	opts := append([]kfake.Opt{kfake.NumBrokers(1), kfake.Ports(k.Port), kfake.SeedTopics(3, k.topics...)}, k.opts...)
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		k.t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package brokertest
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"strconv"
@@ -18,6 +19,7 @@ type Proxy struct {
 	t      testing.TB
 	Port   int
 	target string
+	tls    *tls.Config // nil: plain TCP
 
 	mu    sync.Mutex
 	l     net.Listener
@@ -34,6 +36,17 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	return p
 }
 
+// StartTLSProxy starts a proxy that ends TLS (cfg, the server's side)
+// and forwards what it reads to target in the clear: a TLS broker in
+// front of a plain one. It stops when the test ends.
+func StartTLSProxy(t testing.TB, target string, cfg *tls.Config) *Proxy {
+	t.Helper()
+	p := &Proxy{t: t, Port: FreePort(t), target: target, tls: cfg}
+	p.Start()
+	t.Cleanup(p.Stop)
+	return p
+}
+
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
 
@@ -43,6 +56,9 @@ func (p *Proxy) Start() {
 	l, err := net.Listen("tcp", p.Addr())
 	if err != nil {
 		p.t.Fatal(err)
+	}
+	if p.tls != nil {
+		l = tls.NewListener(l, p.tls)
 	}
 	p.mu.Lock()
 	p.l = l

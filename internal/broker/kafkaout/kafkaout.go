@@ -12,14 +12,14 @@
 //
 // Success is a produce acknowledged with acks=all (every in-sync replica;
 // franz-go's idempotent producer). A Kafka error code (unknown topic,
-// authorization, a record too large) is broker_refused; a cluster that
+// authorization, a record too large, SASL credentials refused: sasl.go)
+// or a certificate Herald does not trust is broker_refused; a cluster that
 // cannot be reached broker_unreachable; no answer by the attempt's
 // deadline broker_timeout.
 package kafkaout
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -56,6 +56,7 @@ const (
 // conn is a franz-go client of one cluster.
 type conn struct {
 	cl     *kgo.Client
+	sasl   *saslWatch // nil without SASL
 	broken atomic.Bool
 }
 
@@ -66,19 +67,21 @@ type conn struct {
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(d.Brokers...),
-		kgo.Dialer(dialer(d, dial)),
+		kgo.Dialer(Dialer(d.Settings, dial)),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(recordRetries),
 		kgo.UnknownTopicRetries(unknownTopicRetries),
 		kgo.ProducerLinger(0),
 		kgo.ClientID("herald"),
 	}
+	var watch *saslWatch
 	if d.SASL != nil {
 		m, err := Mechanism(d.SASL)
 		if err != nil {
 			return nil, broker.Refused(err)
 		}
-		opts = append(opts, kgo.SASL(m))
+		watch = &saslWatch{}
+		opts = append(opts, kgo.SASL(watch.wrap(m)))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -86,13 +89,13 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	}
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
-		return nil, classify(err)
+		return nil, watch.classify(err)
 	}
-	return &conn{cl: cl}, nil
+	return &conn{cl: cl, sasl: watch}, nil
 }
 
 // Mechanism is the franz-go SASL mechanism of s: PLAIN, SCRAM-SHA-256 or
-// SCRAM-SHA-512.
+// SCRAM-SHA-512 (the names broker.Settings.Check takes).
 func Mechanism(s *broker.SASL) (sasl.Mechanism, error) {
 	switch strings.ToUpper(s.Mechanism) {
 	case MechanismPlain:
@@ -105,22 +108,11 @@ func Mechanism(s *broker.SASL) (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("unknown SASL mechanism %q", s.Mechanism)
 }
 
-// dialer is franz-go's dial function: dial, then TLS when d asks for it
-// (verified against the system's roots, the server name the broker's
-// host).
-func dialer(d *broker.Destination, dial broker.DialFunc) func(ctx context.Context, network, host string) (net.Conn, error) {
+// Dialer is franz-go's dial function for s's brokers: dial, then TLS
+// when s asks for it (broker.DialTLS: s.TLS's roots and server name).
+func Dialer(s broker.Settings, dial broker.DialFunc) func(ctx context.Context, network, host string) (net.Conn, error) {
 	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		nc, err := dial(ctx, network, host)
-		if err != nil || !d.TLS {
-			return nc, err
-		}
-		name, _, _ := net.SplitHostPort(host)
-		tc := tls.Client(nc, &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, broker.Unreachable(err)
-		}
-		return tc, nil
+		return broker.DialTLS(ctx, dial, s, network, host)
 	}
 }
 
@@ -130,7 +122,7 @@ func (c *conn) Publish(ctx context.Context, d *broker.Destination, topic string,
 	if m.Key != "" {
 		rec.Key = []byte(m.Key)
 	}
-	err := classify(c.cl.ProduceSync(ctx, rec).FirstErr())
+	err := c.sasl.classify(c.cl.ProduceSync(ctx, rec).FirstErr())
 	if broker.OutcomeOf(err) == broker.OutcomeUnreachable {
 		c.broken.Store(true)
 	}

@@ -59,7 +59,7 @@ func header(r *kgo.Record, name string) string {
 func TestBinary(t *testing.T) {
 	k := brokertest.StartKafka(t, "orders.order-created")
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "orders.{type}"}
+	d := &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "orders.{type}"}
 	m := brokertest.Binary("order-created")
 	m.Key = "customer-7"
 	if err := publish(p, d, m, 10*time.Second); err != nil {
@@ -85,7 +85,7 @@ func TestBinary(t *testing.T) {
 func TestStructured(t *testing.T) {
 	k := brokertest.StartKafka(t, "events")
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "events", Mode: broker.ModeStructured}
+	d := &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "events", Mode: broker.ModeStructured}
 	if err := publish(p, d, brokertest.Structured("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +104,12 @@ func TestStructured(t *testing.T) {
 func TestFailures(t *testing.T) {
 	k := brokertest.StartKafka(t, "events")
 	p := brokertest.Pool(t, connectors)
-	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "nope"}, brokertest.Binary("a"), 20*time.Second), broker.OutcomeRefused)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "nope"}, brokertest.Binary("a"), 20*time.Second), broker.OutcomeRefused)
 	m := brokertest.Binary("a")
 	m.Fields.Source = "/x"
-	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "t{source}"}, m, 10*time.Second), broker.OutcomeRefused)
-	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: []string{brokertest.ClosedPort(t)}, Topic: "events"}, brokertest.Binary("a"), 10*time.Second), broker.OutcomeUnreachable)
-	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Brokers: []string{brokertest.Silent(t)}, Topic: "events"}, brokertest.Binary("a"), 500*time.Millisecond), broker.OutcomeTimeout)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "t{source}"}, m, 10*time.Second), broker.OutcomeRefused)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: []string{brokertest.ClosedPort(t)}}, Topic: "events"}, brokertest.Binary("a"), 10*time.Second), broker.OutcomeUnreachable)
+	brokertest.WantOutcome(t, publish(p, &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: []string{brokertest.Silent(t)}}, Topic: "events"}, brokertest.Binary("a"), 500*time.Millisecond), broker.OutcomeTimeout)
 }
 
 // TestRestartedCluster: the cluster is closed — the produce is
@@ -118,7 +118,7 @@ func TestFailures(t *testing.T) {
 func TestRestartedCluster(t *testing.T) {
 	k := brokertest.StartKafka(t, "events")
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeKafka, Brokers: k.Addrs(), Topic: "events"}
+	d := &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "events"}
 	if err := publish(p, d, brokertest.Binary("one"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

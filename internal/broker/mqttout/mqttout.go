@@ -18,12 +18,12 @@ package mqttout
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -51,7 +51,8 @@ type conn struct {
 }
 
 // Connect is the MQTT broker.Connector: d.URL is mqtt://host[:1883] or
-// mqtts://host[:8883] (TLS, verified against the system's roots), with the
+// mqtts://host[:8883] (TLS, verified against d.TLS's roots, else the
+// system's; tcp:// and ssl:// are their other names), with the
 // user and password in it when the broker asks for them. Each connection
 // has a client id of its own (herald-<random>) and a clean start; the
 // CONNACK must come by ctx's deadline.
@@ -60,7 +61,7 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	if err != nil {
 		return nil, broker.Refused(err)
 	}
-	nc, err := dialURL(ctx, u, dial)
+	nc, err := broker.DialTLS(ctx, dial, d.Settings, "tcp", HostPort(u))
 	if err != nil {
 		return nil, err
 	}
@@ -89,26 +90,18 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	return c, nil
 }
 
-// dialURL makes the TCP (and for mqtts, TLS) connection to u's host.
-func dialURL(ctx context.Context, u *url.URL, dial broker.DialFunc) (net.Conn, error) {
+// HostPort is the host:port of an MQTT URL: its port, else 8883 for
+// mqtts:// and ssl://, 1883 for mqtt:// and tcp://.
+func HostPort(u *url.URL) string {
 	port := u.Port()
-	switch {
+	switch s := strings.ToLower(u.Scheme); {
 	case port != "":
-	case u.Scheme == "mqtts":
+	case s == "mqtts" || s == "ssl":
 		port = "8883"
 	default:
 		port = "1883"
 	}
-	nc, err := dial(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
-	if err != nil || u.Scheme != "mqtts" {
-		return nc, err
-	}
-	tc := tls.Client(nc, &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
-	if err := tc.HandshakeContext(ctx); err != nil {
-		nc.Close()
-		return nil, broker.AfterConnect(err)
-	}
-	return tc, nil
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // clientID is a new MQTT client id: herald- and 16 random hex digits.

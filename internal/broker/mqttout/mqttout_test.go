@@ -70,7 +70,7 @@ func TestBinary(t *testing.T) {
 	pre := prefix()
 	got := subscribe(t, brokertest.MQTTURL, pre+"/#")
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeMQTT, URL: brokertest.MQTTURL, Topic: pre + "/{type}", QoS: 1}
+	d := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: brokertest.MQTTURL}, Topic: pre + "/{type}", QoS: 1}
 	if err := publish(p, d, brokertest.Binary("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestStructured(t *testing.T) {
 	pre := prefix()
 	got := subscribe(t, brokertest.MQTTURL, pre+"/#")
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeMQTT, URL: brokertest.MQTTURL, Topic: pre + "/s", QoS: 1, Mode: broker.ModeStructured}
+	d := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: brokertest.MQTTURL}, Topic: pre + "/s", QoS: 1, Mode: broker.ModeStructured}
 	if err := publish(p, d, brokertest.Structured("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -120,20 +120,20 @@ func TestFailures(t *testing.T) {
 	srv := brokertest.StartMosquitto(t, "acl_file "+acl)
 	p := brokertest.Pool(t, connectors)
 	u := "mqtt://" + srv.Addr()
-	if err := publish(p, &broker.Destination{Type: broker.TypeMQTT, URL: u, Topic: "allowed/x", QoS: 1}, brokertest.Binary("a"), 10*time.Second); err != nil {
+	if err := publish(p, &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: u}, Topic: "allowed/x", QoS: 1}, brokertest.Binary("a"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	denied := &broker.Destination{Type: broker.TypeMQTT, URL: u, Topic: "denied/x", QoS: 1}
+	denied := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: u}, Topic: "denied/x", QoS: 1}
 	brokertest.WantOutcome(t, publish(p, denied, brokertest.Binary("a"), 10*time.Second), broker.OutcomeRefused)
 
 	m := brokertest.Binary("a")
 	m.Fields.Subject = "a/+"
-	wild := &broker.Destination{Type: broker.TypeMQTT, URL: u, Topic: "allowed/{subject}", QoS: 1}
+	wild := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: u}, Topic: "allowed/{subject}", QoS: 1}
 	brokertest.WantOutcome(t, publish(p, wild, m, 10*time.Second), broker.OutcomeRefused)
 
-	closed := &broker.Destination{Type: broker.TypeMQTT, URL: "mqtt://" + brokertest.ClosedPort(t), Topic: "a", QoS: 1}
+	closed := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: "mqtt://" + brokertest.ClosedPort(t)}, Topic: "a", QoS: 1}
 	brokertest.WantOutcome(t, publish(p, closed, brokertest.Binary("a"), 10*time.Second), broker.OutcomeUnreachable)
-	silent := &broker.Destination{Type: broker.TypeMQTT, URL: "mqtt://" + brokertest.Silent(t), Topic: "a", QoS: 1}
+	silent := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: "mqtt://" + brokertest.Silent(t)}, Topic: "a", QoS: 1}
 	brokertest.WantOutcome(t, publish(p, silent, brokertest.Binary("a"), 500*time.Millisecond), broker.OutcomeTimeout)
 }
 
@@ -144,7 +144,7 @@ func TestRestartedBroker(t *testing.T) {
 	srv := brokertest.StartMosquitto(t, "")
 	u := "mqtt://" + srv.Addr()
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeMQTT, URL: u, Topic: "herald/{type}", QoS: 1}
+	d := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: u}, Topic: "herald/{type}", QoS: 1}
 	if err := publish(p, d, brokertest.Binary("one"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

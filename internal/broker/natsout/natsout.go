@@ -3,9 +3,11 @@
 // (cloudevents/spec, cloudevents/bindings/nats-protocol-binding.md, 1.0.3,
 // which adds binary mode on NATS headers):
 //   - binary mode: each attribute a ce-NAME header, its value
-//     percent-encoded as in the HTTP binding (event.PercentEncode; a NATS
-//     header holds no line break), the datacontenttype the content-type
-//     header, the data the payload;
+//     percent-encoded as the binding's "NATS Header Values" (the HTTP
+//     binding's rule, event.PercentEncode; a NATS source decodes it,
+//     internal/sourcing), the datacontenttype the ce-datacontenttype header
+//     (the binding's) and the content-type header too (where the
+//     CloudEvents Go SDK reads it), the data the payload;
 //   - structured mode: the JSON event format as the payload, content-type
 //     application/cloudevents+json.
 //
@@ -38,12 +40,16 @@ type conn struct {
 
 // Connect is the NATS broker.Connector: d.URL is the server's nats:// or
 // tls:// URL (user and password, or a token, as nats.go reads them from
-// it). The TCP connection is made with dial; nats.go's INFO and CONNECT
+// it; tls:// with d.TLS, TLSOption). The TCP connection is made with dial; nats.go's INFO and CONNECT
 // exchange must end within ctx's deadline (or broker.DialTimeout).
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
 	timeout := broker.DialTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
+	}
+	secure, err := TLSOption(d.Settings)
+	if err != nil {
+		return nil, err
 	}
 	nc, err := nats.Connect(d.URL,
 		nats.SetCustomDialer(dialer{ctx: ctx, dial: dial}),
@@ -52,6 +58,7 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 		nats.NoReconnect(),
 		nats.Name("herald"),
 		nats.NoCallbacksAfterClientClose(),
+		secure,
 	)
 	if err != nil {
 		return nil, classify(err)
@@ -62,6 +69,20 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 		return nil, broker.Unreachable(err)
 	}
 	return &conn{nc: nc, js: js}, nil
+}
+
+// TLSOption is the nats.go option of s's TLS: for a tls:// URL, TLS with
+// s.TLS's roots and server name (nats.go checks the URL's host when none
+// is given); otherwise none (a server that requires TLS is then refused).
+func TLSOption(s broker.Settings) (nats.Option, error) {
+	if !s.Secure() {
+		return func(*nats.Options) error { return nil }, nil
+	}
+	tc, err := s.TLSConfig("")
+	if err != nil {
+		return nil, err
+	}
+	return nats.Secure(tc), nil
 }
 
 // dialer is nats.go's CustomDialer over a broker.DialFunc.
@@ -93,6 +114,9 @@ func headers(m broker.Message) nats.Header {
 	h := make(nats.Header, len(m.Attributes)+1)
 	for _, a := range m.Attributes {
 		h["ce-"+a[0]] = []string{event.PercentEncode(a[1])}
+	}
+	if m.Attributes != nil && m.ContentType != "" {
+		h["ce-datacontenttype"] = []string{event.PercentEncode(m.ContentType)}
 	}
 	if m.ContentType != "" {
 		h["content-type"] = []string{m.ContentType}

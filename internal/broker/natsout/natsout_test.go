@@ -19,12 +19,12 @@ import (
 
 var connectors = map[string]broker.Connector{broker.TypeNATS: natsout.Connect}
 
-// stream makes a JetStream stream on url for the subjects under a new
-// prefix and returns the prefix and a consumer of the stream; the stream
-// is deleted when the test ends.
-func stream(t *testing.T, url string) (string, jetstream.Consumer) {
+// stream makes a JetStream stream on url (connected to with opts) for the
+// subjects under a new prefix and returns the prefix and a consumer of the
+// stream; the stream is deleted when the test ends.
+func stream(t *testing.T, url string, opts ...nats.Option) (string, jetstream.Consumer) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func publish(p *broker.Pool, d *broker.Destination, m broker.Message, timeout ti
 
 // TestJetStreamBinary: a binary-mode event arrives in the stream, on the
 // subject its template gives, with the binding's ce- headers
-// (percent-encoded values) and content-type, and the data as payload.
+// (percent-encoded values), ce-datacontenttype and content-type, and the data as payload.
 func TestJetStreamBinary(t *testing.T) {
 	prefix, c := stream(t, brokertest.NATSURL)
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeNATS, URL: brokertest.NATSURL, Subject: prefix + ".{type}", JetStream: true}
+	d := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: prefix + ".{type}", JetStream: true}
 	if err := publish(p, d, brokertest.Binary("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestJetStreamBinary(t *testing.T) {
 	h := m.Headers()
 	for name, want := range map[string]string{
 		"ce-specversion": "1.0", "ce-id": "evt-1", "ce-source": "/herald/test", "ce-type": "order.created",
-		"ce-subject": "orders/42", "ce-tenant": "Zo%C3%AB%20Ltd", "content-type": "application/json",
+		"ce-subject": "orders/42", "ce-tenant": "Zo%C3%AB%20Ltd", "ce-datacontenttype": "application/json", "content-type": "application/json",
 	} {
 		if got := h.Get(name); got != want {
 			t.Errorf("header %s = %q, want %q", name, got, want)
@@ -112,7 +112,7 @@ func TestJetStreamBinary(t *testing.T) {
 func TestJetStreamStructured(t *testing.T) {
 	prefix, c := stream(t, brokertest.NATSURL)
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeNATS, URL: brokertest.NATSURL, Subject: prefix + ".x", JetStream: true, Mode: broker.ModeStructured}
+	d := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: prefix + ".x", JetStream: true, Mode: broker.ModeStructured}
 	if err := publish(p, d, brokertest.Structured("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestCorePublish(t *testing.T) {
 	}
 	nc.Flush()
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeNATS, URL: brokertest.NATSURL, Subject: subject}
+	d := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: subject}
 	if err := publish(p, d, brokertest.Binary("order.created"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -164,22 +164,22 @@ func TestCorePublish(t *testing.T) {
 // default policy is refused by the destination guard.
 func TestFailures(t *testing.T) {
 	p := brokertest.Pool(t, connectors)
-	nostream := &broker.Destination{Type: broker.TypeNATS, URL: brokertest.NATSURL, Subject: "herald.nostream." + strings.ToLower(ids.New("t_", time.Now())), JetStream: true}
+	nostream := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: "herald.nostream." + strings.ToLower(ids.New("t_", time.Now())), JetStream: true}
 	brokertest.WantOutcome(t, publish(p, nostream, brokertest.Binary("a"), 10*time.Second), broker.OutcomeRefused)
 
 	m := brokertest.Binary("a")
 	m.Fields.Subject = ""
-	empty := &broker.Destination{Type: broker.TypeNATS, URL: brokertest.NATSURL, Subject: "herald.{subject}", JetStream: true}
+	empty := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: "herald.{subject}", JetStream: true}
 	brokertest.WantOutcome(t, publish(p, empty, m, 10*time.Second), broker.OutcomeRefused)
 
-	closed := &broker.Destination{Type: broker.TypeNATS, URL: "nats://" + brokertest.ClosedPort(t), Subject: "a", JetStream: true}
+	closed := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: "nats://" + brokertest.ClosedPort(t)}, Subject: "a", JetStream: true}
 	brokertest.WantOutcome(t, publish(p, closed, brokertest.Binary("a"), 10*time.Second), broker.OutcomeUnreachable)
 
-	silent := &broker.Destination{Type: broker.TypeNATS, URL: "nats://" + brokertest.Silent(t), Subject: "a", JetStream: true}
+	silent := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: "nats://" + brokertest.Silent(t)}, Subject: "a", JetStream: true}
 	brokertest.WantOutcome(t, publish(p, silent, brokertest.Binary("a"), 500*time.Millisecond), broker.OutcomeTimeout)
 
 	guarded := brokertest.PoolWith(t, connectors, destination.Policy{})
-	err := publish(guarded, &broker.Destination{Type: broker.TypeNATS, URL: brokertest.NATSURL, Subject: "a"}, brokertest.Binary("a"), 10*time.Second)
+	err := publish(guarded, &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: "a"}, brokertest.Binary("a"), 10*time.Second)
 	if !destination.IsBlocked(err) {
 		t.Fatalf("loopback broker under the default policy: %v, want a destination block", err)
 	}
@@ -193,7 +193,7 @@ func TestRestartedServer(t *testing.T) {
 	url := "nats://" + srv.Addr()
 	prefix, c := stream(t, url)
 	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeNATS, URL: url, Subject: prefix + ".{type}", JetStream: true}
+	d := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: url}, Subject: prefix + ".{type}", JetStream: true}
 	if err := publish(p, d, brokertest.Binary("one"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

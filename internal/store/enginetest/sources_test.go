@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/account"
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/ids"
 	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/store"
@@ -31,7 +32,7 @@ func RunSourcesContract(t *testing.T, open Opener) {
 func newSource(b *bundle, name string) source.Source {
 	b.idAt = b.idAt.Add(time.Millisecond)
 	return source.Source{ID: ids.New(source.IDs.Prefix, b.idAt), AccountID: account.DefaultID, Name: name, Type: source.TypeNATS,
-		Config: source.Config{Conn: source.Conn{URL: "nats://user:pw@127.0.0.1:4222"}, Subject: "orders.>", Format: source.FormatRaw,
+		Config: source.Config{Conn: broker.Settings{URL: "nats://user:pw@127.0.0.1:4222"}, Subject: "orders.>", Format: source.FormatRaw,
 			Wrap: &source.Wrap{Type: "order.placed", Source: "/orders <&>"}},
 		CreatedAt: b.now, UpdatedAt: b.now, Revision: 1, Status: source.Status{Lag: -1}}
 }
@@ -65,8 +66,8 @@ func testSourceCreateGet(t *testing.T, b *bundle) {
 	other.AccountID = "acc_00000000000000000000000001"
 	createSource(b, other)
 	n1, n2 := newSource(b, ""), newSource(b, "")
-	n2.Type, n2.Config = source.TypeKafka, source.Config{Conn: source.Conn{Brokers: []string{"k1:9092", "k2:9092"},
-		SASL: &source.SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}}, Topic: "t", Format: source.FormatCloudEvents}
+	n2.Type, n2.Config = source.TypeKafka, source.Config{Conn: broker.Settings{Brokers: []string{"k1:9092", "k2:9092"},
+		SASL: &broker.SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}}, Topic: "t", Format: source.FormatCloudEvents}
 	createSource(b, n1)
 	createSource(b, n2)
 	all, err := b.s.AllSources(b.ctx)
