@@ -2,6 +2,7 @@ package event
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -32,10 +33,23 @@ func ParseBinding(attrs map[string]string, contentType string, body []byte) ([]E
 // (nats-protocol-binding.md 1.0.3, "NATS Header Values"): a value in
 // double quotes is unquoted first (backslash escapes), then percent-decoded
 // once, and must then be valid UTF-8 (else a *FieldError naming
-// ce-<attribute>, as an HTTP request's). A "%" not followed by two hex
-// digits is refused, as in an HTTP request's header.
+// ce-<attribute>, as an HTTP request's). A value that is not valid
+// percent-encoding (a "%" not followed by two hex digits: "50% off") is
+// taken as it is, since producers that write the values unencoded (the
+// CloudEvents Go SDK's NATS binding does) are common and such a value
+// cannot have been encoded.
 func ParseEncodedBinding(attrs map[string]string, contentType string, body []byte) ([]Event, error) {
-	return parseBinding(attrs, contentType, body, unquote)
+	return parseBinding(attrs, contentType, body, lenientHeader)
+}
+
+// lenientHeader is v unquoted, as an HTTP binding's header value: as it
+// is when it decodes, else percent-encoded (so that it decodes to itself).
+func lenientHeader(v string) string {
+	v = unquote(v)
+	if _, err := url.PathUnescape(v); err != nil {
+		return percentEncode(v)
+	}
+	return v
 }
 
 // parseBinding reads attrs, each value made an HTTP binding's header
