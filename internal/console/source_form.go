@@ -107,9 +107,9 @@ func given(s string) *string {
 // createInput is the API's create request (POST /v1/sources) of the
 // form: its empty fields left out.
 func (f sourceForm) createInput() source.Input {
-	in := source.Input{Name: given(f.Name), Type: given(f.Type), AccountID: given(f.Account), URL: given(f.URL), TLS: f.tls(),
-		SASL: f.sasl(), Subject: given(f.Subject), Stream: given(f.Stream), Durable: given(f.Durable), Queue: given(f.Queue),
-		Topic: given(f.Topic), Format: given(f.Format), Wrap: f.wrap()}
+	in := source.Input{Name: given(f.Name), Type: given(f.Type), AccountID: given(f.Account), URL: given(f.URL), TLS: strictjson.Given(f.tls()),
+		SASL: strictjson.Given(f.sasl()), Subject: given(f.Subject), Stream: given(f.Stream), Durable: given(f.Durable), Queue: given(f.Queue),
+		Topic: given(f.Topic), Format: given(f.Format), Wrap: strictjson.Given(f.wrap())}
 	if bs := f.brokers(); len(bs) > 0 {
 		in.Brokers = &bs
 	}
@@ -120,10 +120,9 @@ func (f sourceForm) createInput() source.Input {
 // form for cur: the fields that differ from cur's, so that those alone
 // change, as PATCH keeps what it is not given. A URL left as shown (its
 // secret masked) keeps its secret, and an empty SASL password keeps the
-// current one. PATCH cannot drop tls, sasl or wrap once set: a form that
-// empties them is refused naming the field. An Input of no field is a
-// form that changes nothing.
-func (f sourceForm) updateInput(cur source.Source) (source.Input, *strictjson.Error) {
+// current one. Emptying tls, sasl or wrap removes it. An Input of no field
+// is a form that changes nothing.
+func (f sourceForm) updateInput(cur source.Source) source.Input {
 	c := cur.Config
 	var in source.Input
 	for _, d := range []struct {
@@ -139,32 +138,24 @@ func (f sourceForm) updateInput(cur source.Source) (source.Input, *strictjson.Er
 	if bs := f.brokers(); !slices.Equal(bs, c.Conn.Brokers) && len(bs)+len(c.Conn.Brokers) > 0 {
 		in.Brokers = &bs
 	}
-	var err *strictjson.Error
-	if in.TLS, err = changed("tls", f.tls(), c.Conn.TLS); err != nil {
-		return in, err
-	}
+	in.TLS = changed(f.tls(), c.Conn.TLS)
 	s := f.sasl()
 	if s != nil && s.Password == "" && c.Conn.SASL != nil {
 		s.Password = c.Conn.SASL.Password // kept
 	}
-	if in.SASL, err = changed("sasl", s, c.Conn.SASL); err != nil {
-		return in, err
-	}
-	in.Wrap, err = changed("wrap", f.wrap(), c.Wrap)
-	return in, err
+	in.SASL = changed(s, c.Conn.SASL)
+	in.Wrap = changed(f.wrap(), c.Wrap)
+	return in
 }
 
-// changed returns the value of field a change sets: nil when form is
-// what was, form otherwise; a form without the field where it was set is
-// refused (PATCH keeps what it is not given).
-func changed[T comparable](field string, form, was *T) (*T, *strictjson.Error) {
-	switch {
-	case form == nil && was != nil:
-		return nil, strictjson.Errorf(field, "a change keeps %s once set (as PATCH /v1/sources does): create another source without it", field)
-	case form == nil || was != nil && *form == *was:
-		return nil, nil
+// changed is the change of a member the form sets to form where it was
+// was: none when they are equal, else form (nil, emptied on the form:
+// removed, as PATCH removes a member sent as null).
+func changed[T comparable](form, was *T) strictjson.Optional[T] {
+	if form == nil && was == nil || form != nil && was != nil && *form == *was {
+		return strictjson.Optional[T]{}
 	}
-	return form, nil
+	return strictjson.Given(form)
 }
 
 // sourceFormView is the create or edit page.
@@ -281,12 +272,10 @@ func (sp *sourcePages) edit(w http.ResponseWriter, r *http.Request, v *visit) {
 	}
 	f := readSourceForm(r)
 	f.Type, f.Account = src.Type, src.AccountID // never change
-	in, ierr := f.updateInput(src)
+	in := f.updateInput(src)
 	var err error
 	done := "unchanged"
-	if ierr != nil {
-		err = ierr
-	} else if in != (source.Input{}) {
+	if in != (source.Input{}) {
 		_, err = sp.sources.Update(r.Context(), src.ID, in)
 		done = "saved"
 	}

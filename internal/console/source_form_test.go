@@ -109,7 +109,8 @@ func TestSourceCreateForm(t *testing.T) {
 // URL's password masked); saved as it came it says nothing changed and
 // writes nothing; a bad value is refused as PATCH refuses it and changes
 // nothing; a change changes that field alone and keeps the URL's
-// password; emptying wrap is refused naming it (PATCH keeps it).
+// password; emptying wrap is refused while the format is raw, and with
+// cloudevents removes it.
 func TestSourceEditForm(t *testing.T) {
 	n := setup(t)
 	admin := signInAs(n, adminKey)
@@ -142,10 +143,17 @@ func TestSourceEditForm(t *testing.T) {
 		t.Fatalf("a refused edit: the form or the source:\n%s", p.body)
 	}
 	noWrap := natsFields()
-	noWrap["url"], noWrap["format"], noWrap["wrap.type"], noWrap["wrap.source"] = shown["url"], "cloudevents", "", ""
-	refused(t, "emptying wrap", admin.post(edit, noWrap), http.StatusBadRequest, "wrap", "wrap.type")
+	noWrap["url"], noWrap["wrap.type"], noWrap["wrap.source"] = shown["url"], "", ""
+	refused(t, "emptying wrap of a raw source", admin.post(edit, noWrap), http.StatusBadRequest, "wrap", "wrap.type")
 	if sourceJSON(n, id) != before {
 		t.Fatal("a refused edit changed the source")
+	}
+	noWrap["format"] = "cloudevents"
+	if p := admin.post(edit, noWrap); p.header.Get("Location") != "/console/sources/"+id+"?done=saved" {
+		t.Fatalf("emptying wrap for cloudevents: %d to %q\n%s", p.status, p.header.Get("Location"), p.body)
+	}
+	if s := storedSource(n, id); s.Config.Wrap != nil || s.Config.Format != "cloudevents" {
+		t.Fatalf("after emptying wrap for cloudevents the source is %+v", s.Config)
 	}
 
 	changed := natsFields()

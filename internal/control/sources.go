@@ -67,13 +67,20 @@ func (s *Sources) Create(ctx context.Context, in source.Input) (source.Source, e
 
 // Update reads the source, applies in (source.Input.Apply, whose error is
 // returned and nothing written) and stores it at its next revision; when
-// another write came between, it reads and applies it again.
+// another write came between, it reads and applies it again. A change
+// that leaves the source's settings as they were (source.SameSettings)
+// writes nothing and answers the source as it is.
 // store.ErrNotFound, store.ErrNameTaken.
 func (s *Sources) Update(ctx context.Context, id string, in source.Input) (source.Source, error) {
 	return s.change(ctx, id, func(src *source.Source, now time.Time) error {
-		if err := in.Apply(src, now); err != nil {
+		changed := *src
+		if err := in.Apply(&changed, now); err != nil {
 			return err
 		}
+		if changed.SameSettings(*src) {
+			return errUnchanged
+		}
+		*src = changed
 		if in.URL == nil && in.Brokers == nil {
 			return nil
 		}

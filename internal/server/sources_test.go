@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/server"
@@ -18,7 +19,8 @@ type sourceRes struct {
 	SASL                                        *struct{ Mechanism, Username, Password string }
 	Wrap                                        *struct{ Type, Source string }
 	Lag                                         *int64
-	LastError                                   *string `json:"last_error"`
+	LastError                                   *string   `json:"last_error"`
+	UpdatedAt                                   time.Time `json:"updated_at"`
 	Counts                                      struct {
 		Received, Published, Duplicates int64
 		DeadLettered                    int64 `json:"dead_lettered"`
@@ -130,5 +132,47 @@ func TestSourceDestinationGuard(t *testing.T) {
 	var page struct{ Data []json.RawMessage }
 	if code, raw := b.do("GET", "/v1/sources", nil, &page); code != 200 || len(page.Data) != 0 {
 		t.Fatalf("the sources after refusals: %d %s", code, raw)
+	}
+}
+
+// TestSourcePatchRemovesAndKeeps: a PATCH removes tls, sasl and wrap sent
+// as null (a raw source made to read CloudEvents, a Kafka source's SASL
+// dropped); a PATCH that leaves the source as it was (nothing, or its own
+// values) writes nothing (updated_at stays); a wrap of an unknown member is
+// refused naming it, changing nothing.
+func TestSourcePatchRemovesAndKeeps(t *testing.T) {
+	b := setup(t)
+	var raw, k, got sourceRes
+	if code, body := b.do("POST", "/v1/sources", map[string]any{"type": "nats", "url": "nats://127.0.0.1:4222", "subject": "orders.>",
+		"format": "raw", "wrap": map[string]any{"type": "order.placed", "source": "/shop"}}, &raw); code != 201 {
+		t.Fatalf("create raw: %d %s", code, body)
+	}
+	code, body := b.do("PATCH", "/v1/sources/"+raw.ID, []byte(`{"wrap": {"type": "x", "source": "/s", "extra": 1}}`), nil)
+	wantField(t, "a wrap with an unknown member", code, body, 400, "wrap.extra", "")
+	code, body = b.do("PATCH", "/v1/sources/"+raw.ID, []byte(`{"wrap": null}`), nil)
+	wantField(t, "a raw source without its wrap", code, body, 400, "wrap", "")
+	b.clk.Advance(time.Minute)
+	for _, same := range []string{`{}`, `{"subject": "orders.>", "format": "raw"}`, `{"wrap": {"type": "order.placed", "source": "/shop"}}`} {
+		if code, body := b.do("PATCH", "/v1/sources/"+raw.ID, []byte(same), &got); code != 200 || !got.UpdatedAt.Equal(raw.UpdatedAt) {
+			t.Fatalf("PATCH %s, which changes nothing: %d %s (created %v)", same, code, body, raw.UpdatedAt)
+		}
+	}
+	got = sourceRes{}
+	if code, body := b.do("PATCH", "/v1/sources/"+raw.ID, []byte(`{"format": "cloudevents", "wrap": null}`), &got); code != 200 ||
+		got.Format != "cloudevents" || got.Wrap != nil || got.UpdatedAt.Equal(raw.UpdatedAt) {
+		t.Fatalf("PATCH to cloudevents without wrap: %d %s", code, body)
+	}
+
+	if code, body := b.do("POST", "/v1/sources", map[string]any{"type": "kafka", "brokers": []string{"127.0.0.1:9092"}, "topic": "orders",
+		"sasl": map[string]any{"mechanism": "PLAIN", "username": "u", "password": "pw"}}, &k); code != 201 || k.SASL == nil {
+		t.Fatalf("create kafka: %d %s", code, body)
+	}
+	got = sourceRes{}
+	if code, body := b.do("PATCH", "/v1/sources/"+k.ID, []byte(`{"sasl": null}`), &got); code != 200 || got.SASL != nil {
+		t.Fatalf("PATCH sasl null: %d %s", code, body)
+	}
+	got = sourceRes{}
+	if code, body := b.do("GET", "/v1/sources/"+k.ID, nil, &got); code != 200 || got.SASL != nil {
+		t.Fatalf("GET after sasl null: %d %s", code, body)
 	}
 }

@@ -14,22 +14,23 @@ import (
 )
 
 // Input is a source create (POST) or change (PATCH) request, as the API
-// decodes it (strictjson.Decode); absent fields are nil.
+// decodes it (strictjson.Decode); absent fields are nil (or not Set). In a
+// change, tls, sasl and wrap given as null are removed.
 type Input struct {
-	Name      *string      `json:"name"`
-	Type      *string      `json:"type"`
-	AccountID *string      `json:"account_id"`
-	URL       *string      `json:"url"`
-	Brokers   *[]string    `json:"brokers"`
-	TLS       *broker.TLS  `json:"tls"`
-	SASL      *broker.SASL `json:"sasl"`
-	Subject   *string      `json:"subject"`
-	Stream    *string      `json:"stream"`
-	Durable   *string      `json:"durable"`
-	Queue     *string      `json:"queue"`
-	Topic     *string      `json:"topic"`
-	Format    *string      `json:"format"`
-	Wrap      *Wrap        `json:"wrap"`
+	Name      *string                          `json:"name"`
+	Type      *string                          `json:"type"`
+	AccountID *string                          `json:"account_id"`
+	URL       *string                          `json:"url"`
+	Brokers   *[]string                        `json:"brokers"`
+	TLS       strictjson.Optional[broker.TLS]  `json:"tls"`
+	SASL      strictjson.Optional[broker.SASL] `json:"sasl"`
+	Subject   *string                          `json:"subject"`
+	Stream    *string                          `json:"stream"`
+	Durable   *string                          `json:"durable"`
+	Queue     *string                          `json:"queue"`
+	Topic     *string                          `json:"topic"`
+	Format    *string                          `json:"format"`
+	Wrap      strictjson.Optional[Wrap]        `json:"wrap"`
 }
 
 // MaxName bounds a source's name, in bytes.
@@ -79,9 +80,7 @@ func (in Input) Apply(s *Source, now time.Time) error {
 	set(&c.Queue, in.Queue)
 	set(&c.Topic, in.Topic)
 	set(&c.Format, in.Format)
-	if in.Wrap != nil {
-		c.Wrap = in.Wrap
-	}
+	c.Wrap = in.Wrap.Or(c.Wrap)
 	if err := strictjson.CheckText("name", s.Name, MaxName, false); err != nil {
 		return err
 	}
@@ -95,21 +94,15 @@ func (in Input) Apply(s *Source, now time.Time) error {
 
 // applyConn applies the connection settings given to c: a secret sent
 // back as Herald shows it keeps the stored one (broker.Settings.Restore);
-// a tls of false removes TLS.
+// a tls or sasl of null removes it, as a tls of false does.
 func (in Input) applyConn(c *broker.Settings) {
 	stored := *c
 	set(&c.URL, in.URL)
 	if in.Brokers != nil {
 		c.Brokers = slices.Clone(*in.Brokers)
 	}
-	if in.TLS != nil {
-		t := *in.TLS
-		c.TLS = &t
-	}
-	if in.SASL != nil {
-		sasl := *in.SASL
-		c.SASL = &sasl
-	}
+	c.TLS = in.TLS.Or(c.TLS)
+	c.SASL = in.SASL.Or(c.SASL)
 	c.Restore(stored)
 }
 

@@ -7,6 +7,7 @@
 package source
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/herald-events/herald/internal/broker"
@@ -122,6 +123,13 @@ func (s Source) State() string {
 		return StateFailing
 	}
 	return StateRunning
+}
+
+// SameSettings reports whether s and o have the same name and config (a
+// change to s that would leave it as o is no change: nothing to write,
+// no consumer to restart).
+func (s Source) SameSettings(o Source) bool {
+	return s.Name == o.Name && reflect.DeepEqual(s.Config, o.Config)
 }
 
 // DurableName is the JetStream durable consumer's name: Config.Durable,

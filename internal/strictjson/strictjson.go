@@ -453,6 +453,15 @@ var (
 )
 
 // bindJSON stores j in v as encoding/json would, with decodeJSON's rules.
+// asOptional is v as an Optional (a member of a change), when it is one.
+func asOptional(v reflect.Value) (optional, bool) {
+	if v.Kind() != reflect.Struct || !v.CanAddr() {
+		return nil, false
+	}
+	o, ok := v.Addr().Interface().(optional)
+	return o, ok
+}
+
 func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 	field := orBody(path)
 	t := v.Type()
@@ -462,6 +471,11 @@ func bindJSON(j *jsonValue, v reflect.Value, path string) *Error {
 		}
 		v.SetBytes(bytes.Clone(j.raw))
 		return nil
+	}
+	if o, ok := asOptional(v); ok {
+		set, value := o.target()
+		*set = true
+		return bindJSON(j, value, path)
 	}
 	if t.Kind() == reflect.Pointer {
 		if j.kind == jsonNull {
