@@ -4,79 +4,173 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
 )
 
-// toJSON is the CEL value v as a value encoding/json writes: nil, bool,
-// int64, uint64, float64, string, map[string]any or []any. Bytes become
-// base64, timestamps RFC 3339 (UTC) and durations seconds with an "s"
-// suffix (google.protobuf.Value's JSON mapping). It refuses a map key that
-// is not a string, a NaN or infinite number, and any other type.
-func toJSON(v ref.Val) (any, error) {
+// appendJSON appends the CEL value v to b as JSON, byte for byte as
+// encoding/json (without HTML escaping) writes the Go value v was
+// (TestJSONAsEncodingJSON): map keys sorted, whole doubles without a
+// fraction, exponents beyond 1e21 and below 1e-6. Bytes become base64,
+// timestamps RFC 3339 (UTC) and durations seconds with an "s" suffix
+// (google.protobuf.Value's JSON mapping). It refuses a map key that is not
+// a string, a NaN or infinite number, and any other type. Members and
+// elements of the event (lazy.go) are written from its bytes, decoding
+// only what is not already written as encoding/json would write it.
+func appendJSON(b []byte, v ref.Val) ([]byte, error) {
 	switch x := v.(type) {
+	case *object:
+		return x.d.appendNode(b, x.i)
+	case *array:
+		return x.d.appendNode(b, x.i)
 	case types.Null:
-		return nil, nil
+		return append(b, "null"...), nil
 	case types.Bool:
-		return bool(x), nil
+		return strconv.AppendBool(b, bool(x)), nil
 	case types.Int:
-		return int64(x), nil
+		return strconv.AppendInt(b, int64(x), 10), nil
 	case types.Uint:
-		return uint64(x), nil
+		return strconv.AppendUint(b, uint64(x), 10), nil
 	case types.Double:
-		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("the result holds %v, which JSON cannot carry", f)
-		}
-		return f, nil
+		return appendFloat(b, float64(x))
 	case types.String:
-		return string(x), nil
+		return appendString(b, string(x)), nil
 	case types.Bytes:
-		return base64.StdEncoding.EncodeToString(x), nil
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, x)
+		return append(b, '"'), nil
 	case types.Timestamp:
-		return x.UTC().Format(time.RFC3339Nano), nil
+		return appendString(b, x.UTC().Format(time.RFC3339Nano)), nil
 	case types.Duration:
-		return strconv.FormatFloat(x.Seconds(), 'f', -1, 64) + "s", nil
+		return appendString(b, strconv.FormatFloat(x.Seconds(), 'f', -1, 64)+"s"), nil
 	case traits.Mapper:
-		return mapToJSON(x)
+		return appendMap(b, x)
 	case traits.Lister:
-		return listToJSON(x)
+		return appendList(b, x)
 	}
 	return nil, fmt.Errorf("the result holds a %s, which JSON cannot carry", v.Type().TypeName())
 }
 
-// mapToJSON is the CEL map m as a map[string]any.
-func mapToJSON(m traits.Mapper) (any, error) {
-	out := make(map[string]any, int(m.Size().(types.Int)))
+// appendMap appends the CEL map m, its keys sorted.
+func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
+	keys := make([]string, 0, int(m.Size().(types.Int)))
 	for it := m.Iterator(); it.HasNext() == types.True; {
 		k := it.Next()
 		key, ok := k.(types.String)
 		if !ok {
 			return nil, fmt.Errorf("the result holds a map key of type %s, not a string", k.Type().TypeName())
 		}
-		v, err := toJSON(m.Get(k))
-		if err != nil {
+		keys = append(keys, string(key))
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendString(b, k), ':')
+		var err error
+		if b, err = appendJSON(b, m.Get(types.String(k))); err != nil {
 			return nil, err
 		}
-		out[string(key)] = v
 	}
-	return out, nil
+	return append(b, '}'), nil
 }
 
-// listToJSON is the CEL list l as a []any.
-func listToJSON(l traits.Lister) (any, error) {
+// appendList appends the CEL list l.
+func appendList(b []byte, l traits.Lister) ([]byte, error) {
 	n := int64(l.Size().(types.Int))
-	out := make([]any, n)
+	b = append(b, '[')
 	for i := range n {
-		v, err := toJSON(l.Get(types.Int(i)))
-		if err != nil {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendJSON(b, l.Get(types.Int(i))); err != nil {
 			return nil, err
 		}
-		out[i] = v
 	}
-	return out, nil
+	return append(b, ']'), nil
 }
+
+// appendFloat appends f as encoding/json writes a float64, or refuses a
+// NaN or an infinity.
+func appendFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("the result holds %v, which JSON cannot carry", f)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it without HTML escaping: '"', '\\' and control characters,
+// U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		esc, size := escapeAt(s, i)
+		if esc == "" {
+			i += size
+			continue
+		}
+		b = append(append(b, s[start:i]...), esc...)
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// escapeAt is how appendString writes the character at s[i] (not a
+// printable ASCII character other than '"' and '\\'), "" when as it is,
+// and its size in bytes.
+func escapeAt(s string, i int) (esc string, size int) {
+	switch c := s[i]; {
+	case c == '"' || c == '\\':
+		return `\` + string(c), 1
+	case c == '\n':
+		return `\n`, 1
+	case c == '\r':
+		return `\r`, 1
+	case c == '\t':
+		return `\t`, 1
+	case c < 0x20:
+		return `\u00` + string(hex[c>>4]) + string(hex[c&0xF]), 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return `\ufffd`, 1
+	case r == '\u2028':
+		return `\u2028`, size
+	case r == '\u2029':
+		return `\u2029`, size
+	}
+	return "", size
+}
+
+const hex = "0123456789abcdef"
+
