@@ -173,4 +173,3 @@ func escapeAt(s string, i int) (esc string, size int) {
 }
 
 const hex = "0123456789abcdef"
-
