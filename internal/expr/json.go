@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -59,28 +60,59 @@ func appendJSON(b []byte, v ref.Val) ([]byte, error) {
 
 // appendMap appends the CEL map m, its keys sorted.
 func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
-	keys := make([]string, 0, int(m.Size().(types.Int)))
-	for it := m.Iterator(); it.HasNext() == types.True; {
-		k := it.Next()
-		key, ok := k.(types.String)
-		if !ok {
-			return nil, fmt.Errorf("the result holds a map key of type %s, not a string", k.Type().TypeName())
-		}
-		keys = append(keys, string(key))
+	c := &entryCollector{entries: make([]mapEntry, 0, int(m.Size().(types.Int)))}
+	types.ToFoldableMap(m).Fold(c)
+	if c.err != nil {
+		return nil, c.err
 	}
-	slices.Sort(keys)
+	slices.SortFunc(c.entries, func(x, y mapEntry) int { return strings.Compare(x.key, y.key) })
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, e := range c.entries {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(appendString(b, k), ':')
+		b = append(appendString(b, e.key), ':')
 		var err error
-		if b, err = appendJSON(b, m.Get(types.String(k))); err != nil {
+		if b, err = appendJSON(b, e.val); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// mapEntry is a member of a CEL map.
+type mapEntry struct {
+	key string
+	val ref.Val
+}
+
+// entryCollector is a traits.Folder that collects a map's entries, or
+// the error of its first key that is not a string. A fold may hand it Go
+// values (cel-go's maps of Go values do): they are converted as cel-go
+// converts them.
+type entryCollector struct {
+	entries []mapEntry
+	err     error
+}
+
+// FoldEntry collects the entry, or stops the fold at a key that is not a
+// string.
+func (c *entryCollector) FoldEntry(key, val any) bool {
+	k, ok := celValue(key).(types.String)
+	if !ok {
+		c.err = fmt.Errorf("the result holds a map key of type %s, not a string", celValue(key).Type().TypeName())
+		return false
+	}
+	c.entries = append(c.entries, mapEntry{key: string(k), val: celValue(val)})
+	return true
+}
+
+// celValue is v as a CEL value.
+func celValue(v any) ref.Val {
+	if r, ok := v.(ref.Val); ok {
+		return r
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
 }
 
 // appendList appends the CEL list l.

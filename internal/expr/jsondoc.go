@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"bytes"
 	"math"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -47,7 +48,8 @@ func indexJSON(raw []byte) (*doc, bool) {
 	if len(raw) > math.MaxInt32 || !jsontext.Value(raw).IsValid() {
 		return nil, false
 	}
-	s := scanner{doc: &doc{raw: raw, nodes: make([]node, 0, len(raw)/24+4), kids: make([]int32, 0, len(raw)/24+4)}}
+	s := scanner{doc: &doc{raw: raw, nodes: make([]node, 0, len(raw)/24+4), kids: make([]int32, 0, len(raw)/24+4)},
+		open: make([]int32, 0, 32)}
 	s.value()
 	if s.escapedName {
 		return nil, false
@@ -187,14 +189,22 @@ func (s *scanner) space() {
 // stringEnd is the end of the valid JSON string that starts at i, and
 // whether it holds an escape.
 func stringEnd(raw []byte, i int) (end int, escaped bool) {
-	for i++; ; i++ {
-		switch raw[i] {
-		case '"':
-			return i + 1, escaped
-		case '\\':
-			escaped = true
-			i++
+	for i++; ; {
+		q := bytes.IndexByte(raw[i:], '"')
+		body := raw[i : i+q]
+		if bytes.IndexByte(body, '\\') < 0 {
+			return i + q + 1, escaped
 		}
+		escaped = true
+		// The quote may be escaped: count the backslashes before it.
+		n := 0
+		for n < len(body) && body[len(body)-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return i + q + 1, true
+		}
+		i += q + 1
 	}
 }
 

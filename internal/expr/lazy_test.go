@@ -187,3 +187,29 @@ func TestLazyInputShared(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyPayloadsAsEager: payloads of every shape (strings ending in
+// escaped backslashes or quotes, whitespace everywhere, nesting, numbers
+// beyond float64) give on the lazy Input what they give on the eager one.
+func TestLazyPayloadsAsEager(t *testing.T) {
+	tr, err := CompileTransform(`[event, data, size(event)]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, payload := range []string{
+		`{"data":"a\\"}`, `{"data":"a\"b","x":"\\\\"}`, `{"data":["\\\"", "\"\\", "\\\\\\\"\\"]}`,
+		` { "id" : "1" , "data" : { "a" : [ 1 , { } , [ ] ] , "b" : null } } `, "{\"data\"\n:\t{\"a\"\r:\n1}}",
+		`{"data":[[[[[[1]]]]],{"a":{"b":{"c":{}}}}]}`, `{"data":{"n":[-0.0,1e-400,1.5E+3,-12345678901234567890]}}`,
+		`{"data":true}`, `{"data":12}`, `{"data":"x"}`, `{"data":null}`, `{}`,
+	} {
+		lazy, eager := input(t, payload), eagerInput(t, payload)
+		if _, ok := lazy.vars["event"].(*object); !ok {
+			t.Errorf("%s: not lazy", payload)
+		}
+		got, _, err := tr.Apply(context.Background(), lazy)
+		want, _, wantErr := tr.Apply(context.Background(), eager)
+		if string(got) != string(want) || errString(err) != errString(wantErr) {
+			t.Errorf("%s:\n lazy  %s %v\n eager %s %v", payload, got, err, want, wantErr)
+		}
+	}
+}
