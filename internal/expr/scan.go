@@ -191,7 +191,7 @@ func plainRun(raw []byte, j int) int {
 	for ; j+8 <= len(raw); j += 8 {
 		v := binary.LittleEndian.Uint64(raw[j:])
 		quote, backslash := v^(ones*'"'), v^(ones*'\\')
-		special := (v - ones*0x20) | (quote - ones) &^ quote | (backslash - ones) &^ backslash | v
+		special := (v - ones*0x20) | (quote-ones)&^quote | (backslash-ones)&^backslash | v
 		if special&highs != 0 {
 			break
 		}
