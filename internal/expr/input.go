@@ -60,7 +60,7 @@ func (d *doc) input() (*Input, error) {
 			attrs = append(attrs, k)
 		}
 	}
-	event := &object{d: d, i: d.addObject(0, attrs)}
+	event := &object{container{d: d, i: d.addObject(0, attrs)}}
 	return &Input{vars: map[string]any{"event": event, "data": data}}, nil
 }
 

@@ -29,9 +29,9 @@ func (d *doc) val(i int32) ref.Val {
 	raw := d.raw[n.start:n.end]
 	switch raw[0] {
 	case '{':
-		return &object{d: d, i: i}
+		return &object{container{d: d, i: i}}
 	case '[':
-		return &array{d: d, i: i}
+		return &array{container{d: d, i: i}}
 	case '"':
 		return types.String(unquote(raw))
 	case 't':
@@ -97,11 +97,27 @@ func (d *doc) children(i int32) []int32 {
 	return d.kids[n.kids : n.kids+n.n]
 }
 
-// object is a JSON object of a doc as a CEL map with string keys.
-type object struct {
+// container is an object or an array of a doc: what their CEL values share.
+type container struct {
 	d *doc
 	i int32
 }
+
+// ConvertToNative is the container as cel-go converts its Go value (a
+// map[string]any or an []any).
+func (c container) ConvertToNative(t reflect.Type) (any, error) {
+	return c.d.celNative(c.i).ConvertToNative(t)
+}
+
+// Value is the container as a map[string]any or an []any (decoded in
+// full).
+func (c container) Value() any { return c.d.native(c.i) }
+
+// String formats the container as cel-go formats its Go value.
+func (c container) String() string { return fmt.Sprint(c.d.celNative(c.i)) }
+
+// object is a JSON object of a doc as a CEL map with string keys.
+type object struct{ container }
 
 var _ traits.Mapper = (*object)(nil)
 
@@ -186,28 +202,21 @@ func (o *object) Equal(other ref.Val) ref.Val {
 	return types.True
 }
 
-// ConvertToNative is the object as cel-go converts a map[string]any.
-func (o *object) ConvertToNative(t reflect.Type) (any, error) {
-	return o.d.celNative(o.i).ConvertToNative(t)
-}
-
 // ConvertToType is the object itself as a map, its type as a type, and an
 // error to anything else.
-func (o *object) ConvertToType(t ref.Type) ref.Val {
+func (o *object) ConvertToType(t ref.Type) ref.Val { return convertTo(o, types.MapType, t) }
+
+// convertTo is v, of type own, converted to t as cel-go converts a map or
+// a list: v itself to own, own to type, an error to anything else.
+func convertTo(v ref.Val, own *types.Type, t ref.Type) ref.Val {
 	switch t {
-	case types.MapType:
-		return o
+	case own:
+		return v
 	case types.TypeType:
-		return types.MapType
+		return own
 	}
-	return types.NewErr("type conversion error from '%s' to '%s'", types.MapType, t)
+	return types.NewErr("type conversion error from '%s' to '%s'", own, t)
 }
 
 // Type is CEL's map type.
 func (o *object) Type() ref.Type { return types.MapType }
-
-// Value is the object as a map[string]any (decoded in full).
-func (o *object) Value() any { return o.d.native(o.i) }
-
-// String formats the object as cel-go formats a map[string]any.
-func (o *object) String() string { return fmt.Sprint(o.d.celNative(o.i)) }

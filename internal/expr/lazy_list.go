@@ -10,10 +10,7 @@ import (
 )
 
 // array is a JSON array of a doc as a CEL list (lazy.go).
-type array struct {
-	d *doc
-	i int32
-}
+type array struct{ container }
 
 var _ traits.Lister = (*array)(nil)
 
@@ -92,31 +89,12 @@ func (a *array) Equal(other ref.Val) ref.Val {
 	return types.True
 }
 
-// ConvertToNative is the array as cel-go converts an []any.
-func (a *array) ConvertToNative(t reflect.Type) (any, error) {
-	return a.d.celNative(a.i).ConvertToNative(t)
-}
-
 // ConvertToType is the array itself as a list, its type as a type, and an
 // error to anything else.
-func (a *array) ConvertToType(t ref.Type) ref.Val {
-	switch t {
-	case types.ListType:
-		return a
-	case types.TypeType:
-		return types.ListType
-	}
-	return types.NewErr("type conversion error from '%s' to '%s'", types.ListType, t)
-}
+func (a *array) ConvertToType(t ref.Type) ref.Val { return convertTo(a, types.ListType, t) }
 
 // Type is CEL's list type.
 func (a *array) Type() ref.Type { return types.ListType }
-
-// Value is the array as an []any (decoded in full).
-func (a *array) Value() any { return a.d.native(a.i) }
-
-// String formats the array as cel-go formats an []any.
-func (a *array) String() string { return fmt.Sprint(a.d.celNative(a.i)) }
 
 // iterator ranges over a container's children: an object's member names
 // (names), or an array's elements.

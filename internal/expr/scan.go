@@ -55,14 +55,9 @@ func (s *scanner) value() (int32, bool) {
 
 // object scans the object at pos, node i.
 func (s *scanner) object(i int32) bool {
-	mark := len(s.open)
-	if s.depth++; s.depth > maxDepth {
-		return false
-	}
-	s.pos++
-	if s.space(); s.peek() == '}' {
-		s.pos++
-		return s.close(i, mark)
+	mark, done, ok := s.enter('}')
+	if done || !ok {
+		return ok && s.close(i, mark)
 	}
 	for {
 		if s.space(); s.peek() != '"' {
@@ -90,14 +85,9 @@ func (s *scanner) object(i int32) bool {
 
 // array scans the array at pos, node i.
 func (s *scanner) array(i int32) bool {
-	mark := len(s.open)
-	if s.depth++; s.depth > maxDepth {
-		return false
-	}
-	s.pos++
-	if s.space(); s.peek() == ']' {
-		s.pos++
-		return s.close(i, mark)
+	mark, done, ok := s.enter(']')
+	if done || !ok {
+		return ok && s.close(i, mark)
 	}
 	for {
 		k, ok := s.value()
@@ -109,6 +99,22 @@ func (s *scanner) array(i int32) bool {
 			return ok && s.close(i, mark)
 		}
 	}
+}
+
+// enter begins the container at pos: the mark of its children in open,
+// and whether it is empty (done, closing read) or nested too deep (not
+// ok).
+func (s *scanner) enter(closing byte) (mark int, done, ok bool) {
+	mark = len(s.open)
+	if s.depth++; s.depth > maxDepth {
+		return mark, false, false
+	}
+	s.pos++
+	if s.space(); s.peek() == closing {
+		s.pos++
+		return mark, true, true
+	}
+	return mark, false, true
 }
 
 // next reads what follows a member or an element: a comma (not done), the
