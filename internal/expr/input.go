@@ -25,7 +25,8 @@ type Input struct {
 // so a transform that reads four members of a large event does not pay
 // for the rest. A payload the index does not take (see indexJSON) is
 // decoded whole into Go values instead (newEagerInput), with the same
-// result.
+// result. payload must not change while the Input is used: its values
+// are read from it.
 func NewInput(payload []byte) (*Input, error) {
 	d, ok := indexJSON(payload)
 	if !ok || payload[d.nodes[0].start] != '{' {
