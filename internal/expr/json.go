@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -60,7 +61,8 @@ func appendJSON(b []byte, v ref.Val) ([]byte, error) {
 
 // appendMap appends the CEL map m, its keys sorted.
 func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
-	c := &entryCollector{entries: make([]mapEntry, 0, int(m.Size().(types.Int)))}
+	c := collectors.Get().(*entryCollector)
+	defer c.release()
 	types.ToFoldableMap(m).Fold(c)
 	if c.err != nil {
 		return nil, c.err
@@ -78,6 +80,19 @@ func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// collectors holds entryCollectors for appendMap to reuse.
+var collectors = sync.Pool{New: func() any { return new(entryCollector) }}
+
+// release empties c and gives it back to collectors, unless it grew
+// beyond smallObject entries (a large map's room is not kept).
+func (c *entryCollector) release() {
+	clear(c.entries)
+	c.entries, c.err = c.entries[:0], nil
+	if cap(c.entries) <= smallObject {
+		collectors.Put(c)
+	}
 }
 
 // mapEntry is a member of a CEL map.
