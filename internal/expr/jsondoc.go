@@ -9,7 +9,10 @@ import (
 // the document's bytes, and a container's members or elements, built in
 // one pass without decoding anything (lazy.go decodes a value when an
 // expression reads it). It is immutable once built, so evaluations may
-// share it.
+// share it. It takes 28 bytes a value of the document, plus a map of the
+// names of each object of more than smallObject members: about what the
+// document's own bytes take for small values, well under what decoding it
+// took.
 type doc struct {
 	raw []byte
 	// nodes are the document's values in document order; nodes[0] is the
