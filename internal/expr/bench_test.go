@@ -56,3 +56,15 @@ func BenchmarkTransform(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkNewInput: reading a 1 KB event for expressions (indexing it:
+// nothing is decoded before an expression reads it).
+func BenchmarkNewInput(b *testing.B) {
+	payload := []byte(benchEvent)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewInput(payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,111 +1,13 @@
 package expr
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
+	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
-	jsonv2 "github.com/go-json-experiment/json"
 )
-
-// Input is one event as expressions read it (the package comment's event
-// and data), built once and read by any number of evaluations, at once
-// too: it is immutable.
-type Input struct {
-	vars map[string]any
-}
-
-// NewInput returns the Input of the event whose stored payload (a
-// CloudEvent in structured-mode JSON) is payload. It fails when payload is
-// not a JSON object or its data_base64 is not base64.
-func NewInput(payload []byte) (*Input, error) {
-	top, err := decodeTop(payload)
-	if err != nil {
-		return nil, fmt.Errorf("expr: the event is not a JSON object: %w", err)
-	}
-	attrs := make(map[string]any, len(top))
-	var data any
-	for name, v := range top {
-		switch {
-		case v == nil:
-		case name == "data":
-			data = v
-		case name == "data_base64":
-			b, err := decodeBase64(v)
-			if err != nil {
-				return nil, err
-			}
-			data = b
-		default:
-			attrs[name] = v
-		}
-	}
-	return &Input{vars: map[string]any{"event": attrs, "data": data}}, nil
-}
-
-// decodeTop decodes payload, one JSON object, with every number a
-// float64. It decodes with go-json-experiment/json (the implementation of
-// the encoding/json/v2 proposal: about twice as fast as encoding/json on a
-// 1 KB event, which is most of a transform's work; see
-// BenchmarkTransformed in internal/catalog), and, when that refuses the
-// payload (a number beyond float64's range, which it does not round),
-// with encoding/json's json.Number rounded by numbersToFloat.
-func decodeTop(payload []byte) (map[string]any, error) {
-	var top map[string]any
-	if jsonv2.Unmarshal(payload, &top) == nil && top != nil {
-		return top, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	top = nil
-	if err := dec.Decode(&top); err != nil {
-		return nil, err
-	}
-	if top == nil {
-		return nil, errors.New("null")
-	}
-	for name, v := range top {
-		top[name] = numbersToFloat(v)
-	}
-	return top, nil
-}
-
-// decodeBase64 is the bytes of a data_base64 member.
-func decodeBase64(v any) ([]byte, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, errors.New("expr: data_base64 is not a string")
-	}
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("expr: data_base64: %w", err)
-	}
-	return b, nil
-}
-
-// numbersToFloat replaces, in place, the json.Numbers in v by float64s
-// (a magnitude beyond float64's range becomes ±Inf or 0).
-func numbersToFloat(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		f, _ := strconv.ParseFloat(string(x), 64)
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbersToFloat(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbersToFloat(e)
-		}
-	}
-	return v
-}
 
 // Why an evaluation failed (EvalError.Kind).
 const (
@@ -150,42 +52,30 @@ func CompileTransform(src string) (*Transform, error) {
 }
 
 // Apply evaluates the transform on in: the delivered data as JSON (keys
-// sorted, no HTML escaping), or skip when the result is null. It fails with
-// an *EvalError; ctx ends it early (KindCancelled).
+// sorted, no HTML escaping: appendJSON), or skip when the result is null.
+// It fails with an *EvalError; ctx ends it early (KindCancelled).
 func (t *Transform) Apply(ctx context.Context, in *Input) (data []byte, skip bool, err error) {
 	out, _, err := t.prg.ContextEval(ctx, in.vars)
 	if err != nil {
 		return nil, false, evalError(err)
 	}
-	v, err := toJSON(out)
+	if _, null := out.(types.Null); null {
+		return nil, true, nil
+	}
+	data, err = appendJSON(make([]byte, 0, outputGuess), out)
 	if err != nil {
 		return nil, false, &EvalError{Kind: KindResult, Message: err.Error()}
 	}
-	if v == nil {
-		return nil, true, nil
-	}
-	data, err = encode(v)
-	if err != nil {
-		return nil, false, err
+	if len(data) > MaxOutputBytes {
+		return nil, false, &EvalError{Kind: KindOutput,
+			Message: fmt.Sprintf("the transform's output is %d bytes, more than %d", len(data), MaxOutputBytes)}
 	}
 	return data, false, nil
 }
 
-// encode is v as JSON, at most MaxOutputBytes of it.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, &EvalError{Kind: KindResult, Message: err.Error()}
-	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if len(out) > MaxOutputBytes {
-		return nil, &EvalError{Kind: KindOutput,
-			Message: fmt.Sprintf("the transform's output is %d bytes, more than %d", len(out), MaxOutputBytes)}
-	}
-	return out, nil
-}
+// outputGuess is the room a transform's output starts with, in bytes:
+// enough for a chat message, so that most outputs need one allocation.
+const outputGuess = 512
 
 // Filter is a compiled filter expression.
 type Filter struct{ program }
@@ -214,12 +104,12 @@ func (f *Filter) Match(ctx context.Context, in *Input) (bool, uint64, error) {
 	if err != nil {
 		return false, cost, evalError(err)
 	}
-	b, ok := out.Value().(bool)
+	b, ok := out.(types.Bool)
 	if !ok {
 		return false, cost, &EvalError{Kind: KindResult,
 			Message: fmt.Sprintf("the filter expression's result is %s, not a bool", out.Type().TypeName())}
 	}
-	return b, cost, nil
+	return bool(b), cost, nil
 }
 
 // evalError is the EvalError of an error of cel-go's ContextEval.

@@ -130,6 +130,12 @@ func TestInputData(t *testing.T) {
 		{"attributes only", `{"id":"1","data":{"a":1}}`, `event`, `{"id":"1"}`},
 		{"numbers", `{"id":"1","tenant":7,"data":{"a":1,"b":-2.5e3,"c":12345678901234567890}}`, `[event.tenant, data.a, data.b, data.c]`, `[7,1,-2500,12345678901234567000]`},
 		{"number beyond float64", `{"id":"1","data":{"big":1e400,"small":1e-400,"n":3}}`, `[data.big > 1e308, data.small == 0.0, data.n]`, `[true,true,3]`},
+		// Payloads indexJSON leaves to the eager path, read as encoding/json reads them.
+		{"duplicate name", `{"id":"1","data":{"a":1,"a":2}}`, `data.a`, `2`},
+		{"escaped name", `{"id":"1","data":{"caf\u00e9":1,"b\"":2}}`, `[data["café"], data["b\""]]`, `[1,2]`},
+		{"escaped attribute", `{"id":"1","t\u0065nant":"acme","data":1}`, `event.tenant`, `"acme"`},
+		{"invalid UTF-8", "{\"id\":\"1\",\"data\":\"a\xffb\"}", `data`, "\"a\ufffdb\""},
+		{"escaped base64", `{"id":"1","data_base64":"aG\u006b="}`, `string(data)`, `"hi"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, err := CompileTransform(tc.src)

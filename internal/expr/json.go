@@ -4,79 +4,219 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
 )
 
-// toJSON is the CEL value v as a value encoding/json writes: nil, bool,
-// int64, uint64, float64, string, map[string]any or []any. Bytes become
-// base64, timestamps RFC 3339 (UTC) and durations seconds with an "s"
-// suffix (google.protobuf.Value's JSON mapping). It refuses a map key that
-// is not a string, a NaN or infinite number, and any other type.
-func toJSON(v ref.Val) (any, error) {
+// appendJSON appends the CEL value v to b as JSON, byte for byte as
+// encoding/json (without HTML escaping) writes the Go value v was
+// (TestJSONAsEncodingJSON): map keys sorted, whole doubles without a
+// fraction, exponents beyond 1e21 and below 1e-6. Bytes become base64,
+// timestamps RFC 3339 (UTC) and durations seconds with an "s" suffix
+// (google.protobuf.Value's JSON mapping). It refuses a map key that is not
+// a string, a NaN or infinite number, and any other type. Members and
+// elements of the event (lazy.go) are written from its bytes, decoding
+// only what is not already written as encoding/json would write it.
+func appendJSON(b []byte, v ref.Val) ([]byte, error) {
 	switch x := v.(type) {
+	case *object:
+		return x.d.appendNode(b, x.i)
+	case *array:
+		return x.d.appendNode(b, x.i)
 	case types.Null:
-		return nil, nil
+		return append(b, "null"...), nil
 	case types.Bool:
-		return bool(x), nil
+		return strconv.AppendBool(b, bool(x)), nil
 	case types.Int:
-		return int64(x), nil
+		return strconv.AppendInt(b, int64(x), 10), nil
 	case types.Uint:
-		return uint64(x), nil
+		return strconv.AppendUint(b, uint64(x), 10), nil
 	case types.Double:
-		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("the result holds %v, which JSON cannot carry", f)
-		}
-		return f, nil
+		return appendFloat(b, float64(x))
 	case types.String:
-		return string(x), nil
+		return appendString(b, string(x)), nil
 	case types.Bytes:
-		return base64.StdEncoding.EncodeToString(x), nil
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, x)
+		return append(b, '"'), nil
 	case types.Timestamp:
-		return x.UTC().Format(time.RFC3339Nano), nil
+		return appendString(b, x.UTC().Format(time.RFC3339Nano)), nil
 	case types.Duration:
-		return strconv.FormatFloat(x.Seconds(), 'f', -1, 64) + "s", nil
+		return appendString(b, strconv.FormatFloat(x.Seconds(), 'f', -1, 64)+"s"), nil
 	case traits.Mapper:
-		return mapToJSON(x)
+		return appendMap(b, x)
 	case traits.Lister:
-		return listToJSON(x)
+		return appendList(b, x)
 	}
 	return nil, fmt.Errorf("the result holds a %s, which JSON cannot carry", v.Type().TypeName())
 }
 
-// mapToJSON is the CEL map m as a map[string]any.
-func mapToJSON(m traits.Mapper) (any, error) {
-	out := make(map[string]any, int(m.Size().(types.Int)))
-	for it := m.Iterator(); it.HasNext() == types.True; {
-		k := it.Next()
-		key, ok := k.(types.String)
-		if !ok {
-			return nil, fmt.Errorf("the result holds a map key of type %s, not a string", k.Type().TypeName())
+// appendMap appends the CEL map m, its keys sorted.
+func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
+	c := collectors.Get().(*entryCollector)
+	defer c.release()
+	types.ToFoldableMap(m).Fold(c)
+	if c.err != nil {
+		return nil, c.err
+	}
+	slices.SortFunc(c.entries, func(x, y mapEntry) int { return strings.Compare(x.key, y.key) })
+	b = append(b, '{')
+	for i, e := range c.entries {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		v, err := toJSON(m.Get(k))
-		if err != nil {
+		b = append(appendString(b, e.key), ':')
+		var err error
+		if b, err = appendJSON(b, e.val); err != nil {
 			return nil, err
 		}
-		out[string(key)] = v
 	}
-	return out, nil
+	return append(b, '}'), nil
 }
 
-// listToJSON is the CEL list l as a []any.
-func listToJSON(l traits.Lister) (any, error) {
+// collectors holds entryCollectors for appendMap to reuse.
+var collectors = sync.Pool{New: func() any { return new(entryCollector) }}
+
+// release empties c and gives it back to collectors, unless it grew
+// beyond smallObject entries (a large map's room is not kept).
+func (c *entryCollector) release() {
+	clear(c.entries)
+	c.entries, c.err = c.entries[:0], nil
+	if cap(c.entries) <= smallObject {
+		collectors.Put(c)
+	}
+}
+
+// mapEntry is a member of a CEL map.
+type mapEntry struct {
+	key string
+	val ref.Val
+}
+
+// entryCollector is a traits.Folder that collects a map's entries, or
+// the error of its first key that is not a string. A fold may hand it Go
+// values (cel-go's maps of Go values do): they are converted as cel-go
+// converts them.
+type entryCollector struct {
+	entries []mapEntry
+	err     error
+}
+
+// FoldEntry collects the entry, or stops the fold at a key that is not a
+// string.
+func (c *entryCollector) FoldEntry(key, val any) bool {
+	k, ok := celValue(key).(types.String)
+	if !ok {
+		c.err = fmt.Errorf("the result holds a map key of type %s, not a string", celValue(key).Type().TypeName())
+		return false
+	}
+	c.entries = append(c.entries, mapEntry{key: string(k), val: celValue(val)})
+	return true
+}
+
+// celValue is v as a CEL value.
+func celValue(v any) ref.Val {
+	if r, ok := v.(ref.Val); ok {
+		return r
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// appendList appends the CEL list l.
+func appendList(b []byte, l traits.Lister) ([]byte, error) {
 	n := int64(l.Size().(types.Int))
-	out := make([]any, n)
+	b = append(b, '[')
 	for i := range n {
-		v, err := toJSON(l.Get(types.Int(i)))
-		if err != nil {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendJSON(b, l.Get(types.Int(i))); err != nil {
 			return nil, err
 		}
-		out[i] = v
 	}
-	return out, nil
+	return append(b, ']'), nil
 }
+
+// appendFloat appends f as encoding/json writes a float64, or refuses a
+// NaN or an infinity.
+func appendFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("the result holds %v, which JSON cannot carry", f)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it without HTML escaping: '"', '\\' and control characters,
+// U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		esc, size := escapeAt(s, i)
+		if esc == "" {
+			i += size
+			continue
+		}
+		b = append(append(b, s[start:i]...), esc...)
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// escapeAt is how appendString writes the character at s[i] (not a
+// printable ASCII character other than '"' and '\\'), "" when as it is,
+// and its size in bytes.
+func escapeAt(s string, i int) (esc string, size int) {
+	switch c := s[i]; {
+	case c == '"' || c == '\\':
+		return `\` + string(c), 1
+	case c == '\n':
+		return `\n`, 1
+	case c == '\r':
+		return `\r`, 1
+	case c == '\t':
+		return `\t`, 1
+	case c < 0x20:
+		return `\u00` + string(hex[c>>4]) + string(hex[c&0xF]), 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return `\ufffd`, 1
+	case r == '\u2028':
+		return `\u2028`, size
+	case r == '\u2029':
+		return `\u2029`, size
+	}
+	return "", size
+}
+
+const hex = "0123456789abcdef"

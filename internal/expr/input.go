@@ -1,0 +1,78 @@
+package expr
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// Input is one event as expressions read it (the package comment's event
+// and data), built once and read by any number of evaluations, at once
+// too: it is immutable.
+type Input struct {
+	vars map[string]any
+}
+
+// NewInput returns the Input of the event whose stored payload (a
+// CloudEvent in structured-mode JSON) is payload. It fails when payload is
+// not a JSON object or its data_base64 is not base64.
+//
+// It indexes payload in one pass (indexJSON) and decodes nothing more:
+// an expression decodes the members it reads when it reads them (lazy.go),
+// so a transform that reads four members of a large event does not pay
+// for the rest. A payload the index does not take (see indexJSON) is
+// decoded whole into Go values instead (newEagerInput), with the same
+// result. payload must not change while the Input is used: its values
+// are read from it.
+func NewInput(payload []byte) (*Input, error) {
+	d, ok := indexJSON(payload)
+	if !ok || payload[d.nodes[0].start] != '{' {
+		return newEagerInput(payload)
+	}
+	return d.input()
+}
+
+// input is the Input of the event d indexes, a JSON object: event is a
+// map of its members but data, data_base64 and those that are null; data
+// is its data member, or the bytes of its data_base64 (the last of them
+// when it has both), or null.
+func (d *doc) input() (*Input, error) {
+	attrs := make([]int32, 0, d.nodes[0].n)
+	var data ref.Val = types.NullValue
+	for _, k := range d.children(0) {
+		raw, name := d.raw[d.nodes[k].start:d.nodes[k].end], d.nameOf(k)
+		switch {
+		case raw[0] == 'n':
+		case string(name) == "data":
+			data = d.val(k)
+		case string(name) == "data_base64":
+			if raw[0] != '"' {
+				return nil, errBase64NotString
+			}
+			b, err := decodeBase64(unquote(raw))
+			if err != nil {
+				return nil, err
+			}
+			data = types.Bytes(b)
+		default:
+			attrs = append(attrs, k)
+		}
+	}
+	event := &object{container{d: d, i: d.addObject(0, attrs)}}
+	return &Input{vars: map[string]any{"event": event, "data": data}}, nil
+}
+
+// errBase64NotString is a data_base64 member that is not a string.
+var errBase64NotString = errors.New("expr: data_base64 is not a string")
+
+// decodeBase64 is the bytes of a data_base64 member, s.
+func decodeBase64(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("expr: data_base64: %w", err)
+	}
+	return b, nil
+}
