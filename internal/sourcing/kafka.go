@@ -23,7 +23,12 @@ import (
 // committed, at most the consumer's bound of records a poll, and commits
 // a poll's offsets once its records are committed (no automatic commits;
 // rebalances wait for the commit). Records not committed are read again
-// by the group's next consumer. The CloudEvents Kafka binding: binary-mode
+// by the group's next consumer. The consumer is the group's static member
+// herald-<source id> (one consumer per source: the lease): the next
+// consumer, after a crash or on another node, takes the place of one that
+// died without leaving at once, not after the group's session timeout
+// (45 s), and one that closes does not leave (its place waits for the
+// next for the session timeout). The CloudEvents Kafka binding: binary-mode
 // attributes in ce_<attribute> headers, the content type in the
 // content-type header. A raw record's id is <topic>-<partition>-<offset>.
 
@@ -35,7 +40,7 @@ type kafkaReader struct {
 
 func openKafka(ctx context.Context, c *consumer) (reader, error) {
 	conn := c.src.Config.Conn
-	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID),
+	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID), kgo.InstanceID("herald-" + c.src.ID),
 		kgo.ConsumeTopics(c.src.Config.Topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Dialer(c.dialer().DialContext),
 		kgo.DialTimeout(dialTimeout), kgo.ClientID("herald-source-" + c.src.ID)}
