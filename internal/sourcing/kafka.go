@@ -91,15 +91,14 @@ func kafkaSASL(s *source.SASL) sasl.Mechanism {
 }
 
 // next polls until records come (a poll that brings only errors ends the
-// connection with the first).
+// connection with the first). Records polled are returned even when ctx
+// ended meanwhile: dropped, the offsets of later ones, committed, would
+// pass over them.
 func (r *kafkaReader) next(ctx context.Context, most int) ([]message, error) {
 	for {
 		fs := r.cl.PollRecords(ctx, most)
 		if fs.IsClientClosed() {
 			return nil, errors.New("the Kafka client closed")
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
 		}
 		var batch []message
 		var lag int64
@@ -116,6 +115,9 @@ func (r *kafkaReader) next(ctx context.Context, most int) ([]message, error) {
 			return batch, nil
 		}
 		r.cl.AllowRebalance()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if errs := fs.Errors(); len(errs) > 0 {
 			return nil, fmt.Errorf("reading Kafka topic %q: %w", errs[0].Topic, errs[0].Err)
 		}
