@@ -157,7 +157,7 @@ func sourceAcrossSIGKILL(t *testing.T, b sourceBroker, start func(t *testing.T, 
 	if u := rcv.unexpected(known); len(u) > 0 {
 		t.Errorf("the receiver got %d events that are no message's, e.g. %v (a message delivered again became a new event)", len(u), head(u, 5))
 	}
-	after := sourceCountsOf(t, h2, srcID)
+	after := settledCounts(t, h2, srcID)
 	if after.Published > sourceTotal {
 		t.Errorf("the source counts %d events published for %d messages", after.Published, sourceTotal)
 	}
@@ -221,4 +221,19 @@ func sourceCountsOf(t *testing.T, h *herald, id string) sourceCounts {
 		t.Fatalf("reading the source: %v", err)
 	}
 	return src.Counts
+}
+
+// settledCounts reads a source's counts once they have not changed for
+// two report periods (an idle consumer reports within one, docs/sources.md),
+// 15 s at most.
+func settledCounts(t *testing.T, h *herald, id string) sourceCounts {
+	t.Helper()
+	last, since := sourceCountsOf(t, h, id), time.Now()
+	waitFor(t, 15*time.Second, "the source's counts to settle", func() (bool, string) {
+		if c := sourceCountsOf(t, h, id); c != last {
+			last, since = c, time.Now()
+		}
+		return time.Since(since) >= 2*time.Second, fmt.Sprintf("still changing: %+v", last)
+	})
+	return last
 }
