@@ -119,7 +119,7 @@ func (c *consumer) consume(ctx context.Context) (read bool, err error) {
 	defer r.close()
 	c.svc.cfg.TestSignals.Connected.Signal(c.src.ID)
 	for {
-		batch, err := r.next(ctx, c.svc.cfg.MaxInFlight)
+		batch, err := c.next(ctx, r)
 		if err != nil {
 			return read, err
 		}
@@ -132,6 +132,34 @@ func (c *consumer) consume(ctx context.Context) (read bool, err error) {
 			c.report(ctx)
 		}
 	}
+}
+
+// next waits for the reader's next batch. While counts wait to be
+// reported (a full batch came within reportEvery of the last report) it
+// waits reportEvery at most, reports them and waits again: a consumer
+// that goes idle after a full batch still reports what it did.
+func (c *consumer) next(ctx context.Context, r reader) ([]message, error) {
+	for c.rep.Received > 0 {
+		wctx, cancel := context.WithCancel(ctx)
+		t := c.svc.cfg.Clock.NewTimer(reportEvery)
+		go func() {
+			select {
+			case <-t.C():
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		batch, err := r.next(wctx, c.svc.cfg.MaxInFlight)
+		idle := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		t.Stop()
+		if err == nil || !idle {
+			return batch, err
+		}
+		c.rep.Lag = r.lag()
+		c.report(ctx)
+	}
+	return r.next(ctx, c.svc.cfg.MaxInFlight)
 }
 
 // handle publishes a batch's events and acknowledges its messages; a

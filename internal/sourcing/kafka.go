@@ -18,7 +18,12 @@ import (
 // committed, at most the consumer's bound of records a poll, and commits
 // a poll's offsets once its records are committed (no automatic commits;
 // rebalances wait for the commit). Records not committed are read again
-// by the group's next consumer. The CloudEvents Kafka binding: binary-mode
+// by the group's next consumer. The consumer is the group's static member
+// herald-<source id> (one consumer per source: the lease): the next
+// consumer, after a crash or on another node, takes the place of one that
+// died without leaving at once, not after the group's session timeout
+// (45 s), and one that closes does not leave (its place waits for the
+// next for the session timeout). The CloudEvents Kafka binding: binary-mode
 // attributes in ce_<attribute> headers, the content type in the
 // content-type header. A raw record's id is <topic>-<partition>-<offset>.
 
@@ -30,7 +35,7 @@ type kafkaReader struct {
 
 func openKafka(ctx context.Context, c *consumer) (reader, error) {
 	conn := c.src.Config.Conn
-	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID),
+	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID), kgo.InstanceID("herald-" + c.src.ID),
 		kgo.ConsumeTopics(c.src.Config.Topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Dialer(kafkaout.Dialer(conn, c.dialer().DialContext)),
 		kgo.DialTimeout(dialTimeout), kgo.ClientID("herald-source-" + c.src.ID)}
@@ -55,15 +60,14 @@ func openKafka(ctx context.Context, c *consumer) (reader, error) {
 }
 
 // next polls until records come (a poll that brings only errors ends the
-// connection with the first).
+// connection with the first). Records polled are returned even when ctx
+// ended meanwhile: dropped, the offsets of later ones, committed, would
+// pass over them.
 func (r *kafkaReader) next(ctx context.Context, most int) ([]message, error) {
 	for {
 		fs := r.cl.PollRecords(ctx, most)
 		if fs.IsClientClosed() {
 			return nil, errors.New("the Kafka client closed")
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
 		}
 		var batch []message
 		var lag int64
@@ -80,6 +84,9 @@ func (r *kafkaReader) next(ctx context.Context, most int) ([]message, error) {
 			return batch, nil
 		}
 		r.cl.AllowRebalance()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if errs := fs.Errors(); len(errs) > 0 {
 			return nil, fmt.Errorf("reading Kafka topic %q: %w", errs[0].Topic, errs[0].Err)
 		}

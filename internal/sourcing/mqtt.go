@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -18,8 +19,12 @@ import (
 // at QoS 1 in a persistent session (client id herald-<source id>, kept by
 // the broker for mqttSessionExpiry), with manual acknowledgement: a PUBACK
 // is sent once the message is committed, and a message not acknowledged
-// is sent again by the broker when the session resumes. The broker sends
-// at most the consumer's bound unacknowledged (receive maximum). The
+// is sent again by the broker when the session resumes. The broker is to
+// send at most the consumer's bound unacknowledged (receive maximum);
+// Mosquitto 2.0 at times sends more (after acknowledgements, and when a
+// session resumes), and those wait in the client's bounded queue (a
+// receive maximum's worth) and then on the connection until next takes
+// them. The
 // CloudEvents MQTT binding: binary-mode attributes in user properties
 // named as the attributes, the content type in the content-type property.
 // TLS for mqtts:// and ssl:// (broker.DialTLS).
@@ -40,6 +45,8 @@ const mqttKeepAlive = 30
 type mqttReader struct {
 	client *paho.Client
 	feed   *feed[*paho.Publish]
+	// stopSubscribe ends resubscribe's wait (nil: none).
+	stopSubscribe context.CancelFunc
 }
 
 func openMQTT(ctx context.Context, c *consumer) (reader, error) {
@@ -66,22 +73,54 @@ func openMQTT(ctx context.Context, c *consumer) (reader, error) {
 		pw, ok := u.User.Password()
 		cp.Username, cp.UsernameFlag, cp.Password, cp.PasswordFlag = u.User.Username(), true, []byte(pw), ok
 	}
-	if ack, err := r.client.Connect(ctx, cp); err != nil {
+	ack, err := r.client.Connect(ctx, cp)
+	if err != nil {
 		conn.Close()
 		if ack != nil {
 			return nil, fmt.Errorf("connecting to MQTT: %s (reason %d)", ack.Properties.ReasonString, ack.ReasonCode)
 		}
 		return nil, fmt.Errorf("connecting to MQTT: %w", err)
 	}
-	if _, err := r.client.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: c.src.Config.Topic, QoS: 1}}}); err != nil {
+	if ack.SessionPresent {
+		r.resubscribe(c.src.Config.Topic)
+		return r, nil
+	}
+	if err := r.subscribe(ctx, c.src.Config.Topic); err != nil {
 		r.close()
-		return nil, fmt.Errorf("subscribing to MQTT topic %q: %w", c.src.Config.Topic, err)
+		return nil, err
 	}
 	return r, nil
 }
 
-// receive hands a message over to next; the broker sends no more than the
-// receive maximum unacknowledged, which the channel holds.
+// subscribe subscribes the topic filter at QoS 1 and waits for the SUBACK.
+func (r *mqttReader) subscribe(ctx context.Context, topic string) error {
+	if _, err := r.client.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
+		return fmt.Errorf("subscribing to MQTT topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+// resubscribe subscribes again in a resumed session (whose subscription
+// the broker kept) without waiting for the SUBACK: the session's messages
+// come before it, and may be more than the receive maximum (Mosquitto 2.0
+// sends more after a consumer died holding some); the client reads the
+// SUBACK only once next has taken enough of them, so the opening must not
+// wait for it. A refusal, or no SUBACK within dialTimeout, ends the
+// connection through next; close stops the wait.
+func (r *mqttReader) resubscribe(topic string) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	r.stopSubscribe = cancel
+	go func() {
+		defer cancel()
+		if err := r.subscribe(ctx, topic); err != nil && !errors.Is(err, context.Canceled) {
+			r.feed.fail(err)
+		}
+	}()
+}
+
+// receive hands a message over to next; the channel holds the receive
+// maximum, and a message beyond it (a broker that sends more) waits here,
+// holding the client's reading of the connection, until next takes one.
 func (r *mqttReader) receive(pr paho.PublishReceived) (bool, error) {
 	r.feed.put(pr.Packet)
 	return true, nil
@@ -118,6 +157,9 @@ func (r *mqttReader) lag() int64 { return -1 }
 
 func (r *mqttReader) close() {
 	r.feed.stop()
+	if r.stopSubscribe != nil {
+		r.stopSubscribe()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
 	_ = r.client.Disconnect(&paho.Disconnect{ReasonCode: 0})
