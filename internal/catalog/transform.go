@@ -10,7 +10,8 @@ import (
 
 // Transformed is the stored event payload (event.Event.Marshal's output)
 // as this subscription delivers it: with its transform's output as the
-// data (event.WithData), or payload itself when it has no transform. skip
+// data (event.WithDataFrom, its members walked through the index the
+// transform's Input made), or payload itself when it has no transform. skip
 // says the transform gave null: the subscription does not take the event
 // (its delivery ends filtered). A transform that fails on the event is an
 // *expr.EvalError (KindCancelled when ctx ended first, which is not the
@@ -28,7 +29,11 @@ func (e *Entry) Transformed(ctx context.Context, payload []byte) (out []byte, sk
 	if err != nil || skip {
 		return nil, skip, err
 	}
-	out, err = event.WithData(payload, data)
+	if in.Indexed() {
+		out, err = event.WithDataFrom(in.Members, len(payload), data)
+	} else {
+		out, err = event.WithData(payload, data)
+	}
 	if err != nil {
 		return nil, false, &expr.EvalError{Kind: expr.KindEval, Message: err.Error()}
 	}

@@ -9,10 +9,18 @@ package event
 // changed. A p that is not one JSON object gives an error wrapping
 // ErrMalformedPayload.
 func WithData(p, data []byte) ([]byte, error) {
-	out := make([]byte, 0, len(p)+len(data)+48)
+	return WithDataFrom(func(fn func(name, key, val []byte) bool) bool { return forEachMember(p, fn) }, len(p), data)
+}
+
+// WithDataFrom is WithData of a payload of size bytes whose top-level
+// members each walks (an index of it made already: expr.Input.Members),
+// in order, calling fn with each one's name, key and value as written;
+// each returns false when it cannot walk them.
+func WithDataFrom(each func(fn func(name, key, val []byte) bool) bool, size int, data []byte) ([]byte, error) {
+	out := make([]byte, 0, size+len(data)+48)
 	out = append(out, '{')
 	first := true
-	ok := forEachMember(p, func(name, key, val []byte) bool {
+	ok := each(func(name, key, val []byte) bool {
 		switch string(name) {
 		case memberData, memberDataBase64, attrDataContentType, attrDataSchema:
 			return true

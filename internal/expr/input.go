@@ -14,6 +14,8 @@ import (
 // too: it is immutable.
 type Input struct {
 	vars map[string]any
+	// doc is the payload's index (nil: it was decoded eagerly).
+	doc *doc
 }
 
 // NewInput returns the Input of the event whose stored payload (a
@@ -62,7 +64,31 @@ func (d *doc) input() (*Input, error) {
 		}
 	}
 	event := &object{container{d: d, i: d.addObject(0, attrs)}}
-	return &Input{vars: map[string]any{"event": event, "data": data}}, nil
+	return &Input{vars: map[string]any{"event": event, "data": data}, doc: d}, nil
+}
+
+// Indexed reports whether in has an index of its payload (Members walks
+// it); a payload decoded eagerly has none.
+func (in *Input) Indexed() bool { return in.doc != nil }
+
+// Members calls fn with each top-level member of the payload, in order —
+// its name, its key as written (quoted) and its value as written — until fn
+// returns false, from the index NewInput made (no second reading of the
+// payload), and reports whether it had one: false for a payload decoded
+// eagerly, whose members the caller reads itself. It is
+// event.WithDataFrom's walk of the members.
+func (in *Input) Members(fn func(name, key, val []byte) bool) bool {
+	d := in.doc
+	if d == nil {
+		return false
+	}
+	for _, k := range d.children(0) {
+		n := &d.nodes[k]
+		if !fn(d.nameOf(k), d.raw[n.name:n.nameEnd], d.raw[n.start:n.end]) {
+			break
+		}
+	}
+	return true
 }
 
 // errBase64NotString is a data_base64 member that is not a string.
