@@ -89,3 +89,41 @@ func TestMQTTSourceDelivers(t *testing.T) {
 		t.Fatalf("delivered %v; want 4 events once each", got)
 	}
 }
+
+// TestMQTTSourceTopicChanged: a change of an MQTT source's topic starts a
+// session of its own: the old topic's messages stop coming (the broker
+// keeps a session's subscriptions, which Herald cannot list), the new
+// topic's arrive.
+func TestMQTTSourceTopicChanged(t *testing.T) {
+	b, sig := sourceSetup(t)
+	pub := mqttPublisher(t)
+	old, next := "herald/test/"+ids.New("", time.Now()), "herald/test/"+ids.New("", time.Now())
+	rc := newReceiver(t, status(200))
+	b.subscribe(map[string]any{"name": "hook", "url": rc.URL})
+	var src sourceRes
+	if code, raw := b.do("POST", "/v1/sources", map[string]any{"type": "mqtt", "url": mqttURL, "topic": old + "/#"}, &src); code != 201 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	sig.Connected.WaitOrTimeout()
+	ce := func(topic, id string) *paho.Publish {
+		return &paho.Publish{Topic: topic + "/x", Properties: &paho.PublishProperties{ContentType: "application/cloudevents+json"},
+			Payload: []byte(`{"specversion": "1.0", "id": "` + id + `", "source": "/mqtt", "type": "t"}`)}
+	}
+	mqttPublish(t, pub, ce(old, "a-1"))
+	eventually(t, "a-1 delivered", func() bool { return rc.count() == 1 })
+
+	if code, raw := b.do("PATCH", "/v1/sources/"+src.ID, map[string]any{"topic": next + "/#"}, nil); code != 200 {
+		t.Fatalf("PATCH topic: %d %s", code, raw)
+	}
+	sig.Stopped.WaitOrTimeout()
+	sig.Connected.WaitOrTimeout()
+	mqttPublish(t, pub, ce(old, "a-2"))
+	mqttPublish(t, pub, ce(next, "b-1"))
+	eventually(t, "b-1 delivered and counted", func() bool { return rc.count() >= 2 && b.getSource(src.ID).Counts.Published >= 2 })
+	if got := eventIDs(t, rc); len(got) != 2 || got["a-1"] != 1 || got["b-1"] != 1 {
+		t.Fatalf("delivered %v; want a-1 and b-1 (a-2 is the old topic's)", got)
+	}
+	if s := b.getSource(src.ID); s.Counts.Received != 2 {
+		t.Fatalf("received %d, want 2: the old topic's message came to the new session", s.Counts.Received)
+	}
+}

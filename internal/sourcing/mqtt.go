@@ -13,11 +13,13 @@ import (
 
 	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/broker/mqttout"
+	"github.com/herald-events/herald/internal/source"
 )
 
 // An MQTT source (MQTT 5, eclipse/paho.golang) subscribes its topic filter
-// at QoS 1 in a persistent session (client id herald-<source id>, kept by
-// the broker for mqttSessionExpiry), with manual acknowledgement: a PUBACK
+// at QoS 1 in a persistent session (client id mqttClientID: the source's
+// and its topic's, kept by the broker for mqttSessionExpiry), with manual
+// acknowledgement: a PUBACK
 // is sent once the message is committed, and a message not acknowledged
 // is sent again by the broker when the session resumes. The broker is to
 // send at most the consumer's bound unacknowledged (receive maximum);
@@ -31,6 +33,16 @@ import (
 // MQTT gives a message no id that outlives its session: a raw message's id
 // is the SHA-256 of its topic and payload (two equal payloads on one topic
 // are one event, within the dedup retention).
+
+// mqttClientID is the client id of src's session: herald-<source id>-<the
+// first 8 hex digits of the SHA-256 of its topic filter>. A change of the
+// topic is a new session: the broker keeps a session's subscriptions, and
+// MQTT has no way to list them, so the old session would go on delivering
+// the old topic's messages; it expires after mqttSessionExpiry instead.
+func mqttClientID(src source.Source) string {
+	sum := sha256.Sum256([]byte(src.Config.Topic))
+	return "herald-" + src.ID + "-" + hex.EncodeToString(sum[:4])
+}
 
 // mqttSessionExpiry is how long, in seconds, the broker keeps the session
 // (and the QoS 1 messages of the subscription) while no consumer is
@@ -60,14 +72,14 @@ func openMQTT(ctx context.Context, c *consumer) (reader, error) {
 	}
 	max := c.svc.cfg.MaxInFlight
 	r := &mqttReader{feed: newFeed(max, mqttMessage)}
-	r.client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: "herald-" + c.src.ID, EnableManualAcknowledgment: true,
+	r.client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: mqttClientID(c.src), EnableManualAcknowledgment: true,
 		OnPublishReceived: []func(paho.PublishReceived) (bool, error){r.receive},
 		OnClientError:     r.feed.fail,
 		OnServerDisconnect: func(d *paho.Disconnect) {
 			r.feed.fail(fmt.Errorf("the MQTT broker disconnected (reason %d)", d.ReasonCode))
 		}})
 	expiry, receiveMax := uint32(mqttSessionExpiry), uint16(max)
-	cp := &paho.Connect{ClientID: "herald-" + c.src.ID, KeepAlive: mqttKeepAlive, CleanStart: false,
+	cp := &paho.Connect{ClientID: mqttClientID(c.src), KeepAlive: mqttKeepAlive, CleanStart: false,
 		Properties: &paho.ConnectProperties{SessionExpiryInterval: &expiry, ReceiveMaximum: &receiveMax}}
 	if u.User != nil {
 		pw, ok := u.User.Password()
