@@ -73,6 +73,7 @@ func sourceSetup(t *testing.T) (*bundle, *sourcing.TestSignals) {
 	sig.Started.Init(t)
 	sig.Connected.Init(t)
 	sig.Stopped.Init(t)
+	sig.Forgotten.Init(t)
 	b := setup(t, func(c *server.Config) {
 		c.Clock = clock.Real{}
 		c.SourceTestSignals = sig

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -62,36 +63,21 @@ type mqttReader struct {
 }
 
 func openMQTT(ctx context.Context, c *consumer) (reader, error) {
-	u, err := url.Parse(c.src.Config.Conn.URL)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := broker.DialTLS(ctx, c.dialer().DialContext, c.src.Config.Conn, "tcp", mqttout.HostPort(u))
-	if err != nil {
-		return nil, fmt.Errorf("connecting to MQTT: %w", err)
-	}
 	max := c.svc.cfg.MaxInFlight
 	r := &mqttReader{feed: newFeed(max, mqttMessage)}
-	r.client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: mqttClientID(c.src), EnableManualAcknowledgment: true,
-		OnPublishReceived: []func(paho.PublishReceived) (bool, error){r.receive},
-		OnClientError:     r.feed.fail,
-		OnServerDisconnect: func(d *paho.Disconnect) {
-			r.feed.fail(fmt.Errorf("the MQTT broker disconnected (reason %d)", d.ReasonCode))
-		}})
 	expiry, receiveMax := uint32(mqttSessionExpiry), uint16(max)
-	cp := &paho.Connect{ClientID: mqttClientID(c.src), KeepAlive: mqttKeepAlive, CleanStart: false,
-		Properties: &paho.ConnectProperties{SessionExpiryInterval: &expiry, ReceiveMaximum: &receiveMax}}
-	if u.User != nil {
-		pw, ok := u.User.Password()
-		cp.Username, cp.UsernameFlag, cp.Password, cp.PasswordFlag = u.User.Username(), true, []byte(pw), ok
-	}
-	ack, err := r.client.Connect(ctx, cp)
+	ack, err := c.connectMQTT(ctx, false, &paho.ConnectProperties{SessionExpiryInterval: &expiry, ReceiveMaximum: &receiveMax},
+		func(conn net.Conn) *paho.Client {
+			r.client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: mqttClientID(c.src), EnableManualAcknowledgment: true,
+				OnPublishReceived: []func(paho.PublishReceived) (bool, error){r.receive},
+				OnClientError:     r.feed.fail,
+				OnServerDisconnect: func(d *paho.Disconnect) {
+					r.feed.fail(fmt.Errorf("the MQTT broker disconnected (reason %d)", d.ReasonCode))
+				}})
+			return r.client
+		})
 	if err != nil {
-		conn.Close()
-		if ack != nil {
-			return nil, fmt.Errorf("connecting to MQTT: %s (reason %d)", ack.Properties.ReasonString, ack.ReasonCode)
-		}
-		return nil, fmt.Errorf("connecting to MQTT: %w", err)
+		return nil, err
 	}
 	if ack.SessionPresent {
 		r.resubscribe(c.src.Config.Topic)
@@ -102,6 +88,58 @@ func openMQTT(ctx context.Context, c *consumer) (reader, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// connectMQTT dials the source's broker (through the destination guard;
+// TLS for mqtts:// and ssl://), makes its client (client, given the
+// connection) and connects as the source's session (mqttClientID) with
+// the URL's credentials: resumed, or started clean when clean. The
+// connection is closed when it fails.
+func (c *consumer) connectMQTT(ctx context.Context, clean bool, props *paho.ConnectProperties, client func(net.Conn) *paho.Client) (*paho.Connack, error) {
+	u, err := url.Parse(c.src.Config.Conn.URL)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := broker.DialTLS(ctx, c.dialer().DialContext, c.src.Config.Conn, "tcp", mqttout.HostPort(u))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to MQTT: %w", err)
+	}
+	cp := &paho.Connect{ClientID: mqttClientID(c.src), KeepAlive: mqttKeepAlive, CleanStart: clean, Properties: props}
+	if u.User != nil {
+		pw, ok := u.User.Password()
+		cp.Username, cp.UsernameFlag, cp.Password, cp.PasswordFlag = u.User.Username(), true, []byte(pw), ok
+	}
+	ack, err := client(conn).Connect(ctx, cp)
+	if err != nil {
+		conn.Close()
+		if ack != nil {
+			return nil, fmt.Errorf("connecting to MQTT: %s (reason %d)", ack.Properties.ReasonString, ack.ReasonCode)
+		}
+		return nil, fmt.Errorf("connecting to MQTT: %w", err)
+	}
+	return ack, nil
+}
+
+// forgetMQTT ends a deleted source's persistent session at the broker: a
+// clean start of its client id with no session expiry, then a disconnect,
+// so that the broker stops keeping the topic's messages for it.
+func forgetMQTT(ctx context.Context, c *consumer) error {
+	var client *paho.Client
+	if _, err := c.connectMQTT(ctx, true, nil, func(conn net.Conn) *paho.Client {
+		client = paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: mqttClientID(c.src)})
+		return client
+	}); err != nil {
+		return err
+	}
+	if err := client.Disconnect(&paho.Disconnect{ReasonCode: 0}); err != nil {
+		return fmt.Errorf("disconnecting from MQTT: %w", err)
+	}
+	select {
+	case <-client.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // subscribe subscribes the topic filter at QoS 1 and waits for the SUBACK.

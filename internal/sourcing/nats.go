@@ -2,6 +2,7 @@ package sourcing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/herald-events/herald/internal/broker/natsout"
 	"github.com/herald-events/herald/internal/destination"
+	"github.com/herald-events/herald/internal/source"
 )
 
 // A NATS source reads a JetStream durable pull consumer (the source's
@@ -65,22 +67,14 @@ func openNATS(ctx context.Context, c *consumer) (reader, error) {
 	r := &natsReader{}
 	r.feed = newFeed(max, r.message)
 	r.pending.Store(-1)
-	secure, err := natsout.TLSOption(cfg.Conn)
+	nc, err := c.connectNATS(nats.ClosedHandler(func(*nats.Conn) { r.feed.fail(nats.ErrConnectionClosed) }))
 	if err != nil {
 		return nil, err
-	}
-	nc, err := nats.Connect(cfg.Conn.URL, nats.Name("herald source "+c.src.ID), nats.Timeout(dialTimeout), secure,
-		nats.SetCustomDialer(guardDialer{c.dialer()}), nats.ClosedHandler(func(*nats.Conn) { r.feed.fail(nats.ErrConnectionClosed) }))
-	if err != nil {
-		return nil, fmt.Errorf("connecting to NATS: %w", err)
 	}
 	r.nc = nc
 	js, err := jetstream.New(nc)
 	if err == nil {
-		r.stream = cfg.Stream
-		if r.stream == "" {
-			r.stream, err = js.StreamNameBySubject(ctx, cfg.Subject)
-		}
+		r.stream, err = natsStream(ctx, js, cfg)
 	}
 	var cons jetstream.Consumer
 	if err == nil {
@@ -96,6 +90,60 @@ func openNATS(ctx context.Context, c *consumer) (reader, error) {
 		return nil, fmt.Errorf("JetStream consumer %s of stream %q: %w", c.src.DurableName(), r.stream, err)
 	}
 	return r, nil
+}
+
+// connectNATS connects to the source's server (through the destination
+// guard, each dial within dialTimeout; TLS as its settings say) with the
+// options added.
+func (c *consumer) connectNATS(opts ...nats.Option) (*nats.Conn, error) {
+	secure, err := natsout.TLSOption(c.src.Config.Conn)
+	if err != nil {
+		return nil, err
+	}
+	opts = append([]nats.Option{nats.Name("herald source " + c.src.ID), nats.Timeout(dialTimeout), secure,
+		nats.SetCustomDialer(guardDialer{c.dialer()})}, opts...)
+	nc, err := nats.Connect(c.src.Config.Conn.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to NATS: %w", err)
+	}
+	return nc, nil
+}
+
+// natsStream is the stream a source reads: its stream, or the one that
+// holds its subject.
+func natsStream(ctx context.Context, js jetstream.JetStream, cfg source.Config) (string, error) {
+	if cfg.Stream != "" {
+		return cfg.Stream, nil
+	}
+	return js.StreamNameBySubject(ctx, cfg.Subject)
+}
+
+// forgetNATS deletes a deleted source's durable JetStream consumer when
+// Herald named it (herald-<source id>): left, it would keep holding the
+// messages of an interest or work-queue stream. A durable the source
+// names is the user's, and stays.
+func forgetNATS(ctx context.Context, c *consumer) error {
+	cfg := c.src.Config
+	if cfg.Durable != "" {
+		return nil
+	}
+	nc, err := c.connectNATS()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	stream, err := natsStream(ctx, js, cfg)
+	if err == nil {
+		err = js.DeleteConsumer(ctx, stream, c.src.DurableName())
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("deleting JetStream consumer %s: %w", c.src.DurableName(), err)
+	}
+	return nil
 }
 
 // next: the channel holds MaxAckPending (JetStream sends no more

@@ -24,6 +24,7 @@ import (
 	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/destination"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/redact"
 	"github.com/herald-events/herald/internal/source"
 	"github.com/herald-events/herald/internal/startstop"
 	"github.com/herald-events/herald/internal/store"
@@ -82,12 +83,16 @@ type Config struct {
 }
 
 // TestSignals are what the service tells tests: the id of a source whose
-// consumer started on this node, connected to its broker (subscribed), or
-// stopped (its goroutine ended).
+// consumer started on this node, connected to its broker (subscribed),
+// stopped (its goroutine ended), or whose broker-side state was forgotten
+// after its deletion.
 type TestSignals struct {
 	Started   testsignal.Signal[string]
 	Connected testsignal.Signal[string]
 	Stopped   testsignal.Signal[string]
+	// Forgotten: a deleted source's state at its broker was removed (or
+	// its removal failed, logged): see forgetters.
+	Forgotten testsignal.Signal[string]
 }
 
 // Service runs this node's consumers. Its Loop is what tests watch.
@@ -97,10 +102,13 @@ type Service struct {
 
 	mu   sync.Mutex
 	runs map[string]*run // by source id
+	// forgets are the forget calls running (Stop waits for them).
+	forgets sync.WaitGroup
 }
 
 // run is one consumer running.
 type run struct {
+	src    source.Source
 	rev    int64
 	until  time.Time // the lease's end as last taken
 	cancel context.CancelFunc
@@ -138,6 +146,7 @@ func (s *Service) Stop() {
 	for id := range s.runs {
 		s.stopRun(id)
 	}
+	s.forgets.Wait()
 }
 
 // Kick makes the service look at the sources as soon as it can (after a
@@ -169,9 +178,10 @@ func (s *Service) round(ctx context.Context) time.Duration {
 		}
 		s.lead(ctx, sctx, src, now)
 	}
-	for id := range s.runs {
+	for id, r := range s.runs {
 		if !seen[id] {
 			s.stopRun(id) // deleted
+			s.forget(ctx, r.src)
 		}
 	}
 	return s.cfg.Period
@@ -199,13 +209,46 @@ func (s *Service) lead(ctx, sctx context.Context, src source.Source, now time.Ti
 	}
 	s.stopRun(src.ID)
 	rctx, cancel := context.WithCancel(ctx)
-	r = &run{rev: src.Revision, until: until, cancel: cancel, done: make(chan struct{})}
+	r = &run{src: src, rev: src.Revision, until: until, cancel: cancel, done: make(chan struct{})}
 	s.runs[src.ID] = r
 	c := newConsumer(s, src)
 	s.cfg.TestSignals.Started.Signal(src.ID)
 	go func() {
 		defer close(r.done)
 		c.run(rctx)
+	}()
+}
+
+// forgetters remove the state a deleted source leaves at its broker:
+// NATS's durable consumer when Herald named it, MQTT's persistent session.
+// AMQP keeps none of Herald's (the queue is the user's); Kafka keeps the
+// consumer group's committed offsets, which the broker expires itself
+// (offsets.retention.minutes).
+var forgetters = map[string]func(ctx context.Context, c *consumer) error{
+	source.TypeNATS: forgetNATS,
+	source.TypeMQTT: forgetMQTT,
+}
+
+// forget removes a deleted source's state at its broker, in the
+// background and within dialTimeout, once its consumer stopped on this
+// node (the node that held its lease); a failure is logged. A source
+// deleted while paused, or while no node held its lease, is not
+// forgotten: docs/sources.md says what it leaves.
+func (s *Service) forget(ctx context.Context, src source.Source) {
+	f := forgetters[src.Type]
+	if f == nil {
+		s.cfg.TestSignals.Forgotten.Signal(src.ID)
+		return
+	}
+	s.forgets.Add(1)
+	go func() {
+		defer s.forgets.Done()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
+		defer cancel()
+		if err := f(fctx, newConsumer(s, src)); err != nil {
+			s.cfg.Logger.Warn("forgetting a deleted source at its broker", "source", src.ID, "type", src.Type, "err", redact.Error(err))
+		}
+		s.cfg.TestSignals.Forgotten.Signal(src.ID)
 	}()
 }
 
