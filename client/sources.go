@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -62,7 +64,9 @@ type SourceWrap struct {
 
 // SourceInput is the body of Sources.Create and Sources.Update (schema
 // SourceInput): nil fields are left out (on create, their default; on
-// update, their value kept).
+// update, their value kept). Remove names the members an update removes,
+// sent as null: "tls", "sasl" or "wrap" (a raw source made to read
+// CloudEvents removes its wrap).
 type SourceInput struct {
 	Name      *string     `json:"name,omitempty"`
 	Type      *string     `json:"type,omitempty"`
@@ -78,6 +82,27 @@ type SourceInput struct {
 	Topic     *string     `json:"topic,omitempty"`
 	Format    *string     `json:"format,omitempty"`
 	Wrap      *SourceWrap `json:"wrap,omitempty"`
+	Remove    []string    `json:"-"`
+}
+
+// MarshalJSON writes in's members, and null for each member Remove names.
+func (in SourceInput) MarshalJSON() ([]byte, error) {
+	type plain SourceInput // without this method
+	b, err := json.Marshal(plain(in))
+	if err != nil || len(in.Remove) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, name := range in.Remove {
+		if _, set := m[name]; set {
+			return nil, fmt.Errorf("herald: SourceInput sets %s and removes it", name)
+		}
+		m[name] = json.RawMessage("null")
+	}
+	return json.Marshal(m)
 }
 
 // SourceDeadLetter is a message a source could not publish (schema

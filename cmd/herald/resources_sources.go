@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"github.com/herald-events/herald/client"
 	"github.com/herald-events/herald/internal/source"
@@ -29,6 +30,14 @@ var sourceFields = []flagSpec{
 	{name: "wrap-source", field: "wrap.source", usage: "raw: the source of the events the messages become"},
 }
 
+// sourceRemovals are sources update's flags that remove a member (sent
+// as null: client.SourceInput.Remove), each named no-<member>.
+var sourceRemovals = []flagSpec{
+	{name: "no-tls", kind: kindBool, usage: "remove the source's tls settings"},
+	{name: "no-sasl", kind: kindBool, usage: "remove the source's sasl settings (kafka)"},
+	{name: "no-wrap", kind: kindBool, usage: "remove the raw format's wrap (with --format cloudevents)"},
+}
+
 var sourcesResource = &resource{
 	name:    "sources",
 	summary: "Broker sources: NATS, RabbitMQ, MQTT and Kafka consumers that publish what they read (admin keys; docs/sources.md).",
@@ -48,10 +57,17 @@ var sourcesResource = &resource{
 			run: func(ctx context.Context, c *call) (any, error) {
 				return c.cl.Sources.Create(ctx, input[client.SourceInput](c))
 			}},
-		{name: "update", summary: "Change a source: the fields given replace the stored ones; its consumer restarts.", args: []string{"ID"},
-			body: true, columns: sourceColumns, flags: sourceFields, input: newInput[client.SourceInput](),
+		{name: "update", summary: "Change a source: the fields given replace the stored ones, --no-tls, --no-sasl and --no-wrap remove theirs; its consumer restarts.",
+			args: []string{"ID"}, body: true, columns: sourceColumns, flags: append(sourceFields, sourceRemovals...),
+			input: newInput[client.SourceInput](),
 			run: func(ctx context.Context, c *call) (any, error) {
-				return c.cl.Sources.Update(ctx, c.id(), input[client.SourceInput](c))
+				in := input[client.SourceInput](c)
+				for _, f := range sourceRemovals {
+					if on, _ := c.set[f.name].(bool); on {
+						in.Remove = append(in.Remove, strings.TrimPrefix(f.name, "no-"))
+					}
+				}
+				return c.cl.Sources.Update(ctx, c.id(), in)
 			}},
 		idVerb("pause", "Stop a source's consumer; the broker keeps what it has not delivered.", sourceColumns,
 			func(ctx context.Context, cl *client.Client, id string) (*client.Source, error) {
