@@ -55,7 +55,7 @@ func CompileTransform(src string) (*Transform, error) {
 // sorted, no HTML escaping: appendJSON), or skip when the result is null.
 // It fails with an *EvalError; ctx ends it early (KindCancelled).
 func (t *Transform) Apply(ctx context.Context, in *Input) (data []byte, skip bool, err error) {
-	out, _, err := t.prg.ContextEval(ctx, in.vars)
+	out, _, err := t.prg.ContextEval(ctx, in.vars())
 	if err != nil {
 		return nil, false, evalError(err)
 	}
@@ -96,7 +96,7 @@ func CompileFilter(src string) (*Filter, error) {
 // caller matching events counts that as no match); ctx ends it early
 // (KindCancelled).
 func (f *Filter) Match(ctx context.Context, in *Input) (bool, uint64, error) {
-	out, det, err := f.prg.ContextEval(ctx, in.vars)
+	out, det, err := f.prg.ContextEval(ctx, in.vars())
 	cost := uint64(CostLimit)
 	if det != nil && det.ActualCost() != nil {
 		cost = *det.ActualCost()

@@ -7,16 +7,41 @@ import (
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
 )
 
 // Input is one event as expressions read it (the package comment's event
 // and data), built once and read by any number of evaluations, at once
 // too: it is immutable.
 type Input struct {
-	vars map[string]any
+	// event and data are the variables: CEL values of the doc (lazy.go),
+	// or Go values cel-go converts (the eager path).
+	event, data any
 	// doc is the payload's index (nil: it was decoded eagerly).
 	doc *doc
 }
+
+// activation is an Input as cel-go's interpreter reads its variables
+// (interpreter.Activation): a conversion of the Input's pointer, so that an
+// evaluation allocates nothing to name them.
+type activation Input
+
+// ResolveName is the variable named name: event or data.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "event":
+		return a.event, true
+	case "data":
+		return a.data, true
+	}
+	return nil, false
+}
+
+// Parent is nil: an Input has no enclosing scope.
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// vars is in as the activation of an evaluation.
+func (in *Input) vars() interpreter.Activation { return (*activation)(in) }
 
 // NewInput returns the Input of the event whose stored payload (a
 // CloudEvent in structured-mode JSON) is payload. It fails when payload is
@@ -64,7 +89,7 @@ func (d *doc) input() (*Input, error) {
 		}
 	}
 	event := &object{container{d: d, i: d.addObject(0, attrs)}}
-	return &Input{vars: map[string]any{"event": event, "data": data}, doc: d}, nil
+	return &Input{event: event, data: data, doc: d}, nil
 }
 
 // Indexed reports whether in has an index of its payload (Members walks

@@ -3,6 +3,7 @@ package expr
 import (
 	"bytes"
 	"math"
+	"unsafe"
 )
 
 // doc is an index of one JSON document: where each of its values lies in
@@ -73,7 +74,7 @@ func (d *doc) indexNames(i int32) bool {
 	}
 	m := make(map[string]int32, n.n)
 	for k := n.kids; k < n.kids+n.n; k++ {
-		name := string(d.nameOf(d.kids[k]))
+		name := view(d.nameOf(d.kids[k]))
 		if _, dup := m[name]; dup {
 			return false
 		}
@@ -118,6 +119,14 @@ func (d *doc) nameOf(i int32) []byte {
 	n := &d.nodes[i]
 	return d.raw[n.name+1 : n.nameEnd-1]
 }
+
+// view is b, bytes of a doc's raw, as a string sharing them (no copy).
+// That is safe because raw does not change while the doc is used (NewInput
+// requires it of the payload), and because nothing an evaluation makes
+// outlives that use but what its caller keeps: the JSON it wrote, a bool,
+// an error's message (which may quote a member: keeping it keeps the
+// payload's bytes alive, and they must not change then either).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // member is the index in kids of object o's member named name, or -1.
 func (d *doc) member(o int32, name string) int32 {

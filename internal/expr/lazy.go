@@ -74,11 +74,12 @@ func (d *doc) celNative(i int32) ref.Val {
 	return types.DefaultTypeAdapter.NativeToValue(d.native(i))
 }
 
-// unquote is the valid JSON string raw, decoded.
+// unquote is the valid JSON string raw, decoded: a string of raw's own
+// bytes when it has no escape (view), a new one otherwise.
 func unquote(raw []byte) string {
 	body := raw[1 : len(raw)-1]
 	if bytes.IndexByte(body, '\\') < 0 {
-		return string(body)
+		return view(body)
 	}
 	b, _ := jsontext.AppendUnquote(nil, raw)
 	return string(b)
@@ -180,7 +181,7 @@ func (o *object) Fold(f traits.Folder) {
 		if !keysOnly {
 			v = o.d.val(k)
 		}
-		if !f.FoldEntry(types.String(o.d.nameOf(k)), v) {
+		if !f.FoldEntry(types.String(view(o.d.nameOf(k))), v) {
 			return
 		}
 	}
@@ -194,7 +195,7 @@ func (o *object) Equal(other ref.Val) ref.Val {
 		return types.False
 	}
 	for _, k := range o.d.children(o.i) {
-		ov, found := m.Find(types.String(o.d.nameOf(k)))
+		ov, found := m.Find(types.String(view(o.d.nameOf(k))))
 		if !found || types.Equal(o.d.val(k), ov) == types.False {
 			return types.False
 		}

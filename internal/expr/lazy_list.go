@@ -115,7 +115,7 @@ func (it *iterator) Next() ref.Val {
 	k := it.kids[0]
 	it.kids = it.kids[1:]
 	if it.names {
-		return types.String(it.d.nameOf(k))
+		return types.String(view(it.d.nameOf(k)))
 	}
 	return it.d.val(k)
 }
