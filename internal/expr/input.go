@@ -88,7 +88,7 @@ func (d *doc) input() (*Input, error) {
 			attrs = append(attrs, k)
 		}
 	}
-	event := &object{container{d: d, i: d.addObject(0, attrs)}}
+	event := object{d.container(d.addObject(0, attrs))}
 	return &Input{event: event, data: data, doc: d}, nil
 }
 

@@ -2,7 +2,9 @@ package expr
 
 import (
 	"bytes"
+	"cmp"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -25,6 +27,10 @@ type doc struct {
 	// object of more than smallObject members (by node index); small
 	// objects are searched in order.
 	names map[int32]map[string]int32
+	// conts holds a container for each object and array of nodes, in node
+	// order: their CEL values point at them (doc.container), so that
+	// reading one allocates nothing.
+	conts []container
 }
 
 // node is one value of a doc: raw[start:end]. In an object, raw[name:nameEnd]
@@ -59,7 +65,25 @@ func indexJSON(raw []byte) (*doc, bool) {
 	if s.space(); s.pos != len(raw) {
 		return nil, false
 	}
+	s.doc.addContainers(s.containers)
 	return s.doc, true
+}
+
+// addContainers fills conts with the n containers of d's nodes, with room
+// for one more (the event, input's addObject).
+func (d *doc) addContainers(n int) {
+	d.conts = make([]container, 0, n+1)
+	for i := range d.nodes {
+		if c := d.raw[d.nodes[i].start]; c == '{' || c == '[' {
+			d.conts = append(d.conts, container{d: d, i: int32(i)})
+		}
+	}
+}
+
+// container is node i's container (i is an object or an array).
+func (d *doc) container(i int32) *container {
+	j, _ := slices.BinarySearchFunc(d.conts, i, func(c container, i int32) int { return cmp.Compare(c.i, i) })
+	return &d.conts[j]
 }
 
 // indexNames maps object i's member names to its children (names), when
@@ -111,6 +135,7 @@ func (d *doc) addObject(o int32, members []int32) int32 {
 	if n.n > smallObject {
 		d.indexNames(i)
 	}
+	d.conts = append(d.conts, container{d: d, i: i})
 	return i
 }
 

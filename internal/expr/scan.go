@@ -24,6 +24,8 @@ type scanner struct {
 	// scratch is where escaped strings are checked.
 	scratch     []byte
 	escapedName bool
+	// containers counts the objects and arrays scanned.
+	containers int
 }
 
 // value scans the value at pos: its node's index, or false when it is not
@@ -106,6 +108,7 @@ func (s *scanner) array(i int32) bool {
 // ok).
 func (s *scanner) enter(closing byte) (mark int, done, ok bool) {
 	mark = len(s.open)
+	s.containers++
 	if s.depth++; s.depth > maxDepth {
 		return mark, false, false
 	}
