@@ -92,28 +92,29 @@ func (d *doc) input() (*Input, error) {
 	return &Input{event: event, data: data, doc: d}, nil
 }
 
-// Indexed reports whether in has an index of its payload (Members walks
-// it); a payload decoded eagerly has none.
+// Indexed reports whether in has an index of its payload (Members and
+// Member read it); a payload decoded eagerly has none.
 func (in *Input) Indexed() bool { return in.doc != nil }
 
-// Members calls fn with each top-level member of the payload, in order —
-// its name, its key as written (quoted) and its value as written — until fn
-// returns false, from the index NewInput made (no second reading of the
-// payload), and reports whether it had one: false for a payload decoded
-// eagerly, whose members the caller reads itself. It is
-// event.WithDataFrom's walk of the members.
-func (in *Input) Members(fn func(name, key, val []byte) bool) bool {
+// Members is the number of top-level members of the payload, from the
+// index NewInput made, or -1 for a payload decoded eagerly (it has no
+// index: the caller reads the payload itself). With Member, it is
+// event.AppendDataHead's walk of the members, without a second reading of
+// the payload.
+func (in *Input) Members() int {
+	if in.doc == nil {
+		return -1
+	}
+	return int(in.doc.nodes[0].n)
+}
+
+// Member is the j-th top-level member of the payload (0 <= j < Members):
+// its name, its key as written (quoted) and its value as written.
+func (in *Input) Member(j int) (name, key, val []byte) {
 	d := in.doc
-	if d == nil {
-		return false
-	}
-	for _, k := range d.children(0) {
-		n := &d.nodes[k]
-		if !fn(d.nameOf(k), d.raw[n.name:n.nameEnd], d.raw[n.start:n.end]) {
-			break
-		}
-	}
-	return true
+	k := d.children(0)[j]
+	n := &d.nodes[k]
+	return d.nameOf(k), d.raw[n.name:n.nameEnd], d.raw[n.start:n.end]
 }
 
 // errBase64NotString is a data_base64 member that is not a string.
