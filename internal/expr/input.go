@@ -17,8 +17,10 @@ type Input struct {
 	// event and data are the variables: CEL values of the doc (lazy.go),
 	// or Go values cel-go converts (the eager path).
 	event, data any
-	// doc is the payload's index (nil: it was decoded eagerly).
+	// doc is the payload's index (nil: it was decoded eagerly): own, made
+	// with the Input in one allocation.
 	doc *doc
+	own doc
 }
 
 // activation is an Input as cel-go's interpreter reads its variables
@@ -41,7 +43,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // vars is in as the activation of an evaluation.
-func (in *Input) vars() interpreter.Activation { return (*activation)(in) }
+func (in *Input) vars() *activation { return (*activation)(in) }
 
 // NewInput returns the Input of the event whose stored payload (a
 // CloudEvent in structured-mode JSON) is payload. It fails when payload is
@@ -55,18 +57,23 @@ func (in *Input) vars() interpreter.Activation { return (*activation)(in) }
 // result. payload must not change while the Input is used: its values
 // are read from it.
 func NewInput(payload []byte) (*Input, error) {
-	d, ok := indexJSON(payload)
-	if !ok || payload[d.nodes[0].start] != '{' {
+	in := new(Input)
+	if !in.own.index(payload) || payload[in.own.nodes[0].start] != '{' {
 		return newEagerInput(payload)
 	}
-	return d.input()
+	in.doc = &in.own
+	if err := in.read(); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
-// input is the Input of the event d indexes, a JSON object: event is a
-// map of its members but data, data_base64 and those that are null; data
-// is its data member, or the bytes of its data_base64 (the last of them
-// when it has both), or null.
-func (d *doc) input() (*Input, error) {
+// read sets the variables of the event in.doc indexes, a JSON object:
+// event is a map of its members but data, data_base64 and those that are
+// null; data is its data member, or the bytes of its data_base64 (the last
+// of them when it has both), or null.
+func (in *Input) read() error {
+	d := in.doc
 	attrs := make([]int32, 0, d.nodes[0].n)
 	var data ref.Val = types.NullValue
 	for _, k := range d.children(0) {
@@ -77,19 +84,19 @@ func (d *doc) input() (*Input, error) {
 			data = d.val(k)
 		case string(name) == "data_base64":
 			if raw[0] != '"' {
-				return nil, errBase64NotString
+				return errBase64NotString
 			}
 			b, err := decodeBase64(unquote(raw))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			data = types.Bytes(b)
 		default:
 			attrs = append(attrs, k)
 		}
 	}
-	event := object{d.container(d.addObject(0, attrs))}
-	return &Input{event: event, data: data, doc: d}, nil
+	in.event, in.data = object{d.container(d.addObject(0, attrs))}, data
+	return nil
 }
 
 // Indexed reports whether in has an index of its payload (Members and
@@ -99,7 +106,7 @@ func (in *Input) Indexed() bool { return in.doc != nil }
 // Members is the number of top-level members of the payload, from the
 // index NewInput made, or -1 for a payload decoded eagerly (it has no
 // index: the caller reads the payload itself). With Member, it is
-// event.AppendDataHead's walk of the members, without a second reading of
+// event.DataHead's walk of the members, without a second reading of
 // the payload.
 func (in *Input) Members() int {
 	if in.doc == nil {

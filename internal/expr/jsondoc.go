@@ -54,19 +54,26 @@ const smallObject = 16
 // (decodeTop), which refuses or accepts it as it always did.
 // FuzzIndexJSON holds it to go-json-experiment/json's answer.
 func indexJSON(raw []byte) (*doc, bool) {
+	d := new(doc)
+	return d, d.index(raw)
+}
+
+// index makes d, a zero doc, the index of raw, or reports false as
+// indexJSON does.
+func (d *doc) index(raw []byte) bool {
 	if len(raw) > math.MaxInt32 {
-		return nil, false
+		return false
 	}
-	s := scanner{doc: &doc{raw: raw, nodes: make([]node, 0, len(raw)/24+4), kids: make([]int32, 0, len(raw)/24+4)},
-		open: make([]int32, 0, 32)}
+	d.raw, d.nodes, d.kids = raw, make([]node, 0, len(raw)/24+4), make([]int32, 0, len(raw)/24+4)
+	s := scanner{doc: d, open: make([]int32, 0, 32)}
 	if _, ok := s.value(); !ok || s.escapedName {
-		return nil, false
+		return false
 	}
 	if s.space(); s.pos != len(raw) {
-		return nil, false
+		return false
 	}
-	s.doc.addContainers(s.containers)
-	return s.doc, true
+	d.addContainers(s.containers)
+	return true
 }
 
 // addContainers fills conts with the n containers of d's nodes, with room
