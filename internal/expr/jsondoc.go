@@ -64,9 +64,11 @@ func (d *doc) index(raw []byte) bool {
 	if len(raw) > math.MaxInt32 {
 		return false
 	}
-	d.raw, d.nodes, d.kids = raw, make([]node, 0, len(raw)/24+4), make([]int32, 0, len(raw)/24+4)
-	s := scanner{doc: d, open: make([]int32, 0, 32)}
-	if _, ok := s.value(); !ok || s.escapedName {
+	d.raw = raw
+	s := scanner{doc: d, raw: raw, nodes: make([]node, 0, len(raw)/24+4), kids: make([]int32, 0, len(raw)/24+4),
+		open: make([]int32, 0, 32)}
+	_, ok := s.value()
+	if s.sync(); !ok || s.escapedName {
 		return false
 	}
 	if s.space(); s.pos != len(raw) {
