@@ -10,8 +10,9 @@ import (
 
 // Transformed is the stored event payload (event.Event.Marshal's output)
 // as this subscription delivers it: with its transform's output as the
-// data (event.WithDataFrom, its members walked through the index the
-// transform's Input made), or payload itself when it has no transform. skip
+// data (event.WithData's payload, written in one buffer: the members kept
+// walked through the index the transform's Input made, then the output
+// written after them), or payload itself when it has no transform. skip
 // says the transform gave null: the subscription does not take the event
 // (its delivery ends filtered). A transform that fails on the event is an
 // *expr.EvalError (KindCancelled when ctx ended first, which is not the
@@ -25,20 +26,24 @@ func (e *Entry) Transformed(ctx context.Context, payload []byte) (out []byte, sk
 	if err != nil {
 		return nil, false, &expr.EvalError{Kind: expr.KindEval, Message: err.Error()}
 	}
-	data, skip, err := e.Transform.Apply(ctx, in)
-	if err != nil || skip {
-		return nil, skip, err
+	r, err := e.Transform.Eval(ctx, in)
+	if err != nil || r.Skip() {
+		return nil, r.Skip(), err
 	}
-	if in.Indexed() {
-		out, err = event.WithDataFrom(in.Members, len(payload), data)
-	} else {
-		out, err = event.WithData(payload, data)
+	out, headErr := event.DataHead(payload, in, outputRoom)
+	if out, err = r.AppendJSON(out); err != nil {
+		return nil, false, err
 	}
-	if err != nil {
-		return nil, false, &expr.EvalError{Kind: expr.KindEval, Message: err.Error()}
+	if headErr != nil {
+		return nil, false, &expr.EvalError{Kind: expr.KindEval, Message: headErr.Error()}
 	}
-	return out, false, nil
+	return append(out, '}'), false, nil
 }
+
+// outputRoom is the room Transformed's buffer has for the transform's
+// output, in bytes: enough for a chat message; a larger output grows the
+// buffer as it is written.
+const outputRoom = 512
 
 // TransformCancelled reports whether err, from Transformed, is its
 // context's end rather than the transform failing on the event.

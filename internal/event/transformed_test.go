@@ -59,3 +59,51 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// memberList is a MemberIndex over members given (or none: -1).
+type memberList [][3]string
+
+func (l memberList) Members() int {
+	if l == nil {
+		return -1
+	}
+	return len(l)
+}
+
+func (l memberList) Member(j int) (name, key, val []byte) {
+	return []byte(l[j][0]), []byte(l[j][1]), []byte(l[j][2])
+}
+
+// TestDataHeadFromIndex: DataHead reads the members an index gives, not
+// the payload (which it reads when the index has none), and the data
+// appended after it makes WithData's payload; an index of no member kept
+// is a malformed payload.
+func TestDataHeadFromIndex(t *testing.T) {
+	p := []byte(`{"specversion":"1.0","id":"e1","data":{"a":1},"dataschema":"x","tenant":"acme"}`)
+	want, err := WithData(p, []byte(`[1]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := memberList{{"specversion", `"specversion"`, `"1.0"`}, {"id", `"id"`, `"e1"`},
+		{"data", `"data"`, `{"a":1}`}, {"dataschema", `"dataschema"`, `"x"`}, {"tenant", `"tenant"`, `"acme"`}}
+	for _, tc := range []struct {
+		name  string
+		p     []byte
+		index MemberIndex
+	}{
+		{"index", []byte(`not read`), index},
+		{"no index", p, memberList(nil)},
+		{"nil", p, nil},
+	} {
+		got, err := DataHead(tc.p, tc.index, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got = append(append(got, `[1]`...), '}'); string(got) != string(want) {
+			t.Fatalf("%s: %s; want %s", tc.name, got, want)
+		}
+	}
+	if _, err := DataHead(p, memberList{{"data", `"data"`, `1`}}, 0); !errors.Is(err, ErrMalformedPayload) {
+		t.Fatalf("no member kept: %v", err)
+	}
+}

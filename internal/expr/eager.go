@@ -39,7 +39,7 @@ func newEagerInput(payload []byte) (*Input, error) {
 			attrs[name] = v
 		}
 	}
-	return &Input{vars: map[string]any{"event": attrs, "data": data}}, nil
+	return &Input{event: attrs, data: data}, nil
 }
 
 // decodeTop decodes payload, one JSON object, with every number a

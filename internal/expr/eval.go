@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 )
 
@@ -55,22 +56,51 @@ func CompileTransform(src string) (*Transform, error) {
 // sorted, no HTML escaping: appendJSON), or skip when the result is null.
 // It fails with an *EvalError; ctx ends it early (KindCancelled).
 func (t *Transform) Apply(ctx context.Context, in *Input) (data []byte, skip bool, err error) {
-	out, _, err := t.prg.ContextEval(ctx, in.vars)
+	r, err := t.Eval(ctx, in)
+	if err != nil || r.Skip() {
+		return nil, r.Skip(), err
+	}
+	data, err = r.AppendJSON(make([]byte, 0, outputGuess))
+	return data, false, err
+}
+
+// Eval evaluates the transform on in, as Apply does, but leaves the result
+// to its caller to write (Result.AppendJSON): one who writes it into a
+// larger buffer saves a copy. It fails with an *EvalError; ctx ends it
+// early (KindCancelled).
+func (t *Transform) Eval(ctx context.Context, in *Input) (Result, error) {
+	out, _, err := t.prg.ContextEval(ctx, in.vars())
 	if err != nil {
-		return nil, false, evalError(err)
+		return Result{}, evalError(err)
 	}
-	if _, null := out.(types.Null); null {
-		return nil, true, nil
-	}
-	data, err = appendJSON(make([]byte, 0, outputGuess), out)
+	return Result{out}, nil
+}
+
+// Result is a transform's result (Transform.Eval). It may read its Input's
+// payload, so it must be written before that changes.
+type Result struct{ v ref.Val }
+
+// Skip reports whether the result is null: the event is skipped.
+func (r Result) Skip() bool {
+	_, null := r.v.(types.Null)
+	return null
+}
+
+// AppendJSON appends the result to b as JSON, as Apply writes it (the
+// result must not be null: Skip). It fails with an *EvalError: the result
+// is not JSON (KindResult), or its JSON is more than MaxOutputBytes
+// (KindOutput).
+func (r Result) AppendJSON(b []byte) ([]byte, error) {
+	start := len(b)
+	b, err := appendJSON(b, r.v)
 	if err != nil {
-		return nil, false, &EvalError{Kind: KindResult, Message: err.Error()}
+		return nil, &EvalError{Kind: KindResult, Message: err.Error()}
 	}
-	if len(data) > MaxOutputBytes {
-		return nil, false, &EvalError{Kind: KindOutput,
-			Message: fmt.Sprintf("the transform's output is %d bytes, more than %d", len(data), MaxOutputBytes)}
+	if n := len(b) - start; n > MaxOutputBytes {
+		return nil, &EvalError{Kind: KindOutput,
+			Message: fmt.Sprintf("the transform's output is %d bytes, more than %d", n, MaxOutputBytes)}
 	}
-	return data, false, nil
+	return b, nil
 }
 
 // outputGuess is the room a transform's output starts with, in bytes:
@@ -96,7 +126,7 @@ func CompileFilter(src string) (*Filter, error) {
 // caller matching events counts that as no match); ctx ends it early
 // (KindCancelled).
 func (f *Filter) Match(ctx context.Context, in *Input) (bool, uint64, error) {
-	out, det, err := f.prg.ContextEval(ctx, in.vars)
+	out, det, err := f.prg.ContextEval(ctx, in.vars())
 	cost := uint64(CostLimit)
 	if det != nil && det.ActualCost() != nil {
 		cost = *det.ActualCost()

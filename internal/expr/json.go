@@ -27,9 +27,9 @@ import (
 // only what is not already written as encoding/json would write it.
 func appendJSON(b []byte, v ref.Val) ([]byte, error) {
 	switch x := v.(type) {
-	case *object:
+	case object:
 		return x.d.appendNode(b, x.i)
-	case *array:
+	case array:
 		return x.d.appendNode(b, x.i)
 	case types.Null:
 		return append(b, "null"...), nil

@@ -30,13 +30,13 @@ func TestJSONAsEncodingJSON(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, in := range []*Input{input(t, lazyEvent), eagerInput(t, lazyEvent)} {
-		values = append(values, types.DefaultTypeAdapter.NativeToValue(in.vars["data"]), types.DefaultTypeAdapter.NativeToValue(in.vars["event"]))
+		values = append(values, types.DefaultTypeAdapter.NativeToValue(in.data), types.DefaultTypeAdapter.NativeToValue(in.event))
 		for _, src := range lazyCases {
 			tr, err := CompileTransform(src)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out, _, err := tr.prg.ContextEval(ctx, in.vars); err == nil {
+			if out, _, err := tr.prg.ContextEval(ctx, in.vars()); err == nil {
 				values = append(values, out)
 			}
 		}
@@ -62,7 +62,7 @@ func TestJSONRefuses(t *testing.T) {
 		{types.NewDynamicMap(types.DefaultTypeAdapter, map[int]string{1: "a"}), "the result holds a map key of type int, not a string"},
 		{types.NewDynamicMap(types.DefaultTypeAdapter, map[string]any{"a": map[string]any{"b": math.Inf(1)}}), "the result holds +Inf, which JSON cannot carry"},
 		{types.IntType, "the result holds a type, which JSON cannot carry"},
-		{input(t, `{"data":{"a":[1e400]}}`).vars["data"].(ref.Val), "the result holds +Inf, which JSON cannot carry"},
+		{input(t, `{"data":{"a":[1e400]}}`).data.(ref.Val), "the result holds +Inf, which JSON cannot carry"},
 	} {
 		if got, err := appendJSON(nil, tc.v); err == nil || err.Error() != tc.want {
 			t.Errorf("%v: %s, %v; want %q", tc.v, got, err, tc.want)

@@ -2,7 +2,10 @@ package expr
 
 import (
 	"bytes"
+	"cmp"
 	"math"
+	"slices"
+	"unsafe"
 )
 
 // doc is an index of one JSON document: where each of its values lies in
@@ -24,6 +27,10 @@ type doc struct {
 	// object of more than smallObject members (by node index); small
 	// objects are searched in order.
 	names map[int32]map[string]int32
+	// conts holds a container for each object and array of nodes, in node
+	// order: their CEL values point at them (doc.container), so that
+	// reading one allocates nothing.
+	conts []container
 }
 
 // node is one value of a doc: raw[start:end]. In an object, raw[name:nameEnd]
@@ -47,18 +54,45 @@ const smallObject = 16
 // (decodeTop), which refuses or accepts it as it always did.
 // FuzzIndexJSON holds it to go-json-experiment/json's answer.
 func indexJSON(raw []byte) (*doc, bool) {
+	d := new(doc)
+	return d, d.index(raw)
+}
+
+// index makes d, a zero doc, the index of raw, or reports false as
+// indexJSON does.
+func (d *doc) index(raw []byte) bool {
 	if len(raw) > math.MaxInt32 {
-		return nil, false
+		return false
 	}
-	s := scanner{doc: &doc{raw: raw, nodes: make([]node, 0, len(raw)/24+4), kids: make([]int32, 0, len(raw)/24+4)},
+	d.raw = raw
+	s := scanner{doc: d, raw: raw, nodes: make([]node, 0, len(raw)/24+4), kids: make([]int32, 0, len(raw)/24+4),
 		open: make([]int32, 0, 32)}
-	if _, ok := s.value(); !ok || s.escapedName {
-		return nil, false
+	_, ok := s.value()
+	if s.sync(); !ok || s.escapedName {
+		return false
 	}
 	if s.space(); s.pos != len(raw) {
-		return nil, false
+		return false
 	}
-	return s.doc, true
+	d.addContainers(s.containers)
+	return true
+}
+
+// addContainers fills conts with the n containers of d's nodes, with room
+// for one more (the event, input's addObject).
+func (d *doc) addContainers(n int) {
+	d.conts = make([]container, 0, n+1)
+	for i := range d.nodes {
+		if c := d.raw[d.nodes[i].start]; c == '{' || c == '[' {
+			d.conts = append(d.conts, container{d: d, i: int32(i)})
+		}
+	}
+}
+
+// container is node i's container (i is an object or an array).
+func (d *doc) container(i int32) *container {
+	j, _ := slices.BinarySearchFunc(d.conts, i, func(c container, i int32) int { return cmp.Compare(c.i, i) })
+	return &d.conts[j]
 }
 
 // indexNames maps object i's member names to its children (names), when
@@ -73,7 +107,7 @@ func (d *doc) indexNames(i int32) bool {
 	}
 	m := make(map[string]int32, n.n)
 	for k := n.kids; k < n.kids+n.n; k++ {
-		name := string(d.nameOf(d.kids[k]))
+		name := view(d.nameOf(d.kids[k]))
 		if _, dup := m[name]; dup {
 			return false
 		}
@@ -110,6 +144,7 @@ func (d *doc) addObject(o int32, members []int32) int32 {
 	if n.n > smallObject {
 		d.indexNames(i)
 	}
+	d.conts = append(d.conts, container{d: d, i: i})
 	return i
 }
 
@@ -118,6 +153,14 @@ func (d *doc) nameOf(i int32) []byte {
 	n := &d.nodes[i]
 	return d.raw[n.name+1 : n.nameEnd-1]
 }
+
+// view is b, bytes of a doc's raw, as a string sharing them (no copy).
+// That is safe because raw does not change while the doc is used (NewInput
+// requires it of the payload), and because nothing an evaluation makes
+// outlives that use but what its caller keeps: the JSON it wrote, a bool,
+// an error's message (which may quote a member: keeping it keeps the
+// payload's bytes alive, and they must not change then either).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // member is the index in kids of object o's member named name, or -1.
 func (d *doc) member(o int32, name string) int32 {

@@ -29,9 +29,9 @@ func (d *doc) val(i int32) ref.Val {
 	raw := d.raw[n.start:n.end]
 	switch raw[0] {
 	case '{':
-		return &object{container{d: d, i: i}}
+		return object{d.container(i)}
 	case '[':
-		return &array{container{d: d, i: i}}
+		return array{d.container(i)}
 	case '"':
 		return types.String(unquote(raw))
 	case 't':
@@ -74,11 +74,12 @@ func (d *doc) celNative(i int32) ref.Val {
 	return types.DefaultTypeAdapter.NativeToValue(d.native(i))
 }
 
-// unquote is the valid JSON string raw, decoded.
+// unquote is the valid JSON string raw, decoded: a string of raw's own
+// bytes when it has no escape (view), a new one otherwise.
 func unquote(raw []byte) string {
 	body := raw[1 : len(raw)-1]
 	if bytes.IndexByte(body, '\\') < 0 {
-		return string(body)
+		return view(body)
 	}
 	b, _ := jsontext.AppendUnquote(nil, raw)
 	return string(b)
@@ -117,12 +118,12 @@ func (c container) Value() any { return c.d.native(c.i) }
 func (c container) String() string { return fmt.Sprint(c.d.celNative(c.i)) }
 
 // object is a JSON object of a doc as a CEL map with string keys.
-type object struct{ container }
+type object struct{ *container }
 
-var _ traits.Mapper = (*object)(nil)
+var _ traits.Mapper = object{}
 
 // Find is the member named key (a string; any other key is not found).
-func (o *object) Find(key ref.Val) (ref.Val, bool) {
+func (o object) Find(key ref.Val) (ref.Val, bool) {
 	s, ok := key.(types.String)
 	if !ok {
 		return nil, false
@@ -132,9 +133,9 @@ func (o *object) Find(key ref.Val) (ref.Val, bool) {
 
 // FindStringKey is Find for a string key: cel-go's interpreter calls it
 // for data.name without making a CEL string of name.
-func (o *object) FindStringKey(name string) (any, bool) { return o.find(name) }
+func (o object) FindStringKey(name string) (any, bool) { return o.find(name) }
 
-func (o *object) find(name string) (ref.Val, bool) {
+func (o object) find(name string) (ref.Val, bool) {
 	k := o.d.member(o.i, name)
 	if k < 0 {
 		return nil, false
@@ -143,7 +144,7 @@ func (o *object) find(name string) (ref.Val, bool) {
 }
 
 // Get is the member named key, or CEL's "no such key" error.
-func (o *object) Get(key ref.Val) ref.Val {
+func (o object) Get(key ref.Val) ref.Val {
 	v, found := o.Find(key)
 	if !found {
 		return types.ValOrErr(v, "no such key: %v", key)
@@ -152,25 +153,25 @@ func (o *object) Get(key ref.Val) ref.Val {
 }
 
 // Contains reports whether the object has a member named key.
-func (o *object) Contains(key ref.Val) ref.Val {
+func (o object) Contains(key ref.Val) ref.Val {
 	_, found := o.Find(key)
 	return types.Bool(found)
 }
 
 // Size is the number of members.
-func (o *object) Size() ref.Val { return types.Int(o.d.nodes[o.i].n) }
+func (o object) Size() ref.Val { return types.Int(o.d.nodes[o.i].n) }
 
 // IsZeroValue reports whether the object has no member.
-func (o *object) IsZeroValue() bool { return o.d.nodes[o.i].n == 0 }
+func (o object) IsZeroValue() bool { return o.d.nodes[o.i].n == 0 }
 
 // Iterator ranges over the member names, in document order.
-func (o *object) Iterator() traits.Iterator {
+func (o object) Iterator() traits.Iterator {
 	return &iterator{d: o.d, kids: o.d.children(o.i), names: true}
 }
 
 // Fold hands each member (name and value) to f, in document order, until
 // it answers false; only the names when f folds keys only.
-func (o *object) Fold(f traits.Folder) {
+func (o object) Fold(f traits.Folder) {
 	keysOnly := false
 	if kf, ok := f.(interface{ FoldKeyOnly() bool }); ok {
 		keysOnly = kf.FoldKeyOnly()
@@ -180,7 +181,7 @@ func (o *object) Fold(f traits.Folder) {
 		if !keysOnly {
 			v = o.d.val(k)
 		}
-		if !f.FoldEntry(types.String(o.d.nameOf(k)), v) {
+		if !f.FoldEntry(types.String(view(o.d.nameOf(k))), v) {
 			return
 		}
 	}
@@ -188,13 +189,13 @@ func (o *object) Fold(f traits.Folder) {
 
 // Equal is CEL's map equality: other is a map of the same size with the
 // same keys and equal values.
-func (o *object) Equal(other ref.Val) ref.Val {
+func (o object) Equal(other ref.Val) ref.Val {
 	m, ok := other.(traits.Mapper)
 	if !ok || o.Size() != m.Size() {
 		return types.False
 	}
 	for _, k := range o.d.children(o.i) {
-		ov, found := m.Find(types.String(o.d.nameOf(k)))
+		ov, found := m.Find(types.String(view(o.d.nameOf(k))))
 		if !found || types.Equal(o.d.val(k), ov) == types.False {
 			return types.False
 		}
@@ -204,7 +205,7 @@ func (o *object) Equal(other ref.Val) ref.Val {
 
 // ConvertToType is the object itself as a map, its type as a type, and an
 // error to anything else.
-func (o *object) ConvertToType(t ref.Type) ref.Val { return convertTo(o, types.MapType, t) }
+func (o object) ConvertToType(t ref.Type) ref.Val { return convertTo(o, types.MapType, t) }
 
 // convertTo is v, of type own, converted to t as cel-go converts a map or
 // a list: v itself to own, own to type, an error to anything else.
@@ -219,4 +220,4 @@ func convertTo(v ref.Val, own *types.Type, t ref.Type) ref.Val {
 }
 
 // Type is CEL's map type.
-func (o *object) Type() ref.Type { return types.MapType }
+func (o object) Type() ref.Type { return types.MapType }

@@ -10,13 +10,13 @@ import (
 )
 
 // array is a JSON array of a doc as a CEL list (lazy.go).
-type array struct{ container }
+type array struct{ *container }
 
-var _ traits.Lister = (*array)(nil)
+var _ traits.Lister = array{}
 
 // Get is the element at index, or CEL's error for a bad or out-of-range
 // index.
-func (a *array) Get(index ref.Val) ref.Val {
+func (a array) Get(index ref.Val) ref.Val {
 	i, err := types.GetOrError(index)
 	if err != nil {
 		return types.ValOrErr(index, "%v", err)
@@ -30,7 +30,7 @@ func (a *array) Get(index ref.Val) ref.Val {
 
 // GetInt64Index is the element at i: cel-go's interpreter calls it for
 // data.list[0] without making a CEL int of the index.
-func (a *array) GetInt64Index(i int64) (any, bool) {
+func (a array) GetInt64Index(i int64) (any, bool) {
 	kids := a.d.children(a.i)
 	if i < 0 || i >= int64(len(kids)) {
 		return nil, false
@@ -39,7 +39,7 @@ func (a *array) GetInt64Index(i int64) (any, bool) {
 }
 
 // Contains reports whether an element equals elem.
-func (a *array) Contains(elem ref.Val) ref.Val {
+func (a array) Contains(elem ref.Val) ref.Val {
 	for _, k := range a.d.children(a.i) {
 		if b, ok := elem.Equal(a.d.val(k)).(types.Bool); ok && b == types.True {
 			return types.True
@@ -49,18 +49,18 @@ func (a *array) Contains(elem ref.Val) ref.Val {
 }
 
 // Size is the number of elements.
-func (a *array) Size() ref.Val { return types.Int(a.d.nodes[a.i].n) }
+func (a array) Size() ref.Val { return types.Int(a.d.nodes[a.i].n) }
 
 // IsZeroValue reports whether the array is empty.
-func (a *array) IsZeroValue() bool { return a.d.nodes[a.i].n == 0 }
+func (a array) IsZeroValue() bool { return a.d.nodes[a.i].n == 0 }
 
 // Iterator ranges over the elements.
-func (a *array) Iterator() traits.Iterator {
+func (a array) Iterator() traits.Iterator {
 	return &iterator{d: a.d, kids: a.d.children(a.i)}
 }
 
 // Fold hands each element (index and value) to f until it answers false.
-func (a *array) Fold(f traits.Folder) {
+func (a array) Fold(f traits.Folder) {
 	for j, k := range a.d.children(a.i) {
 		if !f.FoldEntry(j, a.d.val(k)) {
 			return
@@ -70,13 +70,13 @@ func (a *array) Fold(f traits.Folder) {
 
 // Add is the concatenation of the array and other (a list), as cel-go
 // concatenates lists.
-func (a *array) Add(other ref.Val) ref.Val {
+func (a array) Add(other ref.Val) ref.Val {
 	return a.d.celNative(a.i).(traits.Lister).Add(other)
 }
 
 // Equal is CEL's list equality: other is a list of the same size whose
 // elements are equal, in order.
-func (a *array) Equal(other ref.Val) ref.Val {
+func (a array) Equal(other ref.Val) ref.Val {
 	l, ok := other.(traits.Lister)
 	if !ok || a.Size() != l.Size() {
 		return types.False
@@ -91,10 +91,10 @@ func (a *array) Equal(other ref.Val) ref.Val {
 
 // ConvertToType is the array itself as a list, its type as a type, and an
 // error to anything else.
-func (a *array) ConvertToType(t ref.Type) ref.Val { return convertTo(a, types.ListType, t) }
+func (a array) ConvertToType(t ref.Type) ref.Val { return convertTo(a, types.ListType, t) }
 
 // Type is CEL's list type.
-func (a *array) Type() ref.Type { return types.ListType }
+func (a array) Type() ref.Type { return types.ListType }
 
 // iterator ranges over a container's children: an object's member names
 // (names), or an array's elements.
@@ -115,7 +115,7 @@ func (it *iterator) Next() ref.Val {
 	k := it.kids[0]
 	it.kids = it.kids[1:]
 	if it.names {
-		return types.String(it.d.nameOf(k))
+		return types.String(view(it.d.nameOf(k)))
 	}
 	return it.d.val(k)
 }

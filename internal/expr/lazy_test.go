@@ -64,8 +64,8 @@ var lazyCases = []string{
 // eager one (decoded into Go values): the same output or the same error.
 func TestLazyAsEager(t *testing.T) {
 	lazy, eager := input(t, lazyEvent), eagerInput(t, lazyEvent)
-	if _, ok := lazy.vars["data"].(*object); !ok {
-		t.Fatalf("the lazy Input's data is a %T", lazy.vars["data"])
+	if _, ok := lazy.data.(object); !ok {
+		t.Fatalf("the lazy Input's data is a %T", lazy.data)
 	}
 	ctx := context.Background()
 	for _, src := range lazyCases {
@@ -183,7 +183,7 @@ func TestLazyPayloadsAsEager(t *testing.T) {
 		`{"data":true}`, `{"data":12}`, `{"data":"x"}`, `{"data":null}`, `{}`,
 	} {
 		lazy, eager := input(t, payload), eagerInput(t, payload)
-		if _, ok := lazy.vars["event"].(*object); !ok {
+		if _, ok := lazy.event.(object); !ok {
 			t.Errorf("%s: not lazy", payload)
 		}
 		got, _, err := tr.Apply(context.Background(), lazy)

@@ -17,6 +17,13 @@ const maxDepth = 10000
 // maxDepth deep.
 type scanner struct {
 	*doc
+	// raw, nodes and kids are the doc's, held here while the scan grows
+	// them (the scanner is on the stack: appending to a field of the doc,
+	// on the heap, costs a write barrier a value) and stored into the doc
+	// before a method of the doc reads them (sync).
+	raw   []byte
+	nodes []node
+	kids  []int32
 	pos   int
 	depth int
 	// open holds the children of the containers being scanned.
@@ -24,6 +31,8 @@ type scanner struct {
 	// scratch is where escaped strings are checked.
 	scratch     []byte
 	escapedName bool
+	// containers counts the objects and arrays scanned.
+	containers int
 }
 
 // value scans the value at pos: its node's index, or false when it is not
@@ -106,6 +115,7 @@ func (s *scanner) array(i int32) bool {
 // ok).
 func (s *scanner) enter(closing byte) (mark int, done, ok bool) {
 	mark = len(s.open)
+	s.containers++
 	if s.depth++; s.depth > maxDepth {
 		return mark, false, false
 	}
@@ -140,7 +150,13 @@ func (s *scanner) close(i int32, mark int) bool {
 	n.kids, n.n = int32(len(s.kids)), int32(len(s.open)-mark)
 	s.kids = append(s.kids, s.open[mark:]...)
 	s.open = s.open[:mark]
-	return s.raw[n.start] != '{' || s.indexNames(i)
+	return s.raw[n.start] != '{' || s.sync().indexNames(i)
+}
+
+// sync stores the scan's nodes and kids into its doc, and returns it.
+func (s *scanner) sync() *doc {
+	s.doc.nodes, s.doc.kids = s.nodes, s.kids
+	return s.doc
 }
 
 // peek is the byte at pos, 0 at the end.
