@@ -11,8 +11,6 @@ import (
 
 	"github.com/herald-events/herald/internal/catalog"
 	"github.com/herald-events/herald/internal/event"
-	"github.com/herald-events/herald/internal/eventtype"
-	"github.com/herald-events/herald/internal/strictjson"
 	"github.com/herald-events/herald/internal/subscription"
 )
 
@@ -107,7 +105,7 @@ func (s *Server) filterTestUnsaved(w http.ResponseWriter, r *http.Request) {
 	sub, err := si.New(r.Context(), subscription.Creation{ID: "sub_preview", AccountID: accountOf(r), Now: now,
 		Destinations: s.Destinations})
 	if err != nil {
-		if !inputProblem(w, prefixField(err, "subscription.")) {
+		if !inputProblemAt(w, err, "subscription.") {
 			s.storeError(w, r, err, "subscription")
 		}
 		return
@@ -163,24 +161,4 @@ func toDeliveredJSON(p *catalog.Preview) *deliveredJSON {
 		}
 	}
 	return d
-}
-
-// prefixField names the field of an input problem (those inputProblem
-// answers) after prefix; other errors are returned as they are.
-func prefixField(err error, prefix string) error {
-	var ie *strictjson.Error
-	var refused *subscription.DestinationError
-	var combo *subscription.CombinationError
-	var unknown *eventtype.UnknownTypeError
-	switch {
-	case errors.As(err, &unknown):
-		unknown.Field = prefix + unknown.Field
-	case errors.As(err, &refused):
-		refused.Field = prefix + refused.Field
-	case errors.As(err, &combo):
-		combo.Field = prefix + combo.Field
-	case errors.As(err, &ie):
-		ie.Field = prefix + ie.Field
-	}
-	return err
 }

@@ -183,20 +183,25 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) {
 // (subscription.DestinationError) and for fields that do not go together
 // (subscription.CombinationError), 400 naming the field for any other
 // problem (strictjson.Error).
-func inputProblem(w http.ResponseWriter, err error) bool {
+func inputProblem(w http.ResponseWriter, err error) bool { return inputProblemAt(w, err, "") }
+
+// inputProblemAt is inputProblem for a value at prefix in the body
+// ("subscription." for POST /v1/filter-test's unsaved subscription): the
+// field named is prefix and the refused field.
+func inputProblemAt(w http.ResponseWriter, err error, prefix string) bool {
 	var ie *strictjson.Error
 	var refused *subscription.DestinationError
 	var combo *subscription.CombinationError
 	var unknown *eventtype.UnknownTypeError
 	switch {
 	case errors.As(err, &unknown):
-		unprocessableInput(w, unknown.Field, unknown.Detail)
+		unprocessableInput(w, prefix+unknown.Field, unknown.Detail)
 	case errors.As(err, &refused):
-		unprocessable(w, refused.Field, refused.Detail)
+		unprocessable(w, prefix+refused.Field, refused.Detail)
 	case errors.As(err, &combo):
-		unprocessableInput(w, combo.Field, combo.Detail)
+		unprocessableInput(w, prefix+combo.Field, combo.Detail)
 	case errors.As(err, &ie):
-		invalid(w, ie.Field, ie.Detail)
+		invalid(w, prefix+ie.Field, ie.Detail)
 	default:
 		return false
 	}
