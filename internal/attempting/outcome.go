@@ -12,19 +12,27 @@ import (
 	"github.com/herald-events/herald/internal/store"
 )
 
+// unattempted is the outcome of a held delivery that ends with status
+// without an attempt: nothing logged (attempt number 0), its counts and
+// last attempt as they were.
+func unattempted(c store.Claimed, status delivery.Status) store.Outcome {
+	return store.Outcome{
+		Attempt:        delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
+		Status:         status,
+		Attempts:       c.Attempts,
+		RoundAttempts:  c.RoundAttempts,
+		FirstFailure:   c.FirstFailure,
+		LastStatusCode: c.LastStatusCode,
+		LastOutcome:    c.LastOutcome,
+	}
+}
+
 // dropped is the outcome of a held delivery whose subscription no longer
 // exists: dropped, reason SubscriptionDeleted, no attempt logged.
 func dropped(c store.Claimed) store.Outcome {
-	return store.Outcome{
-		Attempt:          delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
-		Status:           delivery.StatusDropped,
-		Attempts:         c.Attempts,
-		RoundAttempts:    c.RoundAttempts,
-		FirstFailure:     c.FirstFailure,
-		LastStatusCode:   c.LastStatusCode,
-		LastOutcome:      c.LastOutcome,
-		DeadLetterReason: delivery.ReasonSubscriptionDeleted,
-	}
+	out := unattempted(c, delivery.StatusDropped)
+	out.DeadLetterReason = delivery.ReasonSubscriptionDeleted
+	return out
 }
 
 // healthOf is what an attempt says about its endpoint's health, which every
@@ -54,15 +62,7 @@ const localRetryDelay = 10 * time.Second
 
 // expire ends a delivery whose time to live passed before its attempt.
 func (a *Attempter) expire(sub *catalog.Entry, c store.Claimed) store.Outcome {
-	out := store.Outcome{
-		Attempts:       c.Attempts,
-		RoundAttempts:  c.RoundAttempts,
-		FirstFailure:   c.FirstFailure,
-		LastStatusCode: c.LastStatusCode,
-		LastOutcome:    c.LastOutcome,
-		// Number 0: nothing to log; the last attempt time stays.
-		Attempt: delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
-	}
+	out := unattempted(c, "") // applyVerdict sets the status
 	a.applyVerdict(&out, retry.Verdict{Kind: retry.DeadLetter, Reason: retry.ReasonTTL}, sub, c, a.cfg.Clock.Now())
 	return out
 }

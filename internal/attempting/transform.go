@@ -49,17 +49,7 @@ func transform(ctx context.Context, now time.Time, sub *catalog.Entry, ds []*sto
 
 // filtered is the outcome of a delivery its subscription's transform
 // skipped (null): ended filtered, with no attempt logged.
-func filtered(c store.Claimed) store.Outcome {
-	return store.Outcome{
-		Attempt:        delivery.Attempt{DeliveryID: c.ID, StartedAt: c.LastAttemptAt},
-		Status:         delivery.StatusFiltered,
-		Attempts:       c.Attempts,
-		RoundAttempts:  c.RoundAttempts,
-		FirstFailure:   c.FirstFailure,
-		LastStatusCode: c.LastStatusCode,
-		LastOutcome:    c.LastOutcome,
-	}
-}
+func filtered(c store.Claimed) store.Outcome { return unattempted(c, delivery.StatusFiltered) }
 
 // transformFailed is the outcome of a delivery whose subscription's
 // transform failed on its event: an attempt logged with the outcome
