@@ -99,10 +99,6 @@ func (in *Input) read() error {
 	return nil
 }
 
-// Indexed reports whether in has an index of its payload (Members and
-// Member read it); a payload decoded eagerly has none.
-func (in *Input) Indexed() bool { return in.doc != nil }
-
 // Members is the number of top-level members of the payload, from the
 // index NewInput made, or -1 for a payload decoded eagerly (it has no
 // index: the caller reads the payload itself). With Member, it is
