@@ -117,18 +117,20 @@ func (f sourceForm) createInput() source.Input {
 }
 
 // updateInput is the API's change request (PATCH /v1/sources/{id}) of the
-// form for cur: the fields that differ from cur's, so that those alone
-// change, as PATCH keeps what it is not given. A URL left as shown (its
-// secret masked) keeps its secret, and an empty SASL password keeps the
-// current one. Emptying tls, sasl or wrap removes it. An Input of no field
-// is a form that changes nothing.
+// form for cur: the fields that differ from cur's connection as shown
+// (broker.Settings.Shown), so that those alone change, as PATCH keeps what
+// it is not given. A URL left as shown (its secret masked) and an empty
+// SASL password are sent as shown, and PATCH keeps the stored secret
+// (broker.Settings.Restore). Emptying tls, sasl or wrap removes it. An
+// Input of no field is a form that changes nothing.
 func (f sourceForm) updateInput(cur source.Source) source.Input {
 	c := cur.Config
+	shown := c.Conn.Shown()
 	var in source.Input
 	for _, d := range []struct {
 		dst       **string
 		form, was string
-	}{{&in.Name, f.Name, cur.Name}, {&in.URL, f.URL, redact.URL(c.Conn.URL)}, {&in.Subject, f.Subject, c.Subject},
+	}{{&in.Name, f.Name, cur.Name}, {&in.URL, f.URL, shown.URL}, {&in.Subject, f.Subject, c.Subject},
 		{&in.Stream, f.Stream, c.Stream}, {&in.Durable, f.Durable, c.Durable}, {&in.Queue, f.Queue, c.Queue},
 		{&in.Topic, f.Topic, c.Topic}, {&in.Format, f.Format, c.Format}} {
 		if d.form != d.was {
@@ -140,10 +142,10 @@ func (f sourceForm) updateInput(cur source.Source) source.Input {
 	}
 	in.TLS = changed(f.tls(), c.Conn.TLS)
 	s := f.sasl()
-	if s != nil && s.Password == "" && c.Conn.SASL != nil {
-		s.Password = c.Conn.SASL.Password // kept
+	if s != nil && s.Password == "" && shown.SASL != nil {
+		s.Password = shown.SASL.Password // the stored one's mask: kept
 	}
-	in.SASL = changed(s, c.Conn.SASL)
+	in.SASL = changed(s, shown.SASL)
 	in.Wrap = changed(f.wrap(), c.Wrap)
 	return in
 }
