@@ -130,3 +130,38 @@ func TestBrokerBack(t *testing.T) {
 		t.Errorf("type %v", got)
 	}
 }
+
+// TestReservedRoutingKeys: on the default exchange a routing key names a
+// queue; a routing key of {type} would let an event of type amq.gen-…
+// (a server-named queue: another client's private or reply queue) put a
+// message in that queue. Such a type is refused at once as InvalidTarget
+// and the queue stays empty; so is a routing key the event leaves empty.
+func TestReservedRoutingKeys(t *testing.T) {
+	conn, err := amqp.Dial(brokertest.AMQPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, RoutingKey: "{type}"}
+	if err := publish(p, d, brokertest.Binary(q.Name), 10*time.Second); !broker.InvalidTarget(err) {
+		t.Errorf("type %q: %v, want an invalid target", q.Name, err)
+	}
+	if q, err = ch.QueueDeclarePassive(q.Name, false, true, true, false, nil); err != nil || q.Messages != 0 {
+		t.Errorf("the queue holds %d messages (%v), want none", q.Messages, err)
+	}
+	m := brokertest.Binary("a")
+	m.Fields.Subject = ""
+	empty := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.direct", RoutingKey: "{subject}"}
+	if err := publish(p, empty, m, 10*time.Second); !broker.InvalidTarget(err) {
+		t.Errorf("an empty subject: %v, want an invalid target", err)
+	}
+}

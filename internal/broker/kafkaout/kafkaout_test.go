@@ -132,3 +132,20 @@ func TestRestartedCluster(t *testing.T) {
 		t.Errorf("after the restart: %v", r.Headers)
 	}
 }
+
+// TestInternalTopics: a topic of {type} would let an event of type
+// __name produce to one of the cluster's internal topics (__ is Kafka's
+// prefix for them: consumer offsets, transactions, connectors' state); it
+// is refused at once as InvalidTarget and nothing is produced there.
+func TestInternalTopics(t *testing.T) {
+	k := brokertest.StartKafka(t, "__herald_internal", "orders")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "{type}"}
+	if err := publish(p, d, brokertest.Binary("__herald_internal"), 10*time.Second); !broker.InvalidTarget(err) {
+		t.Errorf("type __herald_internal: %v, want an invalid target", err)
+	}
+	if err := publish(p, d, brokertest.Binary("orders"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, k.Addrs(), "orders")
+}

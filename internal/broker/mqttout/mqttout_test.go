@@ -159,3 +159,28 @@ func TestRestartedBroker(t *testing.T) {
 		t.Errorf("after the restart: %v", m.Properties.User)
 	}
 }
+
+// TestTargetsFromAttributes: an event whose type puts in the topic what
+// Mosquitto takes for a malformed packet (a C1 control character, a
+// Unicode noncharacter: MQTT's UTF-8 rules) or a topic of the broker's own
+// ($SYS/...) is refused at once as InvalidTarget and nothing is
+// published: the shared connection stays up and the next event goes
+// through it.
+func TestTargetsFromAttributes(t *testing.T) {
+	pre := prefix()
+	got := subscribe(t, brokertest.MQTTURL, pre+"/#")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: brokertest.MQTTURL}, Topic: "{type}", QoS: 1}
+	for _, typ := range []string{pre + "/a\u0085b", pre + "/a\uffffb", pre + "/a\ufdd0b", "$SYS/broker/x"} {
+		err := publish(p, d, brokertest.Binary(typ), 10*time.Second)
+		if !broker.InvalidTarget(err) {
+			t.Errorf("type %q: %v, want an invalid target", typ, err)
+		}
+	}
+	if err := publish(p, d, brokertest.Binary(pre+"/ok"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, got); m.Topic != pre+"/ok" {
+		t.Errorf("arrived on %q, want %s/ok alone", m.Topic, pre)
+	}
+}
