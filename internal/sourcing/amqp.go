@@ -3,7 +3,6 @@ package sourcing
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,7 +48,7 @@ func openAMQP(ctx context.Context, c *consumer) (reader, error) {
 	}
 	conn, err := amqp.DialConfig(c.src.Config.Conn.URL, amqp.Config{Heartbeat: amqpHeartbeat, TLSClientConfig: tc,
 		Properties: amqp.Table{"connection_name": "herald source " + c.src.ID},
-		Dial:       func(network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }})
+		Dial:       amqpout.Dial(ctx, d.DialContext)})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to AMQP: %w", err)
 	}

@@ -63,27 +63,7 @@ type channel struct {
 // reads them; amqps:// with d.TLS's roots and server name). The TCP connection is made with dial; the AMQP handshake
 // must end by ctx's deadline.
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
-	cfg := amqp.Config{
-		Heartbeat: 10 * time.Second,
-		Locale:    "en_US",
-		Dial: func(network, addr string) (net.Conn, error) {
-			nc, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			// As amqp.DefaultDial: a deadline for the TLS and AMQP
-			// handshakes, cleared by amqp091-go once the connection is open.
-			deadline, ok := ctx.Deadline()
-			if !ok {
-				deadline = time.Now().Add(broker.DialTimeout)
-			}
-			if err := nc.SetDeadline(deadline); err != nil {
-				nc.Close()
-				return nil, broker.Unreachable(err)
-			}
-			return nc, nil
-		},
-	}
+	cfg := amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US", Dial: Dial(ctx, dial)}
 	var err error
 	if cfg.TLSClientConfig, err = TLSConfig(d.Settings); err != nil {
 		return nil, err
@@ -93,6 +73,31 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 		return nil, classifyDial(err)
 	}
 	return &conn{c: c, free: make(chan *channel, MaxChannels), open: make(chan struct{}, MaxChannels)}, nil
+}
+
+// Dial is amqp091-go's Config.Dial over dial within ctx (a broker
+// destination's connection, and a broker source's): as amqp.DefaultDial,
+// the connection gets a deadline for the TLS and AMQP handshakes — ctx's,
+// else broker.DialTimeout from now — which amqp091-go clears once the
+// connection is open (its heartbeats bound it after). Without it a broker
+// that accepts and never answers holds the open for ever: amqp091-go's own
+// handshake has no timeout.
+func Dial(ctx context.Context, dial broker.DialFunc) func(network, addr string) (net.Conn, error) {
+	return func(network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(broker.DialTimeout)
+		}
+		if err := nc.SetDeadline(deadline); err != nil {
+			nc.Close()
+			return nil, broker.Unreachable(err)
+		}
+		return nc, nil
+	}
 }
 
 // TLSConfig is the TLS configuration of an amqps:// URL (s.TLS's roots
