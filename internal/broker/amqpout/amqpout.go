@@ -81,7 +81,8 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 // else broker.DialTimeout from now — which amqp091-go clears once the
 // connection is open (its heartbeats bound it after). Without it a broker
 // that accepts and never answers holds the open for ever: amqp091-go's own
-// handshake has no timeout.
+// handshake has no timeout. Each write after is bounded too
+// (broker.WriteBounded): amqp091-go's have no deadline.
 func Dial(ctx context.Context, dial broker.DialFunc) func(network, addr string) (net.Conn, error) {
 	return func(network, addr string) (net.Conn, error) {
 		nc, err := dial(ctx, network, addr)
@@ -96,7 +97,7 @@ func Dial(ctx context.Context, dial broker.DialFunc) func(network, addr string) 
 			nc.Close()
 			return nil, broker.Unreachable(err)
 		}
-		return nc, nil
+		return broker.WriteBounded(nc), nil
 	}
 }
 

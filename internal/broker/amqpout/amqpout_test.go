@@ -3,6 +3,9 @@ package amqpout_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,5 +166,89 @@ func TestReservedRoutingKeys(t *testing.T) {
 	empty := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.direct", RoutingKey: "{subject}"}
 	if err := publish(p, empty, m, 10*time.Second); !broker.InvalidTarget(err) {
 		t.Errorf("an empty subject: %v, want an invalid target", err)
+	}
+}
+
+// deafProxy forwards connections to the shared RabbitMQ until deafen; then
+// it reads nothing more of what the client sends (the client's writes fill
+// the sockets' buffers and block) and keeps the broker's side alive with
+// heartbeat frames of its own, while the broker's heartbeats still reach
+// the client: a broker that takes a connection and stops reading it.
+func deafProxy(t *testing.T) (addr string, deafen func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deaf := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { l.Close(); once.Do(func() { close(deaf) }) })
+	heartbeat := []byte{8, 0, 0, 0, 0, 0, 0, 0xCE}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", "127.0.0.1:5672")
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); up.Close() })
+			go io.Copy(c, up)
+			go func() {
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					select {
+					case <-deaf: // what it read is dropped: no partial frame reaches the broker
+						tick := time.NewTicker(500 * time.Millisecond)
+						defer tick.Stop()
+						for range tick.C {
+							if _, err := up.Write(heartbeat); err != nil {
+								return
+							}
+						}
+					default:
+					}
+					if err != nil {
+						return
+					}
+					if _, err := up.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String(), func() { once.Do(func() { close(deaf) }) }
+}
+
+// TestBrokerReadsNothing: a broker that stops reading the connection
+// (its heartbeats still coming, so the connection looks alive) cannot hold
+// a publish of a large message past the write bound: the write fails,
+// the attempt ends (not for ever), and the connection is dropped.
+func TestBrokerReadsNothing(t *testing.T) {
+	prefix, deliveries := queue(t)
+	addr, deafen := deafProxy(t)
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + addr + "/"}, Exchange: "amq.topic", RoutingKey: prefix + ".x"}
+	if err := publish(p, d, brokertest.Binary("a"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(t, deliveries)
+	deafen()
+	m := brokertest.Binary("b")
+	m.Body = make([]byte, 32<<20)
+	done := make(chan error, 1)
+	go func() { done <- publish(p, d, m, time.Second) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("published to a broker that reads nothing")
+		}
+	case <-time.After(broker.WriteTimeout + 10*time.Second):
+		t.Fatalf("the publish still waits %s after its 1s deadline", broker.WriteTimeout+10*time.Second)
 	}
 }
