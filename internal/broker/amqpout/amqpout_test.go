@@ -225,30 +225,36 @@ func deafProxy(t *testing.T) (addr string, deafen func()) {
 	return l.Addr().String(), func() { once.Do(func() { close(deaf) }) }
 }
 
-// TestBrokerReadsNothing: a broker that stops reading the connection
-// (its heartbeats still coming, so the connection looks alive) cannot hold
-// a publish of a large message past the write bound: the write fails,
-// the attempt ends (not for ever), and the connection is dropped.
+// TestBrokerReadsNothing: a broker that stops reading the connection —
+// as RabbitMQ does to a publishing connection while a memory or disk alarm
+// lasts, its heartbeats still coming — cannot hold a publish for ever: a
+// small message's publish ends when no confirm comes by the attempt's
+// deadline and the channel's close is not answered (amqp091-go waits for
+// the answer without a timeout), a large one when its write cannot end
+// (amqp091-go's writes have no deadline); each within broker.WriteTimeout
+// of its deadline, the connection then dropped.
 func TestBrokerReadsNothing(t *testing.T) {
-	prefix, deliveries := queue(t)
-	addr, deafen := deafProxy(t)
-	p := brokertest.Pool(t, connectors)
-	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + addr + "/"}, Exchange: "amq.topic", RoutingKey: prefix + ".x"}
-	if err := publish(p, d, brokertest.Binary("a"), 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(t, deliveries)
-	deafen()
-	m := brokertest.Binary("b")
-	m.Body = make([]byte, 32<<20)
-	done := make(chan error, 1)
-	go func() { done <- publish(p, d, m, time.Second) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("published to a broker that reads nothing")
+	for _, size := range []int{16, 32 << 20} {
+		prefix, deliveries := queue(t)
+		addr, deafen := deafProxy(t)
+		p := brokertest.Pool(t, connectors)
+		d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + addr + "/"}, Exchange: "amq.topic", RoutingKey: prefix + ".x"}
+		if err := publish(p, d, brokertest.Binary("a"), 10*time.Second); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(broker.WriteTimeout + 10*time.Second):
-		t.Fatalf("the publish still waits %s after its 1s deadline", broker.WriteTimeout+10*time.Second)
+		next(t, deliveries)
+		deafen()
+		m := brokertest.Binary("b")
+		m.Body = make([]byte, size)
+		done := make(chan error, 1)
+		go func() { done <- publish(p, d, m, time.Second) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%d bytes: published to a broker that reads nothing", size)
+			}
+		case <-time.After(broker.WriteTimeout + 10*time.Second):
+			t.Fatalf("%d bytes: the publish still waits %s after its 1s deadline", size, broker.WriteTimeout+10*time.Second)
+		}
 	}
 }
