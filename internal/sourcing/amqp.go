@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/broker/amqpout"
 	"github.com/herald-events/herald/internal/ids"
 )
@@ -142,12 +143,19 @@ func (r *amqpReader) ack(_ context.Context, msgs []message) error {
 }
 
 // lag asks the broker for the queue's ready messages (a round trip: it is
-// read once a report).
+// read once a report). amqp091-go waits for the answer without a timeout:
+// when none comes within broker.WriteTimeout (a broker that stopped
+// reading the connection, its heartbeats still coming) the connection is
+// closed, which ends the wait and the reader (next fails).
 func (r *amqpReader) lag() int64 {
-	if q, err := r.inspect.QueueDeclarePassive(r.queue, true, false, false, false, nil); err == nil {
+	abort := time.AfterFunc(broker.WriteTimeout, func() { r.conn.CloseDeadline(time.Now()) })
+	q, err := r.inspect.QueueDeclarePassive(r.queue, true, false, false, false, nil)
+	if abort.Stop() && err == nil {
 		r.pending.Store(int64(q.Messages))
 	}
 	return r.pending.Load()
 }
 
-func (r *amqpReader) close() { r.conn.Close() }
+// close closes the connection, waiting for the broker's answer
+// broker.WriteTimeout at most.
+func (r *amqpReader) close() { r.conn.CloseDeadline(time.Now().Add(broker.WriteTimeout)) }

@@ -3,9 +3,6 @@ package amqpout_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -169,62 +166,6 @@ func TestReservedRoutingKeys(t *testing.T) {
 	}
 }
 
-// deafProxy forwards connections to the shared RabbitMQ until deafen; then
-// it reads nothing more of what the client sends (the client's writes fill
-// the sockets' buffers and block) and keeps the broker's side alive with
-// heartbeat frames of its own, while the broker's heartbeats still reach
-// the client: a broker that takes a connection and stops reading it.
-func deafProxy(t *testing.T) (addr string, deafen func()) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deaf := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { l.Close(); once.Do(func() { close(deaf) }) })
-	heartbeat := []byte{8, 0, 0, 0, 0, 0, 0, 0xCE}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", "127.0.0.1:5672")
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); up.Close() })
-			go io.Copy(c, up)
-			go func() {
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					select {
-					case <-deaf: // what it read is dropped: no partial frame reaches the broker
-						tick := time.NewTicker(500 * time.Millisecond)
-						defer tick.Stop()
-						for range tick.C {
-							if _, err := up.Write(heartbeat); err != nil {
-								return
-							}
-						}
-					default:
-					}
-					if err != nil {
-						return
-					}
-					if _, err := up.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l.Addr().String(), func() { once.Do(func() { close(deaf) }) }
-}
-
 // TestBrokerReadsNothing: a broker that stops reading the connection —
 // as RabbitMQ does to a publishing connection while a memory or disk alarm
 // lasts, its heartbeats still coming — cannot hold a publish for ever: a
@@ -236,7 +177,7 @@ func deafProxy(t *testing.T) (addr string, deafen func()) {
 func TestBrokerReadsNothing(t *testing.T) {
 	for _, size := range []int{16, 32 << 20} {
 		prefix, deliveries := queue(t)
-		addr, deafen := deafProxy(t)
+		addr, deafen := brokertest.DeafAMQPProxy(t)
 		p := brokertest.Pool(t, connectors)
 		d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + addr + "/"}, Exchange: "amq.topic", RoutingKey: prefix + ".x"}
 		if err := publish(p, d, brokertest.Binary("a"), 10*time.Second); err != nil {
