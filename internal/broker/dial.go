@@ -16,6 +16,29 @@ import (
 // after it is bounded by the attempt's deadline.
 const DialTimeout = 10 * time.Second
 
+// WriteTimeout bounds one write to a broker's connection made by a client
+// library that sets no write deadline of its own (amqp091-go and
+// paho.golang: AMQP and MQTT, destinations and sources; nats.go and
+// franz-go bound their writes themselves): a broker that stops reading,
+// its socket buffers full, fails the write — the library then closes the
+// connection, which the pool drops — instead of holding a publish, an
+// acknowledgement or a ping, and every publish queued behind it, for
+// ever. A publish may so outlive its attempt's deadline by WriteTimeout
+// at most.
+const WriteTimeout = 10 * time.Second
+
+// WriteBounded is nc with each Write bounded by WriteTimeout.
+func WriteBounded(nc net.Conn) net.Conn { return writeBounded{nc} }
+
+type writeBounded struct{ net.Conn }
+
+func (c writeBounded) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(WriteTimeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
 // NewDialFunc returns the DialFunc broker connections are made with: the
 // destination guard of the HTTP attempts (destination.Dialer: the host is
 // resolved on every dial and only addresses policy allows are

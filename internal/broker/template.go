@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxTarget bounds a resolved subject, routing key or topic in bytes:
@@ -18,17 +19,53 @@ const maxKafkaTopic = 249
 // (an absent subject is "").
 var placeholders = []string{"{type}", "{subject}", "{source}"}
 
+// Reserved are the target prefixes each broker keeps for itself or its
+// clients' replies: NATS's $ subjects (the JetStream API $JS.API.>, $KV,
+// $SYS, …) and _INBOX. (request-reply answers), MQTT's $ topics ($SYS/…),
+// RabbitMQ's amq. names (server-named and direct reply-to queues, which
+// the default exchange routes to by routing key), Kafka's __ internal
+// topics. Only a template's own text may begin a target with one: an
+// event's attribute that does is refused (Resolve).
+var Reserved = map[string][]string{
+	TypeNATS:  {"$", "_INBOX."},
+	TypeAMQP:  {"amq."},
+	TypeMQTT:  {"$"},
+	TypeKafka: {"__"},
+}
+
 // Resolve is the target a template gives for an event of these fields
-// (Expand), checked for the destination's type (Check). A result that fails
-// the check is an OutcomeRefused error wrapping a *TargetError: the event
+// (Expand), checked for the destination's type (Check, then
+// checkResolved: no Reserved prefix and no empty routing key that the
+// event's attributes, not the template's text, put there). A result that
+// fails is an OutcomeRefused error wrapping a *TargetError: the event
 // cannot be published there, and retrying will not change it
-// (InvalidTarget).
+// (InvalidTarget); nothing is sent.
 func Resolve(typ, template string, f Fields) (string, error) {
 	s := Expand(template, f)
-	if msg := Check(typ, s); msg != "" {
+	msg := Check(typ, s)
+	if msg == "" {
+		msg = checkResolved(typ, template, s)
+	}
+	if msg != "" {
 		return "", Refused(&TargetError{Field: TargetName(typ), Template: template, Target: s, Reason: msg})
 	}
 	return s, nil
+}
+
+// checkResolved returns why s, which template resolved to, goes where the
+// template's author did not send it ("" when it does not): a Reserved
+// prefix the template does not begin with, or an empty routing key of a
+// template that is not empty.
+func checkResolved(typ, template, s string) string {
+	for _, p := range Reserved[typ] {
+		if strings.HasPrefix(s, p) && !strings.HasPrefix(template, p) {
+			return fmt.Sprintf("begins with %q, a name the broker keeps for itself: only the template's own text may begin with it", p)
+		}
+	}
+	if s == "" && template != "" {
+		return "is empty"
+	}
+	return ""
 }
 
 // TargetError is a template that resolved, for one event, to a target
@@ -75,14 +112,18 @@ func CheckTemplate(typ, template string) string {
 // Check returns why s is not a target a destination of typ can publish to
 // ("" when it is):
 //   - NATS subjects: 1 to MaxTarget bytes, '.'-separated tokens none empty,
-//     no wildcard (* or >), no whitespace;
+//     no wildcard (* or >);
 //   - AMQP routing keys: at most MaxTarget bytes (empty is allowed: the
 //     fanout and default exchanges ignore it), no empty '.'-separated
 //     word unless the key is empty, no * or # (a binding's wildcards);
 //   - MQTT topics: 1 to MaxTarget bytes, no wildcard (+ or #), no empty
 //     '/'-separated level, no NUL;
 //   - Kafka topics: 1 to 249 bytes of ASCII letters, digits, '.', '_'
-//     and '-', not "." or "..".
+//     and '-', not "." or "..";
+//   - and NATS, AMQP and MQTT targets are valid UTF-8 without whitespace,
+//     control characters (C0, DEL, C1) or Unicode noncharacters: MQTT's
+//     rule for a topic (Mosquitto closes the connection of a PUBLISH that
+//     breaks it, failing every publish on it), kept for the others too.
 func Check(typ, s string) string {
 	if len(s) > MaxTarget {
 		return fmt.Sprintf("is longer than %d bytes", MaxTarget)
@@ -113,9 +154,15 @@ func checkSegments(s, sep, wildcards string, emptyOK bool) string {
 	if strings.ContainsAny(s, wildcards) {
 		return "holds a wildcard (" + strings.Join(strings.Split(wildcards, ""), " or ") + ")"
 	}
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
 	for _, c := range s {
-		if c <= ' ' || c == 0x7f {
+		switch {
+		case c <= ' ' || c >= 0x7f && c <= 0x9f:
 			return "holds whitespace or a control character"
+		case c >= 0xfdd0 && c <= 0xfdef || c&0xfffe == 0xfffe:
+			return fmt.Sprintf("holds the Unicode noncharacter %U", c)
 		}
 	}
 	for seg := range strings.SplitSeq(s, sep) {

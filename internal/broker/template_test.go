@@ -97,3 +97,31 @@ func TestOutcomeOf(t *testing.T) {
 		t.Fatal("the cause is lost")
 	}
 }
+
+// TestResolveReserved: a reserved prefix (Reserved) or an empty routing
+// key that the event's attributes give is refused; the template's own
+// text may hold one.
+func TestResolveReserved(t *testing.T) {
+	for _, c := range []struct {
+		typ, tmpl, typeAttr string
+		ok                  bool
+	}{
+		{TypeNATS, "{type}", "$JS.API.STREAM.DELETE.X", false},
+		{TypeNATS, "{type}", "_INBOX.x", false},
+		{TypeNATS, "$KV.b.{type}", "k", true},
+		{TypeMQTT, "{type}", "$SYS/x", false},
+		{TypeMQTT, "{type}", "a\u0085b", false},
+		{TypeMQTT, "{type}", "a\U0010fffeb", false},
+		{TypeAMQP, "{type}", "amq.gen-x", false},
+		{TypeAMQP, "{type}", "", false},
+		{TypeAMQP, "", "", true},
+		{TypeKafka, "{type}", "__consumer_offsets", false},
+		{TypeKafka, "_{type}", "_x", false},
+		{TypeKafka, "__mine.{type}", "x", true},
+	} {
+		_, err := Resolve(c.typ, c.tmpl, Fields{Type: c.typeAttr})
+		if (err == nil) != c.ok || err != nil && !InvalidTarget(err) {
+			t.Errorf("Resolve(%s, %q) for type %q: %v, want ok %v", c.typ, c.tmpl, c.typeAttr, err, c.ok)
+		}
+	}
+}

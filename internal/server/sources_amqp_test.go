@@ -102,3 +102,49 @@ func TestAMQPSourceDelivers(t *testing.T) {
 		t.Fatalf("delivered %v; want 4 events once each", got)
 	}
 }
+
+// TestAMQPSourceHostileMessages: messages whose broker-given parts are
+// not text a store column takes — a message id holding NUL and bytes that
+// are not UTF-8 (PostgreSQL's text refuses both), a raw event id put in
+// the dead letter's reason — and a body over the 1 MiB event bound are
+// each dead-lettered (the id and reason as valid UTF-8 text, NUL shown as
+// U+FFFD; the body's first 64 KiB kept, its size whole) and the message
+// after them is still delivered: none blocks the source.
+func TestAMQPSourceHostileMessages(t *testing.T) {
+	b, sig := sourceSetup(t)
+	ch, q := amqpSourceQueue(t)
+	rc := newReceiver(t, status(200))
+	b.subscribe(map[string]any{"name": "hook", "url": rc.URL})
+	var src sourceRes
+	if code, raw := b.do("POST", "/v1/sources", map[string]any{"type": "amqp", "url": amqpURL, "queue": q}, &src); code != 201 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	sig.Started.WaitOrTimeout()
+	amqpPublish(t, ch, q, amqp.Publishing{ContentType: "text/plain", MessageId: "bad\x00id\xff", Body: []byte("not an event")})
+	big := make([]byte, 2<<20)
+	for i := range big {
+		big[i] = 'a'
+	}
+	amqpPublish(t, ch, q, amqp.Publishing{ContentType: "application/json", MessageId: "big", Body: big,
+		Headers: amqp.Table{"cloudEvents:specversion": "1.0", "cloudEvents:id": "big-1", "cloudEvents:source": "/amqp",
+			"cloudEvents:type": "order.placed"}})
+	amqpPublish(t, ch, q, amqp.Publishing{ContentType: "application/cloudevents+json",
+		Body: []byte(`{"specversion": "1.0", "id": "after", "source": "/amqp", "type": "order.placed"}`)})
+	eventually(t, "the message after them delivered, both dead-lettered", func() bool {
+		s := b.getSource(src.ID)
+		return rc.count() >= 1 && s.Counts.DeadLettered == 2
+	})
+	var dls struct {
+		Data []struct {
+			MessageID string `json:"message_id"`
+			Size      int64  `json:"size"`
+			Truncated bool   `json:"truncated"`
+			Body      []byte `json:"body_base64"`
+		}
+	}
+	if code, raw := b.do("GET", "/v1/sources/"+src.ID+"/dead-letters", nil, &dls); code != 200 || len(dls.Data) != 2 ||
+		dls.Data[0].MessageID != "bad\uFFFDid\uFFFD" || dls.Data[1].MessageID != "big" ||
+		dls.Data[1].Size != 2<<20 || !dls.Data[1].Truncated || len(dls.Data[1].Body) != 64<<10 {
+		t.Fatalf("dead letters: %d %.600s", code, raw)
+	}
+}

@@ -8,7 +8,9 @@ package source
 
 import (
 	"reflect"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/ids"
@@ -180,19 +182,40 @@ const (
 	// MaxDeadLetters is the most dead letters kept per source: the oldest
 	// are deleted as new ones come.
 	MaxDeadLetters = 10_000
-	// MaxReason bounds a dead letter's reason, in bytes.
+	// MaxReason bounds a dead letter's reason, and a source's last error,
+	// in bytes.
 	MaxReason = 1024
+	// MaxMessageID bounds a dead letter's message id, in bytes (an AMQP
+	// message-id's own bound).
+	MaxMessageID = 255
 )
+
+// Text is s, which a broker or a message gave, as a source's dead letter
+// or status keeps it: valid UTF-8 without NUL (what a PostgreSQL text
+// column takes: an invalid sequence or a NUL byte shown as U+FFFD, so
+// that one hostile message id never fails the store write that lets the
+// source go on), cut to its first max bytes at a character's start.
+func Text(s string, max int) string {
+	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+	}
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
 
 // DeadLetterIDs are the shape of dead letter ids.
 var DeadLetterIDs = ids.Shape{Prefix: "sdl_", Len: 26}
 
 // NewDeadLetter returns the dead letter of a message of the source, its
-// body and reason cut to their bounds.
+// body, reason and message id cut to their bounds, the last two as Text.
 func NewDeadLetter(sourceID, messageID, reason string, body []byte, now time.Time) DeadLetter {
-	if len(reason) > MaxReason {
-		reason = reason[:MaxReason]
-	}
+	reason, messageID = Text(reason, MaxReason), Text(messageID, MaxMessageID)
 	kept := body
 	if len(kept) > MaxDeadLetterBody {
 		kept = kept[:MaxDeadLetterBody]

@@ -3,7 +3,6 @@ package sourcing
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/broker/amqpout"
 	"github.com/herald-events/herald/internal/ids"
 )
@@ -49,7 +49,7 @@ func openAMQP(ctx context.Context, c *consumer) (reader, error) {
 	}
 	conn, err := amqp.DialConfig(c.src.Config.Conn.URL, amqp.Config{Heartbeat: amqpHeartbeat, TLSClientConfig: tc,
 		Properties: amqp.Table{"connection_name": "herald source " + c.src.ID},
-		Dial:       func(network, addr string) (net.Conn, error) { return d.DialContext(ctx, network, addr) }})
+		Dial:       amqpout.Dial(ctx, d.DialContext)})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to AMQP: %w", err)
 	}
@@ -143,12 +143,19 @@ func (r *amqpReader) ack(_ context.Context, msgs []message) error {
 }
 
 // lag asks the broker for the queue's ready messages (a round trip: it is
-// read once a report).
+// read once a report). amqp091-go waits for the answer without a timeout:
+// when none comes within broker.WriteTimeout (a broker that stopped
+// reading the connection, its heartbeats still coming) the connection is
+// closed, which ends the wait and the reader (next fails).
 func (r *amqpReader) lag() int64 {
-	if q, err := r.inspect.QueueDeclarePassive(r.queue, true, false, false, false, nil); err == nil {
+	abort := time.AfterFunc(broker.WriteTimeout, func() { r.conn.CloseDeadline(time.Now()) })
+	q, err := r.inspect.QueueDeclarePassive(r.queue, true, false, false, false, nil)
+	if abort.Stop() && err == nil {
 		r.pending.Store(int64(q.Messages))
 	}
 	return r.pending.Load()
 }
 
-func (r *amqpReader) close() { r.conn.Close() }
+// close closes the connection, waiting for the broker's answer
+// broker.WriteTimeout at most.
+func (r *amqpReader) close() { r.conn.CloseDeadline(time.Now().Add(broker.WriteTimeout)) }

@@ -292,7 +292,7 @@ func passes(err error) bool {
 // failed records err as the source's last error and reports it.
 func (c *consumer) failed(ctx context.Context, err error) {
 	c.log.Warn("source consumer", "err", redact.Text(err.Error()))
-	c.rep.Err, c.rep.ErrAt, c.rep.Read = redact.Text(err.Error()), c.svc.cfg.Clock.Now(), false
+	c.rep.Err, c.rep.ErrAt, c.rep.Read = source.Text(redact.Text(err.Error()), source.MaxReason), c.svc.cfg.Clock.Now(), false
 	c.report(ctx)
 }
 

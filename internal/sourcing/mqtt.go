@@ -104,6 +104,7 @@ func (c *consumer) connectMQTT(ctx context.Context, clean bool, props *paho.Conn
 	if err != nil {
 		return nil, fmt.Errorf("connecting to MQTT: %w", err)
 	}
+	conn = broker.WriteBounded(conn) // paho.golang's writes have no deadline
 	cp := &paho.Connect{ClientID: mqttClientID(c.src), KeepAlive: mqttKeepAlive, CleanStart: clean, Properties: props}
 	if u.User != nil {
 		pw, ok := u.User.Password()

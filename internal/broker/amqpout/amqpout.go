@@ -44,6 +44,7 @@ const propertyPrefix = "cloudEvents:"
 // conn is a connection and its channels.
 type conn struct {
 	c    *amqp.Connection
+	raw  net.Conn      // its TCP connection (abort closes it)
 	free chan *channel // idle channels
 	open chan struct{} // a token per channel open (MaxChannels)
 
@@ -63,27 +64,13 @@ type channel struct {
 // reads them; amqps:// with d.TLS's roots and server name). The TCP connection is made with dial; the AMQP handshake
 // must end by ctx's deadline.
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
-	cfg := amqp.Config{
-		Heartbeat: 10 * time.Second,
-		Locale:    "en_US",
-		Dial: func(network, addr string) (net.Conn, error) {
-			nc, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			// As amqp.DefaultDial: a deadline for the TLS and AMQP
-			// handshakes, cleared by amqp091-go once the connection is open.
-			deadline, ok := ctx.Deadline()
-			if !ok {
-				deadline = time.Now().Add(broker.DialTimeout)
-			}
-			if err := nc.SetDeadline(deadline); err != nil {
-				nc.Close()
-				return nil, broker.Unreachable(err)
-			}
-			return nc, nil
-		},
-	}
+	var raw net.Conn
+	dialRaw := Dial(ctx, dial)
+	cfg := amqp.Config{Heartbeat: 10 * time.Second, Locale: "en_US", Dial: func(network, addr string) (net.Conn, error) {
+		nc, err := dialRaw(network, addr)
+		raw = nc
+		return nc, err
+	}}
 	var err error
 	if cfg.TLSClientConfig, err = TLSConfig(d.Settings); err != nil {
 		return nil, err
@@ -92,7 +79,33 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	if err != nil {
 		return nil, classifyDial(err)
 	}
-	return &conn{c: c, free: make(chan *channel, MaxChannels), open: make(chan struct{}, MaxChannels)}, nil
+	return &conn{c: c, raw: raw, free: make(chan *channel, MaxChannels), open: make(chan struct{}, MaxChannels)}, nil
+}
+
+// Dial is amqp091-go's Config.Dial over dial within ctx (a broker
+// destination's connection, and a broker source's): as amqp.DefaultDial,
+// the connection gets a deadline for the TLS and AMQP handshakes — ctx's,
+// else broker.DialTimeout from now — which amqp091-go clears once the
+// connection is open (its heartbeats bound it after). Without it a broker
+// that accepts and never answers holds the open for ever: amqp091-go's own
+// handshake has no timeout. Each write after is bounded too
+// (broker.WriteBounded): amqp091-go's have no deadline.
+func Dial(ctx context.Context, dial broker.DialFunc) func(network, addr string) (net.Conn, error) {
+	return func(network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(broker.DialTimeout)
+		}
+		if err := nc.SetDeadline(deadline); err != nil {
+			nc.Close()
+			return nil, broker.Unreachable(err)
+		}
+		return broker.WriteBounded(nc), nil
+	}
 }
 
 // TLSConfig is the TLS configuration of an amqps:// URL (s.TLS's roots
@@ -205,7 +218,7 @@ func (c *conn) channel(ctx context.Context) (*channel, error) {
 	case ch := <-c.free:
 		return ch, nil
 	case c.open <- struct{}{}:
-		ch, err := c.openChannel()
+		ch, err := c.openChannel(ctx)
 		if err != nil {
 			<-c.open
 			return nil, err
@@ -216,15 +229,21 @@ func (c *conn) channel(ctx context.Context) (*channel, error) {
 	}
 }
 
-// openChannel opens a channel in confirm mode.
-func (c *conn) openChannel() (*channel, error) {
-	ach, err := c.c.Channel()
+// openChannel opens a channel in confirm mode, within ctx (within).
+func (c *conn) openChannel(ctx context.Context) (*channel, error) {
+	var ach *amqp.Channel
+	err := c.within(ctx, func() (err error) {
+		if ach, err = c.c.Channel(); err != nil {
+			return broker.AfterConnect(err)
+		}
+		if err := ach.Confirm(false); err != nil {
+			ach.Close()
+			return broker.AfterConnect(err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, broker.AfterConnect(err)
-	}
-	if err := ach.Confirm(false); err != nil {
-		ach.Close()
-		return nil, broker.AfterConnect(err)
+		return nil, err
 	}
 	return &channel{
 		ch:      ach,
@@ -242,10 +261,37 @@ func (c *conn) release(ch *channel) {
 	c.free <- ch
 }
 
-// discard closes a channel and frees its place.
+// discard closes a channel and frees its place, waiting for the broker's
+// answer broker.WriteTimeout at most (within).
 func (c *conn) discard(ch *channel) {
-	ch.ch.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), broker.WriteTimeout)
+	defer cancel()
+	_ = c.within(ctx, ch.ch.Close)
 	<-c.open
+}
+
+// within runs f, AMQP methods that wait for the broker's answer, and
+// aborts the connection when ctx ends first: amqp091-go's waits have no
+// timeout, and a broker that stops reading the connection — RabbitMQ does
+// so to a publishing connection while a memory or disk alarm lasts — holds
+// them for ever, its heartbeats still coming. f then fails (as does every
+// call waiting on the connection) and the pool drops the connection
+// (Broken).
+func (c *conn) within(ctx context.Context, f func() error) error {
+	stop := context.AfterFunc(ctx, c.abort)
+	err := f()
+	if !stop() {
+		return broker.TimedOut(fmt.Errorf("no answer from the broker (the connection is closed): %w", ctx.Err()))
+	}
+	return err
+}
+
+// abort closes the TCP connection under the AMQP one: every read and
+// write on it fails, and amqp091-go shuts the connection down.
+func (c *conn) abort() {
+	if c.raw != nil {
+		c.raw.Close()
+	}
 }
 
 // Broken reports whether the connection is closed.
@@ -253,5 +299,7 @@ func (c *conn) Broken() bool { return c.c.IsClosed() }
 
 // Close closes the connection (and its channels).
 func (c *conn) Close() {
-	c.closeOnce.Do(func() { c.c.Close() })
+	// The broker's answer is waited for broker.WriteTimeout at most
+	// (CloseDeadline), and not by the caller (the pool, under its lock).
+	c.closeOnce.Do(func() { go c.c.CloseDeadline(time.Now().Add(broker.WriteTimeout)) })
 }

@@ -130,3 +130,72 @@ func TestBrokerBack(t *testing.T) {
 		t.Errorf("type %v", got)
 	}
 }
+
+// TestReservedRoutingKeys: on the default exchange a routing key names a
+// queue; a routing key of {type} would let an event of type amq.gen-…
+// (a server-named queue: another client's private or reply queue) put a
+// message in that queue. Such a type is refused at once as InvalidTarget
+// and the queue stays empty; so is a routing key the event leaves empty.
+func TestReservedRoutingKeys(t *testing.T) {
+	conn, err := amqp.Dial(brokertest.AMQPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, RoutingKey: "{type}"}
+	if err := publish(p, d, brokertest.Binary(q.Name), 10*time.Second); !broker.InvalidTarget(err) {
+		t.Errorf("type %q: %v, want an invalid target", q.Name, err)
+	}
+	if q, err = ch.QueueDeclarePassive(q.Name, false, true, true, false, nil); err != nil || q.Messages != 0 {
+		t.Errorf("the queue holds %d messages (%v), want none", q.Messages, err)
+	}
+	m := brokertest.Binary("a")
+	m.Fields.Subject = ""
+	empty := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: brokertest.AMQPURL}, Exchange: "amq.direct", RoutingKey: "{subject}"}
+	if err := publish(p, empty, m, 10*time.Second); !broker.InvalidTarget(err) {
+		t.Errorf("an empty subject: %v, want an invalid target", err)
+	}
+}
+
+// TestBrokerReadsNothing: a broker that stops reading the connection —
+// as RabbitMQ does to a publishing connection while a memory or disk alarm
+// lasts, its heartbeats still coming — cannot hold a publish for ever: a
+// small message's publish ends when no confirm comes by the attempt's
+// deadline and the channel's close is not answered (amqp091-go waits for
+// the answer without a timeout), a large one when its write cannot end
+// (amqp091-go's writes have no deadline); each within broker.WriteTimeout
+// of its deadline, the connection then dropped.
+func TestBrokerReadsNothing(t *testing.T) {
+	for _, size := range []int{16, 32 << 20} {
+		prefix, deliveries := queue(t)
+		addr, deafen := brokertest.DeafAMQPProxy(t)
+		p := brokertest.Pool(t, connectors)
+		d := &broker.Destination{Type: broker.TypeAMQP, Settings: broker.Settings{URL: "amqp://guest:guest@" + addr + "/"}, Exchange: "amq.topic", RoutingKey: prefix + ".x"}
+		if err := publish(p, d, brokertest.Binary("a"), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		next(t, deliveries)
+		deafen()
+		m := brokertest.Binary("b")
+		m.Body = make([]byte, size)
+		done := make(chan error, 1)
+		go func() { done <- publish(p, d, m, time.Second) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%d bytes: published to a broker that reads nothing", size)
+			}
+		case <-time.After(broker.WriteTimeout + 10*time.Second):
+			t.Fatalf("%d bytes: the publish still waits %s after its 1s deadline", size, broker.WriteTimeout+10*time.Second)
+		}
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/herald-events/herald/internal/broker"
+	"github.com/herald-events/herald/internal/destination"
 )
 
 // Retry bounds of a produce within one attempt: a record is tried at most
@@ -55,19 +56,55 @@ const (
 
 // conn is a franz-go client of one cluster.
 type conn struct {
-	cl     *kgo.Client
-	sasl   *saslWatch // nil without SASL
-	broken atomic.Bool
+	cl      *kgo.Client
+	sasl    *saslWatch // nil without SASL
+	blocked *blockWatch
+	broken  atomic.Bool
+}
+
+// blockWatch keeps the last dial of a client that the destination guard
+// refused: a broker the cluster's metadata advertises (the partition
+// leader a produce goes to) is dialled through the guard like the seeds,
+// and franz-go, which retries the dial until the attempt's deadline, would
+// otherwise say only that the deadline passed.
+type blockWatch struct {
+	last atomic.Pointer[error]
+}
+
+// dial is dial with its refusals kept.
+func (w *blockWatch) dial(dial broker.DialFunc) broker.DialFunc {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		nc, err := dial(ctx, network, address)
+		if destination.IsBlocked(err) {
+			w.last.Store(&err)
+		}
+		return nc, err
+	}
+}
+
+// explain is err, a failed request of the client, as the guard's refusal
+// when a dial was refused and err is not the cluster's own answer (a Kafka
+// error code): the outcome is then destination_blocked
+// (destination.IsBlocked), with the refused address.
+func (w *blockWatch) explain(err error) error {
+	last := w.last.Load()
+	if err == nil || last == nil || broker.OutcomeOf(err) == broker.OutcomeRefused {
+		return err
+	}
+	return fmt.Errorf("a broker of the cluster (as its metadata advertises it) is at an address the destination guard refuses: %w (%v)", *last, err)
 }
 
 // Connect is the Kafka broker.Connector: a client of d.Brokers (seeds;
-// the others it learns of are dialled through dial too, so each passes
-// the destination guard), with TLS and SASL as d asks, that must reach a
-// broker by ctx's deadline (a metadata request).
+// the others it learns of from the cluster's metadata are dialled through
+// dial too, so each passes the destination guard, and a publish that
+// failed after a refused dial is destination_blocked: blockWatch), with
+// TLS and SASL as d asks, that must reach a broker by ctx's deadline (a
+// metadata request).
 func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (broker.Conn, error) {
+	blocked := &blockWatch{}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(d.Brokers...),
-		kgo.Dialer(Dialer(d.Settings, dial)),
+		kgo.Dialer(Dialer(d.Settings, blocked.dial(dial))),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(recordRetries),
 		kgo.UnknownTopicRetries(unknownTopicRetries),
@@ -89,9 +126,9 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	}
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
-		return nil, watch.classify(err)
+		return nil, blocked.explain(watch.classify(err))
 	}
-	return &conn{cl: cl, sasl: watch}, nil
+	return &conn{cl: cl, sasl: watch, blocked: blocked}, nil
 }
 
 // Mechanism is the franz-go SASL mechanism of s: PLAIN, SCRAM-SHA-256 or
@@ -122,7 +159,7 @@ func (c *conn) Publish(ctx context.Context, d *broker.Destination, topic string,
 	if m.Key != "" {
 		rec.Key = []byte(m.Key)
 	}
-	err := c.sasl.classify(c.cl.ProduceSync(ctx, rec).FirstErr())
+	err := c.blocked.explain(c.sasl.classify(c.cl.ProduceSync(ctx, rec).FirstErr()))
 	if broker.OutcomeOf(err) == broker.OutcomeUnreachable {
 		c.broken.Store(true)
 	}

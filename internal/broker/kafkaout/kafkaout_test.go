@@ -1,8 +1,14 @@
 package kafkaout_test
 
 import (
+	"net"
+	"net/netip"
+	"strings"
+
 	"context"
 	"encoding/json"
+	"github.com/herald-events/herald/internal/destination"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"testing"
 	"time"
 
@@ -130,5 +136,49 @@ func TestRestartedCluster(t *testing.T) {
 	}
 	if r := consume(t, k.Addrs(), "events"); header(r, "ce_type") != "three" {
 		t.Errorf("after the restart: %v", r.Headers)
+	}
+}
+
+// TestInternalTopics: a topic of {type} would let an event of type
+// __name produce to one of the cluster's internal topics (__ is Kafka's
+// prefix for them: consumer offsets, transactions, connectors' state); it
+// is refused at once as InvalidTarget and nothing is produced there.
+func TestInternalTopics(t *testing.T) {
+	k := brokertest.StartKafka(t, "__herald_internal", "orders")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: k.Addrs()}, Topic: "{type}"}
+	if err := publish(p, d, brokertest.Binary("__herald_internal"), 10*time.Second); !broker.InvalidTarget(err) {
+		t.Errorf("type __herald_internal: %v, want an invalid target", err)
+	}
+	if err := publish(p, d, brokertest.Binary("orders"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, k.Addrs(), "orders")
+}
+
+// TestAdvertisedAddressesGuarded: the seed broker passes the destination
+// guard (a proxy on 127.0.0.1, the one range --allow-destinations
+// allows), but the cluster's metadata advertises its brokers on
+// 127.0.0.2, which the guard refuses: the produce, which goes to the
+// advertised leader, never reaches it and fails, nothing published, with
+// the guard's refusal (destination_blocked), not a bare timeout.
+func TestAdvertisedAddressesGuarded(t *testing.T) {
+	k := brokertest.StartKafkaWith(t, []kfake.Opt{kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+		return net.Listen(network, "127.0.0.2:0")
+	})}, "orders")
+	seed := brokertest.StartProxy(t, k.Addrs()[0])
+	p := brokertest.PoolWith(t, connectors, destination.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	d := &broker.Destination{Type: broker.TypeKafka, Settings: broker.Settings{Brokers: []string{seed.Addr()}}, Topic: "orders"}
+	err := publish(p, d, brokertest.Binary("a"), 2*time.Second)
+	if err == nil {
+		t.Fatal("published through an advertised address the guard refuses")
+	}
+	if !destination.IsBlocked(err) || !strings.Contains(err.Error(), "127.0.0.2") {
+		t.Errorf("error %v, want the guard's refusal of 127.0.0.2 (destination_blocked)", err)
+	}
+	// The same cluster with 127.0.0.2 allowed takes it.
+	p = brokertest.PoolWith(t, connectors, destination.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err := publish(p, d, brokertest.Binary("a"), 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -65,6 +65,7 @@ func Connect(ctx context.Context, d *broker.Destination, dial broker.DialFunc) (
 	if err != nil {
 		return nil, err
 	}
+	nc = broker.WriteBounded(nc) // paho.golang's writes have no deadline
 	c := &conn{}
 	c.c = paho.NewClient(paho.ClientConfig{
 		Conn:               packets.NewThreadSafeConn(nc),

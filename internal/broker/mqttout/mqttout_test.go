@@ -1,8 +1,10 @@
 package mqttout_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -157,5 +159,94 @@ func TestRestartedBroker(t *testing.T) {
 	}
 	if m := next(t, got); m.Properties.User.Get("type") != "three" {
 		t.Errorf("after the restart: %v", m.Properties.User)
+	}
+}
+
+// TestTargetsFromAttributes: an event whose type puts in the topic what
+// Mosquitto takes for a malformed packet (a C1 control character, a
+// Unicode noncharacter: MQTT's UTF-8 rules) or a topic of the broker's own
+// ($SYS/...) is refused at once as InvalidTarget and nothing is
+// published: the shared connection stays up and the next event goes
+// through it.
+func TestTargetsFromAttributes(t *testing.T) {
+	pre := prefix()
+	got := subscribe(t, brokertest.MQTTURL, pre+"/#")
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: brokertest.MQTTURL}, Topic: "{type}", QoS: 1}
+	for _, typ := range []string{pre + "/a\u0085b", pre + "/a\uffffb", pre + "/a\ufdd0b", "$SYS/broker/x"} {
+		err := publish(p, d, brokertest.Binary(typ), 10*time.Second)
+		if !broker.InvalidTarget(err) {
+			t.Errorf("type %q: %v, want an invalid target", typ, err)
+		}
+	}
+	if err := publish(p, d, brokertest.Binary(pre+"/ok"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, got); m.Topic != pre+"/ok" {
+		t.Errorf("arrived on %q, want %s/ok alone", m.Topic, pre)
+	}
+}
+
+// deafBroker is an MQTT 5 server on loopback that accepts each CONNECT
+// and then reads nothing more: the client's writes fill the sockets'
+// buffers and block.
+func deafBroker(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			go func() {
+				r := bufio.NewReader(c)
+				if _, err := r.ReadByte(); err != nil { // CONNECT's fixed header
+					return
+				}
+				n, shift := 0, 0
+				for {
+					b, err := r.ReadByte()
+					if err != nil {
+						return
+					}
+					n |= int(b&0x7f) << shift
+					if b&0x80 == 0 {
+						break
+					}
+					shift += 7
+				}
+				if _, err := io.ReadFull(r, make([]byte, n)); err != nil {
+					return
+				}
+				c.Write([]byte{0x20, 3, 0, 0, 0}) // CONNACK: no session, success, no properties
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestBrokerReadsNothing: a broker that stops reading the connection
+// cannot hold a publish of a large message past the write bound: the
+// write fails and the publish ends, the connection broken.
+func TestBrokerReadsNothing(t *testing.T) {
+	p := brokertest.Pool(t, connectors)
+	d := &broker.Destination{Type: broker.TypeMQTT, Settings: broker.Settings{URL: "mqtt://" + deafBroker(t)}, Topic: "a", QoS: 1}
+	m := brokertest.Binary("a")
+	m.Body = make([]byte, 32<<20)
+	done := make(chan error, 1)
+	go func() { done <- publish(p, d, m, time.Second) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("published to a broker that reads nothing")
+		}
+	case <-time.After(broker.WriteTimeout + 10*time.Second):
+		t.Fatalf("the publish still waits %s after its 1s deadline", broker.WriteTimeout+10*time.Second)
 	}
 }

@@ -216,3 +216,49 @@ func TestRestartedServer(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedSubjects: a destination whose subject is all the event's
+// ({type}) would, for an event of type $KV.<bucket>.<key>, overwrite an
+// entry of a JetStream key-value bucket (its stream captures the
+// subject); such a type ($ subjects: $JS.API, $KV, $SYS, …; and _INBOX.,
+// request-reply answers) is refused at once as InvalidTarget and nothing
+// is sent: the entry keeps its value.
+func TestReservedSubjects(t *testing.T) {
+	prefix, c := stream(t, brokertest.NATSURL)
+	nc, err := nats.Connect(brokertest.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bucket := "herald_test_" + strings.ToLower(ids.New("kv_", time.Now()))
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.DeleteKeyValue(context.Background(), bucket)
+	if _, err := kv.PutString(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	p := brokertest.Pool(t, connectors)
+	for _, jetStream := range []bool{false, true} {
+		d := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: "{type}", JetStream: jetStream}
+		for _, typ := range []string{"$KV." + bucket + ".k", "_INBOX.abc"} {
+			if err := publish(p, d, brokertest.Binary(typ), 10*time.Second); !broker.InvalidTarget(err) {
+				t.Errorf("jetstream %v, type %q: %v, want an invalid target", jetStream, typ, err)
+			}
+		}
+	}
+	if e, err := kv.Get(ctx, "k"); err != nil || string(e.Value()) != "v" {
+		t.Fatalf("the bucket's entry after the publishes: %v", err)
+	}
+	d := &broker.Destination{Type: broker.TypeNATS, Settings: broker.Settings{URL: brokertest.NATSURL}, Subject: "{type}", JetStream: true}
+	if err := publish(p, d, brokertest.Binary(prefix+".ok"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); m.Subject() != prefix+".ok" {
+		t.Errorf("subject %q", m.Subject())
+	}
+}
