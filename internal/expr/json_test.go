@@ -43,7 +43,7 @@ func TestJSONAsEncodingJSON(t *testing.T) {
 	}
 	for _, v := range values {
 		want, wantErr := referenceJSON(v)
-		got, err := appendJSON(nil, v)
+		got, err := appendJSON(nil, v, math.MaxInt)
 		if string(got) != string(want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Errorf("%v:\n got  %s %v\n want %s %v", v, got, err, want, wantErr)
 		}
@@ -64,7 +64,7 @@ func TestJSONRefuses(t *testing.T) {
 		{types.IntType, "the result holds a type, which JSON cannot carry"},
 		{input(t, `{"data":{"a":[1e400]}}`).data.(ref.Val), "the result holds +Inf, which JSON cannot carry"},
 	} {
-		if got, err := appendJSON(nil, tc.v); err == nil || err.Error() != tc.want {
+		if got, err := appendJSON(nil, tc.v, math.MaxInt); err == nil || err.Error() != tc.want {
 			t.Errorf("%v: %s, %v; want %q", tc.v, got, err, tc.want)
 		}
 	}

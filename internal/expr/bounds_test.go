@@ -1,0 +1,113 @@
+package expr
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// boundsEvent is an event whose data holds a string of size bytes and a
+// list of n numbers.
+func boundsEvent(size, n int) string {
+	return `{"id":"1","source":"s","type":"t","data":{"s":"` + strings.Repeat("a", size) +
+		`","l":[` + strings.Repeat("1,", n-1) + `1]}}`
+}
+
+// allocated is the bytes the Go heap allocated while f ran.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// applyKind applies src to payload and returns its error's Kind and
+// message, and what the evaluation allocated.
+func applyKind(t *testing.T, src, payload string) (kind, msg string, alloc uint64) {
+	t.Helper()
+	tr, err := CompileTransform(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := input(t, payload)
+	alloc = allocated(func() { _, _, err = tr.Apply(context.Background(), in) })
+	var ee *EvalError
+	if !errors.As(err, &ee) {
+		return "", "", alloc
+	}
+	return ee.Kind, ee.Message, alloc
+}
+
+// TestLargeResultsRefusedBeforeBuilt: replace, join and format compute
+// their result's size first and fail past MaxValueBytes without building
+// it (cel-go charges their cost after the call: a replace of a 20 KB
+// string by itself built 400 MB before the cost limit could stop it).
+func TestLargeResultsRefusedBeforeBuilt(t *testing.T) {
+	payload := boundsEvent(20_000, 1000)
+	for _, src := range []string{
+		`data.s.replace("a", data.s)`,
+		`data.s.replace("", data.s, 1000)`,
+		`data.l.map(x, data.s).join("")`,
+		`data.l.map(x, "").join(data.s)`,
+	} {
+		kind, msg, alloc := applyKind(t, src, payload)
+		if kind != KindEval || !strings.Contains(msg, "more than 4194304") {
+			t.Errorf("%s: %s %q; want a KindEval error naming MaxValueBytes", src, kind, msg)
+		}
+		if alloc > 16<<20 {
+			t.Errorf("%s: allocated %d bytes; want under 16 MiB", src, alloc)
+		}
+	}
+	kind, msg, _ := applyKind(t, `"%s%s".format([data.l.map(x, data.s), 1])`, payload)
+	if kind != KindEval || !strings.Contains(msg, "format would build") {
+		t.Errorf("format: %s %q; want a KindEval error naming MaxValueBytes", kind, msg)
+	}
+	if kind, msg, _ := applyKind(t, `data.s.replace("a", "bb").size()`, payload); kind != "" {
+		t.Errorf("a replace under the bound: %s %q", kind, msg)
+	}
+}
+
+// TestCostBySize: the calls cel-go charged one unit whatever their
+// operands read or build cost a unit per ten bytes (sizeCost): a loop of
+// them over a 100 KB string or a 10,000-element list of the event runs
+// out of cost instead of taking seconds (each of these ran to its end
+// within the limit before, math.greatest in 8 s).
+func TestCostBySize(t *testing.T) {
+	payload := boundsEvent(100_000, 10_000)
+	for _, src := range []string{
+		`data.l.map(x, data.s.size())`,
+		`data.l.map(x, size(bytes(data.s)))`,
+		`data.l.map(x, dyn(data.s) < dyn(data.s))`,
+		`data.l.map(x, 2 in data.l)`,
+		`data.l.map(x, data == data)`,
+		`data.l.map(x, math.greatest(data.l))`,
+		`data.l.map(x, "%s".format([data.s]).size())`,
+		`data.l.map(x, size(data.l + [1]))`,
+	} {
+		if kind, msg, _ := applyKind(t, src, payload); kind != KindCost {
+			t.Errorf("%s: %s %q; want KindCost", src, kind, msg)
+		}
+	}
+	// The same calls on small operands cost as little as they did.
+	if kind, msg, _ := applyKind(t, `[data.l.size(), "ab".size(), 1 in [1, 2], math.greatest([1, 2])]`, payload); kind != "" {
+		t.Errorf("small operands: %s %q", kind, msg)
+	}
+}
+
+// TestOutputStopsAtTheBound: a result far larger than MaxOutputBytes (a
+// list of many references to one large string, which costs one unit an
+// element) is refused as soon as its writing passes the bound, not after
+// it was written whole (1 GB here, before).
+func TestOutputStopsAtTheBound(t *testing.T) {
+	kind, msg, alloc := applyKind(t, `data.l.map(x, data.s)`, boundsEvent(100_000, 10_000))
+	if kind != KindOutput {
+		t.Errorf("%s %q; want KindOutput", kind, msg)
+	}
+	if alloc > 16<<20 {
+		t.Errorf("allocated %d bytes; want under 16 MiB", alloc)
+	}
+}
