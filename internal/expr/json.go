@@ -23,7 +23,8 @@ import (
 // fraction, exponents beyond 1e21 and below 1e-6. Bytes become base64,
 // timestamps RFC 3339 (UTC) and durations seconds with an "s" suffix
 // (google.protobuf.Value's JSON mapping). It refuses a map key that is not
-// a string, a NaN or infinite number, and any other type. Members and
+// a string, a NaN or infinite number, an optional value (saying how to
+// unwrap it), and any other type. Members and
 // elements of the event (lazy.go) are written from its bytes, decoding
 // only what is not already written as encoding/json would write it. It
 // stops with errTooLong once b is longer than limit after a member or an
@@ -60,6 +61,8 @@ func appendJSON(b []byte, v ref.Val, limit int) ([]byte, error) {
 		return appendMap(b, x, limit)
 	case traits.Lister:
 		return appendList(b, x, limit)
+	case *types.Optional:
+		return nil, errors.New("the result holds an optional value, which JSON cannot carry: unwrap it with .value() or .orValue(…)")
 	}
 	return nil, fmt.Errorf("the result holds a %s, which JSON cannot carry", v.Type().TypeName())
 }
