@@ -9,50 +9,150 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/interpreter"
 )
 
-// What an evaluation may build, beyond the cost limit. cel-go charges a
-// call's cost after the call has returned, and charges some calls one
-// unit whatever the size of what they read or build: a replace of a
-// large string by itself, or a join of many references to one large
-// string, built gigabytes before the cost limit could stop it, and a
+// What an evaluation may build or do, beyond the cost limit. cel-go
+// charges a call's cost after the call has returned, and charges some
+// calls one unit whatever the size of what they read or build: a replace
+// of a large string by itself, or a join of many references to one large
+// string, built gigabytes before the cost limit could stop it, a 4 KB
+// regular expression matched a 1 MiB string for 14 s in one call, and a
 // loop of size() or == over the event's largest values took seconds
 // within the limit. So:
 //
 //   - replace, join and format (strings extension) compute the size of
 //     their result before building it, and fail when it is more than
-//     MaxValueBytes (format from a bound of its arguments' formatting);
+//     MaxValueBytes (format from a bound of its arguments' formatting:
+//     boundedCalls);
+//   - matches fails, before it runs, on a regular expression longer than
+//     MaxPatternBytes or a match that would cost more than CostLimit
+//     (boundedMatches);
 //   - the calls cel-go charges one unit whatever their operands cost one
-//     unit per ten bytes they read or build (sizeTrackers), as its string
+//     unit per ten bytes they read or build (sizeCost), as its string
 //     scans do: size of a string, string comparisons, bytes(string),
 //     == and != of strings, bytes, lists and maps, in on a list,
 //     math.greatest and math.least of a list, format, strings.quote, and
-//     + of a list of the event.
+//     + of lists (a unit per ten elements); matches pays for compiling
+//     its regular expression, a unit a byte.
 //
 // With these, every byte an evaluation builds or reads costs at least a
 // tenth of a unit, so one evaluation builds no more than about ten
 // CostLimit bytes (10 MB) besides the one call the limit stops, which is
 // at most MaxValueBytes; and the transform's output is written no further
-// than MaxOutputBytes (appendJSON).
+// than MaxOutputBytes (appendJSON). A unit takes 5 to 700 ns (measured on
+// a loaded machine; most expressions 50 to 150): an evaluation at the
+// cost limit runs for tens to hundreds of milliseconds.
 
 // MaxValueBytes is the longest string replace, join or format may build,
 // in bytes: four times the event bound, so that an expression may build
 // something a few times the event's size and cut it down.
 const MaxValueBytes = 4 << 20
 
-// boundedCalls are the strings extension's overloads whose result may be
-// far larger than their operands, with the size of their result.
-var boundedCalls = map[string]func(args []ref.Val) int{
-	"string_replace_string_string":     replaceSize,
-	"string_replace_string_string_int": replaceSize,
-	"list_join":                        joinSize,
-	"list_join_string":                 joinSize,
-	"string_format":                    formatSize,
+// MaxPatternBytes is the longest regular expression matches takes, in
+// bytes: the longest an expression could write itself.
+const MaxPatternBytes = MaxSourceBytes
+
+// boundedCalls are the overloads whose work or result may be far larger
+// than cel-go charges before it calls them, with their check: an error
+// (a CEL error value) when the call would go past its bound, else nil.
+var boundedCalls = map[string]func(name string, args []ref.Val) ref.Val{
+	"string_replace_string_string":     sizeCheck(replaceSize),
+	"string_replace_string_string_int": sizeCheck(replaceSize),
+	"list_join":                        sizeCheck(joinSize),
+	"list_join_string":                 sizeCheck(joinSize),
+	"string_format":                    sizeCheck(formatSize),
+}
+
+// sizeCheck is the check of a call whose result's size is size: more than
+// MaxValueBytes fails.
+func sizeCheck(size func(args []ref.Val) int) func(string, []ref.Val) ref.Val {
+	return func(name string, args []ref.Val) ref.Val {
+		if n := size(args); n > MaxValueBytes {
+			return types.NewErr("%s would build %d bytes, more than %d", name, n, MaxValueBytes)
+		}
+		return nil
+	}
+}
+
+// boundedMatches is the cel-go program decorator that checks each call
+// of matches before it runs (matchesCheck): matches has one binding for
+// both its overloads, which an environment cannot redefine as it does
+// boundedCalls'.
+func boundedMatches(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok || call.Function() != "matches" || len(call.Args()) != 2 {
+		return i, nil
+	}
+	return &checkedMatch{call}, nil
+}
+
+// checkedMatch is a call of matches, checked before it runs.
+type checkedMatch struct{ interpreter.InterpretableCall }
+
+// Exec evaluates the operands, checks them (matchesCheck), matches and
+// charges the call as cel-go would have (sizeCost's matchesCost).
+func (m *checkedMatch) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	args := m.Args()
+	s := args[0].Exec(frame)
+	if types.IsUnknownOrError(s) {
+		return s
+	}
+	re := args[1].Exec(frame)
+	if types.IsUnknownOrError(re) {
+		return re
+	}
+	if refused := matchesCheck(m.Function(), []ref.Val{s, re}); refused != nil {
+		return refused // no work done, none charged
+	}
+	out := types.MaybeNoSuchOverloadErr(s)
+	if matcher, ok := s.(traits.Matcher); ok {
+		out = matcher.Match(re)
+	}
+	if t := frame.CostTracker(); t != nil {
+		t.EvalBinary(frame, m.ID(), m, s, re, out)
+	}
+	return out
+}
+
+// Eval evaluates the call with the variables of vars.
+func (m *checkedMatch) Eval(vars interpreter.Activation) ref.Val {
+	return interpreter.EvalActivation(vars, m.Exec)
+}
+
+// matchesCheck is the check of s.matches(re): re is at most
+// MaxPatternBytes, and the match's cost (matchesCost) at most CostLimit.
+// A regular expression's match takes a time in the product of the
+// lengths (a 4 KiB expression on a 1 MiB string took minutes), and cel-go
+// charges it once it has ended.
+func matchesCheck(name string, args []ref.Val) ref.Val {
+	s, ok1 := args[0].(types.String)
+	re, ok2 := args[1].(types.String)
+	switch {
+	case !ok1 || !ok2:
+		return nil
+	case len(re) > MaxPatternBytes:
+		return types.NewErr("%s: the regular expression is %d bytes, more than %d", name, len(re), MaxPatternBytes)
+	case *matchesCost(len(s), len(re)) > CostLimit:
+		return types.NewErr("%s of a %d-byte regular expression on %d bytes would cost %d, more than the cost limit %d",
+			name, len(re), len(s), *matchesCost(len(s), len(re)), CostLimit)
+	}
+	return nil
+}
+
+// matchesCost is the cost of matching a string of n bytes against a
+// regular expression of m bytes: cel-go's (a unit per ten bytes of the
+// string times a quarter of the expression's bytes), and a unit per byte
+// of the expression for its compilation (which took 100 to 300 ns a
+// byte).
+func matchesCost(n, m int) *uint64 {
+	c := 1 + uint64(n+1)*uint64(m)/40 + uint64(m)
+	return &c
 }
 
 // boundedFunctions are env options redefining, in base, the overloads of
-// boundedCalls: each computes its result's size first and fails when it is
-// more than MaxValueBytes, else calls the strings extension's.
+// boundedCalls: each checks its call first and fails when it would go
+// past its bound, else calls the overload's own binding.
 func boundedFunctions(base *cel.Env) []cel.EnvOption {
 	var opts []cel.EnvOption
 	for name, fn := range base.Functions() {
@@ -61,14 +161,14 @@ func boundedFunctions(base *cel.Env) []cel.EnvOption {
 			panic("expr: bindings of " + name + ": " + err.Error())
 		}
 		for _, od := range fn.OverloadDecls() {
-			size, ok := boundedCalls[od.ID()]
+			check, ok := boundedCalls[od.ID()]
 			if !ok {
 				continue
 			}
-			impl := bindingOf(bindings, od.ID())
+			impl := bindingOf(bindings, od.ID(), name)
 			guarded := cel.FunctionBinding(func(args ...ref.Val) ref.Val {
-				if n := size(args); n > MaxValueBytes {
-					return types.NewErr("%s would build %d bytes, more than %d", name, n, MaxValueBytes)
+				if err := check(name, args); err != nil {
+					return err
 				}
 				return callOverload(impl, args)
 			})
@@ -82,11 +182,14 @@ func boundedFunctions(base *cel.Env) []cel.EnvOption {
 	return opts
 }
 
-// bindingOf is the binding of overload id among bindings.
-func bindingOf(bindings []*functions.Overload, id string) *functions.Overload {
-	for _, b := range bindings {
-		if b.Operator == id {
-			return b
+// bindingOf is the binding of overload id of function name among
+// bindings, or the function's own (a singleton binding, as matches has).
+func bindingOf(bindings []*functions.Overload, id, name string) *functions.Overload {
+	for _, want := range []string{id, name} {
+		for _, b := range bindings {
+			if b.Operator == want {
+				return b
+			}
 		}
 	}
 	panic("expr: no binding for " + id)
@@ -278,6 +381,12 @@ func (sizeCost) CallCost(function, _ string, args []ref.Val, result ref.Val) *ui
 		}
 	case "format", "strings.quote":
 		return scanCost(weight(result, weightLimit))
+	case "matches":
+		s, ok1 := args[0].(types.String)
+		re, ok2 := args[1].(types.String)
+		if ok1 && ok2 {
+			return matchesCost(len(s), len(re))
+		}
 	case "_+_":
 		return listsCost(args)
 	}

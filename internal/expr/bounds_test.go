@@ -111,3 +111,30 @@ func TestOutputStopsAtTheBound(t *testing.T) {
 		t.Errorf("allocated %d bytes; want under 16 MiB", alloc)
 	}
 }
+
+// TestMatchesCheckedBeforeRunning: matches refuses, before it runs, a
+// regular expression longer than MaxPatternBytes and a match whose cost
+// (a unit per ten bytes of the string times a quarter of the pattern's
+// bytes) is over the cost limit: a 4 KB pattern on a 1 MiB string ran 14 s
+// in one call, which cel-go charged once it had ended. A pattern read from
+// the event pays for its compilation, a unit a byte: a loop of them
+// compiled it each time for a unit or so.
+func TestMatchesCheckedBeforeRunning(t *testing.T) {
+	payload := `{"id":"1","data":{"s":"` + strings.Repeat("a", 200_000) + `","re":"` + strings.Repeat("(a|b)", 800) +
+		`","long":"` + strings.Repeat("a", MaxPatternBytes+1) + `","l":[` + strings.Repeat("1,", 9_999) + `1]}}`
+	for _, tc := range []struct{ src, want string }{
+		{`data.s.matches("` + strings.Repeat("(a|b)", 80) + `c")`, "would cost 2005412, more than the cost limit 1000000"},
+		{`matches(data.s, "` + strings.Repeat("(a|b)", 80) + `c")`, "would cost 2005412, more than the cost limit 1000000"},
+		{`"x".matches(data.long)`, "the regular expression is 4097 bytes, more than 4096"},
+	} {
+		if kind, msg, _ := applyKind(t, tc.src, payload); kind != KindEval || !strings.Contains(msg, tc.want) {
+			t.Errorf("%.40s: %s %q; want KindEval with %q", tc.src, kind, msg, tc.want)
+		}
+	}
+	if kind, msg, _ := applyKind(t, `data.l.map(x, "x".matches(data.re))`, payload); kind != KindCost {
+		t.Errorf("a loop compiling a 4 KB pattern: %s %q; want KindCost", kind, msg)
+	}
+	if kind, msg, _ := applyKind(t, `[data.s.matches("^a+$"), "ab".matches("b"), matches("ab", "^a")]`, payload); kind != "" {
+		t.Errorf("matches under the bounds: %s %q", kind, msg)
+	}
+}

@@ -34,7 +34,8 @@
 // of a string it scans or builds; bounds.go charges the calls cel-go
 // charged one unit whatever they read or built); over it, the evaluation
 // fails. replace, join and format fail rather than build more than
-// MaxValueBytes. A transform's output, encoded as JSON, is at most
+// MaxValueBytes, and matches rather than run a match over the cost limit
+// or compile a regular expression over MaxPatternBytes. A transform's output, encoded as JSON, is at most
 // MaxOutputBytes (1 MiB, the event size bound). A failed evaluation is an
 // *EvalError whose Kind says why.
 //
@@ -148,6 +149,7 @@ func compile(src string, wantBool bool) (program, error) {
 	prg, err := env.Program(ast,
 		cel.CostLimit(CostLimit),
 		cel.CostTracking(sizeCost{}),
+		cel.CustomDecoratorV2(boundedMatches),
 		cel.InterruptCheckFrequency(interruptEvery),
 	)
 	if err != nil {
