@@ -190,12 +190,12 @@ func (e *Entry) explainExpression(ev *filter.Event) string {
 
 // TestsPerCostUnit is how many filter tests a unit of a filter
 // expression's cel-go cost counts for against a publish's matching
-// budget. A unit takes 2 to 12 times as long as a filter test (measured
-// side by side: 12 to 35 ns a test; 5 to 250 ns a unit, 50 to 130 for
-// most of the expressions in expr's bounds tests, the most for
-// strings.quote, lastIndexOf and == of the event's lists), so that
-// --max-match-work bounds the time of a publish whose subscriptions have
-// expensive expressions about as it does one with advanced filters.
+// budget. A unit takes about 5 times as long as a filter test, from 1
+// to 30 (measured side by side on a loaded machine: 12 to 35 ns a test;
+// 5 to 700 ns a unit, 50 to 150 for most expressions, the most for
+// optional values, strings.quote and map keys of large strings), so
+// that --max-match-work bounds the time of a publish whose subscriptions
+// have expensive expressions about as it does one with advanced filters.
 const TestsPerCostUnit = 5
 
 // ExpressionTests is the filter tests a filter expression's evaluation
