@@ -338,6 +338,20 @@ func (d *doc) weight(i int32, limit uint64) uint64 {
 	return w
 }
 
+// smallerWeight is the weight of the lighter of a and b, what comparing
+// them may read: weighed with a limit growing fourfold from 1 KiB until
+// one of them is within it, so that weighing costs about what the lighter
+// weighs, not the heavier (1 == data.l weighs no more than 1 KiB of the
+// event's list).
+func smallerWeight(a, b ref.Val) uint64 {
+	for limit := uint64(1 << 10); ; limit *= 4 {
+		wa, wb := weight(a, limit), weight(b, limit)
+		if wa <= limit || wb <= limit || limit >= weightLimit {
+			return min(wa, wb)
+		}
+	}
+}
+
 // weightLimit is where weight stops counting for a cost: past it, the
 // cost is beyond CostLimit anyway.
 const weightLimit = 10 * CostLimit
@@ -362,10 +376,10 @@ type sizeCost struct{}
 func (sizeCost) CallCost(function, _ string, args []ref.Val, result ref.Val) *uint64 {
 	switch function {
 	case "_==_", "_!=_":
-		return scanCost(min(weight(args[0], weightLimit), weight(args[1], weightLimit)))
+		return scanCost(smallerWeight(args[0], args[1]))
 	case "_<_", "_<=_", "_>_", "_>=_":
 		if textual(args[0]) && textual(args[1]) {
-			return scanCost(min(weight(args[0], weightLimit), weight(args[1], weightLimit)))
+			return scanCost(smallerWeight(args[0], args[1]))
 		}
 	case "size", "bytes", "string":
 		if len(args) == 1 && textual(args[0]) {

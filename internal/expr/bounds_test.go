@@ -6,6 +6,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 )
 
 // boundsEvent is an event whose data holds a string of size bytes and a
@@ -136,5 +140,35 @@ func TestMatchesCheckedBeforeRunning(t *testing.T) {
 	}
 	if kind, msg, _ := applyKind(t, `[data.s.matches("^a+$"), "ab".matches("b"), matches("ab", "^a")]`, payload); kind != "" {
 		t.Errorf("matches under the bounds: %s %q", kind, msg)
+	}
+}
+
+// countedList is a list of n ones that counts the elements read.
+type countedList struct {
+	traits.Lister
+	n    int64
+	read *int
+}
+
+func (l countedList) Size() ref.Val { return types.Int(l.n) }
+
+func (l countedList) Get(i ref.Val) ref.Val { *l.read++; return types.Int(1) }
+
+// TestEqualityWeighsTheLighter: == charges what comparing may read, the
+// lighter operand's weight, and weighing costs about that too: it reads
+// about as much of the heavier operand as the lighter weighs (it read
+// the heavier whole, up to its limit of millions of elements, so that
+// 1 == data.l in a loop read the list each time for a unit).
+func TestEqualityWeighsTheLighter(t *testing.T) {
+	read := 0
+	heavy := countedList{types.NewDynamicList(types.DefaultTypeAdapter, []int{}), 100_000_000, &read}
+	for _, light := range []ref.Val{types.Int(1), types.String("abc"), types.NewDynamicList(types.DefaultTypeAdapter, []int{1, 2})} {
+		read = 0
+		if c := *(sizeCost{}).CallCost("_==_", "", []ref.Val{heavy, light}, types.False); c > 10 {
+			t.Errorf("%v == a long list costs %d; want a few units", light, c)
+		}
+		if read > 1<<10 {
+			t.Errorf("%v == a long list read %d of its elements; want at most 1,024", light, read)
+		}
 	}
 }
