@@ -273,11 +273,10 @@ func formatSize(args []ref.Val) int {
 // and its 309 digits before it.
 const maxNumberText = 420
 
-// weight is about the bytes v holds: a string's or bytes' length, the
-// bytes of a value of the event as written, a list's or map's elements'
-// weights and one a member, eight for anything else. It stops counting
-// past limit (it is at most limit and some), so that it costs no more
-// than what it weighs.
+// weight is about the bytes v holds: a string's or bytes' length, a
+// list's or map's elements' weights and one a member, an optional's
+// value's, eight for anything else. It stops counting past limit (it is
+// at most limit and some), so that it costs no more than what it weighs.
 func weight(v ref.Val, limit uint64) uint64 {
 	switch x := v.(type) {
 	case types.String:
@@ -288,6 +287,10 @@ func weight(v ref.Val, limit uint64) uint64 {
 		return x.weigh(limit)
 	case array:
 		return x.weigh(limit)
+	case *types.Optional:
+		if x.HasValue() {
+			return weight(x.GetValue(), limit)
+		}
 	case traits.Lister:
 		var w uint64
 		for i := range int64(x.Size().(types.Int)) {
@@ -386,8 +389,11 @@ func (sizeCost) CallCost(function, _ string, args []ref.Val, result ref.Val) *ui
 			return scanCost(weight(args[0], weightLimit))
 		}
 	case "@in":
-		if _, ok := args[1].(traits.Lister); ok {
+		switch args[1].(type) {
+		case traits.Lister:
 			return scanCost(weight(args[1], weightLimit))
+		case traits.Mapper: // the key is hashed
+			return scanCost(weight(args[0], weightLimit))
 		}
 	case "math.@max", "math.@min": // math.greatest, math.least
 		if _, ok := args[0].(traits.Lister); ok && len(args) == 1 {

@@ -91,6 +91,8 @@ func TestCostBySize(t *testing.T) {
 		`data.l.map(x, math.greatest(data.l))`,
 		`data.l.map(x, "%s".format([data.s]).size())`,
 		`data.l.map(x, size(data.l + [1]))`,
+		`data.l.map(x, data.s in {"a": 1})`,
+		`data.l.map(x, optional.of(data.s) == optional.of(data.s))`,
 	} {
 		if kind, msg, _ := applyKind(t, src, payload); kind != KindCost {
 			t.Errorf("%s: %s %q; want KindCost", src, kind, msg)
