@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"bytes"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -321,8 +320,8 @@ func (d *doc) weight(i int32, limit uint64) uint64 {
 	n := &d.nodes[i]
 	switch d.raw[n.start] {
 	case '"':
-		if raw := d.raw[n.start:n.end]; bytes.IndexByte(raw, '\\') >= 0 {
-			return uint64(len(unquote(raw)))
+		if n.n != 0 { // escaped
+			return uint64(len(d.str(i)))
 		}
 		return uint64(n.end - n.start - 2)
 	case '{', '[':

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
@@ -172,5 +173,29 @@ func TestEqualityWeighsTheLighter(t *testing.T) {
 		if read > 1<<10 {
 			t.Errorf("%v == a long list read %d of its elements; want at most 1,024", light, read)
 		}
+	}
+}
+
+// TestStringsReadWithoutSearch: reading a string of the event does not
+// search it for an escape (the scan noted which strings hold one): a
+// transform reading a 500 KB string in a loop searched it each time, for
+// a unit (2 µs a unit for data.?s.hasValue()). The test sees it by
+// writing a backslash into the payload after the scan, which a search
+// would have found.
+func TestStringsReadWithoutSearch(t *testing.T) {
+	payload := []byte(`{"data":{"plain":"abcdef","escaped":"a\"b"}}`)
+	d, ok := indexJSON(payload)
+	if !ok {
+		t.Fatal("not indexed")
+	}
+	data := d.val(d.kids[d.member(0, "data")]).(object)
+	plain, _ := data.find("plain")
+	escaped, _ := data.find("escaped")
+	if plain != types.String("abcdef") || escaped != types.String(`a"b`) {
+		t.Fatalf("read %q and %q", plain, escaped)
+	}
+	payload[bytes.Index(payload, []byte("cd"))] = '\\'
+	if plain, _ := data.find("plain"); plain != types.String(`ab\def`) {
+		t.Errorf("read %q after the payload changed: the string was searched again", plain)
 	}
 }

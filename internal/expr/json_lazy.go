@@ -22,7 +22,7 @@ func (d *doc) appendNode(b []byte, i int32, limit int) ([]byte, error) {
 		if jsonSafe(raw[1 : len(raw)-1]) {
 			return append(b, raw...), nil
 		}
-		return appendString(b, unquote(raw)), nil
+		return appendString(b, d.str(i)), nil
 	case 't', 'f', 'n':
 		return append(b, raw...), nil
 	}
