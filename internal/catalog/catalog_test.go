@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-events/herald/internal/account"
 	"github.com/herald-events/herald/internal/catalog"
+	"github.com/herald-events/herald/internal/expr"
 	"github.com/herald-events/herald/internal/filter"
 	"github.com/herald-events/herald/internal/store/sqlite"
 	"github.com/herald-events/herald/internal/subscription"
@@ -371,4 +372,37 @@ func (c *endsAfter) Err() error {
 		return c.err
 	}
 	return nil
+}
+
+// TestExpensiveExpressionsSpendThePublishBudget: a filter_expression's
+// cel-go cost counts catalog.TestsPerCostUnit filter tests a unit against
+// the publish's matching budget, which is the request's, not each
+// subscription's: five subscriptions whose expressions each spend the
+// cost limit pass a budget of 10 million tests (they counted one test a
+// unit before, 5 million in all, and took about five times as long as
+// the budget's filter tests), and matching stops with a *filter.WorkError
+// within one evaluation of the budget's end.
+func TestExpensiveExpressionsSpendThePublishBudget(t *testing.T) {
+	f := setup(t)
+	const subs = 5
+	for i := range subs {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		s := subscription.Subscription{ID: fmt.Sprintf("x%d", i), Name: fmt.Sprintf("x%d", i), URL: "https://x.example/", State: "active",
+			EventTypes: []string{"t"}, Filters: subscription.FilterOptions{Expression: `data.region.all(a, data.region.all(b, b != "q"))`},
+			RetryPolicy: []byte(`{"preset":"eventgrid"}`), CreatedAt: now, UpdatedAt: now}
+		if err := f.st.CreateSubscription(f.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.sync()
+	const budget = 10_000_000
+	ev := filter.NewEvent(regionsEvent(2000))
+	ev.PaceBy(filter.NewPacer(context.Background(), budget, nil))
+	es, err := f.c.Snapshot().Match(context.Background(), "", "t", "", ev)
+	if !errors.Is(err, filter.ErrWork) || es != nil {
+		t.Fatalf("%d entries, %v; want a *filter.WorkError", len(es), err)
+	}
+	if max := budget + catalog.ExpressionTests(expr.CostLimit) + subs; ev.Tested() > max {
+		t.Errorf("%d tests spent; want at most %d (the budget and one evaluation)", ev.Tested(), max)
+	}
 }

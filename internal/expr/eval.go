@@ -89,11 +89,16 @@ func (r Result) Skip() bool {
 // AppendJSON appends the result to b as JSON, as Apply writes it (the
 // result must not be null: Skip). It fails with an *EvalError: the result
 // is not JSON (KindResult), or its JSON is more than MaxOutputBytes
-// (KindOutput).
+// (KindOutput; the writing stops soon after it passes that bound: a
+// result is never written much beyond it, however large it is).
 func (r Result) AppendJSON(b []byte) ([]byte, error) {
 	start := len(b)
-	b, err := appendJSON(b, r.v)
-	if err != nil {
+	b, err := appendJSON(b, r.v, start+MaxOutputBytes)
+	switch {
+	case errors.Is(err, errTooLong):
+		return nil, &EvalError{Kind: KindOutput,
+			Message: fmt.Sprintf("the transform's output is more than %d bytes", MaxOutputBytes)}
+	case err != nil:
 		return nil, &EvalError{Kind: KindResult, Message: err.Error()}
 	}
 	if n := len(b) - start; n > MaxOutputBytes {

@@ -31,10 +31,13 @@
 // compile: a *CompileError carries CEL's message and the position (line and
 // column, from 1) it points at. Each evaluation may spend at most CostLimit
 // units of cel-go's runtime cost (about one per operation and per ten bytes
-// of a string it scans or builds); over it, the evaluation fails. A
-// transform's output, encoded as JSON, is at most MaxOutputBytes (1 MiB,
-// the event size bound). A failed evaluation is an *EvalError whose Kind
-// says why.
+// of a string it scans or builds; bounds.go charges the calls cel-go
+// charged one unit whatever they read or built); over it, the evaluation
+// fails. replace, join and format fail rather than build more than
+// MaxValueBytes, and matches rather than run a match over the cost limit
+// or compile a regular expression over MaxPatternBytes. A transform's output, encoded as JSON, is at most
+// MaxOutputBytes (1 MiB, the event size bound). A failed evaluation is an
+// *EvalError whose Kind says why.
 //
 // # Results
 //
@@ -95,10 +98,10 @@ func (e *CompileError) Error() string {
 }
 
 // env is the CEL environment of every expression: its variables, the
-// standard library and the extensions the package comment names. It is
-// safe for concurrent use.
+// standard library and the extensions the package comment names, with
+// the calls of bounds.go bounded. It is safe for concurrent use.
 var env = func() *cel.Env {
-	e, err := cel.NewEnv(
+	base, err := cel.NewEnv(
 		cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("data", cel.DynType),
 		cel.OptionalTypes(),
@@ -107,6 +110,10 @@ var env = func() *cel.Env {
 		ext.Encoders(),
 		ext.Math(),
 	)
+	if err != nil {
+		panic("expr: CEL environment: " + err.Error())
+	}
+	e, err := base.Extend(boundedFunctions(base)...)
 	if err != nil {
 		panic("expr: CEL environment: " + err.Error())
 	}
@@ -141,6 +148,8 @@ func compile(src string, wantBool bool) (program, error) {
 	}
 	prg, err := env.Program(ast,
 		cel.CostLimit(CostLimit),
+		cel.CostTracking(sizeCost{}),
+		cel.CustomDecoratorV2(boundedMatches),
 		cel.InterruptCheckFrequency(interruptEvery),
 	)
 	if err != nil {

@@ -179,7 +179,7 @@ func TestTransformFailures(t *testing.T) {
 		{"division by zero", sampleEvent, `1 / (size(data.items) - 2)`, KindEval, "division by zero"},
 		{"cost limit", listEvent(2000, 0), `data.list.all(x, data.list.all(y, x != -1.0))`, KindCost, "cost limit exceeded"},
 		{"output too large", listEvent(0, 600_000), `[data.s, data.s]`, KindOutput,
-			"the transform's output is 1200007 bytes, more than 1048576"},
+			"the transform's output is more than 1048576 bytes"},
 		{"map with an int key", sampleEvent, `{1: "a"}`, KindResult, "map key of type int, not a string"},
 		{"NaN", sampleEvent, `[0.0 / 0.0]`, KindResult, "NaN, which JSON cannot carry"},
 		{"a type", sampleEvent, `type(data)`, KindResult, "which JSON cannot carry"},

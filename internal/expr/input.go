@@ -86,7 +86,7 @@ func (in *Input) read() error {
 			if raw[0] != '"' {
 				return errBase64NotString
 			}
-			b, err := decodeBase64(unquote(raw))
+			b, err := decodeBase64(d.str(k))
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,15 +23,20 @@ import (
 // fraction, exponents beyond 1e21 and below 1e-6. Bytes become base64,
 // timestamps RFC 3339 (UTC) and durations seconds with an "s" suffix
 // (google.protobuf.Value's JSON mapping). It refuses a map key that is not
-// a string, a NaN or infinite number, and any other type. Members and
+// a string, a NaN or infinite number, an optional value (saying how to
+// unwrap it), and any other type. Members and
 // elements of the event (lazy.go) are written from its bytes, decoding
-// only what is not already written as encoding/json would write it.
-func appendJSON(b []byte, v ref.Val) ([]byte, error) {
+// only what is not already written as encoding/json would write it. It
+// stops with errTooLong once b is longer than limit after a member or an
+// element: a result may be far larger than it is worth writing (a list
+// of many references to one large string), and that is found out before
+// it is written.
+func appendJSON(b []byte, v ref.Val, limit int) ([]byte, error) {
 	switch x := v.(type) {
 	case object:
-		return x.d.appendNode(b, x.i)
+		return x.d.appendNode(b, x.i, limit)
 	case array:
-		return x.d.appendNode(b, x.i)
+		return x.d.appendNode(b, x.i, limit)
 	case types.Null:
 		return append(b, "null"...), nil
 	case types.Bool:
@@ -52,15 +58,20 @@ func appendJSON(b []byte, v ref.Val) ([]byte, error) {
 	case types.Duration:
 		return appendString(b, strconv.FormatFloat(x.Seconds(), 'f', -1, 64)+"s"), nil
 	case traits.Mapper:
-		return appendMap(b, x)
+		return appendMap(b, x, limit)
 	case traits.Lister:
-		return appendList(b, x)
+		return appendList(b, x, limit)
+	case *types.Optional:
+		return nil, errors.New("the result holds an optional value, which JSON cannot carry: unwrap it with .value() or .orValue(…)")
 	}
 	return nil, fmt.Errorf("the result holds a %s, which JSON cannot carry", v.Type().TypeName())
 }
 
+// errTooLong is appendJSON's output grown beyond its limit.
+var errTooLong = errors.New("the output is too long")
+
 // appendMap appends the CEL map m, its keys sorted.
-func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
+func appendMap(b []byte, m traits.Mapper, limit int) ([]byte, error) {
 	c := collectors.Get().(*entryCollector)
 	defer c.release()
 	types.ToFoldableMap(m).Fold(c)
@@ -75,8 +86,11 @@ func appendMap(b []byte, m traits.Mapper) ([]byte, error) {
 		}
 		b = append(appendString(b, e.key), ':')
 		var err error
-		if b, err = appendJSON(b, e.val); err != nil {
+		if b, err = appendJSON(b, e.val, limit); err != nil {
 			return nil, err
+		}
+		if len(b) > limit {
+			return nil, errTooLong
 		}
 	}
 	return append(b, '}'), nil
@@ -131,7 +145,7 @@ func celValue(v any) ref.Val {
 }
 
 // appendList appends the CEL list l.
-func appendList(b []byte, l traits.Lister) ([]byte, error) {
+func appendList(b []byte, l traits.Lister, limit int) ([]byte, error) {
 	n := int64(l.Size().(types.Int))
 	b = append(b, '[')
 	for i := range n {
@@ -139,8 +153,11 @@ func appendList(b []byte, l traits.Lister) ([]byte, error) {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendJSON(b, l.Get(types.Int(i))); err != nil {
+		if b, err = appendJSON(b, l.Get(types.Int(i)), limit); err != nil {
 			return nil, err
+		}
+		if len(b) > limit {
+			return nil, errTooLong
 		}
 	}
 	return append(b, ']'), nil

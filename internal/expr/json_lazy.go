@@ -5,23 +5,24 @@ import (
 	"slices"
 )
 
-// appendNode appends node i of d as appendJSON appends d.val(i), copying
+// appendNode appends node i of d as appendJSON appends d.val(i) (and stops
+// as it does past limit), copying
 // what the document holds as encoding/json would write it (strings
 // without escapes, small integers, true, false, null) and decoding the
 // rest.
-func (d *doc) appendNode(b []byte, i int32) ([]byte, error) {
+func (d *doc) appendNode(b []byte, i int32, limit int) ([]byte, error) {
 	n := &d.nodes[i]
 	raw := d.raw[n.start:n.end]
 	switch raw[0] {
 	case '{':
-		return d.appendObject(b, i)
+		return d.appendObject(b, i, limit)
 	case '[':
-		return d.appendArray(b, i)
+		return d.appendArray(b, i, limit)
 	case '"':
 		if jsonSafe(raw[1 : len(raw)-1]) {
 			return append(b, raw...), nil
 		}
-		return appendString(b, unquote(raw)), nil
+		return appendString(b, d.str(i)), nil
 	case 't', 'f', 'n':
 		return append(b, raw...), nil
 	}
@@ -32,7 +33,7 @@ func (d *doc) appendNode(b []byte, i int32) ([]byte, error) {
 }
 
 // appendObject appends object i of d, its members sorted by name.
-func (d *doc) appendObject(b []byte, i int32) ([]byte, error) {
+func (d *doc) appendObject(b []byte, i int32, limit int) ([]byte, error) {
 	var small [smallObject]int32
 	kids := append(small[:0], d.children(i)...)
 	slices.SortFunc(kids, func(x, y int32) int { return bytes.Compare(d.nameOf(x), d.nameOf(y)) })
@@ -48,23 +49,29 @@ func (d *doc) appendObject(b []byte, i int32) ([]byte, error) {
 		}
 		b = append(b, ':')
 		var err error
-		if b, err = d.appendNode(b, k); err != nil {
+		if b, err = d.appendNode(b, k, limit); err != nil {
 			return nil, err
+		}
+		if len(b) > limit {
+			return nil, errTooLong
 		}
 	}
 	return append(b, '}'), nil
 }
 
 // appendArray appends array i of d.
-func (d *doc) appendArray(b []byte, i int32) ([]byte, error) {
+func (d *doc) appendArray(b []byte, i int32, limit int) ([]byte, error) {
 	b = append(b, '[')
 	for j, k := range d.children(i) {
 		if j > 0 {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = d.appendNode(b, k); err != nil {
+		if b, err = d.appendNode(b, k, limit); err != nil {
 			return nil, err
+		}
+		if len(b) > limit {
+			return nil, errTooLong
 		}
 	}
 	return append(b, ']'), nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -43,7 +44,7 @@ func TestJSONAsEncodingJSON(t *testing.T) {
 	}
 	for _, v := range values {
 		want, wantErr := referenceJSON(v)
-		got, err := appendJSON(nil, v)
+		got, err := appendJSON(nil, v, math.MaxInt)
 		if string(got) != string(want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Errorf("%v:\n got  %s %v\n want %s %v", v, got, err, want, wantErr)
 		}
@@ -62,9 +63,11 @@ func TestJSONRefuses(t *testing.T) {
 		{types.NewDynamicMap(types.DefaultTypeAdapter, map[int]string{1: "a"}), "the result holds a map key of type int, not a string"},
 		{types.NewDynamicMap(types.DefaultTypeAdapter, map[string]any{"a": map[string]any{"b": math.Inf(1)}}), "the result holds +Inf, which JSON cannot carry"},
 		{types.IntType, "the result holds a type, which JSON cannot carry"},
+		{types.OptionalOf(types.Int(1)), "the result holds an optional value, which JSON cannot carry: unwrap it with .value() or .orValue(…)"},
+		{types.NewDynamicList(types.DefaultTypeAdapter, []ref.Val{types.OptionalNone}), "the result holds an optional value, which JSON cannot carry: unwrap it with .value() or .orValue(…)"},
 		{input(t, `{"data":{"a":[1e400]}}`).data.(ref.Val), "the result holds +Inf, which JSON cannot carry"},
 	} {
-		if got, err := appendJSON(nil, tc.v); err == nil || err.Error() != tc.want {
+		if got, err := appendJSON(nil, tc.v, math.MaxInt); err == nil || err.Error() != tc.want {
 			t.Errorf("%v: %s, %v; want %q", tc.v, got, err, tc.want)
 		}
 	}
@@ -133,6 +136,8 @@ func toJSON(v ref.Val) (any, error) {
 			out[i] = e
 		}
 		return out, nil
+	case *types.Optional:
+		return nil, errors.New("the result holds an optional value, which JSON cannot carry: unwrap it with .value() or .orValue(…)")
 	}
 	return nil, fmt.Errorf("the result holds a %s, which JSON cannot carry", v.Type().TypeName())
 }

@@ -35,7 +35,7 @@ type doc struct {
 
 // node is one value of a doc: raw[start:end]. In an object, raw[name:nameEnd]
 // is its member name, quoted; a container's children are
-// kids[kids:kids+n].
+// kids[kids:kids+n]; a string's n is 1 when it holds an escape.
 type node struct {
 	start, end    int32
 	name, nameEnd int32

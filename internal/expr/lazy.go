@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -33,7 +32,7 @@ func (d *doc) val(i int32) ref.Val {
 	case '[':
 		return array{d.container(i)}
 	case '"':
-		return types.String(unquote(raw))
+		return types.String(d.str(i))
 	case 't':
 		return types.True
 	case 'f':
@@ -74,14 +73,15 @@ func (d *doc) celNative(i int32) ref.Val {
 	return types.DefaultTypeAdapter.NativeToValue(d.native(i))
 }
 
-// unquote is the valid JSON string raw, decoded: a string of raw's own
-// bytes when it has no escape (view), a new one otherwise.
-func unquote(raw []byte) string {
-	body := raw[1 : len(raw)-1]
-	if bytes.IndexByte(body, '\\') < 0 {
-		return view(body)
+// str is string node i, decoded: a string of the document's own bytes
+// when it has no escape (view; the scan noted which have one, so that
+// reading a long string does not search it), a new one otherwise.
+func (d *doc) str(i int32) string {
+	n := &d.nodes[i]
+	if n.n == 0 {
+		return view(d.raw[n.start+1 : n.end-1])
 	}
-	b, _ := jsontext.AppendUnquote(nil, raw)
+	b, _ := jsontext.AppendUnquote(nil, d.raw[n.start:n.end])
 	return string(b)
 }
 

@@ -48,7 +48,10 @@ func (s *scanner) value() (int32, bool) {
 	case '[':
 		ok = s.array(i)
 	case '"':
-		_, ok = s.str()
+		var escaped bool
+		if escaped, ok = s.str(); escaped {
+			s.nodes[i].n = 1 // doc.str
+		}
 	case 't':
 		ok = s.literal("true")
 	case 'f':
