@@ -1,0 +1,119 @@
+package eventtype_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/herald-events/herald/internal/eventtype"
+	"github.com/herald-events/herald/internal/strictjson"
+)
+
+// tooManyPatterns is 12 properties of patterns of about 1,800 instructions.
+var tooManyPatterns = func() string {
+	var b strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&b, `"a%d": {"pattern": "^[a-z]{1,900}$"}, `, i)
+	}
+	return b.String()
+}()
+
+// create makes a type of the schema as version 1, returning New's error.
+func create(schema string) error {
+	in := eventtype.Input{Name: new(string), Schemas: map[string]json.RawMessage{"1": json.RawMessage(schema)}}
+	*in.Name = "t"
+	_, err := in.New(t0)
+	return err
+}
+
+// TestCostlySchemasAreRefused: a schema whose numbers, regular
+// expressions or $ref loops would make every check costly (or fail every
+// event) is refused when written, naming schemas.1; schemas near the
+// bounds compile.
+func TestCostlySchemasAreRefused(t *testing.T) {
+	for _, schema := range []string{
+		`{"minimum": 1e999999}`,
+		`{"enum": [1, 2, 1e-401]}`,
+		`{"const": ` + strings.Repeat("9", eventtype.MaxNumberLen+1) + `}`,
+		`{"pattern": "` + strings.Repeat(`a{1000}`, 3) + `"}`,
+		`{"patternProperties": {"` + strings.Repeat(`[a-z]{900}`, 2) + `x": true}}`,
+		`{"properties": {` + tooManyPatterns + `"b": true}}`,
+		`{"$ref": "#"}`,
+		`{"anyOf": [{"type": "string"}, {"$ref": "#"}]}`,
+		`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}`,
+		`{"properties": {"a": {"not": {"$ref": "#/properties/a"}}}}`,
+	} {
+		var se *strictjson.Error
+		if err := create(schema); !errors.As(err, &se) || se.Field != "schemas.1" {
+			t.Errorf("%.100s: %v; want a problem naming schemas.1", schema, err)
+		}
+	}
+	for _, schema := range []string{
+		`{"minimum": 1e308, "maximum": 1.7976931348623157e308, "multipleOf": 5e-324}`,
+		`{"pattern": "^[a-z0-9]{1,64}$", "properties": {"id": {"pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}}`,
+		`{"$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}`,
+	} {
+		if err := create(schema); err != nil {
+			t.Errorf("%s: %v", schema, err)
+		}
+	}
+}
+
+// TestCheckBoundsTheData: at publish, a number beyond the bounds is a
+// violation naming it (the validator's exact arithmetic on it would cost
+// without bound); a string checked against format "regex" (draft-07) is
+// compiled only within MaxPatternSize; and every violation's message and
+// pointer are cut (512 and 256 bytes), however much of the data or the
+// schema the validator's message quotes.
+func TestCheckBoundsTheData(t *testing.T) {
+	ints, err := eventtype.Compile([]byte(`{"type": "array", "items": {"type": "integer"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for data, ptr := range map[string]string{
+		`[1, 2, 1e999999]`:       "/2",
+		`[1, 1E+401]`:            "/1",
+		`[1, 1e-99999999999999]`: "/1",
+		`[` + strings.Repeat("1", eventtype.MaxNumberLen+1) + `]`: "/0",
+	} {
+		vs := ints.CheckJSON([]byte(data))
+		if len(vs) != 1 || vs[0].Pointer != ptr {
+			t.Errorf("%.40s: %+v; want one violation at %s", data, vs, ptr)
+		}
+	}
+	if vs := ints.CheckJSON([]byte(`[1, 1e300, 12345678901234567890]`)); len(vs) != 0 {
+		t.Errorf("numbers within the bounds: %+v", vs)
+	}
+	regex, err := eventtype.Compile([]byte(`{"$schema": "http://json-schema.org/draft-07/schema#", "format": "regex"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := regex.CheckJSON([]byte(`"` + strings.Repeat(`a{1000}`, 100) + `"`)); len(vs) != 1 || vs[0].Keyword != "format" {
+		t.Errorf("a regular expression of 100,000 instructions as data: %+v; want a format violation", vs)
+	}
+	if vs := regex.CheckJSON([]byte(`"^[a-z]{1,64}$"`)); len(vs) != 0 {
+		t.Errorf("a small regular expression: %+v", vs)
+	}
+	long := strings.Repeat("a", 10000)
+	for schema, data := range map[string]string{
+		`{"enum": [` + strings.Repeat(`"abcdefghij", `, 200) + `"x"]}`: `"y"`,
+		`{"pattern": "^x"}`:                            `"` + long + `"`,
+		`{"additionalProperties": {"type": "string"}}`: `{"` + long + `": 1}`,
+	} {
+		s, err := eventtype.Compile([]byte(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs := s.CheckJSON([]byte(data))
+		if len(vs) == 0 {
+			t.Errorf("%.20s: valid", data)
+		}
+		for _, v := range vs {
+			if len(v.Message) > 512 || len(v.Pointer) > 256 {
+				t.Errorf("a violation of %d bytes of message, %d of pointer: %.80s", len(v.Message), len(v.Pointer), v.Message)
+			}
+		}
+	}
+}
