@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -59,7 +60,7 @@ func (s *Server) createEventType(w http.ResponseWriter, r *http.Request) {
 		s.eventTypeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/v1/event-types/"+t.Name)
+	w.Header().Set("Location", "/v1/event-types/"+url.PathEscape(t.Name))
 	writeJSON(w, http.StatusCreated, toEventTypeJSON(t))
 }
 
