@@ -133,6 +133,14 @@ func (s *Server) asyncAPI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, eventtype.AsyncAPI(ts, strconv.FormatInt(v, 10)))
 }
 
+// catalogBytesDetail says why a write that would make the catalog's types
+// take more than limit bytes together is refused (the console's form says
+// it too).
+func catalogBytesDetail(limit int) string {
+	return "the catalog's types would take more than " + strconv.Itoa(limit>>20) +
+		" MiB together (descriptions, groups, schemas and examples, archived types included); nothing was changed"
+}
+
 // eventTypeError answers an event type write's or read's error.
 func (s *Server) eventTypeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ie *eventtype.ImmutableError
@@ -145,6 +153,9 @@ func (s *Server) eventTypeError(w http.ResponseWriter, r *http.Request, err erro
 		invalid(w, je.Field, je.Detail)
 	case errors.Is(err, store.ErrNameTaken):
 		conflict(w, "name", "an event type of this name exists (archived types too: names are never reused)")
+	case errors.As(err, &le) && le.Bytes > 0:
+		writeProblem(w, Problem{Type: probLimit, Title: "Limit reached", Status: http.StatusConflict, Field: "schemas",
+			Detail: catalogBytesDetail(le.Bytes)})
 	case errors.As(err, &le):
 		writeProblem(w, Problem{Type: probLimit, Title: "Limit reached", Status: http.StatusConflict, Field: "name",
 			Detail: "the catalog holds " + strconv.Itoa(le.Limit) + " event types, the most it may hold; archived types count too"})
