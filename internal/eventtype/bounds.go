@@ -160,21 +160,12 @@ func refLoop(s *jsonschema.Schema) string {
 		state[s] = closed
 		return ""
 	}
-	seen := map[*jsonschema.Schema]bool{}
-	queue := []*jsonschema.Schema{s}
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
-		if s == nil || seen[s] {
-			continue
-		}
-		seen[s] = true
-		if at := visit(s); at != "" {
-			return at
-		}
-		queue = append(append(queue, inPlace(s)...), descending(s)...)
-	}
-	return ""
+	at := ""
+	eachSchema(s, func(s *jsonschema.Schema) bool {
+		at = visit(s)
+		return at != ""
+	})
+	return at
 }
 
 // descending returns the subschemas s applies to the members or items of

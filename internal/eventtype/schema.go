@@ -68,6 +68,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("the subschema at %s applies itself again to the same data (a $ref loop): every event would fail",
 			strings.TrimPrefix(at, schemaURL))
 	}
+	hashEnums(s)
 	id := ""
 	if m, ok := doc.(map[string]any); ok {
 		id, _ = m["$id"].(string)
