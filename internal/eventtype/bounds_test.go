@@ -144,7 +144,7 @@ func TestEnumCostsOneLookup(t *testing.T) {
 	for data, valid := range map[string]bool{
 		`1.0`: true, `1e0`: true, `"a"`: true, `null`: true, `true`: true, `{"k": 15e-1}`: true,
 		`[1.00, {"y": [3], "x": 2}]`: true,
-		`2`: false, `"1"`: false, `false`: false, `[{"x": 2, "y": [3]}, 1]`: false, `{"k": 1.5, "j": 1}`: false, `"A"`: false,
+		`2`:                          false, `"1"`: false, `false`: false, `[{"x": 2, "y": [3]}, 1]`: false, `{"k": 1.5, "j": 1}`: false, `"A"`: false,
 	} {
 		vs := mixed.CheckJSON([]byte(data))
 		if (len(vs) == 0) != valid {

@@ -115,4 +115,3 @@ func eachSchema(root *jsonschema.Schema, fn func(*jsonschema.Schema) bool) bool 
 	}
 	return false
 }
-
