@@ -36,6 +36,20 @@ const (
 	// MaxSchemaPatternSize bounds the instructions of all of a schema's
 	// regular expressions together.
 	MaxSchemaPatternSize = 20000
+	// MaxFanOut bounds the subschemas a schema may apply to one value of
+	// the data, at any depth, counting every path to them through $ref,
+	// allOf, anyOf, oneOf, not, if/then/else and dependentSchemas (and
+	// the keywords that descend: properties, items, …): a schema that
+	// branches as it recurses ({"items": {"anyOf": [A, A]}} inside A)
+	// applies 2^depth subschemas to the deepest value. The count is an
+	// upper bound (each of allOf's branches counts its properties), so a
+	// schema that refers to a draft's metaschema, which branches so, is
+	// refused too.
+	MaxFanOut = 256
+	// MaxDataDepth bounds how deep the data checked at publish nests (the
+	// data itself is depth 0): a value deeper is a violation, so that
+	// MaxFanOut, counted to this depth, holds.
+	MaxDataDepth = 64
 )
 
 // numberProblem returns why n is beyond MaxNumberLen or MaxNumberExponent,
@@ -55,23 +69,27 @@ func numberProblem(n json.Number) string {
 	return ""
 }
 
-// badNumber returns the JSON pointer of v's first number (in document
-// order of arrays; any order of an object's members) that numberProblem
-// refuses, and the problem; "" and "" when there is none. v is as
+// badData returns the JSON pointer of v's first value (in document order
+// of arrays; any order of an object's members) that is a number
+// numberProblem refuses or lies deeper than MaxDataDepth (depth is v's),
+// and the problem; "" and "" when there is none. v is as
 // jsonschema.UnmarshalJSON decodes JSON (numbers as json.Number).
-func badNumber(v any) (at, problem string) {
+func badData(v any, depth int) (at, problem string) {
+	if depth > MaxDataDepth {
+		return "", fmt.Sprintf("the value lies more than %d levels deep, the most Herald checks", MaxDataDepth)
+	}
 	switch v := v.(type) {
 	case json.Number:
 		return "", numberProblem(v)
 	case []any:
 		for i, item := range v {
-			if p, problem := badNumber(item); problem != "" {
+			if p, problem := badData(item, depth+1); problem != "" {
 				return "/" + strconv.Itoa(i) + p, problem
 			}
 		}
 	case map[string]any:
 		for k, item := range v {
-			if p, problem := badNumber(item); problem != "" {
+			if p, problem := badData(item, depth+1); problem != "" {
 				return pointer([]string{k}) + p, problem
 			}
 		}
@@ -207,4 +225,156 @@ func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
 		}
 	}
 	return out
+}
+
+// fanOut counts the subschemas a schema applies to one value of the data
+// (MaxFanOut), memoised by schema, depth and the type of the value the
+// schema is applied to; counts saturate above MaxFanOut. A schema whose
+// "type" excludes the value's applies nothing more to it (the validator
+// stops there), so that anyOf branches of distinct types (the draft
+// metaschemas' items: a schema or an array of them) count one. The schema
+// must have no loop (refLoop).
+type fanOut map[fanKey]int
+
+type fanKey struct {
+	s *jsonschema.Schema
+	d int
+	t valueType
+}
+
+// valueType is what fanOut knows of a value's type: a container, or not.
+type valueType int
+
+const (
+	tObject valueType = iota
+	tArray
+	tOther
+)
+
+// types returns the value types a value d levels below another may have
+// (it has members or items when it is above the one counted).
+func types(d int) []valueType {
+	if d > 0 {
+		return []valueType{tObject, tArray}
+	}
+	return []valueType{tObject, tArray, tOther}
+}
+
+// widest returns the most subschemas root applies to one value at any
+// depth from 0 to MaxDataDepth, and that depth.
+func widest(root *jsonschema.Schema) (n, depth int) {
+	f := fanOut{}
+	for d := 0; d <= MaxDataDepth && n <= MaxFanOut; d++ {
+		reached := false
+		for _, t := range types(d) {
+			w := f.at(root, d, t)
+			reached = reached || w > 0
+			if w > n {
+				n, depth = w, d
+			}
+		}
+		if !reached { // no schema this deep: none deeper
+			break
+		}
+	}
+	return n, depth
+}
+
+// allows reports whether s's "type" lets a value of type t through.
+func allows(s *jsonschema.Schema, t valueType) bool {
+	if s.Types == nil || s.Types.IsEmpty() {
+		return true
+	}
+	for _, name := range s.Types.ToStrings() {
+		switch {
+		case name == "object" && t == tObject, name == "array" && t == tArray,
+			name != "object" && name != "array" && t == tOther:
+			return true
+		}
+	}
+	return false
+}
+
+// at returns how many subschemas s, applied to a value of type t, applies
+// to one value d levels below it (to the value itself when d is 0, s
+// included): those its in-place keywords apply there, and those its
+// descending keywords apply one level down.
+func (f fanOut) at(s *jsonschema.Schema, d int, t valueType) int {
+	if s == nil || d < 0 {
+		return 0
+	}
+	k := fanKey{s, d, t}
+	if n, ok := f[k]; ok {
+		return n
+	}
+	n := 0
+	if d == 0 {
+		n = 1
+	}
+	if allows(s, t) {
+		for _, c := range inPlace(s) {
+			n = min(n+f.at(c, d, t), MaxFanOut+1)
+		}
+		if d > 0 {
+			n = min(n+f.below(s, d-1, t), MaxFanOut+1)
+		}
+	}
+	f[k] = n
+	return n
+}
+
+// below returns how many subschemas s's descending keywords apply to one
+// value d levels below a member (t is tObject) or an item (tArray) of the
+// value s is applied to, the most for any type of the member: one of
+// properties (the most), every patternProperties, the additional and
+// unevaluated ones, propertyNames for a member; one of prefixItems and
+// items (the most), contains and unevaluatedItems for an item.
+func (f fanOut) below(s *jsonschema.Schema, d int, t valueType) int {
+	most := 0
+	for _, ct := range types(d) {
+		one := func(ss ...*jsonschema.Schema) int {
+			m := 0
+			for _, c := range ss {
+				m = max(m, f.at(c, d, ct))
+			}
+			return m
+		}
+		if t == tObject {
+			most = max(most, f.member(s, d, ct, one))
+		} else {
+			most = max(most, f.item(s, d, ct, one))
+		}
+	}
+	return most
+}
+
+// member is below's count for a member of type ct.
+func (f fanOut) member(s *jsonschema.Schema, d int, ct valueType, one func(...*jsonschema.Schema) int) int {
+	props := make([]*jsonschema.Schema, 0, len(s.Properties))
+	for _, p := range s.Properties {
+		props = append(props, p)
+	}
+	n := one(props...) + f.at(s.UnevaluatedProperties, d, ct) + f.at(s.PropertyNames, d, ct)
+	for _, p := range s.PatternProperties {
+		n += f.at(p, d, ct)
+	}
+	if a, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		n += f.at(a, d, ct)
+	}
+	return n
+}
+
+// item is below's count for an item of type ct.
+func (f fanOut) item(s *jsonschema.Schema, d int, ct valueType, one func(...*jsonschema.Schema) int) int {
+	n := one(append([]*jsonschema.Schema{s.Items2020}, s.PrefixItems...)...)
+	switch it := s.Items.(type) { // draft-07 and older
+	case *jsonschema.Schema:
+		n = max(n, f.at(it, d, ct))
+	case []*jsonschema.Schema:
+		n = max(n, one(it...))
+	}
+	if a, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+		n = max(n, f.at(a, d, ct))
+	}
+	return n + f.at(s.Contains, d, ct) + f.at(s.UnevaluatedItems, d, ct)
 }

@@ -29,9 +29,9 @@ func create(schema string) error {
 }
 
 // TestCostlySchemasAreRefused: a schema whose numbers, regular
-// expressions or $ref loops would make every check costly (or fail every
-// event) is refused when written, naming schemas.1; schemas near the
-// bounds compile.
+// expressions, $ref loops or branching recursion would make every check
+// costly (or fail every event) is refused when written, naming schemas.1;
+// schemas near the bounds compile.
 func TestCostlySchemasAreRefused(t *testing.T) {
 	for _, schema := range []string{
 		`{"minimum": 1e999999}`,
@@ -44,6 +44,8 @@ func TestCostlySchemasAreRefused(t *testing.T) {
 		`{"anyOf": [{"type": "string"}, {"$ref": "#"}]}`,
 		`{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}`,
 		`{"properties": {"a": {"not": {"$ref": "#/properties/a"}}}}`,
+		`{"$defs": {"a": {"type": "array", "items": {"anyOf": [{"allOf": [{"$ref": "#/$defs/a"}, {"const": 0}]}, {"$ref": "#/$defs/a"}]}}}, "$ref": "#/$defs/a"}`,
+		`{"$defs": {"a": {"items": {"oneOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}}, "$ref": "#/$defs/a"}`,
 	} {
 		var se *strictjson.Error
 		if err := create(schema); !errors.As(err, &se) || se.Field != "schemas.1" {
@@ -54,6 +56,8 @@ func TestCostlySchemasAreRefused(t *testing.T) {
 		`{"minimum": 1e308, "maximum": 1.7976931348623157e308, "multipleOf": 5e-324}`,
 		`{"pattern": "^[a-z0-9]{1,64}$", "properties": {"id": {"pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}}`,
 		`{"$defs": {"node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}`,
+		`{"$ref": "http://json-schema.org/draft-07/schema#"}`,
+		`{"oneOf": [{"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}, {"type": "array", "items": {"type": "integer"}}]}`,
 	} {
 		if err := create(schema); err != nil {
 			t.Errorf("%s: %v", schema, err)
@@ -82,6 +86,14 @@ func TestCheckBoundsTheData(t *testing.T) {
 		if len(vs) != 1 || vs[0].Pointer != ptr {
 			t.Errorf("%.40s: %+v; want one violation at %s", data, vs, ptr)
 		}
+	}
+	deep := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
+	if vs := ints.CheckJSON(deep(eventtype.MaxDataDepth + 2)); len(vs) != 1 || !strings.Contains(vs[0].Message, "levels deep") {
+		t.Errorf("data %d levels deep: %+v; want one violation", eventtype.MaxDataDepth+1, vs)
+	}
+	any, _ := eventtype.Compile([]byte(`{}`))
+	if vs := any.CheckJSON(deep(eventtype.MaxDataDepth + 1)); len(vs) != 0 {
+		t.Errorf("data %d levels deep: %+v", eventtype.MaxDataDepth, vs)
 	}
 	if vs := ints.CheckJSON([]byte(`[1, 1e300, 12345678901234567890]`)); len(vs) != 0 {
 		t.Errorf("numbers within the bounds: %+v", vs)

@@ -42,13 +42,14 @@ func (noLoader) Load(string) (any, error) { return nil, errNoLoad }
 // names another draft the validator knows), and returns it; the error is
 // the validator's message. Its numbers and regular expressions are
 // bounded (MaxNumberLen, MaxNumberExponent, MaxPatternSize,
-// MaxSchemaPatternSize).
+// MaxSchemaPatternSize), and so is what it applies to one value of the
+// data (MaxFanOut); it has no $ref loop.
 func Compile(raw json.RawMessage) (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
-	if at, problem := badNumber(doc); problem != "" {
+	if at, problem := badData(doc, -1<<30); problem != "" { // a schema's depth is the JSON parser's
 		return nil, fmt.Errorf("at %q: %s", at, problem)
 	}
 	c := jsonschema.NewCompiler()
@@ -67,6 +68,9 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if at := refLoop(s); at != "" {
 		return nil, fmt.Errorf("the subschema at %s applies itself again to the same data (a $ref loop): every event would fail",
 			strings.TrimPrefix(at, schemaURL))
+	}
+	if n, depth := widest(s); n > MaxFanOut {
+		return nil, fmt.Errorf("the schema applies more than %d subschemas to one value %d levels deep in the data (counting each path through $ref, allOf, anyOf, oneOf, not, if/then/else): every check would cost as much", MaxFanOut, depth)
 	}
 	hashEnums(s)
 	id := ""
@@ -104,13 +108,14 @@ func (s *Schema) CheckJSON(data []byte) []Violation {
 }
 
 // Check validates v (as jsonschema.UnmarshalJSON decodes JSON) against s.
-// A number in v beyond MaxNumberLen or MaxNumberExponent is a violation
-// naming it, and v is not validated further (the validator's arithmetic
-// on it would be unbounded). Each violation's message is cut at 512 bytes
+// A number in v beyond MaxNumberLen or MaxNumberExponent, or a value
+// deeper than MaxDataDepth, is a violation naming it, and v is not
+// validated further (the validator's arithmetic on such a number would be
+// unbounded; MaxFanOut is counted to MaxDataDepth). Each violation's message is cut at 512 bytes
 // and its pointer at 256 (ending in "…"): the message may quote the data
 // (a string that breaks a pattern) or the schema (an enum's values).
 func (s *Schema) Check(v any) []Violation {
-	if at, problem := badNumber(v); problem != "" {
+	if at, problem := badData(v, 0); problem != "" {
 		return []Violation{{Pointer: cut(at, maxStoredPointer), Keyword: "type", Message: problem}}
 	}
 	err := s.s.Validate(v)
