@@ -3,6 +3,7 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,29 @@ func TestEventTypeNamesInLinks(t *testing.T) {
 	}
 	if _, got := n.api(adminKey, "GET", "/v1/event-types/"+escaped, nil); got["archived"] != true {
 		t.Fatalf("after the archive form: %v", got)
+	}
+}
+
+// TestPortalOffersEveryPageOfTypes: the portal's forms and its event types
+// page offer every type of a catalog larger than a page of the list
+// (store.MaxPageBytes), so that a type past the first page can be chosen,
+// and is kept when a subscription that takes it is saved.
+func TestPortalOffersEveryPageOfTypes(t *testing.T) {
+	n := setup(t)
+	ts := makeTenants(n)
+	big := map[string]any{}
+	for v := 1; v <= 12; v++ {
+		big[strconv.Itoa(v)] = map[string]any{"description": strings.Repeat("d", 60000)}
+	}
+	for i := range 7 {
+		n.must(http.StatusCreated, adminKey, "POST", "/v1/event-types", map[string]any{"name": "big." + strconv.Itoa(i), "schemas": big})
+	}
+	n.must(http.StatusCreated, adminKey, "POST", "/v1/event-types", map[string]any{"name": "zz.last", "description": "past the first page"})
+	ck := openPortal(n, portalLink(n, ts.shopKey, map[string]any{}))
+	if p := n.get("/portal/subscriptions/"+ts.shopSubs[0], ck); !strings.Contains(p.body, `value="zz.last"`) {
+		t.Fatalf("the subscription form does not offer the type past the first page:\n%.2000s", p.body)
+	}
+	if p := n.get("/portal/event-types", ck); !strings.Contains(p.body, "past the first page") {
+		t.Fatalf("the event types page does not show the type past the first page")
 	}
 }
