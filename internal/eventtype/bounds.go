@@ -104,7 +104,8 @@ func badData(v any, depth int) (at, problem string) {
 // only MaxPatternSize holds: the engine then compiles the strings checked
 // against format "regex", concurrently.
 type patternBudget struct {
-	used int // while compiling only: one goroutine
+	used int             // while compiling only: one goroutine
+	seen map[string]bool // counted in used (the compiler checks each against the metaschema, then compiles it)
 	done atomic.Bool
 }
 
@@ -118,7 +119,11 @@ func (b *patternBudget) compile(s string) (jsonschema.Regexp, error) {
 	if n > MaxPatternSize {
 		return nil, fmt.Errorf("the regular expression %q is too large: about %d instructions, at most %d", cut(s, 64), n, MaxPatternSize)
 	}
-	if !b.done.Load() {
+	if !b.done.Load() && !b.seen[s] {
+		if b.seen == nil {
+			b.seen = map[string]bool{}
+		}
+		b.seen[s] = true
 		if b.used += n; b.used > MaxSchemaPatternSize {
 			return nil, fmt.Errorf("the schema's regular expressions are too large together: more than %d instructions", MaxSchemaPatternSize)
 		}
