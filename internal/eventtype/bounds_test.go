@@ -1,6 +1,7 @@
 package eventtype_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,5 +194,28 @@ func TestNearestIsBounded(t *testing.T) {
 		if got := eventtype.Nearest(in, names); got != want {
 			t.Errorf("Nearest(%.20q) = %.20q; want %.20q", in, got, want)
 		}
+	}
+}
+
+// TestStoredSchemaThatNoLongerCompiles: a version stored before a bound
+// that it breaks (here a $ref loop) is left out of the compiled catalog;
+// an event that names no version is then refused under enforce, naming
+// type and saying so (it made the check dereference a missing schema),
+// and an event asking for a version that compiles is checked against it.
+func TestStoredSchemaThatNoLongerCompiles(t *testing.T) {
+	et := newType(t, `{"name": "thing", "schemas": {"1": {"type": "object"}}}`)
+	et.Schemas[2] = json.RawMessage(`{"$ref": "#"}`) // as an older Herald stored it
+	c := eventtype.NewCatalog(&loader{version: 1, types: []eventtype.EventType{et}}, nil, 0, nil)
+	if err := c.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ev := `{"specversion": "1.0", "id": "1", "source": "/s", "type": "thing", "data": {"a": 1}}`
+	_, refusal := c.Check(structured(t, ev), eventtype.ModeEnforce, false)
+	if refusal == nil || refusal.Field != "type" || !strings.Contains(refusal.Detail, "does not compile") {
+		t.Fatalf("an event of a type whose newest version does not compile: %v; want a refusal naming type", refusal)
+	}
+	v1 := strings.Replace(ev, `"data"`, `"dataschema": "https://x.example/thing/v1", "data"`, 1)
+	if out, refusal := c.Check(structured(t, v1), eventtype.ModeEnforce, false); refusal != nil || out != nil {
+		t.Fatalf("an event asking for version 1: %v %v", out, refusal)
 	}
 }
