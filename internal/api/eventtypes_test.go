@@ -19,7 +19,9 @@ type catalogStore struct {
 	reads   atomic.Int32
 }
 
-func (c *catalogStore) EventTypesVersion(context.Context) (int64, error) { return c.version.Load(), nil }
+func (c *catalogStore) EventTypesVersion(context.Context) (int64, error) {
+	return c.version.Load(), nil
+}
 func (c *catalogStore) AllEventTypes(context.Context) ([]eventtype.EventType, error) {
 	c.reads.Add(1)
 	return []eventtype.EventType{{Name: "invoice.paid", Schemas: map[int]json.RawMessage{1: json.RawMessage(`{"type":"object"}`)}}}, nil
