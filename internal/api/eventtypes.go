@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/herald-events/herald/internal/eventtype"
@@ -59,7 +62,7 @@ func (s *Server) createEventType(w http.ResponseWriter, r *http.Request) {
 		s.eventTypeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/v1/event-types/"+t.Name)
+	w.Header().Set("Location", "/v1/event-types/"+url.PathEscape(t.Name))
 	writeJSON(w, http.StatusCreated, toEventTypeJSON(t))
 }
 
@@ -117,19 +120,59 @@ func (s *Server) archiveEventType(w http.ResponseWriter, r *http.Request) {
 
 // asyncAPI answers the catalog, archived types included, as an AsyncAPI
 // 3.0 document (eventtype.AsyncAPI) whose info.version is the catalog's
-// version.
+// version: encoded once per version and shared by every request
+// (asyncAPIDocument).
 func (s *Server) asyncAPI(w http.ResponseWriter, r *http.Request) {
-	v, err := s.Store.EventTypesVersion(r.Context())
+	body, err := s.asyncAPIDoc.get(r.Context(), s.Store)
 	if err != nil {
 		s.storeError(w, r, err, "event types")
 		return
 	}
-	ts, err := s.Store.AllEventTypes(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// asyncAPIDocument is the AsyncAPI document encoded, as of one catalog
+// version. The document holds the whole catalog (up to
+// eventtype.MaxCatalogBytes and its wrapping): built per request, as many
+// copies as there are requests would be in memory at once, from any key.
+type asyncAPIDocument struct {
+	mu      sync.Mutex // one build at a time; the others wait for it
+	version int64
+	body    []byte
+}
+
+// get returns the document as of the store's catalog version now,
+// building it when the version moved since the last one built.
+func (d *asyncAPIDocument) get(ctx context.Context, st Store) ([]byte, error) {
+	v, err := st.EventTypesVersion(ctx)
 	if err != nil {
-		s.storeError(w, r, err, "event types")
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, eventtype.AsyncAPI(ts, strconv.FormatInt(v, 10)))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.body != nil && d.version == v {
+		return d.body, nil
+	}
+	ts, err := st.AllEventTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(eventtype.AsyncAPI(ts, strconv.FormatInt(v, 10)))
+	if err != nil {
+		return nil, err
+	}
+	d.version, d.body = v, append(body, '\n')
+	return d.body, nil
+}
+
+// catalogBytesDetail says why a write that would make the catalog's types
+// take more than limit bytes together is refused (the console's form says
+// it too).
+func catalogBytesDetail(limit int) string {
+	return "the catalog's types would take more than " + strconv.Itoa(limit>>20) +
+		" MiB together (descriptions, groups, schemas and examples, archived types included); nothing was changed"
 }
 
 // eventTypeError answers an event type write's or read's error.
@@ -144,6 +187,9 @@ func (s *Server) eventTypeError(w http.ResponseWriter, r *http.Request, err erro
 		invalid(w, je.Field, je.Detail)
 	case errors.Is(err, store.ErrNameTaken):
 		conflict(w, "name", "an event type of this name exists (archived types too: names are never reused)")
+	case errors.As(err, &le) && le.Bytes > 0:
+		writeProblem(w, Problem{Type: probLimit, Title: "Limit reached", Status: http.StatusConflict, Field: "schemas",
+			Detail: catalogBytesDetail(le.Bytes)})
 	case errors.As(err, &le):
 		writeProblem(w, Problem{Type: probLimit, Title: "Limit reached", Status: http.StatusConflict, Field: "name",
 			Detail: "the catalog holds " + strconv.Itoa(le.Limit) + " event types, the most it may hold; archived types count too"})

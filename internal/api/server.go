@@ -112,8 +112,9 @@ type Server struct {
 	// server's WriteTimeout sets; tests shorten it).
 	PublishTimeout time.Duration
 
-	published *prometheus.CounterVec
-	receives  *receiveSlots
+	published   *prometheus.CounterVec
+	receives    *receiveSlots
+	asyncAPIDoc asyncAPIDocument
 }
 
 // Handler returns the API's routes.

@@ -175,6 +175,8 @@ func catalogProblem(err error) formProblem {
 		return formProblem{je.Field, je.Detail, http.StatusBadRequest}
 	case errors.Is(err, store.ErrNameTaken):
 		return formProblem{"name", "an event type of this name exists (archived types keep their names)", http.StatusConflict}
+	case errors.As(err, &le) && le.Bytes > 0:
+		return formProblem{"schemas", "the catalog's types would take more than " + strconv.Itoa(le.Bytes>>20) + " MiB together, the most they may", http.StatusConflict}
 	case errors.As(err, &le):
 		return formProblem{"name", "the catalog holds " + strconv.Itoa(le.Limit) + " event types, the most it may hold", http.StatusConflict}
 	}

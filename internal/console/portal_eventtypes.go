@@ -11,7 +11,7 @@ import (
 // The portal's event types: those a subscriber may choose for the
 // account's subscriptions, with what each carries. The account's
 // settings.portal_event_types when set; else every type of the catalog
-// that is not archived (at most store.MaxLimit); else none (the
+// that is not archived (every page: allEventTypes); else none (the
 // subscription forms then take types typed by hand).
 
 // choices returns the types the session's account may choose for a
@@ -37,8 +37,7 @@ func (p portalPages) catalogTypes(r *http.Request) ([]eventtype.EventType, error
 	if p.EventTypes == nil {
 		return nil, nil
 	}
-	ts, _, err := p.EventTypes.List(r.Context(), store.EventTypeFilter{}, store.Page{Limit: store.MaxLimit})
-	return ts, err
+	return allEventTypes(r.Context(), p.EventTypes, store.EventTypeFilter{})
 }
 
 // portalType is a type as the portal's event types page shows it: its

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ var funcs = template.FuncMap{
 	"when": when,
 	// idle is how long a session may go unused (IdleTimeout), in words.
 	"idle": func() string { return idleText },
+	// seg escapes a name as one path segment of a link (an event type's
+	// name may hold '/', '?', '#' or '%'; html/template leaves those
+	// as they are in a URL).
+	"seg": url.PathEscape,
 }
 
 // when is the template function of that name: a <time> element whose

@@ -34,13 +34,13 @@ type typeChoice struct {
 //     types the catalog does not hold. Nil when the catalog has no type
 //     to offer (the form takes types typed by hand).
 //
-// The catalog is read once, at most store.MaxLimit types (archived ones
-// included); cat nil is no catalog.
+// The catalog is read whole (allEventTypes), archived types included;
+// cat nil is no catalog.
 func typeChoices(ctx context.Context, cat EventTypeCatalog, allowed, current []string, catalogOnly bool) ([]typeChoice, error) {
 	var ts []eventtype.EventType
 	if cat != nil {
 		var err error
-		if ts, _, err = cat.List(ctx, store.EventTypeFilter{IncludeArchived: true}, store.Page{Limit: store.MaxLimit}); err != nil {
+		if ts, err = allEventTypes(ctx, cat, store.EventTypeFilter{IncludeArchived: true}); err != nil {
 			return nil, err
 		}
 	}
@@ -73,6 +73,28 @@ func typeChoices(ctx context.Context, cat EventTypeCatalog, allowed, current []s
 		}
 	}
 	return out, nil
+}
+
+// allEventTypes reads every page of the catalog's types that f selects:
+// at most eventtype.MaxEventTypes types, eventtype.MaxCatalogBytes
+// together. One page (store.MaxPageBytes) would leave out the types past
+// it, which a form would then not offer, and dropped from a subscription
+// that takes them when saved.
+func allEventTypes(ctx context.Context, cat EventTypeCatalog, f store.EventTypeFilter) ([]eventtype.EventType, error) {
+	var all []eventtype.EventType
+	cursor := ""
+	for range eventtype.MaxEventTypes {
+		ts, next, err := cat.List(ctx, f, store.Page{Cursor: cursor, Limit: store.MaxLimit})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ts...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return all, nil
 }
 
 // offered reports whether cs holds the type name.

@@ -143,7 +143,7 @@ func (e *entry) check(ev event.Event) (int, string, []Violation) {
 // a version's $id or ends in /v{N}; else its dataversion's (Event Grid's
 // dataVersion), when that is N, vN or N.0; else the newest. A version
 // asked for that the type does not have is a problem naming the
-// attribute.
+// attribute; a newest stored that does not compile, one naming type.
 func (e *entry) version(ev event.Event) (v int, field, problem string) {
 	if ds := ev.DataSchema; ds != "" {
 		if v, ok := e.byID[ds]; ok {
@@ -159,6 +159,10 @@ func (e *entry) version(ev event.Event) (v int, field, problem string) {
 		if n, ok := versionNumber(strings.TrimPrefix(strings.TrimSuffix(dv, ".0"), "v")); ok {
 			return e.known(n, "dataversion")
 		}
+	}
+	if e.versions[e.newest] == nil { // stored, but it does not compile any more (Catalog.Refresh)
+		return e.newest, "type", fmt.Sprintf("version %d, the newest of %s, does not compile with this Herald (its log says why): "+
+			"name a version that does (dataschema, dataversion), or have an admin add a version", e.newest, e.name)
 	}
 	return e.newest, "", ""
 }

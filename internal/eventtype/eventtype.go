@@ -18,10 +18,15 @@ import (
 	"time"
 )
 
-// Bounds of the catalog. A catalog at its bounds holds at most
-// MaxEventTypes × MaxVersions × MaxSchemaBytes of schemas; only admin keys
+// Bounds of the catalog. Every node holds the whole catalog compiled, and
+// the AsyncAPI document answers it whole: MaxCatalogBytes bounds it, well
+// below MaxEventTypes × MaxVersions × MaxSchemaBytes; only admin keys
 // write it.
 const (
+	// MaxCatalogBytes bounds the descriptions, groups, schemas and
+	// examples of every type together (archived ones included), as
+	// stored (16 MiB).
+	MaxCatalogBytes = 16 << 20
 	// MaxEventTypes bounds the event types an installation's catalog
 	// holds, archived ones included.
 	MaxEventTypes = 1000

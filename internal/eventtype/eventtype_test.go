@@ -160,6 +160,8 @@ func TestInput(t *testing.T) {
 	for body, field := range map[string]string{
 		`{"name": "herald.Thing"}`:                                   "name",
 		`{"name": "ASYNCAPI.json"}`:                                  "name",
+		`{"name": ".."}`:                                             "name",
+		`{"name": "."}`:                                              "name",
 		`{"name": "a", "schemas": {"0": {}}}`:                        "schemas.0",
 		`{"name": "a", "schemas": {"33": {}}}`:                       "schemas.33",
 		`{"name": "a", "schemas": {"1": {"type": 5}}}`:               "schemas.1",

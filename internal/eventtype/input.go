@@ -40,13 +40,15 @@ func (e *ImmutableError) Error() string {
 }
 
 // reservedNames are names an event type may not take besides the reserved
-// types (event.ReservedTypeName): the catalog's AsyncAPI document's path.
-var reservedNames = []string{"asyncapi.json"}
+// types (event.ReservedTypeName): the catalog's AsyncAPI document's path,
+// and the path segments "." and ".." (no route could name such a type:
+// /v1/event-types/.. is /v1/).
+var reservedNames = []string{"asyncapi.json", ".", ".."}
 
 // CheckName checks name as an event type's name, the field's: a CloudEvents
 // type (at most event.MaxTypeLen bytes of text, not blank), not a type
 // Herald reserves for its own events (herald., in any letter case) and not
-// "asyncapi.json".
+// "asyncapi.json", "." or "..".
 func CheckName(field, name string) *strictjson.Error {
 	if err := strictjson.CheckText(field, name, event.MaxTypeLen, true); err != nil {
 		return err
@@ -56,7 +58,7 @@ func CheckName(field, name string) *strictjson.Error {
 	}
 	for _, r := range reservedNames {
 		if strings.EqualFold(name, r) {
-			return strictjson.Errorf(field, "%q is reserved (the catalog's AsyncAPI document)", name)
+			return strictjson.Errorf(field, "%q is reserved (the catalog's AsyncAPI document, or a path segment no route could name)", name)
 		}
 	}
 	return nil

@@ -40,22 +40,39 @@ func (noLoader) Load(string) (any, error) { return nil, errNoLoad }
 
 // Compile compiles raw, a JSON Schema (draft 2020-12 unless its $schema
 // names another draft the validator knows), and returns it; the error is
-// the validator's message.
+// the validator's message. Its numbers and regular expressions are
+// bounded (MaxNumberLen, MaxNumberExponent, MaxPatternSize,
+// MaxSchemaPatternSize), and so is what it applies to one value of the
+// data (MaxFanOut); it has no $ref loop.
 func Compile(raw json.RawMessage) (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
+	if at, problem := badData(doc, -1<<30); problem != "" { // a schema's depth is the JSON parser's
+		return nil, fmt.Errorf("at %q: %s", at, problem)
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	patterns := &patternBudget{}
+	c.UseRegexpEngine(patterns.compile)
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, err
 	}
 	s, err := c.Compile(schemaURL)
+	patterns.done.Store(true)
 	if err != nil {
 		return nil, errors.New(oneLine(strings.ReplaceAll(err.Error(), schemaURL, "the schema")))
 	}
+	if at := refLoop(s); at != "" {
+		return nil, fmt.Errorf("the subschema at %s applies itself again to the same data (a $ref loop): every event would fail",
+			strings.TrimPrefix(at, schemaURL))
+	}
+	if n, depth := widest(s); n > MaxFanOut {
+		return nil, fmt.Errorf("the schema applies more than %d subschemas to one value %d levels deep in the data (counting each path through $ref, allOf, anyOf, oneOf, not, if/then/else): every check would cost as much", MaxFanOut, depth)
+	}
+	hashEnums(s)
 	id := ""
 	if m, ok := doc.(map[string]any); ok {
 		id, _ = m["$id"].(string)
@@ -91,7 +108,16 @@ func (s *Schema) CheckJSON(data []byte) []Violation {
 }
 
 // Check validates v (as jsonschema.UnmarshalJSON decodes JSON) against s.
+// A number in v beyond MaxNumberLen or MaxNumberExponent, or a value
+// deeper than MaxDataDepth, is a violation naming it, and v is not
+// validated further (the validator's arithmetic on such a number would be
+// unbounded; MaxFanOut is counted to MaxDataDepth). Each violation's message is cut at 512 bytes
+// and its pointer at 256 (ending in "…"): the message may quote the data
+// (a string that breaks a pattern) or the schema (an enum's values).
 func (s *Schema) Check(v any) []Violation {
+	if at, problem := badData(v, 0); problem != "" {
+		return []Violation{{Pointer: cut(at, maxStoredPointer), Keyword: "type", Message: problem}}
+	}
 	err := s.s.Validate(v)
 	if err == nil {
 		return nil
@@ -116,8 +142,8 @@ func leaves(e *jsonschema.ValidationError, out *[]Violation) {
 		if p := e.ErrorKind.KeywordPath(); len(p) > 0 {
 			kw = p[len(p)-1]
 		}
-		*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Keyword: kw,
-			Message: e.ErrorKind.LocalizedString(english)})
+		*out = append(*out, Violation{Pointer: cut(pointer(e.InstanceLocation), maxStoredPointer), Keyword: kw,
+			Message: cut(e.ErrorKind.LocalizedString(english), maxStoredMessage)})
 		return
 	}
 	for _, c := range e.Causes {

@@ -58,14 +58,21 @@ func EventTypeCursorCheck(cursor string) error {
 }
 
 // ErrEventTypeLimit: CreateEventType found the catalog holding as many
-// types as allowed. The call wrote nothing; an *EventTypeLimitError says
-// the limit.
+// types as allowed, or a write found the types would take more bytes
+// than allowed. The call wrote nothing; an *EventTypeLimitError says the
+// limit.
 var ErrEventTypeLimit = errors.New("the catalog holds as many event types as allowed")
 
-// EventTypeLimitError is the ErrEventTypeLimit CreateEventType returns.
-type EventTypeLimitError struct{ Limit int }
+// EventTypeLimitError is the ErrEventTypeLimit CreateEventType returns:
+// Limit, the most types; or, when Bytes is set, the most bytes the types
+// may take together (eventtype.MaxCatalogBytes), which CreateEventType
+// and UpdateEventType return.
+type EventTypeLimitError struct{ Limit, Bytes int }
 
 func (e *EventTypeLimitError) Error() string {
+	if e.Bytes > 0 {
+		return fmt.Sprintf("the catalog's types would take more than %d bytes together", e.Bytes)
+	}
 	return fmt.Sprintf("%v (%d)", ErrEventTypeLimit, e.Limit)
 }
 

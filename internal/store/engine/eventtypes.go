@@ -30,6 +30,9 @@ var (
 	qEventTypesVersion = query("EventTypesVersion")
 	// qCountEventTypes counts the event types.
 	qCountEventTypes = query("CountEventTypes")
+	// qSizeOfOtherEventTypes sums the bytes of every type but the one
+	// named $1 (catalogRoom).
+	qSizeOfOtherEventTypes = query("SizeOfOtherEventTypes")
 	// qInsertEventType inserts a type (eventTypeValues), nothing when its
 	// name is stored.
 	qInsertEventType = query("InsertEventType")
@@ -93,6 +96,9 @@ func (s *Store) CreateEventType(ctx context.Context, t eventtype.EventType, max 
 		if max > 0 && n >= max {
 			return &store.EventTypeLimitError{Limit: max}
 		}
+		if err := catalogRoom(ctx, x, args); err != nil {
+			return err
+		}
 		switch n, err := x.Exec(ctx, qInsertEventType, args...); {
 		case err != nil:
 			return fmt.Errorf("insert event type %q: %w", t.Name, err)
@@ -153,12 +159,34 @@ func (s *Store) UpdateEventType(ctx context.Context, t eventtype.EventType) erro
 		case rev != t.Revision-1:
 			return fmt.Errorf("event type %q is at revision %d, not %d: %w", t.Name, rev, t.Revision-1, store.ErrConflict)
 		}
+		if err := catalogRoom(ctx, x, args); err != nil {
+			return err
+		}
 		if _, err := x.Exec(ctx, qUpdateEventType, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
 			args[8], args[9], t.Revision-1); err != nil {
 			return fmt.Errorf("update event type %q: %w", t.Name, err)
 		}
 		return nil
 	})
+}
+
+// catalogRoom returns a *store.EventTypeLimitError (its Bytes set) when
+// the type of the column values args (eventTypeValues) and every other
+// type together would take more than eventtype.MaxCatalogBytes, as
+// stored: its description, group, schemas and examples.
+func catalogRoom(ctx context.Context, x driver.Executor, args []any) error {
+	var others int64
+	if err := x.QueryRow(ctx, qSizeOfOtherEventTypes, args[0]).Scan(&others); err != nil {
+		return fmt.Errorf("size the event types: %w", err)
+	}
+	size := 0
+	for _, a := range args[1:5] {
+		size += len(a.(string))
+	}
+	if others+int64(size) > eventtype.MaxCatalogBytes {
+		return &store.EventTypeLimitError{Bytes: eventtype.MaxCatalogBytes}
+	}
+	return nil
 }
 
 // eventTypeCols are the columns scanEventType reads and eventTypeValues

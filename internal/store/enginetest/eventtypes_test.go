@@ -3,6 +3,7 @@ package enginetest
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ func RunEventTypesContract(t *testing.T, open Opener) {
 			{"ListPagesGroupsArchived", testEventTypeList},
 			{"NameTakenAndLimit", testEventTypeLimit},
 			{"UpdateRevisions", testEventTypeUpdate},
+			{"CatalogBytes", testEventTypeBytes},
 		}},
 	})
 }
@@ -126,6 +128,43 @@ func testEventTypeLimit(t *testing.T, b *bundle) {
 	if got := eventTypesVersion(b); got != v+1 {
 		t.Fatalf("the version after one create and two refusals: %d; want %d", got, v+1)
 	}
+}
+
+// bigEventType is a type named name whose description is size bytes.
+func bigEventType(b *bundle, name string, size int) eventtype.EventType {
+	t := newEventType(b, name, "")
+	t.Description = strings.Repeat("d", size)
+	return t
+}
+
+// testEventTypeBytes: a create or an update that would make the types
+// take more than eventtype.MaxCatalogBytes together is an
+// EventTypeLimitError naming the bytes and writes nothing; an update that
+// keeps a type's size, or shrinks it, is written.
+func testEventTypeBytes(t *testing.T, b *bundle) {
+	const quarter = eventtype.MaxCatalogBytes / 4
+	for _, n := range []string{"a", "b", "c"} {
+		createEventType(b, bigEventType(b, n, quarter))
+	}
+	v := eventTypesVersion(b)
+	var le *store.EventTypeLimitError
+	if err := b.s.CreateEventType(b.ctx, bigEventType(b, "d", quarter), 0); !errors.As(err, &le) || le.Bytes != eventtype.MaxCatalogBytes {
+		t.Fatalf("a type past the catalog's bytes: %v; want an EventTypeLimitError of %d bytes", err, eventtype.MaxCatalogBytes)
+	}
+	grown := bigEventType(b, "c", 2*quarter+quarter/2)
+	grown.Revision = 2
+	if err := b.s.UpdateEventType(b.ctx, grown); !errors.As(err, &le) || le.Bytes == 0 {
+		t.Fatalf("a type grown past the catalog's bytes: %v; want an EventTypeLimitError", err)
+	}
+	if got := eventTypesVersion(b); got != v {
+		t.Fatalf("the version after two refusals: %d; want %d", got, v)
+	}
+	same := bigEventType(b, "c", quarter)
+	same.Revision = 2
+	if err := b.s.UpdateEventType(b.ctx, same); err != nil {
+		t.Fatalf("an update that keeps the type's size: %v", err)
+	}
+	createEventType(b, bigEventType(b, "small", 1000))
 }
 
 // testEventTypeUpdate: an update written at the next revision replaces the

@@ -13,6 +13,11 @@ SELECT value FROM counters WHERE name = 'event_types'
 -- name: CountEventTypes
 SELECT COUNT(*) FROM event_types
 
+-- The bytes of every type but ?1 (eventtype.MaxCatalogBytes).
+-- name: SizeOfOtherEventTypes
+SELECT COALESCE(SUM(octet_length(description) + octet_length(grp) + octet_length(schemas) + octet_length(examples)), 0)
+FROM event_types WHERE name <> ?1
+
 -- name: InsertEventType
 INSERT INTO event_types (name, description, grp, schemas, examples, deprecated, archived_at, created_at, updated_at, revision)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
