@@ -2,7 +2,6 @@ package sourcing
 
 import (
 	"context"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"testing"
 	"time"
 
@@ -46,15 +45,7 @@ func TestAMQPOpenBoundedBySilentBroker(t *testing.T) {
 // and its close end within their bounds (amqp091-go waits for the
 // broker's answers without a timeout): the consumer is never stuck.
 func TestAMQPReaderBrokerReadsNothing(t *testing.T) {
-	conn, err := amqp.Dial(brokertest.AMQPURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := brokertest.AMQPChannel(t)
 	q, err := ch.QueueDeclare("", false, true, false, false, nil)
 	if err != nil {
 		t.Fatal(err)

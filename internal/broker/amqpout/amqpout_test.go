@@ -137,15 +137,7 @@ func TestBrokerBack(t *testing.T) {
 // message in that queue. Such a type is refused at once as InvalidTarget
 // and the queue stays empty; so is a routing key the event leaves empty.
 func TestReservedRoutingKeys(t *testing.T) {
-	conn, err := amqp.Dial(brokertest.AMQPURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := brokertest.AMQPChannel(t)
 	q, err := ch.QueueDeclare("", false, true, true, false, nil)
 	if err != nil {
 		t.Fatal(err)

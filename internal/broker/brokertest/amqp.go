@@ -16,15 +16,7 @@ import (
 // goes with its connection when the test ends.
 func AMQPQueue(t testing.TB, namespace string) (string, <-chan amqp.Delivery) {
 	t.Helper()
-	conn, err := amqp.Dial(AMQPURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := AMQPChannel(t)
 	prefix := namespace + "." + strings.ToLower(ids.New("t_", time.Now()))
 	q, err := ch.QueueDeclare("", false, true, true, false, nil)
 	if err != nil {
@@ -38,4 +30,20 @@ func AMQPQueue(t testing.TB, namespace string) (string, <-chan amqp.Delivery) {
 		t.Fatal(err)
 	}
 	return prefix, deliveries
+}
+
+// AMQPChannel is a channel on a new connection to the shared RabbitMQ,
+// closed when the test ends (with the exclusive queues it declared).
+func AMQPChannel(t testing.TB) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(AMQPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
