@@ -3,7 +3,8 @@ package eventtype
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // Bounds of an event's stored schema errors (StoredErrors).
@@ -63,9 +64,5 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n - len("…")
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return strictjson.Cut(s, n-len("…")) + "…"
 }

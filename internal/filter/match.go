@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // outcome is how one filter fared against an event.
@@ -263,11 +264,7 @@ func quoteShort(s string) string {
 	if len(s) <= maxShownString {
 		return strconv.Quote(s)
 	}
-	cut := maxShownString
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "..."
+	return strconv.Quote(strictjson.Cut(s, maxShownString)) + "..."
 }
 
 // formatNumber writes f the shortest way that reads back the same, in

@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-events/herald/internal/broker"
 	"github.com/herald-events/herald/internal/ids"
+	"github.com/herald-events/herald/internal/strictjson"
 )
 
 // Types of source.
@@ -199,14 +200,7 @@ func Text(s string, max int) string {
 	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 	}
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
+	return strictjson.Cut(s, max)
 }
 
 // DeadLetterIDs are the shape of dead letter ids.

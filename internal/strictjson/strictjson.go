@@ -768,11 +768,21 @@ func Shorten(s string) string {
 	if len(s) <= MaxFieldName {
 		return strings.ToValidUTF8(s, "\uFFFD")
 	}
-	cut := MaxFieldName
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return strings.ToValidUTF8(Cut(s, MaxFieldName), "\uFFFD") + "..."
+}
+
+// Cut is s when it has at most n bytes, else its longest prefix of at
+// most n bytes that ends where a character begins (so a valid UTF-8 s
+// stays valid). It is the one place text shown or stored is cut to a
+// bound; callers add their own mark of the cut.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "..."
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // JoinPath names the member name of the object at path, shortening a
