@@ -34,6 +34,10 @@ type Sources struct {
 	// consumers (internal/sourcing) look at the sources again at once;
 	// the other nodes do within their period.
 	Changed func()
+	// Deleted, when set, is called after a delete with the source as read
+	// just before it (internal/sourcing forgets a paused source's state
+	// at its broker: no consumer runs to do it).
+	Deleted func(source.Source)
 }
 
 func (s *Sources) now() time.Time { return s.Clock.Now().UTC().Truncate(time.Millisecond) }
@@ -102,9 +106,20 @@ func (s *Sources) SetPaused(ctx context.Context, id string, paused bool) (source
 }
 
 // Delete deletes a source, its dead letters and its lease; its consumer
-// stops. store.ErrNotFound.
+// stops, and Deleted is told. store.ErrNotFound.
 func (s *Sources) Delete(ctx context.Context, id string) error {
-	return s.written(s.Store.DeleteSource(ctx, id))
+	if s.Deleted == nil {
+		return s.written(s.Store.DeleteSource(ctx, id))
+	}
+	src, err := s.Store.GetSource(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.DeleteSource(ctx, id); err != nil {
+		return err
+	}
+	s.Deleted(src)
+	return s.written(nil)
 }
 
 // errUnchanged: a change found nothing to write.

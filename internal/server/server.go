@@ -465,7 +465,8 @@ func (s *Server) wireSources(cfg Config) {
 	s.Sources = sourcing.New(sourcing.Config{Store: s.Store, Publisher: s.Pipeline.Admission, Clock: cfg.Clock,
 		Logger: cfg.Logger.With("component", "sources"), Owner: cfg.Scheduling.Owner, Destinations: s.API.Destinations,
 		Period: cfg.SourcePeriod, Term: cfg.SourceTerm, TestSignals: cfg.SourceTestSignals})
-	s.API.Sources = &control.Sources{Store: s.Store, Clock: cfg.Clock, Destinations: s.API.Destinations, Changed: s.Sources.Kick}
+	s.API.Sources = &control.Sources{Store: s.Store, Clock: cfg.Clock, Destinations: s.API.Destinations, Changed: s.Sources.Kick,
+		Deleted: s.Sources.Deleted}
 }
 
 // wireEventTypes makes the event-type catalog and its check, and hands

@@ -82,3 +82,64 @@ func mqttSessionPresent(t *testing.T, clientID string) bool {
 	_ = c.Disconnect(&paho.Disconnect{})
 	return ack.SessionPresent
 }
+
+// TestPausedSourceDeletedForgotten: a source deleted while paused has no
+// consumer to stop, yet what it kept at the broker is removed all the
+// same (by the node that deleted it): a NATS source's durable consumer
+// that Herald named and an MQTT source's persistent session.
+func TestPausedSourceDeletedForgotten(t *testing.T) {
+	b, sig := sourceSetup(t)
+	st := newJSStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// pausedThenDeleted creates a source, waits for its consumer, pauses
+	// it, waits for its consumer to stop, deletes it and waits until it
+	// is forgotten.
+	pausedThenDeleted := func(body map[string]any, kept func(id string) bool) string {
+		t.Helper()
+		var src sourceRes
+		if code, raw := b.do("POST", "/v1/sources", body, &src); code != 201 {
+			t.Fatalf("create: %d %s", code, raw)
+		}
+		sig.Connected.WaitOrTimeout()
+		if !kept(src.ID) {
+			t.Fatalf("source %s: nothing kept at the broker while it runs", src.ID)
+		}
+		if code, raw := b.do("POST", "/v1/sources/"+src.ID+"/pause", nil, nil); code != 200 {
+			t.Fatalf("pause: %d %s", code, raw)
+		}
+		for sig.Stopped.WaitOrTimeout() != src.ID {
+		}
+		if !kept(src.ID) {
+			t.Fatalf("source %s: nothing kept at the broker once paused", src.ID)
+		}
+		if code, raw := b.do("DELETE", "/v1/sources/"+src.ID, nil, nil); code != 204 {
+			t.Fatalf("delete: %d %s", code, raw)
+		}
+		if got := sig.Forgotten.WaitOrTimeout(); got != src.ID {
+			t.Fatalf("forgot %s; want %s", got, src.ID)
+		}
+		return src.ID
+	}
+
+	durable := func(id string) bool {
+		_, err := st.js.Consumer(ctx, st.name, "herald-"+id)
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if id := pausedThenDeleted(map[string]any{"type": "nats", "url": natsURL, "subject": st.subject + ".a"}, durable); durable(id) {
+		t.Fatal("the durable consumer of a source deleted while paused is still there")
+	}
+
+	topic := "herald/test/" + ids.New("", time.Now()) + "/#"
+	sum := sha256.Sum256([]byte(topic))
+	session := func(id string) string { return "herald-" + id + "-" + hex.EncodeToString(sum[:4]) }
+	// mqttSessionPresent ends the session it finds: seen while the source
+	// runs it would end the consumer's, so only the end is looked at.
+	id := pausedThenDeleted(map[string]any{"type": "mqtt", "url": mqttURL, "topic": topic}, func(string) bool { return true })
+	if mqttSessionPresent(t, session(id)) {
+		t.Fatal("the session of an MQTT source deleted while paused is still kept by the broker")
+	}
+}

@@ -26,6 +26,19 @@ import (
 // next for the session timeout). The CloudEvents Kafka binding: binary-mode
 // attributes in ce_<attribute> headers, the content type in the
 // content-type header. A raw record's id is <topic>-<partition>-<offset>.
+//
+// What a Kafka source holds in memory is bounded by its fetches: franz-go
+// fetches from each broker that leads a partition of the topic and buffers
+// what one fetch returned until it is polled; each fetch asks for at most
+// kafkaFetchMaxBytes in all and per partition. A record batch larger than
+// that is still returned alone (Kafka returns the first batch whatever the
+// bound, so that a consumer makes progress; it is dead-lettered when its
+// record is over the 1 MiB of an event): nothing is stuck.
+
+// kafkaFetchMaxBytes bounds one fetch's records, in all and per
+// partition (franz-go's defaults: 50 MiB and 1 MiB): the 1 MiB of an
+// event.
+const kafkaFetchMaxBytes = 1 << 20
 
 // kafkaReader is a Kafka source's reader.
 type kafkaReader struct {
@@ -38,7 +51,8 @@ func openKafka(ctx context.Context, c *consumer) (reader, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(conn.Brokers...), kgo.ConsumerGroup("herald-" + c.src.ID), kgo.InstanceID("herald-" + c.src.ID),
 		kgo.ConsumeTopics(c.src.Config.Topic), kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Dialer(kafkaout.Dialer(conn, c.dialer().DialContext)),
-		kgo.DialTimeout(dialTimeout), kgo.ClientID("herald-source-" + c.src.ID)}
+		kgo.DialTimeout(dialTimeout), kgo.ClientID("herald-source-" + c.src.ID),
+		kgo.FetchMaxBytes(kafkaFetchMaxBytes), kgo.FetchMaxPartitionBytes(kafkaFetchMaxBytes)}
 	if conn.SASL != nil {
 		m, err := kafkaout.Mechanism(conn.SASL)
 		if err != nil {

@@ -1,9 +1,11 @@
 package sourcing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,5 +75,70 @@ func TestKafkaConsumerReplacedAtOnceAfterDeath(t *testing.T) {
 	again := read("the consumer after the first died")
 	if fmt.Sprint(first) != fmt.Sprint(again) {
 		t.Fatalf("the first consumer read %v, the next %v; want the same records (none committed)", first, again)
+	}
+}
+
+// TestKafkaFetchBounded: a Kafka source's fetch holds at most
+// kafkaFetchMaxBytes of records in all (franz-go's default: 50 MiB, 1 MiB
+// a partition: here 4 partitions of 1.2 MiB each came in one poll), and a
+// record larger than that still comes, alone: nothing is stuck.
+func TestKafkaFetchBounded(t *testing.T) {
+	const partitions, perPartition, size = 4, 4, 300 << 10
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "big"),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(8 << 20)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.DefaultProduceTopic("big"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(8<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	produce := func(part int32, n int) {
+		t.Helper()
+		if err := p.ProduceSync(ctx, &kgo.Record{Partition: part, Value: bytes.Repeat([]byte{'x'}, n)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := 0
+	for part := range int32(partitions) {
+		for i := range perPartition {
+			produce(part, size)
+			if part == 0 && i == 1 {
+				produce(part, 3<<20) // a record over the bound, between others
+				want++
+			}
+			want++
+		}
+	}
+	c := &consumer{svc: &Service{cfg: Config{MaxInFlight: 100, Destinations: destination.Guard{Policy: destination.Policy{AllowPrivate: true}}}},
+		src: source.Source{ID: "src_kafka_big", Type: source.TypeKafka, Config: source.Config{Conn: broker.Settings{Brokers: cl.ListenAddrs()}, Topic: "big"}}}
+	r, err := openKafka(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	big := false
+	for got := 0; got < want; {
+		batch, err := r.next(ctx, 100)
+		if err != nil {
+			t.Fatalf("after %d of %d records: %v", got, want, err)
+		}
+		held := 0
+		for _, m := range batch {
+			held += len(m.body)
+			big = big || len(m.body) > kafkaFetchMaxBytes
+		}
+		if len(batch) > 1 && held > kafkaFetchMaxBytes {
+			t.Fatalf("a poll of %d records, %d bytes; at most %d bytes (or one record)", len(batch), held, kafkaFetchMaxBytes)
+		}
+		got += len(batch)
+	}
+	if !big {
+		t.Fatal("the record over the bound never came")
 	}
 }

@@ -94,14 +94,16 @@ func openNATS(ctx context.Context, c *consumer) (reader, error) {
 
 // connectNATS connects to the source's server (through the destination
 // guard, each dial within dialTimeout; TLS as its settings say) with the
-// options added.
+// options added. The guard resolves the server's name (SkipHostLookup:
+// nats.go would otherwise resolve it with the system's resolver and hand
+// the guard addresses only).
 func (c *consumer) connectNATS(opts ...nats.Option) (*nats.Conn, error) {
 	secure, err := natsout.TLSOption(c.src.Config.Conn)
 	if err != nil {
 		return nil, err
 	}
 	opts = append([]nats.Option{nats.Name("herald source " + c.src.ID), nats.Timeout(dialTimeout), secure,
-		nats.SetCustomDialer(guardDialer{c.dialer()})}, opts...)
+		nats.SetCustomDialer(guardDialer{c.dialer()}), nats.SkipHostLookup()}, opts...)
 	nc, err := nats.Connect(c.src.Config.Conn.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to NATS: %w", err)

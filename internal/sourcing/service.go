@@ -102,8 +102,15 @@ type Service struct {
 
 	mu   sync.Mutex
 	runs map[string]*run // by source id
-	// forgets are the forget calls running (Stop waits for them).
+	// forgets are the forget calls running (Stop waits for them); stopped:
+	// Stop has begun (s.mu), no forget starts after.
 	forgets sync.WaitGroup
+	stopped bool
+
+	// deletedMu guards deleted: the paused sources deleted on this node
+	// that the next round forgets (Deleted; drained by every round).
+	deletedMu sync.Mutex
+	deleted   []source.Source
 }
 
 // run is one consumer running.
@@ -143,6 +150,7 @@ func (s *Service) Stop() {
 	s.loop.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopped = true
 	for id := range s.runs {
 		s.stopRun(id)
 	}
@@ -164,6 +172,7 @@ func (s *Service) round(ctx context.Context) time.Duration {
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forgetDeleted(ctx)
 	if err != nil {
 		s.cfg.Logger.Warn("reading the sources", "err", err)
 		s.stopExpired(now)
@@ -229,13 +238,50 @@ var forgetters = map[string]func(ctx context.Context, c *consumer) error{
 	source.TypeMQTT: forgetMQTT,
 }
 
+// Deleted is told of a source deleted on this node (control.Sources),
+// as it was just before. A paused source has no consumer, so no round
+// would forget it: this node's next round (kicked now) does, unless its
+// consumer still runs here (the pause not yet seen: the round stops it
+// and forgets it as any deleted source's). A node whose consumer of it
+// had not yet seen the pause forgets it too once it stops it (forgetting
+// twice does no harm). A source deleted while running but with no node
+// holding its lease is not forgotten: docs/sources.md says what it
+// leaves.
+func (s *Service) Deleted(src source.Source) {
+	if !src.Paused {
+		return
+	}
+	s.deletedMu.Lock()
+	s.deleted = append(s.deleted, src)
+	s.deletedMu.Unlock()
+	s.loop.Kick()
+}
+
+// forgetDeleted forgets the paused sources Deleted was told of that have
+// no consumer on this node (s.mu held).
+func (s *Service) forgetDeleted(ctx context.Context) {
+	s.deletedMu.Lock()
+	deleted := s.deleted
+	s.deleted = nil
+	s.deletedMu.Unlock()
+	for _, src := range deleted {
+		if s.runs[src.ID] == nil {
+			s.forget(ctx, src)
+		}
+	}
+}
+
 // forget removes a deleted source's state at its broker, in the
-// background and within dialTimeout, once its consumer stopped on this
-// node (the node that held its lease); a failure is logged. A source
-// deleted while paused, or while no node held its lease, is not
-// forgotten: docs/sources.md says what it leaves.
+// background and within dialTimeout (s.mu held): once its consumer
+// stopped on this node (the node that held its lease), or when it was
+// deleted paused on this node (Deleted, forgetDeleted); a failure is
+// logged. Once Stop
+// has begun nothing is forgotten.
 func (s *Service) forget(ctx context.Context, src source.Source) {
 	f := forgetters[src.Type]
+	if s.stopped {
+		return
+	}
 	if f == nil {
 		s.cfg.TestSignals.Forgotten.Signal(src.ID)
 		return
