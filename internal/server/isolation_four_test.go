@@ -3,7 +3,9 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -81,4 +83,58 @@ func problemField(t *testing.T, raw []byte) string {
 	var p struct{ Field string }
 	_ = json.Unmarshal(raw, &p)
 	return p.Field
+}
+
+// TestFiltersNameNothingOfAnotherAccount: the lists' filters that name
+// another account's objects (a subscription, an event id, a URL, a
+// status) show nothing of them, the queued list (pull, with events and
+// schema_errors) and the dead letters as well; and the answer to y naming
+// x's subscription is the answer to y naming one that does not exist, so
+// that no filter tells y that x's object exists. The filter-test of x's
+// subscription is y's 404, as for one that does not exist.
+func TestFiltersNameNothingOfAnotherAccount(t *testing.T) {
+	w := newRouteWorld(t, setup(t))
+	b, x, y := w.b, w.x, w.y
+	var pull struct{ ID string }
+	if code, raw := b.doAs(x.accountKey, "POST", "/v1/subscriptions", map[string]any{"name": "x-pull", "delivery_mode": "pull"}, &pull); code != 201 {
+		t.Fatalf("create pull: %d %s", code, raw)
+	}
+	if code, raw := b.doAs(x.pubKey, "POST", "/v1/events", map[string]any{"specversion": "1.0", "id": "e2", "source": "/x", "type": "t",
+		"data": map[string]any{"secret": "x-data"}}, nil); code != http.StatusAccepted {
+		t.Fatalf("publish: %d %s", code, raw)
+	}
+	var mine struct{ Data []map[string]any }
+	if code, raw := b.doAs(x.accountKey, "GET", "/v1/deliveries?status=queued&subscription_id="+pull.ID, nil, &mine); code != 200 || len(mine.Data) != 1 {
+		t.Fatalf("x's queued list: %d %s", code, raw)
+	}
+	var dl struct{ URL string }
+	b.doAs(x.accountKey, "GET", "/v1/subscriptions/"+w.sub.ID, nil, &dl)
+	const missing = "sub_00000000000000000000000000"
+	for _, q := range []string{
+		"/v1/deliveries?subscription_id=%s", "/v1/deliveries?status=queued&subscription_id=%s",
+		"/v1/deliveries?status=dead_lettered&subscription_id=%s", "/v1/dead-letters?subscription_id=%s",
+		"/v1/stats?subscription_id=%s",
+	} {
+		code, raw := b.doAs(y.accountKey, "GET", strings.Replace(q, "%s", pull.ID, 1), nil, nil)
+		code2, raw2 := b.doAs(y.accountKey, "GET", strings.Replace(q, "%s", missing, 1), nil, nil)
+		if strings.Contains(string(raw), "x-data") || strings.Contains(string(raw), pull.ID) && !strings.Contains(string(raw2), missing) {
+			t.Errorf("%s as y with x's subscription: %d %s", q, code, raw)
+		}
+		if code != code2 || strings.ReplaceAll(string(raw), pull.ID, "<id>") != strings.ReplaceAll(string(raw2), missing, "<id>") {
+			t.Errorf("%s as y: x's subscription answers %d %s, a missing one %d %s", q, code, raw, code2, raw2)
+		}
+	}
+	for _, q := range []string{"/v1/deliveries?event_id=e1", "/v1/deliveries?event_id=e2", "/v1/deliveries?status=queued",
+		"/v1/deliveries?status=dead_lettered", "/v1/dead-letters", "/v1/deliveries?status=queued&url=" + url.QueryEscape(dl.URL)} {
+		var out struct{ Data []map[string]any }
+		if code, raw := b.doAs(y.accountKey, "GET", q, nil, &out); code != 200 || len(out.Data) != 0 {
+			t.Errorf("%s as y: %d %s, want an empty list", q, code, raw)
+		}
+	}
+	ev := map[string]any{"specversion": "1.0", "id": "t1", "source": "/x", "type": "t"}
+	code, raw := b.doAs(y.accountKey, "POST", "/v1/subscriptions/"+pull.ID+"/filter-test", ev, nil)
+	code2, raw2 := b.doAs(y.accountKey, "POST", "/v1/subscriptions/"+missing+"/filter-test", ev, nil)
+	if code != 404 || code2 != 404 || string(raw) != string(raw2) {
+		t.Errorf("y's filter-test of x's subscription: %d %s; of a missing one: %d %s", code, raw, code2, raw2)
+	}
 }
