@@ -16,7 +16,8 @@ import (
 // have Herald send that password to brokers of its choosing: a PATCH that
 // names other brokers with sasl.password **** answers 400 naming
 // destination.sasl.password (sasl.password for a source) and changes
-// nothing; the same brokers keep it. A source's PATCH that leaves sasl
+// nothing; the same brokers keep it, with TLS as it was (TLS taken away
+// or checked otherwise takes the password again). A source's PATCH that leaves sasl
 // out, naming other brokers, is refused as well.
 func TestMaskedSASLPasswordStaysWithItsBrokers(t *testing.T) {
 	b := setup(t)
@@ -50,6 +51,21 @@ func TestMaskedSASLPasswordStaysWithItsBrokers(t *testing.T) {
 	if code, raw := b.doAs(x.accountKey, "PATCH", "/v1/subscriptions/"+sub.ID,
 		map[string]any{"destination": dest([]string{"127.0.0.1:9092"}, "****"), "name": "k2"}, nil); code != http.StatusOK {
 		t.Errorf("the same brokers with the masked password: %d %s, want 200 (kept)", code, raw)
+	}
+	// The same brokers, but TLS taken away (the password would cross the
+	// network in clear) or its certificate checked otherwise: the password again.
+	withTLS := dest([]string{"127.0.0.1:9092"}, "kafka-s3cret")
+	withTLS["tls"] = true
+	if code, raw := b.doAs(x.accountKey, "PATCH", "/v1/subscriptions/"+sub.ID, map[string]any{"destination": withTLS}, nil); code != http.StatusOK {
+		t.Fatalf("TLS on, the password given: %d %s", code, raw)
+	}
+	for what, tls := range map[string]any{"TLS off": false, "another server name": map[string]any{"server_name": "evil.example"}} {
+		d := dest([]string{"127.0.0.1:9092"}, "****")
+		d["tls"] = tls
+		code, raw := b.doAs(x.accountKey, "PATCH", "/v1/subscriptions/"+sub.ID, map[string]any{"destination": d}, nil)
+		if code != http.StatusBadRequest || problemField(t, raw) != "destination.sasl.password" {
+			t.Errorf("%s with the masked password: %d %s, want 400 naming destination.sasl.password", what, code, raw)
+		}
 	}
 
 	var src struct{ ID string }
