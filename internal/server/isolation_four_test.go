@@ -154,3 +154,29 @@ func TestFiltersNameNothingOfAnotherAccount(t *testing.T) {
 		t.Errorf("y's filter-test of x's subscription: %d %s; of a missing one: %d %s", code, raw, code2, raw2)
 	}
 }
+
+// TestAccountWithASourceIsNotDeleted: a source publishes into its account;
+// deleting that account is refused (409) while the source exists, as
+// while it has subscriptions, so that no source goes on publishing into
+// an account that is gone. Once the source is deleted, so is the account.
+func TestAccountWithASourceIsNotDeleted(t *testing.T) {
+	b := setup(t)
+	z := newTenant(b, "z")
+	var src struct{ ID string }
+	if code, raw := b.do("POST", "/v1/sources", map[string]any{"type": "nats", "url": "nats://127.0.0.1:1", "subject": "z",
+		"account_id": z.id}, &src); code != http.StatusCreated {
+		t.Fatalf("create source: %d %s", code, raw)
+	}
+	if code, raw := b.do("DELETE", "/v1/accounts/"+z.id, nil, nil); code != http.StatusConflict || !strings.Contains(string(raw), "source") {
+		t.Errorf("deleting an account a source publishes into: %d %s, want 409 naming the sources", code, raw)
+	}
+	if code, raw := b.doAs(z.accountKey, "GET", "/v1/subscriptions", nil, nil); code != http.StatusOK {
+		t.Errorf("the account's key after the refused delete: %d %s", code, raw)
+	}
+	if code, raw := b.do("DELETE", "/v1/sources/"+src.ID, nil, nil); code != http.StatusNoContent {
+		t.Fatalf("delete source: %d %s", code, raw)
+	}
+	if code, raw := b.do("DELETE", "/v1/accounts/"+z.id, nil, nil); code != http.StatusNoContent {
+		t.Errorf("deleting the account without its source: %d %s", code, raw)
+	}
+}
