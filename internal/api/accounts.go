@@ -105,7 +105,9 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteAccount removes an account and revokes its keys. It refuses (409)
-// acc_default and an account that still has subscriptions: deleting those
+// acc_default and an account that still has subscriptions, or a broker
+// source that publishes into it (which would go on publishing into an
+// account that is gone): deleting those
 // first is deliberate, where a cascade would be one mistyped ID away from
 // ending a tenant's deliveries.
 func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +117,7 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, store.ErrConflict) && id == account.DefaultID:
 		conflict(w, "", "the default account cannot be deleted")
 	case errors.Is(err, store.ErrConflict):
-		conflict(w, "", "the account still has subscriptions; delete them first")
+		conflict(w, "", "the account still has subscriptions, or sources that publish into it (GET /v1/sources); delete them first")
 	case err != nil:
 		s.storeError(w, r, err, "account")
 	default:

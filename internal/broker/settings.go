@@ -170,16 +170,50 @@ func (c Settings) Shown() Settings {
 }
 
 // Restore puts back the secrets of stored that c holds as Herald shows
-// them (a URL equal to stored's shown, a SASL password of
-// MaskedPassword): a connection sent back as it was shown keeps its
-// secrets. Check refuses a masked secret that nothing restored.
+// them, only where c still connects where stored did: a URL equal to
+// stored's shown (so the same host, port and user), a SASL password of
+// MaskedPassword when c's seed brokers are stored's (in any order); and
+// either only when c's TLS checks the certificate as stored's did (the
+// same server name and roots, or none for both). A
+// connection sent back as it was shown keeps its secrets; one sent to
+// other brokers with the mask does not, so that whoever may change a
+// connection but never read its password (an account key, a form) cannot
+// have Herald send that password to a broker of their choosing. Check
+// refuses a masked secret that nothing restored.
 func (c *Settings) Restore(stored Settings) {
+	if !sameTLS(c.TLS, stored.TLS) {
+		return // a certificate checked otherwise (or not at all) takes the secrets again
+	}
 	if c.URL != "" && stored.URL != "" && c.URL == redact.URL(stored.URL) {
 		c.URL = stored.URL
 	}
-	if c.SASL != nil && c.SASL.Password == MaskedPassword && stored.SASL != nil {
+	if c.SASL != nil && c.SASL.Password == MaskedPassword && stored.SASL != nil && sameBrokers(c.Brokers, stored.Brokers) {
 		c.SASL.Password = stored.SASL.Password
 	}
+}
+
+// sameTLS reports whether a and b check a broker's certificate alike:
+// both none, or the same server name and roots (a TLS sent as false is
+// none).
+func sameTLS(a, b *TLS) bool {
+	if a != nil && a.off {
+		a = nil
+	}
+	if b != nil && b.off {
+		b = nil
+	}
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ServerName == b.ServerName && a.CAPEM == b.CAPEM
+}
+
+// sameBrokers reports whether a and b hold the same brokers, in any order.
+func sameBrokers(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // Check checks c as the connection of a broker of type typ, naming the
@@ -255,7 +289,7 @@ func checkURL(typ, s string) *strictjson.Error {
 		return strictjson.Errorf("url", "must not have a fragment (#...)")
 	case redact.Masked(s):
 		return strictjson.Errorf("url", "shows %s where a password goes, as Herald shows a URL's secret: send the URL with its password "+
-			"(or the URL as Herald shows it, to keep the stored one)", redact.Mask)
+			"(or the URL as Herald shows it, to keep the stored one, with tls as it was)", redact.Mask)
 	}
 	return checkPort("url", u.Port())
 }
@@ -321,7 +355,7 @@ func checkSASL(s *SASL) *strictjson.Error {
 		return err
 	}
 	if s.Password == MaskedPassword {
-		return strictjson.Errorf("sasl.password", "is %s, as Herald shows a password, and none is stored: send the password", MaskedPassword)
+		return strictjson.Errorf("sasl.password", "is %s, as Herald shows a password, and none is stored for these brokers (a stored password is kept only for the brokers and tls it was given for): send the password", MaskedPassword)
 	}
 	return strictjson.CheckText("sasl.password", s.Password, maxPassword, true)
 }

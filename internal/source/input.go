@@ -93,8 +93,11 @@ func (in Input) Apply(s *Source, now time.Time) error {
 }
 
 // applyConn applies the connection settings given to c: a secret sent
-// back as Herald shows it keeps the stored one (broker.Settings.Restore);
-// a tls or sasl of null removes it, as a tls of false does.
+// back as Herald shows it keeps the stored one (broker.Settings.Restore:
+// for the same address only); a sasl left out is kept as if sent back as
+// shown, so that other brokers without a password given answer 400
+// naming sasl.password rather than receive the stored one; a tls or sasl
+// of null removes it, as a tls of false does.
 func (in Input) applyConn(c *broker.Settings) {
 	stored := *c
 	set(&c.URL, in.URL)
@@ -103,6 +106,11 @@ func (in Input) applyConn(c *broker.Settings) {
 	}
 	c.TLS = in.TLS.Or(c.TLS)
 	c.SASL = in.SASL.Or(c.SASL)
+	if !in.SASL.Set && c.SASL != nil {
+		shown := *c.SASL
+		shown.Password = broker.MaskedPassword
+		c.SASL = &shown
+	}
 	c.Restore(stored)
 }
 

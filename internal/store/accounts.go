@@ -25,7 +25,8 @@ type AccountStore interface {
 	UpdateAccount(ctx context.Context, a account.Account) error
 	// DeleteAccount removes an account and its API keys in one transaction.
 	// ErrNotFound when absent; ErrConflict for account.DefaultID and for an
-	// account that still has subscriptions (its events and finished
+	// account that still has subscriptions, or a source publishing into it
+	// (its events and finished
 	// deliveries stay until retention deletes them).
 	DeleteAccount(ctx context.Context, id string) error
 

@@ -48,7 +48,8 @@ var (
 	qUpdateAccount = query("UpdateAccount")
 	// qDeleteAccount deletes account $1.
 	qDeleteAccount = query("DeleteAccount")
-	// qAccountSubscribed returns a row when account $1 has a subscription.
+	// qAccountSubscribed returns a row when account $1 has a subscription,
+	// or a source publishes into it.
 	qAccountSubscribed = query("AccountSubscribed")
 	// qDeleteAccountKeys deletes the keys of account $1.
 	qDeleteAccountKeys = query("DeleteAccountKeys")
@@ -195,7 +196,8 @@ func (s *Store) UpdateAccount(ctx context.Context, a account.Account) error {
 
 // DeleteAccount implements store.AccountStore, with the account's keys:
 // ErrConflict for account.DefaultID, which always exists, and for an
-// account that still has subscriptions; ErrNotFound. The account's row is
+// account that still has subscriptions, or a source that publishes into
+// it; ErrNotFound. The account's row is
 // deleted before its subscriptions are looked for: on PostgreSQL a
 // CreateSubscription in it that is under way holds the row
 // (qAccountExists), so the delete waits for it and then sees its
@@ -218,7 +220,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 		var one int
 		switch err := x.QueryRow(ctx, qAccountSubscribed, id).Scan(&one); {
 		case err == nil:
-			return false, fmt.Errorf("account %s still has subscriptions: %w", id, store.ErrConflict)
+			return false, fmt.Errorf("account %s still has subscriptions or sources: %w", id, store.ErrConflict)
 		case !errors.Is(err, driver.ErrNoRows):
 			return false, fmt.Errorf("read the subscriptions of account %s: %w", id, err)
 		}

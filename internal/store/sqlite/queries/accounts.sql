@@ -29,7 +29,11 @@ UPDATE accounts SET name = ?2, settings = ?3, updated_at = ?4 WHERE id = ?1
 DELETE FROM accounts WHERE id = ?1
 
 -- name: AccountSubscribed
-SELECT 1 FROM subscriptions WHERE account_id = ?1 LIMIT 1
+-- A subscription of the account, or a source that publishes into it.
+SELECT 1 FROM subscriptions WHERE account_id = ?1
+UNION ALL
+SELECT 1 FROM sources WHERE account_id = ?1
+LIMIT 1
 
 -- name: DeleteAccountKeys
 DELETE FROM api_keys WHERE account_id = ?1
