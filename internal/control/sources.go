@@ -58,15 +58,23 @@ func (s *Sources) Create(ctx context.Context, in source.Input) (source.Source, e
 	if err != nil {
 		return source.Source{}, err
 	}
-	if _, err := s.Store.GetAccount(ctx, src.AccountID); errors.Is(err, store.ErrNotFound) {
-		return source.Source{}, strictjson.Errorf("account_id", "no account %s (GET /v1/accounts lists them)", src.AccountID)
-	} else if err != nil {
-		return source.Source{}, err
+	if _, err := s.Store.GetAccount(ctx, src.AccountID); err != nil {
+		return source.Source{}, noAccount(src.AccountID, err)
 	}
 	if err := source.CheckDestinations(ctx, s.Destinations, src.Config.Conn); err != nil {
 		return source.Source{}, err
 	}
-	return src, s.written(s.Store.CreateSource(ctx, src))
+	return src, s.written(noAccount(src.AccountID, s.Store.CreateSource(ctx, src)))
+}
+
+// noAccount is err, or the refusal of account_id when err says the
+// account does not exist (read before the source is made, or deleted
+// since: the store's create checks it again).
+func noAccount(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return strictjson.Errorf("account_id", "no account %s (GET /v1/accounts lists them)", id)
+	}
+	return err
 }
 
 // Update reads the source, applies in (source.Input.Apply, whose error is

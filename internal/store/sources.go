@@ -12,8 +12,11 @@ import (
 // consumers' reports and their dead letters. The consumers' lease is a
 // role of TryLead's, "source:<id>".
 type SourceStore interface {
-	// CreateSource inserts s. ErrNameTaken when a source of its account
-	// has its name (names are optional: "" is never taken);
+	// CreateSource inserts s. ErrNotFound when its account does not
+	// exist (read so that a DeleteAccount waits for this write, or this
+	// write for it: the account then holds a source and is not deleted);
+	// ErrNameTaken when a source of its account has its name (names are
+	// optional: "" is never taken);
 	// ErrSourceLimit when the installation already holds
 	// source.MaxSources.
 	CreateSource(ctx context.Context, s source.Source) error

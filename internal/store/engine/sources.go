@@ -71,6 +71,12 @@ func (s *Store) CreateSource(ctx context.Context, src source.Source) error {
 	}
 	return s.write(ctx, func(x driver.Executor) error {
 		var n int
+		switch err := x.QueryRow(ctx, qAccountExists, src.AccountID).Scan(&n); {
+		case errors.Is(err, driver.ErrNoRows):
+			return fmt.Errorf("account %s: %w", src.AccountID, store.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("read account %s: %w", src.AccountID, err)
+		}
 		if err := x.QueryRow(ctx, qCountSources).Scan(&n); err != nil {
 			return fmt.Errorf("count the sources: %w", err)
 		}

@@ -63,8 +63,13 @@ func testSourceCreateGet(t *testing.T, b *bundle) {
 		t.Fatalf("a second source named orders: %v; want ErrNameTaken", err)
 	}
 	other := newSource(b, "orders")
-	other.AccountID = "acc_00000000000000000000000001"
+	other.AccountID = b.account("other").ID
 	createSource(b, other)
+	gone := newSource(b, "gone")
+	gone.AccountID = "acc_00000000000000000000000001"
+	if err := b.s.CreateSource(b.ctx, gone); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a source of an account that does not exist: %v; want ErrNotFound", err)
+	}
 	n1, n2 := newSource(b, ""), newSource(b, "")
 	n2.Type, n2.Config = source.TypeKafka, source.Config{Conn: broker.Settings{Brokers: []string{"k1:9092", "k2:9092"},
 		SASL: &broker.SASL{Mechanism: "PLAIN", Username: "u", Password: "p"}}, Topic: "t", Format: source.FormatCloudEvents}
