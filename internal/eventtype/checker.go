@@ -21,6 +21,10 @@ type Settings func(ctx context.Context, accountID string) (mode string, catalogO
 // by type (a catalog type: at most MaxEventTypes label values) and logs
 // each such event once, at warn. It is safe for concurrent use.
 type Checker struct {
+	// MaxWork bounds the schema tests one publish request's checks may
+	// cost (Catalog.Check's maxWork; 0: no limit): the server's
+	// --max-schema-work. Set it before the first Check.
+	MaxWork    int
 	catalog    *Catalog
 	settings   Settings
 	violations *prometheus.CounterVec
@@ -45,16 +49,17 @@ func NewChecker(cat *Catalog, settings Settings, reg prometheus.Registerer, log 
 }
 
 // Check checks evs, published by the account accountID: a *Refusal when
-// the request is refused (nothing of it may be stored), else what was
-// found in each event (nil when nothing).
+// the request is refused, a *WorkError when checking it would cost more
+// than MaxWork (nothing of it may be stored then), else what was found in
+// each event (nil when nothing).
 func (c *Checker) Check(ctx context.Context, accountID string, evs []event.Event) ([]Checked, error) {
 	mode, only, err := c.settings(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}
-	out, refusal := c.catalog.Check(evs, mode, only)
-	if refusal != nil {
-		return nil, refusal
+	out, err := c.catalog.Check(evs, mode, only, c.MaxWork)
+	if err != nil {
+		return nil, err
 	}
 	for i, ch := range out {
 		if len(ch.Violations) == 0 {
