@@ -1,11 +1,19 @@
 package eventtype_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/event"
 	"github.com/herald-events/herald/internal/eventtype"
 )
@@ -63,5 +71,65 @@ func TestCheckChargesWorkBeforeValidating(t *testing.T) {
 		case tc.refused == 0 && tc.field == "" && err != nil:
 			t.Errorf("%s: %v; want it accepted", tc.name, err)
 		}
+	}
+}
+
+// TestWarnLinesAreCoalesced: under warn, a request of 1,000 events that
+// break their schema writes one warn line (it wrote 1,000), and further
+// ones of the type within WarnLogInterval none; the first after it writes
+// one saying how many it did not write (suppressed) and since when. Each
+// type has its own lines, and the counter counts every event. Timed by a
+// fake clock.
+func TestWarnLinesAreCoalesced(t *testing.T) {
+	c := eventtype.NewCatalog(&loader{version: 1, types: []eventtype.EventType{
+		newType(t, `{"name": "a", "schemas": {"1": {"type": "integer"}}}`),
+		newType(t, `{"name": "b", "schemas": {"1": {"type": "integer"}}}`),
+	}}, nil, 0, nil)
+	if err := c.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	reg := prometheus.NewRegistry()
+	ch := eventtype.NewChecker(c, func(context.Context, string) (string, bool, error) { return "warn", false, nil }, reg,
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	clk := clock.NewFake(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC))
+	ch.Clock = clk
+	publish := func(typ string, n int) {
+		t.Helper()
+		evs := make([]string, n)
+		for i := range evs {
+			evs[i] = fmt.Sprintf(`{"specversion": "1.0", "id": "%d", "source": "/s", "type": "%s", "data": "x"}`, i, typ)
+		}
+		parsed, err := event.ParseWith(map[string][]string{"Content-Type": {"application/cloudevents-batch+json"}},
+			[]byte("["+strings.Join(evs, ",")+"]"), event.ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := ch.Check(context.Background(), "acc_default", parsed); err != nil || len(out) != n {
+			t.Fatalf("Check: %d, %v", len(out), err)
+		}
+	}
+	lines := func() []string {
+		l := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		logs.Reset()
+		return slices.DeleteFunc(l, func(s string) bool { return s == "" })
+	}
+	publish("a", 1000)
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "type=a") || !strings.Contains(l[0], "suppressed=0") {
+		t.Fatalf("1,000 bad events: lines %q; want one, suppressed=0", l)
+	}
+	clk.Advance(eventtype.WarnLogInterval - time.Second)
+	publish("a", 5)
+	publish("b", 2)
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "type=b") {
+		t.Fatalf("5 more of a within the interval, 2 of b: lines %q; want b's alone", l)
+	}
+	clk.Advance(time.Second)
+	publish("a", 1)
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], "suppressed=1004") || !strings.Contains(l[0], "since_last_line=10s") {
+		t.Fatalf("one of a after the interval: lines %q; want one, suppressed=1004, since_last_line=10s", l)
+	}
+	if n := counted(t, reg, "a"); n != 1006 {
+		t.Errorf("herald_schema_violations_total{type=a} = %v; want 1006", n)
 	}
 }

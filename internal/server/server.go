@@ -507,7 +507,7 @@ func (s *Server) wireEventTypes(cfg Config, reg *prometheus.Registry) {
 		return a.Settings.Validation(), a.Settings.CatalogOnly, err
 	}
 	check := eventtype.NewChecker(s.EventTypes, settings, reg, cfg.Logger.With("component", "eventtypes"))
-	check.MaxWork = cfg.MaxSchemaWork
+	check.MaxWork, check.Clock = cfg.MaxSchemaWork, cfg.Clock
 	s.Pipeline.Admission.Schemas = check
 	s.Control.Types = check
 	s.API.EventTypes = &control.EventTypes{Store: s.Store, Clock: cfg.Clock, Cache: s.EventTypes}
