@@ -181,13 +181,15 @@ const DefaultMaxMatchWork = 10_000_000
 
 // DefaultMaxSchemaWork is --max-schema-work's default: 1 million schema
 // tests (one value of an event's data checked against one subschema:
-// eventtype.Work), about 0.5 to 1.5 s of one core
-// (eventtype.BenchmarkSchemaWork: 520 to 1,480 ns a test). It lets a
+// eventtype.Work), about 0.5 to 3 s of one core
+// (eventtype.BenchmarkSchemaWork: 500 to 3,000 ns a test on a shared
+// 2-core machine), where a 1 MiB request against a schema that branches
+// widely would otherwise take minutes. It lets a
 // whole 1 MiB request (at most about 500,000 values) through a schema
 // that applies at most two subschemas to each value; ordinary publishes
 // stay far under it: 100 events of 50 values against a schema applying
 // 3 subschemas a value cost 15,000. Its own budget, not the matching's:
-// a schema test costs 25 to 75 filter tests (about 20 ns each).
+// a schema test costs 25 to 150 filter tests (about 20 ns each).
 const DefaultMaxSchemaWork = 1_000_000
 
 // DefaultConfig returns a server's defaults, the stages' included: the
