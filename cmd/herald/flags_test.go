@@ -68,6 +68,7 @@ var badValues = map[string]map[string][]string{
 		"max-jobs-per-account":            {"-1", "x"},
 		"job-retention":                   {"-1h", "0s", "59s"},
 		"max-match-work":                  {"-1", "1e7", "x"},
+		"max-schema-work":                 {"-1", "1e6", "x"},
 		"shutdown-grace":                  {"-1s", "0s"},
 		"pprof":                           {"bogus:addr", "nocolon"},
 		"health-window":                   {"0s", "59s"},

@@ -21,7 +21,8 @@ import (
 // they and their deliveries are durably committed. A batch with one bad event
 // is rejected whole; bodies over 1 MiB get 413, and so do events that would
 // make more deliveries together than the Publisher allows (admission.FanoutError)
-// or whose matching would cost more filter tests (filter.WorkError).
+// or whose matching would cost more filter tests (filter.WorkError), or
+// whose check against their schemas more schema tests (eventtype.WorkError).
 func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	res, ok := s.publishRequest(w, r)
 	if !ok {
@@ -88,6 +89,13 @@ func (s *Server) publishRequest(w http.ResponseWriter, r *http.Request) ([]admis
 			Detail: "matching the events against the account's subscriptions would cost more than " + strconv.Itoa(we.Limit) +
 				" filter tests, the most one publish request may cost (the server's --max-match-work); nothing was stored: " +
 				"publish fewer or smaller events a request, or filter on smaller values"})
+		return nil, false
+	}
+	if we := (*eventtype.WorkError)(nil); errors.As(err, &we) {
+		writeProblem(w, Problem{Type: probTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
+			Detail: "checking the events against their types' schemas would cost more than " + strconv.Itoa(we.Limit) +
+				" schema tests, the most one publish request may cost (the server's --max-schema-work); nothing was stored: " +
+				"publish fewer or smaller events a request"})
 		return nil, false
 	}
 	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-events/herald/internal/clock"
+	"github.com/herald-events/herald/internal/logline"
 )
 
 // RefusalLogInterval is the least time between two warn lines of requests
@@ -44,7 +45,7 @@ type refusalLog struct {
 	refusing atomic.Bool
 
 	mu        sync.Mutex
-	lines     coalesced
+	lines     logline.Coalesced
 	outage    int  // refused since the first refusal of this outage
 	announced bool // a warn line told of this outage
 }
@@ -56,7 +57,7 @@ func (l *refusalLog) refused(r *http.Request) {
 	defer l.mu.Unlock()
 	l.refusing.Store(true)
 	l.outage++
-	n, since, due := l.lines.add(l.clock.Now())
+	n, since, due := l.lines.Add(l.clock.Now(), RefusalLogInterval)
 	if !due {
 		return
 	}
@@ -82,7 +83,7 @@ func (l *refusalLog) answered(r *http.Request) {
 	}
 	if l.announced {
 		l.log.LogAttrs(r.Context(), slog.LevelInfo, backLine, slog.Int("refused", l.outage))
-		l.lines.pending = 0
+		l.lines.Forget()
 	}
 	l.outage, l.announced = 0, false
 	l.refusing.Store(false)
@@ -97,32 +98,9 @@ func answersAgain(r *http.Request) bool {
 	return strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/topics/") || p == "/readyz"
 }
 
-// coalesced decides when the coalesced warn line of one kind of refusal is
-// due: the first refusal after a quiet interval at once, and then at most
-// one line per RefusalLogInterval, counting the refusals since the last
-// line. Guard it with a mutex of its own.
-type coalesced struct {
-	last    time.Time // of the last line (zero: none yet)
-	pending int       // refusals since the last line, not in one yet
-}
-
-// add counts one refusal at now and reports whether a line is due, with
-// the refusals it counts and the time since the last line (0: the first).
-func (c *coalesced) add(now time.Time) (n int, since time.Duration, due bool) {
-	c.pending++
-	if !c.last.IsZero() && now.Sub(c.last) < RefusalLogInterval {
-		return 0, 0, false
-	}
-	if !c.last.IsZero() {
-		since = now.Sub(c.last)
-	}
-	n, c.last, c.pending = c.pending, now, 0
-	return n, since, true
-}
-
 // capLog writes the warn line of one cap reached (a connection or receive
 // refused, a connection over --max-connections), coalesced: see
-// coalesced. Each line says how many times the cap was reached since the
+// logline.Coalesced (at most one line per RefusalLogInterval). Each line says how many times the cap was reached since the
 // last one ("refused"), and the attributes of the refusal that wrote it.
 type capLog struct {
 	log   *slog.Logger
@@ -130,7 +108,7 @@ type capLog struct {
 	msg   string
 
 	mu    sync.Mutex
-	lines coalesced
+	lines logline.Coalesced
 }
 
 func newCapLog(log *slog.Logger, msg string) *capLog {
@@ -140,7 +118,7 @@ func newCapLog(log *slog.Logger, msg string) *capLog {
 // hit counts the cap reached once, and writes a line when one is due.
 func (l *capLog) hit(attrs ...slog.Attr) {
 	l.mu.Lock()
-	n, since, due := l.lines.add(l.clock.Now())
+	n, since, due := l.lines.Add(l.clock.Now(), RefusalLogInterval)
 	l.mu.Unlock()
 	if !due {
 		return

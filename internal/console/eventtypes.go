@@ -21,6 +21,8 @@ import (
 // portal's pages read it and the admin's forms write it
 // (control.EventTypes, as the API's routes).
 type EventTypeCatalog interface {
+	// Version is the catalog's version, which every write advances.
+	Version(ctx context.Context) (int64, error)
 	List(ctx context.Context, f store.EventTypeFilter, p store.Page) ([]eventtype.EventType, string, error)
 	Get(ctx context.Context, name string) (eventtype.EventType, error)
 	Create(ctx context.Context, in eventtype.Input) (eventtype.EventType, error)

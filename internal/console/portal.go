@@ -17,6 +17,7 @@ import (
 	"github.com/herald-events/herald/internal/job"
 	"github.com/herald-events/herald/internal/store"
 	"github.com/herald-events/herald/internal/subscription"
+	"github.com/herald-events/herald/internal/testsignal"
 )
 
 // The subscriber portal, at /portal/: what a platform hands its own
@@ -85,10 +86,19 @@ type Portal struct {
 	Live   endpoint.Live
 	Clock  clock.Clock  // default clock.Real{}
 	Logger *slog.Logger // default discards
+	// TestSignals are for tests: TypesBuilt emits the catalog version
+	// the event types page's shared part was built for
+	// (portalTypesCache), once per build.
+	TestSignals struct {
+		TypesBuilt testsignal.Signal[int64]
+	}
 
 	pages *pages
 	// throttle counts the links that open nothing (throttle.go).
 	throttle *signInThrottle
+	// types is the event types page's costly part, shared per catalog
+	// version (portal_eventtypes.go).
+	types portalTypesCache
 }
 
 // PortalLink is a link NewLink made.

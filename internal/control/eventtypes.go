@@ -14,6 +14,7 @@ import (
 // EventTypeStore is what the catalog's writes (and the console's and
 // portal's reads, through EventTypes) need of the store.
 type EventTypeStore interface {
+	EventTypesVersion(ctx context.Context) (int64, error)
 	CreateEventType(ctx context.Context, t eventtype.EventType, max int) error
 	GetEventType(ctx context.Context, name string) (eventtype.EventType, error)
 	ListEventTypes(ctx context.Context, f store.EventTypeFilter, p store.Page) ([]eventtype.EventType, string, error)
@@ -56,6 +57,12 @@ func (s *EventTypes) written(ctx context.Context, err error) error {
 // Get reads the type name (store.ErrNotFound).
 func (s *EventTypes) Get(ctx context.Context, name string) (eventtype.EventType, error) {
 	return s.Store.GetEventType(ctx, name)
+}
+
+// Version reads the catalog's version, which every write advances
+// (store.EventTypeStore's EventTypesVersion).
+func (s *EventTypes) Version(ctx context.Context) (int64, error) {
+	return s.Store.EventTypesVersion(ctx)
 }
 
 // List reads a page of the catalog (store.EventTypeStore's ListEventTypes).

@@ -73,28 +73,49 @@ func numberProblem(n json.Number) string {
 // of arrays; any order of an object's members) that is a number
 // numberProblem refuses or lies deeper than MaxDataDepth (depth is v's),
 // and the problem; "" and "" when there is none. v is as
-// jsonschema.UnmarshalJSON decodes JSON (numbers as json.Number).
-func badData(v any, depth int) (at, problem string) {
+// jsonschema.UnmarshalJSON decodes JSON (numbers as json.Number). With w
+// set, the same walk counts in w.spent the schema work of each value it
+// passes (Schema.Work): the check's cost is known before it validates.
+func badData(v any, depth int, w *workCount) (at, problem string) {
 	if depth > MaxDataDepth {
 		return "", fmt.Sprintf("the value lies more than %d levels deep, the most Herald checks", MaxDataDepth)
+	}
+	if w != nil {
+		w.add(depth)
 	}
 	switch v := v.(type) {
 	case json.Number:
 		return "", numberProblem(v)
 	case []any:
 		for i, item := range v {
-			if p, problem := badData(item, depth+1); problem != "" {
+			if p, problem := badData(item, depth+1, w); problem != "" {
 				return "/" + strconv.Itoa(i) + p, problem
 			}
 		}
 	case map[string]any:
 		for k, item := range v {
-			if p, problem := badData(item, depth+1); problem != "" {
+			if p, problem := badData(item, depth+1, w); problem != "" {
 				return pointer([]string{k}) + p, problem
 			}
 		}
 	}
 	return "", ""
+}
+
+// workCount is badData's count of a check's schema work: each value counts
+// widths[its depth], the most subschemas the schema may apply to a value
+// that deep (at least 1; 1 past the deepest the schema reaches).
+type workCount struct {
+	widths []int
+	spent  int
+}
+
+func (w *workCount) add(depth int) {
+	if depth < len(w.widths) {
+		w.spent += w.widths[depth]
+	} else {
+		w.spent++
+	}
 }
 
 // patternBudget is the regular expression engine of one schema's
@@ -265,24 +286,27 @@ func types(d int) []valueType {
 	return []valueType{tObject, tArray, tOther}
 }
 
-// widest returns the most subschemas root applies to one value at any
-// depth from 0 to MaxDataDepth, and that depth.
-func widest(root *jsonschema.Schema) (n, depth int) {
+// widest returns, for each depth from 0 to MaxDataDepth that root
+// reaches, the most subschemas root applies to one value that deep (at
+// least 1: the validator visits the value); it stops past a depth whose
+// count is above MaxFanOut (Compile then refuses root).
+func widest(root *jsonschema.Schema) []int {
 	f := fanOut{}
-	for d := 0; d <= MaxDataDepth && n <= MaxFanOut; d++ {
-		reached := false
+	var widths []int
+	for d := 0; d <= MaxDataDepth; d++ {
+		n := 0
 		for _, t := range types(d) {
-			w := f.at(root, d, t)
-			reached = reached || w > 0
-			if w > n {
-				n, depth = w, d
-			}
+			n = max(n, f.at(root, d, t))
 		}
-		if !reached { // no schema this deep: none deeper
+		if n == 0 { // no schema this deep: none deeper
+			break
+		}
+		widths = append(widths, n)
+		if n > MaxFanOut {
 			break
 		}
 	}
-	return n, depth
+	return widths
 }
 
 // allows reports whether s's "type" lets a value of type t through.

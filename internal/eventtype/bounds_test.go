@@ -210,12 +210,13 @@ func TestStoredSchemaThatNoLongerCompiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := `{"specversion": "1.0", "id": "1", "source": "/s", "type": "thing", "data": {"a": 1}}`
-	_, refusal := c.Check(structured(t, ev), eventtype.ModeEnforce, false)
+	_, err := c.Check(structured(t, ev), eventtype.ModeEnforce, false, 0)
+	refusal := asRefusal(t, err)
 	if refusal == nil || refusal.Field != "type" || !strings.Contains(refusal.Detail, "does not compile") {
 		t.Fatalf("an event of a type whose newest version does not compile: %v; want a refusal naming type", refusal)
 	}
 	v1 := strings.Replace(ev, `"data"`, `"dataschema": "https://x.example/thing/v1", "data"`, 1)
-	if out, refusal := c.Check(structured(t, v1), eventtype.ModeEnforce, false); refusal != nil || out != nil {
+	if out, refusal := c.Check(structured(t, v1), eventtype.ModeEnforce, false, 0); refusal != nil || out != nil {
 		t.Fatalf("an event asking for version 1: %v %v", out, refusal)
 	}
 }

@@ -57,8 +57,11 @@ type Checked struct {
 // it asks for (version) or the newest: under ModeEnforce the first
 // violation refuses the request; under ModeWarn it is returned, in the
 // event's place (nil for the events without: the slice is nil when none
-// has). A refusal names the event's first violation.
-func (c *Catalog) Check(evs []event.Event, mode string, catalogOnly bool) ([]Checked, *Refusal) {
+// has). A refusal (a *Refusal) names the event's first violation. The
+// checks together may cost at most maxWork schema tests (0: no limit;
+// Work): each event's is charged before it is validated, and one that
+// would pass maxWork refuses the request with a *WorkError.
+func (c *Catalog) Check(evs []event.Event, mode string, catalogOnly bool, maxWork int) ([]Checked, error) {
 	if (mode == ModeOff || mode == "") && !catalogOnly {
 		return nil, nil
 	}
@@ -67,6 +70,7 @@ func (c *Catalog) Check(evs []event.Event, mode string, catalogOnly bool) ([]Che
 		return nil, nil
 	}
 	var out []Checked
+	work := &Work{Limit: maxWork}
 	for i, ev := range evs {
 		if event.ReservedTypeName(ev.Type) {
 			continue
@@ -81,7 +85,10 @@ func (c *Catalog) Check(evs []event.Event, mode string, catalogOnly bool) ([]Che
 		if mode == ModeOff || mode == "" || e.newest == 0 {
 			continue
 		}
-		v, field, vs := e.check(ev)
+		v, field, vs, err := e.check(ev, work)
+		if err != nil {
+			return nil, err
+		}
 		if len(vs) == 0 {
 			continue
 		}
@@ -116,27 +123,28 @@ func notInCatalog(typ string, names []string) string {
 	return d
 }
 
-// check checks ev against the version it asks for, or the newest; it
-// returns the version and the field of the first violation ("data…", or
-// the attribute that named an unknown version).
-func (e *entry) check(ev event.Event) (int, string, []Violation) {
+// check checks ev against the version it asks for, or the newest,
+// charging its work to w; it returns the version and the field of the
+// first violation ("data…", or the attribute that named an unknown
+// version), or a *WorkError.
+func (e *entry) check(ev event.Event, w *Work) (int, string, []Violation, error) {
 	v, field, problem := e.version(ev)
 	if problem != "" {
-		return v, field, []Violation{{Message: problem}}
+		return v, field, []Violation{{Message: problem}}, nil
 	}
 	s := e.versions[v]
 	if ev.DataBase64 != "" {
-		return v, "data", []Violation{{Keyword: "type", Message: "the data is binary (data_base64); the schema describes JSON data"}}
+		return v, "data", []Violation{{Keyword: "type", Message: "the data is binary (data_base64); the schema describes JSON data"}}, nil
 	}
 	data := []byte(ev.Data)
 	if len(data) == 0 {
 		data = []byte("null") // no data: checked as null
 	}
-	vs := s.CheckJSON(data)
+	vs, err := s.CheckJSONWithin(data, w)
 	if len(vs) == 0 {
-		return v, "", nil
+		return v, "", nil, err
 	}
-	return v, vs[0].Field(), vs
+	return v, vs[0].Field(), vs, nil
 }
 
 // version returns the version ev asks for: its dataschema's, when that is

@@ -4,10 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herald-events/herald/internal/clock"
 	"github.com/herald-events/herald/internal/event"
+	"github.com/herald-events/herald/internal/logline"
 )
 
 // Settings returns an account's schema validation mode and whether it
@@ -19,8 +23,18 @@ type Settings func(ctx context.Context, accountID string) (mode string, catalogO
 // (admission.Publisher.Schemas), in every publish format. It counts the
 // violations it lets through (ModeWarn) in herald_schema_violations_total
 // by type (a catalog type: at most MaxEventTypes label values) and logs
-// each such event once, at warn. It is safe for concurrent use.
+// them at warn, coalesced by type (warnLines): at most one line per type
+// each WarnLogInterval, saying how many it stands for. It is safe for
+// concurrent use.
 type Checker struct {
+	// MaxWork bounds the schema tests one publish request's checks may
+	// cost (Catalog.Check's maxWork; 0: no limit): the server's
+	// --max-schema-work. Set it before the first Check.
+	MaxWork int
+	// Clock times the coalesced warn lines (nil: the real clock). Set it
+	// before the first Check.
+	Clock      clock.Clock
+	warned     warnLines
 	catalog    *Catalog
 	settings   Settings
 	violations *prometheus.CounterVec
@@ -45,28 +59,85 @@ func NewChecker(cat *Catalog, settings Settings, reg prometheus.Registerer, log 
 }
 
 // Check checks evs, published by the account accountID: a *Refusal when
-// the request is refused (nothing of it may be stored), else what was
-// found in each event (nil when nothing).
+// the request is refused, a *WorkError when checking it would cost more
+// than MaxWork (nothing of it may be stored then), else what was found in
+// each event (nil when nothing).
 func (c *Checker) Check(ctx context.Context, accountID string, evs []event.Event) ([]Checked, error) {
 	mode, only, err := c.settings(ctx, accountID)
 	if err != nil {
 		return nil, err
 	}
-	out, refusal := c.catalog.Check(evs, mode, only)
-	if refusal != nil {
-		return nil, refusal
+	out, err := c.catalog.Check(evs, mode, only, c.MaxWork)
+	if err != nil {
+		return nil, err
 	}
 	for i, ch := range out {
 		if len(ch.Violations) == 0 {
 			continue
 		}
 		c.violations.WithLabelValues(evs[i].Type).Inc()
-		v := ch.Violations[0]
-		c.log.Warn("an event breaks its schema (accepted: the account's schema_validation is warn)",
-			"account", accountID, "event_id", evs[i].ID, "source", evs[i].Source, "type", evs[i].Type,
-			"version", ch.Version, "field", v.Field(), "keyword", v.Keyword, "error", v.Message)
+		c.warn(ctx, accountID, evs[i], ch)
 	}
 	return out, nil
+}
+
+// WarnLogInterval is the least time between two warn lines of events of
+// one type that break its schema (ModeWarn): a publisher of bad events
+// would otherwise write a line per event, up to a request's 1,000 at once.
+const WarnLogInterval = 10 * time.Second
+
+// warnLine is the message of the warn line of events that break their
+// schema (docs/event-types.md).
+const warnLine = "an event breaks its schema (accepted: the account's schema_validation is warn)"
+
+// warn writes the warn line of ev, which ch found breaking its schema,
+// when one is due for its type (warnLines): it names ev and its first
+// violation, and says how many events of the type since the last line
+// it did not write (suppressed).
+func (c *Checker) warn(ctx context.Context, accountID string, ev event.Event, ch Checked) {
+	clk := c.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	n, since, due := c.warned.add(ev.Type, clk.Now())
+	if !due {
+		return
+	}
+	v := ch.Violations[0]
+	attrs := []slog.Attr{slog.String("account", accountID), slog.String("event_id", ev.ID), slog.String("source", ev.Source),
+		slog.String("type", ev.Type), slog.Int("version", ch.Version), slog.String("field", v.Field()),
+		slog.String("keyword", v.Keyword), slog.String("error", v.Message), slog.Int("suppressed", n-1)}
+	if since > 0 {
+		attrs = append(attrs, slog.Duration("since_last_line", since))
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn, warnLine, attrs...)
+}
+
+// warnLines coalesces the warn lines of events that break their schema,
+// by type (logline.Coalesced, each WarnLogInterval). Only catalog types
+// are checked, so it holds at most about MaxEventTypes types; past twice
+// that (types archived and made anew) it starts afresh, forgetting the
+// counts not yet in a line.
+type warnLines struct {
+	mu    sync.Mutex
+	types map[string]*logline.Coalesced
+}
+
+// add counts one event of typ that breaks its schema at now: whether its
+// line is due, the events it stands for, and the time since the type's
+// last line (0: the first).
+func (w *warnLines) add(typ string, now time.Time) (n int, since time.Duration, due bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.types[typ]
+	if l == nil {
+		if w.types == nil || len(w.types) >= 2*MaxEventTypes {
+			w.types = map[string]*logline.Coalesced{}
+		}
+		l = &logline.Coalesced{}
+		w.types[typ] = l
+	}
+	return l.Add(now, WarnLogInterval)
 }
 
 // UnknownTypeError refuses a subscription's event type that the catalog

@@ -109,7 +109,8 @@ func TestCheck(t *testing.T) {
 		{"herald's own type", strings.Replace(v1, "invoice.paid", "herald.test", 1), "enforce", true, "", 0},
 		{"not in the catalog, catalog_only off", strings.Replace(v1, "invoice.paid", "other", 1), "enforce", false, "", 0},
 	} {
-		out, refusal := c.Check(structured(t, tc.ev), tc.mode, tc.only)
+		out, err := c.Check(structured(t, tc.ev), tc.mode, tc.only, 0)
+		refusal := asRefusal(t, err)
 		switch {
 		case tc.field != "" && (refusal == nil || refusal.Field != tc.field):
 			t.Errorf("%s: refusal %v; want one naming %s", tc.name, refusal, tc.field)
@@ -121,7 +122,8 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%s: %+v; want nothing", tc.name, out)
 		}
 	}
-	_, refusal := c.Check(structured(t, strings.Replace(v1, "invoice.paid", "invoice.payed", 1)), "off", true)
+	_, err := c.Check(structured(t, strings.Replace(v1, "invoice.paid", "invoice.payed", 1)), "off", true, 0)
+	refusal := asRefusal(t, err)
 	if refusal == nil || !strings.Contains(refusal.Detail, `nearest catalog type is "invoice.paid"`) {
 		t.Errorf("the refusal of invoice.payed: %v; want the nearest type named", refusal)
 	}
@@ -264,4 +266,18 @@ func TestStoredErrors(t *testing.T) {
 			t.Fatalf("a stored violation not cut to whole runes within the bounds: %d-byte pointer, %d-byte message", len(v.Pointer), len(v.Message))
 		}
 	}
+}
+
+// asRefusal returns err, a Catalog.Check's, as the *Refusal it must be
+// (nil for nil).
+func asRefusal(t *testing.T, err error) *eventtype.Refusal {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var r *eventtype.Refusal
+	if !errors.As(err, &r) {
+		t.Fatalf("%v: want a *Refusal", err)
+	}
+	return r
 }

@@ -28,6 +28,9 @@ type Schema struct {
 	// ID is the schema's $id ("" without one): an event whose dataschema
 	// is this URI asks for this version.
 	ID string
+	// widths are, by depth in the data, the most subschemas s applies to
+	// one value that deep (widest): what a value costs (Work).
+	widths []int
 }
 
 // errNoLoad refuses every document a schema refers to: a schema is
@@ -49,7 +52,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
-	if at, problem := badData(doc, -1<<30); problem != "" { // a schema's depth is the JSON parser's
+	if at, problem := badData(doc, -1<<30, nil); problem != "" { // a schema's depth is the JSON parser's
 		return nil, fmt.Errorf("at %q: %s", at, problem)
 	}
 	c := jsonschema.NewCompiler()
@@ -69,7 +72,8 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("the subschema at %s applies itself again to the same data (a $ref loop): every event would fail",
 			strings.TrimPrefix(at, schemaURL))
 	}
-	if n, depth := widest(s); n > MaxFanOut {
+	widths := widest(s)
+	if n, depth := widthAbove(widths, MaxFanOut); n > 0 {
 		return nil, fmt.Errorf("the schema applies more than %d subschemas to one value %d levels deep in the data (counting each path through $ref, allOf, anyOf, oneOf, not, if/then/else): every check would cost as much", MaxFanOut, depth)
 	}
 	hashEnums(s)
@@ -77,7 +81,18 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if m, ok := doc.(map[string]any); ok {
 		id, _ = m["$id"].(string)
 	}
-	return &Schema{s: s, ID: id}, nil
+	return &Schema{s: s, ID: id, widths: widths}, nil
+}
+
+// widthAbove returns the first width above most and its depth; 0 and 0
+// when none is.
+func widthAbove(widths []int, most int) (n, depth int) {
+	for d, w := range widths {
+		if w > most {
+			return w, d
+		}
+	}
+	return 0, 0
 }
 
 // Violation is one way data breaks a schema.
@@ -98,13 +113,22 @@ func (v Violation) Field() string { return "data" + v.Pointer }
 var english = message.NewPrinter(language.English)
 
 // CheckJSON validates data (JSON text) against s and returns its
-// violations (at most MaxViolations; none: valid).
+// violations (at most MaxViolations; none: valid). Its work is not
+// charged anywhere (CheckJSONWithin).
 func (s *Schema) CheckJSON(data []byte) []Violation {
+	vs, _ := s.CheckJSONWithin(data, nil)
+	return vs
+}
+
+// CheckJSONWithin is CheckJSON, charging the check's schema work (Work) to
+// w before the validator runs (nil: charged nowhere): when that takes w
+// past its limit, it returns a *WorkError and validates nothing.
+func (s *Schema) CheckJSONWithin(data []byte, w *Work) ([]Violation, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return []Violation{{Message: "the data is not JSON: " + err.Error()}}
+		return []Violation{{Message: "the data is not JSON: " + err.Error()}}, nil
 	}
-	return s.Check(v)
+	return s.check(v, w)
 }
 
 // Check validates v (as jsonschema.UnmarshalJSON decodes JSON) against s.
@@ -115,20 +139,31 @@ func (s *Schema) CheckJSON(data []byte) []Violation {
 // and its pointer at 256 (ending in "…"): the message may quote the data
 // (a string that breaks a pattern) or the schema (an enum's values).
 func (s *Schema) Check(v any) []Violation {
-	if at, problem := badData(v, 0); problem != "" {
-		return []Violation{{Pointer: cut(at, maxStoredPointer), Keyword: "type", Message: problem}}
+	vs, _ := s.check(v, nil)
+	return vs
+}
+
+// check is Check, charging its work to w first (CheckJSONWithin). The walk
+// that looks for numbers and depths beyond the bounds counts the work.
+func (s *Schema) check(v any, w *Work) ([]Violation, error) {
+	count := workCount{widths: s.widths}
+	if at, problem := badData(v, 0, &count); problem != "" {
+		return []Violation{{Pointer: cut(at, maxStoredPointer), Keyword: "type", Message: problem}}, nil
+	}
+	if err := w.charge(count.spent); err != nil {
+		return nil, err
 	}
 	err := s.s.Validate(v)
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []Violation{{Message: err.Error()}}
+		return []Violation{{Message: err.Error()}}, nil
 	}
 	var out []Violation
 	leaves(ve, &out)
-	return out
+	return out, nil
 }
 
 // leaves appends the innermost errors of e (those that say what failed,

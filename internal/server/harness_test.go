@@ -75,7 +75,8 @@ func setup(t *testing.T, tune ...func(*server.Config)) *bundle {
 		AdminKey: adminKey,
 		// The default budget, so that every test's publishes show it is
 		// far above ordinary traffic.
-		MaxMatchWork: server.DefaultMaxMatchWork,
+		MaxMatchWork:  server.DefaultMaxMatchWork,
+		MaxSchemaWork: server.DefaultMaxSchemaWork,
 		Attempting: attempting.Config{
 			Rand: func() float64 { return 0.5 }, // no jitter
 			// The receivers are loopback servers (httptest).

@@ -134,6 +134,11 @@ type Config struct {
 	// events may cost (admission.Publisher.MaxMatchWork; 0: no limit, also
 	// for a zero value: DefaultConfig's is DefaultMaxMatchWork).
 	MaxMatchWork int
+	// MaxSchemaWork is the most schema tests checking one publish
+	// request's events against their types' schemas may cost
+	// (eventtype.Checker.MaxWork; 0: no limit, also for a zero value:
+	// DefaultConfig's is DefaultMaxSchemaWork).
+	MaxSchemaWork int
 	// Scheduling tunes the scheduling stage (lanes, windows, concurrency,
 	// circuits, leases); Attempting the attempts (destinations, client,
 	// user agent). What the stages share (store, catalog, clock, logger,
@@ -174,6 +179,19 @@ const (
 // with it.
 const DefaultMaxMatchWork = 10_000_000
 
+// DefaultMaxSchemaWork is --max-schema-work's default: 1 million schema
+// tests (one value of an event's data checked against one subschema:
+// eventtype.Work), about 0.5 to 3 s of one core
+// (eventtype.BenchmarkSchemaWork: 500 to 3,000 ns a test on a shared
+// 2-core machine), where a 1 MiB request against a schema that branches
+// widely would otherwise take minutes. It lets a
+// whole 1 MiB request (at most about 500,000 values) through a schema
+// that applies at most two subschemas to each value; ordinary publishes
+// stay far under it: 100 events of 50 values against a schema applying
+// 3 subschemas a value cost 15,000. Its own budget, not the matching's:
+// a schema test costs 25 to 150 filter tests (about 20 ns each).
+const DefaultMaxSchemaWork = 1_000_000
+
 // DefaultConfig returns a server's defaults, the stages' included: the
 // one place they are set (herald serve's flags take theirs from here).
 func DefaultConfig() Config {
@@ -198,6 +216,7 @@ func DefaultConfig() Config {
 		MaxJobsPerAccount: 4,
 		JobRetention:      7 * 24 * time.Hour,
 		MaxMatchWork:      DefaultMaxMatchWork,
+		MaxSchemaWork:     DefaultMaxSchemaWork,
 	}
 }
 
@@ -245,6 +264,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--job-retention %v: must be at least 1m", c.JobRetention)
 	case c.MaxMatchWork < 0:
 		return fmt.Errorf("--max-match-work %d: must be 0 (no limit) or positive", c.MaxMatchWork)
+	case c.MaxSchemaWork < 0:
+		return fmt.Errorf("--max-schema-work %d: must be 0 (no limit) or positive", c.MaxSchemaWork)
 	}
 	if storeErr != nil {
 		return storeErr // a malformed URL
@@ -489,6 +510,7 @@ func (s *Server) wireEventTypes(cfg Config, reg *prometheus.Registry) {
 		return a.Settings.Validation(), a.Settings.CatalogOnly, err
 	}
 	check := eventtype.NewChecker(s.EventTypes, settings, reg, cfg.Logger.With("component", "eventtypes"))
+	check.MaxWork, check.Clock = cfg.MaxSchemaWork, cfg.Clock
 	s.Pipeline.Admission.Schemas = check
 	s.Control.Types = check
 	s.API.EventTypes = &control.EventTypes{Store: s.Store, Clock: cfg.Clock, Cache: s.EventTypes}
